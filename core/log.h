@@ -1,0 +1,21 @@
+/* shardvit core: logging.
+ *
+ * Lines go to stderr as "[shardvit r<rank>] LEVEL message". By default only rank 0 prints
+ * info lines; warnings and errors print on every rank. The configuration is process-wide and
+ * set once at start-up by app/ (sv_log_setup) before any thread starts; it is read-only after. */
+#ifndef SV_CORE_LOG_H
+#define SV_CORE_LOG_H
+
+typedef enum { SV_LOG_DEBUG = 0, SV_LOG_INFO = 1, SV_LOG_WARN = 2, SV_LOG_ERROR = 3 } sv_log_level;
+
+/* rank: this process's rank (0 when single-process); all_ranks_info: print info on every rank. */
+void sv_log_setup(int rank, sv_log_level min_level, int all_ranks_info);
+int sv_log_rank(void);
+void sv_log(sv_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define SV_DEBUG(...) sv_log(SV_LOG_DEBUG, __VA_ARGS__)
+#define SV_INFO(...) sv_log(SV_LOG_INFO, __VA_ARGS__)
+#define SV_WARN(...) sv_log(SV_LOG_WARN, __VA_ARGS__)
+#define SV_ERROR(...) sv_log(SV_LOG_ERROR, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,59 @@
+#include "core/status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-thread error state: like errno, the one deliberate piece of thread-local state. */
+static _Thread_local char tl_msg[1024];
+static _Thread_local char tl_trace[512];
+
+const char *sv_status_str(sv_status s) {
+    switch (s) {
+    case SV_OK: return "ok";
+    case SV_ERR_INVALID: return "invalid argument";
+    case SV_ERR_IO: return "io error";
+    case SV_ERR_FORMAT: return "format error";
+    case SV_ERR_CORRUPT: return "corrupt data";
+    case SV_ERR_OOM: return "out of memory";
+    case SV_ERR_COMM: return "communication error";
+    case SV_ERR_TIMEOUT: return "timeout";
+    case SV_ERR_BACKEND: return "backend error";
+    case SV_ERR_UNSUPPORTED: return "unsupported";
+    case SV_ERR_NOT_FOUND: return "not found";
+    case SV_ERR_NONFINITE: return "non-finite value";
+    }
+    return "unknown error";
+}
+
+sv_status sv_fail_at(sv_status code, const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+    va_end(ap);
+    const char *base = strrchr(file, '/');
+    snprintf(tl_trace, sizeof tl_trace, "%s:%d", base ? base + 1 : file, line);
+    return code;
+}
+
+void sv_err_frame(const char *file, int line) {
+    size_t len = strlen(tl_trace);
+    const char *base = strrchr(file, '/');
+    if (len + 48 < sizeof tl_trace)
+        snprintf(tl_trace + len, sizeof tl_trace - len, " <- %s:%d", base ? base + 1 : file, line);
+}
+
+const char *sv_err_msg(void) { return tl_msg; }
+const char *sv_err_trace(void) { return tl_trace; }
+
+void sv_err_clear(void) {
+    tl_msg[0] = 0;
+    tl_trace[0] = 0;
+}
+
+void sv_assert_fail(const char *expr, const char *file, int line) {
+    fprintf(stderr, "shardvit: internal assertion failed: %s (%s:%d)\n", expr, file, line);
+    fflush(stderr);
+    abort();
+}

@@ -1,0 +1,1 @@
+/* MPI communicator: implementation pending in this tree. */

@@ -1,0 +1,177 @@
+/* shardvit compute backend: the one interface model code computes through.
+ *
+ * An opaque handle (sv_backend) behind a vtable (see backend_impl.h, for implementers only).
+ * Model and FSDP code call the sv_be_* wrappers below, never the vtable. Implementations:
+ * cpu/ (always built) and cuda/ (built when SHARDVIT_CUDA is ON); which ones exist is decided
+ * by the files CMake links (backend_registry.c), not by #ifdefs.
+ *
+ * Memory: every pointer passed to an op is a *device* pointer obtained from sv_be_alloc (on the
+ * CPU backend that is ordinary host memory). Ops are enqueued in order on the backend's compute
+ * stream; sv_be_sync waits for all of them. Host-visible results (sv_be_sumsq) synchronise.
+ *
+ * Dtypes: "compute" buffers (activations, gathered parameters, activation gradients) hold the
+ * backend's compute dtype (sv_be_compute_dtype): fp32 or bf16. On the CPU backend compute
+ * buffers are always fp32 *storage*; with compute dtype bf16 every op rounds the values it
+ * writes to compute buffers to the nearest bf16 (round-to-nearest-even), so CPU numerics
+ * track a GPU computing in bf16. "f32" buffers are always float: master weights, optimizer
+ * state, parameter gradients, statistics, losses. Parameter gradients are always fp32 and are
+ * always ACCUMULATED (+=) into; the caller zeroes them.
+ *
+ * Shapes are row-major; comments give them as (dim0, dim1, ...). Linear weights use the
+ * PyTorch/timm layout W (out_features, in_features). Tokens: T = 1 + num_patches. */
+#ifndef SV_MODEL_BACKEND_H
+#define SV_MODEL_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/elementwise.h"
+#include "core/status.h"
+
+typedef enum sv_dtype { SV_F32 = 0, SV_BF16 = 1 } sv_dtype;
+static inline size_t sv_dtype_size(sv_dtype d) { return d == SV_BF16 ? 2 : 4; }
+const char *sv_dtype_name(sv_dtype d);
+
+typedef enum sv_device_kind { SV_DEVICE_CPU = 0, SV_DEVICE_CUDA = 1 } sv_device_kind;
+
+typedef struct sv_backend_config {
+    sv_device_kind device;
+    sv_dtype compute_dtype; /* dtype of compute buffers (see above) */
+    int threads;            /* CPU: worker threads for ops (0 = 1); CUDA: ignored */
+    int device_index;       /* CUDA: which GPU (local rank -> device); CPU: ignored */
+    int attn_fallback;      /* CUDA: 1 = plain CUDA attention kernel instead of cuDNN */
+} sv_backend_config;
+
+typedef struct sv_backend sv_backend; /* opaque */
+
+/* Create a backend. Fails with SV_ERR_UNSUPPORTED (and a message saying why) when the device
+ * kind is not built in or no device is usable. */
+sv_status sv_backend_create(const sv_backend_config *cfg, sv_backend **out);
+void sv_backend_destroy(sv_backend *be);
+/* 1 when a backend of this kind is built in and a device is usable right now. */
+int sv_backend_available(sv_device_kind kind);
+
+const char *sv_be_name(const sv_backend *be);        /* "cpu", "cuda" */
+const char *sv_be_device_name(const sv_backend *be); /* e.g. "AMD EPYC (2 threads)", "NVIDIA H200" */
+sv_dtype sv_be_compute_dtype(const sv_backend *be);
+/* Bytes per element of compute buffers as *stored* (CPU: always 4). */
+size_t sv_be_compute_elem_size(const sv_backend *be);
+/* Dense bf16 peak FLOP/s of the device if known (for MFU), else 0. */
+double sv_be_peak_flops(const sv_backend *be);
+/* Native stream handle (cudaStream_t for CUDA, NULL for CPU): lets the NCCL comm order itself
+ * against compute. */
+void *sv_be_native_stream(const sv_backend *be);
+
+/* ---- memory ---- */
+sv_status sv_be_alloc(sv_backend *be, size_t bytes, void **out); /* 256-byte aligned */
+void sv_be_free(sv_backend *be, void *p);
+/* Pinned host memory where the device has it (CUDA), else ordinary aligned host memory. */
+sv_status sv_be_host_alloc(sv_backend *be, size_t bytes, void **out);
+void sv_be_host_free(sv_backend *be, void *p);
+sv_status sv_be_upload(sv_backend *be, void *dst, const void *host_src, size_t bytes);
+sv_status sv_be_download(sv_backend *be, void *host_dst, const void *src, size_t bytes);
+sv_status sv_be_copy(sv_backend *be, void *dst, const void *src, size_t bytes);
+sv_status sv_be_zero(sv_backend *be, void *p, size_t bytes);
+sv_status sv_be_sync(sv_backend *be);
+
+/* ---- casts and simple vector ops (n elements) ---- */
+/* compute <- f32 (rounds to bf16 when the compute dtype is bf16) */
+sv_status sv_be_f32_to_compute(sv_backend *be, void *dst, const float *src, size_t n);
+/* f32 <- compute */
+sv_status sv_be_compute_to_f32(sv_backend *be, float *dst, const void *src, size_t n);
+/* raw bf16 (uint16 storage) <-> f32, round-to-nearest-even; used for bf16 reductions/export */
+sv_status sv_be_f32_to_bf16(sv_backend *be, uint16_t *dst, const float *src, size_t n);
+sv_status sv_be_bf16_to_f32(sv_backend *be, float *dst, const uint16_t *src, size_t n);
+/* round f32 values in place to their nearest bf16 value (bf16 reduce-dtype emulation) */
+sv_status sv_be_round_bf16_f32(sv_backend *be, float *p, size_t n);
+sv_status sv_be_fill_f32(sv_backend *be, float *p, size_t n, float value);
+sv_status sv_be_scale_f32(sv_backend *be, float *p, size_t n, float alpha);
+/* y += x */
+sv_status sv_be_add_f32(sv_backend *be, float *y, const float *x, size_t n);
+/* Sum of squares of an f32 buffer, summed in a fixed order independent of thread count
+ * (deterministic); returned in double on the host (synchronises). */
+sv_status sv_be_sumsq_f32(sv_backend *be, const float *p, size_t n, double *out);
+
+/* ---- layers ---- */
+
+/* out (M,N) = in (M,K) @ W(N,K)^T + bias(N), then GELU if `pre_gelu` != NULL, in which case the
+ * pre-activation is stored to pre_gelu (M,N) for the backward pass. bias may be NULL.
+ * in/W/bias/out/pre_gelu: compute dtype. */
+sv_status sv_be_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in, const void *W,
+                           const void *bias, int M, int N, int K);
+
+/* Backward of sv_be_linear_fwd. If pre_gelu != NULL, d_out is first overwritten in place with
+ * d_out * gelu'(pre_gelu) (so d_out is clobbered). Then:
+ *   d_in (M,K)  = d_out @ W          (overwritten; skipped when d_in == NULL)
+ *   dW   (N,K) += d_out^T @ in       (fp32)
+ *   db   (N)   += sum_rows d_out     (fp32; skipped when db == NULL) */
+sv_status sv_be_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out,
+                           const void *in, const void *W, const void *pre_gelu, int M, int N, int K);
+
+/* LayerNorm over the last dim C with eps SV_LN_EPS: out = (x-mean)*rstd*w + b.
+ * x/out (M,C), w/b (C) compute dtype; mean/rstd (M) f32 saved for backward. */
+sv_status sv_be_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd, const void *x,
+                              const void *w, const void *b, int M, int C);
+/* d_x (M,C) += dx contribution (ACCUMULATES into d_x: the residual stream), dw/db (C) += f32. */
+sv_status sv_be_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out,
+                              const void *x, const void *w, const float *mean, const float *rstd,
+                              int M, int C);
+
+/* Multi-head self-attention core (non-causal), timm layout:
+ *   qkv (B,T,3*D) with D = H*dh, split as [q | k | v], each (H, dh) per token;
+ *   out (B,T,D) = concat_h softmax(q_h k_h^T / sqrt(dh)) v_h.
+ * `saved` (sv_be_attention_saved_bytes) keeps what the backward needs (CPU: probabilities,
+ * cuDNN: softmax statistics); `scratch` (sv_be_attention_scratch_bytes) is transient. */
+size_t sv_be_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H);
+size_t sv_be_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, int H);
+sv_status sv_be_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch,
+                              const void *qkv, int B, int T, int D, int H);
+/* d_qkv (B,T,3D) overwritten. */
+sv_status sv_be_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,
+                              const void *qkv, const void *out, const void *saved, int B, int T,
+                              int D, int H);
+
+/* Standalone exact GELU (the fused form in linear_fwd is the hot path). */
+sv_status sv_be_gelu_fwd(sv_backend *be, void *out, const void *x, size_t n);
+/* d_x = d_out * gelu'(x) (overwrites d_x; d_x may alias d_out). */
+sv_status sv_be_gelu_bwd(sv_backend *be, void *d_x, const void *d_out, const void *x, size_t n);
+
+/* out = a + b (n elements, compute dtype; out may alias a or b). */
+sv_status sv_be_residual_add(sv_backend *be, void *out, const void *a, const void *b, size_t n);
+
+/* Softmax cross-entropy, fused forward+backward.
+ * logits (B,K) compute dtype. Targets: either labels (B) int32 device array with label
+ * smoothing `smoothing`, or soft_targets (B,K) f32 (mixup/cutmix; then smoothing is already
+ * folded in by the caller and `labels` is NULL).
+ * losses (B) f32: per-sample loss. d_logits (B,K) compute dtype = (softmax - target)*grad_scale
+ * (may be NULL when only the loss is wanted, e.g. evaluation). */
+sv_status sv_be_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits,
+                             const int32_t *labels, const float *soft_targets, int B, int K,
+                             float smoothing, float grad_scale);
+
+/* Patch extraction for the stride-p, kernel-p patch-embed convolution:
+ * img (B,C,Himg,Wimg) f32 -> patches (B*P, C*p*p) compute dtype with column order (c, ky, kx),
+ * matching patch_embed.proj.weight (D,C,p,p) flattened to (D, C*p*p); P = (Himg/p)*(Wimg/p),
+ * patches in row-major grid order. */
+sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg,
+                       int Wimg, int p);
+
+/* Token assembly: x[b,0,:] = cls + pos[0,:]; x[b,1+i,:] = patch_out[b,i,:] + pos[1+i,:].
+ * x (B,T,D), patch_out (B,T-1,D), cls (D), pos (T,D): compute dtype. */
+sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls,
+                          const void *pos, int B, int T, int D);
+/* d_patch_out (B,T-1,D) overwritten; d_cls (D) += sum_b dx[b,0]; d_pos (T,D) += sum_b dx[b]. */
+sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos,
+                          const void *dx, int B, int T, int D);
+
+/* out (B,D) = x[:,0,:] from x (B,T,D) (class-token pooling). */
+sv_status sv_be_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D);
+/* dx (B,T,D) += scatter of d_out (B,D) into token 0 (ACCUMULATES). */
+sv_status sv_be_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D);
+
+/* AdamW on a contiguous f32 range (one tensor's slice of a shard): see sv_adamw_elem.
+ * `weight_decay` is the decay for this range (0 for biases, norms, pos_embed, cls_token). */
+sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
+                      const sv_adamw_hparams *h, float weight_decay);
+
+#endif

@@ -1,0 +1,87 @@
+/* For backend implementers only (cpu/, cuda/): the vtable behind sv_backend.
+ * Model code includes backend.h, never this file.
+ *
+ * Each implementation defines one `const sv_backend_ops` with designated initialisers and a
+ * create function that allocates a struct whose first member is `sv_backend` (the base), so
+ * the implementation casts sv_backend* to its own type. Every entry is mandatory; the
+ * wrappers in backend.c check arguments that are cheap to check, then dispatch. Shapes,
+ * dtypes and semantics are exactly those documented in backend.h. */
+#ifndef SV_MODEL_BACKEND_IMPL_H
+#define SV_MODEL_BACKEND_IMPL_H
+
+#include "model/backend/backend.h"
+
+typedef struct sv_backend_ops {
+    const char *name;
+    void (*destroy)(sv_backend *be);
+    double (*peak_flops)(const sv_backend *be);
+    void *(*native_stream)(const sv_backend *be);
+
+    sv_status (*alloc)(sv_backend *be, size_t bytes, void **out);
+    void (*free)(sv_backend *be, void *p);
+    sv_status (*host_alloc)(sv_backend *be, size_t bytes, void **out);
+    void (*host_free)(sv_backend *be, void *p);
+    sv_status (*upload)(sv_backend *be, void *dst, const void *src, size_t bytes);
+    sv_status (*download)(sv_backend *be, void *dst, const void *src, size_t bytes);
+    sv_status (*copy)(sv_backend *be, void *dst, const void *src, size_t bytes);
+    sv_status (*zero)(sv_backend *be, void *p, size_t bytes);
+    sv_status (*sync)(sv_backend *be);
+
+    sv_status (*f32_to_compute)(sv_backend *be, void *dst, const float *src, size_t n);
+    sv_status (*compute_to_f32)(sv_backend *be, float *dst, const void *src, size_t n);
+    sv_status (*f32_to_bf16)(sv_backend *be, uint16_t *dst, const float *src, size_t n);
+    sv_status (*bf16_to_f32)(sv_backend *be, float *dst, const uint16_t *src, size_t n);
+    sv_status (*round_bf16_f32)(sv_backend *be, float *p, size_t n);
+    sv_status (*fill_f32)(sv_backend *be, float *p, size_t n, float value);
+    sv_status (*scale_f32)(sv_backend *be, float *p, size_t n, float alpha);
+    sv_status (*add_f32)(sv_backend *be, float *y, const float *x, size_t n);
+    sv_status (*sumsq_f32)(sv_backend *be, const float *p, size_t n, double *out);
+
+    sv_status (*linear_fwd)(sv_backend *be, void *out, void *pre_gelu, const void *in,
+                            const void *W, const void *bias, int M, int N, int K);
+    sv_status (*linear_bwd)(sv_backend *be, void *d_in, float *dW, float *db, void *d_out,
+                            const void *in, const void *W, const void *pre_gelu, int M, int N,
+                            int K);
+    sv_status (*layernorm_fwd)(sv_backend *be, void *out, float *mean, float *rstd, const void *x,
+                               const void *w, const void *b, int M, int C);
+    sv_status (*layernorm_bwd)(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out,
+                               const void *x, const void *w, const float *mean, const float *rstd,
+                               int M, int C);
+    size_t (*attention_saved_bytes)(const sv_backend *be, int B, int T, int D, int H);
+    size_t (*attention_scratch_bytes)(const sv_backend *be, int B, int T, int D, int H);
+    sv_status (*attention_fwd)(sv_backend *be, void *out, void *saved, void *scratch,
+                               const void *qkv, int B, int T, int D, int H);
+    sv_status (*attention_bwd)(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,
+                               const void *qkv, const void *out, const void *saved, int B, int T,
+                               int D, int H);
+    sv_status (*gelu_fwd)(sv_backend *be, void *out, const void *x, size_t n);
+    sv_status (*gelu_bwd)(sv_backend *be, void *d_x, const void *d_out, const void *x, size_t n);
+    sv_status (*residual_add)(sv_backend *be, void *out, const void *a, const void *b, size_t n);
+    sv_status (*softmax_xent)(sv_backend *be, float *losses, void *d_logits, const void *logits,
+                              const int32_t *labels, const float *soft_targets, int B, int K,
+                              float smoothing, float grad_scale);
+    sv_status (*im2col)(sv_backend *be, void *patches, const float *img, int B, int C, int Himg,
+                        int Wimg, int p);
+    sv_status (*embed_fwd)(sv_backend *be, void *x, const void *patch_out, const void *cls,
+                           const void *pos, int B, int T, int D);
+    sv_status (*embed_bwd)(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos,
+                           const void *dx, int B, int T, int D);
+    sv_status (*cls_select)(sv_backend *be, void *out, const void *x, int B, int T, int D);
+    sv_status (*cls_select_bwd)(sv_backend *be, void *dx, const void *d_out, int B, int T, int D);
+    sv_status (*adamw)(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
+                       const sv_adamw_hparams *h, float weight_decay);
+} sv_backend_ops;
+
+/* Base of every backend instance (first member of the implementation's struct). */
+struct sv_backend {
+    const sv_backend_ops *ops;
+    sv_backend_config cfg;
+    char device_name[128];
+};
+
+/* Implementation entry points, defined by cpu/ and cuda/ (the latter only when built). */
+sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out);
+sv_status sv_cuda_backend_create(const sv_backend_config *cfg, sv_backend **out);
+int sv_cuda_backend_available(void);
+
+#endif
