@@ -1,0 +1,52 @@
+/* shardvit info: parameter table (timm names/shapes), counts and FLOPs per image. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "app/commands.h"
+#include "app/run.h"
+#include "model/params.h"
+
+int sv_cmd_info(int argc, char **argv, const sv_proc *proc) {
+    (void)proc;
+    sv_model_opts mo = {.model = "vit-b16"};
+    int table = 1;
+    sv_flag flags[] = {SV_MODEL_FLAGS(mo),
+                       {"table", SV_FLAG_BOOL, &table, 0, 0, "print the per-tensor table", 0},
+                       SV_FLAG_END};
+    sv_cmd_spec spec = {"info", "shardvit info --model NAME [shape flags]",
+                        "Print the parameter table (timm VisionTransformer names and shapes), the parameter "
+                        "count and the FLOPs per image.",
+                        0};
+    char *pos[1];
+    int npos;
+    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
+    if (rc) return rc == 1 ? 0 : 2;
+    sv_vit_config c;
+    sv_status st = sv_model_opts_resolve(&mo, &c);
+    if (st != SV_OK) {
+        fprintf(stderr, "shardvit info: %s\n", sv_err_msg());
+        return 2;
+    }
+    int n = sv_vit_num_params(&c);
+    sv_param_info *p = calloc((size_t)n, sizeof *p);
+    if (!p) return sv_app_fail("info", SV_FAIL(SV_ERR_OOM, "parameter table"));
+    sv_vit_param_table(&c, 0, p);
+    printf("model %s: img %d patch %d in_chans %d classes %d dim %d depth %d heads %d mlp_ratio %g tokens %d\n", c.name,
+           c.img, c.patch, c.in_chans, c.num_classes, c.dim, c.depth, c.heads, c.mlp_ratio, sv_vit_tokens(&c));
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        total += p[i].numel;
+        if (!table) continue;
+        char shape[96];
+        int o = snprintf(shape, sizeof shape, "(");
+        for (int d = 0; d < p[i].ndim; d++)
+            o += snprintf(shape + o, sizeof shape - (size_t)o, "%s%lld", d ? ", " : "", (long long)p[i].shape[d]);
+        snprintf(shape + o, sizeof shape - (size_t)o, ")");
+        printf("  %-32s %-22s %12zu%s\n", p[i].name, shape, p[i].numel, p[i].no_decay ? "  no-decay" : "");
+    }
+    double f = sv_vit_flops_fwd(&c);
+    printf("parameters: %zu\n", total);
+    printf("flops per image: forward %.4g GFLOP, training step (3x) %.4g GFLOP\n", f / 1e9, 3 * f / 1e9);
+    free(p);
+    return 0;
+}

@@ -1,0 +1,78 @@
+/* shardvit prep: import IDX (MNIST, Fashion-MNIST), CIFAR binaries, or generate a synthetic
+ * ImageNet-like set, as JPEG ImageFolder trees or WebDataset tar shards. */
+#include <stdio.h>
+#include <string.h>
+
+#include "app/commands.h"
+#include "app/flags.h"
+#include "core/log.h"
+#include "data/prep.h"
+
+int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
+    (void)proc;
+    sv_prep_opts o = sv_prep_opts_default();
+    const char *format = "folder";
+    long long limit = 0, seed = 0;
+    sv_flag flags[] = {
+        {"out", SV_FLAG_STR, &o.out, 0, 0, "output directory (required)", 0},
+        {"src", SV_FLAG_STR, &o.src, 0, 0, "source directory (fashion-mnist default: " SV_FASHION_MNIST_DIR ")", 0},
+        {"format", SV_FLAG_STR, &format, 0, 0, "folder (ImageFolder tree) | tar (WebDataset shards)", 0},
+        {"quality", SV_FLAG_INT, &o.quality, 1, 100, "JPEG quality", 0},
+        {"shard-size", SV_FLAG_INT, &o.shard_size, 1, 1 << 30, "tar: samples per shard", 0},
+        {"limit", SV_FLAG_I64, &limit, 0, 1e12, "at most this many samples per split (0 = all)", 0},
+        {"classes", SV_FLAG_INT, &o.classes, 1, 100000, "synthetic: number of classes", 0},
+        {"per-class", SV_FLAG_INT, &o.per_class, 1, 1 << 24, "synthetic: train images per class", 0},
+        {"test-per-class", SV_FLAG_INT, &o.test_per_class, 0, 1 << 24, "synthetic: test images per class", 0},
+        {"width", SV_FLAG_INT, &o.width, 8, 16384, "synthetic: image width", 0},
+        {"height", SV_FLAG_INT, &o.height, 8, 16384, "synthetic: image height", 0},
+        {"seed", SV_FLAG_I64, &seed, 0, 9.2e18, "synthetic: content seed", 0},
+        SV_FLAG_END};
+    sv_cmd_spec spec = {"prep", "shardvit prep fashion-mnist|mnist|cifar10|cifar100|synthetic --out DIR [flags]",
+                        "Convert a dataset into JPEG files shardvit trains on: DIR/train/<class>/*.jpg and "
+                        "DIR/test/<class>/*.jpg (or tar shards with --format tar), plus DIR/classes.txt.",
+                        1};
+    char *pos[1];
+    int npos;
+    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (npos != 1) {
+        fprintf(stderr, "shardvit prep: missing dataset (fashion-mnist|mnist|cifar10|cifar100|synthetic)\n");
+        return 2;
+    }
+    if (!o.out) {
+        fprintf(stderr, "shardvit prep: --out: missing (output directory)\n");
+        return 2;
+    }
+    if (!strcmp(format, "folder")) o.format = SV_PREP_FOLDER;
+    else if (!strcmp(format, "tar")) o.format = SV_PREP_TAR;
+    else {
+        fprintf(stderr, "shardvit prep: --format: invalid value '%s' (expected folder or tar)\n", format);
+        return 2;
+    }
+    o.limit = (uint64_t)limit;
+    o.seed = (uint64_t)seed;
+    const char *what = pos[0];
+    sv_status st;
+    if (!strcmp(what, "fashion-mnist")) st = sv_prep_idx(&o, 1);
+    else if (!strcmp(what, "mnist")) {
+        if (!o.src) {
+            fprintf(stderr, "shardvit prep: --src: required for mnist (directory of the IDX files)\n");
+            return 2;
+        }
+        st = sv_prep_idx(&o, 0);
+    } else if (!strcmp(what, "cifar10") || !strcmp(what, "cifar100")) {
+        if (!o.src) {
+            fprintf(stderr, "shardvit prep: --src: required for %s (directory of the binary batches)\n", what);
+            return 2;
+        }
+        st = sv_prep_cifar(&o, !strcmp(what, "cifar10") ? 10 : 100);
+    } else if (!strcmp(what, "synthetic")) st = sv_prep_synthetic(&o);
+    else {
+        fprintf(stderr, "shardvit prep: unknown dataset '%s' (fashion-mnist|mnist|cifar10|cifar100|synthetic)\n", what);
+        return 2;
+    }
+    if (st != SV_OK) return sv_app_fail("prep", st);
+    SV_INFO("prep %s: %llu train + %llu test images in %s", what, (unsigned long long)o.n_train,
+            (unsigned long long)o.n_test, o.out);
+    return 0;
+}

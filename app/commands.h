@@ -1,0 +1,19 @@
+/* Subcommands of the shardvit binary. Each returns the process exit code: 0 success, 1 runtime
+ * failure (message printed), 2 usage error (one line naming the flag). */
+#ifndef SV_APP_COMMANDS_H
+#define SV_APP_COMMANDS_H
+
+#include "core/status.h"
+
+typedef struct sv_proc {
+    int rank, world, local_rank, local_size;
+} sv_proc;
+
+int sv_cmd_train(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_info(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_prep(int argc, char **argv, const sv_proc *proc);
+
+/* Print "shardvit CMD: error: <message> (<status>) [trace]" and return 1. */
+int sv_app_fail(const char *cmd, sv_status st);
+
+#endif

@@ -1,0 +1,230 @@
+#include "app/flags.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sv_flag *find(sv_flag *flags, const char *name, size_t len) {
+    for (sv_flag *f = flags; f->name; f++)
+        if (strlen(f->name) == len && strncmp(f->name, name, len) == 0) return f;
+    return NULL;
+}
+
+int sv_flag_seen(const sv_flag *flags, const char *name) {
+    for (const sv_flag *f = flags; f->name; f++)
+        if (strcmp(f->name, name) == 0) return f->seen;
+    return 0;
+}
+
+static void range_text(const sv_flag *f, char *buf, size_t cap) {
+    switch (f->type) {
+    case SV_FLAG_INT:
+    case SV_FLAG_I64: snprintf(buf, cap, "an integer in [%.0f, %.0f]", f->min, f->max); break;
+    case SV_FLAG_DOUBLE: snprintf(buf, cap, "a number in [%g, %g]", f->min, f->max); break;
+    case SV_FLAG_BOOL: snprintf(buf, cap, "true or false"); break;
+    case SV_FLAG_STR: snprintf(buf, cap, "a string"); break;
+    }
+}
+
+/* Store `val` (NUL-terminated, stable storage) into flag f. */
+static int set_value(const char *cmd, sv_flag *f, const char *val) {
+    char range[96];
+    range_text(f, range, sizeof range);
+    char *end = NULL;
+    errno = 0;
+    switch (f->type) {
+    case SV_FLAG_INT:
+    case SV_FLAG_I64: {
+        long long v = strtoll(val, &end, 10);
+        if (errno || end == val || *end || (double)v < f->min || (double)v > f->max) goto bad;
+        if (f->type == SV_FLAG_INT) *(int *)f->ptr = (int)v;
+        else *(long long *)f->ptr = v;
+        break;
+    }
+    case SV_FLAG_DOUBLE: {
+        double v = strtod(val, &end);
+        if (errno || end == val || *end || !isfinite(v) || v < f->min || v > f->max) goto bad;
+        *(double *)f->ptr = v;
+        break;
+    }
+    case SV_FLAG_STR:
+        if (!*val) goto bad;
+        *(const char **)f->ptr = val;
+        break;
+    case SV_FLAG_BOOL:
+        if (!strcmp(val, "true") || !strcmp(val, "1") || !strcmp(val, "yes")) *(int *)f->ptr = 1;
+        else if (!strcmp(val, "false") || !strcmp(val, "0") || !strcmp(val, "no")) *(int *)f->ptr = 0;
+        else goto bad;
+        break;
+    }
+    f->seen = 1;
+    return 0;
+bad:
+    fprintf(stderr, "shardvit %s: --%s: invalid value '%s' (expected %s)\n", cmd, f->name, val, range);
+    return 2;
+}
+
+/* Config file: key = value lines. Values are copied into one buffer that lives for the process
+ * (flags keep pointers to them). */
+static int read_config(const char *cmd, sv_flag *flags, const char *path) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        fprintf(stderr, "shardvit %s: --config: cannot open '%s': %s\n", cmd, path, strerror(errno));
+        return 2;
+    }
+    char line[4096];
+    int lineno = 0;
+    while (fgets(line, sizeof line, fp)) {
+        lineno++;
+        char *s = line;
+        char *hash = strchr(s, '#');
+        if (hash) *hash = 0;
+        while (isspace((unsigned char)*s)) s++;
+        size_t n = strlen(s);
+        while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+        if (!n || s[0] == '[') continue; /* blank line or TOML table header */
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            fprintf(stderr, "shardvit %s: --config %s:%d: expected 'key = value'\n", cmd, path, lineno);
+            fclose(fp);
+            return 2;
+        }
+        char *k = s, *ke = eq;
+        while (ke > k && isspace((unsigned char)ke[-1])) ke--;
+        char *v = eq + 1;
+        while (isspace((unsigned char)*v)) v++;
+        size_t vl = strlen(v);
+        if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+            v[vl - 1] = 0;
+            v++;
+        }
+        for (char *p = k; p < ke; p++)
+            if (*p == '_') *p = '-';
+        sv_flag *f = find(flags, k, (size_t)(ke - k));
+        if (!f) {
+            fprintf(stderr, "shardvit %s: --config %s:%d: unknown key '%.*s'\n", cmd, path, lineno, (int)(ke - k), k);
+            fclose(fp);
+            return 2;
+        }
+        char *copy = strdup(v); /* lives for the process: flags point into it */
+        if (!copy || set_value(cmd, f, copy)) {
+            fclose(fp);
+            return 2;
+        }
+    }
+    fclose(fp);
+    return 0;
+}
+
+int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos) {
+    *npos = 0;
+    /* --help anywhere wins; --config is applied before the other flags */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            sv_flags_help(spec, flags, stdout);
+            return 1;
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strncmp(a, "--config=", 9) || !strcmp(a, "--config")) {
+            const char *path = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[i + 1] : NULL);
+            if (!path) {
+                fprintf(stderr, "shardvit %s: --config: missing file name\n", spec->name);
+                return 2;
+            }
+            if (read_config(spec->name, flags, path)) return 2;
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
+            if (*npos >= spec->max_positional) {
+                fprintf(stderr, "shardvit %s: unexpected argument '%s' (see shardvit %s --help)\n", spec->name, a,
+                        spec->name);
+                return 2;
+            }
+            pos[(*npos)++] = a;
+            continue;
+        }
+        char *name = a + 2;
+        char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        if (len == 6 && !strncmp(name, "config", 6)) {
+            if (!eq) i++;
+            continue;
+        }
+        sv_flag *f = find(flags, name, len);
+        if (!f) {
+            fprintf(stderr, "shardvit %s: unknown flag --%.*s (see shardvit %s --help)\n", spec->name, (int)len, name,
+                    spec->name);
+            return 2;
+        }
+        const char *val;
+        if (eq) val = eq + 1;
+        else if (f->type == SV_FLAG_BOOL) val = "true";
+        else if (i + 1 < argc) val = argv[++i];
+        else {
+            char range[96];
+            range_text(f, range, sizeof range);
+            fprintf(stderr, "shardvit %s: --%s: missing value (expected %s)\n", spec->name, f->name, range);
+            return 2;
+        }
+        if (set_value(spec->name, f, val)) return 2;
+    }
+    return 0;
+}
+
+void sv_flags_help(const sv_cmd_spec *spec, const sv_flag *flags, FILE *out) {
+    fprintf(out, "usage: %s\n\n%s\n\nflags:\n", spec->usage, spec->summary);
+    for (const sv_flag *f = flags; f->name; f++) {
+        char def[64] = "";
+        switch (f->type) {
+        case SV_FLAG_INT: snprintf(def, sizeof def, "%d", *(int *)f->ptr); break;
+        case SV_FLAG_I64: snprintf(def, sizeof def, "%lld", *(long long *)f->ptr); break;
+        case SV_FLAG_DOUBLE: snprintf(def, sizeof def, "%g", *(double *)f->ptr); break;
+        case SV_FLAG_STR: snprintf(def, sizeof def, "%s", *(const char **)f->ptr ? *(const char **)f->ptr : ""); break;
+        case SV_FLAG_BOOL: snprintf(def, sizeof def, "%s", *(int *)f->ptr ? "true" : "false"); break;
+        }
+        fprintf(out, "  --%-18s %s%s%s%s\n", f->name, f->help, def[0] ? " [" : "", def, def[0] ? "]" : "");
+    }
+    fprintf(out, "  --%-18s %s\n", "config FILE", "read flags from a key = value file first");
+}
+
+void sv_flags_dump(const sv_flag *flags, FILE *out) {
+    for (const sv_flag *f = flags; f->name; f++) {
+        switch (f->type) {
+        case SV_FLAG_INT: fprintf(out, "%s = %d\n", f->name, *(int *)f->ptr); break;
+        case SV_FLAG_I64: fprintf(out, "%s = %lld\n", f->name, *(long long *)f->ptr); break;
+        case SV_FLAG_DOUBLE: fprintf(out, "%s = %.17g\n", f->name, *(double *)f->ptr); break;
+        case SV_FLAG_STR:
+            if (*(const char **)f->ptr) fprintf(out, "%s = \"%s\"\n", f->name, *(const char **)f->ptr);
+            break;
+        case SV_FLAG_BOOL: fprintf(out, "%s = %s\n", f->name, *(int *)f->ptr ? "true" : "false"); break;
+        }
+    }
+}
+
+long long sv_parse_bytes(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0)) return -1;
+    double mul = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 0: break;
+    case 'K': mul = 1024.0; break;
+    case 'M': mul = 1024.0 * 1024; break;
+    case 'G': mul = 1024.0 * 1024 * 1024; break;
+    case 'T': mul = 1024.0 * 1024 * 1024 * 1024; break;
+    default: return -1;
+    }
+    if (*end) {
+        end++;
+        if (*end == 'i' || *end == 'I') end++;
+        if (*end == 'B' || *end == 'b') end++;
+        if (*end) return -1;
+    }
+    return (long long)(v * mul);
+}

@@ -1,0 +1,43 @@
+#include "app/mpi_env.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void sv_mpi_env_init(int *argc, char ***argv, int *rank, int *size) {
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        int provided;
+        MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+}
+
+sv_comm_kind sv_mpi_env_comm_kind(void) { return SV_COMM_KIND_MPI; }
+
+void sv_mpi_env_finalize(void) {
+    int inited = 0, fin = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&fin);
+    if (inited && !fin) MPI_Finalize();
+}
+
+void sv_mpi_env_abort(int code) {
+    int inited = 0, fin = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&fin);
+    fflush(stdout);
+    fflush(stderr);
+    if (inited && !fin) MPI_Abort(MPI_COMM_WORLD, code);
+    exit(code);
+}
+
+void sv_mpi_env_local(int *local_rank, int *local_size) {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, local_rank);
+    MPI_Comm_size(node, local_size);
+    MPI_Comm_free(&node);
+}

@@ -1,0 +1,19 @@
+/* Process-level MPI lifetime (app/ only). mpi_env.c is linked in MPI builds,
+ * mpi_env_absent.c in single-process builds. */
+#ifndef SV_APP_MPI_ENV_H
+#define SV_APP_MPI_ENV_H
+
+#include "fsdp/comm.h"
+
+/* Initialise MPI (once) and report this process's world rank/size. Without MPI: rank 0 of 1. */
+void sv_mpi_env_init(int *argc, char ***argv, int *rank, int *size);
+/* Communicator kind for the world: MPI when built and initialised, else LOCAL. */
+sv_comm_kind sv_mpi_env_comm_kind(void);
+/* Finalise MPI (normal exit). */
+void sv_mpi_env_finalize(void);
+/* Abort every rank with `code` (runtime failure: never leave peers hanging). */
+void sv_mpi_env_abort(int code) __attribute__((noreturn));
+/* Local rank on this node (for device selection / thread defaults) and ranks on this node. */
+void sv_mpi_env_local(int *local_rank, int *local_size);
+
+#endif

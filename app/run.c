@@ -1,0 +1,150 @@
+#include "app/run.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app/mpi_env.h"
+#include "core/log.h"
+
+sv_status sv_model_opts_resolve(const sv_model_opts *o, sv_vit_config *c) {
+    SV_TRY(sv_vit_preset(o->model ? o->model : "vit-28", c));
+#define OVR(field, v)                                                                                      \
+    if (v) c->field = v
+    OVR(img, o->img);
+    OVR(patch, o->patch);
+    OVR(in_chans, o->in_chans);
+    OVR(num_classes, o->num_classes);
+    OVR(dim, o->dim);
+    OVR(depth, o->depth);
+    OVR(heads, o->heads);
+    OVR(mlp_ratio, o->mlp_ratio);
+#undef OVR
+    return sv_vit_config_validate(c);
+}
+
+static sv_status parse_dtype(const char *flag, const char *s, sv_dtype *out) {
+    if (!strcmp(s, "fp32")) *out = SV_F32;
+    else if (!strcmp(s, "bf16")) *out = SV_BF16;
+    else return SV_FAIL(SV_ERR_INVALID, "--%s '%s' (choose fp32|bf16)", flag, s);
+    return SV_OK;
+}
+
+static sv_status parse_wrap(const char *s, size_t *bytes) {
+    if (!strcmp(s, "block")) {
+        *bytes = 0;
+        return SV_OK;
+    }
+    if (!strncmp(s, "auto:", 5)) {
+        char *end;
+        double mb = strtod(s + 5, &end);
+        if (end != s + 5 && !*end && mb > 0 && mb < 1e7) {
+            *bytes = (size_t)(mb * 1024 * 1024);
+            return SV_OK;
+        }
+    }
+    return SV_FAIL(SV_ERR_INVALID, "--wrap '%s' (expected block or auto:<MB>, e.g. auto:64)", s);
+}
+
+static sv_status pick_device(const char *s, sv_device_kind *out) {
+    if (!strcmp(s, "cpu")) *out = SV_DEVICE_CPU;
+    else if (!strcmp(s, "cuda")) *out = SV_DEVICE_CUDA;
+    else if (!strcmp(s, "auto")) {
+        *out = sv_backend_available(SV_DEVICE_CUDA) ? SV_DEVICE_CUDA : SV_DEVICE_CPU;
+        SV_INFO("device: %s (auto: %s)", *out == SV_DEVICE_CUDA ? "cuda" : "cpu",
+                *out == SV_DEVICE_CUDA ? "a CUDA device is usable" : "no usable CUDA device");
+    } else return SV_FAIL(SV_ERR_INVALID, "--device '%s' (choose auto|cpu|cuda)", s);
+    return SV_OK;
+}
+
+sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int local_rank, int local_size) {
+    memset(r, 0, sizeof *r);
+    r->rank = rank;
+    r->world = world;
+    r->local_rank = local_rank;
+    r->local_size = local_size;
+    SV_TRY(sv_model_opts_resolve(&o->model, &r->vcfg));
+
+    sv_fsdp_config fc = {0};
+    SV_TRY(sv_strategy_parse(o->strategy, &fc.strategy));
+    fc.shard_group = o->shard_group;
+    if (fc.strategy == SV_HYBRID_SHARD && o->shard_group < 1)
+        return SV_FAIL(SV_ERR_INVALID, "--strategy hybrid_shard needs --shard-group G (G divides %d)", world);
+    SV_TRY(parse_dtype("reduce-dtype", o->reduce_dtype, &fc.reduce_dtype));
+    if (!strcmp(o->accum_mode, "shard")) fc.accum_mode = SV_ACCUM_SHARD;
+    else if (!strcmp(o->accum_mode, "local")) fc.accum_mode = SV_ACCUM_LOCAL;
+    else return SV_FAIL(SV_ERR_INVALID, "--accum-mode '%s' (choose shard|local)", o->accum_mode);
+    SV_TRY(parse_wrap(o->wrap, &fc.wrap_bytes));
+    fc.head_zero_init = o->head_zero_init;
+    fc.seed = (uint64_t)o->seed;
+
+    long per = (long)world * o->accum;
+    if (o->batch_size % per)
+        return SV_FAIL(SV_ERR_INVALID, "--batch-size %d must be divisible by world size x --accum = %ld",
+                       o->batch_size, per);
+    r->micro_batch = (int)(o->batch_size / per);
+
+    sv_backend_config bc = {0};
+    SV_TRY(pick_device(o->device, &bc.device));
+    SV_TRY(parse_dtype("param-dtype", o->param_dtype, &bc.compute_dtype));
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    bc.threads = o->threads ? o->threads : (int)(cores / (local_size > 0 ? local_size : 1));
+    if (bc.threads < 1) bc.threads = 1;
+    bc.device_index = local_rank;
+    SV_TRY(sv_backend_create(&bc, &r->be));
+
+    sv_comm_config cc = {.kind = sv_mpi_env_comm_kind(), .timeout_s = o->comm_timeout};
+    if (bc.device == SV_DEVICE_CUDA) {
+        cc.kind = SV_COMM_KIND_NCCL;
+        cc.backend_stream = sv_be_native_stream(r->be);
+        cc.device_index = local_rank;
+    }
+    SV_TRY(sv_comm_create_world(&cc, &r->world_comm));
+    SV_TRY(sv_fsdp_make_comms(r->world_comm, fc.strategy, fc.shard_group, &r->shard_comm, &r->repl_comm));
+    SV_TRY(sv_fsdp_setup(&r->fsdp, &fc, r->be, r->world_comm, r->shard_comm, r->repl_comm, &r->vcfg));
+
+    /* Size the arena with a counting pass over the very code that carves it. */
+    sv_arena cnt_dev, cnt_host;
+    sv_arena_init(&cnt_dev, "count", NULL, 0);
+    sv_arena_init(&cnt_host, "count", NULL, 0);
+    SV_TRY(sv_fsdp_carve(&r->fsdp, &cnt_dev, &cnt_host));
+    r->bytes_fsdp = cnt_dev.used;
+    SV_TRY(sv_vit_init(&r->model, &r->vcfg, r->be, r->micro_batch, o->recompute, &cnt_dev, &cnt_host));
+    r->bytes_act = cnt_dev.used - r->bytes_fsdp;
+    size_t dev_bytes = cnt_dev.used + 4096, host_bytes = cnt_host.used + 4096;
+    SV_TRY(sv_be_alloc(r->be, dev_bytes, &r->dev_block));
+    r->host_block = calloc(1, host_bytes);
+    if (!r->host_block) return SV_FAIL(SV_ERR_OOM, "host arena of %zu bytes", host_bytes);
+    sv_arena_init(&r->dev, "device", r->dev_block, dev_bytes);
+    sv_arena_init(&r->host, "host", r->host_block, host_bytes);
+    /* Refresh the FSDP slot state before the real carve (the counting pass wrote NULLs). */
+    SV_TRY(sv_fsdp_carve(&r->fsdp, &r->dev, &r->host));
+    SV_TRY(sv_vit_init(&r->model, &r->vcfg, r->be, r->micro_batch, o->recompute, &r->dev, &r->host));
+    SV_TRY(sv_trace_init(&r->trace, o->trace ? (size_t)1 << 20 : 0, rank));
+    sv_fsdp_attach(&r->fsdp, &r->model, o->trace ? &r->trace : NULL);
+    SV_TRY(sv_fsdp_init_params(&r->fsdp));
+    SV_INFO("arena: %.1f MiB on %s per rank (FSDP state + gathered/grad buffers %.1f MiB, activations %.1f MiB)",
+            dev_bytes / 1048576.0, sv_be_name(r->be), r->bytes_fsdp / 1048576.0, r->bytes_act / 1048576.0);
+    return SV_OK;
+}
+
+sv_status sv_run_finish_trace(sv_run *r, const char *path) {
+    char part[4096];
+    snprintf(part, sizeof part, "%s.rank%d", path, r->rank);
+    SV_TRY(sv_trace_write_part(&r->trace, part));
+    SV_TRY(sv_comm_barrier_sync(r->world_comm));
+    if (r->rank == 0) SV_TRY(sv_trace_merge(path, r->world));
+    return SV_OK;
+}
+
+void sv_run_teardown(sv_run *r) {
+    sv_fsdp_free(&r->fsdp);
+    sv_trace_free(&r->trace);
+    if (r->be) sv_be_free(r->be, r->dev_block);
+    free(r->host_block);
+    if (r->repl_comm) sv_comm_destroy(r->repl_comm);
+    if (r->shard_comm) sv_comm_destroy(r->shard_comm);
+    if (r->world_comm) sv_comm_destroy(r->world_comm);
+    sv_backend_destroy(r->be);
+    memset(r, 0, sizeof *r);
+}

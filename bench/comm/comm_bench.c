@@ -1,0 +1,125 @@
+/* Collective bandwidth through sv_comm next to the raw MPI call of the same size, in the style
+ * of nccl-tests. Not a test: run by hand, e.g.
+ *   mpiexec -n 2 build/bench/comm/comm_bench [--min 1K] [--max 64M] [--trials 3]
+ * Size = bytes of the full (gathered / pre-reduction) buffer, as nccl-tests reports it;
+ * count = size / 4 / ranks floats per rank. algbw = size / time, busbw = algbw * (n-1)/n for
+ * both all_gather and reduce_scatter. Raw MPI is MPI_Iallgather / MPI_Ireduce_scatter_block +
+ * MPI_Wait on a separate dup of MPI_COMM_WORLD, unchunked. Each size runs `trials` interleaved
+ * rounds of (sv_comm, raw) and keeps each side's best round, which damps noise from other
+ * processes on the machine. Time per round = slowest rank's mean over `iters` iterations. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "fsdp/comm.h"
+
+static size_t parse_size(const char *s) {
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end && (*end == 'K' || *end == 'k')) v *= 1024;
+    else if (end && (*end == 'M' || *end == 'm')) v *= 1024 * 1024;
+    else if (end && (*end == 'G' || *end == 'g')) v *= 1024.0 * 1024 * 1024;
+    return (size_t)v;
+}
+
+static void die(sv_status st) {
+    fprintf(stderr, "comm_bench: %s: %s\n", sv_status_str(st), sv_err_msg());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+typedef enum { AG, RS } coll;
+
+/* Mean seconds per iteration, slowest rank. */
+static double run(coll k, int use_sv, sv_comm *c, MPI_Comm raw, float *send, float *recv,
+                  size_t count, int iters) {
+    MPI_Barrier(raw);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++) {
+        if (use_sv) {
+            sv_comm_req q;
+            sv_status st = k == AG ? sv_comm_all_gather(c, recv, send, count, SV_COMM_F32, &q)
+                                   : sv_comm_reduce_scatter(c, recv, send, count, SV_COMM_F32,
+                                                            SV_COMM_SUM, &q);
+            if (st || (st = sv_comm_wait(c, &q))) die(st);
+        } else {
+            MPI_Request r;
+            if (k == AG)
+                MPI_Iallgather(send, (int)count, MPI_FLOAT, recv, (int)count, MPI_FLOAT, raw, &r);
+            else
+                MPI_Ireduce_scatter_block(send, recv, (int)count, MPI_FLOAT, MPI_SUM, raw, &r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+        }
+    }
+    double t = (MPI_Wtime() - t0) / iters, tmax = 0;
+    MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, raw);
+    return tmax;
+}
+
+int main(int argc, char **argv) {
+    int provided = 0, rank = 0, n = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    sv_log_setup(rank, SV_LOG_INFO, 0);
+    size_t min_b = 1024, max_b = 64u << 20;
+    int trials = 3;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--min")) min_b = parse_size(argv[i + 1]);
+        else if (!strcmp(argv[i], "--max")) max_b = parse_size(argv[i + 1]);
+        else if (!strcmp(argv[i], "--trials")) trials = atoi(argv[i + 1]);
+    }
+    sv_comm_config cfg = {.kind = SV_COMM_KIND_MPI, .timeout_s = 300};
+    sv_comm *c = NULL;
+    sv_status st = sv_comm_create_world(&cfg, &c);
+    if (st) die(st);
+    MPI_Comm raw;
+    MPI_Comm_dup(MPI_COMM_WORLD, &raw);
+
+    size_t max_floats = max_b / 4 + (size_t)n;
+    float *send = malloc(max_floats * 4), *recv = malloc(max_floats * 4);
+    if (!send || !recv) MPI_Abort(MPI_COMM_WORLD, 1);
+    for (size_t i = 0; i < max_floats; i++) send[i] = (float)(i % 97), recv[i] = 0;
+    double bus = (double)(n - 1) / n;
+    if (rank == 0) {
+        printf("# shardvit comm_bench: %d ranks, f32, chunk %u bytes, best of %d trials\n", n,
+               SV_COMM_CHUNK_BYTES, trials);
+        printf("#                       |            sv_comm              |             raw MPI             |\n");
+        printf("# %10s %12s | %10s %9s %9s | %10s %9s %9s | %6s\n", "size(B)", "count", "time(us)",
+               "algbw", "busbw", "time(us)", "algbw", "busbw", "sv/raw");
+        printf("# %10s %12s | %10s %9s %9s | %10s %9s %9s | %6s\n", "", "(per rank)", "", "(GB/s)",
+               "(GB/s)", "", "(GB/s)", "(GB/s)", "");
+    }
+    for (int k = 0; k < 2; k++) {
+        if (rank == 0) printf("%s\n", k == AG ? "all_gather" : "reduce_scatter");
+        for (size_t b = min_b; b <= max_b; b *= 2) {
+            size_t count = b / 4 / (size_t)n;
+            if (count == 0) continue;
+            size_t bytes = count * 4 * (size_t)n;
+            int iters = (int)((size_t)(256u << 20) / bytes);
+            if (iters < 5) iters = 5;
+            if (iters > 200) iters = 200;
+            run((coll)k, 1, c, raw, send, recv, count, 2); /* warm-up */
+            run((coll)k, 0, c, raw, send, recv, count, 2);
+            double best_sv = 1e30, best_raw = 1e30;
+            for (int t = 0; t < trials; t++) {
+                double a = run((coll)k, 1, c, raw, send, recv, count, iters);
+                double r = run((coll)k, 0, c, raw, send, recv, count, iters);
+                if (a < best_sv) best_sv = a;
+                if (r < best_raw) best_raw = r;
+            }
+            if (rank == 0)
+                printf("  %10zu %12zu | %10.1f %9.3f %9.3f | %10.1f %9.3f %9.3f | %5.0f%%\n",
+                       bytes, count, best_sv * 1e6, bytes / best_sv / 1e9,
+                       bytes / best_sv / 1e9 * bus, best_raw * 1e6, bytes / best_raw / 1e9,
+                       bytes / best_raw / 1e9 * bus, 100.0 * best_raw / best_sv);
+        }
+    }
+    sv_comm_destroy(c);
+    MPI_Comm_free(&raw);
+    free(send);
+    free(recv);
+    MPI_Finalize();
+    return 0;
+}

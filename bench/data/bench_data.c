@@ -1,0 +1,81 @@
+/* Single-core data-pipeline throughput on a synthetic 500x375 JPEG set:
+ *   plain TurboJPEG full-size RGB decode (the ceiling), and
+ *   shardvit decode + RandomResizedCrop(224) + flip + normalise (sv_load_image).
+ * Usage: bench_data [DIR [N]] — DIR is made with `prep synthetic` settings when it has no
+ * train/ tree (default /tmp/shardvit_bench_jpeg, N = 400 images). Compare with
+ * bench/data/bench_torchvision.py DIR on the same files. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <turbojpeg.h>
+
+#include "core/rng.h"
+#include "data/dataset.h"
+#include "data/prep.h"
+#include "data/transform.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    const char *dir = argc > 1 ? argv[1] : "/tmp/shardvit_bench_jpeg";
+    int N = argc > 2 ? atoi(argv[2]) : 400;
+    char train[4200];
+    snprintf(train, sizeof train, "%s/train", dir);
+    struct stat st;
+    if (stat(train, &st) != 0) {
+        sv_prep_opts o = sv_prep_opts_default();
+        o.out = dir;
+        o.classes = 10;
+        o.per_class = (N + 9) / 10;
+        o.test_per_class = 0;
+        o.quality = 90;
+        if (sv_prep_synthetic(&o) != SV_OK) { fprintf(stderr, "prep: %s\n", sv_err_msg()); return 1; }
+    }
+    sv_dataset *d;
+    if (sv_dataset_open(train, NULL, &d) != SV_OK) { fprintf(stderr, "%s\n", sv_err_msg()); return 1; }
+    size_t n = sv_dataset_len(d) < (size_t)N ? sv_dataset_len(d) : (size_t)N;
+    uint8_t **files = calloc(n, sizeof *files);
+    size_t *lens = calloc(n, sizeof *lens);
+    for (size_t i = 0; i < n; i++) {
+        size_t cap = 0;
+        if (sv_dataset_read(d, i, &files[i], &cap, &lens[i]) != SV_OK) return 1;
+    }
+    tjhandle h = tjInitDecompress();
+    uint8_t *pix = malloc(4096 * 4096 * 3);
+    float *out = malloc(3 * 224 * 224 * sizeof(float));
+    sv_jpeg_ctx jc;
+    sv_jpeg_ctx_init(&jc);
+    sv_resample_scratch rs = {0};
+    float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
+    double best_plain = 0, best_ours = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now();
+        for (size_t i = 0; i < n; i++) {
+            int w, hh, ss, cs;
+            tjDecompressHeader3(h, files[i], lens[i], &w, &hh, &ss, &cs);
+            if (tjDecompress2(h, files[i], lens[i], pix, w, 0, hh, TJPF_RGB, 0) != 0) return 1;
+        }
+        double plain = (double)n / (now() - t0);
+        t0 = now();
+        for (size_t i = 0; i < n; i++) {
+            sv_image_xform x = {.train = 1, .key = sv_hash2((uint64_t)rep, i), .img = 224, .channels = 3,
+                                .scale_min = 0.08, .scale_max = 1, .ratio_min = 0.75, .ratio_max = 4.0 / 3,
+                                .hflip = 0.5, .crop_pct = 0.875, .max_pixels = 89478485ull, .mean = mean, .std = std};
+            if (sv_load_image(&jc, &rs, files[i], lens[i], &x, out) != SV_OK) { fprintf(stderr, "%s\n", sv_err_msg()); return 1; }
+        }
+        double ours = (double)n / (now() - t0);
+        if (plain > best_plain) best_plain = plain;
+        if (ours > best_ours) best_ours = ours;
+    }
+    printf("images: %zu from %s (500x375 synthetic JPEG)\n", n, train);
+    printf("plain libjpeg-turbo full decode      : %8.1f img/s/core\n", best_plain);
+    printf("shardvit decode+RRC224+flip+normalize: %8.1f img/s/core (%.0f%% of plain decode)\n", best_ours,
+           100.0 * best_ours / best_plain);
+    return 0;
+}

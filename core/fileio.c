@@ -1,0 +1,321 @@
+#include "core/fileio.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define REMOVE_MAX_DEPTH 64
+
+static sv_status io_fail(const char *what, const char *path, int err) {
+    return SV_FAIL(SV_ERR_IO, "%s %s: %s", what, path, strerror(err));
+}
+
+sv_status sv_fileio_write_all(int fd, const void *buf, size_t n, const char *path) {
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return io_fail("write to", path, errno);
+        }
+        if (w == 0) return io_fail("write to", path, EIO);
+        p += w;
+        n -= (size_t)w;
+    }
+    return SV_OK;
+}
+
+sv_status sv_fileio_pread_exact(int fd, void *buf, size_t n, uint64_t off, const char *path) {
+    char *p = buf;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, p + got, n - got, (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return SV_FAIL(SV_ERR_IO, "read %s bytes [%llu, %llu): %s", path,
+                           (unsigned long long)off, (unsigned long long)(off + n),
+                           strerror(errno));
+        }
+        if (r == 0)
+            return SV_FAIL(SV_ERR_CORRUPT,
+                           "%s is truncated: needed bytes [%llu, %llu) but the file ends at %llu",
+                           path, (unsigned long long)off, (unsigned long long)(off + n),
+                           (unsigned long long)(off + got));
+        got += (size_t)r;
+    }
+    return SV_OK;
+}
+
+sv_status sv_fileio_fsync(int fd, const char *path) {
+    while (fsync(fd) != 0) {
+        if (errno == EINTR) continue;
+        return io_fail("fsync", path, errno);
+    }
+    return SV_OK;
+}
+
+sv_status sv_fileio_fsync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return io_fail("open directory", dir, errno);
+    sv_status s = sv_fileio_fsync(fd, dir);
+    close(fd);
+    return s;
+}
+
+sv_status sv_fileio_fsync_parent(const char *path) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash) return sv_fileio_fsync_dir(".");
+    size_t n = (size_t)(slash - path);
+    if (n == 0) return sv_fileio_fsync_dir("/");
+    if (n >= sizeof dir) return SV_FAIL(SV_ERR_INVALID, "path too long: %s", path);
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    return sv_fileio_fsync_dir(dir);
+}
+
+sv_status sv_fileio_open_read(const char *path, int *fd_out, uint64_t *size_out) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return SV_FAIL(SV_ERR_NOT_FOUND, "open %s: %s", path, strerror(errno));
+        return io_fail("open", path, errno);
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return io_fail("stat", path, e);
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return SV_FAIL(SV_ERR_INVALID, "%s is a directory, expected a file", path);
+    }
+    *fd_out = fd;
+    if (size_out) *size_out = (uint64_t)st.st_size;
+    return SV_OK;
+}
+
+/* ---- output files ---------------------------------------------------------------------- */
+
+sv_status sv_fileio_out_open(sv_fileio_out *f, const char *path, int exclusive) {
+    f->fd = -1;
+    f->written = 0;
+    f->fail_after = -1;
+    if (strlen(path) >= sizeof f->path)
+        return SV_FAIL(SV_ERR_INVALID, "path too long (%zu bytes): %.200s...", strlen(path), path);
+    snprintf(f->path, sizeof f->path, "%s", path);
+    const char *fault = getenv(SV_FILEIO_FAULT_ENV);
+    if (fault && *fault) {
+        char *end;
+        long long v = strtoll(fault, &end, 10);
+        if (*end || v < 0)
+            return SV_FAIL(SV_ERR_INVALID, "%s=%s: expected a non-negative byte count",
+                           SV_FILEIO_FAULT_ENV, fault);
+        f->fail_after = v;
+    }
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
+    int fd = open(path, flags, 0644);
+    if (fd < 0) return io_fail("create", path, errno);
+    f->fd = fd;
+    return SV_OK;
+}
+
+sv_status sv_fileio_out_write(sv_fileio_out *f, const void *buf, size_t n) {
+    if (f->fd < 0) return SV_FAIL(SV_ERR_INVALID, "write to %s: file is not open", f->path);
+    if (f->fail_after >= 0 && f->written + n > (uint64_t)f->fail_after) {
+        /* Simulated full disk: accept what fits, then fail as write(2) would. */
+        size_t fits = (size_t)((uint64_t)f->fail_after - f->written);
+        if (fits) {
+            SV_TRY(sv_fileio_write_all(f->fd, buf, fits, f->path));
+            f->written += fits;
+        }
+        return SV_FAIL(SV_ERR_IO, "write to %s: %s (injected by %s after %lld bytes)", f->path,
+                       strerror(ENOSPC), SV_FILEIO_FAULT_ENV, (long long)f->fail_after);
+    }
+    SV_TRY(sv_fileio_write_all(f->fd, buf, n, f->path));
+    f->written += n;
+    return SV_OK;
+}
+
+sv_status sv_fileio_out_sync(sv_fileio_out *f) {
+    if (f->fd < 0) return SV_FAIL(SV_ERR_INVALID, "fsync %s: file is not open", f->path);
+    return sv_fileio_fsync(f->fd, f->path);
+}
+
+sv_status sv_fileio_out_close(sv_fileio_out *f) {
+    if (f->fd < 0) return SV_OK;
+    int rc = close(f->fd);
+    f->fd = -1;
+    /* Linux releases the fd even when close fails, so no retry on EINTR. */
+    if (rc != 0 && errno != EINTR) return io_fail("close", f->path, errno);
+    return SV_OK;
+}
+
+void sv_fileio_out_abort(sv_fileio_out *f) {
+    if (f->fd >= 0) {
+        close(f->fd);
+        f->fd = -1;
+        unlink(f->path);
+    }
+}
+
+/* ---- whole files ----------------------------------------------------------------------- */
+
+sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n) {
+    char tmp[PATH_MAX];
+    int len = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (len < 0 || (size_t)len >= sizeof tmp) return SV_FAIL(SV_ERR_INVALID, "path too long: %s", path);
+    sv_fileio_out f;
+    sv_status s = sv_fileio_out_open(&f, tmp, 0);
+    if (s != SV_OK) {
+        sv_err_frame(__FILE__, __LINE__);
+        return s;
+    }
+    s = sv_fileio_out_write(&f, buf, n);
+    if (s == SV_OK) s = sv_fileio_out_sync(&f);
+    if (s != SV_OK) {
+        sv_fileio_out_abort(&f);
+        sv_err_frame(__FILE__, __LINE__);
+        return s;
+    }
+    s = sv_fileio_out_close(&f);
+    if (s == SV_OK && rename(tmp, path) != 0) s = SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
+    if (s != SV_OK) {
+        unlink(tmp);
+        sv_err_frame(__FILE__, __LINE__);
+        return s;
+    }
+    SV_TRY(sv_fileio_fsync_parent(path));
+    return SV_OK;
+}
+
+sv_status sv_fileio_mkdirs(const char *path, mode_t mode) {
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0) return SV_FAIL(SV_ERR_INVALID, "mkdir: empty path");
+    if (n >= sizeof buf) return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s...", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != 0) continue;
+        char save = buf[i];
+        buf[i] = 0;
+        if (mkdir(buf, mode) != 0) {
+            int e = errno;
+            struct stat st;
+            if (e != EEXIST) return io_fail("mkdir", buf, e);
+            if (stat(buf, &st) != 0) return io_fail("stat", buf, errno);
+            if (!S_ISDIR(st.st_mode))
+                return SV_FAIL(SV_ERR_IO, "mkdir %s: exists and is not a directory", buf);
+        }
+        buf[i] = save;
+    }
+    return SV_OK;
+}
+
+/* Remove the contents of the directory open at `dfd` (which this function closes). */
+static sv_status remove_contents(int dfd, const char *path, int depth) {
+    if (depth > REMOVE_MAX_DEPTH) {
+        close(dfd);
+        return SV_FAIL(SV_ERR_INVALID, "remove %s: deeper than %d levels", path, REMOVE_MAX_DEPTH);
+    }
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        int e = errno;
+        close(dfd);
+        return io_fail("read directory", path, e);
+    }
+    sv_status s = SV_OK;
+    struct dirent *de;
+    for (;;) {
+        errno = 0;
+        de = readdir(d);
+        if (!de) {
+            if (errno) s = io_fail("read directory", path, errno);
+            break;
+        }
+        const char *name = de->d_name;
+        if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
+        char child[PATH_MAX];
+        int cn = snprintf(child, sizeof child, "%s/%s", path, name);
+        if (cn < 0 || (size_t)cn >= sizeof child) {
+            s = SV_FAIL(SV_ERR_INVALID, "remove %s: path too long below it", path);
+            break;
+        }
+        struct stat st;
+        if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            s = io_fail("stat", child, errno);
+            break;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            int cfd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (cfd < 0) {
+                s = io_fail("open directory", child, errno);
+                break;
+            }
+            s = remove_contents(cfd, child, depth + 1);
+            if (s != SV_OK) break;
+            if (unlinkat(dirfd(d), name, AT_REMOVEDIR) != 0) {
+                s = io_fail("remove directory", child, errno);
+                break;
+            }
+        } else if (unlinkat(dirfd(d), name, 0) != 0) {
+            s = io_fail("remove", child, errno);
+            break;
+        }
+    }
+    closedir(d);
+    return s;
+}
+
+sv_status sv_fileio_remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return SV_FAIL(SV_ERR_NOT_FOUND, "remove %s: %s", path, strerror(errno));
+        return io_fail("stat", path, errno);
+    }
+    if (S_ISLNK(st.st_mode))
+        return SV_FAIL(SV_ERR_INVALID, "remove %s: refusing to remove through a symbolic link", path);
+    if (!S_ISDIR(st.st_mode)) {
+        if (unlink(path) != 0) return io_fail("remove", path, errno);
+        return SV_OK;
+    }
+    int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) return io_fail("open directory", path, errno);
+    SV_TRY(remove_contents(dfd, path, 0));
+    if (rmdir(path) != 0) return io_fail("remove directory", path, errno);
+    return SV_OK;
+}
+
+sv_status sv_fileio_read_small(const char *path, size_t max_bytes, char **out, size_t *len) {
+    int fd = -1;
+    uint64_t size = 0;
+    SV_TRY(sv_fileio_open_read(path, &fd, &size));
+    if (size > max_bytes) {
+        close(fd);
+        return SV_FAIL(SV_ERR_INVALID, "%s is %llu bytes, more than the limit of %zu bytes", path,
+                       (unsigned long long)size, max_bytes);
+    }
+    char *buf = malloc((size_t)size + 1);
+    if (!buf) {
+        close(fd);
+        return SV_FAIL(SV_ERR_OOM, "reading %s: cannot allocate %llu bytes", path,
+                       (unsigned long long)size);
+    }
+    sv_status s = sv_fileio_pread_exact(fd, buf, (size_t)size, 0, path);
+    close(fd);
+    if (s != SV_OK) {
+        free(buf);
+        sv_err_frame(__FILE__, __LINE__);
+        return s;
+    }
+    buf[size] = 0;
+    *out = buf;
+    if (len) *len = (size_t)size;
+    return SV_OK;
+}

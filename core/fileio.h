@@ -1,0 +1,73 @@
+/* shardvit core: file I/O helpers for checkpoints, exports and run outputs.
+ *
+ * Every error names the path (and byte range where relevant) and the errno text. Writes retry
+ * on EINTR and short writes; reads report truncation as SV_ERR_CORRUPT with the range asked for
+ * and the bytes that were there.
+ *
+ * Fault injection for tests: when the environment variable SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES
+ * is set to N (decimal) at the time a file is opened with sv_fileio_out_open, that file accepts
+ * N bytes in total and every write beyond fails with ENOSPC ("No space left on device"), as a
+ * full disk would. The variable is read once per open; nothing else consults it. */
+#ifndef SV_CORE_FILEIO_H
+#define SV_CORE_FILEIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/status.h"
+
+#define SV_FILEIO_FAULT_ENV "SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES"
+
+/* An output file being written (caller-owned struct, initialised by _open). */
+typedef struct sv_fileio_out {
+    int fd;              /* -1 when closed */
+    uint64_t written;    /* bytes written so far */
+    int64_t fail_after;  /* fault injection budget, -1 = off */
+    char path[1024];
+} sv_fileio_out;
+
+/* Create/truncate `path` for writing (mode 0644). exclusive != 0: fail with SV_ERR_IO if the
+ * file exists (O_EXCL). Path longer than the struct holds => SV_ERR_INVALID. */
+sv_status sv_fileio_out_open(sv_fileio_out *f, const char *path, int exclusive);
+/* Write all n bytes (EINTR and short writes handled). */
+sv_status sv_fileio_out_write(sv_fileio_out *f, const void *buf, size_t n);
+/* fsync the file's data and metadata. */
+sv_status sv_fileio_out_sync(sv_fileio_out *f);
+/* Close; reports a failing close (which can carry a deferred write error). fd becomes -1. */
+sv_status sv_fileio_out_close(sv_fileio_out *f);
+/* Close ignoring errors and unlink the file (cleanup after a failed write). Safe when closed. */
+void sv_fileio_out_abort(sv_fileio_out *f);
+
+/* Plain-fd helpers; `path` is only used in messages. */
+sv_status sv_fileio_write_all(int fd, const void *buf, size_t n, const char *path);
+/* Read exactly n bytes at offset `off`; a short file is SV_ERR_CORRUPT naming the range. */
+sv_status sv_fileio_pread_exact(int fd, void *buf, size_t n, uint64_t off, const char *path);
+sv_status sv_fileio_fsync(int fd, const char *path);
+/* fsync a directory so renames/creations inside it are durable. */
+sv_status sv_fileio_fsync_dir(const char *dir);
+/* fsync the directory containing `path` ("." when path has no slash). */
+sv_status sv_fileio_fsync_parent(const char *path);
+
+/* Open an existing file read-only; *size_out (nullable) receives its size. */
+sv_status sv_fileio_open_read(const char *path, int *fd_out, uint64_t *size_out);
+
+/* Atomically replace `path` with `n` bytes: write "<path>.tmp.<pid>", fsync, rename over
+ * `path`, fsync the directory. A crash leaves either the old or the new content. */
+sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n);
+
+/* mkdir -p with `mode` for created directories; existing directories are fine, an existing
+ * non-directory is an error. */
+sv_status sv_fileio_mkdirs(const char *path, mode_t mode);
+
+/* rm -r: remove `path` and everything below it. Symbolic links are removed, never followed;
+ * `path` itself being a symlink is refused (SV_ERR_INVALID) so a planted link cannot redirect
+ * retention to another tree. A missing path is SV_ERR_NOT_FOUND. Deeper than 64 levels =>
+ * SV_ERR_INVALID. A plain file is simply unlinked. */
+sv_status sv_fileio_remove_tree(const char *path);
+
+/* Read a whole (small) file into a malloc'd, NUL-terminated buffer (*out, free() it).
+ * Larger than max_bytes => SV_ERR_INVALID naming the size and limit. */
+sv_status sv_fileio_read_small(const char *path, size_t max_bytes, char **out, size_t *len);
+
+#endif

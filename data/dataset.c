@@ -1,0 +1,295 @@
+#include "data/dataset_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data/synth.h"
+
+sv_status sv_strlist_push(sv_strlist *l, const char *s, size_t slen) {
+    if (l->len + slen + 1 > l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 4096;
+        while (nc < l->len + slen + 1) nc *= 2;
+        char *b = realloc(l->blob, nc);
+        if (!b) return SV_FAIL(SV_ERR_OOM, "dataset: out of memory for names");
+        l->blob = b;
+        l->cap = nc;
+    }
+    if (l->n == l->ncap) {
+        size_t nc = l->ncap ? l->ncap * 2 : 256;
+        size_t *o = realloc(l->off, nc * sizeof *o);
+        if (!o) return SV_FAIL(SV_ERR_OOM, "dataset: out of memory for names");
+        l->off = o;
+        l->ncap = nc;
+    }
+    memcpy(l->blob + l->len, s, slen);
+    l->blob[l->len + slen] = 0;
+    l->off[l->n++] = l->len;
+    l->len += slen + 1;
+    return SV_OK;
+}
+
+void sv_strlist_free(sv_strlist *l) {
+    free(l->blob);
+    free(l->off);
+    memset(l, 0, sizeof *l);
+}
+
+sv_dataset_opts sv_dataset_opts_default(void) {
+    sv_dataset_opts o;
+    memset(&o, 0, sizeof o);
+    return o;
+}
+
+static sv_status open_synthetic(sv_dataset *d, const sv_dataset_opts *o) {
+    d->kind = SV_DATASET_SYNTHETIC;
+    d->n = o->synth_samples ? (size_t)o->synth_samples : 50000;
+    d->K = o->synth_classes ? o->synth_classes : 10;
+    d->synth_img = o->synth_img ? o->synth_img : 32;
+    d->synth_channels = o->synth_channels ? o->synth_channels : 3;
+    d->synth_seed = o->synth_seed;
+    if (d->K < 1 || d->synth_img < 1 || d->synth_img > 1024 || (d->synth_channels != 1 && d->synth_channels != 3))
+        return SV_FAIL(SV_ERR_INVALID, "synthetic data: classes %d (>= 1), img %d (1..1024), channels %d (1 or 3)",
+                       d->K, d->synth_img, d->synth_channels);
+    d->labels = malloc(d->n * sizeof *d->labels);
+    if (!d->labels) return SV_FAIL(SV_ERR_OOM, "synthetic data: %zu labels", d->n);
+    for (size_t i = 0; i < d->n; i++) d->labels[i] = sv_synth_label(i, d->K);
+    char name[32];
+    for (int k = 0; k < d->K; k++) {
+        int len = snprintf(name, sizeof name, "class_%03d", k);
+        SV_TRY(sv_strlist_push(&d->classes, name, (size_t)len));
+    }
+    return SV_OK;
+}
+
+sv_status sv_dataset_open(const char *spec, const sv_dataset_opts *o, sv_dataset **out) {
+    sv_dataset_opts def = sv_dataset_opts_default();
+    if (!o) o = &def;
+    *out = NULL;
+    sv_dataset *d = calloc(1, sizeof *d);
+    if (!d) return SV_FAIL(SV_ERR_OOM, "dataset: out of memory");
+    sv_status s;
+    size_t sl = strlen(spec);
+    if (strcmp(spec, "synthetic") == 0) {
+        s = open_synthetic(d, o);
+    } else if (strchr(spec, '{') || (sl > 4 && strcmp(spec + sl - 4, ".tar") == 0)) {
+        d->kind = SV_DATASET_TAR;
+        s = sv_tar_scan(d, spec, o->classes_file);
+    } else {
+        d->kind = SV_DATASET_FOLDER;
+        s = sv_folder_scan(d, spec);
+    }
+    if (s != SV_OK) {
+        sv_err_frame(__FILE__, __LINE__);
+        sv_dataset_close(d);
+        return s;
+    }
+    if (d->n > UINT32_MAX) {
+        sv_dataset_close(d);
+        return SV_FAIL(SV_ERR_UNSUPPORTED, "dataset %s: %zu samples exceed 2^32", spec, d->n);
+    }
+    *out = d;
+    return SV_OK;
+}
+
+void sv_dataset_close(sv_dataset *d) {
+    if (!d) return;
+    if (d->fds)
+        for (size_t i = 0; i < d->shards.n; i++)
+            if (d->fds[i] >= 0) close(d->fds[i]);
+    free(d->fds);
+    sv_strlist_free(&d->classes);
+    sv_strlist_free(&d->paths);
+    sv_strlist_free(&d->shards);
+    sv_strlist_free(&d->keys);
+    free(d->labels);
+    free(d->root);
+    free(d->shard_of);
+    free(d->offset);
+    free(d->size);
+    free(d);
+}
+
+sv_dataset_kind sv_dataset_kind_of(const sv_dataset *d) { return d->kind; }
+size_t sv_dataset_len(const sv_dataset *d) { return d->n; }
+int sv_dataset_num_classes(const sv_dataset *d) { return d->K; }
+const char *sv_dataset_class_name(const sv_dataset *d, int k) {
+    return k >= 0 && k < d->K ? sv_strlist_at(&d->classes, (size_t)k) : "?";
+}
+int sv_dataset_label(const sv_dataset *d, size_t i) { return d->labels[i]; }
+
+void sv_dataset_synth_params(const sv_dataset *d, int *img, int *channels, uint64_t *seed) {
+    *img = d->synth_img;
+    *channels = d->synth_channels;
+    *seed = d->synth_seed;
+}
+
+void sv_dataset_sample_name(const sv_dataset *d, size_t i, char *buf, size_t cap) {
+    switch (d->kind) {
+    case SV_DATASET_FOLDER: snprintf(buf, cap, "%s/%s", d->root, sv_strlist_at(&d->paths, i)); break;
+    case SV_DATASET_TAR:
+        snprintf(buf, cap, "%s:%s", sv_strlist_at(&d->shards, d->shard_of[i]), sv_strlist_at(&d->keys, i));
+        break;
+    default: snprintf(buf, cap, "synthetic:%zu", i); break;
+    }
+}
+
+static sv_status grow_buf(uint8_t **buf, size_t *cap, size_t need) {
+    if (need <= *cap) return SV_OK;
+    uint8_t *p = realloc(*buf, need);
+    if (!p) return SV_FAIL(SV_ERR_OOM, "cannot allocate %zu bytes for a file", need);
+    *buf = p;
+    *cap = need;
+    return SV_OK;
+}
+
+sv_status sv_dataset_read(const sv_dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len) {
+    if (i >= d->n) return SV_FAIL(SV_ERR_INVALID, "sample %zu out of range (%zu samples)", i, d->n);
+    if (d->kind == SV_DATASET_TAR) {
+        size_t sz = (size_t)d->size[i];
+        SV_TRY(grow_buf(buf, cap, sz ? sz : 1));
+        ssize_t r = pread(d->fds[d->shard_of[i]], *buf, sz, (off_t)d->offset[i]);
+        if (r != (ssize_t)sz)
+            return SV_FAIL(SV_ERR_IO, "%s: short read of key %s", sv_strlist_at(&d->shards, d->shard_of[i]),
+                           sv_strlist_at(&d->keys, i));
+        *len = sz;
+        return SV_OK;
+    }
+    if (d->kind != SV_DATASET_FOLDER) return SV_FAIL(SV_ERR_INVALID, "synthetic dataset has no files");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", d->root, sv_strlist_at(&d->paths, i));
+    FILE *f = fopen(path, "rb");
+    if (!f) return SV_FAIL(SV_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || st.st_size < 0) {
+        fclose(f);
+        return SV_FAIL(SV_ERR_IO, "%s: cannot stat", path);
+    }
+    size_t sz = (size_t)st.st_size;
+    sv_status s = grow_buf(buf, cap, sz ? sz : 1);
+    if (s == SV_OK && fread(*buf, 1, sz, f) != sz) s = SV_FAIL(SV_ERR_IO, "%s: short read", path);
+    fclose(f);
+    *len = sz;
+    return s;
+}
+
+sv_status sv_classes_write_names(const char *path, const char *const *names, int n) {
+    FILE *f = fopen(path, "w");
+    if (!f) return SV_FAIL(SV_ERR_IO, "%s: %s", path, strerror(errno));
+    for (int k = 0; k < n; k++) fprintf(f, "%s\n", names[k]);
+    if (fclose(f) != 0) return SV_FAIL(SV_ERR_IO, "%s: write failed", path);
+    return SV_OK;
+}
+
+sv_status sv_classes_write(const char *path, const sv_dataset *d) {
+    FILE *f = fopen(path, "w");
+    if (!f) return SV_FAIL(SV_ERR_IO, "%s: %s", path, strerror(errno));
+    for (int k = 0; k < d->K; k++) fprintf(f, "%s\n", sv_dataset_class_name(d, k));
+    if (fclose(f) != 0) return SV_FAIL(SV_ERR_IO, "%s: write failed", path);
+    return SV_OK;
+}
+
+sv_status sv_classes_read(const char *path, char ***names, int *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return SV_FAIL(SV_ERR_IO, "class list %s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (sz < 0 || sz > (1L << 26)) {
+        fclose(f);
+        return SV_FAIL(SV_ERR_FORMAT, "class list %s: bad size", path);
+    }
+    int lines = 0;
+    char *text = malloc((size_t)sz + 1);
+    if (!text) { fclose(f); return SV_FAIL(SV_ERR_OOM, "class list %s", path); }
+    size_t got = fread(text, 1, (size_t)sz, f);
+    fclose(f);
+    text[got] = 0;
+    for (size_t i = 0; i < got; i++) lines += text[i] == '\n';
+    if (got && text[got - 1] != '\n') lines++;
+    char **arr = malloc((size_t)(lines + 1) * sizeof(char *) + got + 1);
+    if (!arr) { free(text); return SV_FAIL(SV_ERR_OOM, "class list %s", path); }
+    char *store = (char *)(arr + lines + 1);
+    memcpy(store, text, got + 1);
+    free(text);
+    int k = 0;
+    char *p = store;
+    while (k < lines) {
+        char *e = strchr(p, '\n');
+        if (e) *e = 0;
+        size_t L = strlen(p);
+        if (L && p[L - 1] == '\r') p[--L] = 0;
+        if (L == 0) {
+            free(arr);
+            return SV_FAIL(SV_ERR_FORMAT, "class list %s: line %d is empty", path, k + 1);
+        }
+        arr[k++] = p;
+        if (!e) break;
+        p = e + 1;
+    }
+    if (k == 0) {
+        free(arr);
+        return SV_FAIL(SV_ERR_FORMAT, "class list %s is empty", path);
+    }
+    *names = arr;
+    *n = k;
+    return SV_OK;
+}
+
+/* ---- brace expansion -------------------------------------------------------------------- */
+
+static sv_status expand_into(const char *pat, sv_strlist *acc) {
+    const char *lb = strchr(pat, '{');
+    if (!lb) return sv_strlist_push(acc, pat, strlen(pat));
+    const char *rb = strchr(lb, '}');
+    if (!rb) return SV_FAIL(SV_ERR_INVALID, "pattern %s: '{' without '}'", pat);
+    size_t pre = (size_t)(lb - pat), inner = (size_t)(rb - lb - 1);
+    char body[256], buf[4096];
+    if (inner >= sizeof body || strlen(pat) + 32 >= sizeof buf)
+        return SV_FAIL(SV_ERR_INVALID, "pattern %s too long", pat);
+    memcpy(body, lb + 1, inner);
+    body[inner] = 0;
+    const char *dots = strstr(body, "..");
+    if (dots) {
+        char *end1, *end2;
+        unsigned long long a = strtoull(body, &end1, 10), b = strtoull(dots + 2, &end2, 10);
+        if (end1 != dots || *end2 || end1 == body || dots[2] == 0)
+            return SV_FAIL(SV_ERR_INVALID, "pattern %s: bad range {%s}", pat, body);
+        if (b < a || b - a >= 1000000) return SV_FAIL(SV_ERR_INVALID, "pattern %s: range {%s} empty or too big", pat, body);
+        int width = (int)(dots - body);
+        for (unsigned long long v = a; v <= b; v++) {
+            int len = snprintf(buf, sizeof buf, "%.*s%0*llu%s", (int)pre, pat, width, v, rb + 1);
+            (void)len;
+            SV_TRY(expand_into(buf, acc));
+            if (acc->n > 1000000) return SV_FAIL(SV_ERR_INVALID, "pattern %s: too many expansions", pat);
+        }
+        return SV_OK;
+    }
+    char *save = NULL;
+    for (char *tok = strtok_r(body, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        snprintf(buf, sizeof buf, "%.*s%s%s", (int)pre, pat, tok, rb + 1);
+        SV_TRY(expand_into(buf, acc));
+    }
+    return SV_OK;
+}
+
+sv_status sv_expand_braces(const char *pattern, char ***out, size_t *n) {
+    sv_strlist acc = {0};
+    sv_status s = expand_into(pattern, &acc);
+    if (s != SV_OK || acc.n == 0) {
+        sv_strlist_free(&acc);
+        return s != SV_OK ? s : SV_FAIL(SV_ERR_INVALID, "pattern %s expands to nothing", pattern);
+    }
+    char **arr = malloc(acc.n * sizeof(char *) + acc.len);
+    if (!arr) { sv_strlist_free(&acc); return SV_FAIL(SV_ERR_OOM, "pattern %s", pattern); }
+    char *store = (char *)(arr + acc.n);
+    memcpy(store, acc.blob, acc.len);
+    for (size_t i = 0; i < acc.n; i++) arr[i] = store + acc.off[i];
+    *out = arr;
+    *n = acc.n;
+    sv_strlist_free(&acc);
+    return SV_OK;
+}

@@ -1,0 +1,80 @@
+/* shardvit data: datasets — an indexed list of (image source, class label).
+ *
+ * Three kinds behind one opaque handle, chosen by the spec string given to sv_dataset_open:
+ *   "synthetic"                      in-memory generated task (no files, see synth.h)
+ *   "path/train-{000..127}.tar"      WebDataset tar shards (anything ending in ".tar", brace
+ *                                    patterns expanded: numeric ranges keep the zero padding of
+ *                                    the first bound, and comma lists {a,b})
+ *   "path/dir"                       ImageFolder: dir/<class>/[subdirs/]NAME.jpg or .jpeg (any case)
+ * Class order: ImageFolder classes are the sub-directory names sorted byte-wise (as
+ * torchvision's sorted()); samples inside a class sorted byte-wise by relative path.
+ * Tar shards: labels come from each key's ".cls" member (decimal integer); class names come
+ * from opts.classes_file, else "classes.txt" next to the first shard, else "0", "1", ...
+ *
+ * A dataset is immutable after open and safe to read from many threads at once. */
+#ifndef SV_DATA_DATASET_H
+#define SV_DATA_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef struct sv_dataset sv_dataset;
+
+typedef enum { SV_DATASET_FOLDER = 0, SV_DATASET_TAR = 1, SV_DATASET_SYNTHETIC = 2 } sv_dataset_kind;
+
+typedef struct sv_dataset_opts {
+    /* synthetic only (defaults in brackets when 0): */
+    uint64_t synth_samples;  /* number of samples [50000] */
+    int synth_classes;       /* number of classes [10] */
+    int synth_img;           /* side of the square images it renders [32] */
+    int synth_channels;      /* 1 or 3 [3] */
+    uint64_t synth_seed;     /* which task (patterns per class); the sample content is a pure
+                                function of (synth_seed, sample index) [0] */
+    /* tar only: a class-name file (one per line) overriding the default lookup; NULL = none */
+    const char *classes_file;
+} sv_dataset_opts;
+
+/* Default options (all zero = defaults above). */
+sv_dataset_opts sv_dataset_opts_default(void);
+
+/* Open and index a dataset. Fails (with a message naming the path) on: missing directory,
+ * no classes, a class dir without images, tar format errors (bad checksum, truncated archive,
+ * absolute or '..' member names, a .jpg key without .cls), unreadable class file.
+ * *out is owned by the caller; release with sv_dataset_close. */
+sv_status sv_dataset_open(const char *spec, const sv_dataset_opts *o, sv_dataset **out);
+void sv_dataset_close(sv_dataset *d);
+
+sv_dataset_kind sv_dataset_kind_of(const sv_dataset *d);
+size_t sv_dataset_len(const sv_dataset *d);
+int sv_dataset_num_classes(const sv_dataset *d);
+/* Name of class k (0 <= k < num_classes); the string lives as long as the dataset. */
+const char *sv_dataset_class_name(const sv_dataset *d, int k);
+/* Label of sample i (0 <= i < len). */
+int sv_dataset_label(const sv_dataset *d, size_t i);
+/* A human-readable name of sample i for messages: file path, or "shard.tar:key". Writes at most
+ * cap bytes (NUL-terminated). */
+void sv_dataset_sample_name(const sv_dataset *d, size_t i, char *buf, size_t cap);
+
+/* Read the encoded bytes of sample i (file-backed kinds only) into *buf (capacity *cap),
+ * growing it with realloc when too small (so a reused buffer stops allocating once it has
+ * seen the largest file). *len receives the byte count. Thread-safe. */
+sv_status sv_dataset_read(const sv_dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len);
+
+/* Synthetic kind: the parameters it was opened with (for the loader). */
+void sv_dataset_synth_params(const sv_dataset *d, int *img, int *channels, uint64_t *seed);
+
+/* Class lists: write one name per line (a trailing newline after each) to `path`. */
+sv_status sv_classes_write(const char *path, const sv_dataset *d);
+sv_status sv_classes_write_names(const char *path, const char *const *names, int n);
+/* Read a class list (one name per line; '\r' stripped; empty lines are an error). *names is an
+ * array of *n strings in one allocation: free(*names) releases everything. */
+sv_status sv_classes_read(const char *path, char ***names, int *n);
+
+/* Expand brace patterns: "a-{00..02}.tar" -> "a-00.tar","a-01.tar","a-02.tar"; "{x,y}" lists.
+ * *out is one allocation (free(*out)) holding *n pointers followed by the strings. At most
+ * 1,000,000 expansions. */
+sv_status sv_expand_braces(const char *pattern, char ***out, size_t *n);
+
+#endif

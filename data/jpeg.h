@@ -1,0 +1,41 @@
+/* shardvit data: JPEG decode/encode through the TurboJPEG API (libjpeg-turbo).
+ *
+ * A sv_jpeg_ctx holds one TurboJPEG decompressor + compressor and growable pixel buffers; it
+ * is NOT thread-safe: each worker thread owns one. Buffers grow to the largest image seen and
+ * are then reused, so steady-state decoding does not allocate. */
+#ifndef SV_DATA_JPEG_H
+#define SV_DATA_JPEG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef struct sv_jpeg_ctx {
+    void *dec, *enc;      /* tjhandle, created lazily */
+    uint8_t *pix;         /* decoded pixels (HWC) */
+    size_t pix_cap;
+    uint8_t *jbuf;        /* encoder output */
+    size_t jbuf_cap;
+} sv_jpeg_ctx;
+
+void sv_jpeg_ctx_init(sv_jpeg_ctx *c);
+void sv_jpeg_ctx_free(sv_jpeg_ctx *c);
+
+/* Parse the header only: image size and components (1 = grayscale, 3 = colour, 4 = CMYK).
+ * Fails with SV_ERR_FORMAT (TurboJPEG's message) on anything that is not a JPEG. */
+sv_status sv_jpeg_header(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w, int *h, int *comps);
+
+/* Decode at scale 1/denom (denom in {1, 2, 4, 8}: DCT-domain scaling) into c->pix as
+ * (*w, *h, channels) HWC bytes; channels 1 = luminance, 3 = RGB (grayscale JPEGs expand).
+ * Any libjpeg warning (truncated data, corrupt segment) is an error: SV_ERR_CORRUPT. */
+sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom,
+                         int *w, int *h);
+
+/* Encode w x h x channels HWC bytes (channels 1 -> grayscale JPEG, 3 -> 4:2:0 colour) at
+ * quality 1..100; progressive when asked. *out points into c->jbuf (valid until the next
+ * encode), *len is its size. */
+sv_status sv_jpeg_encode(sv_jpeg_ctx *c, const uint8_t *pix, int w, int h, int channels, int quality,
+                         int progressive, const uint8_t **out, size_t *len);
+
+#endif

@@ -1,0 +1,110 @@
+/* shardvit data: threaded batch loader with a distributed, resumable sampler.
+ *
+ * Sampler (see sampler.h and docs/data.md). Each epoch has one global permutation of the
+ * dataset, a pure function of (seed, epoch) (identity order for evaluation). The global batch
+ * is G = batch_local * world. A batch starting at epoch position `cursor` covers global
+ * positions [cursor, cursor + G); rank r takes [cursor + r*batch_local, ... + batch_local).
+ * Train: an epoch ends when fewer than G positions remain (drop_last), then epoch+1 starts at
+ * cursor 0 and the loader runs forever. Eval: one pass; the last batch is padded (valid = 0,
+ * label 0, zero image) so every sample is seen exactly once across ranks; after the pass
+ * sv_loader_next returns SV_OK with *b == NULL.
+ * (epoch, cursor) is the whole sampler state: a checkpoint stores batch->next_epoch and
+ * batch->next_cursor; sv_loader_seek(epoch, cursor) at ANY world size continues with exactly
+ * the samples that come next.
+ *
+ * Augmentation randomness is a pure function of (seed, epoch, dataset sample index), so the
+ * same sample gets the same crop/flip whatever the thread count or world size. Mixup/cutmix
+ * mixes pairs of neighbouring global positions (2k, 2k+1) with a pair-keyed lambda, so it is
+ * world-size independent too (requires an even batch_local).
+ *
+ * Corrupt/unreadable images are replaced by the next readable sample in dataset order
+ * (i+1, i+2, ... mod N), counted (stats.substituted) and logged once per file. If 64 files in a
+ * row are unreadable, sv_loader_next fails with SV_ERR_CORRUPT instead of looping.
+ *
+ * Memory: batch slots (prefetch of them) are allocated once at create time, through
+ * opts.alloc/free when given (e.g. pinned host memory); sv_loader_next never allocates. */
+#ifndef SV_DATA_LOADER_H
+#define SV_DATA_LOADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "data/dataset.h"
+
+typedef struct sv_loader sv_loader;
+
+typedef enum { SV_NORM_IMAGENET = 0, SV_NORM_HALF = 1 /* mean 0.5, std 0.5 */ } sv_norm_preset;
+typedef enum { SV_TRANSFORM_TRAIN = 0, SV_TRANSFORM_EVAL = 1 } sv_transform_mode;
+
+typedef struct sv_loader_opts {
+    const sv_dataset *dataset; /* borrowed: must outlive the loader */
+    int batch_local;           /* samples per rank per step (>= 1) */
+    int rank, world;           /* 0 <= rank < world */
+    uint64_t seed;
+    int img;                   /* output side (square) */
+    int channels;              /* 1 or 3 output channels (gray JPEGs expand to RGB for 3) */
+    sv_transform_mode mode;    /* TRAIN: RandomResizedCrop + flip + shuffle + drop_last;
+                                  EVAL: resize/center crop, identity order, padded last batch */
+    sv_norm_preset norm;
+    float crop_pct;            /* eval: resize shorter side to img/crop_pct [0.875] */
+    float scale_min, scale_max;/* RandomResizedCrop area range [0.08, 1] */
+    float ratio_min, ratio_max;/* RandomResizedCrop aspect range [3/4, 4/3] */
+    float hflip;               /* horizontal flip probability [0.5]; set < 0 for none */
+    float mixup_alpha;         /* > 0 enables mixup (Beta(alpha, alpha) lambda) */
+    float cutmix_alpha;        /* > 0 enables cutmix; both > 0: each pair picks one, p = 0.5 */
+    float smoothing;           /* label smoothing folded into soft targets (mixup/cutmix only) */
+    int threads;               /* worker threads; 0 = number of online cores */
+    int prefetch;              /* ready/in-flight batch slots; 0 = max(2, threads/2 + 2) */
+    uint64_t max_pixels;       /* decompression-bomb guard on width*height [89478485, PIL's] */
+    /* Batch memory: alloc(ctx, bytes) returns 64-byte aligned memory or NULL; free(ctx, p).
+     * NULL = aligned_alloc/free. Used for images, labels, valid and soft targets. */
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*free)(void *ctx, void *p);
+    void *alloc_ctx;
+} sv_loader_opts;
+
+typedef struct sv_batch {
+    int n;                  /* batch_local */
+    int channels, img;
+    float *images;          /* (n, channels, img, img), normalised */
+    int32_t *labels;        /* (n) hard labels (for mixed samples: the first of the pair) */
+    float *soft_targets;    /* (n, num_classes) mixup/cutmix targets with smoothing, or NULL */
+    uint8_t *valid;         /* (n) 1 = real sample, 0 = eval padding */
+    int32_t n_valid;        /* number of valid entries */
+    int64_t *sample_index;  /* (n) dataset index actually used (after substitution), -1 pad */
+    uint64_t epoch;         /* epoch of this batch */
+    uint64_t step_in_epoch; /* cursor / G */
+    uint64_t cursor;        /* global epoch position where this batch starts */
+    uint64_t next_epoch, next_cursor; /* resume point after this batch (store in checkpoints) */
+} sv_batch;
+
+typedef struct sv_loader_stats {
+    uint64_t substituted;   /* samples replaced because their file was unreadable */
+    uint64_t bad_files;     /* distinct unreadable files seen */
+    uint64_t batches;       /* batches handed out */
+    double wait_s;          /* time sv_loader_next spent waiting for workers */
+} sv_loader_stats;
+
+/* Defaults for every field except dataset/batch_local/img (others as documented above). */
+sv_loader_opts sv_loader_opts_default(void);
+
+/* Validate options, allocate slots and start workers positioned at (epoch 0, cursor 0).
+ * Errors: world/rank/batch/img/channels out of range, even batch_local required for mixup,
+ * eval/train with an empty dataset, train with fewer samples than one global batch. */
+sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out);
+
+/* The next batch in order. *b stays valid until the next call to sv_loader_next/seek/destroy.
+ * Eval mode: *b == NULL after the last batch of the pass. */
+sv_status sv_loader_next(sv_loader *l, const sv_batch **b);
+
+/* Continue from (epoch, cursor): the next batch starts at that global position. cursor must be
+ * < dataset length (train: <= len - G; a cursor past the last full batch moves to epoch+1). */
+sv_status sv_loader_seek(sv_loader *l, uint64_t epoch, uint64_t cursor);
+
+/* Steps per epoch for this configuration (train: floor(N/G); eval: ceil(N/G)). */
+uint64_t sv_loader_steps_per_epoch(const sv_loader *l);
+void sv_loader_stats_get(const sv_loader *l, sv_loader_stats *s);
+void sv_loader_destroy(sv_loader *l);
+
+#endif

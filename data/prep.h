@@ -1,0 +1,62 @@
+/* shardvit data: importers that turn IDX (MNIST, Fashion-MNIST), CIFAR-10/100 binary batches or
+ * a generated synthetic set into JPEG datasets shardvit reads.
+ *
+ * Output layouts (opts.format):
+ *   SV_PREP_FOLDER: OUT/train/<class>/<index>.jpg and OUT/test/<class>/<index>.jpg, index
+ *                   zero-padded to 5+ digits (source order), plus OUT/classes.txt
+ *   SV_PREP_TAR:    OUT/train-000000.tar ... and OUT/test-000000.tar ... (WebDataset: members
+ *                   <index>.jpg + <index>.cls, shard_size samples per shard), plus
+ *                   OUT/classes.txt (found automatically by the tar reader)
+ * Grayscale sources stay 1-channel JPEGs. Class names are documented in docs/data.md. Each
+ * function logs progress through core/log.h and fails with a message naming the file. */
+#ifndef SV_DATA_PREP_H
+#define SV_DATA_PREP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef enum { SV_PREP_FOLDER = 0, SV_PREP_TAR = 1 } sv_prep_format;
+
+typedef struct sv_prep_opts {
+    const char *src;      /* source directory (idx/cifar); NULL = Debian's fashion-mnist dir */
+    const char *out;      /* output directory (created) */
+    sv_prep_format format;
+    int quality;          /* JPEG quality 1..100 [95] */
+    int shard_size;       /* tar: samples per shard [10000] */
+    uint64_t limit;       /* at most this many samples per split; 0 = all */
+    /* synthetic set */
+    int classes;          /* [10] */
+    int per_class;        /* train images per class [100] */
+    int test_per_class;   /* test images per class [20] */
+    int width, height;    /* [500 x 375] */
+    uint64_t seed;
+    /* out: what was written */
+    uint64_t n_train, n_test;
+} sv_prep_opts;
+
+sv_prep_opts sv_prep_opts_default(void);
+
+#define SV_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+/* IDX: reads SRC/{train,t10k}-{images-idx3,labels-idx1}-ubyte, gzipped (.gz) or plain.
+ * fashion = 1: Fashion-MNIST class names, 0: MNIST digits "0".."9". */
+sv_status sv_prep_idx(sv_prep_opts *o, int fashion);
+
+/* CIFAR binary: cifar10 reads SRC/data_batch_{1..5}.bin + SRC/test_batch.bin (1 label byte +
+ * 3072); cifar100 reads SRC/train.bin + SRC/test.bin (coarse, fine label bytes + 3072; fine
+ * labels are used). Class names from SRC/batches.meta.txt / SRC/fine_label_names.txt when
+ * present, else the standard lists. */
+sv_status sv_prep_cifar(sv_prep_opts *o, int classes /* 10 or 100 */);
+
+/* Synthetic photo-like set: classes x per_class train and classes x test_per_class test
+ * images of width x height (see synth.h), class names class_000, class_001, ... */
+sv_status sv_prep_synthetic(sv_prep_opts *o);
+
+/* Class names the importers use (static strings). */
+extern const char *const sv_fashion_mnist_classes[10];
+extern const char *const sv_cifar10_classes[10];
+extern const char *const sv_cifar100_classes[100];
+
+#endif

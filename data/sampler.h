@@ -1,0 +1,25 @@
+/* shardvit data: distributed sampler arithmetic (pure functions, no state of its own).
+ *
+ * Epoch order: a permutation of [0, n) that is a pure function of (seed, epoch) (train) or the
+ * identity (eval). Global position p of an epoch maps to dataset index perm[p]. The global
+ * batch is G = batch_local * world; a batch starting at `cursor` covers positions
+ * [cursor, cursor + G), rank r owns [cursor + r*batch_local, cursor + (r+1)*batch_local).
+ * Train drops the incomplete tail (drop_last): an epoch has floor(n/G) batches. Eval keeps it:
+ * ceil(n/G) batches, positions >= n are padding. */
+#ifndef SV_DATA_SAMPLER_H
+#define SV_DATA_SAMPLER_H
+
+#include <stdint.h>
+
+/* Fill perm (n entries) with epoch `epoch`'s permutation (Fisher-Yates on counter RNG). */
+void sv_sampler_perm(uint64_t seed, uint64_t epoch, uint32_t *perm, uint64_t n);
+
+/* Normalise a position: train moves (epoch, cursor) with cursor + G > n to (epoch+1, 0).
+ * Returns 0 when eval has no batch left at cursor (cursor >= n), 1 otherwise. */
+int sv_sampler_normalise(int train, uint64_t n, uint64_t G, uint64_t *epoch, uint64_t *cursor);
+
+static inline uint64_t sv_sampler_steps(int train, uint64_t n, uint64_t G) {
+    return train ? n / G : (n + G - 1) / G;
+}
+
+#endif

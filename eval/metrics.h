@@ -1,0 +1,86 @@
+/* shardvit eval: classification metrics accumulated over batches and ranks.
+ *
+ * Rules (documented in docs/formats.md and tested exactly):
+ *  - top-k: a sample counts as correct in top-k when FEWER THAN k classes have a logit strictly
+ *    greater than the true class's logit. Ties are therefore resolved in favour of the true
+ *    class, and the result does not depend on class order. If the true class's logit is NaN
+ *    the sample is never correct; NaN logits of other classes never outrank it.
+ *  - prediction (confusion matrix column): argmax of the logits, the lowest index winning ties;
+ *    NaN logits are ignored (all NaN => class 0). With exact ties the top-1 count can exceed
+ *    the confusion diagonal (the two rules differ only there).
+ *  - loss: cross-entropy -log softmax(logits)[label], computed in double, summed; a sample with
+ *    a non-finite loss makes the sum non-finite (and eval.json then shows null).
+ * Samples whose validity mask entry is 0 (padding of the last distributed batch) are ignored.
+ *
+ * State is two plain arrays so ranks can combine with one all-reduce each (sum as I64 and F64):
+ *   i64[0] samples, i64[1] top-1 correct, i64[2] top-5 correct,
+ *   i64[3 .. 3+K) per-class correct (top-1 rule), i64[3+K .. 3+2K) per-class total,
+ *   i64[3+2K .. 3+2K+K*K) confusion, row = true class, column = predicted class;
+ *   f64[0] summed loss.
+ * sv_metrics_init allocates (not a hot path); sv_metrics_add_batch never allocates. */
+#ifndef SV_EVAL_METRICS_H
+#define SV_EVAL_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+#define SV_METRICS_TOPK 5
+#define SV_METRICS_F64_LEN 1
+
+typedef struct sv_metrics {
+    int num_classes;
+    size_t i64_len;    /* 3 + 2K + K*K */
+    int64_t *i64;      /* owned, layout above */
+    double f64[SV_METRICS_F64_LEN];
+} sv_metrics;
+
+size_t sv_metrics_i64_len(int num_classes);
+/* num_classes in [1, 1<<20]; zeroed. */
+sv_status sv_metrics_init(sv_metrics *m, int num_classes);
+void sv_metrics_free(sv_metrics *m);
+void sv_metrics_reset(sv_metrics *m);
+
+/* logits (B, K) row-major fp32 host; labels (B); valid (B) or NULL for all valid.
+ * A valid sample with a label outside [0, K) => SV_ERR_INVALID naming the sample and label
+ * (nothing of that batch is added). */
+sv_status sv_metrics_add_batch(sv_metrics *m, const float *logits, const int32_t *labels,
+                               const uint8_t *valid, int batch);
+
+/* dst += src (same num_classes). */
+sv_status sv_metrics_merge(sv_metrics *dst, const sv_metrics *src);
+
+/* Accessors (pointers into i64). */
+static inline int64_t sv_metrics_samples(const sv_metrics *m) { return m->i64[0]; }
+static inline int64_t sv_metrics_top1_correct(const sv_metrics *m) { return m->i64[1]; }
+static inline int64_t sv_metrics_top5_correct(const sv_metrics *m) { return m->i64[2]; }
+static inline int64_t *sv_metrics_class_correct(const sv_metrics *m) { return m->i64 + 3; }
+static inline int64_t *sv_metrics_class_total(const sv_metrics *m) {
+    return m->i64 + 3 + m->num_classes;
+}
+/* (K, K): [true * K + predicted] */
+static inline int64_t *sv_metrics_confusion(const sv_metrics *m) {
+    return m->i64 + 3 + 2 * (size_t)m->num_classes;
+}
+
+/* Fractions in [0, 1] and mean loss; NaN when no samples. */
+double sv_metrics_top1(const sv_metrics *m);
+double sv_metrics_top5(const sv_metrics *m);
+double sv_metrics_mean_loss(const sv_metrics *m);
+
+/* Write eval.json atomically:
+ *   {"top1":f,"top5":f,"loss":f,"num_samples":n,"top1_correct":n,"top5_correct":n,
+ *    "num_classes":K,"per_class":[{"class":name,"index":k,"accuracy":f|null,"correct":n,
+ *    "total":n},...]}
+ * class_names: K strings, or NULL to use "0", "1", ... . Fractions of empty sets are null. */
+sv_status sv_metrics_write_json(const sv_metrics *m, const char *path,
+                                const char *const *class_names);
+
+/* Write the confusion matrix as CSV atomically: header "true\predicted,<name0>,...", then one
+ * row per true class "<name>,<count>,...". Names are quoted (RFC 4180) when they contain a
+ * comma, quote, CR or LF. */
+sv_status sv_metrics_write_confusion_csv(const sv_metrics *m, const char *path,
+                                         const char *const *class_names);
+
+#endif

@@ -1,0 +1,143 @@
+/* FSDP engine: sharded state, the gather/compute/free/reduce-scatter schedule, sharded AdamW
+ * (DESIGN §5). The model is driven unit by unit through model/vit.h; fsdp/ knows nothing of
+ * layer math.
+ *
+ * Communicators: `world` (all ranks), `shard` (the ranks that shard a unit between them) and
+ * `repl` (ranks holding the same shard in different groups):
+ *   full_shard / shard_grad_op: shard = world, repl = 1 rank
+ *   no_shard:                   shard = 1 rank, repl = world (gradients all-reduced, DDP)
+ *   hybrid_shard (group G):     shard = G consecutive ranks, repl = world / G
+ *
+ * Per-rank persistent state per unit: fp32 master, AdamW m and v, and fp32 gradient shards
+ * (16 B per parameter / shard size). Transient: gathered compute-dtype parameters for the root
+ * unit (held for the whole micro-step, like PyTorch FSDP's root) plus at most two block units
+ * (current + prefetched; shard_grad_op keeps every unit gathered from forward to backward);
+ * two full-size fp32 gradient buffers so one unit's reduce-scatter overlaps the next unit's
+ * backward, plus the root unit's gradient buffer (held from the head to the embedding backward).
+ *
+ * Mixed precision: gathered parameters and activations use the backend's compute dtype
+ * (--param-dtype); gradients are produced in fp32 and reduced in `reduce_dtype` (bf16: cast
+ * before the reduce-scatter, summed in fp32 and rounded, cast back); masters and optimizer fp32.
+ * The compute copy of a shard is cast from the master right before each all-gather, so it is
+ * always current after an optimizer step. */
+#ifndef SV_FSDP_FSDP_H
+#define SV_FSDP_FSDP_H
+
+#include "core/arena.h"
+#include "core/trace.h"
+#include "fsdp/comm.h"
+#include "fsdp/layout.h"
+#include "model/vit.h"
+
+typedef enum sv_strategy { SV_FULL_SHARD = 0, SV_SHARD_GRAD_OP, SV_NO_SHARD, SV_HYBRID_SHARD } sv_strategy;
+typedef enum sv_accum_mode { SV_ACCUM_SHARD = 0, SV_ACCUM_LOCAL = 1 } sv_accum_mode;
+
+const char *sv_strategy_name(sv_strategy s);
+sv_status sv_strategy_parse(const char *s, sv_strategy *out);
+
+typedef struct sv_fsdp_config {
+    sv_strategy strategy;
+    int shard_group;          /* hybrid_shard group size G (divides world) */
+    sv_dtype reduce_dtype;    /* SV_F32 or SV_BF16 */
+    sv_accum_mode accum_mode;
+    size_t wrap_bytes;        /* 0: one unit per block; else auto-wrap budget */
+    int head_zero_init;
+    uint64_t seed;
+} sv_fsdp_config;
+
+typedef struct sv_unit_state {
+    float *master, *m, *v, *grad; /* (shard) f32 each */
+    void *gathered;               /* persistent gathered params (root; every unit for shard_grad_op) */
+    float *local_grad;            /* accum local: (padded) f32 unsharded accumulator */
+} sv_unit_state;
+
+/* A transient gathered-parameter slot. */
+typedef struct sv_param_slot {
+    void *buf;        /* (max padded) compute dtype */
+    void *send;       /* (max shard) compute dtype staging of the local shard */
+    int unit;         /* -1 free */
+    int pending;      /* all-gather issued, not yet waited */
+    sv_comm_req req;
+    double t_issue;
+} sv_param_slot;
+
+/* A gradient reduction slot. */
+typedef struct sv_grad_slot {
+    float *own;       /* (max padded) f32 owned buffer (shard accumulation mode) */
+    float *buf;       /* buffer being reduced (own, or a unit's local_grad) */
+    uint16_t *send16; /* (max padded) bf16 staging for reduce_dtype bf16 */
+    uint16_t *recv16; /* (max shard) */
+    float *recv;      /* (max shard) f32 reduced block */
+    int unit;         /* -1 idle */
+    int pending;
+    sv_comm_req req;
+    double t_issue;
+} sv_grad_slot;
+
+typedef struct sv_fsdp_counters {
+    int live_gathered;     /* block units currently gathered (root excluded) */
+    int max_live_gathered; /* high-water mark since reset */
+    uint64_t skipped_steps;
+} sv_fsdp_counters;
+
+typedef struct sv_fsdp {
+    sv_fsdp_config cfg;
+    sv_backend *be;
+    sv_comm *world, *shard, *repl; /* not owned */
+    int rank, world_size, shard_rank, shard_size, repl_size;
+    sv_layout L;
+    sv_unit_state us[SV_MAX_UNITS];
+    sv_param_slot pslot[2];
+    sv_param_slot root_slot;
+    sv_grad_slot gslot[3]; /* [0],[1]: block units alternate; [2]: the root unit */
+    int next_gslot;
+    sv_vit *model;
+    sv_trace *trace;
+    float *host_losses; /* (B) host copy of per-sample losses */
+    sv_fsdp_counters ctr;
+    long inject_nan_step; /* test hook: poison one gradient element at this step on rank inject_nan_rank */
+    int inject_nan_rank;
+    long step;            /* optimizer steps taken (incl. skipped) */
+} sv_fsdp;
+
+/* Build the layout (no allocation of device memory yet). world/shard/repl communicators must
+ * match the strategy (see sv_fsdp_make_comms). */
+sv_status sv_fsdp_setup(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, sv_comm *world, sv_comm *shard,
+                        sv_comm *repl, const sv_vit_config *vcfg);
+/* Create shard/repl communicators for the strategy from `world` (caller destroys them). */
+sv_status sv_fsdp_make_comms(sv_comm *world, sv_strategy s, int shard_group, sv_comm **shard, sv_comm **repl);
+/* Carve every FSDP buffer from the device arena (dry run when the arena has no base). */
+sv_status sv_fsdp_carve(sv_fsdp *f, sv_arena *dev, sv_arena *host);
+/* Initialise master shards from the deterministic init (every world size gives the same model);
+ * zero optimizer state. */
+sv_status sv_fsdp_init_params(sv_fsdp *f);
+void sv_fsdp_attach(sv_fsdp *f, sv_vit *model, sv_trace *trace);
+void sv_fsdp_free(sv_fsdp *f);
+
+/* Zero the gradient shards (start of an optimizer step). */
+sv_status sv_fsdp_zero_grad(sv_fsdp *f);
+/* One micro-step: forward, loss, backward, gradient reduction into the shards.
+ * images (B,C,H,W) f32 device, labels (B) int32 device or soft (B,K) f32 device.
+ * micro: index of this micro-step in [0, n_micro). *loss_sum: sum of this rank's per-sample losses
+ * (samples with valid[i] == 0 are excluded when valid != NULL, host array). */
+sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_t *labels, const float *soft,
+                                   float smoothing, float grad_scale, int micro, int n_micro, double *loss_sum);
+/* Forward only (evaluation): logits left in f->model->logits. */
+sv_status sv_fsdp_forward(sv_fsdp *f, const float *images);
+
+typedef struct sv_optim_config {
+    float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clipping */
+} sv_optim_config;
+
+/* Global gradient norm (deterministic), non-finite check (skip: state untouched), clipping,
+ * AdamW on the shards. *grad_norm: the pre-clip norm; *skipped: 1 when the step was skipped. */
+sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *grad_norm, int *skipped);
+
+/* Bytes of persistent per-rank state (master + m + v + grad shards) by formula. */
+size_t sv_fsdp_persistent_bytes(const sv_fsdp *f);
+
+/* Copy the full fp32 value of every parameter to host (collective over shard comm: all ranks
+ * must call). dst: [sv_vit_param_count] floats in canonical order, concatenated. */
+sv_status sv_fsdp_gather_full_params(sv_fsdp *f, float *dst);
+
+#endif

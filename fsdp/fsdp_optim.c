@@ -1,0 +1,101 @@
+/* FSDP optimizer step (global norm, skip on non-finite, clipping, sharded AdamW) and
+ * full-parameter gathering for export/inspection. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "fsdp/fsdp.h"
+
+sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *grad_norm, int *skipped) {
+    double t0 = f->trace ? sv_trace_now(f->trace) : 0.0;
+    /* Deterministic global norm: this rank's partial sums in unit order, then every rank's
+     * partial gathered and summed in rank order (the same on all ranks, independent of the
+     * reduction algorithm). Replicas hold identical shards, so only the shard group sums. */
+    double partial = 0.0;
+    for (int u = 0; u < f->L.n_units; u++) {
+        double s;
+        SV_TRY(sv_be_sumsq_f32(f->be, f->us[u].grad, f->L.units[u].shard, &s));
+        partial += s;
+    }
+    double parts[4096];
+    if (f->shard_size > 4096) return SV_FAIL(SV_ERR_UNSUPPORTED, "shard group of %d ranks", f->shard_size);
+    sv_comm_req req;
+    SV_TRY(sv_comm_all_gather(f->shard, parts, &partial, 1, SV_COMM_F64, &req));
+    SV_TRY(sv_comm_wait(f->shard, &req));
+    double total = 0.0;
+    for (int r = 0; r < f->shard_size; r++) total += parts[r];
+    double norm = sqrt(total);
+    *grad_norm = norm;
+    long step = f->step++;
+    if (!isfinite(norm)) {
+        *skipped = 1;
+        f->ctr.skipped_steps++;
+        SV_WARN("step %ld: non-finite gradient norm; step skipped, parameters and optimizer state unchanged "
+                "(%llu skipped so far)", step, (unsigned long long)f->ctr.skipped_steps);
+        return SV_OK;
+    }
+    *skipped = 0;
+    float clip = 1.0f;
+    if (oc->max_grad_norm > 0 && norm > oc->max_grad_norm) clip = (float)(oc->max_grad_norm / (norm + 1e-6));
+    long t = step + 1 - (long)f->ctr.skipped_steps; /* AdamW's step count: applied updates */
+    sv_adamw_hparams h = {
+        .lr = oc->lr,
+        .beta1 = oc->beta1,
+        .beta2 = oc->beta2,
+        .eps = oc->eps,
+        .weight_decay = oc->weight_decay,
+        .bc1 = (float)(1.0 - pow(oc->beta1, (double)t)),
+        .bc2 = (float)(1.0 - pow(oc->beta2, (double)t)),
+        .grad_scale = clip,
+    };
+    for (int u = 0; u < f->L.n_units; u++) {
+        const sv_unit *un = &f->L.units[u];
+        sv_unit_state *s = &f->us[u];
+        for (int k = 0; k < un->n_entries; k++) {
+            const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
+            sv_shard_piece p = sv_layout_piece(un, e, f->shard_rank);
+            if (!p.count) continue;
+            float wd = f->L.params[e->param].no_decay ? 0.0f : oc->weight_decay;
+            size_t o = p.shard_offset;
+            SV_TRY(sv_be_adamw(f->be, s->master + o, s->grad + o, s->m + o, s->v + o, p.count, &h, wd));
+        }
+    }
+    if (f->trace) {
+        SV_TRY(sv_be_sync(f->be));
+        sv_trace_add(f->trace, "optimizer", "optim", 3, -1, t0, sv_trace_now(f->trace));
+    }
+    return SV_OK;
+}
+
+sv_status sv_fsdp_gather_full_params(sv_fsdp *f, float *dst) {
+    size_t max_padded = 0, max_shard = 0;
+    for (int u = 0; u < f->L.n_units; u++) {
+        if (f->L.units[u].padded > max_padded) max_padded = f->L.units[u].padded;
+        if (f->L.units[u].shard > max_shard) max_shard = f->L.units[u].shard;
+    }
+    float *full = malloc(max_padded * 4), *shard = malloc(max_shard * 4);
+    if (!full || !shard) {
+        free(full);
+        free(shard);
+        return SV_FAIL(SV_ERR_OOM, "gather staging of %zu floats", max_padded);
+    }
+    sv_status st = SV_OK;
+    size_t off = 0;
+    for (int u = 0; u < f->L.n_units && st == SV_OK; u++) {
+        const sv_unit *un = &f->L.units[u];
+        sv_comm_req req;
+        if ((st = sv_be_download(f->be, shard, f->us[u].master, un->shard * 4)) != SV_OK) break;
+        if ((st = sv_comm_all_gather(f->shard, full, shard, un->shard, SV_COMM_F32, &req)) != SV_OK) break;
+        if ((st = sv_comm_wait(f->shard, &req)) != SV_OK) break;
+        for (int k = 0; k < un->n_entries; k++) {
+            const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
+            memcpy(dst + off, full + e->offset, e->numel * 4);
+            off += e->numel;
+        }
+    }
+    free(full);
+    free(shard);
+    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
+    return st;
+}

@@ -1,0 +1,279 @@
+/* CPU backend: creation, memory, casts, vector ops, deterministic sum of squares, AdamW, and
+ * the vtable. Layer ops live in cpu_linear.c, cpu_norm.c, cpu_attention.c, cpu_embed.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/backend/cpu/cpu_backend.h"
+
+/* OpenBLAS's own entry point, declared here so the file also compiles against a reference
+ * cblas.h that lacks it (the library linked is always OpenBLAS). */
+void openblas_set_num_threads(int num_threads);
+
+void sv_cpu_blas_threads(int n) { openblas_set_num_threads(n); }
+
+#define SV_CPU_ALIGN 256
+
+/* ---- memory ---- */
+
+static sv_status cpu_alloc(sv_backend *be, size_t bytes, void **out) {
+    (void)be;
+    size_t sz = (bytes + SV_CPU_ALIGN - 1) / SV_CPU_ALIGN * SV_CPU_ALIGN;
+    if (sz == 0) sz = SV_CPU_ALIGN;
+    *out = aligned_alloc(SV_CPU_ALIGN, sz);
+    if (!*out) return SV_FAIL(SV_ERR_OOM, "cpu backend: cannot allocate %zu bytes", bytes);
+    return SV_OK;
+}
+static void cpu_free(sv_backend *be, void *p) {
+    (void)be;
+    free(p);
+}
+static sv_status cpu_memcpy(sv_backend *be, void *dst, const void *src, size_t bytes) {
+    (void)be;
+    memmove(dst, src, bytes);
+    return SV_OK;
+}
+static sv_status cpu_zero(sv_backend *be, void *p, size_t bytes) {
+    (void)be;
+    memset(p, 0, bytes);
+    return SV_OK;
+}
+static sv_status cpu_sync(sv_backend *be) {
+    (void)be;
+    return SV_OK; /* ops run synchronously on the calling thread */
+}
+static double cpu_peak_flops(const sv_backend *be) {
+    (void)be;
+    return 0.0; /* measured by calibration elsewhere */
+}
+static void *cpu_native_stream(const sv_backend *be) {
+    (void)be;
+    return NULL;
+}
+
+/* ---- casts and vector ops ---- */
+
+static sv_status cpu_f32_to_compute(sv_backend *be, void *dst, const float *src, size_t n) {
+    const sv_cpu_backend *c = sv_cpu(be);
+    float *d = dst;
+    if (!c->bf16) {
+        if (d != src) memmove(d, src, n * sizeof(float));
+        return SV_OK;
+    }
+#pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) d[i] = sv_round_bf16(src[i]);
+    return SV_OK;
+}
+static sv_status cpu_compute_to_f32(sv_backend *be, float *dst, const void *src, size_t n) {
+    (void)be;
+    if ((const void *)dst != src) memmove(dst, src, n * sizeof(float));
+    return SV_OK;
+}
+static sv_status cpu_f32_to_bf16(sv_backend *be, uint16_t *dst, const float *src, size_t n) {
+    const sv_cpu_backend *c = sv_cpu(be);
+#pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) dst[i] = sv_f32_to_bf16(src[i]);
+    return SV_OK;
+}
+static sv_status cpu_bf16_to_f32(sv_backend *be, float *dst, const uint16_t *src, size_t n) {
+    const sv_cpu_backend *c = sv_cpu(be);
+#pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) dst[i] = sv_bf16_to_f32(src[i]);
+    return SV_OK;
+}
+static sv_status cpu_round_bf16_f32(sv_backend *be, float *p, size_t n) {
+    const sv_cpu_backend *c = sv_cpu(be);
+#pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) p[i] = sv_round_bf16(p[i]);
+    return SV_OK;
+}
+static sv_status cpu_fill_f32(sv_backend *be, float *p, size_t n, float value) {
+    const sv_cpu_backend *c = sv_cpu(be);
+#pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) p[i] = value;
+    return SV_OK;
+}
+static sv_status cpu_scale_f32(sv_backend *be, float *p, size_t n, float alpha) {
+    const sv_cpu_backend *c = sv_cpu(be);
+#pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) p[i] *= alpha;
+    return SV_OK;
+}
+static sv_status cpu_add_f32(sv_backend *be, float *y, const float *x, size_t n) {
+    const sv_cpu_backend *c = sv_cpu(be);
+#pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
+    return SV_OK;
+}
+
+/* Sum of squares of one block in double; eight interleaved accumulators in a fixed order so
+ * the loop pipelines without reassociation freedom (the result is a pure function of the
+ * block's contents). */
+static double sumsq_block(const float *p, size_t n) {
+    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) a[j] += (double)p[i + j] * (double)p[i + j];
+    for (; i < n; i++) a[i & 7] += (double)p[i] * (double)p[i];
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* Deterministic across thread counts: the buffer is cut into chunks of
+ * SV_CPU_SUMSQ_CHUNK_BLOCKS blocks of SV_CPU_SUMSQ_BLOCK elements (fixed sizes); each chunk's
+ * sum is its blocks summed in order, whichever thread computes it; chunk sums are then
+ * added in index order, SV_CPU_SUMSQ_PARTIALS at a time. */
+static sv_status cpu_sumsq_f32(sv_backend *be, const float *p, size_t n, double *out) {
+    sv_cpu_backend *c = sv_cpu(be);
+    const size_t chunk = (size_t)SV_CPU_SUMSQ_BLOCK * SV_CPU_SUMSQ_CHUNK_BLOCKS;
+    size_t nchunks = (n + chunk - 1) / chunk;
+    double total = 0.0;
+    for (size_t c0 = 0; c0 < nchunks; c0 += SV_CPU_SUMSQ_PARTIALS) {
+        size_t cn = nchunks - c0 < SV_CPU_SUMSQ_PARTIALS ? nchunks - c0 : SV_CPU_SUMSQ_PARTIALS;
+        double *part = c->sumsq_partials;
+        int nt = cn > 1 ? sv_cpu_nt(c, cn * chunk) : 1;
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (size_t ci = 0; ci < cn; ci++) {
+            size_t start = (c0 + ci) * chunk;
+            size_t end = start + chunk < n ? start + chunk : n;
+            double s = 0.0;
+            for (size_t b = start; b < end; b += SV_CPU_SUMSQ_BLOCK)
+                s += sumsq_block(p + b, end - b < SV_CPU_SUMSQ_BLOCK ? end - b : SV_CPU_SUMSQ_BLOCK);
+            part[ci] = s;
+        }
+        for (size_t ci = 0; ci < cn; ci++) total += part[ci];
+    }
+    *out = total;
+    return SV_OK;
+}
+
+static sv_status cpu_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
+                           const sv_adamw_hparams *h, float weight_decay) {
+    const sv_cpu_backend *c = sv_cpu(be);
+    const sv_adamw_hparams hp = *h; /* a local copy lets the compiler keep it in registers */
+#pragma omp parallel for num_threads(sv_cpu_nt(c, 8 * n)) schedule(static)
+    for (size_t i = 0; i < n; i++) sv_adamw_elem(&p[i], &m[i], &v[i], g[i], &hp, weight_decay);
+    return SV_OK;
+}
+
+/* ---- attention buffer sizes ---- */
+
+size_t sv_cpu_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H) {
+    (void)be;
+    (void)D;
+    return (size_t)B * H * T * T * sizeof(float); /* probabilities P (B,H,T,T) f32 */
+}
+size_t sv_cpu_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, int H) {
+    (void)B;
+    (void)D;
+    (void)H;
+    /* one (T,T) dP/dS tile per worker thread, each 256-byte aligned */
+    size_t tile = ((size_t)T * T * sizeof(float) + 255) / 256 * 256;
+    const sv_cpu_backend *c = sv_cpu_c(be);
+    return tile * (size_t)(c->threads > c->op_threads ? c->threads : c->op_threads);
+}
+
+void sv_cpu_backend_set_op_threads(sv_backend *be, int n) {
+    sv_cpu(be)->op_threads = n < 1 ? 1 : n;
+}
+
+/* ---- lifetime ---- */
+
+static void cpu_destroy(sv_backend *be) {
+    if (!be) return;
+    free(sv_cpu(be)->sumsq_partials);
+    free(be);
+}
+
+static const sv_backend_ops sv_cpu_ops = {
+    .name = "cpu",
+    .destroy = cpu_destroy,
+    .peak_flops = cpu_peak_flops,
+    .native_stream = cpu_native_stream,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .host_alloc = cpu_alloc,
+    .host_free = cpu_free,
+    .upload = cpu_memcpy,
+    .download = cpu_memcpy,
+    .copy = cpu_memcpy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    .f32_to_compute = cpu_f32_to_compute,
+    .compute_to_f32 = cpu_compute_to_f32,
+    .f32_to_bf16 = cpu_f32_to_bf16,
+    .bf16_to_f32 = cpu_bf16_to_f32,
+    .round_bf16_f32 = cpu_round_bf16_f32,
+    .fill_f32 = cpu_fill_f32,
+    .scale_f32 = cpu_scale_f32,
+    .add_f32 = cpu_add_f32,
+    .sumsq_f32 = cpu_sumsq_f32,
+    .linear_fwd = sv_cpu_linear_fwd,
+    .linear_bwd = sv_cpu_linear_bwd,
+    .layernorm_fwd = sv_cpu_layernorm_fwd,
+    .layernorm_bwd = sv_cpu_layernorm_bwd,
+    .attention_saved_bytes = sv_cpu_attention_saved_bytes,
+    .attention_scratch_bytes = sv_cpu_attention_scratch_bytes,
+    .attention_fwd = sv_cpu_attention_fwd,
+    .attention_bwd = sv_cpu_attention_bwd,
+    .gelu_fwd = sv_cpu_gelu_fwd,
+    .gelu_bwd = sv_cpu_gelu_bwd,
+    .residual_add = sv_cpu_residual_add,
+    .softmax_xent = sv_cpu_softmax_xent,
+    .im2col = sv_cpu_im2col,
+    .embed_fwd = sv_cpu_embed_fwd,
+    .embed_bwd = sv_cpu_embed_bwd,
+    .cls_select = sv_cpu_cls_select,
+    .cls_select_bwd = sv_cpu_cls_select_bwd,
+    .adamw = cpu_adamw,
+};
+
+/* "model name" from /proc/cpuinfo; "unknown CPU" where it is unreadable (not an error: the
+ * name is informational). */
+static void cpu_model_name(char *buf, size_t cap) {
+    snprintf(buf, cap, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0) continue;
+        char *colon = strchr(line, ':');
+        if (!colon) continue;
+        char *s = colon + 1;
+        while (*s == ' ' || *s == '\t') s++;
+        size_t len = strcspn(s, "\n");
+        while (len > 0 && s[len - 1] == ' ') len--;
+        if (len > 0) snprintf(buf, cap, "%.*s", (int)len, s);
+        break;
+    }
+    fclose(f);
+}
+
+sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) {
+    *out = NULL;
+    if (cfg->threads < 0 || cfg->threads > 1024)
+        return SV_FAIL(SV_ERR_INVALID, "cpu backend: threads=%d out of range [0, 1024]",
+                       cfg->threads);
+    if (cfg->compute_dtype != SV_F32 && cfg->compute_dtype != SV_BF16)
+        return SV_FAIL(SV_ERR_INVALID, "cpu backend: unknown compute dtype %d",
+                       (int)cfg->compute_dtype);
+    sv_cpu_backend *c = calloc(1, sizeof *c);
+    if (!c) return SV_FAIL(SV_ERR_OOM, "cpu backend: cannot allocate the backend struct");
+    c->sumsq_partials = calloc(SV_CPU_SUMSQ_PARTIALS, sizeof(double));
+    if (!c->sumsq_partials) {
+        free(c);
+        return SV_FAIL(SV_ERR_OOM, "cpu backend: cannot allocate sumsq partials");
+    }
+    c->base.ops = &sv_cpu_ops;
+    c->base.cfg = *cfg;
+    c->base.cfg.device = SV_DEVICE_CPU;
+    c->threads = cfg->threads > 0 ? cfg->threads : 1;
+    c->op_threads = c->threads;
+    c->bf16 = cfg->compute_dtype == SV_BF16;
+    char model[96];
+    cpu_model_name(model, sizeof model);
+    snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s)", model,
+             c->threads, c->threads == 1 ? "" : "s");
+    sv_cpu_blas_threads(c->threads);
+    *out = &c->base;
+    return SV_OK;
+}

@@ -1,0 +1,98 @@
+/* CPU backend internals: shared by the cpu_*.c files only (model code uses backend.h).
+ *
+ * Storage: every compute buffer is fp32. With compute dtype bf16 each op rounds the values it
+ * writes to compute buffers with sv_round_bf16, inside its own output loop (cpu_store below),
+ * so no op needs an extra rounding pass except after a BLAS call, where the pass runs over
+ * the block the GEMM just produced while it is still in cache.
+ *
+ * Threading (see docs/backend_cpu.md for the measurements behind it): `threads` OpenMP
+ * workers for the element-wise, row-wise and per-(batch, head) loops; OpenBLAS gets the same
+ * count for the large linear GEMMs and one thread inside parallel regions. Every reduction
+ * is ordered by data index, not by thread, so results do not depend on the thread count. */
+#ifndef SV_MODEL_BACKEND_CPU_BACKEND_H
+#define SV_MODEL_BACKEND_CPU_BACKEND_H
+
+#include <stddef.h>
+
+#include "model/backend/backend_impl.h"
+
+/* Elements per block of the deterministic sum of squares, and blocks per partial that one
+ * thread produces; the partials are then summed in index order on the calling thread. */
+#define SV_CPU_SUMSQ_BLOCK 4096
+#define SV_CPU_SUMSQ_CHUNK_BLOCKS 64
+#define SV_CPU_SUMSQ_PARTIALS 4096
+
+typedef struct sv_cpu_backend {
+    sv_backend base;
+    int threads;    /* worker threads for OpenBLAS (>= 1) */
+    int op_threads; /* OpenMP workers for the backend's own loops (= threads; see setter) */
+    int bf16;     /* 1: round every value written to a compute buffer to bf16 */
+    double *sumsq_partials; /* SV_CPU_SUMSQ_PARTIALS doubles, allocated in create */
+} sv_cpu_backend;
+
+static inline sv_cpu_backend *sv_cpu(sv_backend *be) { return (sv_cpu_backend *)be; }
+static inline const sv_cpu_backend *sv_cpu_c(const sv_backend *be) {
+    return (const sv_cpu_backend *)be;
+}
+
+/* The value an op stores into a compute buffer: v itself (fp32) or its nearest bf16. */
+static inline float sv_cpu_store(int bf16, float v) { return bf16 ? sv_round_bf16(v) : v; }
+
+/* Round n values in place when bf16 (used right after a BLAS call produced them). */
+static inline void sv_cpu_round_block(int bf16, float *p, size_t n) {
+    if (!bf16) return;
+    for (size_t i = 0; i < n; i++) p[i] = sv_round_bf16(p[i]);
+}
+
+/* Threads worth using for a loop of `work` scalar operations: forking costs a few
+ * microseconds, so small loops stay on the calling thread. */
+static inline int sv_cpu_nt(const sv_cpu_backend *c, size_t work) {
+    return (c->op_threads > 1 && work >= 32768) ? c->op_threads : 1;
+}
+
+/* Benchmark knob: run the backend's own loops on `n` OpenMP workers while OpenBLAS keeps
+ * `threads` (n = 1 gives "single-threaded ops + threaded BLAS"). Not for model code. */
+void sv_cpu_backend_set_op_threads(sv_backend *be, int n);
+
+/* OpenBLAS's worker count is process-wide; ops set it around regions that call sgemm from
+ * several OpenMP threads at once (one BLAS thread each) and restore it afterwards. */
+void sv_cpu_blas_threads(int n);
+
+/* Op entry points, grouped by file. */
+/* cpu_linear.c */
+sv_status sv_cpu_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in,
+                            const void *W, const void *bias, int M, int N, int K);
+sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out,
+                            const void *in, const void *W, const void *pre_gelu, int M, int N,
+                            int K);
+sv_status sv_cpu_gelu_fwd(sv_backend *be, void *out, const void *x, size_t n);
+sv_status sv_cpu_gelu_bwd(sv_backend *be, void *d_x, const void *d_out, const void *x, size_t n);
+sv_status sv_cpu_residual_add(sv_backend *be, void *out, const void *a, const void *b, size_t n);
+/* cpu_norm.c */
+sv_status sv_cpu_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd,
+                               const void *x, const void *w, const void *b, int M, int C);
+sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db,
+                               const void *d_out, const void *x, const void *w,
+                               const float *mean, const float *rstd, int M, int C);
+sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits,
+                              const int32_t *labels, const float *soft_targets, int B, int K,
+                              float smoothing, float grad_scale);
+/* cpu_attention.c */
+size_t sv_cpu_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H);
+size_t sv_cpu_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, int H);
+sv_status sv_cpu_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch,
+                               const void *qkv, int B, int T, int D, int H);
+sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,
+                               const void *qkv, const void *out, const void *saved, int B,
+                               int T, int D, int H);
+/* cpu_embed.c */
+sv_status sv_cpu_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg,
+                        int Wimg, int p);
+sv_status sv_cpu_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls,
+                           const void *pos, int B, int T, int D);
+sv_status sv_cpu_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos,
+                           const void *dx, int B, int T, int D);
+sv_status sv_cpu_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D);
+sv_status sv_cpu_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D);
+
+#endif

@@ -1,0 +1,343 @@
+/* CUDA backend: creation, device/stream set-up, memory, copies and the simple ops; the vtable.
+ *
+ * Ordering model: one compute stream per backend. Every op, copy and fill is enqueued on it in
+ * call order, so ops need no events among themselves. The NCCL comm gets the stream through
+ * native_stream and orders its own stream against it with events. Host-visible transfers
+ * (upload, download, sumsq) return only when the host buffer may be reused/read: they enqueue
+ * on the compute stream and synchronise it, which keeps the backend.h contract identical to the
+ * CPU backend's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "model/backend/cuda/cuda_backend.h"
+
+#define SV_CUDA_LT_WORKSPACE (32u << 20) /* cuBLASLt's recommendation for Hopper */
+
+sv_status sv_cuda_launch_check(cudaError_t e, const char *op) {
+    if (e == cudaSuccess) return SV_OK;
+    return SV_FAIL(SV_ERR_BACKEND, "CUDA kernel launch for %s failed: %s (%s)", op,
+                   cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+sv_status sv_cuda_cudnn_fail(cudnnStatus_t st, const char *call, const char *file, int line) {
+    char detail[512];
+    detail[0] = 0;
+    cudnnGetLastErrorString(detail, sizeof detail);
+    return sv_fail_at(SV_ERR_BACKEND, file, line, "cuDNN error in %s: %s%s%s", call,
+                      cudnnGetErrorString(st), detail[0] ? ": " : "", detail);
+}
+
+sv_status sv_cuda_reserve_red(sv_cuda_backend *cb, size_t floats) {
+    if (floats <= cb->red_floats) return SV_OK;
+    if (cb->red) {
+        SV_CUDA_TRY(cudaStreamSynchronize(cb->stream));
+        SV_CUDA_TRY(cudaFree(cb->red));
+        cb->red = NULL;
+        cb->red_floats = 0;
+    }
+    cudaError_t e = cudaMalloc((void **)&cb->red, floats * sizeof(float));
+    if (e != cudaSuccess)
+        return SV_FAIL(SV_ERR_OOM, "CUDA: cannot allocate %zu bytes of reduction scratch: %s",
+                       floats * sizeof(float), cudaGetErrorString(e));
+    cb->red_floats = floats;
+    return SV_OK;
+}
+
+/* Dense bf16 (fp32-accumulate) peak by device name; the more specific names come first. */
+static double peak_for_name(const char *name) {
+    static const struct {
+        const char *pat;
+        double flops;
+    } table[] = {
+        {"H100 NVL", 0.0}, /* not in the table: report unknown rather than a wrong figure */
+        {"H100 PCIe", 756e12},
+        {"H100", 989e12}, /* SXM */
+        {"H200 NVL", 0.0},
+        {"H200", 989e12}, /* SXM */
+        {"A100", 312e12},
+        {"L40S", 362e12},
+        {"RTX 4090", 165e12},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strstr(name, table[i].pat)) return table[i].flops;
+    return 0.0;
+}
+
+int sv_cuda_backend_available(void) {
+    int n = 0;
+    /* No driver or no device is an ordinary answer here, never an abort. */
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* clear the sticky-free error state for later calls */
+        return 0;
+    }
+    return n > 0;
+}
+
+static void cuda_destroy(sv_backend *be) {
+    sv_cuda_backend *cb = sv_cuda_be(be);
+    if (cb->stream) cudaStreamSynchronize(cb->stream);
+    sv_cuda_attn_free(cb);
+    sv_cuda_gemm_free(cb);
+    if (cb->lt) cublasLtDestroy(cb->lt);
+    cudaFree(cb->lt_ws);
+    cudaFree(cb->red);
+    cudaFree(cb->sumsq_dev);
+    cudaFreeHost(cb->sumsq_host);
+    if (cb->stream) cudaStreamDestroy(cb->stream);
+    free(cb);
+}
+
+static double cuda_peak_flops(const sv_backend *be) { return sv_cuda_cbe(be)->peak; }
+static void *cuda_native_stream(const sv_backend *be) { return (void *)sv_cuda_cbe(be)->stream; }
+
+/* ---- memory ---- */
+static sv_status cuda_alloc(sv_backend *be, size_t bytes, void **out) {
+    (void)be;
+    *out = NULL;
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 1); /* cudaMalloc aligns to >= 256 bytes */
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        size_t freeb = 0, total = 0;
+        cudaMemGetInfo(&freeb, &total);
+        return SV_FAIL(SV_ERR_OOM, "cudaMalloc of %zu bytes failed: %s (device has %zu of %zu bytes free)",
+                       bytes, cudaGetErrorString(e), freeb, total);
+    }
+    return SV_OK;
+}
+static void cuda_free(sv_backend *be, void *p) {
+    (void)be;
+    cudaFree(p);
+}
+static sv_status cuda_host_alloc(sv_backend *be, size_t bytes, void **out) {
+    (void)be;
+    *out = NULL;
+    cudaError_t e = cudaMallocHost(out, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return SV_FAIL(SV_ERR_OOM, "cudaMallocHost (pinned) of %zu bytes failed: %s", bytes,
+                       cudaGetErrorString(e));
+    }
+    return SV_OK;
+}
+static void cuda_host_free(sv_backend *be, void *p) {
+    (void)be;
+    cudaFreeHost(p);
+}
+static sv_status cuda_upload(sv_backend *be, void *dst, const void *src, size_t bytes) {
+    sv_cuda_backend *cb = sv_cuda_be(be);
+    SV_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream));
+    SV_CUDA_TRY(cudaStreamSynchronize(cb->stream));
+    return SV_OK;
+}
+static sv_status cuda_download(sv_backend *be, void *dst, const void *src, size_t bytes) {
+    sv_cuda_backend *cb = sv_cuda_be(be);
+    SV_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream));
+    SV_CUDA_TRY(cudaStreamSynchronize(cb->stream));
+    return SV_OK;
+}
+static sv_status cuda_copy(sv_backend *be, void *dst, const void *src, size_t bytes) {
+    SV_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, sv_cuda_be(be)->stream));
+    return SV_OK;
+}
+static sv_status cuda_zero(sv_backend *be, void *p, size_t bytes) {
+    SV_CUDA_TRY(cudaMemsetAsync(p, 0, bytes, sv_cuda_be(be)->stream));
+    return SV_OK;
+}
+static sv_status cuda_sync(sv_backend *be) {
+    SV_CUDA_TRY(cudaStreamSynchronize(sv_cuda_be(be)->stream));
+    return SV_OK;
+}
+
+/* ---- casts and vector ops ---- */
+#define CB sv_cuda_be(be)
+static sv_status cuda_f32_to_compute(sv_backend *be, void *dst, const float *src, size_t n) {
+    return sv_cuda_launch_check(sv_cuk_f32_to_compute(CB->stream, CB->bf16, dst, src, n), "f32_to_compute");
+}
+static sv_status cuda_compute_to_f32(sv_backend *be, float *dst, const void *src, size_t n) {
+    return sv_cuda_launch_check(sv_cuk_compute_to_f32(CB->stream, CB->bf16, dst, src, n), "compute_to_f32");
+}
+static sv_status cuda_f32_to_bf16(sv_backend *be, uint16_t *dst, const float *src, size_t n) {
+    return sv_cuda_launch_check(sv_cuk_f32_to_bf16(CB->stream, dst, src, n), "f32_to_bf16");
+}
+static sv_status cuda_bf16_to_f32(sv_backend *be, float *dst, const uint16_t *src, size_t n) {
+    return sv_cuda_launch_check(sv_cuk_bf16_to_f32(CB->stream, dst, src, n), "bf16_to_f32");
+}
+static sv_status cuda_round_bf16_f32(sv_backend *be, float *p, size_t n) {
+    return sv_cuda_launch_check(sv_cuk_round_bf16_f32(CB->stream, p, n), "round_bf16_f32");
+}
+static sv_status cuda_fill_f32(sv_backend *be, float *p, size_t n, float value) {
+    return sv_cuda_launch_check(sv_cuk_fill_f32(CB->stream, p, n, value), "fill_f32");
+}
+static sv_status cuda_scale_f32(sv_backend *be, float *p, size_t n, float alpha) {
+    return sv_cuda_launch_check(sv_cuk_scale_f32(CB->stream, p, n, alpha), "scale_f32");
+}
+static sv_status cuda_add_f32(sv_backend *be, float *y, const float *x, size_t n) {
+    return sv_cuda_launch_check(sv_cuk_add_f32(CB->stream, y, x, n), "add_f32");
+}
+static sv_status cuda_sumsq_f32(sv_backend *be, const float *p, size_t n, double *out) {
+    sv_cuda_backend *cb = CB;
+    double *res = cb->sumsq_dev + SV_CUDA_SUMSQ_BLOCKS;
+    SV_TRY(sv_cuda_launch_check(sv_cuk_sumsq(cb->stream, p, n, cb->sumsq_dev, res), "sumsq_f32"));
+    SV_CUDA_TRY(cudaMemcpyAsync(cb->sumsq_host, res, sizeof(double), cudaMemcpyDeviceToHost, cb->stream));
+    SV_CUDA_TRY(cudaStreamSynchronize(cb->stream));
+    *out = *cb->sumsq_host;
+    return SV_OK;
+}
+
+/* ---- layers other than GEMM and attention ---- */
+static sv_status cuda_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd,
+                                    const void *x, const void *w, const void *b, int M, int C) {
+    return sv_cuda_launch_check(sv_cuk_layernorm_fwd(CB->stream, CB->bf16, out, mean, rstd, x, w, b, M, C),
+                                "layernorm_fwd");
+}
+static sv_status cuda_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db,
+                                    const void *d_out, const void *x, const void *w,
+                                    const float *mean, const float *rstd, int M, int C) {
+    SV_TRY(sv_cuda_reserve_red(CB, 2 * sv_cuk_colsum_partials(M, C)));
+    return sv_cuda_launch_check(sv_cuk_layernorm_bwd(CB->stream, CB->bf16, d_x, dw, db, d_out, x, w,
+                                                     mean, rstd, M, C, CB->red),
+                                "layernorm_bwd");
+}
+static sv_status cuda_gelu_fwd(sv_backend *be, void *out, const void *x, size_t n) {
+    return sv_cuda_launch_check(sv_cuk_gelu_fwd(CB->stream, CB->bf16, out, x, n), "gelu_fwd");
+}
+static sv_status cuda_gelu_bwd(sv_backend *be, void *d_x, const void *d_out, const void *x, size_t n) {
+    return sv_cuda_launch_check(sv_cuk_gelu_bwd(CB->stream, CB->bf16, d_x, d_out, x, n), "gelu_bwd");
+}
+static sv_status cuda_residual_add(sv_backend *be, void *out, const void *a, const void *b, size_t n) {
+    return sv_cuda_launch_check(sv_cuk_residual_add(CB->stream, CB->bf16, out, a, b, n), "residual_add");
+}
+static sv_status cuda_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits,
+                                   const int32_t *labels, const float *soft_targets, int B, int K,
+                                   float smoothing, float grad_scale) {
+    return sv_cuda_launch_check(sv_cuk_softmax_xent(CB->stream, CB->bf16, losses, d_logits, logits,
+                                                    labels, soft_targets, B, K, smoothing, grad_scale),
+                                "softmax_xent");
+}
+static sv_status cuda_im2col(sv_backend *be, void *patches, const float *img, int B, int C,
+                             int Himg, int Wimg, int p) {
+    return sv_cuda_launch_check(sv_cuk_im2col(CB->stream, CB->bf16, patches, img, B, C, Himg, Wimg, p),
+                                "im2col");
+}
+static sv_status cuda_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls,
+                                const void *pos, int B, int T, int D) {
+    return sv_cuda_launch_check(sv_cuk_embed_fwd(CB->stream, CB->bf16, x, patch_out, cls, pos, B, T, D),
+                                "embed_fwd");
+}
+static sv_status cuda_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos,
+                                const void *dx, int B, int T, int D) {
+    return sv_cuda_launch_check(sv_cuk_embed_bwd(CB->stream, CB->bf16, d_patch_out, d_cls, d_pos, dx,
+                                                 B, T, D),
+                                "embed_bwd");
+}
+static sv_status cuda_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D) {
+    return sv_cuda_launch_check(sv_cuk_cls_select(CB->stream, CB->bf16, out, x, B, T, D), "cls_select");
+}
+static sv_status cuda_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D) {
+    return sv_cuda_launch_check(sv_cuk_cls_select_bwd(CB->stream, CB->bf16, dx, d_out, B, T, D),
+                                "cls_select_bwd");
+}
+static sv_status cuda_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
+                            const sv_adamw_hparams *h, float weight_decay) {
+    return sv_cuda_launch_check(sv_cuk_adamw(CB->stream, p, g, m, v, n, h, weight_decay), "adamw");
+}
+#undef CB
+
+static const sv_backend_ops cuda_ops = {
+    .name = "cuda",
+    .destroy = cuda_destroy,
+    .peak_flops = cuda_peak_flops,
+    .native_stream = cuda_native_stream,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .copy = cuda_copy,
+    .zero = cuda_zero,
+    .sync = cuda_sync,
+    .f32_to_compute = cuda_f32_to_compute,
+    .compute_to_f32 = cuda_compute_to_f32,
+    .f32_to_bf16 = cuda_f32_to_bf16,
+    .bf16_to_f32 = cuda_bf16_to_f32,
+    .round_bf16_f32 = cuda_round_bf16_f32,
+    .fill_f32 = cuda_fill_f32,
+    .scale_f32 = cuda_scale_f32,
+    .add_f32 = cuda_add_f32,
+    .sumsq_f32 = cuda_sumsq_f32,
+    .linear_fwd = sv_cuda_linear_fwd,
+    .linear_bwd = sv_cuda_linear_bwd,
+    .layernorm_fwd = cuda_layernorm_fwd,
+    .layernorm_bwd = cuda_layernorm_bwd,
+    .attention_saved_bytes = sv_cuda_attention_saved_bytes,
+    .attention_scratch_bytes = sv_cuda_attention_scratch_bytes,
+    .attention_fwd = sv_cuda_attention_fwd,
+    .attention_bwd = sv_cuda_attention_bwd,
+    .gelu_fwd = cuda_gelu_fwd,
+    .gelu_bwd = cuda_gelu_bwd,
+    .residual_add = cuda_residual_add,
+    .softmax_xent = cuda_softmax_xent,
+    .im2col = cuda_im2col,
+    .embed_fwd = cuda_embed_fwd,
+    .embed_bwd = cuda_embed_bwd,
+    .cls_select = cuda_cls_select,
+    .cls_select_bwd = cuda_cls_select_bwd,
+    .adamw = cuda_adamw,
+};
+
+static sv_status cuda_init(sv_cuda_backend *cb, const sv_backend_config *cfg) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        return SV_FAIL(SV_ERR_UNSUPPORTED, "no usable CUDA device (%s)",
+                       e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
+    }
+    if (cfg->device_index < 0 || cfg->device_index >= n)
+        return SV_FAIL(SV_ERR_INVALID, "CUDA device index %d out of range (this node has %d devices)",
+                       cfg->device_index, n);
+    if (cfg->compute_dtype != SV_F32 && cfg->compute_dtype != SV_BF16)
+        return SV_FAIL(SV_ERR_INVALID, "CUDA backend: unknown compute dtype %d", (int)cfg->compute_dtype);
+    cb->device = cfg->device_index;
+    cb->bf16 = cfg->compute_dtype == SV_BF16;
+    SV_CUDA_TRY(cudaSetDevice(cb->device));
+    struct cudaDeviceProp prop;
+    SV_CUDA_TRY(cudaGetDeviceProperties(&prop, cb->device));
+    snprintf(cb->base.device_name, sizeof cb->base.device_name, "%.*s",
+             (int)sizeof cb->base.device_name - 1, prop.name);
+    cb->peak = peak_for_name(prop.name);
+    SV_CUDA_TRY(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking));
+
+    SV_CUBLAS_TRY(cublasLtCreate(&cb->lt));
+    cb->lt_ws_bytes = SV_CUDA_LT_WORKSPACE;
+    SV_CUDA_TRY(cudaMalloc(&cb->lt_ws, cb->lt_ws_bytes));
+    SV_TRY(sv_cuda_gemm_init(cb));
+    SV_CUDA_TRY(cudaMalloc((void **)&cb->sumsq_dev, (SV_CUDA_SUMSQ_BLOCKS + 1) * sizeof(double)));
+    SV_CUDA_TRY(cudaMallocHost((void **)&cb->sumsq_host, sizeof(double)));
+    SV_TRY(sv_cuda_attn_init(cb));
+    SV_INFO("cuda backend: %s (device %d, sm_%d%d, %.1f GiB), compute %s, attention %s, peak %.0f TFLOP/s",
+            prop.name, cb->device, prop.major, prop.minor,
+            (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), cb->bf16 ? "bf16" : "fp32",
+            cb->dnn ? "cuDNN fused (fallback kernel where refused)" : "fallback kernel",
+            cb->peak / 1e12);
+    return SV_OK;
+}
+
+sv_status sv_cuda_backend_create(const sv_backend_config *cfg, sv_backend **out) {
+    *out = NULL;
+    sv_cuda_backend *cb = calloc(1, sizeof *cb);
+    if (!cb) return SV_FAIL(SV_ERR_OOM, "CUDA backend: out of host memory");
+    cb->base.ops = &cuda_ops;
+    cb->base.cfg = *cfg;
+    sv_status st = cuda_init(cb, cfg);
+    if (st != SV_OK) {
+        sv_err_frame(__FILE__, __LINE__);
+        cuda_destroy(&cb->base);
+        return st;
+    }
+    *out = &cb->base;
+    return SV_OK;
+}

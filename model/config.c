@@ -1,0 +1,65 @@
+#include "model/config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    int img, patch, in_chans, num_classes, dim, depth, heads;
+} preset;
+
+static const preset k_presets[] = {
+    {"vit-ti16", 224, 16, 3, 1000, 192, 12, 3},
+    {"vit-s16", 224, 16, 3, 1000, 384, 12, 6},
+    {"vit-b16", 224, 16, 3, 1000, 768, 12, 12},
+    {"vit-l16", 224, 16, 3, 1000, 1024, 24, 16},
+    {"vit-h14", 224, 14, 3, 1000, 1280, 32, 16},
+    {"vit-28", 28, 4, 1, 10, 192, 6, 3},
+    {"vit-32", 32, 4, 3, 10, 192, 6, 3},
+};
+
+const char *sv_vit_preset_names(void) { return "vit-ti16 vit-s16 vit-b16 vit-l16 vit-h14 vit-28 vit-32"; }
+
+sv_status sv_vit_preset(const char *name, sv_vit_config *out) {
+    for (size_t i = 0; i < sizeof k_presets / sizeof k_presets[0]; i++) {
+        const preset *p = &k_presets[i];
+        if (strcmp(p->name, name) != 0) continue;
+        memset(out, 0, sizeof *out);
+        snprintf(out->name, sizeof out->name, "%s", p->name);
+        out->img = p->img;
+        out->patch = p->patch;
+        out->in_chans = p->in_chans;
+        out->num_classes = p->num_classes;
+        out->dim = p->dim;
+        out->depth = p->depth;
+        out->heads = p->heads;
+        out->mlp_ratio = 4.0;
+        return SV_OK;
+    }
+    return SV_FAIL(SV_ERR_INVALID, "unknown model '%s' (choose one of: %s)", name, sv_vit_preset_names());
+}
+
+sv_status sv_vit_config_validate(const sv_vit_config *c) {
+    if (c->img < 1 || c->img > 4096) return SV_FAIL(SV_ERR_INVALID, "--img %d out of range [1, 4096]", c->img);
+    if (c->patch < 1 || c->patch > c->img || c->img % c->patch)
+        return SV_FAIL(SV_ERR_INVALID, "--patch %d must divide --img %d", c->patch, c->img);
+    if (c->in_chans != 1 && c->in_chans != 3)
+        return SV_FAIL(SV_ERR_INVALID, "--in-chans %d must be 1 or 3", c->in_chans);
+    if (c->num_classes < 1 || c->num_classes > 1000000)
+        return SV_FAIL(SV_ERR_INVALID, "--num-classes %d out of range [1, 1000000]", c->num_classes);
+    if (c->dim < 1 || c->dim > 16384) return SV_FAIL(SV_ERR_INVALID, "--dim %d out of range [1, 16384]", c->dim);
+    if (c->depth < 1 || c->depth > 256) return SV_FAIL(SV_ERR_INVALID, "--depth %d out of range [1, 256]", c->depth);
+    if (c->heads < 1 || c->dim % c->heads)
+        return SV_FAIL(SV_ERR_INVALID, "--heads %d must divide --dim %d", c->heads, c->dim);
+    if (!(c->mlp_ratio > 0.0) || c->mlp_ratio > 64.0 || sv_vit_hidden(c) < 1)
+        return SV_FAIL(SV_ERR_INVALID, "--mlp-ratio %g out of range (0, 64]", c->mlp_ratio);
+    return SV_OK;
+}
+
+double sv_vit_flops_fwd(const sv_vit_config *c) {
+    double T = sv_vit_tokens(c), D = c->dim, Hd = sv_vit_hidden(c), P = T - 1;
+    double patch = P * D * sv_vit_patch_dim(c);
+    double block = T * (D * 3 * D + D * D + 2 * D * Hd) + 2 * T * T * D;
+    double head = D * c->num_classes;
+    return 2.0 * (patch + c->depth * block + head);
+}

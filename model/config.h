@@ -1,0 +1,49 @@
+/* ViT configuration and presets (DESIGN §4).
+ *
+ * Shapes follow timm's VisionTransformer: tokens T = 1 + (img/patch)^2 (class token first),
+ * hidden width of the MLP = dim * mlp_ratio. Every preset field can be overridden from the CLI
+ * (--img --patch --in-chans --num-classes --dim --depth --heads --mlp-ratio). */
+#ifndef SV_MODEL_CONFIG_H
+#define SV_MODEL_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef struct sv_vit_config {
+    char name[32];     /* preset name or "custom" */
+    int img;           /* input height = width */
+    int patch;         /* patch size (stride = kernel) */
+    int in_chans;      /* 1 (grayscale) or 3 */
+    int num_classes;
+    int dim;           /* embedding width D */
+    int depth;         /* number of transformer blocks */
+    int heads;         /* attention heads; dim % heads == 0 */
+    double mlp_ratio;  /* MLP hidden = (int)(dim * mlp_ratio) */
+} sv_vit_config;
+
+/* Fill `out` from a preset name: vit-ti16 vit-s16 vit-b16 vit-l16 vit-h14 (224x224, 3 channels,
+ * 1000 classes), vit-28 (28x28 grayscale, patch 4, dim 192, depth 6, heads 3, 10 classes:
+ * Fashion-MNIST/MNIST), vit-32 (32x32 RGB, same trunk: CIFAR). SV_ERR_INVALID for unknown names
+ * (the message lists the valid ones). */
+sv_status sv_vit_preset(const char *name, sv_vit_config *out);
+/* Space-separated list of preset names (for --help). */
+const char *sv_vit_preset_names(void);
+
+/* Check internal consistency (img % patch, dim % heads, positive sizes, limits). */
+sv_status sv_vit_config_validate(const sv_vit_config *c);
+
+static inline int sv_vit_tokens(const sv_vit_config *c) {
+    int g = c->img / c->patch;
+    return 1 + g * g;
+}
+static inline int sv_vit_hidden(const sv_vit_config *c) { return (int)(c->dim * c->mlp_ratio); }
+static inline int sv_vit_patch_dim(const sv_vit_config *c) { return c->in_chans * c->patch * c->patch; }
+
+/* Model FLOPs for one image, forward only: 2 x (multiply-adds of every matmul incl. the patch
+ * embedding and head) + attention 2 x 2 x T^2 x D per block (QK^T and PV). A training step is
+ * counted as 3 x forward (backward = 2 x forward), the usual convention for MFU. */
+double sv_vit_flops_fwd(const sv_vit_config *c);
+
+#endif

@@ -1,0 +1,194 @@
+#include "model/vit.h"
+
+#include <string.h>
+
+#define ALIGN 256
+
+static sv_status carve(sv_arena *a, size_t bytes, void **out) { return sv_arena_alloc(a, bytes, ALIGN, out); }
+
+static sv_status carve_block(sv_vit *m, sv_arena *dev, sv_block_acts *b, int with_out) {
+    size_t e = sv_be_compute_elem_size(m->be);
+    size_t BT = (size_t)m->B * m->T, D = m->D, Hd = m->Hd;
+    SV_TRY(carve(dev, BT * D * e, &b->ln1));
+    SV_TRY(carve(dev, BT * 4, (void **)&b->ln1_mean));
+    SV_TRY(carve(dev, BT * 4, (void **)&b->ln1_rstd));
+    SV_TRY(carve(dev, BT * 3 * D * e, &b->qkv));
+    SV_TRY(carve(dev, BT * D * e, &b->att));
+    SV_TRY(carve(dev, sv_be_attention_saved_bytes(m->be, m->B, m->T, m->D, m->cfg.heads), &b->att_saved));
+    SV_TRY(carve(dev, BT * D * e, &b->x_mid));
+    SV_TRY(carve(dev, BT * D * e, &b->ln2));
+    SV_TRY(carve(dev, BT * 4, (void **)&b->ln2_mean));
+    SV_TRY(carve(dev, BT * 4, (void **)&b->ln2_rstd));
+    SV_TRY(carve(dev, BT * Hd * e, &b->fc1_pre));
+    SV_TRY(carve(dev, BT * Hd * e, &b->fc1_out));
+    if (with_out) SV_TRY(carve(dev, BT * D * e, &b->x_out));
+    return SV_OK;
+}
+
+sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B, int recompute,
+                      sv_arena *dev, sv_arena *host) {
+    memset(m, 0, sizeof *m);
+    SV_TRY(sv_vit_config_validate(cfg));
+    if (B < 1) return SV_FAIL(SV_ERR_INVALID, "micro-batch per rank must be >= 1 (got %d)", B);
+    m->cfg = *cfg;
+    m->be = be;
+    m->B = B;
+    m->T = sv_vit_tokens(cfg);
+    m->D = cfg->dim;
+    m->Hd = sv_vit_hidden(cfg);
+    m->P = m->T - 1;
+    m->recompute = recompute;
+    size_t e = sv_be_compute_elem_size(be);
+    size_t BT = (size_t)B * m->T, D = m->D, K = cfg->num_classes;
+
+    SV_TRY(sv_arena_alloc(host, sizeof(sv_block_acts) * cfg->depth, 16, (void **)&m->blocks));
+    if (m->blocks) memset(m->blocks, 0, sizeof(sv_block_acts) * cfg->depth);
+    sv_block_acts scratch_table[1];
+    for (int l = 0; l < cfg->depth; l++) {
+        sv_block_acts *b = m->blocks ? &m->blocks[l] : scratch_table;
+        if (recompute) {
+            SV_TRY(carve(dev, BT * D * e, &b->x_out));
+        } else {
+            SV_TRY(carve_block(m, dev, b, 1));
+        }
+    }
+    if (recompute) SV_TRY(carve_block(m, dev, &m->work, 0));
+
+    SV_TRY(carve(dev, (size_t)B * m->P * sv_vit_patch_dim(cfg) * e, &m->patches));
+    SV_TRY(carve(dev, (size_t)B * m->P * D * e, &m->patch_out));
+    SV_TRY(carve(dev, BT * D * e, &m->x0));
+    SV_TRY(carve(dev, (size_t)B * D * e, &m->cls));
+    SV_TRY(carve(dev, (size_t)B * D * e, &m->cls_ln));
+    SV_TRY(carve(dev, (size_t)B * 4, (void **)&m->cls_mean));
+    SV_TRY(carve(dev, (size_t)B * 4, (void **)&m->cls_rstd));
+    SV_TRY(carve(dev, (size_t)B * K * e, &m->logits));
+    SV_TRY(carve(dev, (size_t)B * K * e, &m->d_logits));
+    SV_TRY(carve(dev, (size_t)B * 4, (void **)&m->losses));
+    SV_TRY(carve(dev, BT * D * e, &m->dx));
+    SV_TRY(carve(dev, BT * D * e, &m->d_tmp));
+    SV_TRY(carve(dev, BT * 3 * D * e, &m->d_qkv));
+    SV_TRY(carve(dev, BT * m->Hd * e, &m->d_hidden));
+    SV_TRY(carve(dev, (size_t)B * D * e, &m->d_cls));
+    SV_TRY(carve(dev, sv_be_attention_scratch_bytes(be, B, m->T, m->D, cfg->heads), &m->att_scratch));
+    SV_TRY(carve(dev, BT * D * e, &m->y_tmp));
+    return SV_OK;
+}
+
+size_t sv_vit_activation_bytes(const sv_vit_config *cfg, sv_backend *be, int B, int recompute) {
+    sv_arena dev, host;
+    sv_arena_init(&dev, "count", NULL, 0);
+    sv_arena_init(&host, "count", NULL, 0);
+    sv_vit m;
+    if (sv_vit_init(&m, cfg, be, B, recompute, &dev, &host) != SV_OK) return 0;
+    return dev.used;
+}
+
+/* Input of block l: the embedding for block 0, else the previous block's output. */
+static const void *block_input(const sv_vit *m, int l) { return l == 0 ? m->x0 : m->blocks[l - 1].x_out; }
+
+sv_status sv_vit_embed_fwd(sv_vit *m, const sv_root_params *rp, const float *images) {
+    const sv_vit_config *c = &m->cfg;
+    int BP = m->B * m->P;
+    SV_TRY(sv_be_im2col(m->be, m->patches, images, m->B, c->in_chans, c->img, c->img, c->patch));
+    SV_TRY(sv_be_linear_fwd(m->be, m->patch_out, NULL, m->patches, rp->t[SV_ROOT_PATCH_W],
+                            rp->t[SV_ROOT_PATCH_B], BP, m->D, sv_vit_patch_dim(c)));
+    SV_TRY(sv_be_embed_fwd(m->be, m->x0, m->patch_out, rp->t[SV_ROOT_CLS], rp->t[SV_ROOT_POS], m->B, m->T,
+                           m->D));
+    return SV_OK;
+}
+
+/* Forward of one block from input x into acts `a` (a->x_out receives the output). */
+static sv_status block_forward(sv_vit *m, const void *x, sv_block_acts *a, void *x_out,
+                               const sv_block_params *bp) {
+    sv_backend *be = m->be;
+    int M = m->B * m->T, D = m->D, Hd = m->Hd;
+    size_t n = (size_t)M * D;
+    SV_TRY(sv_be_layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, x, bp->t[SV_BLK_NORM1_W],
+                               bp->t[SV_BLK_NORM1_B], M, D));
+    SV_TRY(sv_be_linear_fwd(be, a->qkv, NULL, a->ln1, bp->t[SV_BLK_QKV_W], bp->t[SV_BLK_QKV_B], M, 3 * D, D));
+    SV_TRY(sv_be_attention_fwd(be, a->att, a->att_saved, m->att_scratch, a->qkv, m->B, m->T, D, m->cfg.heads));
+    SV_TRY(sv_be_linear_fwd(be, m->y_tmp, NULL, a->att, bp->t[SV_BLK_PROJ_W], bp->t[SV_BLK_PROJ_B], M, D, D));
+    SV_TRY(sv_be_residual_add(be, a->x_mid, x, m->y_tmp, n));
+    SV_TRY(sv_be_layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_mid, bp->t[SV_BLK_NORM2_W],
+                               bp->t[SV_BLK_NORM2_B], M, D));
+    SV_TRY(sv_be_linear_fwd(be, a->fc1_out, a->fc1_pre, a->ln2, bp->t[SV_BLK_FC1_W], bp->t[SV_BLK_FC1_B], M,
+                            Hd, D));
+    SV_TRY(sv_be_linear_fwd(be, m->y_tmp, NULL, a->fc1_out, bp->t[SV_BLK_FC2_W], bp->t[SV_BLK_FC2_B], M, D, Hd));
+    SV_TRY(sv_be_residual_add(be, x_out, a->x_mid, m->y_tmp, n));
+    return SV_OK;
+}
+
+sv_status sv_vit_block_fwd(sv_vit *m, int l, const sv_block_params *bp) {
+    SV_ASSERT(l >= 0 && l < m->cfg.depth);
+    sv_block_acts *a = m->recompute ? &m->work : &m->blocks[l];
+    return block_forward(m, block_input(m, l), a, m->blocks[l].x_out, bp);
+}
+
+sv_status sv_vit_head_fwd(sv_vit *m, const sv_root_params *rp, const int32_t *labels, const float *soft,
+                          float smoothing, float grad_scale) {
+    sv_backend *be = m->be;
+    int B = m->B, D = m->D, K = m->cfg.num_classes;
+    /* timm normalises every token and then pools token 0; normalising only token 0 is the
+     * same function with T times less work. */
+    SV_TRY(sv_be_cls_select(be, m->cls, m->blocks[m->cfg.depth - 1].x_out, B, m->T, D));
+    SV_TRY(sv_be_layernorm_fwd(be, m->cls_ln, m->cls_mean, m->cls_rstd, m->cls, rp->t[SV_ROOT_NORM_W],
+                               rp->t[SV_ROOT_NORM_B], B, D));
+    SV_TRY(sv_be_linear_fwd(be, m->logits, NULL, m->cls_ln, rp->t[SV_ROOT_HEAD_W], rp->t[SV_ROOT_HEAD_B], B, K, D));
+    if (labels || soft)
+        SV_TRY(sv_be_softmax_xent(be, m->losses, m->d_logits, m->logits, labels, soft, B, K, smoothing,
+                                  grad_scale));
+    return SV_OK;
+}
+
+sv_status sv_vit_head_bwd(sv_vit *m, const sv_root_params *rp, const sv_root_grads *rg) {
+    sv_backend *be = m->be;
+    int B = m->B, D = m->D, K = m->cfg.num_classes;
+    size_t e = sv_be_compute_elem_size(be);
+    SV_TRY(sv_be_linear_bwd(be, m->d_tmp, rg->t[SV_ROOT_HEAD_W], rg->t[SV_ROOT_HEAD_B], m->d_logits, m->cls_ln,
+                            rp->t[SV_ROOT_HEAD_W], NULL, B, K, D));
+    SV_TRY(sv_be_zero(be, m->d_cls, (size_t)B * D * e));
+    SV_TRY(sv_be_layernorm_bwd(be, m->d_cls, rg->t[SV_ROOT_NORM_W], rg->t[SV_ROOT_NORM_B], m->d_tmp, m->cls,
+                               rp->t[SV_ROOT_NORM_W], m->cls_mean, m->cls_rstd, B, D));
+    SV_TRY(sv_be_zero(be, m->dx, (size_t)B * m->T * D * e));
+    SV_TRY(sv_be_cls_select_bwd(be, m->dx, m->d_cls, B, m->T, D));
+    return SV_OK;
+}
+
+sv_status sv_vit_block_bwd(sv_vit *m, int l, const sv_block_params *bp, const sv_block_grads *bg) {
+    SV_ASSERT(l >= 0 && l < m->cfg.depth);
+    sv_backend *be = m->be;
+    int M = m->B * m->T, D = m->D, Hd = m->Hd;
+    const void *x = block_input(m, l);
+    sv_block_acts *a = &m->blocks[l];
+    if (m->recompute) {
+        /* Re-run the forward with the weights that are still gathered; x_out goes to a scratch
+         * buffer so the saved output (next block's input) is untouched. */
+        a = &m->work;
+        SV_TRY(block_forward(m, x, a, m->d_tmp, bp));
+    }
+    /* m->dx holds d(x_out). MLP branch: x_out = x_mid + fc2(gelu(fc1(ln2(x_mid)))). */
+    SV_TRY(sv_be_linear_bwd(be, m->d_hidden, bg->t[SV_BLK_FC2_W], bg->t[SV_BLK_FC2_B], m->dx, a->fc1_out,
+                            bp->t[SV_BLK_FC2_W], NULL, M, D, Hd));
+    SV_TRY(sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_FC1_W], bg->t[SV_BLK_FC1_B], m->d_hidden, a->ln2,
+                            bp->t[SV_BLK_FC1_W], a->fc1_pre, M, Hd, D));
+    SV_TRY(sv_be_layernorm_bwd(be, m->dx, bg->t[SV_BLK_NORM2_W], bg->t[SV_BLK_NORM2_B], m->d_tmp, a->x_mid,
+                               bp->t[SV_BLK_NORM2_W], a->ln2_mean, a->ln2_rstd, M, D));
+    /* m->dx now holds d(x_mid). Attention branch: x_mid = x + proj(attn(qkv(ln1(x)))). */
+    SV_TRY(sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_PROJ_W], bg->t[SV_BLK_PROJ_B], m->dx, a->att,
+                            bp->t[SV_BLK_PROJ_W], NULL, M, D, D));
+    SV_TRY(sv_be_attention_bwd(be, m->d_qkv, m->att_scratch, m->d_tmp, a->qkv, a->att, a->att_saved, m->B, m->T,
+                               D, m->cfg.heads));
+    SV_TRY(sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_QKV_W], bg->t[SV_BLK_QKV_B], m->d_qkv, a->ln1,
+                            bp->t[SV_BLK_QKV_W], NULL, M, 3 * D, D));
+    SV_TRY(sv_be_layernorm_bwd(be, m->dx, bg->t[SV_BLK_NORM1_W], bg->t[SV_BLK_NORM1_B], m->d_tmp, x,
+                               bp->t[SV_BLK_NORM1_W], a->ln1_mean, a->ln1_rstd, M, D));
+    return SV_OK; /* m->dx holds d(x): the previous block's d(x_out) */
+}
+
+sv_status sv_vit_embed_bwd(sv_vit *m, const sv_root_params *rp, const sv_root_grads *rg) {
+    const sv_vit_config *c = &m->cfg;
+    SV_TRY(sv_be_embed_bwd(m->be, m->d_tmp, rg->t[SV_ROOT_CLS], rg->t[SV_ROOT_POS], m->dx, m->B, m->T, m->D));
+    SV_TRY(sv_be_linear_bwd(m->be, NULL, rg->t[SV_ROOT_PATCH_W], rg->t[SV_ROOT_PATCH_B], m->d_tmp, m->patches,
+                            rp->t[SV_ROOT_PATCH_W], NULL, m->B * m->P, m->D, sv_vit_patch_dim(c)));
+    return SV_OK;
+}

@@ -1,0 +1,91 @@
+/* ViT forward/backward, layer by layer, through the compute backend only (DESIGN §4).
+ *
+ * The model does not own parameters: FSDP gathers a unit's weights and hands the model views
+ * (sv_root_params / sv_block_params, compute dtype) plus fp32 gradient views into the unit's
+ * full gradient buffer (sv_root_grads / sv_block_grads, ACCUMULATED into). The model owns the
+ * activations of one micro-batch, carved from the run's arena by sv_vit_init.
+ *
+ * A training micro-step is, in order:
+ *   sv_vit_embed_fwd; sv_vit_block_fwd(l) for l = 0..depth-1; sv_vit_head_fwd (loss + d_logits);
+ *   sv_vit_head_bwd; sv_vit_block_bwd(l) for l = depth-1..0; sv_vit_embed_bwd.
+ * Evaluation runs the forward calls only (sv_vit_head_fwd with no targets).
+ *
+ * With recompute (activation checkpointing), each block keeps only its input; sv_vit_block_bwd
+ * re-runs that block's forward into shared work buffers with the same (still gathered)
+ * parameters, so recompute never triggers an extra all-gather. */
+#ifndef SV_MODEL_VIT_H
+#define SV_MODEL_VIT_H
+
+#include "core/arena.h"
+#include "model/backend/backend.h"
+#include "model/config.h"
+#include "model/params.h"
+
+typedef struct { const void *t[SV_ROOT_NT]; } sv_root_params;
+typedef struct { float *t[SV_ROOT_NT]; } sv_root_grads;
+typedef struct { const void *t[SV_BLK_NT]; } sv_block_params;
+typedef struct { float *t[SV_BLK_NT]; } sv_block_grads;
+
+/* Per-block saved activations (compute dtype unless noted). */
+typedef struct sv_block_acts {
+    void *ln1;        /* (B,T,D) */
+    float *ln1_mean;  /* (B*T) f32 */
+    float *ln1_rstd;  /* (B*T) f32 */
+    void *qkv;        /* (B,T,3D) */
+    void *att;        /* (B,T,D) attention output before proj */
+    void *att_saved;  /* backend-defined (sv_be_attention_saved_bytes) */
+    void *x_mid;      /* (B,T,D) x + proj(att) */
+    void *ln2;        /* (B,T,D) */
+    float *ln2_mean;  /* (B*T) f32 */
+    float *ln2_rstd;  /* (B*T) f32 */
+    void *fc1_pre;    /* (B,T,Hd) pre-GELU */
+    void *fc1_out;    /* (B,T,Hd) GELU output */
+    void *x_out;      /* (B,T,D) block output (always kept: next block's input) */
+} sv_block_acts;
+
+typedef struct sv_vit {
+    sv_vit_config cfg;
+    sv_backend *be;
+    int B, T, D, Hd, P; /* micro-batch per rank, tokens, width, MLP hidden, patches */
+    int recompute;
+    sv_block_acts *blocks; /* [depth] (host array, carved from the host arena) */
+    sv_block_acts work;    /* shared intermediates when recompute is on */
+    void *patches;         /* (B*P, C*p*p) */
+    void *patch_out;       /* (B*P, D) */
+    void *x0;              /* (B,T,D) embedding output = block 0 input */
+    void *cls;             /* (B,D) token 0 of the last block output */
+    void *cls_ln;          /* (B,D) */
+    float *cls_mean, *cls_rstd; /* (B) */
+    void *logits;          /* (B,K) */
+    void *d_logits;        /* (B,K) */
+    float *losses;         /* (B) per-sample loss (device) */
+    /* backward scratch */
+    void *dx;              /* (B,T,D) gradient of the residual stream */
+    void *d_tmp;           /* (B,T,D) */
+    void *d_qkv;           /* (B,T,3D) */
+    void *d_hidden;        /* (B,T,Hd) */
+    void *d_cls;           /* (B,D) */
+    void *att_scratch;     /* backend attention scratch */
+    void *y_tmp;           /* (B,T,D) forward temporary (proj / fc2 output) */
+} sv_vit;
+
+/* Carve all activation buffers for micro-batch B from `dev` (device arena) and the block table
+ * from `host` (host arena). With base == NULL arenas this only counts bytes (planner). */
+sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B, int recompute,
+                      sv_arena *dev, sv_arena *host);
+
+/* images (B,C,img,img) f32 device. */
+sv_status sv_vit_embed_fwd(sv_vit *m, const sv_root_params *rp, const float *images);
+sv_status sv_vit_block_fwd(sv_vit *m, int l, const sv_block_params *bp);
+/* Computes logits; with targets (labels (B) int32 device, or soft (B,K) f32 device) also
+ * per-sample losses into m->losses and d_logits scaled by grad_scale. Targets NULL: logits only. */
+sv_status sv_vit_head_fwd(sv_vit *m, const sv_root_params *rp, const int32_t *labels, const float *soft,
+                          float smoothing, float grad_scale);
+sv_status sv_vit_head_bwd(sv_vit *m, const sv_root_params *rp, const sv_root_grads *rg);
+sv_status sv_vit_block_bwd(sv_vit *m, int l, const sv_block_params *bp, const sv_block_grads *bg);
+sv_status sv_vit_embed_bwd(sv_vit *m, const sv_root_params *rp, const sv_root_grads *rg);
+
+/* Bytes of activations (device) for micro-batch B: what sv_vit_init carves. */
+size_t sv_vit_activation_bytes(const sv_vit_config *cfg, sv_backend *be, int B, int recompute);
+
+#endif

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Configure and build shardvit into ${BUILD_DIR:-build} (CUDA backend compiled when nvcc exists).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)"

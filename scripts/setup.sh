@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what shardvit needs from Debian's packages (only what is missing), as root or via sudo.
+# The CUDA toolkit, cuDNN and NCCL are optional and not installed here (found under
+# /usr/local/cuda or CUDAToolkit_ROOT when present).
+set -euo pipefail
+PKGS=(build-essential cmake pkg-config mpich libmpich-dev libturbojpeg0-dev libjpeg62-turbo-dev
+      libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 python3-numpy python3-torch)
+missing=()
+for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "setup: all packages present"
+    exit 0
+fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

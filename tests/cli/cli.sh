@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# CLI contract (DESIGN §8): unknown flags and bad values give one line naming the flag and exit 2;
+# --help exits 0; info prints timm-exact parameter counts; synthetic training learns.
+set -uo pipefail
+SV=$1
+fail() { echo "FAIL: $*"; exit 1; }
+# expect_usage_error EXPECTED_SUBSTRING ARGS...: exit 2, exactly one stderr line containing it
+expect_usage_error() {
+    local want=$1
+    shift
+    local err rc
+    err=$("$SV" "$@" 2>&1 >/dev/null)
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "'$*' exited $rc, expected 2 (stderr: $err)"
+    [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "'$*' printed more than one line: $err"
+    grep -qF -- "$want" <<<"$err" || fail "'$*' message lacks '$want': $err"
+    echo "ok: $* -> $err"
+}
+expect_usage_error "unknown flag --bogus" train --bogus 1
+expect_usage_error "--batch-size: invalid value 'abc' (expected an integer in [1, 1048576])" train --batch-size abc
+expect_usage_error "--batch-size: invalid value '0'" train --batch-size 0
+expect_usage_error "--lr: invalid value '-1'" train --lr=-1
+expect_usage_error "--steps: missing value" train --steps
+expect_usage_error "unknown model 'vit-zz'" info --model vit-zz
+expect_usage_error "--heads 5 must divide --dim 192" info --model vit-ti16 --heads 5
+expect_usage_error "unknown command 'trian'" trian
+expect_usage_error "--recompute: invalid value 'maybe'" train --recompute=maybe
+
+"$SV" train --help | grep -q -- "--batch-size" || fail "train --help lacks --batch-size"
+"$SV" info --help >/dev/null || fail "info --help failed"
+
+# timm parameter counts (1000 classes)
+for pair in vit-ti16:5717416 vit-s16:22050664 vit-b16:86567656 vit-l16:304326632; do
+    m=${pair%%:*} want=${pair##*:}
+    got=$("$SV" info --model "$m" --table=false | sed -n 's/^parameters: //p')
+    [ "$got" = "$want" ] || fail "$m has $got parameters, timm has $want"
+    echo "ok: $m $got parameters"
+done
+"$SV" info --model vit-b16 | grep -qE "^  blocks\.11\.attn\.qkv\.weight +\(2304, 768\)" || fail "qkv shape/name"
+
+# config file: keys equal flag names; command line overrides the file
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+printf 'model = "vit-28"\ndepth = 1\ndim = 24\nheads = 2\nbatch-size = 16\nsteps = 2\nsynth_samples = 64\n' >"$tmp/run.toml"
+"$SV" train --config "$tmp/run.toml" --steps 1 --out "$tmp/run" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train with --config"; }
+grep -q "for 1 steps" "$tmp/log" || fail "command line did not override the config file"
+grep -q '^depth = 1$' "$tmp/run/config.toml" || fail "resolved config not saved"
+printf 'bogus = 1\n' >"$tmp/bad.toml"
+err=$("$SV" train --config "$tmp/bad.toml" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && grep -q "unknown key 'bogus'" <<<"$err" || fail "bad config key: rc $rc $err"
+echo "ok: config file"
+echo "cli: all passed"

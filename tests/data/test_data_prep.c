@@ -1,0 +1,197 @@
+/* Importers: small IDX (gzipped and plain) and CIFAR-10/100 files written here are imported
+ * into ImageFolder trees and tar shards; counts, labels (per source index) and pixels (PSNR)
+ * must match the source. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "check.h"
+#include "data/dataset.h"
+#include "data/jpeg.h"
+#include "data/prep.h"
+
+static void put32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
+
+static void write_file(const char *path, const void *data, size_t n, int gz) {
+    if (gz) {
+        gzFile f = gzopen(path, "wb");
+        CHECK(f && gzwrite(f, data, (unsigned)n) == (int)n);
+        gzclose(f);
+    } else {
+        FILE *f = fopen(path, "wb");
+        CHECK(f && fwrite(data, 1, n, f) == n);
+        fclose(f);
+    }
+}
+
+/* the source index a sample came from: its file name / key is the zero-padded index */
+static long src_index(const sv_dataset *d, size_t i) {
+    char name[4096];
+    sv_dataset_sample_name(d, i, name, sizeof name);
+    const char *b = strrchr(name, '/');
+    const char *c = strrchr(name, ':');
+    b = c && c > b ? c : b;
+    return strtol(b + 1, NULL, 10);
+}
+
+static double psnr(const uint8_t *a, const uint8_t *b, size_t n) {
+    double se = 0;
+    for (size_t i = 0; i < n; i++) se += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    return se == 0 ? 99 : 10 * log10(255.0 * 255.0 / (se / n));
+}
+
+/* Labels compare by class NAME: an ImageFolder tree re-sorts classes by name, tar shards keep
+ * the source order through classes.txt. */
+static void check_import(const char *spec, const char *const *names, const uint8_t *labels, size_t n, int K, const uint8_t *pix,
+                         int side, int ch, size_t rec, size_t pix_off, int planar) {
+    sv_dataset *d;
+    CHECK_OK(sv_dataset_open(spec, NULL, &d));
+    CHECK(sv_dataset_len(d) == n);
+    CHECK(sv_dataset_num_classes(d) == K);
+    uint8_t *seen = calloc(n, 1);
+    sv_jpeg_ctx jc;
+    sv_jpeg_ctx_init(&jc);
+    uint8_t *buf = NULL, *ref = malloc((size_t)side * side * ch);
+    size_t cap = 0, len;
+    for (size_t i = 0; i < n; i++) {
+        long s = src_index(d, i);
+        CHECK(s >= 0 && (size_t)s < n && !seen[s]);
+        seen[s] = 1;
+        CHECK(strcmp(sv_dataset_class_name(d, sv_dataset_label(d, i)), names[labels[s]]) == 0);
+        CHECK_OK(sv_dataset_read(d, i, &buf, &cap, &len));
+        int w, h, comps;
+        CHECK_OK(sv_jpeg_header(&jc, buf, len, &w, &h, &comps));
+        CHECK(w == side && h == side && comps == ch); /* grayscale stays 1-channel */
+        CHECK_OK(sv_jpeg_decode(&jc, buf, len, ch, 1, &w, &h));
+        const uint8_t *src = pix + (size_t)s * rec + pix_off;
+        for (int p = 0; p < side * side; p++)
+            for (int c = 0; c < ch; c++) ref[p * ch + c] = planar ? src[c * side * side + p] : src[p * ch + c];
+        CHECK(psnr(jc.pix, ref, (size_t)side * side * ch) > 30);
+    }
+    free(buf);
+    free(ref);
+    free(seen);
+    sv_jpeg_ctx_free(&jc);
+    sv_dataset_close(d);
+}
+
+int main(void) {
+    char root[] = "/tmp/sv_test_prep_XXXXXX";
+    CHECK(mkdtemp(root));
+    char src[4200], out[4200], spec[4400];
+    snprintf(src, sizeof src, "%s/src", root);
+    CHECK(mkdir(src, 0755) == 0);
+
+    /* IDX: 37 train + 13 test 6x6 images, smooth content so JPEG keeps a high PSNR */
+    for (int split = 0; split < 2; split++) {
+        uint32_t n = split ? 13 : 37, rows = 6, cols = 6;
+        size_t isz = 16 + (size_t)n * rows * cols;
+        uint8_t *im = malloc(isz), *lb = malloc(8 + n);
+        put32(im, 0x803); put32(im + 4, n); put32(im + 8, rows); put32(im + 12, cols);
+        put32(lb, 0x801); put32(lb + 4, n);
+        for (uint32_t i = 0; i < n; i++) {
+            lb[8 + i] = (uint8_t)((i * 7 + split) % 10);
+            for (uint32_t p = 0; p < rows * cols; p++) im[16 + i * rows * cols + p] = (uint8_t)(40 + 5 * i + 3 * p);
+        }
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte%s", src, split ? "t10k" : "train", split ? "" : ".gz");
+        write_file(p, im, isz, !split); /* train gzipped, test plain */
+        snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte%s", src, split ? "t10k" : "train", split ? "" : ".gz");
+        write_file(p, lb, 8 + n, !split);
+        for (int fmt = 0; fmt < 2; fmt++) {
+            sv_prep_opts o = sv_prep_opts_default();
+            snprintf(out, sizeof out, "%s/idx%d", root, fmt);
+            o.src = src;
+            o.out = out;
+            o.format = fmt ? SV_PREP_TAR : SV_PREP_FOLDER;
+            o.shard_size = 10;
+            if (split == 1) { /* both splits exist now */
+                CHECK_OK(sv_prep_idx(&o, 1));
+                CHECK(o.n_train == 37 && o.n_test == 13);
+            }
+        }
+        if (split == 1) {
+            for (int fmt = 0; fmt < 2; fmt++) {
+                if (fmt) snprintf(spec, sizeof spec, "%s/idx1/test-{000000..000001}.tar", root);
+                else snprintf(spec, sizeof spec, "%s/idx0/test", root);
+                check_import(spec, sv_fashion_mnist_classes, lb + 8, n, 10, im + 16, 6, 1, rows * cols, 0, 0);
+            }
+            /* Fashion-MNIST class names, sorted order on disk differs from label order */
+            sv_dataset *d;
+            snprintf(spec, sizeof spec, "%s/idx0/test", root);
+            CHECK_OK(sv_dataset_open(spec, NULL, &d));
+            int found = 0;
+            for (int k = 0; k < 10; k++) found += strcmp(sv_dataset_class_name(d, k), "Ankle_boot") == 0;
+            CHECK(found == 1);
+            sv_dataset_close(d);
+        }
+        free(im);
+        free(lb);
+    }
+    /* CIFAR-10: 5 train batches of 7 records + a test batch of 9; CIFAR-100 train 11, test 4 */
+    for (int K = 10; K <= 100; K *= 10) {
+        char csrc[4400];
+        snprintf(csrc, sizeof csrc, "%s/cifar%d", root, K);
+        CHECK(mkdir(csrc, 0755) == 0);
+        size_t rec = (K == 10 ? 1 : 2) + 3072;
+        size_t ntr = K == 10 ? 35 : 11, nte = K == 10 ? 9 : 4;
+        for (int split = 0; split < 2; split++) {
+            size_t n = split ? nte : ntr;
+            uint8_t *all = malloc(n * rec), *labels = malloc(n);
+            for (size_t i = 0; i < n; i++) {
+                uint8_t *r = all + i * rec;
+                labels[i] = (uint8_t)((i * 13 + (size_t)split * 5) % (size_t)K);
+                if (K == 10) r[0] = labels[i];
+                else { r[0] = (uint8_t)(labels[i] / 5); r[1] = labels[i]; }
+                for (int c = 0; c < 3; c++)
+                    for (int p = 0; p < 1024; p++) r[rec - 3072 + (size_t)c * 1024 + (size_t)p] = (uint8_t)(30 + 60 * c + (p % 32) * 2 + i);
+            }
+            char p[4500];
+            if (K == 10 && !split)
+                for (int b = 0; b < 5; b++) {
+                    snprintf(p, sizeof p, "%s/data_batch_%d.bin", csrc, b + 1);
+                    write_file(p, all + (size_t)b * 7 * rec, 7 * rec, 0);
+                }
+            else {
+                snprintf(p, sizeof p, "%s/%s", csrc, K == 10 ? "test_batch.bin" : split ? "test.bin" : "train.bin");
+                write_file(p, all, n * rec, 0);
+            }
+            if (split) {
+                for (int fmt = 0; fmt < 2; fmt++) {
+                    sv_prep_opts o = sv_prep_opts_default();
+                    snprintf(out, sizeof out, "%s/c%d_%d", root, K, fmt);
+                    o.src = csrc;
+                    o.out = out;
+                    o.format = fmt ? SV_PREP_TAR : SV_PREP_FOLDER;
+                    CHECK_OK(sv_prep_cifar(&o, K));
+                    CHECK(o.n_train == ntr && o.n_test == nte);
+                    if (fmt) snprintf(spec, sizeof spec, "%s/test-000000.tar", out);
+                    else snprintf(spec, sizeof spec, "%s/test", out);
+                    /* folder classes are only those listed on disk: all K exist as dirs */
+                    check_import(spec, K == 10 ? sv_cifar10_classes : sv_cifar100_classes, labels, n, K, all, 32, 3, rec, rec - 3072, 1);
+                }
+            }
+            free(all);
+            free(labels);
+        }
+    }
+    /* a truncated IDX file is a clear error */
+    {
+        char p[4400];
+        snprintf(p, sizeof p, "%s/t10k-images-idx3-ubyte", src);
+        CHECK(truncate(p, 100) == 0);
+        sv_prep_opts o = sv_prep_opts_default();
+        snprintf(out, sizeof out, "%s/idx_bad", root);
+        o.src = src;
+        o.out = out;
+        CHECK(sv_prep_idx(&o, 0) == SV_ERR_CORRUPT);
+        CHECK(strstr(sv_err_msg(), "t10k-images-idx3-ubyte") != NULL);
+    }
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    CHECK(system(cmd) == 0);
+    return 0;
+}

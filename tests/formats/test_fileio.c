@@ -1,0 +1,127 @@
+/* core/fileio: atomic replace (incl. a simulated full disk leaving the old file intact),
+ * truncation errors naming file and range, mkdir -p, rm -r that never follows symlinks,
+ * size-limited reads, error messages naming path and errno text. Real files in a temp dir. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "fmt_util.h"
+
+static int exists(const char *p) {
+    struct stat st;
+    return lstat(p, &st) == 0;
+}
+
+static size_t count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    CHECK(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+static void expect_content(const char *path, const char *want) {
+    char *buf;
+    size_t len;
+    CHECK_OK(sv_fileio_read_small(path, 1 << 20, &buf, &len));
+    CHECK(len == strlen(want) && !memcmp(buf, want, len) && buf[len] == 0);
+    free(buf);
+}
+
+int main(void) {
+    char dir[256], p[512], q[512];
+    fmt_tmpdir(dir, sizeof dir, "fileio");
+
+    /* atomic write: create, replace, no temporary left behind */
+    snprintf(p, sizeof p, "%s/latest", dir);
+    CHECK_OK(sv_fileio_write_atomic(p, "step_00000100\n", 14));
+    expect_content(p, "step_00000100\n");
+    CHECK_OK(sv_fileio_write_atomic(p, "step_00000200\n", 14));
+    expect_content(p, "step_00000200\n");
+    CHECK(count_entries(dir) == 1);
+
+    /* simulated ENOSPC: the replace fails, the old content survives, the temp file is gone */
+    setenv(SV_FILEIO_FAULT_ENV, "5", 1);
+    CHECK_FAILS(sv_fileio_write_atomic(p, "step_00000300\n", 14), SV_ERR_IO, "No space left on device",
+                SV_FILEIO_FAULT_ENV, "latest.tmp.");
+    expect_content(p, "step_00000200\n");
+    CHECK(count_entries(dir) == 1);
+    /* the budget is per file and counts bytes: exactly 5 bytes land in a streamed file */
+    sv_fileio_out f;
+    snprintf(q, sizeof q, "%s/partial.bin", dir);
+    CHECK_OK(sv_fileio_out_open(&f, q, 0));
+    CHECK_OK(sv_fileio_out_write(&f, "abc", 3));
+    CHECK_FAILS(sv_fileio_out_write(&f, "defg", 4), SV_ERR_IO, "No space left on device", "partial.bin");
+    CHECK_OK(sv_fileio_out_close(&f));
+    expect_content(q, "abcde");
+    setenv(SV_FILEIO_FAULT_ENV, "lots", 1);
+    CHECK_FAILS(sv_fileio_out_open(&f, q, 0), SV_ERR_INVALID, SV_FILEIO_FAULT_ENV, "lots");
+    unsetenv(SV_FILEIO_FAULT_ENV);
+    CHECK_FAILS(sv_fileio_out_open(&f, q, 1), SV_ERR_IO, "partial.bin", "File exists");
+    CHECK_OK(sv_fileio_out_open(&f, q, 0));
+    CHECK_OK(sv_fileio_out_write(&f, "0123456789", 10));
+    CHECK_OK(sv_fileio_out_sync(&f));
+    CHECK_OK(sv_fileio_out_close(&f));
+    CHECK(f.written == 10);
+
+    /* pread_exact: a short file is a truncation error naming the file and the range */
+    int fd;
+    uint64_t size;
+    CHECK_OK(sv_fileio_open_read(q, &fd, &size));
+    CHECK(size == 10);
+    char rb[32];
+    CHECK_OK(sv_fileio_pread_exact(fd, rb, 4, 6, q));
+    CHECK(!memcmp(rb, "6789", 4));
+    CHECK_FAILS(sv_fileio_pread_exact(fd, rb, 15, 5, q), SV_ERR_CORRUPT, "partial.bin",
+                "truncated", "[5, 20)", "ends at 10");
+    close(fd);
+    CHECK_FAILS(sv_fileio_write_all(fd, "x", 1, "closed.bin"), SV_ERR_IO, "closed.bin",
+                "Bad file descriptor");
+    snprintf(q, sizeof q, "%s/missing.bin", dir);
+    CHECK_FAILS(sv_fileio_open_read(q, &fd, NULL), SV_ERR_NOT_FOUND, "missing.bin",
+                "No such file or directory");
+
+    /* read_small: size limit */
+    CHECK_FAILS(sv_fileio_read_small(p, 4, &(char *){NULL}, NULL), SV_ERR_INVALID, "latest",
+                "14 bytes", "limit of 4 bytes");
+
+    /* mkdir -p */
+    snprintf(q, sizeof q, "%s/ckpt/step_00000100.tmp/sub", dir);
+    CHECK_OK(sv_fileio_mkdirs(q, 0755));
+    CHECK_OK(sv_fileio_mkdirs(q, 0755)); /* existing is fine */
+    CHECK_OK(sv_fileio_fsync_dir(q));
+    snprintf(q, sizeof q, "%s/latest/x", dir);
+    CHECK_FAILS(sv_fileio_mkdirs(q, 0755), SV_ERR_IO, "latest");
+
+    /* rm -r: nested content goes, a symlink inside is removed without touching its target */
+    char outside[512], target_file[600];
+    snprintf(outside, sizeof outside, "%s/keep", dir);
+    CHECK_OK(sv_fileio_mkdirs(outside, 0755));
+    snprintf(target_file, sizeof target_file, "%s/precious", outside);
+    CHECK_OK(sv_fileio_write_atomic(target_file, "x", 1));
+    snprintf(q, sizeof q, "%s/ckpt/step_00000100.tmp/sub/shard.bin", dir);
+    CHECK_OK(sv_fileio_write_atomic(q, "data", 4));
+    snprintf(q, sizeof q, "%s/ckpt/step_00000100.tmp/link_to_keep", dir);
+    CHECK(symlink(outside, q) == 0);
+    snprintf(q, sizeof q, "%s/ckpt/toplink", dir);
+    CHECK(symlink(outside, q) == 0);
+    CHECK_FAILS(sv_fileio_remove_tree(q), SV_ERR_INVALID, "toplink", "symbolic link");
+    CHECK(exists(target_file));
+    snprintf(q, sizeof q, "%s/ckpt", dir);
+    CHECK_OK(sv_fileio_remove_tree(q));
+    CHECK(!exists(q));
+    CHECK(exists(target_file));
+    CHECK_FAILS(sv_fileio_remove_tree(q), SV_ERR_NOT_FOUND, "ckpt");
+
+    fmt_rmdir(dir);
+    CHECK(!exists(dir));
+    printf("test_fileio: ok\n");
+    return 0;
+}
