@@ -46,9 +46,8 @@ static sv_status mkdir_p(const char *path) {
     return SV_OK;
 }
 
-/* Evaluate on the whole validation set (every sample once across ranks). */
-static sv_status evaluate(sv_run *r, const train_opts *o, const sv_dataset *ds, float *d_images, double *top1,
-                          double *loss) {
+/* Loader options shared by training and evaluation for this run's shapes and ranks. */
+static sv_loader_opts loader_opts(const sv_run *r, const train_opts *o, const sv_dataset *ds, sv_transform_mode mode) {
     sv_loader_opts lo = sv_loader_opts_default();
     lo.dataset = ds;
     lo.batch_local = r->micro_batch;
@@ -57,9 +56,16 @@ static sv_status evaluate(sv_run *r, const train_opts *o, const sv_dataset *ds, 
     lo.seed = (uint64_t)o->run.seed;
     lo.img = r->vcfg.img;
     lo.channels = r->vcfg.in_chans;
-    lo.mode = SV_TRANSFORM_EVAL;
+    lo.mode = mode;
     lo.norm = r->vcfg.in_chans == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
     lo.threads = o->workers;
+    return lo;
+}
+
+/* Evaluate on the whole validation set (every sample once across ranks). */
+static sv_status evaluate(sv_run *r, const train_opts *o, const sv_dataset *ds, float *d_images, double *top1,
+                          double *loss) {
+    sv_loader_opts lo = loader_opts(r, o, ds, SV_TRANSFORM_EVAL);
     sv_loader *ld;
     SV_TRY(sv_loader_create(&lo, &ld));
     int B = r->micro_batch, K = r->vcfg.num_classes;
@@ -129,20 +135,10 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
         SV_TRY(sv_classes_write(p, ds));
     }
 
-    sv_loader_opts lo = sv_loader_opts_default();
-    lo.dataset = ds;
-    lo.batch_local = r->micro_batch;
-    lo.rank = r->rank;
-    lo.world = r->world;
-    lo.seed = (uint64_t)o->run.seed;
-    lo.img = c->img;
-    lo.channels = c->in_chans;
-    lo.mode = SV_TRANSFORM_TRAIN;
-    lo.norm = c->in_chans == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
+    sv_loader_opts lo = loader_opts(r, o, ds, SV_TRANSFORM_TRAIN);
     lo.mixup_alpha = (float)o->mixup;
     lo.cutmix_alpha = (float)o->cutmix;
     lo.smoothing = (float)o->smoothing;
-    lo.threads = o->workers;
     if (sv_dataset_kind_of(ds) == SV_DATASET_SYNTHETIC) { /* the synthetic task is learned as rendered */
         lo.scale_min = 1.0f;
         lo.ratio_min = lo.ratio_max = 1.0f;

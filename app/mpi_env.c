@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 void sv_mpi_env_init(int *argc, char ***argv, int *rank, int *size) {
     int inited = 0;
@@ -30,6 +31,8 @@ void sv_mpi_env_abort(int code) {
     MPI_Finalized(&fin);
     fflush(stdout);
     fflush(stderr);
+    /* Give the launcher a moment to forward this rank's last lines before it tears the job down. */
+    usleep(300 * 1000);
     if (inited && !fin) MPI_Abort(MPI_COMM_WORLD, code);
     exit(code);
 }

@@ -119,7 +119,7 @@ sv_status sv_fsdp_zero_grad(sv_fsdp *f);
 /* One micro-step: forward, loss, backward, gradient reduction into the shards.
  * images (B,C,H,W) f32 device, labels (B) int32 device or soft (B,K) f32 device.
  * micro: index of this micro-step in [0, n_micro). *loss_sum: sum of this rank's per-sample losses
- * (samples with valid[i] == 0 are excluded when valid != NULL, host array). */
+ */
 sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_t *labels, const float *soft,
                                    float smoothing, float grad_scale, int micro, int n_micro, double *loss_sum);
 /* Forward only (evaluation): logits left in f->model->logits. */

@@ -4,7 +4,7 @@
 #
 #   tests/gpu/pack.sh BUILD_DIR DEST_DIR        then on the GPU machine: tests/gpu/run.sh DEST_DIR
 #
-# DEST_DIR gets app/shardvit, tests/gpu/gpu_ops_vs_cpu and runtime-libs/ with the shared
+# DEST_DIR gets app/shardvit, the tests/gpu binaries and runtime-libs/ with the shared
 # libraries they load, except the C runtime and the CUDA libraries (cudart, cuBLAS, cuDNN, NCCL,
 # the driver), which the GPU machine provides (run.sh adds pip's nvidia-* wheels to the path).
 # For a one-GPU check configure BUILD_DIR with -DSHARDVIT_MPI=OFF: MPICH alone is ~40 MB, and
@@ -15,7 +15,8 @@ BUILD=$1 DEST=$2
 mkdir -p "$DEST/app" "$DEST/tests/gpu" "$DEST/runtime-libs"
 cp "$BUILD/app/shardvit" "$DEST/app/"
 cp "$BUILD/tests/gpu/gpu_ops_vs_cpu" "$DEST/tests/gpu/"
-for bin in "$DEST/app/shardvit" "$DEST/tests/gpu/gpu_ops_vs_cpu"; do
+[ -x "$BUILD/tests/gpu/gpu_comm_nccl" ] && cp "$BUILD/tests/gpu/gpu_comm_nccl" "$DEST/tests/gpu/"
+for bin in "$DEST/app/shardvit" "$DEST"/tests/gpu/*; do
     ldd "$bin" | awk '/=> \// {print $3}'
 done | sort -u | while read -r lib; do
     case "$(basename "$lib")" in

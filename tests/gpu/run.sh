@@ -5,7 +5,8 @@
 #
 # 1. build: reuse BUILD_DIR (default build-gpu) when it holds a build, else configure and build
 #    with -DSHARDVIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 (MPI only when mpicc exists);
-# 2. every backend op, CUDA vs CPU (tests/gpu/gpu_ops_vs_cpu, relative error per op);
+# 2. every backend op, CUDA vs CPU (tests/gpu/gpu_ops_vs_cpu, relative error per op), and the
+#    NCCL transport on the node's GPUs (tests/gpu/gpu_comm_nccl, one rank per GPU);
 # 3. tiny ViT, fp32: loss (forward) and grad norm (backward) per step, CUDA vs CPU;
 # 4. FSDP training steps (2 blocks, bf16), CUDA vs CPU loss sequences;
 # 5. `shardvit bench` on vit-b16 and vit-s16, bf16;
@@ -102,6 +103,29 @@ if [ -x "$OPS" ]; then
     esac
 else
     record ops_cuda_vs_cpu fail 0 "no test binary at $OPS"
+fi
+
+# ---- 2b. NCCL transport on this node's GPUs (one rank per GPU) ----
+t0=$(date +%s)
+NCCLT="$BUILD/tests/gpu/gpu_comm_nccl"
+if [ -x "$NCCLT" ]; then
+    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    [ "$ngpu" -ge 1 ] 2>/dev/null || ngpu=1
+    [ "$ngpu" -le 8 ] || ngpu=8
+    if command -v mpiexec >/dev/null 2>&1; then
+        timeout 120 mpiexec -n "$ngpu" "$NCCLT" > "$OUT/logs/nccl.log" 2>&1
+    else
+        ngpu=1
+        timeout 120 "$NCCLT" > "$OUT/logs/nccl.log" 2>&1 # MPI singleton
+    fi
+    rc=$?
+    case $rc in
+        0) record nccl_comm pass $(( $(date +%s) - t0 )) "$ngpu rank(s): $(tail -1 "$OUT/logs/nccl.log")" ;;
+        77) record nccl_comm skip $(( $(date +%s) - t0 )) "$(grep -m1 SKIP "$OUT/logs/nccl.log")" ;;
+        *) record nccl_comm fail $(( $(date +%s) - t0 )) "rc=$rc: $(grep -m1 -E 'CHECK|error' "$OUT/logs/nccl.log")" ;;
+    esac
+else
+    record nccl_comm skip 0 "no $NCCLT (build without MPI)"
 fi
 
 # ---- helpers for training runs ----

@@ -269,6 +269,11 @@ static sv_status plan_for(sv_cuda_backend *cb, int B, int T, int D, int H, sv_cu
     return SV_OK;
 }
 
+/* The tensors were declared 16-byte aligned; a less aligned buffer takes the kernels. */
+static int aligned16(const void *a, const void *b, const void *c, const void *d) {
+    return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d) & 15u) == 0;
+}
+
 static sv_status execute(sv_cuda_backend *cb, cudnnBackendDescriptor_t plan, int n, int64_t *uids, void **ptrs) {
     cudnnBackendDescriptor_t vp;
     SV_CUDNN_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
@@ -290,7 +295,7 @@ sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *sc
     (void)scratch;
     sv_cuda_attn_plan *p;
     SV_TRY(plan_for(cb, B, T, D, H, &p));
-    if (p->fwd) {
+    if (p->fwd && aligned16(qkv, out, saved, NULL)) {
         const char *base = qkv;
         size_t e = 2; /* bf16 bytes */
         float scale = 1.0f / sqrtf((float)(D / H));
@@ -314,7 +319,7 @@ sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, cons
     sv_cuda_backend *cb = sv_cuda_be(be);
     sv_cuda_attn_plan *p;
     SV_TRY(plan_for(cb, B, T, D, H, &p));
-    if (p->bwd) {
+    if (p->bwd && aligned16(qkv, out, saved, d_out) && aligned16(d_qkv, NULL, NULL, NULL)) {
         const char *base = qkv;
         char *dbase = d_qkv;
         size_t off = (size_t)D * 2;
