@@ -4,11 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "app/commands.h"
 #include "app/mpi_env.h"
 #include "app/run.h"
+#include "app/train_step.h"
+#include "app/train_log.h"
+#include "app/cmd_ckpt.h"
 #include "core/log.h"
 #include "data/loader.h"
 
@@ -20,9 +24,15 @@ typedef struct train_opts {
     double lr, min_lr, weight_decay, beta1, beta2, eps, clip, smoothing;
     int warmup, log_every, workers, synth_samples, max_skipped;
     double mixup, cutmix;
+    int randaug_n;
+    double randaug_m;
+    const char *interp;
     const char *save_params;
     long long debug_nan_step;
     int debug_nan_rank;
+    const char *ckpt_dir, *resume, *init_from, *dump_logits; /* app/cmd_ckpt.h */
+    int ckpt_every, keep;
+    int eval_every; /* evaluate --val-data every N steps (0: at the end only) */
 } train_opts;
 
 static double lr_at(const train_opts *o, long step, long total) {
@@ -46,6 +56,14 @@ static sv_status mkdir_p(const char *path) {
     return SV_OK;
 }
 
+/* Batch memory for the loader from the backend's host allocator (pinned on CUDA, so copies to
+ * the device can run at full bandwidth). */
+static void *batch_alloc(void *ctx, size_t bytes) {
+    void *p = NULL;
+    return sv_be_host_alloc((sv_backend *)ctx, bytes, &p) == SV_OK ? p : NULL;
+}
+static void batch_free(void *ctx, void *p) { sv_be_host_free((sv_backend *)ctx, p); }
+
 /* Loader options shared by training and evaluation for this run's shapes and ranks. */
 static sv_loader_opts loader_opts(const sv_run *r, const train_opts *o, const sv_dataset *ds, sv_transform_mode mode) {
     sv_loader_opts lo = sv_loader_opts_default();
@@ -59,56 +77,11 @@ static sv_loader_opts loader_opts(const sv_run *r, const train_opts *o, const sv
     lo.mode = mode;
     lo.norm = r->vcfg.in_chans == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
     lo.threads = o->workers;
+    lo.interp = o->interp && !strcmp(o->interp, "bicubic") ? SV_INTERP_BICUBIC : SV_INTERP_BILINEAR;
+    lo.alloc = batch_alloc;
+    lo.free = batch_free;
+    lo.alloc_ctx = r->be;
     return lo;
-}
-
-/* Evaluate on the whole validation set (every sample once across ranks). */
-static sv_status evaluate(sv_run *r, const train_opts *o, const sv_dataset *ds, float *d_images, double *top1,
-                          double *loss) {
-    sv_loader_opts lo = loader_opts(r, o, ds, SV_TRANSFORM_EVAL);
-    sv_loader *ld;
-    SV_TRY(sv_loader_create(&lo, &ld));
-    int B = r->micro_batch, K = r->vcfg.num_classes;
-    float *logits = malloc((size_t)B * K * sizeof(float));
-    float *tmp = NULL;
-    double sums[3] = {0, 0, 0}; /* correct, loss sum, count */
-    sv_status st = SV_OK;
-    for (;;) {
-        const sv_batch *b;
-        if ((st = sv_loader_next(ld, &b)) != SV_OK || !b) break;
-        size_t img_bytes = (size_t)B * r->vcfg.in_chans * r->vcfg.img * r->vcfg.img * 4;
-        if ((st = sv_be_upload(r->be, d_images, b->images, img_bytes)) != SV_OK) break;
-        if ((st = sv_fsdp_forward(&r->fsdp, d_images)) != SV_OK) break;
-        if (sv_be_compute_elem_size(r->be) == 4) {
-            st = sv_be_download(r->be, logits, r->model.logits, (size_t)B * K * 4);
-        } else {
-            if (!tmp && (st = sv_be_alloc(r->be, (size_t)B * K * 4, (void **)&tmp)) != SV_OK) break;
-            if ((st = sv_be_compute_to_f32(r->be, tmp, r->model.logits, (size_t)B * K)) != SV_OK) break;
-            st = sv_be_download(r->be, logits, tmp, (size_t)B * K * 4);
-        }
-        if (st != SV_OK) break;
-        for (int i = 0; i < B; i++) {
-            if (!b->valid[i]) continue;
-            const float *z = logits + (size_t)i * K;
-            int arg = 0;
-            double mx = z[0];
-            for (int k = 1; k < K; k++)
-                if (z[k] > mx) mx = z[k], arg = k;
-            double se = 0;
-            for (int k = 0; k < K; k++) se += exp(z[k] - mx);
-            sums[0] += arg == b->labels[i];
-            sums[1] += log(se) + mx - z[b->labels[i]];
-            sums[2] += 1;
-        }
-    }
-    if (tmp) sv_be_free(r->be, tmp);
-    free(logits);
-    sv_loader_destroy(ld);
-    SV_TRY(st);
-    SV_TRY(sv_comm_all_reduce_sync(r->world_comm, sums, 3, SV_COMM_F64, SV_COMM_SUM));
-    *top1 = sums[2] > 0 ? sums[0] / sums[2] : 0;
-    *loss = sums[2] > 0 ? sums[1] / sums[2] : 0;
-    return SV_OK;
 }
 
 static sv_status open_dataset(const char *spec, const sv_run *r, const train_opts *o, sv_dataset **ds) {
@@ -119,6 +92,37 @@ static sv_status open_dataset(const char *spec, const sv_run *r, const train_opt
     dopts.synth_channels = r->vcfg.in_chans;
     dopts.synth_seed = 1234;
     return sv_dataset_open(spec, &dopts, ds);
+}
+
+/* Micro-batch source of a training step: the next loader batch, uploaded to the device. */
+typedef struct train_feed {
+    sv_run *r;
+    sv_loader *ld;
+    float *images, *soft;
+    int32_t *labels;
+    long step, poison_step; /* test hook SHARDVIT_TEST_POISON_BATCH: step to poison, -1 = never */
+    int poison_rank;
+    uint64_t next_epoch, next_cursor; /* loader resume point after the last batch (checkpoints) */
+} train_feed;
+
+static sv_status train_feed_next(void *ctx, int micro, sv_micro_batch *mb) {
+    (void)micro;
+    train_feed *f = ctx;
+    const sv_vit_config *c = &f->r->vcfg;
+    size_t B = (size_t)f->r->micro_batch, K = (size_t)c->num_classes;
+    const sv_batch *b;
+    SV_TRY(sv_loader_next(f->ld, &b));
+    f->next_epoch = b->next_epoch;
+    f->next_cursor = b->next_cursor;
+    if (f->step == f->poison_step && f->r->rank == f->poison_rank) b->images[0] = NAN; /* test hook */
+    SV_TRY(sv_be_upload(f->r->be, f->images, b->images, B * c->in_chans * c->img * c->img * 4));
+    SV_TRY(sv_be_upload(f->r->be, f->labels, b->labels, B * 4));
+    if (b->soft_targets) SV_TRY(sv_be_upload(f->r->be, f->soft, b->soft_targets, B * K * 4));
+    mb->images = f->images;
+    mb->labels = f->labels;
+    mb->soft = b->soft_targets ? f->soft : NULL;
+    mb->epoch = b->epoch;
+    return SV_OK;
 }
 
 static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
@@ -139,6 +143,8 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
     lo.mixup_alpha = (float)o->mixup;
     lo.cutmix_alpha = (float)o->cutmix;
     lo.smoothing = (float)o->smoothing;
+    lo.randaug_n = o->randaug_n;
+    lo.randaug_m = (float)o->randaug_m;
     if (sv_dataset_kind_of(ds) == SV_DATASET_SYNTHETIC) { /* the synthetic task is learned as rendered */
         lo.scale_min = 1.0f;
         lo.ratio_min = lo.ratio_max = 1.0f;
@@ -148,7 +154,7 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
     SV_TRY(sv_loader_create(&lo, &ld));
     uint64_t spe = sv_loader_steps_per_epoch(ld) / (uint64_t)o->run.accum;
     if (spe == 0) spe = 1;
-    long total = o->steps > 0 ? (long)o->steps : (long)(spe * (uint64_t)(o->epochs > 0 ? o->epochs : 1));
+    long total = o->steps >= 0 ? (long)o->steps : (long)(spe * (uint64_t)(o->epochs > 0 ? o->epochs : 1));
 
     int B = r->micro_batch, K = c->num_classes;
     size_t img_elems = (size_t)B * c->in_chans * c->img * c->img;
@@ -158,6 +164,13 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
     SV_TRY(sv_be_alloc(r->be, (size_t)B * 4, (void **)&d_labels));
     SV_TRY(sv_be_alloc(r->be, (size_t)B * K * 4, (void **)&d_soft));
 
+    /* Test hook (tests/faults): SHARDVIT_TEST_POISON_BATCH=STEP[:RANK] puts a NaN into the first
+     * pixel of that rank's batch (default rank 0) at 0-based step STEP, as a corrupt input would. */
+    long poison_step = -1;
+    int poison_rank = 0;
+    const char *poison = getenv("SHARDVIT_TEST_POISON_BATCH");
+    if (poison && sscanf(poison, "%ld:%d", &poison_step, &poison_rank) < 1) poison_step = -1;
+    if (poison_step >= 0) SV_WARN("test hook SHARDVIT_TEST_POISON_BATCH=%s active", poison);
     r->fsdp.inject_nan_step = o->debug_nan_step;
     r->fsdp.inject_nan_rank = o->debug_nan_rank;
     double flops_step = 3.0 * sv_vit_flops_fwd(c) * o->run.batch_size;
@@ -165,39 +178,36 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
     SV_INFO("training %s (%zu params) for %ld steps (%llu per epoch), global batch %d = %d ranks x %d micro x %d accum",
             c->name, sv_vit_param_count(c), total, (unsigned long long)spe, o->run.batch_size, r->world, B,
             o->run.accum);
-    double t_log = sv_now_s(), wait_log = 0;
+    double t_log = sv_now_s(), wait_log = 0, t_train = sv_now_s();
     long steps_since_log = 0;
     sv_status st = SV_OK;
     double final_loss = NAN;
-    for (long step = 0; step < total && st == SV_OK; step++) {
+    sv_train_ckpt ck = {.resume = o->resume, .init_from = o->init_from, .every = o->ckpt_every, .keep = o->keep};
+    ck.state = (sv_ckpt_train_state){.seed = (uint64_t)o->run.seed, .total_steps = total, .lr = o->lr,
+                                     .min_lr = o->min_lr, .warmup = o->warmup, .global_batch = o->run.batch_size};
+    long start_step = 0, last_eval = -1;
+    sv_train_log lg;
+    sv_train_log_open(&lg, r->rank, o->out, metrics);
+    sv_evaluator ev = {0};
+    sv_eval_opts eo = {.workers = o->workers, .norm = -1, .seed = (uint64_t)o->run.seed};
+    if (vds) SV_TRY_GOTO(st, sv_eval_init(&ev, &r->fsdp, vds, &eo), done);
+    SV_TRY_GOTO(st, sv_train_ckpt_setup(&ck, o->ckpt_dir, o->out), done);
+    SV_TRY_GOTO(st, sv_train_ckpt_begin(r, &ck, ld, &start_step), done);
+    for (long step = start_step; step < total && st == SV_OK; step++) {
         double lr = lr_at(o, step, total);
-        double loss_sum = 0, wait = 0;
-        uint64_t epoch = 0;
-        SV_TRY_GOTO(st, sv_fsdp_zero_grad(&r->fsdp), done);
-        for (int micro = 0; micro < o->run.accum; micro++) {
-            const sv_batch *b;
-            double tw = sv_now_s(), tw_us = r->fsdp.trace ? sv_trace_now(r->fsdp.trace) : 0;
-            SV_TRY_GOTO(st, sv_loader_next(ld, &b), done);
-            wait += sv_now_s() - tw;
-            if (r->fsdp.trace) sv_trace_add(r->fsdp.trace, "data_wait", "data", 2, -1, tw_us, sv_trace_now(r->fsdp.trace));
-            epoch = b->epoch;
-            SV_TRY_GOTO(st, sv_be_upload(r->be, d_images, b->images, img_elems * 4), done);
-            SV_TRY_GOTO(st, sv_be_upload(r->be, d_labels, b->labels, (size_t)B * 4), done);
-            if (b->soft_targets) SV_TRY_GOTO(st, sv_be_upload(r->be, d_soft, b->soft_targets, (size_t)B * K * 4), done);
-            double ls;
-            SV_TRY_GOTO(st,
-                        sv_fsdp_forward_backward(&r->fsdp, d_images, b->soft_targets ? NULL : d_labels,
-                                                 b->soft_targets ? d_soft : NULL, (float)o->smoothing,
-                                                 1.0f / (float)o->run.batch_size, micro, o->run.accum, &ls),
-                        done);
-            loss_sum += ls;
-        }
         sv_optim_config oc = {(float)lr, (float)o->beta1, (float)o->beta2, (float)o->eps, (float)o->weight_decay,
                               (float)o->clip};
-        double gnorm;
-        int skipped;
-        SV_TRY_GOTO(st, sv_fsdp_optimizer_step(&r->fsdp, &oc, &gnorm, &skipped), done);
-        SV_TRY_GOTO(st, sv_comm_all_reduce_sync(r->world_comm, &loss_sum, 1, SV_COMM_F64, SV_COMM_SUM), done);
+        train_feed feed = {r, ld, d_images, d_soft, d_labels, step, poison_step, poison_rank, 0, 0};
+        sv_step_result sr;
+        SV_TRY_GOTO(st,
+                    sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, train_feed_next,
+                                  &feed, &sr),
+                    done);
+        ck.state.epoch = feed.next_epoch;
+        ck.state.cursor = feed.next_cursor;
+        double loss_sum = sr.loss_sum, wait = sr.data_wait_s, gnorm = sr.grad_norm;
+        int skipped = sr.skipped;
+        uint64_t epoch = sr.epoch;
         double loss = loss_sum / o->run.batch_size;
         final_loss = loss;
         if (o->max_skipped >= 0 && r->fsdp.ctr.skipped_steps > (uint64_t)o->max_skipped) {
@@ -211,13 +221,23 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
             double dt = sv_now_s() - t_log;
             double ips = steps_since_log * o->run.batch_size / dt;
             double tflops = flops_step * steps_since_log / dt / 1e12;
-            SV_INFO("step %ld/%ld epoch %llu loss %.4f lr %.3e grad_norm %.3f img/s %.1f TFLOP/s %.3f%s", step + 1, total,
-                    (unsigned long long)epoch, loss, lr, gnorm, ips, tflops, skipped ? " (skipped)" : "");
+            char mfu[32] = "";
+            if (peak > 0) snprintf(mfu, sizeof mfu, " MFU %.1f%%", 100.0 * tflops * 1e12 / peak);
+            if (!lg.tty) /* a terminal gets the progress line instead */
+                SV_INFO("step %ld/%ld epoch %llu loss %.4f lr %.3e grad_norm %.3f img/s %.1f TFLOP/s %.3f%s%s", step + 1,
+                        total, (unsigned long long)epoch, loss, lr, gnorm, ips, tflops, mfu, skipped ? " (skipped)" : "");
+            sv_train_log_scalars(&lg, step + 1, loss, lr, gnorm, ips, tflops, peak > 0 ? tflops * 1e12 / peak : NAN,
+                                 (double)r->dev.used, dt > 0 ? wait_log / dt : 0,
+                                 (double)r->fsdp.ctr.skipped_steps);
             if (metrics) {
-                fprintf(metrics,
-                        "{\"step\":%ld,\"epoch\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"img_per_s\":%.6g,"
-                        "\"tflops\":%.6g,\"mfu\":",
-                        step + 1, (unsigned long long)epoch, loss, lr, gnorm, ips, tflops);
+                /* a skipped step has a NaN/Inf loss and norm: JSON has no NaN, so they are null */
+                fprintf(metrics, "{\"step\":%ld,\"epoch\":%llu,\"loss\":", step + 1, (unsigned long long)epoch);
+                if (isfinite(loss)) fprintf(metrics, "%.9g", loss);
+                else fputs("null", metrics);
+                fprintf(metrics, ",\"lr\":%.9g,\"grad_norm\":", lr);
+                if (isfinite(gnorm)) fprintf(metrics, "%.9g", gnorm);
+                else fputs("null", metrics);
+                fprintf(metrics, ",\"img_per_s\":%.6g,\"tflops\":%.6g,\"mfu\":", ips, tflops);
                 if (peak > 0) fprintf(metrics, "%.6g", tflops * 1e12 / peak);
                 else fputs("null", metrics);
                 fprintf(metrics, ",\"mem_bytes\":%zu,\"data_wait_frac\":%.4f,\"skipped_steps\":%llu}\n", r->dev.used,
@@ -228,6 +248,13 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
             wait_log = 0;
             steps_since_log = 0;
         }
+        sv_train_log_progress(&lg, step, total, spe, loss, o->run.batch_size);
+        if (vds && o->eval_every > 0 && ((step + 1) % o->eval_every == 0 || step + 1 == total)) {
+            SV_TRY_GOTO(st, sv_train_log_eval(&lg, &ev, step + 1, o->val_data), done);
+            t_log += ev.seconds; /* throughput counts training time only */
+            last_eval = step + 1;
+        }
+        SV_TRY_GOTO(st, sv_train_ckpt_after_step(r, &ck, step + 1), done);
     }
     if (st == SV_OK) {
         /* Collective counts and memory, as the FSDP layer accounted them (tests assert these). */
@@ -238,18 +265,16 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
                 "(%ld steps)",
                 (unsigned long long)ss.all_gathers, (unsigned long long)ss.reduce_scatters,
                 (unsigned long long)ss.all_reduces, (unsigned long long)rs.all_reduces, total);
+        double wall = sv_now_s() - t_train, waited = ss.wait_seconds + rs.wait_seconds;
+        SV_INFO("exposed communication: %.3f s waiting in collectives of %.3f s training (%.1f%%)", waited, wall,
+                wall > 0 ? 100.0 * waited / wall : 0.0);
         SV_INFO("memory: persistent %zu bytes per rank (16 B x %zu sharded elements), max gathered block units %d",
                 sv_fsdp_persistent_bytes(&r->fsdp), sv_fsdp_persistent_bytes(&r->fsdp) / 16,
                 r->fsdp.ctr.max_live_gathered);
     }
-    if (st == SV_OK && vds) {
-        double top1, vloss;
-        st = evaluate(r, o, vds, d_images, &top1, &vloss);
-        if (st == SV_OK) {
-            SV_INFO("eval: top1 %.4f loss %.4f on %zu samples of %s", top1, vloss, sv_dataset_len(vds), o->val_data);
-            if (metrics) fprintf(metrics, "{\"step\":%ld,\"eval_top1\":%.6f,\"eval_loss\":%.6f}\n", total, top1, vloss);
-        }
-    }
+    if (st == SV_OK) st = sv_train_ckpt_end(r, &ck, r->fsdp.step);
+    if (st == SV_OK && vds && last_eval != total) st = sv_train_log_eval(&lg, &ev, total, o->val_data);
+    if (st == SV_OK && vds && r->rank == 0 && o->out) st = sv_eval_write_outputs(&ev, o->out, NULL);
     if (st == SV_OK && o->save_params) {
         size_t n = sv_vit_param_count(c);
         float *all = malloc(n * 4);
@@ -262,17 +287,23 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
         }
         free(all);
     }
+    if (st == SV_OK && o->dump_logits) st = sv_train_dump_logits(r, &lo, o->dump_logits);
     if (st == SV_OK) {
         sv_loader_stats ls;
         sv_loader_stats_get(ld, &ls);
-        SV_INFO("done: final loss %.4f, skipped steps %llu, substituted samples %llu, peak arena %.1f MiB", final_loss,
-                (unsigned long long)r->fsdp.ctr.skipped_steps, (unsigned long long)ls.substituted,
-                r->dev.peak / 1048576.0);
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        SV_INFO("done: final loss %.4f, skipped steps %llu, substituted samples %llu; measured peak per rank: arena "
+                "%.1f MiB (planned %.1f MiB), process RSS %.1f MiB",
+                final_loss, (unsigned long long)r->fsdp.ctr.skipped_steps, (unsigned long long)ls.substituted,
+                r->dev.peak / 1048576.0, r->dev.cap / 1048576.0, ru.ru_maxrss / 1024.0);
     }
 done:
     sv_be_free(r->be, d_images);
     sv_be_free(r->be, d_labels);
     sv_be_free(r->be, d_soft);
+    if (ev.f) sv_eval_free(&ev);
+    sv_train_log_close(&lg);
     sv_loader_destroy(ld);
     sv_dataset_close(ds);
     if (vds) sv_dataset_close(vds);
@@ -283,7 +314,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     train_opts o = {.run = SV_RUN_OPTS_DEFAULT,
                     .data = "synthetic",
                     .out = NULL,
-                    .steps = 0,
+                    .steps = -1,
                     .epochs = 0,
                     .lr = 1e-3,
                     .min_lr = 1e-5,
@@ -303,10 +334,11 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     sv_flag flags[] = {
         SV_RUN_FLAGS(o.run),
         {"data", SV_FLAG_STR, &o.data, 0, 0, "training data: synthetic | ImageFolder dir | tar pattern", 0},
-        {"val-data", SV_FLAG_STR, &o.val_data, 0, 0, "evaluation data (evaluated at the end)", 0},
+        {"val-data", SV_FLAG_STR, &o.val_data, 0, 0, "evaluation data (evaluated at the end and every --eval-every steps)", 0},
+        {"eval-every", SV_FLAG_INT, &o.eval_every, 0, 1 << 30, "evaluate --val-data every N steps (0 = at the end only)", 0},
         {"out", SV_FLAG_STR, &o.out, 0, 0, "output directory (metrics.jsonl, config, classes)", 0},
-        {"steps", SV_FLAG_I64, &o.steps, 0, 1e12, "optimizer steps (0: use --epochs)", 0},
-        {"epochs", SV_FLAG_INT, &o.epochs, 0, 100000, "epochs when --steps is 0 (0 = 1)", 0},
+        {"steps", SV_FLAG_I64, &o.steps, -1, 1e12, "optimizer steps (-1: use --epochs; 0: none, e.g. --init-from + --save-params)", 0},
+        {"epochs", SV_FLAG_INT, &o.epochs, 0, 100000, "epochs when --steps is -1 (0 = 1)", 0},
         {"lr", SV_FLAG_DOUBLE, &o.lr, 0, 10, "peak learning rate", 0},
         {"min-lr", SV_FLAG_DOUBLE, &o.min_lr, 0, 10, "final learning rate of the cosine schedule", 0},
         {"warmup", SV_FLAG_INT, &o.warmup, 0, 1 << 30, "linear warmup steps", 0},
@@ -318,6 +350,9 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"smoothing", SV_FLAG_DOUBLE, &o.smoothing, 0, 0.999, "label smoothing", 0},
         {"mixup", SV_FLAG_DOUBLE, &o.mixup, 0, 100, "mixup alpha (0 = off)", 0},
         {"cutmix", SV_FLAG_DOUBLE, &o.cutmix, 0, 100, "cutmix alpha (0 = off)", 0},
+        {"randaug-n", SV_FLAG_INT, &o.randaug_n, 0, 16, "RandAugment ops per training image (0 = off)", 0},
+        {"randaug-m", SV_FLAG_DOUBLE, &o.randaug_m, 0, 30, "RandAugment magnitude (timm scale, 0..10 usual)", 0},
+        {"interp", SV_FLAG_STR, &o.interp, 0, 0, "crop/resize interpolation: bilinear | bicubic", 0},
         {"log-every", SV_FLAG_INT, &o.log_every, 1, 1 << 30, "log every N steps", 0},
         {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank (0 = cores)", 0},
         {"synth-samples", SV_FLAG_INT, &o.synth_samples, 1, 1 << 30, "samples in --data synthetic", 0},
@@ -325,6 +360,12 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"save-params", SV_FLAG_STR, &o.save_params, 0, 0, "write all final fp32 parameters (canonical order) here", 0},
         {"debug-nan-step", SV_FLAG_I64, &o.debug_nan_step, -1, 1e12, "testing: poison one gradient at this step", 0},
         {"debug-nan-rank", SV_FLAG_INT, &o.debug_nan_rank, 0, 1 << 20, "testing: rank that poisons it", 0},
+        {"ckpt-dir", SV_FLAG_STR, &o.ckpt_dir, 0, 0, "checkpoint root (default OUT/checkpoints; docs/checkpoints.md)", 0},
+        {"ckpt-every", SV_FLAG_INT, &o.ckpt_every, 0, 1 << 30, "save a checkpoint every N steps (0: only at the end)", 0},
+        {"keep", SV_FLAG_INT, &o.keep, 0, 1 << 20, "keep the newest N checkpoints (0: all)", 0},
+        {"resume", SV_FLAG_STR, &o.resume, 0, 0, "auto (latest in --ckpt-dir, if any) | run dir | checkpoint root | step dir", 0},
+        {"init-from", SV_FLAG_STR, &o.init_from, 0, 0, "seed the weights from a timm safetensors file (optimizer state zero)", 0},
+        {"dump-logits", SV_FLAG_STR, &o.dump_logits, 0, 0, "debug: write rank 0's first eval-transform batch and its logits (safetensors)", 0},
         SV_FLAG_END};
     sv_cmd_spec spec = {"train", "[mpiexec -n N] shardvit train [flags]",
                         "Train a ViT with FSDP (every block its own unit). Rank 0 logs and writes outputs.", 0};
@@ -332,6 +373,10 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     int npos;
     int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
     if (rc) return rc == 1 ? 0 : 2;
+    if (o.interp && strcmp(o.interp, "bilinear") && strcmp(o.interp, "bicubic")) {
+        fprintf(stderr, "shardvit train: --interp: invalid value '%s' (expected bilinear or bicubic)\n", o.interp);
+        return 2;
+    }
     if (o.run.accum_mode && strcmp(o.run.accum_mode, "shard") && strcmp(o.run.accum_mode, "local")) {
         fprintf(stderr, "shardvit train: --accum-mode: invalid value '%s' (expected shard or local)\n", o.run.accum_mode);
         return 2;
@@ -354,7 +399,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                 fclose(cf);
             }
             snprintf(p, sizeof p, "%s/metrics.jsonl", o.out);
-            metrics = fopen(p, "w");
+            metrics = fopen(p, o.resume ? "a" : "w"); /* a resumed run continues the log */
             if (!metrics) st = SV_FAIL(SV_ERR_IO, "cannot write %s: %s", p, strerror(errno));
         }
     }

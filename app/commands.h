@@ -10,8 +10,16 @@ typedef struct sv_proc {
 } sv_proc;
 
 int sv_cmd_train(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_bench(int argc, char **argv, const sv_proc *proc);
 int sv_cmd_info(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_plan(int argc, char **argv, const sv_proc *proc);
 int sv_cmd_prep(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_eval(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_predict(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_report(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_export(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_import(int argc, char **argv, const sv_proc *proc);
 
 /* Print "shardvit CMD: error: <message> (<status>) [trace]" and return 1. */
 int sv_app_fail(const char *cmd, sv_status st);

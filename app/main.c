@@ -15,8 +15,16 @@ typedef struct {
 
 static const command k_commands[] = {
     {"train", sv_cmd_train, 1, "train a ViT with FSDP (use mpiexec -n N for N ranks)"},
+    {"bench", sv_cmd_bench, 1, "throughput (img/s, TFLOP/s, MFU, memory), single ops (--op), collectives (--comm)"},
     {"info", sv_cmd_info, 0, "parameter table, counts and FLOPs of a model"},
+    {"plan", sv_cmd_plan, 0, "per-rank memory plan of a run and whether it fits"},
     {"prep", sv_cmd_prep, 0, "import Fashion-MNIST/MNIST/CIFAR or generate a synthetic JPEG set"},
+    {"eval", sv_cmd_eval, 1, "top-1/top-5/loss/per-class accuracy of trained weights (any world size)"},
+    {"predict", sv_cmd_predict, 1, "top-k classes with probabilities for image files"},
+    {"report", sv_cmd_report, 0, "one self-contained HTML report of a run directory"},
+    {"reshard", sv_cmd_reshard, 0, "rewrite a checkpoint for another world size (offline, bounded memory)"},
+    {"export", sv_cmd_export, 0, "checkpoint -> timm safetensors (+ config.json)"},
+    {"import", sv_cmd_import, 0, "check a timm safetensors file against a model (use with train --init-from)"},
 };
 
 int sv_app_fail(const char *cmd, sv_status st) {

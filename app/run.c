@@ -57,39 +57,76 @@ static sv_status pick_device(const char *s, sv_device_kind *out) {
     return SV_OK;
 }
 
+sv_status sv_run_resolve(const sv_run_opts *o, int world, sv_vit_config *vcfg, sv_fsdp_config *fc,
+                         sv_backend_config *bc, int local_size, int *micro_batch) {
+    SV_TRY(sv_model_opts_resolve(&o->model, vcfg));
+    memset(fc, 0, sizeof *fc);
+    SV_TRY(sv_strategy_parse(o->strategy, &fc->strategy));
+    fc->shard_group = o->shard_group;
+    if (fc->strategy == SV_HYBRID_SHARD && o->shard_group < 1)
+        return SV_FAIL(SV_ERR_INVALID, "--strategy hybrid_shard needs --shard-group G (G divides %d)", world);
+    int shard_size;
+    SV_TRY(sv_fsdp_shard_size(fc->strategy, fc->shard_group, world, &shard_size));
+    SV_TRY(parse_dtype("reduce-dtype", o->reduce_dtype, &fc->reduce_dtype));
+    if (!strcmp(o->accum_mode, "shard")) fc->accum_mode = SV_ACCUM_SHARD;
+    else if (!strcmp(o->accum_mode, "local")) fc->accum_mode = SV_ACCUM_LOCAL;
+    else return SV_FAIL(SV_ERR_INVALID, "--accum-mode '%s' (choose shard|local)", o->accum_mode);
+    SV_TRY(parse_wrap(o->wrap, &fc->wrap_bytes));
+    fc->head_zero_init = o->head_zero_init;
+    fc->seed = (uint64_t)o->seed;
+
+    long per = (long)world * o->accum;
+    if (o->batch_size % per)
+        return SV_FAIL(SV_ERR_INVALID, "--batch-size %d must be divisible by world size x --accum = %ld",
+                       o->batch_size, per);
+    *micro_batch = (int)(o->batch_size / per);
+
+    memset(bc, 0, sizeof *bc);
+    SV_TRY(pick_device(o->device, &bc->device));
+    SV_TRY(parse_dtype("param-dtype", o->param_dtype, &bc->compute_dtype));
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    bc->threads = o->threads ? o->threads : (int)(cores / (local_size > 0 ? local_size : 1));
+    if (bc->threads < 1) bc->threads = 1;
+    return SV_OK;
+}
+
+sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_backend *be, int world,
+                      int micro_batch, int recompute, sv_run_mem *out) {
+    int shard_size;
+    SV_TRY(sv_fsdp_shard_size(fc->strategy, fc->shard_group, world, &shard_size));
+    sv_fsdp f;
+    SV_TRY(sv_fsdp_setup_sizes(&f, fc, be, 0, shard_size, world / shard_size, vcfg));
+    sv_arena dev, host;
+    sv_arena_init(&dev, "count", NULL, 0);
+    sv_arena_init(&host, "count", NULL, 0);
+    sv_status st = sv_fsdp_carve(&f, &dev, &host);
+    size_t fsdp_bytes = dev.used;
+    sv_vit m;
+    if (st == SV_OK) st = sv_vit_init(&m, vcfg, be, micro_batch, recompute, &dev, &host);
+    out->fsdp = f.mem;
+    out->activations = dev.used - fsdp_bytes;
+    out->total = dev.used;
+    sv_fsdp_free(&f);
+    return st;
+}
+
+void sv_run_log_plan(const sv_run_mem *m) {
+    const double MiB = 1048576.0;
+    SV_INFO("memory plan per rank: params %.1f MiB, grads %.1f MiB, optimizer %.1f MiB, gathered params %.1f MiB, "
+            "grad buffers %.1f MiB, activations %.1f MiB, total %.1f MiB (%zu bytes)",
+            m->fsdp.params / MiB, m->fsdp.grads / MiB, m->fsdp.optimizer / MiB, m->fsdp.gathered / MiB,
+            m->fsdp.grad_buffers / MiB, m->activations / MiB, m->total / MiB, m->total);
+}
+
 sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int local_rank, int local_size) {
     memset(r, 0, sizeof *r);
     r->rank = rank;
     r->world = world;
     r->local_rank = local_rank;
     r->local_size = local_size;
-    SV_TRY(sv_model_opts_resolve(&o->model, &r->vcfg));
-
-    sv_fsdp_config fc = {0};
-    SV_TRY(sv_strategy_parse(o->strategy, &fc.strategy));
-    fc.shard_group = o->shard_group;
-    if (fc.strategy == SV_HYBRID_SHARD && o->shard_group < 1)
-        return SV_FAIL(SV_ERR_INVALID, "--strategy hybrid_shard needs --shard-group G (G divides %d)", world);
-    SV_TRY(parse_dtype("reduce-dtype", o->reduce_dtype, &fc.reduce_dtype));
-    if (!strcmp(o->accum_mode, "shard")) fc.accum_mode = SV_ACCUM_SHARD;
-    else if (!strcmp(o->accum_mode, "local")) fc.accum_mode = SV_ACCUM_LOCAL;
-    else return SV_FAIL(SV_ERR_INVALID, "--accum-mode '%s' (choose shard|local)", o->accum_mode);
-    SV_TRY(parse_wrap(o->wrap, &fc.wrap_bytes));
-    fc.head_zero_init = o->head_zero_init;
-    fc.seed = (uint64_t)o->seed;
-
-    long per = (long)world * o->accum;
-    if (o->batch_size % per)
-        return SV_FAIL(SV_ERR_INVALID, "--batch-size %d must be divisible by world size x --accum = %ld",
-                       o->batch_size, per);
-    r->micro_batch = (int)(o->batch_size / per);
-
-    sv_backend_config bc = {0};
-    SV_TRY(pick_device(o->device, &bc.device));
-    SV_TRY(parse_dtype("param-dtype", o->param_dtype, &bc.compute_dtype));
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    bc.threads = o->threads ? o->threads : (int)(cores / (local_size > 0 ? local_size : 1));
-    if (bc.threads < 1) bc.threads = 1;
+    sv_fsdp_config fc;
+    sv_backend_config bc;
+    SV_TRY(sv_run_resolve(o, world, &r->vcfg, &fc, &bc, local_size, &r->micro_batch));
     bc.device_index = local_rank;
     SV_TRY(sv_backend_create(&bc, &r->be));
 
@@ -123,8 +160,9 @@ sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int
     SV_TRY(sv_trace_init(&r->trace, o->trace ? (size_t)1 << 20 : 0, rank));
     sv_fsdp_attach(&r->fsdp, &r->model, o->trace ? &r->trace : NULL);
     SV_TRY(sv_fsdp_init_params(&r->fsdp));
-    SV_INFO("arena: %.1f MiB on %s per rank (FSDP state + gathered/grad buffers %.1f MiB, activations %.1f MiB)",
-            dev_bytes / 1048576.0, sv_be_name(r->be), r->bytes_fsdp / 1048576.0, r->bytes_act / 1048576.0);
+    sv_run_mem plan = {r->fsdp.mem, r->bytes_act, cnt_dev.used};
+    sv_run_log_plan(&plan);
+    SV_INFO("arena: %.1f MiB on %s (%s) per rank", dev_bytes / 1048576.0, sv_be_name(r->be), sv_be_device_name(r->be));
     return SV_OK;
 }
 

@@ -87,6 +87,23 @@ typedef struct sv_run {
     sv_trace trace;
 } sv_run;
 
+/* Flags -> model, FSDP and backend configurations and the per-rank micro-batch (no side
+ * effects; SV_ERR_INVALID names the offending flag). */
+sv_status sv_run_resolve(const sv_run_opts *o, int world, sv_vit_config *vcfg, sv_fsdp_config *fc,
+                         sv_backend_config *bc, int local_size, int *micro_batch);
+
+/* Per-rank device bytes by category (the planner; the trainer logs the same at start-up). */
+typedef struct sv_run_mem {
+    sv_fsdp_mem fsdp;
+    size_t activations; /* model activations + backward scratch for one micro-batch */
+    size_t total;       /* everything carved from the arena */
+} sv_run_mem;
+/* Plan a run without communicators or device memory: the same carving code in counting mode.
+ * `be` may be a sizing-only backend (sv_backend_create_sizing). */
+sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_backend *be, int world,
+                      int micro_batch, int recompute, sv_run_mem *out);
+void sv_run_log_plan(const sv_run_mem *m);
+
 /* Set up everything for a run. `need_model`: also carve activations for micro_batch. */
 sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int local_rank, int local_size);
 void sv_run_teardown(sv_run *r);

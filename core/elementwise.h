@@ -37,11 +37,93 @@ SV_HD float sv_bf16_to_f32(uint16_t h) {
 /* Round an fp32 value to the nearest bf16-representable fp32 value (CPU bf16 emulation). */
 SV_HD float sv_round_bf16(float f) { return sv_bf16_to_f32(sv_f32_to_bf16(f)); }
 
-/* ---- GELU, exact erf form (nn.GELU() default, approximate='none') ---- */
-SV_HD float sv_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+/* ---- exp and GELU without libm calls ----
+ * The loops that apply these run over every MLP activation; libm's erff/expf are scalar
+ * calls that the compiler cannot vectorise, so these are written as straight-line float
+ * arithmetic (no FMA, no branches: selects only), which vectorises and gives the same bits
+ * on every instruction set. */
+
+/* exp(a + b) where a carries the large part exactly and b is a small correction (|b| < ~4):
+ * the range reduction subtracts n*ln2 from a before b is added, so the rounding error of a
+ * large a + b does not reach the result. Cephes expf polynomial on [-ln2/2, ln2/2] (about
+ * 1 ulp); 0 for a + b below about -86 (no denormals); a + b must be <= 88. */
+SV_HD float sv_exp2_parts(float a, float b) {
+    const float lo = -86.0f;
+    float ac = a < lo ? lo : a;
+    float fn = (ac + b) * 1.44269504088896341f;
+    fn = (fn + 12582912.0f) - 12582912.0f; /* round to nearest integer (|fn| < 2^22) */
+    float r = ac - fn * 0.693359375f;      /* ln2 high part: fn * it is exact */
+    r = r - fn * -2.12194440e-4f;          /* ln2 low part */
+    r = r + b;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float e = (p * r) * r + r + 1.0f;
+    int32_t bits = ((int32_t)fn + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, 4);
+    return a + b < lo ? 0.0f : e * scale;
+}
+
+SV_HD float sv_exp_fast(float x) { return sv_exp2_parts(x, 0.0f); }
+
+/* Split x into hi + lo where hi keeps the top 12 significand bits, so hi*hi is exact. */
+SV_HD void sv_split12(float x, float *hi, float *lo) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u &= 0xfffff000u;
+    memcpy(hi, &u, 4);
+    *lo = x - *hi;
+}
+
+/* 2*Phi(x) written through erfc so that neither tail cancels:
+ *   2*Phi(x) = erfc(-x/sqrt2) = x >= 0 ? 2 - erfc(z) : erfc(z),  z = |x|/sqrt2.
+ * erfc(z) = t * exp(-z^2 + P(t)), t = 1/(1 + z/2): the Chebyshev fit of Numerical Recipes
+ * (erfcc, fractional error < 1.2e-7 for all z >= 0). -z^2 = -x^2/2 is formed exactly
+ * (hi part) plus a small correction, so large z lose no accuracy in the exponent.
+ * *gauss (optional) receives exp(-x^2/2) for the GELU derivative. */
+SV_HD float sv_two_phi(float x, float *gauss) {
+    float ax = x < 0.0f ? -x : x;
+    ax = ax < 20.0f ? ax : 20.0f; /* erfc(20/sqrt2) ~ 1e-89: 0 in float; keeps inf out of the split */
+    float z = ax * 0.70710678118654752f;
+    float t = 1.0f / (1.0f + 0.5f * z);
+    float p = 0.17087277f;
+    p = p * t + -0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t + -1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t + -0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t + -1.26551223f;
+    float h, l;
+    sv_split12(ax, &h, &l);
+    float a = -0.5f * (h * h);                /* exact */
+    float corr = -(h * l + 0.5f * (l * l));   /* rest of -x^2/2 */
+    float erfc_z = t * sv_exp2_parts(a, p + corr);
+    if (gauss) *gauss = sv_exp2_parts(a, corr);
+    return x >= 0.0f ? 2.0f - erfc_z : erfc_z;
+}
+
+/* ---- GELU, exact erf form (nn.GELU() default, approximate='none') ----
+ * gelu(x) = x * Phi(x). Within ~3e-7 relative of the exact value (double-precision
+ * reference) for all finite x where the result is normal; tests/ops checks it. */
+SV_HD float sv_gelu(float x) { return 0.5f * x * sv_two_phi(x, 0); }
 
 /* d/dx gelu(x) = Phi(x) + x * phi(x) */
 SV_HD float sv_gelu_grad(float x) {
+    float g;
+    float two_phi = sv_two_phi(x, &g);
+    return 0.5f * two_phi + x * (0.39894228040143268f * g);
+}
+
+/* Reference forms through libm's erff/expf (tests compare the fast forms against these). */
+SV_HD float sv_gelu_erff(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+SV_HD float sv_gelu_grad_erff(float x) {
     float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
     float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
     return cdf + x * pdf;

@@ -66,6 +66,12 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root) {
             snprintf(full, sizeof full, "%s/%s", root, e->d_name);
             isdir = stat(full, &st) == 0 && S_ISDIR(st.st_mode);
         }
+        /* class names go one per line into classes.txt: a line break cannot be stored there */
+        if (isdir && strpbrk(e->d_name, "\n\r")) {
+            s = SV_FAIL(SV_ERR_FORMAT, "dataset directory %s: class directory name '%s' contains a line break", root,
+                        e->d_name);
+            break;
+        }
         if (isdir && (s = sv_strlist_push(&names, e->d_name, strlen(e->d_name))) != SV_OK) break;
     }
     closedir(dp);

@@ -1,12 +1,19 @@
 #include "data/jpeg.h"
 
+#include <setjmp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <turbojpeg.h>
+/* jpeglib.h needs FILE and size_t first */
+#include <jpeglib.h>
 
 void sv_jpeg_ctx_init(sv_jpeg_ctx *c) { memset(c, 0, sizeof *c); }
 
+static void lj_destroy(sv_jpeg_ctx *c);
+
 void sv_jpeg_ctx_free(sv_jpeg_ctx *c) {
+    lj_destroy(c);
     if (c->dec) tjDestroy(c->dec);
     if (c->enc) tjDestroy(c->enc);
     free(c->pix);
@@ -36,6 +43,12 @@ sv_status sv_jpeg_header(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w
         return SV_FAIL(SV_ERR_FORMAT, "not a JPEG (no SOI marker)");
     if (tjDecompressHeader3(c->dec, data, (unsigned long)len, w, h, &subsamp, &cs) != 0)
         return SV_FAIL(SV_ERR_FORMAT, "JPEG header: %s", tjGetErrorStr2(c->dec));
+    /* a tables-only stream "succeeds" with 0 x 0 and leaves the handle primed for the next call */
+    if (*w <= 0 || *h <= 0) {
+        tjDestroy(c->dec);
+        c->dec = NULL;
+        return SV_FAIL(SV_ERR_FORMAT, "JPEG header: no image frame (%d x %d)", *w, *h);
+    }
     *comps = cs == TJCS_GRAY ? 1 : (cs == TJCS_CMYK || cs == TJCS_YCCK) ? 4 : 3;
     return SV_OK;
 }
@@ -83,4 +96,192 @@ sv_status sv_jpeg_encode(sv_jpeg_ctx *c, const uint8_t *pix, int w, int h, int c
     *out = dst;
     *len = size;
     return SV_OK;
+}
+
+/* ---- region decode through the libjpeg API ---- */
+
+typedef struct lj_state {
+    struct jpeg_decompress_struct d;
+    struct jpeg_error_mgr em;
+    jmp_buf jb;
+    char msg[JMSG_LENGTH_MAX];
+    int open; /* a header has been read and the decode not yet finished */
+} lj_state;
+
+static void lj_error_exit(j_common_ptr ci) {
+    lj_state *s = (lj_state *)ci->client_data;
+    (*ci->err->format_message)(ci, s->msg);
+    longjmp(s->jb, 1);
+}
+
+/* Warnings (level -1: corrupt data, premature end) are errors, as TJFLAG_STOPONWARNING;
+ * trace messages (level >= 0) are ignored. */
+static void lj_emit(j_common_ptr ci, int level) {
+    if (level < 0) lj_error_exit(ci);
+}
+
+static void lj_destroy(sv_jpeg_ctx *c) {
+    lj_state *s = c->lj;
+    if (!s) return;
+    jpeg_destroy_decompress(&s->d);
+    free(s);
+    c->lj = NULL;
+}
+
+static sv_status lj_get(sv_jpeg_ctx *c, lj_state **out) {
+    if (!c->lj) {
+        lj_state *volatile s = calloc(1, sizeof *s);
+        if (!s) return SV_FAIL(SV_ERR_OOM, "jpeg: decompressor state");
+        s->d.err = jpeg_std_error(&s->em);
+        s->em.error_exit = lj_error_exit;
+        s->em.emit_message = lj_emit;
+        s->d.client_data = s;
+        if (setjmp(s->jb)) {
+            free(s);
+            return SV_FAIL(SV_ERR_BACKEND, "libjpeg: cannot create a decompressor");
+        }
+        jpeg_create_decompress(&s->d);
+        c->lj = s;
+    }
+    *out = c->lj;
+    return SV_OK;
+}
+
+/* Whether the data after the first scan header holds an EOI marker: entropy-coded bytes never
+ * contain FF D9 (an FF there is followed by 00 or a restart marker), so its absence means the
+ * file was cut short. A complete file has it at the very end (or before trailing bytes), so the
+ * backward scan is short. */
+static int has_eoi(const uint8_t *p, size_t n) {
+    for (size_t i = n; i >= 2; i--)
+        if (p[i - 1] == 0xD9 && p[i - 2] == 0xFF) return 1;
+    return 0;
+}
+
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Arguments and results of one libjpeg call sequence (kept out of locals of the setjmp frame). */
+typedef struct lj_args {
+    int op; /* 0: header, 1: region */
+    const uint8_t *data;
+    size_t len;
+    int w, h, comps;
+    int channels, denom, x0, y0, x1, y1;
+    sv_jpeg_region *r;
+    sv_status st;
+} lj_args;
+
+/* Any libjpeg error longjmps out of these to lj_call with s->msg set. */
+static void lj_header(lj_state *s, lj_args *a) {
+    j_decompress_ptr d = &s->d;
+    jpeg_mem_src(d, a->data, (unsigned long)a->len);
+    jpeg_read_header(d, TRUE);
+    s->open = 1;
+    if (!has_eoi(d->src->next_input_byte, (size_t)(a->data + a->len - d->src->next_input_byte))) {
+        a->st = SV_FAIL(SV_ERR_CORRUPT, "JPEG decode: truncated file (no end-of-image marker)");
+        return;
+    }
+    a->w = (int)d->image_width;
+    a->h = (int)d->image_height;
+    a->comps = d->jpeg_color_space == JCS_GRAYSCALE ? 1
+               : d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK ? 4 : 3;
+}
+
+static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
+    j_decompress_ptr d = &s->d;
+    if (d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK) {
+        a->st = SV_FAIL(SV_ERR_UNSUPPORTED, "CMYK JPEG is not supported");
+        return;
+    }
+    const int channels = a->channels;
+    d->out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    d->scale_num = 1;
+    d->scale_denom = (unsigned)a->denom;
+    jpeg_start_decompress(d);
+    int fw = (int)d->output_width, fh = (int)d->output_height;
+    /* Fancy (triangle) chroma upsampling treats the cut as an image edge: the first/last output
+     * row or column of a cropped or resumed decode can differ from a full decode. Two pixels of
+     * margin keep that off the request (tested against full decodes). */
+    const int mx = 2, my = 2;
+    int x0 = clampi(a->x0 - mx, 0, fw), x1 = clampi(a->x1 + mx, 0, fw);
+    int y0 = clampi(a->y0 - my, 0, fh), y1 = clampi(a->y1 + my, 0, fh);
+    if (x1 <= x0) x0 = 0, x1 = fw;
+    if (y1 <= y0) y0 = 0, y1 = fh;
+    JDIMENSION cx = (JDIMENSION)x0, cw = (JDIMENSION)(x1 - x0);
+    if (x0 > 0 || x1 < fw) jpeg_crop_scanline(d, &cx, &cw); /* widens to iMCU boundaries */
+    size_t stride = (size_t)cw * (size_t)channels, need = stride * (size_t)(y1 - y0) + 16; /* resampler slack */
+    if (need > c->pix_cap) {
+        uint8_t *p = realloc(c->pix, need);
+        if (!p) {
+            a->st = SV_FAIL(SV_ERR_OOM, "jpeg: cannot allocate %zu bytes", need);
+            return;
+        }
+        c->pix = p;
+        c->pix_cap = need;
+    }
+    if (y0 > 0) jpeg_skip_scanlines(d, (JDIMENSION)y0);
+    while ((int)d->output_scanline < y1) {
+        JSAMPROW row = c->pix + (size_t)((int)d->output_scanline - y0) * stride;
+        jpeg_read_scanlines(d, &row, 1);
+    }
+    /* rows below the region are never decoded: the data there only matters for truncation,
+     * which lj_header caught before decoding */
+    *a->r = (sv_jpeg_region){c->pix, (int)cx, y0, (int)cw, y1 - y0, fw, fh};
+}
+
+/* The setjmp frame: nothing here changes after setjmp, so nothing can be clobbered. */
+static int lj_call(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
+    if (setjmp(s->jb)) return -1;
+    if (a->op == 0) lj_header(s, a);
+    else lj_region(c, s, a);
+    return 0;
+}
+
+sv_status sv_jpeg_region_open(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w, int *h, int *comps) {
+    if (len < 4 || data[0] != 0xFF || data[1] != 0xD8) return SV_FAIL(SV_ERR_FORMAT, "not a JPEG (no SOI marker)");
+    lj_state *s;
+    SV_TRY(lj_get(c, &s));
+    if (s->open) jpeg_abort_decompress(&s->d);
+    s->open = 0;
+    lj_args a = {.op = 0, .data = data, .len = len, .st = SV_OK};
+    if (lj_call(c, s, &a) < 0) {
+        sv_status st = SV_FAIL(SV_ERR_FORMAT, "JPEG header: %s", s->msg);
+        lj_destroy(c);
+        return st;
+    }
+    if (a.st != SV_OK) {
+        jpeg_abort_decompress(&s->d);
+        s->open = 0;
+        return a.st;
+    }
+    *w = a.w;
+    *h = a.h;
+    *comps = a.comps;
+    return SV_OK;
+}
+
+sv_status sv_jpeg_region_decode(sv_jpeg_ctx *c, int channels, int denom, int x0, int y0, int x1, int y1,
+                                sv_jpeg_region *r) {
+    lj_state *s = c->lj;
+    if (!s || !s->open) return SV_FAIL(SV_ERR_INVALID, "jpeg: region decode without a successful sv_jpeg_region_open");
+    if (channels != 1 && channels != 3) return SV_FAIL(SV_ERR_INVALID, "jpeg decode: channels %d not 1 or 3", channels);
+    if (denom != 1 && denom != 2 && denom != 4 && denom != 8)
+        return SV_FAIL(SV_ERR_INVALID, "jpeg decode: scale 1/%d not one of 1, 1/2, 1/4, 1/8", denom);
+    lj_args a = {.op = 1, .channels = channels, .denom = denom, .x0 = x0, .y0 = y0, .x1 = x1, .y1 = y1, .r = r,
+                 .st = SV_OK};
+    if (lj_call(c, s, &a) < 0) {
+        sv_status st = SV_FAIL(SV_ERR_CORRUPT, "JPEG decode: %s", s->msg);
+        /* a decompressor that stopped mid-image is rebuilt rather than trusted */
+        lj_destroy(c);
+        return st;
+    }
+    jpeg_abort_decompress(&s->d);
+    s->open = 0;
+    return a.st;
+}
+
+sv_status sv_jpeg_decode_region(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom,
+                                int x0, int y0, int x1, int y1, sv_jpeg_region *r) {
+    int w, h, comps;
+    SV_TRY(sv_jpeg_region_open(c, data, len, &w, &h, &comps));
+    return sv_jpeg_region_decode(c, channels, denom, x0, y0, x1, y1, r);
 }

@@ -13,6 +13,7 @@
 
 typedef struct sv_jpeg_ctx {
     void *dec, *enc;      /* tjhandle, created lazily */
+    void *lj;             /* libjpeg decompressor for region decodes, created lazily */
     uint8_t *pix;         /* decoded pixels (HWC) */
     size_t pix_cap;
     uint8_t *jbuf;        /* encoder output */
@@ -31,6 +32,32 @@ sv_status sv_jpeg_header(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w
  * Any libjpeg warning (truncated data, corrupt segment) is an error: SV_ERR_CORRUPT. */
 sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom,
                          int *w, int *h);
+
+/* Pixels of a decoded region: rows [y0, y0 + h) and columns [x0, x0 + w) of the image as
+ * decoded at scale 1/denom (full size fw x fh), HWC bytes with row stride w * channels. */
+typedef struct sv_jpeg_region {
+    const uint8_t *pix; /* points into the context's buffer: valid until its next decode */
+    int x0, y0, w, h;
+    int fw, fh;
+} sv_jpeg_region;
+
+/* Decode only what covers [x0, x1) x [y0, y1) (coordinates of the 1/denom-scaled image,
+ * clamped to it) through the libjpeg API: rows above are skipped (entropy-decoded only), columns
+ * outside are not inverse-transformed (jpeg_crop_scanline), rows below are not decoded at all.
+ * The returned region may be larger than asked (iMCU alignment plus a margin that keeps chroma
+ * upsampling at the cut away from the requested pixels): inside the request the pixels equal
+ * those of sv_jpeg_decode. Errors: as sv_jpeg_decode for everything up to the region's last
+ * row, and SV_ERR_CORRUPT for a file without an end-of-image marker after its scan data (cut
+ * short anywhere); corrupt entropy data below the region goes unnoticed (it is not used). */
+sv_status sv_jpeg_decode_region(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom,
+                                int x0, int y0, int x1, int y1, sv_jpeg_region *r);
+
+/* The same in two steps, so the region can depend on the image size: open parses the header
+ * (errors as sv_jpeg_header, plus the truncation check) and keeps `data` borrowed until
+ * region_decode (which needs a successful open just before it) or the next open. */
+sv_status sv_jpeg_region_open(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w, int *h, int *comps);
+sv_status sv_jpeg_region_decode(sv_jpeg_ctx *c, int channels, int denom, int x0, int y0, int x1, int y1,
+                                sv_jpeg_region *r);
 
 /* Encode w x h x channels HWC bytes (channels 1 -> grayscale JPEG, 3 -> 4:2:0 colour) at
  * quality 1..100; progressive when asked. *out points into c->jbuf (valid until the next

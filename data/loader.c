@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "data/jpeg.h"
+#include "data/randaug.h"
 #include "data/sampler.h"
 #include "data/synth.h"
 #include "data/transform.h"
@@ -36,6 +37,7 @@ typedef struct worker {
     uint8_t *file;
     size_t file_cap;
     uint8_t *pix; /* synthetic render target */
+    uint8_t *ra;  /* RandAugment scratch for synthetic samples */
 } worker;
 
 struct sv_loader {
@@ -110,6 +112,12 @@ static int64_t make_sample(worker *w, uint64_t epoch, uint64_t idx, float *img, 
         sv_dataset_synth_params(l->d, &side, &ch, &tseed);
         *label = sv_dataset_label(l->d, idx);
         sv_synth_render(tseed, idx, *label, o->img, o->img, o->channels, w->pix);
+        if (l->train && o->randaug_n > 0) {
+            uint8_t fill[3];
+            for (int c = 0; c < o->channels; c++) fill[c] = (uint8_t)(l->mean[c] * 255.f + 0.5f);
+            sv_randaug(sv_hash2(sample_key(o->seed, epoch, idx), 0x7a4dull), o->randaug_n, o->randaug_m, w->pix,
+                       o->img, o->channels, fill, w->ra);
+        }
         size_t plane = (size_t)o->img * (size_t)o->img;
         for (int c = 0; c < o->channels; c++) {
             float a = 1.f / (255.f * l->std[c]), b = -l->mean[c] / l->std[c];
@@ -120,7 +128,8 @@ static int64_t make_sample(worker *w, uint64_t epoch, uint64_t idx, float *img, 
     sv_image_xform x = {.train = l->train, .key = sample_key(o->seed, epoch, idx), .img = o->img,
                         .channels = o->channels, .scale_min = o->scale_min, .scale_max = o->scale_max,
                         .ratio_min = o->ratio_min, .ratio_max = o->ratio_max, .hflip = o->hflip,
-                        .crop_pct = o->crop_pct, .max_pixels = o->max_pixels, .mean = l->mean, .std = l->std};
+                        .crop_pct = o->crop_pct, .max_pixels = o->max_pixels, .mean = l->mean, .std = l->std,
+                        .interp = (sv_interp)o->interp, .randaug_n = o->randaug_n, .randaug_m = o->randaug_m};
     for (uint64_t t = 0; t < MAX_SUBSTITUTE && t < l->n; t++) {
         uint64_t k = (idx + t) % l->n;
         if (atomic_load(&l->bad[k])) continue;
@@ -284,6 +293,11 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
     if (mixing && o->batch_local % 2)
         return SV_FAIL(SV_ERR_INVALID, "loader: mixup/cutmix pair neighbouring samples and need an even per-rank batch, got %d", o->batch_local);
     if (o->smoothing < 0 || o->smoothing >= 1) return SV_FAIL(SV_ERR_INVALID, "loader: smoothing %g not in [0, 1)", o->smoothing);
+    if (o->interp != SV_INTERP_BILINEAR && o->interp != SV_INTERP_BICUBIC)
+        return SV_FAIL(SV_ERR_INVALID, "loader: interp %d not 0 (bilinear) or 1 (bicubic)", o->interp);
+    if (o->randaug_n < 0 || o->randaug_n > 16 || !(o->randaug_m >= 0 && o->randaug_m <= 30))
+        return SV_FAIL(SV_ERR_INVALID, "loader: RandAugment n %d / magnitude %g out of range (n 0..16, m 0..30)",
+                       o->randaug_n, o->randaug_m);
     if (o->mode == SV_TRANSFORM_EVAL && (o->crop_pct <= 0 || o->crop_pct > 1))
         return SV_FAIL(SV_ERR_INVALID, "loader: crop_pct %g not in (0, 1]", o->crop_pct);
     if (o->mode == SV_TRANSFORM_TRAIN && !(o->scale_min > 0 && o->scale_min <= o->scale_max && o->scale_max <= 1 &&
@@ -350,10 +364,12 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
         w->l = l;
         sv_jpeg_ctx_init(&w->jc);
         w->pix = malloc(isz);
-        if (!w->pix || pthread_create(&w->th, NULL, worker_main, w) != 0) {
+        w->ra = malloc(isz);
+        if (!w->pix || !w->ra || pthread_create(&w->th, NULL, worker_main, w) != 0) {
             l->nthreads = t; /* only join what started */
             free(w->pix);
-            w->pix = NULL;
+            free(w->ra);
+            w->pix = w->ra = NULL;
             sv_loader_destroy(l);
             return SV_FAIL(SV_ERR_BACKEND, "loader: cannot start worker thread %d", t);
         }
@@ -441,6 +457,7 @@ void sv_loader_destroy(sv_loader *l) {
         sv_resample_scratch_free(&l->workers[t].rs);
         free(l->workers[t].file);
         free(l->workers[t].pix);
+        free(l->workers[t].ra);
     }
     for (int i = 0; i < l->P && l->slots; i++) {
         sv_batch *b = &l->slots[i].b;

@@ -13,7 +13,7 @@
  * the samples that come next.
  *
  * Augmentation randomness is a pure function of (seed, epoch, dataset sample index), so the
- * same sample gets the same crop/flip whatever the thread count or world size. Mixup/cutmix
+ * same sample gets the same crop/flip/RandAugment ops whatever the thread count or world size. Mixup/cutmix
  * mixes pairs of neighbouring global positions (2k, 2k+1) with a pair-keyed lambda, so it is
  * world-size independent too (requires an even batch_local).
  *
@@ -31,6 +31,7 @@
 
 #include "core/status.h"
 #include "data/dataset.h"
+#include "data/resample.h"
 
 typedef struct sv_loader sv_loader;
 
@@ -54,6 +55,10 @@ typedef struct sv_loader_opts {
     float mixup_alpha;         /* > 0 enables mixup (Beta(alpha, alpha) lambda) */
     float cutmix_alpha;        /* > 0 enables cutmix; both > 0: each pair picks one, p = 0.5 */
     float smoothing;           /* label smoothing folded into soft targets (mixup/cutmix only) */
+    int interp;                /* resampling for crop/resize: 0 = SV_INTERP_BILINEAR [default],
+                                  1 = SV_INTERP_BICUBIC (data/resample.h; both Pillow-exact) */
+    int randaug_n;             /* train: RandAugment ops per image (0 = off, <= 16; data/randaug.h) */
+    float randaug_m;           /* RandAugment magnitude on timm's 0..10 scale (<= 30) */
     int threads;               /* worker threads; 0 = number of online cores */
     int prefetch;              /* ready/in-flight batch slots; 0 = max(2, threads/2 + 2) */
     uint64_t max_pixels;       /* decompression-bomb guard on width*height [89478485, PIL's] */

@@ -283,6 +283,17 @@ static sv_status cifar_names(const char *src, int K, char ***owned, const char *
         *owned = NULL;
         return SV_FAIL(SV_ERR_FORMAT, "%s: %d names, need %d", p, n, K);
     }
+    /* the names become directory names under OUT: each must be one plain path component */
+    for (int k = 0; k < K; k++) {
+        const char *nm = (*owned)[k];
+        if (strchr(nm, '/') || !strcmp(nm, ".") || !strcmp(nm, "..")) {
+            sv_status st = SV_FAIL(SV_ERR_FORMAT, "%s: line %d: class name '%s' is not a plain directory name",
+                                   p, k + 1, nm);
+            free(*owned);
+            *owned = NULL;
+            return st;
+        }
+    }
     *names = (const char *const *)*owned;
     return SV_OK;
 }

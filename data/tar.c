@@ -104,8 +104,9 @@ static sv_status scan_shard(sv_dataset *d, const char *shard, uint32_t sh, int f
             s = SV_FAIL(SV_ERR_FORMAT, "%s: bad tar header checksum at byte %llu", shard, (unsigned long long)off);
             break;
         }
+        /* size <= fsize first: a base-256 size near 2^64 would wrap the sums below */
         uint64_t data = off + 512, next = data + ((size + 511) & ~(uint64_t)511);
-        if (next > fsize || data + size > fsize) {
+        if (size > fsize || next > fsize || data + size > fsize) {
             s = SV_FAIL(SV_ERR_CORRUPT, "%s: truncated archive (member at byte %llu needs %llu bytes, file has %llu)",
                         shard, (unsigned long long)off, (unsigned long long)(data + size), (unsigned long long)fsize);
             break;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "data/randaug.h"
 
 void sv_rrc_box(uint64_t key, int W, int H, double scale_min, double scale_max, double ratio_min,
                 double ratio_max, sv_box *b) {
@@ -52,134 +53,14 @@ void sv_eval_box(int W, int H, int img, double crop_pct, sv_box *b) {
     *b = (sv_box){(double)left * sx, (double)top * sy, (double)img * sx, (double)img * sy};
 }
 
-void sv_resample_scratch_free(sv_resample_scratch *s) {
-    free(s->tmp);
-    free(s->idx);
-    free(s->wts);
-    memset(s, 0, sizeof *s);
-}
-
-static sv_status grow(void **p, size_t *cap, size_t need) {
-    if (need <= *cap) return SV_OK;
-    void *q = realloc(*p, need);
-    if (!q) return SV_FAIL(SV_ERR_OOM, "resample: cannot allocate %zu bytes", need);
-    *p = q;
-    *cap = need;
-    return SV_OK;
-}
-
-/* PIL's precompute_coeffs for the triangle filter over [in0, in0+len) of an axis of size n. */
-static int coeffs(double in0, double len, int n, int out, int32_t *idx, float *w, int maxk) {
-    double scale = len / out, fs = scale > 1.0 ? scale : 1.0, support = fs, ss = 1.0 / fs;
-    for (int o = 0; o < out; o++) {
-        double center = in0 + (o + 0.5) * scale;
-        int lo = (int)(center - support + 0.5), hi = (int)(center + support + 0.5);
-        if (lo < 0) lo = 0;
-        if (hi > n) hi = n;
-        if (hi <= lo) { /* box entirely at an edge: take the nearest pixel */
-            lo = center < 0 ? 0 : (int)center < n ? (int)center : n - 1;
-            hi = lo + 1;
-        }
-        int k = hi - lo;
-        if (k > maxk) k = maxk;
-        double sum = 0;
-        float *wo = w + (size_t)o * (size_t)maxk;
-        for (int t = 0; t < k; t++) {
-            double d = fabs((t + lo - center + 0.5) * ss);
-            double v = d < 1.0 ? 1.0 - d : 0.0;
-            wo[t] = (float)v;
-            sum += v;
-        }
-        if (sum <= 0) { wo[0] = 1.f; k = 1; sum = 1; }
-        for (int t = 0; t < k; t++) wo[t] = (float)(wo[t] / sum);
-        idx[2 * o] = lo;
-        idx[2 * o + 1] = k;
-    }
-    return 0;
-}
-
-sv_status sv_resample(const uint8_t *src, int sw, int sh, int c, const sv_box *b, int out, int flip,
-                      const float *mean, const float *std, float *dst, sv_resample_scratch *s) {
-    double fsx = b->w / out > 1.0 ? b->w / out : 1.0, fsy = b->h / out > 1.0 ? b->h / out : 1.0;
-    int kx = (int)ceil(fsx) * 2 + 2, ky = (int)ceil(fsy) * 2 + 2;
-    SV_TRY(grow((void **)&s->idx, &s->idx_cap, sizeof(int32_t) * 4 * (size_t)out));
-    SV_TRY(grow((void **)&s->wts, &s->wts_cap, sizeof(float) * (size_t)out * (size_t)(kx + ky)));
-    int32_t *ix = s->idx, *iy = s->idx + 2 * out;
-    float *wx = s->wts, *wy = s->wts + (size_t)out * (size_t)kx;
-    coeffs(b->x, b->w, sw, out, ix, wx, kx);
-    coeffs(b->y, b->h, sh, out, iy, wy, ky);
-    int r0 = iy[0], r1 = iy[2 * (out - 1)] + iy[2 * (out - 1) + 1];
-    for (int o = 0; o < out; o++) { /* rows needed by any output row (monotone, but be safe) */
-        if (iy[2 * o] < r0) r0 = iy[2 * o];
-        if (iy[2 * o] + iy[2 * o + 1] > r1) r1 = iy[2 * o] + iy[2 * o + 1];
-    }
-    size_t row = (size_t)out * (size_t)c;
-    SV_TRY(grow((void **)&s->tmp, &s->tmp_cap, sizeof(float) * row * (size_t)(r1 - r0)));
-    /* horizontal pass over the needed source rows into tmp (HWC floats) */
-    for (int y = r0; y < r1; y++) {
-        const uint8_t *sr = src + (size_t)y * (size_t)sw * (size_t)c;
-        float *tr = s->tmp + (size_t)(y - r0) * row;
-        for (int o = 0; o < out; o++) {
-            const float *w = wx + (size_t)o * (size_t)kx;
-            const uint8_t *p = sr + (size_t)ix[2 * o] * (size_t)c;
-            int k = ix[2 * o + 1];
-            if (c == 3) {
-                float a0 = 0, a1 = 0, a2 = 0;
-                for (int t = 0; t < k; t++, p += 3) {
-                    a0 += w[t] * p[0];
-                    a1 += w[t] * p[1];
-                    a2 += w[t] * p[2];
-                }
-                tr[3 * o] = a0;
-                tr[3 * o + 1] = a1;
-                tr[3 * o + 2] = a2;
-            } else {
-                for (int ch = 0; ch < c; ch++) {
-                    float a = 0;
-                    for (int t = 0; t < k; t++) a += w[t] * p[t * c + ch];
-                    tr[(size_t)o * (size_t)c + (size_t)ch] = a;
-                }
-            }
-        }
-    }
-    /* vertical pass, normalise, de-interleave to CHW, mirror x when flipping */
-    float ga[4], gb[4];
-    for (int ch = 0; ch < c; ch++) {
-        ga[ch] = 1.f / (255.f * std[ch]);
-        gb[ch] = -mean[ch] / std[ch];
-    }
-    size_t plane = (size_t)out * (size_t)out;
-    float acc[4 * 1024];
-    if (out > 1024) return SV_FAIL(SV_ERR_INVALID, "resample: output side %d > 1024", out);
-    for (int o = 0; o < out; o++) {
-        const float *w = wy + (size_t)o * (size_t)ky;
-        int k = iy[2 * o + 1];
-        const float *t0 = s->tmp + (size_t)(iy[2 * o] - r0) * row;
-        for (size_t e = 0; e < row; e++) acc[e] = w[0] * t0[e];
-        for (int t = 1; t < k; t++) {
-            const float *tt = t0 + (size_t)t * row;
-            float wt = w[t];
-            for (size_t e = 0; e < row; e++) acc[e] += wt * tt[e];
-        }
-        for (int ch = 0; ch < c; ch++) {
-            float *d = dst + (size_t)ch * plane + (size_t)o * (size_t)out;
-            float a = ga[ch], bb = gb[ch];
-            if (flip)
-                for (int x = 0; x < out; x++) d[out - 1 - x] = acc[(size_t)x * (size_t)c + (size_t)ch] * a + bb;
-            else
-                for (int x = 0; x < out; x++) d[x] = acc[(size_t)x * (size_t)c + (size_t)ch] * a + bb;
-        }
-    }
-    return SV_OK;
-}
-
 sv_status sv_load_image(sv_jpeg_ctx *jc, sv_resample_scratch *rs, const uint8_t *data, size_t len,
                         const sv_image_xform *x, float *dst) {
     int W, H, comps;
-    SV_TRY(sv_jpeg_header(jc, data, len, &W, &H, &comps));
+    SV_TRY(sv_jpeg_region_open(jc, data, len, &W, &H, &comps));
     if (W <= 0 || H <= 0 || (uint64_t)W * (uint64_t)H > x->max_pixels)
         return SV_FAIL(SV_ERR_FORMAT, "image %dx%d exceeds the %llu-pixel limit", W, H,
                        (unsigned long long)x->max_pixels);
+    if (comps == 4) return SV_FAIL(SV_ERR_UNSUPPORTED, "CMYK JPEG is not supported");
     sv_box b;
     int flip = 0;
     if (x->train) {
@@ -198,13 +79,41 @@ sv_status sv_load_image(sv_jpeg_ctx *jc, sv_resample_scratch *rs, const uint8_t 
             break;
         }
     }
-    int sw, sh;
-    SV_TRY(sv_jpeg_decode(jc, data, len, x->channels, denom, &sw, &sh));
+    int sw = (W + denom - 1) / denom, sh = (H + denom - 1) / denom;
+    /* Train crops then resizes (torchvision resized_crop): taps stay inside the crop. Eval
+     * resizes the whole image then crops: taps may use pixels around the box. */
+    int cx0 = 0, cy0 = 0, cx1 = sw, cy1 = sh;
     if (denom > 1) {
         double fx = (double)sw / W, fy = (double)sh / H;
         b = (sv_box){b.x * fx, b.y * fy, b.w * fx, b.h * fy};
     }
-    SV_TRY(sv_resample(jc->pix, sw, sh, x->channels, &b, x->img, flip, x->mean, x->std, dst, rs));
+    if (x->train) {
+        cx0 = (int)floor(b.x);
+        cy0 = (int)floor(b.y);
+        cx1 = (int)ceil(b.x + b.w);
+        cy1 = (int)ceil(b.y + b.h);
+        cx0 = cx0 < 0 ? 0 : cx0;
+        cy0 = cy0 < 0 ? 0 : cy0;
+        cx1 = cx1 > sw ? sw : cx1 <= cx0 ? cx0 + 1 : cx1;
+        cy1 = cy1 > sh ? sh : cy1 <= cy0 ? cy0 + 1 : cy1;
+    }
+    SV_TRY(sv_resample_plan(rs, &b, cx0, cy0, cx1, cy1, x->img, x->channels, flip, x->interp));
+    sv_jpeg_region r;
+    SV_TRY(sv_jpeg_region_decode(jc, x->channels, denom, rs->x0, rs->y0, rs->x1, rs->y1, &r));
+    if (r.fw != sw || r.fh != sh || r.x0 > rs->x0 || r.y0 > rs->y0 || r.x0 + r.w < rs->x1 || r.y0 + r.h < rs->y1)
+        return SV_FAIL(SV_ERR_BACKEND, "JPEG decode: region %d,%d %dx%d of %dx%d does not cover %d,%d..%d,%d of %dx%d",
+                       r.x0, r.y0, r.w, r.h, r.fw, r.fh, rs->x0, rs->y0, rs->x1, rs->y1, sw, sh);
+    sv_resample_run(rs, r.pix, r.x0, r.y0, (size_t)r.w * (size_t)x->channels);
+    if (x->train && x->randaug_n > 0) {
+        uint8_t fill[3];
+        for (int ch = 0; ch < x->channels; ch++) {
+            float v = x->mean[ch] * 255.f + 0.5f;
+            fill[ch] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+        }
+        sv_randaug(sv_hash2(x->key, 0x7a4dull), x->randaug_n, x->randaug_m, rs->img, x->img, x->channels, fill,
+                   rs->img2);
+    }
+    sv_normalize_u8(rs->img, x->img, x->channels, x->mean, x->std, dst);
     return SV_OK;
 }
 

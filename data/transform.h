@@ -2,9 +2,9 @@
  *
  * Geometry follows torchvision exactly: RandomResizedCrop.get_params (10 tries, then the
  * central-crop fallback) and Resize(shorter side = floor(img/crop_pct)) + CenterCrop(img).
- * Resampling is PIL-style separable triangle (bilinear) filtering with half-pixel centres and
- * antialiasing when shrinking, evaluated straight from the crop box of the decoded image into
- * the normalised (C, img, img) float output, with the flip folded into the write. */
+ * Resampling is Pillow's antialiased bilinear or bicubic (data/resample.h) straight from the
+ * crop box of the decoded region to an 8-bit img x img crop (flip folded into the tables), then
+ * RandAugment on those bytes (train, optional), then normalisation to (C, img, img) floats. */
 #ifndef SV_DATA_TRANSFORM_H
 #define SV_DATA_TRANSFORM_H
 
@@ -13,11 +13,7 @@
 
 #include "core/status.h"
 #include "data/jpeg.h"
-
-/* A crop box in source pixels: left x, top y, width w, height h. */
-typedef struct sv_box {
-    double x, y, w, h;
-} sv_box;
+#include "data/resample.h"
 
 /* torchvision RandomResizedCrop.get_params on a W x H image with the random stream `key`
  * (counters 0..39 are used). Integer-valued box inside the image. */
@@ -28,21 +24,6 @@ void sv_rrc_box(uint64_t key, int W, int H, double scale_min, double scale_max, 
  * in source pixels (sub-pixel exact). */
 void sv_eval_box(int W, int H, int img, double crop_pct, sv_box *b);
 
-/* Growable scratch for sv_resample (one per thread). */
-typedef struct sv_resample_scratch {
-    float *tmp;   /* horizontally filtered rows */
-    size_t tmp_cap;
-    int32_t *idx; /* per output coordinate: first tap, tap count */
-    float *wts;
-    size_t idx_cap, wts_cap;
-} sv_resample_scratch;
-void sv_resample_scratch_free(sv_resample_scratch *s);
-
-/* Resample box b of src (sw x sh x c HWC bytes) to an out x out image, write
- * dst[ch][y][x] = (v/255 - mean[ch]) / std[ch] as (c, out, out) floats; flip mirrors x. */
-sv_status sv_resample(const uint8_t *src, int sw, int sh, int c, const sv_box *b, int out, int flip,
-                      const float *mean, const float *std, float *dst, sv_resample_scratch *s);
-
 /* What sv_load_image does to one encoded image. */
 typedef struct sv_image_xform {
     int train;              /* 1: RandomResizedCrop + flip; 0: eval resize + center crop */
@@ -51,11 +32,15 @@ typedef struct sv_image_xform {
     double scale_min, scale_max, ratio_min, ratio_max, hflip, crop_pct;
     uint64_t max_pixels;
     const float *mean, *std;
+    sv_interp interp;       /* zero: bilinear */
+    int randaug_n;          /* train: RandAugment ops per image, 0 = off (data/randaug.h) */
+    float randaug_m;        /* RandAugment magnitude, 0..10 */
 } sv_image_xform;
 
 /* Header -> guard (width*height <= max_pixels) -> crop box on full-size coordinates -> pick a
- * DCT scale 1/2, 1/4 or 1/8 when the crop stays >= img at that scale -> decode -> resample.
- * dst: (channels, img, img). Errors name no file: the caller adds it. */
+ * DCT scale 1/2, 1/4 or 1/8 when the crop stays >= img at that scale -> resampling plan ->
+ * decode only the source rectangle the plan reads -> resample to bytes -> RandAugment ->
+ * normalise. dst: (channels, img, img). Errors name no file: the caller adds it. */
 sv_status sv_load_image(sv_jpeg_ctx *jc, sv_resample_scratch *rs, const uint8_t *data, size_t len,
                         const sv_image_xform *x, float *dst);
 

@@ -217,6 +217,15 @@ static void finish_slot(sv_comm *c, sv_comm_slot *s, sv_status st) {
  * issued (until_issued = 1). Timeout and library errors break the communicator. */
 static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
     sv_comm_slot *s = &c->slots[idx];
+    if (s->completed) { /* already finished during sv_comm_progress */
+        if (!until_issued) {
+            sv_comm_ring_entry *e = ring_of_slot(c, s);
+            c->last_complete = e ? c->t0 + e->t_complete : sv_comm_now();
+            s->completed = 0;
+            s->busy = 0;
+        }
+        return SV_OK;
+    }
     double start = sv_comm_now(), now = start;
     unsigned spins = 0;
     sv_status st = SV_OK;
@@ -226,6 +235,7 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
         if (st != SV_OK) break;
         if (done) {
             finish_slot(c, s, SV_OK);
+            c->last_complete = sv_comm_now();
             break;
         }
         if (until_issued && !(c->ops->issue_pending && c->ops->issue_pending(c, idx))) break;
@@ -485,6 +495,27 @@ sv_status sv_comm_barrier_sync(sv_comm *c) {
     SV_TRY(sv_comm_wait(c, &r));
     return SV_OK;
 }
+
+sv_status sv_comm_progress(sv_comm *c) {
+    if (c->broken) return SV_OK; /* the next wait reports the failure */
+    for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++) {
+        sv_comm_slot *s = &c->slots[i];
+        if (!s->busy || s->completed) continue;
+        int done = 0;
+        SV_TRY(c->ops->test(c, i, &done));
+        if (done) {
+            sv_comm_ring_entry *e = ring_of_slot(c, s);
+            if (e) {
+                e->t_complete = sv_comm_now() - c->t0;
+                e->status = SV_OK;
+            }
+            s->completed = 1;
+        }
+    }
+    return SV_OK;
+}
+
+double sv_comm_last_complete_time(const sv_comm *c) { return c->last_complete; }
 
 void sv_comm_get_stats(const sv_comm *c, sv_comm_stats *out) { *out = c->stats; }
 void sv_comm_reset_stats(sv_comm *c) { memset(&c->stats, 0, sizeof c->stats); }

@@ -92,6 +92,17 @@ sv_status sv_comm_broadcast(sv_comm *c, void *buf, size_t count, sv_comm_dtype d
 sv_status sv_comm_barrier(sv_comm *c, sv_comm_req *req);
 sv_status sv_comm_wait(sv_comm *c, sv_comm_req *req);
 
+/* Drive in-flight collectives without blocking (MPI makes progress on nonblocking collectives
+ * only inside MPI calls): tests every pending request once and issues queued chunks. The FSDP
+ * engine calls it between layer ops so a prefetched all-gather or a reduce-scatter advances
+ * while compute runs. A request completed here is retired by its sv_comm_wait as usual. */
+sv_status sv_comm_progress(sv_comm *c);
+
+/* When (CLOCK_MONOTONIC seconds, as sv_now_s) the request retired by the latest sv_comm_wait
+ * actually completed: earlier than the wait when sv_comm_progress saw it finish. Traces use it
+ * to show a collective's real span rather than issue-to-wait. */
+double sv_comm_last_complete_time(const sv_comm *c);
+
 /* Blocking conveniences: issue + wait. */
 sv_status sv_comm_all_reduce_sync(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt, sv_comm_op op);
 sv_status sv_comm_broadcast_sync(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt, int root);

@@ -46,6 +46,7 @@ const char *sv_comm_op_name(sv_comm_op op);      /* "sum", "max", "min" */
  * implementation. Buffer/count semantics are those of comm.h (count per rank). */
 typedef struct sv_comm_slot {
     int busy;
+    int completed; /* finished during sv_comm_progress; retired by the wait */
     uint64_t seq; /* 1, 2, 3, ... per communicator; equals the request handle's seq */
     sv_comm_coll kind;
     void *recv;       /* all_gather, reduce_scatter: output; all_reduce, broadcast: the buffer */
@@ -103,6 +104,7 @@ struct sv_comm {
     const int *world_ranks;
     int broken;    /* set after a timeout/error: every later call fails with SV_ERR_COMM */
     double t0;     /* creation time (sv_comm_now) */
+    double last_complete; /* completion time (sv_comm_now) of the request retired last */
     uint64_t next_seq;
     uint64_t ring_next; /* total collectives ever logged; entry = ring[ring_next % N] */
     sv_comm_slot slots[SV_COMM_MAX_INFLIGHT];

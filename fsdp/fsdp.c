@@ -29,38 +29,37 @@ sv_status sv_strategy_parse(const char *s, sv_strategy *out) {
     return SV_FAIL(SV_ERR_INVALID, "--strategy '%s' (choose full_shard|shard_grad_op|no_shard|hybrid_shard)", s);
 }
 
-sv_status sv_fsdp_make_comms(sv_comm *world, sv_strategy s, int shard_group, sv_comm **shard, sv_comm **repl) {
-    int rank = sv_comm_rank(world), n = sv_comm_size(world);
-    int G = n;
+sv_status sv_fsdp_shard_size(sv_strategy s, int shard_group, int world, int *shard_size) {
+    int G = world;
     if (s == SV_NO_SHARD) G = 1;
     if (s == SV_HYBRID_SHARD) {
-        if (shard_group < 1 || n % shard_group)
-            return SV_FAIL(SV_ERR_INVALID, "--shard-group %d must divide the world size %d", shard_group, n);
+        if (shard_group < 1 || world % shard_group)
+            return SV_FAIL(SV_ERR_INVALID, "--shard-group %d must divide the world size %d", shard_group, world);
         G = shard_group;
     }
+    *shard_size = G;
+    return SV_OK;
+}
+
+sv_status sv_fsdp_make_comms(sv_comm *world, sv_strategy s, int shard_group, sv_comm **shard, sv_comm **repl) {
+    int rank = sv_comm_rank(world), G = 1;
+    SV_TRY(sv_fsdp_shard_size(s, shard_group, sv_comm_size(world), &G));
     /* shard groups: consecutive ranks (one node when ranks are packed per node) */
     SV_TRY(sv_comm_split(world, rank / G, rank % G, shard));
     SV_TRY(sv_comm_split(world, rank % G, rank / G, repl));
     return SV_OK;
 }
 
-sv_status sv_fsdp_setup(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, sv_comm *world, sv_comm *shard,
-                        sv_comm *repl, const sv_vit_config *vcfg) {
+sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, int shard_rank,
+                              int shard_size, int repl_size, const sv_vit_config *vcfg) {
     memset(f, 0, sizeof *f);
     f->cfg = *cfg;
     f->be = be;
-    f->world = world;
-    f->shard = shard;
-    f->repl = repl;
-    f->rank = sv_comm_rank(world);
-    f->world_size = sv_comm_size(world);
-    f->shard_rank = sv_comm_rank(shard);
-    f->shard_size = sv_comm_size(shard);
-    f->repl_size = sv_comm_size(repl);
+    f->shard_rank = shard_rank;
+    f->shard_size = shard_size;
+    f->repl_size = repl_size;
+    f->world_size = shard_size * repl_size;
     f->inject_nan_step = -1;
-    if (f->shard_size * f->repl_size != f->world_size)
-        return SV_FAIL(SV_ERR_INVALID, "communicator sizes %d x %d do not cover world %d", f->shard_size,
-                       f->repl_size, f->world_size);
     SV_TRY(sv_layout_build(&f->L, vcfg, cfg->head_zero_init, f->shard_size, cfg->wrap_bytes));
     for (int i = 0; i < 3; i++) f->gslot[i].unit = -1;
     for (int i = 0; i < 2; i++) f->pslot[i].unit = -1;
@@ -68,47 +67,80 @@ sv_status sv_fsdp_setup(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, s
     return SV_OK;
 }
 
+sv_status sv_fsdp_setup(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, sv_comm *world, sv_comm *shard,
+                        sv_comm *repl, const sv_vit_config *vcfg) {
+    if (sv_comm_size(shard) * sv_comm_size(repl) != sv_comm_size(world))
+        return SV_FAIL(SV_ERR_INVALID, "communicator sizes %d x %d do not cover world %d", sv_comm_size(shard),
+                       sv_comm_size(repl), sv_comm_size(world));
+    SV_TRY(sv_fsdp_setup_sizes(f, cfg, be, sv_comm_rank(shard), sv_comm_size(shard), sv_comm_size(repl), vcfg));
+    f->world = world;
+    f->shard = shard;
+    f->repl = repl;
+    f->rank = sv_comm_rank(world);
+    return SV_OK;
+}
+
 static int keep_all_gathered(const sv_fsdp *f) { return f->cfg.strategy == SV_SHARD_GRAD_OP; }
+
+/* Carve `bytes` and charge them to a memory category. */
+static sv_status carve_to(sv_arena *a, size_t *category, size_t bytes, void **out) {
+    size_t before = a->used;
+    SV_TRY(sv_arena_alloc(a, bytes, ALIGN, out));
+    *category += a->used - before;
+    return SV_OK;
+}
 
 sv_status sv_fsdp_carve(sv_fsdp *f, sv_arena *dev, sv_arena *host) {
     size_t e = sv_be_compute_elem_size(f->be);
     size_t max_shard = 0, max_padded = f->L.max_padded;
+    sv_fsdp_mem *mm = &f->mem;
+    memset(mm, 0, sizeof *mm);
     if (f->L.units[0].padded > max_padded) max_padded = f->L.units[0].padded;
     for (int u = 0; u < f->L.n_units; u++) {
         sv_unit_state *s = &f->us[u];
         size_t sh = f->L.units[u].shard;
         if (sh > max_shard) max_shard = sh;
-        SV_TRY(sv_arena_alloc(dev, sh * 4, ALIGN, (void **)&s->master));
-        SV_TRY(sv_arena_alloc(dev, sh * 4, ALIGN, (void **)&s->m));
-        SV_TRY(sv_arena_alloc(dev, sh * 4, ALIGN, (void **)&s->v));
-        SV_TRY(sv_arena_alloc(dev, sh * 4, ALIGN, (void **)&s->grad));
+        SV_TRY(carve_to(dev, &mm->params, sh * 4, (void **)&s->master));
+        SV_TRY(carve_to(dev, &mm->optimizer, sh * 4, (void **)&s->m));
+        SV_TRY(carve_to(dev, &mm->optimizer, sh * 4, (void **)&s->v));
+        SV_TRY(carve_to(dev, &mm->grads, sh * 4, (void **)&s->grad));
         if (u == 0 || keep_all_gathered(f))
-            SV_TRY(sv_arena_alloc(dev, f->L.units[u].padded * e, ALIGN, &s->gathered));
+            SV_TRY(carve_to(dev, &mm->gathered, f->L.units[u].padded * e, &s->gathered));
         if (f->cfg.accum_mode == SV_ACCUM_LOCAL)
-            SV_TRY(sv_arena_alloc(dev, f->L.units[u].padded * 4, ALIGN, (void **)&s->local_grad));
+            SV_TRY(carve_to(dev, &mm->grad_buffers, f->L.units[u].padded * 4, (void **)&s->local_grad));
     }
     for (int i = 0; i < 2; i++) {
         sv_param_slot *p = &f->pslot[i];
-        if (!keep_all_gathered(f)) SV_TRY(sv_arena_alloc(dev, f->L.max_padded * e, ALIGN, &p->buf));
-        SV_TRY(sv_arena_alloc(dev, max_shard * e, ALIGN, &p->send));
+        if (!keep_all_gathered(f)) SV_TRY(carve_to(dev, &mm->gathered, f->L.max_padded * e, &p->buf));
+        SV_TRY(carve_to(dev, &mm->gathered, max_shard * e, &p->send));
     }
     for (int i = 0; i < 3; i++) {
         sv_grad_slot *g = &f->gslot[i];
         if (f->cfg.accum_mode == SV_ACCUM_SHARD)
-            SV_TRY(sv_arena_alloc(dev, max_padded * 4, ALIGN, (void **)&g->own));
+            SV_TRY(carve_to(dev, &mm->grad_buffers, max_padded * 4, (void **)&g->own));
         if (f->cfg.reduce_dtype == SV_BF16) {
-            SV_TRY(sv_arena_alloc(dev, max_padded * 2, ALIGN, (void **)&g->send16));
-            SV_TRY(sv_arena_alloc(dev, max_shard * 2, ALIGN, (void **)&g->recv16));
+            SV_TRY(carve_to(dev, &mm->grad_buffers, max_padded * 2, (void **)&g->send16));
+            SV_TRY(carve_to(dev, &mm->grad_buffers, max_shard * 2, (void **)&g->recv16));
         }
-        SV_TRY(sv_arena_alloc(dev, max_shard * 4, ALIGN, (void **)&g->recv));
+        SV_TRY(carve_to(dev, &mm->grad_buffers, max_shard * 4, (void **)&g->recv));
     }
-    SV_TRY(sv_arena_alloc(dev, f->L.units[0].shard * e, ALIGN, &f->root_slot.send));
+    SV_TRY(carve_to(dev, &mm->gathered, f->L.units[0].shard * e, &f->root_slot.send));
     (void)host;
+    return SV_OK;
+}
+
+/* Between layer ops: advance prefetched all-gathers and in-flight reductions. */
+static sv_status fsdp_progress(void *ctx) {
+    sv_fsdp *f = ctx;
+    if (f->shard && f->shard_size > 1) SV_TRY(sv_comm_progress(f->shard));
+    if (f->repl && f->repl_size > 1) SV_TRY(sv_comm_progress(f->repl));
     return SV_OK;
 }
 
 void sv_fsdp_attach(sv_fsdp *f, sv_vit *model, sv_trace *trace) {
     f->model = model;
+    model->progress = fsdp_progress;
+    model->progress_ctx = f;
     f->trace = trace;
     free(f->host_losses);
     f->host_losses = calloc((size_t)model->B, sizeof(float));
@@ -178,11 +210,16 @@ static sv_status gather_issue(sv_fsdp *f, int u, void *dst, void *send, sv_comm_
     return SV_OK;
 }
 
+/* Trace time (us) at which the collective just waited on really completed. */
+static double comm_done_us(const sv_fsdp *f, const sv_comm *c) {
+    return (sv_comm_last_complete_time(c) - f->trace->t0) * 1e6;
+}
+
 static sv_status gather_wait(sv_fsdp *f, sv_comm_req *req, int u, double t_issue) {
     if (req->slot < 0) return SV_OK;
     SV_TRY(sv_comm_wait(f->shard, req));
     req->slot = -1;
-    if (f->trace) sv_trace_add(f->trace, "all_gather", "comm", 1, u, t_issue, sv_trace_now(f->trace));
+    if (f->trace) sv_trace_add(f->trace, "all_gather", "comm", 1, u, t_issue, comm_done_us(f, f->shard));
     return SV_OK;
 }
 
@@ -288,7 +325,7 @@ static sv_status grad_finish(sv_fsdp *f, sv_grad_slot *g) {
     size_t sh = f->L.units[u].shard;
     if (g->pending) {
         SV_TRY(sv_comm_wait(f->shard, &g->req));
-        if (f->trace) sv_trace_add(f->trace, "reduce_scatter", "comm", 1, u, g->t_issue, sv_trace_now(f->trace));
+        if (f->trace) sv_trace_add(f->trace, "reduce_scatter", "comm", 1, u, g->t_issue, comm_done_us(f, f->shard));
         g->pending = 0;
     }
     if (f->cfg.reduce_dtype == SV_BF16) SV_TRY(sv_be_bf16_to_f32(f->be, g->recv, g->recv16, sh));

@@ -80,6 +80,17 @@ typedef struct sv_fsdp_counters {
     uint64_t skipped_steps;
 } sv_fsdp_counters;
 
+/* Per-rank bytes by category, recorded by sv_fsdp_carve (the planner and the start-up log). */
+typedef struct sv_fsdp_mem {
+    size_t params;       /* fp32 master shards */
+    size_t grads;        /* fp32 gradient shards */
+    size_t optimizer;    /* AdamW m and v shards */
+    size_t gathered;     /* compute-dtype gathered parameters (root + two slots, or every unit
+                            for shard_grad_op) and all-gather send staging */
+    size_t grad_buffers; /* transient full-size fp32 gradient buffers, bf16 staging, receive
+                            blocks, and the unsharded accumulators of --accum-mode local */
+} sv_fsdp_mem;
+
 typedef struct sv_fsdp {
     sv_fsdp_config cfg;
     sv_backend *be;
@@ -95,6 +106,7 @@ typedef struct sv_fsdp {
     sv_trace *trace;
     float *host_losses; /* (B) host copy of per-sample losses */
     sv_fsdp_counters ctr;
+    sv_fsdp_mem mem;
     long inject_nan_step; /* test hook: poison one gradient element at this step on rank inject_nan_rank */
     int inject_nan_rank;
     long step;            /* optimizer steps taken (incl. skipped) */
@@ -104,6 +116,12 @@ typedef struct sv_fsdp {
  * match the strategy (see sv_fsdp_make_comms). */
 sv_status sv_fsdp_setup(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, sv_comm *world, sv_comm *shard,
                         sv_comm *repl, const sv_vit_config *vcfg);
+/* The communicator-free part of sv_fsdp_setup (the planner uses it directly): layout and
+ * sizes for rank `shard_rank` of a shard group of `shard_size`, `repl_size` groups. */
+sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, int shard_rank,
+                              int shard_size, int repl_size, const sv_vit_config *vcfg);
+/* Shard group size for a strategy at a world size (validates hybrid's group). */
+sv_status sv_fsdp_shard_size(sv_strategy s, int shard_group, int world, int *shard_size);
 /* Create shard/repl communicators for the strategy from `world` (caller destroys them). */
 sv_status sv_fsdp_make_comms(sv_comm *world, sv_strategy s, int shard_group, sv_comm **shard, sv_comm **repl);
 /* Carve every FSDP buffer from the device arena (dry run when the arena has no base). */

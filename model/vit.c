@@ -83,6 +83,13 @@ size_t sv_vit_activation_bytes(const sv_vit_config *cfg, sv_backend *be, int B, 
     return dev.used;
 }
 
+/* Run one backend op, then give the caller's progress hook a turn. */
+#define OP(m, expr)                                                                            \
+    do {                                                                                       \
+        SV_TRY(expr);                                                                          \
+        if ((m)->progress) SV_TRY((m)->progress((m)->progress_ctx));                           \
+    } while (0)
+
 /* Input of block l: the embedding for block 0, else the previous block's output. */
 static const void *block_input(const sv_vit *m, int l) { return l == 0 ? m->x0 : m->blocks[l - 1].x_out; }
 
@@ -103,18 +110,18 @@ static sv_status block_forward(sv_vit *m, const void *x, sv_block_acts *a, void 
     sv_backend *be = m->be;
     int M = m->B * m->T, D = m->D, Hd = m->Hd;
     size_t n = (size_t)M * D;
-    SV_TRY(sv_be_layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, x, bp->t[SV_BLK_NORM1_W],
+    OP(m, sv_be_layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, x, bp->t[SV_BLK_NORM1_W],
                                bp->t[SV_BLK_NORM1_B], M, D));
-    SV_TRY(sv_be_linear_fwd(be, a->qkv, NULL, a->ln1, bp->t[SV_BLK_QKV_W], bp->t[SV_BLK_QKV_B], M, 3 * D, D));
-    SV_TRY(sv_be_attention_fwd(be, a->att, a->att_saved, m->att_scratch, a->qkv, m->B, m->T, D, m->cfg.heads));
-    SV_TRY(sv_be_linear_fwd(be, m->y_tmp, NULL, a->att, bp->t[SV_BLK_PROJ_W], bp->t[SV_BLK_PROJ_B], M, D, D));
-    SV_TRY(sv_be_residual_add(be, a->x_mid, x, m->y_tmp, n));
-    SV_TRY(sv_be_layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_mid, bp->t[SV_BLK_NORM2_W],
+    OP(m, sv_be_linear_fwd(be, a->qkv, NULL, a->ln1, bp->t[SV_BLK_QKV_W], bp->t[SV_BLK_QKV_B], M, 3 * D, D));
+    OP(m, sv_be_attention_fwd(be, a->att, a->att_saved, m->att_scratch, a->qkv, m->B, m->T, D, m->cfg.heads));
+    OP(m, sv_be_linear_fwd(be, m->y_tmp, NULL, a->att, bp->t[SV_BLK_PROJ_W], bp->t[SV_BLK_PROJ_B], M, D, D));
+    OP(m, sv_be_residual_add(be, a->x_mid, x, m->y_tmp, n));
+    OP(m, sv_be_layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_mid, bp->t[SV_BLK_NORM2_W],
                                bp->t[SV_BLK_NORM2_B], M, D));
-    SV_TRY(sv_be_linear_fwd(be, a->fc1_out, a->fc1_pre, a->ln2, bp->t[SV_BLK_FC1_W], bp->t[SV_BLK_FC1_B], M,
+    OP(m, sv_be_linear_fwd(be, a->fc1_out, a->fc1_pre, a->ln2, bp->t[SV_BLK_FC1_W], bp->t[SV_BLK_FC1_B], M,
                             Hd, D));
-    SV_TRY(sv_be_linear_fwd(be, m->y_tmp, NULL, a->fc1_out, bp->t[SV_BLK_FC2_W], bp->t[SV_BLK_FC2_B], M, D, Hd));
-    SV_TRY(sv_be_residual_add(be, x_out, a->x_mid, m->y_tmp, n));
+    OP(m, sv_be_linear_fwd(be, m->y_tmp, NULL, a->fc1_out, bp->t[SV_BLK_FC2_W], bp->t[SV_BLK_FC2_B], M, D, Hd));
+    OP(m, sv_be_residual_add(be, x_out, a->x_mid, m->y_tmp, n));
     return SV_OK;
 }
 
@@ -167,20 +174,20 @@ sv_status sv_vit_block_bwd(sv_vit *m, int l, const sv_block_params *bp, const sv
         SV_TRY(block_forward(m, x, a, m->d_tmp, bp));
     }
     /* m->dx holds d(x_out). MLP branch: x_out = x_mid + fc2(gelu(fc1(ln2(x_mid)))). */
-    SV_TRY(sv_be_linear_bwd(be, m->d_hidden, bg->t[SV_BLK_FC2_W], bg->t[SV_BLK_FC2_B], m->dx, a->fc1_out,
+    OP(m, sv_be_linear_bwd(be, m->d_hidden, bg->t[SV_BLK_FC2_W], bg->t[SV_BLK_FC2_B], m->dx, a->fc1_out,
                             bp->t[SV_BLK_FC2_W], NULL, M, D, Hd));
-    SV_TRY(sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_FC1_W], bg->t[SV_BLK_FC1_B], m->d_hidden, a->ln2,
+    OP(m, sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_FC1_W], bg->t[SV_BLK_FC1_B], m->d_hidden, a->ln2,
                             bp->t[SV_BLK_FC1_W], a->fc1_pre, M, Hd, D));
-    SV_TRY(sv_be_layernorm_bwd(be, m->dx, bg->t[SV_BLK_NORM2_W], bg->t[SV_BLK_NORM2_B], m->d_tmp, a->x_mid,
+    OP(m, sv_be_layernorm_bwd(be, m->dx, bg->t[SV_BLK_NORM2_W], bg->t[SV_BLK_NORM2_B], m->d_tmp, a->x_mid,
                                bp->t[SV_BLK_NORM2_W], a->ln2_mean, a->ln2_rstd, M, D));
     /* m->dx now holds d(x_mid). Attention branch: x_mid = x + proj(attn(qkv(ln1(x)))). */
-    SV_TRY(sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_PROJ_W], bg->t[SV_BLK_PROJ_B], m->dx, a->att,
+    OP(m, sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_PROJ_W], bg->t[SV_BLK_PROJ_B], m->dx, a->att,
                             bp->t[SV_BLK_PROJ_W], NULL, M, D, D));
-    SV_TRY(sv_be_attention_bwd(be, m->d_qkv, m->att_scratch, m->d_tmp, a->qkv, a->att, a->att_saved, m->B, m->T,
+    OP(m, sv_be_attention_bwd(be, m->d_qkv, m->att_scratch, m->d_tmp, a->qkv, a->att, a->att_saved, m->B, m->T,
                                D, m->cfg.heads));
-    SV_TRY(sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_QKV_W], bg->t[SV_BLK_QKV_B], m->d_qkv, a->ln1,
+    OP(m, sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_QKV_W], bg->t[SV_BLK_QKV_B], m->d_qkv, a->ln1,
                             bp->t[SV_BLK_QKV_W], NULL, M, 3 * D, D));
-    SV_TRY(sv_be_layernorm_bwd(be, m->dx, bg->t[SV_BLK_NORM1_W], bg->t[SV_BLK_NORM1_B], m->d_tmp, x,
+    OP(m, sv_be_layernorm_bwd(be, m->dx, bg->t[SV_BLK_NORM1_W], bg->t[SV_BLK_NORM1_B], m->d_tmp, x,
                                bp->t[SV_BLK_NORM1_W], a->ln1_mean, a->ln1_rstd, M, D));
     return SV_OK; /* m->dx holds d(x): the previous block's d(x_out) */
 }

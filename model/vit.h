@@ -67,6 +67,10 @@ typedef struct sv_vit {
     void *d_cls;           /* (B,D) */
     void *att_scratch;     /* backend attention scratch */
     void *y_tmp;           /* (B,T,D) forward temporary (proj / fc2 output) */
+    /* Called between the ops of a block (forward and backward) when set: lets the caller drive
+     * communication that overlaps compute (FSDP polls its in-flight collectives). */
+    sv_status (*progress)(void *ctx);
+    void *progress_ctx;
 } sv_vit;
 
 /* Carve all activation buffers for micro-batch B from `dev` (device arena) and the block table

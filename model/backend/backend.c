@@ -12,6 +12,12 @@ sv_status sv_backend_create(const sv_backend_config *cfg, sv_backend **out) {
     return SV_FAIL(SV_ERR_INVALID, "unknown device kind %d", (int)cfg->device);
 }
 
+sv_status sv_backend_create_sizing(const sv_backend_config *cfg, sv_backend **out) {
+    *out = NULL;
+    if (cfg->device == SV_DEVICE_CUDA) return sv_cuda_backend_create_sizing(cfg, out);
+    return sv_backend_create(cfg, out); /* the CPU backend is cheap to create */
+}
+
 int sv_backend_available(sv_device_kind kind) {
     return kind == SV_DEVICE_CPU ? 1 : sv_cuda_backend_available();
 }

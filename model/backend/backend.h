@@ -48,6 +48,11 @@ typedef struct sv_backend sv_backend; /* opaque */
  * kind is not built in or no device is usable. */
 sv_status sv_backend_create(const sv_backend_config *cfg, sv_backend **out);
 void sv_backend_destroy(sv_backend *be);
+/* A backend instance for sizing only (the memory planner): answers sv_be_compute_elem_size and
+ * the attention size queries of `cfg->device` without needing a device. Calling a compute or
+ * memory op on it is a programmer error. Fails with SV_ERR_UNSUPPORTED when the kind is not
+ * built in. Release with sv_backend_destroy. */
+sv_status sv_backend_create_sizing(const sv_backend_config *cfg, sv_backend **out);
 /* 1 when a backend of this kind is built in and a device is usable right now. */
 int sv_backend_available(sv_device_kind kind);
 

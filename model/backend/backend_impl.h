@@ -83,5 +83,6 @@ struct sv_backend {
 sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out);
 sv_status sv_cuda_backend_create(const sv_backend_config *cfg, sv_backend **out);
 int sv_cuda_backend_available(void);
+sv_status sv_cuda_backend_create_sizing(const sv_backend_config *cfg, sv_backend **out);
 
 #endif

@@ -9,3 +9,7 @@ sv_status sv_cuda_backend_create(const sv_backend_config *cfg, sv_backend **out)
 }
 
 int sv_cuda_backend_available(void) { return 0; }
+
+sv_status sv_cuda_backend_create_sizing(const sv_backend_config *cfg, sv_backend **out) {
+    return sv_cuda_backend_create(cfg, out);
+}

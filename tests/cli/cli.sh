@@ -26,7 +26,8 @@ expect_usage_error "--heads 5 must divide --dim 192" info --model vit-ti16 --hea
 expect_usage_error "unknown command 'trian'" trian
 expect_usage_error "--recompute: invalid value 'maybe'" train --recompute=maybe
 
-"$SV" train --help | grep -q -- "--batch-size" || fail "train --help lacks --batch-size"
+help=$("$SV" train --help) || fail "train --help failed"
+grep -q -- "--batch-size" <<<"$help" || fail "train --help lacks --batch-size"
 "$SV" info --help >/dev/null || fail "info --help failed"
 
 # timm parameter counts (1000 classes)
@@ -36,7 +37,8 @@ for pair in vit-ti16:5717416 vit-s16:22050664 vit-b16:86567656 vit-l16:304326632
     [ "$got" = "$want" ] || fail "$m has $got parameters, timm has $want"
     echo "ok: $m $got parameters"
 done
-"$SV" info --model vit-b16 | grep -qE "^  blocks\.11\.attn\.qkv\.weight +\(2304, 768\)" || fail "qkv shape/name"
+table=$("$SV" info --model vit-b16) || fail "info failed"
+grep -qE "^  blocks\.11\.attn\.qkv\.weight +\(2304, 768\)" <<<"$table" || fail "qkv shape/name"
 
 # config file: keys equal flag names; command line overrides the file
 tmp=$(mktemp -d)

@@ -18,32 +18,6 @@ static void round_strided(int bf, float *p, int rows, int cols, int ld) {
     for (int r = 0; r < rows; r++) sv_cpu_round_block(1, p + (size_t)r * ld, (size_t)cols);
 }
 
-/* In-place stable softmax of each row of S (T,T). */
-static void softmax_rows(float *S, int T) {
-    for (int r = 0; r < T; r++) {
-        float *s = S + (size_t)r * T;
-        float mx = s[0];
-        for (int j = 1; j < T; j++) mx = s[j] > mx ? s[j] : mx;
-        float acc[16] = {0};
-        int j = 0;
-        for (; j + 16 <= T; j += 16)
-            for (int l = 0; l < 16; l++) {
-                float e = expf(s[j + l] - mx);
-                s[j + l] = e;
-                acc[l] += e;
-            }
-        for (; j < T; j++) {
-            float e = expf(s[j] - mx);
-            s[j] = e;
-            acc[j & 15] += e;
-        }
-        for (int w = 8; w >= 1; w >>= 1)
-            for (int l = 0; l < w; l++) acc[l] += acc[l + w];
-        float inv = 1.0f / acc[0];
-        for (j = 0; j < T; j++) s[j] *= inv;
-    }
-}
-
 /* Split pairs [0, n) into nt contiguous ranges; range t is [*a, *b). */
 static void split(int n, int nt, int t, int *a, int *b) {
     *a = (int)((long)n * t / nt);
@@ -72,13 +46,13 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
             float *o = out + (size_t)b * T * D + (size_t)h * dh;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld,
                         0.0f, P, T);
-            softmax_rows(P, T);
+            c->k->softmax_rows(P, T, T);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, v, ld,
                         0.0f, o, D);
             round_strided(bf, o, T, dh, D);
         }
     }
-    if (nt > 1) sv_cpu_blas_threads(c->threads);
+    if (nt > 1) sv_cpu_blas_threads(sv_cpu_blas_default(c));
     return SV_OK;
 }
 
@@ -132,6 +106,6 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
             round_strided(bf, dv, T, dh, ld);
         }
     }
-    if (nt > 1) sv_cpu_blas_threads(c->threads);
+    if (nt > 1) sv_cpu_blas_threads(sv_cpu_blas_default(c));
     return SV_OK;
 }

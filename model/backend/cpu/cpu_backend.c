@@ -149,9 +149,13 @@ static sv_status cpu_sumsq_f32(sv_backend *be, const float *p, size_t n, double 
 static sv_status cpu_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
                            const sv_adamw_hparams *h, float weight_decay) {
     const sv_cpu_backend *c = sv_cpu(be);
-    const sv_adamw_hparams hp = *h; /* a local copy lets the compiler keep it in registers */
-#pragma omp parallel for num_threads(sv_cpu_nt(c, 8 * n)) schedule(static)
-    for (size_t i = 0; i < n; i++) sv_adamw_elem(&p[i], &m[i], &v[i], g[i], &hp, weight_decay);
+    int nt = sv_cpu_nt(c, 8 * n);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int t = 0; t < nt; t++) {
+        size_t a, b;
+        sv_cpu_range(n, nt, t, &a, &b);
+        c->k->adamw(p + a, g + a, m + a, v + a, b - a, h, weight_decay);
+    }
     return SV_OK;
 }
 
@@ -170,6 +174,15 @@ size_t sv_cpu_attention_scratch_bytes(const sv_backend *be, int B, int T, int D,
     size_t tile = ((size_t)T * T * sizeof(float) + 255) / 256 * 256;
     const sv_cpu_backend *c = sv_cpu_c(be);
     return tile * (size_t)(c->threads > c->op_threads ? c->threads : c->op_threads);
+}
+
+sv_status sv_cpu_backend_set_isa(sv_backend *be, const char *isa) {
+    const sv_cpu_kernels *k = sv_cpu_kernels_pick(isa);
+    if (!k)
+        return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: kernels '%s' not available on this CPU (generic|avx2|avx512|auto)",
+                       isa ? isa : "(null)");
+    sv_cpu(be)->k = k;
+    return SV_OK;
 }
 
 void sv_cpu_backend_set_op_threads(sv_backend *be, int n) {
@@ -269,11 +282,21 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
     c->threads = cfg->threads > 0 ? cfg->threads : 1;
     c->op_threads = c->threads;
     c->bf16 = cfg->compute_dtype == SV_BF16;
+    const char *isa = getenv("SHARDVIT_CPU_ISA");
+    c->k = sv_cpu_kernels_pick(isa);
+    if (!c->k) {
+        free(c->sumsq_partials);
+        free(c);
+        return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_ISA=%s is not available on this CPU "
+                       "(generic|avx2|avx512|auto)", isa);
+    }
     char model[96];
     cpu_model_name(model, sizeof model);
-    snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s)", model,
-             c->threads, c->threads == 1 ? "" : "s");
-    sv_cpu_blas_threads(c->threads);
+    snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s) [%s]", model,
+             c->threads, c->threads == 1 ? "" : "s", c->k->isa);
+    const char *gm = getenv("SHARDVIT_CPU_GEMM");
+    c->gemm_split = !(gm && !strcmp(gm, "blas"));
+    sv_cpu_blas_threads(sv_cpu_blas_default(c));
     *out = &c->base;
     return SV_OK;
 }

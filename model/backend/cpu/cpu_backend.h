@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "model/backend/backend_impl.h"
+#include "model/backend/cpu/cpu_kernels.h"
 
 /* Elements per block of the deterministic sum of squares, and blocks per partial that one
  * thread produces; the partials are then summed in index order on the calling thread. */
@@ -28,6 +29,12 @@ typedef struct sv_cpu_backend {
     int op_threads; /* OpenMP workers for the backend's own loops (= threads; see setter) */
     int bf16;     /* 1: round every value written to a compute buffer to bf16 */
     double *sumsq_partials; /* SV_CPU_SUMSQ_PARTIALS doubles, allocated in create */
+    const sv_cpu_kernels *k; /* element-wise kernels for this CPU (cpu_kernels.h) */
+    /* 1 (default): linear GEMMs are split across the OpenMP workers, each calling
+     * single-threaded OpenBLAS, and OpenBLAS never runs its own threads (one thread pool, no
+     * two pools spinning against each other on the same cores). 0: OpenBLAS threads each
+     * whole GEMM (`threads` workers). Environment SHARDVIT_CPU_GEMM=split|blas at creation. */
+    int gemm_split;
 } sv_cpu_backend;
 
 static inline sv_cpu_backend *sv_cpu(sv_backend *be) { return (sv_cpu_backend *)be; }
@@ -53,6 +60,20 @@ static inline int sv_cpu_nt(const sv_cpu_backend *c, size_t work) {
 /* Benchmark knob: run the backend's own loops on `n` OpenMP workers while OpenBLAS keeps
  * `threads` (n = 1 gives "single-threaded ops + threaded BLAS"). Not for model code. */
 void sv_cpu_backend_set_op_threads(sv_backend *be, int n);
+
+/* Run the element-wise kernels of instruction set `isa` ("generic" | "avx2" | "avx512" |
+ * "auto"); SV_ERR_UNSUPPORTED when this CPU lacks it. All variants give identical bits; this
+ * exists for tests and A/B benchmarks (also: environment SHARDVIT_CPU_ISA at creation). */
+sv_status sv_cpu_backend_set_isa(sv_backend *be, const char *isa);
+
+/* Split [0, n) into nt near-equal contiguous ranges; range t is [*a, *b). */
+static inline void sv_cpu_range(size_t n, int nt, int t, size_t *a, size_t *b) {
+    *a = n * (size_t)t / (size_t)nt;
+    *b = n * (size_t)(t + 1) / (size_t)nt;
+}
+
+/* OpenBLAS's thread count outside parallel regions for this backend's GEMM mode. */
+static inline int sv_cpu_blas_default(const sv_cpu_backend *c) { return c->gemm_split ? 1 : c->threads; }
 
 /* OpenBLAS's worker count is process-wide; ops set it around regions that call sgemm from
  * several OpenMP threads at once (one BLAS thread each) and restore it afterwards. */

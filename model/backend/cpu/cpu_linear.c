@@ -1,5 +1,6 @@
 /* CPU backend: linear layers (OpenBLAS sgemm + fused epilogues), GELU, residual add. */
 #include <cblas.h>
+#include <omp.h>
 
 #include "model/backend/cpu/cpu_backend.h"
 
@@ -7,22 +8,16 @@
  * the bias/GELU/rounding loop reads it back, large enough that sgemm stays efficient. */
 #define SV_CPU_LINEAR_ROWS 256
 
-/* Epilogue over rows [m0, m1) of out (M,N): bias, optional GELU (pre-activation saved),
- * bf16 rounding. GELU is applied to the unrounded fp32 sum, as a fused GPU epilogue does. */
-static void linear_epilogue(const sv_cpu_backend *c, float *out, float *pre, const float *bias,
-                            int m0, int m1, int N) {
+/* Epilogue over rows [m0, m1) of out (M,N) on the calling thread: bias, optional GELU
+ * (pre-activation saved), bf16 rounding. GELU is applied to the unrounded fp32 sum, as a
+ * fused GPU epilogue does. */
+static void epilogue_rows(const sv_cpu_backend *c, float *out, float *pre, const float *bias, int m0,
+                          int m1, int N) {
     const int bf = c->bf16;
-    int nt = sv_cpu_nt(c, (size_t)(m1 - m0) * N * (pre ? 16 : 1));
-#pragma omp parallel for num_threads(nt) schedule(static)
     for (int m = m0; m < m1; m++) {
         float *o = out + (size_t)m * N;
         if (pre) {
-            float *pr = pre + (size_t)m * N;
-            for (int n = 0; n < N; n++) {
-                float z = o[n] + (bias ? bias[n] : 0.0f);
-                pr[n] = sv_cpu_store(bf, z);
-                o[n] = sv_cpu_store(bf, sv_gelu(z));
-            }
+            c->k->bias_gelu(bf, o, pre + (size_t)m * N, bias, (size_t)N);
         } else if (bias) {
             for (int n = 0; n < N; n++) o[n] = sv_cpu_store(bf, o[n] + bias[n]);
         } else if (bf) {
@@ -31,20 +26,37 @@ static void linear_epilogue(const sv_cpu_backend *c, float *out, float *pre, con
     }
 }
 
+/* Threads for a GEMM of m*n*k multiply-adds whose split dimension has `split` entries:
+ * each worker needs enough rows to keep sgemm efficient. */
+static int gemm_threads(const sv_cpu_backend *c, int split, double mnk) {
+    int nt = c->gemm_split ? c->op_threads : 1;
+    if (mnk < 4e6) return 1;
+    while (nt > 1 && split / nt < 32) nt--;
+    return nt;
+}
+
 sv_status sv_cpu_linear_fwd(sv_backend *be, void *out_, void *pre_gelu, const void *in_,
                             const void *W_, const void *bias, int M, int N, int K) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_;
     const float *in = in_, *W = W_;
     int need_epilogue = bias || pre_gelu || c->bf16;
-    /* Whole-matrix sgemm for the threaded case (OpenBLAS splits it across workers); row
-     * slices when single-threaded so the epilogue reads cache-hot data. */
-    int rows = (need_epilogue && c->threads == 1) ? SV_CPU_LINEAR_ROWS : M;
-    for (int m0 = 0; m0 < M; m0 += rows) {
-        int mr = M - m0 < rows ? M - m0 : rows;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, N, K, 1.0f, in + (size_t)m0 * K,
-                    K, W, K, 0.0f, out + (size_t)m0 * N, N);
-        if (need_epilogue) linear_epilogue(c, out, pre_gelu, bias, m0, m0 + mr, N);
+    /* Rows are split across the workers, each running single-threaded sgemm on row slices
+     * and the epilogue on each slice while it is cache-hot (gemm_split; see cpu_backend.h).
+     * Otherwise one sgemm over all rows, threaded inside OpenBLAS. Every output element is
+     * the same K-long dot product either way. */
+    int nt = gemm_threads(c, M, (double)M * N * K);
+    int rows = (need_epilogue && (c->gemm_split || c->threads == 1)) ? SV_CPU_LINEAR_ROWS : M;
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+    for (int t = 0; t < nt; t++) {
+        size_t a, b;
+        sv_cpu_range((size_t)M, nt, t, &a, &b);
+        for (int m0 = (int)a; m0 < (int)b; m0 += rows) {
+            int mr = (int)b - m0 < rows ? (int)b - m0 : rows;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, N, K, 1.0f, in + (size_t)m0 * K, K, W, K,
+                        0.0f, out + (size_t)m0 * N, N);
+            if (need_epilogue) epilogue_rows(c, out, pre_gelu, bias, m0, m0 + mr, N);
+        }
     }
     return SV_OK;
 }
@@ -71,26 +83,37 @@ sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, v
             if (n1 > N) n1 = N;
             for (int m = 0; m < M; m++) {
                 float *d = d_out + (size_t)m * N;
-                if (pre) {
-                    const float *z = pre + (size_t)m * N;
-                    for (int n = n0; n < n1; n++) d[n] = sv_cpu_store(bf, d[n] * sv_gelu_grad(z[n]));
-                }
+                if (pre && n1 > n0) c->k->gelu_bwd(bf, d + n0, d + n0, pre + (size_t)m * N + n0, (size_t)(n1 - n0));
                 if (db)
                     for (int n = n0; n < n1; n++) db[n] += d[n];
             }
         }
     }
-    if (d_in) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, K, N, 1.0f, d_out, N, W, K,
-                    0.0f, d_in, K);
-        if (bf) {
-            int nt = sv_cpu_nt(c, (size_t)M * K);
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int m = 0; m < M; m++) sv_cpu_round_block(1, d_in + (size_t)m * K, (size_t)K);
+    /* d_in (M,K) = d_out (M,N) W (N,K): workers take row ranges of d_in. dW (N,K) += d_out^T in:
+     * workers take row ranges of dW, each summing over all M in sgemm's own order, so the
+     * result does not depend on the number of workers. */
+    int nt_in = d_in ? gemm_threads(c, M, (double)M * N * K) : 1;
+    int nt_w = gemm_threads(c, N, (double)M * N * K);
+    int nt = nt_in > nt_w ? nt_in : nt_w;
+#pragma omp parallel num_threads(nt)
+    {
+        int t = nt > 1 ? omp_get_thread_num() : 0;
+        size_t a, b;
+        if (d_in && t < nt_in) {
+            sv_cpu_range((size_t)M, nt_in, t, &a, &b);
+            if (b > a) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(b - a), K, N, 1.0f, d_out + a * N, N,
+                            W, K, 0.0f, d_in + a * K, K);
+                sv_cpu_round_block(bf, d_in + a * K, (b - a) * (size_t)K);
+            }
+        }
+        if (t < nt_w) {
+            sv_cpu_range((size_t)N, nt_w, t, &a, &b);
+            if (b > a)
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(b - a), K, M, 1.0f, d_out + a, N, in, K,
+                            1.0f, dW + a * K, K);
         }
     }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, K, M, 1.0f, d_out, N, in, K, 1.0f, dW,
-                K);
     return SV_OK;
 }
 
@@ -98,9 +121,13 @@ sv_status sv_cpu_gelu_fwd(sv_backend *be, void *out_, const void *x_, size_t n) 
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_;
     const float *x = x_;
-    const int bf = c->bf16;
-#pragma omp parallel for num_threads(sv_cpu_nt(c, 16 * n)) schedule(static)
-    for (size_t i = 0; i < n; i++) out[i] = sv_cpu_store(bf, sv_gelu(x[i]));
+    int nt = sv_cpu_nt(c, 16 * n);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int t = 0; t < nt; t++) {
+        size_t a, b;
+        sv_cpu_range(n, nt, t, &a, &b);
+        c->k->gelu(c->bf16, out + a, x + a, b - a);
+    }
     return SV_OK;
 }
 
@@ -109,9 +136,13 @@ sv_status sv_cpu_gelu_bwd(sv_backend *be, void *d_x_, const void *d_out_, const 
     const sv_cpu_backend *c = sv_cpu(be);
     float *d_x = d_x_;
     const float *d_out = d_out_, *x = x_;
-    const int bf = c->bf16;
-#pragma omp parallel for num_threads(sv_cpu_nt(c, 16 * n)) schedule(static)
-    for (size_t i = 0; i < n; i++) d_x[i] = sv_cpu_store(bf, d_out[i] * sv_gelu_grad(x[i]));
+    int nt = sv_cpu_nt(c, 16 * n);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int t = 0; t < nt; t++) {
+        size_t a, b;
+        sv_cpu_range(n, nt, t, &a, &b);
+        c->k->gelu_bwd(c->bf16, d_x + a, d_out + a, x + a, b - a);
+    }
     return SV_OK;
 }
 

@@ -341,3 +341,17 @@ sv_status sv_cuda_backend_create(const sv_backend_config *cfg, sv_backend **out)
     *out = &cb->base;
     return SV_OK;
 }
+
+/* Sizing-only instance for the memory planner: answers the size queries (compute element size,
+ * attention buffers) without touching a device; compute ops must not be called on it. */
+sv_status sv_cuda_backend_create_sizing(const sv_backend_config *cfg, sv_backend **out) {
+    *out = NULL;
+    sv_cuda_backend *cb = calloc(1, sizeof *cb);
+    if (!cb) return SV_FAIL(SV_ERR_OOM, "CUDA backend: out of host memory");
+    cb->base.ops = &cuda_ops;
+    cb->base.cfg = *cfg;
+    cb->bf16 = cfg->compute_dtype == SV_BF16;
+    snprintf(cb->base.device_name, sizeof cb->base.device_name, "CUDA (planning only)");
+    *out = &cb->base;
+    return SV_OK;
+}

@@ -1,0 +1,457 @@
+/* shardvit bench: training throughput of the real FSDP step, single backend ops, collectives.
+ *
+ * Train mode (default) runs `--warmup` untimed steps and `--steps` timed steps of the very step
+ * `shardvit train` runs (app/train_step.h) and reports img/s, achieved model FLOP/s, MFU, memory
+ * and where each rank's time went. FLOPs per image = 3 x sv_vit_flops_fwd (forward + backward
+ * = 2 x forward), i.e. 6 x matmul parameters x tokens + the attention score/value products;
+ * recomputation is not counted (it is overhead, as in MFU's usual definition).
+ * MFU: against sv_be_peak_flops on a GPU; on the CPU against a peak measured at start-up: a short
+ * single-threaded 1024^3 sgemm through the backend on every rank at once, times the cores used
+ * (reported as "fraction of measured GEMM peak").
+ * Output: one JSON object (stdout or --json FILE) from rank 0; a human summary on stderr. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "app/bench_ops.h"
+#include "app/commands.h"
+#include "app/mpi_env.h"
+#include "app/run.h"
+#include "app/train_step.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/rng.h"
+#include "data/loader.h"
+
+typedef struct bench_opts {
+    sv_run_opts run;
+    long long steps;
+    int warmup, synthetic, comm, workers;
+    const char *data, *json, *op;
+    double smoothing, calib_s;
+    const char *comm_min, *comm_max;
+} bench_opts;
+
+/* What each rank contributes to the report (gathered as doubles). */
+enum { R_IMG_S, R_ARENA, R_HOST_ARENA, R_RSS, R_COMPUTE, R_COMM, R_DATA, R_OPTIM, R_OTHER, R_WALL, R_CPU, R_N };
+static const char *k_split[] = {"compute_s", "comm_exposed_s", "data_wait_s", "optimizer_s", "other_s"};
+
+static double max_rss_bytes(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss * 1024.0; /* Linux reports KiB */
+}
+
+/* CPU seconds (user + system, all threads) this process has consumed. */
+static double cpu_seconds(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * ru.ru_stime.tv_usec;
+}
+
+static sv_status write_json(const bench_opts *o, sv_json_writer *w) {
+    const char *text;
+    SV_TRY(sv_json_writer_finish(w, &text, NULL));
+    FILE *f = o->json ? fopen(o->json, "w") : stdout;
+    if (!f) return SV_FAIL(SV_ERR_IO, "--json %s: cannot write: %s", o->json, strerror(errno));
+    fprintf(f, "%s\n", text);
+    if (f != stdout && fclose(f)) return SV_FAIL(SV_ERR_IO, "--json %s: write failed", o->json);
+    if (f == stdout) fflush(stdout);
+    return SV_OK;
+}
+
+static int resolve_threads(const bench_opts *o, const sv_proc *p) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int t = o->run.threads ? o->run.threads : (int)(cores / (p->local_size > 0 ? p->local_size : 1));
+    return t < 1 ? 1 : t;
+}
+
+/* ---- CPU GEMM peak: best rate of single-threaded 1024^3 sgemm calls over `seconds` ---- */
+static sv_status gemm_peak_per_core(double seconds, double *flops) {
+    const int n = 1024;
+    sv_backend_config bc = {.device = SV_DEVICE_CPU, .compute_dtype = SV_F32, .threads = 1};
+    sv_backend *be;
+    SV_TRY(sv_backend_create(&bc, &be));
+    float *a = NULL, *b = NULL, *c = NULL;
+    sv_status st = sv_be_alloc(be, (size_t)n * n * 4, (void **)&a);
+    if (st == SV_OK) st = sv_be_alloc(be, (size_t)n * n * 4, (void **)&b);
+    if (st == SV_OK) st = sv_be_alloc(be, (size_t)n * n * 4, (void **)&c);
+    if (st == SV_OK) {
+        for (size_t i = 0; i < (size_t)n * n; i++) a[i] = b[i] = (float)sv_rand_unit(7, i) - 0.5f;
+        double best = 0, t_end = sv_now_s() + seconds;
+        int calls = 0;
+        while (st == SV_OK && (calls < 3 || sv_now_s() < t_end)) {
+            double t0 = sv_now_s();
+            st = sv_be_linear_fwd(be, c, NULL, a, b, NULL, n, n, n);
+            double dt = sv_now_s() - t0;
+            if (calls++ > 0 && dt > 0 && 2.0 * n * n * n / dt > best) best = 2.0 * n * n * n / dt; /* 1st: cold */
+        }
+        *flops = best;
+    }
+    sv_be_free(be, a);
+    sv_be_free(be, b);
+    sv_be_free(be, c);
+    sv_backend_destroy(be);
+    return st;
+}
+
+/* All ranks measure at once (a barrier before and after), each on its own core, so the figure
+ * reflects every core busy; the best rank's value is the per-core peak (noise only lowers it). */
+static sv_status calibrate(const bench_opts *o, double *flops) {
+    sv_comm_config cc = {.kind = sv_mpi_env_comm_kind(), .timeout_s = o->run.comm_timeout};
+    sv_comm *cm;
+    SV_TRY(sv_comm_create_world(&cc, &cm));
+    sv_status st = sv_comm_barrier_sync(cm);
+    if (st == SV_OK) st = gemm_peak_per_core(o->calib_s, flops);
+    if (st == SV_OK) st = sv_comm_all_reduce_sync(cm, flops, 1, SV_COMM_F64, SV_COMM_MAX);
+    sv_comm_destroy(cm);
+    return st;
+}
+
+/* ---- micro-batch sources ---- */
+typedef struct synth_feed {
+    float *images;
+    int32_t *labels;
+} synth_feed;
+
+static sv_status synth_next(void *ctx, int micro, sv_micro_batch *mb) {
+    (void)micro;
+    synth_feed *f = ctx;
+    mb->images = f->images;
+    mb->labels = f->labels;
+    return SV_OK;
+}
+
+typedef struct loader_feed {
+    sv_run *r;
+    sv_loader *ld;
+    float *images;
+    int32_t *labels;
+} loader_feed;
+
+static sv_status loader_next(void *ctx, int micro, sv_micro_batch *mb) {
+    (void)micro;
+    loader_feed *f = ctx;
+    const sv_vit_config *c = &f->r->vcfg;
+    size_t B = (size_t)f->r->micro_batch;
+    const sv_batch *b;
+    SV_TRY(sv_loader_next(f->ld, &b));
+    SV_TRY(sv_be_upload(f->r->be, f->images, b->images, B * c->in_chans * c->img * c->img * 4));
+    SV_TRY(sv_be_upload(f->r->be, f->labels, b->labels, B * 4));
+    mb->images = f->images;
+    mb->labels = f->labels;
+    mb->epoch = b->epoch;
+    return SV_OK;
+}
+
+/* ---- train mode ---- */
+static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core) {
+    const sv_vit_config *c = &r->vcfg;
+    int B = r->micro_batch;
+    size_t img_elems = (size_t)B * c->in_chans * c->img * c->img;
+    float *d_images = NULL;
+    int32_t *d_labels = NULL;
+    SV_TRY(sv_be_alloc(r->be, img_elems * 4, (void **)&d_images));
+    SV_TRY(sv_be_alloc(r->be, (size_t)B * 4, (void **)&d_labels));
+    sv_dataset *ds = NULL;
+    sv_loader *ld = NULL;
+    synth_feed sf = {d_images, d_labels};
+    loader_feed lf = {r, NULL, d_images, d_labels};
+    sv_micro_batch_fn next = synth_next;
+    void *ctx = &sf;
+    sv_status st = SV_OK;
+    if (o->data) {
+        sv_dataset_opts dopts = sv_dataset_opts_default();
+        dopts.synth_classes = c->num_classes;
+        dopts.synth_img = c->img;
+        dopts.synth_channels = c->in_chans;
+        SV_TRY_GOTO(st, sv_dataset_open(o->data, &dopts, &ds), out);
+        sv_loader_opts lo = sv_loader_opts_default();
+        lo.dataset = ds;
+        lo.batch_local = B;
+        lo.rank = r->rank;
+        lo.world = r->world;
+        lo.seed = (uint64_t)o->run.seed;
+        lo.img = c->img;
+        lo.channels = c->in_chans;
+        lo.norm = c->in_chans == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
+        lo.threads = o->workers;
+        SV_TRY_GOTO(st, sv_loader_create(&lo, &ld), out);
+        lf.ld = ld;
+        next = loader_next;
+        ctx = &lf;
+    } else { /* one fixed random batch per rank: the step without any input pipeline */
+        float *h = malloc(img_elems * 4);
+        int32_t *hl = malloc((size_t)B * 4);
+        if (!h || !hl) st = SV_FAIL(SV_ERR_OOM, "synthetic batch of %zu floats", img_elems);
+        uint64_t key = sv_hash2((uint64_t)o->run.seed, (uint64_t)r->rank);
+        for (size_t i = 0; st == SV_OK && i < img_elems; i++) h[i] = (float)sv_rand_normal(key, i);
+        for (int i = 0; st == SV_OK && i < B; i++) hl[i] = (int32_t)(sv_rand_u64(key + 1, (uint64_t)i) % (uint64_t)c->num_classes);
+        if (st == SV_OK) st = sv_be_upload(r->be, d_images, h, img_elems * 4);
+        if (st == SV_OK) st = sv_be_upload(r->be, d_labels, hl, (size_t)B * 4);
+        free(h);
+        free(hl);
+        if (st != SV_OK) goto out;
+    }
+
+    /* The tracer records the timed steps (compute lane events); a user --trace keeps its own. */
+    if (!sv_trace_on(&r->trace)) {
+        sv_trace_free(&r->trace);
+        SV_TRY_GOTO(st, sv_trace_init(&r->trace, (size_t)1 << 16, r->rank), out);
+    }
+    sv_optim_config oc = {1e-4f, 0.9f, 0.999f, 1e-8f, 0.05f, 1.0f};
+    sv_step_result sr;
+    double loss_first = NAN, loss_last = NAN;
+    for (int i = 0; i < o->warmup; i++) {
+        SV_TRY_GOTO(st, sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, next, ctx, &sr), out);
+        if (i == 0) loss_first = sr.loss_sum / o->run.batch_size;
+    }
+    r->fsdp.trace = &r->trace;
+    SV_TRY_GOTO(st, sv_comm_barrier_sync(r->world_comm), out);
+    double acc[R_N] = {0}, wait0 = sv_run_comm_wait_s(r), t0_us = sv_trace_now(&r->trace), step_min = INFINITY;
+    double t0 = sv_now_s(), cpu0 = cpu_seconds();
+    for (long long s = 0; s < o->steps; s++) {
+        double ts = sv_now_s();
+        SV_TRY_GOTO(st, sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, next, ctx, &sr), out);
+        double dt = sv_now_s() - ts;
+        if (dt < step_min) step_min = dt;
+        acc[R_DATA] += sr.data_wait_s;
+        acc[R_OPTIM] += sr.optim_s - sr.optim_wait_s;
+        if (isnan(loss_first)) loss_first = sr.loss_sum / o->run.batch_size;
+        loss_last = sr.loss_sum / o->run.batch_size;
+    }
+    double wall = sv_now_s() - t0;
+    acc[R_CPU] = cpu_seconds() - cpu0;
+    for (size_t i = 0; i < r->trace.n; i++) {
+        const sv_trace_event *e = &r->trace.ev[i];
+        if (e->ts_us >= t0_us && !strcmp(e->cat, "compute")) acc[R_COMPUTE] += e->dur_us * 1e-6;
+    }
+    acc[R_COMM] = sv_run_comm_wait_s(r) - wait0;
+    acc[R_OTHER] = wall - acc[R_COMPUTE] - acc[R_COMM] - acc[R_DATA] - acc[R_OPTIM];
+    acc[R_WALL] = wall;
+    acc[R_IMG_S] = (double)o->steps * B * o->run.accum / wall;
+    acc[R_ARENA] = (double)r->dev.peak;
+    acc[R_HOST_ARENA] = (double)r->host.peak;
+    acc[R_RSS] = max_rss_bytes();
+    if (!o->run.trace) r->fsdp.trace = NULL;
+    double *all = malloc(sizeof(double) * R_N * (size_t)r->world);
+    if (!all) SV_TRY_GOTO(st, SV_FAIL(SV_ERR_OOM, "bench report"), out);
+    sv_comm_req q;
+    st = sv_comm_all_gather(r->world_comm, all, acc, R_N, SV_COMM_F64, &q);
+    if (st == SV_OK) st = sv_comm_wait(r->world_comm, &q);
+    if (st != SV_OK || r->rank != 0) {
+        free(all);
+        goto out;
+    }
+
+    /* ---- report (rank 0) ---- */
+    double wall_max = 0, mem_max = 0, rss_max = 0, split[5] = {0}, cpu_sum = 0;
+    for (int k = 0; k < r->world; k++) {
+        const double *a = all + (size_t)k * R_N;
+        if (a[R_WALL] > wall_max) wall_max = a[R_WALL];
+        cpu_sum += a[R_CPU];
+        if (a[R_ARENA] > mem_max) mem_max = a[R_ARENA];
+        if (a[R_RSS] > rss_max) rss_max = a[R_RSS];
+        for (int j = 0; j < 5; j++) split[j] += a[R_COMPUTE + j] / r->world;
+    }
+    double flops_img = 3.0 * sv_vit_flops_fwd(c);
+    double img_s = (double)o->steps * o->run.batch_size / wall_max;
+    double achieved = img_s * flops_img;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads_rank = sv_be_name(r->be)[0] == 'c' ? (o->run.threads ? o->run.threads
+                                                                      : (int)(cores / (r->local_size > 0 ? r->local_size : 1)))
+                                                   : 1;
+    if (threads_rank < 1) threads_rank = 1;
+    int nodes = r->world / (r->local_size > 0 ? r->local_size : 1);
+    long used_node = (long)threads_rank * (r->local_size > 0 ? r->local_size : 1);
+    int oversub = used_node > cores;
+    double cores_used = (double)(oversub ? cores : used_node) * (nodes > 0 ? nodes : 1);
+    double peak = sv_be_peak_flops(r->be) * r->world;
+    const char *peak_kind = "device";
+    if (peak <= 0 && gemm_core > 0) {
+        peak = gemm_core * cores_used;
+        peak_kind = "measured_gemm";
+    }
+    sv_json_writer w;
+    sv_json_writer_init(&w, 0);
+    sv_json_obj_begin(&w);
+    sv_json_key(&w, "mode"), sv_json_str(&w, "train");
+    sv_json_key(&w, "model"), sv_json_str(&w, c->name);
+    sv_json_key(&w, "img"), sv_json_i64(&w, c->img);
+    sv_json_key(&w, "dim"), sv_json_i64(&w, c->dim);
+    sv_json_key(&w, "depth"), sv_json_i64(&w, c->depth);
+    sv_json_key(&w, "heads"), sv_json_i64(&w, c->heads);
+    sv_json_key(&w, "patch"), sv_json_i64(&w, c->patch);
+    sv_json_key(&w, "params"), sv_json_u64(&w, sv_vit_param_count(c));
+    sv_json_key(&w, "batch_size"), sv_json_i64(&w, o->run.batch_size);
+    sv_json_key(&w, "accum"), sv_json_i64(&w, o->run.accum);
+    sv_json_key(&w, "world"), sv_json_i64(&w, r->world);
+    sv_json_key(&w, "threads_per_rank"), sv_json_i64(&w, threads_rank);
+    sv_json_key(&w, "oversubscribed"), sv_json_bool(&w, oversub);
+    sv_json_key(&w, "device"), sv_json_str(&w, sv_be_device_name(r->be));
+    sv_json_key(&w, "strategy"), sv_json_str(&w, o->run.strategy);
+    sv_json_key(&w, "param_dtype"), sv_json_str(&w, o->run.param_dtype);
+    sv_json_key(&w, "data"), sv_json_str(&w, o->data ? o->data : "synthetic-fixed");
+    sv_json_key(&w, "warmup"), sv_json_i64(&w, o->warmup);
+    sv_json_key(&w, "steps"), sv_json_i64(&w, o->steps);
+    sv_json_key(&w, "img_per_s"), sv_json_f64(&w, img_s);
+    sv_json_key(&w, "img_per_s_per_rank");
+    sv_json_arr_begin(&w);
+    for (int k = 0; k < r->world; k++) sv_json_f64(&w, all[(size_t)k * R_N + R_IMG_S]);
+    sv_json_arr_end(&w);
+    sv_json_key(&w, "step_time_s"), sv_json_f64(&w, wall_max / (double)o->steps);
+    /* CPU time is what a loaded machine distorts least: on an idle one img/s ~ img/CPU-s x cores */
+    sv_json_key(&w, "cpu_s"), sv_json_f64(&w, cpu_sum);
+    sv_json_key(&w, "img_per_cpu_s"), sv_json_f64(&w, cpu_sum > 0 ? (double)o->steps * o->run.batch_size / cpu_sum : 0);
+    sv_json_key(&w, "step_time_min_s"), sv_json_f64(&w, step_min);
+    sv_json_key(&w, "img_per_s_best_step"), sv_json_f64(&w, o->run.batch_size / step_min);
+    sv_json_key(&w, "flops_per_image"), sv_json_f64(&w, flops_img);
+    sv_json_key(&w, "tflops"), sv_json_f64(&w, achieved / 1e12);
+    sv_json_key(&w, "peak_flops"), peak > 0 ? sv_json_f64(&w, peak) : sv_json_null(&w);
+    sv_json_key(&w, "peak_kind"), sv_json_str(&w, peak > 0 ? peak_kind : "unknown");
+    sv_json_key(&w, "gemm_peak_per_core_flops"), gemm_core > 0 ? sv_json_f64(&w, gemm_core) : sv_json_null(&w);
+    sv_json_key(&w, "cores_used"), sv_json_f64(&w, cores_used);
+    sv_json_key(&w, "mfu"), peak > 0 ? sv_json_f64(&w, achieved / peak) : sv_json_null(&w);
+    sv_json_key(&w, "peak_mem_bytes"), sv_json_f64(&w, mem_max);
+    sv_json_key(&w, "max_rss_bytes"), sv_json_f64(&w, rss_max);
+    sv_json_key(&w, "loss_first"), sv_json_f64(&w, loss_first);
+    sv_json_key(&w, "loss_last"), sv_json_f64(&w, loss_last);
+    sv_json_key(&w, "time_split");
+    sv_json_obj_begin(&w);
+    for (int j = 0; j < 5; j++) sv_json_key(&w, k_split[j]), sv_json_f64(&w, split[j]);
+    sv_json_obj_end(&w);
+    sv_json_key(&w, "per_rank");
+    sv_json_arr_begin(&w);
+    for (int k = 0; k < r->world; k++) {
+        const double *a = all + (size_t)k * R_N;
+        sv_json_obj_begin(&w);
+        sv_json_key(&w, "rank"), sv_json_i64(&w, k);
+        sv_json_key(&w, "img_per_s"), sv_json_f64(&w, a[R_IMG_S]);
+        sv_json_key(&w, "arena_bytes"), sv_json_f64(&w, a[R_ARENA]);
+        sv_json_key(&w, "host_arena_bytes"), sv_json_f64(&w, a[R_HOST_ARENA]);
+        sv_json_key(&w, "max_rss_bytes"), sv_json_f64(&w, a[R_RSS]);
+        for (int j = 0; j < 5; j++) sv_json_key(&w, k_split[j]), sv_json_f64(&w, a[R_COMPUTE + j]);
+        sv_json_key(&w, "wall_s"), sv_json_f64(&w, a[R_WALL]);
+        sv_json_key(&w, "cpu_s"), sv_json_f64(&w, a[R_CPU]);
+        sv_json_obj_end(&w);
+    }
+    sv_json_arr_end(&w);
+    sv_json_obj_end(&w);
+    st = write_json(o, &w);
+    sv_json_writer_free(&w);
+    fprintf(stderr,
+            "bench %s (%zu params) batch %d on %d rank%s x %d thread%s%s, %lld steps after %d warm-up:\n"
+            "  %.1f img/s (%.1f per rank), %.3f TFLOP/s achieved (%.3g GFLOP/image = 3 x forward)\n",
+            c->name, sv_vit_param_count(c), o->run.batch_size, r->world, r->world == 1 ? "" : "s", threads_rank,
+            threads_rank == 1 ? "" : "s", oversub ? " (OVERSUBSCRIBED)" : "", o->steps, o->warmup, img_s,
+            img_s / r->world, achieved / 1e12, flops_img / 1e9);
+    if (peak > 0)
+        fprintf(stderr, "  MFU %.1f%% of %s %.1f GFLOP/s%s\n", 100 * achieved / peak,
+                !strcmp(peak_kind, "device") ? "device peak" : "measured GEMM peak", peak / 1e9,
+                !strcmp(peak_kind, "device") ? "" : " (fraction of measured GEMM peak)");
+    fprintf(stderr, "  time per rank (mean): compute %.1f%%, exposed comm %.1f%%, data wait %.1f%%, optimizer %.1f%%, other %.1f%%\n",
+            100 * split[0] / wall_max, 100 * split[1] / wall_max, 100 * split[2] / wall_max, 100 * split[3] / wall_max,
+            100 * split[4] / wall_max);
+    fprintf(stderr, "  CPU time %.2f s over all ranks (%.1f img per CPU-second); load, not only this run, sets img/s\n",
+            cpu_sum, cpu_sum > 0 ? (double)o->steps * o->run.batch_size / cpu_sum : 0);
+    fprintf(stderr, "  memory: arena %.1f MiB, max RSS %.1f MiB (largest rank)\n", mem_max / 1048576.0,
+            rss_max / 1048576.0);
+    free(all);
+out:
+    if (ld) sv_loader_destroy(ld);
+    if (ds) sv_dataset_close(ds);
+    sv_be_free(r->be, d_images);
+    sv_be_free(r->be, d_labels);
+    return st;
+}
+
+int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
+    bench_opts o = {.run = SV_RUN_OPTS_DEFAULT,
+                    .steps = 10,
+                    .warmup = 3,
+                    .synthetic = 0,
+                    .comm = 0,
+                    .workers = 0,
+                    .smoothing = 0.1,
+                    .calib_s = 0.5,
+                    .comm_min = "64K",
+                    .comm_max = "64M"};
+    sv_flag flags[] = {
+        SV_RUN_FLAGS(o.run),
+        {"steps", SV_FLAG_I64, &o.steps, 1, 1e9, "timed steps (op mode: timed iterations)", 0},
+        {"warmup", SV_FLAG_INT, &o.warmup, 0, 1 << 20, "untimed warm-up steps before timing", 0},
+        {"synthetic", SV_FLAG_BOOL, &o.synthetic, 0, 0, "one fixed random batch per rank, no input pipeline (default)", 0},
+        {"data", SV_FLAG_STR, &o.data, 0, 0, "time with this input pipeline instead: synthetic | ImageFolder dir | tar pattern", 0},
+        {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank with --data (0 = cores)", 0},
+        {"smoothing", SV_FLAG_DOUBLE, &o.smoothing, 0, 0.999, "label smoothing", 0},
+        {"json", SV_FLAG_STR, &o.json, 0, 0, "write the JSON result here instead of stdout", 0},
+        {"calib-seconds", SV_FLAG_DOUBLE, &o.calib_s, 0, 60, "CPU: seconds of 1024^3 sgemm measuring the per-core peak (0 = no MFU)", 0},
+        {"op", SV_FLAG_STR, &o.op, 0, 0, "time one backend op: matmul | attention | layernorm | gelu | softmax_xent | adamw", 0},
+        {"comm", SV_FLAG_BOOL, &o.comm, 0, 0, "collective bandwidth: all_gather / reduce_scatter algbw and busbw", 0},
+        {"comm-min", SV_FLAG_STR, &o.comm_min, 0, 0, "--comm: smallest buffer (bytes of the full buffer, e.g. 64K)", 0},
+        {"comm-max", SV_FLAG_STR, &o.comm_max, 0, 0, "--comm: largest buffer (e.g. 64M)", 0},
+        SV_FLAG_END};
+    sv_cmd_spec spec = {
+        "bench", "[mpiexec -n N] shardvit bench --model M [--batch-size B] [--steps N] [flags]",
+        "Benchmark the FSDP training step (default), one backend op (--op) or collectives (--comm). Prints one JSON "
+        "object (keys img_per_s tflops mfu peak_mem_bytes time_split per_rank ...) and a summary on stderr. "
+        "FLOPs per image = 3 x forward FLOPs (6 x matmul params x tokens + attention QK^T and PV terms). "
+        "MFU on the CPU is the fraction of a measured single-core sgemm peak x cores used.",
+        0};
+    char *pos[1];
+    int npos;
+    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (o.data && o.synthetic) {
+        fprintf(stderr, "shardvit bench: --synthetic and --data exclude each other\n");
+        return 2;
+    }
+    if (o.op && o.comm) {
+        fprintf(stderr, "shardvit bench: --op and --comm exclude each other\n");
+        return 2;
+    }
+    int threads = resolve_threads(&o, proc);
+    sv_status st = SV_OK;
+    if (o.op || o.comm) {
+        sv_json_writer w;
+        sv_json_writer_init(&w, 0);
+        if (o.op) {
+            sv_vit_config c;
+            st = sv_model_opts_resolve(&o.run.model, &c);
+            int per = proc->world * o.run.accum;
+            if (st == SV_OK && o.run.batch_size % per)
+                st = SV_FAIL(SV_ERR_INVALID, "--batch-size %d must be divisible by world size x --accum = %d",
+                             o.run.batch_size, per);
+            if (st == SV_OK)
+                st = sv_bench_op(o.op, &c, o.run.batch_size / per, threads, o.run.param_dtype, o.run.device,
+                                 (int)o.steps, o.warmup, &w);
+        } else {
+            st = sv_bench_comm(&o.run, proc, threads, o.comm_min, o.comm_max, &w);
+        }
+        if (st == SV_OK && proc->rank == 0) st = write_json(&o, &w);
+        sv_json_writer_free(&w);
+    } else {
+        double gemm = 0;
+        sv_device_kind dk = SV_DEVICE_CPU;
+        if (!strcmp(o.run.device, "cuda") || (!strcmp(o.run.device, "auto") && sv_backend_available(SV_DEVICE_CUDA)))
+            dk = SV_DEVICE_CUDA;
+        if (dk == SV_DEVICE_CPU && o.calib_s > 0) st = calibrate(&o, &gemm);
+        sv_run r;
+        memset(&r, 0, sizeof r);
+        if (st == SV_OK) st = sv_run_setup(&r, &o.run, proc->rank, proc->world, proc->local_rank, proc->local_size);
+        if (st == SV_OK) st = bench_train(&r, &o, gemm);
+        if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace);
+        if (st == SV_OK) sv_run_teardown(&r);
+    }
+    if (st == SV_ERR_INVALID) {
+        fprintf(stderr, "shardvit bench: %s\n", sv_err_msg());
+        return 2;
+    }
+    if (st != SV_OK) return sv_app_fail("bench", st);
+    return 0;
+}

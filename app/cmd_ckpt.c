@@ -1,0 +1,231 @@
+/* Checkpoints from the CLI: `shardvit reshard | export | import`, and the checkpoint steps of
+ * `shardvit train` (docs/checkpoints.md). */
+#include "app/cmd_ckpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/commands.h"
+#include "core/log.h"
+#include "fsdp/safetensors.h"
+
+/* ---- train integration ------------------------------------------------------------------ */
+
+sv_status sv_train_ckpt_setup(sv_train_ckpt *c, const char *ckpt_dir, const char *out) {
+    c->dir = NULL;
+    c->last_saved = -1;
+    if (ckpt_dir) c->dir = ckpt_dir;
+    else if (out) {
+        if ((size_t)snprintf(c->dir_buf, sizeof c->dir_buf, "%s/checkpoints", out) >= sizeof c->dir_buf)
+            return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", out);
+        c->dir = c->dir_buf;
+    }
+    if (!c->dir && c->every > 0) return SV_FAIL(SV_ERR_INVALID, "--ckpt-every %d needs --ckpt-dir or --out", c->every);
+    if (!c->dir && c->resume && !strcmp(c->resume, "auto"))
+        return SV_FAIL(SV_ERR_INVALID, "--resume auto needs --ckpt-dir or --out (or give a checkpoint path)");
+    return SV_OK;
+}
+
+sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *start_step) {
+    *start_step = 0;
+    char step_dir[SV_CKPT_PATH_MAX];
+    int found = 0;
+    if (c->resume) {
+        sv_status st;
+        if (!strcmp(c->resume, "auto")) {
+            st = sv_ckpt_latest(c->dir, step_dir, sizeof step_dir, &found);
+            if (st == SV_OK && !found) SV_INFO("resume auto: no checkpoint in %s; starting from scratch", c->dir);
+        } else {
+            st = sv_ckpt_resolve(c->resume, step_dir, sizeof step_dir);
+            found = st == SV_OK;
+        }
+        SV_TRY(sv_ckpt_agree(&r->fsdp, st));
+    }
+    if (!found) {
+        if (c->init_from) SV_TRY(sv_ckpt_agree(&r->fsdp, sv_ckpt_init_from_safetensors(&r->fsdp, c->init_from)));
+        return SV_OK;
+    }
+    if (c->init_from) SV_INFO("--init-from %s ignored: resuming from %s", c->init_from, step_dir);
+    sv_ckpt_train_state s;
+    SV_TRY(sv_ckpt_load(&r->fsdp, step_dir, &s));
+    if (s.total_steps != c->state.total_steps || s.lr != c->state.lr || s.min_lr != c->state.min_lr ||
+        s.warmup != c->state.warmup)
+        SV_WARN("resume: the LR schedule changed (checkpoint: %lld steps, lr %g, min-lr %g, warmup %lld; now %lld, %g, "
+                "%g, %lld); continuing with the new one at step %lld",
+                (long long)s.total_steps, s.lr, s.min_lr, (long long)s.warmup, (long long)c->state.total_steps,
+                c->state.lr, c->state.min_lr, (long long)c->state.warmup, (long long)s.step);
+    if (s.seed != c->state.seed)
+        SV_WARN("resume: checkpoint seed %llu differs from --seed %llu (data order and augmentation follow --seed)",
+                (unsigned long long)s.seed, (unsigned long long)c->state.seed);
+    SV_TRY(sv_loader_seek(ld, s.epoch, s.cursor));
+    c->state.epoch = s.epoch;
+    c->state.cursor = s.cursor;
+    *start_step = (long)s.step;
+    /* The same step already on disk in our root needs no second copy at the end. */
+    char mine[SV_CKPT_PATH_MAX + 32];
+    if (c->dir) {
+        snprintf(mine, sizeof mine, "%s/step_%08lld", c->dir, (long long)s.step);
+        if (!strcmp(mine, step_dir)) c->last_saved = s.step;
+    }
+    SV_INFO("resume: step %lld, data position epoch %llu sample %llu, %lld skipped steps so far", (long long)s.step,
+            (unsigned long long)s.epoch, (unsigned long long)s.cursor, (long long)s.skipped_steps);
+    return SV_OK;
+}
+
+static sv_status save(sv_run *r, sv_train_ckpt *c) {
+    c->state.step = r->fsdp.step;
+    c->state.skipped_steps = (int64_t)r->fsdp.ctr.skipped_steps;
+    SV_TRY(sv_ckpt_save(&r->fsdp, c->dir, &c->state, c->keep, NULL, 0));
+    c->last_saved = c->state.step;
+    return SV_OK;
+}
+
+sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done) {
+    if (!c->dir || c->every <= 0 || done % c->every) return SV_OK;
+    return save(r, c);
+}
+
+sv_status sv_train_ckpt_end(sv_run *r, sv_train_ckpt *c, long done) {
+    if (!c->dir || c->last_saved == done) return SV_OK;
+    return save(r, c);
+}
+
+sv_status sv_train_dump_logits(sv_run *r, const sv_loader_opts *train_lo, const char *path) {
+    sv_loader_opts lo = *train_lo;
+    lo.mode = SV_TRANSFORM_EVAL;
+    lo.mixup_alpha = lo.cutmix_alpha = 0;
+    const sv_vit_config *c = &r->vcfg;
+    int B = r->micro_batch, K = c->num_classes;
+    size_t img = (size_t)B * c->in_chans * c->img * c->img;
+    sv_loader *ld;
+    SV_TRY(sv_loader_create(&lo, &ld));
+    const sv_batch *b = NULL;
+    float *d_img = NULL, *d_f32 = NULL, *logits = malloc((size_t)B * K * 4);
+    sv_status st = sv_loader_next(ld, &b);
+    if (st == SV_OK && !b) st = SV_FAIL(SV_ERR_INVALID, "--dump-logits: the data set yields no batch");
+    if (st == SV_OK && !logits) st = SV_FAIL(SV_ERR_OOM, "logits");
+    if (st == SV_OK) st = sv_be_alloc(r->be, img * 4, (void **)&d_img);
+    if (st == SV_OK) st = sv_be_alloc(r->be, (size_t)B * K * 4, (void **)&d_f32);
+    if (st == SV_OK) st = sv_be_upload(r->be, d_img, b->images, img * 4);
+    if (st == SV_OK) st = sv_fsdp_forward(&r->fsdp, d_img);
+    if (st == SV_OK) {
+        if (sv_be_compute_elem_size(r->be) == 4) st = sv_be_download(r->be, logits, r->model.logits, (size_t)B * K * 4);
+        else {
+            st = sv_be_compute_to_f32(r->be, d_f32, r->model.logits, (size_t)B * K);
+            if (st == SV_OK) st = sv_be_download(r->be, logits, d_f32, (size_t)B * K * 4);
+        }
+    }
+    if (st == SV_OK && r->rank == 0) {
+        int64_t si[4] = {B, c->in_chans, c->img, c->img}, sl[2] = {B, K}, sb[1] = {B};
+        sv_st_entry e[3] = {{"images", SV_ST_F32, 4, si, b->images},
+                            {"labels", SV_ST_I32, 1, sb, b->labels},
+                            {"logits", SV_ST_F32, 2, sl, logits}};
+        st = sv_safetensors_write(path, e, 3, NULL, 0, NULL, NULL);
+        if (st == SV_OK) SV_INFO("dump-logits: %d images of rank 0 and their logits -> %s", B, path);
+    }
+    if (d_img) sv_be_free(r->be, d_img);
+    if (d_f32) sv_be_free(r->be, d_f32);
+    free(logits);
+    sv_loader_destroy(ld);
+    return st;
+}
+
+/* ---- offline subcommands ------------------------------------------------------------------- */
+
+int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc) {
+    (void)proc;
+    int world = 0;
+    sv_flag flags[] = {{"world", SV_FLAG_INT, &world, 1, 99999, "shard ranks of the new checkpoint (required)", 0},
+                       SV_FLAG_END};
+    sv_cmd_spec spec = {"reshard", "shardvit reshard IN OUT --world M",
+                        "Rewrite checkpoint IN (a step directory, a checkpoint root or a run directory) as the step "
+                        "directory OUT for M shard ranks, the files a run of M ranks would have saved. Offline, no "
+                        "MPI. Streams with bounded memory: one 4 MiB write buffer plus one read chunk (<= 16 MiB, "
+                        "4 MiB as written by shardvit) plus the index tables, whatever the model size. Every chunk "
+                        "read is CRC-checked. N -> M -> N reproduces the original shard files byte for byte.",
+                        2};
+    char *pos[2];
+    int npos;
+    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (npos != 2 || world < 1) {
+        fprintf(stderr, "shardvit reshard: expected IN OUT and --world M (M >= 1); see --help\n");
+        return 2;
+    }
+    sv_status st = sv_ckpt_reshard(pos[0], pos[1], world);
+    if (st != SV_OK) return sv_app_fail("reshard", st);
+    printf("resharded %s -> %s for %d ranks\n", pos[0], pos[1], world);
+    return 0;
+}
+
+int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
+    (void)proc;
+    const char *dtype = "fp32";
+    sv_flag flags[] = {{"dtype", SV_FLAG_STR, &dtype, 0, 0, "fp32 | bf16 (round to nearest even)", 0}, SV_FLAG_END};
+    sv_cmd_spec spec = {"export", "shardvit export CKPT OUT.safetensors [--dtype fp32|bf16]",
+                        "Write the master weights of checkpoint CKPT (step directory, checkpoint root or run "
+                        "directory) as a safetensors file with timm VisionTransformer names and shapes, and "
+                        "config.json next to it as timm writes it. Streams tensor by tensor; reads only the master "
+                        "ranges (never the optimizer state), each chunk CRC-checked.",
+                        2};
+    char *pos[2];
+    int npos;
+    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (npos != 2) {
+        fprintf(stderr, "shardvit export: expected CKPT OUT.safetensors; see --help\n");
+        return 2;
+    }
+    sv_st_dtype dt;
+    if (!strcmp(dtype, "fp32")) dt = SV_ST_F32;
+    else if (!strcmp(dtype, "bf16")) dt = SV_ST_BF16;
+    else {
+        fprintf(stderr, "shardvit export: --dtype: invalid value '%s' (expected fp32 or bf16)\n", dtype);
+        return 2;
+    }
+    sv_status st = sv_ckpt_export(pos[0], pos[1], dt);
+    if (st != SV_OK) return sv_app_fail("export", st);
+    return 0;
+}
+
+int sv_cmd_import(int argc, char **argv, const sv_proc *proc) {
+    (void)proc;
+    sv_model_opts mo = {.model = "vit-28"};
+    int head_zero = 0;
+    sv_flag flags[] = {SV_MODEL_FLAGS(mo), SV_FLAG_END};
+    sv_cmd_spec spec = {"import", "shardvit import FILE.safetensors [model flags]",
+                        "Validate a timm VisionTransformer safetensors file (header, dtypes, offsets) and check it "
+                        "against the model the flags describe: every tensor present with its shape, except the head "
+                        "(a different --num-classes gets a fresh head) and pos_embed (a different patch grid is "
+                        "resampled bicubically as timm does). Loading happens in training: "
+                        "`shardvit train --init-from FILE.safetensors [same model flags]` seeds the master weights "
+                        "(optimizer state zero) at any world size.",
+                        1};
+    char *pos[1];
+    int npos;
+    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (npos != 1) {
+        fprintf(stderr, "shardvit import: expected FILE.safetensors; see --help\n");
+        return 2;
+    }
+    sv_vit_config c;
+    sv_status st = sv_model_opts_resolve(&mo, &c);
+    if (st != SV_OK) {
+        fprintf(stderr, "shardvit import: %s\n", sv_err_msg());
+        return 2;
+    }
+    sv_layout L;
+    st = sv_layout_build(&L, &c, head_zero, 1, 0);
+    int loaded = 0;
+    if (st == SV_OK) st = sv_ckpt_check_import(&L, pos[0], &loaded);
+    int n = L.n_params;
+    sv_layout_free(&L);
+    if (st != SV_OK) return sv_app_fail("import", st);
+    printf("%s fits %s (img %d patch %d dim %d depth %d classes %d): %d of %d tensors from the file; train with "
+           "--init-from %s\n",
+           pos[0], c.name, c.img, c.patch, c.dim, c.depth, c.num_classes, loaded, n, pos[0]);
+    return 0;
+}

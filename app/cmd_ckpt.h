@@ -1,0 +1,37 @@
+/* Checkpointing inside `shardvit train` (periodic/final save, resume, --init-from,
+ * --dump-logits); the offline subcommands reshard/export/import are in cmd_ckpt.c too. */
+#ifndef SV_APP_CMD_CKPT_H
+#define SV_APP_CMD_CKPT_H
+
+#include "app/run.h"
+#include "data/loader.h"
+#include "fsdp/checkpoint.h"
+
+typedef struct sv_train_ckpt {
+    const char *dir;       /* checkpoint root (--ckpt-dir, default OUT/checkpoints); NULL: none */
+    const char *resume;    /* NULL, "auto", or a run dir / checkpoint root / step dir */
+    const char *init_from; /* safetensors file or NULL */
+    int every, keep;       /* --ckpt-every (0: only at the end), --keep (0: all) */
+    /* Filled by the trainer before training: seed, total_steps, lr, min_lr, warmup,
+     * global_batch; kept current during training: epoch/cursor of the next batch. */
+    sv_ckpt_train_state state;
+    long long last_saved;  /* step of the newest checkpoint of this run on disk, -1 none */
+    char dir_buf[SV_CKPT_PATH_MAX];
+} sv_train_ckpt;
+
+/* Resolve the checkpoint root from --ckpt-dir/--out (out may be NULL). --ckpt-every without a
+ * directory is a usage error (SV_ERR_INVALID naming the flag). */
+sv_status sv_train_ckpt_setup(sv_train_ckpt *c, const char *ckpt_dir, const char *out);
+/* Before the first step (collective): --init-from, then --resume (restores parameters,
+ * optimizer state, step counters and the loader position). *start_step: first step to run. */
+sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *start_step);
+/* After `done` optimizer steps (collective): save when --ckpt-every divides it. */
+sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done);
+/* After training (collective): save unless step `done` is already on disk. */
+sv_status sv_train_ckpt_end(sv_run *r, sv_train_ckpt *c, long done);
+/* Debug (collective): forward the first evaluation-transform batch of the loader described by
+ * `lo` (training data, identity order) and have rank 0 write PATH as safetensors with
+ * "images" (B, C, H, W) F32, "labels" (B) I32 and "logits" (B, K) F32 of its micro-batch. */
+sv_status sv_train_dump_logits(sv_run *r, const sv_loader_opts *lo, const char *path);
+
+#endif

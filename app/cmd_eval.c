@@ -1,0 +1,150 @@
+/* shardvit eval: top-1/top-5/loss/per-class accuracy and the confusion matrix of trained weights
+ * on a data set, at any world size (mpiexec -n N). Rank 0 prints and writes the outputs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/commands.h"
+#include "app/model_load.h"
+#include "app/run.h"
+#include "core/log.h"
+#include "eval/evaluate.h"
+
+typedef struct eval_opts {
+    sv_run_opts run;
+    const char *data, *out, *weights, *ckpt, *classes;
+    int workers, synth_samples;
+    double crop_pct;
+} eval_opts;
+
+static void print_summary(const sv_evaluator *e, const char *data, char **names, int n_names) {
+    const sv_metrics *m = &e->m;
+    int K = m->num_classes;
+    printf("eval on %s: %lld samples in %.1f s\n", data, (long long)sv_metrics_samples(m), e->seconds);
+    printf("  top-1 %.4f (%lld correct)\n  top-5 %.4f (%lld correct)\n  loss  %.4f\n", sv_metrics_top1(m),
+           (long long)sv_metrics_top1_correct(m), sv_metrics_top5(m), (long long)sv_metrics_top5_correct(m),
+           sv_metrics_mean_loss(m));
+    const int64_t *cc = sv_metrics_class_correct(m), *ct = sv_metrics_class_total(m);
+    int shown = 0;
+    printf("  per class (accuracy, correct/total):\n");
+    for (int k = 0; k < K; k++) {
+        if (!ct[k]) continue;
+        if (shown++ == 50) {
+            printf("    ... (%d classes; all of them are in eval.json)\n", K);
+            break;
+        }
+        char buf[16];
+        const char *name = k < n_names ? names[k] : sv_eval_class_name(e, k, buf, sizeof buf);
+        printf("    %-24s %.4f  %lld/%lld\n", name, (double)cc[k] / (double)ct[k], (long long)cc[k], (long long)ct[k]);
+    }
+    fflush(stdout);
+}
+
+/* *usage = 1 when the failure is a bad flag or weights/flags mismatch found before any rank
+ * communicates (exit 2 on every rank alike); later failures are runtime errors (exit 1). */
+static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
+    sv_model_opts mo;
+    *usage = 1;
+    SV_TRY(sv_app_model_config(&o->run.model, o->weights, o->ckpt, &mo));
+    o->run.model = mo;
+    /* The global batch must split evenly over the ranks; round up rather than refuse. */
+    int W = proc->world, B = o->run.batch_size;
+    if (B % W) {
+        B = (B + W - 1) / W * W;
+        SV_INFO("--batch-size %d rounded up to %d (a multiple of %d ranks)", o->run.batch_size, B, W);
+        o->run.batch_size = B;
+    }
+    sv_run r;
+    SV_TRY(sv_run_setup(&r, &o->run, proc->rank, proc->world, proc->local_rank, proc->local_size));
+    *usage = 0;
+    sv_dataset *ds = NULL;
+    sv_evaluator ev = {0};
+    char **names = NULL;
+    int n_names = 0;
+    sv_status st = sv_app_load_model(&r, o->weights, o->ckpt);
+    sv_dataset_opts dopts = sv_dataset_opts_default();
+    dopts.classes_file = o->classes;
+    dopts.synth_samples = (uint64_t)o->synth_samples;
+    dopts.synth_classes = r.vcfg.num_classes;
+    dopts.synth_img = r.vcfg.img;
+    dopts.synth_channels = r.vcfg.in_chans;
+    dopts.synth_seed = 1234; /* the task train --data synthetic learns */
+    if (st == SV_OK) st = sv_dataset_open(o->data, &dopts, &ds);
+    if (st == SV_OK && o->classes) st = sv_classes_read(o->classes, &names, &n_names);
+    if (st == SV_OK && names && n_names != r.vcfg.num_classes)
+        st = SV_FAIL(SV_ERR_INVALID, "--classes %s lists %d names but the model has %d classes", o->classes, n_names,
+                     r.vcfg.num_classes);
+    sv_eval_opts eo = SV_EVAL_OPTS_DEFAULT;
+    eo.workers = o->workers;
+    eo.crop_pct = (float)o->crop_pct;
+    eo.seed = (uint64_t)o->run.seed;
+    if (st == SV_OK) {
+        SV_INFO("evaluating %s (%d classes) on %s: %zu samples, global batch %d over %d ranks", r.vcfg.name,
+                r.vcfg.num_classes, o->data, sv_dataset_len(ds), o->run.batch_size, r.world);
+        st = sv_eval_init(&ev, &r.fsdp, ds, &eo);
+    }
+    if (st == SV_OK) st = sv_eval_run(&ev);
+    if (st == SV_OK && r.rank == 0) {
+        print_summary(&ev, o->data, names, n_names);
+        st = sv_eval_write_outputs(&ev, o->out, (const char *const *)names);
+        if (st == SV_OK) SV_INFO("wrote %s/eval.json and %s/confusion.csv", o->out, o->out);
+    }
+    if (ev.f) sv_eval_free(&ev);
+    free(names);
+    if (ds) sv_dataset_close(ds);
+    if (st != SV_OK) {
+        sv_err_frame(__FILE__, __LINE__);
+        return st;
+    }
+    sv_run_teardown(&r);
+    return SV_OK;
+}
+
+int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
+    eval_opts o = {.run = SV_RUN_OPTS_DEFAULT, .out = ".", .crop_pct = 0.875, .synth_samples = 1000};
+    o.run.model.model = NULL;
+    o.run.batch_size = 64;
+    sv_flag flags[] = {
+        SV_MODEL_FLAGS(o.run.model),
+        {"weights", SV_FLAG_STR, &o.weights, 0, 0, "timm-named safetensors file (config.json beside it is read)", 0},
+        {"ckpt", SV_FLAG_STR, &o.ckpt, 0, 0, "shardvit checkpoint: run dir, checkpoint root or step dir", 0},
+        {"data", SV_FLAG_STR, &o.data, 0, 0, "evaluation data: ImageFolder dir | tar pattern | synthetic", 0},
+        {"out", SV_FLAG_STR, &o.out, 0, 0, "directory for eval.json and confusion.csv", 0},
+        {"classes", SV_FLAG_STR, &o.classes, 0, 0, "class names, one per line (default: the data set's)", 0},
+        {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 1 << 20, "global batch (rounded up to a multiple of ranks)", 0},
+        {"crop-pct", SV_FLAG_DOUBLE, &o.crop_pct, 0.05, 1, "resize the shorter side to img/crop-pct, then center crop", 0},
+        {"synth-samples", SV_FLAG_INT, &o.synth_samples, 1, 1 << 30, "samples in --data synthetic", 0},
+        {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank (0 = cores)", 0},
+        {"strategy", SV_FLAG_STR, &o.run.strategy, 0, 0, "full_shard | shard_grad_op | no_shard | hybrid_shard", 0},
+        {"shard-group", SV_FLAG_INT, &o.run.shard_group, 0, 1 << 20, "hybrid_shard group size", 0},
+        {"param-dtype", SV_FLAG_STR, &o.run.param_dtype, 0, 0, "compute dtype fp32 | bf16", 0},
+        {"device", SV_FLAG_STR, &o.run.device, 0, 0, "auto | cpu | cuda", 0},
+        {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024, "CPU threads per rank (0 = cores / local ranks)", 0},
+        {"comm-timeout", SV_FLAG_DOUBLE, &o.run.comm_timeout, 0, 1e7, "seconds before a collective is declared hung", 0},
+        SV_FLAG_END};
+    sv_cmd_spec spec = {"eval",
+                        "[mpiexec -n N] shardvit eval --weights FILE.safetensors | --ckpt PATH --data PATH [flags]",
+                        "Evaluate trained weights: loss, top-1, top-5, per-class accuracy; writes eval.json and "
+                        "confusion.csv to --out. The model shape comes from the weights (and config.json beside "
+                        "them); model flags override it.",
+                        0};
+    char *pos[1];
+    int npos;
+    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (!o.weights == !o.ckpt) {
+        fprintf(stderr, "shardvit eval: --weights / --ckpt: give exactly one of them\n");
+        return 2;
+    }
+    if (!o.data) {
+        fprintf(stderr, "shardvit eval: --data: missing (ImageFolder dir, tar pattern or synthetic)\n");
+        return 2;
+    }
+    int usage;
+    sv_status st = run_eval(&o, proc, &usage);
+    if (st == SV_ERR_INVALID && usage) {
+        fprintf(stderr, "shardvit eval: %s\n", sv_err_msg());
+        return 2;
+    }
+    return st == SV_OK ? 0 : sv_app_fail("eval", st);
+}

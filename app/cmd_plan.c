@@ -1,0 +1,93 @@
+/* shardvit plan: per-rank memory by category for a model / world / strategy / dtype / batch,
+ * computed by the very code that carves the training arena (in counting mode). */
+#include <stdio.h>
+#include <string.h>
+
+#include "app/commands.h"
+#include "app/run.h"
+
+static void row(const char *what, size_t bytes, size_t total, const char *note) {
+    printf("  %-16s %12.1f MiB  %5.1f%%  %s\n", what, bytes / 1048576.0, total ? 100.0 * bytes / total : 0.0, note);
+}
+
+int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
+    (void)proc;
+    sv_run_opts o = SV_RUN_OPTS_DEFAULT;
+    o.device = "cpu";
+    int world = 1;
+    const char *mem = NULL;
+    sv_flag flags[] = {SV_RUN_FLAGS(o),
+                       {"world", SV_FLAG_INT, &world, 1, 1 << 20, "number of ranks to plan for", 0},
+                       {"mem", SV_FLAG_STR, &mem, 0, 0, "memory per rank to check against, e.g. 24G or 80GiB", 0},
+                       SV_FLAG_END};
+    sv_cmd_spec spec = {"plan", "shardvit plan --model M --world N --strategy S --param-dtype D --batch-size B [--mem 24G]",
+                        "Print where every byte of a rank's arena goes (fp32 master/grad/optimizer shards, gathered "
+                        "compute-dtype parameters, gradient buffers, activations) and whether it fits --mem. "
+                        "--device cuda plans GPU sizes (bf16 storage) without needing a GPU.",
+                        0};
+    char *pos[1];
+    int npos;
+    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
+    if (rc) return rc == 1 ? 0 : 2;
+    long long mem_bytes = -1;
+    if (mem && (mem_bytes = sv_parse_bytes(mem)) < 0) {
+        fprintf(stderr, "shardvit plan: --mem: invalid value '%s' (expected bytes like 24G, 512M)\n", mem);
+        return 2;
+    }
+    if (!strcmp(o.device, "auto")) o.device = "cpu";
+    sv_vit_config vcfg;
+    sv_fsdp_config fc;
+    sv_backend_config bc;
+    int micro;
+    sv_status st = sv_run_resolve(&o, world, &vcfg, &fc, &bc, 1, &micro);
+    if (st != SV_OK) {
+        fprintf(stderr, "shardvit plan: %s\n", sv_err_msg());
+        return 2;
+    }
+    bc.threads = 1;
+    sv_backend *be;
+    if ((st = sv_backend_create_sizing(&bc, &be)) != SV_OK) return sv_app_fail("plan", st);
+    sv_run_mem m;
+    if ((st = sv_run_plan(&vcfg, &fc, be, world, micro, o.recompute, &m)) != SV_OK) {
+        sv_backend_destroy(be);
+        return sv_app_fail("plan", st);
+    }
+    printf("plan: %s (%zu params), world %d, %s, param dtype %s, reduce dtype %s, global batch %d "
+           "(%d per rank x %d accum), device %s%s\n",
+           vcfg.name, sv_vit_param_count(&vcfg), world, o.strategy, o.param_dtype, o.reduce_dtype, o.batch_size, micro,
+           o.accum, o.device, o.recompute ? ", recompute" : "");
+    printf("per-rank bytes:\n");
+    size_t T = m.total;
+    row("params", m.fsdp.params, T, "fp32 master shard");
+    row("grads", m.fsdp.grads, T, "fp32 gradient shard");
+    row("optimizer", m.fsdp.optimizer, T, "AdamW m + v shards (fp32)");
+    row("gathered", m.fsdp.gathered, T, "compute-dtype gathered units + all-gather staging");
+    row("grad buffers", m.fsdp.grad_buffers, T, "full-size fp32 unit gradients being reduced");
+    row("activations", m.activations, T, "one micro-batch's saved activations + backward scratch");
+    size_t other = T - m.fsdp.params - m.fsdp.grads - m.fsdp.optimizer - m.fsdp.gathered - m.fsdp.grad_buffers -
+                   m.activations;
+    if (other) row("alignment", other, T, "padding between buffers");
+    printf("  %-16s %12.1f MiB  (%zu bytes)\n", "total", T / 1048576.0, T);
+    if (mem_bytes >= 0) {
+        int fits = (long long)T <= mem_bytes;
+        printf("fits in %s: %s (%.1f%% of it)\n", mem, fits ? "yes" : "NO", 100.0 * T / (double)mem_bytes);
+        /* Largest micro-batch per rank that still fits: activations grow linearly with it. */
+        int lo = 0, hi = 1;
+        sv_run_mem t;
+        while (hi < (1 << 20) && sv_run_plan(&vcfg, &fc, be, world, hi, o.recompute, &t) == SV_OK &&
+               (long long)t.total <= mem_bytes)
+            lo = hi, hi *= 2;
+        while (hi - lo > 1) {
+            int mid = (lo + hi) / 2;
+            if (sv_run_plan(&vcfg, &fc, be, world, mid, o.recompute, &t) == SV_OK && (long long)t.total <= mem_bytes)
+                lo = mid;
+            else hi = mid;
+        }
+        if (lo > 0)
+            printf("largest micro-batch per rank that fits: %d (global batch %d at --accum %d)\n", lo,
+                   lo * world * o.accum, o.accum);
+        else printf("even a micro-batch of 1 does not fit: shard more (more ranks, full_shard) or use --recompute\n");
+    }
+    sv_backend_destroy(be);
+    return 0;
+}

@@ -1,0 +1,198 @@
+/* shardvit predict: top-k classes with softmax probabilities for JPEG files, using the eval
+ * transform (resize shorter side to img/crop_pct, center crop). Every rank runs the same
+ * images (so it works under mpiexec too); rank 0 prints. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/commands.h"
+#include "app/model_load.h"
+#include "app/run.h"
+#include "core/fileio.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "data/transform.h"
+
+typedef struct predict_opts {
+    sv_run_opts run;
+    const char *weights, *ckpt, *classes;
+    int topk, json;
+    double crop_pct;
+} predict_opts;
+
+typedef struct scored {
+    double p;
+    int k;
+} scored;
+
+static int by_prob_desc(const void *a, const void *b) {
+    const scored *x = a, *y = b;
+    if (x->p != y->p) return x->p < y->p ? 1 : -1;
+    return x->k - y->k;
+}
+
+static void print_one(const predict_opts *o, const char *img, const float *z, int K, char **names, int n_names,
+                      scored *tmp) {
+    double mx = -INFINITY, se = 0;
+    for (int k = 0; k < K; k++) mx = z[k] > mx ? z[k] : mx;
+    for (int k = 0; k < K; k++) se += exp((double)z[k] - mx);
+    for (int k = 0; k < K; k++) tmp[k] = (scored){exp((double)z[k] - mx) / se, k};
+    qsort(tmp, (size_t)K, sizeof *tmp, by_prob_desc);
+    int n = o->topk > 0 && o->topk < K ? o->topk : K;
+    char num[16];
+    if (o->json) {
+        sv_json_writer w;
+        sv_json_writer_init(&w, 0);
+        sv_json_obj_begin(&w);
+        sv_json_key(&w, "image");
+        sv_json_str(&w, img);
+        sv_json_key(&w, "top");
+        sv_json_arr_begin(&w);
+        for (int i = 0; i < n; i++) {
+            snprintf(num, sizeof num, "%d", tmp[i].k);
+            sv_json_obj_begin(&w);
+            sv_json_key(&w, "class");
+            sv_json_str(&w, tmp[i].k < n_names ? names[tmp[i].k] : num);
+            sv_json_key(&w, "index");
+            sv_json_i64(&w, tmp[i].k);
+            sv_json_key(&w, "prob");
+            sv_json_f64(&w, tmp[i].p);
+            sv_json_obj_end(&w);
+        }
+        sv_json_arr_end(&w);
+        sv_json_obj_end(&w);
+        const char *text;
+        if (sv_json_writer_finish(&w, &text, NULL) == SV_OK) printf("%s\n", text);
+        sv_json_writer_free(&w);
+        return;
+    }
+    printf("%s\n", img);
+    for (int i = 0; i < n; i++) {
+        snprintf(num, sizeof num, "%d", tmp[i].k);
+        printf("  %2d. %6.2f%%  %s", i + 1, 100.0 * tmp[i].p, tmp[i].k < n_names ? names[tmp[i].k] : num);
+        if (tmp[i].k < n_names) printf(" (%d)", tmp[i].k);
+        printf("\n");
+    }
+}
+
+static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_proc *proc, int *usage) {
+    sv_model_opts mo;
+    *usage = 1;
+    SV_TRY(sv_app_model_config(&o->run.model, o->weights, o->ckpt, &mo));
+    o->run.model = mo;
+    int W = proc->world;
+    int micro = n_imgs < o->run.batch_size ? n_imgs : o->run.batch_size;
+    o->run.batch_size = micro * W; /* every rank runs the same `micro` images */
+    char **names = NULL;
+    int n_names = 0;
+    SV_TRY(sv_app_class_names(o->classes, o->weights, o->ckpt, &names, &n_names));
+    sv_run r;
+    sv_status st = sv_run_setup(&r, &o->run, proc->rank, proc->world, proc->local_rank, proc->local_size);
+    if (st != SV_OK) {
+        free(names);
+        return st;
+    }
+    *usage = 0;
+    if (names && n_names != r.vcfg.num_classes) {
+        SV_WARN("%d class names for a model with %d classes: names used only where they exist", n_names,
+                r.vcfg.num_classes);
+        if (n_names > r.vcfg.num_classes) n_names = r.vcfg.num_classes;
+    }
+    st = sv_app_load_model(&r, o->weights, o->ckpt);
+    const sv_vit_config *c = &r.vcfg;
+    int K = c->num_classes;
+    size_t per = (size_t)c->in_chans * c->img * c->img;
+    float *h_img = calloc((size_t)micro * per, 4), *h_logits = malloc((size_t)micro * K * 4), *d_img = NULL,
+          *d_l32 = NULL;
+    scored *tmp = malloc((size_t)K * sizeof *tmp);
+    if (st == SV_OK && (!h_img || !h_logits || !tmp)) st = SV_FAIL(SV_ERR_OOM, "predict buffers");
+    if (st == SV_OK) st = sv_be_alloc(r.be, (size_t)micro * per * 4, (void **)&d_img);
+    if (st == SV_OK) st = sv_be_alloc(r.be, (size_t)micro * K * 4, (void **)&d_l32);
+    static const float k_half[3] = {0.5f, 0.5f, 0.5f};
+    static const float k_in_mean[3] = {0.485f, 0.456f, 0.406f}, k_in_std[3] = {0.229f, 0.224f, 0.225f};
+    sv_image_xform x = {.train = 0, .img = c->img, .channels = c->in_chans, .crop_pct = o->crop_pct,
+                        .max_pixels = 89478485ull, .mean = c->in_chans == 1 ? k_half : k_in_mean,
+                        .std = c->in_chans == 1 ? k_half : k_in_std};
+    sv_jpeg_ctx jc;
+    sv_jpeg_ctx_init(&jc);
+    sv_resample_scratch rs = {0};
+    for (int i0 = 0; i0 < n_imgs && st == SV_OK; i0 += micro) {
+        int n = n_imgs - i0 < micro ? n_imgs - i0 : micro;
+        memset(h_img, 0, (size_t)micro * per * 4);
+        for (int i = 0; i < n && st == SV_OK; i++) {
+            char *bytes = NULL;
+            size_t len = 0;
+            st = sv_fileio_read_small(imgs[i0 + i], (size_t)1 << 28, &bytes, &len);
+            if (st == SV_OK && (st = sv_load_image(&jc, &rs, (const uint8_t *)bytes, len, &x, h_img + i * per)) != SV_OK)
+                st = SV_FAIL(st, "%s: %s", imgs[i0 + i], sv_err_msg());
+            free(bytes);
+        }
+        if (st == SV_OK) st = sv_be_upload(r.be, d_img, h_img, (size_t)micro * per * 4);
+        if (st == SV_OK) st = sv_fsdp_forward(&r.fsdp, d_img);
+        if (st == SV_OK) st = sv_be_compute_to_f32(r.be, d_l32, r.model.logits, (size_t)micro * K);
+        if (st == SV_OK) st = sv_be_download(r.be, h_logits, d_l32, (size_t)micro * K * 4);
+        if (st == SV_OK) st = sv_be_sync(r.be);
+        for (int i = 0; i < n && st == SV_OK && r.rank == 0; i++)
+            print_one(o, imgs[i0 + i], h_logits + (size_t)i * K, K, names, n_names, tmp);
+    }
+    fflush(stdout);
+    sv_jpeg_ctx_free(&jc);
+    sv_resample_scratch_free(&rs);
+    free(h_img);
+    free(h_logits);
+    free(tmp);
+    free(names);
+    sv_be_free(r.be, d_img);
+    sv_be_free(r.be, d_l32);
+    if (st != SV_OK) {
+        sv_err_frame(__FILE__, __LINE__);
+        return st;
+    }
+    sv_run_teardown(&r);
+    return SV_OK;
+}
+
+int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
+    predict_opts o = {.run = SV_RUN_OPTS_DEFAULT, .topk = 5, .crop_pct = 0.875};
+    o.run.model.model = NULL;
+    o.run.batch_size = 16;
+    sv_flag flags[] = {
+        SV_MODEL_FLAGS(o.run.model),
+        {"weights", SV_FLAG_STR, &o.weights, 0, 0, "timm-named safetensors file (config.json beside it is read)", 0},
+        {"ckpt", SV_FLAG_STR, &o.ckpt, 0, 0, "shardvit checkpoint: run dir, checkpoint root or step dir", 0},
+        {"classes", SV_FLAG_STR, &o.classes, 0, 0, "class names, one per line (default: classes.txt beside the weights)", 0},
+        {"topk", SV_FLAG_INT, &o.topk, 0, 1000000, "classes shown per image (0 = all)", 0},
+        {"json", SV_FLAG_BOOL, &o.json, 0, 0, "one JSON object per image instead of text", 0},
+        {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 4096, "images per forward pass", 0},
+        {"crop-pct", SV_FLAG_DOUBLE, &o.crop_pct, 0.05, 1, "resize the shorter side to img/crop-pct, then center crop", 0},
+        {"param-dtype", SV_FLAG_STR, &o.run.param_dtype, 0, 0, "compute dtype fp32 | bf16", 0},
+        {"device", SV_FLAG_STR, &o.run.device, 0, 0, "auto | cpu | cuda", 0},
+        {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024, "CPU threads (0 = cores)", 0},
+        SV_FLAG_END};
+    sv_cmd_spec spec = {"predict", "shardvit predict --weights FILE.safetensors | --ckpt PATH [flags] IMG.jpg...",
+                        "Print the top-k classes with probabilities for each image. Class names come from --classes, "
+                        "or classes.txt beside the weights / in the run directory, else class indices are shown.",
+                        1 << 16};
+    char **pos = malloc((size_t)(argc + 1) * sizeof *pos);
+    if (!pos) return 1;
+    int npos = 0, rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
+    if (rc) {
+        free(pos);
+        return rc == 1 ? 0 : 2;
+    }
+    if (!o.weights == !o.ckpt || npos == 0) {
+        fprintf(stderr, "shardvit predict: %s\n",
+                npos == 0 ? "no image files given" : "--weights / --ckpt: give exactly one of them");
+        free(pos);
+        return 2;
+    }
+    int usage;
+    sv_status st = run_predict(&o, pos, npos, proc, &usage);
+    free(pos);
+    if (st == SV_ERR_INVALID && usage) {
+        fprintf(stderr, "shardvit predict: %s\n", sv_err_msg());
+        return 2;
+    }
+    return st == SV_OK ? 0 : sv_app_fail("predict", st);
+}

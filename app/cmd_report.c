@@ -1,0 +1,39 @@
+/* shardvit report: one self-contained HTML file (inline SVG, no scripts, no network) from a run
+ * directory: curves from metrics.jsonl, the evaluation, and the per-rank trace summary. */
+#include <stdio.h>
+
+#include "app/commands.h"
+#include "app/flags.h"
+#include "core/log.h"
+#include "eval/report.h"
+
+int sv_cmd_report(int argc, char **argv, const sv_proc *proc) {
+    (void)proc;
+    const char *out = NULL, *trace = NULL;
+    sv_flag flags[] = {
+        {"out", SV_FLAG_STR, &out, 0, 0, "HTML file to write (default RUN_DIR/report.html)", 0},
+        {"trace", SV_FLAG_STR, &trace, 0, 0, "trace JSON to summarise (default RUN_DIR/trace.json when present)", 0},
+        SV_FLAG_END};
+    sv_cmd_spec spec = {"report", "shardvit report RUN_DIR [--out FILE.html]",
+                        "Write one self-contained HTML report of a training run: loss, accuracy, learning rate, "
+                        "throughput and memory curves (metrics.jsonl), the evaluation summary and confusion matrix "
+                        "(eval.json, confusion.csv) and, with a trace, compute vs communication per rank.",
+                        1};
+    char *pos[1];
+    int npos;
+    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (npos != 1) {
+        fprintf(stderr, "shardvit report: missing RUN_DIR (a train --out directory)\n");
+        return 2;
+    }
+    char def[4096];
+    if (!out) {
+        snprintf(def, sizeof def, "%s/report.html", pos[0]);
+        out = def;
+    }
+    sv_status st = sv_report_write(pos[0], trace, out);
+    if (st != SV_OK) return sv_app_fail("report", st);
+    SV_INFO("wrote %s", out);
+    return 0;
+}

@@ -1,0 +1,87 @@
+#include "app/model_load.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "data/dataset.h"
+#include "eval/weights.h"
+#include "fsdp/checkpoint.h"
+
+sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, const char *ckpt, sv_model_opts *out) {
+    sv_vit_config c;
+    SV_TRY(sv_vit_preset(mo->model ? mo->model : "vit-28", &c));
+    int have_heads = 0;
+    if (weights) SV_TRY(sv_weights_infer_config(weights, &c, &have_heads));
+    else if (ckpt) {
+        char step_dir[SV_CKPT_PATH_MAX];
+        sv_ckpt_index idx;
+        memset(&idx, 0, sizeof idx);
+        SV_TRY(sv_ckpt_resolve(ckpt, step_dir, sizeof step_dir));
+        SV_TRY(sv_ckpt_index_load(&idx, step_dir));
+        c = idx.cfg;
+        have_heads = 1;
+        sv_ckpt_index_free(&idx);
+    }
+    if (weights && !have_heads && !mo->heads && c.dim % c.heads)
+        return SV_FAIL(SV_ERR_INVALID, "%s: the number of attention heads is not in the file and preset %s's %d heads "
+                       "do not divide its width %d: pass --heads", weights, c.name, c.heads, c.dim);
+    *out = *mo;
+    out->img = mo->img ? mo->img : c.img;
+    out->patch = mo->patch ? mo->patch : c.patch;
+    out->in_chans = mo->in_chans ? mo->in_chans : c.in_chans;
+    out->num_classes = mo->num_classes ? mo->num_classes : c.num_classes;
+    out->dim = mo->dim ? mo->dim : c.dim;
+    out->depth = mo->depth ? mo->depth : c.depth;
+    out->heads = mo->heads ? mo->heads : c.heads;
+    out->mlp_ratio = mo->mlp_ratio ? mo->mlp_ratio : c.mlp_ratio;
+    return SV_OK;
+}
+
+sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt) {
+    if (weights) return sv_weights_load(&r->fsdp, weights);
+    char step_dir[SV_CKPT_PATH_MAX];
+    SV_TRY(sv_ckpt_resolve(ckpt, step_dir, sizeof step_dir));
+    sv_ckpt_train_state st;
+    SV_TRY(sv_ckpt_load(&r->fsdp, step_dir, &st));
+    SV_INFO("weights: checkpoint %s (step %lld)", step_dir, (long long)st.step);
+    return SV_OK;
+}
+
+/* dir of `path` (the path itself when it is a directory) + "/classes.txt", if that exists. */
+static int classes_near(const char *path, int up, char *out, size_t cap) {
+    char dir[2048];
+    snprintf(dir, sizeof dir, "%s", path);
+    if (access(dir, F_OK) == 0) {
+        char probe[4200];
+        snprintf(probe, sizeof probe, "%s/.", dir);
+        if (access(probe, F_OK) != 0) { /* a file: start at its directory */
+            char *s = strrchr(dir, '/');
+            if (s) *s = 0;
+            else snprintf(dir, sizeof dir, ".");
+        }
+    }
+    for (int i = 0; i <= up; i++) {
+        snprintf(out, cap, "%s/classes.txt", dir);
+        if (access(out, R_OK) == 0) return 1;
+        char *s = strrchr(dir, '/');
+        if (!s) break;
+        *s = 0;
+        if (!*dir) break;
+    }
+    return 0;
+}
+
+sv_status sv_app_class_names(const char *classes, const char *weights, const char *ckpt, char ***names, int *n) {
+    *names = NULL;
+    *n = 0;
+    char p[4096];
+    if (classes) return sv_classes_read(classes, names, n);
+    if ((weights && classes_near(weights, 0, p, sizeof p)) || (ckpt && classes_near(ckpt, 2, p, sizeof p))) {
+        SV_INFO("class names from %s", p);
+        return sv_classes_read(p, names, n);
+    }
+    return SV_OK;
+}

@@ -1,0 +1,23 @@
+/* Where eval and predict get a trained model from: a timm-named safetensors file (--weights) or
+ * a shardvit checkpoint (--ckpt), plus the class names that go with it. */
+#ifndef SV_APP_MODEL_LOAD_H
+#define SV_APP_MODEL_LOAD_H
+
+#include "app/run.h"
+
+/* Model shape for --weights/--ckpt: the preset named by mo->model, then what the weights say
+ * (eval/weights.h: config.json next to the file, tensor shapes), then every field the user set
+ * explicitly (non-zero in *mo). The result has every field filled (no 0 = "preset"), ready for
+ * sv_run_setup. */
+sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, const char *ckpt, sv_model_opts *out);
+
+/* Replace the freshly initialised master shards of r with the trained weights (every rank). */
+sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt);
+
+/* Class names: `classes` (a file, one name per line) when given; else classes.txt in the
+ * directory of `weights`, or of `ckpt` and its parents up to two levels (a step directory sits
+ * in <run>/checkpoints/). *names = NULL and *n = 0 when none is found (not an error).
+ * free(*names) releases everything. */
+sv_status sv_app_class_names(const char *classes, const char *weights, const char *ckpt, char ***names, int *n);
+
+#endif

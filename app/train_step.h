@@ -1,0 +1,43 @@
+/* One FSDP training step (zero grads, forward/backward per micro-step, optimizer, global loss),
+ * shared by `shardvit train` and `shardvit bench` so both time the very same sequence. */
+#ifndef SV_APP_TRAIN_STEP_H
+#define SV_APP_TRAIN_STEP_H
+
+#include <stdint.h>
+
+#include "app/run.h"
+
+/* Device pointers of one micro-batch (micro_batch samples on this rank). Exactly one of
+ * labels (B) int32 / soft (B,K) f32 is non-NULL. images (B,C,img,img) f32. */
+typedef struct sv_micro_batch {
+    const float *images;
+    const int32_t *labels;
+    const float *soft;
+    uint64_t epoch;
+} sv_micro_batch;
+
+/* Fills *out for micro-step `micro` of the current step (loads, uploads). The pointers must
+ * stay valid until the next call. */
+typedef sv_status (*sv_micro_batch_fn)(void *ctx, int micro, sv_micro_batch *out);
+
+typedef struct sv_step_result {
+    double loss_sum;    /* sum of per-sample losses over the global batch (all ranks) */
+    double grad_norm;   /* pre-clip global gradient norm */
+    int skipped;        /* 1: non-finite gradients, step skipped */
+    uint64_t epoch;     /* epoch of the last micro-batch */
+    double data_wait_s; /* seconds this rank spent inside `next` */
+    double optim_s;     /* seconds in sv_fsdp_optimizer_step (device-synchronised when tracing) ... */
+    double optim_wait_s; /* ... of which blocked in sv_comm_wait (the grad-norm all-reduce) */
+} sv_step_result;
+
+/* Seconds this rank has spent blocked in sv_comm_wait on the run's world, shard and replica
+ * communicators (sv_comm_stats.wait_seconds, summed): the communication compute waited for. */
+double sv_run_comm_wait_s(const sv_run *r);
+
+/* One optimizer step over `accum` micro-steps of r->micro_batch samples each; batch_size is
+ * the global batch (gradients are scaled by 1/batch_size). The time spent in `next` is
+ * recorded as "data_wait" (lane 2) when r->fsdp.trace is on. Collective over all ranks. */
+sv_status sv_train_step(sv_run *r, const sv_optim_config *oc, float smoothing, int accum, int batch_size,
+                        sv_micro_batch_fn next, void *ctx, sv_step_result *res);
+
+#endif

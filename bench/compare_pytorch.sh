@@ -1,0 +1,103 @@
+#!/bin/bash
+# shardvit vs PyTorch training throughput, side by side in one go (docs/performance.md).
+#
+# Usage: bench/compare_pytorch.sh [BUILD_DIR] [OUT_DIR]
+#   env STEPS (timed steps, default 4), WARMUP (default 1), REPEATS (PyTorch repeats, default 2),
+#       CASES (default "vit-28:128 vit-ti16:32"), SCALING=1 (vit-ti16 at world 1/2/4),
+#       MFU=1 (vit-s16 at 224, batch 32, world 2)
+#
+# For each model:batch case it runs, back to back on the same machine state:
+#   PyTorch (Debian /usr/bin/python3 + python3-torch, fp32, AdamW, label smoothing 0.1, grad
+#   clipping 1.0; the same ViT module code as tests/model/vit_ref.py) at torch.set_num_threads
+#   1 and 2, keeping its best setting; then shardvit bench at 1 rank x 1 thread, 1 rank x 2
+#   threads and mpiexec -n 2 (FSDP full_shard, 1 thread per rank), all on one fixed synthetic
+#   batch. Prints img/s and each shardvit setting's ratio to PyTorch's best, and the FSDP cost
+#   (2 ranks vs 1 rank x 2 threads). Every JSON result is kept in OUT_DIR (results.jsonl).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+BUILD=${1:-$ROOT/build}
+OUT=${2:-$(mktemp -d /tmp/shardvit-compare.XXXXXX)}
+SV=$BUILD/app/shardvit
+STEPS=${STEPS:-4}
+WARMUP=${WARMUP:-1}
+REPEATS=${REPEATS:-2}
+CASES=${CASES:-"vit-28:128 vit-ti16:32"}
+TORCH_PY=/usr/bin/python3
+PY=$(command -v python3 || echo /usr/bin/python3)
+MPIEXEC=${MPIEXEC:-mpiexec}
+[ -x "$SV" ] || { echo "no shardvit binary at $SV (build first, or pass BUILD_DIR)" >&2; exit 2; }
+"$TORCH_PY" -c "import torch" 2>/dev/null || { echo "PyTorch missing: apt-get install python3-torch" >&2; exit 2; }
+mkdir -p "$OUT"
+: >"$OUT/results.jsonl"
+
+field() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d.get(sys.argv[2]))" "$1" "$2"; }
+record() { # TAG FILE
+    "$PY" -c "import json,sys; d=json.load(open(sys.argv[2])); d['tag']=sys.argv[1]; print(json.dumps(d))" "$1" "$2" \
+        >>"$OUT/results.jsonl"
+}
+sv_bench() { # TAG NRANKS THREADS MODEL BATCH [extra flags]
+    local tag=$1 n=$2 th=$3 model=$4 batch=$5
+    shift 5
+    local launch=()
+    [ "$n" -gt 1 ] && launch=("$MPIEXEC" -n "$n")
+    "${launch[@]}" "$SV" bench --model "$model" --batch-size "$batch" --steps "$STEPS" --warmup "$WARMUP" \
+        --threads "$th" --device cpu --json "$OUT/$tag.json" "$@" 2>"$OUT/$tag.log" \
+        || { echo "shardvit bench failed ($tag): see $OUT/$tag.log" >&2; tail -3 "$OUT/$tag.log" >&2; return 1; }
+    record "$tag" "$OUT/$tag.json"
+}
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC')  $(uptime | sed 's/.*load/load/')"
+echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+printf "%-10s %5s  %-26s %10s %8s %7s\n" model batch setting img/s ratio mfu
+for c in $CASES; do
+    model=${c%%:*}
+    batch=${c##*:}
+    "$TORCH_PY" "$HERE/train/torch_vit_train.py" --model "$model" --batch-size "$batch" --steps "$STEPS" \
+        --warmup "$WARMUP" --repeats "$REPEATS" --threads 1,2 >"$OUT/torch-$model.json" 2>"$OUT/torch-$model.log" \
+        || { echo "PyTorch run failed: see $OUT/torch-$model.log" >&2; exit 1; }
+    record "torch-$model" "$OUT/torch-$model.json"
+    tb=$(field "$OUT/torch-$model.json" img_per_s)
+    tt=$(field "$OUT/torch-$model.json" best_threads)
+    printf "%-10s %5s  %-26s %10.1f %8s %7s\n" "$model" "$batch" "pytorch best ($tt thr)" "$tb" "1.00" "-"
+    for cfg in "1 1" "1 2" "2 1"; do
+        set -- $cfg
+        tag="sv-$model-r$1t$2"
+        sv_bench "$tag" "$1" "$2" "$model" "$batch" || continue
+        ips=$(field "$OUT/$tag.json" img_per_s)
+        mfu=$(field "$OUT/$tag.json" mfu)
+        label="shardvit ${1}r x ${2}t"
+        [ "$1" -gt 1 ] && label="$label (FSDP)"
+        "$PY" -c "import sys; i,t,m=float(sys.argv[1]),float(sys.argv[2]),sys.argv[3]; \
+print('%-10s %5s  %-26s %10.1f %8.2f %7s' % (sys.argv[4], sys.argv[5], sys.argv[6], i, i/t, \
+'-' if m=='None' else '%.2f' % float(m)))" "$ips" "$tb" "$mfu" "$model" "$batch" "$label"
+    done
+    if [ -f "$OUT/sv-$model-r1t2.json" ] && [ -f "$OUT/sv-$model-r2t1.json" ]; then
+        "$PY" -c "import json,sys; a=json.load(open(sys.argv[1]))['img_per_s']; b=json.load(open(sys.argv[2]))['img_per_s']; \
+print('%-10s FSDP 2 ranks vs 1 rank x 2 threads: %+.1f%% time per image' % (sys.argv[3], 100*(a/b-1)))" \
+            "$OUT/sv-$model-r1t2.json" "$OUT/sv-$model-r2t1.json" "$model"
+    fi
+done
+
+if [ "${MFU:-1}" = 1 ]; then
+    sv_bench sv-vit-s16-r2t1 2 1 vit-s16 32 && "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); \
+print('vit-s16 224 batch 32, 2 ranks x 1 thread: %.1f img/s, %.1f GFLOP/s = %.0f%% of measured GEMM peak (%.1f GFLOP/s per core x %g cores)' \
+% (d['img_per_s'], d['tflops']*1e3, 100*(d['mfu'] or 0), d['gemm_peak_per_core_flops']/1e9, d['cores_used']))" "$OUT/sv-vit-s16-r2t1.json"
+fi
+
+if [ "${SCALING:-1}" = 1 ]; then
+    echo "# scaling: vit-ti16 at 224, global batch 32, FSDP full_shard, 1 thread per rank"
+    printf "%6s %10s %12s %14s %s\n" world img/s img/s/rank exposed-comm note
+    for n in 1 2 4; do
+        th=1
+        [ "$n" = 1 ] && th=2
+        tag="sv-vit-ti16-scale$n"
+        sv_bench "$tag" "$n" "$th" vit-ti16 32 --calib-seconds 0 || continue
+        "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); ts=d['time_split']; w=d['step_time_s']*d['steps']; \
+print('%6d %10.1f %12.1f %13.1f%% %s' % (d['world'], d['img_per_s'], d['img_per_s']/d['world'], \
+100*ts['comm_exposed_s']/w, ('1 rank x 2 threads' if d['world']==1 else '') + \
+(' OVERSUBSCRIBED (%d ranks on %d cores)' % (d['world'], int(sys.argv[2])) if d['oversubscribed'] else '')))" \
+            "$OUT/$tag.json" "$(nproc)"
+    done
+fi
+echo "# results: $OUT/results.jsonl"

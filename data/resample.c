@@ -1,0 +1,272 @@
+#include "data/resample.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PRECISION_BITS = 32 - 8 - 2 }; /* Pillow's: 8-bit data, 2 bits of headroom */
+
+void sv_resample_scratch_free(sv_resample_scratch *s) {
+    free(s->mem);
+    memset(s, 0, sizeof *s);
+}
+
+static double bilinear(double x) {
+    if (x < 0.0) x = -x;
+    return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+static double bicubic(double x) { /* Keys, a = -0.5 (Pillow) */
+    const double a = -0.5;
+    if (x < 0.0) x = -x;
+    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+    if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+    return 0.0;
+}
+
+static int ksize_of(double len, int out, double support) {
+    double fs = len / out;
+    if (fs < 1.0) fs = 1.0;
+    return (int)ceil(support * fs) * 2 + 1;
+}
+
+/* Pillow's precompute_coeffs + normalize_coeffs_8bpc over [in0, in1) of an axis of inSize
+ * pixels, in that axis's own coordinates. bounds: (first tap, count) per output; k: ksize
+ * fixed-point taps per output. */
+static void coeffs(double in0, double in1, int in_size, int out, sv_interp interp, int ksize, int32_t *bounds,
+                   int32_t *k) {
+    double support = interp == SV_INTERP_BICUBIC ? 2.0 : 1.0;
+    double (*filter)(double) = interp == SV_INTERP_BICUBIC ? bicubic : bilinear;
+    double scale = (in1 - in0) / out, fs = scale < 1.0 ? 1.0 : scale, ss = 1.0 / fs;
+    support *= fs;
+    for (int xx = 0; xx < out; xx++) {
+        double center = in0 + (xx + 0.5) * scale, ww = 0.0;
+        int xmin = (int)(center - support + 0.5), xmax = (int)(center + support + 0.5);
+        if (xmin < 0) xmin = 0;
+        if (xmax > in_size) xmax = in_size;
+        xmax -= xmin;
+        if (xmax > ksize) xmax = ksize;
+        if (xmax < 1) { /* the box lies outside the clip: take the nearest edge pixel */
+            xmin = xmin >= in_size ? in_size - 1 : xmin;
+            xmax = 1;
+        }
+        for (int x = 0; x < xmax; x++) ww += filter((x + xmin - center + 0.5) * ss);
+        int32_t *kk = k + (size_t)xx * (size_t)ksize;
+        for (int x = 0; x < xmax; x++) {
+            double v = filter((x + xmin - center + 0.5) * ss);
+            if (ww != 0.0) v /= ww;
+            v *= (double)(1 << PRECISION_BITS);
+            kk[x] = (int32_t)(v < 0 ? -0.5 + v : 0.5 + v);
+        }
+        for (int x = xmax; x < ksize; x++) kk[x] = 0;
+        bounds[2 * xx] = xmin;
+        bounds[2 * xx + 1] = xmax;
+    }
+}
+
+static inline uint8_t clip8(int32_t v) {
+    if (v >= (255 << PRECISION_BITS)) return 255; /* Pillow: in >= 1 << PRECISION_BITS << 8 */
+    if (v <= 0) return 0;
+    return (uint8_t)(v >> PRECISION_BITS);
+}
+
+sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0, int clip_y0, int clip_x1,
+                           int clip_y1, int out, int c, int flip, sv_interp interp) {
+    if (out < 1 || out > 1024 || c < 1 || c > 4)
+        return SV_FAIL(SV_ERR_INVALID, "resample: output side %d / channels %d out of range", out, c);
+    if (clip_x1 <= clip_x0 || clip_y1 <= clip_y0 || !(b->w > 0 && b->h > 0))
+        return SV_FAIL(SV_ERR_INVALID, "resample: empty box %gx%g or clip %dx%d", b->w, b->h, clip_x1 - clip_x0,
+                       clip_y1 - clip_y0);
+    double support = interp == SV_INTERP_BICUBIC ? 2.0 : 1.0;
+    int ksx = ksize_of(b->w, out, support), ksy = ksize_of(b->h, out, support);
+    /* the rows read are bounded by the box height plus the kernel */
+    int rows = (int)ceil(b->h) + ksy + 2;
+    if (rows > clip_y1 - clip_y0) rows = clip_y1 - clip_y0;
+    size_t img = (size_t)out * (size_t)out * (size_t)c;
+    size_t need = sizeof(int32_t) * (size_t)out * (4 + (size_t)ksx + (size_t)ksy) +
+                  (size_t)rows * (size_t)out * (size_t)c + 2 * img + 64 * 4 + 16;
+    if (need > s->cap) {
+        void *p = realloc(s->mem, need);
+        if (!p) return SV_FAIL(SV_ERR_OOM, "resample: cannot allocate %zu bytes", need);
+        s->mem = p;
+        s->cap = need;
+    }
+    s->out = out;
+    s->c = c;
+    s->flip = flip;
+    s->ksx = ksx;
+    s->ksy = ksy;
+    s->bx = s->mem;
+    s->by = s->bx + 2 * out;
+    s->kx = s->by + 2 * out;
+    s->ky = s->kx + (size_t)out * (size_t)ksx;
+    uint8_t *p8 = (uint8_t *)(s->ky + (size_t)out * (size_t)ksy);
+    s->img = p8;
+    s->img2 = s->img + img;
+    s->tmp = s->img2 + img;
+    /* each axis in the clip's own coordinates, as Pillow resizes the cropped image */
+    coeffs(b->x - clip_x0, b->x - clip_x0 + b->w, clip_x1 - clip_x0, out, interp, ksx, s->bx, s->kx);
+    coeffs(b->y - clip_y0, b->y - clip_y0 + b->h, clip_y1 - clip_y0, out, interp, ksy, s->by, s->ky);
+    int x0 = s->bx[0], x1 = x0 + 1, y0 = s->by[0], y1 = y0 + 1;
+    for (int o = 0; o < out; o++) {
+        int a = s->bx[2 * o], e = a + s->bx[2 * o + 1];
+        x0 = a < x0 ? a : x0;
+        x1 = e > x1 ? e : x1;
+        a = s->by[2 * o];
+        e = a + s->by[2 * o + 1];
+        y0 = a < y0 ? a : y0;
+        y1 = e > y1 ? e : y1;
+    }
+    if (y1 - y0 > rows) return SV_FAIL(SV_ERR_INVALID, "resample: %d rows needed, %d planned", y1 - y0, rows);
+    /* make the tables absolute (taps of the vertical pass index rows of tmp) */
+    for (int o = 0; o < out; o++) {
+        s->bx[2 * o] += clip_x0;
+        s->by[2 * o] -= y0;
+    }
+    if (flip) /* output column o takes the taps of out-1-o */
+        for (int o = 0; o < out / 2; o++) {
+            int m = out - 1 - o;
+            for (int t = 0; t < 2; t++) {
+                int32_t v = s->bx[2 * o + t];
+                s->bx[2 * o + t] = s->bx[2 * m + t];
+                s->bx[2 * m + t] = v;
+            }
+            int32_t *ka = s->kx + (size_t)o * (size_t)ksx, *kb = s->kx + (size_t)m * (size_t)ksx;
+            for (int t = 0; t < ksx; t++) {
+                int32_t v = ka[t];
+                ka[t] = kb[t];
+                kb[t] = v;
+            }
+        }
+    s->x0 = x0 + clip_x0;
+    s->x1 = x1 + clip_x0;
+    s->y0 = y0 + clip_y0;
+    s->y1 = y1 + clip_y0;
+    return SV_OK;
+}
+
+/* The two passes are written once (always inlined) and instantiated for the baseline ISA and,
+ * on x86-64, for AVX2, picked at run time; the arithmetic is the same 32-bit integer math in
+ * both, so the output does not depend on the machine. */
+#define SV_INLINE static inline __attribute__((always_inline))
+
+SV_INLINE void hpass_generic(const sv_resample_scratch *s, const uint8_t *src, int ox, int oy, size_t stride) {
+    const int out = s->out, c = s->c, ksx = s->ksx, rows = s->y1 - s->y0;
+    const size_t row = (size_t)out * (size_t)c;
+    const int32_t half = 1 << (PRECISION_BITS - 1);
+    for (int y = 0; y < rows; y++) {
+        const uint8_t *sr = src + (size_t)(s->y0 + y - oy) * stride;
+        uint8_t *tr = s->tmp + (size_t)y * row;
+        for (int o = 0; o < out; o++) {
+            const int32_t *k = s->kx + (size_t)o * (size_t)ksx;
+            const uint8_t *p = sr + (size_t)(s->bx[2 * o] - ox) * (size_t)c;
+            int n = s->bx[2 * o + 1];
+            for (int ch = 0; ch < c; ch++) {
+                int32_t a = half;
+                for (int t = 0; t < n; t++) a += p[t * c + ch] * k[t];
+                tr[(size_t)o * (size_t)c + (size_t)ch] = clip8(a);
+            }
+        }
+    }
+}
+
+/* Vertical pass: whole rows at a time, which the compiler vectorises. */
+SV_INLINE void vpass_generic(const sv_resample_scratch *s) {
+    const int out = s->out, ksy = s->ksy;
+    const size_t row = (size_t)out * (size_t)s->c;
+    const int32_t half = 1 << (PRECISION_BITS - 1);
+    int32_t acc[4 * 1024];
+    for (int o = 0; o < out; o++) {
+        const int32_t *k = s->ky + (size_t)o * (size_t)ksy;
+        const uint8_t *t0 = s->tmp + (size_t)s->by[2 * o] * row;
+        int n = s->by[2 * o + 1];
+        for (size_t e = 0; e < row; e++) acc[e] = half + t0[e] * k[0];
+        for (int t = 1; t < n; t++) {
+            const uint8_t *tt = t0 + (size_t)t * row;
+            int32_t kt = k[t];
+            for (size_t e = 0; e < row; e++) acc[e] += tt[e] * kt;
+        }
+        uint8_t *d = s->img + (size_t)o * row;
+        for (size_t e = 0; e < row; e++) {
+            int32_t v = acc[e] >> PRECISION_BITS; /* == clip8(acc[e]) */
+            d[e] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+        }
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* 3 channels: one pixel per 128-bit lane set (R, G, B, next byte), one multiply per tap instead
+ * of three. Reads one byte past each pixel (the decode buffer has slack) and writes one byte
+ * past each output pixel (the next pixel, or the row slack, overwrites it). */
+__attribute__((target("avx2"))) static void hpass3_avx2(const sv_resample_scratch *s, const uint8_t *src, int ox,
+                                                         int oy, size_t stride) {
+    const int out = s->out, ksx = s->ksx, rows = s->y1 - s->y0;
+    const size_t row = (size_t)out * 3;
+    const __m128i half = _mm_set1_epi32(1 << (PRECISION_BITS - 1));
+    for (int y = 0; y < rows; y++) {
+        const uint8_t *sr = src + (size_t)(s->y0 + y - oy) * stride;
+        uint8_t *tr = s->tmp + (size_t)y * row;
+        for (int o = 0; o < out; o++) {
+            const int32_t *k = s->kx + (size_t)o * (size_t)ksx;
+            const uint8_t *p = sr + (size_t)(s->bx[2 * o] - ox) * 3;
+            int n = s->bx[2 * o + 1];
+            __m128i acc = half;
+            for (int t = 0; t < n; t++, p += 3) {
+                int32_t px;
+                memcpy(&px, p, 4);
+                __m128i v = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(px));
+                acc = _mm_add_epi32(acc, _mm_mullo_epi32(v, _mm_set1_epi32(k[t])));
+            }
+            acc = _mm_srai_epi32(acc, PRECISION_BITS); /* clip8: clamp(acc >> 22, 0, 255) */
+            __m128i b = _mm_packus_epi16(_mm_packs_epi32(acc, acc), _mm_setzero_si128());
+            int32_t pix = _mm_cvtsi128_si32(b);
+            memcpy(tr + 3 * o, &pix, 4);
+        }
+    }
+}
+
+__attribute__((target("avx2"))) static void vpass_avx2(const sv_resample_scratch *s) { vpass_generic(s); }
+__attribute__((target("avx2"))) static void hpass_avx2(const sv_resample_scratch *s, const uint8_t *src, int ox,
+                                                        int oy, size_t stride) {
+    if (s->c == 3) hpass3_avx2(s, src, ox, oy, stride);
+    else hpass_generic(s, src, ox, oy, stride);
+}
+#define SV_HAVE_AVX2_PATH 1
+#endif
+
+static void hpass_base(const sv_resample_scratch *s, const uint8_t *src, int ox, int oy, size_t stride) {
+    hpass_generic(s, src, ox, oy, stride);
+}
+static void vpass_base(const sv_resample_scratch *s) { vpass_generic(s); }
+
+void sv_resample_run(sv_resample_scratch *s, const uint8_t *src, int ox, int oy, size_t stride) {
+#ifdef SV_HAVE_AVX2_PATH
+    if (__builtin_cpu_supports("avx2")) {
+        hpass_avx2(s, src, ox, oy, stride);
+        vpass_avx2(s);
+        return;
+    }
+#endif
+    hpass_base(s, src, ox, oy, stride);
+    vpass_base(s);
+}
+
+void sv_normalize_u8(const uint8_t *src, int side, int c, const float *mean, const float *std, float *dst) {
+    float lut[4][256];
+    for (int ch = 0; ch < c; ch++)
+        for (int v = 0; v < 256; v++) lut[ch][v] = ((float)v / 255.f - mean[ch]) / std[ch];
+    size_t plane = (size_t)side * (size_t)side;
+    if (c == 3) {
+        float *d0 = dst, *d1 = dst + plane, *d2 = dst + 2 * plane;
+        for (size_t p = 0; p < plane; p++, src += 3) {
+            d0[p] = lut[0][src[0]];
+            d1[p] = lut[1][src[1]];
+            d2[p] = lut[2][src[2]];
+        }
+        return;
+    }
+    for (size_t p = 0; p < plane; p++)
+        for (int ch = 0; ch < c; ch++) dst[(size_t)ch * plane + p] = lut[ch][src[p * (size_t)c + (size_t)ch]];
+}

@@ -1,0 +1,136 @@
+#include "eval/evaluate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "core/trace.h"
+
+sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const sv_eval_opts *o) {
+    memset(e, 0, sizeof *e);
+    e->f = f;
+    e->ds = ds;
+    const sv_vit_config *c = &f->model->cfg;
+    int B = f->model->B, K = c->num_classes;
+    if (sv_dataset_num_classes(ds) > K)
+        return SV_FAIL(SV_ERR_INVALID, "evaluation data has %d classes but the model has --num-classes %d",
+                       sv_dataset_num_classes(ds), K);
+    sv_loader_opts lo = sv_loader_opts_default();
+    lo.dataset = ds;
+    lo.batch_local = B;
+    lo.rank = f->rank;
+    lo.world = f->world_size;
+    lo.seed = o->seed;
+    lo.img = c->img;
+    lo.channels = c->in_chans;
+    lo.mode = SV_TRANSFORM_EVAL;
+    lo.norm = o->norm >= 0 ? (sv_norm_preset)o->norm : c->in_chans == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
+    if (o->crop_pct > 0) lo.crop_pct = o->crop_pct;
+    lo.threads = o->workers;
+    sv_status st = sv_metrics_init(&e->m, K);
+    if (st == SV_OK) st = sv_loader_create(&lo, &e->ld);
+    size_t img_bytes = (size_t)B * c->in_chans * c->img * c->img * 4;
+    if (st == SV_OK) st = sv_be_alloc(f->be, img_bytes, (void **)&e->d_images);
+    if (st == SV_OK && sv_be_compute_elem_size(f->be) != 4)
+        st = sv_be_alloc(f->be, (size_t)B * K * 4, (void **)&e->d_logits32);
+    if (st == SV_OK && !(e->h_logits = malloc((size_t)B * K * 4)))
+        st = SV_FAIL(SV_ERR_OOM, "eval logits (%d x %d)", B, K);
+    if (st == SV_OK) st = sv_be_alloc(f->be, e->m.i64_len * 8, (void **)&e->d_i64);
+    if (st == SV_OK) st = sv_be_alloc(f->be, SV_METRICS_F64_LEN * 8, (void **)&e->d_f64);
+    if (st != SV_OK) {
+        sv_err_frame(__FILE__, __LINE__);
+        sv_eval_free(e);
+    }
+    return st;
+}
+
+static sv_status merge(sv_evaluator *e) {
+    sv_backend *be = e->f->be;
+    sv_comm *c = e->f->world;
+    sv_metrics *m = &e->m;
+    SV_TRY(sv_be_upload(be, e->d_i64, m->i64, m->i64_len * 8));
+    SV_TRY(sv_be_upload(be, e->d_f64, m->f64, SV_METRICS_F64_LEN * 8));
+    SV_TRY(sv_comm_all_reduce_sync(c, e->d_i64, m->i64_len, SV_COMM_I64, SV_COMM_SUM));
+    SV_TRY(sv_comm_all_reduce_sync(c, e->d_f64, SV_METRICS_F64_LEN, SV_COMM_F64, SV_COMM_SUM));
+    SV_TRY(sv_be_download(be, m->i64, e->d_i64, m->i64_len * 8));
+    SV_TRY(sv_be_download(be, m->f64, e->d_f64, SV_METRICS_F64_LEN * 8));
+    return sv_be_sync(be);
+}
+
+sv_status sv_eval_run(sv_evaluator *e) {
+    double t0 = sv_now_s();
+    sv_fsdp *f = e->f;
+    const sv_vit_config *c = &f->model->cfg;
+    int B = f->model->B, K = c->num_classes;
+    size_t img_bytes = (size_t)B * c->in_chans * c->img * c->img * 4;
+    sv_metrics_reset(&e->m);
+    if (e->passes > 0) SV_TRY(sv_loader_seek(e->ld, 0, 0)); /* an eval pass starts at position 0 */
+    for (;;) {
+        const sv_batch *b;
+        SV_TRY(sv_loader_next(e->ld, &b));
+        if (!b) break;
+        SV_TRY(sv_be_upload(f->be, e->d_images, b->images, img_bytes));
+        SV_TRY(sv_fsdp_forward(f, e->d_images));
+        if (e->d_logits32) {
+            SV_TRY(sv_be_compute_to_f32(f->be, e->d_logits32, f->model->logits, (size_t)B * K));
+            SV_TRY(sv_be_download(f->be, e->h_logits, e->d_logits32, (size_t)B * K * 4));
+        } else {
+            SV_TRY(sv_be_download(f->be, e->h_logits, f->model->logits, (size_t)B * K * 4));
+        }
+        SV_TRY(sv_be_sync(f->be));
+        SV_TRY(sv_metrics_add_batch(&e->m, e->h_logits, b->labels, b->valid, B));
+    }
+    SV_TRY(merge(e));
+    e->passes++;
+    e->seconds = sv_now_s() - t0;
+    return SV_OK;
+}
+
+const char *sv_eval_class_name(const sv_evaluator *e, int k, char *buf, size_t cap) {
+    if (k < sv_dataset_num_classes(e->ds)) return sv_dataset_class_name(e->ds, k);
+    snprintf(buf, cap, "%d", k);
+    return buf;
+}
+
+sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const char *const *names) {
+    int K = e->m.num_classes;
+    SV_TRY(sv_fileio_mkdirs(dir, 0755));
+    const char **own = NULL;
+    char *num = NULL;
+    if (!names) {
+        own = malloc((size_t)K * sizeof *own);
+        num = malloc((size_t)K * 16);
+        if (!own || !num) {
+            free(own);
+            free(num);
+            return SV_FAIL(SV_ERR_OOM, "class names for %d classes", K);
+        }
+        for (int k = 0; k < K; k++) own[k] = sv_eval_class_name(e, k, num + (size_t)k * 16, 16);
+        names = own;
+    }
+    char p[4096];
+    snprintf(p, sizeof p, "%s/eval.json", dir);
+    sv_status st = sv_metrics_write_json(&e->m, p, names);
+    if (st == SV_OK) {
+        snprintf(p, sizeof p, "%s/confusion.csv", dir);
+        st = sv_metrics_write_confusion_csv(&e->m, p, names);
+    }
+    free(own);
+    free(num);
+    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
+    return st;
+}
+
+void sv_eval_free(sv_evaluator *e) {
+    if (e->f) {
+        sv_be_free(e->f->be, e->d_images);
+        sv_be_free(e->f->be, e->d_logits32);
+        sv_be_free(e->f->be, e->d_i64);
+        sv_be_free(e->f->be, e->d_f64);
+    }
+    if (e->ld) sv_loader_destroy(e->ld);
+    free(e->h_logits);
+    if (e->m.i64) sv_metrics_free(&e->m);
+    memset(e, 0, sizeof *e);
+}

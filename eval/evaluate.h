@@ -1,0 +1,66 @@
+/* shardvit eval: the evaluation loop — forward-only passes of the FSDP model over a data set,
+ * every sample seen exactly once across ranks, metrics merged over ranks.
+ *
+ * Each rank reads its slice of every global batch through a loader in SV_TRANSFORM_EVAL mode
+ * (identity order, resize + center crop, the last batch padded with valid = 0), runs
+ * sv_fsdp_forward (which all-gathers units, so every rank must take part in every pass: the
+ * loader gives all ranks the same number of batches), copies the logits to the host and adds
+ * them to an sv_metrics (eval/metrics.h). After the pass the metric arrays are summed over the
+ * world communicator (one I64 and one F64 all-reduce, staged through backend memory so NCCL
+ * works too), so every rank ends up with the same merged metrics. Top-1/top-5 counts are exact
+ * integers, hence identical at any world size for identical logits; the loss sum differs only
+ * by the order of the floating-point additions.
+ *
+ * An sv_evaluator owns a loader (worker threads), device buffers for one micro-batch and the
+ * metrics; create it once and run it as often as needed (periodic evaluation in training):
+ * sv_eval_run never allocates. */
+#ifndef SV_EVAL_EVALUATE_H
+#define SV_EVAL_EVALUATE_H
+
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "eval/metrics.h"
+#include "fsdp/fsdp.h"
+
+typedef struct sv_eval_opts {
+    int workers;    /* loader threads per rank (0 = cores) */
+    float crop_pct; /* resize shorter side to img / crop_pct before the center crop (0 = 0.875) */
+    int norm;       /* sv_norm_preset, or -1: HALF for 1 channel, IMAGENET for 3 (as train does) */
+    uint64_t seed;  /* loader seed (eval order does not depend on it) */
+} sv_eval_opts;
+
+#define SV_EVAL_OPTS_DEFAULT {.workers = 0, .crop_pct = 0.0f, .norm = -1, .seed = 0}
+
+typedef struct sv_evaluator {
+    sv_fsdp *f;              /* borrowed: set up, carved, model attached */
+    const sv_dataset *ds;    /* borrowed: outlives the evaluator */
+    sv_loader *ld;
+    int passes;              /* completed sv_eval_run calls */
+    float *d_images;         /* (B, C, img, img) f32, backend memory */
+    float *d_logits32;       /* (B, K) f32, backend memory; only for a bf16 compute dtype */
+    float *h_logits;         /* (B, K) f32 host */
+    int64_t *d_i64;          /* (metrics.i64_len) backend memory: all-reduce staging */
+    double *d_f64;           /* (SV_METRICS_F64_LEN) backend memory */
+    sv_metrics m;            /* merged results of the last pass (identical on every rank) */
+    double seconds;          /* wall time of the last pass */
+} sv_evaluator;
+
+/* Create the loader and buffers for f's micro-batch (f->model->B) and model shape.
+ * The data set's labels must be < the model's num_classes (else SV_ERR_INVALID naming both). */
+sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const sv_eval_opts *o);
+
+/* One full pass over the data set on every rank of f->world (collective), then merge. Results
+ * in e->m. Resets the metrics first. */
+sv_status sv_eval_run(sv_evaluator *e);
+
+/* Class name k for outputs: the data set's names for its classes, "k" for head classes the data
+ * set does not have. buf receives the text when it has to be made up. */
+const char *sv_eval_class_name(const sv_evaluator *e, int k, char *buf, size_t cap);
+
+/* Write DIR/eval.json and DIR/confusion.csv (mkdir -p DIR). Call on one rank only.
+ * names: num_classes strings or NULL for the data set's names (sv_eval_class_name). */
+sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const char *const *names);
+
+void sv_eval_free(sv_evaluator *e);
+
+#endif

@@ -1,0 +1,351 @@
+/* HTML run report: parse the run directory's files, then emit one page of inline CSS + SVG. */
+#include "eval/report.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/fileio.h"
+#include "core/json.h"
+#include "eval/report_svg.h"
+
+/* ---- metrics.jsonl ------------------------------------------------------------------------ */
+
+enum { S_LOSS, S_EVAL_LOSS, S_TOP1, S_TOP5, S_LR, S_GNORM, S_IPS, S_TFLOPS, S_MFU, S_MEM, S_WAIT, S_SKIP, S_N };
+static const char *const k_keys[S_N] = {"loss",  "eval_loss", "eval_top1", "eval_top5", "lr",  "grad_norm",
+                                        "img_per_s", "tflops", "mfu", "mem_bytes", "data_wait_frac", "skipped_steps"};
+
+typedef struct metrics_data {
+    sv_rp_series s[S_N];
+    long lines, bad_lines;
+} metrics_data;
+
+static sv_status load_metrics(const char *path, metrics_data *md) {
+    char *text = NULL;
+    size_t len = 0;
+    SV_TRY(sv_fileio_read_small(path, (size_t)1 << 30, &text, &len));
+    for (int k = 0; k < S_N; k++) md->s[k].name = k_keys[k];
+    sv_status st = SV_OK;
+    for (char *line = text; line < text + len && st == SV_OK;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+        if (n > 0) {
+            sv_json_doc doc;
+            md->lines++;
+            if (sv_json_parse(&doc, line, n, path, NULL) != SV_OK) md->bad_lines++; /* e.g. a line cut by a crash */
+            else {
+                const sv_json *step = sv_json_member_get(&doc.root, "step");
+                for (int k = 0; k < S_N && step && step->type == SV_JSON_NUMBER && st == SV_OK; k++) {
+                    const sv_json *v = sv_json_member_get(&doc.root, k_keys[k]);
+                    if (v && v->type == SV_JSON_NUMBER) st = sv_rp_series_add(&md->s[k], step->u.num.d, v->u.num.d);
+                }
+            }
+            sv_json_doc_free(&doc);
+        }
+        line += n + 1;
+    }
+    free(text);
+    return st;
+}
+
+/* ---- eval.json + confusion.csv ---------------------------------------------------------- */
+
+typedef struct eval_data {
+    int have;
+    double top1, top5, loss;
+    long long samples;
+    int K;
+    char **names;   /* [K] */
+    double *acc;    /* [K], NaN for classes without samples */
+    long long *correct, *total;
+    long long *conf; /* [K*K] or NULL */
+} eval_data;
+
+static void eval_data_free(eval_data *e) {
+    for (int k = 0; k < e->K && e->names; k++) free(e->names[k]);
+    free(e->names);
+    free(e->acc);
+    free(e->correct);
+    free(e->total);
+    free(e->conf);
+}
+
+static double num_or_nan(const sv_json *o, const char *key) {
+    const sv_json *v = sv_json_member_get(o, key);
+    return v && v->type == SV_JSON_NUMBER ? v->u.num.d : NAN;
+}
+
+static sv_status load_eval(const char *path, eval_data *e) {
+    char *text = NULL;
+    size_t len = 0;
+    SV_TRY(sv_fileio_read_small(path, (size_t)1 << 28, &text, &len));
+    sv_json_doc doc;
+    sv_status st = sv_json_parse(&doc, text, len, path, NULL);
+    free(text);
+    SV_TRY(st);
+    e->top1 = num_or_nan(&doc.root, "top1");
+    e->top5 = num_or_nan(&doc.root, "top5");
+    e->loss = num_or_nan(&doc.root, "loss");
+    e->samples = (long long)num_or_nan(&doc.root, "num_samples");
+    const sv_json *pc = sv_json_member_get(&doc.root, "per_class");
+    int K = (int)sv_json_count(pc);
+    e->K = K;
+    e->names = calloc((size_t)K + 1, sizeof *e->names);
+    e->acc = calloc((size_t)K + 1, sizeof *e->acc);
+    e->correct = calloc((size_t)K + 1, sizeof *e->correct);
+    e->total = calloc((size_t)K + 1, sizeof *e->total);
+    if (!e->names || !e->acc || !e->correct || !e->total) st = SV_FAIL(SV_ERR_OOM, "report: %d classes", K);
+    for (int k = 0; k < K && st == SV_OK; k++) {
+        const sv_json *c = sv_json_index(pc, (size_t)k);
+        const char *name = "?";
+        const sv_json *nv = sv_json_member_get(c, "class");
+        if (nv && nv->type == SV_JSON_STRING) name = nv->u.str.s;
+        e->names[k] = strdup(name);
+        e->acc[k] = num_or_nan(c, "accuracy");
+        e->correct[k] = (long long)num_or_nan(c, "correct");
+        e->total[k] = (long long)num_or_nan(c, "total");
+    }
+    sv_json_doc_free(&doc);
+    e->have = st == SV_OK;
+    return st;
+}
+
+/* One CSV field starting at *p (RFC 4180 quoting); advances past the separator. */
+static void csv_field(const char **p, char *out, size_t cap, int *end_of_line) {
+    const char *s = *p;
+    size_t n = 0;
+    if (*s == '"') {
+        s++;
+        while (*s && !(*s == '"' && s[1] != '"')) {
+            if (*s == '"') s++;
+            if (n + 1 < cap) out[n++] = *s;
+            s++;
+        }
+        if (*s == '"') s++;
+    } else {
+        while (*s && *s != ',' && *s != '\n' && *s != '\r') {
+            if (n + 1 < cap) out[n++] = *s;
+            s++;
+        }
+    }
+    out[n] = 0;
+    if (*s == '\r') s++;
+    *end_of_line = *s != ',';
+    if (*s) s++;
+    *p = s;
+}
+
+static sv_status load_confusion(const char *path, eval_data *e) {
+    char *text = NULL;
+    size_t len = 0;
+    SV_TRY(sv_fileio_read_small(path, (size_t)1 << 30, &text, &len));
+    int K = e->K;
+    e->conf = calloc((size_t)K * K + 1, sizeof *e->conf);
+    if (!e->conf) {
+        free(text);
+        return SV_FAIL(SV_ERR_OOM, "report: confusion matrix of %d classes", K);
+    }
+    const char *p = text;
+    char field[512];
+    int eol = 0;
+    while (*p && !eol) csv_field(&p, field, sizeof field, &eol); /* header */
+    for (int r = 0; r < K && *p; r++) {
+        csv_field(&p, field, sizeof field, &eol); /* row name */
+        for (int c = 0; c < K && !eol; c++) {
+            csv_field(&p, field, sizeof field, &eol);
+            e->conf[(size_t)r * K + c] = atoll(field);
+        }
+        while (*p && !eol) csv_field(&p, field, sizeof field, &eol);
+    }
+    free(text);
+    return SV_OK;
+}
+
+/* ---- page ------------------------------------------------------------------------------- */
+
+static const char *k_css =
+    "body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;background:#f4f6fa;"
+    "color:#1d2430}header{background:linear-gradient(120deg,#1e3a8a,#3b82f6);color:#fff;padding:28px 40px}"
+    "header h1{margin:0;font-size:24px;font-weight:650}header p{margin:6px 0 0;opacity:.85}"
+    "main{max-width:1240px;margin:0 auto;padding:24px 32px 60px}h2{font-size:18px;margin:34px 0 12px}"
+    ".cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:12px}"
+    ".card{background:#fff;border-radius:10px;padding:14px 16px;box-shadow:0 1px 3px rgba(0,0,0,.08)}"
+    ".card .v{font-size:22px;font-weight:650}.card .l{color:#667085;font-size:12px;text-transform:uppercase;"
+    "letter-spacing:.04em}.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:16px}"
+    ".panel{background:#fff;border-radius:10px;padding:12px 14px;box-shadow:0 1px 3px rgba(0,0,0,.08);"
+    "overflow-x:auto}.panel h3{margin:2px 0 6px;font-size:14px}svg text{font-family:inherit}"
+    "table{border-collapse:collapse;font-size:13px}td,th{padding:4px 10px;border-bottom:1px solid #e5e7eb;"
+    "text-align:right}th:first-child,td:first-child{text-align:left}pre{background:#0f172a;color:#e2e8f0;"
+    "padding:14px;border-radius:8px;overflow:auto;font-size:12px}.muted{color:#667085}"
+    "details summary{cursor:pointer;font-weight:600;margin:24px 0 8px}";
+
+static void card(sv_rp_buf *b, const char *label, const char *value) {
+    sv_rp_printf(b, "<div class=\"card\"><div class=\"l\">");
+    sv_rp_esc(b, label);
+    sv_rp_printf(b, "</div><div class=\"v\">");
+    sv_rp_esc(b, value);
+    sv_rp_printf(b, "</div></div>\n");
+}
+
+static double last_of(const sv_rp_series *s) { return s->n ? s->y[s->n - 1] : NAN; }
+static double max_of(const sv_rp_series *s) {
+    double m = NAN;
+    for (size_t i = 0; i < s->n; i++)
+        if (isnan(m) || s->y[i] > m) m = s->y[i];
+    return m;
+}
+static double median_of(const sv_rp_series *s) {
+    if (!s->n) return NAN;
+    double *t = malloc(s->n * sizeof *t);
+    if (!t) return NAN;
+    memcpy(t, s->y, s->n * sizeof *t);
+    for (size_t i = 1; i < s->n; i++) /* insertion sort: a few thousand points at most */
+        for (size_t j = i; j > 0 && t[j - 1] > t[j]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    double m = t[s->n / 2];
+    free(t);
+    return m;
+}
+
+static void summary_cards(sv_rp_buf *b, const metrics_data *md, const eval_data *ev) {
+    char v[64];
+    sv_rp_printf(b, "<section class=\"cards\">\n");
+    const sv_rp_series *S = md->s;
+    if (S[S_LOSS].n) {
+        snprintf(v, sizeof v, "%.0f", S[S_LOSS].x[S[S_LOSS].n - 1]);
+        card(b, "steps", v);
+        snprintf(v, sizeof v, "%.4f", last_of(&S[S_LOSS]));
+        card(b, "final train loss", v);
+    }
+    double t1 = ev->have ? ev->top1 : last_of(&S[S_TOP1]), t5 = ev->have ? ev->top5 : last_of(&S[S_TOP5]);
+    if (!isnan(t1)) {
+        snprintf(v, sizeof v, "%.2f%%", 100 * t1);
+        card(b, "eval top-1", v);
+    }
+    if (!isnan(t5)) {
+        snprintf(v, sizeof v, "%.2f%%", 100 * t5);
+        card(b, "eval top-5", v);
+    }
+    if (S[S_IPS].n) {
+        snprintf(v, sizeof v, "%.1f", median_of(&S[S_IPS]));
+        card(b, "images / s (median)", v);
+    }
+    if (S[S_MFU].n) {
+        snprintf(v, sizeof v, "%.1f%%", 100 * median_of(&S[S_MFU]));
+        card(b, "MFU (median)", v);
+    }
+    if (S[S_MEM].n) {
+        sv_rp_fmt_bytes(max_of(&S[S_MEM]), v, sizeof v);
+        card(b, "arena memory / rank", v);
+    }
+    if (S[S_SKIP].n) {
+        snprintf(v, sizeof v, "%.0f", last_of(&S[S_SKIP]));
+        card(b, "skipped steps", v);
+    }
+    sv_rp_printf(b, "</section>\n");
+}
+
+static void curves(sv_rp_buf *b, const metrics_data *md) {
+    const sv_rp_series *S = md->s;
+    sv_rp_printf(b, "<h2>Training curves</h2>\n<div class=\"grid\">\n");
+    const sv_rp_series *loss[2] = {&S[S_LOSS], &S[S_EVAL_LOSS]};
+    sv_rp_chart(b, "Loss", (const char *[]){"train loss", "eval loss"}, loss, 2, SV_RP_PLAIN);
+    if (S[S_TOP1].n || S[S_TOP5].n) {
+        const sv_rp_series *acc[2] = {&S[S_TOP1], &S[S_TOP5]};
+        sv_rp_chart(b, "Eval accuracy", (const char *[]){"top-1", "top-5"}, acc, 2, SV_RP_PERCENT);
+    }
+    const sv_rp_series *lr[1] = {&S[S_LR]};
+    sv_rp_chart(b, "Learning rate", (const char *[]){"lr"}, lr, 1, SV_RP_PLAIN);
+    const sv_rp_series *gn[1] = {&S[S_GNORM]};
+    sv_rp_chart(b, "Gradient norm (before clipping)", (const char *[]){"grad norm"}, gn, 1, SV_RP_PLAIN);
+    const sv_rp_series *ips[1] = {&S[S_IPS]};
+    sv_rp_chart(b, "Throughput (images / s)", (const char *[]){"img/s"}, ips, 1, SV_RP_PLAIN);
+    if (S[S_MFU].n) {
+        const sv_rp_series *mfu[1] = {&S[S_MFU]};
+        sv_rp_chart(b, "Model FLOPs utilisation", (const char *[]){"MFU"}, mfu, 1, SV_RP_PERCENT);
+    } else if (S[S_TFLOPS].n) {
+        const sv_rp_series *tf[1] = {&S[S_TFLOPS]};
+        sv_rp_chart(b, "Achieved TFLOP/s", (const char *[]){"TFLOP/s"}, tf, 1, SV_RP_PLAIN);
+    }
+    const sv_rp_series *mem[1] = {&S[S_MEM]};
+    sv_rp_chart(b, "Device arena in use per rank", (const char *[]){"memory"}, mem, 1, SV_RP_BYTES);
+    const sv_rp_series *wait[1] = {&S[S_WAIT]};
+    sv_rp_chart(b, "Time waiting for data", (const char *[]){"data wait"}, wait, 1, SV_RP_PERCENT);
+    sv_rp_printf(b, "</div>\n");
+}
+
+static void eval_section(sv_rp_buf *b, const eval_data *e) {
+    sv_rp_printf(b, "<h2>Evaluation</h2>\n<div class=\"panel\"><table><tr><th>metric</th><th>value</th></tr>"
+                    "<tr><td>top-1</td><td>%.2f%%</td></tr><tr><td>top-5</td><td>%.2f%%</td></tr>"
+                    "<tr><td>loss</td><td>%.4f</td></tr><tr><td>samples</td><td>%lld</td></tr></table></div>\n",
+                 100 * e->top1, 100 * e->top5, e->loss, e->samples);
+    sv_rp_class_bars(b, e->names, e->acc, e->correct, e->total, e->K);
+    if (e->conf) sv_rp_heatmap(b, e->names, e->conf, e->K);
+}
+
+sv_status sv_report_write(const char *run_dir, const char *trace_path, const char *out_path) {
+    char p[4096];
+    metrics_data md;
+    memset(&md, 0, sizeof md);
+    eval_data ev;
+    memset(&ev, 0, sizeof ev);
+    sv_rp_buf b = {0};
+    snprintf(p, sizeof p, "%s/metrics.jsonl", run_dir);
+    sv_status st = load_metrics(p, &md);
+    if (st == SV_OK) {
+        snprintf(p, sizeof p, "%s/eval.json", run_dir);
+        if (sv_rp_exists(p)) st = load_eval(p, &ev);
+        snprintf(p, sizeof p, "%s/confusion.csv", run_dir);
+        if (st == SV_OK && ev.have && ev.K > 0 && sv_rp_exists(p)) st = load_confusion(p, &ev);
+    }
+    if (st == SV_OK) {
+        time_t now = time(NULL);
+        char when[64];
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+        sv_rp_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                         "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+                         "<title>shardvit report: ");
+        sv_rp_esc(&b, run_dir);
+        sv_rp_printf(&b, "</title><style>%s</style></head><body>\n<header><h1>shardvit run report</h1><p>", k_css);
+        sv_rp_esc(&b, run_dir);
+        sv_rp_printf(&b, " &middot; %ld log lines &middot; generated %s</p></header>\n<main>\n", md.lines, when);
+        if (md.bad_lines)
+            sv_rp_printf(&b, "<p class=\"muted\">%ld unreadable lines of metrics.jsonl were skipped.</p>\n",
+                         md.bad_lines);
+        summary_cards(&b, &md, &ev);
+        curves(&b, &md);
+        if (ev.have) eval_section(&b, &ev);
+        const char *tp = trace_path;
+        char tbuf[4096];
+        if (!tp) {
+            snprintf(tbuf, sizeof tbuf, "%s/trace.json", run_dir);
+            if (sv_rp_exists(tbuf)) tp = tbuf;
+        }
+        if (tp) st = sv_rp_trace_section(&b, tp);
+    }
+    if (st == SV_OK) {
+        snprintf(p, sizeof p, "%s/config.toml", run_dir);
+        char *cfg = NULL;
+        size_t len;
+        if (sv_rp_exists(p) && sv_fileio_read_small(p, 1 << 20, &cfg, &len) == SV_OK) {
+            sv_rp_printf(&b, "<details><summary>Resolved configuration (config.toml)</summary><pre>");
+            sv_rp_esc(&b, cfg);
+            sv_rp_printf(&b, "</pre></details>\n");
+        }
+        free(cfg);
+        sv_rp_printf(&b, "</main></body></html>\n");
+        if (b.oom) st = SV_FAIL(SV_ERR_OOM, "report: out of memory building %s", out_path);
+    }
+    if (st == SV_OK) st = sv_fileio_write_atomic(out_path, b.p, b.n);
+    free(b.p);
+    for (int k = 0; k < S_N; k++) sv_rp_series_free(&md.s[k]);
+    eval_data_free(&ev);
+    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
+    return st;
+}

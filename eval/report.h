@@ -1,0 +1,25 @@
+/* shardvit eval: one self-contained HTML report of a run directory (no scripts, no network:
+ * inline CSS and SVG only, so it opens anywhere and can be mailed or archived as one file).
+ *
+ * Reads from RUN_DIR whatever is there:
+ *   metrics.jsonl   training curves: loss, eval top-1/top-5 and eval loss, lr, grad norm,
+ *                   throughput (img/s, TFLOP/s, MFU), memory, data-wait fraction
+ *   eval.json       summary (top-1, top-5, loss, samples) and per-class accuracy bars
+ *   confusion.csv   confusion matrix heat map (row-normalised colour, counts in tooltips)
+ *   trace.json      (train --trace) per-rank time per category (compute / comm / data / optim)
+ *                   and an SVG timeline of the first optimizer steps, one lane group per rank
+ *   config.toml     the resolved configuration (collapsed)
+ * metrics.jsonl is required; everything else is optional and its section is left out.
+ *
+ * Every chart series is one SVG <path class="series" data-series="NAME" data-points="N">, so
+ * tests (and scripts) can find what was drawn. */
+#ifndef SV_EVAL_REPORT_H
+#define SV_EVAL_REPORT_H
+
+#include "core/status.h"
+
+/* Write the report for run_dir to out_path atomically. trace_path: a trace JSON to use, or NULL
+ * for RUN_DIR/trace.json when present. */
+sv_status sv_report_write(const char *run_dir, const char *trace_path, const char *out_path);
+
+#endif

@@ -1,0 +1,188 @@
+#include "eval/weights.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "fsdp/safetensors.h"
+#include "model/params.h"
+
+/* config.json value for `key`, looked up at the top level and then under "model_args". */
+static const sv_json *cfg_value(const sv_json *root, const char *key) {
+    const sv_json *v = sv_json_member_get(root, key);
+    if (v && v->type != SV_JSON_NULL) return v;
+    const sv_json *ma = sv_json_member_get(root, "model_args");
+    v = ma ? sv_json_member_get(ma, key) : NULL;
+    return v && v->type != SV_JSON_NULL ? v : NULL;
+}
+
+static sv_status cfg_int(const sv_json *root, const char *key, int *out) {
+    const sv_json *v = cfg_value(root, key);
+    if (!v) return SV_OK;
+    if (v->type == SV_JSON_ARRAY) v = sv_json_index(v, 0); /* img_size [h, w] */
+    int64_t x;
+    SV_TRY(sv_json_as_i64(v, &x));
+    if (x < 1 || x > 1000000) return SV_FAIL(SV_ERR_FORMAT, "config.json: %s = %lld out of range", key, (long long)x);
+    *out = (int)x;
+    return SV_OK;
+}
+
+/* Apply config.json next to `path`, if there is one. */
+static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have_heads) {
+    char cj[4096];
+    const char *slash = strrchr(path, '/');
+    if (slash) snprintf(cj, sizeof cj, "%.*s/config.json", (int)(slash - path), path);
+    else snprintf(cj, sizeof cj, "config.json");
+    FILE *probe = fopen(cj, "rb");
+    if (!probe) return SV_OK;
+    fclose(probe);
+    char *text = NULL;
+    size_t len = 0;
+    SV_TRY(sv_fileio_read_small(cj, 1 << 20, &text, &len));
+    sv_json_doc doc;
+    sv_status st = sv_json_parse(&doc, text, len, cj, NULL);
+    free(text);
+    SV_TRY(st);
+    if (doc.root.type != SV_JSON_OBJECT) {
+        sv_json_doc_free(&doc);
+        return SV_FAIL(SV_ERR_FORMAT, "%s: expected a JSON object", cj);
+    }
+    int heads = 0;
+    if ((st = cfg_int(&doc.root, "embed_dim", &c->dim)) == SV_OK && (st = cfg_int(&doc.root, "depth", &c->depth)) == SV_OK &&
+        (st = cfg_int(&doc.root, "num_heads", &heads)) == SV_OK &&
+        (st = cfg_int(&doc.root, "patch_size", &c->patch)) == SV_OK &&
+        (st = cfg_int(&doc.root, "img_size", &c->img)) == SV_OK &&
+        (st = cfg_int(&doc.root, "num_classes", &c->num_classes)) == SV_OK &&
+        (st = cfg_int(&doc.root, "in_chans", &c->in_chans)) == SV_OK) {
+        const sv_json *mr = cfg_value(&doc.root, "mlp_ratio");
+        if (mr) st = sv_json_as_f64(mr, &c->mlp_ratio);
+    }
+    sv_json_doc_free(&doc);
+    SV_TRY(st);
+    if (heads) {
+        c->heads = heads;
+        if (have_heads) *have_heads = 1;
+    }
+    return SV_OK;
+}
+
+static const sv_st_tensor *need(const sv_st_file *f, const char *name, int ndim) {
+    const sv_st_tensor *t = sv_safetensors_find(f, name);
+    if (!t) {
+        SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s missing (not a timm VisionTransformer state dict?)", f->path, name);
+        return NULL;
+    }
+    if (t->ndim != ndim) {
+        SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s has %d dimensions, expected %d", f->path, name, t->ndim, ndim);
+        return NULL;
+    }
+    return t;
+}
+
+sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_heads) {
+    if (have_heads) *have_heads = 0;
+    sv_st_file f;
+    SV_TRY(sv_safetensors_open(&f, path));
+    sv_status st = apply_config_json(path, c, have_heads);
+    const sv_st_tensor *pw = NULL, *pos = NULL, *hw = NULL, *fc1;
+    if (st == SV_OK && (!(pw = need(&f, "patch_embed.proj.weight", 4)) || !(pos = need(&f, "pos_embed", 3)) ||
+                        !(hw = need(&f, "head.weight", 2))))
+        st = SV_ERR_FORMAT;
+    if (st == SV_OK) {
+        c->dim = (int)pw->shape[0];
+        c->in_chans = (int)pw->shape[1];
+        c->patch = (int)pw->shape[2];
+        c->num_classes = (int)hw->shape[0];
+        int64_t P = pos->shape[1] - 1, g = (int64_t)llround(sqrt((double)(P > 0 ? P : 0)));
+        if (P < 1 || g * g != P || pos->shape[2] != pw->shape[0])
+            st = SV_FAIL(SV_ERR_FORMAT, "%s: pos_embed shape (1, %lld, %lld) is not (1, 1 + g*g, %d)", path,
+                         (long long)pos->shape[1], (long long)pos->shape[2], c->dim);
+        else c->img = (int)(g * c->patch);
+    }
+    if (st == SV_OK) {
+        int depth = 0;
+        char name[64];
+        for (;;) {
+            snprintf(name, sizeof name, "blocks.%d.norm1.weight", depth);
+            if (!sv_safetensors_find(&f, name)) break;
+            depth++;
+        }
+        if (depth > 0) c->depth = depth;
+        if ((fc1 = sv_safetensors_find(&f, "blocks.0.mlp.fc1.weight")) && fc1->ndim == 2 && c->dim > 0) {
+            double r = (double)fc1->shape[0] / c->dim;
+            c->mlp_ratio = (int)(c->dim * r) == fc1->shape[0] ? r : (fc1->shape[0] + 0.25) / c->dim;
+        }
+    }
+    sv_safetensors_close(&f);
+    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
+    return st;
+}
+
+/* Every model tensor present with the model's shape; nothing else in the file. */
+static sv_status check_tensors(const sv_st_file *sf, const sv_layout *L) {
+    for (int i = 0; i < L->n_params; i++) {
+        const sv_param_info *p = &L->params[i];
+        const sv_st_tensor *t = sv_safetensors_find(sf, p->name);
+        if (!t) return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s missing", sf->path, p->name);
+        int same = t->ndim == p->ndim;
+        for (int d = 0; same && d < p->ndim; d++) same = t->shape[d] == p->shape[d];
+        if (!same) {
+            char a[96] = "", b[96] = "";
+            for (int d = 0; d < t->ndim; d++)
+                snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+            for (int d = 0; d < p->ndim; d++)
+                snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? ", " : "", (long long)p->shape[d]);
+            return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s has shape (%s) but the model needs (%s) (check --dim/--depth/"
+                           "--num-classes/--img/--patch)", sf->path, p->name, a, b);
+        }
+    }
+    if (sf->n_tensors != (size_t)L->n_params) {
+        for (size_t k = 0; k < sf->n_tensors; k++) {
+            int known = 0;
+            for (int i = 0; i < L->n_params && !known; i++) known = !strcmp(sf->tensors[k].name, L->params[i].name);
+            if (!known)
+                return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is not part of this model (%s, depth %d): a different "
+                               "architecture?", sf->path, sf->tensors[k].name, L->cfg.name, L->cfg.depth);
+        }
+    }
+    return SV_OK;
+}
+
+sv_status sv_weights_load(sv_fsdp *f, const char *path) {
+    sv_st_file sf;
+    SV_TRY(sv_safetensors_open(&sf, path));
+    sv_status st = check_tensors(&sf, &f->L);
+    size_t max_shard = 0;
+    for (int u = 0; u < f->L.n_units; u++)
+        if (f->L.units[u].shard > max_shard) max_shard = f->L.units[u].shard;
+    float *host = st == SV_OK ? calloc(max_shard, sizeof(float)) : NULL;
+    if (st == SV_OK && !host) st = SV_FAIL(SV_ERR_OOM, "weights staging of %zu floats", max_shard);
+    for (int u = 0; u < f->L.n_units && st == SV_OK; u++) {
+        const sv_unit *un = &f->L.units[u];
+        memset(host, 0, un->shard * sizeof(float)); /* padding stays zero */
+        for (int k = 0; k < un->n_entries && st == SV_OK; k++) {
+            const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
+            sv_shard_piece p = sv_layout_piece(un, e, f->shard_rank);
+            if (!p.count) continue;
+            const sv_st_tensor *t = sv_safetensors_find(&sf, f->L.params[e->param].name);
+            st = sv_safetensors_read_f32(&sf, t, p.tensor_begin, p.count, host + p.shard_offset);
+        }
+        sv_unit_state *s = &f->us[u];
+        if (st == SV_OK) st = sv_be_upload(f->be, s->master, host, un->shard * 4);
+        if (st == SV_OK) st = sv_be_zero(f->be, s->m, un->shard * 4);
+        if (st == SV_OK) st = sv_be_zero(f->be, s->v, un->shard * 4);
+        if (st == SV_OK) st = sv_be_zero(f->be, s->grad, un->shard * 4);
+    }
+    free(host);
+    sv_safetensors_close(&sf);
+    if (st != SV_OK) {
+        sv_err_frame(__FILE__, __LINE__);
+        return st;
+    }
+    SV_INFO("weights: loaded %d tensors from %s", f->L.n_params, path);
+    return SV_OK;
+}

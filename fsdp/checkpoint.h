@@ -1,0 +1,180 @@
+/* shardvit fsdp: sharded checkpoints (DESIGN §7; the format is documented field by field in
+ * docs/checkpoints.md).
+ *
+ *   ROOT/step_00001200/index.json                 format version, model, layout, training state,
+ *                                                 per-file CRC32C chunk tables (written last)
+ *   ROOT/step_00001200/shard_00000-of-00004.bin   shard rank 0: for every unit in order its
+ *                                                 fp32 master, m, v shards (little-endian)
+ *   ROOT/latest                                   "step_00001200\n": the newest complete step
+ *
+ * A shard file holds, for unit u, three ranges of units[u].shard floats (master | m | v) at
+ * byte units[u].file_offset = 12 * sum of the shard sizes of the units before u. Shard rank r
+ * owns flat elements [r*shard, (r+1)*shard) of each unit (fsdp/layout.h); padding is zero.
+ *
+ * Integrity: every tensor piece in a file (a tensor's intersection with a rank's shard, per
+ * master/m/v, split every SV_CKPT_CHUNK_ELEMS elements) is one chunk with its own CRC32C in
+ * index.json. A reader reads each chunk overlapping what it needs in full, checks its CRC,
+ * and only then copies the overlap, so a damaged byte is detected before it is used. Padding
+ * is not covered (it is never read back). Memory: one chunk buffer (<= SV_CKPT_MAX_CHUNK_BYTES)
+ * per reader.
+ *
+ * Errors name the file and byte range: "<dir>/shard_00001-of-00004.bin bytes [4096, 8192):
+ * CRC32C mismatch (index.json says 0x..., data has 0x...)". */
+#ifndef SV_FSDP_CHECKPOINT_H
+#define SV_FSDP_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "fsdp/fsdp.h"
+#include "fsdp/safetensors.h"
+
+#define SV_CKPT_FORMAT_VERSION 1
+#define SV_CKPT_CHUNK_ELEMS ((size_t)1 << 20)       /* writer's chunk split (4 MiB of fp32) */
+#define SV_CKPT_MAX_CHUNK_BYTES ((uint64_t)16 << 20) /* reader's limit for any chunk */
+#define SV_CKPT_PATH_MAX 4096
+#define SV_CKPT_CRASH_ENV "SHARDVIT_TEST_CRASH_AT"
+
+enum { SV_CKPT_MASTER = 0, SV_CKPT_M = 1, SV_CKPT_V = 2, SV_CKPT_KINDS = 3 };
+
+/* Training state stored next to the tensors. All randomness in shardvit is counter-based
+ * (core/rng.h), so the RNG state is the seed plus the positions below. */
+typedef struct sv_ckpt_train_state {
+    int64_t step;          /* optimizer steps taken (incl. skipped) */
+    int64_t skipped_steps; /* steps skipped for non-finite gradients */
+    uint64_t epoch;        /* loader resume point: the next batch starts at (epoch, cursor) */
+    uint64_t cursor;       /* global sample position inside the epoch (world-size independent) */
+    uint64_t seed;
+    int64_t total_steps;   /* LR schedule: warmup + cosine over total_steps */
+    double lr, min_lr;
+    int64_t warmup;
+    int64_t global_batch;
+} sv_ckpt_train_state;
+
+typedef struct sv_ckpt_tensor {
+    char name[64];
+    int ndim;
+    int64_t shape[4];
+    uint64_t offset, numel; /* flat element offset inside its unit */
+    int unit;
+} sv_ckpt_tensor;
+
+typedef struct sv_ckpt_unit {
+    int first_tensor, n_tensors;
+    uint64_t numel;       /* end of the last tensor */
+    uint64_t padded;      /* shard * shard_world */
+    uint64_t shard;       /* elements per rank */
+    uint64_t file_offset; /* byte offset of this unit's master range in every shard file */
+} sv_ckpt_unit;
+
+typedef struct sv_ckpt_chunk {
+    uint64_t offset, nbytes; /* byte range in the file */
+    uint32_t crc;            /* CRC32C of those bytes */
+} sv_ckpt_chunk;
+
+typedef struct sv_ckpt_file {
+    char name[64];           /* shard_RRRRR-of-WWWWW.bin */
+    uint64_t bytes;
+    size_t n_chunks;
+    sv_ckpt_chunk *chunks;   /* sorted by offset, non-overlapping */
+} sv_ckpt_file;
+
+/* The parsed (or to-be-written) index.json. Owns its arrays. */
+typedef struct sv_ckpt_index {
+    char dir[SV_CKPT_PATH_MAX]; /* step directory it was read from ("" when built) */
+    int format_version;
+    sv_vit_config cfg;
+    int world_size;             /* ranks of the run that saved */
+    char strategy[32];
+    int shard_world;            /* W: ranks a unit is sharded over = number of shard files */
+    sv_ckpt_train_state state;
+    int n_units, n_tensors;
+    sv_ckpt_unit *units;
+    sv_ckpt_tensor *tensors;    /* grouped by unit, in flat order */
+    sv_ckpt_file *files;        /* [shard_world] */
+} sv_ckpt_index;
+
+void sv_ckpt_index_free(sv_ckpt_index *idx);
+/* Describe layout L (shard_world files) with empty chunk tables; state/strategy copied. */
+sv_status sv_ckpt_index_from_layout(sv_ckpt_index *idx, const sv_layout *L, int world_size, const char *strategy,
+                                    const sv_ckpt_train_state *st);
+/* The same tensors and units laid out over `shard_world` ranks (layout.h's padding rule);
+ * empty chunk tables. */
+sv_status sv_ckpt_index_relayout(sv_ckpt_index *out, const sv_ckpt_index *in, int shard_world);
+/* Read and fully validate STEP_DIR/index.json (format, version, every table). */
+sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir);
+/* Write DIR/index.json atomically (temp file, fsync, rename, fsync DIR). */
+sv_status sv_ckpt_index_store(const sv_ckpt_index *idx, const char *dir);
+/* Index of the tensor called `name`, or -1. */
+int sv_ckpt_find_tensor(const sv_ckpt_index *idx, const char *name);
+
+/* Resolve PATH (a step directory with index.json, a checkpoint root with `latest`, or a run
+ * directory with checkpoints/latest) to a step directory in out. */
+sv_status sv_ckpt_resolve(const char *path, char *out, size_t cap);
+/* The step directory `latest` in ROOT names; *found = 0 (SV_OK) when ROOT has no `latest`. */
+sv_status sv_ckpt_latest(const char *root, char *out, size_t cap, int *found);
+
+/* ---- reading tensors with CRC verification (any layout -> any layout) ---- */
+typedef struct sv_ckpt_reader {
+    const sv_ckpt_index *idx; /* borrowed */
+    int *fds;                 /* [shard_world], -1 until first use */
+    uint8_t *buf;             /* chunk buffer */
+    size_t cap;
+} sv_ckpt_reader;
+
+sv_status sv_ckpt_reader_open(sv_ckpt_reader *r, const sv_ckpt_index *idx);
+void sv_ckpt_reader_close(sv_ckpt_reader *r);
+/* Elements [begin, begin + count) of tensor t (index into idx->tensors), kind
+ * SV_CKPT_MASTER/M/V, into dst (count floats): every old shard file overlapping that range is
+ * read at the overlapping chunks only, each chunk CRC-checked before use. */
+sv_status sv_ckpt_read(sv_ckpt_reader *r, int kind, int t, uint64_t begin, uint64_t count, float *dst);
+
+/* ---- writing one shard file ---- */
+/* Produce `count` elements of tensor t (of the index being written), kind, starting at element
+ * tensor_begin, which sit at element shard_offset of unit u's shard, into dst. */
+typedef sv_status (*sv_ckpt_source_fn)(void *ctx, int u, int kind, int t, uint64_t tensor_begin,
+                                       uint64_t shard_offset, uint64_t count, float *dst);
+/* Write DIR/<files[rank].name> (+ fsync), pulling tensor data from `src` in pieces of at most
+ * SV_CKPT_CHUNK_ELEMS, zeros for padding; fills idx->files[rank].chunks with the CRCs.
+ * Memory: one 4 MiB buffer. */
+sv_status sv_ckpt_write_shard(sv_ckpt_index *idx, const char *dir, int rank, sv_ckpt_source_fn src, void *ctx);
+/* The chunk table a writer produces for `rank` (offsets, sizes; CRCs zero). */
+sv_status sv_ckpt_plan_chunks(sv_ckpt_index *idx, int rank);
+
+/* ---- offline tools (no MPI) ---- */
+/* Reshard the checkpoint at IN (any path sv_ckpt_resolve accepts) into the step directory OUT
+ * (created; must not exist) for `world` shard ranks. Streams: memory is two chunk buffers
+ * (<= 4 MiB + SV_CKPT_MAX_CHUNK_BYTES) plus the index tables, whatever the model size. */
+sv_status sv_ckpt_reshard(const char *in, const char *out, int world);
+/* Write OUT (safetensors, timm names/shapes, F32 or BF16) and config.json beside it from the
+ * master weights of checkpoint IN (reads master ranges only, never m/v). */
+sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype);
+
+/* ---- collective operations on a live FSDP state (every rank of f->world calls) ---- */
+/* Save a checkpoint of f and `st` under ROOT/step_<st->step>: the first replica group writes
+ * one shard file per shard rank; rank 0 writes index.json last, renames the directory,
+ * updates `latest`, then deletes all but the newest `keep` complete checkpoints (keep <= 0:
+ * keep all) and stale *.tmp directories. saved (nullable) receives the step directory. */
+sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *st, int keep, char *saved,
+                       size_t cap);
+/* Load the checkpoint in STEP_DIR into f at its current world size / strategy (tensor shapes
+ * must match), and its training state into *st. f->step and skipped count are restored. */
+sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *st);
+/* Seed f's master shards from a timm-style safetensors file (optimizer state zeroed; tensors
+ * the file lacks because the head size differs keep their fresh init; pos_embed resampled
+ * bicubically when the patch grid differs). */
+sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path);
+/* The same checks without loading: does `path` fit layout L (names, shapes, head/pos_embed
+ * rules)? *n_loaded: tensors that would come from the file. */
+sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int *n_loaded);
+/* Bicubic resize of a pos_embed (1, 1 + gi*gi, D) to (1, 1 + go*go, D) as timm's
+ * resample_abs_pos_embed (class position kept; F.interpolate bicubic, align_corners=False,
+ * no antialias). src (1+gi*gi)*D floats, dst (1+go*go)*D floats. */
+void sv_ckpt_resample_pos_embed(const float *src, int gi, float *dst, int go, int D);
+
+/* All ranks of f->world agree on a status: when some rank failed, every rank returns the
+ * lowest failing rank's status and message (staged through device memory, so NCCL works). */
+sv_status sv_ckpt_agree(sv_fsdp *f, sv_status st);
+
+#endif

@@ -1,0 +1,321 @@
+/* timm-compatible export (checkpoint -> safetensors + config.json) and import (safetensors ->
+ * master shards), including timm's pos_embed resampling. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/elementwise.h"
+#include "core/fileio.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "fsdp/checkpoint.h"
+
+/* ---- export ------------------------------------------------------------------------------- */
+
+typedef struct {
+    sv_ckpt_reader rd;
+    sv_st_dtype dtype;
+    float *tmp; /* bf16 conversion staging */
+} export_ctx;
+
+static sv_status export_fill(void *vctx, size_t index, uint64_t byte_off, void *buf, size_t n) {
+    export_ctx *c = vctx;
+    size_t esz = c->dtype == SV_ST_BF16 ? 2 : 4;
+    if (byte_off % esz || n % esz) return SV_FAIL(SV_ERR_INVALID, "export: unaligned chunk");
+    uint64_t e0 = byte_off / esz, cnt = n / esz;
+    if (c->dtype == SV_ST_F32) return sv_ckpt_read(&c->rd, SV_CKPT_MASTER, (int)index, e0, cnt, buf);
+    SV_TRY(sv_ckpt_read(&c->rd, SV_CKPT_MASTER, (int)index, e0, cnt, c->tmp));
+    uint16_t *o = buf;
+    for (uint64_t i = 0; i < cnt; i++) o[i] = sv_f32_to_bf16(c->tmp[i]);
+    return SV_OK;
+}
+
+/* timm architecture name of an exactly matching preset; otherwise a ViT entry point whose
+ * model_args (which override every shape field) describe the model. */
+static const char *timm_arch(const sv_vit_config *c) {
+    static const struct {
+        const char *arch;
+        int patch, dim, depth, heads;
+    } k[] = {{"vit_tiny_patch16_224", 16, 192, 12, 3},
+             {"vit_small_patch16_224", 16, 384, 12, 6},
+             {"vit_base_patch16_224", 16, 768, 12, 12},
+             {"vit_large_patch16_224", 16, 1024, 24, 16},
+             {"vit_huge_patch14_224", 14, 1280, 32, 16}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (c->img == 224 && c->in_chans == 3 && c->mlp_ratio == 4.0 && c->patch == k[i].patch && c->dim == k[i].dim &&
+            c->depth == k[i].depth && c->heads == k[i].heads)
+            return k[i].arch;
+    return "vit_base_patch16_224";
+}
+
+static sv_status write_config(const char *st_path, const sv_vit_config *c) {
+    char path[SV_CKPT_PATH_MAX + 16];
+    const char *slash = strrchr(st_path, '/');
+    if (slash) snprintf(path, sizeof path, "%.*s/config.json", (int)(slash - st_path), st_path);
+    else snprintf(path, sizeof path, "config.json");
+    int gray = c->in_chans == 1;
+    const double mean[3] = {gray ? 0.5 : 0.485, gray ? 0.5 : 0.456, gray ? 0.5 : 0.406};
+    const double stdv[3] = {gray ? 0.5 : 0.229, gray ? 0.5 : 0.224, gray ? 0.5 : 0.225};
+    const char *arch = timm_arch(c);
+    sv_json_writer w;
+    sv_json_writer_init(&w, 2);
+    sv_json_obj_begin(&w);
+    sv_json_key(&w, "architecture"), sv_json_str(&w, arch);
+    sv_json_key(&w, "num_classes"), sv_json_i64(&w, c->num_classes);
+    sv_json_key(&w, "num_features"), sv_json_i64(&w, c->dim);
+    sv_json_key(&w, "global_pool"), sv_json_str(&w, "token");
+    sv_json_key(&w, "img_size"), sv_json_i64(&w, c->img);
+    sv_json_key(&w, "patch_size"), sv_json_i64(&w, c->patch);
+    sv_json_key(&w, "embed_dim"), sv_json_i64(&w, c->dim);
+    sv_json_key(&w, "depth"), sv_json_i64(&w, c->depth);
+    sv_json_key(&w, "num_heads"), sv_json_i64(&w, c->heads);
+    sv_json_key(&w, "mlp_ratio"), sv_json_f64(&w, c->mlp_ratio);
+    sv_json_key(&w, "in_chans"), sv_json_i64(&w, c->in_chans);
+    sv_json_key(&w, "model_args");
+    sv_json_obj_begin(&w);
+    sv_json_key(&w, "img_size"), sv_json_i64(&w, c->img);
+    sv_json_key(&w, "patch_size"), sv_json_i64(&w, c->patch);
+    sv_json_key(&w, "in_chans"), sv_json_i64(&w, c->in_chans);
+    sv_json_key(&w, "num_classes"), sv_json_i64(&w, c->num_classes);
+    sv_json_key(&w, "embed_dim"), sv_json_i64(&w, c->dim);
+    sv_json_key(&w, "depth"), sv_json_i64(&w, c->depth);
+    sv_json_key(&w, "num_heads"), sv_json_i64(&w, c->heads);
+    sv_json_key(&w, "mlp_ratio"), sv_json_f64(&w, c->mlp_ratio);
+    sv_json_key(&w, "qkv_bias"), sv_json_bool(&w, 1);
+    sv_json_key(&w, "class_token"), sv_json_bool(&w, 1);
+    sv_json_key(&w, "global_pool"), sv_json_str(&w, "token");
+    sv_json_obj_end(&w);
+    sv_json_key(&w, "pretrained_cfg");
+    sv_json_obj_begin(&w);
+    sv_json_key(&w, "architecture"), sv_json_str(&w, arch);
+    sv_json_key(&w, "input_size");
+    sv_json_arr_begin(&w);
+    sv_json_i64(&w, c->in_chans), sv_json_i64(&w, c->img), sv_json_i64(&w, c->img);
+    sv_json_arr_end(&w);
+    sv_json_key(&w, "interpolation"), sv_json_str(&w, "bicubic");
+    sv_json_key(&w, "crop_pct"), sv_json_f64(&w, 0.875);
+    sv_json_key(&w, "mean");
+    sv_json_arr_begin(&w);
+    for (int i = 0; i < c->in_chans; i++) sv_json_f64(&w, mean[i]);
+    sv_json_arr_end(&w);
+    sv_json_key(&w, "std");
+    sv_json_arr_begin(&w);
+    for (int i = 0; i < c->in_chans; i++) sv_json_f64(&w, stdv[i]);
+    sv_json_arr_end(&w);
+    sv_json_key(&w, "num_classes"), sv_json_i64(&w, c->num_classes);
+    sv_json_key(&w, "first_conv"), sv_json_str(&w, "patch_embed.proj");
+    sv_json_key(&w, "classifier"), sv_json_str(&w, "head");
+    sv_json_obj_end(&w);
+    sv_json_obj_end(&w);
+    const char *text;
+    size_t len;
+    sv_status st = sv_json_writer_finish(&w, &text, &len);
+    if (st == SV_OK) {
+        char *nl = malloc(len + 1);
+        if (!nl) st = SV_FAIL(SV_ERR_OOM, "config.json");
+        else {
+            memcpy(nl, text, len);
+            nl[len] = '\n';
+            st = sv_fileio_write_atomic(path, nl, len + 1);
+            free(nl);
+        }
+    }
+    sv_json_writer_free(&w);
+    return st;
+}
+
+sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype) {
+    if (dtype != SV_ST_F32 && dtype != SV_ST_BF16) return SV_FAIL(SV_ERR_INVALID, "export dtype must be F32 or BF16");
+    char dir[SV_CKPT_PATH_MAX];
+    SV_TRY(sv_ckpt_resolve(in, dir, sizeof dir));
+    sv_ckpt_index idx;
+    SV_TRY(sv_ckpt_index_load(&idx, dir));
+    export_ctx c = {.dtype = dtype};
+    sv_st_entry *ents = calloc((size_t)idx.n_tensors, sizeof *ents);
+    c.tmp = malloc((size_t)4 << 21); /* the writer asks for <= 4 MiB: <= 2 Mi bf16 elements */
+    sv_status st = ents && c.tmp ? sv_ckpt_reader_open(&c.rd, &idx) : SV_FAIL(SV_ERR_OOM, "export tables");
+    if (st == SV_OK) {
+        for (int t = 0; t < idx.n_tensors; t++)
+            ents[t] = (sv_st_entry){idx.tensors[t].name, dtype, idx.tensors[t].ndim, idx.tensors[t].shape, NULL};
+        char step[32];
+        snprintf(step, sizeof step, "%lld", (long long)idx.state.step);
+        const char *meta[] = {"format", "pt", "shardvit_step", step, "shardvit_model", idx.cfg.name};
+        st = sv_safetensors_write(out, ents, (size_t)idx.n_tensors, meta, 3, export_fill, &c);
+        sv_ckpt_reader_close(&c.rd);
+    }
+    if (st == SV_OK) st = write_config(out, &idx.cfg);
+    if (st == SV_OK)
+        SV_INFO("export: %s -> %s (%d tensors, %s) + config.json", dir, out, idx.n_tensors, sv_st_dtype_name(dtype));
+    free(ents);
+    free(c.tmp);
+    sv_ckpt_index_free(&idx);
+    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
+    return st;
+}
+
+/* ---- pos_embed resampling (PyTorch upsample_bicubic2d, align_corners=False, A = -0.75) ---- */
+
+static void cubic_coeffs(float t, float w[4]) {
+    const float A = -0.75f;
+    float x1 = t + 1.0f, x2 = 1.0f - t, x3 = 2.0f - t;
+    w[0] = ((A * x1 - 5.0f * A) * x1 + 8.0f * A) * x1 - 4.0f * A;
+    w[1] = ((A + 2.0f) * t - (A + 3.0f)) * t * t + 1.0f;
+    w[2] = ((A + 2.0f) * x2 - (A + 3.0f)) * x2 * x2 + 1.0f;
+    w[3] = ((A * x3 - 5.0f * A) * x3 + 8.0f * A) * x3 - 4.0f * A;
+}
+
+static int clampi(int v, int hi) { return v < 0 ? 0 : v > hi ? hi : v; }
+
+void sv_ckpt_resample_pos_embed(const float *src, int gi, float *dst, int go, int D) {
+    memcpy(dst, src, (size_t)D * sizeof(float)); /* class position */
+    const float *g = src + D;
+    float scale = (float)gi / (float)go;
+    for (int oy = 0; oy < go; oy++) {
+        float ry = scale * ((float)oy + 0.5f) - 0.5f;
+        int iy = (int)floorf(ry);
+        float wy[4];
+        cubic_coeffs(ry - (float)iy, wy);
+        for (int ox = 0; ox < go; ox++) {
+            float rx = scale * ((float)ox + 0.5f) - 0.5f;
+            int ix = (int)floorf(rx);
+            float wx[4];
+            cubic_coeffs(rx - (float)ix, wx);
+            float *o = dst + (size_t)(1 + oy * go + ox) * D;
+            for (int d = 0; d < D; d++) {
+                float rows[4];
+                for (int k = 0; k < 4; k++) {
+                    int y = clampi(iy - 1 + k, gi - 1);
+                    const float *row = g + (size_t)y * gi * D + d;
+                    rows[k] = row[(size_t)clampi(ix - 1, gi - 1) * D] * wx[0] + row[(size_t)clampi(ix, gi - 1) * D] * wx[1] +
+                              row[(size_t)clampi(ix + 1, gi - 1) * D] * wx[2] + row[(size_t)clampi(ix + 2, gi - 1) * D] * wx[3];
+                }
+                o[d] = rows[0] * wy[0] + rows[1] * wy[1] + rows[2] * wy[2] + rows[3] * wy[3];
+            }
+        }
+    }
+}
+
+/* ---- import ----------------------------------------------------------------------------- */
+
+static int is_head(const char *n) { return !strcmp(n, "head.weight") || !strcmp(n, "head.bias"); }
+
+static void shape_text(char *o, size_t cap, const int64_t *s, int nd) {
+    size_t n = (size_t)snprintf(o, cap, "(");
+    for (int d = 0; d < nd && n < cap; d++) n += (size_t)snprintf(o + n, cap - n, d ? ", %lld" : "%lld", (long long)s[d]);
+    if (n < cap) snprintf(o + n, cap - n, ")");
+}
+
+/* How each model tensor is sourced: 0 = copy, 1 = keep fresh init (head), 2 = resample. */
+static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how, const sv_st_tensor **src, int *gi) {
+    const sv_vit_config *c = &L->cfg;
+    for (int k = 0; k < L->n_params; k++) {
+        const sv_param_info *p = &L->params[L->entries[k].param];
+        const sv_st_tensor *t = sv_safetensors_find(sf, p->name);
+        src[k] = t;
+        how[k] = 0;
+        if (!t) {
+            if (is_head(p->name)) {
+                how[k] = 1;
+                continue;
+            }
+            return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is missing", sf->path, p->name);
+        }
+        int same = t->ndim == p->ndim;
+        for (int d = 0; same && d < p->ndim; d++) same = t->shape[d] == p->shape[d];
+        if (same) continue;
+        char a[96], b[96];
+        shape_text(a, sizeof a, t->shape, t->ndim);
+        shape_text(b, sizeof b, p->shape, p->ndim);
+        if (is_head(p->name) && t->ndim == p->ndim && (p->ndim == 1 || t->shape[1] == p->shape[1])) {
+            how[k] = 1;
+            SV_INFO("init-from: %s is %s in %s but %s here (--num-classes %d): initialised fresh", p->name, a, sf->path,
+                    b, c->num_classes);
+            continue;
+        }
+        if (p->group == -1 && p->slot == SV_ROOT_POS && t->ndim == 3 && t->shape[0] == 1 && t->shape[2] == c->dim &&
+            t->shape[1] >= 2) {
+            int g = (int)lround(sqrt((double)(t->shape[1] - 1)));
+            if ((int64_t)g * g == t->shape[1] - 1) {
+                how[k] = 2;
+                *gi = g;
+                SV_INFO("init-from: pos_embed grid %dx%d resampled to %dx%d (bicubic, class position kept)", g, g,
+                        c->img / c->patch, c->img / c->patch);
+                continue;
+            }
+        }
+        return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s has shape %s but this model needs %s", sf->path, p->name, a, b);
+    }
+    for (size_t i = 0; i < sf->n_tensors; i++) {
+        const char *n = sf->tensors[i].name;
+        int known = 0;
+        for (int k = 0; k < L->n_params && !known; k++) known = !strcmp(L->params[k].name, n);
+        if (!known)
+            return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is not a parameter of this model (depth %d)", sf->path, n,
+                           c->depth);
+    }
+    return SV_OK;
+}
+
+sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int *n_loaded) {
+    sv_st_file sf;
+    SV_TRY(sv_safetensors_open(&sf, path));
+    int n = L->n_params, gi = 0;
+    int *how = calloc((size_t)n, sizeof *how);
+    const sv_st_tensor **src = calloc((size_t)n, sizeof *src);
+    sv_status st = how && src ? plan_import(L, &sf, how, src, &gi) : SV_FAIL(SV_ERR_OOM, "import tables");
+    *n_loaded = 0;
+    for (int k = 0; k < n && st == SV_OK; k++) *n_loaded += how[k] != 1;
+    free(how);
+    free(src);
+    sv_safetensors_close(&sf);
+    return st;
+}
+
+sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path) {
+    sv_st_file sf;
+    SV_TRY(sv_safetensors_open(&sf, path));
+    int n = f->L.n_params, gi = 0, T = sv_vit_tokens(&f->L.cfg), D = f->L.cfg.dim;
+    int *how = calloc((size_t)n, sizeof *how);
+    const sv_st_tensor **src = calloc((size_t)n, sizeof *src);
+    size_t max_shard = 0;
+    for (int u = 0; u < f->L.n_units; u++)
+        if (f->L.units[u].shard > max_shard) max_shard = f->L.units[u].shard;
+    float *host = malloc(max_shard * 4), *pos_in = NULL, *pos_out = NULL;
+    sv_status st = how && src && host ? plan_import(&f->L, &sf, how, src, &gi) : SV_FAIL(SV_ERR_OOM, "import tables");
+    for (int k = 0; k < n && st == SV_OK; k++)
+        if (how[k] == 2) {
+            pos_in = malloc((size_t)(1 + gi * gi) * D * 4);
+            pos_out = malloc((size_t)T * D * 4);
+            if (!pos_in || !pos_out) st = SV_FAIL(SV_ERR_OOM, "pos_embed resampling");
+            else st = sv_safetensors_read_f32(&sf, src[k], 0, (uint64_t)(1 + gi * gi) * D, pos_in);
+            if (st == SV_OK) sv_ckpt_resample_pos_embed(pos_in, gi, pos_out, f->L.cfg.img / f->L.cfg.patch, D);
+        }
+    int loaded = 0;
+    for (int u = 0; u < f->L.n_units && st == SV_OK; u++) {
+        const sv_unit *un = &f->L.units[u];
+        sv_unit_state *s = &f->us[u];
+        st = sv_be_download(f->be, host, s->master, un->shard * 4); /* fresh init stays where kept */
+        for (int k = 0; k < un->n_entries && st == SV_OK; k++) {
+            int e = un->first_entry + k;
+            sv_shard_piece p = sv_layout_piece(un, &f->L.entries[e], f->shard_rank);
+            if (how[e] == 0) loaded++;
+            if (!p.count || how[e] == 1) continue;
+            if (how[e] == 2) memcpy(host + p.shard_offset, pos_out + p.tensor_begin, p.count * 4);
+            else st = sv_safetensors_read_f32(&sf, src[e], p.tensor_begin, p.count, host + p.shard_offset);
+        }
+        if (st == SV_OK) st = sv_be_upload(f->be, s->master, host, un->shard * 4);
+        if (st == SV_OK) st = sv_be_zero(f->be, s->m, un->shard * 4);
+        if (st == SV_OK) st = sv_be_zero(f->be, s->v, un->shard * 4);
+    }
+    if (st == SV_OK)
+        SV_INFO("init-from: %d of %d tensors loaded from %s; optimizer state zero", loaded, n, path);
+    free(how);
+    free(src);
+    free(host);
+    free(pos_in);
+    free(pos_out);
+    sv_safetensors_close(&sf);
+    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
+    return st;
+}

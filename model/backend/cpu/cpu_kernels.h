@@ -1,0 +1,39 @@
+/* CPU backend: the element-wise inner loops, compiled once per instruction set and chosen at
+ * backend creation (runtime dispatch, so one binary runs on any x86-64 and uses AVX2/AVX-512
+ * where the CPU has them; other architectures get the generic table).
+ *
+ * Every variant is the same C source (cpu_kernels_impl.h) compiled under a different
+ * `#pragma GCC target`; FMA is never enabled and nothing is reassociated, so all variants
+ * produce identical bits (tests/ops checks it). Kernels work on one contiguous range and never
+ * fork threads: the ops in cpu_*.c split the work and call them per chunk. `bf`: round every
+ * value written to a compute buffer to bf16. */
+#ifndef SV_MODEL_BACKEND_CPU_KERNELS_H
+#define SV_MODEL_BACKEND_CPU_KERNELS_H
+
+#include <stddef.h>
+
+#include "core/elementwise.h"
+
+typedef struct sv_cpu_kernels {
+    const char *isa; /* "generic", "avx2", "avx512" */
+    /* z = o + bias (bias may be NULL); pre = z; o = gelu(z).  (n) each */
+    void (*bias_gelu)(int bf, float *o, float *pre, const float *bias, size_t n);
+    /* out = gelu(x)  (n) */
+    void (*gelu)(int bf, float *out, const float *x, size_t n);
+    /* d_x = d_out * gelu'(x); d_x may alias d_out  (n) */
+    void (*gelu_bwd)(int bf, float *d_x, const float *d_out, const float *x, size_t n);
+    /* In-place softmax of each of `rows` rows of length T (row stride T), max-subtracted. */
+    void (*softmax_rows)(float *S, int rows, int T);
+    /* AdamW on n elements (sv_adamw_elem). */
+    void (*adamw)(float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h, float wd);
+} sv_cpu_kernels;
+
+extern const sv_cpu_kernels sv_cpu_kernels_generic;
+extern const sv_cpu_kernels sv_cpu_kernels_avx2;   /* valid only where the CPU has AVX2 */
+extern const sv_cpu_kernels sv_cpu_kernels_avx512; /* valid only where the CPU has AVX-512F/BW/DQ/VL */
+
+/* The best table this CPU runs. `isa` NULL or "auto": best available; "generic" | "avx2" |
+ * "avx512": that one if the CPU supports it, else NULL. */
+const sv_cpu_kernels *sv_cpu_kernels_pick(const char *isa);
+
+#endif

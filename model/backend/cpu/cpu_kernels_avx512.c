@@ -1,0 +1,8 @@
+/* Element-wise kernels compiled for AVX-512 (F/BW/DQ/VL; no FMA, same bits as generic). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
+#endif
+#pragma GCC optimize("no-trapping-math", "no-math-errno", "fp-contract=off")
+#define SV_CPU_KERNELS_NAME sv_cpu_kernels_avx512
+#define SV_CPU_KERNELS_ISA "avx512"
+#include "model/backend/cpu/cpu_kernels_impl.h"

@@ -1,0 +1,70 @@
+/* Bodies of the CPU element-wise kernels (see cpu_kernels.h). Included once per instruction
+ * set by cpu_kernels_<isa>.c, after that file's `#pragma GCC target`, with
+ * SV_CPU_KERNELS_NAME set to the table's name. Loops are written so GCC vectorises them:
+ * selects instead of branches, libm-free exp/erfc (core/elementwise.h). The including files
+ * also set no-trapping-math (lets GCC if-convert the selects; results are unchanged) and
+ * no-math-errno (sqrtf becomes one instruction; sqrt is exact either way). */
+#include "model/backend/cpu/cpu_kernels.h"
+
+static inline float kstore(int bf, float v) { return bf ? sv_round_bf16(v) : v; }
+
+static void k_bias_gelu(int bf, float *o, float *pre, const float *bias, size_t n) {
+    if (bias) {
+        for (size_t i = 0; i < n; i++) {
+            float z = o[i] + bias[i];
+            pre[i] = kstore(bf, z);
+            o[i] = kstore(bf, sv_gelu(z));
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            float z = o[i];
+            pre[i] = kstore(bf, z);
+            o[i] = kstore(bf, sv_gelu(z));
+        }
+    }
+}
+
+static void k_gelu(int bf, float *out, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = kstore(bf, sv_gelu(x[i]));
+}
+
+static void k_gelu_bwd(int bf, float *d_x, const float *d_out, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) d_x[i] = kstore(bf, d_out[i] * sv_gelu_grad(x[i]));
+}
+
+/* Sum with 16 independent lanes (vectorises without reassociation; fixed order per row). */
+static float k_sum16(const float *s, int T) {
+    float acc[16] = {0};
+    int j = 0;
+    for (; j + 16 <= T; j += 16)
+        for (int l = 0; l < 16; l++) acc[l] += s[j + l];
+    for (; j < T; j++) acc[j & 15] += s[j];
+    for (int w = 8; w >= 1; w >>= 1)
+        for (int l = 0; l < w; l++) acc[l] += acc[l + w];
+    return acc[0];
+}
+
+static void k_softmax_rows(float *S, int rows, int T) {
+    for (int r = 0; r < rows; r++) {
+        float *s = S + (size_t)r * T;
+        float mx = s[0];
+        for (int j = 1; j < T; j++) mx = s[j] > mx ? s[j] : mx;
+        for (int j = 0; j < T; j++) s[j] = sv_exp_fast(s[j] - mx);
+        float inv = 1.0f / k_sum16(s, T);
+        for (int j = 0; j < T; j++) s[j] *= inv;
+    }
+}
+
+static void k_adamw(float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h, float wd) {
+    const sv_adamw_hparams hp = *h;
+    for (size_t i = 0; i < n; i++) sv_adamw_elem(&p[i], &m[i], &v[i], g[i], &hp, wd);
+}
+
+const sv_cpu_kernels SV_CPU_KERNELS_NAME = {
+    .isa = SV_CPU_KERNELS_ISA,
+    .bias_gelu = k_bias_gelu,
+    .gelu = k_gelu,
+    .gelu_bwd = k_gelu_bwd,
+    .softmax_rows = k_softmax_rows,
+    .adamw = k_adamw,
+};

@@ -1,0 +1,90 @@
+#!/bin/bash
+# Usage: bench_smoke.sh SHARDVIT [MPIEXEC]
+# Runs `shardvit bench` briefly and checks the JSON it prints: one object, the required keys,
+# sane values (positive throughput, per-rank entries = world size). Exit 77 when no Python
+# interpreter is available to parse JSON.
+set -u
+SV=$1
+MPIEXEC=${2:-}
+PY=$(command -v python3 || command -v /usr/bin/python3 || true)
+[ -n "$PY" ] || { echo "SKIP: no python3 to validate JSON"; exit 77; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+TINY="--model vit-28 --dim 32 --depth 2 --heads 2 --batch-size 8 --device cpu --threads 1"
+
+check_train() { # FILE WORLD
+    "$PY" - "$1" "$2" <<'PYEOF' || fail "train JSON check on $1"
+import json, sys
+path, world = sys.argv[1], int(sys.argv[2])
+lines = [l for l in open(path).read().splitlines() if l.strip()]
+assert len(lines) == 1, "expected exactly one JSON line, got %d" % len(lines)
+d = json.loads(lines[0])
+for k in ("img_per_s", "tflops", "mfu", "peak_mem_bytes", "max_rss_bytes", "time_split", "per_rank",
+          "img_per_s_per_rank", "flops_per_image", "world", "steps"):
+    assert k in d, "missing key " + k
+assert d["mode"] == "train" and d["world"] == world and d["steps"] == 2
+assert d["img_per_s"] > 0 and d["tflops"] > 0 and d["peak_mem_bytes"] > 0
+assert d["mfu"] is None or d["mfu"] > 0
+assert len(d["per_rank"]) == world and len(d["img_per_s_per_rank"]) == world
+for k in ("compute_s", "comm_exposed_s", "data_wait_s", "optimizer_s", "other_s"):
+    assert k in d["time_split"], "time_split lacks " + k
+    assert d["time_split"][k] >= -1e-3, (k, d["time_split"][k])
+assert d["time_split"]["compute_s"] > 0
+# the FLOP count is 3 x forward: check against an independent count for this tiny model
+D, L, T, K, Hd, C, p = 32, 2, 50, 10, 128, 1, 4
+fwd = 2 * ((T - 1) * D * C * p * p + L * (T * (4 * D * D + 2 * D * Hd) + 2 * T * T * D) + D * K)
+assert abs(d["flops_per_image"] - 3 * fwd) < 1e-6 * fwd, (d["flops_per_image"], 3 * fwd)
+for r in d["per_rank"]:
+    assert r["arena_bytes"] > 0 and r["max_rss_bytes"] > 0 and r["img_per_s"] > 0
+print("ok", path, "img/s %.1f" % d["img_per_s"])
+PYEOF
+}
+
+# world 1, JSON to a file; the summary goes to stderr
+"$SV" bench $TINY --steps 2 --warmup 1 --calib-seconds 0.05 --json "$TMP/w1.json" \
+    >"$TMP/w1.out" 2>"$TMP/w1.err" || { cat "$TMP/w1.err"; fail "bench world 1 exited $?"; }
+[ -s "$TMP/w1.out" ] && fail "stdout not empty with --json"
+grep -q "img/s" "$TMP/w1.err" || fail "no human summary on stderr"
+check_train "$TMP/w1.json" 1
+
+# world 2 (FSDP over MPI ranks), JSON on stdout
+if [ -n "$MPIEXEC" ]; then
+    "$MPIEXEC" -n 2 "$SV" bench $TINY --steps 2 --warmup 1 --calib-seconds 0.05 \
+        >"$TMP/w2.json" 2>"$TMP/w2.err" || { cat "$TMP/w2.err"; fail "bench world 2 exited $?"; }
+    check_train "$TMP/w2.json" 2
+    "$MPIEXEC" -n 2 "$SV" bench --comm --comm-min 4K --comm-max 64K --device cpu \
+        >"$TMP/comm.json" 2>"$TMP/comm.err" || { cat "$TMP/comm.err"; fail "bench --comm exited $?"; }
+    "$PY" - "$TMP/comm.json" <<'PYEOF' || fail "comm JSON check"
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+assert d["mode"] == "comm" and d["world"] == 2
+ops = {r["op"] for r in d["results"]}
+assert ops == {"all_gather", "reduce_scatter"}, ops
+sizes = sorted({r["size_bytes"] for r in d["results"]})
+assert sizes == [4096, 16384, 65536], sizes
+for r in d["results"]:
+    assert r["time_us"] > 0 and abs(r["busbw_gbps"] - r["algbw_gbps"] / 2) < 1e-9 * max(1, r["algbw_gbps"])
+print("ok comm")
+PYEOF
+fi
+
+# single ops
+for op in matmul attention layernorm gelu softmax_xent adamw; do
+    "$SV" bench --op $op $TINY --steps 2 --warmup 1 >"$TMP/op.json" 2>"$TMP/op.err" \
+        || { cat "$TMP/op.err"; fail "bench --op $op exited $?"; }
+    "$PY" - "$TMP/op.json" "$op" <<'PYEOF' || fail "op JSON check ($op)"
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+assert d["mode"] == "op" and d["op"] == sys.argv[2]
+assert d["results"] and all(r["best_s"] > 0 and r["rate_best"] > 0 for r in d["results"]), d
+PYEOF
+done
+
+# usage errors exit 2 with a message naming the flag
+"$SV" bench --op nosuch $TINY >/dev/null 2>"$TMP/bad.err"; rc=$?
+[ $rc -eq 2 ] || fail "--op nosuch exited $rc, expected 2"
+grep -q -- "--op" "$TMP/bad.err" || fail "error does not name --op: $(cat "$TMP/bad.err")"
+"$SV" bench --synthetic --data synthetic $TINY >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "--synthetic --data exited $rc, expected 2"
+echo "bench_smoke: all checks passed"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# A rank of a 3-rank training run dies (SIGKILL) or hangs (SIGSTOP) mid-training.
+# Asserted:
+#   - mpiexec exits non-zero within --comm-timeout (10 s) + 30 s of the signal;
+#   - the output says why. stop: a survivor's sv_comm timeout message naming the collective, its
+#     sequence number, the communicator and the job's ranks ("... seq N on comm 'X' (mpi, 3
+#     ranks: world ranks ...") is required. kill: either that message or hydra's own report of
+#     the dead rank ("BAD TERMINATION" / "KILLED BY SIGNAL"); MPICH's hydra usually tears the job
+#     down within milliseconds of a rank's death, before any timeout can fire;
+#   - no process of the job (ranks, hydra proxy, mpiexec) is left afterwards.
+# Usage: kill_rank_train.sh SHARDVIT MPIEXEC kill|stop
+SHARDVIT=$1 MPIEXEC=$2 MODE=$3
+source "$(dirname "$0")/lib.sh"
+case "$MODE" in kill) SIG=KILL ;; stop) SIG=STOP ;; *) echo "mode?"; exit 2 ;; esac
+TIMEOUT_S=10
+BOUND=$((TIMEOUT_S + 30))
+run="$WORK/run"
+FAIL_LOGS=("$WORK/out")
+"$MPIEXEC" -n 3 "$SHARDVIT" train $TINY --steps 1000000 --log-every 1 --comm-timeout $TIMEOUT_S \
+    --out "$run" >"$WORK/out" 2>&1 &
+mpid=$!
+# wait until training is under way (a few logged steps)
+for _ in $(seq 600); do
+    [ -f "$run/metrics.jsonl" ] && [ "$(wc -l <"$run/metrics.jsonl")" -ge 3 ] && break
+    kill -0 $mpid 2>/dev/null || fail "training ended before the fault"
+    sleep 0.1
+done
+[ -f "$run/metrics.jsonl" ] && [ "$(wc -l <"$run/metrics.jsonl")" -ge 3 ] || fail "training never got going"
+victim=$(rank_pid "$run" 1) || fail "could not find rank 1's process"
+echo "rank 1 is pid $victim; sending SIG$SIG"
+t0=$(date +%s%N)
+kill -$SIG "$victim"
+while kill -0 $mpid 2>/dev/null; do
+    [ $((($(date +%s%N) - t0) / 1000000)) -gt $((BOUND * 1000)) ] &&
+        fail "mpiexec still running $BOUND s after SIG$SIG of rank 1"
+    sleep 0.1
+done
+wait $mpid
+rc=$?
+el=$((($(date +%s%N) - t0) / 1000000))
+echo "mpiexec exited $rc, $el ms after SIG$SIG"
+[ $rc -ne 0 ] || fail "mpiexec exited 0 although rank 1 got SIG$SIG"
+no_leftovers "$run"
+ours="(all_gather|reduce_scatter|all_reduce|broadcast|barrier) seq [0-9]+ .*on comm '[^']+' \(mpi, 3 ranks: world ranks"
+hydra='BAD TERMINATION|KILLED BY SIGNAL|EXIT STRING: Killed'
+if [ "$MODE" = stop ]; then
+    grep -Eq "$ours" "$WORK/out" || fail "no survivor message naming the collective and the ranks"
+    grep -Eq "did not complete within 10 s" "$WORK/out" || fail "timeout not reported"
+    echo "survivor reported: $(grep -Em1 "$ours" "$WORK/out" | cut -c1-240)"
+else
+    grep -Eq "$ours|$hydra" "$WORK/out" || fail "neither a collective-naming message nor hydra's report"
+    if grep -Eq "$ours" "$WORK/out"; then echo "reported by a survivor's comm timeout/error"
+    else echo "reported by hydra: $(grep -Em1 "$hydra" "$WORK/out")"; fi
+fi
+echo PASS

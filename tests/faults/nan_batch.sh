@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# A NaN in one rank's input batch (test hook SHARDVIT_TEST_POISON_BATCH=STEP:RANK, which puts a
+# NaN into the first pixel of that rank's batch at 0-based step STEP, as a corrupt decoder
+# output would).
+# Asserted:
+#   1. 2 ranks, 4 steps, constant LR, rank 1 poisoned at the last step: every rank skips that
+#      step (the global gradient norm is non-finite), the skip is counted ("skipped steps 1",
+#      metrics.jsonl skipped_steps 1), and the final parameters are bit-identical to a clean
+#      3-step run (a skipped step leaves master weights and optimizer state untouched);
+#      metrics.jsonl stays strict JSON: the skipped step's loss and grad_norm are null;
+#   2. the same poison at step 1 with --max-skipped-steps 0: mpiexec exits non-zero within the
+#      time bound, the message names the limit, and no process is left behind.
+# (tests/fsdp/schedule.sh covers the same through an injected gradient NaN; this one enters
+# through the data path.)
+# Usage: nan_batch.sh SHARDVIT MPIEXEC
+SHARDVIT=$1 MPIEXEC=$2
+source "$(dirname "$0")/lib.sh"
+CONST="--lr 1e-3 --min-lr 1e-3 --warmup 0 --log-every 1 --comm-timeout 30"
+train() { # NAME STEPS [flags]: train into $WORK/NAME
+    local name=$1 steps=$2
+    shift 2
+    timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $TINY $CONST --steps "$steps" --out "$WORK/$name" \
+        --save-params "$WORK/$name.bin" "$@" >"$WORK/$name.log" 2>&1
+}
+FAIL_LOGS=("$WORK/clean.log" "$WORK/poison.log" "$WORK/abort.log")
+train clean 3 || fail "clean run failed"
+SHARDVIT_TEST_POISON_BATCH=3:1 train poison 4 || fail "poisoned run failed"
+grep -q "non-finite gradient norm; step skipped" "$WORK/poison.log" || fail "no skip message"
+grep -q "skipped steps 1" "$WORK/poison.log" || fail "skip not counted in the summary"
+[ "$(metric_values "$WORK/poison/metrics.jsonl" skipped_steps | tail -n1)" = 1 ] || fail "metrics.jsonl skipped_steps != 1"
+cmp -s "$WORK/clean.bin" "$WORK/poison.bin" || fail "parameters changed by a skipped step"
+# metrics.jsonl stays strict JSON (no NaN/Infinity tokens) with the skipped step's loss as null
+"$PY" -c '
+import json, sys
+def bad(c): raise ValueError("non-JSON constant " + c)
+recs = [json.loads(l, parse_constant=bad) for l in open(sys.argv[1])]
+assert recs[-1]["loss"] is None and recs[-1]["grad_norm"] is None, recs[-1]
+' "$WORK/poison/metrics.jsonl" || fail "metrics.jsonl is not strict JSON"
+echo "ok: poisoned batch on rank 1 skipped on every rank, counted, parameters untouched"
+
+t0=$(date +%s)
+SHARDVIT_TEST_POISON_BATCH=1:0 train abort 6 --max-skipped-steps 0
+rc=$?
+el=$(($(date +%s) - t0))
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "expected a clean non-zero exit, got $rc"
+[ $el -le 60 ] || fail "abort took $el s"
+grep -q "steps skipped for non-finite gradients (limit --max-skipped-steps 0)" "$WORK/abort.log" || fail "no abort message"
+no_leftovers "$WORK/abort"
+echo "ok: --max-skipped-steps 0 aborted (exit $rc, ${el} s), nothing left running"
+echo PASS

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# --trace writes a merged per-rank Chrome trace showing prefetch overlap; `shardvit plan` reports
+# exactly the arena the trainer carves for the same configuration.
+SHARDVIT=$1
+source "$(dirname "$0")/lib.sh"
+run tr 2 --steps 3 --trace "$WORK/trace.json"
+"$PY" "$HERE/check_trace.py" "$WORK/trace.json" 2 3
+[ ! -e "$WORK/trace.json.rank0" ] || { echo "FAIL: trace part files left behind"; exit 1; }
+PLAN_TINY="--model vit-28 --dim 36 --depth 3 --heads 3 --batch-size 24"
+# plan vs trainer: the planned total equals what the trainer logs as its memory plan
+for args in "--strategy full_shard" "--strategy shard_grad_op --param-dtype bf16" "--strategy no_shard --accum 2 --accum-mode local" \
+    "--strategy hybrid_shard --shard-group 2 --reduce-dtype bf16" "--recompute"; do
+    world=2
+    [[ "$args" == *hybrid* ]] && world=4
+    run pl "$world" --steps 1 $args
+    want=$(grep -m1 -oE "total [0-9.]+ MiB \([0-9]+ bytes\)" "$WORK/pl.log" | grep -oE "[0-9]+ bytes")
+    got=$("$SHARDVIT" plan $PLAN_TINY --world "$world" $args | grep -E "^  total" | grep -oE "[0-9]+ bytes")
+    [ "$want" = "$got" ] || { echo "FAIL: plan ($args) says '$got', trainer '$want'"; exit 1; }
+    echo "ok plan = trainer ($args): $got"
+done
+out=$("$SHARDVIT" plan --model vit-b16 --world 1 --batch-size 4096 --mem 24G)
+grep -q "fits in 24G: NO" <<<"$out" || { echo "FAIL: vit-b16 batch 4096 should not fit 24G"; echo "$out"; exit 1; }
+grep -q "largest micro-batch per rank that fits" <<<"$out" || { echo "FAIL: no fitting batch reported"; exit 1; }
+echo "trace_plan: all passed"
