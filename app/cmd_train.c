@@ -111,13 +111,15 @@ static sv_status train_feed_next(void *ctx, int micro, sv_micro_batch *mb) {
     const sv_vit_config *c = &f->r->vcfg;
     size_t B = (size_t)f->r->micro_batch, K = (size_t)c->num_classes;
     const sv_batch *b;
+    /* the previous batch's host buffers go back to the loader: its uploads must have read them */
+    SV_TRY(sv_be_upload_fence(f->r->be));
     SV_TRY(sv_loader_next(f->ld, &b));
     f->next_epoch = b->next_epoch;
     f->next_cursor = b->next_cursor;
     if (f->step == f->poison_step && f->r->rank == f->poison_rank) b->images[0] = NAN; /* test hook */
-    SV_TRY(sv_be_upload(f->r->be, f->images, b->images, B * c->in_chans * c->img * c->img * 4));
-    SV_TRY(sv_be_upload(f->r->be, f->labels, b->labels, B * 4));
-    if (b->soft_targets) SV_TRY(sv_be_upload(f->r->be, f->soft, b->soft_targets, B * K * 4));
+    SV_TRY(sv_be_upload_async(f->r->be, f->images, b->images, B * c->in_chans * c->img * c->img * 4));
+    SV_TRY(sv_be_upload_async(f->r->be, f->labels, b->labels, B * 4));
+    if (b->soft_targets) SV_TRY(sv_be_upload_async(f->r->be, f->soft, b->soft_targets, B * K * 4));
     mb->images = f->images;
     mb->labels = f->labels;
     mb->soft = b->soft_targets ? f->soft : NULL;

@@ -2,7 +2,7 @@
 # shardvit vs PyTorch training throughput, side by side in one go (docs/performance.md).
 #
 # Usage: bench/compare_pytorch.sh [BUILD_DIR] [OUT_DIR]
-#   env STEPS (timed steps, default 4), WARMUP (default 1), REPEATS (PyTorch repeats, default 2),
+#   env SV (shardvit binary, default BUILD_DIR/app/shardvit), STEPS (timed steps, default 4), WARMUP (default 1), REPEATS (PyTorch repeats, default 2),
 #       CASES (default "vit-28:128 vit-ti16:32"), SCALING=1 (vit-ti16 at world 1/2/4),
 #       MFU=1 (vit-s16 at 224, batch 32, world 2)
 #
@@ -18,7 +18,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD=${1:-$ROOT/build}
 OUT=${2:-$(mktemp -d /tmp/shardvit-compare.XXXXXX)}
-SV=$BUILD/app/shardvit
+SV=${SV:-$BUILD/app/shardvit}
 STEPS=${STEPS:-4}
 WARMUP=${WARMUP:-1}
 REPEATS=${REPEATS:-2}

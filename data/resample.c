@@ -83,7 +83,8 @@ sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0,
     int rows = (int)ceil(b->h) + ksy + 2;
     if (rows > clip_y1 - clip_y0) rows = clip_y1 - clip_y0;
     size_t img = (size_t)out * (size_t)out * (size_t)c;
-    size_t need = sizeof(int32_t) * (size_t)out * (4 + (size_t)ksx + (size_t)ksy) +
+    int npair = (ksx + 1) / 2;
+    size_t need = sizeof(int32_t) * (size_t)out * (4 + (size_t)ksx + (size_t)ksy + 8 * (size_t)npair) +
                   (size_t)rows * (size_t)out * (size_t)c + 2 * img + 64 * 4 + 16;
     if (need > s->cap) {
         void *p = realloc(s->mem, need);
@@ -100,7 +101,9 @@ sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0,
     s->by = s->bx + 2 * out;
     s->kx = s->by + 2 * out;
     s->ky = s->kx + (size_t)out * (size_t)ksx;
-    uint8_t *p8 = (uint8_t *)(s->ky + (size_t)out * (size_t)ksy);
+    s->kp = s->ky + (size_t)out * (size_t)ksy;
+    s->npair = npair;
+    uint8_t *p8 = (uint8_t *)(s->kp + (size_t)out * 8 * (size_t)npair);
     s->img = p8;
     s->img2 = s->img + img;
     s->tmp = s->img2 + img;
@@ -138,6 +141,16 @@ sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0,
                 kb[t] = v;
             }
         }
+    /* pairs of horizontal taps as (k_t x3, 0, k_t+1 x3, 0) for two RGB pixels per 256-bit op */
+    for (int o = 0; o < out; o++) {
+        const int32_t *k = s->kx + (size_t)o * (size_t)ksx;
+        int32_t *kp = s->kp + (size_t)o * 8 * (size_t)npair;
+        for (int q = 0; q < npair; q++) {
+            int32_t a = k[2 * q], b = 2 * q + 1 < ksx ? k[2 * q + 1] : 0;
+            int32_t v[8] = {a, a, a, 0, b, b, b, 0};
+            memcpy(kp + 8 * q, v, sizeof v);
+        }
+    }
     s->x0 = x0 + clip_x0;
     s->x1 = x1 + clip_x0;
     s->y0 = y0 + clip_y0;
@@ -197,30 +210,33 @@ SV_INLINE void vpass_generic(const sv_resample_scratch *s) {
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-/* 3 channels: one pixel per 128-bit lane set (R, G, B, next byte), one multiply per tap instead
- * of three. Reads one byte past each pixel (the decode buffer has slack) and writes one byte
- * past each output pixel (the next pixel, or the row slack, overwrites it). */
+/* 3 channels: two taps (two RGB pixels, 8 bytes loaded) per 256-bit multiply-add, exact 32-bit
+ * products as the generic pass. Reads up to 5 bytes past the last tap's pixel (the tap beyond
+ * has weight 0; the decode buffer has slack) and writes one byte past each output pixel (the
+ * next pixel, or the row slack, overwrites it). */
 __attribute__((target("avx2"))) static void hpass3_avx2(const sv_resample_scratch *s, const uint8_t *src, int ox,
                                                          int oy, size_t stride) {
-    const int out = s->out, ksx = s->ksx, rows = s->y1 - s->y0;
+    const int out = s->out, npair = s->npair, rows = s->y1 - s->y0;
     const size_t row = (size_t)out * 3;
     const __m128i half = _mm_set1_epi32(1 << (PRECISION_BITS - 1));
+    const __m128i shuf = _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1);
     for (int y = 0; y < rows; y++) {
         const uint8_t *sr = src + (size_t)(s->y0 + y - oy) * stride;
         uint8_t *tr = s->tmp + (size_t)y * row;
         for (int o = 0; o < out; o++) {
-            const int32_t *k = s->kx + (size_t)o * (size_t)ksx;
+            const int32_t *kp = s->kp + (size_t)o * 8 * (size_t)npair;
             const uint8_t *p = sr + (size_t)(s->bx[2 * o] - ox) * 3;
-            int n = s->bx[2 * o + 1];
-            __m128i acc = half;
-            for (int t = 0; t < n; t++, p += 3) {
-                int32_t px;
-                memcpy(&px, p, 4);
-                __m128i v = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(px));
-                acc = _mm_add_epi32(acc, _mm_mullo_epi32(v, _mm_set1_epi32(k[t])));
+            int nq = (s->bx[2 * o + 1] + 1) / 2;
+            __m256i acc = _mm256_setzero_si256();
+            for (int q = 0; q < nq; q++, p += 6) {
+                long long px;
+                memcpy(&px, p, 8);
+                __m256i v = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(_mm_cvtsi64_si128(px), shuf));
+                acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(v, _mm256_loadu_si256((const __m256i *)(kp + 8 * q))));
             }
-            acc = _mm_srai_epi32(acc, PRECISION_BITS); /* clip8: clamp(acc >> 22, 0, 255) */
-            __m128i b = _mm_packus_epi16(_mm_packs_epi32(acc, acc), _mm_setzero_si128());
+            __m128i a = _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1)), half);
+            a = _mm_srai_epi32(a, PRECISION_BITS); /* clip8: clamp(acc >> 22, 0, 255) */
+            __m128i b = _mm_packus_epi16(_mm_packs_epi32(a, a), _mm_setzero_si128());
             int32_t pix = _mm_cvtsi128_si32(b);
             memcpy(tr + 3 * o, &pix, 4);
         }

@@ -33,6 +33,8 @@ typedef struct sv_resample_scratch {
     int out, c, flip;
     int32_t *bx, *by, *kx, *ky; /* per output coordinate: first tap, tap count; fixed-point taps */
     int ksx, ksy;               /* taps per table row */
+    int32_t *kp;                /* horizontal taps in pairs, 8 lanes per pair (3-channel SIMD) */
+    int npair;
     int x0, y0, x1, y1;         /* source pixels read by the plan */
     uint8_t *tmp;               /* horizontally filtered rows (y1 - y0, out, c) */
     uint8_t *img, *img2;        /* (out, out, c) output of run and scratch of the same size */
@@ -49,7 +51,7 @@ sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0,
                            int clip_y1, int out, int c, int flip, sv_interp interp);
 
 /* Run the plan on pixels covering s->x0..y1: src points at source pixel (ox, oy), rows are
- * `stride` bytes apart, HWC with the plan's c; the 3 bytes after the last pixel read must be
+ * `stride` bytes apart, HWC with the plan's c; the 8 bytes after the last pixel read must be
  * readable (their values do not matter). Output: s->img, (out, out, c) HWC bytes. */
 void sv_resample_run(sv_resample_scratch *s, const uint8_t *src, int ox, int oy, size_t stride);
 

@@ -2,11 +2,12 @@
  *   plain TurboJPEG full-size RGB decode (the reference), and sv_load_image with
  *   RandomResizedCrop(224) + flip + normalise (bilinear; bicubic; + RandAugment n=2 m=9) and
  *   the eval transform (resize 256 + center crop 224).
- * Usage: bench_data [DIR [N [REPS]]] — DIR is made with `prep synthetic` settings when it has
+ * Usage: bench_data [DIR [N [REPS [ONLY]]]] — DIR is made with `prep synthetic` settings when it has
  * no train/ tree (default /tmp/shardvit_bench_jpeg, N = 400 images, REPS = 7). Each rep runs
  * every pipeline once (interleaved, so load changes hit all alike); the best rep counts. Time
  * is the thread's CPU time, which other processes on a shared machine disturb less than wall
- * time. Compare with bench/data/bench_torchvision.py DIR on the same files. */
+ * time. ONLY = index of one pipeline to run (for perf). Compare with
+ * bench/data/bench_torchvision.py DIR on the same files. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ static double cpu_now(void) {
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp/shardvit_bench_jpeg";
     int N = argc > 2 ? atoi(argv[2]) : 400, reps = argc > 3 ? atoi(argv[3]) : 7;
+    int only = argc > 4 ? atoi(argv[4]) : -1; /* run only this pipeline (for profiling) */
     char train[4200];
     snprintf(train, sizeof train, "%s/train", dir);
     struct stat st;
@@ -56,19 +58,33 @@ int main(int argc, char **argv) {
     sv_jpeg_ctx_init(&jc);
     sv_resample_scratch rs = {0};
     float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
-    enum { NP = 5 };
+    enum { NP = 6 };
     const char *names[NP] = {"plain libjpeg-turbo full-size RGB decode", "decode + RRC224 + flip + normalize (bilinear)",
                              "decode + RRC224 + flip + normalize (bicubic)", "decode + RRC224 + flip + RandAugment(2, 9) + normalize",
-                             "decode + resize 256 + center crop 224 + normalize (eval)"};
+                             "decode + resize 256 + center crop 224 + normalize (eval)",
+                             "  (part) region decode of the RRC224 crops alone"};
     double best[NP] = {0};
     for (int rep = 0; rep < reps; rep++)
         for (int p = 0; p < NP; p++) {
+            if (only >= 0 && p != only) continue;
             double t0 = cpu_now();
             for (size_t i = 0; i < n; i++) {
                 if (p == 0) {
                     int w, hh, ss, cs;
                     tjDecompressHeader3(h, files[i], lens[i], &w, &hh, &ss, &cs);
                     if (tjDecompress2(h, files[i], lens[i], pix, w, 0, hh, TJPF_RGB, 0) != 0) return 1;
+                    continue;
+                }
+                if (p == 5) { /* what sv_load_image decodes for the bilinear RRC rows, without the rest */
+                    int w, hh, comps;
+                    sv_box b;
+                    sv_jpeg_region r;
+                    if (sv_jpeg_region_open(&jc, files[i], lens[i], &w, &hh, &comps) != SV_OK) return 1;
+                    sv_rrc_box(sv_hash2((uint64_t)rep, i), w, hh, 0.08, 1, 0.75, 4.0 / 3, &b);
+                    if (sv_resample_plan(&rs, &b, (int)b.x, (int)b.y, (int)(b.x + b.w), (int)(b.y + b.h), 224, 3, 0,
+                                         SV_INTERP_BILINEAR) != SV_OK ||
+                        sv_jpeg_region_decode(&jc, 3, 1, rs.x0, rs.y0, rs.x1, rs.y1, &r) != SV_OK)
+                        return 1;
                     continue;
                 }
                 sv_image_xform x = {.train = p != 4, .key = sv_hash2((uint64_t)rep, i), .img = 224, .channels = 3,
@@ -86,7 +102,7 @@ int main(int argc, char **argv) {
         }
     printf("images: %zu from %s, best of %d (thread CPU time)\n", n, train, reps);
     for (int p = 0; p < NP; p++)
-        printf("%-56s: %8.1f img/s/core (%3.0f%% of plain decode)\n", names[p], best[p], 100.0 * best[p] / best[0]);
+        if (best[p] > 0) printf("%-56s: %8.1f img/s/core (%3.0f%% of plain decode)\n", names[p], best[p], best[0] > 0 ? 100.0 * best[p] / best[0] : 0.0);
     sv_jpeg_ctx_free(&jc);
     sv_resample_scratch_free(&rs);
     tjDestroy(h);

@@ -48,6 +48,10 @@ void sv_be_host_free(sv_backend *be, void *p) {
 sv_status sv_be_upload(sv_backend *be, void *dst, const void *src, size_t bytes) {
     return bytes ? be->ops->upload(be, dst, src, bytes) : SV_OK;
 }
+sv_status sv_be_upload_async(sv_backend *be, void *dst, const void *src, size_t bytes) {
+    return bytes ? be->ops->upload_async(be, dst, src, bytes) : SV_OK;
+}
+sv_status sv_be_upload_fence(sv_backend *be) { return be->ops->upload_fence(be); }
 sv_status sv_be_download(sv_backend *be, void *dst, const void *src, size_t bytes) {
     return bytes ? be->ops->download(be, dst, src, bytes) : SV_OK;
 }

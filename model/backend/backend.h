@@ -74,6 +74,13 @@ void sv_be_free(sv_backend *be, void *p);
 sv_status sv_be_host_alloc(sv_backend *be, size_t bytes, void **out);
 void sv_be_host_free(sv_backend *be, void *p);
 sv_status sv_be_upload(sv_backend *be, void *dst, const void *host_src, size_t bytes);
+/* Batch upload that does not block the host: the copy runs on the backend's copy stream after
+ * the compute work enqueued so far, and every op enqueued afterwards runs after the copy. The
+ * host buffer (pinned: sv_be_host_alloc) must stay untouched until sv_be_upload_fence returns.
+ * CPU: a plain copy. */
+sv_status sv_be_upload_async(sv_backend *be, void *dst, const void *host_src, size_t bytes);
+/* Wait (host side) until every sv_be_upload_async has read its source. */
+sv_status sv_be_upload_fence(sv_backend *be);
 sv_status sv_be_download(sv_backend *be, void *host_dst, const void *src, size_t bytes);
 sv_status sv_be_copy(sv_backend *be, void *dst, const void *src, size_t bytes);
 sv_status sv_be_zero(sv_backend *be, void *p, size_t bytes);

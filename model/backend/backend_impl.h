@@ -22,6 +22,8 @@ typedef struct sv_backend_ops {
     sv_status (*host_alloc)(sv_backend *be, size_t bytes, void **out);
     void (*host_free)(sv_backend *be, void *p);
     sv_status (*upload)(sv_backend *be, void *dst, const void *src, size_t bytes);
+    sv_status (*upload_async)(sv_backend *be, void *dst, const void *src, size_t bytes);
+    sv_status (*upload_fence)(sv_backend *be);
     sv_status (*download)(sv_backend *be, void *dst, const void *src, size_t bytes);
     sv_status (*copy)(sv_backend *be, void *dst, const void *src, size_t bytes);
     sv_status (*zero)(sv_backend *be, void *p, size_t bytes);

@@ -118,7 +118,7 @@ typedef struct pair {
 static void test_vector_ops(pair *P) {
     const size_t n = 10007;
     float *x = hrand(n, 3.0f), *y = hrand(n, 1.0f);
-    OUT(rt, n); OUT(bfr, n); OUT(rnd, n); OUT(fill, n); OUT(sc, n); OUT(add, n);
+    OUT(rt, n); OUT(bfr, n); OUT(rnd, n); OUT(fill, n); OUT(sc, n); OUT(add, n); OUT(up, n);
     double ss[2];
     uint16_t *bits[2] = {malloc(n * 2), malloc(n * 2)};
     BOTH(P, c, {
@@ -140,7 +140,19 @@ static void test_vector_ops(pair *P) {
         CHECK_OK(sv_be_add_f32(c->be, dy, back, n));
         get_f(c, add[b_], dy, n);
         CHECK_OK(sv_be_sumsq_f32(c->be, back, n, &ss[b_]));
+        /* async upload from pinned memory, ordered before a later op; fence, then reuse host */
+        float *pin = NULL;
+        CHECK_OK(sv_be_host_alloc(c->be, n * 4, (void **)&pin));
+        memcpy(pin, y, n * 4);
+        float *dz = dalloc(c, n * 4);
+        CHECK_OK(sv_be_upload_async(c->be, dz, pin, n * 4));
+        CHECK_OK(sv_be_scale_f32(c->be, dz, n, 2.0f));
+        CHECK_OK(sv_be_upload_fence(c->be));
+        memset(pin, 0, n * 4);
+        get_f(c, up[b_], dz, n);
+        sv_be_host_free(c->be, pin);
     });
+    for (size_t i = 0; i < n; i++) up[1][i] = 2.0f * y[i]; /* exact expectation, not just CPU == CUDA */
     CMP(P, "f32<->compute", "roundtrip", rt, n, 0.0);
     CMP(P, "f32_to_bf16/back", "values", bfr, n, 0.0);
     checks++;
@@ -151,9 +163,10 @@ static void test_vector_ops(pair *P) {
     CMP(P, "fill_f32", "values", fill, n, 0.0);
     CMP(P, "scale_f32", "values", sc, n, 0.0);
     CMP(P, "add_f32", "values", add, n, 0.0);
+    CMP(P, "upload_async", "values", up, n, 0.0);
     float s0 = (float)ss[0], s1 = (float)ss[1];
     report("sumsq_f32", P->variant, "sum", &s0, &s1, 1, 1e-6);
-    FREE2(rt), FREE2(bfr), FREE2(rnd), FREE2(fill), FREE2(sc), FREE2(add), FREE2(bits);
+    FREE2(rt), FREE2(bfr), FREE2(rnd), FREE2(fill), FREE2(sc), FREE2(add), FREE2(up), FREE2(bits);
     free(x), free(y);
 }
 

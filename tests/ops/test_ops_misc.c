@@ -36,6 +36,13 @@ static void test_info_and_memory(void) {
     CHECK(memcmp(back, h, 1000) == 0);
     CHECK_OK(sv_be_download(c.be, back, a, 1000));
     for (int i = 0; i < 1000; i++) CHECK(back[i] == (i < 500 ? 0 : (unsigned char)(i * 7)));
+    /* async upload: ordered before later ops; after the fence the host buffer may change */
+    CHECK_OK(sv_be_upload_async(c.be, a, h, 1000));
+    CHECK_OK(sv_be_copy(c.be, b, a, 1000));
+    CHECK_OK(sv_be_upload_fence(c.be));
+    memset(h, 0, 1000);
+    CHECK_OK(sv_be_download(c.be, back, b, 1000));
+    for (int i = 0; i < 1000; i++) CHECK(back[i] == (unsigned char)(i * 7));
     CHECK_OK(sv_be_sync(c.be));
     sv_be_host_free(c.be, h);
     sv_be_free(c.be, a), sv_be_free(c.be, b);

@@ -85,6 +85,10 @@ static void cuda_destroy(sv_backend *be) {
     cudaFree(cb->red);
     cudaFree(cb->sumsq_dev);
     cudaFreeHost(cb->sumsq_host);
+    if (cb->copy_stream) cudaStreamSynchronize(cb->copy_stream);
+    if (cb->ev_compute) cudaEventDestroy(cb->ev_compute);
+    if (cb->ev_copied) cudaEventDestroy(cb->ev_copied);
+    if (cb->copy_stream) cudaStreamDestroy(cb->copy_stream);
     if (cb->stream) cudaStreamDestroy(cb->stream);
     free(cb);
 }
@@ -129,6 +133,21 @@ static sv_status cuda_upload(sv_backend *be, void *dst, const void *src, size_t 
     sv_cuda_backend *cb = sv_cuda_be(be);
     SV_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream));
     SV_CUDA_TRY(cudaStreamSynchronize(cb->stream));
+    return SV_OK;
+}
+/* Copy stream: waits for the compute work enqueued so far (which may still read `dst`), copies,
+ * and the compute stream waits for the copy before any later op. The host does not block. */
+static sv_status cuda_upload_async(sv_backend *be, void *dst, const void *src, size_t bytes) {
+    sv_cuda_backend *cb = sv_cuda_be(be);
+    SV_CUDA_TRY(cudaEventRecord(cb->ev_compute, cb->stream));
+    SV_CUDA_TRY(cudaStreamWaitEvent(cb->copy_stream, cb->ev_compute, 0));
+    SV_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->copy_stream));
+    SV_CUDA_TRY(cudaEventRecord(cb->ev_copied, cb->copy_stream));
+    SV_CUDA_TRY(cudaStreamWaitEvent(cb->stream, cb->ev_copied, 0));
+    return SV_OK;
+}
+static sv_status cuda_upload_fence(sv_backend *be) {
+    SV_CUDA_TRY(cudaStreamSynchronize(sv_cuda_be(be)->copy_stream));
     return SV_OK;
 }
 static sv_status cuda_download(sv_backend *be, void *dst, const void *src, size_t bytes) {
@@ -255,6 +274,8 @@ static const sv_backend_ops cuda_ops = {
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .upload = cuda_upload,
+    .upload_async = cuda_upload_async,
+    .upload_fence = cuda_upload_fence,
     .download = cuda_download,
     .copy = cuda_copy,
     .zero = cuda_zero,
@@ -310,6 +331,9 @@ static sv_status cuda_init(sv_cuda_backend *cb, const sv_backend_config *cfg) {
              (int)sizeof cb->base.device_name - 1, prop.name);
     cb->peak = peak_for_name(prop.name);
     SV_CUDA_TRY(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking));
+    SV_CUDA_TRY(cudaStreamCreateWithFlags(&cb->copy_stream, cudaStreamNonBlocking));
+    SV_CUDA_TRY(cudaEventCreateWithFlags(&cb->ev_compute, cudaEventDisableTiming));
+    SV_CUDA_TRY(cudaEventCreateWithFlags(&cb->ev_copied, cudaEventDisableTiming));
 
     SV_CUBLAS_TRY(cublasLtCreate(&cb->lt));
     cb->lt_ws_bytes = SV_CUDA_LT_WORKSPACE;

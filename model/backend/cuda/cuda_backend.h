@@ -83,6 +83,8 @@ typedef struct sv_cuda_backend {
     int bf16;     /* compute dtype is bf16 */
     double peak;  /* dense bf16 FLOP/s from the device-name table, 0 if unknown */
     cudaStream_t stream; /* compute stream: every op and copy is enqueued here */
+    cudaStream_t copy_stream;           /* host-to-device batch uploads (sv_be_upload_async) */
+    cudaEvent_t ev_compute, ev_copied;  /* ordering between the two streams */
 
     cublasLtHandle_t lt;
     void *lt_ws; /* cuBLASLt workspace, sized once at create */
