@@ -48,8 +48,11 @@ sv_bench() { # TAG NRANKS THREADS MODEL BATCH [extra flags]
 }
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC')  $(uptime | sed 's/.*load/load/')"
+echo "# img/s: mean over the timed steps; ratio: img/s / PyTorch's best; mfu: fraction of measured GEMM peak;"
+echo "# best-step: global batch / fastest step. PyTorch '1 thr' = torch.set_num_threads(1), but Debian's"
+echo "# OpenBLAS (pthread) still runs its GEMMs on every core, so it is PyTorch's best setting on both cores."
 echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
-printf "%-10s %5s  %-26s %10s %8s %7s\n" model batch setting img/s ratio mfu
+printf "%-10s %5s  %-26s %10s %8s %7s %11s\n" model batch setting img/s ratio mfu best-step
 for c in $CASES; do
     model=${c%%:*}
     batch=${c##*:}
@@ -59,18 +62,19 @@ for c in $CASES; do
     record "torch-$model" "$OUT/torch-$model.json"
     tb=$(field "$OUT/torch-$model.json" img_per_s)
     tt=$(field "$OUT/torch-$model.json" best_threads)
-    printf "%-10s %5s  %-26s %10.1f %8s %7s\n" "$model" "$batch" "pytorch best ($tt thr)" "$tb" "1.00" "-"
+    printf "%-10s %5s  %-26s %10.1f %8s %7s %11s\n" "$model" "$batch" "pytorch best ($tt thr)" "$tb" "1.00" "-" "-"
     for cfg in "1 1" "1 2" "2 1"; do
         set -- $cfg
         tag="sv-$model-r$1t$2"
         sv_bench "$tag" "$1" "$2" "$model" "$batch" || continue
         ips=$(field "$OUT/$tag.json" img_per_s)
         mfu=$(field "$OUT/$tag.json" mfu)
+        best=$(field "$OUT/$tag.json" img_per_s_best_step)
         label="shardvit ${1}r x ${2}t"
         [ "$1" -gt 1 ] && label="$label (FSDP)"
-        "$PY" -c "import sys; i,t,m=float(sys.argv[1]),float(sys.argv[2]),sys.argv[3]; \
-print('%-10s %5s  %-26s %10.1f %8.2f %7s' % (sys.argv[4], sys.argv[5], sys.argv[6], i, i/t, \
-'-' if m=='None' else '%.2f' % float(m)))" "$ips" "$tb" "$mfu" "$model" "$batch" "$label"
+        "$PY" -c "import sys; i,t,m,b=float(sys.argv[1]),float(sys.argv[2]),sys.argv[3],float(sys.argv[7]); \
+print('%-10s %5s  %-26s %10.1f %8.2f %7s %11.1f' % (sys.argv[4], sys.argv[5], sys.argv[6], i, i/t, \
+'-' if m=='None' else '%.2f' % float(m), b))" "$ips" "$tb" "$mfu" "$model" "$batch" "$label" "$best"
     done
     if [ -f "$OUT/sv-$model-r1t2.json" ] && [ -f "$OUT/sv-$model-r2t1.json" ]; then
         "$PY" -c "import json,sys; a=json.load(open(sys.argv[1]))['img_per_s']; b=json.load(open(sys.argv[2]))['img_per_s']; \
@@ -100,4 +104,4 @@ print('%6d %10.1f %12.1f %13.1f%% %s' % (d['world'], d['img_per_s'], d['img_per_
             "$OUT/$tag.json" "$(nproc)"
     done
 fi
-echo "# results: $OUT/results.jsonl"
+echo "# results: $OUT/results.jsonl  ($(uptime | sed 's/.*load/load/') at the end)"

@@ -46,7 +46,7 @@ SV_HD float sv_round_bf16(float f) { return sv_bf16_to_f32(sv_f32_to_bf16(f)); }
 /* exp(a + b) where a carries the large part exactly and b is a small correction (|b| < ~4):
  * the range reduction subtracts n*ln2 from a before b is added, so the rounding error of a
  * large a + b does not reach the result. Cephes expf polynomial on [-ln2/2, ln2/2] (about
- * 1 ulp); 0 for a + b below about -86 (no denormals); a + b must be <= 88. */
+ * 1 ulp); 0 for a + b below about -86 (no denormals); Inf above about 88.7; NaN stays NaN. */
 SV_HD float sv_exp2_parts(float a, float b) {
     const float lo = -86.0f;
     float ac = a < lo ? lo : a;
@@ -62,7 +62,10 @@ SV_HD float sv_exp2_parts(float a, float b) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     float e = (p * r) * r + r + 1.0f;
-    int32_t bits = ((int32_t)fn + 127) << 23;
+    /* NaN or overflow (a + b > ~88.7): exponent 255, so the result is Inf (NaN stays NaN) and
+     * no out-of-range conversion or signed shift happens. */
+    int32_t k = (fn == fn && fn < 128.0f) ? (int32_t)fn : 128;
+    uint32_t bits = (uint32_t)(k + 127) << 23;
     float scale;
     memcpy(&scale, &bits, 4);
     return a + b < lo ? 0.0f : e * scale;

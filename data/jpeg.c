@@ -219,9 +219,11 @@ static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
         c->pix_cap = need;
     }
     if (y0 > 0) jpeg_skip_scanlines(d, (JDIMENSION)y0);
-    while ((int)d->output_scanline < y1) {
-        JSAMPROW row = c->pix + (size_t)((int)d->output_scanline - y0) * stride;
-        jpeg_read_scanlines(d, &row, 1);
+    while ((int)d->output_scanline < y1) { /* several rows per call: no spare-row copies */
+        JSAMPROW rows[16];
+        int k = y1 - (int)d->output_scanline < 16 ? y1 - (int)d->output_scanline : 16;
+        for (int i = 0; i < k; i++) rows[i] = c->pix + (size_t)((int)d->output_scanline + i - y0) * stride;
+        jpeg_read_scanlines(d, rows, (JDIMENSION)k);
     }
     /* rows below the region are never decoded: the data there only matters for truncation,
      * which lj_header caught before decoding */

@@ -1,8 +1,11 @@
-/* shardvit data: JPEG decode/encode through the TurboJPEG API (libjpeg-turbo).
+/* shardvit data: JPEG decode/encode (libjpeg-turbo): whole images and encoding through the
+ * TurboJPEG API, region decodes (the loader's path) through the libjpeg API, which has
+ * jpeg_skip_scanlines/jpeg_crop_scanline (TurboJPEG 2.1 has no partial decode).
  *
- * A sv_jpeg_ctx holds one TurboJPEG decompressor + compressor and growable pixel buffers; it
- * is NOT thread-safe: each worker thread owns one. Buffers grow to the largest image seen and
- * are then reused, so steady-state decoding does not allocate. */
+ * A sv_jpeg_ctx holds one TurboJPEG decompressor + compressor, one libjpeg decompressor and
+ * growable pixel buffers; it is NOT thread-safe: each worker thread owns one. Buffers grow to
+ * the largest image seen and are then reused (libjpeg allocates its per-image working memory
+ * itself). */
 #ifndef SV_DATA_JPEG_H
 #define SV_DATA_JPEG_H
 

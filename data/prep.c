@@ -338,13 +338,13 @@ sv_status sv_prep_synthetic(sv_prep_opts *o) {
         return SV_FAIL(SV_ERR_INVALID, "prep synthetic: classes %d, per-class %d/%d, size %dx%d out of range",
                        o->classes, o->per_class, o->test_per_class, o->width, o->height);
     int K = o->classes;
-    char **names = malloc((size_t)K * (sizeof(char *) + 16));
+    char **names = malloc((size_t)K * (sizeof(char *) + 24)); /* 24: room for any int, no truncation */
     uint8_t *pix = malloc((size_t)o->width * (size_t)o->height * 3);
     if (!names || !pix) { free(names); free(pix); return SV_FAIL(SV_ERR_OOM, "prep synthetic"); }
     char *store = (char *)(names + K);
     for (int k = 0; k < K; k++) {
-        names[k] = store + 16 * k;
-        snprintf(names[k], 16, "class_%03d", k);
+        names[k] = store + 24 * k;
+        snprintf(names[k], 24, "class_%03d", k);
     }
     sv_status st = SV_OK;
     for (int split = 0; split < 2 && st == SV_OK; split++) {

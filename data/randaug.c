@@ -25,7 +25,10 @@ static void same_lut(uint8_t lut[][256], int c, int (*f)(int v, int arg), int ar
         }
 }
 
-static int f_invert(int v, int arg) { return (void)arg, 255 - v; }
+static int f_invert(int v, int arg) {
+    (void)arg;
+    return 255 - v;
+}
 static int f_posterize(int v, int bits) { return v & ~((1 << (8 - bits)) - 1); }
 static int f_solarize(int v, int thresh) { return v >= thresh ? 255 - v : v; }
 static int f_solarize_add(int v, int add) { return v < 128 ? v + add : v; }
@@ -101,21 +104,52 @@ static uint8_t luma(const uint8_t *p) { /* PIL convert("L"): ITU-R 601-2, 16-bit
     return (uint8_t)((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
 }
 
+static int coord(double v) { return v < 0.0 ? -1 : (int)v; } /* PIL's COORD() */
+
+static int fits_fixed(const double m[6], int x, int y) { /* PIL's check_fixed */
+    return fabs(x * m[0] + y * m[1] + m[2]) < 32768.0 && fabs(x * m[3] + y * m[4] + m[5]) < 32768.0;
+}
+
+static void put(uint8_t *img, int side, int c, int x, int y, const uint8_t *scratch, int ix, int iy, const uint8_t *fill) {
+    const uint8_t *s = ix >= 0 && ix < side && iy >= 0 && iy < side
+                           ? scratch + ((size_t)iy * (size_t)side + (size_t)ix) * (size_t)c
+                           : fill;
+    uint8_t *d = img + ((size_t)y * (size_t)side + (size_t)x) * (size_t)c;
+    for (int ch = 0; ch < c; ch++) d[ch] = s[ch];
+}
+
 /* Sample img through the PIL affine map (output pixel centre (x+.5, y+.5) -> input
- * (a x + b y + c, d x + e y + f)), nearest pixel, fill outside. */
+ * (a x + b y + c, d x + e y + f)), nearest pixel, fill outside. The arithmetic is Pillow's
+ * ImagingTransformAffine for NEAREST: a pure scale/translate walks doubles per axis; otherwise
+ * 16.16 fixed point stepped per pixel when the coordinates fit, else doubles stepped likewise. */
 static void affine(uint8_t *img, int side, int c, const double m[6], const uint8_t *fill, uint8_t *scratch) {
     size_t n = (size_t)side * (size_t)side * (size_t)c;
     memcpy(scratch, img, n);
-    for (int y = 0; y < side; y++)
-        for (int x = 0; x < side; x++) {
-            double xi = m[0] * (x + 0.5) + m[1] * (y + 0.5) + m[2], yi = m[3] * (x + 0.5) + m[4] * (y + 0.5) + m[5];
-            int ix = xi < 0.0 ? -1 : (int)xi, iy = yi < 0.0 ? -1 : (int)yi; /* PIL's COORD() */
-            uint8_t *d = img + ((size_t)y * (size_t)side + (size_t)x) * (size_t)c;
-            const uint8_t *s = ix >= 0 && ix < side && iy >= 0 && iy < side
-                                   ? scratch + ((size_t)iy * (size_t)side + (size_t)ix) * (size_t)c
-                                   : fill;
-            for (int ch = 0; ch < c; ch++) d[ch] = s[ch];
+    if (m[1] == 0 && m[3] == 0) {
+        double yo = m[5] + m[4] * 0.5;
+        for (int y = 0; y < side; y++, yo += m[4]) {
+            double xo = m[2] + m[0] * 0.5;
+            int iy = coord(yo);
+            for (int x = 0; x < side; x++, xo += m[0]) put(img, side, c, x, y, scratch, coord(xo), iy, fill);
         }
+        return;
+    }
+    if (fits_fixed(m, 0, 0) && fits_fixed(m, side, side)) {
+        int32_t a0 = (int32_t)floor(m[0] * 65536.0 + 0.5), a1 = (int32_t)floor(m[1] * 65536.0 + 0.5);
+        int32_t a3 = (int32_t)floor(m[3] * 65536.0 + 0.5), a4 = (int32_t)floor(m[4] * 65536.0 + 0.5);
+        int32_t a2 = (int32_t)floor((m[2] + m[0] * 0.5 + m[1] * 0.5) * 65536.0 + 0.5);
+        int32_t a5 = (int32_t)floor((m[5] + m[3] * 0.5 + m[4] * 0.5) * 65536.0 + 0.5);
+        for (int y = 0; y < side; y++, a2 += a1, a5 += a4) {
+            int32_t xx = a2, yy = a5;
+            for (int x = 0; x < side; x++, xx += a0, yy += a3) put(img, side, c, x, y, scratch, xx >> 16, yy >> 16, fill);
+        }
+        return;
+    }
+    double xo = m[2] + m[1] * 0.5 + m[0] * 0.5, yo = m[5] + m[4] * 0.5 + m[3] * 0.5;
+    for (int y = 0; y < side; y++, xo += m[1], yo += m[4]) {
+        double xx = xo, yy = yo;
+        for (int x = 0; x < side; x++, xx += m[0], yy += m[3]) put(img, side, c, x, y, scratch, coord(xx), coord(yy), fill);
+    }
 }
 
 static double round15(double v) { return nearbyint(v * 1e15) / 1e15; } /* Python round(v, 15) */

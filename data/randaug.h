@@ -23,10 +23,11 @@
  *   TranslateX/Y  +-0.45 f * side pixels (timm translate_rel; torchvision 150/331 = 0.453)
  *
  * Geometric ops map output pixel centres through PIL's affine convention and sample the nearest
- * pixel (torchvision's default interpolation); uncovered pixels take `fill` (the loader passes
- * the normalisation mean, i.e. 0 after normalisation, as timm's fill colour does). The blend
- * ops follow PIL's ImagingBlend rounding (truncation). Images are (side, side, c) HWC bytes,
- * c = 1 or 3; Color is the identity on 1 channel. */
+ * pixel (torchvision's default interpolation) with Pillow's own coordinate stepping; uncovered
+ * pixels take `fill` (the loader passes the normalisation mean, i.e. 0 after normalisation, as
+ * timm's fill colour does). Every op gives the same bytes as the Pillow 9.4 call named above
+ * (checked; docs/data.md). Images are (side, side, c) HWC bytes, c = 1 or 3; Color is the
+ * identity on 1 channel. */
 #ifndef SV_DATA_RANDAUG_H
 #define SV_DATA_RANDAUG_H
 

@@ -257,6 +257,11 @@ static void hpass_base(const sv_resample_scratch *s, const uint8_t *src, int ox,
 }
 static void vpass_base(const sv_resample_scratch *s) { vpass_generic(s); }
 
+void sv_resample_run_portable(sv_resample_scratch *s, const uint8_t *src, int ox, int oy, size_t stride) {
+    hpass_base(s, src, ox, oy, stride);
+    vpass_base(s);
+}
+
 void sv_resample_run(sv_resample_scratch *s, const uint8_t *src, int ox, int oy, size_t stride) {
 #ifdef SV_HAVE_AVX2_PATH
     if (__builtin_cpu_supports("avx2")) {
@@ -269,20 +274,59 @@ void sv_resample_run(sv_resample_scratch *s, const uint8_t *src, int ox, int oy,
     vpass_base(s);
 }
 
-void sv_normalize_u8(const uint8_t *src, int side, int c, const float *mean, const float *std, float *dst) {
-    float lut[4][256];
-    for (int ch = 0; ch < c; ch++)
-        for (int v = 0; v < 256; v++) lut[ch][v] = ((float)v / 255.f - mean[ch]) / std[ch];
-    size_t plane = (size_t)side * (size_t)side;
-    if (c == 3) {
-        float *d0 = dst, *d1 = dst + plane, *d2 = dst + 2 * plane;
-        for (size_t p = 0; p < plane; p++, src += 3) {
-            d0[p] = lut[0][src[0]];
-            d1[p] = lut[1][src[1]];
-            d2[p] = lut[2][src[2]];
-        }
-        return;
+/* v/255 - mean over std, evaluated as v * a + b with a = 1/(255 std), b = -mean/std (one
+ * rounding each; never fused, so every path gives the same floats). */
+static void norm_coeffs(int c, const float *mean, const float *std, float *a, float *b) {
+    for (int ch = 0; ch < c; ch++) {
+        a[ch] = 1.f / (255.f * std[ch]);
+        b[ch] = -mean[ch] / std[ch];
     }
-    for (size_t p = 0; p < plane; p++)
+}
+
+#ifdef SV_HAVE_AVX2_PATH
+/* 3 channels, 8 pixels (24 bytes) per step: de-interleave with byte shuffles, convert, scale. */
+__attribute__((target("avx2"))) static size_t normalize3_avx2(const uint8_t *src, size_t plane, const float *a,
+                                                              const float *b, float *dst) {
+    const __m128i lo_idx[3] = {_mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1),
+                               _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1),
+                               _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)};
+    const __m128i hi_idx[3] = {_mm_setr_epi8(-1, -1, -1, -1, -1, -1, 2, 5, -1, -1, -1, -1, -1, -1, -1, -1),
+                               _mm_setr_epi8(-1, -1, -1, -1, -1, 0, 3, 6, -1, -1, -1, -1, -1, -1, -1, -1),
+                               _mm_setr_epi8(-1, -1, -1, -1, -1, 1, 4, 7, -1, -1, -1, -1, -1, -1, -1, -1)};
+    size_t p = 0;
+    for (; p + 8 <= plane; p += 8) {
+        const uint8_t *q = src + 3 * p;
+        __m128i lo = _mm_loadu_si128((const __m128i *)q), hi = _mm_loadl_epi64((const __m128i *)(q + 16));
+        for (int ch = 0; ch < 3; ch++) {
+            __m128i v8 = _mm_or_si128(_mm_shuffle_epi8(lo, lo_idx[ch]), _mm_shuffle_epi8(hi, hi_idx[ch]));
+            __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v8));
+            _mm256_storeu_ps(dst + (size_t)ch * plane + p,
+                             _mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(a[ch])), _mm256_set1_ps(b[ch])));
+        }
+    }
+    return p;
+}
+#endif
+
+static void normalize(const uint8_t *src, int side, int c, const float *mean, const float *std, float *dst, int simd) {
+    float a[4], b[4], lut[4][256];
+    norm_coeffs(c, mean, std, a, b);
+    for (int ch = 0; ch < c; ch++)
+        for (int v = 0; v < 256; v++) lut[ch][v] = (float)v * a[ch] + b[ch];
+    size_t plane = (size_t)side * (size_t)side, p = 0;
+#ifdef SV_HAVE_AVX2_PATH
+    if (simd && c == 3 && __builtin_cpu_supports("avx2")) p = normalize3_avx2(src, plane, a, b, dst);
+#else
+    (void)simd;
+#endif
+    for (; p < plane; p++)
         for (int ch = 0; ch < c; ch++) dst[(size_t)ch * plane + p] = lut[ch][src[p * (size_t)c + (size_t)ch]];
+}
+
+void sv_normalize_u8(const uint8_t *src, int side, int c, const float *mean, const float *std, float *dst) {
+    normalize(src, side, c, mean, std, dst, 1);
+}
+
+void sv_normalize_u8_portable(const uint8_t *src, int side, int c, const float *mean, const float *std, float *dst) {
+    normalize(src, side, c, mean, std, dst, 0);
 }

@@ -58,4 +58,9 @@ void sv_resample_run(sv_resample_scratch *s, const uint8_t *src, int ox, int oy,
 /* (side, side, c) HWC bytes -> (c, side, side) floats (v/255 - mean[ch]) / std[ch]. */
 void sv_normalize_u8(const uint8_t *src, int side, int c, const float *mean, const float *std, float *dst);
 
+/* The same with the portable loops only. The run-time selected vectorised paths must give
+ * identical bytes/floats; tests compare the two. */
+void sv_resample_run_portable(sv_resample_scratch *s, const uint8_t *src, int ox, int oy, size_t stride);
+void sv_normalize_u8_portable(const uint8_t *src, int side, int c, const float *mean, const float *std, float *dst);
+
 #endif

@@ -34,13 +34,15 @@ typedef struct sv_image_xform {
     const float *mean, *std;
     sv_interp interp;       /* zero: bilinear */
     int randaug_n;          /* train: RandAugment ops per image, 0 = off (data/randaug.h) */
-    float randaug_m;        /* RandAugment magnitude, 0..10 */
+    float randaug_m;        /* RandAugment magnitude, timm scale 0..10 (<= 30) */
 } sv_image_xform;
 
 /* Header -> guard (width*height <= max_pixels) -> crop box on full-size coordinates -> pick a
  * DCT scale 1/2, 1/4 or 1/8 when the crop stays >= img at that scale -> resampling plan ->
- * decode only the source rectangle the plan reads -> resample to bytes -> RandAugment ->
- * normalise. dst: (channels, img, img). Errors name no file: the caller adds it. */
+ * decode only the source rectangle the plan reads -> resample to bytes -> RandAugment (train,
+ * key hash(x->key, 0x7a4d)) -> normalise. dst: (channels, img, img). Errors name no file: the
+ * caller adds it. Without DCT scaling the bytes before normalisation equal torchvision's
+ * resized_crop / Resize+CenterCrop on PIL (docs/data.md). */
 sv_status sv_load_image(sv_jpeg_ctx *jc, sv_resample_scratch *rs, const uint8_t *data, size_t len,
                         const sv_image_xform *x, float *dst);
 

@@ -108,5 +108,9 @@ int main(int argc, char **argv) {
     tjDestroy(h);
     free(pix);
     free(out);
+    for (size_t i = 0; i < n; i++) free(files[i]);
+    free(files);
+    free(lens);
+    sv_dataset_close(d);
     return 0;
 }

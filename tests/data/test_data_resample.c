@@ -3,6 +3,7 @@
  * enlarging, sub-pixel boxes with and without a clip rectangle; the clip keeps pixels outside
  * from mattering; flip mirrors exactly; a ramp stays a ramp; constants stay constant; the
  * bicubic kernel is Pillow's a = -0.5 (a = -0.75 is measurably further away); normalisation;
+ * the vectorised paths equal the portable ones;
  * sv_load_image with each interpolation. */
 #include <math.h>
 #include <stdlib.h>
@@ -56,11 +57,18 @@ static void reference(const uint8_t *src, int W, int c, const sv_box *b, const i
     free(wy);
 }
 
+/* Plan + run; the portable loops must give the same bytes as the selected (vectorised) ones. */
 static void run(sv_resample_scratch *s, const uint8_t *src, int W, int c, const sv_box *b, const int clip[4], int out,
                 int flip, sv_interp interp) {
+    static uint8_t portable[64 * 64 * 3];
     CHECK_OK(sv_resample_plan(s, b, clip[0], clip[1], clip[2], clip[3], out, c, flip, interp));
     CHECK(s->x0 >= clip[0] && s->y0 >= clip[1] && s->x1 <= clip[2] && s->y1 <= clip[3]);
+    sv_resample_run_portable(s, src, 0, 0, (size_t)W * c);
+    size_t n = (size_t)out * out * c;
+    CHECK(n <= sizeof portable);
+    memcpy(portable, s->img, n);
     sv_resample_run(s, src, 0, 0, (size_t)W * c);
+    CHECK(!memcmp(portable, s->img, n));
 }
 
 int main(void) {
@@ -159,13 +167,26 @@ int main(void) {
             for (int i = 0; i < 23 * 23; i++) CHECK(s.img[i] == 77);
         }
     }
-    /* normalisation: (v/255 - mean) / std into CHW */
+    /* normalisation: (v/255 - mean) / std into CHW; the vectorised body (8 pixels a step) and
+     * the scalar tail give the same float for the same byte */
     {
-        uint8_t px[2 * 2 * 3] = {0, 255, 128, 10, 20, 30, 40, 50, 60, 70, 80, 90};
-        float mean[3] = {0.5f, 0.25f, 0.125f}, std[3] = {0.5f, 0.25f, 2.f}, o[12];
-        sv_normalize_u8(px, 2, 3, mean, std, o);
-        for (int p = 0; p < 4; p++)
-            for (int ch = 0; ch < 3; ch++) CHECK_CLOSE(o[ch * 4 + p], (px[p * 3 + ch] / 255.0 - mean[ch]) / std[ch], 1e-5);
+        enum { NS = 7, NP = NS * NS };
+        uint8_t px[NP * 3];
+        for (int i = 0; i < NP * 3; i++) px[i] = (uint8_t)sv_rand_u64(77, (uint64_t)i);
+        px[0] = px[3 * (NP - 1)] = 0;
+        px[1] = px[3 * (NP - 1) + 1] = 255;
+        px[2] = px[3 * (NP - 1) + 2] = 128;
+        float mean[3] = {0.5f, 0.25f, 0.125f}, std[3] = {0.5f, 0.25f, 2.f}, o[NP * 3];
+        sv_normalize_u8(px, NS, 3, mean, std, o);
+        float op[NP * 3];
+        sv_normalize_u8_portable(px, NS, 3, mean, std, op);
+        CHECK(!memcmp(o, op, sizeof o));
+        for (int p = 0; p < NP; p++)
+            for (int ch = 0; ch < 3; ch++)
+                CHECK_CLOSE(o[ch * NP + p], (px[p * 3 + ch] / 255.0 - mean[ch]) / std[ch], 1e-5);
+        for (int ch = 0; ch < 3; ch++) CHECK(o[ch * NP] == o[ch * NP + NP - 1]);
+        sv_normalize_u8(px, NS, 1, mean, std, o); /* 1 channel: the first NP bytes */
+        for (int p = 0; p < NP; p++) CHECK_CLOSE(o[p], (px[p] / 255.0 - mean[0]) / std[0], 1e-5);
     }
     /* sv_load_image with each interpolation, train and eval: in range, and the two differ */
     {
