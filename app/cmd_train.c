@@ -26,6 +26,7 @@ typedef struct train_opts {
     double mixup, cutmix;
     int randaug_n;
     double randaug_m;
+    double crop_scale_min, hflip; /* RandomResizedCrop area lower bound, flip probability */
     const char *interp;
     const char *save_params;
     long long debug_nan_step;
@@ -147,6 +148,8 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
     lo.smoothing = (float)o->smoothing;
     lo.randaug_n = o->randaug_n;
     lo.randaug_m = (float)o->randaug_m;
+    lo.scale_min = (float)o->crop_scale_min;
+    lo.hflip = (float)o->hflip;
     if (sv_dataset_kind_of(ds) == SV_DATASET_SYNTHETIC) { /* the synthetic task is learned as rendered */
         lo.scale_min = 1.0f;
         lo.ratio_min = lo.ratio_max = 1.0f;
@@ -318,6 +321,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                     .out = NULL,
                     .steps = -1,
                     .epochs = 0,
+                    .crop_scale_min = 0.08,
+                    .hflip = 0.5,
                     .lr = 1e-3,
                     .min_lr = 1e-5,
                     .weight_decay = 0.05,
@@ -352,6 +357,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"smoothing", SV_FLAG_DOUBLE, &o.smoothing, 0, 0.999, "label smoothing", 0},
         {"mixup", SV_FLAG_DOUBLE, &o.mixup, 0, 100, "mixup alpha (0 = off)", 0},
         {"cutmix", SV_FLAG_DOUBLE, &o.cutmix, 0, 100, "cutmix alpha (0 = off)", 0},
+        {"crop-scale-min", SV_FLAG_DOUBLE, &o.crop_scale_min, 0.01, 1, "RandomResizedCrop: smallest crop area fraction", 0},
+        {"hflip", SV_FLAG_DOUBLE, &o.hflip, 0, 1, "horizontal flip probability", 0},
         {"randaug-n", SV_FLAG_INT, &o.randaug_n, 0, 16, "RandAugment ops per training image (0 = off)", 0},
         {"randaug-m", SV_FLAG_DOUBLE, &o.randaug_m, 0, 30, "RandAugment magnitude (timm scale, 0..10 usual)", 0},
         {"interp", SV_FLAG_STR, &o.interp, 0, 0, "crop/resize interpolation: bilinear | bicubic", 0},
