@@ -27,6 +27,7 @@ typedef struct train_opts {
     int randaug_n;
     double randaug_m;
     double crop_scale_min, hflip; /* RandomResizedCrop area lower bound, flip probability */
+    double crop_pct;              /* evaluation: resize to img/crop_pct, center crop */
     const char *interp;
     const char *save_params;
     long long debug_nan_step;
@@ -194,7 +195,7 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
     sv_train_log lg;
     sv_train_log_open(&lg, r->rank, o->out, metrics);
     sv_evaluator ev = {0};
-    sv_eval_opts eo = {.workers = o->workers, .norm = -1, .seed = (uint64_t)o->run.seed};
+    sv_eval_opts eo = {.workers = o->workers, .crop_pct = (float)o->crop_pct, .norm = -1, .seed = (uint64_t)o->run.seed};
     if (vds) SV_TRY_GOTO(st, sv_eval_init(&ev, &r->fsdp, vds, &eo), done);
     SV_TRY_GOTO(st, sv_train_ckpt_setup(&ck, o->ckpt_dir, o->out), done);
     SV_TRY_GOTO(st, sv_train_ckpt_begin(r, &ck, ld, &start_step), done);
@@ -322,6 +323,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                     .steps = -1,
                     .epochs = 0,
                     .crop_scale_min = 0.08,
+                    .crop_pct = 0.875,
                     .hflip = 0.5,
                     .lr = 1e-3,
                     .min_lr = 1e-5,
@@ -359,6 +361,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"cutmix", SV_FLAG_DOUBLE, &o.cutmix, 0, 100, "cutmix alpha (0 = off)", 0},
         {"crop-scale-min", SV_FLAG_DOUBLE, &o.crop_scale_min, 0.01, 1, "RandomResizedCrop: smallest crop area fraction", 0},
         {"hflip", SV_FLAG_DOUBLE, &o.hflip, 0, 1, "horizontal flip probability", 0},
+        {"crop-pct", SV_FLAG_DOUBLE, &o.crop_pct, 0.05, 1, "evaluation: resize the shorter side to img/crop-pct, then center crop", 0},
         {"randaug-n", SV_FLAG_INT, &o.randaug_n, 0, 16, "RandAugment ops per training image (0 = off)", 0},
         {"randaug-m", SV_FLAG_DOUBLE, &o.randaug_m, 0, 30, "RandAugment magnitude (timm scale, 0..10 usual)", 0},
         {"interp", SV_FLAG_STR, &o.interp, 0, 0, "crop/resize interpolation: bilinear | bicubic", 0},
