@@ -14,6 +14,13 @@
  *          NCCL kernels; a healthy one with ncclCommDestroy.
  * Every NCCL call is issued at once (no chunking), so issue_pending stays NULL.
  *
+ * Host buffers (the trainer's loss sum, the optimizer's per-rank norm partials, full-parameter
+ * gathers for export) are staged through a per-slot device buffer: copied in on the comm stream
+ * before the NCCL call and back out after it, before `done` is recorded. The staging buffer
+ * grows on first use of a larger size only, so a training step allocates nothing after its
+ * first iteration. Copies from/to pageable memory make the issue block like a synchronous
+ * call; those collectives are tiny and waited on at once anyway.
+ *
  * bf16 reductions use ncclBfloat16: NCCL adds in fp32 per step but stores bf16 between ring
  * steps, so a world of W ranks rounds up to W-1 times (comm_mpi.c rounds once). Barrier is a
  * one-element all-reduce on a device scratch word. */
@@ -37,6 +44,8 @@ typedef struct sv_comm_nccl {
     cudaEvent_t ready[SV_COMM_MAX_INFLIGHT], done[SV_COMM_MAX_INFLIGHT];
     int ordered[SV_COMM_MAX_INFLIGHT]; /* compute already waits on done[slot] */
     float *barrier_word;               /* device scratch for barriers */
+    void *stage[SV_COMM_MAX_INFLIGHT];  /* device staging for host buffers, per slot */
+    size_t stage_cap[SV_COMM_MAX_INFLIGHT];
     int *world_ranks;                  /* owned; NULL for split communicators */
 } sv_comm_nccl;
 
@@ -93,9 +102,32 @@ static void nccl_destroy(sv_comm *c) {
         if (n->done[i]) cudaEventDestroy(n->done[i]);
     }
     if (n->barrier_word) cudaFree(n->barrier_word);
+    for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++)
+        if (n->stage[i]) cudaFree(n->stage[i]);
     if (n->stream) cudaStreamDestroy(n->stream);
     free(n->world_ranks);
     free(n);
+}
+
+/* 1 when p is host memory (pageable or pinned) that NCCL cannot use directly. */
+static int is_host_ptr(const void *p) {
+    if (!p) return 0;
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError(); /* older runtimes report unregistered host memory as an error */
+        return 1;
+    }
+    return a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeUnregistered;
+}
+
+static sv_status stage_reserve(sv_comm_nccl *n, int idx, size_t bytes) {
+    if (n->stage_cap[idx] >= bytes) return SV_OK;
+    if (n->stage[idx]) CUDA_TRY(cudaFree(n->stage[idx]));
+    n->stage[idx] = NULL;
+    n->stage_cap[idx] = 0;
+    CUDA_TRY(cudaMalloc(&n->stage[idx], bytes));
+    n->stage_cap[idx] = bytes;
+    return SV_OK;
 }
 
 static sv_status nccl_issue(sv_comm *c, int idx, int *done) {
@@ -109,24 +141,55 @@ static sv_status nccl_issue(sv_comm *c, int idx, int *done) {
     CUDA_TRY(cudaSetDevice(n->device));
     CUDA_TRY(cudaEventRecord(n->ready[idx], n->compute));
     CUDA_TRY(cudaStreamWaitEvent(n->stream, n->ready[idx], 0));
+
+    /* Byte sizes of this rank's send and receive buffers (count is per rank). */
+    size_t es = sv_comm_dtype_size(s->dt), per = s->count * es, all = per * (size_t)c->size;
+    size_t send_b = 0, recv_b = 0;
+    const void *send = s->send;
+    void *recv = s->recv;
+    switch (s->kind) {
+    case SV_COLL_ALL_GATHER: send_b = per, recv_b = all; break;
+    case SV_COLL_REDUCE_SCATTER: send_b = all, recv_b = per; break;
+    case SV_COLL_ALL_REDUCE:
+    case SV_COLL_BROADCAST: recv_b = per; break;
+    case SV_COLL_BARRIER: break;
+    }
+    int host_send = send_b && is_host_ptr(s->send), host_recv = recv_b && is_host_ptr(s->recv);
+    if (host_send || host_recv) {
+        SV_TRY(stage_reserve(n, idx, send_b + recv_b));
+        char *dsend = n->stage[idx], *drecv = dsend + send_b;
+        if (send_b) {
+            if (host_send)
+                CUDA_TRY(cudaMemcpyAsync(dsend, s->send, send_b, cudaMemcpyHostToDevice, n->stream));
+            else CUDA_TRY(cudaMemcpyAsync(dsend, s->send, send_b, cudaMemcpyDeviceToDevice, n->stream));
+            send = dsend;
+        }
+        if (recv_b && (s->kind == SV_COLL_ALL_REDUCE || s->kind == SV_COLL_BROADCAST))
+            CUDA_TRY(cudaMemcpyAsync(drecv, s->recv, recv_b,
+                                     host_recv ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice, n->stream));
+        if (recv_b) recv = drecv;
+    }
     switch (s->kind) {
     case SV_COLL_ALL_GATHER:
-        NCCL_TRY(n->nccl, ncclAllGather(s->send, s->recv, s->count, dt, n->nccl, n->stream));
+        NCCL_TRY(n->nccl, ncclAllGather(send, recv, s->count, dt, n->nccl, n->stream));
         break;
     case SV_COLL_REDUCE_SCATTER:
-        NCCL_TRY(n->nccl, ncclReduceScatter(s->send, s->recv, s->count, dt, op, n->nccl, n->stream));
+        NCCL_TRY(n->nccl, ncclReduceScatter(send, recv, s->count, dt, op, n->nccl, n->stream));
         break;
     case SV_COLL_ALL_REDUCE:
-        NCCL_TRY(n->nccl, ncclAllReduce(s->recv, s->recv, s->count, dt, op, n->nccl, n->stream));
+        NCCL_TRY(n->nccl, ncclAllReduce(recv, recv, s->count, dt, op, n->nccl, n->stream));
         break;
     case SV_COLL_BROADCAST:
-        NCCL_TRY(n->nccl, ncclBroadcast(s->recv, s->recv, s->count, dt, s->root, n->nccl, n->stream));
+        NCCL_TRY(n->nccl, ncclBroadcast(recv, recv, s->count, dt, s->root, n->nccl, n->stream));
         break;
     case SV_COLL_BARRIER:
         NCCL_TRY(n->nccl, ncclAllReduce(n->barrier_word, n->barrier_word, 1, ncclFloat32, ncclSum,
                                         n->nccl, n->stream));
         break;
     }
+    if (recv != s->recv)
+        CUDA_TRY(cudaMemcpyAsync(s->recv, recv, recv_b, host_recv ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice,
+                                 n->stream));
     CUDA_TRY(cudaEventRecord(n->done[idx], n->stream));
     n->ordered[idx] = 0;
     return SV_OK;

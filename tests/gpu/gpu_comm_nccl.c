@@ -112,6 +112,17 @@ int main(int argc, char **argv) {
 
     CHECK_OK(sv_comm_barrier_sync(c));
 
+    /* host (pageable) buffers are staged through device memory: the trainer's loss all-reduce,
+     * the optimizer's norm partials all-gather and full-parameter gathers use them */
+    double hsum = 1.5 + rank, hparts[64];
+    CHECK_OK(sv_comm_all_reduce_sync(c, &hsum, 1, SV_COMM_F64, SV_COMM_SUM));
+    CHECK(hsum == 1.5 * world + world * (world - 1) / 2.0);
+    double mine = 10.0 * rank;
+    CHECK(world <= 64);
+    CHECK_OK(sv_comm_all_gather(c, hparts, &mine, 1, SV_COMM_F64, &req));
+    CHECK_OK(sv_comm_wait(c, &req));
+    for (int q = 0; q < world; q++) CHECK(hparts[q] == 10.0 * q);
+
     /* split by parity: a sum of ones is the group size */
     sv_comm *sub;
     CHECK_OK(sv_comm_split(c, rank % 2, rank, &sub));
