@@ -125,12 +125,15 @@ static sv_status scan_shard(sv_dataset *d, const char *shard, uint32_t sh, int f
                 for (size_t p = 0; p < size;) {
                     char *end;
                     unsigned long rl = strtoul(buf + p, &end, 10);
-                    if (rl == 0 || p + rl > size || *end != ' ') {
+                    /* the length must cover "<len> " and end on the record's '\n', so every
+                     * pointer below stays inside this record */
+                    char *rec_end = rl ? buf + p + rl - 1 : buf + p;
+                    if (rl == 0 || rl > size - p || *end != ' ' || end >= rec_end || *rec_end != '\n') {
                         s = SV_FAIL(SV_ERR_FORMAT, "%s: malformed pax record at byte %llu", shard, (unsigned long long)data);
                         break;
                     }
-                    char *kv = end + 1, *rec_end = buf + p + rl - 1;
-                    if (strncmp(kv, "path=", 5) == 0) {
+                    char *kv = end + 1;
+                    if (rec_end - kv >= 5 && strncmp(kv, "path=", 5) == 0) {
                         size_t L = (size_t)(rec_end - (kv + 5));
                         free(longname);
                         longname = malloc(L + 1);
