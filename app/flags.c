@@ -226,5 +226,7 @@ long long sv_parse_bytes(const char *s) {
         if (*end == 'B' || *end == 'b') end++;
         if (*end) return -1;
     }
-    return (long long)(v * mul);
+    double bytes = v * mul;
+    if (!(bytes < 9.2e18)) return -1; /* beyond long long: reject rather than convert (UB) */
+    return (long long)bytes;
 }
