@@ -127,8 +127,9 @@ static sv_status scan_shard(sv_dataset *d, const char *shard, uint32_t sh, int f
                     unsigned long rl = strtoul(buf + p, &end, 10);
                     /* the length must cover "<len> " and end on the record's '\n', so every
                      * pointer below stays inside this record */
-                    char *rec_end = rl ? buf + p + rl - 1 : buf + p;
-                    if (rl == 0 || rl > size - p || *end != ' ' || end >= rec_end || *rec_end != '\n') {
+                    int bad = rl == 0 || rl > size - p; /* checked before any pointer is formed */
+                    char *rec_end = bad ? buf + p : buf + p + rl - 1;
+                    if (bad || *end != ' ' || end >= rec_end || *rec_end != '\n') {
                         s = SV_FAIL(SV_ERR_FORMAT, "%s: malformed pax record at byte %llu", shard, (unsigned long long)data);
                         break;
                     }
