@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static sv_flag *find(sv_flag *flags, const char *name, size_t len) {
     for (sv_flag *f = flags; f->name; f++)
@@ -72,6 +73,13 @@ static int read_config(const char *cmd, sv_flag *flags, const char *path) {
     FILE *fp = fopen(path, "r");
     if (!fp) {
         fprintf(stderr, "shardvit %s: --config: cannot open '%s': %s\n", cmd, path, strerror(errno));
+        return 2;
+    }
+    /* a config is a small regular file: refuse devices and pipes (/dev/zero would never end) */
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+        fprintf(stderr, "shardvit %s: --config: '%s' is not a regular file of at most 1 MiB\n", cmd, path);
+        fclose(fp);
         return 2;
     }
     char line[4096];
