@@ -186,9 +186,11 @@ void sv_comm_dump_log(const sv_comm *c, const char *reason) {
 
 /* Polling: MPI moves data only inside its progress calls (MPI_Test*), so any sleep between
  * polls throttles a large transfer (measured 3-4x slower at 32 MB with 20 us naps). poll_slot
- * spins first (small collectives finish within microseconds), then yields on every poll so
- * oversubscribed ranks still let their peers run. A wait thus keeps one core busy, as MPI_Wait
- * does; what bounds a wait on a dead or absent peer is the timeout, not the polling. */
+ * spins for SV_COMM_SPIN_SECONDS (small collectives finish within microseconds; the clock is
+ * read once per 64 polls), then yields on every poll so oversubscribed ranks still let their
+ * peers run. A wait thus keeps one core busy, as MPI_Wait does; what bounds a wait on a dead
+ * or absent peer is the timeout, not the polling. */
+#define SV_COMM_SPIN_SECONDS 50e-6
 
 static void describe(const sv_comm *c, const sv_comm_slot *s, char *buf, size_t n) {
     size_t es = sv_comm_dtype_size(s->dt);
@@ -204,13 +206,17 @@ static void describe(const sv_comm *c, const sv_comm_slot *s, char *buf, size_t 
              sv_comm_dtype_name(s->dt), s->kind == SV_COLL_BARRIER ? (size_t)0 : bytes, extra);
 }
 
-static void finish_slot(sv_comm *c, sv_comm_slot *s, sv_status st) {
+static void finish_slot_at(sv_comm *c, sv_comm_slot *s, sv_status st, double now) {
     sv_comm_ring_entry *e = ring_of_slot(c, s);
     if (e) {
-        e->t_complete = sv_comm_now() - c->t0;
+        e->t_complete = now - c->t0;
         e->status = st;
     }
     s->busy = 0;
+}
+
+static void finish_slot(sv_comm *c, sv_comm_slot *s, sv_status st) {
+    finish_slot_at(c, s, st, sv_comm_now());
 }
 
 /* Poll slot `idx` until it completes (until_issued = 0) or until all its library calls are
@@ -229,25 +235,26 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
     double start = sv_comm_now(), now = start;
     unsigned spins = 0;
     sv_status st = SV_OK;
+    int done = 0;
     for (;;) {
-        int done = 0;
         st = c->ops->test(c, idx, &done);
         if (st != SV_OK) break;
         if (done) {
-            finish_slot(c, s, SV_OK);
-            c->last_complete = sv_comm_now();
+            now = sv_comm_now();
+            finish_slot_at(c, s, SV_OK, now);
+            c->last_complete = now;
             break;
         }
         if (until_issued && !(c->ops->issue_pending && c->ops->issue_pending(c, idx))) break;
-        if (++spins < 64) continue; /* pure spin: no clock reads on the fast path */
+        if (++spins % 64) continue; /* pure spin: no clock reads on the fast path */
         now = sv_comm_now();
         if (c->cfg.timeout_s > 0 && now - start > c->cfg.timeout_s) {
             st = SV_ERR_TIMEOUT;
             break;
         }
-        sched_yield();
+        if (now - start > SV_COMM_SPIN_SECONDS) sched_yield();
     }
-    now = sv_comm_now();
+    if (st != SV_OK || !done) now = sv_comm_now();
     c->stats.wait_seconds += now - start;
     if (st == SV_OK) return SV_OK;
 

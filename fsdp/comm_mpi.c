@@ -12,9 +12,11 @@
  *   all_reduce, broadcast  contiguous pieces of <= W elements of the buffer.
  *   all_gather,            unchunked (MPI_Iallgather / MPI_Ireduce_scatter_block) when the
  *   reduce_scatter         full buffer (size*count elements) fits in W.
- *   all_gather, chunked    the own block is copied into recv (unless in place), then piece
- *                          (s, j) = MPI_Ibcast from owner j of segment s (<= W elements) of
- *                          block j, segment-major so every owner sends concurrently.
+ *   all_gather, chunked    the own block is copied into recv (unless in place), then piece s
+ *                          = one MPI_Iallgatherv_c (in place) of segment s (<= W/size elements)
+ *                          of every rank's block: counts all equal, displacement of rank j =
+ *                          j*count + s*seg, so every call is balanced across ranks. The large-
+ *                          count variant because displacements reach size*count elements.
  *   reduce_scatter,        the full send buffer is cut into contiguous windows of W elements;
  *   chunked                window w is MPI_Ireduce_scatter with per-rank counts =
  *                          |window & block j| (0 for ranks it misses). The count arrays, which
@@ -22,8 +24,10 @@
  *                          ints per slot and window entry).
  *   No derived datatypes and no staging buffer: predefined MPI ops refuse derived datatypes,
  *   this MPICH is built without its fast datatype engine (yaksa) so a strided receive type ran
- *   3x slower, and a staging copy cost 10-30% bandwidth. MPI_Iallgatherv with the same windows
- *   as reduce_scatter measured 2-4x slower than the broadcasts here.
+ *   3x slower, and a staging copy cost 10-30% bandwidth. Measured alternatives for the chunked
+ *   all_gather (docs/comm.md): one MPI_Ibcast per (segment, owner) ran at 62-66% of a single
+ *   MPI_Iallgather, MPI_Iallgatherv over contiguous windows of the full buffer (unbalanced:
+ *   a window touches one or two owners) 2-4x slower; the balanced segments above run at parity.
  * bf16 reductions use user-defined MPI ops that add (or compare) in fp32 and round to bf16;
  * u8 max/min use user-defined ops too (see u8_max). */
 #include <mpi.h>
@@ -54,6 +58,8 @@ typedef struct sv_comm_mpi {
     size_t chunk_bytes;
     int *world_ranks;
     int *vec; /* [slot][window entry][2][size]: counts, displacements of windowed calls */
+    MPI_Count *gcounts; /* [slot][window entry][size]: chunked all_gather counts */
+    MPI_Aint *gdispls;  /* [slot][window entry][size]: and displacements */
     mpi_slot ms[SV_COMM_MAX_INFLIGHT];
 } sv_comm_mpi;
 
@@ -167,8 +173,8 @@ static void plan(sv_comm_mpi *m, int idx) {
             ms->npieces = 1;
         } else if (s->kind == SV_COLL_ALL_GATHER) {
             ms->chunked = 1;
-            ms->seg = w;
-            ms->npieces = ceil_div(s->count, w) * p;
+            ms->seg = w / p ? w / p : 1;
+            ms->npieces = ceil_div(s->count, ms->seg);
         } else {
             ms->chunked = 1;
             ms->seg = w;
@@ -228,11 +234,18 @@ static sv_status issue_piece(sv_comm_mpi *m, int idx, size_t i, int k, MPI_Reque
             break;
         }
         if (s->kind == SV_COLL_ALL_GATHER) {
-            /* piece (segment, owner), segment-major; the own block is already in recv */
-            size_t seg = i / p, owner = i % p;
-            size_t off = seg * ms->seg, n = min_sz(ms->seg, s->count - off);
-            MPI_TRY(MPI_Ibcast(recv + (owner * s->count + off) * es, (int)n, t, (int)owner,
-                               m->comm, r));
+            /* piece i = segment i of every rank's block, gathered in place into recv (large-count
+             * variant: displacements reach size*count elements) */
+            size_t off = i * ms->seg, n = min_sz(ms->seg, s->count - off);
+            size_t at = ((size_t)idx * SV_COMM_MPI_WINDOW + (size_t)k) * p;
+            MPI_Count *counts = m->gcounts + at;
+            MPI_Aint *displs = m->gdispls + at;
+            for (size_t j = 0; j < p; j++) {
+                counts[j] = (MPI_Count)n;
+                displs[j] = (MPI_Aint)(j * s->count + off);
+            }
+            MPI_TRY(MPI_Iallgatherv_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, counts, displs, t,
+                                      m->comm, r));
             break;
         }
         size_t lo = i * ms->seg, len = min_sz(ms->seg, s->count * p - lo);
@@ -266,7 +279,7 @@ static sv_status mpi_issue(sv_comm *c, int idx, int *done) {
     size_t es = sv_comm_dtype_size(s->dt);
     char *own = (char *)s->recv + (size_t)c->rank * s->count * es;
     if (s->kind == SV_COLL_ALL_GATHER && m->ms[idx].chunked && (const char *)s->send != own)
-        memcpy(own, s->send, s->count * es); /* chunked all_gather broadcasts out of recv */
+        memcpy(own, s->send, s->count * es); /* chunked all_gather gathers in place */
     SV_TRY(refill(m, idx));
     *done = m->ms[idx].npieces == 0;
     return SV_OK;
@@ -275,7 +288,14 @@ static sv_status mpi_issue(sv_comm *c, int idx, int *done) {
 static sv_status mpi_test(sv_comm *c, int idx, int *done) {
     sv_comm_mpi *m = as_mpi(c);
     mpi_slot *ms = &m->ms[idx];
-    if (ms->active) {
+    if (ms->npieces == 1 && ms->active) { /* the common case: one MPI call */
+        int flag = 0;
+        MPI_TRY(MPI_Test(&ms->reqs[0], &flag, MPI_STATUS_IGNORE));
+        if (flag) {
+            ms->active = 0;
+            ms->completed = 1;
+        }
+    } else if (ms->active) {
         int outcount = 0, indices[SV_COMM_MPI_WINDOW];
         MPI_Status sts[SV_COMM_MPI_WINDOW]; /* not MPI_STATUSES_IGNORE: gcc's bounds check */
         MPI_TRY(MPI_Testsome(SV_COMM_MPI_WINDOW, ms->reqs, &outcount, indices, sts));
@@ -307,6 +327,8 @@ static void mpi_destroy(sv_comm *c) {
     }
     free(m->world_ranks);
     free(m->vec);
+    free(m->gcounts);
+    free(m->gdispls);
     free(m);
 }
 
@@ -338,10 +360,15 @@ static sv_status wrap(const sv_comm_config *cfg, MPI_Comm comm, const char *labe
     m = calloc(1, sizeof *m);
     idx = malloc(sizeof(int) * (size_t)size);
     int *wr = malloc(sizeof(int) * (size_t)size);
-    int *vec = malloc(sizeof(int) * 2 * (size_t)size * SV_COMM_MAX_INFLIGHT * SV_COMM_MPI_WINDOW);
-    if (!m || !idx || !wr || !vec) {
+    size_t nv = (size_t)size * SV_COMM_MAX_INFLIGHT * SV_COMM_MPI_WINDOW;
+    int *vec = malloc(sizeof(int) * 2 * nv);
+    MPI_Count *gcounts = malloc(sizeof(MPI_Count) * nv);
+    MPI_Aint *gdispls = malloc(sizeof(MPI_Aint) * nv);
+    if (!m || !idx || !wr || !vec || !gcounts || !gdispls) {
         free(wr);
         free(vec);
+        free(gcounts);
+        free(gdispls);
         st = SV_FAIL(SV_ERR_OOM, "comm '%s': out of memory for a %d-rank communicator", label,
                      size);
         goto fail;
@@ -351,6 +378,8 @@ static sv_status wrap(const sv_comm_config *cfg, MPI_Comm comm, const char *labe
     m->world_ranks = wr;
     m->base.world_ranks = wr;
     m->vec = vec;
+    m->gcounts = gcounts;
+    m->gdispls = gdispls;
     for (int i = 0; i < 5; i++) m->user_op[i] = MPI_OP_NULL;
     for (int i = 0; i < size; i++) idx[i] = i;
     if ((rc = MPI_Comm_group(comm, &g)) != MPI_SUCCESS ||
@@ -398,6 +427,8 @@ fail:
             if (m->user_op[i] != MPI_OP_NULL) MPI_Op_free(&m->user_op[i]);
         free(m->world_ranks);
         free(m->vec);
+        free(m->gcounts);
+        free(m->gdispls);
         free(m);
     }
     MPI_Comm_free(&comm);
