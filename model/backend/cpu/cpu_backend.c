@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/backend/cpu/cpu_backend.h"
+#include "model/backend/cpu/gemm_bf16.h"
 
 /* OpenBLAS's own entry point, declared here so the file also compiles against a reference
  * cblas.h that lacks it (the library linked is always OpenBLAS). */
@@ -194,6 +195,8 @@ void sv_cpu_backend_set_op_threads(sv_backend *be, int n) {
 static void cpu_destroy(sv_backend *be) {
     if (!be) return;
     free(sv_cpu(be)->sumsq_partials);
+    free(sv_cpu(be)->gemm_pack);
+    free(sv_cpu(be)->gemm_scratch);
     free(be);
 }
 
@@ -292,10 +295,26 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
         return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_ISA=%s is not available on this CPU "
                        "(generic|avx2|avx512|auto)", isa);
     }
-    char model[96];
+    /* bf16 GEMM: buffers allocated here once (the per-step path never allocates) */
+    const char *bg = getenv("SHARDVIT_CPU_BF16_GEMM");
+    if (c->bf16 && !(bg && !strcmp(bg, "0")) && sv_gemm_bf16_available()) {
+        size_t sb = sv_gemm_bf16_scratch_bytes();
+        c->gemm_slots = c->threads;
+        c->gemm_pack = aligned_alloc(SV_CPU_ALIGN, SV_CPU_BF16_PACK_BYTES);
+        c->gemm_scratch = aligned_alloc(SV_CPU_ALIGN, sb * (size_t)c->gemm_slots);
+        if (!c->gemm_pack || !c->gemm_scratch) {
+            cpu_destroy(&c->base);
+            return SV_FAIL(SV_ERR_OOM, "cpu backend: cannot allocate %zu bytes of bf16 GEMM buffers",
+                           SV_CPU_BF16_PACK_BYTES + sb * (size_t)c->threads);
+        }
+        c->bf16_gemm = 1;
+    }
+    char model[72]; /* leaves room for the thread count and the kernel/GEMM bracket */
     cpu_model_name(model, sizeof model);
-    snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s) [%s]", model,
-             c->threads, c->threads == 1 ? "" : "s", c->k->isa);
+    /* the bracket names the kernels in use; in bf16 mode also which GEMM runs the linears */
+    snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s) [%s%s]", model,
+             c->threads, c->threads == 1 ? "" : "s", c->k->isa,
+             !c->bf16 ? "" : c->bf16_gemm ? ", gemm avx512-bf16" : ", gemm openblas");
     const char *gm = getenv("SHARDVIT_CPU_GEMM");
     c->gemm_split = !(gm && !strcmp(gm, "blas"));
     sv_cpu_blas_threads(sv_cpu_blas_default(c));

@@ -35,7 +35,18 @@ typedef struct sv_cpu_backend {
      * two pools spinning against each other on the same cores). 0: OpenBLAS threads each
      * whole GEMM (`threads` workers). Environment SHARDVIT_CPU_GEMM=split|blas at creation. */
     int gemm_split;
+    /* 1: bf16 mode on a CPU with AVX-512 BF16, and not disabled by the environment
+     * (SHARDVIT_CPU_BF16_GEMM=0 at creation): the linear GEMMs run gemm_bf16.h instead of
+     * OpenBLAS sgemm, always split across the OpenMP workers. */
+    int bf16_gemm;
+    void *gemm_pack;          /* SV_CPU_BF16_PACK_BYTES, the packed shared operand (bf16_gemm) */
+    void *gemm_scratch;       /* gemm_slots x sv_gemm_bf16_scratch_bytes(), one per worker */
+    int gemm_slots;           /* workers a bf16 GEMM may use (= threads at creation) */
 } sv_cpu_backend;
+
+/* Capacity of the packed shared GEMM operand: a weight of up to ~4M elements (ViT-B's
+ * 3072 x 768 fc1) packs in one piece; larger operands are packed in reduction chunks. */
+#define SV_CPU_BF16_PACK_BYTES ((size_t)8 << 20)
 
 static inline sv_cpu_backend *sv_cpu(sv_backend *be) { return (sv_cpu_backend *)be; }
 static inline const sv_cpu_backend *sv_cpu_c(const sv_backend *be) {

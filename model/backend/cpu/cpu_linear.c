@@ -1,8 +1,10 @@
-/* CPU backend: linear layers (OpenBLAS sgemm + fused epilogues), GELU, residual add. */
+/* CPU backend: linear layers (OpenBLAS sgemm or the AVX-512 BF16 GEMM + fused epilogues),
+ * GELU, residual add. */
 #include <cblas.h>
 #include <omp.h>
 
 #include "model/backend/cpu/cpu_backend.h"
+#include "model/backend/cpu/gemm_bf16.h"
 
 /* Rows per epilogue slice: small enough that a slice of the GEMM output is still in L2 when
  * the bias/GELU/rounding loop reads it back, large enough that sgemm stays efficient. */
@@ -35,12 +37,131 @@ static int gemm_threads(const sv_cpu_backend *c, int split, double mnk) {
     return nt;
 }
 
+/* ---- bf16 GEMM path (c->bf16_gemm; see gemm_bf16.h) ----
+ * The shared operand (W, or `in` for dW) is packed once per call into c->gemm_pack, the
+ * workers packing disjoint column panels, then each worker computes its own rows with its own
+ * scratch. An operand larger than the pack buffer is processed in chunks of the reduction
+ * dimension (an even length, so no pair straddles two chunks); the chunking depends only on
+ * the shapes, and the GEMM carries each output's fp32 sum across chunks unchanged, so results
+ * are bitwise independent of the worker count. */
+
+/* Workers for a bf16 GEMM of mnk multiply-adds whose split dimension has `split` entries. */
+static int bf16_threads(const sv_cpu_backend *c, int split, double mnk) {
+    int nt = c->op_threads < c->gemm_slots ? c->op_threads : c->gemm_slots;
+    if (mnk < 4e6) return 1;
+    while (nt > 1 && split / nt < 32) nt--;
+    return nt;
+}
+
+/* Reduction length per chunk so that the packed operand (n columns) fits the pack buffer. */
+static int bf16_chunk(int n, int r) {
+    size_t per2 = sv_gemm_bf16_pack_bytes(n, 2); /* bytes per pair of reduction entries */
+    size_t pairs = per2 ? SV_CPU_BF16_PACK_BYTES / per2 : (size_t)r;
+    if (pairs < 1) pairs = 1;
+    return (size_t)r <= 2 * pairs ? r : (int)(2 * pairs);
+}
+
+/* Worker t of nt packs its share of the panels of B (n columns) for reduction [r0, r0 + rl). */
+static void bf16_pack_share(const sv_cpu_backend *c, sv_gemm_bf16_mat B, int n, int rl, int t, int nt) {
+    int npan = (n + SV_GEMM_BF16_NR - 1) / SV_GEMM_BF16_NR;
+    int p0 = (int)((long)npan * t / nt), p1 = (int)((long)npan * (t + 1) / nt);
+    if (p1 > p0) sv_gemm_bf16_pack(c->gemm_pack, B, n, rl, p0 * SV_GEMM_BF16_NR, p1 * SV_GEMM_BF16_NR);
+}
+
+/* Offset a view to reduction index r0. */
+static sv_gemm_bf16_mat bf16_at(sv_gemm_bf16_mat v, int r0) {
+    v.p += v.red_contig ? (size_t)r0 : (size_t)r0 * v.ld;
+    return v;
+}
+
+static void *bf16_scratch(const sv_cpu_backend *c, int t) {
+    return (char *)c->gemm_scratch + (size_t)t * sv_gemm_bf16_scratch_bytes();
+}
+
+static void linear_fwd_bf16(const sv_cpu_backend *c, float *out, float *pre_gelu, const float *in,
+                            const float *W, const float *bias, int M, int N, int K) {
+    const sv_gemm_bf16_mat Bw = {W, (size_t)K, 1}, Ai = {in, (size_t)K, 1};
+    const int nt = bf16_threads(c, M, (double)M * N * K), kc = bf16_chunk(N, K);
+#pragma omp parallel num_threads(nt)
+    {
+        int t = nt > 1 ? omp_get_thread_num() : 0;
+        size_t a, b;
+        sv_cpu_range((size_t)M, nt, t, &a, &b);
+        for (int r0 = 0; r0 < K; r0 += kc) {
+            int rl = K - r0 < kc ? K - r0 : kc, last = r0 + rl == K;
+            bf16_pack_share(c, bf16_at(Bw, r0), N, rl, t, nt);
+#pragma omp barrier
+            /* row slices so the epilogue reads each block of the output while it is cache-hot */
+            for (int m0 = (int)a; m0 < (int)b; m0 += SV_CPU_LINEAR_ROWS) {
+                int mr = (int)b - m0 < SV_CPU_LINEAR_ROWS ? (int)b - m0 : SV_CPU_LINEAR_ROWS;
+                sv_gemm_bf16_mat Am = bf16_at(Ai, r0);
+                Am.p += (size_t)m0 * Am.ld;
+                sv_gemm_bf16_run(out + (size_t)m0 * N, (size_t)N, Am, mr, c->gemm_pack, N, rl, r0 > 0,
+                                 bf16_scratch(c, t));
+                if (last) epilogue_rows(c, out, pre_gelu, bias, m0, m0 + mr, N);
+            }
+#pragma omp barrier
+        }
+    }
+}
+
+/* d_in (M,K) = d_out (M,N) W (N,K) on rows split across workers, then dW (N,K) += d_out^T in
+ * on rows of dW split across workers (each summing over all M). */
+static void linear_bwd_bf16(const sv_cpu_backend *c, float *d_in, float *dW, const float *d_out,
+                            const float *in, const float *W, int M, int N, int K) {
+    const int nt_in = d_in ? bf16_threads(c, M, (double)M * N * K) : 1;
+    const int nt_w = bf16_threads(c, N, (double)M * N * K);
+    const int nt = nt_in > nt_w ? nt_in : nt_w;
+    const int kc_in = bf16_chunk(K, N), kc_w = bf16_chunk(K, M);
+    const sv_gemm_bf16_mat Bw = {W, (size_t)K, 0}, Ad = {d_out, (size_t)N, 1};
+    const sv_gemm_bf16_mat Bi = {in, (size_t)K, 0}, Adt = {d_out, (size_t)N, 0};
+#pragma omp parallel num_threads(nt)
+    {
+        int t = nt > 1 ? omp_get_thread_num() : 0;
+        size_t a, b;
+        void *sc = bf16_scratch(c, t);
+        if (d_in) {
+            sv_cpu_range((size_t)M, nt_in, t, &a, &b);
+            if (t >= nt_in) a = b = 0;
+            for (int r0 = 0; r0 < N; r0 += kc_in) {
+                int rl = N - r0 < kc_in ? N - r0 : kc_in;
+                bf16_pack_share(c, bf16_at(Bw, r0), K, rl, t, nt);
+#pragma omp barrier
+                if (b > a) {
+                    sv_gemm_bf16_mat Am = bf16_at(Ad, r0);
+                    Am.p += a * Am.ld;
+                    sv_gemm_bf16_run(d_in + a * K, (size_t)K, Am, (int)(b - a), c->gemm_pack, K, rl, r0 > 0, sc);
+                }
+#pragma omp barrier
+            }
+            if (b > a) sv_cpu_round_block(c->bf16, d_in + a * K, (b - a) * (size_t)K);
+        }
+        sv_cpu_range((size_t)N, nt_w, t, &a, &b);
+        if (t >= nt_w) a = b = 0;
+        for (int r0 = 0; r0 < M; r0 += kc_w) {
+            int rl = M - r0 < kc_w ? M - r0 : kc_w;
+            bf16_pack_share(c, bf16_at(Bi, r0), K, rl, t, nt);
+#pragma omp barrier
+            if (b > a) {
+                sv_gemm_bf16_mat Am = bf16_at(Adt, r0);
+                Am.p += a;
+                sv_gemm_bf16_run(dW + a * K, (size_t)K, Am, (int)(b - a), c->gemm_pack, K, rl, 1, sc);
+            }
+#pragma omp barrier
+        }
+    }
+}
+
 sv_status sv_cpu_linear_fwd(sv_backend *be, void *out_, void *pre_gelu, const void *in_,
                             const void *W_, const void *bias, int M, int N, int K) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_;
     const float *in = in_, *W = W_;
     int need_epilogue = bias || pre_gelu || c->bf16;
+    if (c->bf16_gemm) {
+        linear_fwd_bf16(c, out, pre_gelu, in, W, bias, M, N, K);
+        return SV_OK;
+    }
     /* Rows are split across the workers, each running single-threaded sgemm on row slices
      * and the epilogue on each slice while it is cache-hot (gemm_split; see cpu_backend.h).
      * Otherwise one sgemm over all rows, threaded inside OpenBLAS. Every output element is
@@ -88,6 +209,10 @@ sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, v
                     for (int n = n0; n < n1; n++) db[n] += d[n];
             }
         }
+    }
+    if (c->bf16_gemm) {
+        linear_bwd_bf16(c, d_in, dW, d_out, in, W, M, N, K);
+        return SV_OK;
     }
     /* d_in (M,K) = d_out (M,N) W (N,K): workers take row ranges of d_in. dW (N,K) += d_out^T in:
      * workers take row ranges of dW, each summing over all M in sgemm's own order, so the

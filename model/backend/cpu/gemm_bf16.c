@@ -1,0 +1,253 @@
+/* bf16 GEMM on AVX-512 BF16 (see gemm_bf16.h for the contract and numerics).
+ *
+ * Blocking (one thread):
+ *   for each block of MC rows of C
+ *     for each block of KCP reduction pairs          (A block MC x KCP pairs -> scratch, 64 KiB)
+ *       for each 32-column panel of packed B         (B micro-panel KCP x 32 pairs = 16 KiB, L1)
+ *         for each MR rows: microkernel, MR x 32 outputs in 2*MR zmm accumulators
+ * The microkernel loads the C tile (or zeros on the first reduction block without
+ * accumulate), adds KCP pairs with VDPBF16PS (A pair broadcast from memory, two B vectors per
+ * pair) and stores the tile back in fp32, so splitting the reduction into blocks does not
+ * change any rounding: every output is one accumulator walking the pairs in index order.
+ * A rows past the end of the block are packed as zeros and their outputs are not stored. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")
+#define SV_GEMM_BF16_X86 1
+#include <immintrin.h>
+#endif
+
+#include "model/backend/cpu/gemm_bf16.h"
+
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    MR = 8,    /* rows per microkernel: 16 accumulators + 2 B vectors + broadcasts */
+    NR = SV_GEMM_BF16_NR,
+    MC = 128,  /* rows per A block (multiple of MR) */
+    KCP = 128, /* reduction pairs per block: B micro-panel 16 KiB stays in L1 across the MR loop */
+};
+
+size_t sv_gemm_bf16_pack_bytes(int n, int r) {
+    if (n <= 0 || r <= 0) return 0;
+    size_t panels = ((size_t)n + NR - 1) / NR, pairs = ((size_t)r + 1) / 2;
+    return panels * pairs * NR * sizeof(uint32_t);
+}
+
+size_t sv_gemm_bf16_scratch_bytes(void) { return (size_t)MC * KCP * sizeof(uint32_t); }
+
+#if SV_GEMM_BF16_X86
+
+int sv_gemm_bf16_available(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+}
+
+static inline __mmask16 mask16(long cnt) {
+    return cnt >= 16 ? (__mmask16)0xFFFF : cnt <= 0 ? (__mmask16)0 : (__mmask16)((1u << cnt) - 1u);
+}
+static inline __mmask8 mask8(long cnt) {
+    return cnt >= 8 ? (__mmask8)0xFF : cnt <= 0 ? (__mmask8)0 : (__mmask8)((1u << cnt) - 1u);
+}
+
+/* 16 pairs of consecutive floats p[0..31] (the first `cnt` floats valid, the rest read as 0)
+ * -> 16 dwords, each (bf16 of the even element) | (bf16 of the odd element) << 16. */
+static inline __m512i pairs16_contig(const float *p, long cnt) {
+    __m512 lo = _mm512_maskz_loadu_ps(mask16(cnt), p);
+    __m512 hi = _mm512_maskz_loadu_ps(mask16(cnt - 16), p + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/* 16 dwords from two rows of 16 floats (each with `cnt` valid entries): row0's bf16 in the
+ * low half, row1's (or zeros when row1 is NULL) in the high half. */
+static inline __m512i pairs16_rows(const float *row0, const float *row1, long cnt) {
+    __mmask16 k = mask16(cnt);
+    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, row0)));
+    if (!row1) return lo;
+    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, row1)));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* Same for 8 columns (one MR group). */
+static inline __m256i pairs8_rows(const float *row0, const float *row1, long cnt) {
+    __mmask8 k = mask8(cnt);
+    __m256i lo = _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(_mm256_maskz_loadu_ps(k, row0)));
+    if (!row1) return lo;
+    __m256i hi = _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(_mm256_maskz_loadu_ps(k, row1)));
+    return _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16));
+}
+
+void sv_gemm_bf16_pack(void *pb_, sv_gemm_bf16_mat B, int n, int r, int j0, int j1) {
+    uint32_t *pb = pb_;
+    const long rp = (r + 1) / 2;
+    if (j1 > n) j1 = n;
+    for (int jp = j0 / NR; jp * NR < j1; jp++) {
+        uint32_t *dst = pb + (size_t)jp * rp * NR;
+        const int jbase = jp * NR, nj = n - jbase < NR ? n - jbase : NR;
+        if (B.red_contig) {
+            /* column j is a contiguous row of B: convert 16 pairs at a time, transpose into
+             * the panel; columns past n stay zero */
+            for (int j = 0; j < NR; j++) {
+                const float *col = B.p + (size_t)(jbase + j) * B.ld;
+                for (long q = 0; q < rp; q += 16) {
+                    uint32_t tmp[16];
+                    long cnt = j < nj ? (long)r - 2 * q : 0;
+                    _mm512_storeu_si512(tmp, j < nj ? pairs16_contig(col + 2 * q, cnt) : _mm512_setzero_si512());
+                    long nq = rp - q < 16 ? rp - q : 16;
+                    for (long t = 0; t < nq; t++) dst[(q + t) * NR + j] = tmp[t];
+                }
+            }
+        } else {
+            /* reduction rows are contiguous along the columns: two rows make 32 dwords */
+            for (long q = 0; q < rp; q++) {
+                const float *row0 = B.p + (size_t)(2 * q) * B.ld + jbase;
+                const float *row1 = 2 * q + 1 < r ? row0 + B.ld : NULL;
+                _mm512_storeu_si512(dst + q * NR, pairs16_rows(row0, row1, nj));
+                _mm512_storeu_si512(dst + q * NR + 16,
+                                    pairs16_rows(row0 + 16, row1 ? row1 + 16 : NULL, nj - 16));
+            }
+        }
+    }
+}
+
+/* Pack rows [i0, i0 + mc) x pairs [q0, q0 + kq) of A into S (rows padded with zeros up to a
+ * multiple of MR). Layout per MR-row group g at S + g*MR*kq: row-major (row stride kq) when A
+ * is reduction-contiguous, pair-major (MR dwords per pair) when it is reduction-strided;
+ * the microkernel takes the matching strides. */
+static void pack_a(uint32_t *S, sv_gemm_bf16_mat A, int r, int i0, int mc, long q0, long kq) {
+    int mcp = (mc + MR - 1) / MR * MR;
+    if (A.red_contig) {
+        for (int i = 0; i < mcp; i++) {
+            uint32_t *d = S + (size_t)i * kq;
+            const float *row = A.p + (size_t)(i0 + i) * A.ld;
+            for (long t = 0; t < kq; t += 16) {
+                __mmask16 k = mask16(kq - t);
+                long cnt = i < mc ? (long)r - 2 * (q0 + t) : 0;
+                __m512i v = i < mc ? pairs16_contig(row + 2 * (q0 + t), cnt) : _mm512_setzero_si512();
+                _mm512_mask_storeu_epi32(d + t, k, v);
+            }
+        }
+    } else {
+        /* pair-major: walk each pair of source rows once, 16 columns (two MR groups) at a time */
+        for (long t = 0; t < kq; t++) {
+            long rr = 2 * (q0 + t);
+            const float *row0 = A.p + (size_t)rr * A.ld + i0;
+            const float *row1 = rr + 1 < r ? row0 + A.ld : NULL;
+            int g = 0;
+            for (; g + 2 * MR <= mcp; g += 2 * MR) {
+                __m512i v = pairs16_rows(row0 + g, row1 ? row1 + g : NULL, mc - g);
+                _mm256_storeu_si256((__m256i *)(S + (size_t)g * kq + t * MR), _mm512_castsi512_si256(v));
+                _mm256_storeu_si256((__m256i *)(S + (size_t)(g + MR) * kq + t * MR), _mm512_extracti64x4_epi64(v, 1));
+            }
+            if (g < mcp)
+                _mm256_storeu_si256((__m256i *)(S + (size_t)g * kq + t * MR),
+                                    pairs8_rows(row0 + g, row1 ? row1 + g : NULL, mc - g));
+        }
+    }
+}
+
+/* MR x 32 tile: C[i][0..nr) for i < mr (= or += per load_c) over kq pairs. A pair of row i at
+ * pair t: a[i*ars + t*aps]; B pair t: b[t*32 .. t*32+31]. */
+static void kernel(long kq, const uint32_t *a, size_t ars, size_t aps, const uint32_t *b, float *C,
+                   size_t ldc, int mr, int nr, int load_c) {
+    __m512 c0[MR], c1[MR];
+    __mmask16 k0 = mask16(nr), k1 = mask16(nr - 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        if (load_c && i < mr) {
+            c0[i] = _mm512_maskz_loadu_ps(k0, C + (size_t)i * ldc);
+            c1[i] = _mm512_maskz_loadu_ps(k1, C + (size_t)i * ldc + 16);
+        } else {
+            c0[i] = _mm512_setzero_ps();
+            c1[i] = _mm512_setzero_ps();
+        }
+    }
+    const uint32_t *ai[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) ai[i] = a + i * ars;
+    for (long t = 0; t < kq; t++) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + t * NR);
+        __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + t * NR + 16);
+        size_t o = (size_t)t * aps;
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            __m512bh av = (__m512bh)_mm512_set1_epi32((int)ai[i][o]);
+            c0[i] = _mm512_dpbf16_ps(c0[i], av, b0);
+            c1[i] = _mm512_dpbf16_ps(c1[i], av, b1);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        if (i < mr) {
+            _mm512_mask_storeu_ps(C + (size_t)i * ldc, k0, c0[i]);
+            _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16, k1, c1[i]);
+        }
+    }
+}
+
+void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, const void *pb_, int n, int r,
+                      int accumulate, void *scratch) {
+    const uint32_t *pb = pb_;
+    uint32_t *S = scratch;
+    if (m <= 0 || n <= 0) return;
+    if (r <= 0) {
+        if (!accumulate)
+            for (int i = 0; i < m; i++) memset(C + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    const long rp = (r + 1) / 2;
+    const int npan = (n + NR - 1) / NR;
+    for (int i0 = 0; i0 < m; i0 += MC) {
+        int mc = m - i0 < MC ? m - i0 : MC;
+        for (long q0 = 0; q0 < rp; q0 += KCP) {
+            long kq = rp - q0 < KCP ? rp - q0 : KCP;
+            pack_a(S, A, r, i0, mc, q0, kq);
+            size_t ars = A.red_contig ? (size_t)kq : 1, aps = A.red_contig ? 1 : MR;
+            int load_c = accumulate || q0 > 0;
+            for (int jp = 0; jp < npan; jp++) {
+                const uint32_t *bpan = pb + ((size_t)jp * rp + q0) * NR;
+                int nr = n - jp * NR < NR ? n - jp * NR : NR;
+                for (int g = 0; g < mc; g += MR) {
+                    int mr = mc - g < MR ? mc - g : MR;
+                    kernel(kq, S + (size_t)g * kq, ars, aps, bpan, C + (size_t)(i0 + g) * ldc + jp * NR, ldc, mr,
+                           nr, load_c);
+                }
+            }
+        }
+    }
+}
+
+#else /* not x86-64 GCC: never available; the entry points must not be called */
+
+int sv_gemm_bf16_available(void) { return 0; }
+void sv_gemm_bf16_pack(void *pb, sv_gemm_bf16_mat B, int n, int r, int j0, int j1) {
+    (void)pb, (void)B, (void)n, (void)r, (void)j0, (void)j1;
+}
+void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, const void *pb, int n, int r,
+                      int accumulate, void *scratch) {
+    (void)C, (void)ldc, (void)A, (void)m, (void)pb, (void)n, (void)r, (void)accumulate, (void)scratch;
+}
+
+#endif
+
+void sv_gemm_bf16_nt(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
+                     void *scratch) {
+    sv_gemm_bf16_mat b = {B, (size_t)K, 1}, a = {A, (size_t)K, 1};
+    sv_gemm_bf16_pack(pack, b, N, K, 0, N);
+    sv_gemm_bf16_run(C, (size_t)N, a, M, pack, N, K, 0, scratch);
+}
+
+void sv_gemm_bf16_nn(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
+                     void *scratch) {
+    sv_gemm_bf16_mat b = {B, (size_t)K, 0}, a = {A, (size_t)N, 1};
+    sv_gemm_bf16_pack(pack, b, K, N, 0, K);
+    sv_gemm_bf16_run(C, (size_t)K, a, M, pack, K, N, 0, scratch);
+}
+
+void sv_gemm_bf16_tn(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
+                     void *scratch) {
+    sv_gemm_bf16_mat b = {B, (size_t)K, 0}, a = {A, (size_t)N, 0};
+    sv_gemm_bf16_pack(pack, b, K, M, 0, K);
+    sv_gemm_bf16_run(C, (size_t)K, a, N, pack, K, M, 1, scratch);
+}

@@ -1,0 +1,75 @@
+/* CPU backend: bf16 GEMM with fp32 accumulation on AVX-512 BF16 (VDPBF16PS), for the linear
+ * layers in bf16 mode.
+ *
+ * Operands are fp32 arrays; packing converts them to bf16 with round-to-nearest-even (exact
+ * for values that are already bf16-representable, which every compute buffer is in bf16
+ * mode) and lays them out in pairs along the reduction dimension, as VDPBF16PS consumes them.
+ * An odd reduction length is padded with a zero. Products of two bf16 values are exact in
+ * fp32, so the result is the fp32-accumulated dot product of the bf16 inputs, in this order:
+ * for each output element one fp32 accumulator adds the reduction pairs in index order
+ * (pair p = elements 2p and 2p+1). The order depends only on the reduction length, never on
+ * which rows a call covers, so splitting rows across threads gives identical bits.
+ * Denormals are flushed: bf16 inputs below FLT_MIN count as zero and results below FLT_MIN
+ * become zero (VDPBF16PS and VCVTNEPS2BF16 ignore MXCSR and always flush).
+ *
+ * Two-step use, so that the shared operand is packed once per layer call and shared by all
+ * worker threads while each worker computes its own rows:
+ *   1. sv_gemm_bf16_pack: the "B" operand (the one spanning the output columns) into a packed
+ *      buffer of sv_gemm_bf16_pack_bytes bytes; workers may pack disjoint column panels.
+ *   2. sv_gemm_bf16_run: C (m rows) = / += A (m rows) * packed B, single-threaded, using a
+ *      per-thread scratch of sv_gemm_bf16_scratch_bytes() bytes (the packed A block).
+ * The one-shot layout functions (nt / nn / tn) do both steps on one thread.
+ *
+ * Every function here except sv_gemm_bf16_available executes AVX-512 BF16 instructions:
+ * call them only after sv_gemm_bf16_available() returned 1. No function allocates. */
+#ifndef SV_MODEL_BACKEND_CPU_GEMM_BF16_H
+#define SV_MODEL_BACKEND_CPU_GEMM_BF16_H
+
+#include <stddef.h>
+
+/* Columns per packed panel of B (two zmm of fp32 accumulators per row). */
+#define SV_GEMM_BF16_NR 32
+
+/* A strided fp32 matrix seen as (rows/columns i, reduction r): element (i, r) is
+ * p[i * ld + r] when red_contig, else p[r * ld + i]. */
+typedef struct sv_gemm_bf16_mat {
+    const float *p;
+    size_t ld;
+    int red_contig;
+} sv_gemm_bf16_mat;
+
+/* 1 when this CPU (and OS) runs AVX-512 F/BW/VL + BF16, else 0. Cheap; no side effects. */
+int sv_gemm_bf16_available(void);
+
+/* Bytes of a packed B with n columns and reduction length r (n, r >= 0). */
+size_t sv_gemm_bf16_pack_bytes(int n, int r);
+
+/* Bytes of the per-thread scratch sv_gemm_bf16_run needs (a constant; any shapes). */
+size_t sv_gemm_bf16_scratch_bytes(void);
+
+/* Pack columns [j0, j1) of B (n columns, reduction r) into pb (sv_gemm_bf16_pack_bytes(n, r)
+ * bytes, 64-byte aligned). j0 must be a multiple of SV_GEMM_BF16_NR and j1 a multiple of it or
+ * n, so that workers packing disjoint ranges write disjoint bytes. */
+void sv_gemm_bf16_pack(void *pb, sv_gemm_bf16_mat B, int n, int r, int j0, int j1);
+
+/* C (m, n) (row stride ldc) = A (m, r) * B (r, n), or += when accumulate, with B given packed
+ * (sv_gemm_bf16_pack over all n columns with the same n, r). scratch: 64-byte aligned,
+ * sv_gemm_bf16_scratch_bytes() bytes, private to the calling thread. m, n, r >= 0; with
+ * r == 0, C is zeroed (or left as is when accumulate). */
+void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, const void *pb, int n, int r,
+                      int accumulate, void *scratch);
+
+/* One-shot layouts, row-major, contiguous (leading dimension = row length), one thread.
+ * pack: sv_gemm_bf16_pack_bytes(n_cols_of_C, reduction) bytes, scratch as for _run, both
+ * 64-byte aligned.
+ *   nt: C (M,N)  = A (M,K) B (N,K)^T      pack: sv_gemm_bf16_pack_bytes(N, K)
+ *   nn: C (M,K)  = A (M,N) B (N,K)        pack: sv_gemm_bf16_pack_bytes(K, N)
+ *   tn: C (N,K) += A (M,N)^T B (M,K)      pack: sv_gemm_bf16_pack_bytes(K, M) */
+void sv_gemm_bf16_nt(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
+                     void *scratch);
+void sv_gemm_bf16_nn(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
+                     void *scratch);
+void sv_gemm_bf16_tn(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
+                     void *scratch);
+
+#endif
