@@ -239,6 +239,200 @@ static void check_backend(int M, int N, int K) {
         for (int j = 0; j < LIN_N; j++) free(r[mode][j]);
 }
 
+/* ---- attention through the backend (cpu_attention.c in bf16 mode) ----
+ * qkv (B,T,3D) and d_out (B,T,D) are bf16 values, as in bf16 mode. Reference: the exact
+ * attention in double on those inputs (double softmax, no intermediate rounding). Each element
+ * of out and d_qkv is checked against a first-order bound of the bf16-mode error, computed in
+ * double alongside the reference, with u = 2^-8 (bf16 unit roundoff) and g(n) = n * 2^-24:
+ *   - a GEMM over a reduction of n products sum_r x_r y_r whose operand x is rounded to bf16
+ *     when packed (P, dS; exact for q, k, v, dO) and carries an error e_r before that:
+ *     sum_r (u |x_r| + e_r) |y_r| + g(n + 2) sum_r |x_r y_r|;
+ *   - P: its error is measured (the saved fp32 P against the double softmax, itself checked);
+ *   - dP: g(dh + 2) sum |dO v|; rowsum(dP * P) and dS = P (dP - rowsum) propagate them;
+ *   - every output (out, dq, dk, dv) rounded to bf16 once: + u |ref|;
+ * and the sum is taken times 1.25 (second-order terms). The worst error/bound ratio is printed.
+ * Also: 1 and 2 worker threads give the same bits, and the sgemm path
+ * (SHARDVIT_CPU_BF16_ATTN=0) agrees within bf16 tolerance. */
+enum { AT_OUT, AT_P, AT_DQKV, AT_N };
+
+static void run_attention(int threads, int bf16_attn, int B, int T, int D, int H, const float *qkv_h,
+                          const float *dout_h, float *res[AT_N]) {
+    sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = SV_BF16, .threads = threads};
+    sv_backend *be;
+    if (!bf16_attn) setenv("SHARDVIT_CPU_BF16_ATTN", "0", 1);
+    CHECK_OK(sv_backend_create(&cfg, &be));
+    unsetenv("SHARDVIT_CPU_BF16_ATTN");
+    CHECK(sv_cpu(be)->bf16_gemm == 1);
+    CHECK(sv_cpu(be)->bf16_attn == bf16_attn);
+    CHECK((strstr(sv_be_device_name(be), "attn bf16") != NULL) == bf16_attn);
+    size_t nq = (size_t)B * T * 3 * D, no = (size_t)B * T * D, np = (size_t)B * H * T * T;
+    size_t n[AT_N] = {no, np, nq};
+    float *qkv, *d_out, *buf[AT_N];
+    void *scratch;
+    CHECK(sv_be_attention_saved_bytes(be, B, T, D, H) >= np * 4);
+    CHECK_OK(sv_be_alloc(be, nq * 4, (void **)&qkv));
+    CHECK_OK(sv_be_alloc(be, no * 4, (void **)&d_out));
+    CHECK_OK(sv_be_alloc(be, sv_be_attention_scratch_bytes(be, B, T, D, H), &scratch));
+    for (int j = 0; j < AT_N; j++) {
+        CHECK_OK(sv_be_alloc(be, n[j] * 4, (void **)&buf[j]));
+        for (size_t i = 0; i < n[j]; i++) buf[j][i] = NAN; /* every output must be written */
+    }
+    memcpy(qkv, qkv_h, nq * 4);
+    memcpy(d_out, dout_h, no * 4);
+    CHECK_OK(sv_be_attention_fwd(be, buf[AT_OUT], buf[AT_P], scratch, qkv, B, T, D, H));
+    CHECK_OK(sv_be_attention_bwd(be, buf[AT_DQKV], scratch, d_out, qkv, buf[AT_OUT], buf[AT_P], B, T, D, H));
+    for (int j = 0; j < AT_N; j++) {
+        res[j] = malloc(n[j] * 4);
+        CHECK(res[j] != NULL);
+        memcpy(res[j], buf[j], n[j] * 4);
+        sv_be_free(be, buf[j]);
+    }
+    sv_be_free(be, qkv), sv_be_free(be, d_out), sv_be_free(be, scratch);
+    sv_backend_destroy(be);
+}
+
+static double g_att_worst;
+
+/* |got - ref| <= bound, and got is bf16-representable. */
+static void att_expect(const char *what, int B, int T, int D, int H, size_t idx, float got, double ref, double bound) {
+    double err = fabs((double)got - ref);
+    if (!(err <= bound) || sv_round_bf16(got) != got) {
+        fprintf(stderr, "attention B=%d T=%d D=%d H=%d %s[%zu] = %.9g, reference %.9g (bound %.3g)\n", B, T, D, H,
+                what, idx, (double)got, ref, bound);
+        exit(1);
+    }
+    if (bound > 0 && err / bound > g_att_worst) g_att_worst = err / bound;
+}
+
+/* Checks one (batch, head) pair of the bf16 GEMM results against the bounded reference. */
+static void att_ref_pair(int B, int T, int D, int H, int b, int h, const float *qkv, const float *dout,
+                         float *res[AT_N]) {
+    const int dh = D / H, ld = 3 * D;
+    const double u = 0x1p-8, e = 0x1p-24, scale = 1.0 / sqrt((double)dh), slack = 1.25;
+    const float *q = qkv + (size_t)b * T * ld + (size_t)h * dh, *k = q + D, *v = q + 2 * D;
+    const float *dO = dout + (size_t)b * T * D + (size_t)h * dh;
+    const float *Pg = res[AT_P] + ((size_t)b * H + h) * T * T;
+    const float *og = res[AT_OUT] + (size_t)b * T * D + (size_t)h * dh;
+    const float *dqg = res[AT_DQKV] + (size_t)b * T * ld + (size_t)h * dh, *dkg = dqg + D, *dvg = dqg + 2 * D;
+    size_t tt = (size_t)T * T;
+    double *P = malloc(tt * 8), *eP = malloc(tt * 8), *dS = malloc(tt * 8), *edS = malloc(tt * 8);
+    CHECK(P && eP && dS && edS);
+    /* P in double; the saved fp32 P must be close to it */
+    for (int i = 0; i < T; i++) {
+        double mx = -INFINITY, z = 0;
+        for (int j = 0; j < T; j++) {
+            double s = 0;
+            for (int x = 0; x < dh; x++) s += (double)q[(size_t)i * ld + x] * k[(size_t)j * ld + x];
+            P[(size_t)i * T + j] = s * scale;
+            if (s * scale > mx) mx = s * scale;
+        }
+        for (int j = 0; j < T; j++) z += P[(size_t)i * T + j] = exp(P[(size_t)i * T + j] - mx);
+        for (int j = 0; j < T; j++) {
+            size_t ij = (size_t)i * T + j;
+            P[ij] /= z;
+            eP[ij] = fabs((double)Pg[ij] - P[ij]);
+            if (!(eP[ij] <= 2e-5 * (P[ij] + 1.0 / T))) {
+                fprintf(stderr, "attention T=%d D=%d H=%d: P[%d][%d] = %.9g, reference %.9g\n", T, D, H, i, j,
+                        (double)Pg[ij], P[ij]);
+                exit(1);
+            }
+        }
+    }
+    /* out = P v, P rounded when packed */
+    for (int i = 0; i < T; i++)
+        for (int x = 0; x < dh; x++) {
+            double s = 0, bnd = 0, mag = 0;
+            for (int j = 0; j < T; j++) {
+                size_t ij = (size_t)i * T + j;
+                double vv = v[(size_t)j * ld + x];
+                s += P[ij] * vv;
+                bnd += (u * (P[ij] + eP[ij]) + eP[ij]) * fabs(vv);
+                mag += P[ij] * fabs(vv);
+            }
+            bnd = slack * (bnd + e * (T + 2) * mag + u * fabs(s));
+            att_expect("out", B, T, D, H, (size_t)i * D + x, og[(size_t)i * D + x], s, bnd);
+        }
+    /* dP (fp32 GEMM of bf16 values), rowsum(dP * P), dS = P (dP - rowsum) with error bounds */
+    for (int i = 0; i < T; i++) {
+        double dot = 0, edot = 0, dmag = 0;
+        for (int j = 0; j < T; j++) {
+            size_t ij = (size_t)i * T + j;
+            double dp = 0, pm = 0;
+            for (int x = 0; x < dh; x++) {
+                double pr = (double)dO[(size_t)i * D + x] * v[(size_t)j * ld + x];
+                dp += pr;
+                pm += fabs(pr);
+            }
+            dS[ij] = dp;
+            edS[ij] = e * (dh + 2) * pm; /* error of dP for now */
+            dot += dp * P[ij];
+            edot += edS[ij] * P[ij] + fabs(dp) * eP[ij];
+            dmag += fabs(dp) * P[ij];
+        }
+        edot += e * (T + 2) * dmag;
+        for (int j = 0; j < T; j++) {
+            size_t ij = (size_t)i * T + j;
+            double diff = dS[ij] - dot;
+            double err = eP[ij] * fabs(diff) + P[ij] * (edS[ij] + edot) + 2 * e * P[ij] * fabs(diff);
+            dS[ij] = P[ij] * diff;
+            edS[ij] = err + u * (fabs(dS[ij]) + err); /* + the rounding when packed */
+        }
+    }
+    /* dv = P^T dO, dq = scale dS k, dk = scale dS^T q */
+    for (int j = 0; j < T; j++)
+        for (int x = 0; x < dh; x++) {
+            double sv = 0, bv = 0, mv = 0, sq = 0, bq = 0, mq = 0, sk = 0, bk = 0, mk = 0;
+            for (int i = 0; i < T; i++) {
+                size_t ij = (size_t)i * T + j, ji = (size_t)j * T + i;
+                double o = dO[(size_t)i * D + x], kk = k[(size_t)i * ld + x], qq = q[(size_t)i * ld + x];
+                sv += P[ij] * o, bv += (u * (P[ij] + eP[ij]) + eP[ij]) * fabs(o), mv += P[ij] * fabs(o);
+                sq += dS[ji] * kk, bq += edS[ji] * fabs(kk), mq += fabs(dS[ji] * kk);
+                sk += dS[ij] * qq, bk += edS[ij] * fabs(qq), mk += fabs(dS[ij] * qq);
+            }
+            size_t at = (size_t)j * ld + x;
+            sq *= scale, sk *= scale;
+            bv = slack * (bv + e * (T + 2) * mv + u * fabs(sv));
+            bq = slack * (scale * (bq + e * (T + 3) * mq) + u * fabs(sq));
+            bk = slack * (scale * (bk + e * (T + 3) * mk) + u * fabs(sk));
+            att_expect("dv", B, T, D, H, at, dvg[at], sv, bv);
+            att_expect("dq", B, T, D, H, at, dqg[at], sq, bq);
+            att_expect("dk", B, T, D, H, at, dkg[at], sk, bk);
+        }
+    free(P), free(eP), free(dS), free(edS);
+}
+
+static void check_attention(int B, int T, int D, int H, uint64_t seed) {
+    size_t nq = (size_t)B * T * 3 * D, no = (size_t)B * T * D, np = (size_t)B * H * T * T;
+    size_t n[AT_N] = {no, np, nq};
+    static const char *names[AT_N] = {"out", "P", "d_qkv"};
+    float *qkv = randm(nq, seed, 1.0, 0), *dout = randm(no, seed + 1, 1.0, 0);
+    float *r[3][AT_N];
+    run_attention(1, 1, B, T, D, H, qkv, dout, r[0]);
+    run_attention(2, 1, B, T, D, H, qkv, dout, r[1]);
+    run_attention(2, 0, B, T, D, H, qkv, dout, r[2]);
+    g_att_worst = 0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) att_ref_pair(B, T, D, H, b, h, qkv, dout, r[0]);
+    printf("attention B=%d T=%d D=%d H=%d: worst error %.3f of the bound", B, T, D, H, g_att_worst);
+    for (int j = 0; j < AT_N; j++) {
+        CHECK(memcmp(r[0][j], r[1][j], n[j] * 4) == 0);
+        double d2 = 0, v2 = 0;
+        for (size_t i = 0; i < n[j]; i++) {
+            double a = r[0][j][i], c = r[2][j][i];
+            d2 += (a - c) * (a - c);
+            v2 += c * c;
+        }
+        double rel = sqrt(d2 / (v2 > 0 ? v2 : 1));
+        printf(", %s vs sgemm rms rel %.1e", names[j], rel);
+        /* P: fp32 sums in a different order; out, d_qkv: P/dS rounded to bf16 + bf16 outputs */
+        CHECK(rel <= (j == AT_P ? 1e-5 : 8e-3));
+    }
+    printf("\n");
+    for (int m = 0; m < 3; m++)
+        for (int j = 0; j < AT_N; j++) free(r[m][j]);
+    free(qkv), free(dout);
+}
+
 int main(void) {
     if (!sv_gemm_bf16_available()) SKIP("this CPU lacks AVX-512 BF16 (avx512_bf16); the bf16 GEMM is not used here");
     /* odd and edge sizes: (M, N, K) of the linear layer */
@@ -264,6 +458,12 @@ int main(void) {
     check_backend(1000, 96, 200);  /* rows split across 2 workers */
     check_backend(5000, 64, 840);  /* dW: packed `in` exceeds the pack buffer, reduction in chunks */
     check_backend(40, 2080, 2050); /* forward and d_in: packed W exceeds the pack buffer */
+    /* attention: vit-28 (dh 64 and 32), vit-ti16 (T 197); odd dh and T (padding, masks), T past
+     * one 128-row block and one 128-pair reduction block */
+    static const int att[][4] = {{4, 50, 192, 3}, {4, 50, 128, 4}, {2, 197, 192, 3}, {3, 7, 15, 3},
+                                 {1, 1, 8, 2},    {2, 33, 40, 5},  {1, 130, 48, 3}, {1, 257, 32, 2}};
+    for (size_t s = 0; s < sizeof att / sizeof att[0]; s++, seed += 2)
+        check_attention(att[s][0], att[s][1], att[s][2], att[s][3], seed);
     printf("ok\n");
     return 0;
 }

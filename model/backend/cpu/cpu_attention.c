@@ -1,21 +1,61 @@
 /* CPU backend: multi-head self-attention (non-causal) with explicit probabilities.
  *
- * Per (batch, head) pair, with q/k/v read in place from qkv (B,T,3D) through BLAS leading
+ * Per (batch, head) pair, with q/k/v read in place from qkv (B,T,3D) through leading
  * dimensions (row stride 3D; q at column h*dh, k at D + h*dh, v at 2D + h*dh):
  *   forward:  P = softmax(q k^T * scale) (saved, f32),  O = P v
  *   backward: dV = P^T dO,  dP = dO v^T,  dS = P * (dP - rowsum(dP * P)),
  *             dQ = dS k * scale,  dK = dS^T q * scale
- * Pairs are spread over the OpenMP workers, each calling single-threaded sgemm. P is kept in
- * fp32 (it is not a compute buffer); only O and d_qkv are rounded in bf16 mode. */
+ * Pairs are spread over the OpenMP workers; each pair is computed entirely by one worker, so
+ * results do not depend on the worker count. The six per-pair GEMMs run either
+ * single-threaded OpenBLAS sgemm, or (c->bf16_attn, bf16 mode only) the AVX-512 BF16 GEMM of
+ * gemm_bf16.h, which rounds its operands to bf16 when packing: q, k, v and dO are already
+ * bf16 in bf16 mode (exact), P and dS are not (they get rounded as GEMM inputs; the saved P,
+ * the softmax and its backward stay fp32). The scale is applied to the fp32 GEMM result, as
+ * sgemm's alpha is. Only O and d_qkv are rounded as outputs in bf16 mode. */
 #include <cblas.h>
 #include <math.h>
 
 #include "model/backend/cpu/cpu_backend.h"
+#include "model/backend/cpu/gemm_bf16.h"
+
+static size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/* Per-worker scratch: a (T,T) fp32 tile (dP, then dS in place), followed, when the bf16 GEMM
+ * runs attention, by the packed B operand of one head GEMM (k or v for the forward; dO, v, k,
+ * q for the backward: at most max(pack(T, dh), pack(dh, T)) bytes). Both 256-byte aligned. */
+static size_t tile_bytes(int T) { return align256((size_t)T * T * sizeof(float)); }
+static size_t pack_area_bytes(int T, int dh) {
+    size_t a = sv_gemm_bf16_pack_bytes(T, dh), b = sv_gemm_bf16_pack_bytes(dh, T);
+    return align256(a > b ? a : b);
+}
+static size_t worker_bytes(const sv_cpu_backend *c, int T, int dh) {
+    return tile_bytes(T) + (c->bf16_attn ? pack_area_bytes(T, dh) : 0);
+}
+
+size_t sv_cpu_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H) {
+    (void)be;
+    (void)D;
+    return (size_t)B * H * T * T * sizeof(float); /* probabilities P (B,H,T,T) f32 */
+}
+size_t sv_cpu_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, int H) {
+    (void)B;
+    const sv_cpu_backend *c = sv_cpu_c(be);
+    int workers = c->threads > c->op_threads ? c->threads : c->op_threads;
+    return worker_bytes(c, T, D / H) * (size_t)workers;
+}
 
 /* Round a (rows, cols) block with row stride ld in place. */
 static void round_strided(int bf, float *p, int rows, int cols, int ld) {
     if (!bf) return;
     for (int r = 0; r < rows; r++) sv_cpu_round_block(1, p + (size_t)r * ld, (size_t)cols);
+}
+
+/* p (rows, cols; row stride ld) = store(p * scale): the alpha of the bf16 GEMM path. */
+static void scale_strided(int bf, float *p, int rows, int cols, int ld, float scale) {
+    for (int r = 0; r < rows; r++) {
+        float *row = p + (size_t)r * ld;
+        for (int j = 0; j < cols; j++) row[j] = sv_cpu_store(bf, row[j] * scale);
+    }
 }
 
 /* Split pairs [0, n) into nt contiguous ranges; range t is [*a, *b). */
@@ -24,18 +64,47 @@ static void split(int n, int nt, int t, int *a, int *b) {
     *b = (int)((long)n * (t + 1) / nt);
 }
 
+/* Workers for `pairs` (batch, head) pairs; the bf16 GEMM path also needs one of the
+ * backend's GEMM scratch slots per worker. */
+static int workers(const sv_cpu_backend *c, int pairs) {
+    int nt = c->op_threads < pairs ? c->op_threads : pairs;
+    if (c->bf16_attn && nt > c->gemm_slots) nt = c->gemm_slots;
+    return nt;
+}
+
+/* Prefetch rows [0, rows) x cols floats (row stride ld) towards L2. The bf16 path reads each
+ * head's operands first in its packing loops, which stall on every new row of a buffer too
+ * large for the cache; fetching the next pair's rows while this one computes hides that. */
+static void prefetch_rows(const float *p, int rows, int cols, size_t ld) {
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j += 16) __builtin_prefetch(p + (size_t)r * ld + j, 0, 2);
+}
+
+/* C (m, n; row stride ldc) = A (m, r) B (r, n) on one thread with the bf16 GEMM: B packed into
+ * this worker's pack area, A packed block-wise into its GEMM scratch. */
+static void gemm_bf16(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, sv_gemm_bf16_mat B, int n, int r,
+                      void *pack, void *scratch) {
+    sv_gemm_bf16_pack(pack, B, n, r, 0, n);
+    sv_gemm_bf16_run(C, ldc, A, m, pack, n, r, 0, scratch);
+}
+
+static void *gemm_scratch(const sv_cpu_backend *c, int t) {
+    return (char *)c->gemm_scratch + (size_t)t * sv_gemm_bf16_scratch_bytes();
+}
+
 sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *scratch,
                                const void *qkv_, int B, int T, int D, int H) {
-    (void)scratch;
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_, *Pall = saved;
     const float *qkv = qkv_;
-    const int bf = c->bf16, dh = D / H, ld = 3 * D, pairs = B * H;
+    const int bf = c->bf16, bfa = c->bf16_attn, dh = D / H, ld = 3 * D, pairs = B * H;
     const float scale = 1.0f / sqrtf((float)dh);
-    int nt = c->op_threads < pairs ? c->op_threads : pairs;
-    if (nt > 1) sv_cpu_blas_threads(1);
+    const size_t wb = worker_bytes(c, T, dh);
+    int nt = workers(c, pairs);
+    if (nt > 1 && !bfa) sv_cpu_blas_threads(1);
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
     for (int t = 0; t < nt; t++) {
+        void *pack = (char *)scratch + (size_t)t * wb + tile_bytes(T);
         int i0, i1;
         split(pairs, nt, t, &i0, &i1);
         for (int i = i0; i < i1; i++) {
@@ -44,16 +113,46 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
             const float *k = q + D, *v = q + 2 * D;
             float *P = Pall + (size_t)i * T * T;
             float *o = out + (size_t)b * T * D + (size_t)h * dh;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld,
-                        0.0f, P, T);
-            c->k->softmax_rows(P, T, T);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, v, ld,
-                        0.0f, o, D);
+            if (bfa) {
+                if (i + 1 < i1) { /* q, k, v of the next pair */
+                    const float *qn = qkv + (size_t)((i + 1) / H) * T * ld + (size_t)((i + 1) % H) * dh;
+                    for (int x = 0; x < 3; x++) prefetch_rows(qn + (size_t)x * D, T, dh, (size_t)ld);
+                }
+                const sv_gemm_bf16_mat Aq = {q, (size_t)ld, 1}, Bk = {k, (size_t)ld, 1};
+                const sv_gemm_bf16_mat Ap = {P, (size_t)T, 1}, Bv = {v, (size_t)ld, 0};
+                gemm_bf16(P, (size_t)T, Aq, T, Bk, T, dh, pack, gemm_scratch(c, t));
+                scale_strided(0, P, 1, T * T, 0, scale);
+                c->k->softmax_rows(P, T, T);
+                gemm_bf16(o, (size_t)D, Ap, T, Bv, dh, T, pack, gemm_scratch(c, t));
+            } else {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld,
+                            0.0f, P, T);
+                c->k->softmax_rows(P, T, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, v, ld,
+                            0.0f, o, D);
+            }
             round_strided(bf, o, T, dh, D);
         }
     }
-    if (nt > 1) sv_cpu_blas_threads(sv_cpu_blas_default(c));
+    if (nt > 1 && !bfa) sv_cpu_blas_threads(sv_cpu_blas_default(c));
     return SV_OK;
+}
+
+/* dS = P * (dP - rowsum(dP * P)) in place over the (T,T) tile, in fp32 with 16 fixed lanes. */
+static void softmax_bwd(float *dS, const float *P, int T) {
+    for (int r = 0; r < T; r++) {
+        float *s = dS + (size_t)r * T;
+        const float *p = P + (size_t)r * T;
+        float acc[16] = {0};
+        int j = 0;
+        for (; j + 16 <= T; j += 16)
+            for (int l = 0; l < 16; l++) acc[l] += s[j + l] * p[j + l];
+        for (; j < T; j++) acc[j & 15] += s[j] * p[j];
+        for (int w = 8; w >= 1; w >>= 1)
+            for (int l = 0; l < w; l++) acc[l] += acc[l + w];
+        float dot = acc[0];
+        for (j = 0; j < T; j++) s[j] = p[j] * (s[j] - dot);
+    }
 }
 
 sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, const void *d_out_,
@@ -63,14 +162,15 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
     const sv_cpu_backend *c = sv_cpu(be);
     float *d_qkv = d_qkv_;
     const float *qkv = qkv_, *d_out = d_out_, *Pall = saved;
-    const int bf = c->bf16, dh = D / H, ld = 3 * D, pairs = B * H;
+    const int bf = c->bf16, bfa = c->bf16_attn, dh = D / H, ld = 3 * D, pairs = B * H;
     const float scale = 1.0f / sqrtf((float)dh);
-    const size_t tile = (((size_t)T * T * sizeof(float) + 255) / 256 * 256) / sizeof(float);
-    int nt = c->op_threads < pairs ? c->op_threads : pairs;
-    if (nt > 1) sv_cpu_blas_threads(1);
+    const size_t wb = worker_bytes(c, T, dh);
+    int nt = workers(c, pairs);
+    if (nt > 1 && !bfa) sv_cpu_blas_threads(1);
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
     for (int t = 0; t < nt; t++) {
-        float *dS = (float *)scratch + (size_t)t * tile;
+        float *dS = (float *)((char *)scratch + (size_t)t * wb);
+        void *pack = (char *)dS + tile_bytes(T);
         int i0, i1;
         split(pairs, nt, t, &i0, &i1);
         for (int i = i0; i < i1; i++) {
@@ -80,32 +180,43 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
             float *dq = d_qkv + qoff, *dk = dq + D, *dv = dq + 2 * D;
             const float *P = Pall + (size_t)i * T * T;
             const float *dO = d_out + (size_t)b * T * D + (size_t)h * dh;
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, dO, D,
-                        0.0f, dv, ld);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld,
-                        0.0f, dS, T);
-            for (int r = 0; r < T; r++) {
-                float *s = dS + (size_t)r * T;
-                const float *p = P + (size_t)r * T;
-                float acc[16] = {0};
-                int j = 0;
-                for (; j + 16 <= T; j += 16)
-                    for (int l = 0; l < 16; l++) acc[l] += s[j + l] * p[j + l];
-                for (; j < T; j++) acc[j & 15] += s[j] * p[j];
-                for (int w = 8; w >= 1; w >>= 1)
-                    for (int l = 0; l < w; l++) acc[l] += acc[l + w];
-                float dot = acc[0];
-                for (j = 0; j < T; j++) s[j] = p[j] * (s[j] - dot);
+            if (bfa) {
+                if (i + 1 < i1) { /* q, k, v, dO and P of the next pair */
+                    int bn = (i + 1) / H, hn = (i + 1) % H;
+                    const float *qn = qkv + (size_t)bn * T * ld + (size_t)hn * dh;
+                    for (int x = 0; x < 3; x++) prefetch_rows(qn + (size_t)x * D, T, dh, (size_t)ld);
+                    prefetch_rows(d_out + (size_t)bn * T * D + (size_t)hn * dh, T, dh, (size_t)D);
+                    prefetch_rows(P + (size_t)T * T, 1, T * T, 0);
+                }
+                void *gs = gemm_scratch(c, t);
+                const size_t L = (size_t)ld;
+                gemm_bf16(dv, L, (sv_gemm_bf16_mat){P, (size_t)T, 0}, T, (sv_gemm_bf16_mat){dO, (size_t)D, 0},
+                          dh, T, pack, gs);
+                gemm_bf16(dS, (size_t)T, (sv_gemm_bf16_mat){dO, (size_t)D, 1}, T, (sv_gemm_bf16_mat){v, L, 1}, T,
+                          dh, pack, gs);
+                softmax_bwd(dS, P, T);
+                gemm_bf16(dq, L, (sv_gemm_bf16_mat){dS, (size_t)T, 1}, T, (sv_gemm_bf16_mat){k, L, 0}, dh, T,
+                          pack, gs);
+                gemm_bf16(dk, L, (sv_gemm_bf16_mat){dS, (size_t)T, 0}, T, (sv_gemm_bf16_mat){q, L, 0}, dh, T,
+                          pack, gs);
+                scale_strided(bf, dq, T, dh, ld, scale);
+                scale_strided(bf, dk, T, dh, ld, scale);
+            } else {
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, dO, D,
+                            0.0f, dv, ld);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld,
+                            0.0f, dS, T);
+                softmax_bwd(dS, P, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld,
+                            0.0f, dq, ld);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld,
+                            0.0f, dk, ld);
+                round_strided(bf, dq, T, dh, ld);
+                round_strided(bf, dk, T, dh, ld);
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld,
-                        0.0f, dq, ld);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld,
-                        0.0f, dk, ld);
-            round_strided(bf, dq, T, dh, ld);
-            round_strided(bf, dk, T, dh, ld);
             round_strided(bf, dv, T, dh, ld);
         }
     }
-    if (nt > 1) sv_cpu_blas_threads(sv_cpu_blas_default(c));
+    if (nt > 1 && !bfa) sv_cpu_blas_threads(sv_cpu_blas_default(c));
     return SV_OK;
 }

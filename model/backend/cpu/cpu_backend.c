@@ -160,23 +160,6 @@ static sv_status cpu_adamw(sv_backend *be, float *p, const float *g, float *m, f
     return SV_OK;
 }
 
-/* ---- attention buffer sizes ---- */
-
-size_t sv_cpu_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H) {
-    (void)be;
-    (void)D;
-    return (size_t)B * H * T * T * sizeof(float); /* probabilities P (B,H,T,T) f32 */
-}
-size_t sv_cpu_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, int H) {
-    (void)B;
-    (void)D;
-    (void)H;
-    /* one (T,T) dP/dS tile per worker thread, each 256-byte aligned */
-    size_t tile = ((size_t)T * T * sizeof(float) + 255) / 256 * 256;
-    const sv_cpu_backend *c = sv_cpu_c(be);
-    return tile * (size_t)(c->threads > c->op_threads ? c->threads : c->op_threads);
-}
-
 sv_status sv_cpu_backend_set_isa(sv_backend *be, const char *isa) {
     const sv_cpu_kernels *k = sv_cpu_kernels_pick(isa);
     if (!k)
@@ -308,13 +291,17 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
                            SV_CPU_BF16_PACK_BYTES + sb * (size_t)c->threads);
         }
         c->bf16_gemm = 1;
+        const char *ba = getenv("SHARDVIT_CPU_BF16_ATTN");
+        c->bf16_attn = !(ba && !strcmp(ba, "0"));
     }
     char model[72]; /* leaves room for the thread count and the kernel/GEMM bracket */
     cpu_model_name(model, sizeof model);
-    /* the bracket names the kernels in use; in bf16 mode also which GEMM runs the linears */
-    snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s) [%s%s]", model,
+    /* the bracket names the kernels in use; in bf16 mode also which GEMM runs the linears
+     * and whether attention uses it too */
+    snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s) [%s%s%s]", model,
              c->threads, c->threads == 1 ? "" : "s", c->k->isa,
-             !c->bf16 ? "" : c->bf16_gemm ? ", gemm avx512-bf16" : ", gemm openblas");
+             !c->bf16 ? "" : c->bf16_gemm ? ", gemm avx512-bf16" : ", gemm openblas",
+             c->bf16_attn ? ", attn bf16" : "");
     const char *gm = getenv("SHARDVIT_CPU_GEMM");
     c->gemm_split = !(gm && !strcmp(gm, "blas"));
     sv_cpu_blas_threads(sv_cpu_blas_default(c));

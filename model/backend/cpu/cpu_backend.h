@@ -42,6 +42,11 @@ typedef struct sv_cpu_backend {
     void *gemm_pack;          /* SV_CPU_BF16_PACK_BYTES, the packed shared operand (bf16_gemm) */
     void *gemm_scratch;       /* gemm_slots x sv_gemm_bf16_scratch_bytes(), one per worker */
     int gemm_slots;           /* workers a bf16 GEMM may use (= threads at creation) */
+    /* 1: bf16_gemm, and the attention GEMMs (per (batch, head): QK^T, PV and the four of the
+     * backward) run gemm_bf16.h too (cpu_attention.c), unless the environment says
+     * SHARDVIT_CPU_BF16_ATTN=0 at creation. Fixed at creation: the attention scratch size
+     * depends on it. */
+    int bf16_attn;
 } sv_cpu_backend;
 
 /* Capacity of the packed shared GEMM operand: a weight of up to ~4M elements (ViT-B's

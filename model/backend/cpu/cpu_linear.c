@@ -78,6 +78,26 @@ static void *bf16_scratch(const sv_cpu_backend *c, int t) {
     return (char *)c->gemm_scratch + (size_t)t * sv_gemm_bf16_scratch_bytes();
 }
 
+/* Inside a parallel region of nt workers, worker t: rows [a, b) of C (n columns, row stride
+ * ldc) = (or += when accumulate) A B over reduction length r, in chunks of kc (bf16_chunk). All
+ * workers pack their share of each chunk of B and meet at the barriers, whatever their rows. */
+static void bf16_rows_chunked(const sv_cpu_backend *c, float *C, size_t ldc, sv_gemm_bf16_mat A,
+                              size_t a, size_t b, sv_gemm_bf16_mat B, int n, int r, int kc,
+                              int accumulate, int t, int nt, void *scratch) {
+    for (int r0 = 0; r0 < r; r0 += kc) {
+        int rl = r - r0 < kc ? r - r0 : kc;
+        bf16_pack_share(c, bf16_at(B, r0), n, rl, t, nt);
+#pragma omp barrier
+        if (b > a) {
+            sv_gemm_bf16_mat Am = bf16_at(A, r0);
+            Am.p += A.red_contig ? a * A.ld : a; /* first row of this worker */
+            sv_gemm_bf16_run(C + a * ldc, ldc, Am, (int)(b - a), c->gemm_pack, n, rl,
+                             accumulate || r0 > 0, scratch);
+        }
+#pragma omp barrier
+    }
+}
+
 static void linear_fwd_bf16(const sv_cpu_backend *c, float *out, float *pre_gelu, const float *in,
                             const float *W, const float *bias, int M, int N, int K) {
     const sv_gemm_bf16_mat Bw = {W, (size_t)K, 1}, Ai = {in, (size_t)K, 1};
@@ -123,32 +143,12 @@ static void linear_bwd_bf16(const sv_cpu_backend *c, float *d_in, float *dW, con
         if (d_in) {
             sv_cpu_range((size_t)M, nt_in, t, &a, &b);
             if (t >= nt_in) a = b = 0;
-            for (int r0 = 0; r0 < N; r0 += kc_in) {
-                int rl = N - r0 < kc_in ? N - r0 : kc_in;
-                bf16_pack_share(c, bf16_at(Bw, r0), K, rl, t, nt);
-#pragma omp barrier
-                if (b > a) {
-                    sv_gemm_bf16_mat Am = bf16_at(Ad, r0);
-                    Am.p += a * Am.ld;
-                    sv_gemm_bf16_run(d_in + a * K, (size_t)K, Am, (int)(b - a), c->gemm_pack, K, rl, r0 > 0, sc);
-                }
-#pragma omp barrier
-            }
+            bf16_rows_chunked(c, d_in, (size_t)K, Ad, a, b, Bw, K, N, kc_in, 0, t, nt, sc);
             if (b > a) sv_cpu_round_block(c->bf16, d_in + a * K, (b - a) * (size_t)K);
         }
         sv_cpu_range((size_t)N, nt_w, t, &a, &b);
         if (t >= nt_w) a = b = 0;
-        for (int r0 = 0; r0 < M; r0 += kc_w) {
-            int rl = M - r0 < kc_w ? M - r0 : kc_w;
-            bf16_pack_share(c, bf16_at(Bi, r0), K, rl, t, nt);
-#pragma omp barrier
-            if (b > a) {
-                sv_gemm_bf16_mat Am = bf16_at(Adt, r0);
-                Am.p += a;
-                sv_gemm_bf16_run(dW + a * K, (size_t)K, Am, (int)(b - a), c->gemm_pack, K, rl, 1, sc);
-            }
-#pragma omp barrier
-        }
+        bf16_rows_chunked(c, dW, (size_t)K, Adt, a, b, Bi, K, M, kc_w, 1, t, nt, sc);
     }
 }
 
