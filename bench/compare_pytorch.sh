@@ -3,16 +3,18 @@
 #
 # Usage: bench/compare_pytorch.sh [BUILD_DIR] [OUT_DIR]
 #   env SV (shardvit binary, default BUILD_DIR/app/shardvit), STEPS (timed steps, default 4), WARMUP (default 1), REPEATS (PyTorch repeats, default 2),
-#       CASES (default "vit-28:128 vit-ti16:32"), SCALING=1 (vit-ti16 at world 1/2/4),
+#       CASES (default "vit-28:128 vit-ti16:32"), DTYPES (default "fp32 bf16"), SCALING=1 (vit-ti16 at world 1/2/4),
 #       MFU=1 (vit-s16 at 224, batch 32, world 2)
 #
-# For each model:batch case it runs, back to back on the same machine state:
-#   PyTorch (Debian /usr/bin/python3 + python3-torch, fp32, AdamW, label smoothing 0.1, grad
-#   clipping 1.0; the same ViT module code as tests/model/vit_ref.py) at torch.set_num_threads
-#   1 and 2, keeping its best setting; then shardvit bench at 1 rank x 1 thread, 1 rank x 2
+# For each model:batch case and each precision it runs, back to back on the same machine state:
+#   PyTorch (Debian /usr/bin/python3 + python3-torch, AdamW, label smoothing 0.1, grad clipping
+#   1.0; the same ViT module code as tests/model/vit_ref.py) at torch.set_num_threads 1 and 2,
+#   keeping its best setting; fp32, or bf16 = torch.autocast("cpu", bfloat16) with fp32
+#   parameters; then shardvit bench (--param-dtype fp32|bf16) at 1 rank x 1 thread, 1 rank x 2
 #   threads and mpiexec -n 2 (FSDP full_shard, 1 thread per rank), all on one fixed synthetic
-#   batch. Prints img/s and each shardvit setting's ratio to PyTorch's best, and the FSDP cost
-#   (2 ranks vs 1 rank x 2 threads). Every JSON result is kept in OUT_DIR (results.jsonl).
+#   batch. Prints img/s and each shardvit setting's ratio to PyTorch's best in the same precision,
+#   and the FSDP cost (2 ranks vs 1 rank x 2 threads). Every JSON result is kept in OUT_DIR
+#   (results.jsonl).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -23,6 +25,7 @@ STEPS=${STEPS:-4}
 WARMUP=${WARMUP:-1}
 REPEATS=${REPEATS:-2}
 CASES=${CASES:-"vit-28:128 vit-ti16:32"}
+DTYPES=${DTYPES:-"fp32 bf16"}
 TORCH_PY=/usr/bin/python3
 PY=$(command -v python3 || echo /usr/bin/python3)
 MPIEXEC=${MPIEXEC:-mpiexec}
@@ -56,31 +59,34 @@ printf "%-10s %5s  %-26s %10s %8s %7s %11s\n" model batch setting img/s ratio mf
 for c in $CASES; do
     model=${c%%:*}
     batch=${c##*:}
+    for dt in $DTYPES; do
     "$TORCH_PY" "$HERE/train/torch_vit_train.py" --model "$model" --batch-size "$batch" --steps "$STEPS" \
-        --warmup "$WARMUP" --repeats "$REPEATS" --threads 1,2 >"$OUT/torch-$model.json" 2>"$OUT/torch-$model.log" \
-        || { echo "PyTorch run failed: see $OUT/torch-$model.log" >&2; exit 1; }
-    record "torch-$model" "$OUT/torch-$model.json"
-    tb=$(field "$OUT/torch-$model.json" img_per_s)
-    tt=$(field "$OUT/torch-$model.json" best_threads)
-    printf "%-10s %5s  %-26s %10.1f %8s %7s %11s\n" "$model" "$batch" "pytorch best ($tt thr)" "$tb" "1.00" "-" "-"
+        --warmup "$WARMUP" --repeats "$REPEATS" --threads 1,2 --dtypes "$dt" \
+        >"$OUT/torch-$model-$dt.json" 2>"$OUT/torch-$model-$dt.log" \
+        || { echo "PyTorch run failed: see $OUT/torch-$model-$dt.log" >&2; exit 1; }
+    record "torch-$model-$dt" "$OUT/torch-$model-$dt.json"
+    tb=$(field "$OUT/torch-$model-$dt.json" img_per_s)
+    tt=$(field "$OUT/torch-$model-$dt.json" best_threads)
+    printf "%-10s %5s  %-26s %10.1f %8s %7s %11s\n" "$model" "$batch" "pytorch $dt best ($tt thr)" "$tb" "1.00" "-" "-"
     for cfg in "1 1" "1 2" "2 1"; do
         set -- $cfg
-        tag="sv-$model-r$1t$2"
-        sv_bench "$tag" "$1" "$2" "$model" "$batch" || continue
+        tag="sv-$model-$dt-r$1t$2"
+        sv_bench "$tag" "$1" "$2" "$model" "$batch" --param-dtype "$dt" || continue
         ips=$(field "$OUT/$tag.json" img_per_s)
         mfu=$(field "$OUT/$tag.json" mfu)
         best=$(field "$OUT/$tag.json" img_per_s_best_step)
-        label="shardvit ${1}r x ${2}t"
+        label="shardvit $dt ${1}r x ${2}t"
         [ "$1" -gt 1 ] && label="$label (FSDP)"
         "$PY" -c "import sys; i,t,m,b=float(sys.argv[1]),float(sys.argv[2]),sys.argv[3],float(sys.argv[7]); \
 print('%-10s %5s  %-26s %10.1f %8.2f %7s %11.1f' % (sys.argv[4], sys.argv[5], sys.argv[6], i, i/t, \
 '-' if m=='None' else '%.2f' % float(m), b))" "$ips" "$tb" "$mfu" "$model" "$batch" "$label" "$best"
     done
-    if [ -f "$OUT/sv-$model-r1t2.json" ] && [ -f "$OUT/sv-$model-r2t1.json" ]; then
+    if [ -f "$OUT/sv-$model-$dt-r1t2.json" ] && [ -f "$OUT/sv-$model-$dt-r2t1.json" ]; then
         "$PY" -c "import json,sys; a=json.load(open(sys.argv[1]))['img_per_s']; b=json.load(open(sys.argv[2]))['img_per_s']; \
-print('%-10s FSDP 2 ranks vs 1 rank x 2 threads: %+.1f%% time per image' % (sys.argv[3], 100*(a/b-1)))" \
-            "$OUT/sv-$model-r1t2.json" "$OUT/sv-$model-r2t1.json" "$model"
+print('%-10s %s FSDP 2 ranks vs 1 rank x 2 threads: %+.1f%% time per image' % (sys.argv[3], sys.argv[4], 100*(a/b-1)))" \
+            "$OUT/sv-$model-$dt-r1t2.json" "$OUT/sv-$model-$dt-r2t1.json" "$model" "$dt"
     fi
+    done
 done
 
 if [ "${MFU:-1}" = 1 ]; then

@@ -5,9 +5,13 @@ Trains the same ViT as shardvit (timm VisionTransformer semantics: class token, 
 pos_embed incl. the class position, pre-norm blocks, LayerNorm eps 1e-6, qkv with bias, exact
 erf GELU, final norm, linear head on token 0) in float32 with AdamW and label-smoothed
 cross-entropy on one fixed synthetic batch (so data loading is excluded, as in
-`shardvit bench --synthetic`). For each requested intra-op thread count it runs `--warmup`
-untimed steps then `--steps` timed steps, repeated `--repeats` times, and keeps the best
-repeat. Prints one JSON object on stdout: per-thread img/s and the best setting.
+`shardvit bench --synthetic`). For each requested intra-op thread count and each requested
+precision it runs `--warmup` untimed steps then `--steps` timed steps, repeated `--repeats`
+times, and keeps the best repeat. Precisions: fp32, and bf16 = torch.autocast("cpu",
+dtype=torch.bfloat16) around forward and loss with fp32 parameters and optimizer (the same
+mixed precision as shardvit's --param-dtype bf16; on CPUs with AVX-512 BF16 this PyTorch's
+oneDNN runs the linear layers in bf16). Prints one JSON object on stdout: img/s per setting
+("<threads>" for fp32, "<threads>-bf16" for bf16) and the best setting.
 
 The module code is the one of tests/model/vit_ref.py (kept independent of shardvit).
 """
@@ -41,6 +45,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", default="1,2", help="comma-separated intra-op thread counts")
     ap.add_argument("--smoothing", type=float, default=0.1)
+    ap.add_argument("--dtypes", default="fp32", help="comma-separated precisions: fp32, bf16 (autocast)")
     a = ap.parse_args()
     img, patch, chans, classes, dim, depth, heads = PRESETS[a.model]
     if a.img:
@@ -55,32 +60,39 @@ def main():
     x = torch.randn(a.batch_size, chans, img, img)
     y = torch.randint(0, classes, (a.batch_size,))
 
-    def step():
+    def step(bf16):
         opt.zero_grad(set_to_none=True)
-        loss = lossf(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = lossf(model(x), y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return float(loss)
 
     per = {}
-    for nt in [int(t) for t in a.threads.split(",")]:
-        torch.set_num_threads(nt)
-        best = 0.0
-        for _ in range(a.repeats):
-            for _ in range(a.warmup):
-                step()
-            t0 = time.perf_counter()
-            for _ in range(a.steps):
-                step()
-            dt = time.perf_counter() - t0
-            best = max(best, a.steps * a.batch_size / dt)
-        per[str(nt)] = best
-        print("torch %s batch %d threads %d: %.2f img/s" % (a.model, a.batch_size, nt, best), file=sys.stderr)
+    for dt_name in a.dtypes.split(","):
+        if dt_name not in ("fp32", "bf16"):
+            ap.error("--dtypes: unknown precision %r (fp32, bf16)" % dt_name)
+        for nt in [int(t) for t in a.threads.split(",")]:
+            torch.set_num_threads(nt)
+            best = 0.0
+            for _ in range(a.repeats):
+                for _ in range(a.warmup):
+                    step(dt_name == "bf16")
+                t0 = time.perf_counter()
+                for _ in range(a.steps):
+                    step(dt_name == "bf16")
+                dt = time.perf_counter() - t0
+                best = max(best, a.steps * a.batch_size / dt)
+            key = str(nt) + ("-bf16" if dt_name == "bf16" else "")
+            per[key] = best
+            print("torch %s batch %d threads %d %s: %.2f img/s" % (a.model, a.batch_size, nt, dt_name, best),
+                  file=sys.stderr)
     bt = max(per, key=per.get)
     print(json.dumps({"framework": "pytorch", "version": torch.__version__, "model": a.model, "img": img,
-                      "batch_size": a.batch_size, "steps": a.steps, "img_per_s_by_threads": per,
-                      "best_threads": int(bt), "img_per_s": per[bt]}))
+                      "batch_size": a.batch_size, "steps": a.steps, "img_per_s_by_setting": per,
+                      "best_setting": bt, "best_threads": int(bt.split("-")[0]),
+                      "best_dtype": "bf16" if bt.endswith("-bf16") else "fp32", "img_per_s": per[bt]}))
 
 
 if __name__ == "__main__":
