@@ -20,7 +20,7 @@
  *   reduce_scatter,        the full send buffer is cut into contiguous windows of W elements;
  *   chunked                window w is MPI_Ireduce_scatter with per-rank counts =
  *                          |window & block j| (0 for ranks it misses). The count arrays, which
- *                          MPI reads until the call completes, are allocated at create (2*size
+ *                          MPI reads until the call completes, are allocated at create (size
  *                          ints per slot and window entry).
  *   No derived datatypes and no staging buffer: predefined MPI ops refuse derived datatypes,
  *   this MPICH is built without its fast datatype engine (yaksa) so a strided receive type ran
@@ -57,7 +57,7 @@ typedef struct sv_comm_mpi {
     MPI_Op user_op[5]; /* bf16 sum, max, min (indexed by sv_comm_op); u8 max, min */
     size_t chunk_bytes;
     int *world_ranks;
-    int *vec; /* [slot][window entry][2][size]: counts, displacements of windowed calls */
+    int *vec; /* [slot][window entry][size]: counts of windowed reduce_scatter calls */
     MPI_Count *gcounts; /* [slot][window entry][size]: chunked all_gather counts */
     MPI_Aint *gdispls;  /* [slot][window entry][size]: and displacements */
     mpi_slot ms[SV_COMM_MAX_INFLIGHT];
@@ -184,16 +184,14 @@ static void plan(sv_comm_mpi *m, int idx) {
     }
 }
 
-/* Counts and displacements (relative to the window start) of window [lo, lo+len) of the full
- * buffer, whose block j is [j*count, (j+1)*count). Returns this rank's offset in its block. */
-static size_t window_split(size_t p, size_t count, size_t me, size_t lo, size_t len, int *counts,
-                           int *displs) {
+/* Per-rank counts of window [lo, lo+len) of the full buffer, whose block j is
+ * [j*count, (j+1)*count). Returns this rank's offset in its block. */
+static size_t window_split(size_t p, size_t count, size_t me, size_t lo, size_t len, int *counts) {
     size_t hi = lo + len, mine = 0;
     for (size_t j = 0; j < p; j++) {
         size_t a = j * count, b = a + count;
         size_t x = lo > a ? lo : a, y = hi < b ? hi : b;
         counts[j] = y > x ? (int)(y - x) : 0;
-        displs[j] = y > x ? (int)(x - lo) : 0;
         if (j == me && y > x) mine = x - a;
     }
     return mine;
@@ -249,9 +247,8 @@ static sv_status issue_piece(sv_comm_mpi *m, int idx, size_t i, int k, MPI_Reque
             break;
         }
         size_t lo = i * ms->seg, len = min_sz(ms->seg, s->count * p - lo);
-        int *counts = m->vec + ((size_t)idx * SV_COMM_MPI_WINDOW + (size_t)k) * 2 * p;
-        int *displs = counts + p;
-        size_t mine = window_split(p, s->count, (size_t)m->base.rank, lo, len, counts, displs);
+        int *counts = m->vec + ((size_t)idx * SV_COMM_MPI_WINDOW + (size_t)k) * p;
+        size_t mine = window_split(p, s->count, (size_t)m->base.rank, lo, len, counts);
         MPI_TRY(MPI_Ireduce_scatter(send + lo * es, recv + mine * es, counts, t, op, m->comm, r));
         break;
     }
@@ -361,7 +358,7 @@ static sv_status wrap(const sv_comm_config *cfg, MPI_Comm comm, const char *labe
     idx = malloc(sizeof(int) * (size_t)size);
     int *wr = malloc(sizeof(int) * (size_t)size);
     size_t nv = (size_t)size * SV_COMM_MAX_INFLIGHT * SV_COMM_MPI_WINDOW;
-    int *vec = malloc(sizeof(int) * 2 * nv);
+    int *vec = malloc(sizeof(int) * nv);
     MPI_Count *gcounts = malloc(sizeof(MPI_Count) * nv);
     MPI_Aint *gdispls = malloc(sizeof(MPI_Aint) * nv);
     if (!m || !idx || !wr || !vec || !gcounts || !gdispls) {

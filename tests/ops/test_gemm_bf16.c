@@ -216,6 +216,16 @@ static void run_linear(int mode, int M, int N, int K, float *res[LIN_N]) {
     sv_backend_destroy(be);
 }
 
+/* rms of (a - b) relative to the rms of b over n values. */
+static double rms_rel(const float *a, const float *b, size_t n) {
+    double d2 = 0, v2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        d2 += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        v2 += (double)b[i] * b[i];
+    }
+    return sqrt(d2 / (v2 > 0 ? v2 : 1));
+}
+
 static void check_backend(int M, int N, int K) {
     static const char *names[LIN_N] = {"out", "pre_gelu", "d_in", "dW", "db"};
     size_t n[LIN_N] = {(size_t)M * N, (size_t)M * N, (size_t)M * K, (size_t)N * K, (size_t)N};
@@ -225,13 +235,7 @@ static void check_backend(int M, int N, int K) {
         CHECK(memcmp(r[0][j], r[1][j], n[j] * 4) == 0);
         /* vs sgemm: rms of the difference relative to the rms of the values; bf16 outputs
          * differ by at most one bf16 rounding (2^-8 relative), f32 gradients far less */
-        double d2 = 0, v2 = 0;
-        for (size_t i = 0; i < n[j]; i++) {
-            double a = r[0][j][i], b = r[2][j][i];
-            d2 += (a - b) * (a - b);
-            v2 += b * b;
-        }
-        double rel = sqrt(d2 / (v2 > 0 ? v2 : 1));
+        double rel = rms_rel(r[0][j], r[2][j], n[j]);
         printf("backend M=%d N=%d K=%d %s: bf16 GEMM vs sgemm rms rel diff %.2e\n", M, N, K, names[j], rel);
         CHECK(rel <= (j == LIN_DW || j == LIN_DB ? 3e-4 : 4e-3));
     }
@@ -416,13 +420,7 @@ static void check_attention(int B, int T, int D, int H, uint64_t seed) {
     printf("attention B=%d T=%d D=%d H=%d: worst error %.3f of the bound", B, T, D, H, g_att_worst);
     for (int j = 0; j < AT_N; j++) {
         CHECK(memcmp(r[0][j], r[1][j], n[j] * 4) == 0);
-        double d2 = 0, v2 = 0;
-        for (size_t i = 0; i < n[j]; i++) {
-            double a = r[0][j][i], c = r[2][j][i];
-            d2 += (a - c) * (a - c);
-            v2 += c * c;
-        }
-        double rel = sqrt(d2 / (v2 > 0 ? v2 : 1));
+        double rel = rms_rel(r[0][j], r[2][j], n[j]);
         printf(", %s vs sgemm rms rel %.1e", names[j], rel);
         /* P: fp32 sums in a different order; out, d_qkv: P/dS rounded to bf16 + bf16 outputs */
         CHECK(rel <= (j == AT_P ? 1e-5 : 8e-3));

@@ -80,18 +80,6 @@ static void prefetch_rows(const float *p, int rows, int cols, size_t ld) {
         for (int j = 0; j < cols; j += 16) __builtin_prefetch(p + (size_t)r * ld + j, 0, 2);
 }
 
-/* C (m, n; row stride ldc) = A (m, r) B (r, n) on one thread with the bf16 GEMM: B packed into
- * this worker's pack area, A packed block-wise into its GEMM scratch. */
-static void gemm_bf16(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, sv_gemm_bf16_mat B, int n, int r,
-                      void *pack, void *scratch) {
-    sv_gemm_bf16_pack(pack, B, n, r, 0, n);
-    sv_gemm_bf16_run(C, ldc, A, m, pack, n, r, 0, scratch);
-}
-
-static void *gemm_scratch(const sv_cpu_backend *c, int t) {
-    return (char *)c->gemm_scratch + (size_t)t * sv_gemm_bf16_scratch_bytes();
-}
-
 sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *scratch,
                                const void *qkv_, int B, int T, int D, int H) {
     const sv_cpu_backend *c = sv_cpu(be);
@@ -120,10 +108,10 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
                 }
                 const sv_gemm_bf16_mat Aq = {q, (size_t)ld, 1}, Bk = {k, (size_t)ld, 1};
                 const sv_gemm_bf16_mat Ap = {P, (size_t)T, 1}, Bv = {v, (size_t)ld, 0};
-                gemm_bf16(P, (size_t)T, Aq, T, Bk, T, dh, pack, gemm_scratch(c, t));
+                sv_gemm_bf16(P, (size_t)T, Aq, T, Bk, T, dh, 0, pack, sv_cpu_gemm_scratch(c, t));
                 scale_strided(0, P, 1, T * T, 0, scale);
                 c->k->softmax_rows(P, T, T);
-                gemm_bf16(o, (size_t)D, Ap, T, Bv, dh, T, pack, gemm_scratch(c, t));
+                sv_gemm_bf16(o, (size_t)D, Ap, T, Bv, dh, T, 0, pack, sv_cpu_gemm_scratch(c, t));
             } else {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld,
                             0.0f, P, T);
@@ -188,17 +176,17 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
                     prefetch_rows(d_out + (size_t)bn * T * D + (size_t)hn * dh, T, dh, (size_t)D);
                     prefetch_rows(P + (size_t)T * T, 1, T * T, 0);
                 }
-                void *gs = gemm_scratch(c, t);
+                void *gs = sv_cpu_gemm_scratch(c, t);
                 const size_t L = (size_t)ld;
-                gemm_bf16(dv, L, (sv_gemm_bf16_mat){P, (size_t)T, 0}, T, (sv_gemm_bf16_mat){dO, (size_t)D, 0},
-                          dh, T, pack, gs);
-                gemm_bf16(dS, (size_t)T, (sv_gemm_bf16_mat){dO, (size_t)D, 1}, T, (sv_gemm_bf16_mat){v, L, 1}, T,
-                          dh, pack, gs);
+                sv_gemm_bf16(dv, L, (sv_gemm_bf16_mat){P, (size_t)T, 0}, T, (sv_gemm_bf16_mat){dO, (size_t)D, 0},
+                          dh, T, 0, pack, gs);
+                sv_gemm_bf16(dS, (size_t)T, (sv_gemm_bf16_mat){dO, (size_t)D, 1}, T, (sv_gemm_bf16_mat){v, L, 1}, T,
+                          dh, 0, pack, gs);
                 softmax_bwd(dS, P, T);
-                gemm_bf16(dq, L, (sv_gemm_bf16_mat){dS, (size_t)T, 1}, T, (sv_gemm_bf16_mat){k, L, 0}, dh, T,
-                          pack, gs);
-                gemm_bf16(dk, L, (sv_gemm_bf16_mat){dS, (size_t)T, 0}, T, (sv_gemm_bf16_mat){q, L, 0}, dh, T,
-                          pack, gs);
+                sv_gemm_bf16(dq, L, (sv_gemm_bf16_mat){dS, (size_t)T, 1}, T, (sv_gemm_bf16_mat){k, L, 0}, dh, T,
+                          0, pack, gs);
+                sv_gemm_bf16(dk, L, (sv_gemm_bf16_mat){dS, (size_t)T, 0}, T, (sv_gemm_bf16_mat){q, L, 0}, dh, T,
+                          0, pack, gs);
                 scale_strided(bf, dq, T, dh, ld, scale);
                 scale_strided(bf, dk, T, dh, ld, scale);
             } else {

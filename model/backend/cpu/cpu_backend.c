@@ -175,6 +175,10 @@ void sv_cpu_backend_set_op_threads(sv_backend *be, int n) {
 
 /* ---- lifetime ---- */
 
+void *sv_cpu_gemm_scratch(const sv_cpu_backend *c, int t) {
+    return (char *)c->gemm_scratch + (size_t)t * sv_gemm_bf16_scratch_bytes();
+}
+
 static void cpu_destroy(sv_backend *be) {
     if (!be) return;
     free(sv_cpu(be)->sumsq_partials);

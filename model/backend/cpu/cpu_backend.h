@@ -58,6 +58,9 @@ static inline const sv_cpu_backend *sv_cpu_c(const sv_backend *be) {
     return (const sv_cpu_backend *)be;
 }
 
+/* Worker t's slot of gemm_scratch (t < gemm_slots; bf16_gemm only). */
+void *sv_cpu_gemm_scratch(const sv_cpu_backend *c, int t);
+
 /* The value an op stores into a compute buffer: v itself (fp32) or its nearest bf16. */
 static inline float sv_cpu_store(int bf16, float v) { return bf16 ? sv_round_bf16(v) : v; }
 

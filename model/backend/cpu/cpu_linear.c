@@ -28,13 +28,17 @@ static void epilogue_rows(const sv_cpu_backend *c, float *out, float *pre, const
     }
 }
 
-/* Threads for a GEMM of m*n*k multiply-adds whose split dimension has `split` entries:
- * each worker needs enough rows to keep sgemm efficient. */
-static int gemm_threads(const sv_cpu_backend *c, int split, double mnk) {
-    int nt = c->gemm_split ? c->op_threads : 1;
+/* Workers (at most nt) for a GEMM of m*n*k multiply-adds whose split dimension has `split`
+ * entries: each worker needs enough rows to keep the GEMM efficient. */
+static int split_threads(int nt, int split, double mnk) {
     if (mnk < 4e6) return 1;
     while (nt > 1 && split / nt < 32) nt--;
     return nt;
+}
+
+/* sgemm path: split across the OpenMP workers only in gemm_split mode. */
+static int gemm_threads(const sv_cpu_backend *c, int split, double mnk) {
+    return split_threads(c->gemm_split ? c->op_threads : 1, split, mnk);
 }
 
 /* ---- bf16 GEMM path (c->bf16_gemm; see gemm_bf16.h) ----
@@ -45,12 +49,9 @@ static int gemm_threads(const sv_cpu_backend *c, int split, double mnk) {
  * the shapes, and the GEMM carries each output's fp32 sum across chunks unchanged, so results
  * are bitwise independent of the worker count. */
 
-/* Workers for a bf16 GEMM of mnk multiply-adds whose split dimension has `split` entries. */
+/* bf16 path: always split, over at most gemm_slots workers (one scratch slot each). */
 static int bf16_threads(const sv_cpu_backend *c, int split, double mnk) {
-    int nt = c->op_threads < c->gemm_slots ? c->op_threads : c->gemm_slots;
-    if (mnk < 4e6) return 1;
-    while (nt > 1 && split / nt < 32) nt--;
-    return nt;
+    return split_threads(c->op_threads < c->gemm_slots ? c->op_threads : c->gemm_slots, split, mnk);
 }
 
 /* Reduction length per chunk so that the packed operand (n columns) fits the pack buffer. */
@@ -72,10 +73,6 @@ static void bf16_pack_share(const sv_cpu_backend *c, sv_gemm_bf16_mat B, int n, 
 static sv_gemm_bf16_mat bf16_at(sv_gemm_bf16_mat v, int r0) {
     v.p += v.red_contig ? (size_t)r0 : (size_t)r0 * v.ld;
     return v;
-}
-
-static void *bf16_scratch(const sv_cpu_backend *c, int t) {
-    return (char *)c->gemm_scratch + (size_t)t * sv_gemm_bf16_scratch_bytes();
 }
 
 /* Inside a parallel region of nt workers, worker t: rows [a, b) of C (n columns, row stride
@@ -117,7 +114,7 @@ static void linear_fwd_bf16(const sv_cpu_backend *c, float *out, float *pre_gelu
                 sv_gemm_bf16_mat Am = bf16_at(Ai, r0);
                 Am.p += (size_t)m0 * Am.ld;
                 sv_gemm_bf16_run(out + (size_t)m0 * N, (size_t)N, Am, mr, c->gemm_pack, N, rl, r0 > 0,
-                                 bf16_scratch(c, t));
+                                 sv_cpu_gemm_scratch(c, t));
                 if (last) epilogue_rows(c, out, pre_gelu, bias, m0, m0 + mr, N);
             }
 #pragma omp barrier
@@ -139,7 +136,7 @@ static void linear_bwd_bf16(const sv_cpu_backend *c, float *d_in, float *dW, con
     {
         int t = nt > 1 ? omp_get_thread_num() : 0;
         size_t a, b;
-        void *sc = bf16_scratch(c, t);
+        void *sc = sv_cpu_gemm_scratch(c, t);
         if (d_in) {
             sv_cpu_range((size_t)M, nt_in, t, &a, &b);
             if (t >= nt_in) a = b = 0;

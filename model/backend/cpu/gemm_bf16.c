@@ -231,23 +231,26 @@ void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, const voi
 
 #endif
 
+void sv_gemm_bf16(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, sv_gemm_bf16_mat B, int n, int r,
+                  int accumulate, void *pack, void *scratch) {
+    sv_gemm_bf16_pack(pack, B, n, r, 0, n);
+    sv_gemm_bf16_run(C, ldc, A, m, pack, n, r, accumulate, scratch);
+}
+
 void sv_gemm_bf16_nt(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
                      void *scratch) {
-    sv_gemm_bf16_mat b = {B, (size_t)K, 1}, a = {A, (size_t)K, 1};
-    sv_gemm_bf16_pack(pack, b, N, K, 0, N);
-    sv_gemm_bf16_run(C, (size_t)N, a, M, pack, N, K, 0, scratch);
+    sv_gemm_bf16(C, (size_t)N, (sv_gemm_bf16_mat){A, (size_t)K, 1}, M, (sv_gemm_bf16_mat){B, (size_t)K, 1}, N,
+                 K, 0, pack, scratch);
 }
 
 void sv_gemm_bf16_nn(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
                      void *scratch) {
-    sv_gemm_bf16_mat b = {B, (size_t)K, 0}, a = {A, (size_t)N, 1};
-    sv_gemm_bf16_pack(pack, b, K, N, 0, K);
-    sv_gemm_bf16_run(C, (size_t)K, a, M, pack, K, N, 0, scratch);
+    sv_gemm_bf16(C, (size_t)K, (sv_gemm_bf16_mat){A, (size_t)N, 1}, M, (sv_gemm_bf16_mat){B, (size_t)K, 0}, K,
+                 N, 0, pack, scratch);
 }
 
 void sv_gemm_bf16_tn(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
                      void *scratch) {
-    sv_gemm_bf16_mat b = {B, (size_t)K, 0}, a = {A, (size_t)N, 0};
-    sv_gemm_bf16_pack(pack, b, K, M, 0, K);
-    sv_gemm_bf16_run(C, (size_t)K, a, N, pack, K, M, 1, scratch);
+    sv_gemm_bf16(C, (size_t)K, (sv_gemm_bf16_mat){A, (size_t)N, 0}, N, (sv_gemm_bf16_mat){B, (size_t)K, 0}, K,
+                 M, 1, pack, scratch);
 }

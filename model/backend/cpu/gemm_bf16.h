@@ -59,6 +59,11 @@ void sv_gemm_bf16_pack(void *pb, sv_gemm_bf16_mat B, int n, int r, int j0, int j
 void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, const void *pb, int n, int r,
                       int accumulate, void *scratch);
 
+/* Both steps on the calling thread: pack all n columns of B into `pack`
+ * (sv_gemm_bf16_pack_bytes(n, r) bytes, 64-byte aligned), then sv_gemm_bf16_run. */
+void sv_gemm_bf16(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, sv_gemm_bf16_mat B, int n, int r,
+                  int accumulate, void *pack, void *scratch);
+
 /* One-shot layouts, row-major, contiguous (leading dimension = row length), one thread.
  * pack: sv_gemm_bf16_pack_bytes(n_cols_of_C, reduction) bytes, scratch as for _run, both
  * 64-byte aligned.
