@@ -2,13 +2,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-double sv_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 sv_status sv_trace_init(sv_trace *t, size_t capacity, int rank) {
     t->ev = NULL;

@@ -2,7 +2,7 @@
  *
  * A tracer holds a fixed-capacity event array allocated once at start-up; recording never
  * allocates (events beyond capacity are counted as dropped). Names must be string literals or
- * otherwise outlive the tracer. Time is CLOCK_MONOTONIC in microseconds since tracer start.
+ * otherwise outlive the tracer. Time is sv_now_s() (core/clock.h, CLOCK_MONOTONIC base) in microseconds since tracer start.
  * A disabled tracer (capacity 0) makes every call a cheap no-op. */
 #ifndef SV_CORE_TRACE_H
 #define SV_CORE_TRACE_H
@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/clock.h" /* sv_now_s */
 #include "core/status.h"
 
 typedef struct sv_trace_event {
@@ -26,8 +27,6 @@ typedef struct sv_trace {
     double t0;
     int rank;
 } sv_trace;
-
-double sv_now_s(void); /* monotonic seconds */
 
 sv_status sv_trace_init(sv_trace *t, size_t capacity, int rank);
 void sv_trace_free(sv_trace *t);

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "data/jpeg.h"
@@ -378,15 +378,9 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
     return SV_OK;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 sv_status sv_loader_next(sv_loader *l, const sv_batch **b) {
     *b = NULL;
-    double t0 = now_s();
+    double t0 = sv_now_s();
     pthread_mutex_lock(&l->mu);
     if (l->out_slot >= 0) {
         l->slots[l->out_slot].state = SLOT_FREE;
@@ -411,7 +405,7 @@ sv_status sv_loader_next(sv_loader *l, const sv_batch **b) {
         }
         pthread_cond_wait(&l->ready_cv, &l->mu);
     }
-    l->wait_s += now_s() - t0;
+    l->wait_s += sv_now_s() - t0;
     pthread_mutex_unlock(&l->mu);
     return st;
 }

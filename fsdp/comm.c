@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/log.h"
 
@@ -52,12 +51,6 @@ const char *sv_comm_coll_name(sv_comm_coll k) {
     return "?";
 }
 
-double sv_comm_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 size_t sv_comm_chunk_bytes_from_env(void) {
     const char *e = getenv("SHARDVIT_COMM_CHUNK_BYTES");
     if (!e || !*e) return SV_COMM_CHUNK_BYTES;
@@ -77,7 +70,7 @@ void sv_comm_base_init(sv_comm *c, const sv_comm_ops *ops, const sv_comm_config 
     c->rank = rank;
     c->size = size;
     snprintf(c->label, sizeof c->label, "%s", label ? label : "world");
-    c->t0 = sv_comm_now();
+    c->t0 = sv_now_s();
     c->next_seq = 1;
 }
 
@@ -216,7 +209,7 @@ static void finish_slot_at(sv_comm *c, sv_comm_slot *s, sv_status st, double now
 }
 
 static void finish_slot(sv_comm *c, sv_comm_slot *s, sv_status st) {
-    finish_slot_at(c, s, st, sv_comm_now());
+    finish_slot_at(c, s, st, sv_now_s());
 }
 
 /* Poll slot `idx` until it completes (until_issued = 0) or until all its library calls are
@@ -226,13 +219,13 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
     if (s->completed) { /* already finished during sv_comm_progress */
         if (!until_issued) {
             sv_comm_ring_entry *e = ring_of_slot(c, s);
-            c->last_complete = e ? c->t0 + e->t_complete : sv_comm_now();
+            c->last_complete = e ? c->t0 + e->t_complete : sv_now_s();
             s->completed = 0;
             s->busy = 0;
         }
         return SV_OK;
     }
-    double start = sv_comm_now(), now = start;
+    double start = sv_now_s(), now = start;
     unsigned spins = 0;
     sv_status st = SV_OK;
     int done = 0;
@@ -240,21 +233,21 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
         st = c->ops->test(c, idx, &done);
         if (st != SV_OK) break;
         if (done) {
-            now = sv_comm_now();
+            now = sv_now_s();
             finish_slot_at(c, s, SV_OK, now);
             c->last_complete = now;
             break;
         }
         if (until_issued && !(c->ops->issue_pending && c->ops->issue_pending(c, idx))) break;
         if (++spins % 64) continue; /* pure spin: no clock reads on the fast path */
-        now = sv_comm_now();
+        now = sv_now_s();
         if (c->cfg.timeout_s > 0 && now - start > c->cfg.timeout_s) {
             st = SV_ERR_TIMEOUT;
             break;
         }
         if (now - start > SV_COMM_SPIN_SECONDS) sched_yield();
     }
-    if (st != SV_OK || !done) now = sv_comm_now();
+    if (st != SV_OK || !done) now = sv_now_s();
     c->stats.wait_seconds += now - start;
     if (st == SV_OK) return SV_OK;
 
@@ -331,7 +324,7 @@ static sv_status issue(sv_comm *c, sv_comm_coll kind, void *recv, const void *se
                        "(SV_COMM_MAX_INFLIGHT); wait on some before issuing more",
                        sv_comm_coll_name(kind), c->label, SV_COMM_MAX_INFLIGHT);
     sv_comm_slot *s = &c->slots[idx];
-    double now = sv_comm_now();
+    double now = sv_now_s();
     *s = (sv_comm_slot){.busy = 1, .seq = c->next_seq++, .kind = kind, .recv = recv,
                         .send = send, .count = count, .dt = dt, .op = op, .root = root,
                         .t_issue = now};
@@ -513,7 +506,7 @@ sv_status sv_comm_progress(sv_comm *c) {
         if (done) {
             sv_comm_ring_entry *e = ring_of_slot(c, s);
             if (e) {
-                e->t_complete = sv_comm_now() - c->t0;
+                e->t_complete = sv_now_s() - c->t0;
                 e->status = SV_OK;
             }
             s->completed = 1;

@@ -27,6 +27,7 @@
 #ifndef SV_FSDP_COMM_IMPL_H
 #define SV_FSDP_COMM_IMPL_H
 
+#include "core/clock.h" /* sv_now_s: every timestamp below */
 #include "fsdp/comm.h"
 
 typedef enum sv_comm_coll {
@@ -103,8 +104,8 @@ struct sv_comm {
      * implementation (freed in its destroy). */
     const int *world_ranks;
     int broken;    /* set after a timeout/error: every later call fails with SV_ERR_COMM */
-    double t0;     /* creation time (sv_comm_now) */
-    double last_complete; /* completion time (sv_comm_now) of the request retired last */
+    double t0;     /* creation time (sv_now_s) */
+    double last_complete; /* completion time (sv_now_s) of the request retired last */
     uint64_t next_seq;
     uint64_t ring_next; /* total collectives ever logged; entry = ring[ring_next % N] */
     sv_comm_slot slots[SV_COMM_MAX_INFLIGHT];
@@ -115,9 +116,6 @@ struct sv_comm {
 /* Fill the base: ops, cfg, rank, size, label; everything else zero. */
 void sv_comm_base_init(sv_comm *c, const sv_comm_ops *ops, const sv_comm_config *cfg, int rank,
                        int size, const char *label);
-/* Monotonic seconds. */
-double sv_comm_now(void);
-
 /* Implementation constructors (dispatch targets of sv_comm_create_world).
  * sv_comm_mpi_create: comm_mpi.c in SHARDVIT_MPI=ON builds, comm_mpi_absent.c otherwise.
  * sv_comm_local_create: comm_local.c (always).

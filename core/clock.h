@@ -1,0 +1,27 @@
+/* The process's one monotonic clock: seconds on the CLOCK_MONOTONIC time base.
+ *
+ * sv_now_s() is read on hot paths (every collective's issue, wait start and completion; every
+ * trace event), where clock_gettime costs ~27 ns in a KVM guest: three reads per collective
+ * were ~10% of a 1 KiB all-gather. Where the kernel itself trusts the TSC (x86-64 with
+ * `current_clocksource` = tsc, i.e. invariant and synchronised across cores), the clock is the
+ * TSC (~10 ns) mapped onto CLOCK_MONOTONIC:
+ *   now = mono_a + (tsc - tsc_a) * seconds_per_tick,
+ * with the anchor (mono_a, tsc_a) re-read from clock_gettime once its age exceeds 1 ms and
+ * seconds_per_tick measured over the longest baseline seen so far (first anchor → latest
+ * anchor). So the value never strays from CLOCK_MONOTONIC by more than the rate error over
+ * 1 ms plus the ~30 ns it takes to read one (mono, tsc) pair, and durations are exact to the
+ * rate error (< 1e-7 after the first second). Until the first 1 ms has passed in a thread,
+ * every call reads clock_gettime. Values are non-decreasing per thread (a re-anchor that would
+ * step back by those few ns returns the previous value). State is per thread; no locks.
+ *
+ * Elsewhere (other architectures, or a kernel on another clocksource) sv_now_s() is
+ * clock_gettime(CLOCK_MONOTONIC). SHARDVIT_CLOCK=mono forces that (read at first use). */
+#ifndef SV_CORE_CLOCK_H
+#define SV_CORE_CLOCK_H
+
+double sv_now_s(void); /* monotonic seconds (CLOCK_MONOTONIC base) */
+
+/* 1 if sv_now_s() runs on the TSC in this process, 0 if on clock_gettime. */
+int sv_clock_uses_tsc(void);
+
+#endif
