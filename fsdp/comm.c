@@ -115,8 +115,7 @@ sv_status sv_comm_split(sv_comm *parent, int color, int key, sv_comm **out) {
 
 void sv_comm_destroy(sv_comm *c) {
     if (!c) return;
-    int busy = 0;
-    for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++) busy += c->slots[i].busy;
+    int busy = __builtin_popcount(c->busy);
     if (busy && !c->broken) {
         /* Waiting here could hang on a dead peer; abandoning is what an aborting run wants. */
         SV_WARN("comm '%s' destroyed with %d collective(s) still in flight; abandoning them",
@@ -199,13 +198,17 @@ static void describe(const sv_comm *c, const sv_comm_slot *s, char *buf, size_t 
              sv_comm_dtype_name(s->dt), s->kind == SV_COLL_BARRIER ? (size_t)0 : bytes, extra);
 }
 
+static void release_slot(sv_comm *c, const sv_comm_slot *s) {
+    c->busy &= ~(1u << (unsigned)(s - c->slots));
+}
+
 static void finish_slot_at(sv_comm *c, sv_comm_slot *s, sv_status st, double now) {
     sv_comm_ring_entry *e = ring_of_slot(c, s);
     if (e) {
         e->t_complete = now - c->t0;
         e->status = st;
     }
-    s->busy = 0;
+    release_slot(c, s);
 }
 
 static void finish_slot(sv_comm *c, sv_comm_slot *s, sv_status st) {
@@ -221,7 +224,7 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
             sv_comm_ring_entry *e = ring_of_slot(c, s);
             c->last_complete = e ? c->t0 + e->t_complete : sv_now_s();
             s->completed = 0;
-            s->busy = 0;
+            release_slot(c, s);
         }
         return SV_OK;
     }
@@ -274,8 +277,10 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
 
 static sv_status drain_issue(sv_comm *c) {
     if (!c->ops->issue_pending) return SV_OK;
-    for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++)
-        if (c->slots[i].busy && c->ops->issue_pending(c, i)) SV_TRY(poll_slot(c, i, 1));
+    for (uint32_t m = c->busy; m; m &= m - 1) {
+        int i = __builtin_ctz(m);
+        if (c->ops->issue_pending(c, i)) SV_TRY(poll_slot(c, i, 1));
+    }
     return SV_OK;
 }
 
@@ -312,12 +317,8 @@ static sv_status check_count(const sv_comm *c, const char *what, size_t count, s
 static sv_status issue(sv_comm *c, sv_comm_coll kind, void *recv, const void *send, size_t count,
                        sv_comm_dtype dt, sv_comm_op op, int root, sv_comm_req *req) {
     SV_TRY(drain_issue(c));
-    int idx = -1;
-    for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++)
-        if (!c->slots[i].busy) {
-            idx = i;
-            break;
-        }
+    uint32_t free_slots = ~c->busy & (uint32_t)((1ull << SV_COMM_MAX_INFLIGHT) - 1);
+    int idx = free_slots ? __builtin_ctz(free_slots) : -1;
     if (idx < 0)
         return SV_FAIL(SV_ERR_INVALID,
                        "%s on comm '%s': %d collectives already in flight "
@@ -325,7 +326,8 @@ static sv_status issue(sv_comm *c, sv_comm_coll kind, void *recv, const void *se
                        sv_comm_coll_name(kind), c->label, SV_COMM_MAX_INFLIGHT);
     sv_comm_slot *s = &c->slots[idx];
     double now = sv_now_s();
-    *s = (sv_comm_slot){.busy = 1, .seq = c->next_seq++, .kind = kind, .recv = recv,
+    c->busy |= 1u << idx;
+    *s = (sv_comm_slot){.seq = c->next_seq++, .kind = kind, .recv = recv,
                         .send = send, .count = count, .dt = dt, .op = op, .root = root,
                         .t_issue = now};
     s->ring_pos = (int)(c->ring_next % SV_COMM_RING_LOG);
@@ -459,7 +461,7 @@ sv_status sv_comm_barrier(sv_comm *c, sv_comm_req *req) {
 sv_status sv_comm_wait(sv_comm *c, sv_comm_req *req) {
     SV_ASSERT(c && req);
     if (req->slot < 0) return SV_OK;
-    if (req->slot >= SV_COMM_MAX_INFLIGHT || !c->slots[req->slot].busy ||
+    if (req->slot >= SV_COMM_MAX_INFLIGHT || !sv_comm_slot_busy(c, req->slot) ||
         c->slots[req->slot].seq != req->seq)
         return SV_FAIL(SV_ERR_INVALID,
                        "wait on comm '%s': stale request handle (slot %d, seq %llu): it was "
@@ -498,9 +500,10 @@ sv_status sv_comm_barrier_sync(sv_comm *c) {
 
 sv_status sv_comm_progress(sv_comm *c) {
     if (c->broken) return SV_OK; /* the next wait reports the failure */
-    for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++) {
+    for (uint32_t m = c->busy; m; m &= m - 1) {
+        int i = __builtin_ctz(m);
         sv_comm_slot *s = &c->slots[i];
-        if (!s->busy || s->completed) continue;
+        if (s->completed) continue;
         int done = 0;
         SV_TRY(c->ops->test(c, i, &done));
         if (done) {

@@ -46,7 +46,6 @@ const char *sv_comm_op_name(sv_comm_op op);      /* "sum", "max", "min" */
 /* One in-flight collective. Written by comm.c before ops->issue; read-only for the
  * implementation. Buffer/count semantics are those of comm.h (count per rank). */
 typedef struct sv_comm_slot {
-    int busy;
     int completed; /* finished during sv_comm_progress; retired by the wait */
     uint64_t seq; /* 1, 2, 3, ... per communicator; equals the request handle's seq */
     sv_comm_coll kind;
@@ -108,10 +107,14 @@ struct sv_comm {
     double last_complete; /* completion time (sv_now_s) of the request retired last */
     uint64_t next_seq;
     uint64_t ring_next; /* total collectives ever logged; entry = ring[ring_next % N] */
+    uint32_t busy;      /* bit i set while slots[i] holds an unretired collective */
     sv_comm_slot slots[SV_COMM_MAX_INFLIGHT];
     sv_comm_ring_entry ring[SV_COMM_RING_LOG];
     sv_comm_stats stats;
 };
+
+_Static_assert(SV_COMM_MAX_INFLIGHT <= 32, "sv_comm.busy is a 32-bit slot mask");
+static inline int sv_comm_slot_busy(const sv_comm *c, int i) { return (int)((c->busy >> i) & 1u); }
 
 /* Fill the base: ops, cfg, rank, size, label; everything else zero. */
 void sv_comm_base_init(sv_comm *c, const sv_comm_ops *ops, const sv_comm_config *cfg, int rank,
