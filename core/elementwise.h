@@ -62,9 +62,11 @@ SV_HD float sv_exp2_parts(float a, float b) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     float e = (p * r) * r + r + 1.0f;
-    /* NaN or overflow (a + b > ~88.7): exponent 255, so the result is Inf (NaN stays NaN) and
-     * no out-of-range conversion or signed shift happens. */
-    int32_t k = (fn == fn && fn < 128.0f) ? (int32_t)fn : 128;
+    /* NaN or overflow (a + b > ~88.7): exponent 255, so the result is Inf (NaN stays NaN: a
+     * NaN fn fails the comparison) and no out-of-range conversion or signed shift happens.
+     * (An explicit `fn == fn &&` here stopped GCC 12 from vectorising exp(x) with b = 0: it
+     * folded the clamped path into a boolean select it cannot vectorise.) */
+    int32_t k = fn < 128.0f ? (int32_t)fn : 128;
     uint32_t bits = (uint32_t)(k + 127) << 23;
     float scale;
     memcpy(&scale, &bits, 4);
