@@ -91,6 +91,29 @@ static void check_kernels(void) {
             CHECK(same_bits(d[0], d[1], n));
             CHECK(same_bits(S[0], S[1], 4000));
             CHECK(same_bits(pm[0], pm[1], n) && same_bits(mm[0], mm[1], n) && same_bits(vm[0], vm[1], n));
+            /* LayerNorm rows: 20 rows of 203 (tails at every width), x from the finite part */
+            {
+                enum { R = 20, C = 203 };
+                float ln_o[2][R * C], ln_mu[2][R], ln_rs[2][R], ln_dx[2][R * C], ln_dw[2][C], ln_db[2][C];
+                const float *lx = x + 5, *lw = b + 1000, *lb = b + 2000, *ldy = x + 30;
+                for (int j = 0; j < 2; j++) {
+                    ks[j]->layernorm_fwd_rows(bf, ln_o[j], ln_mu[j], ln_rs[j], lx, lw, lb, R, C);
+                    for (int e = 0; e < R * C; e++) ln_dx[j][e] = 0.5f * b[e];
+                    for (int e = 0; e < C; e++) ln_dw[j][e] = ln_db[j][e] = 0.25f;
+                    ks[j]->layernorm_bwd_rows(bf, ln_dx[j], ldy, lx, lw, ln_mu[j], ln_rs[j], R, C);
+                    ks[j]->layernorm_bwd_params(ln_dw[j], ln_db[j], ldy, lx, ln_mu[j], ln_rs[j], R, C, 0, C);
+                }
+                CHECK(same_bits(ln_o[0], ln_o[1], R * C) && same_bits(ln_mu[0], ln_mu[1], R) &&
+                      same_bits(ln_rs[0], ln_rs[1], R));
+                CHECK(same_bits(ln_dx[0], ln_dx[1], R * C));
+                CHECK(same_bits(ln_dw[0], ln_dw[1], C) && same_bits(ln_db[0], ln_db[1], C));
+                /* and the saved row means are the rows' means */
+                for (int r = 0; r < R; r++) {
+                    double mu = 0;
+                    for (int e = 0; e < C; e++) mu += lx[r * C + e];
+                    CHECK_CLOSE(ln_mu[1][r], mu / C, 1e-5 * (1 + fabs(mu / C)));
+                }
+            }
             /* and the kernels compute what the formulas say */
             for (size_t e = 5; e < n; e++) {
                 float z = x[e] + b[e];

@@ -55,6 +55,81 @@ static void k_softmax_rows(float *S, int rows, int T) {
     }
 }
 
+static float k_sumsq16_centered(const float *x, int n, float mean) {
+    float acc[16] = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) {
+            float d = x[i + j] - mean;
+            acc[j] += d * d;
+        }
+    for (; i < n; i++) {
+        float d = x[i] - mean;
+        acc[i & 15] += d * d;
+    }
+    for (int w = 8; w >= 1; w >>= 1)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+
+static void k_layernorm_fwd_rows(int bf, float *out, float *mean, float *rstd, const float *x,
+                                 const float *w, const float *b, int rows, int C) {
+    for (int m = 0; m < rows; m++) {
+        const float *xr = x + (size_t)m * C;
+        float *o = out + (size_t)m * C;
+        float mu = k_sum16(xr, C) / (float)C;
+        float var = k_sumsq16_centered(xr, C, mu) / (float)C; /* biased, as torch */
+        float rs = 1.0f / sqrtf(var + SV_LN_EPS);
+        for (int i = 0; i < C; i++) o[i] = kstore(bf, (xr[i] - mu) * rs * w[i] + b[i]);
+        mean[m] = mu;
+        rstd[m] = rs;
+    }
+}
+
+static void k_layernorm_bwd_rows(int bf, float *d_x, const float *dy, const float *x, const float *w,
+                                 const float *mean, const float *rstd, int rows, int C) {
+    for (int m = 0; m < rows; m++) {
+        float *dxr = d_x + (size_t)m * C;
+        const float *dyr = dy + (size_t)m * C, *xr = x + (size_t)m * C;
+        const float mu = mean[m], rs = rstd[m];
+        float a1[16] = {0}, a2[16] = {0};
+        int i = 0;
+        for (; i + 16 <= C; i += 16)
+            for (int j = 0; j < 16; j++) {
+                float g = dyr[i + j] * w[i + j];
+                a1[j] += g;
+                a2[j] += g * ((xr[i + j] - mu) * rs);
+            }
+        for (; i < C; i++) {
+            float g = dyr[i] * w[i];
+            a1[i & 15] += g;
+            a2[i & 15] += g * ((xr[i] - mu) * rs);
+        }
+        for (int s = 8; s >= 1; s >>= 1)
+            for (int j = 0; j < s; j++) {
+                a1[j] += a1[j + s];
+                a2[j] += a2[j + s];
+            }
+        const float mg = a1[0] / (float)C, mgx = a2[0] / (float)C;
+        for (i = 0; i < C; i++) {
+            float xh = (xr[i] - mu) * rs;
+            dxr[i] = kstore(bf, dxr[i] + rs * (dyr[i] * w[i] - mg - xh * mgx));
+        }
+    }
+}
+
+static void k_layernorm_bwd_params(float *dw, float *db, const float *dy, const float *x,
+                                   const float *mean, const float *rstd, int M, int C, int c0, int c1) {
+    for (int m = 0; m < M; m++) {
+        const float *dyr = dy + (size_t)m * C, *xr = x + (size_t)m * C;
+        const float mu = mean[m], rs = rstd[m];
+        for (int i = c0; i < c1; i++) {
+            dw[i] += dyr[i] * ((xr[i] - mu) * rs);
+            db[i] += dyr[i];
+        }
+    }
+}
+
 static void k_adamw(float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h, float wd) {
     const sv_adamw_hparams hp = *h;
     for (size_t i = 0; i < n; i++) sv_adamw_elem(&p[i], &m[i], &v[i], g[i], &hp, wd);
@@ -66,5 +141,8 @@ const sv_cpu_kernels SV_CPU_KERNELS_NAME = {
     .gelu = k_gelu,
     .gelu_bwd = k_gelu_bwd,
     .softmax_rows = k_softmax_rows,
+    .layernorm_fwd_rows = k_layernorm_fwd_rows,
+    .layernorm_bwd_rows = k_layernorm_bwd_rows,
+    .layernorm_bwd_params = k_layernorm_bwd_params,
     .adamw = k_adamw,
 };

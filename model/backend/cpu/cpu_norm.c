@@ -3,97 +3,24 @@
 
 #include "model/backend/cpu/cpu_backend.h"
 
-/* Row sums with 16 independent lanes: the compiler vectorises this without reassociating
- * (strict IEEE order per lane), and the result depends only on the row. */
-static float row_sum(const float *x, int n) {
-    float acc[16] = {0};
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) acc[j] += x[i + j];
-    for (; i < n; i++) acc[i & 15] += x[i];
-    for (int w = 8; w >= 1; w >>= 1)
-        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-    return acc[0];
-}
-
-static float row_sumsq_centered(const float *x, int n, float mean) {
-    float acc[16] = {0};
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) {
-            float d = x[i + j] - mean;
-            acc[j] += d * d;
-        }
-    for (; i < n; i++) {
-        float d = x[i] - mean;
-        acc[i & 15] += d * d;
-    }
-    for (int w = 8; w >= 1; w >>= 1)
-        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-    return acc[0];
-}
+/* LayerNorm rows run in the ISA-dispatched kernels (cpu_kernels.h: 16 fixed summation lanes,
+ * so every variant and every row split gives the same bits). */
 
 sv_status sv_cpu_layernorm_fwd(sv_backend *be, void *out_, float *mean, float *rstd,
                                const void *x_, const void *w_, const void *b_, int M, int C) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_;
     const float *x = x_, *w = w_, *b = b_;
-    const int bf = c->bf16;
-#pragma omp parallel for num_threads(sv_cpu_nt(c, (size_t)M * C * 4)) schedule(static)
-    for (int m = 0; m < M; m++) {
-        const float *xr = x + (size_t)m * C;
-        float *o = out + (size_t)m * C;
-        float mu = row_sum(xr, C) / (float)C;
-        float var = row_sumsq_centered(xr, C, mu) / (float)C; /* biased, as torch */
-        float rs = 1.0f / sqrtf(var + SV_LN_EPS);
-        for (int i = 0; i < C; i++) o[i] = sv_cpu_store(bf, (xr[i] - mu) * rs * w[i] + b[i]);
-        mean[m] = mu;
-        rstd[m] = rs;
+    const int nt = sv_cpu_nt(c, (size_t)M * C * 4);
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+    for (int t = 0; t < nt; t++) {
+        size_t m0, m1;
+        sv_cpu_range((size_t)M, nt, t, &m0, &m1);
+        if (m1 > m0)
+            c->k->layernorm_fwd_rows(c->bf16, out + m0 * C, mean + m0, rstd + m0, x + m0 * C, w, b,
+                                     (int)(m1 - m0), C);
     }
     return SV_OK;
-}
-
-/* d_x of one row, accumulated into d_x:
- *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * w,  xhat = (x - mean) * rstd */
-static void layernorm_bwd_row(int bf, float *dxr, const float *dy, const float *xr,
-                              const float *w, float mu, float rs, int C) {
-    float a1[16] = {0}, a2[16] = {0};
-    int i = 0;
-    for (; i + 16 <= C; i += 16)
-        for (int j = 0; j < 16; j++) {
-            float g = dy[i + j] * w[i + j];
-            a1[j] += g;
-            a2[j] += g * ((xr[i + j] - mu) * rs);
-        }
-    for (; i < C; i++) {
-        float g = dy[i] * w[i];
-        a1[i & 15] += g;
-        a2[i & 15] += g * ((xr[i] - mu) * rs);
-    }
-    for (int s = 8; s >= 1; s >>= 1)
-        for (int j = 0; j < s; j++) {
-            a1[j] += a1[j + s];
-            a2[j] += a2[j + s];
-        }
-    float mg = a1[0] / (float)C, mgx = a2[0] / (float)C;
-    for (i = 0; i < C; i++) {
-        float xh = (xr[i] - mu) * rs;
-        dxr[i] = sv_cpu_store(bf, dxr[i] + rs * (dy[i] * w[i] - mg - xh * mgx));
-    }
-}
-
-/* dw/db for columns [c0, c1), rows summed in row order (same bits for any column split). */
-static void layernorm_bwd_params(float *dw, float *db, const float *dy, const float *x,
-                                 const float *mean, const float *rstd, int M, int C, int c0,
-                                 int c1) {
-    for (int m = 0; m < M; m++) {
-        const float *dyr = dy + (size_t)m * C, *xr = x + (size_t)m * C;
-        float mu = mean[m], rs = rstd[m];
-        for (int i = c0; i < c1; i++) {
-            dw[i] += dyr[i] * ((xr[i] - mu) * rs);
-            db[i] += dyr[i];
-        }
-    }
 }
 
 sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x_, float *dw, float *db,
@@ -102,20 +29,22 @@ sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x_, float *dw, float *db,
     const sv_cpu_backend *c = sv_cpu(be);
     float *d_x = d_x_;
     const float *dy = d_out_, *x = x_, *w = w_;
-    const int bf = c->bf16;
-    int nt = sv_cpu_nt(c, (size_t)M * C * 4);
-    if (nt == 1) {
+    const int nt = sv_cpu_nt(c, (size_t)M * C * 4);
+    if (nt == 1) { /* row by row: each row's d_x and its dw/db terms while it is in cache */
         for (int m = 0; m < M; m++) {
             size_t off = (size_t)m * C;
-            layernorm_bwd_row(bf, d_x + off, dy + off, x + off, w, mean[m], rstd[m], C);
-            layernorm_bwd_params(dw, db, dy + off, x + off, mean + m, rstd + m, 1, C, 0, C);
+            c->k->layernorm_bwd_rows(c->bf16, d_x + off, dy + off, x + off, w, mean + m, rstd + m, 1, C);
+            c->k->layernorm_bwd_params(dw, db, dy + off, x + off, mean + m, rstd + m, 1, C, 0, C);
         }
         return SV_OK;
     }
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int m = 0; m < M; m++) {
-        size_t off = (size_t)m * C;
-        layernorm_bwd_row(bf, d_x + off, dy + off, x + off, w, mean[m], rstd[m], C);
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+    for (int t = 0; t < nt; t++) {
+        size_t m0, m1;
+        sv_cpu_range((size_t)M, nt, t, &m0, &m1);
+        if (m1 > m0)
+            c->k->layernorm_bwd_rows(c->bf16, d_x + m0 * C, dy + m0 * C, x + m0 * C, w, mean + m0,
+                                     rstd + m0, (int)(m1 - m0), C);
     }
     int ntc = C >= 32 * nt ? nt : 1;
 #pragma omp parallel for num_threads(ntc) schedule(static, 1)
@@ -123,7 +52,7 @@ sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x_, float *dw, float *db,
         int nv = (C + 15) / 16;
         int c0 = 16 * (int)((long)nv * t / ntc), c1 = 16 * (int)((long)nv * (t + 1) / ntc);
         if (c1 > C) c1 = C;
-        layernorm_bwd_params(dw, db, dy, x, mean, rstd, M, C, c0, c1);
+        c->k->layernorm_bwd_params(dw, db, dy, x, mean, rstd, M, C, c0, c1);
     }
     return SV_OK;
 }
