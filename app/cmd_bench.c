@@ -6,8 +6,9 @@
  * = 2 x forward), i.e. 6 x matmul parameters x tokens + the attention score/value products;
  * recomputation is not counted (it is overhead, as in MFU's usual definition).
  * MFU: against sv_be_peak_flops on a GPU; on the CPU against a peak measured at start-up: a short
- * single-threaded 1024^3 sgemm through the backend on every rank at once, times the cores used
- * (reported as "fraction of measured GEMM peak").
+ * single-threaded 1024^3 linear layer through the backend in the run's compute dtype (fp32
+ * sgemm, or the bf16 GEMM) on every rank at once, times the cores used (reported as "fraction of
+ * measured GEMM peak"; key gemm_peak_dtype says which).
  * Output: one JSON object (stdout or --json FILE) from rank 0; a human summary on stderr. */
 #include <errno.h>
 #include <math.h>
@@ -71,10 +72,11 @@ static int resolve_threads(const bench_opts *o, const sv_proc *p) {
     return t < 1 ? 1 : t;
 }
 
-/* ---- CPU GEMM peak: best rate of single-threaded 1024^3 sgemm calls over `seconds` ---- */
-static sv_status gemm_peak_per_core(double seconds, double *flops) {
+/* ---- CPU GEMM peak: best rate of single-threaded 1024^3 linear-layer calls over `seconds`, in
+ * the run's compute dtype (fp32: sgemm; bf16: the AVX-512 BF16 GEMM where the CPU has it) ---- */
+static sv_status gemm_peak_per_core(double seconds, sv_dtype dt, double *flops) {
     const int n = 1024;
-    sv_backend_config bc = {.device = SV_DEVICE_CPU, .compute_dtype = SV_F32, .threads = 1};
+    sv_backend_config bc = {.device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = 1};
     sv_backend *be;
     SV_TRY(sv_backend_create(&bc, &be));
     float *a = NULL, *b = NULL, *c = NULL;
@@ -100,6 +102,10 @@ static sv_status gemm_peak_per_core(double seconds, double *flops) {
     return st;
 }
 
+static sv_dtype calib_dtype(const bench_opts *o) {
+    return strcmp(o->run.param_dtype, "bf16") ? SV_F32 : SV_BF16;
+}
+
 /* All ranks measure at once (a barrier before and after), each on its own core, so the figure
  * reflects every core busy; the best rank's value is the per-core peak (noise only lowers it). */
 static sv_status calibrate(const bench_opts *o, double *flops) {
@@ -107,7 +113,7 @@ static sv_status calibrate(const bench_opts *o, double *flops) {
     sv_comm *cm;
     SV_TRY(sv_comm_create_world(&cc, &cm));
     sv_status st = sv_comm_barrier_sync(cm);
-    if (st == SV_OK) st = gemm_peak_per_core(o->calib_s, flops);
+    if (st == SV_OK) st = gemm_peak_per_core(o->calib_s, calib_dtype(o), flops);
     if (st == SV_OK) st = sv_comm_all_reduce_sync(cm, flops, 1, SV_COMM_F64, SV_COMM_MAX);
     sv_comm_destroy(cm);
     return st;
@@ -317,6 +323,7 @@ static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core) {
     sv_json_key(&w, "peak_flops"), peak > 0 ? sv_json_f64(&w, peak) : sv_json_null(&w);
     sv_json_key(&w, "peak_kind"), sv_json_str(&w, peak > 0 ? peak_kind : "unknown");
     sv_json_key(&w, "gemm_peak_per_core_flops"), gemm_core > 0 ? sv_json_f64(&w, gemm_core) : sv_json_null(&w);
+    sv_json_key(&w, "gemm_peak_dtype"), gemm_core > 0 ? sv_json_str(&w, sv_dtype_name(calib_dtype(o))) : sv_json_null(&w);
     sv_json_key(&w, "cores_used"), sv_json_f64(&w, cores_used);
     sv_json_key(&w, "mfu"), peak > 0 ? sv_json_f64(&w, achieved / peak) : sv_json_null(&w);
     sv_json_key(&w, "peak_mem_bytes"), sv_json_f64(&w, mem_max);
@@ -354,9 +361,10 @@ static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core) {
             threads_rank == 1 ? "" : "s", oversub ? " (OVERSUBSCRIBED)" : "", o->steps, o->warmup, img_s,
             img_s / r->world, achieved / 1e12, flops_img / 1e9);
     if (peak > 0)
-        fprintf(stderr, "  MFU %.1f%% of %s %.1f GFLOP/s%s\n", 100 * achieved / peak,
+        fprintf(stderr, "  MFU %.1f%% of %s %.1f GFLOP/s%s%s\n", 100 * achieved / peak,
                 !strcmp(peak_kind, "device") ? "device peak" : "measured GEMM peak", peak / 1e9,
-                !strcmp(peak_kind, "device") ? "" : " (fraction of measured GEMM peak)");
+                !strcmp(peak_kind, "device") ? "" : " (fraction of measured GEMM peak, ",
+                !strcmp(peak_kind, "device") ? "" : (calib_dtype(o) == SV_BF16 ? "bf16)" : "fp32)"));
     fprintf(stderr, "  time per rank (mean): compute %.1f%%, exposed comm %.1f%%, data wait %.1f%%, optimizer %.1f%%, other %.1f%%\n",
             100 * split[0] / wall_max, 100 * split[1] / wall_max, 100 * split[2] / wall_max, 100 * split[3] / wall_max,
             100 * split[4] / wall_max);
@@ -393,7 +401,7 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
         {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank with --data (0 = cores)", 0},
         {"smoothing", SV_FLAG_DOUBLE, &o.smoothing, 0, 0.999, "label smoothing", 0},
         {"json", SV_FLAG_STR, &o.json, 0, 0, "write the JSON result here instead of stdout", 0},
-        {"calib-seconds", SV_FLAG_DOUBLE, &o.calib_s, 0, 60, "CPU: seconds of 1024^3 sgemm measuring the per-core peak (0 = no MFU)", 0},
+        {"calib-seconds", SV_FLAG_DOUBLE, &o.calib_s, 0, 60, "CPU: seconds of a 1024^3 GEMM in the run's dtype measuring the per-core peak (0 = no MFU)", 0},
         {"op", SV_FLAG_STR, &o.op, 0, 0, "time one backend op: matmul | attention | layernorm | gelu | softmax_xent | adamw", 0},
         {"comm", SV_FLAG_BOOL, &o.comm, 0, 0, "collective bandwidth: all_gather / reduce_scatter algbw and busbw", 0},
         {"comm-min", SV_FLAG_STR, &o.comm_min, 0, 0, "--comm: smallest buffer (bytes of the full buffer, e.g. 64K)", 0},

@@ -2,7 +2,8 @@
 # shardvit vs PyTorch training throughput, side by side in one go (docs/performance.md).
 #
 # Usage: bench/compare_pytorch.sh [BUILD_DIR] [OUT_DIR]
-#   env SV (shardvit binary, default BUILD_DIR/app/shardvit), STEPS (timed steps, default 4), WARMUP (default 1), REPEATS (PyTorch repeats, default 2),
+#   env SV (shardvit binary, default BUILD_DIR/app/shardvit), STEPS (timed steps, default 4), WARMUP (default 1),
+#       REPEATS (runs per setting, both frameworks, best kept; default 2),
 #       CASES (default "vit-28:128 vit-ti16:32"), DTYPES (default "fp32 bf16"), SCALING=1 (vit-ti16 at world 1/2/4),
 #       MFU=1 (vit-s16 at 224, batch 32, world 2)
 #
@@ -13,7 +14,9 @@
 #   parameters; then shardvit bench (--param-dtype fp32|bf16) at 1 rank x 1 thread, 1 rank x 2
 #   threads and mpiexec -n 2 (FSDP full_shard, 1 thread per rank), all on one fixed synthetic
 #   batch. Prints img/s and each shardvit setting's ratio to PyTorch's best in the same precision,
-#   and the FSDP cost (2 ranks vs 1 rank x 2 threads). Every JSON result is kept in OUT_DIR
+#   the FSDP cost (2 ranks vs 1 rank x 2 threads), and the ceiling the machine sets: cores x the
+#   measured GEMM peak in that precision / FLOP per image, i.e. the img/s of a step that did
+#   nothing but GEMMs at peak, and what fraction of it 2x PyTorch would need. Every JSON result is kept in OUT_DIR
 #   (results.jsonl).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -39,19 +42,26 @@ record() { # TAG FILE
     "$PY" -c "import json,sys; d=json.load(open(sys.argv[2])); d['tag']=sys.argv[1]; print(json.dumps(d))" "$1" "$2" \
         >>"$OUT/results.jsonl"
 }
-sv_bench() { # TAG NRANKS THREADS MODEL BATCH [extra flags]
-    local tag=$1 n=$2 th=$3 model=$4 batch=$5
+sv_bench() { # TAG NRANKS THREADS MODEL BATCH [extra flags]; best of REPEATS runs, as for PyTorch
+    local tag=$1 n=$2 th=$3 model=$4 batch=$5 i best=""
     shift 5
     local launch=()
     [ "$n" -gt 1 ] && launch=("$MPIEXEC" -n "$n")
-    "${launch[@]}" "$SV" bench --model "$model" --batch-size "$batch" --steps "$STEPS" --warmup "$WARMUP" \
-        --threads "$th" --device cpu --json "$OUT/$tag.json" "$@" 2>"$OUT/$tag.log" \
-        || { echo "shardvit bench failed ($tag): see $OUT/$tag.log" >&2; tail -3 "$OUT/$tag.log" >&2; return 1; }
+    for i in $(seq "$REPEATS"); do
+        "${launch[@]}" "$SV" bench --model "$model" --batch-size "$batch" --steps "$STEPS" --warmup "$WARMUP" \
+            --threads "$th" --device cpu --json "$OUT/$tag.run$i.json" "$@" 2>"$OUT/$tag.run$i.log" \
+            || { echo "shardvit bench failed ($tag): see $OUT/$tag.run$i.log" >&2; tail -3 "$OUT/$tag.run$i.log" >&2; return 1; }
+        if [ -z "$best" ] || "$PY" -c "import json,sys; a,b=(json.load(open(f))['img_per_s'] for f in sys.argv[1:]); sys.exit(0 if a>b else 1)" \
+            "$OUT/$tag.run$i.json" "$best"; then best="$OUT/$tag.run$i.json"; fi
+    done
+    cp "$best" "$OUT/$tag.json"
+    cp "${best%.json}.log" "$OUT/$tag.log"
     record "$tag" "$OUT/$tag.json"
 }
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC')  $(uptime | sed 's/.*load/load/')"
-echo "# img/s: mean over the timed steps; ratio: img/s / PyTorch's best; mfu: fraction of measured GEMM peak;"
+echo "# img/s: mean over the timed steps, best of $REPEATS runs (both frameworks); ratio: img/s / PyTorch's best;"
+echo "# mfu: fraction of the measured GEMM peak in the run's precision;"
 echo "# best-step: global batch / fastest step. PyTorch '1 thr' = torch.set_num_threads(1), but Debian's"
 echo "# OpenBLAS (pthread) still runs its GEMMs on every core, so it is PyTorch's best setting on both cores."
 echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
@@ -85,6 +95,13 @@ print('%-10s %5s  %-26s %10.1f %8.2f %7s %11.1f' % (sys.argv[4], sys.argv[5], sy
         "$PY" -c "import json,sys; a=json.load(open(sys.argv[1]))['img_per_s']; b=json.load(open(sys.argv[2]))['img_per_s']; \
 print('%-10s %s FSDP 2 ranks vs 1 rank x 2 threads: %+.1f%% time per image' % (sys.argv[3], sys.argv[4], 100*(a/b-1)))" \
             "$OUT/sv-$model-$dt-r1t2.json" "$OUT/sv-$model-$dt-r2t1.json" "$model" "$dt"
+    fi
+    if [ -f "$OUT/sv-$model-$dt-r2t1.json" ]; then # the ceiling the measured GEMM peak sets
+        "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); t=float(sys.argv[2]); p=d['gemm_peak_per_core_flops']; \
+c=p*d['cores_used']/d['flops_per_image'] if p else 0; \
+print('%-10s %s ceiling: %g cores x %.1f GFLOP/s (measured %s GEMM peak) / %.3f GFLOP per image = %.1f img/s = %.2fx PyTorch; 2x PyTorch needs %.0f%% of it' \
+% (sys.argv[3], sys.argv[4], d['cores_used'], p/1e9, d['gemm_peak_dtype'], d['flops_per_image']/1e9, c, c/t, 200*t/c)) if c else None" \
+            "$OUT/sv-$model-$dt-r2t1.json" "$tb" "$model" "$dt"
     fi
     done
 done

@@ -26,6 +26,9 @@ for k in ("img_per_s", "tflops", "mfu", "peak_mem_bytes", "max_rss_bytes", "time
 assert d["mode"] == "train" and d["world"] == world and d["steps"] == 2
 assert d["img_per_s"] > 0 and d["tflops"] > 0 and d["peak_mem_bytes"] > 0
 assert d["mfu"] is None or d["mfu"] > 0
+# the CPU peak is measured in the run's own precision (fp32 sgemm, or the bf16 GEMM)
+if d.get("gemm_peak_per_core_flops") is not None:
+    assert d["gemm_peak_dtype"] == d["param_dtype"], (d["gemm_peak_dtype"], d["param_dtype"])
 assert len(d["per_rank"]) == world and len(d["img_per_s_per_rank"]) == world
 for k in ("compute_s", "comm_exposed_s", "data_wait_s", "optimizer_s", "other_s"):
     assert k in d["time_split"], "time_split lacks " + k
@@ -47,6 +50,9 @@ PYEOF
 [ -s "$TMP/w1.out" ] && fail "stdout not empty with --json"
 grep -q "img/s" "$TMP/w1.err" || fail "no human summary on stderr"
 check_train "$TMP/w1.json" 1
+"$SV" bench $TINY --param-dtype bf16 --steps 2 --warmup 1 --calib-seconds 0.05 --json "$TMP/w1b.json" \
+    2>"$TMP/w1b.err" || { cat "$TMP/w1b.err"; fail "bench world 1 bf16 exited $?"; }
+check_train "$TMP/w1b.json" 1
 
 # world 2 (FSDP over MPI ranks), JSON on stdout
 if [ -n "$MPIEXEC" ]; then
