@@ -91,6 +91,32 @@ static void check_kernels(void) {
             CHECK(same_bits(d[0], d[1], n));
             CHECK(same_bits(S[0], S[1], 4000));
             CHECK(same_bits(pm[0], pm[1], n) && same_bits(mm[0], mm[1], n) && same_bits(vm[0], vm[1], n));
+            /* bias/residual stores and rounding (x has NaN, Inf, -0, a denormal-range value) */
+            {
+                float *bs[2], *as[2], *rs[2];
+                for (int j = 0; j < 2; j++) {
+                    bs[j] = malloc(n * 4), as[j] = malloc(n * 4), rs[j] = malloc(n * 4);
+                    memcpy(bs[j], x, n * 4);
+                    ks[j]->bias_store(bf, bs[j], b, n);
+                    ks[j]->add_store(bf, as[j], x, b, n);
+                    memcpy(rs[j], x, n * 4);
+                    ks[j]->round_bf16(rs[j], n);
+                }
+                CHECK(same_bits(bs[0], bs[1], n) && same_bits(as[0], as[1], n) && same_bits(rs[0], rs[1], n));
+                for (size_t e = 0; e < n; e++) {
+                    float sum = x[e] + b[e], want = bf ? sv_round_bf16(sum) : sum;
+                    CHECK(same_bits(&bs[1][e], &want, 1) && same_bits(&as[1][e], &want, 1));
+                    float r = sv_round_bf16(x[e]);
+                    CHECK(same_bits(&rs[1][e], &r, 1));
+                }
+                memcpy(bs[1], x, n * 4);
+                ks[1]->bias_store(bf, bs[1], NULL, n); /* no bias: rounding only (or nothing) */
+                for (size_t e = 0; e < n; e++) {
+                    float want = bf ? sv_round_bf16(x[e]) : x[e];
+                    CHECK(same_bits(&bs[1][e], &want, 1));
+                }
+                for (int j = 0; j < 2; j++) free(bs[j]), free(as[j]), free(rs[j]);
+            }
             /* LayerNorm rows: 20 rows of 203 (tails at every width), x from the finite part */
             {
                 enum { R = 20, C = 203 };

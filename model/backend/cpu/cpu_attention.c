@@ -44,10 +44,10 @@ size_t sv_cpu_attention_scratch_bytes(const sv_backend *be, int B, int T, int D,
     return worker_bytes(c, T, D / H) * (size_t)workers;
 }
 
-/* Round a (rows, cols) block with row stride ld in place. */
-static void round_strided(int bf, float *p, int rows, int cols, int ld) {
-    if (!bf) return;
-    for (int r = 0; r < rows; r++) sv_cpu_round_block(1, p + (size_t)r * ld, (size_t)cols);
+/* Round a (rows, cols) block with row stride ld in place (bf16 mode only). */
+static void round_strided(const sv_cpu_backend *c, float *p, int rows, int cols, int ld) {
+    if (!c->bf16) return;
+    for (int r = 0; r < rows; r++) c->k->round_bf16(p + (size_t)r * ld, (size_t)cols);
 }
 
 /* p (rows, cols; row stride ld) = store(p * scale): the alpha of the bf16 GEMM path. */
@@ -85,7 +85,7 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_, *Pall = saved;
     const float *qkv = qkv_;
-    const int bf = c->bf16, bfa = c->bf16_attn, dh = D / H, ld = 3 * D, pairs = B * H;
+    const int bfa = c->bf16_attn, dh = D / H, ld = 3 * D, pairs = B * H;
     const float scale = 1.0f / sqrtf((float)dh);
     const size_t wb = worker_bytes(c, T, dh);
     int nt = workers(c, pairs);
@@ -119,7 +119,7 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, v, ld,
                             0.0f, o, D);
             }
-            round_strided(bf, o, T, dh, D);
+            round_strided(c, o, T, dh, D);
         }
     }
     if (nt > 1 && !bfa) sv_cpu_blas_threads(sv_cpu_blas_default(c));
@@ -199,10 +199,10 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
                             0.0f, dq, ld);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld,
                             0.0f, dk, ld);
-                round_strided(bf, dq, T, dh, ld);
-                round_strided(bf, dk, T, dh, ld);
+                round_strided(c, dq, T, dh, ld);
+                round_strided(c, dk, T, dh, ld);
             }
-            round_strided(bf, dv, T, dh, ld);
+            round_strided(c, dv, T, dh, ld);
         }
     }
     if (nt > 1 && !bfa) sv_cpu_blas_threads(sv_cpu_blas_default(c));

@@ -64,11 +64,6 @@ void *sv_cpu_gemm_scratch(const sv_cpu_backend *c, int t);
 /* The value an op stores into a compute buffer: v itself (fp32) or its nearest bf16. */
 static inline float sv_cpu_store(int bf16, float v) { return bf16 ? sv_round_bf16(v) : v; }
 
-/* Round n values in place when bf16 (used right after a BLAS call produced them). */
-static inline void sv_cpu_round_block(int bf16, float *p, size_t n) {
-    if (!bf16) return;
-    for (size_t i = 0; i < n; i++) p[i] = sv_round_bf16(p[i]);
-}
 
 /* Threads worth using for a loop of `work` scalar operations: forking costs a few
  * microseconds, so small loops stay on the calling thread. */

@@ -6,7 +6,8 @@
  * `#pragma GCC target`; FMA is never enabled and nothing is reassociated, so all variants
  * produce identical bits (tests/ops checks it). Kernels work on one contiguous range and never
  * fork threads: the ops in cpu_*.c split the work and call them per chunk. `bf`: round every
- * value written to a compute buffer to bf16. */
+ * value written to a compute buffer to bf16 ("store" below: the value itself, or its nearest
+ * bf16 when bf). */
 #ifndef SV_MODEL_BACKEND_CPU_KERNELS_H
 #define SV_MODEL_BACKEND_CPU_KERNELS_H
 
@@ -18,6 +19,12 @@ typedef struct sv_cpu_kernels {
     const char *isa; /* "generic", "avx2", "avx512" */
     /* z = o + bias (bias may be NULL); pre = z; o = gelu(z).  (n) each */
     void (*bias_gelu)(int bf, float *o, float *pre, const float *bias, size_t n);
+    /* o = store(o + bias), or o = store(o) when bias is NULL  (n) */
+    void (*bias_store)(int bf, float *o, const float *bias, size_t n);
+    /* out = store(a + b); out may alias a or b  (n) */
+    void (*add_store)(int bf, float *out, const float *a, const float *b, size_t n);
+    /* p = nearest bf16 of p, in place  (n) */
+    void (*round_bf16)(float *p, size_t n);
     /* out = gelu(x)  (n) */
     void (*gelu)(int bf, float *out, const float *x, size_t n);
     /* d_x = d_out * gelu'(x); d_x may alias d_out  (n) */

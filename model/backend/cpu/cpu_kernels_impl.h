@@ -24,6 +24,28 @@ static void k_bias_gelu(int bf, float *o, float *pre, const float *bias, size_t 
     }
 }
 
+static void k_bias_store(int bf, float *o, const float *bias, size_t n) {
+    if (bias) {
+        if (bf)
+            for (size_t i = 0; i < n; i++) o[i] = sv_round_bf16(o[i] + bias[i]);
+        else
+            for (size_t i = 0; i < n; i++) o[i] = o[i] + bias[i];
+    } else if (bf) {
+        for (size_t i = 0; i < n; i++) o[i] = sv_round_bf16(o[i]);
+    }
+}
+
+static void k_add_store(int bf, float *out, const float *a, const float *b, size_t n) {
+    if (bf)
+        for (size_t i = 0; i < n; i++) out[i] = sv_round_bf16(a[i] + b[i]);
+    else
+        for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+static void k_round_bf16(float *p, size_t n) {
+    for (size_t i = 0; i < n; i++) p[i] = sv_round_bf16(p[i]);
+}
+
 static void k_gelu(int bf, float *out, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = kstore(bf, sv_gelu(x[i]));
 }
@@ -138,6 +160,9 @@ static void k_adamw(float *p, const float *g, float *m, float *v, size_t n, cons
 const sv_cpu_kernels SV_CPU_KERNELS_NAME = {
     .isa = SV_CPU_KERNELS_ISA,
     .bias_gelu = k_bias_gelu,
+    .bias_store = k_bias_store,
+    .add_store = k_add_store,
+    .round_bf16 = k_round_bf16,
     .gelu = k_gelu,
     .gelu_bwd = k_gelu_bwd,
     .softmax_rows = k_softmax_rows,

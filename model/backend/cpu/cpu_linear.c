@@ -18,13 +18,10 @@ static void epilogue_rows(const sv_cpu_backend *c, float *out, float *pre, const
     const int bf = c->bf16;
     for (int m = m0; m < m1; m++) {
         float *o = out + (size_t)m * N;
-        if (pre) {
+        if (pre)
             c->k->bias_gelu(bf, o, pre + (size_t)m * N, bias, (size_t)N);
-        } else if (bias) {
-            for (int n = 0; n < N; n++) o[n] = sv_cpu_store(bf, o[n] + bias[n]);
-        } else if (bf) {
-            for (int n = 0; n < N; n++) o[n] = sv_round_bf16(o[n]);
-        }
+        else
+            c->k->bias_store(bf, o, bias, (size_t)N);
     }
 }
 
@@ -141,7 +138,7 @@ static void linear_bwd_bf16(const sv_cpu_backend *c, float *d_in, float *dW, con
             sv_cpu_range((size_t)M, nt_in, t, &a, &b);
             if (t >= nt_in) a = b = 0;
             bf16_rows_chunked(c, d_in, (size_t)K, Ad, a, b, Bw, K, N, kc_in, 0, t, nt, sc);
-            if (b > a) sv_cpu_round_block(c->bf16, d_in + a * K, (b - a) * (size_t)K);
+            if (b > a && c->bf16) c->k->round_bf16(d_in + a * K, (b - a) * (size_t)K);
         }
         sv_cpu_range((size_t)N, nt_w, t, &a, &b);
         if (t >= nt_w) a = b = 0;
@@ -226,7 +223,7 @@ sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, v
             if (b > a) {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(b - a), K, N, 1.0f, d_out + a * N, N,
                             W, K, 0.0f, d_in + a * K, K);
-                sv_cpu_round_block(bf, d_in + a * K, (b - a) * (size_t)K);
+                if (bf) c->k->round_bf16(d_in + a * K, (b - a) * (size_t)K);
             }
         }
         if (t < nt_w) {
@@ -273,8 +270,12 @@ sv_status sv_cpu_residual_add(sv_backend *be, void *out_, const void *a_, const 
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_;
     const float *a = a_, *b = b_;
-    const int bf = c->bf16;
-#pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
-    for (size_t i = 0; i < n; i++) out[i] = sv_cpu_store(bf, a[i] + b[i]);
+    const int nt = sv_cpu_nt(c, n);
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+    for (int t = 0; t < nt; t++) {
+        size_t i0, i1;
+        sv_cpu_range(n, nt, t, &i0, &i1);
+        if (i1 > i0) c->k->add_store(c->bf16, out + i0, a + i0, b + i0, i1 - i0);
+    }
     return SV_OK;
 }
