@@ -32,6 +32,7 @@ DTYPES=${DTYPES:-"fp32 bf16"}
 TORCH_PY=/usr/bin/python3
 PY=$(command -v python3 || echo /usr/bin/python3)
 MPIEXEC=${MPIEXEC:-mpiexec}
+case "$REPEATS" in ''|*[!0-9]*|0) echo "REPEATS must be a positive integer (got '$REPEATS')" >&2; exit 2 ;; esac
 [ -x "$SV" ] || { echo "no shardvit binary at $SV (build first, or pass BUILD_DIR)" >&2; exit 2; }
 "$TORCH_PY" -c "import torch" 2>/dev/null || { echo "PyTorch missing: apt-get install python3-torch" >&2; exit 2; }
 mkdir -p "$OUT"
@@ -45,6 +46,7 @@ record() { # TAG FILE
 sv_bench() { # TAG NRANKS THREADS MODEL BATCH [extra flags]; best of REPEATS runs, as for PyTorch
     local tag=$1 n=$2 th=$3 model=$4 batch=$5 i best=""
     shift 5
+    rm -f "$OUT/$tag.json" "$OUT/$tag.log" # a reused OUT_DIR must not report an older run
     local launch=()
     [ "$n" -gt 1 ] && launch=("$MPIEXEC" -n "$n")
     for i in $(seq "$REPEATS"); do
@@ -97,8 +99,8 @@ print('%-10s %s FSDP 2 ranks vs 1 rank x 2 threads: %+.1f%% time per image' % (s
             "$OUT/sv-$model-$dt-r1t2.json" "$OUT/sv-$model-$dt-r2t1.json" "$model" "$dt"
     fi
     if [ -f "$OUT/sv-$model-$dt-r2t1.json" ]; then # the ceiling the measured GEMM peak sets
-        "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); t=float(sys.argv[2]); p=d['gemm_peak_per_core_flops']; \
-c=p*d['cores_used']/d['flops_per_image'] if p else 0; \
+        "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); t=float(sys.argv[2]) if sys.argv[2] != 'None' else 0; p=d['gemm_peak_per_core_flops']; \
+c=p*d['cores_used']/d['flops_per_image'] if p and t > 0 else 0; \
 print('%-10s %s ceiling: %g cores x %.1f GFLOP/s (measured %s GEMM peak) / %.3f GFLOP per image = %.1f img/s = %.2fx PyTorch; 2x PyTorch needs %.0f%% of it' \
 % (sys.argv[3], sys.argv[4], d['cores_used'], p/1e9, d['gemm_peak_dtype'], d['flops_per_image']/1e9, c, c/t, 200*t/c)) if c else None" \
             "$OUT/sv-$model-$dt-r2t1.json" "$tb" "$model" "$dt"

@@ -1,5 +1,6 @@
 #include "core/clock.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,12 @@
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #define SV_HAVE_TSC 1
+#ifdef SV_CLOCK_TEST_HOOKS /* tests/core compiles this file with a TSC it can make jump */
+extern uint64_t sv_clock_test_tsc(void);
+#define SV_RDTSC() sv_clock_test_tsc()
+#else
+#define SV_RDTSC() __rdtsc()
+#endif
 #else
 #define SV_HAVE_TSC 0
 #endif
@@ -20,7 +27,8 @@ static double mono_now(void) {
 }
 
 #if SV_HAVE_TSC
-#define SV_CLOCK_ANCHOR_S 1e-3 /* re-anchor on CLOCK_MONOTONIC after this long */
+#define SV_CLOCK_ANCHOR_S 1e-3  /* re-anchor on CLOCK_MONOTONIC after this long */
+#define SV_CLOCK_RESYNC_S 20e-6 /* a re-anchor this far (+1% of the anchor's age) off restarts calibration */
 
 /* 1 = TSC, 0 = clock_gettime; decided once per process (racing first calls agree). */
 static int decide_tsc(void) {
@@ -60,9 +68,9 @@ static double read_pair(uint64_t *tsc) {
     double best_m = 0;
     uint64_t best_k = 0, best_w = UINT64_MAX;
     for (int i = 0; i < 8; i++) {
-        uint64_t k1 = __rdtsc();
+        uint64_t k1 = SV_RDTSC();
         double m = mono_now();
-        uint64_t k2 = __rdtsc();
+        uint64_t k2 = SV_RDTSC();
         if (k2 - k1 < best_w) {
             best_w = k2 - k1;
             best_m = m;
@@ -75,15 +83,21 @@ static double read_pair(uint64_t *tsc) {
 }
 
 static double tsc_now(void) {
-    uint64_t k = __rdtsc();
+    uint64_t k = SV_RDTSC();
     double v;
     if (T.max_age && k - T.tsc_a < T.max_age) {
         v = T.mono_a + (double)(k - T.tsc_a) * T.spt;
     } else {
         double m = read_pair(&k);
-        if (!T.tsc_first) {
+        if (T.max_age) { /* calibrated: does the TSC still track CLOCK_MONOTONIC? */
+            double pred = T.mono_a + (double)(k - T.tsc_a) * T.spt, age = m - T.mono_a;
+            if (k < T.tsc_a || fabs(pred - m) > SV_CLOCK_RESYNC_S + 0.01 * age)
+                T.tsc_first = 0; /* TSC jump (suspend, reset) or rate drift: calibrate again */
+        }
+        if (!T.tsc_first || k < T.tsc_first) {
             T.mono_first = m;
             T.tsc_first = k;
+            T.max_age = 0;
         } else if (m - T.mono_first >= SV_CLOCK_ANCHOR_S && k > T.tsc_first) {
             T.spt = (m - T.mono_first) / (double)(k - T.tsc_first);
             T.max_age = (uint64_t)(SV_CLOCK_ANCHOR_S / T.spt);

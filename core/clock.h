@@ -11,8 +11,13 @@
  * anchor). So the value never strays from CLOCK_MONOTONIC by more than the rate error over
  * 1 ms plus the ~30 ns it takes to read one (mono, tsc) pair, and durations are exact to the
  * rate error (< 1e-7 after the first second). Until the first 1 ms has passed in a thread,
- * every call reads clock_gettime. Values are non-decreasing per thread (a re-anchor that would
- * step back by those few ns returns the previous value). State is per thread; no locks.
+ * every call reads clock_gettime. Every re-anchor also checks the estimate against the fresh
+ * clock_gettime reading: more than 20 us (+1% of the anchor's age) off, or the TSC behind the
+ * anchor (a TSC jump or reset across suspend, or drift), restarts the calibration, so such an
+ * event costs at most one anchor period of error, not a skewed rate. Values are non-decreasing
+ * per thread (a re-anchor that would step back by a few ns returns the previous value). State
+ * is per thread; no locks. A call more than 1 ms after the thread's previous one re-anchors, so
+ * it costs one clock_gettime plus two rdtsc (slightly more than clock_gettime alone).
  *
  * Elsewhere (other architectures, or a kernel on another clocksource) sv_now_s() is
  * clock_gettime(CLOCK_MONOTONIC). SHARDVIT_CLOCK=mono forces that (read at first use). */
