@@ -126,23 +126,6 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
     return SV_OK;
 }
 
-/* dS = P * (dP - rowsum(dP * P)) in place over the (T,T) tile, in fp32 with 16 fixed lanes. */
-static void softmax_bwd(float *dS, const float *P, int T) {
-    for (int r = 0; r < T; r++) {
-        float *s = dS + (size_t)r * T;
-        const float *p = P + (size_t)r * T;
-        float acc[16] = {0};
-        int j = 0;
-        for (; j + 16 <= T; j += 16)
-            for (int l = 0; l < 16; l++) acc[l] += s[j + l] * p[j + l];
-        for (; j < T; j++) acc[j & 15] += s[j] * p[j];
-        for (int w = 8; w >= 1; w >>= 1)
-            for (int l = 0; l < w; l++) acc[l] += acc[l + w];
-        float dot = acc[0];
-        for (j = 0; j < T; j++) s[j] = p[j] * (s[j] - dot);
-    }
-}
-
 sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, const void *d_out_,
                                const void *qkv_, const void *out, const void *saved, int B,
                                int T, int D, int H) {
@@ -182,7 +165,7 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
                           dh, T, 0, pack, gs);
                 sv_gemm_bf16(dS, (size_t)T, (sv_gemm_bf16_mat){dO, (size_t)D, 1}, T, (sv_gemm_bf16_mat){v, L, 1}, T,
                           dh, 0, pack, gs);
-                softmax_bwd(dS, P, T);
+                c->k->softmax_bwd_rows(dS, P, T, T);
                 sv_gemm_bf16(dq, L, (sv_gemm_bf16_mat){dS, (size_t)T, 1}, T, (sv_gemm_bf16_mat){k, L, 0}, dh, T,
                           0, pack, gs);
                 sv_gemm_bf16(dk, L, (sv_gemm_bf16_mat){dS, (size_t)T, 0}, T, (sv_gemm_bf16_mat){q, L, 0}, dh, T,
@@ -194,7 +177,7 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
                             0.0f, dv, ld);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld,
                             0.0f, dS, T);
-                softmax_bwd(dS, P, T);
+                c->k->softmax_bwd_rows(dS, P, T, T);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld,
                             0.0f, dq, ld);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld,

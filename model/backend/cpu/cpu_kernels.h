@@ -31,6 +31,9 @@ typedef struct sv_cpu_kernels {
     void (*gelu_bwd)(int bf, float *d_x, const float *d_out, const float *x, size_t n);
     /* In-place softmax of each of `rows` rows of length T (row stride T), max-subtracted. */
     void (*softmax_rows)(float *S, int rows, int T);
+    /* Softmax backward in place over `rows` rows of T: dS = P * (dS - rowsum(dS * P)), where
+     * dS holds dP on entry and P the probabilities (row stride T, 16 fixed summation lanes). */
+    void (*softmax_bwd_rows)(float *dS, const float *P, int rows, int T);
     /* LayerNorm forward of `rows` rows of C (row stride C): out = (x - mean) * rstd * w + b,
      * mean/rstd per row (biased variance, SV_LN_EPS). Row sums in 16 fixed lanes. */
     void (*layernorm_fwd_rows)(int bf, float *out, float *mean, float *rstd, const float *x,

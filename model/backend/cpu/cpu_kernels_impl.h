@@ -77,6 +77,22 @@ static void k_softmax_rows(float *S, int rows, int T) {
     }
 }
 
+static void k_softmax_bwd_rows(float *dS, const float *P, int rows, int T) {
+    for (int r = 0; r < rows; r++) {
+        float *s = dS + (size_t)r * T;
+        const float *p = P + (size_t)r * T;
+        float acc[16] = {0};
+        int j = 0;
+        for (; j + 16 <= T; j += 16)
+            for (int l = 0; l < 16; l++) acc[l] += s[j + l] * p[j + l];
+        for (; j < T; j++) acc[j & 15] += s[j] * p[j];
+        for (int w = 8; w >= 1; w >>= 1)
+            for (int l = 0; l < w; l++) acc[l] += acc[l + w];
+        const float dot = acc[0];
+        for (j = 0; j < T; j++) s[j] = p[j] * (s[j] - dot);
+    }
+}
+
 static float k_sumsq16_centered(const float *x, int n, float mean) {
     float acc[16] = {0};
     int i = 0;
@@ -166,6 +182,7 @@ const sv_cpu_kernels SV_CPU_KERNELS_NAME = {
     .gelu = k_gelu,
     .gelu_bwd = k_gelu_bwd,
     .softmax_rows = k_softmax_rows,
+    .softmax_bwd_rows = k_softmax_bwd_rows,
     .layernorm_fwd_rows = k_layernorm_fwd_rows,
     .layernorm_bwd_rows = k_layernorm_bwd_rows,
     .layernorm_bwd_params = k_layernorm_bwd_params,
