@@ -25,21 +25,14 @@ static void k_bias_gelu(int bf, float *o, float *pre, const float *bias, size_t 
 }
 
 static void k_bias_store(int bf, float *o, const float *bias, size_t n) {
-    if (bias) {
-        if (bf)
-            for (size_t i = 0; i < n; i++) o[i] = sv_round_bf16(o[i] + bias[i]);
-        else
-            for (size_t i = 0; i < n; i++) o[i] = o[i] + bias[i];
-    } else if (bf) {
+    if (bias)
+        for (size_t i = 0; i < n; i++) o[i] = kstore(bf, o[i] + bias[i]);
+    else if (bf)
         for (size_t i = 0; i < n; i++) o[i] = sv_round_bf16(o[i]);
-    }
 }
 
 static void k_add_store(int bf, float *out, const float *a, const float *b, size_t n) {
-    if (bf)
-        for (size_t i = 0; i < n; i++) out[i] = sv_round_bf16(a[i] + b[i]);
-    else
-        for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+    for (size_t i = 0; i < n; i++) out[i] = kstore(bf, a[i] + b[i]);
 }
 
 static void k_round_bf16(float *p, size_t n) {
@@ -54,6 +47,14 @@ static void k_gelu_bwd(int bf, float *d_x, const float *d_out, const float *x, s
     for (size_t i = 0; i < n; i++) d_x[i] = kstore(bf, d_out[i] * sv_gelu_grad(x[i]));
 }
 
+/* The fixed pairwise tree that ends every 16-lane reduction here: lane l += lane l + w for
+ * w = 8, 4, 2, 1; returns the total (lane 0). The order never depends on the vector width. */
+static inline float k_tree16(float *acc) {
+    for (int w = 8; w >= 1; w >>= 1)
+        for (int l = 0; l < w; l++) acc[l] += acc[l + w];
+    return acc[0];
+}
+
 /* Sum with 16 independent lanes (vectorises without reassociation; fixed order per row). */
 static float k_sum16(const float *s, int T) {
     float acc[16] = {0};
@@ -61,9 +62,7 @@ static float k_sum16(const float *s, int T) {
     for (; j + 16 <= T; j += 16)
         for (int l = 0; l < 16; l++) acc[l] += s[j + l];
     for (; j < T; j++) acc[j & 15] += s[j];
-    for (int w = 8; w >= 1; w >>= 1)
-        for (int l = 0; l < w; l++) acc[l] += acc[l + w];
-    return acc[0];
+    return k_tree16(acc);
 }
 
 static void k_softmax_rows(float *S, int rows, int T) {
@@ -86,9 +85,7 @@ static void k_softmax_bwd_rows(float *dS, const float *P, int rows, int T) {
         for (; j + 16 <= T; j += 16)
             for (int l = 0; l < 16; l++) acc[l] += s[j + l] * p[j + l];
         for (; j < T; j++) acc[j & 15] += s[j] * p[j];
-        for (int w = 8; w >= 1; w >>= 1)
-            for (int l = 0; l < w; l++) acc[l] += acc[l + w];
-        const float dot = acc[0];
+        const float dot = k_tree16(acc);
         for (j = 0; j < T; j++) s[j] = p[j] * (s[j] - dot);
     }
 }
@@ -105,9 +102,7 @@ static float k_sumsq16_centered(const float *x, int n, float mean) {
         float d = x[i] - mean;
         acc[i & 15] += d * d;
     }
-    for (int w = 8; w >= 1; w >>= 1)
-        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-    return acc[0];
+    return k_tree16(acc);
 }
 
 static void k_layernorm_fwd_rows(int bf, float *out, float *mean, float *rstd, const float *x,
@@ -143,12 +138,7 @@ static void k_layernorm_bwd_rows(int bf, float *d_x, const float *dy, const floa
             a1[i & 15] += g;
             a2[i & 15] += g * ((xr[i] - mu) * rs);
         }
-        for (int s = 8; s >= 1; s >>= 1)
-            for (int j = 0; j < s; j++) {
-                a1[j] += a1[j + s];
-                a2[j] += a2[j + s];
-            }
-        const float mg = a1[0] / (float)C, mgx = a2[0] / (float)C;
+        const float mg = k_tree16(a1) / (float)C, mgx = k_tree16(a2) / (float)C;
         for (i = 0; i < C; i++) {
             float xh = (xr[i] - mu) * rs;
             dxr[i] = kstore(bf, dxr[i] + rs * (dyr[i] * w[i] - mg - xh * mgx));

@@ -47,9 +47,6 @@ int sv_gemm_bf16_available(void) {
 static inline __mmask16 mask16(long cnt) {
     return cnt >= 16 ? (__mmask16)0xFFFF : cnt <= 0 ? (__mmask16)0 : (__mmask16)((1u << cnt) - 1u);
 }
-static inline __mmask8 mask8(long cnt) {
-    return cnt >= 8 ? (__mmask8)0xFF : cnt <= 0 ? (__mmask8)0 : (__mmask8)((1u << cnt) - 1u);
-}
 
 /* 16 pairs of consecutive floats p[0..31] (the first `cnt` floats valid, the rest read as 0)
  * -> 16 dwords, each (bf16 of the even element) | (bf16 of the odd element) << 16. */
@@ -67,15 +64,6 @@ static inline __m512i pairs16_rows(const float *row0, const float *row1, long cn
     if (!row1) return lo;
     __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, row1)));
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
-}
-
-/* Same for 8 columns (one MR group). */
-static inline __m256i pairs8_rows(const float *row0, const float *row1, long cnt) {
-    __mmask8 k = mask8(cnt);
-    __m256i lo = _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(_mm256_maskz_loadu_ps(k, row0)));
-    if (!row1) return lo;
-    __m256i hi = _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(_mm256_maskz_loadu_ps(k, row1)));
-    return _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16));
 }
 
 void sv_gemm_bf16_pack(void *pb_, sv_gemm_bf16_mat B, int n, int r, int j0, int j1) {
@@ -140,9 +128,9 @@ static void pack_a(uint32_t *S, sv_gemm_bf16_mat A, int r, int i0, int mc, long 
                 _mm256_storeu_si256((__m256i *)(S + (size_t)g * kq + t * MR), _mm512_castsi512_si256(v));
                 _mm256_storeu_si256((__m256i *)(S + (size_t)(g + MR) * kq + t * MR), _mm512_extracti64x4_epi64(v, 1));
             }
-            if (g < mcp)
+            if (g < mcp) /* one MR group left: at most MR valid columns, so the low half */
                 _mm256_storeu_si256((__m256i *)(S + (size_t)g * kq + t * MR),
-                                    pairs8_rows(row0 + g, row1 ? row1 + g : NULL, mc - g));
+                                    _mm512_castsi512_si256(pairs16_rows(row0 + g, row1 ? row1 + g : NULL, mc - g)));
         }
     }
 }
