@@ -5,19 +5,25 @@
 #   env SV (shardvit binary, default BUILD_DIR/app/shardvit), STEPS (timed steps, default 4), WARMUP (default 1),
 #       REPEATS (runs per setting, both frameworks, best kept; default 2),
 #       CASES (default "vit-28:128 vit-ti16:32"), DTYPES (default "fp32 bf16"), SCALING=1 (vit-ti16 at world 1/2/4),
-#       MFU=1 (vit-s16 at 224, batch 32, world 2)
+#       MFU=1 (vit-s16 at 224, batch 32, world 2),
+#       TORCH_PY (the Python interpreter whose torch is compared against; default Debian's /usr/bin/python3
+#       with python3-torch 1.13; bench/torch_venv.sh makes a virtual environment with the newest PyPI torch
+#       and prints the path to use), TORCH_COMPILE=1 (also time torch.compile and keep the better of eager
+#       and compiled per setting; needs torch >= 2)
 #
 # For each model:batch case and each precision it runs, back to back on the same machine state:
-#   PyTorch (Debian /usr/bin/python3 + python3-torch, AdamW, label smoothing 0.1, grad clipping
+#   PyTorch (TORCH_PY, default Debian /usr/bin/python3 + python3-torch; AdamW, label smoothing 0.1, grad clipping
 #   1.0; the same ViT module code as tests/model/vit_ref.py) at torch.set_num_threads 1 and 2,
 #   keeping its best setting; fp32, or bf16 = torch.autocast("cpu", bfloat16) with fp32
 #   parameters; then shardvit bench (--param-dtype fp32|bf16) at 1 rank x 1 thread, 1 rank x 2
 #   threads and mpiexec -n 2 (FSDP full_shard, 1 thread per rank), all on one fixed synthetic
 #   batch. Prints img/s and each shardvit setting's ratio to PyTorch's best in the same precision,
 #   the FSDP cost (2 ranks vs 1 rank x 2 threads), and the ceiling the machine sets: cores x the
-#   measured GEMM peak in that precision / FLOP per image, i.e. the img/s of a step that did
-#   nothing but GEMMs at peak, and what fraction of it 2x PyTorch would need. Every JSON result is kept in OUT_DIR
-#   (results.jsonl).
+#   per-core ISA peak of the GEMM engine the run uses (hw_peak_flops of shardvit bench: an
+#   in-register loop of that engine's instruction, e.g. TDPBF16PS for amx-bf16) / FLOP per image,
+#   i.e. the img/s of a step that did nothing but GEMMs at the hardware's peak, and what fraction of
+#   it 2x PyTorch would need. The top of the output names the interpreter, its torch and oneDNN/MKL
+#   build, and the CPU with its AVX-512/AMX flags. Every JSON result is kept in OUT_DIR (results.jsonl).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -29,12 +35,19 @@ WARMUP=${WARMUP:-1}
 REPEATS=${REPEATS:-2}
 CASES=${CASES:-"vit-28:128 vit-ti16:32"}
 DTYPES=${DTYPES:-"fp32 bf16"}
-TORCH_PY=/usr/bin/python3
+TORCH_PY=${TORCH_PY:-/usr/bin/python3}
+TORCH_COMPILE=${TORCH_COMPILE:-0}
 PY=$(command -v python3 || echo /usr/bin/python3)
 MPIEXEC=${MPIEXEC:-mpiexec}
 case "$REPEATS" in ''|*[!0-9]*|0) echo "REPEATS must be a positive integer (got '$REPEATS')" >&2; exit 2 ;; esac
 [ -x "$SV" ] || { echo "no shardvit binary at $SV (build first, or pass BUILD_DIR)" >&2; exit 2; }
-"$TORCH_PY" -c "import torch" 2>/dev/null || { echo "PyTorch missing: apt-get install python3-torch" >&2; exit 2; }
+"$TORCH_PY" -c "import torch" 2>/dev/null || {
+    echo "PyTorch missing for TORCH_PY=$TORCH_PY: apt-get install python3-torch, or run bench/torch_venv.sh and" \
+        "pass the interpreter it prints as TORCH_PY" >&2
+    exit 2
+}
+TORCH_FLAGS=()
+[ "$TORCH_COMPILE" = 1 ] && TORCH_FLAGS=(--compile)
 mkdir -p "$OUT"
 : >"$OUT/results.jsonl"
 
@@ -63,23 +76,44 @@ sv_bench() { # TAG NRANKS THREADS MODEL BATCH [extra flags]; best of REPEATS run
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC')  $(uptime | sed 's/.*load/load/')"
 echo "# img/s: mean over the timed steps, best of $REPEATS runs (both frameworks); ratio: img/s / PyTorch's best;"
-echo "# mfu: fraction of the measured GEMM peak in the run's precision;"
-echo "# best-step: global batch / fastest step. PyTorch '1 thr' = torch.set_num_threads(1), but Debian's"
-echo "# OpenBLAS (pthread) still runs its GEMMs on every core, so it is PyTorch's best setting on both cores."
-echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+echo "# mfu: fraction of the hardware peak: cores x the per-core ISA peak of the GEMM engine the run uses"
+echo "# (shardvit bench hw_peak_flops; mfu_gemm in the JSON is the fraction of the measured GEMM peak);"
+echo "# best-step: global batch / fastest step. PyTorch '1 thr' = torch.set_num_threads(1); Debian's torch 1.13"
+echo "# runs fp32 GEMMs on OpenBLAS (pthread), which still uses every core, so it is its best setting on both cores."
+echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
+    "flags:$(for f in avx512f avx512_bf16 amx_bf16 amx_tile; do grep -m1 '^flags' /proc/cpuinfo | grep -qw "$f" && printf ' %s' "$f" || printf ' no-%s' "$f"; done)"
+"$TORCH_PY" - "$TORCH_PY" "$TORCH_COMPILE" <<'PYEOF' | sed 's/^/# /'
+import sys
+import torch
+print("PyTorch: %s (interpreter %s), torch %s%s" % (sys.argv[1], sys.executable, torch.__version__,
+      ", torch.compile tried as well (TORCH_COMPILE=1)" if sys.argv[2] == "1" else ""))
+print("mkldnn (oneDNN) available: %s, MKL available: %s" % (torch.backends.mkldnn.is_available(),
+      torch.backends.mkl.is_available()))
+cfg = [l.strip() for l in torch.__config__.show().splitlines() if l.strip()]
+keep = [l for l in cfg if any(k in l for k in ("oneDNN", "MKL", "Intel(R) Math", "OpenMP", "CPU capability", "BLAS_INFO"))]
+for l in (keep or cfg[:6])[:8]:
+    print("  " + l[:160])
+PYEOF
 printf "%-10s %5s  %-26s %10s %8s %7s %11s\n" model batch setting img/s ratio mfu best-step
 for c in $CASES; do
     model=${c%%:*}
     batch=${c##*:}
     for dt in $DTYPES; do
     "$TORCH_PY" "$HERE/train/torch_vit_train.py" --model "$model" --batch-size "$batch" --steps "$STEPS" \
-        --warmup "$WARMUP" --repeats "$REPEATS" --threads 1,2 --dtypes "$dt" \
+        --warmup "$WARMUP" --repeats "$REPEATS" --threads 1,2 --dtypes "$dt" "${TORCH_FLAGS[@]}" \
         >"$OUT/torch-$model-$dt.json" 2>"$OUT/torch-$model-$dt.log" \
         || { echo "PyTorch run failed: see $OUT/torch-$model-$dt.log" >&2; exit 1; }
     record "torch-$model-$dt" "$OUT/torch-$model-$dt.json"
     tb=$(field "$OUT/torch-$model-$dt.json" img_per_s)
     tt=$(field "$OUT/torch-$model-$dt.json" best_threads)
-    printf "%-10s %5s  %-26s %10.1f %8s %7s %11s\n" "$model" "$batch" "pytorch $dt best ($tt thr)" "$tb" "1.00" "-" "-"
+    tm=$(field "$OUT/torch-$model-$dt.json" best_mode) # eager | compile (TORCH_COMPILE=1)
+    tl="pytorch $dt best ($tt thr)"
+    [ "$TORCH_COMPILE" = 1 ] && tl="pytorch $dt best ($tt thr, $tm)"
+    printf "%-10s %5s  %-26s %10.1f %8s %7s %11s\n" "$model" "$batch" "$tl" "$tb" "1.00" "-" "-"
+    [ "$TORCH_COMPILE" = 1 ] && "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); \
+print('%-10s %s pytorch eager vs torch.compile (img/s per setting): %s; %s won' % (sys.argv[2], sys.argv[3], \
+', '.join('%s %s' % (k, ' / '.join('%.1f' % v for v in vs)) for k, vs in d.get('img_per_s_eager_compile', {}).items()), d.get('best_mode')))" \
+        "$OUT/torch-$model-$dt.json" "$model" "$dt"
     for cfg in "1 1" "1 2" "2 1"; do
         set -- $cfg
         tag="sv-$model-$dt-r$1t$2"
@@ -98,11 +132,13 @@ print('%-10s %5s  %-26s %10.1f %8.2f %7s %11.1f' % (sys.argv[4], sys.argv[5], sy
 print('%-10s %s FSDP 2 ranks vs 1 rank x 2 threads: %+.1f%% time per image' % (sys.argv[3], sys.argv[4], 100*(a/b-1)))" \
             "$OUT/sv-$model-$dt-r1t2.json" "$OUT/sv-$model-$dt-r2t1.json" "$model" "$dt"
     fi
-    if [ -f "$OUT/sv-$model-$dt-r2t1.json" ]; then # the ceiling the measured GEMM peak sets
-        "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); t=float(sys.argv[2]) if sys.argv[2] != 'None' else 0; p=d['gemm_peak_per_core_flops']; \
-c=p*d['cores_used']/d['flops_per_image'] if p and t > 0 else 0; \
-print('%-10s %s ceiling: %g cores x %.1f GFLOP/s (measured %s GEMM peak) / %.3f GFLOP per image = %.1f img/s = %.2fx PyTorch; 2x PyTorch needs %.0f%% of it' \
-% (sys.argv[3], sys.argv[4], d['cores_used'], p/1e9, d['gemm_peak_dtype'], d['flops_per_image']/1e9, c, c/t, 200*t/c)) if c else None" \
+    if [ -f "$OUT/sv-$model-$dt-r2t1.json" ]; then # the ceiling the hardware sets (ISA peak of the GEMM engine)
+        "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); t=float(sys.argv[2]) if sys.argv[2] != 'None' else 0; h=d.get('hw_peak_flops'); \
+c=h/d['flops_per_image'] if h and t > 0 else 0; g=d.get('gemm_peak_per_core_flops'); \
+print('%-10s %s ceiling: %g cores x %.1f GFLOP/s (ISA peak of gemm %s) / %.3f GFLOP per image = %.1f img/s = %.2fx PyTorch; 2x PyTorch needs %.1f%% of it%s' \
+% (sys.argv[3], sys.argv[4], d['cores_used'], d['hw_peak_per_core_flops']/1e9, d['hw_peak_engine'], d['flops_per_image']/1e9, c, c/t, 200*t/c, \
+'' if not g else ' (measured %s GEMM: %.1f GFLOP/s per core)' % (d['gemm_peak_dtype'], g/1e9))) if c else \
+print('%-10s %s ceiling: no hardware peak measured (hw_peak_flops is null)' % (sys.argv[3], sys.argv[4]))" \
             "$OUT/sv-$model-$dt-r2t1.json" "$tb" "$model" "$dt"
     fi
     done
@@ -110,8 +146,9 @@ done
 
 if [ "${MFU:-1}" = 1 ]; then
     sv_bench sv-vit-s16-r2t1 2 1 vit-s16 32 && "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); \
-print('vit-s16 224 batch 32, 2 ranks x 1 thread: %.1f img/s, %.1f GFLOP/s = %.0f%% of measured GEMM peak (%.1f GFLOP/s per core x %g cores)' \
-% (d['img_per_s'], d['tflops']*1e3, 100*(d['mfu'] or 0), d['gemm_peak_per_core_flops']/1e9, d['cores_used']))" "$OUT/sv-vit-s16-r2t1.json"
+print('vit-s16 224 batch 32, 2 ranks x 1 thread: %.1f img/s, %.1f GFLOP/s = %.1f%% of the ISA peak (gemm %s: %.1f GFLOP/s per core x %g cores), %.0f%% of the measured %s GEMM peak (%.1f GFLOP/s per core)' \
+% (d['img_per_s'], d['tflops']*1e3, 100*(d['mfu'] or 0), d['hw_peak_engine'], (d['hw_peak_per_core_flops'] or 0)/1e9, d['cores_used'], \
+100*(d['mfu_gemm'] or 0), d['gemm_peak_dtype'], (d['gemm_peak_per_core_flops'] or 0)/1e9))" "$OUT/sv-vit-s16-r2t1.json"
 fi
 
 if [ "${SCALING:-1}" = 1 ]; then

@@ -11,7 +11,10 @@ times, and keeps the best repeat. Precisions: fp32, and bf16 = torch.autocast("c
 dtype=torch.bfloat16) around forward and loss with fp32 parameters and optimizer (the same
 mixed precision as shardvit's --param-dtype bf16; on CPUs with AVX-512 BF16 this PyTorch's
 oneDNN runs the linear layers in bf16). Prints one JSON object on stdout: img/s per setting
-("<threads>" for fp32, "<threads>-bf16" for bf16) and the best setting.
+("<threads>" for fp32, "<threads>-bf16" for bf16) and the best setting. With --compile (torch >= 2)
+every setting is also timed with torch.compile(model) (compiled afresh per thread count; the
+compilation falls into the warm-up steps) and keeps the better of eager and compiled: key
+best_mode / mode_by_setting says which won, img_per_s_eager_compile has both figures.
 
 The module code is the one of tests/model/vit_ref.py (kept independent of shardvit).
 """
@@ -46,7 +49,11 @@ def main():
     ap.add_argument("--threads", default="1,2", help="comma-separated intra-op thread counts")
     ap.add_argument("--smoothing", type=float, default=0.1)
     ap.add_argument("--dtypes", default="fp32", help="comma-separated precisions: fp32, bf16 (autocast)")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time torch.compile(model) (torch >= 2) and keep the better of eager and compiled")
     a = ap.parse_args()
+    if a.warmup < 1 and a.compile:
+        ap.error("--compile needs --warmup >= 1 (the compilation must not be timed)")
     img, patch, chans, classes, dim, depth, heads = PRESETS[a.model]
     if a.img:
         img = a.img
@@ -60,39 +67,65 @@ def main():
     x = torch.randn(a.batch_size, chans, img, img)
     y = torch.randint(0, classes, (a.batch_size,))
 
-    def step(bf16):
+    compile_note = None
+    if a.compile and not hasattr(torch, "compile"):
+        compile_note = "torch %s has no torch.compile: eager only" % torch.__version__
+        print("note: " + compile_note, file=sys.stderr)
+
+    def step(m, bf16):
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = lossf(model(x), y)
+            loss = lossf(m(x), y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        return float(loss)
+        return float(loss.detach())
 
-    per = {}
+    def timed(m, bf16):  # best img/s over the repeats
+        best = 0.0
+        for _ in range(a.repeats):
+            for _ in range(a.warmup):
+                step(m, bf16)
+            t0 = time.perf_counter()
+            for _ in range(a.steps):
+                step(m, bf16)
+            dt = time.perf_counter() - t0
+            best = max(best, a.steps * a.batch_size / dt)
+        return best
+
+    try_compile = a.compile and compile_note is None
+    per, mode_of, both = {}, {}, {}
     for dt_name in a.dtypes.split(","):
         if dt_name not in ("fp32", "bf16"):
             ap.error("--dtypes: unknown precision %r (fp32, bf16)" % dt_name)
         for nt in [int(t) for t in a.threads.split(",")]:
             torch.set_num_threads(nt)
-            best = 0.0
-            for _ in range(a.repeats):
-                for _ in range(a.warmup):
-                    step(dt_name == "bf16")
-                t0 = time.perf_counter()
-                for _ in range(a.steps):
-                    step(dt_name == "bf16")
-                dt = time.perf_counter() - t0
-                best = max(best, a.steps * a.batch_size / dt)
             key = str(nt) + ("-bf16" if dt_name == "bf16" else "")
-            per[key] = best
-            print("torch %s batch %d threads %d %s: %.2f img/s" % (a.model, a.batch_size, nt, dt_name, best),
-                  file=sys.stderr)
+            rates = {"eager": timed(model, dt_name == "bf16")}
+            if try_compile:
+                try:
+                    torch._dynamo.reset()  # compile afresh for this thread count
+                    rates["compile"] = timed(torch.compile(model), dt_name == "bf16")
+                except Exception as e:  # noqa: BLE001 - any compiler failure means: eager only
+                    compile_note = "torch.compile failed (%s: %s): eager only" % (type(e).__name__, str(e)[:200])
+                    print("note: " + compile_note, file=sys.stderr)
+                    try_compile = False
+            win = max(rates, key=rates.get)
+            per[key], mode_of[key] = rates[win], win
+            if "compile" in rates:
+                both[key] = [rates["eager"], rates["compile"]]
+            print("torch %s batch %d threads %d %s: %s -> %s" % (a.model, a.batch_size, nt, dt_name, ", ".join(
+                "%s %.2f img/s" % kv for kv in rates.items()), win), file=sys.stderr)
     bt = max(per, key=per.get)
-    print(json.dumps({"framework": "pytorch", "version": torch.__version__, "model": a.model, "img": img,
-                      "batch_size": a.batch_size, "steps": a.steps, "img_per_s_by_setting": per,
-                      "best_setting": bt, "best_threads": int(bt.split("-")[0]),
-                      "best_dtype": "bf16" if bt.endswith("-bf16") else "fp32", "img_per_s": per[bt]}))
+    out = {"framework": "pytorch", "version": torch.__version__, "python": sys.executable,
+           "mkldnn": torch.backends.mkldnn.is_available(), "model": a.model, "img": img,
+           "batch_size": a.batch_size, "steps": a.steps, "img_per_s_by_setting": per,
+           "mode_by_setting": mode_of, "best_setting": bt, "best_threads": int(bt.split("-")[0]),
+           "best_dtype": "bf16" if bt.endswith("-bf16") else "fp32", "best_mode": mode_of[bt], "img_per_s": per[bt]}
+    if a.compile:
+        out["img_per_s_eager_compile"] = both
+        out["compile_note"] = compile_note
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

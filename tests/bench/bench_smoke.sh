@@ -13,15 +13,17 @@ trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 TINY="--model vit-28 --dim 32 --depth 2 --heads 2 --batch-size 8 --device cpu --threads 1"
 
-check_train() { # FILE WORLD
-    "$PY" - "$1" "$2" <<'PYEOF' || fail "train JSON check on $1"
-import json, sys
-path, world = sys.argv[1], int(sys.argv[2])
+check_train() { # FILE WORLD [CALIB: 1 = peaks measured (default), 0 = --calib-seconds 0]
+    "$PY" - "$1" "$2" "${3:-1}" <<'PYEOF' || fail "train JSON check on $1"
+import json, platform, sys
+path, world, calib = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 lines = [l for l in open(path).read().splitlines() if l.strip()]
 assert len(lines) == 1, "expected exactly one JSON line, got %d" % len(lines)
 d = json.loads(lines[0])
 for k in ("img_per_s", "tflops", "mfu", "peak_mem_bytes", "max_rss_bytes", "time_split", "per_rank",
-          "img_per_s_per_rank", "flops_per_image", "world", "steps"):
+          "img_per_s_per_rank", "flops_per_image", "world", "steps", "peak_flops", "peak_kind", "mfu_gemm",
+          "gemm_peak_per_core_flops", "gemm_peak_dtype", "hw_peak_per_core_flops", "hw_peak_engine",
+          "hw_peak_flops", "cores_used"):
     assert k in d, "missing key " + k
 assert d["mode"] == "train" and d["world"] == world and d["steps"] == 2
 assert d["img_per_s"] > 0 and d["tflops"] > 0 and d["peak_mem_bytes"] > 0
@@ -29,6 +31,37 @@ assert d["mfu"] is None or d["mfu"] > 0
 # the CPU peak is measured in the run's own precision (fp32 sgemm, or the bf16 GEMM)
 if d.get("gemm_peak_per_core_flops") is not None:
     assert d["gemm_peak_dtype"] == d["param_dtype"], (d["gemm_peak_dtype"], d["param_dtype"])
+close = lambda a, b: abs(a - b) <= 1e-6 * abs(b)
+achieved = d["tflops"] * 1e12
+if not calib:  # --calib-seconds 0 disables both peaks, so there is no CPU MFU
+    for k in ("mfu", "mfu_gemm", "peak_flops", "gemm_peak_per_core_flops", "hw_peak_per_core_flops",
+              "hw_peak_engine", "hw_peak_flops"):
+        assert d[k] is None, (k, d[k])
+    assert d["peak_kind"] == "unknown", d["peak_kind"]
+else:
+    # mfu_gemm: against the measured GEMM peak x cores used (the earlier meaning of mfu)
+    assert d["gemm_peak_per_core_flops"] > 0 and d["mfu_gemm"] > 0
+    assert close(d["mfu_gemm"], achieved / (d["gemm_peak_per_core_flops"] * d["cores_used"])), d["mfu_gemm"]
+    # the hardware peak: the ISA peak of the engine the device name says the run uses
+    eng = d["hw_peak_engine"]
+    assert eng in ("amx-bf16", "avx512-bf16", "avx512-f32", "avx2-f32", "openblas"), eng
+    dev = d["device"]
+    assert ("gemm " + eng) in dev or (eng == "openblas" and "gemm " not in dev), (eng, dev)
+    flags = ""
+    try:
+        flags = next(l for l in open("/proc/cpuinfo") if l.startswith("flags"))
+    except (OSError, StopIteration):
+        pass
+    if platform.machine() == "x86_64" and " fma" in flags:  # then every engine's instruction is there
+        assert d["hw_peak_flops"] is not None, "no ISA peak on an x86-64 CPU with FMA"
+    if d["hw_peak_flops"] is not None:
+        assert d["peak_kind"] == "isa", d["peak_kind"]
+        assert d["hw_peak_per_core_flops"] > 0
+        assert close(d["hw_peak_flops"], d["hw_peak_per_core_flops"] * d["cores_used"])
+        assert close(d["peak_flops"], d["hw_peak_flops"])
+        assert close(d["mfu"], achieved / d["hw_peak_flops"]), (d["mfu"], achieved / d["hw_peak_flops"])
+    else:
+        assert d["peak_kind"] == "measured_gemm" and close(d["mfu"], d["mfu_gemm"]), (d["peak_kind"], d["mfu"])
 assert len(d["per_rank"]) == world and len(d["img_per_s_per_rank"]) == world
 for k in ("compute_s", "comm_exposed_s", "data_wait_s", "optimizer_s", "other_s"):
     assert k in d["time_split"], "time_split lacks " + k
@@ -53,6 +86,14 @@ check_train "$TMP/w1.json" 1
 "$SV" bench $TINY --param-dtype bf16 --steps 2 --warmup 1 --calib-seconds 0.05 --json "$TMP/w1b.json" \
     2>"$TMP/w1b.err" || { cat "$TMP/w1b.err"; fail "bench world 1 bf16 exited $?"; }
 check_train "$TMP/w1b.json" 1
+"$SV" bench $TINY --steps 2 --warmup 1 --calib-seconds 0 --json "$TMP/w1n.json" \
+    2>"$TMP/w1n.err" || { cat "$TMP/w1n.err"; fail "bench world 1 --calib-seconds 0 exited $?"; }
+check_train "$TMP/w1n.json" 1 0
+grep -q "MFU" "$TMP/w1n.err" && fail "an MFU line with --calib-seconds 0"
+if "$PY" -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))['hw_peak_flops'] is None)" "$TMP/w1.json"; then
+    grep -q "of ISA peak" "$TMP/w1.err" || fail "summary lacks the ISA-peak MFU: $(grep MFU "$TMP/w1.err")"
+fi
+grep -q "of measured fp32 GEMM peak" "$TMP/w1.err" || fail "summary lacks the GEMM-peak MFU"
 
 # world 2 (FSDP over MPI ranks), JSON on stdout
 if [ -n "$MPIEXEC" ]; then

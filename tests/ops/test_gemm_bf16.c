@@ -1,5 +1,5 @@
-/* The AVX-512 BF16 GEMM (model/backend/cpu/gemm_bf16.h) for the three layouts the linear
- * layers use, against a double-precision reference computed from the bf16-rounded inputs:
+/* The bf16 GEMM engines (model/backend/cpu/gemm_engine.h: amx-bf16 on AMX tiles, avx512-bf16 on
+ * VDPBF16PS), each in turn, for the three layouts the linear layers use, against a double-precision reference computed from the bf16-rounded inputs:
  *   nt: C = A B^T, nn: C = A B, tn: C += A^T B.
  * Tolerance: every product of two bf16 values is exact in fp32, so the only error is the fp32
  * accumulation; for a reduction of length R in any order it is bounded by
@@ -11,7 +11,8 @@
  * and flushing of denormal inputs and results. Through the CPU backend in bf16 mode: linear
  * fwd (bias + GELU) / bwd give the same bits on 1 and 2 worker threads, also when the packed
  * operand exceeds the pack buffer and is processed in reduction chunks, and agree with the
- * OpenBLAS sgemm path within bf16 tolerance. Exits 77 on a CPU without AVX-512 BF16. */
+ * OpenBLAS sgemm path within bf16 tolerance. An engine this CPU lacks is skipped with a line
+ * naming the missing feature; exits 77 when none runs here. */
 #include <stdint.h>
 #include <string.h>
 
@@ -19,10 +20,12 @@
 #include "core/elementwise.h"
 #include "core/rng.h"
 #include "model/backend/cpu/cpu_backend.h"
-#include "model/backend/cpu/gemm_bf16.h"
+#include "model/backend/cpu/gemm_engine.h"
 
 enum { NT, NN, TN };
 static const char *k_names[] = {"nt", "nn", "tn"};
+
+static const sv_gemm_engine *E; /* the engine under test */
 
 static void *xalloc(size_t bytes) {
     void *p = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
@@ -60,17 +63,26 @@ static float b_at(int L, const float *B, int M, int N, int K, int r, int j) {
     return B[(size_t)r * K + j]; /* nn: B (N,K) row r; tn: B (M,K) row r */
 }
 
-static void call(int L, float *C, const float *A, const float *B, int M, int N, int K, void *pack, void *scratch) {
-    if (L == NT) sv_gemm_bf16_nt(C, A, B, M, N, K, pack, scratch);
-    else if (L == NN) sv_gemm_bf16_nn(C, A, B, M, N, K, pack, scratch);
-    else sv_gemm_bf16_tn(C, A, B, M, N, K, pack, scratch);
+/* Operand views for the two-step API (as cpu_linear.c builds them). */
+static void views(int L, const float *A, const float *B, int N, int K, sv_gemm_mat *a, sv_gemm_mat *b) {
+    if (L == NT) *a = (sv_gemm_mat){A, (size_t)K, 1}, *b = (sv_gemm_mat){B, (size_t)K, 1};
+    else if (L == NN) *a = (sv_gemm_mat){A, (size_t)N, 1}, *b = (sv_gemm_mat){B, (size_t)K, 0};
+    else *a = (sv_gemm_mat){A, (size_t)N, 0}, *b = (sv_gemm_mat){B, (size_t)K, 0};
 }
 
-/* Operand views for the two-step API (as cpu_linear.c builds them). */
-static void views(int L, const float *A, const float *B, int N, int K, sv_gemm_bf16_mat *a, sv_gemm_bf16_mat *b) {
-    if (L == NT) *a = (sv_gemm_bf16_mat){A, (size_t)K, 1}, *b = (sv_gemm_bf16_mat){B, (size_t)K, 1};
-    else if (L == NN) *a = (sv_gemm_bf16_mat){A, (size_t)N, 1}, *b = (sv_gemm_bf16_mat){B, (size_t)K, 0};
-    else *a = (sv_gemm_bf16_mat){A, (size_t)N, 0}, *b = (sv_gemm_bf16_mat){B, (size_t)K, 0};
+/* One-shot C = A B (nt, nn) or C += A^T B (tn) on the calling thread. */
+static void call(int L, float *C, const float *A, const float *B, int M, int N, int K, void *pack, void *scratch) {
+    int rows, cols, red;
+    sv_gemm_mat a, b;
+    dims(L, M, N, K, &rows, &cols, &red);
+    views(L, A, B, N, K, &a, &b);
+    sv_gemm_engine_gemm(E, C, (size_t)cols, a, rows, b, cols, red, L == TN, pack, scratch);
+}
+static void gemm_nt(float *C, const float *A, const float *B, int M, int N, int K, void *pack, void *scratch) {
+    call(NT, C, A, B, M, N, K, pack, scratch);
+}
+static void gemm_tn(float *C, const float *A, const float *B, int M, int N, int K, void *pack, void *scratch) {
+    call(TN, C, A, B, M, N, K, pack, scratch);
 }
 
 static double g_worst; /* largest error / bound seen */
@@ -82,8 +94,8 @@ static void check_case(int L, int M, int N, int K, int raw, uint64_t seed) {
     float *A = randm(na, seed, 1.0, raw), *B = randm(nb, seed + 1, 0.05, raw);
     float *C0 = randm((size_t)rows * cols, seed + 2, 0.5, 0);
     float *C = xalloc((size_t)rows * cols * sizeof(float) + 4), *C2 = xalloc((size_t)rows * cols * sizeof(float) + 4);
-    size_t pbytes = sv_gemm_bf16_pack_bytes(cols, red);
-    void *pack = xalloc(pbytes), *scratch = xalloc(sv_gemm_bf16_scratch_bytes());
+    size_t pbytes = E->pack_bytes(cols, red);
+    void *pack = xalloc(pbytes), *scratch = xalloc(E->scratch_bytes);
     memcpy(C, C0, (size_t)rows * cols * sizeof(float));
     if (L != TN) C[(size_t)rows * cols - 1] = NAN; /* beta 0 must overwrite, not read */
     call(L, C, A, B, M, N, K, pack, scratch);
@@ -111,21 +123,21 @@ static void check_case(int L, int M, int N, int K, int raw, uint64_t seed) {
 
     /* Bitwise identity: rows in uneven slices (each slice its own call, as worker threads
      * do), the packed operand built from column ranges by separate calls. */
-    sv_gemm_bf16_mat a, b;
+    sv_gemm_mat a, b;
     views(L, A, B, N, K, &a, &b);
     memset(pack, 0xA5, pbytes);
-    for (int j0 = 0; j0 < cols; j0 += 2 * SV_GEMM_BF16_NR) {
-        int j1 = j0 + 2 * SV_GEMM_BF16_NR < cols ? j0 + 2 * SV_GEMM_BF16_NR : cols;
-        sv_gemm_bf16_pack(pack, b, cols, red, j0, j1);
+    for (int j0 = 0; j0 < cols; j0 += 2 * E->nr) {
+        int j1 = j0 + 2 * E->nr < cols ? j0 + 2 * E->nr : cols;
+        E->pack(pack, b, cols, red, j0, j1);
     }
     memcpy(C2, C0, (size_t)rows * cols * sizeof(float));
     int cuts[] = {0, 1, 5, 37, 200, 1031, rows};
     for (int s = 0; s + 1 < (int)(sizeof cuts / sizeof cuts[0]); s++) {
         int r0 = cuts[s] < rows ? cuts[s] : rows, r1 = cuts[s + 1] < rows ? cuts[s + 1] : rows;
         if (r1 <= r0) continue;
-        sv_gemm_bf16_mat as = a;
+        sv_gemm_mat as = a;
         as.p += a.red_contig ? (size_t)r0 * a.ld : (size_t)r0;
-        sv_gemm_bf16_run(C2 + (size_t)r0 * cols, (size_t)cols, as, r1 - r0, pack, cols, red, L == TN, scratch);
+        E->run(C2 + (size_t)r0 * cols, (size_t)cols, as, r1 - r0, pack, cols, red, L == TN, scratch);
     }
     CHECK(memcmp(C, C2, (size_t)rows * cols * sizeof(float)) == 0);
 
@@ -138,24 +150,24 @@ static void check_accumulate(void) {
     int M = 130, N = 70, K = 45;
     float *A = randm((size_t)M * N, 71, 1.0, 0), *B = randm((size_t)M * K, 72, 1.0, 0);
     float *C1 = xalloc((size_t)N * K * 4), *C2 = xalloc((size_t)N * K * 4), *C3 = xalloc((size_t)N * K * 4);
-    void *pack = xalloc(sv_gemm_bf16_pack_bytes(K, M)), *scratch = xalloc(sv_gemm_bf16_scratch_bytes());
+    void *pack = xalloc(E->pack_bytes(K, M)), *scratch = xalloc(E->scratch_bytes);
     memset(C1, 0, (size_t)N * K * 4);
     memset(C2, 0, (size_t)N * K * 4);
-    sv_gemm_bf16_tn(C1, A, B, M, N, K, pack, scratch);
-    sv_gemm_bf16_tn(C2, A, B, 64, N, K, pack, scratch);
-    sv_gemm_bf16_tn(C2, A + (size_t)64 * N, B + (size_t)64 * K, M - 64, N, K, pack, scratch);
+    gemm_tn(C1, A, B, M, N, K, pack, scratch);
+    gemm_tn(C2, A, B, 64, N, K, pack, scratch);
+    gemm_tn(C2, A + (size_t)64 * N, B + (size_t)64 * K, M - 64, N, K, pack, scratch);
     CHECK(memcmp(C1, C2, (size_t)N * K * 4) == 0);
     /* beta 0 (via the two-step API) on the same operands matches accumulating onto zeros */
-    sv_gemm_bf16_mat a = {A, (size_t)N, 0}, b = {B, (size_t)K, 0};
-    sv_gemm_bf16_pack(pack, b, K, M, 0, K);
+    sv_gemm_mat a = {A, (size_t)N, 0}, b = {B, (size_t)K, 0};
+    E->pack(pack, b, K, M, 0, K);
     for (size_t i = 0; i < (size_t)N * K; i++) C3[i] = 1e30f;
-    sv_gemm_bf16_run(C3, (size_t)K, a, N, pack, K, M, 0, scratch);
+    E->run(C3, (size_t)K, a, N, pack, K, M, 0, scratch);
     CHECK(memcmp(C1, C3, (size_t)N * K * 4) == 0);
     /* an empty reduction leaves tn's C alone and zeroes nt's */
     memcpy(C3, C1, (size_t)N * K * 4);
-    sv_gemm_bf16_tn(C3, A, B, 0, N, K, pack, scratch);
+    gemm_tn(C3, A, B, 0, N, K, pack, scratch);
     CHECK(memcmp(C1, C3, (size_t)N * K * 4) == 0);
-    sv_gemm_bf16_nt(C3, A, B, N, K, 0, pack, scratch);
+    gemm_nt(C3, A, B, N, K, 0, pack, scratch);
     for (size_t i = 0; i < (size_t)N * K; i++) CHECK(C3[i] == 0.0f);
     free(A), free(B), free(C1), free(C2), free(C3), free(pack), free(scratch);
 }
@@ -165,7 +177,7 @@ static void check_accumulate(void) {
 static void check_denormals(void) {
     enum { M = 3, N = 2, K = 4 };
     float A[M * K], B[N * K], C[M * N];
-    void *pack = xalloc(sv_gemm_bf16_pack_bytes(N, K)), *scratch = xalloc(sv_gemm_bf16_scratch_bytes());
+    void *pack = xalloc(E->pack_bytes(N, K)), *scratch = xalloc(E->scratch_bytes);
     for (int i = 0; i < M * K; i++) A[i] = 0.0f;
     for (int i = 0; i < N * K; i++) B[i] = 1.0f;
     A[1] = 0x1p-130f;           /* row 0: a denormal input times 1: 0, not 2^-130 */
@@ -173,7 +185,7 @@ static void check_denormals(void) {
     B[0] = 0x1p-60f, B[K] = 0x1p-60f;
     A[2 * K + 2] = 3.0f;        /* row 2: normal values are unaffected */
     A[2 * K + 3] = 0x1p-130f;
-    sv_gemm_bf16_nt(C, A, B, M, N, K, pack, scratch);
+    gemm_nt(C, A, B, M, N, K, pack, scratch);
     printf("denormals: C = [%g %g; %g %g; %g %g]\n", C[0], C[1], C[2], C[3], C[4], C[5]);
     CHECK(C[0] == 0.0f && C[1] == 0.0f);
     CHECK(C[2] == 0.0f && C[3] == 0.0f);
@@ -181,16 +193,20 @@ static void check_denormals(void) {
     free(pack), free(scratch);
 }
 
-/* Linear fwd (bias + GELU) + bwd through the backend in bf16 mode. mode 0: bf16 GEMM on 1
- * thread, 1: on 2 threads, 2: OpenBLAS sgemm (bf16 GEMM switched off) on 2 threads. */
+/* Linear fwd (bias + GELU) + bwd through the backend in bf16 mode. mode 0: the engine on 1
+ * thread, 1: on 2 threads, 2: OpenBLAS sgemm (engine switched off) on 2 threads. */
 enum { LIN_OUT, LIN_PRE, LIN_DIN, LIN_DW, LIN_DB, LIN_N };
 static void run_linear(int mode, int M, int N, int K, float *res[LIN_N]) {
     sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = SV_BF16, .threads = mode == 0 ? 1 : 2};
     sv_backend *be;
+    setenv("SHARDVIT_CPU_GEMM", E->name, 1);
     CHECK_OK(sv_backend_create(&cfg, &be));
-    CHECK(sv_cpu(be)->bf16_gemm == 1); /* available here (checked in main) and not disabled */
-    CHECK(strstr(sv_be_device_name(be), "gemm avx512-bf16") != NULL);
-    if (mode == 2) sv_cpu(be)->bf16_gemm = 0;
+    unsetenv("SHARDVIT_CPU_GEMM");
+    CHECK(sv_cpu(be)->gemm == E); /* forced, and available here (checked in main) */
+    char want[64];
+    snprintf(want, sizeof want, "gemm %s", E->name);
+    CHECK(strstr(sv_be_device_name(be), want) != NULL);
+    if (mode == 2) sv_cpu(be)->gemm = NULL;
     size_t n[LIN_N] = {(size_t)M * N, (size_t)M * N, (size_t)M * K, (size_t)N * K, (size_t)N};
     float *in, *W, *bias, *d_out, *buf[LIN_N];
     CHECK_OK(sv_be_alloc(be, (size_t)M * K * 4, (void **)&in));
@@ -236,7 +252,7 @@ static void check_backend(int M, int N, int K) {
         /* vs sgemm: rms of the difference relative to the rms of the values; bf16 outputs
          * differ by at most one bf16 rounding (2^-8 relative), f32 gradients far less */
         double rel = rms_rel(r[0][j], r[2][j], n[j]);
-        printf("backend M=%d N=%d K=%d %s: bf16 GEMM vs sgemm rms rel diff %.2e\n", M, N, K, names[j], rel);
+        printf("backend %s M=%d N=%d K=%d %s: engine vs sgemm rms rel diff %.2e\n", E->name, M, N, K, names[j], rel);
         CHECK(rel <= (j == LIN_DW || j == LIN_DB ? 3e-4 : 4e-3));
     }
     for (int mode = 0; mode < 3; mode++)
@@ -256,19 +272,23 @@ static void check_backend(int M, int N, int K) {
  *   - every output (out, dq, dk, dv) rounded to bf16 once: + u |ref|;
  * and the sum is taken times 1.25 (second-order terms). The worst error/bound ratio is printed.
  * Also: 1 and 2 worker threads give the same bits, and the sgemm path
- * (SHARDVIT_CPU_BF16_ATTN=0) agrees within bf16 tolerance. */
+ * (SHARDVIT_CPU_ATTN_GEMM=0) agrees within bf16 tolerance. */
 enum { AT_OUT, AT_P, AT_DQKV, AT_N };
 
 static void run_attention(int threads, int bf16_attn, int B, int T, int D, int H, const float *qkv_h,
                           const float *dout_h, float *res[AT_N]) {
     sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = SV_BF16, .threads = threads};
     sv_backend *be;
-    if (!bf16_attn) setenv("SHARDVIT_CPU_BF16_ATTN", "0", 1);
+    if (!bf16_attn) setenv("SHARDVIT_CPU_ATTN_GEMM", "0", 1);
+    setenv("SHARDVIT_CPU_GEMM", E->name, 1);
     CHECK_OK(sv_backend_create(&cfg, &be));
-    unsetenv("SHARDVIT_CPU_BF16_ATTN");
-    CHECK(sv_cpu(be)->bf16_gemm == 1);
-    CHECK(sv_cpu(be)->bf16_attn == bf16_attn);
-    CHECK((strstr(sv_be_device_name(be), "attn bf16") != NULL) == bf16_attn);
+    unsetenv("SHARDVIT_CPU_ATTN_GEMM");
+    unsetenv("SHARDVIT_CPU_GEMM");
+    CHECK(sv_cpu(be)->gemm == E);
+    CHECK(sv_cpu(be)->attn_gemm == bf16_attn);
+    char want[64];
+    snprintf(want, sizeof want, "attn %s", bf16_attn ? E->name : "openblas");
+    CHECK(strstr(sv_be_device_name(be), want) != NULL);
     size_t nq = (size_t)B * T * 3 * D, no = (size_t)B * T * D, np = (size_t)B * H * T * T;
     size_t n[AT_N] = {no, np, nq};
     float *qkv, *d_out, *buf[AT_N];
@@ -417,7 +437,7 @@ static void check_attention(int B, int T, int D, int H, uint64_t seed) {
     g_att_worst = 0;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) att_ref_pair(B, T, D, H, b, h, qkv, dout, r[0]);
-    printf("attention B=%d T=%d D=%d H=%d: worst error %.3f of the bound", B, T, D, H, g_att_worst);
+    printf("attention %s B=%d T=%d D=%d H=%d: worst error %.3f of the bound", E->name, B, T, D, H, g_att_worst);
     for (int j = 0; j < AT_N; j++) {
         CHECK(memcmp(r[0][j], r[1][j], n[j] * 4) == 0);
         double rel = rms_rel(r[0][j], r[2][j], n[j]);
@@ -431,8 +451,7 @@ static void check_attention(int B, int T, int D, int H, uint64_t seed) {
     free(qkv), free(dout);
 }
 
-int main(void) {
-    if (!sv_gemm_bf16_available()) SKIP("this CPU lacks AVX-512 BF16 (avx512_bf16); the bf16 GEMM is not used here");
+static void check_engine(void) {
     /* odd and edge sizes: (M, N, K) of the linear layer */
     static const int small[][3] = {{1, 1, 1},     {7, 7, 7},     {31, 33, 65},  {33, 31, 7},   {65, 191, 33},
                                    {191, 65, 192}, {1, 577, 31},  {577, 1, 2},   {8, 32, 256},  {9, 33, 257},
@@ -448,7 +467,7 @@ int main(void) {
             check_case(L, real[s][0], real[s][1], real[s][2], 0, seed);
         /* inputs that are not bf16-representable are rounded to nearest even when packed */
         check_case(L, 45, 70, 99, 1, seed += 3);
-        printf("%s: ok (worst error %.3f of the bound)\n", k_names[L], g_worst);
+        printf("%s %s: ok (worst error %.3f of the bound)\n", E->name, k_names[L], g_worst);
         g_worst = 0;
     }
     check_accumulate();
@@ -462,6 +481,24 @@ int main(void) {
                                  {1, 1, 8, 2},    {2, 33, 40, 5},  {1, 130, 48, 3}, {1, 257, 32, 2}};
     for (size_t s = 0; s < sizeof att / sizeof att[0]; s++, seed += 2)
         check_attention(att[s][0], att[s][1], att[s][2], att[s][3], seed);
+}
+
+int main(void) {
+    static const sv_gemm_engine *const engines[] = {&sv_gemm_engine_amx_bf16, &sv_gemm_engine_avx512_bf16};
+    int ran = 0;
+    for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
+        E = engines[e];
+        char why[160] = "";
+        if (E == &sv_gemm_engine_amx_bf16 ? !sv_gemm_amx_permission(why, sizeof why) : !E->available()) {
+            printf("SKIP engine %s: %s\n", E->name,
+                   why[0] ? why : "this CPU lacks AVX-512 BF16 (avx512_bf16)");
+            continue;
+        }
+        check_engine();
+        printf("engine %s: ok\n", E->name);
+        ran++;
+    }
+    if (!ran) SKIP("no bf16 GEMM engine runs on this CPU (needs AVX-512 BF16 or AMX-BF16)");
     printf("ok\n");
     return 0;
 }

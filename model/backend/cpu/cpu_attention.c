@@ -7,29 +7,28 @@
  *             dQ = dS k * scale,  dK = dS^T q * scale
  * Pairs are spread over the OpenMP workers; each pair is computed entirely by one worker, so
  * results do not depend on the worker count. The six per-pair GEMMs run either
- * single-threaded OpenBLAS sgemm, or (c->bf16_attn, bf16 mode only) the AVX-512 BF16 GEMM of
- * gemm_bf16.h, which rounds its operands to bf16 when packing: q, k, v and dO are already
- * bf16 in bf16 mode (exact), P and dS are not (they get rounded as GEMM inputs; the saved P,
- * the softmax and its backward stay fp32). The scale is applied to the fp32 GEMM result, as
- * sgemm's alpha is. Only O and d_qkv are rounded as outputs in bf16 mode. */
+ * single-threaded OpenBLAS sgemm, or (c->attn_gemm) the backend's GEMM engine (gemm_engine.h),
+ * one-shot on the worker. A bf16 engine rounds its operands to bf16 when packing: q, k, v and dO
+ * are already bf16 in bf16 mode (exact), P and dS are not (they get rounded as GEMM inputs; the
+ * saved P, the softmax and its backward stay fp32). The scale is applied to the fp32 GEMM
+ * result, as sgemm's alpha is. Only O and d_qkv are rounded as outputs in bf16 mode. */
 #include <cblas.h>
 #include <math.h>
 
 #include "model/backend/cpu/cpu_backend.h"
-#include "model/backend/cpu/gemm_bf16.h"
 
 static size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-/* Per-worker scratch: a (T,T) fp32 tile (dP, then dS in place), followed, when the bf16 GEMM
+/* Per-worker scratch: a (T,T) fp32 tile (dP, then dS in place), followed, when the GEMM engine
  * runs attention, by the packed B operand of one head GEMM (k or v for the forward; dO, v, k,
  * q for the backward: at most max(pack(T, dh), pack(dh, T)) bytes). Both 256-byte aligned. */
 static size_t tile_bytes(int T) { return align256((size_t)T * T * sizeof(float)); }
-static size_t pack_area_bytes(int T, int dh) {
-    size_t a = sv_gemm_bf16_pack_bytes(T, dh), b = sv_gemm_bf16_pack_bytes(dh, T);
+static size_t pack_area_bytes(const sv_gemm_engine *e, int T, int dh) {
+    size_t a = e->pack_bytes(T, dh), b = e->pack_bytes(dh, T);
     return align256(a > b ? a : b);
 }
 static size_t worker_bytes(const sv_cpu_backend *c, int T, int dh) {
-    return tile_bytes(T) + (c->bf16_attn ? pack_area_bytes(T, dh) : 0);
+    return tile_bytes(T) + (c->attn_gemm ? pack_area_bytes(c->gemm, T, dh) : 0);
 }
 
 size_t sv_cpu_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H) {
@@ -50,7 +49,7 @@ static void round_strided(const sv_cpu_backend *c, float *p, int rows, int cols,
     for (int r = 0; r < rows; r++) c->k->round_bf16(p + (size_t)r * ld, (size_t)cols);
 }
 
-/* p (rows, cols; row stride ld) = store(p * scale): the alpha of the bf16 GEMM path. */
+/* p (rows, cols; row stride ld) = store(p * scale): the alpha of the engine path. */
 static void scale_strided(int bf, float *p, int rows, int cols, int ld, float scale) {
     for (int r = 0; r < rows; r++) {
         float *row = p + (size_t)r * ld;
@@ -64,15 +63,15 @@ static void split(int n, int nt, int t, int *a, int *b) {
     *b = (int)((long)n * (t + 1) / nt);
 }
 
-/* Workers for `pairs` (batch, head) pairs; the bf16 GEMM path also needs one of the
- * backend's GEMM scratch slots per worker. */
+/* Workers for `pairs` (batch, head) pairs; the engine path also needs one of the backend's
+ * GEMM scratch slots per worker. */
 static int workers(const sv_cpu_backend *c, int pairs) {
     int nt = c->op_threads < pairs ? c->op_threads : pairs;
-    if (c->bf16_attn && nt > c->gemm_slots) nt = c->gemm_slots;
+    if (c->attn_gemm && nt > c->gemm_slots) nt = c->gemm_slots;
     return nt;
 }
 
-/* Prefetch rows [0, rows) x cols floats (row stride ld) towards L2. The bf16 path reads each
+/* Prefetch rows [0, rows) x cols floats (row stride ld) towards L2. The engine path reads each
  * head's operands first in its packing loops, which stall on every new row of a buffer too
  * large for the cache; fetching the next pair's rows while this one computes hides that. */
 static void prefetch_rows(const float *p, int rows, int cols, size_t ld) {
@@ -85,7 +84,7 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_, *Pall = saved;
     const float *qkv = qkv_;
-    const int bfa = c->bf16_attn, dh = D / H, ld = 3 * D, pairs = B * H;
+    const int bfa = c->attn_gemm, dh = D / H, ld = 3 * D, pairs = B * H;
     const float scale = 1.0f / sqrtf((float)dh);
     const size_t wb = worker_bytes(c, T, dh);
     int nt = workers(c, pairs);
@@ -106,12 +105,12 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
                     const float *qn = qkv + (size_t)((i + 1) / H) * T * ld + (size_t)((i + 1) % H) * dh;
                     for (int x = 0; x < 3; x++) prefetch_rows(qn + (size_t)x * D, T, dh, (size_t)ld);
                 }
-                const sv_gemm_bf16_mat Aq = {q, (size_t)ld, 1}, Bk = {k, (size_t)ld, 1};
-                const sv_gemm_bf16_mat Ap = {P, (size_t)T, 1}, Bv = {v, (size_t)ld, 0};
-                sv_gemm_bf16(P, (size_t)T, Aq, T, Bk, T, dh, 0, pack, sv_cpu_gemm_scratch(c, t));
+                const sv_gemm_mat Aq = {q, (size_t)ld, 1}, Bk = {k, (size_t)ld, 1};
+                const sv_gemm_mat Ap = {P, (size_t)T, 1}, Bv = {v, (size_t)ld, 0};
+                sv_gemm_engine_gemm(c->gemm, P, (size_t)T, Aq, T, Bk, T, dh, 0, pack, sv_cpu_gemm_scratch(c, t));
                 scale_strided(0, P, 1, T * T, 0, scale);
                 c->k->softmax_rows(P, T, T);
-                sv_gemm_bf16(o, (size_t)D, Ap, T, Bv, dh, T, 0, pack, sv_cpu_gemm_scratch(c, t));
+                sv_gemm_engine_gemm(c->gemm, o, (size_t)D, Ap, T, Bv, dh, T, 0, pack, sv_cpu_gemm_scratch(c, t));
             } else {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld,
                             0.0f, P, T);
@@ -133,7 +132,7 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
     const sv_cpu_backend *c = sv_cpu(be);
     float *d_qkv = d_qkv_;
     const float *qkv = qkv_, *d_out = d_out_, *Pall = saved;
-    const int bf = c->bf16, bfa = c->bf16_attn, dh = D / H, ld = 3 * D, pairs = B * H;
+    const int bf = c->bf16, bfa = c->attn_gemm, dh = D / H, ld = 3 * D, pairs = B * H;
     const float scale = 1.0f / sqrtf((float)dh);
     const size_t wb = worker_bytes(c, T, dh);
     int nt = workers(c, pairs);
@@ -161,14 +160,14 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
                 }
                 void *gs = sv_cpu_gemm_scratch(c, t);
                 const size_t L = (size_t)ld;
-                sv_gemm_bf16(dv, L, (sv_gemm_bf16_mat){P, (size_t)T, 0}, T, (sv_gemm_bf16_mat){dO, (size_t)D, 0},
+                sv_gemm_engine_gemm(c->gemm, dv, L, (sv_gemm_mat){P, (size_t)T, 0}, T, (sv_gemm_mat){dO, (size_t)D, 0},
                           dh, T, 0, pack, gs);
-                sv_gemm_bf16(dS, (size_t)T, (sv_gemm_bf16_mat){dO, (size_t)D, 1}, T, (sv_gemm_bf16_mat){v, L, 1}, T,
+                sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, (sv_gemm_mat){dO, (size_t)D, 1}, T, (sv_gemm_mat){v, L, 1}, T,
                           dh, 0, pack, gs);
                 c->k->softmax_bwd_rows(dS, P, T, T);
-                sv_gemm_bf16(dq, L, (sv_gemm_bf16_mat){dS, (size_t)T, 1}, T, (sv_gemm_bf16_mat){k, L, 0}, dh, T,
+                sv_gemm_engine_gemm(c->gemm, dq, L, (sv_gemm_mat){dS, (size_t)T, 1}, T, (sv_gemm_mat){k, L, 0}, dh, T,
                           0, pack, gs);
-                sv_gemm_bf16(dk, L, (sv_gemm_bf16_mat){dS, (size_t)T, 0}, T, (sv_gemm_bf16_mat){q, L, 0}, dh, T,
+                sv_gemm_engine_gemm(c->gemm, dk, L, (sv_gemm_mat){dS, (size_t)T, 0}, T, (sv_gemm_mat){q, L, 0}, dh, T,
                           0, pack, gs);
                 scale_strided(bf, dq, T, dh, ld, scale);
                 scale_strided(bf, dk, T, dh, ld, scale);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "model/backend/cpu/cpu_backend.h"
-#include "model/backend/cpu/gemm_bf16.h"
+#include "core/log.h"
 
 /* OpenBLAS's own entry point, declared here so the file also compiles against a reference
  * cblas.h that lacks it (the library linked is always OpenBLAS). */
@@ -176,7 +176,7 @@ void sv_cpu_backend_set_op_threads(sv_backend *be, int n) {
 /* ---- lifetime ---- */
 
 void *sv_cpu_gemm_scratch(const sv_cpu_backend *c, int t) {
-    return (char *)c->gemm_scratch + (size_t)t * sv_gemm_bf16_scratch_bytes();
+    return (char *)c->gemm_scratch + (size_t)t * c->gemm->scratch_bytes;
 }
 
 static void cpu_destroy(sv_backend *be) {
@@ -282,32 +282,37 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
         return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_ISA=%s is not available on this CPU "
                        "(generic|avx2|avx512|auto)", isa);
     }
-    /* bf16 GEMM: buffers allocated here once (the per-step path never allocates) */
-    const char *bg = getenv("SHARDVIT_CPU_BF16_GEMM");
-    if (c->bf16 && !(bg && !strcmp(bg, "0")) && sv_gemm_bf16_available()) {
-        size_t sb = sv_gemm_bf16_scratch_bytes();
+    /* GEMM engine: chosen here once, buffers allocated here once (the step never allocates) */
+    const char *gm = getenv("SHARDVIT_CPU_GEMM");
+    int forced_blas = 0, threaded_blas = gm && !strcmp(gm, "blas");
+    char why[160], note[160];
+    c->gemm = threaded_blas ? NULL : sv_gemm_engine_pick(c->bf16, gm, &forced_blas, why, note);
+    if (!c->gemm && why[0] && !threaded_blas) {
+        cpu_destroy(&c->base);
+        return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_GEMM=%s: %s", gm, why);
+    }
+    if (note[0] && !threaded_blas) SV_WARN("cpu backend: %s", note);
+    c->gemm_split = !threaded_blas;
+    if (c->gemm) {
+        size_t sb = c->gemm->scratch_bytes;
         c->gemm_slots = c->threads;
-        c->gemm_pack = aligned_alloc(SV_CPU_ALIGN, SV_CPU_BF16_PACK_BYTES);
+        c->gemm_pack = aligned_alloc(SV_CPU_ALIGN, SV_CPU_GEMM_PACK_BYTES);
         c->gemm_scratch = aligned_alloc(SV_CPU_ALIGN, sb * (size_t)c->gemm_slots);
         if (!c->gemm_pack || !c->gemm_scratch) {
             cpu_destroy(&c->base);
-            return SV_FAIL(SV_ERR_OOM, "cpu backend: cannot allocate %zu bytes of bf16 GEMM buffers",
-                           SV_CPU_BF16_PACK_BYTES + sb * (size_t)c->threads);
+            return SV_FAIL(SV_ERR_OOM, "cpu backend: cannot allocate %zu bytes of GEMM buffers",
+                           SV_CPU_GEMM_PACK_BYTES + sb * (size_t)c->threads);
         }
-        c->bf16_gemm = 1;
-        const char *ba = getenv("SHARDVIT_CPU_BF16_ATTN");
-        c->bf16_attn = !(ba && !strcmp(ba, "0"));
+        const char *ba = getenv("SHARDVIT_CPU_ATTN_GEMM");
+        c->attn_gemm = !(ba && !strcmp(ba, "0"));
     }
-    char model[72]; /* leaves room for the thread count and the kernel/GEMM bracket */
+    char model[64]; /* leaves room for the thread count and the kernel/GEMM bracket */
     cpu_model_name(model, sizeof model);
-    /* the bracket names the kernels in use; in bf16 mode also which GEMM runs the linears
-     * and whether attention uses it too */
-    snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s) [%s%s%s]", model,
-             c->threads, c->threads == 1 ? "" : "s", c->k->isa,
-             !c->bf16 ? "" : c->bf16_gemm ? ", gemm avx512-bf16" : ", gemm openblas",
-             c->bf16_attn ? ", attn bf16" : "");
-    const char *gm = getenv("SHARDVIT_CPU_GEMM");
-    c->gemm_split = !(gm && !strcmp(gm, "blas"));
+    /* the bracket names the element-wise kernels, the GEMM engine of the linear layers and the
+     * one attention uses */
+    const char *gname = c->gemm ? c->gemm->name : threaded_blas ? "openblas-threaded" : "openblas";
+    snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s) [%s, gemm %s, attn %s]", model,
+             c->threads, c->threads == 1 ? "" : "s", c->k->isa, gname, c->attn_gemm ? gname : "openblas");
     sv_cpu_blas_threads(sv_cpu_blas_default(c));
     *out = &c->base;
     return SV_OK;

@@ -16,6 +16,7 @@
 
 #include "model/backend/backend_impl.h"
 #include "model/backend/cpu/cpu_kernels.h"
+#include "model/backend/cpu/gemm_engine.h"
 
 /* Elements per block of the deterministic sum of squares, and blocks per partial that one
  * thread produces; the partials are then summed in index order on the calling thread. */
@@ -30,35 +31,35 @@ typedef struct sv_cpu_backend {
     int bf16;     /* 1: round every value written to a compute buffer to bf16 */
     double *sumsq_partials; /* SV_CPU_SUMSQ_PARTIALS doubles, allocated in create */
     const sv_cpu_kernels *k; /* element-wise kernels for this CPU (cpu_kernels.h) */
-    /* 1 (default): linear GEMMs are split across the OpenMP workers, each calling
-     * single-threaded OpenBLAS, and OpenBLAS never runs its own threads (one thread pool, no
-     * two pools spinning against each other on the same cores). 0: OpenBLAS threads each
-     * whole GEMM (`threads` workers). Environment SHARDVIT_CPU_GEMM=split|blas at creation. */
+    /* The packed-GEMM engine of the linear layers (gemm_engine.h), chosen at creation from the
+     * CPU and the compute dtype (environment SHARDVIT_CPU_GEMM=<engine>|openblas|blas|auto
+     * forces one); NULL: OpenBLAS sgemm. Engine GEMMs always split across the OpenMP workers. */
+    const sv_gemm_engine *gemm;
+    /* OpenBLAS path only. 1 (default, SHARDVIT_CPU_GEMM=openblas or auto without an engine):
+     * linear GEMMs are split across the OpenMP workers, each calling single-threaded OpenBLAS,
+     * so OpenBLAS never runs its own threads next to the OpenMP pool. 0 (SHARDVIT_CPU_GEMM=blas):
+     * OpenBLAS threads each whole GEMM (`threads` workers). */
     int gemm_split;
-    /* 1: bf16 mode on a CPU with AVX-512 BF16, and not disabled by the environment
-     * (SHARDVIT_CPU_BF16_GEMM=0 at creation): the linear GEMMs run gemm_bf16.h instead of
-     * OpenBLAS sgemm, always split across the OpenMP workers. */
-    int bf16_gemm;
-    void *gemm_pack;          /* SV_CPU_BF16_PACK_BYTES, the packed shared operand (bf16_gemm) */
-    void *gemm_scratch;       /* gemm_slots x sv_gemm_bf16_scratch_bytes(), one per worker */
-    int gemm_slots;           /* workers a bf16 GEMM may use (= threads at creation) */
-    /* 1: bf16_gemm, and the attention GEMMs (per (batch, head): QK^T, PV and the four of the
-     * backward) run gemm_bf16.h too (cpu_attention.c), unless the environment says
-     * SHARDVIT_CPU_BF16_ATTN=0 at creation. Fixed at creation: the attention scratch size
-     * depends on it. */
-    int bf16_attn;
+    void *gemm_pack;    /* SV_CPU_GEMM_PACK_BYTES, the packed shared operand (gemm != NULL) */
+    void *gemm_scratch; /* gemm_slots x gemm->scratch_bytes, one per worker */
+    int gemm_slots;     /* workers an engine GEMM may use (= threads at creation) */
+    /* 1: gemm != NULL and the attention GEMMs (per (batch, head): QK^T, PV and the four of the
+     * backward) run it too (cpu_attention.c), unless SHARDVIT_CPU_ATTN_GEMM=0 at creation keeps
+     * them on OpenBLAS. Fixed at creation: the attention scratch size depends on it. */
+    int attn_gemm;
 } sv_cpu_backend;
 
-/* Capacity of the packed shared GEMM operand: a weight of up to ~4M elements (ViT-B's
- * 3072 x 768 fc1) packs in one piece; larger operands are packed in reduction chunks. */
-#define SV_CPU_BF16_PACK_BYTES ((size_t)8 << 20)
+/* Capacity of the packed shared GEMM operand: a bf16 weight of up to ~4M elements (ViT-B's
+ * 3072 x 768 fc1; half that for an fp32 engine) packs in one piece; larger operands are packed
+ * in reduction chunks. */
+#define SV_CPU_GEMM_PACK_BYTES ((size_t)8 << 20)
 
 static inline sv_cpu_backend *sv_cpu(sv_backend *be) { return (sv_cpu_backend *)be; }
 static inline const sv_cpu_backend *sv_cpu_c(const sv_backend *be) {
     return (const sv_cpu_backend *)be;
 }
 
-/* Worker t's slot of gemm_scratch (t < gemm_slots; bf16_gemm only). */
+/* Worker t's slot of gemm_scratch (t < gemm_slots; gemm != NULL only). */
 void *sv_cpu_gemm_scratch(const sv_cpu_backend *c, int t);
 
 /* The value an op stores into a compute buffer: v itself (fp32) or its nearest bf16. */

@@ -1,10 +1,9 @@
-/* CPU backend: linear layers (OpenBLAS sgemm or the AVX-512 BF16 GEMM + fused epilogues),
- * GELU, residual add. */
+/* CPU backend: linear layers (a packed-GEMM engine of gemm_engine.h, or OpenBLAS sgemm, + fused
+ * epilogues), GELU, residual add. */
 #include <cblas.h>
 #include <omp.h>
 
 #include "model/backend/cpu/cpu_backend.h"
-#include "model/backend/cpu/gemm_bf16.h"
 
 /* Rows per epilogue slice: small enough that a slice of the GEMM output is still in L2 when
  * the bias/GELU/rounding loop reads it back, large enough that sgemm stays efficient. */
@@ -38,64 +37,63 @@ static int gemm_threads(const sv_cpu_backend *c, int split, double mnk) {
     return split_threads(c->gemm_split ? c->op_threads : 1, split, mnk);
 }
 
-/* ---- bf16 GEMM path (c->bf16_gemm; see gemm_bf16.h) ----
+/* ---- engine path (c->gemm; see gemm_engine.h) ----
  * The shared operand (W, or `in` for dW) is packed once per call into c->gemm_pack, the
  * workers packing disjoint column panels, then each worker computes its own rows with its own
  * scratch. An operand larger than the pack buffer is processed in chunks of the reduction
- * dimension (an even length, so no pair straddles two chunks); the chunking depends only on
- * the shapes, and the GEMM carries each output's fp32 sum across chunks unchanged, so results
- * are bitwise independent of the worker count. */
+ * dimension (multiples of the engine's red_block, so the chunking does not change a sum); the
+ * chunking depends only on the shapes, and the engine carries each output's fp32 sum across
+ * chunks unchanged, so results are bitwise independent of the worker count. */
 
-/* bf16 path: always split, over at most gemm_slots workers (one scratch slot each). */
-static int bf16_threads(const sv_cpu_backend *c, int split, double mnk) {
+/* Engine path: always split, over at most gemm_slots workers (one scratch slot each). */
+static int eng_threads(const sv_cpu_backend *c, int split, double mnk) {
     return split_threads(c->op_threads < c->gemm_slots ? c->op_threads : c->gemm_slots, split, mnk);
 }
 
 /* Reduction length per chunk so that the packed operand (n columns) fits the pack buffer. */
-static int bf16_chunk(int n, int r) {
-    size_t per2 = sv_gemm_bf16_pack_bytes(n, 2); /* bytes per pair of reduction entries */
-    size_t pairs = per2 ? SV_CPU_BF16_PACK_BYTES / per2 : (size_t)r;
-    if (pairs < 1) pairs = 1;
-    return (size_t)r <= 2 * pairs ? r : (int)(2 * pairs);
+static int eng_chunk(const sv_cpu_backend *c, int n, int r) {
+    const int rb = c->gemm->red_block;
+    size_t per = c->gemm->pack_bytes(n, rb); /* bytes per red_block reduction entries */
+    size_t blocks = per ? SV_CPU_GEMM_PACK_BYTES / per : (size_t)r;
+    if (blocks < 1) blocks = 1;
+    return (size_t)r <= blocks * rb ? r : (int)(blocks * rb);
 }
 
 /* Worker t of nt packs its share of the panels of B (n columns) for reduction [r0, r0 + rl). */
-static void bf16_pack_share(const sv_cpu_backend *c, sv_gemm_bf16_mat B, int n, int rl, int t, int nt) {
-    int npan = (n + SV_GEMM_BF16_NR - 1) / SV_GEMM_BF16_NR;
+static void eng_pack_share(const sv_cpu_backend *c, sv_gemm_mat B, int n, int rl, int t, int nt) {
+    const int nr = c->gemm->nr, npan = (n + nr - 1) / nr;
     int p0 = (int)((long)npan * t / nt), p1 = (int)((long)npan * (t + 1) / nt);
-    if (p1 > p0) sv_gemm_bf16_pack(c->gemm_pack, B, n, rl, p0 * SV_GEMM_BF16_NR, p1 * SV_GEMM_BF16_NR);
+    if (p1 > p0) c->gemm->pack(c->gemm_pack, B, n, rl, p0 * nr, p1 * nr);
 }
 
 /* Offset a view to reduction index r0. */
-static sv_gemm_bf16_mat bf16_at(sv_gemm_bf16_mat v, int r0) {
+static sv_gemm_mat eng_at(sv_gemm_mat v, int r0) {
     v.p += v.red_contig ? (size_t)r0 : (size_t)r0 * v.ld;
     return v;
 }
 
 /* Inside a parallel region of nt workers, worker t: rows [a, b) of C (n columns, row stride
- * ldc) = (or += when accumulate) A B over reduction length r, in chunks of kc (bf16_chunk). All
+ * ldc) = (or += when accumulate) A B over reduction length r, in chunks of kc (eng_chunk). All
  * workers pack their share of each chunk of B and meet at the barriers, whatever their rows. */
-static void bf16_rows_chunked(const sv_cpu_backend *c, float *C, size_t ldc, sv_gemm_bf16_mat A,
-                              size_t a, size_t b, sv_gemm_bf16_mat B, int n, int r, int kc,
-                              int accumulate, int t, int nt, void *scratch) {
+static void eng_rows_chunked(const sv_cpu_backend *c, float *C, size_t ldc, sv_gemm_mat A, size_t a, size_t b,
+                             sv_gemm_mat B, int n, int r, int kc, int accumulate, int t, int nt, void *scratch) {
     for (int r0 = 0; r0 < r; r0 += kc) {
         int rl = r - r0 < kc ? r - r0 : kc;
-        bf16_pack_share(c, bf16_at(B, r0), n, rl, t, nt);
+        eng_pack_share(c, eng_at(B, r0), n, rl, t, nt);
 #pragma omp barrier
         if (b > a) {
-            sv_gemm_bf16_mat Am = bf16_at(A, r0);
+            sv_gemm_mat Am = eng_at(A, r0);
             Am.p += A.red_contig ? a * A.ld : a; /* first row of this worker */
-            sv_gemm_bf16_run(C + a * ldc, ldc, Am, (int)(b - a), c->gemm_pack, n, rl,
-                             accumulate || r0 > 0, scratch);
+            c->gemm->run(C + a * ldc, ldc, Am, (int)(b - a), c->gemm_pack, n, rl, accumulate || r0 > 0, scratch);
         }
 #pragma omp barrier
     }
 }
 
-static void linear_fwd_bf16(const sv_cpu_backend *c, float *out, float *pre_gelu, const float *in,
+static void linear_fwd_eng(const sv_cpu_backend *c, float *out, float *pre_gelu, const float *in,
                             const float *W, const float *bias, int M, int N, int K) {
-    const sv_gemm_bf16_mat Bw = {W, (size_t)K, 1}, Ai = {in, (size_t)K, 1};
-    const int nt = bf16_threads(c, M, (double)M * N * K), kc = bf16_chunk(N, K);
+    const sv_gemm_mat Bw = {W, (size_t)K, 1}, Ai = {in, (size_t)K, 1};
+    const int nt = eng_threads(c, M, (double)M * N * K), kc = eng_chunk(c, N, K);
 #pragma omp parallel num_threads(nt)
     {
         int t = nt > 1 ? omp_get_thread_num() : 0;
@@ -103,15 +101,15 @@ static void linear_fwd_bf16(const sv_cpu_backend *c, float *out, float *pre_gelu
         sv_cpu_range((size_t)M, nt, t, &a, &b);
         for (int r0 = 0; r0 < K; r0 += kc) {
             int rl = K - r0 < kc ? K - r0 : kc, last = r0 + rl == K;
-            bf16_pack_share(c, bf16_at(Bw, r0), N, rl, t, nt);
+            eng_pack_share(c, eng_at(Bw, r0), N, rl, t, nt);
 #pragma omp barrier
             /* row slices so the epilogue reads each block of the output while it is cache-hot */
             for (int m0 = (int)a; m0 < (int)b; m0 += SV_CPU_LINEAR_ROWS) {
                 int mr = (int)b - m0 < SV_CPU_LINEAR_ROWS ? (int)b - m0 : SV_CPU_LINEAR_ROWS;
-                sv_gemm_bf16_mat Am = bf16_at(Ai, r0);
+                sv_gemm_mat Am = eng_at(Ai, r0);
                 Am.p += (size_t)m0 * Am.ld;
-                sv_gemm_bf16_run(out + (size_t)m0 * N, (size_t)N, Am, mr, c->gemm_pack, N, rl, r0 > 0,
-                                 sv_cpu_gemm_scratch(c, t));
+                c->gemm->run(out + (size_t)m0 * N, (size_t)N, Am, mr, c->gemm_pack, N, rl, r0 > 0,
+                             sv_cpu_gemm_scratch(c, t));
                 if (last) epilogue_rows(c, out, pre_gelu, bias, m0, m0 + mr, N);
             }
 #pragma omp barrier
@@ -121,14 +119,14 @@ static void linear_fwd_bf16(const sv_cpu_backend *c, float *out, float *pre_gelu
 
 /* d_in (M,K) = d_out (M,N) W (N,K) on rows split across workers, then dW (N,K) += d_out^T in
  * on rows of dW split across workers (each summing over all M). */
-static void linear_bwd_bf16(const sv_cpu_backend *c, float *d_in, float *dW, const float *d_out,
+static void linear_bwd_eng(const sv_cpu_backend *c, float *d_in, float *dW, const float *d_out,
                             const float *in, const float *W, int M, int N, int K) {
-    const int nt_in = d_in ? bf16_threads(c, M, (double)M * N * K) : 1;
-    const int nt_w = bf16_threads(c, N, (double)M * N * K);
+    const int nt_in = d_in ? eng_threads(c, M, (double)M * N * K) : 1;
+    const int nt_w = eng_threads(c, N, (double)M * N * K);
     const int nt = nt_in > nt_w ? nt_in : nt_w;
-    const int kc_in = bf16_chunk(K, N), kc_w = bf16_chunk(K, M);
-    const sv_gemm_bf16_mat Bw = {W, (size_t)K, 0}, Ad = {d_out, (size_t)N, 1};
-    const sv_gemm_bf16_mat Bi = {in, (size_t)K, 0}, Adt = {d_out, (size_t)N, 0};
+    const int kc_in = eng_chunk(c, K, N), kc_w = eng_chunk(c, K, M);
+    const sv_gemm_mat Bw = {W, (size_t)K, 0}, Ad = {d_out, (size_t)N, 1};
+    const sv_gemm_mat Bi = {in, (size_t)K, 0}, Adt = {d_out, (size_t)N, 0};
 #pragma omp parallel num_threads(nt)
     {
         int t = nt > 1 ? omp_get_thread_num() : 0;
@@ -137,12 +135,12 @@ static void linear_bwd_bf16(const sv_cpu_backend *c, float *d_in, float *dW, con
         if (d_in) {
             sv_cpu_range((size_t)M, nt_in, t, &a, &b);
             if (t >= nt_in) a = b = 0;
-            bf16_rows_chunked(c, d_in, (size_t)K, Ad, a, b, Bw, K, N, kc_in, 0, t, nt, sc);
+            eng_rows_chunked(c, d_in, (size_t)K, Ad, a, b, Bw, K, N, kc_in, 0, t, nt, sc);
             if (b > a && c->bf16) c->k->round_bf16(d_in + a * K, (b - a) * (size_t)K);
         }
         sv_cpu_range((size_t)N, nt_w, t, &a, &b);
         if (t >= nt_w) a = b = 0;
-        bf16_rows_chunked(c, dW, (size_t)K, Adt, a, b, Bi, K, M, kc_w, 1, t, nt, sc);
+        eng_rows_chunked(c, dW, (size_t)K, Adt, a, b, Bi, K, M, kc_w, 1, t, nt, sc);
     }
 }
 
@@ -152,8 +150,8 @@ sv_status sv_cpu_linear_fwd(sv_backend *be, void *out_, void *pre_gelu, const vo
     float *out = out_;
     const float *in = in_, *W = W_;
     int need_epilogue = bias || pre_gelu || c->bf16;
-    if (c->bf16_gemm) {
-        linear_fwd_bf16(c, out, pre_gelu, in, W, bias, M, N, K);
+    if (c->gemm) {
+        linear_fwd_eng(c, out, pre_gelu, in, W, bias, M, N, K);
         return SV_OK;
     }
     /* Rows are split across the workers, each running single-threaded sgemm on row slices
@@ -198,14 +196,15 @@ sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, v
             if (n1 > N) n1 = N;
             for (int m = 0; m < M; m++) {
                 float *d = d_out + (size_t)m * N;
-                if (pre && n1 > n0) c->k->gelu_bwd(bf, d + n0, d + n0, pre + (size_t)m * N + n0, (size_t)(n1 - n0));
+                if (pre && n1 > n0)
+                    c->k->gelu_bwd(bf, d + n0, d + n0, pre + (size_t)m * N + n0, (size_t)(n1 - n0));
                 if (db)
                     for (int n = n0; n < n1; n++) db[n] += d[n];
             }
         }
     }
-    if (c->bf16_gemm) {
-        linear_bwd_bf16(c, d_in, dW, d_out, in, W, M, N, K);
+    if (c->gemm) {
+        linear_bwd_eng(c, d_in, dW, d_out, in, W, M, N, K);
         return SV_OK;
     }
     /* d_in (M,K) = d_out (M,N) W (N,K): workers take row ranges of d_in. dW (N,K) += d_out^T in:

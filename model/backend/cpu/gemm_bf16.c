@@ -17,6 +17,9 @@
 #endif
 
 #include "model/backend/cpu/gemm_bf16.h"
+#if SV_GEMM_BF16_X86
+#include "model/backend/cpu/bf16_pairs.h"
+#endif
 
 #include <stdint.h>
 #include <string.h>
@@ -44,48 +47,26 @@ int sv_gemm_bf16_available(void) {
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
 }
 
-static inline __mmask16 mask16(long cnt) {
-    return cnt >= 16 ? (__mmask16)0xFFFF : cnt <= 0 ? (__mmask16)0 : (__mmask16)((1u << cnt) - 1u);
-}
-
-/* 16 pairs of consecutive floats p[0..31] (the first `cnt` floats valid, the rest read as 0)
- * -> 16 dwords, each (bf16 of the even element) | (bf16 of the odd element) << 16. */
-static inline __m512i pairs16_contig(const float *p, long cnt) {
-    __m512 lo = _mm512_maskz_loadu_ps(mask16(cnt), p);
-    __m512 hi = _mm512_maskz_loadu_ps(mask16(cnt - 16), p + 16);
-    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-}
-
-/* 16 dwords from two rows of 16 floats (each with `cnt` valid entries): row0's bf16 in the
- * low half, row1's (or zeros when row1 is NULL) in the high half. */
-static inline __m512i pairs16_rows(const float *row0, const float *row1, long cnt) {
-    __mmask16 k = mask16(cnt);
-    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, row0)));
-    if (!row1) return lo;
-    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, row1)));
-    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
-}
-
-void sv_gemm_bf16_pack(void *pb_, sv_gemm_bf16_mat B, int n, int r, int j0, int j1) {
+void sv_gemm_bf16_pack_padded(void *pb_, sv_gemm_mat B, int n, int r, int j0, int j1, long rp_alloc) {
     uint32_t *pb = pb_;
     const long rp = (r + 1) / 2;
     if (j1 > n) j1 = n;
     for (int jp = j0 / NR; jp * NR < j1; jp++) {
-        uint32_t *dst = pb + (size_t)jp * rp * NR;
+        uint32_t *dst = pb + (size_t)jp * rp_alloc * NR;
         const int jbase = jp * NR, nj = n - jbase < NR ? n - jbase : NR;
         if (B.red_contig) {
-            /* column j is a contiguous row of B: convert 16 pairs at a time, transpose into
-             * the panel; columns past n stay zero */
-            for (int j = 0; j < NR; j++) {
-                const float *col = B.p + (size_t)(jbase + j) * B.ld;
+            /* column j is a contiguous row of B: 16 columns x 16 pairs at a time, converted and
+             * transposed in registers; columns past n stay zero */
+            for (int j16 = 0; j16 < NR; j16 += 16)
                 for (long q = 0; q < rp; q += 16) {
-                    uint32_t tmp[16];
-                    long cnt = j < nj ? (long)r - 2 * q : 0;
-                    _mm512_storeu_si512(tmp, j < nj ? pairs16_contig(col + 2 * q, cnt) : _mm512_setzero_si512());
+                    __m512i v[16];
+                    for (int j = 0; j < 16; j++)
+                        v[j] = j16 + j < nj ? pairs16_contig(B.p + (size_t)(jbase + j16 + j) * B.ld + 2 * q, (long)r - 2 * q)
+                                            : _mm512_setzero_si512();
+                    transpose16(v);
                     long nq = rp - q < 16 ? rp - q : 16;
-                    for (long t = 0; t < nq; t++) dst[(q + t) * NR + j] = tmp[t];
+                    for (long t = 0; t < nq; t++) _mm512_storeu_si512(dst + (q + t) * NR + j16, v[t]);
                 }
-            }
         } else {
             /* reduction rows are contiguous along the columns: two rows make 32 dwords */
             for (long q = 0; q < rp; q++) {
@@ -96,14 +77,19 @@ void sv_gemm_bf16_pack(void *pb_, sv_gemm_bf16_mat B, int n, int r, int j0, int 
                                     pairs16_rows(row0 + 16, row1 ? row1 + 16 : NULL, nj - 16));
             }
         }
+        if (rp_alloc > rp) memset(dst + rp * NR, 0, (size_t)(rp_alloc - rp) * NR * sizeof(uint32_t));
     }
+}
+
+void sv_gemm_bf16_pack(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1) {
+    sv_gemm_bf16_pack_padded(pb, B, n, r, j0, j1, (r + 1) / 2);
 }
 
 /* Pack rows [i0, i0 + mc) x pairs [q0, q0 + kq) of A into S (rows padded with zeros up to a
  * multiple of MR). Layout per MR-row group g at S + g*MR*kq: row-major (row stride kq) when A
  * is reduction-contiguous, pair-major (MR dwords per pair) when it is reduction-strided;
  * the microkernel takes the matching strides. */
-static void pack_a(uint32_t *S, sv_gemm_bf16_mat A, int r, int i0, int mc, long q0, long kq) {
+static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, long kq) {
     int mcp = (mc + MR - 1) / MR * MR;
     if (A.red_contig) {
         for (int i = 0; i < mcp; i++) {
@@ -174,7 +160,7 @@ static void kernel(long kq, const uint32_t *a, size_t ars, size_t aps, const uin
     }
 }
 
-void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, const void *pb_, int n, int r,
+void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_, int n, int r,
                       int accumulate, void *scratch) {
     const uint32_t *pb = pb_;
     uint32_t *S = scratch;
@@ -209,36 +195,27 @@ void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, const voi
 #else /* not x86-64 GCC: never available; the entry points must not be called */
 
 int sv_gemm_bf16_available(void) { return 0; }
-void sv_gemm_bf16_pack(void *pb, sv_gemm_bf16_mat B, int n, int r, int j0, int j1) {
+void sv_gemm_bf16_pack_padded(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1, long rp_alloc) {
+    (void)pb, (void)B, (void)n, (void)r, (void)j0, (void)j1, (void)rp_alloc;
+}
+void sv_gemm_bf16_pack(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1) {
     (void)pb, (void)B, (void)n, (void)r, (void)j0, (void)j1;
 }
-void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, const void *pb, int n, int r,
+void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r,
                       int accumulate, void *scratch) {
     (void)C, (void)ldc, (void)A, (void)m, (void)pb, (void)n, (void)r, (void)accumulate, (void)scratch;
 }
 
 #endif
 
-void sv_gemm_bf16(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, sv_gemm_bf16_mat B, int n, int r,
-                  int accumulate, void *pack, void *scratch) {
-    sv_gemm_bf16_pack(pack, B, n, r, 0, n);
-    sv_gemm_bf16_run(C, ldc, A, m, pack, n, r, accumulate, scratch);
-}
-
-void sv_gemm_bf16_nt(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
-                     void *scratch) {
-    sv_gemm_bf16(C, (size_t)N, (sv_gemm_bf16_mat){A, (size_t)K, 1}, M, (sv_gemm_bf16_mat){B, (size_t)K, 1}, N,
-                 K, 0, pack, scratch);
-}
-
-void sv_gemm_bf16_nn(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
-                     void *scratch) {
-    sv_gemm_bf16(C, (size_t)K, (sv_gemm_bf16_mat){A, (size_t)N, 1}, M, (sv_gemm_bf16_mat){B, (size_t)K, 0}, K,
-                 N, 0, pack, scratch);
-}
-
-void sv_gemm_bf16_tn(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
-                     void *scratch) {
-    sv_gemm_bf16(C, (size_t)K, (sv_gemm_bf16_mat){A, (size_t)N, 0}, N, (sv_gemm_bf16_mat){B, (size_t)K, 0}, K,
-                 M, 1, pack, scratch);
-}
+const sv_gemm_engine sv_gemm_engine_avx512_bf16 = {
+    .name = "avx512-bf16",
+    .bf16 = 1,
+    .nr = NR,
+    .red_block = 2,
+    .available = sv_gemm_bf16_available,
+    .pack_bytes = sv_gemm_bf16_pack_bytes,
+    .scratch_bytes = (size_t)MC * KCP * sizeof(uint32_t),
+    .pack = sv_gemm_bf16_pack,
+    .run = sv_gemm_bf16_run,
+};

@@ -18,7 +18,7 @@
  *      buffer of sv_gemm_bf16_pack_bytes bytes; workers may pack disjoint column panels.
  *   2. sv_gemm_bf16_run: C (m rows) = / += A (m rows) * packed B, single-threaded, using a
  *      per-thread scratch of sv_gemm_bf16_scratch_bytes() bytes (the packed A block).
- * The one-shot layout functions (nt / nn / tn) do both steps on one thread.
+ * sv_gemm_engine_gemm (gemm_engine.h) does both steps on one thread.
  *
  * Every function here except sv_gemm_bf16_available executes AVX-512 BF16 instructions:
  * call them only after sv_gemm_bf16_available() returned 1. No function allocates. */
@@ -27,16 +27,13 @@
 
 #include <stddef.h>
 
+#include "model/backend/cpu/gemm_engine.h"
+
 /* Columns per packed panel of B (two zmm of fp32 accumulators per row). */
 #define SV_GEMM_BF16_NR 32
 
-/* A strided fp32 matrix seen as (rows/columns i, reduction r): element (i, r) is
- * p[i * ld + r] when red_contig, else p[r * ld + i]. */
-typedef struct sv_gemm_bf16_mat {
-    const float *p;
-    size_t ld;
-    int red_contig;
-} sv_gemm_bf16_mat;
+/* sv_gemm_mat (strided operand views) and the engine table entry sv_gemm_engine_avx512_bf16 are
+ * in gemm_engine.h. */
 
 /* 1 when this CPU (and OS) runs AVX-512 F/BW/VL + BF16, else 0. Cheap; no side effects. */
 int sv_gemm_bf16_available(void);
@@ -50,31 +47,17 @@ size_t sv_gemm_bf16_scratch_bytes(void);
 /* Pack columns [j0, j1) of B (n columns, reduction r) into pb (sv_gemm_bf16_pack_bytes(n, r)
  * bytes, 64-byte aligned). j0 must be a multiple of SV_GEMM_BF16_NR and j1 a multiple of it or
  * n, so that workers packing disjoint ranges write disjoint bytes. */
-void sv_gemm_bf16_pack(void *pb, sv_gemm_bf16_mat B, int n, int r, int j0, int j1);
+void sv_gemm_bf16_pack(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1);
+
+/* The same panels with rp_alloc >= (r + 1) / 2 pairs per panel, the pairs past the data zeroed
+ * (the AMX engine's k-steps of 16 pairs: gemm_amx.c). Panel jp starts at jp * rp_alloc * NR words. */
+void sv_gemm_bf16_pack_padded(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1, long rp_alloc);
 
 /* C (m, n) (row stride ldc) = A (m, r) * B (r, n), or += when accumulate, with B given packed
  * (sv_gemm_bf16_pack over all n columns with the same n, r). scratch: 64-byte aligned,
  * sv_gemm_bf16_scratch_bytes() bytes, private to the calling thread. m, n, r >= 0; with
  * r == 0, C is zeroed (or left as is when accumulate). */
-void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, const void *pb, int n, int r,
+void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r,
                       int accumulate, void *scratch);
-
-/* Both steps on the calling thread: pack all n columns of B into `pack`
- * (sv_gemm_bf16_pack_bytes(n, r) bytes, 64-byte aligned), then sv_gemm_bf16_run. */
-void sv_gemm_bf16(float *C, size_t ldc, sv_gemm_bf16_mat A, int m, sv_gemm_bf16_mat B, int n, int r,
-                  int accumulate, void *pack, void *scratch);
-
-/* One-shot layouts, row-major, contiguous (leading dimension = row length), one thread.
- * pack: sv_gemm_bf16_pack_bytes(n_cols_of_C, reduction) bytes, scratch as for _run, both
- * 64-byte aligned.
- *   nt: C (M,N)  = A (M,K) B (N,K)^T      pack: sv_gemm_bf16_pack_bytes(N, K)
- *   nn: C (M,K)  = A (M,N) B (N,K)        pack: sv_gemm_bf16_pack_bytes(K, N)
- *   tn: C (N,K) += A (M,N)^T B (M,K)      pack: sv_gemm_bf16_pack_bytes(K, M) */
-void sv_gemm_bf16_nt(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
-                     void *scratch);
-void sv_gemm_bf16_nn(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
-                     void *scratch);
-void sv_gemm_bf16_tn(float *C, const float *A, const float *B, int M, int N, int K, void *pack,
-                     void *scratch);
 
 #endif

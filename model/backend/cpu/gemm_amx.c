@@ -1,0 +1,323 @@
+/* GEMM engine on Intel AMX-BF16 tiles (TDPBF16PS), for the bf16 mode of the CPU backend. The
+ * contract is gemm_engine.h's; this file adds the AMX specifics.
+ *
+ * Tiles (palette 1, every tile 16 rows x 64 bytes): tmm0..3 = a 32 x 32 fp32 block of C
+ * (2 x 2 tiles of 16 x 16), tmm4/5 = two 16-row A tiles (16 rows x 16 bf16 pairs), tmm6/7 =
+ * two B tiles (16 pairs x 16 columns). One k-step = 16 pairs = 32 reduction elements:
+ * 4 tile loads, 4 TDPBF16PS.
+ *
+ * B is packed by gemm_bf16.c's panel packer (panels of 32 columns, per pair 32 words, so a B
+ * tile is 16 consecutive pair rows at a stride of 128 bytes), with the pairs of every panel
+ * padded with zeros to a multiple of 16. A is packed per block of MC rows x KC pairs into 1 KiB
+ * tiles (16 rows x 16 pairs, row stride 64 bytes), rows past m and pairs past the reduction
+ * zero. A reduction-strided A (the dW GEMM: A = d_out^T) is transposed 16 x 16 words in
+ * registers while packing.
+ *
+ * Blocking (one thread): for each MC-row block of C, for each KC-pair block of the reduction
+ * (A block -> scratch, MC x KC x 4 bytes = 128 KiB, in L2), for each 32-column panel of B (its
+ * KC x 128 bytes = 16 KiB stay in L1 across the row loop), for each 32 rows: the kernel loads
+ * the C block into tmm0..3 (or zeroes them on the first reduction block without accumulate),
+ * runs the k-steps, stores it back in fp32. Partial tiles at the edges go through a 16 x 16
+ * staging buffer on the stack.
+ *
+ * Numerics: every output is one fp32 accumulator (a tile element) adding k-steps of 32
+ * products in reduction order; within a step the hardware adds the pairs in its fixed order.
+ * Products of bf16 values are exact in fp32; inputs and outputs below FLT_MIN are flushed to
+ * zero (TDPBF16PS ignores MXCSR). The order depends only on the reduction length, so the rows a
+ * call covers never change a result.
+ *
+ * The tile state needs the kernel's permission (Linux >= 5.16: arch_prctl
+ * ARCH_REQ_XCOMP_PERM for XTILEDATA), asked for by sv_gemm_amx_permission, which available()
+ * calls; the permission is per process, so every worker thread may then use the tiles. Each
+ * run() loads its own tile configuration (per thread state) and releases the tiles at the end,
+ * so a thread that ran AMX holds no tile state between calls. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,amx-tile,amx-bf16")
+#define SV_GEMM_AMX_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/backend/cpu/gemm_bf16.h"
+#include "model/backend/cpu/gemm_engine.h"
+#if SV_GEMM_AMX_X86
+#include "model/backend/cpu/bf16_pairs.h"
+#endif
+
+enum {
+    NR = SV_GEMM_BF16_NR, /* columns per packed B panel: two B tiles */
+    KS = 16,              /* pairs per k-step (one tile row of 64 bytes) */
+#ifndef SV_AMX_MC
+    MC = 128, /* rows per A block (multiple of 32) */
+#else
+    MC = SV_AMX_MC,
+#endif
+#ifndef SV_AMX_KC
+    KC = 256, /* pairs per A block (multiple of KS) */
+#else
+    KC = SV_AMX_KC,
+#endif
+};
+
+static long round_ks(long pairs) { return (pairs + KS - 1) / KS * KS; }
+
+static size_t amx_pack_bytes(int n, int r) {
+    if (n <= 0 || r <= 0) return 0;
+    size_t panels = ((size_t)n + NR - 1) / NR;
+    return panels * (size_t)round_ks((r + 1) / 2) * NR * sizeof(uint32_t);
+}
+
+/* B panels: the VDPBF16PS engine's packer with the pairs padded to whole k-steps. */
+static void amx_pack(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1) {
+    sv_gemm_bf16_pack_padded(pb, B, n, r, j0, j1, round_ks((r + 1) / 2));
+}
+
+#if SV_GEMM_AMX_X86
+
+enum { ARCH_GET_XCOMP_PERM_ = 0x1022, ARCH_REQ_XCOMP_PERM_ = 0x1023, XFEATURE_XTILEDATA_ = 18 };
+
+static int amx_cpu(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    int bf16 = (d >> 22) & 1, tile = (d >> 24) & 1;
+    if (!bf16 || !tile) return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1)) return 0; /* OSXSAVE */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & (3u << 17)) == (3u << 17); /* XTILECFG + XTILEDATA enabled by the OS */
+}
+
+int sv_gemm_amx_permission(char *why, size_t n) {
+    if (why && n) why[0] = '\0';
+    __builtin_cpu_init();
+    if (!amx_cpu()) {
+        if (why) snprintf(why, n, "this CPU (or its OS) lacks AMX-BF16/AMX-TILE");
+        return 0;
+    }
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512bf16")) {
+        if (why) snprintf(why, n, "AMX present but AVX-512 BF16 (used to pack operands) is not");
+        return 0;
+    }
+    const char *deny = getenv("SHARDVIT_CPU_AMX_DENY"); /* test knob: simulate a refusal */
+    if (deny && !strcmp(deny, "1")) {
+        if (why) snprintf(why, n, "the kernel refused the AMX tile state (simulated by SHARDVIT_CPU_AMX_DENY=1)");
+        return 0;
+    }
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM_, XFEATURE_XTILEDATA_) != 0) {
+        if (why) snprintf(why, n, "the kernel refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM: %s)", strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+static int amx_available(void) { return sv_gemm_amx_permission(NULL, 0); }
+
+typedef struct tilecfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tilecfg;
+
+/* Pack rows [i0, i0 + mc) x pairs [q0, q0 + nks * KS) of A into S: tile (g, s) of 16 rows x 16
+ * pairs at S + (g * nks + s) * 256 words, row-major (64 bytes per row). Rows past mc and pairs
+ * past the reduction r are zero. */
+static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, long nks) {
+    const int groups = (mc + 15) / 16;
+    for (int g = 0; g < groups; g++) {
+        const int rows = mc - 16 * g < 16 ? mc - 16 * g : 16;
+        for (long s = 0; s < nks; s++) {
+            uint32_t *tile = S + ((size_t)g * nks + s) * 256;
+            const long p0 = q0 + s * KS; /* first pair of this tile */
+            __m512i v[16];
+            if (A.red_contig) {
+                for (int i = 0; i < 16; i++)
+                    v[i] = i < rows ? pairs16_contig(A.p + (size_t)(i0 + 16 * g + i) * A.ld + 2 * p0, (long)r - 2 * p0)
+                                    : _mm512_setzero_si512();
+            } else {
+                /* pair t: reduction rows 2(p0+t), 2(p0+t)+1 hold the 16 A rows side by side */
+                for (int t = 0; t < 16; t++) {
+                    long rr = 2 * (p0 + t);
+                    if (rr >= r) {
+                        v[t] = _mm512_setzero_si512();
+                        continue;
+                    }
+                    const float *row0 = A.p + (size_t)rr * A.ld + i0 + 16 * g;
+                    v[t] = pairs16_rows(row0, rr + 1 < r ? row0 + A.ld : NULL, rows);
+                }
+                transpose16(v);
+            }
+            for (int i = 0; i < 16; i++) _mm512_store_si512(tile + i * 16, v[i]);
+        }
+    }
+}
+
+/* Where tile (ri, ci) of the 32 x 32 C block comes from / goes to: C itself when the tile is
+ * whole, else the staging buffer (16 x 16, row stride 64 bytes). */
+typedef struct ctile {
+    float *p;
+    size_t stride; /* bytes */
+    int rows, cols; /* valid part, for staging */
+} ctile;
+
+static ctile c_tile(float *C, size_t ldc, int mr, int nr, int ri, int ci, float *stage) {
+    int rows = mr - 16 * ri, cols = nr - 16 * ci;
+    rows = rows > 16 ? 16 : rows, cols = cols > 16 ? 16 : cols;
+    float *src = C + (size_t)16 * ri * ldc + 16 * ci;
+    if (rows == 16 && cols == 16) return (ctile){src, ldc * sizeof(float), 16, 16};
+    return (ctile){stage, 64, rows, cols};
+}
+
+static void stage_in(const ctile *t, const float *C, size_t ldc, int ri, int ci, int load) {
+    if (t->rows == 16 && t->cols == 16) return;
+    const float *src = C + (size_t)16 * ri * ldc + 16 * ci;
+    __mmask16 k = mask16(t->cols);
+    for (int i = 0; i < 16; i++)
+        _mm512_store_ps(t->p + 16 * i, load && i < t->rows ? _mm512_maskz_loadu_ps(k, src + (size_t)i * ldc)
+                                                          : _mm512_setzero_ps());
+}
+
+static void stage_out(const ctile *t, float *C, size_t ldc, int ri, int ci) {
+    if (t->rows == 16 && t->cols == 16) return;
+    float *dst = C + (size_t)16 * ri * ldc + 16 * ci;
+    __mmask16 k = mask16(t->cols);
+    for (int i = 0; i < t->rows; i++) _mm512_mask_storeu_ps(dst + (size_t)i * ldc, k, _mm512_load_ps(t->p + 16 * i));
+}
+
+/* C block (mr <= 32 rows, nr <= 32 columns) = / += A rows (tiles at a, the second 16 rows at
+ * a + a2 words) x the panel b (pair rows of 32 words), over nks k-steps. R2/C2: whether a second
+ * tile row / column exists (compile-time constants after inlining, so the tile numbers are). */
+static inline __attribute__((always_inline)) void kernel(long nks, const uint32_t *a, size_t a2, const uint32_t *b,
+                                                         float *C, size_t ldc, int mr, int nr, int load_c, int R2,
+                                                         int C2) {
+    float stage[4][256] __attribute__((aligned(64)));
+    ctile t00 = c_tile(C, ldc, mr, nr, 0, 0, stage[0]), t01 = c_tile(C, ldc, mr, nr, 0, 1, stage[1]);
+    ctile t10 = c_tile(C, ldc, mr, nr, 1, 0, stage[2]), t11 = c_tile(C, ldc, mr, nr, 1, 1, stage[3]);
+    if (load_c) {
+        stage_in(&t00, C, ldc, 0, 0, 1);
+        _tile_loadd(0, t00.p, t00.stride);
+        if (C2) {
+            stage_in(&t01, C, ldc, 0, 1, 1);
+            _tile_loadd(1, t01.p, t01.stride);
+        }
+        if (R2) {
+            stage_in(&t10, C, ldc, 1, 0, 1);
+            _tile_loadd(2, t10.p, t10.stride);
+        }
+        if (R2 && C2) {
+            stage_in(&t11, C, ldc, 1, 1, 1);
+            _tile_loadd(3, t11.p, t11.stride);
+        }
+    } else {
+        _tile_zero(0);
+        if (C2) _tile_zero(1);
+        if (R2) _tile_zero(2);
+        if (R2 && C2) _tile_zero(3);
+    }
+    for (long s = 0; s < nks; s++) {
+        const uint32_t *bs = b + (size_t)s * KS * NR;
+        _tile_loadd(4, a + (size_t)s * 256, 64);
+        _tile_loadd(6, bs, NR * sizeof(uint32_t));
+        _tile_dpbf16ps(0, 4, 6);
+        if (C2) {
+            _tile_loadd(7, bs + 16, NR * sizeof(uint32_t));
+            _tile_dpbf16ps(1, 4, 7);
+        }
+        if (R2) {
+            _tile_loadd(5, a + a2 + (size_t)s * 256, 64);
+            _tile_dpbf16ps(2, 5, 6);
+            if (C2) _tile_dpbf16ps(3, 5, 7);
+        }
+    }
+    _tile_stored(0, t00.p, t00.stride);
+    stage_out(&t00, C, ldc, 0, 0);
+    if (C2) {
+        _tile_stored(1, t01.p, t01.stride);
+        stage_out(&t01, C, ldc, 0, 1);
+    }
+    if (R2) {
+        _tile_stored(2, t10.p, t10.stride);
+        stage_out(&t10, C, ldc, 1, 0);
+    }
+    if (R2 && C2) {
+        _tile_stored(3, t11.p, t11.stride);
+        stage_out(&t11, C, ldc, 1, 1);
+    }
+}
+
+static void amx_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_, int n, int r, int accumulate,
+                    void *scratch) {
+    const uint32_t *pb = pb_;
+    uint32_t *S = scratch;
+    if (m <= 0 || n <= 0) return;
+    if (r <= 0) {
+        if (!accumulate)
+            for (int i = 0; i < m; i++) memset(C + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    tilecfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+    _tile_loadconfig(&cfg);
+    const long rp = (r + 1) / 2, rpa = round_ks(rp);
+    const int npan = (n + NR - 1) / NR;
+    for (int i0 = 0; i0 < m; i0 += MC) {
+        const int mc = m - i0 < MC ? m - i0 : MC;
+        for (long q0 = 0; q0 < rp; q0 += KC) {
+            const long nks = round_ks(rp - q0 < KC ? rp - q0 : KC) / KS;
+            pack_a(S, A, r, i0, mc, q0, nks);
+            const int load_c = accumulate || q0 > 0;
+            const size_t a2 = (size_t)nks * 256; /* words from one 16-row tile group to the next */
+            for (int jp = 0; jp < npan; jp++) {
+                const uint32_t *bpan = pb + ((size_t)jp * rpa + q0) * NR;
+                const int nr = n - jp * NR < NR ? n - jp * NR : NR;
+                for (int g = 0; g < mc; g += 32) {
+                    const int mr = mc - g < 32 ? mc - g : 32;
+                    const uint32_t *a = S + (size_t)(g / 16) * a2;
+                    float *Cb = C + (size_t)(i0 + g) * ldc + jp * NR;
+                    if (mr > 16 && nr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 1);
+                    else if (mr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 0);
+                    else if (nr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 1);
+                    else kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 0);
+                }
+            }
+        }
+    }
+    _tile_release();
+}
+
+#else /* not x86-64 GCC: never available */
+
+int sv_gemm_amx_permission(char *why, size_t n) {
+    if (why) snprintf(why, n, "AMX needs an x86-64 build");
+    return 0;
+}
+static int amx_available(void) { return 0; }
+static void amx_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r, int accumulate,
+                    void *scratch) {
+    (void)C, (void)ldc, (void)A, (void)m, (void)pb, (void)n, (void)r, (void)accumulate, (void)scratch;
+}
+
+#endif
+
+const sv_gemm_engine sv_gemm_engine_amx_bf16 = {
+    .name = "amx-bf16",
+    .bf16 = 1,
+    .nr = NR,
+    .red_block = 2 * KS, /* chunks of whole k-steps: the same k-steps, C carried exactly in fp32 */
+    .available = amx_available,
+    .pack_bytes = amx_pack_bytes,
+    .scratch_bytes = (size_t)MC * KC * sizeof(uint32_t),
+    .pack = amx_pack,
+    .run = amx_run,
+};

@@ -1,0 +1,70 @@
+/* Choosing a GEMM engine at run time (see gemm_engine.h). */
+#include "model/backend/cpu/gemm_engine.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Best first, per mode. Without an engine the backend runs OpenBLAS sgemm (fp32 mode always,
+ * for now: the fp32 engines are not built yet). */
+static const sv_gemm_engine *const k_bf16_order[] = {&sv_gemm_engine_amx_bf16, &sv_gemm_engine_avx512_bf16};
+
+const sv_gemm_engine *sv_gemm_engine_by_name(const char *name) {
+    for (size_t i = 0; name && i < sizeof k_bf16_order / sizeof k_bf16_order[0]; i++)
+        if (!strcmp(name, k_bf16_order[i]->name)) return k_bf16_order[i];
+    return NULL;
+}
+
+/* why/note are 160-byte buffers; a longer message is cut. */
+static void put(char *buf, const char *fmt, const char *a, const char *b) {
+    if (!buf) return;
+    int n = snprintf(buf, 160, fmt, a, b);
+    (void)n;
+}
+
+const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int *forced_blas, char *why, char *note) {
+    put(why, "%s%s", "", "");
+    put(note, "%s%s", "", "");
+    *forced_blas = 0;
+    if (force && *force && strcmp(force, "auto")) {
+        if (!strcmp(force, "openblas")) {
+            *forced_blas = 1;
+            return NULL;
+        }
+        const sv_gemm_engine *e = sv_gemm_engine_by_name(force);
+        if (!e) {
+            put(why, "unknown GEMM engine '%s' (amx-bf16|avx512-bf16|openblas|blas|auto)%s", force, "");
+            return NULL;
+        }
+        if (e->bf16 && !bf16) {
+            put(why, "GEMM engine %s rounds its operands to bf16: only with --param-dtype bf16%s", force, "");
+            return NULL;
+        }
+        char perm[96];
+        if (e == &sv_gemm_engine_amx_bf16 && !sv_gemm_amx_permission(perm, sizeof perm)) {
+            put(why, "GEMM engine amx-bf16 is not usable here: %s%s", perm, "");
+            return NULL;
+        }
+        if (!e->available()) {
+            put(why, "GEMM engine %s is not available on this CPU (it lacks the instructions)%s", force, "");
+            return NULL;
+        }
+        return e;
+    }
+    if (!bf16) return NULL; /* fp32 mode: OpenBLAS */
+    const sv_gemm_engine *const *order = k_bf16_order;
+    size_t n = sizeof k_bf16_order / sizeof k_bf16_order[0];
+    char perm[96];
+    int amx_refused = !sv_gemm_amx_permission(perm, sizeof perm) && strstr(perm, "refused");
+    for (size_t i = 0; i < n; i++) {
+        if (!order[i]->available()) continue;
+        if (amx_refused) put(note, "AMX-BF16 not used: %s; using %s", perm, order[i]->name);
+        return order[i];
+    }
+    return NULL;
+}
+
+void sv_gemm_engine_gemm(const sv_gemm_engine *e, float *C, size_t ldc, sv_gemm_mat A, int m, sv_gemm_mat B, int n,
+                         int r, int accumulate, void *pack, void *scratch) {
+    e->pack(pack, B, n, r, 0, n);
+    e->run(C, ldc, A, m, pack, n, r, accumulate, scratch);
+}
