@@ -1,7 +1,9 @@
 /* Event files read by independent Python readers (tests/formats/tfevents_check.py): MODE
  * "stdlib" decodes with its own CRC32C/protobuf code, MODE "tensorboard" with TensorBoard's
- * EventAccumulator (skipped, 77, when that package is not importable; it is not installed
- * for this). Usage: test_tfevents_python SCRIPT MODE */
+ * own EventAccumulator (PyPI's tensorboard in the test venv, scripts/test_venv.sh; skipped, 77,
+ * only when that package is not importable). The interpreter is $SHARDVIT_TEST_PYTHON (set by
+ * scripts/test.sh), else /usr/bin/python3. Usage: test_tfevents_python SCRIPT MODE */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,10 +11,10 @@
 #include "eval/tensorboard.h"
 #include "fmt_util.h"
 
-#define PYTHON "/usr/bin/python3"
-
 int main(int argc, char **argv) {
     CHECK(argc == 3);
+    const char *PYTHON = getenv("SHARDVIT_TEST_PYTHON");
+    if (!PYTHON || !*PYTHON) PYTHON = "/usr/bin/python3";
     if (access(PYTHON, X_OK) != 0) SKIP("%s not found", PYTHON);
     char dir[256];
     fmt_tmpdir(dir, sizeof dir, "tfev");
@@ -32,8 +34,8 @@ int main(int argc, char **argv) {
     int st;
     CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
     fmt_rmdir(dir);
-    if (WEXITSTATUS(st) == 77) SKIP("Python reader '%s' not available", argv[2]);
+    if (WEXITSTATUS(st) == 77) SKIP("Python reader '%s' not available in %s", argv[2], PYTHON);
     CHECK(WEXITSTATUS(st) == 0);
-    printf("test_tfevents_python (%s): ok\n", argv[2]);
+    printf("test_tfevents_python (%s, %s): ok\n", argv[2], PYTHON);
     return 0;
 }

@@ -3,8 +3,9 @@
 
   tfevents_check.py stdlib FILE       own TFRecord + CRC32C + protobuf decoding (standard
                                       library only), compared with the expected scalars
-  tfevents_check.py tensorboard FILE  TensorBoard's own EventAccumulator; exit 77 when the
-                                      `tensorboard` package is not importable
+  tfevents_check.py tensorboard FILE  TensorBoard's own EventAccumulator (PyPI's tensorboard,
+                                      installed in the test venv by scripts/test_venv.sh); exit
+                                      77 when the `tensorboard` package is not importable
 
 Expected content (kept in step with test_tfevents_python.c): for step s in 0..24,
   "train/loss" = 1/(s+1), "train/lr" = s * 1e-4, each at wall time 1700000000 + s,
@@ -131,7 +132,8 @@ def read_tensorboard(path):
     try:
         from tensorboard.backend.event_processing import event_accumulator
     except ImportError:
-        print("tensorboard package not importable", file=sys.stderr)
+        print("tensorboard package not importable by %s (scripts/test_venv.sh installs it)"
+              % sys.executable, file=sys.stderr)
         sys.exit(77)
     acc = event_accumulator.EventAccumulator(path, size_guidance={event_accumulator.SCALARS: 0})
     acc.Reload()
@@ -148,4 +150,8 @@ if __name__ == "__main__":
     got = (read_stdlib if sys.argv[1] == "stdlib" else read_tensorboard)(sys.argv[2])
     if got != EXPECTED:
         fail("scalars differ:\n got %r\nwant %r" % (got, EXPECTED))
-    print("tfevents_check (%s): %d tags ok" % (sys.argv[1], len(got)))
+    extra = ""
+    if sys.argv[1] == "tensorboard":
+        import tensorboard
+        extra = " (tensorboard %s)" % tensorboard.__version__
+    print("tfevents_check (%s): %d tags ok%s" % (sys.argv[1], len(got), extra))

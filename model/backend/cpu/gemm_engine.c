@@ -1,12 +1,16 @@
 /* Choosing a GEMM engine at run time (see gemm_engine.h). */
 #include "model/backend/cpu/gemm_engine.h"
+#include "model/backend/cpu/gemm_f32.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* Best first, per mode. Without an engine the backend runs OpenBLAS sgemm (fp32 mode always,
- * for now: the fp32 engines are not built yet). */
-static const sv_gemm_engine *const k_bf16_order[] = {&sv_gemm_engine_amx_bf16, &sv_gemm_engine_avx512_bf16};
+/* Best first, per mode. bf16 mode may fall back to the fp32 engines: the ops round their
+ * outputs to bf16 anyway, so the GEMM then computes on bf16 values in fp32 (as sgemm did).
+ * Without an engine the backend runs OpenBLAS sgemm. */
+static const sv_gemm_engine *const k_bf16_order[] = {&sv_gemm_engine_amx_bf16, &sv_gemm_engine_avx512_bf16,
+                                                     &sv_gemm_engine_avx512_f32, &sv_gemm_engine_avx2_f32};
+static const sv_gemm_engine *const k_f32_order[] = {&sv_gemm_engine_avx512_f32, &sv_gemm_engine_avx2_f32};
 
 const sv_gemm_engine *sv_gemm_engine_by_name(const char *name) {
     for (size_t i = 0; name && i < sizeof k_bf16_order / sizeof k_bf16_order[0]; i++)
@@ -32,7 +36,7 @@ const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int *forc
         }
         const sv_gemm_engine *e = sv_gemm_engine_by_name(force);
         if (!e) {
-            put(why, "unknown GEMM engine '%s' (amx-bf16|avx512-bf16|openblas|blas|auto)%s", force, "");
+            put(why, "unknown GEMM engine '%s' (amx-bf16|avx512-bf16|avx512-f32|avx2-f32|openblas|blas|auto)%s", force, "");
             return NULL;
         }
         if (e->bf16 && !bf16) {
@@ -50,11 +54,10 @@ const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int *forc
         }
         return e;
     }
-    if (!bf16) return NULL; /* fp32 mode: OpenBLAS */
-    const sv_gemm_engine *const *order = k_bf16_order;
-    size_t n = sizeof k_bf16_order / sizeof k_bf16_order[0];
+    const sv_gemm_engine *const *order = bf16 ? k_bf16_order : k_f32_order;
+    size_t n = bf16 ? sizeof k_bf16_order / sizeof k_bf16_order[0] : sizeof k_f32_order / sizeof k_f32_order[0];
     char perm[96];
-    int amx_refused = !sv_gemm_amx_permission(perm, sizeof perm) && strstr(perm, "refused");
+    int amx_refused = bf16 && !sv_gemm_amx_permission(perm, sizeof perm) && strstr(perm, "refused");
     for (size_t i = 0; i < n; i++) {
         if (!order[i]->available()) continue;
         if (amx_refused) put(note, "AMX-BF16 not used: %s; using %s", perm, order[i]->name);

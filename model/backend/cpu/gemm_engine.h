@@ -16,7 +16,7 @@
  * any thread count. Engines differ from each other in the last bits (different grouping).
  * bf16 engines round both operands to bf16 (nearest even) while packing, which is exact on the
  * bf16-representable compute buffers of bf16 mode, and flush denormals (the instructions ignore
- * MXCSR).
+ * MXCSR). fp32 engines use FMA (one rounding per multiply-add).
  *
  * Chunking: a caller may split the reduction into chunks and call run with accumulate for all but
  * the first, as long as every chunk except the last is a multiple of `red_block`; the result is
@@ -39,7 +39,7 @@ typedef struct sv_gemm_mat {
 } sv_gemm_mat;
 
 typedef struct sv_gemm_engine {
-    const char *name; /* "amx-bf16" | "avx512-bf16" */
+    const char *name; /* "amx-bf16" | "avx512-bf16" | "avx512-f32" | "avx2-f32" */
     int bf16;         /* 1: operands are rounded to bf16 (use only in bf16 mode) */
     int nr;           /* columns per packed panel: pack range bounds are multiples of it (or n) */
     int red_block;    /* reduction chunks (all but the last) must be multiples of this */
@@ -54,12 +54,14 @@ typedef struct sv_gemm_engine {
 
 extern const sv_gemm_engine sv_gemm_engine_amx_bf16;    /* gemm_amx.c */
 extern const sv_gemm_engine sv_gemm_engine_avx512_bf16; /* gemm_bf16.c */
+/* sv_gemm_engine_avx512_f32, sv_gemm_engine_avx2_f32: gemm_f32.h */
 
 /* Engine by name (any of the above), NULL when unknown. Does not check availability. */
 const sv_gemm_engine *sv_gemm_engine_by_name(const char *name);
 
 /* The engine for a compute dtype (bf16: 1 for bf16 mode), best first:
- *   bf16 mode: amx-bf16, avx512-bf16;  fp32 mode: none yet (own fp32 engines are future work);
+ *   bf16 mode: amx-bf16, avx512-bf16, then the fp32 engines (operands stay as the ops round them);
+ *   fp32 mode: avx512-f32, avx2-f32;
  * NULL when none runs here (the caller then uses OpenBLAS). `force` (NULL/"" = auto): a name
  * from the list, which must be available and allowed for the mode, or "openblas" (returns NULL
  * with *forced_blas = 1). On a bad `force`, returns NULL and writes the reason to why (else why is

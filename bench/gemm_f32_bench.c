@@ -1,0 +1,152 @@
+/* Benchmark of the fp32 GEMM engines (model/backend/cpu/gemm_engine.h) against OpenBLAS sgemm,
+ * single thread, packing included. Never run as a test.
+ * Usage: gemm_f32_bench [REPS] [SHAPE-FILTER | LAYOUT:M,N,K]
+ *   REPS: timed repetitions per case, the best is reported (default 7); the filter keeps the
+ *   cases whose label contains the string (e.g. "1024", "fwd", "M=6400"); LAYOUT:M,N,K (LAYOUT
+ *   fwd, din or dW) runs that one case instead.
+ * Cases: 1024^3 C = A B^T, and the linear layers of ViT shapes, in the three layouts:
+ *   fwd  out(M,N) = in(M,K) W(N,K)^T      (both reduction-contiguous)
+ *   din  d_in(M,K) = d_out(M,N) W(N,K)    (B = W reduction-strided)
+ *   dW   dW(N,K) += d_out(M,N)^T in(M,K)  (both reduction-strided, reduction M)
+ * GFLOP/s = 2 * rows * cols * red / best time. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/rng.h"
+#include "model/backend/cpu/gemm_f32.h"
+#include "model/backend/cpu/isa_peak.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static float *randm(size_t n, uint64_t key) {
+    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    if (!p) exit(1);
+    for (size_t i = 0; i < n; i++) p[i] = (float)(0.1 * sv_rand_normal(key, i));
+    return p;
+}
+
+enum { FWD, DIN, DW };
+static const char *k_lay[] = {"fwd", "din", "dW"};
+
+typedef struct {
+    int L, M, N, K;
+} shape;
+
+/* Best time of reps calls of engine e (e == NULL: OpenBLAS) on one case. */
+static double time_case(const sv_gemm_engine *e, const shape *s, const float *in, const float *W, const float *dout,
+                        float *C, void *pack, void *scratch, int reps) {
+    const int M = s->M, N = s->N, K = s->K;
+    double best = 1e30;
+    for (int it = 0; it < reps + 1; it++) { /* the first call warms caches and pages */
+        double t0 = now();
+        if (e) {
+            if (s->L == FWD)
+                sv_gemm_engine_gemm(e, C, (size_t)N, (sv_gemm_mat){in, (size_t)K, 1}, M,
+                                    (sv_gemm_mat){W, (size_t)K, 1}, N, K, 0, pack, scratch);
+            else if (s->L == DIN)
+                sv_gemm_engine_gemm(e, C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 1}, M,
+                                    (sv_gemm_mat){W, (size_t)K, 0}, K, N, 0, pack, scratch);
+            else
+                sv_gemm_engine_gemm(e, C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 0}, N,
+                                    (sv_gemm_mat){in, (size_t)K, 0}, K, M, 1, pack, scratch);
+        } else {
+            if (s->L == FWD)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.f, in, K, W, K, 0.f, C, N);
+            else if (s->L == DIN)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, K, N, 1.f, dout, N, W, K, 0.f, C, K);
+            else
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, K, M, 1.f, dout, N, in, K, 1.f, C, K);
+        }
+        double t = now() - t0;
+        if (it > 0 && t < best) best = t;
+    }
+    return best;
+}
+
+int main(int argc, char **argv) {
+    int reps = argc > 1 ? atoi(argv[1]) : 7;
+    const char *filter = argc > 2 ? argv[2] : NULL;
+    if (reps < 1) reps = 1;
+    openblas_set_num_threads(1);
+
+    shape cases[64];
+    int nc = 0;
+    char lname[8];
+    int cm, cn, ck;
+    if (filter && sscanf(filter, "%3[^:]:%d,%d,%d", lname, &cm, &cn, &ck) == 4 && cm > 0 && cn > 0 && ck > 0) {
+        int L = !strcmp(lname, "din") ? DIN : !strcmp(lname, "dW") ? DW : FWD;
+        cases[nc++] = (shape){L, cm, cn, ck};
+        filter = NULL;
+    } else {
+        cases[nc++] = (shape){FWD, 1024, 1024, 1024};
+        cases[nc++] = (shape){DIN, 1024, 1024, 1024};
+        cases[nc++] = (shape){DW, 1024, 1024, 1024};
+        const int Ms[] = {6400, 6304};                                       /* B*50 (B=128), B*197 (B=32) */
+        const int NK[][2] = {{576, 192}, {192, 192}, {768, 192}, {192, 768}}; /* qkv, proj, fc1, fc2 */
+        for (int mi = 0; mi < 2; mi++)
+            for (int j = 0; j < 4; j++)
+                for (int L = 0; L < 3; L++) cases[nc++] = (shape){L, Ms[mi], NK[j][0], NK[j][1]};
+    }
+
+    const sv_gemm_engine *eng[] = {&sv_gemm_engine_avx512_f32, &sv_gemm_engine_avx2_f32};
+    int avail[2];
+    for (int i = 0; i < 2; i++) avail[i] = eng[i]->available();
+
+    size_t maxa = 0, maxp = 0, maxs = 0;
+    for (int c = 0; c < nc; c++) {
+        size_t mn = (size_t)cases[c].M * cases[c].N, mk = (size_t)cases[c].M * cases[c].K,
+               nk = (size_t)cases[c].N * cases[c].K;
+        size_t a = mn > mk ? mn : mk;
+        if (nk > a) a = nk;
+        if (a > maxa) maxa = a;
+        for (int i = 0; i < 2; i++) {
+            size_t p = eng[i]->pack_bytes(cases[c].N, cases[c].K);
+            size_t q = eng[i]->pack_bytes(cases[c].K, cases[c].N), u = eng[i]->pack_bytes(cases[c].K, cases[c].M);
+            if (q > p) p = q;
+            if (u > p) p = u;
+            if (p > maxp) maxp = p;
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (eng[i]->scratch_bytes > maxs) maxs = eng[i]->scratch_bytes;
+    float *in = randm(maxa, 1), *W = randm(maxa, 2), *dout = randm(maxa, 3), *C = randm(maxa, 4);
+    void *pack = aligned_alloc(64, (maxp + 63) / 64 * 64), *scratch = aligned_alloc(64, (maxs + 63) / 64 * 64);
+    if (!pack || !scratch) return 1;
+    memset(pack, 0, maxp);
+
+    double peak = sv_cpu_isa_peak_flops("avx512-f32", 0.5), peak2 = sv_cpu_isa_peak_flops("avx2-f32", 0.3);
+    printf("single thread, best of %d, GFLOP/s (packing included); in-register FMA peak: zmm %.1f, ymm %.1f\n",
+           reps, peak * 1e-9, peak2 * 1e-9);
+    printf("%-28s", "case");
+    for (int i = 0; i < 2; i++) printf(" %11s", eng[i]->name);
+    printf(" %11s %8s %8s\n", "openblas", "best/blas", "%zmmpk");
+    for (int c = 0; c < nc; c++) {
+        const shape *s = &cases[c];
+        char label[64];
+        snprintf(label, sizeof label, "%s M=%d N=%d K=%d", k_lay[s->L], s->M, s->N, s->K);
+        if (filter && !strstr(label, filter)) continue;
+        double flop = 2.0 * s->M * s->N * s->K, best = 0;
+        printf("%-28s", label);
+        for (int i = 0; i < 2; i++) {
+            if (!avail[i]) {
+                printf(" %11s", "n/a");
+                continue;
+            }
+            double g = flop / time_case(eng[i], s, in, W, dout, C, pack, scratch, reps) * 1e-9;
+            if (g > best) best = g;
+            printf(" %11.1f", g);
+        }
+        double gb = flop / time_case(NULL, s, in, W, dout, C, pack, scratch, reps) * 1e-9;
+        printf(" %11.1f %8.2f %8.1f\n", gb, best / gb, peak > 0 ? 100.0 * best * 1e9 / peak : 0.0);
+        fflush(stdout);
+    }
+    free(in), free(W), free(dout), free(C), free(pack), free(scratch);
+    return 0;
+}

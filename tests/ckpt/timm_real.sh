@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# shardvit's export loaded by timm itself (PyPI's timm, tests/ckpt/timm_real.py, run with
+# $SHARDVIT_TEST_PYTHON, the test venv of scripts/test_venv.sh, else /usr/bin/python3): a tiny
+# ViT trained 3 steps at world 2 (tests/fsdp/lib.sh), `shardvit export`, then
+# timm.create_model(..., pretrained=False, <config.json's shape>) + load_state_dict(strict=True)
+# and timm's fp32 logits against shardvit's (--dump-logits); config.json's pretrained_cfg resolved
+# by timm's resolve_data_config (printed). Two shapes: vit-28 (1 channel, mlp_ratio 4) and
+# 32x32 RGB with mlp_ratio 2, 4 heads. Skipped (77) only when timm/safetensors/torch are not
+# importable. (tests/ckpt/timm.sh checks the same export against an independent PyTorch twin.)
+SHARDVIT=$1
+source "$(dirname "$0")/../fsdp/lib.sh"
+PYT=${SHARDVIT_TEST_PYTHON:-/usr/bin/python3}
+"$PYT" -c "import timm, safetensors.torch, torch" 2>/dev/null || {
+    echo "SKIP: $PYT cannot import timm + safetensors + torch (scripts/test_venv.sh installs them)"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+check() {  # check NAME TRAIN_FLAGS...
+    local name=$1
+    shift
+    run "$name" 2 --steps 3 --dump-logits "$WORK/$name-logits.safetensors" "$@"
+    mkdir -p "$WORK/$name-export"
+    "$SHARDVIT" export "$WORK/$name" "$WORK/$name-export/model.safetensors" >"$WORK/$name-export.log" 2>&1 ||
+        { cat "$WORK/$name-export.log"; fail "export $name"; }
+    echo "== $name ($*)"
+    "$PYT" "$HERE/../ckpt/timm_real.py" "$WORK/$name-export/model.safetensors" "$WORK/$name-logits.safetensors" ||
+        fail "timm on $name"
+}
+check gray
+check rgb --img 32 --in-chans 3 --dim 32 --heads 4 --mlp-ratio 2
+echo "timm_real: all passed"
