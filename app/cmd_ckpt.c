@@ -77,7 +77,7 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *
 static sv_status save(sv_run *r, sv_train_ckpt *c) {
     c->state.step = r->fsdp.step;
     c->state.skipped_steps = (int64_t)r->fsdp.ctr.skipped_steps;
-    SV_TRY(sv_ckpt_save(&r->fsdp, c->dir, &c->state, c->keep, NULL, 0));
+    SV_TRY(sv_ckpt_save(&r->fsdp, c->dir, &c->state, &c->meta, c->keep, NULL, 0));
     c->last_saved = c->state.step;
     return SV_OK;
 }

@@ -15,6 +15,8 @@ typedef struct sv_train_ckpt {
     /* Filled by the trainer before training: seed, total_steps, lr, min_lr, warmup,
      * global_batch; kept current during training: epoch/cursor of the next batch. */
     sv_ckpt_train_state state;
+    sv_ckpt_meta meta;     /* eval transform + label names recorded in every checkpoint (labels
+                              borrowed; the trainer frees the pointer array) */
     long long last_saved;  /* step of the newest checkpoint of this run on disk, -1 none */
     char dir_buf[SV_CKPT_PATH_MAX];
 } sv_train_ckpt;

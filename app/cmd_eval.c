@@ -7,6 +7,7 @@
 #include "app/commands.h"
 #include "app/model_load.h"
 #include "app/run.h"
+#include "app/xform.h"
 #include "core/log.h"
 #include "eval/evaluate.h"
 
@@ -14,7 +15,7 @@ typedef struct eval_opts {
     sv_run_opts run;
     const char *data, *out, *weights, *ckpt, *classes;
     int workers, synth_samples;
-    double crop_pct;
+    sv_xform_flags xf; /* unset unless given: the model's transform applies */
 } eval_opts;
 
 static void print_summary(const sv_evaluator *e, const char *data, char **names, int n_names) {
@@ -47,6 +48,15 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     *usage = 1;
     SV_TRY(sv_app_model_config(&o->run.model, o->weights, o->ckpt, &mo));
     o->run.model = mo;
+    SV_TRY(sv_xform_flags_check(&o->xf, mo.in_chans));
+    sv_ckpt_meta meta;
+    sv_ckpt_xform xf;
+    char msrc[4200];
+    *usage = 0;
+    SV_TRY(sv_app_model_meta(o->weights, o->ckpt, &meta, msrc, sizeof msrc));
+    free(meta.labels);
+    SV_TRY(sv_xform_resolve(&o->xf, &meta.xform, msrc, mo.img, mo.in_chans, &xf));
+    *usage = 1;
     /* The global batch must split evenly over the ranks; round up rather than refuse. */
     int W = proc->world, B = o->run.batch_size;
     if (B % W) {
@@ -76,7 +86,12 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
                      r.vcfg.num_classes);
     sv_eval_opts eo = SV_EVAL_OPTS_DEFAULT;
     eo.workers = o->workers;
-    eo.crop_pct = (float)o->crop_pct;
+    float mean[3], stdv[3];
+    for (int c = 0; c < 3; c++) mean[c] = (float)xf.mean[c], stdv[c] = (float)xf.std[c];
+    eo.crop_pct = (float)xf.crop_pct;
+    eo.interp = sv_xform_interp_id(&xf);
+    eo.mean = mean;
+    eo.std = stdv;
     eo.seed = (uint64_t)o->run.seed;
     if (st == SV_OK) {
         SV_INFO("evaluating %s (%d classes) on %s: %zu samples, global batch %d over %d ranks", r.vcfg.name,
@@ -101,7 +116,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
 }
 
 int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
-    eval_opts o = {.run = SV_RUN_OPTS_DEFAULT, .out = ".", .crop_pct = 0.875, .synth_samples = 1000};
+    eval_opts o = {.run = SV_RUN_OPTS_DEFAULT, .out = ".", .xf = SV_XFORM_FLAGS_UNSET, .synth_samples = 1000};
     o.run.model.model = NULL;
     o.run.batch_size = 64;
     sv_flag flags[] = {
@@ -112,7 +127,7 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         {"out", SV_FLAG_STR, &o.out, 0, 0, "directory for eval.json and confusion.csv", 0},
         {"classes", SV_FLAG_STR, &o.classes, 0, 0, "class names, one per line (default: the data set's)", 0},
         {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 1 << 20, "global batch (rounded up to a multiple of ranks)", 0},
-        {"crop-pct", SV_FLAG_DOUBLE, &o.crop_pct, 0.05, 1, "resize the shorter side to img/crop-pct, then center crop", 0},
+        SV_XFORM_FLAGS(o.xf),
         {"synth-samples", SV_FLAG_INT, &o.synth_samples, 1, 1 << 30, "samples in --data synthetic", 0},
         {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank (0 = cores)", 0},
         {"strategy", SV_FLAG_STR, &o.run.strategy, 0, 0, "full_shard | shard_grad_op | no_shard | hybrid_shard", 0},
@@ -126,7 +141,10 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
                         "[mpiexec -n N] shardvit eval --weights FILE.safetensors | --ckpt PATH --data PATH [flags]",
                         "Evaluate trained weights: loss, top-1, top-5, per-class accuracy; writes eval.json and "
                         "confusion.csv to --out. The model shape comes from the weights (and config.json beside "
-                        "them); model flags override it.",
+                        "them); model flags override it. The eval transform (crop_pct, interpolation, mean, std) is the "
+                        "one the model recorded (checkpoint index.json, or config.json's pretrained_cfg beside "
+                        "--weights), else the defaults; --crop-pct/--interp/--mean/--std override it, and a line "
+                        "names each value's source.",
                         0};
     char *pos[1];
     int npos;

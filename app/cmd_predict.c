@@ -1,5 +1,6 @@
 /* shardvit predict: top-k classes with softmax probabilities for JPEG files, using the eval
- * transform (resize shorter side to img/crop_pct, center crop). Every rank runs the same
+ * transform the model recorded (resize shorter side to img/crop_pct, center crop, normalise;
+ * app/xform.h), flags overriding it. Every rank runs the same
  * images (so it works under mpiexec too); rank 0 prints. */
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include "app/commands.h"
 #include "app/model_load.h"
 #include "app/run.h"
+#include "app/xform.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -18,7 +20,7 @@ typedef struct predict_opts {
     sv_run_opts run;
     const char *weights, *ckpt, *classes;
     int topk, json;
-    double crop_pct;
+    sv_xform_flags xf; /* unset unless given: the model's transform applies */
 } predict_opts;
 
 typedef struct scored {
@@ -84,9 +86,19 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
     int W = proc->world;
     int micro = n_imgs < o->run.batch_size ? n_imgs : o->run.batch_size;
     o->run.batch_size = micro * W; /* every rank runs the same `micro` images */
+    SV_TRY(sv_xform_flags_check(&o->xf, mo.in_chans));
     char **names = NULL;
     int n_names = 0;
-    SV_TRY(sv_app_class_names(o->classes, o->weights, o->ckpt, &names, &n_names));
+    sv_ckpt_meta meta;
+    sv_ckpt_xform xf;
+    char msrc[4200];
+    *usage = 0;
+    SV_TRY(sv_app_model_meta(o->weights, o->ckpt, &meta, msrc, sizeof msrc));
+    sv_status mst = sv_xform_resolve(&o->xf, &meta.xform, msrc, mo.img, mo.in_chans, &xf);
+    if (mst == SV_OK) mst = sv_app_class_names(o->classes, o->weights, o->ckpt, &meta, &names, &n_names);
+    free(meta.labels);
+    SV_TRY(mst);
+    *usage = 1;
     sv_run r;
     sv_status st = sv_run_setup(&r, &o->run, proc->rank, proc->world, proc->local_rank, proc->local_size);
     if (st != SV_OK) {
@@ -109,11 +121,11 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
     if (st == SV_OK && (!h_img || !h_logits || !tmp)) st = SV_FAIL(SV_ERR_OOM, "predict buffers");
     if (st == SV_OK) st = sv_be_alloc(r.be, (size_t)micro * per * 4, (void **)&d_img);
     if (st == SV_OK) st = sv_be_alloc(r.be, (size_t)micro * K * 4, (void **)&d_l32);
-    static const float k_half[3] = {0.5f, 0.5f, 0.5f};
-    static const float k_in_mean[3] = {0.485f, 0.456f, 0.406f}, k_in_std[3] = {0.229f, 0.224f, 0.225f};
-    sv_image_xform x = {.train = 0, .img = c->img, .channels = c->in_chans, .crop_pct = o->crop_pct,
-                        .max_pixels = 89478485ull, .mean = c->in_chans == 1 ? k_half : k_in_mean,
-                        .std = c->in_chans == 1 ? k_half : k_in_std};
+    float mean[3], stdv[3];
+    for (int ch = 0; ch < 3; ch++) mean[ch] = (float)xf.mean[ch], stdv[ch] = (float)xf.std[ch];
+    sv_image_xform x = {.train = 0, .img = c->img, .channels = c->in_chans, .crop_pct = xf.crop_pct,
+                        .max_pixels = 89478485ull, .mean = mean, .std = stdv,
+                        .interp = (sv_interp)sv_xform_interp_id(&xf)};
     sv_jpeg_ctx jc;
     sv_jpeg_ctx_init(&jc);
     sv_resample_scratch rs = {0};
@@ -154,7 +166,7 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
 }
 
 int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
-    predict_opts o = {.run = SV_RUN_OPTS_DEFAULT, .topk = 5, .crop_pct = 0.875};
+    predict_opts o = {.run = SV_RUN_OPTS_DEFAULT, .topk = 5, .xf = SV_XFORM_FLAGS_UNSET};
     o.run.model.model = NULL;
     o.run.batch_size = 16;
     sv_flag flags[] = {
@@ -165,14 +177,16 @@ int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
         {"topk", SV_FLAG_INT, &o.topk, 0, 1000000, "classes shown per image (0 = all)", 0},
         {"json", SV_FLAG_BOOL, &o.json, 0, 0, "one JSON object per image instead of text", 0},
         {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 4096, "images per forward pass", 0},
-        {"crop-pct", SV_FLAG_DOUBLE, &o.crop_pct, 0.05, 1, "resize the shorter side to img/crop-pct, then center crop", 0},
+        SV_XFORM_FLAGS(o.xf),
         {"param-dtype", SV_FLAG_STR, &o.run.param_dtype, 0, 0, "compute dtype fp32 | bf16", 0},
         {"device", SV_FLAG_STR, &o.run.device, 0, 0, "auto | cpu | cuda", 0},
         {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024, "CPU threads (0 = cores)", 0},
         SV_FLAG_END};
     sv_cmd_spec spec = {"predict", "shardvit predict --weights FILE.safetensors | --ckpt PATH [flags] IMG.jpg...",
                         "Print the top-k classes with probabilities for each image. Class names come from --classes, "
-                        "or classes.txt beside the weights / in the run directory, else class indices are shown.",
+                        "or classes.txt beside the weights / in the run directory, or the label names the model "
+                        "recorded (config.json / index.json), else class indices are shown. The transform is the "
+                        "model's recorded one unless --crop-pct/--interp/--mean/--std override it (see eval --help).",
                         1 << 16};
     char **pos = malloc((size_t)(argc + 1) * sizeof *pos);
     if (!pos) return 1;

@@ -13,6 +13,7 @@
 #include "app/train_step.h"
 #include "app/train_log.h"
 #include "app/cmd_ckpt.h"
+#include "app/xform.h"
 #include "core/log.h"
 #include "data/loader.h"
 
@@ -27,8 +28,7 @@ typedef struct train_opts {
     int randaug_n;
     double randaug_m;
     double crop_scale_min, hflip; /* RandomResizedCrop area lower bound, flip probability */
-    double crop_pct;              /* evaluation: resize to img/crop_pct, center crop */
-    const char *interp;
+    sv_xform_flags xf;            /* --crop-pct (evaluation), --interp (crops and evaluation), --mean, --std */
     const char *save_params;
     long long debug_nan_step;
     int debug_nan_rank;
@@ -79,7 +79,7 @@ static sv_loader_opts loader_opts(const sv_run *r, const train_opts *o, const sv
     lo.mode = mode;
     lo.norm = r->vcfg.in_chans == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
     lo.threads = o->workers;
-    lo.interp = o->interp && !strcmp(o->interp, "bicubic") ? SV_INTERP_BICUBIC : SV_INTERP_BILINEAR;
+    lo.interp = o->xf.interp && !strcmp(o->xf.interp, "bicubic") ? SV_INTERP_BICUBIC : SV_INTERP_BILINEAR;
     lo.alloc = batch_alloc;
     lo.free = batch_free;
     lo.alloc_ctx = r->be;
@@ -129,9 +129,26 @@ static sv_status train_feed_next(void *ctx, int micro, sv_micro_batch *mb) {
     return SV_OK;
 }
 
+/* The label names of the training data (none for synthetic data) into meta (an array of
+ * pointers into the dataset, freed by the caller with free(meta->labels)). */
+static sv_status record_labels(const sv_dataset *ds, sv_ckpt_meta *meta) {
+    int n = sv_dataset_num_classes(ds);
+    if (sv_dataset_kind_of(ds) == SV_DATASET_SYNTHETIC || n <= 0) return SV_OK;
+    meta->labels = malloc((size_t)n * sizeof *meta->labels);
+    if (!meta->labels) return SV_FAIL(SV_ERR_OOM, "%d label names", n);
+    for (int k = 0; k < n; k++) meta->labels[k] = (char *)sv_dataset_class_name(ds, k);
+    meta->n_labels = n;
+    return SV_OK;
+}
+
 static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
     const sv_vit_config *c = &r->vcfg;
     sv_dataset *ds = NULL, *vds = NULL;
+    sv_ckpt_xform tx; /* the evaluation transform of this run, recorded in its checkpoints */
+    SV_TRY(sv_xform_flags_check(&o->xf, c->in_chans));
+    SV_TRY(sv_xform_for_training(&o->xf, c->img, c->in_chans, &tx));
+    float mean[3], stdv[3];
+    for (int k = 0; k < 3; k++) mean[k] = (float)tx.mean[k], stdv[k] = (float)tx.std[k];
     SV_TRY(open_dataset(o->data, r, o, &ds));
     if (sv_dataset_num_classes(ds) > c->num_classes)
         return SV_FAIL(SV_ERR_INVALID, "dataset %s has %d classes but the model has --num-classes %d", o->data,
@@ -144,6 +161,8 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
     }
 
     sv_loader_opts lo = loader_opts(r, o, ds, SV_TRANSFORM_TRAIN);
+    lo.mean = mean;
+    lo.std = stdv;
     lo.mixup_alpha = (float)o->mixup;
     lo.cutmix_alpha = (float)o->cutmix;
     lo.smoothing = (float)o->smoothing;
@@ -189,13 +208,16 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
     sv_status st = SV_OK;
     double final_loss = NAN;
     sv_train_ckpt ck = {.resume = o->resume, .init_from = o->init_from, .every = o->ckpt_every, .keep = o->keep};
+    ck.meta.xform = tx;
     ck.state = (sv_ckpt_train_state){.seed = (uint64_t)o->run.seed, .total_steps = total, .lr = o->lr,
                                      .min_lr = o->min_lr, .warmup = o->warmup, .global_batch = o->run.batch_size};
     long start_step = 0, last_eval = -1;
     sv_train_log lg;
     sv_train_log_open(&lg, r->rank, o->out, metrics);
     sv_evaluator ev = {0};
-    sv_eval_opts eo = {.workers = o->workers, .crop_pct = (float)o->crop_pct, .norm = -1, .seed = (uint64_t)o->run.seed};
+    sv_eval_opts eo = {.workers = o->workers, .crop_pct = (float)tx.crop_pct, .norm = -1, .mean = mean, .std = stdv,
+                       .interp = sv_xform_interp_id(&tx), .seed = (uint64_t)o->run.seed};
+    SV_TRY_GOTO(st, record_labels(ds, &ck.meta), done);
     if (vds) SV_TRY_GOTO(st, sv_eval_init(&ev, &r->fsdp, vds, &eo), done);
     SV_TRY_GOTO(st, sv_train_ckpt_setup(&ck, o->ckpt_dir, o->out), done);
     SV_TRY_GOTO(st, sv_train_ckpt_begin(r, &ck, ld, &start_step), done);
@@ -309,6 +331,7 @@ done:
     sv_be_free(r->be, d_labels);
     sv_be_free(r->be, d_soft);
     if (ev.f) sv_eval_free(&ev);
+    free(ck.meta.labels);
     sv_train_log_close(&lg);
     sv_loader_destroy(ld);
     sv_dataset_close(ds);
@@ -323,7 +346,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                     .steps = -1,
                     .epochs = 0,
                     .crop_scale_min = 0.08,
-                    .crop_pct = 0.875,
+                    .xf = {.crop_pct = SV_CKPT_DEFAULT_CROP_PCT}, /* config.toml must read back */
                     .hflip = 0.5,
                     .lr = 1e-3,
                     .min_lr = 1e-5,
@@ -361,10 +384,12 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"cutmix", SV_FLAG_DOUBLE, &o.cutmix, 0, 100, "cutmix alpha (0 = off)", 0},
         {"crop-scale-min", SV_FLAG_DOUBLE, &o.crop_scale_min, 0.01, 1, "RandomResizedCrop: smallest crop area fraction", 0},
         {"hflip", SV_FLAG_DOUBLE, &o.hflip, 0, 1, "horizontal flip probability", 0},
-        {"crop-pct", SV_FLAG_DOUBLE, &o.crop_pct, 0.05, 1, "evaluation: resize the shorter side to img/crop-pct, then center crop", 0},
+        {"crop-pct", SV_FLAG_DOUBLE, &o.xf.crop_pct, 0.05, 1, "evaluation: resize the shorter side to img/crop-pct, then center crop; recorded in checkpoints", 0},
         {"randaug-n", SV_FLAG_INT, &o.randaug_n, 0, 16, "RandAugment ops per training image (0 = off)", 0},
         {"randaug-m", SV_FLAG_DOUBLE, &o.randaug_m, 0, 30, "RandAugment magnitude (timm scale, 0..10 usual)", 0},
-        {"interp", SV_FLAG_STR, &o.interp, 0, 0, "crop/resize interpolation: bilinear | bicubic", 0},
+        {"interp", SV_FLAG_STR, &o.xf.interp, 0, 0, "crop/resize interpolation (training and evaluation): bilinear | bicubic (unset: bilinear); recorded", 0},
+        {"mean", SV_FLAG_STR, &o.xf.mean, 0, 0, "normalisation mean: comma list | imagenet | half (unset: half for 1 channel, imagenet for 3); recorded", 0},
+        {"std", SV_FLAG_STR, &o.xf.std, 0, 0, "normalisation std: comma list | imagenet | half (unset: as --mean); recorded", 0},
         {"log-every", SV_FLAG_INT, &o.log_every, 1, 1 << 30, "log every N steps", 0},
         {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank (0 = cores)", 0},
         {"synth-samples", SV_FLAG_INT, &o.synth_samples, 1, 1 << 30, "samples in --data synthetic", 0},
@@ -385,8 +410,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     int npos;
     int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
     if (rc) return rc == 1 ? 0 : 2;
-    if (o.interp && strcmp(o.interp, "bilinear") && strcmp(o.interp, "bicubic")) {
-        fprintf(stderr, "shardvit train: --interp: invalid value '%s' (expected bilinear or bicubic)\n", o.interp);
+    if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic")) {
+        fprintf(stderr, "shardvit train: --interp: invalid value '%s' (expected bilinear or bicubic)\n", o.xf.interp);
         return 2;
     }
     if (o.run.accum_mode && strcmp(o.run.accum_mode, "shard") && strcmp(o.run.accum_mode, "local")) {

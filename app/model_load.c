@@ -74,7 +74,27 @@ static int classes_near(const char *path, int up, char *out, size_t cap) {
     return 0;
 }
 
-sv_status sv_app_class_names(const char *classes, const char *weights, const char *ckpt, char ***names, int *n) {
+sv_status sv_app_model_meta(const char *weights, const char *ckpt, sv_ckpt_meta *m, char *src, size_t cap) {
+    memset(m, 0, sizeof *m);
+    if (weights) {
+        int found;
+        snprintf(src, cap, "%s", weights);
+        SV_TRY(sv_ckpt_read_config_meta(weights, m, &found));
+        if (!found) snprintf(src, cap, "%s (no config.json beside it)", weights);
+        return SV_OK;
+    }
+    char step_dir[SV_CKPT_PATH_MAX];
+    sv_ckpt_index idx;
+    SV_TRY(sv_ckpt_resolve(ckpt, step_dir, sizeof step_dir));
+    SV_TRY(sv_ckpt_index_load(&idx, step_dir));
+    snprintf(src, cap, "%s/index.json", step_dir);
+    sv_status st = sv_ckpt_meta_copy(m, &idx.meta);
+    sv_ckpt_index_free(&idx);
+    return st;
+}
+
+sv_status sv_app_class_names(const char *classes, const char *weights, const char *ckpt, const sv_ckpt_meta *meta,
+                             char ***names, int *n) {
     *names = NULL;
     *n = 0;
     char p[4096];
@@ -82,6 +102,13 @@ sv_status sv_app_class_names(const char *classes, const char *weights, const cha
     if ((weights && classes_near(weights, 0, p, sizeof p)) || (ckpt && classes_near(ckpt, 2, p, sizeof p))) {
         SV_INFO("class names from %s", p);
         return sv_classes_read(p, names, n);
+    }
+    if (meta && meta->labels) {
+        sv_ckpt_meta copy;
+        SV_TRY(sv_ckpt_meta_copy(&copy, meta));
+        SV_INFO("class names: the %d label names the model recorded", copy.n_labels);
+        *names = copy.labels;
+        *n = copy.n_labels;
     }
     return SV_OK;
 }

@@ -298,6 +298,10 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
     if (o->randaug_n < 0 || o->randaug_n > 16 || !(o->randaug_m >= 0 && o->randaug_m <= 30))
         return SV_FAIL(SV_ERR_INVALID, "loader: RandAugment n %d / magnitude %g out of range (n 0..16, m 0..30)",
                        o->randaug_n, o->randaug_m);
+    for (int c = 0; o->mean && o->std && c < o->channels && c < 3; c++)
+        if (!(o->std[c] > 0) || !(o->mean[c] == o->mean[c]))
+            return SV_FAIL(SV_ERR_INVALID, "loader: mean %g / std %g of channel %d (std must be > 0)", o->mean[c],
+                           o->std[c], c);
     if (o->mode == SV_TRANSFORM_EVAL && (o->crop_pct <= 0 || o->crop_pct > 1))
         return SV_FAIL(SV_ERR_INVALID, "loader: crop_pct %g not in (0, 1]", o->crop_pct);
     if (o->mode == SV_TRANSFORM_TRAIN && !(o->scale_min > 0 && o->scale_min <= o->scale_max && o->scale_max <= 1 &&
@@ -324,6 +328,7 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
         static const float im[3] = {0.485f, 0.456f, 0.406f}, is[3] = {0.229f, 0.224f, 0.225f};
         l->mean[c] = o->norm == SV_NORM_HALF ? 0.5f : o->channels == 1 ? 0.449f : im[c];
         l->std[c] = o->norm == SV_NORM_HALF ? 0.5f : o->channels == 1 ? 0.226f : is[c];
+        if (o->mean && o->std && c < o->channels) l->mean[c] = o->mean[c], l->std[c] = o->std[c];
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     l->nthreads = o->threads > 0 ? o->threads : cores > 0 ? (int)cores : 1;

@@ -27,6 +27,9 @@ sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const 
     lo.mode = SV_TRANSFORM_EVAL;
     lo.norm = o->norm >= 0 ? (sv_norm_preset)o->norm : c->in_chans == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
     if (o->crop_pct > 0) lo.crop_pct = o->crop_pct;
+    lo.mean = o->mean;
+    lo.std = o->std;
+    lo.interp = o->interp;
     lo.threads = o->workers;
     sv_status st = sv_metrics_init(&e->m, K);
     if (st == SV_OK) st = sv_loader_create(&lo, &e->ld);

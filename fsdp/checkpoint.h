@@ -80,6 +80,35 @@ typedef struct sv_ckpt_file {
     sv_ckpt_chunk *chunks;   /* sorted by offset, non-overlapping */
 } sv_ckpt_file;
 
+/* The evaluation transform a model was trained with (index.json "eval_transform", config.json
+ * "pretrained_cfg"): Resize(shorter side -> floor(img / crop_pct)) + CenterCrop(img) with
+ * `interp` resampling, then (x / 255 - mean) / std per channel. */
+typedef struct sv_ckpt_xform {
+    int present;        /* 0: not recorded (an index written before eval_transform existed) */
+    int img, channels;  /* input size (channels, img, img) */
+    double crop_pct;    /* (0, 1] */
+    char interp[16];    /* "bilinear" | "bicubic" */
+    double mean[3], std[3]; /* `channels` values used */
+} sv_ckpt_xform;
+
+/* What a checkpoint records about the model besides its tensors. Passed to sv_ckpt_save
+ * (labels borrowed there); owned by an sv_ckpt_index (one allocation, freed with it). */
+typedef struct sv_ckpt_meta {
+    sv_ckpt_xform xform;
+    char **labels;      /* n_labels class names (index order) or NULL */
+    int n_labels;
+} sv_ckpt_meta;
+
+#define SV_CKPT_DEFAULT_CROP_PCT 0.875
+/* The transform assumed when none is recorded: crop_pct 0.875, bilinear, mean/std 0.5 for one
+ * channel and ImageNet's (0.485 0.456 0.406 / 0.229 0.224 0.225) for three; present = 0. */
+void sv_ckpt_xform_default(sv_ckpt_xform *x, int img, int channels);
+/* Deep copy of src (nullable: empty) into *dst (labels in one allocation; free(dst->labels) releases them). */
+sv_status sv_ckpt_meta_copy(sv_ckpt_meta *dst, const sv_ckpt_meta *src);
+/* Check an eval transform: img/channels >= 1, channels <= 3, crop_pct in (0, 1], interp
+ * bilinear|bicubic, std > 0. `what` names the source in the message. */
+sv_status sv_ckpt_xform_check(const sv_ckpt_xform *x, const char *what);
+
 /* The parsed (or to-be-written) index.json. Owns its arrays. */
 typedef struct sv_ckpt_index {
     char dir[SV_CKPT_PATH_MAX]; /* step directory it was read from ("" when built) */
@@ -93,6 +122,7 @@ typedef struct sv_ckpt_index {
     sv_ckpt_unit *units;
     sv_ckpt_tensor *tensors;    /* grouped by unit, in flat order */
     sv_ckpt_file *files;        /* [shard_world] */
+    sv_ckpt_meta meta;          /* eval_transform + label_names (both optional on read) */
 } sv_ckpt_index;
 
 void sv_ckpt_index_free(sv_ckpt_index *idx);
@@ -102,7 +132,9 @@ sv_status sv_ckpt_index_from_layout(sv_ckpt_index *idx, const sv_layout *L, int 
 /* The same tensors and units laid out over `shard_world` ranks (layout.h's padding rule);
  * empty chunk tables. */
 sv_status sv_ckpt_index_relayout(sv_ckpt_index *out, const sv_ckpt_index *in, int shard_world);
-/* Read and fully validate STEP_DIR/index.json (format, version, every table). */
+/* Read and fully validate STEP_DIR/index.json (format, version, every table). eval_transform and
+ * label_names are optional (older indexes lack them: meta.xform.present = 0, no labels); when
+ * present they are validated too. */
 sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir);
 /* Write DIR/index.json atomically (temp file, fsync, rename, fsync DIR). */
 sv_status sv_ckpt_index_store(const sv_ckpt_index *idx, const char *dir);
@@ -148,16 +180,26 @@ sv_status sv_ckpt_plan_chunks(sv_ckpt_index *idx, int rank);
  * (<= 4 MiB + SV_CKPT_MAX_CHUNK_BYTES) plus the index tables, whatever the model size. */
 sv_status sv_ckpt_reshard(const char *in, const char *out, int world);
 /* Write OUT (safetensors, timm names/shapes, F32 or BF16) and config.json beside it from the
- * master weights of checkpoint IN (reads master ranges only, never m/v). */
+ * master weights of checkpoint IN (reads master ranges only, never m/v). config.json's
+ * pretrained_cfg carries the recorded eval transform (input_size, interpolation, crop_pct,
+ * crop_mode "center", mean, std) and label_names; a checkpoint without a recorded transform
+ * gets the defaults (crop_pct 0.875, bilinear, mean/std 0.5 for 1 channel, ImageNet's for 3)
+ * and a line saying so. */
 sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype);
+/* The eval transform and label names in config.json beside the safetensors file ST_PATH, as
+ * export writes them (pretrained_cfg with crop_mode; label_names top-level or in
+ * pretrained_cfg). *found = 0 when there is no config.json. A pretrained_cfg without crop_mode
+ * (exports made before the transform was recorded carry fixed values) leaves present = 0.
+ * free(m->labels) releases the names. Malformed values: SV_ERR_FORMAT naming the file. */
+sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *found);
 
 /* ---- collective operations on a live FSDP state (every rank of f->world calls) ---- */
-/* Save a checkpoint of f and `st` under ROOT/step_<st->step>: the first replica group writes
+/* Save a checkpoint of f, `st` and `meta` (nullable: none recorded) under ROOT/step_<st->step>: the first replica group writes
  * one shard file per shard rank; rank 0 writes index.json last, renames the directory,
  * updates `latest`, then deletes all but the newest `keep` complete checkpoints (keep <= 0:
  * keep all) and stale *.tmp directories. saved (nullable) receives the step directory. */
-sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *st, int keep, char *saved,
-                       size_t cap);
+sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *st, const sv_ckpt_meta *meta,
+                       int keep, char *saved, size_t cap);
 /* Load the checkpoint in STEP_DIR into f at its current world size / strategy (tensor shapes
  * must match), and its training state into *st. f->step and skipped count are restored. */
 sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *st);

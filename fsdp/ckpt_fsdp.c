@@ -169,8 +169,8 @@ static sv_status publish(sv_ckpt_index *idx, const char *root, const char *tmp, 
     return clean_root(root, keep, step);
 }
 
-sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *st_in, int keep, char *saved,
-                       size_t cap) {
+sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *st_in, const sv_ckpt_meta *meta,
+                       int keep, char *saved, size_t cap) {
     char name[32], final[SV_CKPT_PATH_MAX + 40], tmp[SV_CKPT_PATH_MAX + 48];
     snprintf(name, sizeof name, "step_%08lld", (long long)st_in->step);
     if (strlen(root) >= SV_CKPT_PATH_MAX) return SV_FAIL(SV_ERR_INVALID, "--ckpt-dir too long: %.200s", root);
@@ -188,6 +188,7 @@ sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *
 
     sv_ckpt_index idx;
     SV_TRY(sv_ckpt_index_from_layout(&idx, &f->L, f->world_size, sv_strategy_name(f->cfg.strategy), st_in));
+    if (f->rank == 0) st = sv_ckpt_meta_copy(&idx.meta, meta); /* only rank 0 writes index.json */
     int W = idx.shard_world;
     size_t maxc = 1;
     for (int r = 0; r < W && st == SV_OK; r++) {

@@ -7,6 +7,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "fsdp/checkpoint.h"
+#include "fsdp/ckpt_meta.h"
 
 #define FORMAT_NAME "shardvit-checkpoint"
 
@@ -16,6 +17,8 @@ void sv_ckpt_index_free(sv_ckpt_index *idx) {
     free(idx->files);
     free(idx->units);
     free(idx->tensors);
+    free(idx->meta.labels);
+    memset(&idx->meta, 0, sizeof idx->meta);
     idx->files = NULL;
     idx->units = NULL;
     idx->tensors = NULL;
@@ -113,6 +116,11 @@ sv_status sv_ckpt_index_relayout(sv_ckpt_index *out, const sv_ckpt_index *in, in
     out->n_units = in->n_units;
     out->n_tensors = in->n_tensors;
     SV_TRY(alloc_tables(out));
+    sv_status mst = sv_ckpt_meta_copy(&out->meta, &in->meta);
+    if (mst != SV_OK) {
+        sv_ckpt_index_free(out);
+        return mst;
+    }
     memcpy(out->tensors, in->tensors, (size_t)in->n_tensors * sizeof *in->tensors);
     for (int u = 0; u < in->n_units; u++) {
         out->units[u].first_tensor = in->units[u].first_tensor;
@@ -178,6 +186,7 @@ sv_status sv_ckpt_index_store(const sv_ckpt_index *idx, const char *dir) {
     sv_json_key(&w, "warmup"), sv_json_i64(&w, s->warmup);
     sv_json_obj_end(&w);
     sv_json_key(&w, "global_batch"), sv_json_i64(&w, s->global_batch);
+    sv_ckpt_meta_write(&w, &idx->meta);
     sv_json_key(&w, "units");
     sv_json_arr_begin(&w);
     for (int u = 0; u < idx->n_units; u++) {
@@ -424,6 +433,12 @@ sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir) {
     idx->shard_world = (int)sw;
     snprintf(idx->strategy, sizeof idx->strategy, "%s", strategy);
     CHECK(parse_state(root, &idx->state));
+    CHECK(sv_ckpt_meta_parse(root, &idx->meta, path));
+    if (idx->meta.n_labels > idx->cfg.num_classes) {
+        st = SV_FAIL(SV_ERR_FORMAT, "%s: label_names lists %d names but the model has only %d classes", path,
+                     idx->meta.n_labels, idx->cfg.num_classes);
+        goto out;
+    }
     CHECK(sv_json_get(root, "units", SV_JSON_ARRAY, &units));
     CHECK(sv_json_get(root, "files", SV_JSON_ARRAY, &files));
     idx->n_units = (int)sv_json_count(units);

@@ -10,6 +10,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "fsdp/checkpoint.h"
+#include "fsdp/ckpt_meta.h"
 
 /* ---- export ------------------------------------------------------------------------------- */
 
@@ -49,14 +50,26 @@ static const char *timm_arch(const sv_vit_config *c) {
     return "vit_base_patch16_224";
 }
 
-static sv_status write_config(const char *st_path, const sv_vit_config *c) {
-    char path[SV_CKPT_PATH_MAX + 16];
+static void config_path(const char *st_path, char *path, size_t cap) {
     const char *slash = strrchr(st_path, '/');
-    if (slash) snprintf(path, sizeof path, "%.*s/config.json", (int)(slash - st_path), st_path);
-    else snprintf(path, sizeof path, "config.json");
-    int gray = c->in_chans == 1;
-    const double mean[3] = {gray ? 0.5 : 0.485, gray ? 0.5 : 0.456, gray ? 0.5 : 0.406};
-    const double stdv[3] = {gray ? 0.5 : 0.229, gray ? 0.5 : 0.224, gray ? 0.5 : 0.225};
+    if (slash) snprintf(path, cap, "%.*s/config.json", (int)(slash - st_path), st_path);
+    else snprintf(path, cap, "config.json");
+}
+
+static void write_labels(sv_json_writer *w, const sv_ckpt_meta *m) {
+    sv_json_key(w, "label_names");
+    sv_json_arr_begin(w);
+    for (int i = 0; i < m->n_labels; i++) sv_json_str(w, m->labels[i]);
+    sv_json_arr_end(w);
+}
+
+/* timm's hub config.json (timm/models/_hub.py save_config): top-level architecture, shape and
+ * label_names, model_args for create_model, pretrained_cfg for resolve_data_config. */
+static sv_status write_config(const char *st_path, const sv_vit_config *c, const sv_ckpt_meta *m) {
+    char path[SV_CKPT_PATH_MAX + 16];
+    config_path(st_path, path, sizeof path);
+    sv_ckpt_xform x = m->xform;
+    if (!x.present) sv_ckpt_xform_default(&x, c->img, c->in_chans);
     const char *arch = timm_arch(c);
     sv_json_writer w;
     sv_json_writer_init(&w, 2);
@@ -72,6 +85,7 @@ static sv_status write_config(const char *st_path, const sv_vit_config *c) {
     sv_json_key(&w, "num_heads"), sv_json_i64(&w, c->heads);
     sv_json_key(&w, "mlp_ratio"), sv_json_f64(&w, c->mlp_ratio);
     sv_json_key(&w, "in_chans"), sv_json_i64(&w, c->in_chans);
+    if (m->labels) write_labels(&w, m);
     sv_json_key(&w, "model_args");
     sv_json_obj_begin(&w);
     sv_json_key(&w, "img_size"), sv_json_i64(&w, c->img);
@@ -93,17 +107,19 @@ static sv_status write_config(const char *st_path, const sv_vit_config *c) {
     sv_json_arr_begin(&w);
     sv_json_i64(&w, c->in_chans), sv_json_i64(&w, c->img), sv_json_i64(&w, c->img);
     sv_json_arr_end(&w);
-    sv_json_key(&w, "interpolation"), sv_json_str(&w, "bicubic");
-    sv_json_key(&w, "crop_pct"), sv_json_f64(&w, 0.875);
+    sv_json_key(&w, "interpolation"), sv_json_str(&w, x.interp);
+    sv_json_key(&w, "crop_pct"), sv_json_f64(&w, x.crop_pct);
+    sv_json_key(&w, "crop_mode"), sv_json_str(&w, "center");
     sv_json_key(&w, "mean");
     sv_json_arr_begin(&w);
-    for (int i = 0; i < c->in_chans; i++) sv_json_f64(&w, mean[i]);
+    for (int i = 0; i < c->in_chans; i++) sv_json_f64(&w, x.mean[i < x.channels ? i : 0]);
     sv_json_arr_end(&w);
     sv_json_key(&w, "std");
     sv_json_arr_begin(&w);
-    for (int i = 0; i < c->in_chans; i++) sv_json_f64(&w, stdv[i]);
+    for (int i = 0; i < c->in_chans; i++) sv_json_f64(&w, x.std[i < x.channels ? i : 0]);
     sv_json_arr_end(&w);
     sv_json_key(&w, "num_classes"), sv_json_i64(&w, c->num_classes);
+    if (m->labels) write_labels(&w, m);
     sv_json_key(&w, "first_conv"), sv_json_str(&w, "patch_embed.proj");
     sv_json_key(&w, "classifier"), sv_json_str(&w, "head");
     sv_json_obj_end(&w);
@@ -144,13 +160,89 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype) {
         st = sv_safetensors_write(out, ents, (size_t)idx.n_tensors, meta, 3, export_fill, &c);
         sv_ckpt_reader_close(&c.rd);
     }
-    if (st == SV_OK) st = write_config(out, &idx.cfg);
+    if (st == SV_OK && !idx.meta.xform.present)
+        SV_INFO("export: %s/index.json records no eval transform (an older checkpoint): config.json gets the "
+                "defaults (crop_pct %g, bilinear, %s mean/std)", dir, SV_CKPT_DEFAULT_CROP_PCT,
+                idx.cfg.in_chans == 1 ? "0.5" : "ImageNet");
+    if (st == SV_OK) st = write_config(out, &idx.cfg, &idx.meta);
     if (st == SV_OK)
         SV_INFO("export: %s -> %s (%d tensors, %s) + config.json", dir, out, idx.n_tensors, sv_st_dtype_name(dtype));
     free(ents);
     free(c.tmp);
     sv_ckpt_index_free(&idx);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
+    return st;
+}
+
+/* ---- reading config.json back ------------------------------------------------------------ */
+
+static sv_status pcfg_vec(const sv_json *p, const char *key, int C, double *out, const char *src) {
+    const sv_json *a;
+    SV_TRY(sv_json_get(p, key, SV_JSON_ARRAY, &a));
+    size_t n = sv_json_count(a);
+    if (n != 1 && n != (size_t)C)
+        return SV_FAIL(SV_ERR_FORMAT, "%s: pretrained_cfg.%s has %zu values for %d channels", src, key, n, C);
+    for (int c = 0; c < C; c++) SV_TRY(sv_json_as_f64(sv_json_index(a, n == 1 ? 0 : (size_t)c), &out[c]));
+    return SV_OK;
+}
+
+static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const char *src) {
+    const sv_json *in;
+    const char *interp, *mode;
+    size_t ilen;
+    int64_t v[3];
+    SV_TRY(sv_json_get(p, "input_size", SV_JSON_ARRAY, &in));
+    if (sv_json_count(in) != 3) return SV_FAIL(SV_ERR_FORMAT, "%s: pretrained_cfg.input_size is not [C, H, W]", src);
+    for (int i = 0; i < 3; i++) SV_TRY(sv_json_as_i64(sv_json_index(in, (size_t)i), &v[i]));
+    if (v[1] != v[2] || v[0] < 1 || v[0] > 3 || v[1] < 1 || v[1] > 1000000)
+        return SV_FAIL(SV_ERR_FORMAT, "%s: pretrained_cfg.input_size [%lld, %lld, %lld] is not a square 1..3 channel "
+                       "input", src, (long long)v[0], (long long)v[1], (long long)v[2]);
+    x->channels = (int)v[0], x->img = (int)v[1];
+    SV_TRY(sv_json_get_str(p, "crop_mode", &mode, NULL));
+    if (strcmp(mode, "center"))
+        return SV_FAIL(SV_ERR_FORMAT, "%s: pretrained_cfg.crop_mode \"%s\": only \"center\" is supported", src, mode);
+    SV_TRY(sv_json_get_f64(p, "crop_pct", &x->crop_pct));
+    SV_TRY(sv_json_get_str(p, "interpolation", &interp, &ilen));
+    snprintf(x->interp, sizeof x->interp, "%s", ilen < sizeof x->interp ? interp : "?");
+    SV_TRY(pcfg_vec(p, "mean", x->channels, x->mean, src));
+    SV_TRY(pcfg_vec(p, "std", x->channels, x->std, src));
+    char what[256];
+    snprintf(what, sizeof what, "%.200s: pretrained_cfg", src);
+    SV_TRY(sv_ckpt_xform_check(x, what));
+    x->present = 1;
+    return SV_OK;
+}
+
+sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *found) {
+    char path[SV_CKPT_PATH_MAX + 16];
+    memset(m, 0, sizeof *m);
+    *found = 0;
+    config_path(st_path, path, sizeof path);
+    FILE *probe = fopen(path, "rb");
+    if (!probe) return SV_OK;
+    fclose(probe);
+    *found = 1;
+    char *text;
+    size_t len;
+    SV_TRY(sv_fileio_read_small(path, (size_t)64 << 20, &text, &len));
+    sv_json_doc doc;
+    sv_status st = sv_json_parse(&doc, text, len, path, NULL);
+    free(text);
+    SV_TRY(st);
+    const sv_json *root = &doc.root, *p = sv_json_member_get(root, "pretrained_cfg"), *l;
+    st = sv_json_expect(root, SV_JSON_OBJECT);
+    /* Exports before the transform was recorded wrote a fixed pretrained_cfg without crop_mode:
+     * not the model's own transform, so it is not used. */
+    if (st == SV_OK && p && p->type == SV_JSON_OBJECT && sv_json_member_get(p, "crop_mode"))
+        st = parse_pretrained_cfg(p, &m->xform, path);
+    l = sv_json_member_get(root, "label_names");
+    if (!l && p) l = sv_json_member_get(p, "label_names");
+    if (st == SV_OK && l && l->type != SV_JSON_NULL) st = sv_ckpt_labels_parse(l, &m->labels, &m->n_labels, path);
+    sv_json_doc_free(&doc);
+    if (st != SV_OK) {
+        free(m->labels);
+        memset(m, 0, sizeof *m);
+    }
     return st;
 }
 

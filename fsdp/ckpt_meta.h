@@ -1,0 +1,18 @@
+/* Internal to fsdp/: the eval transform and label names of a checkpoint as JSON (index.json's
+ * "eval_transform" and "label_names"; config.json's pretrained_cfg is written in ckpt_timm.c). */
+#ifndef SV_FSDP_CKPT_META_H
+#define SV_FSDP_CKPT_META_H
+
+#include "core/json.h"
+#include "fsdp/checkpoint.h"
+
+/* Append "eval_transform": {...} (when m->xform.present) and "label_names": [...] (when
+ * m->labels) as members of the object being written. */
+void sv_ckpt_meta_write(sv_json_writer *w, const sv_ckpt_meta *m);
+/* Read the optional members above from object `root` into *m (zeroed first; absent members
+ * leave present = 0 / labels = NULL). Malformed values: SV_ERR_FORMAT naming src and the path. */
+sv_status sv_ckpt_meta_parse(const sv_json *root, sv_ckpt_meta *m, const char *src);
+/* Labels from a JSON array of strings into one allocation (*out NULL when the array is empty). */
+sv_status sv_ckpt_labels_parse(const sv_json *arr, char ***out, int *n, const char *src);
+
+#endif

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The evaluation transform travels with the model: a short run (2 ranks) trained with
+# --crop-pct 1.0 --interp bilinear --mean half --std half records it (and its class names) in
+# the checkpoint index; export writes it into config.json's pretrained_cfg (timm's keys) with
+# label_names; eval --weights / --ckpt with no transform flags reproduces the run's own final
+# evaluation exactly (top-1 count and loss) and says the values came from the model; an explicit
+# --crop-pct 0.875 is used and named as a flag (and changes the loss); predict prints the
+# recorded class names; an index without the new keys still loads, with the defaults and a line
+# saying so. When a Python with timm is found ($SHARDVIT_TEST_PYTHON, else <repo>/.venv-test),
+# timm's resolve_data_config on the exported pretrained_cfg gives the same values.
+SV=$1
+source "$(dirname "$0")/lib.sh"
+fail() { echo "FAIL: $*"; exit 1; }
+XF="--crop-pct 1.0 --interp bilinear --mean half --std half"
+run "$WORK/train.log" "$MPIEXEC" -n 2 "$SV" train $MODEL $COMMON --data "$WORK/data/train" \
+    --val-data "$WORK/data/test" --steps 6 --batch-size 8 --warmup 2 --lr 3e-3 $XF --out "$WORK/run"
+step=$(cat "$WORK/run/checkpoints/latest")
+idx="$WORK/run/checkpoints/$step/index.json"
+mkdir -p "$WORK/x"
+run "$WORK/export.log" "$SV" export "$WORK/run" "$WORK/x/model.safetensors"
+"$PY" - "$idx" "$WORK/x/config.json" "$WORK/data/classes.txt" <<'PYEOF' || fail "recorded transform"
+import json, sys
+idx, cfg = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+names = open(sys.argv[3]).read().split("\n")[:-1]
+t = idx["eval_transform"]
+assert (t["img"], t["channels"], t["crop_pct"], t["interpolation"]) == (32, 3, 1.0, "bilinear"), t
+assert t["mean"] == [0.5] * 3 and t["std"] == [0.5] * 3, t
+assert idx["label_names"] == names, idx["label_names"]
+p = cfg["pretrained_cfg"]
+assert p["input_size"] == [3, 32, 32] and p["crop_pct"] == 1.0 and p["interpolation"] == "bilinear", p
+assert p["crop_mode"] == "center" and p["mean"] == [0.5] * 3 and p["std"] == [0.5] * 3, p
+assert p["num_classes"] == 4 and p["label_names"] == names and cfg["label_names"] == names, cfg
+for k in ("architecture", "num_classes", "num_features", "global_pool", "img_size", "patch_size", "embed_dim",
+          "depth", "num_heads", "mlp_ratio", "in_chans", "model_args"):
+    assert k in cfg, k
+print("recorded: eval_transform", t, "label_names", names)
+PYEOF
+same() {  # same EVAL_DIR: top-1 count and loss equal to the run's own final evaluation
+    "$PY" - "$WORK/run/eval.json" "$1/eval.json" <<'PYEOF'
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print("train eval top1 %d/%d loss %.9g | eval top1 %d/%d loss %.9g" % (a["top1_correct"], a["num_samples"],
+      a["loss"], b["top1_correct"], b["num_samples"], b["loss"]))
+sys.exit(0 if (a["top1_correct"], a["num_samples"], a["loss"]) == (b["top1_correct"], b["num_samples"], b["loss"]) else 1)
+PYEOF
+}
+EV=("$MPIEXEC" -n 2 "$SV" eval --data "$WORK/data/test" --batch-size 8 $COMMON)
+run "$WORK/e1.log" "${EV[@]}" --weights "$WORK/x/model.safetensors" --out "$WORK/e1"
+grep "eval transform:" "$WORK/e1.log"
+grep -q "crop_pct 1 (model), interpolation bilinear (model), mean 0.5,0.5,0.5 (model), std 0.5,0.5,0.5 (model)" \
+    "$WORK/e1.log" || fail "eval --weights did not name the model's transform"
+same "$WORK/e1" || fail "eval --weights differs from the training run's evaluation"
+run "$WORK/e2.log" "${EV[@]}" --ckpt "$WORK/run" --out "$WORK/e2"
+grep -q "crop_pct 1 (model)" "$WORK/e2.log" || fail "eval --ckpt did not use the index's transform"
+same "$WORK/e2" || fail "eval --ckpt differs from the training run's evaluation"
+run "$WORK/e3.log" "${EV[@]}" --weights "$WORK/x/model.safetensors" --crop-pct 0.875 --out "$WORK/e3"
+grep "eval transform:" "$WORK/e3.log"
+grep -q "crop_pct 0.875 (flag), interpolation bilinear (model)" "$WORK/e3.log" || fail "--crop-pct not named a flag"
+same "$WORK/e3" >/dev/null && fail "--crop-pct 0.875 gave the same loss: the test does not discriminate"
+# predict: the recorded label names (no classes.txt beside x/model.safetensors)
+img=$(find "$WORK/data/test" -name '*.jpg' | sort | head -1)
+run "$WORK/p.log" "$SV" predict --weights "$WORK/x/model.safetensors" --topk 1 --threads 1 "$img"
+grep -q "label names the model recorded" "$WORK/p.log" || fail "predict did not use the recorded label names"
+top=$(grep -E '^ +1\. ' "$WORK/p.log" | sed -E 's/^ +1\. +[0-9.]+% +//; s/ \([0-9]+\)$//')
+grep -qxF "$top" "$WORK/data/classes.txt" || fail "predict printed '$top', not a class name"
+echo "predict: top-1 '$top'"
+# an index written before eval_transform/label_names existed still loads: defaults, and a line
+old="$WORK/old/step_old"
+mkdir -p "$WORK/old"
+cp -r "$WORK/run/checkpoints/$step" "$old"
+"$PY" - "$old/index.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+del j["eval_transform"], j["label_names"]
+json.dump(j, open(sys.argv[1], "w"), indent=1)
+PYEOF
+run "$WORK/e4.log" "${EV[@]}" --ckpt "$old" --out "$WORK/e4"
+grep "records none" "$WORK/e4.log"
+grep -q "crop_pct 0.875 (default), interpolation bilinear (default), mean 0.485,0.456,0.406 (default)" "$WORK/e4.log" ||
+    fail "old index: defaults not used/named"
+mkdir -p "$WORK/xo"
+run "$WORK/export_old.log" "$SV" export "$old" "$WORK/xo/model.safetensors"
+grep -q "records no eval transform" "$WORK/export_old.log" || fail "export of an old index did not say so"
+# timm reads the exported pretrained_cfg as written
+TPY=${SHARDVIT_TEST_PYTHON:-$HERE/../../.venv-test/bin/python}
+if [ -x "$TPY" ] && "$TPY" -c "import timm, torch" 2>/dev/null; then
+    "$TPY" - "$WORK/x/config.json" <<'PYEOF' || fail "timm resolve_data_config"
+import json, sys
+import timm
+from timm.data import resolve_data_config, create_transform
+cfg = json.load(open(sys.argv[1]))
+ma = dict(cfg["model_args"])
+m = timm.create_model(cfg["architecture"], pretrained=False, pretrained_cfg_overlay=cfg["pretrained_cfg"], **ma)
+d = resolve_data_config({}, model=m)
+print("timm resolve_data_config:", d)
+p = cfg["pretrained_cfg"]
+assert tuple(d["input_size"]) == tuple(p["input_size"]) and d["crop_pct"] == p["crop_pct"], d
+assert d["interpolation"] == p["interpolation"] and d["crop_mode"] == "center", d
+assert tuple(d["mean"]) == tuple(p["mean"]) and tuple(d["std"]) == tuple(p["std"]), d
+assert list(m.pretrained_cfg.get("label_names") or []) == cfg["label_names"], m.pretrained_cfg
+print("timm create_transform:", create_transform(**d))
+PYEOF
+else
+    echo "timm cross-check skipped: no Python with timm at $TPY"
+fi
+echo "eval_transform: all passed"
