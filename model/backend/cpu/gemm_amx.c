@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/backend/cpu/amx_tiles.h"
 #include "model/backend/cpu/gemm_bf16.h"
 #include "model/backend/cpu/gemm_engine.h"
 #if SV_GEMM_AMX_X86
@@ -121,12 +122,6 @@ int sv_gemm_amx_permission(char *why, size_t n) {
 }
 
 static int amx_available(void) { return sv_gemm_amx_permission(NULL, 0); }
-
-typedef struct tilecfg {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tilecfg;
 
 /* Pack rows [i0, i0 + mc) x pairs [q0, q0 + nks * KS) of A into S: tile (g, s) of 16 rows x 16
  * pairs at S + (g * nks + s) * 256 words, row-major (64 bytes per row). Rows past mc and pairs
@@ -255,10 +250,8 @@ static void amx_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_,
             for (int i = 0; i < m; i++) memset(C + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
         return;
     }
-    tilecfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+    _Alignas(64) sv_amx_tilecfg cfg;
+    sv_amx_tilecfg_16x64(&cfg);
     _tile_loadconfig(&cfg);
     const long rp = (r + 1) / 2, rpa = round_ks(rp);
     const int npan = (n + NR - 1) / NR;

@@ -19,6 +19,7 @@
  * a shared machine: a block that was not preempted gives the core's rate, and one that was only
  * lowers its own figure (with 5-ms blocks and 4 runnable threads per core, no block was clean). */
 #include "model/backend/cpu/isa_peak.h"
+#include "model/backend/cpu/amx_tiles.h"
 #include "model/backend/cpu/gemm_engine.h" /* sv_gemm_amx_permission: CPUID, XCR0 and the kernel */
 
 #include <string.h>
@@ -104,21 +105,13 @@ __attribute__((target("avx512f,avx512bf16"))) static void loop_avx512_bf16(long 
 }
 
 /* ---- TDPBF16PS: 4 tile accumulators x 16384 FLOP (16 x 16 outputs x 32 products x 2) ---- */
-typedef struct amx_cfg {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_cfg;
-
 __attribute__((target("amx-tile,amx-bf16"))) static void loop_amx_bf16(long rounds) {
     static _Alignas(64) uint16_t ab[4][16 * 32]; /* A0, A1, B0, B1: 16 rows x 64 bytes */
     static _Alignas(64) float c[16 * 16];
     for (int t = 0; t < 4; t++)
         for (int i = 0; i < 16 * 32; i++) ab[t][i] = 0x3A80; /* bf16 2^-10 */
-    _Alignas(64) amx_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+    _Alignas(64) sv_amx_tilecfg cfg;
+    sv_amx_tilecfg_16x64(&cfg);
     _tile_loadconfig(&cfg);
     _tile_zero(0);
     _tile_zero(1);
