@@ -81,7 +81,9 @@ sv_status sv_fileio_fsync_parent(const char *path) {
 }
 
 sv_status sv_fileio_open_read(const char *path, int *fd_out, uint64_t *size_out) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; the
+     * descriptor goes back to blocking once fstat has shown a regular file. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT) return SV_FAIL(SV_ERR_NOT_FOUND, "open %s: %s", path, strerror(errno));
         return io_fail("open", path, errno);
@@ -95,6 +97,16 @@ sv_status sv_fileio_open_read(const char *path, int *fd_out, uint64_t *size_out)
     if (S_ISDIR(st.st_mode)) {
         close(fd);
         return SV_FAIL(SV_ERR_INVALID, "%s is a directory, expected a file", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return SV_FAIL(SV_ERR_INVALID, "%s is not a regular file (a FIFO, socket or device), expected a file", path);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        return io_fail("fcntl", path, e);
     }
     *fd_out = fd;
     if (size_out) *size_out = (uint64_t)st.st_size;

@@ -49,7 +49,9 @@ sv_status sv_fileio_fsync_dir(const char *dir);
 /* fsync the directory containing `path` ("." when path has no slash). */
 sv_status sv_fileio_fsync_parent(const char *path);
 
-/* Open an existing file read-only; *size_out (nullable) receives its size. */
+/* Open an existing regular file read-only; *size_out (nullable) receives its size. A directory,
+ * FIFO, socket or device is an SV_ERR_INVALID error naming the path (a FIFO never blocks the
+ * open: it is opened non-blocking and refused after fstat). */
 sv_status sv_fileio_open_read(const char *path, int *fd_out, uint64_t *size_out);
 
 /* Atomically replace `path` with `n` bytes: write "<path>.tmp.<pid>", fsync, rename over

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/fileio.h"
 #include "core/json.h"
@@ -37,9 +38,7 @@ static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have
     const char *slash = strrchr(path, '/');
     if (slash) snprintf(cj, sizeof cj, "%.*s/config.json", (int)(slash - path), path);
     else snprintf(cj, sizeof cj, "config.json");
-    FILE *probe = fopen(cj, "rb");
-    if (!probe) return SV_OK;
-    fclose(probe);
+    if (access(cj, F_OK) != 0) return SV_OK; /* none (not opened to check: it may be a FIFO) */
     char *text = NULL;
     size_t len = 0;
     SV_TRY(sv_fileio_read_small(cj, 1 << 20, &text, &len));

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/elementwise.h"
 #include "core/fileio.h"
@@ -218,9 +219,7 @@ sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *fo
     memset(m, 0, sizeof *m);
     *found = 0;
     config_path(st_path, path, sizeof path);
-    FILE *probe = fopen(path, "rb");
-    if (!probe) return SV_OK;
-    fclose(probe);
+    if (access(path, F_OK) != 0) return SV_OK; /* no config.json (never opened: it may be a FIFO) */
     *found = 1;
     char *text;
     size_t len;

@@ -81,6 +81,16 @@ grep -q "crop_pct 0.875 (default), interpolation bilinear (default), mean 0.485,
 mkdir -p "$WORK/xo"
 run "$WORK/export_old.log" "$SV" export "$old" "$WORK/xo/model.safetensors"
 grep -q "records no eval transform" "$WORK/export_old.log" || fail "export of an old index did not say so"
+# a FIFO named config.json next to the weights: a clear error, no hang
+mkdir -p "$WORK/fifo"
+cp "$WORK/x/model.safetensors" "$WORK/fifo/model.safetensors"
+mkfifo "$WORK/fifo/config.json"
+rc=0
+timeout 60 "$SV" eval --weights "$WORK/fifo/model.safetensors" --data "$WORK/data/test" --out "$WORK/fifo_out" \
+    >"$WORK/fifo.log" 2>&1 || rc=$?
+{ [ $rc -eq 1 ] || [ $rc -eq 2 ]; } && grep -q "config.json is not a regular file" "$WORK/fifo.log" ||
+    { cat "$WORK/fifo.log"; fail "config.json FIFO: exit $rc, expected a clear error (124 = hang)"; }
+echo "config.json FIFO: refused without blocking"
 # timm reads the exported pretrained_cfg as written
 TPY=${SHARDVIT_TEST_PYTHON:-$HERE/../../.venv-test/bin/python}
 if [ -x "$TPY" ] && "$TPY" -c "import timm, torch" 2>/dev/null; then

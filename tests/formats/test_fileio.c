@@ -1,6 +1,8 @@
 /* core/fileio: atomic replace (incl. a simulated full disk leaving the old file intact),
  * truncation errors naming file and range, mkdir -p, rm -r that never follows symlinks,
- * size-limited reads, error messages naming path and errno text. Real files in a temp dir. */
+ * size-limited reads, error messages naming path and errno text, a FIFO or device refused by the
+ * read path without blocking (alarm guard: a regression fails instead of hanging). Real files in
+ * a temp dir. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -38,6 +40,20 @@ static void expect_content(const char *path, const char *want) {
 int main(void) {
     char dir[256], p[512], q[512];
     fmt_tmpdir(dir, sizeof dir, "fileio");
+
+    /* a FIFO (no writer) and a character device are refused at once, naming the path */
+    alarm(20);
+    snprintf(p, sizeof p, "%s/fifo.json", dir);
+    CHECK(mkfifo(p, 0600) == 0);
+    char *fbuf;
+    size_t flen;
+    CHECK_FAILS(sv_fileio_read_small(p, 1 << 20, &fbuf, &flen), SV_ERR_INVALID, "not a regular file", "fifo.json");
+    int ffd;
+    CHECK_FAILS(sv_fileio_open_read(p, &ffd, NULL), SV_ERR_INVALID, "not a regular file", "fifo.json");
+    CHECK(unlink(p) == 0);
+    CHECK_FAILS(sv_fileio_read_small("/dev/zero", 1 << 20, &fbuf, &flen), SV_ERR_INVALID, "not a regular file",
+                "/dev/zero");
+    alarm(0);
 
     /* atomic write: create, replace, no temporary left behind */
     snprintf(p, sizeof p, "%s/latest", dir);
