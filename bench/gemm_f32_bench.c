@@ -1,6 +1,10 @@
-/* Benchmark of the fp32 GEMM engines (model/backend/cpu/gemm_engine.h) against OpenBLAS sgemm,
- * single thread, packing included. Never run as a test.
+/* Benchmark of the GEMM engines (model/backend/cpu/gemm_engine.h: avx512-f32, avx2-f32, and the
+ * bf16 engines amx-bf16, avx512-bf16) against OpenBLAS sgemm, single thread, packing included.
+ * Never run as a test.
  * Usage: gemm_f32_bench [REPS] [SHAPE-FILTER | LAYOUT:M,N,K]
+ *   Environment: GEMM_BENCH_ENGINES=name,name,... (default: all four engines);
+ *   GEMM_BENCH_RUN_ONLY=1 times the engine's `run` alone (B packed once before the timing);
+ *   GEMM_BENCH_NO_BLAS=1 skips OpenBLAS (for profiling an engine).
  *   REPS: timed repetitions per case, the best is reported (default 7); the filter keeps the
  *   cases whose label contains the string (e.g. "1024", "fwd", "M=6400"); LAYOUT:M,N,K (LAYOUT
  *   fwd, din or dW) runs that one case instead.
@@ -8,7 +12,9 @@
  *   fwd  out(M,N) = in(M,K) W(N,K)^T      (both reduction-contiguous)
  *   din  d_in(M,K) = d_out(M,N) W(N,K)    (B = W reduction-strided)
  *   dW   dW(N,K) += d_out(M,N)^T in(M,K)  (both reduction-strided, reduction M)
- * GFLOP/s = 2 * rows * cols * red / best time. */
+ * GFLOP/s = 2 * rows * cols * red / best time; %pk = the best engine's share of its own
+ * instruction's in-register peak (isa_peak.h). The bf16 engines round their operands to bf16,
+ * so their rows measure the bf16 mode's GEMMs. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +22,7 @@
 #include <time.h>
 
 #include "core/rng.h"
+#include "model/backend/cpu/gemm_engine.h"
 #include "model/backend/cpu/gemm_f32.h"
 #include "model/backend/cpu/isa_peak.h"
 
@@ -40,13 +47,24 @@ typedef struct {
 } shape;
 
 /* Best time of reps calls of engine e (e == NULL: OpenBLAS) on one case. */
+static int g_run_only;
+
 static double time_case(const sv_gemm_engine *e, const shape *s, const float *in, const float *W, const float *dout,
                         float *C, void *pack, void *scratch, int reps) {
     const int M = s->M, N = s->N, K = s->K;
     double best = 1e30;
+    if (e && g_run_only) {
+        if (s->L == FWD) e->pack(pack, (sv_gemm_mat){W, (size_t)K, 1}, N, K, 0, N);
+        else if (s->L == DIN) e->pack(pack, (sv_gemm_mat){W, (size_t)K, 0}, K, N, 0, K);
+        else e->pack(pack, (sv_gemm_mat){in, (size_t)K, 0}, K, M, 0, K);
+    }
     for (int it = 0; it < reps + 1; it++) { /* the first call warms caches and pages */
         double t0 = now();
-        if (e) {
+        if (e && g_run_only) {
+            if (s->L == FWD) e->run(C, (size_t)N, (sv_gemm_mat){in, (size_t)K, 1}, M, pack, N, K, 0, scratch);
+            else if (s->L == DIN) e->run(C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 1}, M, pack, K, N, 0, scratch);
+            else e->run(C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 0}, N, pack, K, M, 1, scratch);
+        } else if (e) {
             if (s->L == FWD)
                 sv_gemm_engine_gemm(e, C, (size_t)N, (sv_gemm_mat){in, (size_t)K, 1}, M,
                                     (sv_gemm_mat){W, (size_t)K, 1}, N, K, 0, pack, scratch);
@@ -95,9 +113,26 @@ int main(int argc, char **argv) {
                 for (int L = 0; L < 3; L++) cases[nc++] = (shape){L, Ms[mi], NK[j][0], NK[j][1]};
     }
 
-    const sv_gemm_engine *eng[] = {&sv_gemm_engine_avx512_f32, &sv_gemm_engine_avx2_f32};
-    int avail[2];
-    for (int i = 0; i < 2; i++) avail[i] = eng[i]->available();
+    const sv_gemm_engine *all[] = {&sv_gemm_engine_avx512_f32, &sv_gemm_engine_avx2_f32, &sv_gemm_engine_amx_bf16,
+                                   &sv_gemm_engine_avx512_bf16};
+    const sv_gemm_engine *eng[4];
+    int ne = 0, avail[4];
+    const char *want = getenv("GEMM_BENCH_ENGINES");
+    g_run_only = getenv("GEMM_BENCH_RUN_ONLY") && atoi(getenv("GEMM_BENCH_RUN_ONLY"));
+    const int no_blas = getenv("GEMM_BENCH_NO_BLAS") && atoi(getenv("GEMM_BENCH_NO_BLAS"));
+    for (int i = 0; i < 4; i++) {
+        if (want && *want) {
+            const char *f = strstr(want, all[i]->name);
+            size_t l = strlen(all[i]->name);
+            if (!f || (f != want && f[-1] != ',') || (f[l] && f[l] != ',')) continue;
+        }
+        eng[ne++] = all[i];
+    }
+    double pk[4];
+    for (int i = 0; i < ne; i++) {
+        avail[i] = eng[i]->available();
+        pk[i] = avail[i] ? sv_cpu_isa_peak_flops(eng[i]->name, 0.3) : 0;
+    }
 
     size_t maxa = 0, maxp = 0, maxs = 0;
     for (int c = 0; c < nc; c++) {
@@ -106,7 +141,7 @@ int main(int argc, char **argv) {
         size_t a = mn > mk ? mn : mk;
         if (nk > a) a = nk;
         if (a > maxa) maxa = a;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < ne; i++) {
             size_t p = eng[i]->pack_bytes(cases[c].N, cases[c].K);
             size_t q = eng[i]->pack_bytes(cases[c].K, cases[c].N), u = eng[i]->pack_bytes(cases[c].K, cases[c].M);
             if (q > p) p = q;
@@ -114,19 +149,19 @@ int main(int argc, char **argv) {
             if (p > maxp) maxp = p;
         }
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < ne; i++)
         if (eng[i]->scratch_bytes > maxs) maxs = eng[i]->scratch_bytes;
     float *in = randm(maxa, 1), *W = randm(maxa, 2), *dout = randm(maxa, 3), *C = randm(maxa, 4);
     void *pack = aligned_alloc(64, (maxp + 63) / 64 * 64), *scratch = aligned_alloc(64, (maxs + 63) / 64 * 64);
     if (!pack || !scratch) return 1;
     memset(pack, 0, maxp);
 
-    double peak = sv_cpu_isa_peak_flops("avx512-f32", 0.5), peak2 = sv_cpu_isa_peak_flops("avx2-f32", 0.3);
-    printf("single thread, best of %d, GFLOP/s (packing included); in-register FMA peak: zmm %.1f, ymm %.1f\n",
-           reps, peak * 1e-9, peak2 * 1e-9);
-    printf("%-28s", "case");
-    for (int i = 0; i < 2; i++) printf(" %11s", eng[i]->name);
-    printf(" %11s %8s %8s\n", "openblas", "best/blas", "%zmmpk");
+    printf("single thread, best of %d, GFLOP/s (%s); in-register peaks, GFLOP/s:", reps,
+           g_run_only ? "engine run only, B packed before" : "packing included");
+    for (int i = 0; i < ne; i++) printf(" %s %.1f", eng[i]->name, pk[i] * 1e-9);
+    printf("\n%-28s", "case");
+    for (int i = 0; i < ne; i++) printf(" %11s %5s", eng[i]->name, "%pk");
+    printf(" %11s %8s\n", "openblas", "best/blas");
     for (int c = 0; c < nc; c++) {
         const shape *s = &cases[c];
         char label[64];
@@ -134,17 +169,17 @@ int main(int argc, char **argv) {
         if (filter && !strstr(label, filter)) continue;
         double flop = 2.0 * s->M * s->N * s->K, best = 0;
         printf("%-28s", label);
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < ne; i++) {
             if (!avail[i]) {
-                printf(" %11s", "n/a");
+                printf(" %11s %5s", "n/a", "");
                 continue;
             }
             double g = flop / time_case(eng[i], s, in, W, dout, C, pack, scratch, reps) * 1e-9;
-            if (g > best) best = g;
-            printf(" %11.1f", g);
+            if (g > best && !eng[i]->bf16) best = g; /* best/blas: fp32 engines only (same precision) */
+            printf(" %11.1f %5.1f", g, pk[i] > 0 ? 100.0 * g * 1e9 / pk[i] : 0.0);
         }
-        double gb = flop / time_case(NULL, s, in, W, dout, C, pack, scratch, reps) * 1e-9;
-        printf(" %11.1f %8.2f %8.1f\n", gb, best / gb, peak > 0 ? 100.0 * best * 1e9 / peak : 0.0);
+        double gb = no_blas ? 0 : flop / time_case(NULL, s, in, W, dout, C, pack, scratch, reps) * 1e-9;
+        printf(" %11.1f %8.2f\n", gb, gb > 0 ? best / gb : 0.0);
         fflush(stdout);
     }
     free(in), free(W), free(dout), free(C), free(pack), free(scratch);

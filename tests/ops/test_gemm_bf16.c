@@ -194,14 +194,19 @@ static void check_denormals(void) {
 }
 
 /* Linear fwd (bias + GELU) + bwd through the backend in bf16 mode. mode 0: the engine on 1
- * thread, 1: on 2 threads, 2: OpenBLAS sgemm (engine switched off) on 2 threads. */
+ * thread, 1: on 2 threads, 2: OpenBLAS sgemm (engine switched off) on 2 threads, 3: the engine
+ * on 2 threads with the epilogues as separate passes (SHARDVIT_CPU_FUSED_EPI=0), where the
+ * engine would otherwise run them on its finished rows (run_ep). */
 enum { LIN_OUT, LIN_PRE, LIN_DIN, LIN_DW, LIN_DB, LIN_N };
 static void run_linear(int mode, int M, int N, int K, float *res[LIN_N]) {
     sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = SV_BF16, .threads = mode == 0 ? 1 : 2};
     sv_backend *be;
     setenv("SHARDVIT_CPU_GEMM", E->name, 1);
+    if (mode == 3) setenv("SHARDVIT_CPU_FUSED_EPI", "0", 1);
     CHECK_OK(sv_backend_create(&cfg, &be));
     unsetenv("SHARDVIT_CPU_GEMM");
+    unsetenv("SHARDVIT_CPU_FUSED_EPI");
+    CHECK(sv_cpu(be)->no_fused_epi == (mode == 3));
     CHECK(sv_cpu(be)->gemm == E); /* forced, and available here (checked in main) */
     char want[64];
     snprintf(want, sizeof want, "gemm %s", E->name);
@@ -245,17 +250,18 @@ static double rms_rel(const float *a, const float *b, size_t n) {
 static void check_backend(int M, int N, int K) {
     static const char *names[LIN_N] = {"out", "pre_gelu", "d_in", "dW", "db"};
     size_t n[LIN_N] = {(size_t)M * N, (size_t)M * N, (size_t)M * K, (size_t)N * K, (size_t)N};
-    float *r[3][LIN_N];
-    for (int mode = 0; mode < 3; mode++) run_linear(mode, M, N, K, r[mode]);
+    float *r[4][LIN_N];
+    for (int mode = 0; mode < 4; mode++) run_linear(mode, M, N, K, r[mode]);
     for (int j = 0; j < LIN_N; j++) {
         CHECK(memcmp(r[0][j], r[1][j], n[j] * 4) == 0);
+        CHECK(memcmp(r[0][j], r[3][j], n[j] * 4) == 0); /* fused epilogue: the same bits */
         /* vs sgemm: rms of the difference relative to the rms of the values; bf16 outputs
          * differ by at most one bf16 rounding (2^-8 relative), f32 gradients far less */
         double rel = rms_rel(r[0][j], r[2][j], n[j]);
         printf("backend %s M=%d N=%d K=%d %s: engine vs sgemm rms rel diff %.2e\n", E->name, M, N, K, names[j], rel);
         CHECK(rel <= (j == LIN_DW || j == LIN_DB ? 3e-4 : 4e-3));
     }
-    for (int mode = 0; mode < 3; mode++)
+    for (int mode = 0; mode < 4; mode++)
         for (int j = 0; j < LIN_N; j++) free(r[mode][j]);
 }
 

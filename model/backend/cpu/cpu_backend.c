@@ -305,6 +305,8 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
         }
         const char *ba = getenv("SHARDVIT_CPU_ATTN_GEMM");
         c->attn_gemm = !(ba && !strcmp(ba, "0"));
+        const char *fe = getenv("SHARDVIT_CPU_FUSED_EPI");
+        c->no_fused_epi = fe && !strcmp(fe, "0");
     }
     char model[64]; /* leaves room for the thread count and the kernel/GEMM bracket */
     cpu_model_name(model, sizeof model);

@@ -47,6 +47,10 @@ typedef struct sv_cpu_backend {
      * backward) run it too (cpu_attention.c), unless SHARDVIT_CPU_ATTN_GEMM=0 at creation keeps
      * them on OpenBLAS. Fixed at creation: the attention scratch size depends on it. */
     int attn_gemm;
+    /* 1 (environment SHARDVIT_CPU_FUSED_EPI=0 at creation, for A/B runs and tests): the linear
+     * layers run their bias/GELU/rounding epilogue as a separate pass after the GEMM even where
+     * the engine can fuse it into its tile stores (run_ep); the bits are the same either way. */
+    int no_fused_epi;
 } sv_cpu_backend;
 
 /* Capacity of the packed shared GEMM operand: a bf16 weight of up to ~4M elements (ViT-B's

@@ -72,11 +72,42 @@ static sv_gemm_mat eng_at(sv_gemm_mat v, int r0) {
     return v;
 }
 
+/* The epilogue callback of the engine's run_ep (gemm_engine.h): rows [i, i + rows) of the call's
+ * C (ep->out, ep->pre: row 0 of the call), the same kernels as epilogue_rows. */
+static void eng_epi(const sv_gemm_epi *ep, int i, int rows) {
+    const sv_cpu_kernels *k = ep->k;
+    for (int m = i; m < i + rows; m++) {
+        float *o = ep->out + (size_t)m * ep->ld;
+        if (ep->pre) k->bias_gelu(ep->bf, o, ep->pre + (size_t)m * ep->ld, ep->bias, (size_t)ep->n);
+        else k->bias_store(ep->bf, o, ep->bias, (size_t)ep->n);
+    }
+}
+
+/* The epilogue for rows starting at `row` of out (and pre), or NULL when the engine cannot fuse
+ * one (then the caller runs it as a separate pass). */
+static const sv_gemm_epi *eng_epi_at(const sv_cpu_backend *c, sv_gemm_epi *ep, float *out, float *pre,
+                                     const float *bias, int n, size_t row) {
+    if (!c->gemm->run_ep || c->no_fused_epi) return NULL;
+    *ep = (sv_gemm_epi){.fn = eng_epi, .out = out + row * (size_t)n, .pre = pre ? pre + row * (size_t)n : NULL,
+                        .bias = bias, .ld = (size_t)n, .n = n, .bf = c->bf16, .k = c->k};
+    return ep;
+}
+
+/* rows of C (this worker's) = / += A B over one reduction chunk, with the epilogue `ep` (may be
+ * NULL) on the last chunk only. */
+static void eng_run(const sv_cpu_backend *c, float *C, size_t ldc, sv_gemm_mat A, int rows, int n, int rl,
+                    int accumulate, void *scratch, const sv_gemm_epi *ep) {
+    if (ep) c->gemm->run_ep(C, ldc, A, rows, c->gemm_pack, n, rl, accumulate, scratch, ep);
+    else c->gemm->run(C, ldc, A, rows, c->gemm_pack, n, rl, accumulate, scratch);
+}
+
 /* Inside a parallel region of nt workers, worker t: rows [a, b) of C (n columns, row stride
  * ldc) = (or += when accumulate) A B over reduction length r, in chunks of kc (eng_chunk). All
- * workers pack their share of each chunk of B and meet at the barriers, whatever their rows. */
+ * workers pack their share of each chunk of B and meet at the barriers, whatever their rows.
+ * `ep` (may be NULL): the epilogue the engine runs on the finished rows (last chunk only). */
 static void eng_rows_chunked(const sv_cpu_backend *c, float *C, size_t ldc, sv_gemm_mat A, size_t a, size_t b,
-                             sv_gemm_mat B, int n, int r, int kc, int accumulate, int t, int nt, void *scratch) {
+                             sv_gemm_mat B, int n, int r, int kc, int accumulate, int t, int nt, void *scratch,
+                             const sv_gemm_epi *ep) {
     for (int r0 = 0; r0 < r; r0 += kc) {
         int rl = r - r0 < kc ? r - r0 : kc;
         eng_pack_share(c, eng_at(B, r0), n, rl, t, nt);
@@ -84,7 +115,8 @@ static void eng_rows_chunked(const sv_cpu_backend *c, float *C, size_t ldc, sv_g
         if (b > a) {
             sv_gemm_mat Am = eng_at(A, r0);
             Am.p += A.red_contig ? a * A.ld : a; /* first row of this worker */
-            c->gemm->run(C + a * ldc, ldc, Am, (int)(b - a), c->gemm_pack, n, rl, accumulate || r0 > 0, scratch);
+            eng_run(c, C + a * ldc, ldc, Am, (int)(b - a), n, rl, accumulate || r0 > 0, scratch,
+                    r0 + rl == r ? ep : NULL);
         }
 #pragma omp barrier
     }
@@ -99,20 +131,27 @@ static void linear_fwd_eng(const sv_cpu_backend *c, float *out, float *pre_gelu,
         int t = nt > 1 ? omp_get_thread_num() : 0;
         size_t a, b;
         sv_cpu_range((size_t)M, nt, t, &a, &b);
-        for (int r0 = 0; r0 < K; r0 += kc) {
-            int rl = K - r0 < kc ? K - r0 : kc, last = r0 + rl == K;
-            eng_pack_share(c, eng_at(Bw, r0), N, rl, t, nt);
+        sv_gemm_epi epb;
+        const sv_gemm_epi *ep = eng_epi_at(c, &epb, out, pre_gelu, bias, N, a);
+        if (ep) {
+            /* the engine runs the epilogue on each strip of rows it finishes: one call per chunk */
+            eng_rows_chunked(c, out, (size_t)N, Ai, a, b, Bw, N, K, kc, 0, t, nt, sv_cpu_gemm_scratch(c, t), ep);
+        } else {
+            for (int r0 = 0; r0 < K; r0 += kc) {
+                int rl = K - r0 < kc ? K - r0 : kc, last = r0 + rl == K;
+                eng_pack_share(c, eng_at(Bw, r0), N, rl, t, nt);
 #pragma omp barrier
-            /* row slices so the epilogue reads each block of the output while it is cache-hot */
-            for (int m0 = (int)a; m0 < (int)b; m0 += SV_CPU_LINEAR_ROWS) {
-                int mr = (int)b - m0 < SV_CPU_LINEAR_ROWS ? (int)b - m0 : SV_CPU_LINEAR_ROWS;
-                sv_gemm_mat Am = eng_at(Ai, r0);
-                Am.p += (size_t)m0 * Am.ld;
-                c->gemm->run(out + (size_t)m0 * N, (size_t)N, Am, mr, c->gemm_pack, N, rl, r0 > 0,
-                             sv_cpu_gemm_scratch(c, t));
-                if (last) epilogue_rows(c, out, pre_gelu, bias, m0, m0 + mr, N);
+                /* row slices so the epilogue reads each block of the output while it is cache-hot */
+                for (int m0 = (int)a; m0 < (int)b; m0 += SV_CPU_LINEAR_ROWS) {
+                    int mr = (int)b - m0 < SV_CPU_LINEAR_ROWS ? (int)b - m0 : SV_CPU_LINEAR_ROWS;
+                    sv_gemm_mat Am = eng_at(Ai, r0);
+                    Am.p += (size_t)m0 * Am.ld;
+                    c->gemm->run(out + (size_t)m0 * N, (size_t)N, Am, mr, c->gemm_pack, N, rl, r0 > 0,
+                                 sv_cpu_gemm_scratch(c, t));
+                    if (last) epilogue_rows(c, out, pre_gelu, bias, m0, m0 + mr, N);
+                }
+#pragma omp barrier
             }
-#pragma omp barrier
         }
     }
 }
@@ -135,12 +174,14 @@ static void linear_bwd_eng(const sv_cpu_backend *c, float *d_in, float *dW, cons
         if (d_in) {
             sv_cpu_range((size_t)M, nt_in, t, &a, &b);
             if (t >= nt_in) a = b = 0;
-            eng_rows_chunked(c, d_in, (size_t)K, Ad, a, b, Bw, K, N, kc_in, 0, t, nt, sc);
-            if (b > a && c->bf16) c->k->round_bf16(d_in + a * K, (b - a) * (size_t)K);
+            sv_gemm_epi epb;
+            const sv_gemm_epi *ep = c->bf16 ? eng_epi_at(c, &epb, d_in, NULL, NULL, K, a) : NULL;
+            eng_rows_chunked(c, d_in, (size_t)K, Ad, a, b, Bw, K, N, kc_in, 0, t, nt, sc, ep);
+            if (b > a && c->bf16 && !ep) c->k->round_bf16(d_in + a * K, (b - a) * (size_t)K);
         }
         sv_cpu_range((size_t)N, nt_w, t, &a, &b);
         if (t >= nt_w) a = b = 0;
-        eng_rows_chunked(c, dW, (size_t)K, Adt, a, b, Bi, K, M, kc_w, 1, t, nt, sc);
+        eng_rows_chunked(c, dW, (size_t)K, Adt, a, b, Bi, K, M, kc_w, 1, t, nt, sc, NULL);
     }
 }
 

@@ -13,12 +13,13 @@
  * zero. A reduction-strided A (the dW GEMM: A = d_out^T) is transposed 16 x 16 words in
  * registers while packing.
  *
- * Blocking (one thread): for each MC-row block of C, for each KC-pair block of the reduction
- * (A block -> scratch, MC x KC x 4 bytes = 128 KiB, in L2), for each 32-column panel of B (its
- * KC x 128 bytes = 16 KiB stay in L1 across the row loop), for each 32 rows: the kernel loads
- * the C block into tmm0..3 (or zeroes them on the first reduction block without accumulate),
- * runs the k-steps, stores it back in fp32. Partial tiles at the edges go through a 16 x 16
- * staging buffer on the stack.
+ * Blocking (one thread): A is packed per block of MC rows x KC pairs (MC x KC x 4 bytes = 128 KiB
+ * of scratch, in L2); inside a block, strip by strip of 32 rows (its A tiles, 16 KiB, stay in L1),
+ * every 32-column panel of B (KC x 128 bytes = 16 KiB, streamed from L2): the kernel loads the C
+ * block into tmm0..3 (or zeroes them on the first reduction block without accumulate), runs the
+ * k-steps, stores it back in fp32. Blocks go row-block-outer (the packed weight stays in L2) or,
+ * when C is small and the reduction long (dW), reduction-block-outer (C stays in L2); see
+ * amx_run_ep. Partial tiles at the edges go through a 16 x 16 staging buffer on the stack.
  *
  * Numerics: every output is one fp32 accumulator (a tile element) adding k-steps of 32
  * products in reduction order; within a step the hardware adds the pairs in its fixed order.
@@ -57,12 +58,12 @@ enum {
     NR = SV_GEMM_BF16_NR, /* columns per packed B panel: two B tiles */
     KS = 16,              /* pairs per k-step (one tile row of 64 bytes) */
 #ifndef SV_AMX_MC
-    MC = 128, /* rows per A block (multiple of 32) */
+    MC = 256, /* rows per A block (multiple of 32) */
 #else
     MC = SV_AMX_MC,
 #endif
 #ifndef SV_AMX_KC
-    KC = 256, /* pairs per A block (multiple of KS) */
+    KC = 128, /* pairs per A block (multiple of KS) */
 #else
     KC = SV_AMX_KC,
 #endif
@@ -128,29 +129,40 @@ static int amx_available(void) { return sv_gemm_amx_permission(NULL, 0); }
  * past the reduction r are zero. */
 static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, long nks) {
     const int groups = (mc + 15) / 16;
-    for (int g = 0; g < groups; g++) {
-        const int rows = mc - 16 * g < 16 ? mc - 16 * g : 16;
-        for (long s = 0; s < nks; s++) {
-            uint32_t *tile = S + ((size_t)g * nks + s) * 256;
-            const long p0 = q0 + s * KS; /* first pair of this tile */
-            __m512i v[16];
-            if (A.red_contig) {
+    if (A.red_contig) {
+        for (int g = 0; g < groups; g++) {
+            const int rows = mc - 16 * g < 16 ? mc - 16 * g : 16;
+            for (long s = 0; s < nks; s++) {
+                uint32_t *tile = S + ((size_t)g * nks + s) * 256;
+                const long p0 = q0 + s * KS; /* first pair of this tile */
                 for (int i = 0; i < 16; i++)
-                    v[i] = i < rows ? pairs16_contig(A.p + (size_t)(i0 + 16 * g + i) * A.ld + 2 * p0, (long)r - 2 * p0)
-                                    : _mm512_setzero_si512();
-            } else {
-                /* pair t: reduction rows 2(p0+t), 2(p0+t)+1 hold the 16 A rows side by side */
-                for (int t = 0; t < 16; t++) {
-                    long rr = 2 * (p0 + t);
-                    if (rr >= r) {
-                        v[t] = _mm512_setzero_si512();
-                        continue;
-                    }
-                    const float *row0 = A.p + (size_t)rr * A.ld + i0 + 16 * g;
-                    v[t] = pairs16_rows(row0, rr + 1 < r ? row0 + A.ld : NULL, rows);
-                }
-                transpose16(v);
+                    _mm512_store_si512(tile + i * 16, i < rows ? pairs16_contig(A.p + (size_t)(i0 + 16 * g + i) * A.ld + 2 * p0,
+                                                                                (long)r - 2 * p0)
+                                                               : _mm512_setzero_si512());
             }
+        }
+        return;
+    }
+    /* Reduction-strided (the dW GEMM: A = d_out^T, one reduction index per row of d_out): a
+     * k-step's 32 source rows are walked left to right across all row groups, so each source
+     * row is read sequentially (prefetch-friendly) while it is in L1. Pair t: reduction rows
+     * 2(p0+t), 2(p0+t)+1 hold 16 A rows side by side; transposed to 16 rows of 16 pairs. */
+    for (long s = 0; s < nks; s++) {
+        const long p0 = q0 + s * KS;
+        for (int g = 0; g < groups; g++) {
+            const int rows = mc - 16 * g < 16 ? mc - 16 * g : 16;
+            uint32_t *tile = S + ((size_t)g * nks + s) * 256;
+            __m512i v[16];
+            for (int t = 0; t < 16; t++) {
+                long rr = 2 * (p0 + t);
+                if (rr >= r) {
+                    v[t] = _mm512_setzero_si512();
+                    continue;
+                }
+                const float *row0 = A.p + (size_t)rr * A.ld + i0 + 16 * g;
+                v[t] = pairs16_rows(row0, rr + 1 < r ? row0 + A.ld : NULL, rows);
+            }
+            transpose16(v);
             for (int i = 0; i < 16; i++) _mm512_store_si512(tile + i * 16, v[i]);
         }
     }
@@ -240,44 +252,87 @@ static inline __attribute__((always_inline)) void kernel(long nks, const uint32_
     if (R2 && C2) stage_out(&t11, C, ldc, 1, 1);
 }
 
-static void amx_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_, int n, int r, int accumulate,
-                    void *scratch) {
+/* One packed A block (rows [i0, i0 + mc), k-steps [q0, q0 + nks * KS) of pairs, tiles in S) times
+ * every panel of the packed B: strip by strip of 32 rows, each strip's tiles (nks KiB per 16
+ * rows) staying in L1 while the panels of B stream past it from L2. `ep`: this is the last
+ * reduction block; each finished strip goes to the epilogue at once. */
+static void amx_block(float *C, size_t ldc, const uint32_t *S, int i0, int mc, const uint32_t *pb, int n, long rpa,
+                      long q0, long nks, int load_c, const sv_gemm_epi *ep) {
+    const size_t a2 = (size_t)nks * 256; /* words from one 16-row tile group to the next */
+    const int npan = (n + NR - 1) / NR;
+    for (int g = 0; g < mc; g += 32) {
+        const int mr = mc - g < 32 ? mc - g : 32;
+        const uint32_t *a = S + (size_t)(g / 16) * a2;
+        float *Cr = C + (size_t)(i0 + g) * ldc;
+        for (int jp = 0; jp < npan; jp++) {
+            const uint32_t *bpan = pb + ((size_t)jp * rpa + q0) * NR;
+            const int nr = n - jp * NR < NR ? n - jp * NR : NR;
+            float *Cb = Cr + jp * NR;
+            if (mr > 16 && nr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 1);
+            else if (mr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 0);
+            else if (nr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 1);
+            else kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 0);
+        }
+        /* the strip's 32 rows are finished and still in L1/L2: the epilogue runs on them in C */
+        if (ep) ep->fn(ep, i0 + g, mr);
+    }
+}
+
+/* Loop order. Every output is one tile element walking the k-steps in reduction order whatever
+ * the order of the blocks, so the choice changes no bit.
+ *  - C small enough to stay in L2 (the dW GEMMs: N x K outputs, a reduction of all M rows):
+ *    reduction blocks outermost, so each block of the packed B is read from L2 by every row
+ *    block while C stays in L2 between reduction blocks.
+ *  - otherwise (the forward and d_in: many rows, short reduction): row blocks outermost, so
+ *    every C block is finished (and, with an epilogue, consumed) before the next row block; the
+ *    packed B (the weight, a few hundred KiB) stays in L2 across row blocks. */
+#ifndef SV_AMX_C_RESIDENT
+#define SV_AMX_C_RESIDENT ((size_t)1 << 20)
+#endif
+
+static void amx_run_ep(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_, int n, int r, int accumulate,
+                       void *scratch, const sv_gemm_epi *ep) {
     const uint32_t *pb = pb_;
     uint32_t *S = scratch;
     if (m <= 0 || n <= 0) return;
     if (r <= 0) {
         if (!accumulate)
             for (int i = 0; i < m; i++) memset(C + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
+        if (ep) ep->fn(ep, 0, m);
         return;
     }
     _Alignas(64) sv_amx_tilecfg cfg;
     sv_amx_tilecfg_16x64(&cfg);
     _tile_loadconfig(&cfg);
     const long rp = (r + 1) / 2, rpa = round_ks(rp);
-    const int npan = (n + NR - 1) / NR;
-    for (int i0 = 0; i0 < m; i0 += MC) {
-        const int mc = m - i0 < MC ? m - i0 : MC;
+    const int c_resident = rp > KC && (size_t)m * (size_t)n * sizeof(float) <= SV_AMX_C_RESIDENT;
+    if (c_resident) {
         for (long q0 = 0; q0 < rp; q0 += KC) {
             const long nks = round_ks(rp - q0 < KC ? rp - q0 : KC) / KS;
-            pack_a(S, A, r, i0, mc, q0, nks);
-            const int load_c = accumulate || q0 > 0;
-            const size_t a2 = (size_t)nks * 256; /* words from one 16-row tile group to the next */
-            for (int jp = 0; jp < npan; jp++) {
-                const uint32_t *bpan = pb + ((size_t)jp * rpa + q0) * NR;
-                const int nr = n - jp * NR < NR ? n - jp * NR : NR;
-                for (int g = 0; g < mc; g += 32) {
-                    const int mr = mc - g < 32 ? mc - g : 32;
-                    const uint32_t *a = S + (size_t)(g / 16) * a2;
-                    float *Cb = C + (size_t)(i0 + g) * ldc + jp * NR;
-                    if (mr > 16 && nr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 1);
-                    else if (mr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 0);
-                    else if (nr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 1);
-                    else kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 0);
-                }
+            const int last = q0 + KC >= rp;
+            for (int i0 = 0; i0 < m; i0 += MC) {
+                const int mc = m - i0 < MC ? m - i0 : MC;
+                pack_a(S, A, r, i0, mc, q0, nks);
+                amx_block(C, ldc, S, i0, mc, pb, n, rpa, q0, nks, accumulate || q0 > 0, last ? ep : NULL);
+            }
+        }
+    } else {
+        for (int i0 = 0; i0 < m; i0 += MC) {
+            const int mc = m - i0 < MC ? m - i0 : MC;
+            for (long q0 = 0; q0 < rp; q0 += KC) {
+                const long nks = round_ks(rp - q0 < KC ? rp - q0 : KC) / KS;
+                const int last = q0 + KC >= rp;
+                pack_a(S, A, r, i0, mc, q0, nks);
+                amx_block(C, ldc, S, i0, mc, pb, n, rpa, q0, nks, accumulate || q0 > 0, last ? ep : NULL);
             }
         }
     }
     _tile_release();
+}
+
+static void amx_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r, int accumulate,
+                    void *scratch) {
+    amx_run_ep(C, ldc, A, m, pb, n, r, accumulate, scratch, NULL);
 }
 
 #else /* not x86-64 GCC: never available */
@@ -290,6 +345,11 @@ static int amx_available(void) { return 0; }
 static void amx_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r, int accumulate,
                     void *scratch) {
     (void)C, (void)ldc, (void)A, (void)m, (void)pb, (void)n, (void)r, (void)accumulate, (void)scratch;
+}
+static void amx_run_ep(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r, int accumulate,
+                       void *scratch, const sv_gemm_epi *ep) {
+    (void)ep;
+    amx_run(C, ldc, A, m, pb, n, r, accumulate, scratch);
 }
 
 #endif
@@ -304,4 +364,5 @@ const sv_gemm_engine sv_gemm_engine_amx_bf16 = {
     .scratch_bytes = (size_t)MC * KC * sizeof(uint32_t),
     .pack = amx_pack,
     .run = amx_run,
+    .run_ep = amx_run_ep,
 };

@@ -51,32 +51,42 @@ void sv_gemm_bf16_pack_padded(void *pb_, sv_gemm_mat B, int n, int r, int j0, in
     uint32_t *pb = pb_;
     const long rp = (r + 1) / 2;
     if (j1 > n) j1 = n;
-    for (int jp = j0 / NR; jp * NR < j1; jp++) {
-        uint32_t *dst = pb + (size_t)jp * rp_alloc * NR;
-        const int jbase = jp * NR, nj = n - jbase < NR ? n - jbase : NR;
-        if (B.red_contig) {
-            /* column j is a contiguous row of B: 16 columns x 16 pairs at a time, converted and
-             * transposed in registers; columns past n stay zero */
-            for (int j16 = 0; j16 < NR; j16 += 16)
-                for (long q = 0; q < rp; q += 16) {
-                    __m512i v[16];
-                    for (int j = 0; j < 16; j++)
-                        v[j] = j16 + j < nj ? pairs16_contig(B.p + (size_t)(jbase + j16 + j) * B.ld + 2 * q, (long)r - 2 * q)
-                                            : _mm512_setzero_si512();
-                    transpose16(v);
-                    long nq = rp - q < 16 ? rp - q : 16;
-                    for (long t = 0; t < nq; t++) _mm512_storeu_si512(dst + (q + t) * NR + j16, v[t]);
-                }
-        } else {
-            /* reduction rows are contiguous along the columns: two rows make 32 dwords */
-            for (long q = 0; q < rp; q++) {
-                const float *row0 = B.p + (size_t)(2 * q) * B.ld + jbase;
-                const float *row1 = 2 * q + 1 < r ? row0 + B.ld : NULL;
-                _mm512_storeu_si512(dst + q * NR, pairs16_rows(row0, row1, nj));
-                _mm512_storeu_si512(dst + q * NR + 16,
-                                    pairs16_rows(row0 + 16, row1 ? row1 + 16 : NULL, nj - 16));
+    if (j1 <= j0) return;
+    const int jp0 = j0 / NR, jp1 = (j1 + NR - 1) / NR;
+    if (!B.red_contig) {
+        /* reduction rows are contiguous along the columns: two rows make 32 dwords per panel.
+         * Each pair of source rows is read once, left to right across all panels of the range
+         * (sequential reads; the panels are written as parallel streams). */
+        for (long q = 0; q < rp; q++) {
+            const float *row0 = B.p + (size_t)(2 * q) * B.ld;
+            const float *row1 = 2 * q + 1 < r ? row0 + B.ld : NULL;
+            for (int jp = jp0; jp < jp1; jp++) {
+                uint32_t *dst = pb + (size_t)jp * rp_alloc * NR + q * NR;
+                const int jbase = jp * NR, nj = n - jbase < NR ? n - jbase : NR;
+                _mm512_storeu_si512(dst, pairs16_rows(row0 + jbase, row1 ? row1 + jbase : NULL, nj));
+                _mm512_storeu_si512(dst + 16, pairs16_rows(row0 + jbase + 16, row1 ? row1 + jbase + 16 : NULL, nj - 16));
             }
         }
+        if (rp_alloc > rp)
+            for (int jp = jp0; jp < jp1; jp++)
+                memset(pb + (size_t)jp * rp_alloc * NR + rp * NR, 0, (size_t)(rp_alloc - rp) * NR * sizeof(uint32_t));
+        return;
+    }
+    for (int jp = jp0; jp < jp1; jp++) {
+        uint32_t *dst = pb + (size_t)jp * rp_alloc * NR;
+        const int jbase = jp * NR, nj = n - jbase < NR ? n - jbase : NR;
+        /* column j is a contiguous row of B: 16 columns x 16 pairs at a time, converted and
+         * transposed in registers; columns past n stay zero */
+        for (int j16 = 0; j16 < NR; j16 += 16)
+            for (long q = 0; q < rp; q += 16) {
+                __m512i v[16];
+                for (int j = 0; j < 16; j++)
+                    v[j] = j16 + j < nj ? pairs16_contig(B.p + (size_t)(jbase + j16 + j) * B.ld + 2 * q, (long)r - 2 * q)
+                                        : _mm512_setzero_si512();
+                transpose16(v);
+                long nq = rp - q < 16 ? rp - q : 16;
+                for (long t = 0; t < nq; t++) _mm512_storeu_si512(dst + (q + t) * NR + j16, v[t]);
+            }
         if (rp_alloc > rp) memset(dst + rp * NR, 0, (size_t)(rp_alloc - rp) * NR * sizeof(uint32_t));
     }
 }

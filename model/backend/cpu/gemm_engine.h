@@ -38,6 +38,19 @@ typedef struct sv_gemm_mat {
     int red_contig;
 } sv_gemm_mat;
 
+/* An epilogue that an engine with run_ep applies to finished rows of C while they are still in
+ * cache: fn(ep, i, rows) is called exactly once for every row i .. i + rows - 1 of the call's C
+ * (all n columns), after those rows hold their final values, and may rewrite them in place. The
+ * other fields belong to the caller (the engine never reads them). */
+typedef struct sv_gemm_epi {
+    void (*fn)(const struct sv_gemm_epi *ep, int i, int rows);
+    float *out, *pre;
+    const float *bias;
+    size_t ld;
+    int n, bf;
+    const void *k;
+} sv_gemm_epi;
+
 typedef struct sv_gemm_engine {
     const char *name; /* "amx-bf16" | "avx512-bf16" | "avx512-f32" | "avx2-f32" */
     int bf16;         /* 1: operands are rounded to bf16 (use only in bf16 mode) */
@@ -50,6 +63,11 @@ typedef struct sv_gemm_engine {
     void (*pack)(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1);
     void (*run)(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r, int accumulate,
                 void *scratch);
+    /* Optional (NULL when the engine has none): run, then ep->fn (ep may be NULL) on each strip of
+     * finished rows as soon as it is finished, instead of the caller running its epilogue over
+     * all rows afterwards. C gets the same bits as from run. */
+    void (*run_ep)(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r, int accumulate,
+                   void *scratch, const sv_gemm_epi *ep);
 } sv_gemm_engine;
 
 extern const sv_gemm_engine sv_gemm_engine_amx_bf16;    /* gemm_amx.c */
