@@ -1,7 +1,12 @@
 #include "core/trace.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
 
 sv_status sv_trace_init(sv_trace *t, size_t capacity, int rank) {
     t->ev = NULL;
@@ -27,6 +32,7 @@ double sv_trace_now(const sv_trace *t) { return (sv_now_s() - t->t0) * 1e6; }
 void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int arg, double begin_us,
                   double end_us) {
     if (!sv_trace_on(t)) return;
+    SV_ASSERT(tid >= 0 && tid < SV_TRACE_TRACKS);
     if (t->n == t->cap) {
         t->dropped++;
         return;
@@ -40,15 +46,53 @@ void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int a
     e->dur_us = end_us > begin_us ? end_us - begin_us : 0.0;
 }
 
+/* Track names and display order (top to bottom): compute, then the collectives, then the rest. */
+static const char *const k_track_name[SV_TRACE_TRACKS] = {
+    [SV_TRACE_COMPUTE] = "compute",
+    [SV_TRACE_ALL_GATHER] = "all_gather",
+    [SV_TRACE_DATA] = "data",
+    [SV_TRACE_OPTIM] = "optim",
+    [SV_TRACE_REDUCE_SCATTER + 0] = "reduce_scatter buf 0",
+    [SV_TRACE_REDUCE_SCATTER + 1] = "reduce_scatter buf 1",
+    [SV_TRACE_REDUCE_SCATTER + 2] = "reduce_scatter root",
+    [SV_TRACE_ALL_REDUCE] = "all_reduce",
+};
+static const int k_track_order[SV_TRACE_TRACKS] = {
+    [SV_TRACE_COMPUTE] = 0,
+    [SV_TRACE_ALL_GATHER] = 1,
+    [SV_TRACE_REDUCE_SCATTER + 0] = 2,
+    [SV_TRACE_REDUCE_SCATTER + 1] = 3,
+    [SV_TRACE_REDUCE_SCATTER + 2] = 4,
+    [SV_TRACE_ALL_REDUCE] = 5,
+    [SV_TRACE_DATA] = 6,
+    [SV_TRACE_OPTIM] = 7,
+};
+
+/* fclose with the error of any earlier write (ENOSPC, EIO, EFBIG) reported, not lost. */
+static sv_status close_checked(FILE *f, const char *what, const char *path) {
+    int bad = ferror(f) != 0, err = bad ? errno : 0;
+    if (fclose(f) != 0 && !bad) bad = 1, err = errno;
+    return bad ? SV_FAIL(SV_ERR_IO, "cannot write %s %s: %s", what, path, strerror(err ? err : EIO)) : SV_OK;
+}
+
 sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return SV_FAIL(SV_ERR_IO, "cannot write trace part %s", path);
-    static const char *lanes[] = {"compute", "comm", "data", "optim"};
-    for (int lane = 0; lane < 4; lane++)
-        fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}},\n",
-                t->rank, lane, lanes[lane]);
     fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}", t->rank,
             t->rank);
+    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
+            t->rank, t->rank);
+    /* name only the tracks that hold events (an empty named track would show as a blank row) */
+    unsigned used = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->ev[i].tid >= 0 && t->ev[i].tid < SV_TRACE_TRACKS) used |= 1u << t->ev[i].tid;
+    for (int k = 0; k < SV_TRACE_TRACKS; k++) {
+        if (!(used & (1u << k))) continue;
+        fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+                t->rank, k, k_track_name[k]);
+        fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
+                   "\"args\":{\"sort_index\":%d}}", t->rank, k, k_track_order[k]);
+    }
     for (size_t i = 0; i < t->n; i++) {
         const sv_trace_event *e = &t->ev[i];
         fprintf(f, ",\n{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.1f,\"dur\":%.1f",
@@ -56,8 +100,7 @@ sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
         if (e->arg >= 0) fprintf(f, ",\"args\":{\"unit\":%d}", e->arg);
         fputc('}', f);
     }
-    if (fclose(f) != 0) return SV_FAIL(SV_ERR_IO, "cannot write trace part %s", path);
-    return SV_OK;
+    return close_checked(f, "trace part", path);
 }
 
 sv_status sv_trace_merge(const char *path, int world) {
@@ -68,18 +111,27 @@ sv_status sv_trace_merge(const char *path, int world) {
     char buf[65536];
     for (int r = 0; r < world; r++) {
         snprintf(part, sizeof part, "%s.rank%d", path, r);
-        FILE *in = fopen(part, "r");
+        /* the guarded open: a FIFO or device planted under the part's name is refused, never read */
+        int fd;
+        uint64_t left;
+        sv_status os = sv_fileio_open_read(part, &fd, &left);
+        FILE *in = os == SV_OK ? fdopen(fd, "r") : NULL;
         if (!in) {
+            if (os == SV_OK) close(fd);
             fclose(out);
-            return SV_FAIL(SV_ERR_IO, "trace part %s missing", part);
+            if (os == SV_OK) return SV_FAIL(SV_ERR_IO, "trace part %s: %s", part, strerror(errno));
+            sv_err_frame(__FILE__, __LINE__);
+            return os;
         }
         if (r) fputs(",\n", out);
         size_t n;
-        while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+        while (left && (n = fread(buf, 1, left < sizeof buf ? (size_t)left : sizeof buf, in)) > 0) {
+            fwrite(buf, 1, n, out);
+            left -= n;
+        }
         fclose(in);
         remove(part);
     }
     fputs("\n]}\n", out);
-    if (fclose(out) != 0) return SV_FAIL(SV_ERR_IO, "cannot write trace %s", path);
-    return SV_OK;
+    return close_checked(out, "trace", path);
 }

@@ -1,5 +1,15 @@
 /* Chrome/Perfetto trace events ("X" complete events), per rank (DESIGN §5 Trace).
  *
+ * Tracks: pid = rank, tid = one of SV_TRACE_* below. Complete events on one (pid, tid) must
+ * nest or be disjoint (the trace format's rule; Perfetto drops or mis-draws the others), so
+ * every kind of work that can be in flight at the same time as another gets its own track:
+ * compute, the parameter all-gathers (one in flight at a time: the schedule waits for unit u's
+ * gather before it issues u+1's), one reduce-scatter track per gradient buffer (the two block
+ * buffers alternate, so a unit's reduce-scatter can still be in flight when the next one is
+ * issued; the root has its own buffer), the cross-group all-reduce, data wait and the
+ * optimizer. Only the tracks that hold events are written, each named by a thread_name and
+ * ordered by a thread_sort_index metadata event (docs/fsdp.md, "Trace tracks").
+ *
  * A tracer holds a fixed-capacity event array allocated once at start-up; recording never
  * allocates (events beyond capacity are counted as dropped). Names must be string literals or
  * otherwise outlive the tracer. Time is sv_now_s() (core/clock.h, CLOCK_MONOTONIC base) in microseconds since tracer start.
@@ -13,10 +23,21 @@
 #include "core/clock.h" /* sv_now_s */
 #include "core/status.h"
 
+/* Track ids (written as the tid). data and optim keep their historical ids 2 and 3. */
+enum {
+    SV_TRACE_COMPUTE = 0,
+    SV_TRACE_ALL_GATHER = 1,
+    SV_TRACE_DATA = 2,
+    SV_TRACE_OPTIM = 3,
+    SV_TRACE_REDUCE_SCATTER = 4, /* + gradient buffer 0, 1 (block units), 2 (root unit) */
+    SV_TRACE_ALL_REDUCE = 7,
+    SV_TRACE_TRACKS = 8
+};
+
 typedef struct sv_trace_event {
     const char *name;
     const char *cat; /* "compute", "comm", "data", "optim" */
-    int tid;         /* lane: 0 compute, 1 comm, 2 data */
+    int tid;         /* track: SV_TRACE_* */
     int arg;         /* unit index or -1 */
     double ts_us, dur_us;
 } sv_trace_event;

@@ -10,6 +10,27 @@
 
 #define MAX_CLASSES (1 << 20)
 
+/* Does class a (logit va) come before class b (logit vb) in the order of eval/metrics.h? */
+static int ranks_before(float va, int a, float vb, int b) {
+    int na = isnan(va), nb = isnan(vb);
+    if (na != nb) return nb;            /* a number before a NaN */
+    if (!na && va != vb) return va > vb; /* larger first */
+    return a < b;                        /* equal (or both NaN): lowest index first */
+}
+
+int sv_metrics_argmax(const float *x, int K) {
+    int best = 0;
+    for (int k = 1; k < K; k++)
+        if (ranks_before(x[k], k, x[best], best)) best = k;
+    return best;
+}
+
+int sv_metrics_rank(const float *x, int K, int y) {
+    int r = 0;
+    for (int k = 0; k < K; k++) r += k != y && ranks_before(x[k], k, x[y], y);
+    return r;
+}
+
 size_t sv_metrics_i64_len(int k) { return 3 + 2 * (size_t)k + (size_t)k * (size_t)k; }
 
 sv_status sv_metrics_init(sv_metrics *m, int num_classes) {
@@ -50,25 +71,16 @@ sv_status sv_metrics_add_batch(sv_metrics *m, const float *logits, const int32_t
         const float *x = logits + (size_t)b * K;
         const int y = labels[b];
         const float xy = x[y];
-        int greater = 0, pred = -1;
-        float best = 0, mx = -INFINITY;
-        for (int k = 0; k < K; k++) {
-            float v = x[k];
-            if (v > xy) greater++;
-            if (!isnan(v) && (pred < 0 || v > best)) {
-                pred = k;
-                best = v;
-            }
-            if (v > mx) mx = v;
-        }
-        if (pred < 0) pred = 0;
-        int ok_y = !isnan(xy);
+        const int pred = sv_metrics_argmax(x, K), rank = sv_metrics_rank(x, K, y);
+        float mx = -INFINITY;
+        for (int k = 0; k < K; k++)
+            if (x[k] > mx) mx = x[k];
         m->i64[0]++;
-        if (ok_y && greater < 1) {
+        if (pred == y) { /* the same rule as rank == 0: top-1 == per-class == confusion diagonal */
             m->i64[1]++;
             cc[y]++;
         }
-        if (ok_y && greater < SV_METRICS_TOPK) m->i64[2]++;
+        if (rank < SV_METRICS_TOPK) m->i64[2]++;
         ct[y]++;
         conf[(size_t)y * K + pred]++;
         /* log-sum-exp shifted by the max; all-(-inf) or NaN logits give a non-finite loss */

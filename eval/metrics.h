@@ -1,20 +1,22 @@
 /* shardvit eval: classification metrics accumulated over batches and ranks.
  *
  * Rules (documented in docs/formats.md and tested exactly):
- *  - top-k: a sample counts as correct in top-k when FEWER THAN k classes have a logit strictly
- *    greater than the true class's logit. Ties are therefore resolved in favour of the true
- *    class, and the result does not depend on class order. If the true class's logit is NaN
- *    the sample is never correct; NaN logits of other classes never outrank it.
- *  - prediction (confusion matrix column): argmax of the logits, the lowest index winning ties;
- *    NaN logits are ignored (all NaN => class 0). With exact ties the top-1 count can exceed
- *    the confusion diagonal (the two rules differ only there).
+ *  - one order of the classes per sample, used for everything: a larger logit ranks first, and
+ *    equal logits rank by index, the lowest first (torch.argmax's rule: "the first maximal
+ *    value"). NaN ranks below every number (-inf included) and NaNs tie with each other, so a
+ *    NaN never wins unless the whole row is NaN (then class 0 does). sv_metrics_rank gives a
+ *    class's position in that order, sv_metrics_argmax the class at position 0.
+ *  - prediction (confusion matrix column): sv_metrics_argmax.
+ *  - top-k: correct when the true class's rank is below k. Top-1 correct is therefore exactly
+ *    "prediction == label": the top-1 count, the per-class correct counts and the confusion
+ *    diagonal agree, including on exact ties (frequent with bf16 logits: 8 mantissa bits).
  *  - loss: cross-entropy -log softmax(logits)[label], computed in double, summed; a sample with
  *    a non-finite loss makes the sum non-finite (and eval.json then shows null).
  * Samples whose validity mask entry is 0 (padding of the last distributed batch) are ignored.
  *
  * State is two plain arrays so ranks can combine with one all-reduce each (sum as I64 and F64):
  *   i64[0] samples, i64[1] top-1 correct, i64[2] top-5 correct,
- *   i64[3 .. 3+K) per-class correct (top-1 rule), i64[3+K .. 3+2K) per-class total,
+ *   i64[3 .. 3+K) per-class correct (top-1), i64[3+K .. 3+2K) per-class total,
  *   i64[3+2K .. 3+2K+K*K) confusion, row = true class, column = predicted class;
  *   f64[0] summed loss.
  * sv_metrics_init allocates (not a hot path); sv_metrics_add_batch never allocates. */
@@ -35,6 +37,13 @@ typedef struct sv_metrics {
     int64_t *i64;      /* owned, layout above */
     double f64[SV_METRICS_F64_LEN];
 } sv_metrics;
+
+/* The predicted class of logits x (K): the first class in the order above (the largest logit,
+ * the lowest index among equal ones, NaN last). K >= 1. */
+int sv_metrics_argmax(const float *x, int K);
+/* Class y's position in that order: the number of classes with a larger logit, plus those with
+ * an equal logit (or both NaN) at a lower index. 0 <=> y is the argmax; correct in top-k <=> < k. */
+int sv_metrics_rank(const float *x, int K, int y);
 
 size_t sv_metrics_i64_len(int num_classes);
 /* num_classes in [1, 1<<20]; zeroed. */

@@ -11,6 +11,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "eval/report_svg.h"
+#include "fsdp/checkpoint.h"
 
 /* ---- metrics.jsonl ------------------------------------------------------------------------ */
 
@@ -62,6 +63,8 @@ typedef struct eval_data {
     double *acc;    /* [K], NaN for classes without samples */
     long long *correct, *total;
     long long *conf; /* [K*K] or NULL */
+    char xform[512];  /* the evaluation preprocessing, as a sentence ("" = not recorded) */
+    char xform_src[SV_CKPT_PATH_MAX + 256];
 } eval_data;
 
 static void eval_data_free(eval_data *e) {
@@ -78,7 +81,90 @@ static double num_or_nan(const sv_json *o, const char *key) {
     return v && v->type == SV_JSON_NUMBER ? v->u.num.d : NAN;
 }
 
-static sv_status load_eval(const char *path, eval_data *e) {
+/* A recorded eval transform ({"img","channels","crop_pct","crop_mode","interpolation","mean",
+ * "std"}, as index.json's eval_transform, fsdp/ckpt_meta.h) as one sentence; 0 if malformed. */
+static int describe_xform(const sv_json *x, char *out, size_t cap) {
+    double img, crop;
+    const char *interp = NULL, *mode = NULL;
+    if (!x || x->type != SV_JSON_OBJECT || sv_json_get_f64(x, "img", &img) != SV_OK ||
+        sv_json_get_f64(x, "crop_pct", &crop) != SV_OK || !(crop > 0 && crop <= 1) || !(img >= 1 && img < 1e6) ||
+        sv_json_opt_str(x, "interpolation", "bilinear", &interp) != SV_OK ||
+        sv_json_opt_str(x, "crop_mode", "center", &mode) != SV_OK) {
+        sv_err_clear();
+        return 0;
+    }
+    char ms[2][160];
+    static const char *const keys[2] = {"mean", "std"};
+    for (int k = 0; k < 2; k++) {
+        const sv_json *a = sv_json_member_get(x, keys[k]);
+        size_t n = sv_json_count(a), used = 0;
+        ms[k][0] = 0;
+        for (size_t i = 0; i < n && i < 4; i++) {
+            double v;
+            const sv_json *it = sv_json_index(a, i);
+            if (!it || sv_json_as_f64(it, &v) != SV_OK) {
+                sv_err_clear();
+                return 0;
+            }
+            used += (size_t)snprintf(ms[k] + used, sizeof ms[k] - used, "%s%g", i ? ", " : "", v);
+            if (used >= sizeof ms[k]) return 0;
+        }
+        if (!n) snprintf(ms[k], sizeof ms[k], "?");
+    }
+    /* the same arithmetic as data/transform.c sv_eval_box: shorter side -> floor(img / crop_pct) */
+    long resize = (long)floor(img / crop + 1e-9);
+    snprintf(out, cap, "resize the shorter side to %ld px (floor(%g / crop_pct %g), %s), %s crop %g \xc3\x97 %g, "
+             "normalise (x / 255 \xe2\x88\x92 mean) / std with mean %s, std %s", resize, img, crop, interp, mode, img,
+             img, ms[0], ms[1]);
+    return 1;
+}
+
+/* The transform the evaluation used: eval.json's own "eval_transform" when it records one, else
+ * what the run's latest checkpoint recorded (training evaluates with exactly that transform).
+ * run_dir's config.toml names a --ckpt-dir elsewhere. Nothing found leaves e->xform empty. */
+static void load_xform(const char *run_dir, const sv_json *eval_root, eval_data *e) {
+    if (describe_xform(sv_json_member_get(eval_root, "eval_transform"), e->xform, sizeof e->xform)) {
+        snprintf(e->xform_src, sizeof e->xform_src, "recorded in eval.json");
+        return;
+    }
+    char root[SV_CKPT_PATH_MAX], step[SV_CKPT_PATH_MAX], p[SV_CKPT_PATH_MAX + 32];
+    snprintf(root, sizeof root, "%s/checkpoints", run_dir);
+    snprintf(p, sizeof p, "%s/config.toml", run_dir);
+    char *cfg = NULL;
+    size_t len;
+    if (sv_rp_exists(p) && sv_fileio_read_small(p, 1 << 20, &cfg, &len) == SV_OK) {
+        const char *k = strstr(cfg, "\nckpt-dir = \"");
+        if (!k && !strncmp(cfg, "ckpt-dir = \"", 12)) k = cfg - 1;
+        if (k) {
+            k += 13;
+            const char *q = strchr(k, '"');
+            if (q && (size_t)(q - k) < sizeof root) snprintf(root, sizeof root, "%.*s", (int)(q - k), k);
+        }
+    }
+    free(cfg);
+    int found = 0;
+    if (sv_ckpt_latest(root, step, sizeof step, &found) != SV_OK || !found) {
+        sv_err_clear();
+        return;
+    }
+    snprintf(p, sizeof p, "%s/index.json", step);
+    char *text = NULL;
+    sv_json_doc doc;
+    if (sv_fileio_read_small(p, (size_t)64 << 20, &text, &len) != SV_OK ||
+        sv_json_parse(&doc, text, len, p, NULL) != SV_OK) {
+        free(text);
+        sv_err_clear();
+        return;
+    }
+    free(text);
+    if (describe_xform(sv_json_member_get(&doc.root, "eval_transform"), e->xform, sizeof e->xform))
+        snprintf(e->xform_src, sizeof e->xform_src,
+                 "the model's recorded eval transform, %s (training evaluates with it; eval.json itself does not "
+                 "record one, so an evaluation run with overriding flags would not show here)", p);
+    sv_json_doc_free(&doc);
+}
+
+static sv_status load_eval(const char *path, const char *run_dir, eval_data *e) {
     char *text = NULL;
     size_t len = 0;
     SV_TRY(sv_fileio_read_small(path, (size_t)1 << 28, &text, &len));
@@ -108,6 +194,7 @@ static sv_status load_eval(const char *path, eval_data *e) {
         e->correct[k] = (long long)num_or_nan(c, "correct");
         e->total[k] = (long long)num_or_nan(c, "total");
     }
+    if (st == SV_OK) load_xform(run_dir, &doc.root, e);
     sv_json_doc_free(&doc);
     e->have = st == SV_OK;
     return st;
@@ -285,6 +372,24 @@ static void eval_section(sv_rp_buf *b, const eval_data *e) {
                     "<tr><td>top-1</td><td>%.2f%%</td></tr><tr><td>top-5</td><td>%.2f%%</td></tr>"
                     "<tr><td>loss</td><td>%.4f</td></tr><tr><td>samples</td><td>%lld</td></tr></table></div>\n",
                  100 * e->top1, 100 * e->top5, e->loss, e->samples);
+    sv_rp_printf(b, "<p class=\"xform\"><b>Preprocessing:</b> ");
+    if (e->xform[0]) {
+        sv_rp_esc(b, e->xform);
+        sv_rp_printf(b, " <span class=\"muted\">(");
+        sv_rp_esc(b, e->xform_src);
+        sv_rp_printf(b, ")</span></p>\n");
+    } else {
+        sv_rp_printf(b, "<span class=\"muted\">not recorded (eval.json holds no eval_transform and the run "
+                        "directory has no checkpoint recording one)</span></p>\n");
+    }
+    if (e->conf) { /* one argmax rule (eval/metrics.h): per-class correct == confusion diagonal */
+        int bad = 0;
+        for (int k = 0; k < e->K; k++) bad += e->correct[k] != e->conf[(size_t)k * e->K + k];
+        if (bad)
+            sv_rp_printf(b, "<p class=\"muted\">%d classes' correct counts in eval.json differ from the "
+                            "confusion.csv diagonal (files from different evaluations, or from a shardvit "
+                            "that counted logit ties for the true class).</p>\n", bad);
+    }
     sv_rp_class_bars(b, e->names, e->acc, e->correct, e->total, e->K);
     if (e->conf) sv_rp_heatmap(b, e->names, e->conf, e->K);
 }
@@ -300,7 +405,7 @@ sv_status sv_report_write(const char *run_dir, const char *trace_path, const cha
     sv_status st = load_metrics(p, &md);
     if (st == SV_OK) {
         snprintf(p, sizeof p, "%s/eval.json", run_dir);
-        if (sv_rp_exists(p)) st = load_eval(p, &ev);
+        if (sv_rp_exists(p)) st = load_eval(p, run_dir, &ev);
         snprintf(p, sizeof p, "%s/confusion.csv", run_dir);
         if (st == SV_OK && ev.have && ev.K > 0 && sv_rp_exists(p)) st = load_confusion(p, &ev);
     }

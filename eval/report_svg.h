@@ -30,6 +30,46 @@ void sv_rp_series_free(sv_rp_series *s);
 typedef enum { SV_RP_PLAIN = 0, SV_RP_PERCENT, SV_RP_BYTES } sv_rp_fmt;
 void sv_rp_fmt_bytes(double v, char *buf, size_t cap);
 
+/* ---- axes: nice numbers ---------------------------------------------------------------------
+ * Tick steps are 1, 2 or 5 x 10^k in the axis unit (percentage points for fractions shown as
+ * percent; B/KiB/MiB/GiB/TiB for bytes, picked from the largest value), ticks are integer
+ * multiples of the step, and labels are written as people write them: "0", "0.5", "750",
+ * "1.5k", "20k", "2M", "5e-4", "1.2e-3", "12%", "1.5 MiB". SI suffixes k/M/G/T for |v| >= 1000
+ * when the step is >= 100; scientific notation only when the step is below 1e-3 (mantissa
+ * digits as the step needs, exponent unpadded); never a trailing zero or "e+". */
+double sv_rp_nice_step(double range, int target_intervals); /* 1/2/5 x 10^k >= range/target */
+/* v on an axis whose step is `step` (same unit), by the rules above, without a unit suffix. */
+void sv_rp_fmt_nice(double v, double step, char *buf, size_t cap);
+
+typedef struct sv_rp_axis {
+    double first, step; /* ticks: first + i * step, i in [0, n) */
+    int n;
+    double unit;        /* one label unit in data units: 1, 0.01 (percent), 1024^p (bytes) */
+    const char *suffix; /* "", "%", " B", " KiB", ... */
+} sv_rp_axis;
+/* Ticks for data in [vmin, vmax] with about `target` intervals. cover = 1: the ticks enclose
+ * the data (first <= vmin, last >= vmax; a y axis is drawn from first to last tick); cover = 0:
+ * only ticks inside [vmin, vmax] (an x axis). integer = 1: the step is at least 1 (counts such
+ * as steps). A degenerate range gets one unit of room. */
+void sv_rp_axis_make(sv_rp_axis *a, double vmin, double vmax, int target, sv_rp_fmt fmt, int cover,
+                     int integer);
+static inline double sv_rp_axis_tick(const sv_rp_axis *a, int i) { return a->first + i * a->step; }
+static inline double sv_rp_axis_last(const sv_rp_axis *a) { return sv_rp_axis_tick(a, a->n - 1); }
+/* The label of tick value v (data units) with the axis suffix. */
+void sv_rp_axis_label(const sv_rp_axis *a, double v, char *buf, size_t cap);
+
+/* ---- text that fits ----------------------------------------------------------------------
+ * SVG text is never measured by the browser here, so the report budgets SV_RP_EM_PER_CHAR em
+ * per character (UTF-8 code point), a little above a sans-serif font's average width, and lays
+ * out every label so that its estimated box stays inside its box and the viewBox
+ * (tests/eval/report_check.py checks with the same estimate). Vertically a line takes 0.8 em
+ * above the baseline and 0.25 em below. */
+#define SV_RP_EM_PER_CHAR 0.6
+double sv_rp_text_width(const char *s, double font_px);
+/* s cut to fit max_w px at font_px, ending in an ellipsis when cut; "" when not even one
+ * character and the ellipsis fit. Returns buf (cap >= 8). */
+const char *sv_rp_fit(const char *s, double font_px, double max_w, char *buf, size_t cap);
+
 /* A line chart panel: one <path class="series" data-series="<label>" data-points="<n>"> per
  * non-empty series (points with non-finite y are left out). Nothing is drawn (a short note
  * instead) when all series are empty. */

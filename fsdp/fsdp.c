@@ -219,7 +219,8 @@ static sv_status gather_wait(sv_fsdp *f, sv_comm_req *req, int u, double t_issue
     if (req->slot < 0) return SV_OK;
     SV_TRY(sv_comm_wait(f->shard, req));
     req->slot = -1;
-    if (f->trace) sv_trace_add(f->trace, "all_gather", "comm", 1, u, t_issue, comm_done_us(f, f->shard));
+    if (f->trace)
+        sv_trace_add(f->trace, "all_gather", "comm", SV_TRACE_ALL_GATHER, u, t_issue, comm_done_us(f, f->shard));
     return SV_OK;
 }
 
@@ -325,14 +326,16 @@ static sv_status grad_finish(sv_fsdp *f, sv_grad_slot *g) {
     size_t sh = f->L.units[u].shard;
     if (g->pending) {
         SV_TRY(sv_comm_wait(f->shard, &g->req));
-        if (f->trace) sv_trace_add(f->trace, "reduce_scatter", "comm", 1, u, g->t_issue, comm_done_us(f, f->shard));
+        if (f->trace) /* one track per gradient buffer: two reductions can be in flight at once */
+            sv_trace_add(f->trace, "reduce_scatter", "comm", SV_TRACE_REDUCE_SCATTER + (int)(g - f->gslot), u,
+                         g->t_issue, comm_done_us(f, f->shard));
         g->pending = 0;
     }
     if (f->cfg.reduce_dtype == SV_BF16) SV_TRY(sv_be_bf16_to_f32(f->be, g->recv, g->recv16, sh));
     if (f->repl_size > 1) {
         double t = tnow(f);
         SV_TRY(sv_comm_all_reduce_sync(f->repl, g->recv, sh, SV_COMM_F32, SV_COMM_SUM));
-        if (f->trace) sv_trace_add(f->trace, "all_reduce", "comm", 1, u, t, sv_trace_now(f->trace));
+        if (f->trace) sv_trace_add(f->trace, "all_reduce", "comm", SV_TRACE_ALL_REDUCE, u, t, sv_trace_now(f->trace));
     }
     SV_TRY(sv_be_add_f32(f->be, f->us[u].grad, g->recv, sh));
     if (g->buf == f->us[u].local_grad) SV_TRY(sv_be_zero(f->be, g->buf, f->L.units[u].padded * 4));
@@ -410,7 +413,7 @@ static sv_status forward_blocks(sv_fsdp *f) {
         }
         if (f->trace) {
             SV_TRY(sv_be_sync(f->be));
-            sv_trace_add(f->trace, "forward", "compute", 0, u, t, sv_trace_now(f->trace));
+            sv_trace_add(f->trace, "forward", "compute", SV_TRACE_COMPUTE, u, t, sv_trace_now(f->trace));
         }
         release_unit(f, u);
     }
@@ -436,7 +439,7 @@ sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_
     root_views(f, f->us[0].gathered, NULL, &rp, NULL);
     double t = tnow(f);
     SV_TRY(sv_vit_embed_fwd(m, &rp, images));
-    if (f->trace) sv_trace_add(f->trace, "embed", "compute", 0, 0, t, sv_trace_now(f->trace));
+    if (f->trace) sv_trace_add(f->trace, "embed", "compute", SV_TRACE_COMPUTE, 0, t, sv_trace_now(f->trace));
     SV_TRY(forward_blocks(f));
     t = tnow(f);
     SV_TRY(sv_vit_head_fwd(m, &rp, labels, soft, smoothing, grad_scale));
@@ -452,7 +455,7 @@ sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_
     sv_root_grads rg;
     root_views(f, f->us[0].gathered, root_gbuf, NULL, &rg);
     SV_TRY(sv_vit_head_bwd(m, &rp, &rg));
-    if (f->trace) sv_trace_add(f->trace, "head", "compute", 0, 0, t, sv_trace_now(f->trace));
+    if (f->trace) sv_trace_add(f->trace, "head", "compute", SV_TRACE_COMPUTE, 0, t, sv_trace_now(f->trace));
 
     SV_TRY(prefetch_unit(f, U - 1));
     for (int u = U - 1; u >= 1; u--) {
@@ -471,14 +474,14 @@ sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_
         }
         if (f->trace) {
             SV_TRY(sv_be_sync(f->be));
-            sv_trace_add(f->trace, "backward", "compute", 0, u, t, sv_trace_now(f->trace));
+            sv_trace_add(f->trace, "backward", "compute", SV_TRACE_COMPUTE, u, t, sv_trace_now(f->trace));
         }
         if (g) SV_TRY(grad_issue(f, g)); /* reduce-scatter as soon as the unit's backward ends */
         release_unit(f, u);
     }
     t = tnow(f);
     SV_TRY(sv_vit_embed_bwd(m, &rp, &rg));
-    if (f->trace) sv_trace_add(f->trace, "embed_bwd", "compute", 0, 0, t, sv_trace_now(f->trace));
+    if (f->trace) sv_trace_add(f->trace, "embed_bwd", "compute", SV_TRACE_COMPUTE, 0, t, sv_trace_now(f->trace));
     if (root_g) SV_TRY(grad_issue(f, root_g));
     for (int i = 0; i < 3; i++) SV_TRY(grad_finish(f, &f->gslot[i]));
     return SV_OK;

@@ -1,6 +1,7 @@
-/* eval/metrics: hand-built logits with exact expected top-1/top-5 (tie rule), per-class counts,
- * confusion matrix (argmax, lowest index on ties), loss, validity mask, label errors, merging
- * split accumulators, NaN handling, and the eval.json / confusion CSV files. */
+/* eval/metrics: hand-built logits with exact expected top-1/top-5, per-class counts and
+ * confusion matrix under the one tie rule (the lowest index wins, as torch.argmax), loss,
+ * validity mask, label errors, merging split accumulators, NaN handling, and the eval.json /
+ * confusion CSV files. */
 #include <math.h>
 #include <string.h>
 
@@ -11,12 +12,12 @@
 #define K 6
 /* sample: logits, label. Expected outcomes are worked out by hand next to each row. */
 static const float logits[7][K] = {
-    {1, 2, 3, 4, 5, 6}, /* label 5: nothing greater -> top1, top5; pred 5 */
-    {1, 2, 3, 4, 5, 6}, /* label 0: 5 greater -> neither; pred 5 */
-    {1, 2, 3, 4, 5, 6}, /* label 1: 4 greater -> top5 only; pred 5 */
-    {3, 3, 1, 0, 0, 0}, /* label 1: tie with class 0 -> top1 (tie favours truth); pred 0 */
-    {0, 0, 0, 0, 0, 0}, /* label 4: all equal -> top1, top5; pred 0 */
-    {9, 9, 9, 9, 1, 1}, /* label 5: 4 greater, class 4 ties -> top5 only; pred 0 */
+    {1, 2, 3, 4, 5, 6}, /* label 5: rank 0 -> top1, top5; pred 5 */
+    {1, 2, 3, 4, 5, 6}, /* label 0: rank 5 -> neither; pred 5 */
+    {1, 2, 3, 4, 5, 6}, /* label 1: rank 4 -> top5 only; pred 5 */
+    {3, 3, 1, 0, 0, 0}, /* label 1: ties class 0, which has the lower index -> rank 1: top5 only; pred 0 */
+    {0, 0, 0, 0, 0, 0}, /* label 4: all equal -> rank 4: top5 only; pred 0 */
+    {9, 9, 9, 9, 1, 1}, /* label 5: 4 greater + class 4 ties at a lower index -> rank 5: neither; pred 0 */
     {7, 7, 7, 7, 7, 7}, /* label 99 but masked out: ignored */
 };
 static const int32_t labels[7] = {5, 0, 1, 1, 4, 5, 99};
@@ -30,11 +31,11 @@ static double ce(const float *x, int y) { /* independent double-precision refere
 
 static void check_expected(const sv_metrics *m) {
     CHECK(sv_metrics_samples(m) == 6);
-    CHECK(sv_metrics_top1_correct(m) == 3);
-    CHECK(sv_metrics_top5_correct(m) == 5);
-    CHECK_CLOSE(sv_metrics_top1(m), 0.5, 0);
-    CHECK_CLOSE(sv_metrics_top5(m), 5.0 / 6.0, 1e-15);
-    const int64_t want_correct[K] = {0, 1, 0, 0, 1, 1}, want_total[K] = {1, 2, 0, 0, 1, 2};
+    CHECK(sv_metrics_top1_correct(m) == 1);
+    CHECK(sv_metrics_top5_correct(m) == 4);
+    CHECK_CLOSE(sv_metrics_top1(m), 1.0 / 6.0, 1e-15);
+    CHECK_CLOSE(sv_metrics_top5(m), 4.0 / 6.0, 1e-15);
+    const int64_t want_correct[K] = {0, 0, 0, 0, 0, 1}, want_total[K] = {1, 2, 0, 0, 1, 2};
     for (int k = 0; k < K; k++) {
         CHECK(sv_metrics_class_correct(m)[k] == want_correct[k]);
         CHECK(sv_metrics_class_total(m)[k] == want_total[k]);
@@ -98,9 +99,10 @@ static void test_nan_and_small_k(void) {
     const float x[3][3] = {{0, 0, NAN}, {NAN, 1, 0}, {NAN, NAN, NAN}};
     const int32_t y[3] = {2, 2, 1};
     CHECK_OK(sv_metrics_add_batch(&m, &x[0][0], y, NULL, 3));
-    /* true logit NaN: never correct; NaN elsewhere never outranks; K < 5: top-5 = any finite */
+    /* NaN ranks below every number (and ties with NaN): row 0's true class is last (rank 2),
+     * row 1's second, row 2 (all NaN) predicts class 0; K < 5: every sample is top-5 */
     CHECK(sv_metrics_top1_correct(&m) == 0);
-    CHECK(sv_metrics_top5_correct(&m) == 1);
+    CHECK(sv_metrics_top5_correct(&m) == 3);
     const int64_t *cf = sv_metrics_confusion(&m);
     CHECK(cf[2 * 3 + 0] == 1); /* row 0: NaN ignored, classes 0 and 1 tie -> 0 */
     CHECK(cf[2 * 3 + 1] == 1); /* row 1: argmax over {1, 0} -> class 1 */

@@ -3,8 +3,12 @@
 # exactly the arena the trainer carves for the same configuration.
 SHARDVIT=$1
 source "$(dirname "$0")/lib.sh"
-run tr 2 --steps 3 --trace "$WORK/trace.json"
+# several steps with prefetch: reduce-scatters and prefetched all-gathers are in flight together
+run tr 2 --steps 5 --trace "$WORK/trace.json"
 "$PY" "$HERE/check_trace.py" "$WORK/trace.json" 2 3
+# the cross-group all-reduce and gradient accumulation get well-nested tracks too
+run tra 2 --steps 2 --strategy hybrid_shard --shard-group 1 --accum 2 --trace "$WORK/trace_ar.json"
+"$PY" "$HERE/check_trace.py" --tracks-only "$WORK/trace_ar.json" 2 3
 [ ! -e "$WORK/trace.json.rank0" ] || { echo "FAIL: trace part files left behind"; exit 1; }
 PLAN_TINY="--model vit-28 --dim 36 --depth 3 --heads 3 --batch-size 24"
 # plan vs trainer: the planned total equals what the trainer logs as its memory plan
