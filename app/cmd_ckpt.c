@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "app/commands.h"
+#include "app/preempt.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "fsdp/safetensors.h"
 
@@ -16,6 +18,7 @@
 sv_status sv_train_ckpt_setup(sv_train_ckpt *c, const char *ckpt_dir, const char *out) {
     c->dir = NULL;
     c->last_saved = -1;
+    c->last_save_s = sv_now_s();
     if (ckpt_dir) c->dir = ckpt_dir;
     else if (out) {
         if ((size_t)snprintf(c->dir_buf, sizeof c->dir_buf, "%s/checkpoints", out) >= sizeof c->dir_buf)
@@ -74,22 +77,69 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *
     return SV_OK;
 }
 
-static sv_status save(sv_run *r, sv_train_ckpt *c) {
+/* Save step r->fsdp.step: in the background with --async-ckpt (a save still in flight is
+ * finished first), else before returning. `now`: the save must be complete on return (the run
+ * ends). */
+static sv_status save(sv_run *r, sv_train_ckpt *c, int now) {
     c->state.step = r->fsdp.step;
     c->state.skipped_steps = (int64_t)r->fsdp.ctr.skipped_steps;
-    SV_TRY(sv_ckpt_save(&r->fsdp, c->dir, &c->state, &c->meta, c->keep, NULL, 0));
+    double t0 = sv_now_s();
+    if (c->async && !c->aw) SV_TRY(sv_ckpt_async_create(&c->aw));
+    if (c->aw) SV_TRY(sv_ckpt_save_finish(&r->fsdp, c->aw, NULL, 0));
+    if (c->async && !now) {
+        SV_TRY(sv_ckpt_save_begin(&r->fsdp, c->aw, 1, c->dir, &c->state, &c->meta, c->keep));
+    } else {
+        SV_TRY(sv_ckpt_save(&r->fsdp, c->dir, &c->state, &c->meta, c->keep, NULL, 0));
+    }
+    c->blocked_s += sv_now_s() - t0;
     c->last_saved = c->state.step;
+    c->last_save_s = sv_now_s();
     return SV_OK;
 }
 
-sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done) {
-    if (!c->dir || c->every <= 0 || done % c->every) return SV_OK;
-    return save(r, c);
+sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done, int *stop,
+                                   sv_status (*before_save)(void *), void *ctx) {
+    *stop = 0;
+    /* [0] a preemption signal here, [1] --ckpt-every-minutes due by this rank's clock, [2] this
+     * rank's background writer still busy: the maximum over ranks, so that all ranks stop, save
+     * or publish at the same step. */
+    double v[3] = {(double)sv_preempt_received(),
+                   c->dir && c->every_minutes > 0 && sv_now_s() - c->last_save_s >= c->every_minutes * 60.0,
+                   !sv_ckpt_save_written(c->aw)};
+    if (r->world > 1) SV_TRY(sv_comm_all_reduce_sync(r->world_comm, v, 3, SV_COMM_F64, SV_COMM_MAX));
+    if (sv_ckpt_save_in_flight(c->aw) && v[2] == 0) { /* every shard is on disk: publish it */
+        double t0 = sv_now_s();
+        SV_TRY(sv_ckpt_save_finish(&r->fsdp, c->aw, NULL, 0));
+        c->blocked_s += sv_now_s() - t0;
+    }
+    int by_steps = c->dir && c->every > 0 && done % c->every == 0;
+    *stop = (int)v[0];
+    if (*stop)
+        SV_WARN("%s received%s: stopping after step %ld%s", sv_preempt_signal_name(*stop),
+                sv_preempt_received() ? "" : " by another rank", done,
+                c->dir ? ", saving a checkpoint" : " (no checkpoint directory: nothing is saved)");
+    if (!c->dir || !(by_steps || v[1] > 0 || *stop) || c->last_saved == done) {
+        if (*stop && c->aw) SV_TRY(sv_ckpt_save_finish(&r->fsdp, c->aw, NULL, 0));
+        return SV_OK;
+    }
+    if (before_save) SV_TRY(before_save(ctx));
+    return save(r, c, *stop);
 }
 
 sv_status sv_train_ckpt_end(sv_run *r, sv_train_ckpt *c, long done) {
-    if (!c->dir || c->last_saved == done) return SV_OK;
-    return save(r, c);
+    double t0 = sv_now_s();
+    if (c->aw) SV_TRY(sv_ckpt_save_finish(&r->fsdp, c->aw, NULL, 0));
+    c->blocked_s += sv_now_s() - t0;
+    if (c->dir && c->last_saved != done) SV_TRY(save(r, c, 1));
+    if (c->blocked_s > 0)
+        SV_INFO("checkpoint: saves blocked the run %.3f s in total (the final save and the wait for one in flight "
+                "included)", c->blocked_s);
+    return SV_OK;
+}
+
+void sv_train_ckpt_free(sv_train_ckpt *c) {
+    sv_ckpt_async_destroy(c->aw);
+    c->aw = NULL;
 }
 
 sv_status sv_train_dump_logits(sv_run *r, const sv_loader_opts *train_lo, const char *path) {
@@ -144,7 +194,9 @@ int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc) {
                         "directory OUT for M shard ranks, the files a run of M ranks would have saved. Offline, no "
                         "MPI. Streams with bounded memory: one 4 MiB write buffer plus one read chunk (<= 16 MiB, "
                         "4 MiB as written by shardvit) plus the index tables, whatever the model size. Every chunk "
-                        "read is CRC-checked. N -> M -> N reproduces the original shard files byte for byte.",
+                        "read is CRC-checked. N -> M -> N reproduces the original shard files byte for byte. OUT "
+                        "must not exist and must not lie inside IN; it is built in a fresh OUT.tmp-XXXXXXXX "
+                        "directory (removed on failure) and renamed.",
                         2};
     char *pos[2];
     int npos;
@@ -167,8 +219,11 @@ int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
     sv_cmd_spec spec = {"export", "shardvit export CKPT OUT.safetensors [--dtype fp32|bf16]",
                         "Write the master weights of checkpoint CKPT (step directory, checkpoint root or run "
                         "directory) as a safetensors file with timm VisionTransformer names and shapes, and "
-                        "config.json next to it as timm writes it. Streams tensor by tensor; reads only the master "
-                        "ranges (never the optimizer state), each chunk CRC-checked.",
+                        "config.json next to it as timm writes it, plus classes.txt (the recorded label names, one "
+                        "per line) when the checkpoint has them. Streams tensor by tensor; reads only the master "
+                        "ranges (never the optimizer state), each chunk CRC-checked. Outputs never go inside CKPT "
+                        "and never replace a directory, FIFO, device or symbolic link; an existing OUT is replaced "
+                        "only when it is a safetensors file.",
                         2};
     char *pos[2];
     int npos;
@@ -199,7 +254,8 @@ int sv_cmd_import(int argc, char **argv, const sv_proc *proc) {
                         "Validate a timm VisionTransformer safetensors file (header, dtypes, offsets) and check it "
                         "against the model the flags describe: every tensor present with its shape, except the head "
                         "(a different --num-classes gets a fresh head) and pos_embed (a different patch grid is "
-                        "resampled bicubically as timm does). Loading happens in training: "
+                        "resampled bicubically as timm does), and every value that would be loaded finite (a NaN or "
+                        "Inf is named with its tensor and index). Loading happens in training: "
                         "`shardvit train --init-from FILE.safetensors [same model flags]` seeds the master weights "
                         "(optimizer state zero) at any world size.",
                         1};

@@ -12,6 +12,12 @@ typedef struct sv_train_ckpt {
     const char *resume;    /* NULL, "auto", or a run dir / checkpoint root / step dir */
     const char *init_from; /* safetensors file or NULL */
     int every, keep;       /* --ckpt-every (0: only at the end), --keep (0: all) */
+    double every_minutes;  /* --ckpt-every-minutes (0: off): save when this long has passed since
+                              the last save (or the start) on any rank */
+    double last_save_s;    /* sv_now_s() of the last save or of the start */
+    int async;             /* --async-ckpt: shards written by a background thread */
+    sv_ckpt_async *aw;     /* its writer state (NULL until the first asynchronous save) */
+    double blocked_s;      /* seconds training was blocked by saves, in total */
     /* Filled by the trainer before training: seed, total_steps, lr, min_lr, warmup,
      * global_batch; kept current during training: epoch/cursor of the next batch. */
     sv_ckpt_train_state state;
@@ -27,10 +33,19 @@ sv_status sv_train_ckpt_setup(sv_train_ckpt *c, const char *ckpt_dir, const char
 /* Before the first step (collective): --init-from, then --resume (restores parameters,
  * optimizer state, step counters and the loader position). *start_step: first step to run. */
 sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *start_step);
-/* After `done` optimizer steps (collective): save when --ckpt-every divides it. */
-sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done);
-/* After training (collective): save unless step `done` is already on disk. */
+/* After `done` optimizer steps (collective; one small all-reduce so that every rank decides the
+ * same): save when --ckpt-every divides `done`, when --ckpt-every-minutes have passed on any
+ * rank, or when a preemption signal (app/preempt.h) reached any rank; in that last case *stop is
+ * set to the signal and the caller ends training. `before_save` (may be NULL) runs on every rank
+ * just before a save (flushing logs). Without a checkpoint directory a signal still stops the run
+ * (*stop set) but nothing is saved. */
+sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done, int *stop,
+                                   sv_status (*before_save)(void *), void *ctx);
+/* After training (collective): finish a save in flight, then save unless step `done` is already
+ * on disk. Also on the way out of a failed run (every rank calls it or none): see _free. */
 sv_status sv_train_ckpt_end(sv_run *r, sv_train_ckpt *c, long done);
+/* Release the writer (joins a thread still running; nothing published). */
+void sv_train_ckpt_free(sv_train_ckpt *c);
 /* Debug (collective): forward the first evaluation-transform batch of the loader described by
  * `lo` (training data, identity order) and have rank 0 write PATH as safetensors with
  * "images" (B, C, H, W) F32, "labels" (B) I32 and "logits" (B, K) F32 of its micro-batch. */

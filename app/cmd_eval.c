@@ -14,7 +14,7 @@
 typedef struct eval_opts {
     sv_run_opts run;
     const char *data, *out, *weights, *ckpt, *classes;
-    int workers, synth_samples;
+    int workers, synth_samples, ignore_class_names;
     sv_xform_flags xf; /* unset unless given: the model's transform applies */
 } eval_opts;
 
@@ -34,9 +34,10 @@ static void print_summary(const sv_evaluator *e, const char *data, char **names,
             printf("    ... (%d classes; all of them are in eval.json)\n", K);
             break;
         }
-        char buf[16];
+        char buf[16], esc[SV_ESC_CAP]; /* names come from files: printed escaped */
         const char *name = k < n_names ? names[k] : sv_eval_class_name(e, k, buf, sizeof buf);
-        printf("    %-24s %.4f  %lld/%lld\n", name, (double)cc[k] / (double)ct[k], (long long)cc[k], (long long)ct[k]);
+        printf("    %-24s %.4f  %lld/%lld\n", sv_log_esc(name, esc, sizeof esc), (double)cc[k] / (double)ct[k],
+               (long long)cc[k], (long long)ct[k]);
     }
     fflush(stdout);
 }
@@ -54,8 +55,16 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     char msrc[4200];
     *usage = 0;
     SV_TRY(sv_app_model_meta(o->weights, o->ckpt, &meta, msrc, sizeof msrc));
-    free(meta.labels);
-    SV_TRY(sv_xform_resolve(&o->xf, &meta.xform, msrc, mo.img, mo.in_chans, &xf));
+    sv_status mst = sv_xform_resolve(&o->xf, &meta.xform, msrc, mo.img, mo.in_chans, &xf);
+    if (mst == SV_OK) { /* outputs must not go into the checkpoint or replace a non-file */
+        char step_dir[SV_CKPT_PATH_MAX];
+        mst = o->ckpt ? sv_ckpt_resolve(o->ckpt, step_dir, sizeof step_dir) : SV_OK;
+        if (mst == SV_OK) mst = sv_eval_check_outputs(o->out, o->ckpt ? step_dir : NULL);
+    }
+    if (mst != SV_OK) {
+        free(meta.labels);
+        return mst;
+    }
     *usage = 1;
     /* The global batch must split evenly over the ranks; round up rather than refuse. */
     int W = proc->world, B = o->run.batch_size;
@@ -65,7 +74,11 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
         o->run.batch_size = B;
     }
     sv_run r;
-    SV_TRY(sv_run_setup(&r, &o->run, proc->rank, proc->world, proc->local_rank, proc->local_size));
+    sv_status sst = sv_run_setup(&r, &o->run, proc->rank, proc->world, proc->local_rank, proc->local_size);
+    if (sst != SV_OK) {
+        free(meta.labels);
+        return sst;
+    }
     *usage = 0;
     sv_dataset *ds = NULL;
     sv_evaluator ev = {0};
@@ -80,6 +93,15 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     dopts.synth_channels = r.vcfg.in_chans;
     dopts.synth_seed = 1234; /* the task train --data synthetic learns */
     if (st == SV_OK) st = sv_dataset_open(o->data, &dopts, &ds);
+    if (st == SV_OK && meta.labels) { /* label k of the data must be class k of the model */
+        char lsrc[4300];
+        snprintf(lsrc, sizeof lsrc, "%s%s", o->weights ? "config.json beside " : "", msrc);
+        sv_status cst = sv_eval_check_class_names(ds, meta.labels, meta.n_labels, lsrc);
+        if (cst != SV_OK && o->ignore_class_names) SV_WARN("--ignore-class-names: %s", sv_err_msg());
+        else st = cst;
+    }
+    free(meta.labels);
+    meta.labels = NULL;
     if (st == SV_OK && o->classes) st = sv_classes_read(o->classes, &names, &n_names);
     if (st == SV_OK && names && n_names != r.vcfg.num_classes)
         st = SV_FAIL(SV_ERR_INVALID, "--classes %s lists %d names but the model has %d classes", o->classes, n_names,
@@ -129,6 +151,8 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 1 << 20, "global batch (rounded up to a multiple of ranks)", 0},
         SV_XFORM_FLAGS(o.xf),
         {"synth-samples", SV_FLAG_INT, &o.synth_samples, 1, 1 << 30, "samples in --data synthetic", 0},
+        {"ignore-class-names", SV_FLAG_BOOL, &o.ignore_class_names, 0, 0,
+         "evaluate even when the data set's class names differ from the label names the model recorded", 0},
         {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank (0 = cores)", 0},
         {"strategy", SV_FLAG_STR, &o.run.strategy, 0, 0, "full_shard | shard_grad_op | no_shard | hybrid_shard", 0},
         {"shard-group", SV_FLAG_INT, &o.run.shard_group, 0, 1 << 20, "hybrid_shard group size", 0},
@@ -144,7 +168,9 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
                         "them); model flags override it. The eval transform (crop_pct, interpolation, mean, std) is the "
                         "one the model recorded (checkpoint index.json, or config.json's pretrained_cfg beside "
                         "--weights), else the defaults; --crop-pct/--interp/--mean/--std override it, and a line "
-                        "names each value's source.",
+                        "names each value's source. When the model recorded label names, the data set's class names must "
+                        "equal them class by class (else an error names the first difference; --ignore-class-names "
+                        "overrides).",
                         0};
     char *pos[1];
     int npos;

@@ -69,10 +69,12 @@ static void print_one(const predict_opts *o, const char *img, const float *z, in
         sv_json_writer_free(&w);
         return;
     }
-    printf("%s\n", img);
+    char esc[SV_ESC_CAP]; /* class names come from files: never raw control characters */
+    printf("%s\n", sv_log_esc(img, esc, sizeof esc));
     for (int i = 0; i < n; i++) {
         snprintf(num, sizeof num, "%d", tmp[i].k);
-        printf("  %2d. %6.2f%%  %s", i + 1, 100.0 * tmp[i].p, tmp[i].k < n_names ? names[tmp[i].k] : num);
+        printf("  %2d. %6.2f%%  %s", i + 1, 100.0 * tmp[i].p,
+               tmp[i].k < n_names ? sv_log_esc(names[tmp[i].k], esc, sizeof esc) : num);
         if (tmp[i].k < n_names) printf(" (%d)", tmp[i].k);
         printf("\n");
     }
@@ -136,8 +138,11 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
             char *bytes = NULL;
             size_t len = 0;
             st = sv_fileio_read_small(imgs[i0 + i], (size_t)1 << 28, &bytes, &len);
-            if (st == SV_OK && (st = sv_load_image(&jc, &rs, (const uint8_t *)bytes, len, &x, h_img + i * per)) != SV_OK)
-                st = SV_FAIL(st, "%s: %s", imgs[i0 + i], sv_err_msg());
+            if (st == SV_OK && (st = sv_load_image(&jc, &rs, (const uint8_t *)bytes, len, &x, h_img + i * per)) != SV_OK) {
+                char why[1024]; /* sv_err_msg() is the buffer SV_FAIL writes: copy it first */
+                snprintf(why, sizeof why, "%s", sv_err_msg());
+                st = SV_FAIL(st, "%s: %s", imgs[i0 + i], why);
+            }
             free(bytes);
         }
         if (st == SV_OK) st = sv_be_upload(r.be, d_img, h_img, (size_t)micro * per * 4);

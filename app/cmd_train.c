@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
+#include <signal.h>
 
 #include "app/commands.h"
 #include "app/mpi_env.h"
@@ -13,9 +13,12 @@
 #include "app/train_step.h"
 #include "app/train_log.h"
 #include "app/cmd_ckpt.h"
+#include "app/preempt.h"
+#include "app/run_dir.h"
 #include "app/xform.h"
 #include "core/log.h"
 #include "data/loader.h"
+#include "fsdp/ckpt_out.h"
 
 typedef struct train_opts {
     sv_run_opts run;
@@ -34,8 +37,18 @@ typedef struct train_opts {
     int debug_nan_rank;
     const char *ckpt_dir, *resume, *init_from, *dump_logits; /* app/cmd_ckpt.h */
     int ckpt_every, keep;
+    double ckpt_minutes;        /* --ckpt-every-minutes */
+    int async_ckpt;             /* --async-ckpt */
+    const char *preempt_signal; /* --preempt-signal */
     int eval_every; /* evaluate --val-data every N steps (0: at the end only) */
 } train_opts;
+
+/* What ended the loop early: a preemption signal (its number; 0: none). */
+typedef struct train_end {
+    int signal;
+    long step;
+    int saved;
+} train_end;
 
 static double lr_at(const train_opts *o, long step, long total) {
     if (step < o->warmup) return o->lr * (double)(step + 1) / (double)o->warmup;
@@ -43,19 +56,6 @@ static double lr_at(const train_opts *o, long step, long total) {
     double p = span > 0 ? (double)(step - o->warmup) / span : 1.0;
     if (p > 1) p = 1;
     return o->min_lr + 0.5 * (o->lr - o->min_lr) * (1.0 + cos(M_PI * p));
-}
-
-static sv_status mkdir_p(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0755) && errno != EEXIST) return SV_FAIL(SV_ERR_IO, "cannot create %s: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) && errno != EEXIST) return SV_FAIL(SV_ERR_IO, "cannot create %s: %s", buf, strerror(errno));
-    return SV_OK;
 }
 
 /* Batch memory for the loader from the backend's host allocator (pinned on CUDA, so copies to
@@ -104,11 +104,12 @@ typedef struct train_feed {
     int32_t *labels;
     long step, poison_step; /* test hook SHARDVIT_TEST_POISON_BATCH: step to poison, -1 = never */
     int poison_rank;
+    long signal_step; /* test hook SHARDVIT_TEST_SIGNAL_AT: step during which to raise, -1 = never */
+    int signal_rank, signal_sig;
     uint64_t next_epoch, next_cursor; /* loader resume point after the last batch (checkpoints) */
 } train_feed;
 
 static sv_status train_feed_next(void *ctx, int micro, sv_micro_batch *mb) {
-    (void)micro;
     train_feed *f = ctx;
     const sv_vit_config *c = &f->r->vcfg;
     size_t B = (size_t)f->r->micro_batch, K = (size_t)c->num_classes;
@@ -119,6 +120,7 @@ static sv_status train_feed_next(void *ctx, int micro, sv_micro_batch *mb) {
     f->next_epoch = b->next_epoch;
     f->next_cursor = b->next_cursor;
     if (f->step == f->poison_step && f->r->rank == f->poison_rank) b->images[0] = NAN; /* test hook */
+    if (f->step == f->signal_step && f->r->rank == f->signal_rank && micro == 0) raise(f->signal_sig); /* test hook */
     SV_TRY(sv_be_upload_async(f->r->be, f->images, b->images, B * c->in_chans * c->img * c->img * 4));
     SV_TRY(sv_be_upload_async(f->r->be, f->labels, b->labels, B * 4));
     if (b->soft_targets) SV_TRY(sv_be_upload_async(f->r->be, f->soft, b->soft_targets, B * K * 4));
@@ -141,12 +143,40 @@ static sv_status record_labels(const sv_dataset *ds, sv_ckpt_meta *meta) {
     return SV_OK;
 }
 
-static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
+/* Training and evaluation data must name the same classes in the same order (label k of one is
+ * label k of the other); synthetic data has no names. */
+static sv_status same_classes(const sv_dataset *a, const sv_dataset *b, const char *an, const char *bn) {
+    if (sv_dataset_kind_of(a) == SV_DATASET_SYNTHETIC || sv_dataset_kind_of(b) == SV_DATASET_SYNTHETIC) return SV_OK;
+    int na = sv_dataset_num_classes(a), nb = sv_dataset_num_classes(b);
+    for (int k = 0; k < na && k < nb; k++) {
+        const char *x = sv_dataset_class_name(a, k), *y = sv_dataset_class_name(b, k);
+        if (x && y && strcmp(x, y)) {
+            char ex[160], ey[160];
+            return SV_FAIL(SV_ERR_INVALID, "--val-data %s names class %d '%s' but --data %s names it '%s'", bn, k,
+                           sv_log_esc(y, ey, sizeof ey), an, sv_log_esc(x, ex, sizeof ex));
+        }
+    }
+    if (nb > na)
+        return SV_FAIL(SV_ERR_INVALID, "--val-data %s has %d classes, more than the %d of --data %s", bn, nb, na, an);
+    return SV_OK;
+}
+
+static sv_status flush_logs(void *lg) { return sv_train_log_sync(lg); }
+
+static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
     const sv_vit_config *c = &r->vcfg;
     sv_dataset *ds = NULL, *vds = NULL;
     sv_ckpt_xform tx; /* the evaluation transform of this run, recorded in its checkpoints */
     SV_TRY(sv_xform_flags_check(&o->xf, c->in_chans));
-    SV_TRY(sv_xform_for_training(&o->xf, c->img, c->in_chans, &tx));
+    sv_ckpt_meta init_meta = {0}; /* --init-from: a timm file's pretrained_cfg (normalisation) */
+    int init_found = 0;
+    char init_src[600] = "";
+    if (o->init_from) {
+        SV_TRY(sv_ckpt_read_config_meta(o->init_from, &init_meta, &init_found));
+        free(init_meta.labels);
+        snprintf(init_src, sizeof init_src, "--init-from %.500s config.json", o->init_from);
+    }
+    SV_TRY(sv_xform_for_training(&o->xf, init_found ? &init_meta.xform : NULL, init_src, c->img, c->in_chans, &tx));
     float mean[3], stdv[3];
     for (int k = 0; k < 3; k++) mean[k] = (float)tx.mean[k], stdv[k] = (float)tx.std[k];
     SV_TRY(open_dataset(o->data, r, o, &ds));
@@ -154,6 +184,14 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
         return SV_FAIL(SV_ERR_INVALID, "dataset %s has %d classes but the model has --num-classes %d", o->data,
                        sv_dataset_num_classes(ds), c->num_classes);
     if (o->val_data) SV_TRY(open_dataset(o->val_data, r, o, &vds));
+    if (vds) {
+        sv_status cs = same_classes(ds, vds, o->data, o->val_data);
+        if (cs != SV_OK) {
+            sv_dataset_close(vds);
+            sv_dataset_close(ds);
+            return cs;
+        }
+    }
     if (r->rank == 0 && o->out) {
         char p[4096];
         snprintf(p, sizeof p, "%s/classes.txt", o->out);
@@ -196,6 +234,14 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
     const char *poison = getenv("SHARDVIT_TEST_POISON_BATCH");
     if (poison && sscanf(poison, "%ld:%d", &poison_step, &poison_rank) < 1) poison_step = -1;
     if (poison_step >= 0) SV_WARN("test hook SHARDVIT_TEST_POISON_BATCH=%s active", poison);
+    /* Test hook (tests/ckpt/preempt.sh): SHARDVIT_TEST_SIGNAL_AT=STEP[:RANK[:SIGNAL]] raises SIGNAL
+     * (default 15, SIGTERM) in that rank (default 0) while it loads the first batch of 0-based
+     * step STEP: a signal that arrives in the middle of a step, at a reproducible point. */
+    long signal_step = -1;
+    int signal_rank = 0, signal_sig = SIGTERM;
+    const char *sigat = getenv("SHARDVIT_TEST_SIGNAL_AT");
+    if (sigat && sscanf(sigat, "%ld:%d:%d", &signal_step, &signal_rank, &signal_sig) < 1) signal_step = -1;
+    if (signal_step >= 0) SV_WARN("test hook SHARDVIT_TEST_SIGNAL_AT=%s active", sigat);
     r->fsdp.inject_nan_step = o->debug_nan_step;
     r->fsdp.inject_nan_rank = o->debug_nan_rank;
     double flops_step = 3.0 * sv_vit_flops_fwd(c) * o->run.batch_size;
@@ -207,25 +253,28 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
     long steps_since_log = 0;
     sv_status st = SV_OK;
     double final_loss = NAN;
-    sv_train_ckpt ck = {.resume = o->resume, .init_from = o->init_from, .every = o->ckpt_every, .keep = o->keep};
+    sv_train_ckpt ck = {.resume = o->resume, .init_from = o->init_from, .every = o->ckpt_every, .keep = o->keep,
+                        .every_minutes = o->ckpt_minutes, .async = o->async_ckpt};
     ck.meta.xform = tx;
     ck.state = (sv_ckpt_train_state){.seed = (uint64_t)o->run.seed, .total_steps = total, .lr = o->lr,
                                      .min_lr = o->min_lr, .warmup = o->warmup, .global_batch = o->run.batch_size};
     long start_step = 0, last_eval = -1;
     sv_train_log lg;
-    sv_train_log_open(&lg, r->rank, o->out, metrics);
     sv_evaluator ev = {0};
     sv_eval_opts eo = {.workers = o->workers, .crop_pct = (float)tx.crop_pct, .norm = -1, .mean = mean, .std = stdv,
                        .interp = sv_xform_interp_id(&tx), .seed = (uint64_t)o->run.seed};
+    SV_TRY_GOTO(st, sv_train_log_open(&lg, r->rank, o->out, o->resume != NULL), done);
     SV_TRY_GOTO(st, record_labels(ds, &ck.meta), done);
     if (vds) SV_TRY_GOTO(st, sv_eval_init(&ev, &r->fsdp, vds, &eo), done);
     SV_TRY_GOTO(st, sv_train_ckpt_setup(&ck, o->ckpt_dir, o->out), done);
     SV_TRY_GOTO(st, sv_train_ckpt_begin(r, &ck, ld, &start_step), done);
+    if (o->resume) SV_TRY_GOTO(st, sv_train_log_resume(&lg, start_step), done);
     for (long step = start_step; step < total && st == SV_OK; step++) {
         double lr = lr_at(o, step, total);
         sv_optim_config oc = {(float)lr, (float)o->beta1, (float)o->beta2, (float)o->eps, (float)o->weight_decay,
                               (float)o->clip};
-        train_feed feed = {r, ld, d_images, d_soft, d_labels, step, poison_step, poison_rank, 0, 0};
+        train_feed feed = {r,          ld,          d_images,    d_soft,     d_labels, step, poison_step,
+                           poison_rank, signal_step, signal_rank, signal_sig, 0,        0};
         sv_step_result sr;
         SV_TRY_GOTO(st,
                     sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, train_feed_next,
@@ -254,24 +303,12 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
             if (!lg.tty) /* a terminal gets the progress line instead */
                 SV_INFO("step %ld/%ld epoch %llu loss %.4f lr %.3e grad_norm %.3f img/s %.1f TFLOP/s %.3f%s%s", step + 1,
                         total, (unsigned long long)epoch, loss, lr, gnorm, ips, tflops, mfu, skipped ? " (skipped)" : "");
-            sv_train_log_scalars(&lg, step + 1, loss, lr, gnorm, ips, tflops, peak > 0 ? tflops * 1e12 / peak : NAN,
-                                 (double)r->dev.used, dt > 0 ? wait_log / dt : 0,
-                                 (double)r->fsdp.ctr.skipped_steps);
-            if (metrics) {
-                /* a skipped step has a NaN/Inf loss and norm: JSON has no NaN, so they are null */
-                fprintf(metrics, "{\"step\":%ld,\"epoch\":%llu,\"loss\":", step + 1, (unsigned long long)epoch);
-                if (isfinite(loss)) fprintf(metrics, "%.9g", loss);
-                else fputs("null", metrics);
-                fprintf(metrics, ",\"lr\":%.9g,\"grad_norm\":", lr);
-                if (isfinite(gnorm)) fprintf(metrics, "%.9g", gnorm);
-                else fputs("null", metrics);
-                fprintf(metrics, ",\"img_per_s\":%.6g,\"tflops\":%.6g,\"mfu\":", ips, tflops);
-                if (peak > 0) fprintf(metrics, "%.6g", tflops * 1e12 / peak);
-                else fputs("null", metrics);
-                fprintf(metrics, ",\"mem_bytes\":%zu,\"data_wait_frac\":%.4f,\"skipped_steps\":%llu}\n", r->dev.used,
-                        dt > 0 ? wait_log / dt : 0, (unsigned long long)r->fsdp.ctr.skipped_steps);
-                fflush(metrics);
-            }
+            sv_train_log_step rec = {.step = step + 1, .epoch = (unsigned long long)epoch,
+                                     .skipped_steps = (unsigned long long)r->fsdp.ctr.skipped_steps, .loss = loss,
+                                     .lr = lr, .grad_norm = gnorm, .img_per_s = ips, .tflops = tflops,
+                                     .mfu = peak > 0 ? tflops * 1e12 / peak : NAN,
+                                     .data_wait_frac = dt > 0 ? wait_log / dt : 0, .mem_bytes = r->dev.used};
+            SV_TRY_GOTO(st, sv_train_log_record(&lg, &rec), done);
             t_log = sv_now_s();
             wait_log = 0;
             steps_since_log = 0;
@@ -282,7 +319,12 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
             t_log += ev.seconds; /* throughput counts training time only */
             last_eval = step + 1;
         }
-        SV_TRY_GOTO(st, sv_train_ckpt_after_step(r, &ck, step + 1), done);
+        SV_TRY_GOTO(st, sv_train_ckpt_after_step(r, &ck, step + 1, &end->signal, flush_logs, &lg), done);
+        if (end->signal) {
+            end->step = step + 1;
+            end->saved = ck.last_saved == step + 1;
+            goto done;
+        }
     }
     if (st == SV_OK) {
         /* Collective counts and memory, as the FSDP layer accounted them (tests assert these). */
@@ -308,11 +350,7 @@ static sv_status train(sv_run *r, const train_opts *o, FILE *metrics) {
         float *all = malloc(n * 4);
         if (!all) st = SV_FAIL(SV_ERR_OOM, "parameter dump");
         else st = sv_fsdp_gather_full_params(&r->fsdp, all);
-        if (st == SV_OK && r->rank == 0) {
-            FILE *f = fopen(o->save_params, "wb");
-            if (!f || fwrite(all, 4, n, f) != n) st = SV_FAIL(SV_ERR_IO, "cannot write %s", o->save_params);
-            if (f) fclose(f);
-        }
+        if (st == SV_OK && r->rank == 0) st = sv_ckpt_out_write(o->save_params, all, n * 4);
         free(all);
     }
     if (st == SV_OK && o->dump_logits) st = sv_train_dump_logits(r, &lo, o->dump_logits);
@@ -332,11 +370,52 @@ done:
     sv_be_free(r->be, d_soft);
     if (ev.f) sv_eval_free(&ev);
     free(ck.meta.labels);
-    sv_train_log_close(&lg);
+    sv_train_ckpt_free(&ck);
+    sv_status cs = sv_train_log_close(&lg);
+    if (st == SV_OK) st = cs;
     sv_loader_destroy(ld);
     sv_dataset_close(ds);
     if (vds) sv_dataset_close(vds);
     return st;
+}
+
+/* Rank 0, before training: --out and --ckpt-dir pass the run-directory rules and are locked
+ * (app/run_dir.h), config.toml records the resolved flags. */
+static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int world, sv_run_lock locks[2]) {
+    if (o->out) {
+        SV_TRY(sv_run_dir_check(o->out, "--out"));
+        SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
+    }
+    if (o->ckpt_dir) {
+        SV_TRY(sv_run_dir_check(o->ckpt_dir, "--ckpt-dir"));
+        SV_TRY(sv_run_dir_lock(o->ckpt_dir, &locks[1]));
+    }
+    /* files written at the end: refused now rather than after the training (a FIFO would block
+     * the open, a device would be written) */
+    if (o->save_params) SV_TRY(sv_ckpt_out_check(o->save_params, NULL, 0, "--save-params"));
+    if (o->dump_logits) SV_TRY(sv_ckpt_out_check(o->dump_logits, NULL, 0, "--dump-logits"));
+    char p[4096];
+    if (o->run.trace) {
+        SV_TRY(sv_ckpt_out_check(o->run.trace, NULL, 0, "--trace"));
+        for (int r = 0; r < world; r++) {
+            snprintf(p, sizeof p, "%s.rank%d", o->run.trace, r);
+            SV_TRY(sv_ckpt_out_check(p, NULL, 0, "--trace part"));
+        }
+    }
+    if (!o->out) return SV_OK;
+    static const char *const mine[] = {"config.toml", "metrics.jsonl", "classes.txt", "eval.json", "confusion.csv"};
+    for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", o->out, mine[i]);
+        SV_TRY(sv_ckpt_out_check(p, NULL, 0, "run directory file"));
+    }
+    snprintf(p, sizeof p, "%s/config.toml", o->out);
+    FILE *cf = fopen(p, "w");
+    if (!cf) return SV_FAIL(SV_ERR_IO, "cannot write %s: %s", p, strerror(errno));
+    sv_flags_dump(flags, cf);
+    int bad = ferror(cf);
+    bad |= fclose(cf) != 0;
+    if (bad) return SV_FAIL(SV_ERR_IO, "cannot write %s: %s", p, strerror(errno));
+    return SV_OK;
 }
 
 int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
@@ -362,7 +441,9 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                     .synth_samples = 10000,
                     .max_skipped = -1,
                     .debug_nan_step = -1,
-                    .debug_nan_rank = 0};
+                    .debug_nan_rank = 0,
+                    .ckpt_minutes = 30,
+                    .preempt_signal = "TERM,INT,USR1"};
     sv_flag flags[] = {
         SV_RUN_FLAGS(o.run),
         {"data", SV_FLAG_STR, &o.data, 0, 0, "training data: synthetic | ImageFolder dir | tar pattern", 0},
@@ -399,6 +480,9 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"debug-nan-rank", SV_FLAG_INT, &o.debug_nan_rank, 0, 1 << 20, "testing: rank that poisons it", 0},
         {"ckpt-dir", SV_FLAG_STR, &o.ckpt_dir, 0, 0, "checkpoint root (default OUT/checkpoints; docs/checkpoints.md)", 0},
         {"ckpt-every", SV_FLAG_INT, &o.ckpt_every, 0, 1 << 30, "save a checkpoint every N steps (0: only at the end)", 0},
+        {"async-ckpt", SV_FLAG_BOOL, &o.async_ckpt, 0, 1, "write checkpoint shards in a background thread (training blocks only for a host copy)", 0},
+        {"ckpt-every-minutes", SV_FLAG_DOUBLE, &o.ckpt_minutes, 0, 1e7, "also save when this many minutes have passed since the last save (0: off); all ranks agree on the step", 0},
+        {"preempt-signal", SV_FLAG_STR, &o.preempt_signal, 0, 0, "signals that stop training cleanly: finish the step, save, exit 75 (comma list, or none)", 0},
         {"keep", SV_FLAG_INT, &o.keep, 0, 1 << 20, "keep the newest N checkpoints (0: all)", 0},
         {"resume", SV_FLAG_STR, &o.resume, 0, 0, "auto (latest in --ckpt-dir, if any) | run dir | checkpoint root | step dir", 0},
         {"init-from", SV_FLAG_STR, &o.init_from, 0, 0, "seed the weights from a timm safetensors file (optimizer state zero)", 0},
@@ -418,37 +502,41 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         fprintf(stderr, "shardvit train: --accum-mode: invalid value '%s' (expected shard or local)\n", o.run.accum_mode);
         return 2;
     }
-    FILE *metrics = NULL;
+    sv_preempt pre;
+    if (sv_preempt_parse(o.preempt_signal, &pre) != SV_OK) {
+        fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
+        return 2;
+    }
     sv_run r;
-    sv_status st = SV_OK;
+    sv_run_lock locks[2] = {{-1}, {-1}};
+    /* Handlers first: a signal during set-up stops the run at the first step boundary. */
+    sv_status st = sv_preempt_install(&pre);
     if (proc->rank == 0) {
         fprintf(stderr, "[shardvit r0] info resolved configuration:\n");
         sv_flags_dump(flags, stderr);
     }
-    if (o.out && proc->rank == 0) {
-        st = mkdir_p(o.out);
-        char p[4096];
-        if (st == SV_OK) {
-            snprintf(p, sizeof p, "%s/config.toml", o.out);
-            FILE *cf = fopen(p, "w");
-            if (cf) {
-                sv_flags_dump(flags, cf);
-                fclose(cf);
-            }
-            snprintf(p, sizeof p, "%s/metrics.jsonl", o.out);
-            metrics = fopen(p, o.resume ? "a" : "w"); /* a resumed run continues the log */
-            if (!metrics) st = SV_FAIL(SV_ERR_IO, "cannot write %s: %s", p, strerror(errno));
-        }
-    }
     if (st == SV_OK) st = sv_run_setup(&r, &o.run, proc->rank, proc->world, proc->local_rank, proc->local_size);
-    if (st == SV_OK) st = train(&r, &o, metrics);
+    if (st == SV_OK) st = sv_ckpt_agree(&r.fsdp, proc->rank == 0 ? prepare_out(&o, flags, proc->world, locks) : SV_OK);
+    train_end end = {0};
+    if (st == SV_OK) st = train(&r, &o, &end);
     if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace);
-    if (metrics) fclose(metrics);
+    sv_preempt_uninstall();
+    for (int i = 0; i < 2; i++) sv_run_dir_unlock(&locks[i]);
     if (st == SV_ERR_INVALID) { /* a bad flag value found while setting up: a usage error */
         fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
         return 2;
     }
     if (st != SV_OK) return sv_app_fail("train", st);
     sv_run_teardown(&r);
+    if (end.signal && end.saved) {
+        SV_INFO("stopped by %s after step %ld with its checkpoint saved: continue with the same command and "
+                "--resume auto (exit status %d)", sv_preempt_signal_name(end.signal), end.step, SV_EXIT_PREEMPTED);
+        return SV_EXIT_PREEMPTED;
+    }
+    if (end.signal) {
+        fprintf(stderr, "shardvit train: stopped by %s after step %ld; nothing saved (no --out or --ckpt-dir)\n",
+                sv_preempt_signal_name(end.signal), end.step);
+        return 128 + end.signal;
+    }
     return 0;
 }

@@ -5,7 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+
+#include "core/fileio.h"
 
 static sv_flag *find(sv_flag *flags, const char *name, size_t len) {
     for (sv_flag *f = flags; f->name; f++)
@@ -67,63 +68,62 @@ bad:
     return 2;
 }
 
-/* Config file: key = value lines. Values are copied into one buffer that lives for the process
- * (flags keep pointers to them). */
-static int read_config(const char *cmd, sv_flag *flags, const char *path) {
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        fprintf(stderr, "shardvit %s: --config: cannot open '%s': %s\n", cmd, path, strerror(errno));
+#define CONFIG_MAX_BYTES ((size_t)1 << 20)
+
+/* One line of a config file (NUL-terminated, modified in place): blank, comment, TOML table
+ * header, or key = value with an optional pair of quotes around the value. */
+static int config_line(const char *cmd, sv_flag *flags, const char *path, int lineno, char *s) {
+    char *hash = strchr(s, '#');
+    if (hash) *hash = 0;
+    while (isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+    if (!n || s[0] == '[') return 0; /* blank line or TOML table header */
+    char *eq = strchr(s, '=');
+    if (!eq) {
+        fprintf(stderr, "shardvit %s: --config %s:%d: expected 'key = value'\n", cmd, path, lineno);
         return 2;
     }
-    /* a config is a small regular file: refuse devices and pipes (/dev/zero would never end) */
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
-        fprintf(stderr, "shardvit %s: --config: '%s' is not a regular file of at most 1 MiB\n", cmd, path);
-        fclose(fp);
+    char *k = s, *ke = eq;
+    while (ke > k && isspace((unsigned char)ke[-1])) ke--;
+    char *v = eq + 1;
+    while (isspace((unsigned char)*v)) v++;
+    size_t vl = strlen(v);
+    if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+        v[vl - 1] = 0;
+        v++;
+    }
+    for (char *p = k; p < ke; p++)
+        if (*p == '_') *p = '-';
+    sv_flag *f = find(flags, k, (size_t)(ke - k));
+    if (!f) {
+        fprintf(stderr, "shardvit %s: --config %s:%d: unknown key '%.*s'\n", cmd, path, lineno, (int)(ke - k), k);
         return 2;
     }
-    char line[4096];
-    int lineno = 0;
-    while (fgets(line, sizeof line, fp)) {
-        lineno++;
-        char *s = line;
-        char *hash = strchr(s, '#');
-        if (hash) *hash = 0;
-        while (isspace((unsigned char)*s)) s++;
-        size_t n = strlen(s);
-        while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
-        if (!n || s[0] == '[') continue; /* blank line or TOML table header */
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            fprintf(stderr, "shardvit %s: --config %s:%d: expected 'key = value'\n", cmd, path, lineno);
-            fclose(fp);
-            return 2;
-        }
-        char *k = s, *ke = eq;
-        while (ke > k && isspace((unsigned char)ke[-1])) ke--;
-        char *v = eq + 1;
-        while (isspace((unsigned char)*v)) v++;
-        size_t vl = strlen(v);
-        if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
-            v[vl - 1] = 0;
-            v++;
-        }
-        for (char *p = k; p < ke; p++)
-            if (*p == '_') *p = '-';
-        sv_flag *f = find(flags, k, (size_t)(ke - k));
-        if (!f) {
-            fprintf(stderr, "shardvit %s: --config %s:%d: unknown key '%.*s'\n", cmd, path, lineno, (int)(ke - k), k);
-            fclose(fp);
-            return 2;
-        }
-        char *copy = strdup(v); /* lives for the process: flags point into it */
-        if (!copy || set_value(cmd, f, copy)) {
-            fclose(fp);
-            return 2;
-        }
-    }
-    fclose(fp);
+    char *copy = strdup(v); /* lives for the process: flags point into it */
+    if (!copy || set_value(cmd, f, copy)) return 2;
     return 0;
+}
+
+/* Config file: key = value lines. Values are copied into one buffer that lives for the process
+ * (flags keep pointers to them). The file is read through the guarded reader of core/fileio: a
+ * FIFO, device or directory is refused without blocking, and so is a file over 1 MiB. */
+static int read_config(const char *cmd, sv_flag *flags, const char *path) {
+    char *text;
+    size_t len;
+    if (sv_fileio_read_small(path, CONFIG_MAX_BYTES, &text, &len) != SV_OK) {
+        fprintf(stderr, "shardvit %s: --config: %s\n", cmd, sv_err_msg());
+        return 2;
+    }
+    int lineno = 0, rc = 0;
+    for (char *line = text, *next; line < text + len && !rc; line = next) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        next = nl ? nl + 1 : text + len;
+        if (nl) *nl = 0;
+        rc = config_line(cmd, flags, path, ++lineno, line);
+    }
+    free(text);
+    return rc;
 }
 
 int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos) {

@@ -1,21 +1,88 @@
 #include "app/train_log.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/log.h"
 #include "core/trace.h"
 
-void sv_train_log_open(sv_train_log *lg, int rank, const char *out, FILE *metrics) {
+sv_status sv_train_log_open(sv_train_log *lg, int rank, const char *out, int append) {
     memset(lg, 0, sizeof *lg);
     lg->rank = rank;
-    lg->metrics = metrics;
     lg->tty = rank == 0 && isatty(STDERR_FILENO);
     lg->t_start = sv_now_s();
-    if (rank == 0 && out) {
-        if (sv_tb_open(&lg->tb, out, 0) == SV_OK) lg->tb_open = 1;
-        else SV_WARN("TensorBoard event file not written: %s", sv_err_msg());
+    if (rank != 0 || !out) return SV_OK;
+    if ((size_t)snprintf(lg->metrics_path, sizeof lg->metrics_path, "%s/metrics.jsonl", out) >= sizeof lg->metrics_path)
+        return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", out);
+    lg->metrics = fopen(lg->metrics_path, append ? "a+" : "w"); /* a+: sv_train_log_resume reads it */
+    if (!lg->metrics) return SV_FAIL(SV_ERR_IO, "cannot write %s: %s", lg->metrics_path, strerror(errno));
+    if (sv_tb_open(&lg->tb, out, 0) == SV_OK) lg->tb_open = 1;
+    else SV_WARN("TensorBoard event file not written: %s", sv_err_msg());
+    return SV_OK;
+}
+
+/* Every metrics.jsonl record goes through here: a failed write is an error, not a short file. */
+static sv_status metrics_flush(sv_train_log *lg) {
+    if (fflush(lg->metrics) != 0 || ferror(lg->metrics)) {
+        int err = errno;
+        clearerr(lg->metrics);
+        return SV_FAIL(SV_ERR_IO, "cannot write %s: %s", lg->metrics_path, strerror(err ? err : EIO));
     }
+    return SV_OK;
+}
+
+/* Step of a metrics.jsonl line ({"step":N,...}), or -1. */
+static long line_step(const char *line, size_t n) {
+    static const char key[] = "{\"step\":";
+    size_t k = sizeof key - 1;
+    if (n <= k || memcmp(line, key, k)) return -1;
+    long v = 0;
+    size_t i = k;
+    for (; i < n && line[i] >= '0' && line[i] <= '9' && v < 1000000000000L; i++) v = v * 10 + (line[i] - '0');
+    return i > k ? v : -1;
+}
+
+sv_status sv_train_log_resume(sv_train_log *lg, long step) {
+    if (!lg->metrics) return SV_OK;
+    SV_TRY(metrics_flush(lg));
+    /* Keep the complete lines before the first record of a later step (lines are in step order;
+     * an unterminated last line is a write the previous run did not finish). */
+    int fd = fileno(lg->metrics);
+    off_t keep = 0, pos = 0;
+    char buf[65536], line[64];
+    size_t line_len = 0;
+    int done = 0;
+    while (!done) {
+        ssize_t n = pread(fd, buf, sizeof buf, pos);
+        if (n < 0) return SV_FAIL(SV_ERR_IO, "cannot read %s: %s", lg->metrics_path, strerror(errno));
+        if (n == 0) break;
+        for (ssize_t i = 0; i < n && !done; i++) {
+            if (line_len < sizeof line) line[line_len] = buf[i];
+            line_len++;
+            if (buf[i] != '\n') continue;
+            if (line_step(line, line_len < sizeof line ? line_len : sizeof line) > step) done = 1;
+            else keep = pos + i + 1;
+            line_len = 0;
+        }
+        pos += n;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) return SV_FAIL(SV_ERR_IO, "%s: %s", lg->metrics_path, strerror(errno));
+    if (keep < sb.st_size) {
+        if (ftruncate(fd, keep) != 0)
+            return SV_FAIL(SV_ERR_IO, "cannot truncate %s: %s", lg->metrics_path, strerror(errno));
+        SV_INFO("resume: %s cut back to step %ld (%lld bytes of records the interrupted run logged after its "
+                "checkpoint dropped)", lg->metrics_path, step, (long long)(sb.st_size - keep));
+    }
+    if (lg->tb_open && sv_tb_restart(&lg->tb, step + 1, 0) != SV_OK) {
+        SV_WARN("TensorBoard: %s; no further events are written", sv_err_msg());
+        sv_tb_close(&lg->tb);
+        lg->tb_open = 0;
+    }
+    return SV_OK;
 }
 
 static void scalar(sv_train_log *lg, const char *tag, long step, double v) {
@@ -27,17 +94,33 @@ static void scalar(sv_train_log *lg, const char *tag, long step, double v) {
     }
 }
 
-void sv_train_log_scalars(sv_train_log *lg, long step, double loss, double lr, double grad_norm, double img_per_s,
-                          double tflops, double mfu, double mem_bytes, double data_wait_frac, double skipped) {
-    scalar(lg, "train/loss", step, loss);
-    scalar(lg, "train/lr", step, lr);
-    scalar(lg, "train/grad_norm", step, grad_norm);
-    scalar(lg, "train/skipped_steps", step, skipped);
-    scalar(lg, "perf/img_per_s", step, img_per_s);
-    scalar(lg, "perf/tflops", step, tflops);
-    scalar(lg, "perf/mfu", step, mfu);
-    scalar(lg, "perf/mem_bytes", step, mem_bytes);
-    scalar(lg, "perf/data_wait_frac", step, data_wait_frac);
+static void json_num(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.9g", v);
+    else fputs("null", f);
+}
+
+sv_status sv_train_log_record(sv_train_log *lg, const sv_train_log_step *s) {
+    scalar(lg, "train/loss", s->step, s->loss);
+    scalar(lg, "train/lr", s->step, s->lr);
+    scalar(lg, "train/grad_norm", s->step, s->grad_norm);
+    scalar(lg, "train/skipped_steps", s->step, (double)s->skipped_steps);
+    scalar(lg, "perf/img_per_s", s->step, s->img_per_s);
+    scalar(lg, "perf/tflops", s->step, s->tflops);
+    scalar(lg, "perf/mfu", s->step, s->mfu);
+    scalar(lg, "perf/mem_bytes", s->step, (double)s->mem_bytes);
+    scalar(lg, "perf/data_wait_frac", s->step, s->data_wait_frac);
+    FILE *f = lg->metrics;
+    if (!f) return SV_OK;
+    /* a skipped step has a NaN/Inf loss and norm: JSON has no NaN, so they are null */
+    fprintf(f, "{\"step\":%ld,\"epoch\":%llu,\"loss\":", s->step, s->epoch);
+    json_num(f, s->loss);
+    fprintf(f, ",\"lr\":%.9g,\"grad_norm\":", s->lr);
+    json_num(f, s->grad_norm);
+    fprintf(f, ",\"img_per_s\":%.6g,\"tflops\":%.6g,\"mfu\":", s->img_per_s, s->tflops);
+    json_num(f, s->mfu);
+    fprintf(f, ",\"mem_bytes\":%zu,\"data_wait_frac\":%.4f,\"skipped_steps\":%llu}\n", s->mem_bytes,
+            s->data_wait_frac, s->skipped_steps);
+    return metrics_flush(lg);
 }
 
 static void fmt_duration(double s, char *buf, size_t cap) {
@@ -65,11 +148,6 @@ void sv_train_log_progress(sv_train_log *lg, long step, long total, uint64_t spe
     fflush(stderr);
 }
 
-static void json_num(FILE *f, double v) {
-    if (isfinite(v)) fprintf(f, "%.9g", v);
-    else fputs("null", f);
-}
-
 sv_status sv_train_log_eval(sv_train_log *lg, sv_evaluator *ev, long step, const char *data_name) {
     if (lg->line_open) { /* log lines start on a clean line; the progress line is redrawn later */
         fputs("\r\033[K", stderr);
@@ -89,7 +167,7 @@ sv_status sv_train_log_eval(sv_train_log *lg, sv_evaluator *ev, long step, const
         fputs(",\"eval_loss\":", lg->metrics);
         json_num(lg->metrics, loss);
         fprintf(lg->metrics, ",\"eval_samples\":%lld}\n", (long long)sv_metrics_samples(m));
-        fflush(lg->metrics);
+        SV_TRY(metrics_flush(lg));
     }
     scalar(lg, "eval/top1", step, t1);
     scalar(lg, "eval/top5", step, t5);
@@ -97,11 +175,29 @@ sv_status sv_train_log_eval(sv_train_log *lg, sv_evaluator *ev, long step, const
     return SV_OK;
 }
 
-void sv_train_log_close(sv_train_log *lg) {
+sv_status sv_train_log_sync(sv_train_log *lg) {
+    if (lg->metrics) {
+        SV_TRY(metrics_flush(lg));
+        if (fsync(fileno(lg->metrics)) != 0 && errno != EINVAL)
+            return SV_FAIL(SV_ERR_IO, "fsync %s: %s", lg->metrics_path, strerror(errno));
+    }
+    if (lg->tb_open && sv_tb_sync(&lg->tb) != SV_OK) SV_WARN("TensorBoard: %s", sv_err_msg());
+    return SV_OK;
+}
+
+sv_status sv_train_log_close(sv_train_log *lg) {
+    sv_status st = SV_OK;
     if (lg->line_open) fputc('\n', stderr);
     lg->line_open = 0;
     if (lg->tb_open) {
         if (sv_tb_close(&lg->tb) != SV_OK) SV_WARN("TensorBoard: %s", sv_err_msg());
         lg->tb_open = 0;
     }
+    if (lg->metrics) {
+        st = metrics_flush(lg);
+        if (fclose(lg->metrics) != 0 && st == SV_OK)
+            st = SV_FAIL(SV_ERR_IO, "cannot write %s: %s", lg->metrics_path, strerror(errno));
+        lg->metrics = NULL;
+    }
+    return st;
 }

@@ -6,7 +6,13 @@
  * TensorBoard tags: train/loss train/lr train/grad_norm train/skipped_steps perf/img_per_s
  * perf/tflops perf/mfu (only when the device peak is known) perf/mem_bytes perf/data_wait_frac
  * eval/top1 eval/top5 eval/loss. A TensorBoard write failure is logged once and the run goes on
- * without it (metrics.jsonl stays the record). */
+ * without it (metrics.jsonl stays the record); a metrics.jsonl write failure (ENOSPC, EIO, EFBIG)
+ * is an error naming the file and errno.
+ *
+ * Resume: sv_train_log_resume(step) cuts metrics.jsonl back to the records of steps <= step (the
+ * run that the checkpoint outlived may have logged further) and writes a TensorBoard restart
+ * marker at step + 1, which makes TensorBoard hide that run's later events: after any number of
+ * resumes every step appears once. */
 #ifndef SV_APP_TRAIN_LOG_H
 #define SV_APP_TRAIN_LOG_H
 
@@ -19,7 +25,8 @@
 
 typedef struct sv_train_log {
     int rank;
-    FILE *metrics;   /* borrowed; NULL on ranks > 0 or without --out */
+    FILE *metrics;   /* OUT/metrics.jsonl on rank 0 with --out, else NULL */
+    char metrics_path[4096];
     sv_tb_writer tb;
     int tb_open;
     int tty;         /* rank 0 and stderr is a terminal */
@@ -27,17 +34,29 @@ typedef struct sv_train_log {
     double t_start, last_draw, paused_s;
 } sv_train_log;
 
-/* out: run directory (NULL: no TensorBoard file). */
-void sv_train_log_open(sv_train_log *lg, int rank, const char *out, FILE *metrics);
-/* Scalars of one logged step; mfu NaN when unknown. */
-void sv_train_log_scalars(sv_train_log *lg, long step, double loss, double lr, double grad_norm, double img_per_s,
-                          double tflops, double mfu, double mem_bytes, double data_wait_frac, double skipped);
+/* One logged training step (a metrics.jsonl line; non-finite loss/grad_norm/mfu are null). */
+typedef struct sv_train_log_step {
+    long step;
+    unsigned long long epoch, skipped_steps;
+    double loss, lr, grad_norm, img_per_s, tflops, mfu, data_wait_frac;
+    size_t mem_bytes;
+} sv_train_log_step;
+
+/* out: run directory (NULL: nothing is written). Rank 0 opens OUT/metrics.jsonl (appending when
+ * `append`, i.e. the run may resume) and a new TensorBoard event file. */
+sv_status sv_train_log_open(sv_train_log *lg, int rank, const char *out, int append);
+/* After a resume at `step` (rank 0; others no-op): see the header comment. */
+sv_status sv_train_log_resume(sv_train_log *lg, long step);
+/* metrics.jsonl line + TensorBoard scalars of one logged step. */
+sv_status sv_train_log_record(sv_train_log *lg, const sv_train_log_step *s);
 /* Redraw the progress line (at most 10 times a second; always for the last step). No-op off a TTY. */
 void sv_train_log_progress(sv_train_log *lg, long step, long total, uint64_t steps_per_epoch, double loss,
                            int global_batch);
 /* Run one evaluation pass (collective: every rank calls) and report it as of `step`. */
 sv_status sv_train_log_eval(sv_train_log *lg, sv_evaluator *ev, long step, const char *data_name);
-/* Finish the progress line and close the event file. */
-void sv_train_log_close(sv_train_log *lg);
+/* Push metrics.jsonl and the event file to disk (before a checkpoint is published). */
+sv_status sv_train_log_sync(sv_train_log *lg);
+/* Finish the progress line, close metrics.jsonl (its close error is returned) and the event file. */
+sv_status sv_train_log_close(sv_train_log *lg);
 
 #endif

@@ -100,12 +100,29 @@ sv_status sv_xform_resolve(const sv_xform_flags *fl, const sv_ckpt_xform *model,
     return SV_OK;
 }
 
-sv_status sv_xform_for_training(const sv_xform_flags *fl, int img, int channels, sv_ckpt_xform *out) {
-    const char *src[4];
+sv_status sv_xform_for_training(const sv_xform_flags *fl, const sv_ckpt_xform *init, const char *init_src, int img,
+                                int channels, sv_ckpt_xform *out) {
+    const char *src[4] = {"default", "default", "default", "default"};
     sv_ckpt_xform_default(out, img, channels);
+    int from_init = init && init->present && init->channels == channels && !(fl->mean && fl->std);
+    if (from_init) {
+        memcpy(out->mean, init->mean, sizeof out->mean);
+        memcpy(out->std, init->std, sizeof out->std);
+    }
     SV_TRY(apply_flags(fl, out, src));
     out->present = 1;
-    return sv_ckpt_xform_check(out, "training transform");
+    SV_TRY(sv_ckpt_xform_check(out, "training transform"));
+    if (from_init) {
+        char m[96], s[96];
+        vec_text(m, sizeof m, out->mean, channels);
+        vec_text(s, sizeof s, out->std, channels);
+        SV_INFO("normalisation: mean %s (%s), std %s (%s)", m, fl->mean ? "flag" : init_src, s,
+                fl->std ? "flag" : init_src);
+    } else if (init && init->present && init->channels != channels) {
+        SV_WARN("%s records a %d-channel normalisation; this model has %d channels: defaults apply", init_src,
+                init->channels, channels);
+    }
+    return SV_OK;
 }
 
 int sv_xform_interp_id(const sv_ckpt_xform *x) {

@@ -40,9 +40,13 @@ sv_status sv_xform_flags_check(const sv_xform_flags *fl, int channels);
 sv_status sv_xform_resolve(const sv_xform_flags *fl, const sv_ckpt_xform *model, const char *model_src, int img,
                            int channels, sv_ckpt_xform *out);
 
-/* The recorded transform of a training run: flags (crop_pct/interp/mean/std as given, else the
- * defaults) for a model of img x img x channels; no log line. */
-sv_status sv_xform_for_training(const sv_xform_flags *fl, int img, int channels, sv_ckpt_xform *out);
+/* The recorded transform of a training run for a model of img x img x channels: flags
+ * (crop_pct/interp/mean/std as given), else for mean/std the normalisation of the model the run
+ * starts from (`init`: the --init-from file's config.json pretrained_cfg, nullable; used when
+ * init->present and its channel count matches; one log line names the source `init_src`), else
+ * the defaults. */
+sv_status sv_xform_for_training(const sv_xform_flags *fl, const sv_ckpt_xform *init, const char *init_src, int img,
+                                int channels, sv_ckpt_xform *out);
 
 /* 0 = SV_INTERP_BILINEAR, 1 = SV_INTERP_BICUBIC for a checked transform. */
 int sv_xform_interp_id(const sv_ckpt_xform *x);

@@ -6,12 +6,25 @@
 #ifndef SV_CORE_LOG_H
 #define SV_CORE_LOG_H
 
+#include <stddef.h>
+
 typedef enum { SV_LOG_DEBUG = 0, SV_LOG_INFO = 1, SV_LOG_WARN = 2, SV_LOG_ERROR = 3 } sv_log_level;
 
 /* rank: this process's rank (0 when single-process); all_ranks_info: print info on every rank. */
 void sv_log_setup(int rank, sv_log_level min_level, int all_ranks_info);
 int sv_log_rank(void);
 void sv_log(sv_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Text that came from a file (tensor names in a safetensors header, class and label names,
+ * strings in index.json / config.json) made safe for one message line on a terminal: C0
+ * control characters, DEL, C1 controls (U+0080..U+009F), line/paragraph separators and
+ * bidirectional-override code points become escapes (\n \r \t \xNN \u{NNNN}), every byte
+ * that is not part of valid UTF-8 becomes \xNN, and a backslash becomes \\; other UTF-8 is kept
+ * as it is (non-ASCII class names stay readable). Writes at most cap bytes (NUL-terminated) to
+ * buf and returns buf; output that does not fit ends in "...". A NULL s gives "(null)".
+ * Use it for every file-provided name printed in a log line or an error message. */
+#define SV_ESC_CAP 256
+const char *sv_log_esc(const char *s, char *buf, size_t cap);
 
 #define SV_DEBUG(...) sv_log(SV_LOG_DEBUG, __VA_ARGS__)
 #define SV_INFO(...) sv_log(SV_LOG_INFO, __VA_ARGS__)

@@ -28,10 +28,14 @@ const char *sv_status_str(sv_status s) {
 }
 
 sv_status sv_fail_at(sv_status code, const char *file, int line, const char *fmt, ...) {
+    /* Formatted into a local buffer first: callers may pass sv_err_msg() (the previous message)
+     * as an argument, which vsnprintf must not read while it overwrites it. */
+    char buf[sizeof tl_msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(tl_msg, buf, sizeof buf);
     const char *base = strrchr(file, '/');
     snprintf(tl_trace, sizeof tl_trace, "%s:%d", base ? base + 1 : file, line);
     return code;

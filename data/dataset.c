@@ -7,7 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fileio.h"
 #include "data/synth.h"
+
+/* Largest file accepted as one image (ImageFolder file or tar member): a JPEG at the 89.5 M-pixel
+ * guard of the decoder is far smaller; anything bigger is refused before it is allocated. */
+#define SV_DATASET_MAX_FILE_BYTES ((uint64_t)256 << 20)
+/* Largest class-name list (classes.txt, CIFAR name lists). */
+#define SV_CLASSES_MAX_BYTES ((size_t)64 << 20)
 
 sv_status sv_strlist_push(sv_strlist *l, const char *s, size_t slen) {
     if (l->len + slen + 1 > l->cap) {
@@ -149,6 +156,10 @@ static sv_status grow_buf(uint8_t **buf, size_t *cap, size_t need) {
 sv_status sv_dataset_read(const sv_dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len) {
     if (i >= d->n) return SV_FAIL(SV_ERR_INVALID, "sample %zu out of range (%zu samples)", i, d->n);
     if (d->kind == SV_DATASET_TAR) {
+        if (d->size[i] > SV_DATASET_MAX_FILE_BYTES)
+            return SV_FAIL(SV_ERR_INVALID, "%s: member %s is %llu bytes, more than the %llu-byte limit for one image",
+                           sv_strlist_at(&d->shards, d->shard_of[i]), sv_strlist_at(&d->keys, i),
+                           (unsigned long long)d->size[i], (unsigned long long)SV_DATASET_MAX_FILE_BYTES);
         size_t sz = (size_t)d->size[i];
         SV_TRY(grow_buf(buf, cap, sz ? sz : 1));
         ssize_t r = pread(d->fds[d->shard_of[i]], *buf, sz, (off_t)d->offset[i]);
@@ -161,18 +172,17 @@ sv_status sv_dataset_read(const sv_dataset *d, size_t i, uint8_t **buf, size_t *
     if (d->kind != SV_DATASET_FOLDER) return SV_FAIL(SV_ERR_INVALID, "synthetic dataset has no files");
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", d->root, sv_strlist_at(&d->paths, i));
-    FILE *f = fopen(path, "rb");
-    if (!f) return SV_FAIL(SV_ERR_IO, "%s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || st.st_size < 0) {
-        fclose(f);
-        return SV_FAIL(SV_ERR_IO, "%s: cannot stat", path);
-    }
-    size_t sz = (size_t)st.st_size;
-    sv_status s = grow_buf(buf, cap, sz ? sz : 1);
-    if (s == SV_OK && fread(*buf, 1, sz, f) != sz) s = SV_FAIL(SV_ERR_IO, "%s: short read", path);
-    fclose(f);
-    *len = sz;
+    /* guarded open: a file replaced by a FIFO or device after the scan is refused, never read */
+    int fd;
+    uint64_t size;
+    SV_TRY(sv_fileio_open_read(path, &fd, &size));
+    sv_status s = size > SV_DATASET_MAX_FILE_BYTES
+                      ? SV_FAIL(SV_ERR_INVALID, "%s is %llu bytes, more than the %llu-byte limit for one image", path,
+                                (unsigned long long)size, (unsigned long long)SV_DATASET_MAX_FILE_BYTES)
+                      : grow_buf(buf, cap, size ? (size_t)size : 1);
+    if (s == SV_OK) s = sv_fileio_pread_exact(fd, *buf, (size_t)size, 0, path);
+    close(fd);
+    *len = (size_t)size;
     return s;
 }
 
@@ -193,21 +203,11 @@ sv_status sv_classes_write(const char *path, const sv_dataset *d) {
 }
 
 sv_status sv_classes_read(const char *path, char ***names, int *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return SV_FAIL(SV_ERR_IO, "class list %s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (sz < 0 || sz > (1L << 26)) {
-        fclose(f);
-        return SV_FAIL(SV_ERR_FORMAT, "class list %s: bad size", path);
-    }
+    char *text;
+    size_t got;
+    /* guarded read: a FIFO or device named classes.txt is refused without blocking */
+    SV_TRY(sv_fileio_read_small(path, SV_CLASSES_MAX_BYTES, &text, &got));
     int lines = 0;
-    char *text = malloc((size_t)sz + 1);
-    if (!text) { fclose(f); return SV_FAIL(SV_ERR_OOM, "class list %s", path); }
-    size_t got = fread(text, 1, (size_t)sz, f);
-    fclose(f);
-    text[got] = 0;
     for (size_t i = 0; i < got; i++) lines += text[i] == '\n';
     if (got && text[got - 1] != '\n') lines++;
     char **arr = malloc((size_t)(lines + 1) * sizeof(char *) + got + 1);

@@ -1,12 +1,15 @@
 #include "data/jpeg.h"
 
 #include <setjmp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <turbojpeg.h>
 /* jpeglib.h needs FILE and size_t first */
 #include <jpeglib.h>
+
+#include "core/checked.h"
 
 void sv_jpeg_ctx_init(sv_jpeg_ctx *c) { memset(c, 0, sizeof *c); }
 
@@ -53,14 +56,72 @@ sv_status sv_jpeg_header(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w
     return SV_OK;
 }
 
+static int is_rst(uint8_t m) { return m >= 0xD0 && m <= 0xD7; }
+
+/* Skip entropy-coded data from p[i]: it ends at the first FF followed by neither 00 (a stuffed
+ * byte) nor a restart marker. Returns the index of that FF (n when the data runs to the end). */
+static size_t skip_entropy(const uint8_t *p, size_t n, size_t i) {
+    while (i < n) {
+        const uint8_t *ff = memchr(p + i, 0xFF, n - i);
+        if (!ff) return n;
+        i = (size_t)(ff - p);
+        if (i + 1 >= n) return n;
+        if (p[i + 1] != 0x00 && !is_rst(p[i + 1])) return i;
+        i += 2;
+    }
+    return n;
+}
+
+/* Scans (SOS markers) in a JPEG stream, walking its marker segments by their lengths and
+ * skipping entropy-coded data; counting stops once it exceeds `stop`. Where the structure is
+ * broken the walk stops with what it has counted: libjpeg meets the same bytes and reports them
+ * (any warning is an error here). */
+static int count_scans(const uint8_t *p, size_t n, int stop) {
+    size_t i = 2;
+    int scans = 0;
+    while (i + 1 < n && scans <= stop) {
+        if (p[i] != 0xFF) break;
+        uint8_t m = p[i + 1];
+        if (m == 0xFF) { /* fill byte */
+            i++;
+            continue;
+        }
+        if (m == 0xD9) break; /* EOI */
+        if (m == 0x01 || m == 0xD8 || is_rst(m)) { /* markers without a length */
+            i += 2;
+            continue;
+        }
+        if (i + 4 > n) break;
+        size_t seg = (size_t)p[i + 2] << 8 | p[i + 3];
+        if (seg < 2) break;
+        i += 2 + seg;
+        if (m == 0xDA) {
+            scans++;
+            i = skip_entropy(p, n, i);
+        }
+    }
+    return scans;
+}
+
+static sv_status check_scans(const uint8_t *data, size_t len) {
+    if (count_scans(data, len, SV_JPEG_MAX_SCANS) > SV_JPEG_MAX_SCANS)
+        return SV_FAIL(SV_ERR_CORRUPT, "JPEG decode: more than %d scans (the decode-cost limit SV_JPEG_MAX_SCANS)",
+                       SV_JPEG_MAX_SCANS);
+    return SV_OK;
+}
+
 sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom,
                          int *w, int *h) {
     int fw, fh, comps;
     SV_TRY(sv_jpeg_header(c, data, len, &fw, &fh, &comps));
     if (comps == 4) return SV_FAIL(SV_ERR_UNSUPPORTED, "CMYK JPEG is not supported");
+    SV_TRY(check_scans(data, len)); /* TurboJPEG 2.1 has no scan limit of its own */
     tjscalingfactor sf = {1, denom};
     int sw = TJSCALED(fw, sf), sh = TJSCALED(fh, sf);
-    SV_TRY(ensure(&c->pix, &c->pix_cap, (size_t)sw * (size_t)sh * (size_t)channels));
+    uint64_t need;
+    if (sw <= 0 || sh <= 0 || !sv_mul3_u64((uint64_t)sw, (uint64_t)sh, (uint64_t)channels, &need) || need > SIZE_MAX)
+        return SV_FAIL(SV_ERR_FORMAT, "JPEG decode: %d x %d x %d pixels do not fit in memory", sw, sh, channels);
+    SV_TRY(ensure(&c->pix, &c->pix_cap, (size_t)need));
     int pf = channels == 1 ? TJPF_GRAY : TJPF_RGB;
     if (tjDecompress2(c->dec, data, (unsigned long)len, c->pix, sw, 0, sh, pf, TJFLAG_STOPONWARNING) != 0) {
         sv_status s = SV_FAIL(SV_ERR_CORRUPT, "JPEG decode: %s", tjGetErrorStr2(c->dec));
@@ -103,6 +164,7 @@ sv_status sv_jpeg_encode(sv_jpeg_ctx *c, const uint8_t *pix, int w, int h, int c
 typedef struct lj_state {
     struct jpeg_decompress_struct d;
     struct jpeg_error_mgr em;
+    struct jpeg_progress_mgr pm; /* counts scans: SV_JPEG_MAX_SCANS */
     jmp_buf jb;
     char msg[JMSG_LENGTH_MAX];
     int open; /* a header has been read and the decode not yet finished */
@@ -118,6 +180,17 @@ static void lj_error_exit(j_common_ptr ci) {
  * trace messages (level >= 0) are ignored. */
 static void lj_emit(j_common_ptr ci, int level) {
     if (level < 0) lj_error_exit(ci);
+}
+
+/* libjpeg calls this between units of work (each iMCU row of input while it absorbs a
+ * multi-scan file, each output pass step); input_scan_number counts the SOS markers read so
+ * far, so a stream stops as soon as scan SV_JPEG_MAX_SCANS + 1 starts. */
+static void lj_progress(j_common_ptr ci) {
+    const j_decompress_ptr d = (j_decompress_ptr)ci;
+    if (d->input_scan_number <= SV_JPEG_MAX_SCANS) return;
+    lj_state *s = (lj_state *)ci->client_data;
+    snprintf(s->msg, sizeof s->msg, "more than %d scans (the decode-cost limit SV_JPEG_MAX_SCANS)", SV_JPEG_MAX_SCANS);
+    longjmp(s->jb, 1);
 }
 
 static void lj_destroy(sv_jpeg_ctx *c) {
@@ -141,6 +214,8 @@ static sv_status lj_get(sv_jpeg_ctx *c, lj_state **out) {
             return SV_FAIL(SV_ERR_BACKEND, "libjpeg: cannot create a decompressor");
         }
         jpeg_create_decompress(&s->d);
+        s->pm.progress_monitor = lj_progress;
+        s->d.progress = &s->pm;
         c->lj = s;
     }
     *out = c->lj;

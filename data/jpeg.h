@@ -23,6 +23,16 @@ typedef struct sv_jpeg_ctx {
     size_t jbuf_cap;
 } sv_jpeg_ctx;
 
+/* Decode-cost bound: a JPEG with more scans than this is refused (SV_ERR_CORRUPT, message "more
+ * than 100 scans") by every decode below. Each scan of a progressive JPEG is a pass over the
+ * whole coefficient buffer, so a valid but hostile file of a few MB with ~700 scans costs tens of
+ * seconds; real encoders write at most ~10 (libjpeg's default script: 10 for colour, 6 for gray)
+ * and baseline JPEGs 1-4. libjpeg-turbo's own fuzzers use 500 (TurboJPEG 3's TJPARAM_SCANLIMIT);
+ * 100 keeps a tenfold margin over real files and a fifth of their worst case. The region
+ * decoder counts scans as libjpeg reads them (progress monitor, libjpeg's input_scan_number);
+ * the whole-image TurboJPEG 2.1 path, which has no scan limit, counts SOS markers first. */
+#define SV_JPEG_MAX_SCANS 100
+
 void sv_jpeg_ctx_init(sv_jpeg_ctx *c);
 void sv_jpeg_ctx_free(sv_jpeg_ctx *c);
 
@@ -32,7 +42,8 @@ sv_status sv_jpeg_header(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w
 
 /* Decode at scale 1/denom (denom in {1, 2, 4, 8}: DCT-domain scaling) into c->pix as
  * (*w, *h, channels) HWC bytes; channels 1 = luminance, 3 = RGB (grayscale JPEGs expand).
- * Any libjpeg warning (truncated data, corrupt segment) is an error: SV_ERR_CORRUPT. */
+ * Any libjpeg warning (truncated data, corrupt segment) is an error: SV_ERR_CORRUPT, and so is
+ * a stream with more than SV_JPEG_MAX_SCANS scans (refused before decoding). */
 sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom,
                          int *w, int *h);
 
@@ -51,7 +62,9 @@ typedef struct sv_jpeg_region {
  * upsampling at the cut away from the requested pixels): inside the request the pixels equal
  * those of sv_jpeg_decode. Errors: as sv_jpeg_decode for everything up to the region's last
  * row, and SV_ERR_CORRUPT for a file without an end-of-image marker after its scan data (cut
- * short anywhere); corrupt entropy data below the region goes unnoticed (it is not used). */
+ * short anywhere); corrupt entropy data below the region goes unnoticed (it is not used). A
+ * stream with more than SV_JPEG_MAX_SCANS scans stops with SV_ERR_CORRUPT as libjpeg reaches
+ * scan SV_JPEG_MAX_SCANS + 1 (before decoding its data). */
 sv_status sv_jpeg_decode_region(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom,
                                 int x0, int y0, int x1, int y1, sv_jpeg_region *r);
 

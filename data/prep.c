@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include "core/checked.h"
+#include "core/fileio.h"
 #include "core/log.h"
 #include "data/dataset.h"
 #include "data/jpeg.h"
@@ -174,12 +177,28 @@ static sv_status sink_close(sink *s, sv_status st) {
 
 /* ---- IDX -------------------------------------------------------------------------------- */
 
-static sv_status gz_open(const char *src, const char *base, gzFile *f, char *path, size_t cap) {
+/* Open one (possibly gzip-compressed) file through the guarded reader: a FIFO or device is
+ * refused without blocking. *size receives the size on disk. */
+static sv_status gz_open_one(const char *path, gzFile *f, uint64_t *size) {
+    int fd;
+    SV_TRY(sv_fileio_open_read(path, &fd, size));
+    if (!(*f = gzdopen(fd, "rb"))) {
+        close(fd);
+        return SV_FAIL(SV_ERR_IO, "%s: zlib cannot read it: %s", path, strerror(errno ? errno : ENOMEM));
+    }
+    return SV_OK;
+}
+
+/* SRC/BASE.gz, else SRC/BASE (a FIFO or unreadable .gz is an error, not a fall-through). */
+static sv_status gz_open(const char *src, const char *base, gzFile *f, char *path, size_t cap, uint64_t *size) {
     snprintf(path, cap, "%s/%s.gz", src, base);
-    if ((*f = gzopen(path, "rb"))) return SV_OK;
+    sv_status s = gz_open_one(path, f, size);
+    if (s != SV_ERR_NOT_FOUND) return s;
+    sv_err_clear();
     snprintf(path, cap, "%s/%s", src, base);
-    if ((*f = gzopen(path, "rb"))) return SV_OK;
-    return SV_FAIL(SV_ERR_NOT_FOUND, "IDX file %s/%s(.gz): %s", src, base, strerror(errno));
+    s = gz_open_one(path, f, size);
+    if (s == SV_ERR_NOT_FOUND) return SV_FAIL(SV_ERR_NOT_FOUND, "IDX file %s/%s(.gz): %s", src, base, strerror(ENOENT));
+    return s;
 }
 
 static sv_status gz_read(gzFile f, void *buf, size_t n, const char *path) {
@@ -193,6 +212,20 @@ static sv_status gz_read(gzFile f, void *buf, size_t n, const char *path) {
     return SV_OK;
 }
 
+/* An uncompressed IDX file must hold what its header claims: header + n x rows x cols bytes
+ * (cols == 0: a label file, 8-byte header + n bytes), computed with checked 64-bit arithmetic.
+ * A gzip file's length is only known by decompressing it; its reads report truncation. */
+static sv_status idx_check_sizes(const char *path, int plain, uint64_t size, uint32_t n, uint32_t rows, uint32_t cols) {
+    uint64_t hdr = cols ? 16 : 8, body, need;
+    if (!plain) return SV_OK;
+    if (!sv_mul3_u64(n, rows, cols ? cols : 1, &body) || !sv_add_u64(hdr, body, &need))
+        return SV_FAIL(SV_ERR_FORMAT, "%s: header claims %u x %u x %u bytes, more than 64 bits hold", path, n, rows, cols);
+    if (size < need)
+        return SV_FAIL(SV_ERR_CORRUPT, "%s: header claims %u images (%llu bytes) but the file has %llu bytes", path, n,
+                       (unsigned long long)need, (unsigned long long)size);
+    return SV_OK;
+}
+
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
 static sv_status idx_split(sv_prep_opts *o, const char *src, const char *prefix, const char *split,
@@ -203,9 +236,10 @@ static sv_status idx_split(sv_prep_opts *o, const char *src, const char *prefix,
     sink s = {0};
     sv_status st = SV_OK;
     snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
-    SV_TRY_GOTO(st, gz_open(src, base, &fi, ipath, sizeof ipath), done);
+    uint64_t isize, lsize;
+    SV_TRY_GOTO(st, gz_open(src, base, &fi, ipath, sizeof ipath, &isize), done);
     snprintf(base, sizeof base, "%s-labels-idx1-ubyte", prefix);
-    SV_TRY_GOTO(st, gz_open(src, base, &fl, lpath, sizeof lpath), done);
+    SV_TRY_GOTO(st, gz_open(src, base, &fl, lpath, sizeof lpath, &lsize), done);
     uint8_t hi[16], hl[8];
     SV_TRY_GOTO(st, gz_read(fi, hi, 16, ipath), done);
     SV_TRY_GOTO(st, gz_read(fl, hl, 8, lpath), done);
@@ -214,6 +248,8 @@ static sv_status idx_split(sv_prep_opts *o, const char *src, const char *prefix,
     uint32_t n = be32(hi + 4), rows = be32(hi + 8), cols = be32(hi + 12);
     if (be32(hl + 4) != n) { st = SV_FAIL(SV_ERR_FORMAT, "%s has %u labels but %s has %u images", lpath, be32(hl + 4), ipath, n); goto done; }
     if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096) { st = SV_FAIL(SV_ERR_FORMAT, "%s: bad image size %ux%u", ipath, rows, cols); goto done; }
+    SV_TRY_GOTO(st, idx_check_sizes(ipath, gzdirect(fi), isize, n, rows, cols), done);
+    SV_TRY_GOTO(st, idx_check_sizes(lpath, gzdirect(fl), lsize, n, 1, 0), done);
     uint64_t take = o->limit && o->limit < n ? o->limit : n;
     img = malloc((size_t)rows * cols);
     if (!img) { st = SV_FAIL(SV_ERR_OOM, "prep"); goto done; }
@@ -248,8 +284,13 @@ sv_status sv_prep_idx(sv_prep_opts *o, int fashion) {
 /* ---- CIFAR ------------------------------------------------------------------------------ */
 
 static sv_status cifar_file(sv_prep_opts *o, sink *s, const char *path, int fine, uint64_t *left) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return SV_FAIL(SV_ERR_NOT_FOUND, "CIFAR batch %s: %s", path, strerror(errno));
+    int fd;
+    SV_TRY(sv_fileio_open_read(path, &fd, NULL)); /* guarded: a FIFO or device is refused */
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return SV_FAIL(SV_ERR_IO, "CIFAR batch %s: %s", path, strerror(errno));
+    }
     size_t rec = (size_t)(fine ? 2 : 1) + 3072;
     uint8_t buf[3074], pix[3072];
     sv_status st = SV_OK;
@@ -273,9 +314,7 @@ static sv_status cifar_names(const char *src, int K, char ***owned, const char *
     snprintf(p, sizeof p, "%s/%s", src, K == 10 ? "batches.meta.txt" : "fine_label_names.txt");
     *owned = NULL;
     *names = K == 10 ? sv_cifar10_classes : sv_cifar100_classes;
-    FILE *f = fopen(p, "rb");
-    if (!f) return SV_OK;
-    fclose(f);
+    if (access(p, F_OK) != 0) return SV_OK; /* no list: the standard names (sv_classes_read is guarded) */
     int n;
     SV_TRY(sv_classes_read(p, owned, &n));
     if (n < K) {

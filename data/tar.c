@@ -1,6 +1,5 @@
 /* WebDataset tar shard indexing: ustar/pax/GNU long names, key grouping, .cls labels. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fileio.h"
 #include "data/dataset_impl.h"
 
 static uint64_t parse_num(const uint8_t *f, int n, int *ok) {
@@ -213,9 +213,10 @@ sv_status sv_tar_scan(sv_dataset *d, const char *pattern, const char *classes_fi
     size_t cap = 0;
     for (size_t i = 0; i < nf && s == SV_OK; i++) {
         if ((s = sv_strlist_push(&d->shards, files[i], strlen(files[i]))) != SV_OK) break;
-        d->fds[i] = open(files[i], O_RDONLY | O_CLOEXEC);
-        if (d->fds[i] < 0) {
-            s = SV_FAIL(SV_ERR_NOT_FOUND, "tar shard %s: %s", files[i], strerror(errno));
+        /* guarded open: a FIFO, device or directory given as a shard is refused without blocking */
+        d->fds[i] = -1;
+        if ((s = sv_fileio_open_read(files[i], &d->fds[i], NULL)) != SV_OK) {
+            sv_err_frame(__FILE__, __LINE__);
             break;
         }
         s = scan_shard(d, files[i], (uint32_t)i, d->fds[i], &cap);

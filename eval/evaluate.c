@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/log.h"
 #include "core/trace.h"
+#include "fsdp/ckpt_out.h"
 
 sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const sv_eval_opts *o) {
     memset(e, 0, sizeof *e);
@@ -96,8 +98,35 @@ const char *sv_eval_class_name(const sv_evaluator *e, int k, char *buf, size_t c
     return buf;
 }
 
+sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir) {
+    char p[4096];
+    static const char *const files[] = {"eval.json", "confusion.csv"};
+    for (int i = 0; i < 2; i++) { /* a file is inside the checkpoint exactly when DIR is */
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, files[i]) >= sizeof p)
+            return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", dir);
+        SV_TRY(sv_ckpt_out_check(p, ckpt_dir, 0, "eval output"));
+    }
+    return SV_OK;
+}
+
+sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, int n_labels, const char *src) {
+    if (!labels || n_labels <= 0 || sv_dataset_kind_of(ds) == SV_DATASET_SYNTHETIC) return SV_OK;
+    int n = sv_dataset_num_classes(ds);
+    if (n > n_labels) n = n_labels;
+    for (int k = 0; k < n; k++) {
+        const char *d = sv_dataset_class_name(ds, k);
+        if (!strcmp(d, labels[k])) continue;
+        char a[SV_ESC_CAP], b[SV_ESC_CAP];
+        return SV_FAIL(SV_ERR_INVALID, "class %d of the data is \"%s\" but the model's class %d is \"%s\" (label names "
+                       "from %s): the data set's labels do not mean the model's classes (pass --ignore-class-names "
+                       "to evaluate anyway)", k, sv_log_esc(d, a, sizeof a), k, sv_log_esc(labels[k], b, sizeof b), src);
+    }
+    return SV_OK;
+}
+
 sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const char *const *names) {
     int K = e->m.num_classes;
+    SV_TRY(sv_eval_check_outputs(dir, NULL));
     SV_TRY(sv_fileio_mkdirs(dir, 0755));
     const char **own = NULL;
     char *num = NULL;

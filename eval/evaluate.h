@@ -60,8 +60,23 @@ sv_status sv_eval_run(sv_evaluator *e);
 const char *sv_eval_class_name(const sv_evaluator *e, int k, char *buf, size_t cap);
 
 /* Write DIR/eval.json and DIR/confusion.csv (mkdir -p DIR). Call on one rank only.
- * names: num_classes strings or NULL for the data set's names (sv_eval_class_name). */
+ * names: num_classes strings or NULL for the data set's names (sv_eval_class_name).
+ * Checks the outputs first (sv_eval_check_outputs with no checkpoint). */
 sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const char *const *names);
+
+/* Could sv_eval_write_outputs write into DIR without destroying anything it did not create?
+ * DIR/eval.json and DIR/confusion.csv must be regular files where they exist (never a
+ * directory, FIFO, device or symbolic link), and DIR must not be inside the checkpoint step
+ * directory `ckpt_dir` being evaluated (nullable). fsdp/ckpt_out.h has the rules. Call it
+ * before the evaluation so a bad --out fails in seconds, not after the pass. */
+sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir);
+
+/* The model's recorded label names (index.json / config.json: labels[0..n_labels), src names
+ * where they came from) against the data set's class names: label k of the data set must mean
+ * class k of the model. The first differing class is an SV_ERR_INVALID naming its index and
+ * both names (escaped). Nothing to compare (no labels, or a synthetic data set, which has no
+ * names): SV_OK. Classes beyond the shorter list are not compared. */
+sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, int n_labels, const char *src);
 
 void sv_eval_free(sv_evaluator *e);
 

@@ -151,6 +151,21 @@ sv_status sv_tb_scalar(sv_tb_writer *w, const char *tag, int64_t step, float val
     return SV_OK;
 }
 
+sv_status sv_tb_restart(sv_tb_writer *w, int64_t step, double wall_time) {
+    if (step <= 0) return SV_OK;
+    if (wall_time <= 0) wall_time = now_seconds();
+    /* Event{wall_time, step, session_log=7 {status=1 START}} */
+    uint8_t *d = w->rec + 12;
+    size_t n = put_double_field(d, 1, wall_time);
+    d[n++] = 2 << 3 | WT_VARINT;
+    n += put_varint(d + n, (uint64_t)step);
+    d[n++] = 7 << 3 | WT_LEN;
+    d[n++] = 2;
+    d[n++] = 1 << 3 | WT_VARINT;
+    d[n++] = 1;
+    return write_record(w, n);
+}
+
 sv_status sv_tb_sync(sv_tb_writer *w) { return sv_fileio_out_sync(&w->out); }
 
 sv_status sv_tb_close(sv_tb_writer *w) { return sv_fileio_out_close(&w->out); }

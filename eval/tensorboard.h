@@ -36,6 +36,11 @@ const char *sv_tb_path(const sv_tb_writer *w);
 /* Append one scalar. wall_time <= 0 means now. Tag: 1..SV_TB_MAX_TAG bytes. */
 sv_status sv_tb_scalar(sv_tb_writer *w, const char *tag, int64_t step, float value,
                        double wall_time);
+/* Mark a restart at `step` (a resumed run's first logged step): Event{step, session_log
+ * {status: START}}. TensorBoard then hides every event of this run directory with a step >= `step`
+ * that was written before (the run the checkpoint outlived logged them), as PyTorch's
+ * SummaryWriter(purge_step=...) does. No-op for step <= 0. */
+sv_status sv_tb_restart(sv_tb_writer *w, int64_t step, double wall_time);
 /* fsync (e.g. at checkpoints); not needed for crash-safety against process death. */
 sv_status sv_tb_sync(sv_tb_writer *w);
 sv_status sv_tb_close(sv_tb_writer *w);

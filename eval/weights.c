@@ -6,9 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/checked.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "fsdp/checkpoint.h"
 #include "fsdp/safetensors.h"
 #include "model/params.h"
 
@@ -91,16 +93,40 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
     if (st == SV_OK && (!(pw = need(&f, "patch_embed.proj.weight", 4)) || !(pos = need(&f, "pos_embed", 3)) ||
                         !(hw = need(&f, "head.weight", 2))))
         st = SV_ERR_FORMAT;
+    /* Shapes come from the file: every value is range-checked before it becomes an int (a
+     * hostile 2^32 + 36 must not turn into 36). */
+    if (st == SV_OK) {
+        const struct {
+            const sv_st_tensor *t;
+            int d;
+        } dims[] = {{pw, 0}, {pw, 1}, {pw, 2}, {hw, 0}};
+        for (int i = 0; i < 4 && st == SV_OK; i++)
+            if (dims[i].t->shape[dims[i].d] < 1 || dims[i].t->shape[dims[i].d] > 1000000) {
+                char e[SV_ESC_CAP];
+                st = SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s dimension %d is %lld, outside [1, 1000000]", path,
+                             sv_log_esc(dims[i].t->name, e, sizeof e), dims[i].d,
+                             (long long)dims[i].t->shape[dims[i].d]);
+            }
+    }
     if (st == SV_OK) {
         c->dim = (int)pw->shape[0];
         c->in_chans = (int)pw->shape[1];
         c->patch = (int)pw->shape[2];
         c->num_classes = (int)hw->shape[0];
-        int64_t P = pos->shape[1] - 1, g = (int64_t)llround(sqrt((double)(P > 0 ? P : 0)));
-        if (P < 1 || g * g != P || pos->shape[2] != pw->shape[0])
-            st = SV_FAIL(SV_ERR_FORMAT, "%s: pos_embed shape (1, %lld, %lld) is not (1, 1 + g*g, %d)", path,
-                         (long long)pos->shape[1], (long long)pos->shape[2], c->dim);
-        else c->img = (int)(g * c->patch);
+        int64_t P = pos->shape[1] - 1;
+        uint64_t g = 0, sq = 0, img = 0;
+        if (P >= 1 && P <= 1000000000000LL) { /* exact integer square root (P < 2^40: no overflow) */
+            g = (uint64_t)sqrt((double)P);
+            while (g > 0 && g * g > (uint64_t)P) g--;
+            while ((g + 1) * (g + 1) <= (uint64_t)P) g++;
+            sq = g * g;
+        }
+        if (P < 1 || P > 1000000000000LL || sq != (uint64_t)P || pos->shape[2] != pw->shape[0] ||
+            !sv_mul_u64(g, (uint64_t)c->patch, &img) || img > 1000000)
+            st = SV_FAIL(SV_ERR_FORMAT, "%s: pos_embed shape (1, %lld, %lld) is not (1, 1 + g*g, %d) for an image of at "
+                         "most 1000000 pixels per side", path, (long long)pos->shape[1], (long long)pos->shape[2],
+                         c->dim);
+        else c->img = (int)img;
     }
     if (st == SV_OK) {
         int depth = 0;
@@ -143,9 +169,11 @@ static sv_status check_tensors(const sv_st_file *sf, const sv_layout *L) {
         for (size_t k = 0; k < sf->n_tensors; k++) {
             int known = 0;
             for (int i = 0; i < L->n_params && !known; i++) known = !strcmp(sf->tensors[k].name, L->params[i].name);
+            char e[SV_ESC_CAP];
             if (!known)
                 return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is not part of this model (%s, depth %d): a different "
-                               "architecture?", sf->path, sf->tensors[k].name, L->cfg.name, L->cfg.depth);
+                               "architecture?", sf->path, sv_log_esc(sf->tensors[k].name, e, sizeof e), L->cfg.name,
+                               L->cfg.depth);
         }
     }
     return SV_OK;
@@ -169,6 +197,8 @@ sv_status sv_weights_load(sv_fsdp *f, const char *path) {
             if (!p.count) continue;
             const sv_st_tensor *t = sv_safetensors_find(&sf, f->L.params[e->param].name);
             st = sv_safetensors_read_f32(&sf, t, p.tensor_begin, p.count, host + p.shard_offset);
+            for (uint64_t i = 0; i < p.count && st == SV_OK; i++) /* NaN/Inf weights: refuse, name the first */
+                if (!isfinite(host[p.shard_offset + i])) st = sv_ckpt_check_finite(&sf, t);
         }
         sv_unit_state *s = &f->us[u];
         if (st == SV_OK) st = sv_be_upload(f->be, s->master, host, un->shard * 4);

@@ -14,6 +14,8 @@
 #include "core/crc32c.h"
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/log.h"
+#include "fsdp/ckpt_out.h"
 
 #define WRITE_BUF_BYTES (SV_CKPT_CHUNK_ELEMS * 4)
 
@@ -34,9 +36,11 @@ sv_status sv_ckpt_latest(const char *root, char *out, size_t cap, int *found) {
     SV_TRY(sv_fileio_read_small(p, 4096, &text, &len));
     while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ')) text[--len] = 0;
     int ok = len > 0 && !strchr(text, '/') && strcmp(text, ".") && strcmp(text, "..");
+    for (size_t i = 0; ok && i < len; i++) ok = (unsigned char)text[i] >= 0x20 && text[i] != 0x7f; /* one plain line */
     if (ok && (size_t)snprintf(out, cap, "%s/%s", root, text) >= cap) ok = 0;
     if (!ok) {
-        sv_status st = SV_FAIL(SV_ERR_FORMAT, "%s: does not name a step directory (\"%.64s\")", p, text);
+        char e[80];
+        sv_status st = SV_FAIL(SV_ERR_FORMAT, "%s: does not name a step directory (\"%s\")", p, sv_log_esc(text, e, sizeof e));
         free(text);
         return st;
     }
@@ -152,8 +156,10 @@ sv_status sv_ckpt_read(sv_ckpt_reader *r, int kind, int t, uint64_t begin, uint6
     const sv_ckpt_index *idx = r->idx;
     const sv_ckpt_tensor *T = &idx->tensors[t];
     const sv_ckpt_unit *U = &idx->units[T->unit];
+    char e[SV_ESC_CAP];
     if (begin + count > T->numel)
-        return SV_FAIL(SV_ERR_INVALID, "%s: elements [%llu, %llu) outside %llu", T->name, (unsigned long long)begin,
+        return SV_FAIL(SV_ERR_INVALID, "%s: elements [%llu, %llu) outside %llu", sv_log_esc(T->name, e, sizeof e),
+                       (unsigned long long)begin,
                        (unsigned long long)(begin + count), (unsigned long long)T->numel);
     uint64_t a = T->offset + begin, b = a + count, S = U->shard;
     for (uint64_t rk = a / S; rk * S < b && count; rk++) {
@@ -264,11 +270,22 @@ static sv_status reshard_src(void *ctx, int u, int kind, int t, uint64_t tensor_
     return sv_ckpt_read(ctx, kind, t, tensor_begin, count, dst); /* same tensor order in both indices */
 }
 
-sv_status sv_ckpt_reshard(const char *in, const char *out, int world) {
-    char dir[SV_CKPT_PATH_MAX], tmp[SV_CKPT_PATH_MAX + 8];
+sv_status sv_ckpt_reshard(const char *in, const char *out_arg, int world) {
+    char dir[SV_CKPT_PATH_MAX], tmp[SV_CKPT_PATH_MAX + 32], out[SV_CKPT_PATH_MAX], parent[SV_CKPT_PATH_MAX];
     SV_TRY(sv_ckpt_resolve(in, dir, sizeof dir));
-    if (exists(out)) return SV_FAIL(SV_ERR_INVALID, "%s already exists (reshard never overwrites)", out);
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", out) >= sizeof tmp) return SV_FAIL(SV_ERR_INVALID, "path too long");
+    size_t n = strlen(out_arg);
+    if (n == 0 || n >= sizeof out) return SV_FAIL(SV_ERR_INVALID, "reshard output: empty or too long: %.200s", out_arg);
+    memcpy(out, out_arg, n + 1);
+    while (n > 1 && out[n - 1] == '/') out[--n] = 0; /* "OUT/" names OUT */
+    /* OUT must be new and outside IN; it is built in a fresh temporary directory of our own
+     * (an existing OUT.tmp or OUT.tmp-* is never touched) and renamed without replacing. */
+    SV_TRY(sv_ckpt_out_check(out, dir, 1, "reshard output"));
+    memcpy(parent, out, n + 1);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash > parent) {
+        *slash = 0;
+        SV_TRY(sv_fileio_mkdirs(parent, 0755));
+    }
     sv_ckpt_index a, b;
     SV_TRY(sv_ckpt_index_load(&a, dir));
     sv_status st = sv_ckpt_index_relayout(&b, &a, world);
@@ -278,14 +295,22 @@ sv_status sv_ckpt_reshard(const char *in, const char *out, int world) {
     }
     sv_ckpt_reader rd;
     memset(&rd, 0, sizeof rd);
-    if (exists(tmp)) st = sv_fileio_remove_tree(tmp);
-    if (st == SV_OK) st = sv_fileio_mkdirs(tmp, 0755);
+    int made = 0;
+    st = sv_ckpt_out_tmp_dir(out, tmp, sizeof tmp);
+    if (st == SV_OK) made = 1;
     if (st == SV_OK) st = sv_ckpt_reader_open(&rd, &a);
     for (int r = 0; r < world && st == SV_OK; r++) st = sv_ckpt_write_shard(&b, tmp, r, reshard_src, &rd);
     if (st == SV_OK) st = sv_ckpt_index_store(&b, tmp);
-    if (st == SV_OK && rename(tmp, out) != 0)
-        st = SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, out, strerror(errno));
-    if (st == SV_OK) st = sv_fileio_fsync_parent(out);
+    if (st == SV_OK) st = sv_ckpt_out_commit(tmp, out, 1);
+    if (st == SV_OK) made = 0;
+    if (made) { /* only the directory this call created */
+        char m[1200];
+        snprintf(m, sizeof m, "%s", sv_err_msg());
+        if (sv_fileio_remove_tree(tmp) != SV_OK) { /* keep the first error, mention the second */
+            SV_WARN("reshard: could not remove %s: %s", tmp, sv_err_msg());
+            st = SV_FAIL(st, "%s", m);
+        }
+    }
     sv_ckpt_reader_close(&rd);
     sv_ckpt_index_free(&a);
     sv_ckpt_index_free(&b);

@@ -176,11 +176,16 @@ sv_status sv_ckpt_plan_chunks(sv_ckpt_index *idx, int rank);
 
 /* ---- offline tools (no MPI) ---- */
 /* Reshard the checkpoint at IN (any path sv_ckpt_resolve accepts) into the step directory OUT
- * (created; must not exist) for `world` shard ranks. Streams: memory is two chunk buffers
+ * (created; must not exist, must not be inside IN) for `world` shard ranks. Built in a fresh
+ * temporary directory "OUT.tmp-XXXXXXXX" (removed on failure; nothing else is ever removed)
+ * and renamed to OUT without replacing anything. Streams: memory is two chunk buffers
  * (<= 4 MiB + SV_CKPT_MAX_CHUNK_BYTES) plus the index tables, whatever the model size. */
 sv_status sv_ckpt_reshard(const char *in, const char *out, int world);
-/* Write OUT (safetensors, timm names/shapes, F32 or BF16) and config.json beside it from the
- * master weights of checkpoint IN (reads master ranges only, never m/v). config.json's
+/* Write OUT (safetensors, timm names/shapes, F32 or BF16), config.json beside it and, when the
+ * checkpoint records label names, classes.txt beside it (one name per line) from the master
+ * weights of checkpoint IN (reads master ranges only, never m/v). Outputs follow
+ * fsdp/ckpt_out.h: none inside IN, no non-regular file replaced, an existing OUT replaced only
+ * when it is a safetensors file, everything staged in fresh temporaries first. config.json's
  * pretrained_cfg carries the recorded eval transform (input_size, interpolation, crop_pct,
  * crop_mode "center", mean, std) and label_names; a checkpoint without a recorded transform
  * gets the defaults (crop_pct 0.875, bilinear, mean/std 0.5 for 1 channel, ImageNet's for 3)
@@ -200,16 +205,45 @@ sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *fo
  * keep all) and stale *.tmp directories. saved (nullable) receives the step directory. */
 sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *st, const sv_ckpt_meta *meta,
                        int keep, char *saved, size_t cap);
+/* The same save in two halves, so that training can go on while the shards are written
+ * (train --async-ckpt; docs/checkpoints.md "Asynchronous checkpoints"). begin (collective):
+ * the step directory is prepared and, with `background`, each writer rank copies its master /
+ * m / v shards to host memory (buffers kept in `a` for the next save) and a thread writes the
+ * shard file from that copy; without it the shard is written before begin returns. The state
+ * saved is the one at begin: later optimizer steps do not change it. finish (collective): waits
+ * for this rank's writer, then agreement, CRCs, index.json, rename, `latest` and retention exactly
+ * as sv_ckpt_save. Every rank calls finish before the next begin and before it exits; a failure
+ * anywhere is reported by every rank. sv_ckpt_save_written: this rank's writer is done (finish
+ * will not wait for it). */
+typedef struct sv_ckpt_async sv_ckpt_async;
+sv_status sv_ckpt_async_create(sv_ckpt_async **a);
+void sv_ckpt_async_destroy(sv_ckpt_async *a); /* joins a writer still running (error paths) */
+sv_status sv_ckpt_save_begin(sv_fsdp *f, sv_ckpt_async *a, int background, const char *root,
+                             const sv_ckpt_train_state *st, const sv_ckpt_meta *meta, int keep);
+sv_status sv_ckpt_save_finish(sv_fsdp *f, sv_ckpt_async *a, char *saved, size_t cap);
+int sv_ckpt_save_in_flight(const sv_ckpt_async *a);
+int sv_ckpt_save_written(const sv_ckpt_async *a);
+/* Seconds the caller was blocked by the last save (begin + finish). */
+double sv_ckpt_save_blocked_s(const sv_ckpt_async *a);
 /* Load the checkpoint in STEP_DIR into f at its current world size / strategy (tensor shapes
  * must match), and its training state into *st. f->step and skipped count are restored. */
 sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *st);
 /* Seed f's master shards from a timm-style safetensors file (optimizer state zeroed; tensors
  * the file lacks because the head size differs keep their fresh init; pos_embed resampled
- * bicubically when the patch grid differs). */
+ * bicubically when the patch grid differs, source grid at most SV_CKPT_MAX_POS_GRID per side).
+ * A non-finite value among those this rank loads is an error (sv_ckpt_check_finite). */
 sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path);
 /* The same checks without loading: does `path` fit layout L (names, shapes, head/pos_embed
- * rules)? *n_loaded: tensors that would come from the file. */
+ * rules), and is every value that would be loaded finite? *n_loaded: tensors that would come
+ * from the file. */
 sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int *n_loaded);
+/* Every element of F32/BF16/F16 tensor t of sf is finite; else SV_ERR_FORMAT naming the file, the
+ * tensor (escaped), the first non-finite element (flat index and multi-index) and whether it is
+ * NaN, +Inf or -Inf. Reads the tensor in 1 MiB pieces. Used by every path that loads weights
+ * from a safetensors file (import, --init-from, eval/predict --weights). */
+sv_status sv_ckpt_check_finite(const sv_st_file *sf, const sv_st_tensor *t);
+/* The largest pos_embed patch grid (per side) that --init-from resamples (the largest --img). */
+#define SV_CKPT_MAX_POS_GRID 4096
 /* Bicubic resize of a pos_embed (1, 1 + gi*gi, D) to (1, 1 + go*go, D) as timm's
  * resample_abs_pos_embed (class position kept; F.interpolate bicubic, align_corners=False,
  * no antialias). src (1+gi*gi)*D floats, dst (1+go*go)*D floats. */

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE /* renameat2 */
 #endif
 #include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -169,63 +171,209 @@ static sv_status publish(sv_ckpt_index *idx, const char *root, const char *tmp, 
     return clean_root(root, keep, step);
 }
 
-sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *st_in, const sv_ckpt_meta *meta,
-                       int keep, char *saved, size_t cap) {
-    char name[32], final[SV_CKPT_PATH_MAX + 40], tmp[SV_CKPT_PATH_MAX + 48];
-    snprintf(name, sizeof name, "step_%08lld", (long long)st_in->step);
+/* One save between begin and finish. In the synchronous form the writer rank writes its shard
+ * inside begin, straight from the device; in the asynchronous form begin copies the shard to host
+ * memory and a thread writes it while training goes on. Finish is the collective rest of the
+ * protocol either way: agreement, CRCs to rank 0, index.json, rename, `latest`, retention. */
+struct sv_ckpt_async {
+    int in_flight, writer, keep, threaded;
+    pthread_t thread;
+    atomic_int written;  /* the writer thread has finished (or this rank writes nothing) */
+    sv_status write_st;  /* its result, and its message (error messages are per thread) */
+    char write_err[1024];
+    sv_ckpt_index idx;
+    size_t maxc;
+    char root[SV_CKPT_PATH_MAX], name[32], final[SV_CKPT_PATH_MAX + 40], tmp[SV_CKPT_PATH_MAX + 48];
+    double t0, blocked_s;
+    /* host copy of this rank's master / m / v shards: unit u, kind k at snap + off[u] + k * n[u] */
+    float *snap;
+    size_t snap_cap, *off, *n;
+    int n_units;
+    const sv_fsdp *f;
+};
+
+typedef struct {
+    const struct sv_ckpt_async *a;
+} snap_src;
+
+static sv_status snapshot_src(void *ctx, int u, int kind, int t, uint64_t tensor_begin, uint64_t shard_offset,
+                              uint64_t count, float *dst) {
+    const struct sv_ckpt_async *a = ((snap_src *)ctx)->a;
+    (void)t, (void)tensor_begin;
+    int k = kind == SV_CKPT_MASTER ? 0 : kind == SV_CKPT_M ? 1 : 2;
+    memcpy(dst, a->snap + a->off[u] + (size_t)k * a->n[u] + shard_offset, (size_t)count * 4);
+    return SV_OK;
+}
+
+static void *writer_main(void *arg) {
+    struct sv_ckpt_async *a = arg;
+    snap_src ss = {a};
+    a->write_st = sv_ckpt_write_shard(&a->idx, a->tmp, a->f->shard_rank, snapshot_src, &ss);
+    if (a->write_st != SV_OK) snprintf(a->write_err, sizeof a->write_err, "%s", sv_err_msg());
+    atomic_store(&a->written, 1);
+    return NULL;
+}
+
+/* The host copy of every master / m / v shard of f (buffers kept for the next save). */
+static sv_status snapshot(struct sv_ckpt_async *a, sv_fsdp *f) {
+    if (a->n_units != f->L.n_units) {
+        free(a->off);
+        free(a->n);
+        a->off = calloc((size_t)f->L.n_units, sizeof *a->off);
+        a->n = calloc((size_t)f->L.n_units, sizeof *a->n);
+        if (!a->off || !a->n) return SV_FAIL(SV_ERR_OOM, "checkpoint snapshot tables");
+        a->n_units = f->L.n_units;
+    }
+    size_t total = 0;
+    for (int u = 0; u < f->L.n_units; u++) {
+        a->off[u] = total;
+        a->n[u] = f->L.units[u].shard;
+        total += 3 * a->n[u];
+    }
+    if (total > a->snap_cap) {
+        free(a->snap);
+        a->snap = malloc((total ? total : 1) * 4);
+        if (!a->snap) {
+            a->snap_cap = 0;
+            return SV_FAIL(SV_ERR_OOM, "checkpoint snapshot (%zu bytes)", total * 4);
+        }
+        a->snap_cap = total;
+    }
+    for (int u = 0; u < f->L.n_units; u++) {
+        const float *src[3] = {f->us[u].master, f->us[u].m, f->us[u].v};
+        for (int k = 0; k < 3; k++)
+            SV_TRY(sv_be_download(f->be, a->snap + a->off[u] + (size_t)k * a->n[u], src[k], a->n[u] * 4));
+    }
+    return SV_OK;
+}
+
+sv_status sv_ckpt_async_create(sv_ckpt_async **out) {
+    *out = calloc(1, sizeof **out);
+    return *out ? SV_OK : SV_FAIL(SV_ERR_OOM, "checkpoint writer");
+}
+
+void sv_ckpt_async_destroy(sv_ckpt_async *a) {
+    if (!a) return;
+    if (a->in_flight && a->threaded) pthread_join(a->thread, NULL);
+    if (a->in_flight) sv_ckpt_index_free(&a->idx);
+    free(a->snap);
+    free(a->off);
+    free(a->n);
+    free(a);
+}
+
+int sv_ckpt_save_in_flight(const sv_ckpt_async *a) { return a && a->in_flight; }
+int sv_ckpt_save_written(const sv_ckpt_async *a) { return !a || !a->in_flight || atomic_load(&a->written); }
+
+sv_status sv_ckpt_save_begin(sv_fsdp *f, sv_ckpt_async *a, int background, const char *root,
+                             const sv_ckpt_train_state *st_in, const sv_ckpt_meta *meta, int keep) {
+    if (a->in_flight) return SV_FAIL(SV_ERR_INVALID, "a checkpoint save is already in flight");
     if (strlen(root) >= SV_CKPT_PATH_MAX) return SV_FAIL(SV_ERR_INVALID, "--ckpt-dir too long: %.200s", root);
-    snprintf(final, sizeof final, "%s/%s", root, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", final);
-    int writer = sv_comm_rank(f->repl) == 0; /* the first replica group: world ranks 0..W-1 */
-    double t0 = sv_now_s();
+    a->t0 = sv_now_s();
+    a->f = f;
+    a->keep = keep;
+    snprintf(a->root, sizeof a->root, "%s", root);
+    snprintf(a->name, sizeof a->name, "step_%08lld", (long long)st_in->step);
+    snprintf(a->final, sizeof a->final, "%s/%s", root, a->name);
+    snprintf(a->tmp, sizeof a->tmp, "%s.tmp", a->final);
+    a->writer = sv_comm_rank(f->repl) == 0; /* the first replica group: world ranks 0..W-1 */
     sv_status st = SV_OK;
     if (f->rank == 0) {
         st = sv_fileio_mkdirs(root, 0755);
         if (st == SV_OK) st = clean_root(root, 0, -1); /* a .tmp left by a crash */
-        if (st == SV_OK) st = sv_fileio_mkdirs(tmp, 0755);
+        if (st == SV_OK) st = sv_fileio_mkdirs(a->tmp, 0755);
     }
     SV_TRY(agree_f(f, st));
 
-    sv_ckpt_index idx;
-    SV_TRY(sv_ckpt_index_from_layout(&idx, &f->L, f->world_size, sv_strategy_name(f->cfg.strategy), st_in));
-    if (f->rank == 0) st = sv_ckpt_meta_copy(&idx.meta, meta); /* only rank 0 writes index.json */
-    int W = idx.shard_world;
-    size_t maxc = 1;
-    for (int r = 0; r < W && st == SV_OK; r++) {
-        st = sv_ckpt_plan_chunks(&idx, r);
-        if (idx.files[r].n_chunks > maxc) maxc = idx.files[r].n_chunks;
+    SV_TRY(sv_ckpt_index_from_layout(&a->idx, &f->L, f->world_size, sv_strategy_name(f->cfg.strategy), st_in));
+    if (f->rank == 0) st = sv_ckpt_meta_copy(&a->idx.meta, meta); /* only rank 0 writes index.json */
+    a->maxc = 1;
+    for (int r = 0; r < a->idx.shard_world && st == SV_OK; r++) {
+        st = sv_ckpt_plan_chunks(&a->idx, r);
+        if (a->idx.files[r].n_chunks > a->maxc) a->maxc = a->idx.files[r].n_chunks;
     }
-    if (st == SV_OK && writer) {
+    a->in_flight = 1;
+    a->threaded = 0;
+    a->write_st = SV_OK;
+    atomic_store(&a->written, 1);
+    if (st == SV_OK && a->writer && !background) {
         dev_src ds = {f};
-        st = sv_ckpt_write_shard(&idx, tmp, f->shard_rank, device_src, &ds);
+        st = sv_ckpt_write_shard(&a->idx, a->tmp, f->shard_rank, device_src, &ds);
+    } else if (st == SV_OK && a->writer) {
+        st = snapshot(a, f);
+        if (st == SV_OK) {
+            atomic_store(&a->written, 0);
+            if (pthread_create(&a->thread, NULL, writer_main, a) != 0) {
+                atomic_store(&a->written, 1);
+                st = SV_FAIL(SV_ERR_IO, "cannot start the checkpoint writer thread");
+            } else {
+                a->threaded = 1;
+            }
+        }
     }
-    if (st == SV_OK && f->rank == 0) crash_point("after_shards", st_in->step);
+    a->blocked_s = sv_now_s() - a->t0;
+    st = agree_f(f, st);
+    if (st != SV_OK) {
+        if (a->threaded) pthread_join(a->thread, NULL);
+        sv_ckpt_index_free(&a->idx);
+        a->in_flight = a->threaded = 0;
+    }
+    return st;
+}
+
+sv_status sv_ckpt_save_finish(sv_fsdp *f, sv_ckpt_async *a, char *saved, size_t cap) {
+    if (!a->in_flight) return SV_OK;
+    double t1 = sv_now_s();
+    if (a->threaded) pthread_join(a->thread, NULL);
+    a->threaded = 0;
+    a->in_flight = 0;
+    sv_status st = a->write_st == SV_OK ? SV_OK : SV_FAIL(a->write_st, "%s", a->write_err);
+    if (st == SV_OK && f->rank == 0) crash_point("after_shards", a->idx.state.step);
     st = agree_f(f, st);
 
     /* CRCs of every writer to rank 0 (chunk positions are known to all from the layout). */
     int64_t *send = NULL, *recv = NULL;
+    size_t maxc = a->maxc;
     if (st == SV_OK) {
         send = calloc(maxc, 8);
         recv = calloc(maxc * (size_t)f->world_size, 8);
         if (!send || !recv) st = SV_FAIL(SV_ERR_OOM, "checkpoint CRC tables");
     }
-    if (st == SV_OK && writer)
-        for (size_t i = 0; i < idx.files[f->shard_rank].n_chunks; i++) send[i] = idx.files[f->shard_rank].chunks[i].crc;
+    if (st == SV_OK && a->writer)
+        for (size_t i = 0; i < a->idx.files[f->shard_rank].n_chunks; i++)
+            send[i] = a->idx.files[f->shard_rank].chunks[i].crc;
     if (st == SV_OK) st = coll_i64(f, 1, recv, send, maxc);
     if (st == SV_OK && f->rank == 0) {
-        for (int r = 0; r < W; r++)
-            for (size_t i = 0; i < idx.files[r].n_chunks; i++)
-                idx.files[r].chunks[i].crc = (uint32_t)recv[(size_t)r * maxc + i];
-        st = publish(&idx, root, tmp, final, name, keep);
+        for (int r = 0; r < a->idx.shard_world; r++)
+            for (size_t i = 0; i < a->idx.files[r].n_chunks; i++)
+                a->idx.files[r].chunks[i].crc = (uint32_t)recv[(size_t)r * maxc + i];
+        st = publish(&a->idx, a->root, a->tmp, a->final, a->name, a->keep);
     }
     free(send);
     free(recv);
-    sv_ckpt_index_free(&idx);
+    int W = a->idx.shard_world;
+    long long step = (long long)a->idx.state.step;
+    sv_ckpt_index_free(&a->idx);
     SV_TRY(agree_f(f, st));
-    if (saved) snprintf(saved, cap, "%s", final);
-    SV_INFO("checkpoint: saved %s (%d shard files, step %lld, %.2f s)", final, W, (long long)st_in->step,
-            sv_now_s() - t0);
+    a->blocked_s += sv_now_s() - t1;
+    if (saved) snprintf(saved, cap, "%s", a->final);
+    if (a->snap)
+        SV_INFO("checkpoint: saved %s (%d shard files, step %lld, %.2f s; training blocked %.3f s)", a->final, W, step,
+                sv_now_s() - a->t0, a->blocked_s);
+    else
+        SV_INFO("checkpoint: saved %s (%d shard files, step %lld, %.2f s)", a->final, W, step, sv_now_s() - a->t0);
     return SV_OK;
+}
+
+double sv_ckpt_save_blocked_s(const sv_ckpt_async *a) { return a ? a->blocked_s : 0; }
+
+sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *st_in, const sv_ckpt_meta *meta,
+                       int keep, char *saved, size_t cap) {
+    struct sv_ckpt_async a;
+    memset(&a, 0, sizeof a);
+    sv_status st = sv_ckpt_save_begin(f, &a, 0, root, st_in, meta, keep);
+    if (st == SV_OK) st = sv_ckpt_save_finish(f, &a, saved, cap);
+    return st;
 }
 
 static void shape_str(char *out, size_t cap, const int64_t *shape, int ndim) {
@@ -257,6 +405,21 @@ static sv_status check_compatible(const sv_fsdp *f, const sv_ckpt_index *idx, in
     if (idx->n_tensors != f->L.n_params)
         return SV_FAIL(SV_ERR_FORMAT, "%s: checkpoint has %d tensors, this model %d (different --depth?)", idx->dir,
                        idx->n_tensors, f->L.n_params);
+    /* Equal shapes do not make the same model: --heads changes no shape, and the other fields
+     * are compared too so the message names the flag rather than a tensor. */
+    const sv_vit_config *a = &idx->cfg, *b = &f->L.cfg;
+    static const char *const names[] = {"img", "patch", "in-chans", "num-classes", "dim", "depth", "heads"};
+    const int va[] = {a->img, a->patch, a->in_chans, a->num_classes, a->dim, a->depth, a->heads};
+    const int vb[] = {b->img, b->patch, b->in_chans, b->num_classes, b->dim, b->depth, b->heads};
+    for (int i = 0; i < 7; i++)
+        if (va[i] != vb[i])
+            return SV_FAIL(SV_ERR_FORMAT, "%s/index.json: the checkpoint's model has %s %d but this run has --%s %d "
+                           "(a checkpoint loads only into the model it was saved from)", idx->dir, names[i], va[i],
+                           names[i], vb[i]);
+    if (sv_vit_hidden(a) != sv_vit_hidden(b))
+        return SV_FAIL(SV_ERR_FORMAT, "%s/index.json: the checkpoint's model has mlp_ratio %g (hidden %d) but this run "
+                       "has --mlp-ratio %g (hidden %d)", idx->dir, a->mlp_ratio, sv_vit_hidden(a), b->mlp_ratio,
+                       sv_vit_hidden(b));
     return SV_OK;
 }
 
@@ -301,10 +464,11 @@ sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *ou
         *out = idx.state;
         f->step = (long)idx.state.step;
         f->ctr.skipped_steps = (uint64_t)idx.state.skipped_steps;
+        char e[64];
         SV_INFO("checkpoint: resumed from %s (step %lld, saved by %d ranks as %s over %d shards; now %d ranks, %d "
                 "shards; %.2f s)",
-                step_dir, (long long)idx.state.step, idx.world_size, idx.strategy, idx.shard_world, f->world_size,
-                f->shard_size, sv_now_s() - t0);
+                step_dir, (long long)idx.state.step, idx.world_size, sv_log_esc(idx.strategy, e, sizeof e),
+                idx.shard_world, f->world_size, f->shard_size, sv_now_s() - t0);
     }
     free(map);
     sv_ckpt_index_free(&idx);

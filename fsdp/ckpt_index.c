@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "fsdp/checkpoint.h"
@@ -318,10 +319,13 @@ static sv_status parse_units(sv_ckpt_index *idx, const sv_json *units, const cha
         SV_TRY(sv_json_get(uj, "tensors", SV_JSON_ARRAY, &tj));
         U->numel = (uint64_t)numel, U->padded = (uint64_t)padded, U->shard = (uint64_t)shard;
         U->file_offset = (uint64_t)foff;
-        if (U->padded != U->shard * (uint64_t)idx->shard_world || U->numel > U->padded)
+        uint64_t prod, ubytes;
+        /* checked: shard x shard_world can wrap modulo 2^64 onto a small stated "padded" */
+        if (!sv_mul_u64(U->shard, (uint64_t)idx->shard_world, &prod) || U->padded != prod || U->numel > U->padded)
             return bad(src, uj, "padded must equal shard x shard_world and hold numel");
         if (U->file_offset != off) return bad(src, uj, "file_offset does not follow the previous unit");
-        off += U->shard * 4 * SV_CKPT_KINDS;
+        if (!sv_mul3_u64(U->shard, 4, SV_CKPT_KINDS, &ubytes) || !sv_add_u64(off, ubytes, &off))
+            return bad(src, uj, "unit bytes overflow 64 bits");
         U->first_tensor = t;
         U->n_tensors = (int)sv_json_count(tj);
         uint64_t end = 0;
@@ -339,12 +343,14 @@ static sv_status parse_units(sv_ckpt_index *idx, const sv_json *units, const cha
             SV_TRY(sv_json_get(e, "shape", SV_JSON_ARRAY, &sh));
             T->ndim = (int)sv_json_count(sh);
             if (T->ndim > 4) return bad(src, sh, "more than 4 dimensions");
-            uint64_t prod = 1;
+            uint64_t prod;
             for (int d = 0; d < T->ndim; d++) {
                 SV_TRY(sv_json_as_i64(sv_json_index(sh, (size_t)d), &T->shape[d]));
                 if (T->shape[d] < 0 || T->shape[d] > (1ll << 40)) return bad(src, sh, "dimension out of range");
-                prod *= (uint64_t)T->shape[d];
             }
+            /* checked: a product that wraps modulo 2^64 could equal the stated numel */
+            if (!sv_shape_numel(T->shape, (size_t)T->ndim, &prod))
+                return bad(src, sh, "the product of the shape overflows 64 bits");
             SV_TRY(get_int(e, "offset", 0, INT64_MAX / 16, &o));
             SV_TRY(get_int(e, "numel", 0, INT64_MAX / 16, &n));
             T->offset = (uint64_t)o, T->numel = (uint64_t)n, T->unit = u;
@@ -433,6 +439,13 @@ sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir) {
     idx->shard_world = (int)sw;
     snprintf(idx->strategy, sizeof idx->strategy, "%s", strategy);
     CHECK(parse_state(root, &idx->state));
+    /* skipped steps are a subset of the steps taken: more would make AdamW's count of applied
+     * updates (step + 1 - skipped) zero or negative, and every parameter NaN on resume */
+    if (idx->state.skipped_steps > idx->state.step) {
+        st = SV_FAIL(SV_ERR_FORMAT, "%s: skipped_steps %lld exceeds step %lld (a run cannot skip more steps than it took)",
+                     path, (long long)idx->state.skipped_steps, (long long)idx->state.step);
+        goto out;
+    }
     CHECK(sv_ckpt_meta_parse(root, &idx->meta, path));
     if (idx->meta.n_labels > idx->cfg.num_classes) {
         st = SV_FAIL(SV_ERR_FORMAT, "%s: label_names lists %d names but the model has only %d classes", path,

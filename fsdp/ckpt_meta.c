@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
+
 void sv_ckpt_xform_default(sv_ckpt_xform *x, int img, int channels) {
     static const double im[3] = {0.485, 0.456, 0.406}, is[3] = {0.229, 0.224, 0.225};
     memset(x, 0, sizeof *x);
@@ -23,8 +25,11 @@ sv_status sv_ckpt_xform_check(const sv_ckpt_xform *x, const char *what) {
         return SV_FAIL(SV_ERR_FORMAT, "%s: input size (%d, %d, %d) out of range", what, x->channels, x->img, x->img);
     if (!(x->crop_pct > 0 && x->crop_pct <= 1))
         return SV_FAIL(SV_ERR_FORMAT, "%s: crop_pct %g not in (0, 1]", what, x->crop_pct);
-    if (strcmp(x->interp, "bilinear") && strcmp(x->interp, "bicubic"))
-        return SV_FAIL(SV_ERR_FORMAT, "%s: interpolation \"%s\" is not bilinear or bicubic", what, x->interp);
+    if (strcmp(x->interp, "bilinear") && strcmp(x->interp, "bicubic")) {
+        char e[64];
+        return SV_FAIL(SV_ERR_FORMAT, "%s: interpolation \"%s\" is not bilinear or bicubic", what,
+                       sv_log_esc(x->interp, e, sizeof e));
+    }
     for (int c = 0; c < x->channels; c++)
         if (!(x->std[c] > 0 && x->std[c] < 1e6) || !(x->mean[c] > -1e6 && x->mean[c] < 1e6))
             return SV_FAIL(SV_ERR_FORMAT, "%s: mean %g / std %g of channel %d out of range", what, x->mean[c],

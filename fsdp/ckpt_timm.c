@@ -1,17 +1,21 @@
 /* timm-compatible export (checkpoint -> safetensors + config.json) and import (safetensors ->
  * master shards), including timm's pos_embed resampling. */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/checked.h"
 #include "core/elementwise.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "fsdp/checkpoint.h"
 #include "fsdp/ckpt_meta.h"
+#include "fsdp/ckpt_out.h"
 
 /* ---- export ------------------------------------------------------------------------------- */
 
@@ -66,9 +70,7 @@ static void write_labels(sv_json_writer *w, const sv_ckpt_meta *m) {
 
 /* timm's hub config.json (timm/models/_hub.py save_config): top-level architecture, shape and
  * label_names, model_args for create_model, pretrained_cfg for resolve_data_config. */
-static sv_status write_config(const char *st_path, const sv_vit_config *c, const sv_ckpt_meta *m) {
-    char path[SV_CKPT_PATH_MAX + 16];
-    config_path(st_path, path, sizeof path);
+static sv_status config_text(const sv_vit_config *c, const sv_ckpt_meta *m, char **out, size_t *out_len) {
     sv_ckpt_xform x = m->xform;
     if (!x.present) sv_ckpt_xform_default(&x, c->img, c->in_chans);
     const char *arch = timm_arch(c);
@@ -134,40 +136,153 @@ static sv_status write_config(const char *st_path, const sv_vit_config *c, const
         else {
             memcpy(nl, text, len);
             nl[len] = '\n';
-            st = sv_fileio_write_atomic(path, nl, len + 1);
-            free(nl);
+            *out = nl;
+            *out_len = len + 1;
         }
     }
     sv_json_writer_free(&w);
     return st;
 }
 
+/* classes.txt: the recorded label names, one per line (data/dataset.h sv_classes_read reads it;
+ * label names never hold a newline, ckpt_meta.c refuses them). */
+static sv_status classes_text(const sv_ckpt_meta *m, char **out, size_t *out_len) {
+    size_t n = 0;
+    for (int i = 0; i < m->n_labels; i++) n += strlen(m->labels[i]) + 1;
+    char *t = malloc(n + 1), *p = t;
+    if (!t) return SV_FAIL(SV_ERR_OOM, "classes.txt");
+    for (int i = 0; i < m->n_labels; i++) {
+        size_t k = strlen(m->labels[i]);
+        memcpy(p, m->labels[i], k);
+        p[k] = '\n';
+        p += k + 1;
+    }
+    *out = t;
+    *out_len = n;
+    return SV_OK;
+}
+
+/* The file `name` in the directory of st_path. */
+static void sidecar_path(const char *st_path, const char *name, char *path, size_t cap) {
+    const char *slash = strrchr(st_path, '/');
+    if (slash) snprintf(path, cap, "%.*s/%s", (int)(slash - st_path), st_path, name);
+    else snprintf(path, cap, "%s", name);
+}
+
+/* Every output of an export, checked before anything is written (fsdp/ckpt_out.h): none inside
+ * the checkpoint, none replacing a non-regular file, an existing OUT only when it is a
+ * safetensors file (an earlier export), and OUT not one of its own sidecar names. */
+static sv_status check_export_outputs(const char *dir, const char *out, const char *cfg, const char *cls) {
+    const char *base = strrchr(out, '/');
+    base = base ? base + 1 : out;
+    if (!strcmp(base, "config.json") || !strcmp(base, "classes.txt"))
+        return SV_FAIL(SV_ERR_INVALID, "export output %s: %s is the name of a file export writes beside the weights; "
+                       "choose another name (e.g. model.safetensors)", out, base);
+    SV_TRY(sv_ckpt_out_check(out, dir, 0, "export output"));
+    SV_TRY(sv_ckpt_out_check(cfg, dir, 0, "export output"));
+    if (cls) SV_TRY(sv_ckpt_out_check(cls, dir, 0, "export output"));
+    if (access(out, F_OK) == 0) {
+        sv_st_file old;
+        if (sv_safetensors_open(&old, out) != SV_OK) {
+            char m[700];
+            snprintf(m, sizeof m, "%s", sv_err_msg());
+            return SV_FAIL(SV_ERR_INVALID, "export output %s exists and is not a safetensors file (%s): refusing to "
+                           "replace it; remove it or choose another path", out, m);
+        }
+        sv_safetensors_close(&old);
+    }
+    return SV_OK;
+}
+
 sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype) {
     if (dtype != SV_ST_F32 && dtype != SV_ST_BF16) return SV_FAIL(SV_ERR_INVALID, "export dtype must be F32 or BF16");
-    char dir[SV_CKPT_PATH_MAX];
+    char dir[SV_CKPT_PATH_MAX], cfg[SV_CKPT_PATH_MAX + 16], cls[SV_CKPT_PATH_MAX + 16];
     SV_TRY(sv_ckpt_resolve(in, dir, sizeof dir));
     sv_ckpt_index idx;
     SV_TRY(sv_ckpt_index_load(&idx, dir));
+    int have_cls = idx.meta.labels != NULL;
+    sidecar_path(out, "config.json", cfg, sizeof cfg);
+    sidecar_path(out, "classes.txt", cls, sizeof cls);
+    sv_status st = check_export_outputs(dir, out, cfg, have_cls ? cls : NULL);
+    /* Staging: every output goes to a fresh temporary of our own first ("<name>.tmp-XXXXXXXX",
+     * O_EXCL); the safetensors writer adds ".tmp" to the name it is given, so that name is
+     * reserved with O_EXCL too. Only then are they renamed into place. */
+    char t_st[SV_CKPT_PATH_MAX + 48], t_wr[SV_CKPT_PATH_MAX + 64], t_cfg[SV_CKPT_PATH_MAX + 48],
+        t_cls[SV_CKPT_PATH_MAX + 48];
+    int made_st = 0, made_wr = 0, made_cfg = 0, made_cls = 0;
+    for (int a = 0; a < 100 && st == SV_OK && !made_wr; a++) {
+        st = sv_ckpt_out_tmp_file(out, t_st, sizeof t_st, NULL);
+        if (st != SV_OK) break;
+        made_st = 1;
+        snprintf(t_wr, sizeof t_wr, "%s.tmp", t_st);
+        int fd = open(t_wr, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            close(fd);
+            made_wr = 1;
+        } else if (errno == EEXIST) {
+            unlink(t_st); /* ours; try another name */
+            made_st = 0;
+        } else {
+            st = SV_FAIL(SV_ERR_IO, "create %s: %s", t_wr, strerror(errno));
+        }
+    }
+    if (st == SV_OK && !made_wr) st = SV_FAIL(SV_ERR_IO, "create a temporary file beside %s", out);
     export_ctx c = {.dtype = dtype};
     sv_st_entry *ents = calloc((size_t)idx.n_tensors, sizeof *ents);
     c.tmp = malloc((size_t)4 << 21); /* the writer asks for <= 4 MiB: <= 2 Mi bf16 elements */
-    sv_status st = ents && c.tmp ? sv_ckpt_reader_open(&c.rd, &idx) : SV_FAIL(SV_ERR_OOM, "export tables");
+    if (st == SV_OK && (!ents || !c.tmp)) st = SV_FAIL(SV_ERR_OOM, "export tables");
+    if (st == SV_OK) st = sv_ckpt_reader_open(&c.rd, &idx);
     if (st == SV_OK) {
         for (int t = 0; t < idx.n_tensors; t++)
             ents[t] = (sv_st_entry){idx.tensors[t].name, dtype, idx.tensors[t].ndim, idx.tensors[t].shape, NULL};
         char step[32];
         snprintf(step, sizeof step, "%lld", (long long)idx.state.step);
         const char *meta[] = {"format", "pt", "shardvit_step", step, "shardvit_model", idx.cfg.name};
-        st = sv_safetensors_write(out, ents, (size_t)idx.n_tensors, meta, 3, export_fill, &c);
+        st = sv_safetensors_write(t_st, ents, (size_t)idx.n_tensors, meta, 3, export_fill, &c); /* t_wr -> t_st */
+        if (st == SV_OK) made_wr = 0; /* renamed onto t_st by the writer */
         sv_ckpt_reader_close(&c.rd);
     }
     if (st == SV_OK && !idx.meta.xform.present)
         SV_INFO("export: %s/index.json records no eval transform (an older checkpoint): config.json gets the "
                 "defaults (crop_pct %g, bilinear, %s mean/std)", dir, SV_CKPT_DEFAULT_CROP_PCT,
                 idx.cfg.in_chans == 1 ? "0.5" : "ImageNet");
-    if (st == SV_OK) st = write_config(out, &idx.cfg, &idx.meta);
+    char *text = NULL;
+    size_t len = 0;
+    if (st == SV_OK) st = config_text(&idx.cfg, &idx.meta, &text, &len);
+    int fd = -1;
+    if (st == SV_OK) st = sv_ckpt_out_tmp_file(cfg, t_cfg, sizeof t_cfg, &fd);
+    if (st == SV_OK) {
+        made_cfg = 1;
+        st = sv_fileio_write_all(fd, text, len, t_cfg);
+        if (st == SV_OK) st = sv_fileio_fsync(fd, t_cfg);
+        close(fd);
+    }
+    free(text);
+    text = NULL;
+    if (st == SV_OK && have_cls) st = classes_text(&idx.meta, &text, &len);
+    if (st == SV_OK && have_cls) st = sv_ckpt_out_tmp_file(cls, t_cls, sizeof t_cls, &fd);
+    if (st == SV_OK && have_cls) {
+        made_cls = 1;
+        st = sv_fileio_write_all(fd, text, len, t_cls);
+        if (st == SV_OK) st = sv_fileio_fsync(fd, t_cls);
+        close(fd);
+    }
+    free(text);
+    /* Commit: the weights first, then the files describing them. */
+    if (st == SV_OK && (st = sv_ckpt_out_commit(t_st, out, 0)) == SV_OK) made_st = 0;
+    if (st == SV_OK && (st = sv_ckpt_out_commit(t_cfg, cfg, 0)) == SV_OK) made_cfg = 0;
+    if (st == SV_OK && have_cls && (st = sv_ckpt_out_commit(t_cls, cls, 0)) == SV_OK) made_cls = 0;
+    /* On failure remove exactly the temporaries created above. */
+    if (made_wr) unlink(t_wr);
+    if (made_st) unlink(t_st);
+    if (made_cfg) unlink(t_cfg);
+    if (made_cls) unlink(t_cls);
+    if (st == SV_OK && !have_cls && access(cls, F_OK) == 0)
+        SV_WARN("export: %s/index.json records no label names, so no classes.txt was written; the existing %s is not "
+                "from this checkpoint (predict would use it)", dir, cls);
     if (st == SV_OK)
-        SV_INFO("export: %s -> %s (%d tensors, %s) + config.json", dir, out, idx.n_tensors, sv_st_dtype_name(dtype));
+        SV_INFO("export: %s -> %s (%d tensors, %s) + config.json%s", dir, out, idx.n_tensors, sv_st_dtype_name(dtype),
+                have_cls ? " + classes.txt" : "");
     free(ents);
     free(c.tmp);
     sv_ckpt_index_free(&idx);
@@ -200,8 +315,11 @@ static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const 
                        "input", src, (long long)v[0], (long long)v[1], (long long)v[2]);
     x->channels = (int)v[0], x->img = (int)v[1];
     SV_TRY(sv_json_get_str(p, "crop_mode", &mode, NULL));
-    if (strcmp(mode, "center"))
-        return SV_FAIL(SV_ERR_FORMAT, "%s: pretrained_cfg.crop_mode \"%s\": only \"center\" is supported", src, mode);
+    if (strcmp(mode, "center")) {
+        char e[SV_ESC_CAP];
+        return SV_FAIL(SV_ERR_FORMAT, "%s: pretrained_cfg.crop_mode \"%s\": only \"center\" is supported", src,
+                       sv_log_esc(mode, e, sizeof e));
+    }
     SV_TRY(sv_json_get_f64(p, "crop_pct", &x->crop_pct));
     SV_TRY(sv_json_get_str(p, "interpolation", &interp, &ilen));
     snprintf(x->interp, sizeof x->interp, "%s", ilen < sizeof x->interp ? interp : "?");
@@ -272,12 +390,12 @@ void sv_ckpt_resample_pos_embed(const float *src, int gi, float *dst, int go, in
             int ix = (int)floorf(rx);
             float wx[4];
             cubic_coeffs(rx - (float)ix, wx);
-            float *o = dst + (size_t)(1 + oy * go + ox) * D;
+            float *o = dst + (1 + (size_t)oy * (size_t)go + (size_t)ox) * (size_t)D;
             for (int d = 0; d < D; d++) {
                 float rows[4];
                 for (int k = 0; k < 4; k++) {
                     int y = clampi(iy - 1 + k, gi - 1);
-                    const float *row = g + (size_t)y * gi * D + d;
+                    const float *row = g + (size_t)y * (size_t)gi * (size_t)D + d;
                     rows[k] = row[(size_t)clampi(ix - 1, gi - 1) * D] * wx[0] + row[(size_t)clampi(ix, gi - 1) * D] * wx[1] +
                               row[(size_t)clampi(ix + 1, gi - 1) * D] * wx[2] + row[(size_t)clampi(ix + 2, gi - 1) * D] * wx[3];
                 }
@@ -295,6 +413,18 @@ static void shape_text(char *o, size_t cap, const int64_t *s, int nd) {
     size_t n = (size_t)snprintf(o, cap, "(");
     for (int d = 0; d < nd && n < cap; d++) n += (size_t)snprintf(o + n, cap - n, d ? ", %lld" : "%lld", (long long)s[d]);
     if (n < cap) snprintf(o + n, cap - n, ")");
+}
+
+/* T = 1 + g*g positions (class token + a square grid)? Exact integer square root, no float
+ * rounding and no int conversion of a hostile 64-bit count. */
+static int pos_grid(int64_t T, int64_t *g_out) {
+    if (T < 2) return 0;
+    uint64_t P = (uint64_t)T - 1, g = (uint64_t)sqrt((double)P), sq;
+    while (g > 0 && (!sv_mul_u64(g, g, &sq) || sq > P)) g--;
+    while (sv_mul_u64(g + 1, g + 1, &sq) && sq <= P) g++;
+    if (!sv_mul_u64(g, g, &sq) || sq != P) return 0;
+    *g_out = (int64_t)g;
+    return 1;
 }
 
 /* How each model tensor is sourced: 0 = copy, 1 = keep fresh init (head), 2 = resample. */
@@ -326,12 +456,16 @@ static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how,
         }
         if (p->group == -1 && p->slot == SV_ROOT_POS && t->ndim == 3 && t->shape[0] == 1 && t->shape[2] == c->dim &&
             t->shape[1] >= 2) {
-            int g = (int)lround(sqrt((double)(t->shape[1] - 1)));
-            if ((int64_t)g * g == t->shape[1] - 1) {
+            int64_t g;
+            if (pos_grid(t->shape[1], &g)) {
+                if (g > SV_CKPT_MAX_POS_GRID)
+                    return SV_FAIL(SV_ERR_FORMAT, "%s: tensor pos_embed has shape %s: its %lldx%lld patch grid is larger "
+                                   "than the %dx%d that import resamples", sf->path, a, (long long)g, (long long)g,
+                                   SV_CKPT_MAX_POS_GRID, SV_CKPT_MAX_POS_GRID);
                 how[k] = 2;
-                *gi = g;
-                SV_INFO("init-from: pos_embed grid %dx%d resampled to %dx%d (bicubic, class position kept)", g, g,
-                        c->img / c->patch, c->img / c->patch);
+                *gi = (int)g;
+                SV_INFO("init-from: pos_embed grid %lldx%lld resampled to %dx%d (bicubic, class position kept)",
+                        (long long)g, (long long)g, c->img / c->patch, c->img / c->patch);
                 continue;
             }
         }
@@ -341,10 +475,70 @@ static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how,
         const char *n = sf->tensors[i].name;
         int known = 0;
         for (int k = 0; k < L->n_params && !known; k++) known = !strcmp(L->params[k].name, n);
+        char e[SV_ESC_CAP];
         if (!known)
-            return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is not a parameter of this model (depth %d)", sf->path, n,
-                           c->depth);
+            return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is not a parameter of this model (depth %d)", sf->path,
+                           sv_log_esc(n, e, sizeof e), c->depth);
     }
+    return SV_OK;
+}
+
+/* The element count of the resampling buffers, overflow-checked: (1 + g*g) * D. */
+static sv_status pos_elems(int64_t g, int64_t D, size_t *out) {
+    uint64_t gg, n, bytes;
+    if (g < 0 || D < 0 || !sv_mul_u64((uint64_t)g, (uint64_t)g, &gg) || !sv_add_u64(gg, 1, &n) ||
+        !sv_mul_u64(n, (uint64_t)D, &n) || !sv_mul_u64(n, sizeof(float), &bytes) || bytes > SIZE_MAX)
+        return SV_FAIL(SV_ERR_FORMAT, "pos_embed of a %lldx%lld grid and width %lld does not fit in memory",
+                       (long long)g, (long long)g, (long long)D);
+    *out = (size_t)n;
+    return SV_OK;
+}
+
+static const char *nonfinite_kind(float v) { return isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf"; }
+
+sv_status sv_ckpt_check_finite(const sv_st_file *sf, const sv_st_tensor *t) {
+    enum { CHUNK = 1 << 18 };
+    float *buf = malloc((size_t)CHUNK * sizeof *buf);
+    if (!buf) return SV_FAIL(SV_ERR_OOM, "finite check buffer");
+    sv_status st = SV_OK;
+    for (uint64_t i = 0; i < t->numel && st == SV_OK; i += CHUNK) {
+        uint64_t n = t->numel - i < CHUNK ? t->numel - i : CHUNK;
+        st = sv_safetensors_read_f32(sf, t, i, n, buf);
+        for (uint64_t j = 0; j < n && st == SV_OK; j++) {
+            if (isfinite(buf[j])) continue;
+            char e[SV_ESC_CAP], at[160];
+            uint64_t x = i + j;
+            size_t o = (size_t)snprintf(at, sizeof at, "[");
+            /* multi-index in row-major order */
+            uint64_t idx[SV_ST_MAX_DIMS], r = x;
+            for (int d = t->ndim - 1; d >= 0; d--) {
+                uint64_t dim = t->shape[d] > 0 ? (uint64_t)t->shape[d] : 1;
+                idx[d] = r % dim;
+                r /= dim;
+            }
+            for (int d = 0; d < t->ndim && o < sizeof at; d++)
+                o += (size_t)snprintf(at + o, sizeof at - o, d ? ", %llu" : "%llu", (unsigned long long)idx[d]);
+            if (o < sizeof at) snprintf(at + o, sizeof at - o, "]");
+            st = SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s holds a non-finite value: element %llu %s is %s (refusing "
+                         "weights with NaN/Inf)", sf->path, sv_log_esc(t->name, e, sizeof e),
+                         (unsigned long long)x, at, nonfinite_kind(buf[j]));
+        }
+    }
+    free(buf);
+    return st;
+}
+
+/* After reading n values of tensor t into v: SV_OK when all are finite, else the error of
+ * sv_ckpt_check_finite (which finds the tensor's first non-finite element, wherever it is). */
+static sv_status finite_or_fail(const sv_st_file *sf, const sv_st_tensor *t, const float *v, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) {
+            sv_status st = sv_ckpt_check_finite(sf, t);
+            char e[SV_ESC_CAP];
+            return st != SV_OK ? st
+                               : SV_FAIL(SV_ERR_IO, "%s: tensor %s changed while it was read", sf->path,
+                                         sv_log_esc(t->name, e, sizeof e));
+        }
     return SV_OK;
 }
 
@@ -357,6 +551,8 @@ sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int *n_load
     sv_status st = how && src ? plan_import(L, &sf, how, src, &gi) : SV_FAIL(SV_ERR_OOM, "import tables");
     *n_loaded = 0;
     for (int k = 0; k < n && st == SV_OK; k++) *n_loaded += how[k] != 1;
+    for (int k = 0; k < n && st == SV_OK; k++) /* every value that would be loaded must be finite */
+        if (how[k] != 1) st = sv_ckpt_check_finite(&sf, src[k]);
     free(how);
     free(src);
     sv_safetensors_close(&sf);
@@ -376,10 +572,18 @@ sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path) {
     sv_status st = how && src && host ? plan_import(&f->L, &sf, how, src, &gi) : SV_FAIL(SV_ERR_OOM, "import tables");
     for (int k = 0; k < n && st == SV_OK; k++)
         if (how[k] == 2) {
-            pos_in = malloc((size_t)(1 + gi * gi) * D * 4);
-            pos_out = malloc((size_t)T * D * 4);
-            if (!pos_in || !pos_out) st = SV_FAIL(SV_ERR_OOM, "pos_embed resampling");
-            else st = sv_safetensors_read_f32(&sf, src[k], 0, (uint64_t)(1 + gi * gi) * D, pos_in);
+            size_t n_in = 0;
+            st = pos_elems(gi, D, &n_in); /* gi <= SV_CKPT_MAX_POS_GRID, but check anyway */
+            if (st == SV_OK && n_in != src[k]->numel)
+                st = SV_FAIL(SV_ERR_FORMAT, "%s: pos_embed has %llu elements, expected %zu", path,
+                             (unsigned long long)src[k]->numel, n_in);
+            if (st == SV_OK) {
+                pos_in = malloc(n_in * sizeof(float));
+                pos_out = malloc((size_t)T * (size_t)D * sizeof(float));
+                if (!pos_in || !pos_out) st = SV_FAIL(SV_ERR_OOM, "pos_embed resampling (%zu floats)", n_in);
+            }
+            if (st == SV_OK) st = sv_safetensors_read_f32(&sf, src[k], 0, n_in, pos_in);
+            if (st == SV_OK) st = finite_or_fail(&sf, src[k], pos_in, n_in);
             if (st == SV_OK) sv_ckpt_resample_pos_embed(pos_in, gi, pos_out, f->L.cfg.img / f->L.cfg.patch, D);
         }
     int loaded = 0;
@@ -393,7 +597,10 @@ sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path) {
             if (how[e] == 0) loaded++;
             if (!p.count || how[e] == 1) continue;
             if (how[e] == 2) memcpy(host + p.shard_offset, pos_out + p.tensor_begin, p.count * 4);
-            else st = sv_safetensors_read_f32(&sf, src[e], p.tensor_begin, p.count, host + p.shard_offset);
+            else {
+                st = sv_safetensors_read_f32(&sf, src[e], p.tensor_begin, p.count, host + p.shard_offset);
+                if (st == SV_OK) st = finite_or_fail(&sf, src[e], host + p.shard_offset, p.count);
+            }
         }
         if (st == SV_OK) st = sv_be_upload(f->be, s->master, host, un->shard * 4);
         if (st == SV_OK) st = sv_be_zero(f->be, s->m, un->shard * 4);

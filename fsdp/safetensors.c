@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/checked.h"
 #include "core/elementwise.h"
 #include "core/fileio.h"
 #include "core/json.h"
@@ -117,18 +118,15 @@ static sv_status parse_tensor(sv_st_file *f, const sv_json_member *m, sv_st_tens
         snprintf(msg, sizeof msg, "%zu dimensions (at most %d supported)", nd, SV_ST_MAX_DIMS);
         return bad(f, "shape has ", name, msg);
     }
-    uint64_t numel = 1;
-    int overflow = 0;
+    uint64_t numel, nbytes;
     t->ndim = (int)nd;
     for (size_t d = 0; d < nd; d++) {
         const sv_json *v = sv_json_index(shape, d);
         if (v->type != SV_JSON_NUMBER || !v->u.num.is_int || v->u.num.i < 0)
             return bad(f, "shape entries must be non-negative integers", name, NULL);
         t->shape[d] = v->u.num.i;
-        if (__builtin_mul_overflow(numel, (uint64_t)v->u.num.i, &numel)) overflow = 1;
     }
-    uint64_t nbytes;
-    if (overflow || __builtin_mul_overflow(numel, (uint64_t)sv_st_dtype_size(t->dtype), &nbytes))
+    if (!sv_shape_numel(t->shape, nd, &numel) || !sv_mul_u64(numel, sv_st_dtype_size(t->dtype), &nbytes))
         return bad(f, "shape size overflows 64 bits", name, NULL);
     if (!offs || offs->type != SV_JSON_ARRAY || sv_json_count(offs) != 2)
         return bad(f, "\"data_offsets\" must be an array [begin, end]", name, NULL);
@@ -409,7 +407,7 @@ static sv_status entry_bytes(const char *path, const sv_st_entry *e, uint64_t *o
                        e->name, e->ndim, SV_ST_MAX_DIMS);
     uint64_t n = sv_st_dtype_size(e->dtype);
     for (int d = 0; d < e->ndim; d++) {
-        if (e->shape[d] < 0 || __builtin_mul_overflow(n, (uint64_t)e->shape[d], &n))
+        if (e->shape[d] < 0 || !sv_mul_u64(n, (uint64_t)e->shape[d], &n))
             return SV_FAIL(SV_ERR_INVALID, "%s: tensor \"%s\": bad shape[%d] = %lld", path,
                            e->name, d, (long long)e->shape[d]);
     }
@@ -432,8 +430,10 @@ static sv_status build_header(const char *path, const sv_st_entry *entries, size
     }
     for (size_t i = 0; i < n; i++) {
         const sv_st_entry *e = &entries[i];
-        uint64_t nb;
+        uint64_t nb, next;
         SV_TRY(entry_bytes(path, e, &nb));
+        if (!sv_add_u64(off, nb, &next))
+            return SV_FAIL(SV_ERR_INVALID, "%s: tensor \"%s\": data offsets overflow 64 bits", path, e->name);
         for (size_t j = 0; j < i; j++)
             if (!strcmp(entries[j].name, e->name))
                 return SV_FAIL(SV_ERR_INVALID, "%s: duplicate tensor name \"%s\"", path, e->name);
@@ -448,10 +448,10 @@ static sv_status build_header(const char *path, const sv_st_entry *entries, size
         sv_json_key(w, "data_offsets");
         sv_json_arr_begin(w);
         sv_json_u64(w, off);
-        sv_json_u64(w, off + nb);
+        sv_json_u64(w, next);
         sv_json_arr_end(w);
         sv_json_obj_end(w);
-        off += nb;
+        off = next;
     }
     sv_json_obj_end(w);
     return SV_OK;

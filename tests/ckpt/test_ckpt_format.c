@@ -1,16 +1,22 @@
 /* Checkpoint format without MPI: shard files written for a 3-rank layout through
  * sv_ckpt_write_shard, index.json round trip, range reads across shard boundaries, offline
- * reshard 3 -> 2 -> 3 (byte-identical files), CRC detection of a flipped byte, and the bicubic
- * pos_embed resampling against an independent double-precision implementation. */
+ * reshard 3 -> 2 -> 3 (byte-identical files), CRC detection of a flipped byte, the bicubic
+ * pos_embed resampling against an independent double-precision implementation, the escaping of
+ * file-provided names for messages (core/log.h sv_log_esc), and the output rules of
+ * fsdp/ckpt_out.h (inside-the-checkpoint, non-regular targets, fresh temporaries). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "check.h"
 #include "core/fileio.h"
+#include "core/log.h"
 #include "fsdp/checkpoint.h"
+#include "fsdp/ckpt_out.h"
 
 /* A value every (tensor, element, kind) can be recomputed from. */
 static float value(int t, uint64_t i, int kind) { return (float)(t * 1000003 + (int)i) * 0.5f + (float)kind * 0.25f; }
@@ -96,6 +102,92 @@ static void test_resample(void) {
     }
 }
 
+static void esc_is(const char *in, size_t cap, const char *want) {
+    char buf[512];
+    const char *got = sv_log_esc(in, buf, cap);
+    if (strcmp(got, want)) fprintf(stderr, "sv_log_esc: got \"%s\", want \"%s\"\n", got, want);
+    CHECK(!strcmp(got, want));
+    CHECK(strlen(got) < cap);
+}
+
+static void test_escape(void) {
+    esc_is("blocks.0.attn.qkv.weight", 256, "blocks.0.attn.qkv.weight");
+    esc_is("a\nb\tc\rd", 256, "a\\nb\\tc\\rd");
+    esc_is("evil\x1b[31mred\x7f", 256, "evil\\x1B[31mred\\x7F");
+    esc_is("caf\xc3\xa9 \xc3\xbcn\xc3\xaf" "c\xc3\xb8" "d\xc3\xa9", 256, "caf\xc3\xa9 \xc3\xbcn\xc3\xaf" "c\xc3\xb8" "d\xc3\xa9"); /* UTF-8 kept */
+    esc_is("\xc2\x9b" "2J", 256, "\\u{009B}2J");           /* C1 CSI */
+    esc_is("ab\xe2\x80\xae" "cd", 256, "ab\\u{202E}cd");  /* right-to-left override */
+    esc_is("\xff\xc3", 256, "\\xFF\\xC3");               /* invalid and cut UTF-8 */
+    esc_is("\xc0\xaf", 256, "\\xC0\\xAF");               /* overlong "/" */
+    esc_is("\xed\xa0\x80", 256, "\\xED\\xA0\\x80");   /* a surrogate */
+    esc_is("back\\slash", 256, "back\\\\slash");
+    esc_is("aaaaaaaaaaaaaaa", 16, "aaaaaaaaaaaaaaa");        /* exactly fits */
+    esc_is("aaaaaaaaaaaaaaaa", 16, "aaaaaaaaaaaa...");       /* one more: cut with "..." */
+    esc_is("aaaaaaaaaaa\n\n", 16, "aaaaaaaaaaa\\n\\n");     /* escapes that exactly fit */
+    esc_is("aaaaaaaaaaaa\n\n", 16, "aaaaaaaaaaaa...");      /* an escape is never cut in half */
+    esc_is(NULL, 256, "(null)");
+}
+
+static void test_out_rules(const char *root) {
+    char ck[600], p[700], q[700], t1[800], t2[800];
+    snprintf(ck, sizeof ck, "%s/out/ck/step_1", root);
+    CHECK_OK(sv_fileio_mkdirs(ck, 0755));
+    snprintf(p, sizeof p, "%s/index.json", ck);
+    CHECK_OK(sv_fileio_write_atomic(p, "{}", 2));
+    snprintf(p, sizeof p, "%s/out/ck/latest", root);
+    CHECK_OK(sv_fileio_write_atomic(p, "step_1\n", 7));
+    /* inside the checkpoint: refused, also through "..", missing parents and a symbolic link */
+    snprintf(p, sizeof p, "%s/index.json", ck);
+    CHECK(sv_ckpt_out_check(p, ck, 0, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "inside the checkpoint"));
+    snprintf(p, sizeof p, "%s/out/ck/nope/../step_1/new/deeper", root);
+    CHECK(sv_ckpt_out_check(p, ck, 1, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "inside the checkpoint"));
+    snprintf(p, sizeof p, "%s/out/lnk", root);
+    CHECK(symlink(ck, p) == 0);
+    snprintf(p, sizeof p, "%s/out/lnk/x.safetensors", root);
+    CHECK(sv_ckpt_out_check(p, ck, 0, "t") == SV_ERR_INVALID);
+    snprintf(p, sizeof p, "%s/out/ck/latest", root);
+    CHECK(sv_ckpt_out_check(p, ck, 0, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "latest"));
+    /* outside: fine, also where the parents do not exist yet */
+    snprintf(p, sizeof p, "%s/out/ck/model.safetensors", root);
+    CHECK_OK(sv_ckpt_out_check(p, ck, 0, "t"));
+    snprintf(p, sizeof p, "%s/out/a/b/../c", root);
+    CHECK_OK(sv_ckpt_out_check(p, ck, 1, "t"));
+    snprintf(p, sizeof p, "%s/out/step_10", root); /* a prefix of the name is not "inside" */
+    snprintf(q, sizeof q, "%s/out/step_1", root);
+    CHECK_OK(sv_fileio_mkdirs(q, 0755));
+    CHECK_OK(sv_ckpt_out_check(p, q, 1, "t"));
+    /* non-regular targets are never replaced; must_not_exist refuses a regular file too */
+    snprintf(p, sizeof p, "%s/out/fifo", root);
+    CHECK(mkfifo(p, 0600) == 0);
+    CHECK(sv_ckpt_out_check(p, NULL, 0, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "a FIFO"));
+    CHECK(sv_ckpt_out_check(ck, NULL, 0, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "a directory"));
+    snprintf(p, sizeof p, "%s/out/lnk", root);
+    CHECK(sv_ckpt_out_check(p, NULL, 0, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "a symbolic link"));
+    snprintf(p, sizeof p, "%s/out/ck/latest", root);
+    CHECK_OK(sv_ckpt_out_check(p, NULL, 0, "t"));
+    CHECK(sv_ckpt_out_check(p, NULL, 1, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "already exists"));
+    /* temporaries: fresh names, never an existing file; commit without replace keeps the target */
+    snprintf(p, sizeof p, "%s/out/file", root);
+    CHECK_OK(sv_ckpt_out_tmp_file(p, t1, sizeof t1, NULL));
+    CHECK_OK(sv_ckpt_out_tmp_file(p, t2, sizeof t2, NULL));
+    CHECK(strcmp(t1, t2) && !strncmp(t1, p, strlen(p)) && access(t1, F_OK) == 0 && access(t2, F_OK) == 0);
+    CHECK_OK(sv_ckpt_out_write(p, "new", 3));
+    CHECK(sv_ckpt_out_commit(t1, p, 1) != SV_OK);
+    char *text;
+    size_t len;
+    CHECK_OK(sv_fileio_read_small(p, 100, &text, &len));
+    CHECK(len == 3 && !memcmp(text, "new", 3));
+    free(text);
+    CHECK_OK(sv_ckpt_out_commit(t1, p, 0)); /* replacing a regular file: allowed */
+    unlink(t2);
+    snprintf(p, sizeof p, "%s/out/d", root);
+    CHECK_OK(sv_ckpt_out_tmp_dir(p, t1, sizeof t1));
+    CHECK_OK(sv_ckpt_out_commit(t1, p, 1));
+    CHECK_OK(sv_ckpt_out_tmp_dir(p, t2, sizeof t2));
+    CHECK(sv_ckpt_out_commit(t2, p, 1) != SV_OK); /* an empty directory OUT is not replaced either */
+    CHECK(rmdir(t2) == 0);
+}
+
 int main(void) {
     test_resample();
     char root[] = "/tmp/sv-ckpt-format-XXXXXX";
@@ -173,6 +265,8 @@ int main(void) {
     sv_ckpt_index_free(&back);
     sv_ckpt_index_free(&two);
     sv_layout_free(&L);
+    test_escape();
+    test_out_rules(root);
     CHECK_OK(sv_fileio_remove_tree(root));
     printf("ckpt_format: all passed\n");
     return 0;

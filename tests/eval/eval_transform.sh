@@ -57,8 +57,13 @@ run "$WORK/e3.log" "${EV[@]}" --weights "$WORK/x/model.safetensors" --crop-pct 0
 grep "eval transform:" "$WORK/e3.log"
 grep -q "crop_pct 0.875 (flag), interpolation bilinear (model)" "$WORK/e3.log" || fail "--crop-pct not named a flag"
 same "$WORK/e3" >/dev/null && fail "--crop-pct 0.875 gave the same loss: the test does not discriminate"
-# predict: the recorded label names (no classes.txt beside x/model.safetensors)
+# predict: export wrote classes.txt beside the weights (the recorded label names) and predict uses
+# it; without it, the label names in config.json
 img=$(find "$WORK/data/test" -name '*.jpg' | sort | head -1)
+cmp -s "$WORK/x/classes.txt" "$WORK/data/classes.txt" || fail "export's classes.txt differs from the data's class list"
+run "$WORK/p0.log" "$SV" predict --weights "$WORK/x/model.safetensors" --topk 1 --threads 1 "$img"
+grep -q "class names from $WORK/x/classes.txt" "$WORK/p0.log" || fail "predict did not use classes.txt beside the weights"
+rm "$WORK/x/classes.txt"
 run "$WORK/p.log" "$SV" predict --weights "$WORK/x/model.safetensors" --topk 1 --threads 1 "$img"
 grep -q "label names the model recorded" "$WORK/p.log" || fail "predict did not use the recorded label names"
 top=$(grep -E '^ +1\. ' "$WORK/p.log" | sed -E 's/^ +1\. +[0-9.]+% +//; s/ \([0-9]+\)$//')
@@ -113,4 +118,21 @@ PYEOF
 else
     echo "timm cross-check skipped: no Python with timm at $TPY"
 fi
+# --init-from a file whose config.json records a normalisation (0.5 here, where the default for 3
+# channels is ImageNet's) trains and records with it; a flag still wins, field by field
+init_norm() { # init_norm NAME [flags]: the recorded mean and std of a 1-step run from the export
+    local name=$1
+    shift
+    run "$WORK/$name.log" "$MPIEXEC" -n 2 "$SV" train $MODEL $COMMON --data "$WORK/data/train" --steps 1 \
+        --batch-size 8 --init-from "$WORK/x/model.safetensors" --out "$WORK/$name" "$@"
+    "$PY" -c "import json,sys; t=json.load(open(sys.argv[1]))['eval_transform']; print(t['mean'][0], t['std'][0])" \
+        "$WORK/$name/checkpoints/step_00000001/index.json"
+}
+got=$(init_norm init0)
+test "$got" = "0.5 0.5" || fail "--init-from: recorded mean/std $got, expected the file's 0.5 0.5"
+grep -q "normalisation: mean 0.5,0.5,0.5 (--init-from .*config.json), std 0.5,0.5,0.5 (--init-from" "$WORK/init0.log" ||
+    fail "--init-from: no line naming the normalisation's source"
+got=$(init_norm init1 --mean imagenet)
+test "$got" = "0.485 0.5" || fail "--init-from with --mean imagenet: recorded $got"
+echo "--init-from: normalisation taken from the file's pretrained_cfg (flags override)"
 echo "eval_transform: all passed"

@@ -37,7 +37,7 @@ ARGS="--model vit-28 --img 28 --in-chans 3 --dim 36 --depth 2 --heads 3 --batch-
 FAIL_LOGS=("$WORK/bad.log" "$WORK/good.log" "$WORK/bad2.log")
 timeout 120 "$MPIEXEC" -n 1 "$SHARDVIT" train $ARGS --data "$WORK/set/train" --out "$WORK/bad" >"$WORK/bad.log" 2>&1 ||
     fail "training on the damaged set failed"
-timeout 120 "$MPIEXEC" -n 1 "$SHARDVIT" train $ARGS --data "$WORK/good/train" --out "$WORK/good" >"$WORK/good.log" 2>&1 ||
+timeout 120 "$MPIEXEC" -n 1 "$SHARDVIT" train $ARGS --data "$WORK/good/train" --out "$WORK/goodrun" >"$WORK/good.log" 2>&1 ||
     fail "training on the repaired set failed"
 n_warn=$(grep -c "skipping unreadable image" "$WORK/bad.log")
 [ "$n_warn" -eq $bad ] || fail "$n_warn unreadable-image messages for $bad bad files"
@@ -47,7 +47,7 @@ subst=$(grep -o "substituted samples [0-9]*" "$WORK/bad.log" | grep -o "[0-9]*$"
 [ "${subst:-0}" -ge $bad ] || fail "summary reports ${subst:-no} substituted samples for $bad bad files"
 grep -q "substituted samples 0" "$WORK/good.log" || fail "repaired set reports substitutions"
 metric_values "$WORK/bad/metrics.jsonl" loss >"$WORK/bad.loss"
-metric_values "$WORK/good/metrics.jsonl" loss >"$WORK/good.loss"
+metric_values "$WORK/goodrun/metrics.jsonl" loss >"$WORK/good.loss"
 [ "$(wc -l <"$WORK/bad.loss")" -eq 3 ] || fail "expected 3 logged steps"
 cmp -s "$WORK/bad.loss" "$WORK/good.loss" || { paste "$WORK/bad.loss" "$WORK/good.loss"; fail "loss sequences differ"; }
 echo "ok: $bad bad files logged once each, $subst substitutions counted; losses equal the repaired set's: $(tr '\n' ' ' <"$WORK/bad.loss")"

@@ -1,7 +1,8 @@
 /* core/fileio: atomic replace (incl. a simulated full disk leaving the old file intact),
  * truncation errors naming file and range, mkdir -p, rm -r that never follows symlinks,
  * size-limited reads, error messages naming path and errno text, a FIFO or device refused by the
- * read path without blocking (alarm guard: a regression fails instead of hanging). Real files in
+ * read path (and by the trace merge, which reads through it) without blocking (alarm guard: a
+ * regression fails instead of hanging); the checked arithmetic of core/checked.h. Real files in
  * a temp dir. */
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/checked.h"
 #include "core/fileio.h"
+#include "core/trace.h"
 #include "fmt_util.h"
 
 static int exists(const char *p) {
@@ -53,7 +56,45 @@ int main(void) {
     CHECK(unlink(p) == 0);
     CHECK_FAILS(sv_fileio_read_small("/dev/zero", 1 << 20, &fbuf, &flen), SV_ERR_INVALID, "not a regular file",
                 "/dev/zero");
+    /* the trace merge reads its per-rank parts through the same guarded open: a FIFO planted
+     * as part 1 is refused (it used to block in fopen), a regular part is merged */
+    char tp[600];
+    snprintf(q, sizeof q, "%s/trace.json", dir);
+    snprintf(tp, sizeof tp, "%s.rank0", q);
+    FILE *part = fopen(tp, "w");
+    CHECK(part && fputs("{\"ph\":\"M\"}", part) >= 0 && fclose(part) == 0);
+    snprintf(tp, sizeof tp, "%s.rank1", q);
+    CHECK(mkfifo(tp, 0600) == 0);
+    CHECK_FAILS(sv_trace_merge(q, 2), SV_ERR_INVALID, "not a regular file", "trace.json.rank1");
+    CHECK(unlink(tp) == 0);
+    snprintf(tp, sizeof tp, "%s.rank0", q);
+    part = fopen(tp, "w");
+    CHECK(part && fputs("{\"ph\":\"M\"}", part) >= 0 && fclose(part) == 0);
+    CHECK_OK(sv_trace_merge(q, 1));
+    expect_content(q, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n{\"ph\":\"M\"}\n]}\n");
+    CHECK(unlink(q) == 0 && !exists(tp));
     alarm(0);
+
+    /* checked arithmetic (core/checked.h): exact results, and every wrap modulo 2^64 caught */
+    uint64_t r;
+    CHECK(sv_mul_u64(1ull << 32, (1ull << 32) - 1, &r) && r == (1ull << 32) * ((1ull << 32) - 1));
+    CHECK(!sv_mul_u64(1ull << 32, 1ull << 32, &r));
+    CHECK(!sv_mul_u64(UINT64_MAX, 2, &r));
+    CHECK(sv_add_u64(UINT64_MAX - 1, 1, &r) && r == UINT64_MAX);
+    CHECK(!sv_add_u64(UINT64_MAX, 1, &r));
+    CHECK(sv_mul3_u64(4096, 4096, 3, &r) && r == 4096ull * 4096 * 3);
+    CHECK(!sv_mul3_u64(1ull << 40, 1ull << 20, 1ull << 4, &r));
+    const int64_t wraps_to_36[] = {2522, 1994, 25873, 141775993}; /* product = 2^64 + 36 */
+    CHECK(!sv_shape_numel(wraps_to_36, 4, &r));
+    const int64_t wraps_to_0[] = {1ll << 33, 1ll << 31};
+    CHECK(!sv_shape_numel(wraps_to_0, 2, &r));
+    const int64_t neg[] = {4, -1};
+    CHECK(!sv_shape_numel(neg, 2, &r));
+    const int64_t zero[] = {1ll << 40, 0, 1ll << 40}; /* an exact 0, not an overflow */
+    CHECK(sv_shape_numel(zero, 3, &r) && r == 0);
+    const int64_t vit[] = {1, 197, 768};
+    CHECK(sv_shape_numel(vit, 3, &r) && r == 197 * 768);
+    CHECK(sv_shape_numel(vit, 0, &r) && r == 1);
 
     /* atomic write: create, replace, no temporary left behind */
     snprintf(p, sizeof p, "%s/latest", dir);

@@ -1,0 +1,103 @@
+/* Preemption signals: a flag set by the first signal, default action on the second (preempt.h). */
+#include "app/preempt.h"
+
+#include <ctype.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct {
+    const char *name;
+    int sig;
+} k_names[] = {{"TERM", SIGTERM}, {"INT", SIGINT},   {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+               {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"XCPU", SIGXCPU}, {"ALRM", SIGALRM}};
+
+static volatile sig_atomic_t g_received;
+static sv_preempt g_installed;
+static struct sigaction g_old[SV_PREEMPT_MAX_SIGNALS];
+
+const char *sv_preempt_signal_name(int sig) {
+    static const char *const full[] = {"SIGTERM", "SIGINT", "SIGUSR1", "SIGUSR2", "SIGHUP", "SIGQUIT", "SIGXCPU", "SIGALRM"};
+    for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++)
+        if (k_names[i].sig == sig) return full[i];
+    return "signal";
+}
+
+static int parse_one(const char *tok, size_t len) {
+    char buf[16];
+    if (len == 0 || len >= sizeof buf) return -1;
+    memcpy(buf, tok, len);
+    buf[len] = 0;
+    if (isdigit((unsigned char)buf[0])) {
+        char *end;
+        long v = strtol(buf, &end, 10);
+        return *end || v <= 0 || v >= NSIG ? -1 : (int)v;
+    }
+    const char *n = strncasecmp(buf, "SIG", 3) ? buf : buf + 3;
+    for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++)
+        if (!strcasecmp(n, k_names[i].name)) return k_names[i].sig;
+    return -1;
+}
+
+sv_status sv_preempt_parse(const char *spec, sv_preempt *out) {
+    memset(out, 0, sizeof *out);
+    if (!spec || !strcasecmp(spec, "none")) return SV_OK;
+    const char *p = spec;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        int s = parse_one(p, len);
+        if (s < 0 || s == SIGKILL || s == SIGSTOP)
+            return SV_FAIL(SV_ERR_INVALID,
+                           "--preempt-signal: '%.*s' is not a signal that can be handled (names: TERM INT USR1 USR2 HUP "
+                           "QUIT XCPU ALRM, or a number; 'none' for no handler)",
+                           (int)(len > 32 ? 32 : len), p);
+        for (int i = 0; i < out->n; i++)
+            if (out->sig[i] == s) return SV_FAIL(SV_ERR_INVALID, "--preempt-signal: %.*s is listed twice", (int)len, p);
+        if (out->n == SV_PREEMPT_MAX_SIGNALS)
+            return SV_FAIL(SV_ERR_INVALID, "--preempt-signal: at most %d signals", SV_PREEMPT_MAX_SIGNALS);
+        out->sig[out->n++] = s;
+        p += len;
+        if (*p == ',') p++;
+    }
+    return SV_OK;
+}
+
+/* First signal: remember it. Second: the default action, now (a user who insists, or a
+ * scheduler's final warning). Only async-signal-safe calls here. */
+static void on_signal(int sig) {
+    if (g_received) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    g_received = sig;
+}
+
+sv_status sv_preempt_install(const sv_preempt *p) {
+    sv_preempt_uninstall();
+    g_received = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < p->n; i++) sigaddset(&sa.sa_mask, p->sig[i]); /* one handler at a time */
+    for (int i = 0; i < p->n; i++) {
+        if (sigaction(p->sig[i], &sa, &g_old[i]) != 0) {
+            g_installed.n = i;
+            sv_preempt_uninstall();
+            return SV_FAIL(SV_ERR_INVALID, "cannot handle %s", sv_preempt_signal_name(p->sig[i]));
+        }
+    }
+    g_installed = *p;
+    return SV_OK;
+}
+
+void sv_preempt_uninstall(void) {
+    for (int i = 0; i < g_installed.n; i++) sigaction(g_installed.sig[i], &g_old[i], NULL);
+    g_installed.n = 0;
+}
+
+int sv_preempt_received(void) { return (int)g_received; }

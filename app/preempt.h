@@ -1,0 +1,41 @@
+/* Preemption signals of `shardvit train` (docs/checkpoints.md "Preemption").
+ *
+ * Slurm sends SIGTERM before it preempts a job or at its time limit (`--signal=B:USR1@120` asks
+ * for SIGUSR1 ahead of it), mpiexec forwards SIGTERM/SIGINT/SIGUSR1 to every rank, a user may
+ * signal one rank. The first signal of the configured set (`--preempt-signal`, default
+ * TERM,INT,USR1) only records itself (async-signal-safe flag). The training loop reads it at the
+ * next step boundary, where all ranks agree on it in one small all-reduce: every rank finishes
+ * the step it is in, saves a checkpoint, flushes its logs and the process exits with
+ * SV_EXIT_PREEMPTED. A second signal of the set restores the default action and re-raises it:
+ * the process ends at once (mpiexec then ends the other ranks).
+ *
+ * Handlers are installed with SA_RESTART, so system calls that the signal interrupts resume. */
+#ifndef SV_APP_PREEMPT_H
+#define SV_APP_PREEMPT_H
+
+#include "core/status.h"
+
+/* Exit status of a run that stopped on a preemption signal after saving its checkpoint:
+ * EX_TEMPFAIL of sysexits.h ("try again later"): resume it with `--resume auto`. */
+#define SV_EXIT_PREEMPTED 75
+
+#define SV_PREEMPT_MAX_SIGNALS 8
+
+typedef struct sv_preempt {
+    int sig[SV_PREEMPT_MAX_SIGNALS];
+    int n; /* 0: no signal handled ("none") */
+} sv_preempt;
+
+/* "TERM,INT,USR1" (names with or without SIG, case-insensitive, or numbers), or "none".
+ * SV_ERR_INVALID naming the bad entry; SIGKILL/SIGSTOP and duplicates are refused. */
+sv_status sv_preempt_parse(const char *spec, sv_preempt *out);
+/* Install the handlers (replaces earlier ones; clears a recorded signal). */
+sv_status sv_preempt_install(const sv_preempt *p);
+/* Restore the dispositions sv_preempt_install replaced. */
+void sv_preempt_uninstall(void);
+/* The first signal received since install, or 0. */
+int sv_preempt_received(void);
+/* "SIGTERM" etc. (static storage), "signal N" for others. */
+const char *sv_preempt_signal_name(int sig);
+
+#endif

@@ -1,0 +1,140 @@
+/* Run directory rules and lock (run_dir.h). */
+#include "app/run_dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+
+static const char *const k_system[] = {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+                                       "/proc", "/sbin", "/sys", "/usr"};
+
+/* `path` made absolute with its existing part resolved (symlinks, ..) by realpath(3) and the
+ * part that does not exist yet appended as given (it may not contain ".."). */
+static sv_status resolve(const char *path, char *out, size_t cap) {
+    char buf[PATH_MAX], real[PATH_MAX];
+    int n = path[0] == '/' ? snprintf(buf, sizeof buf, "%s", path)
+                           : snprintf(buf, sizeof buf, "%s/%s", getcwd(real, sizeof real) ? real : ".", path);
+    if (n < 0 || (size_t)n >= sizeof buf) return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", path);
+    size_t cut = (size_t)n;
+    for (;;) { /* the longest existing prefix that ends at a '/' */
+        char c = buf[cut];
+        buf[cut] = 0;
+        int ok = realpath(cut ? buf : "/", real) != NULL;
+        buf[cut] = c;
+        if (ok) break;
+        if (cut == 0) return SV_FAIL(SV_ERR_IO, "cannot resolve %.200s: %s", path, strerror(errno));
+        do cut--;
+        while (cut > 0 && buf[cut] != '/');
+    }
+    const char *rest = buf + cut;
+    if (strstr(rest, "/../") || (strlen(rest) >= 3 && !strcmp(rest + strlen(rest) - 3, "/..")))
+        return SV_FAIL(SV_ERR_INVALID, "%.200s: '..' after a directory that does not exist", path);
+    n = snprintf(out, cap, "%s%s", strcmp(real, "/") ? real : "", rest);
+    if (n == 0) n = snprintf(out, cap, "/");
+    return n < 0 || (size_t)n >= cap ? SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", path) : SV_OK;
+}
+
+static int under(const char *path, const char *top) {
+    size_t n = strlen(top);
+    return !strncmp(path, top, n) && (path[n] == 0 || path[n] == '/');
+}
+
+sv_status sv_run_dir_check(const char *dir, const char *flag) {
+    if (!dir || !*dir) return SV_FAIL(SV_ERR_INVALID, "%s: empty path", flag);
+    char abs[PATH_MAX];
+    SV_TRY(resolve(dir, abs, sizeof abs));
+    if (!strcmp(abs, "/")) return SV_FAIL(SV_ERR_INVALID, "%s %s is the root directory: refusing to write there", flag, dir);
+    for (size_t i = 0; i < sizeof k_system / sizeof k_system[0]; i++)
+        if (under(abs, k_system[i]))
+            return SV_FAIL(SV_ERR_INVALID, "%s %s is inside the system directory %s (%s): refusing to write there", flag,
+                           dir, k_system[i], abs);
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        if (errno == ENOENT) return SV_OK; /* created by sv_run_dir_lock */
+        return SV_FAIL(SV_ERR_IO, "%s %s: %s", flag, dir, strerror(errno));
+    }
+    if (!S_ISDIR(sb.st_mode)) return SV_FAIL(SV_ERR_INVALID, "%s %s exists and is not a directory", flag, dir);
+    DIR *d = opendir(dir);
+    if (!d) return SV_FAIL(SV_ERR_IO, "%s %s: %s", flag, dir, strerror(errno));
+    int entries = 0, marker = 0, config = 0, metrics = 0, ckpt = 0;
+    const char *other = NULL;
+    char other_buf[64] = "";
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        if (!strcmp(n, ".") || !strcmp(n, "..")) continue;
+        entries++;
+        if (!strcmp(n, SV_RUN_DIR_MARKER)) marker = 1;
+        else if (!strcmp(n, "config.toml")) config = 1;
+        else if (!strcmp(n, "metrics.jsonl")) metrics = 1;
+        else if (!strcmp(n, "latest") || !strncmp(n, "step_", 5)) ckpt = 1;
+        else if (!other) {
+            snprintf(other_buf, sizeof other_buf, "%.60s", n);
+            other = other_buf;
+        }
+    }
+    closedir(d);
+    if (!entries || marker || (config && metrics)) return SV_OK;
+    if (!strcmp(flag, "--ckpt-dir") && ckpt && !other) return SV_OK; /* a checkpoint root of an earlier run */
+    return SV_FAIL(SV_ERR_INVALID,
+                   "%s %s is a non-empty directory that is not a shardvit run directory (no %s; it holds e.g. '%s'): "
+                   "training would overwrite files it did not create; choose a new or empty directory",
+                   flag, dir, SV_RUN_DIR_MARKER, other ? other : "?");
+}
+
+sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk) {
+    lk->fd = -1;
+    SV_TRY(sv_fileio_mkdirs(dir, 0755));
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, SV_RUN_DIR_MARKER) >= sizeof path)
+        return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0) return SV_FAIL(SV_ERR_IO, "cannot open the run lock %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return SV_FAIL(SV_ERR_INVALID, "the run lock %s is not a regular file", path);
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        char who[256] = "";
+        ssize_t n = pread(fd, who, sizeof who - 1, 0);
+        close(fd);
+        if (err != EWOULDBLOCK) return SV_FAIL(SV_ERR_IO, "cannot lock %s: %s", path, strerror(err));
+        who[n > 0 ? n : 0] = 0;
+        who[strcspn(who, "\n")] = 0;
+        for (char *c = who; *c; c++)
+            if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f) *c = '?';
+        return SV_FAIL(SV_ERR_INVALID, "run directory %s is in use by another training (%s; lock %s)", dir,
+                       who[0] ? who : "process unknown", path);
+    }
+    char host[128] = "?", stamp[64] = "?", text[320];
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = 0;
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    int len = snprintf(text, sizeof text, "pid %ld on %s since %s\n", (long)getpid(), host, stamp);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len) {
+        int err = errno;
+        close(fd);
+        return SV_FAIL(SV_ERR_IO, "cannot write the run lock %s: %s", path, strerror(err));
+    }
+    lk->fd = fd;
+    return SV_OK;
+}
+
+void sv_run_dir_unlock(sv_run_lock *lk) {
+    if (lk->fd >= 0) close(lk->fd);
+    lk->fd = -1;
+}

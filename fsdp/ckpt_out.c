@@ -1,0 +1,160 @@
+/* Output rules shared by export, reshard and eval outputs (fsdp/ckpt_out.h). */
+#include "fsdp/ckpt_out.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+
+static const char *kind_of(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m) || S_ISBLK(m) ? "a device node" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* The real path of p, which need not exist: realpath() of its deepest existing prefix, then the
+ * missing components applied lexically ("." dropped, ".." removes one component), as the
+ * directories a command creates there will be plain directories. out: PATH_MAX bytes. */
+static sv_status real_path(const char *p, char *out) {
+    char buf[PATH_MAX];
+    size_t n = strlen(p), cut = n;
+    if (n == 0 || n >= sizeof buf) return SV_FAIL(SV_ERR_INVALID, "path empty or too long: %.200s", p);
+    memcpy(buf, p, n + 1);
+    for (;;) { /* buf[0, cut) is the prefix tried */
+        char save = buf[cut];
+        buf[cut] = 0;
+        int ok = realpath(cut ? buf : ".", out) != NULL, e = errno;
+        buf[cut] = save;
+        if (ok) break;
+        if (e != ENOENT) return SV_FAIL(SV_ERR_IO, "resolve %s: %s", p, strerror(e));
+        size_t k = cut;
+        while (k > 0 && buf[k - 1] == '/') k--;
+        while (k > 0 && buf[k - 1] != '/') k--; /* k: start of the last component */
+        if (k == 0) cut = 0;
+        else {
+            while (k > 1 && buf[k - 1] == '/') k--;
+            cut = k; /* "/x" -> "/", "a/x" -> "a" */
+        }
+    }
+    char *save = NULL;
+    for (char *c = strtok_r(buf + cut, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        size_t o = strlen(out);
+        if (!strcmp(c, ".")) continue;
+        if (!strcmp(c, "..")) {
+            char *s = strrchr(out, '/');
+            if (s && s != out) *s = 0;
+            else out[1] = 0; /* stays "/" */
+            continue;
+        }
+        if (o + 1 + strlen(c) >= PATH_MAX) return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", p);
+        snprintf(out + o, PATH_MAX - o, "%s%s", o > 1 ? "/" : "", c);
+    }
+    return SV_OK;
+}
+
+static int inside(const char *a, const char *dir) {
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/') return 1;
+    return !strncmp(a, dir, n) && (a[n] == 0 || a[n] == '/');
+}
+
+sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_exist, const char *what) {
+    if (!path || !*path) return SV_FAIL(SV_ERR_INVALID, "%s: empty path", what);
+    struct stat sb;
+    if (lstat(path, &sb) == 0) {
+        if (must_not_exist)
+            return SV_FAIL(SV_ERR_INVALID, "%s %s already exists (it is never overwritten: remove it or choose "
+                           "another path)", what, path);
+        if (!S_ISREG(sb.st_mode))
+            return SV_FAIL(SV_ERR_INVALID, "%s %s is %s: refusing to replace it (only a regular file is replaced)",
+                           what, path, kind_of(sb.st_mode));
+    } else if (errno != ENOENT) {
+        return SV_FAIL(SV_ERR_IO, "%s %s: %s", what, path, strerror(errno));
+    }
+    if (!protect) return SV_OK;
+    char c[PATH_MAX], o[PATH_MAX];
+    SV_TRY(real_path(protect, c));
+    SV_TRY(real_path(path, o));
+    if (inside(o, c))
+        return SV_FAIL(SV_ERR_INVALID, "%s %s is inside the checkpoint %s that this command reads (resolved: %s): "
+                       "choose a path outside it", what, path, protect, o);
+    const char *base = strrchr(o, '/');
+    size_t root_len = (size_t)(strrchr(c, '/') - c); /* c is absolute: it has a '/' */
+    if (base && !strcmp(base + 1, "latest") && (size_t)(base - o) == root_len && !strncmp(o, c, root_len))
+        return SV_FAIL(SV_ERR_INVALID, "%s %s is the `latest` file of the checkpoint root this command reads: choose "
+                       "another path", what, path);
+    return SV_OK;
+}
+
+/* A name "<path>.tmp-XXXXXXXX" that differs per process, call and attempt. */
+static sv_status tmp_name(const char *path, unsigned attempt, char *tmp, size_t cap) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^
+                 (uint64_t)attempt * 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
+    if ((size_t)snprintf(tmp, cap, "%s.tmp-%08x", path, (unsigned)(x & 0xFFFFFFFFu)) >= cap)
+        return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", path);
+    return SV_OK;
+}
+
+sv_status sv_ckpt_out_tmp_file(const char *path, char *tmp, size_t cap, int *fd_out) {
+    for (unsigned a = 0; a < 100; a++) {
+        SV_TRY(tmp_name(path, a, tmp, cap));
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            if (fd_out) *fd_out = fd;
+            else close(fd);
+            return SV_OK;
+        }
+        if (errno != EEXIST) return SV_FAIL(SV_ERR_IO, "create %s: %s", tmp, strerror(errno));
+    }
+    return SV_FAIL(SV_ERR_IO, "create a temporary file beside %s: every name tried exists", path);
+}
+
+sv_status sv_ckpt_out_tmp_dir(const char *path, char *tmp, size_t cap) {
+    for (unsigned a = 0; a < 100; a++) {
+        SV_TRY(tmp_name(path, a, tmp, cap));
+        if (mkdir(tmp, 0755) == 0) return SV_OK;
+        if (errno != EEXIST) return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", tmp, strerror(errno));
+    }
+    return SV_FAIL(SV_ERR_IO, "create a temporary directory beside %s: every name tried exists", path);
+}
+
+sv_status sv_ckpt_out_commit(const char *tmp, const char *path, int no_replace) {
+    if (no_replace) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
+            int e = errno;
+            if (e != EINVAL && e != ENOSYS)
+                return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(e));
+            struct stat sb; /* the file system cannot refuse by itself */
+            if (lstat(path, &sb) == 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(EEXIST));
+            if (rename(tmp, path) != 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
+        }
+    } else if (rename(tmp, path) != 0) {
+        return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
+    }
+    return sv_fileio_fsync_parent(path);
+}
+
+sv_status sv_ckpt_out_write(const char *path, const void *buf, size_t n) {
+    char tmp[PATH_MAX];
+    int fd = -1;
+    SV_TRY(sv_ckpt_out_tmp_file(path, tmp, sizeof tmp, &fd));
+    sv_status st = sv_fileio_write_all(fd, buf, n, tmp);
+    if (st == SV_OK) st = sv_fileio_fsync(fd, tmp);
+    if (close(fd) != 0 && st == SV_OK) st = SV_FAIL(SV_ERR_IO, "close %s: %s", tmp, strerror(errno));
+    if (st == SV_OK) st = sv_ckpt_out_commit(tmp, path, 0);
+    if (st != SV_OK) {
+        unlink(tmp);
+        sv_err_frame(__FILE__, __LINE__);
+    }
+    return st;
+}

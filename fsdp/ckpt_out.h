@@ -1,0 +1,41 @@
+/* shardvit fsdp: the rules every command follows for the files and directories it writes
+ * (export, reshard, eval outputs; docs/checkpoints.md "Outputs"). One place, so that no output
+ * path destroys something the command did not create:
+ *   - an output never lies inside the checkpoint the command reads: not in its step directory
+ *     (or below it), and not its root's `latest`. Checked on real paths (symbolic links and
+ *     `..` resolved; for outputs whose parents do not exist yet, the deepest existing parent);
+ *   - an existing output is replaced only when it is a regular file, never a directory, FIFO,
+ *     device node, socket or symbolic link (lstat: a link is refused, not followed);
+ *   - temporaries get fresh names ("<path>.tmp-XXXXXXXX", created with O_EXCL / mkdir, so an
+ *     existing file of that name is never opened), and on failure only the temporaries this
+ *     process created are removed.
+ * Checks and the final rename are separate steps: a concurrent process that swaps a path in
+ * between is not defended against (nothing in shardvit races with itself). */
+#ifndef SV_FSDP_CKPT_OUT_H
+#define SV_FSDP_CKPT_OUT_H
+
+#include <stddef.h>
+
+#include "core/status.h"
+
+/* Check output `path` (what = "export output", "reshard output", ... for messages).
+ * protect: a checkpoint step directory the command reads (nullable): path must not be inside it,
+ * nor be `latest` in its parent directory. must_not_exist: any existing entry at path is an
+ * error; otherwise an existing entry must be a regular file. SV_ERR_INVALID naming the path. */
+sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_exist, const char *what);
+
+/* Create a new empty file "<path>.tmp-XXXXXXXX" (mode 0644 less the umask) with O_EXCL next to
+ * path; its name into tmp (cap bytes). fd (nullable) receives the open descriptor (write-only),
+ * else it is closed. The caller owns the file (unlink it on failure). */
+sv_status sv_ckpt_out_tmp_file(const char *path, char *tmp, size_t cap, int *fd);
+/* The same for a new empty directory (mode 0755 less the umask); parents of path must exist. */
+sv_status sv_ckpt_out_tmp_dir(const char *path, char *tmp, size_t cap);
+/* Rename temporary tmp over path (which sv_ckpt_out_check accepted), then fsync path's
+ * directory. no_replace: fail instead of replacing an entry that appeared meanwhile (renameat2
+ * RENAME_NOREPLACE; where the file system lacks it, an lstat check just before a plain rename). */
+sv_status sv_ckpt_out_commit(const char *tmp, const char *path, int no_replace);
+/* Write n bytes to a fresh temporary beside path, fsync, and commit it over path (path must have
+ * passed sv_ckpt_out_check). The temporary is removed on failure. */
+sv_status sv_ckpt_out_write(const char *path, const void *buf, size_t n);
+
+#endif

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The run directory (docs/checkpoints.md "Run directory"): two trainings on one --out fail fast
+# naming the other process; "/", system directories, a file, and a non-empty directory that is
+# not a run directory are refused before anything is written (their contents byte-identical);
+# new and empty directories and earlier run directories are accepted; --save-params aimed at a
+# FIFO or a directory is refused at the start, not after the training.
+SHARDVIT=$1
+source "$(dirname "$0")/../faults/lib.sh"
+set -e
+RUN="$TINY --log-every 1 --comm-timeout 30"
+snap() { (cd "$1" && find . -printf '%p %y %s\n' | sort && find . -type f -exec sha256sum {} + | sort) ; }
+
+# refused: exit 2, one line naming the reason, nothing written
+refused() { # refused WHY PATTERN [flags...]
+    local why=$1 pat=$2 rc=0
+    shift 2
+    timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 2 "$@" >"$WORK/refused.log" 2>&1 || rc=$?
+    FAIL_LOGS=("$WORK/refused.log")
+    test $rc = 2 || fail "$why: exit $rc, expected 2"
+    grep -qE -- "$pat" "$WORK/refused.log" || fail "$why: no message matching '$pat'"
+    echo "refused ($why): $(grep -m1 -E -- "$pat" "$WORK/refused.log" | cut -c1-160)"
+}
+refused "--out /" "--out / is the root directory" --out /
+refused "--out /etc/x" "inside the system directory /etc" --out /etc/shardvit-test-run
+refused "--out /usr/.." "is the root directory" --out /usr/..
+refused "--ckpt-dir /proc" "inside the system directory /proc" --ckpt-dir /proc/shardvit
+test ! -e /etc/shardvit-test-run || fail "/etc/shardvit-test-run was created"
+echo "hello" >"$WORK/file"
+refused "--out FILE" "exists and is not a directory" --out "$WORK/file"
+mkdir -p "$WORK/home/sub"
+echo "my notes" >"$WORK/home/config.toml"
+echo "x" >"$WORK/home/sub/data.bin"
+before=$(snap "$WORK/home")
+refused "non-empty foreign directory" "is a non-empty directory that is not a shardvit run directory" --out "$WORK/home"
+test "$before" = "$(snap "$WORK/home")" || fail "the foreign directory changed"
+mkfifo "$WORK/fifo.bin"
+refused "--save-params FIFO" "save-params.*(not a regular file|FIFO)" --out "$WORK/ok0" --save-params "$WORK/fifo.bin"
+refused "--trace FIFO" "train: --trace .*FIFO" --out "$WORK/ok0" --trace "$WORK/fifo.bin"
+mkdir -p "$WORK/planted"
+touch "$WORK/planted/.shardvit-run"
+mkfifo "$WORK/planted/metrics.jsonl"
+refused "FIFO named metrics.jsonl in the run directory" "metrics.jsonl is a FIFO" --out "$WORK/planted"
+refused "--save-params directory" "train: --save-params .*(directory|refusing)" --out "$WORK/ok0" --save-params "$WORK/home"
+
+# accepted: a new path, an empty directory, a run directory again (fresh and --resume)
+mkdir "$WORK/empty"
+for out in "$WORK/new/deeper" "$WORK/empty" "$WORK/new/deeper"; do
+    rc=0
+    timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 2 --out "$out" >"$WORK/ok.log" 2>&1 || rc=$?
+    FAIL_LOGS=("$WORK/ok.log")
+    test $rc = 0 || fail "--out $out: exit $rc"
+    test -f "$out/.shardvit-run" || fail "no run marker in $out"
+done
+# a run directory written before the marker existed (config.toml + metrics.jsonl) is accepted
+rm "$WORK/empty/.shardvit-run"
+timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 3 --out "$WORK/empty" --resume auto >"$WORK/ok.log" 2>&1 ||
+    fail "an earlier run directory without the marker was refused"
+echo "accepted: new, empty, again, and an earlier run directory"
+
+# two trainings on one --out: the second fails within seconds and names the first
+FAIL_LOGS=("$WORK/first.log" "$WORK/second.log")
+"$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 100000 --out "$WORK/busy" >"$WORK/first.log" 2>&1 &
+first=$!
+for _ in $(seq 3000); do grep -q "info step 2/" "$WORK/first.log" && break; sleep 0.01; done
+owner=$(rank_pid "$WORK/busy" 0) || fail "the first training is not running"
+t0=$(date +%s.%N)
+rc=0
+timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 5 --out "$WORK/busy" >"$WORK/second.log" 2>&1 || rc=$?
+took=$(echo "$(date +%s.%N) - $t0" | bc)
+test $rc = 2 || fail "second training on a busy --out: exit $rc, expected 2"
+grep -q "run directory $WORK/busy is in use by another training (pid $owner on " "$WORK/second.log" ||
+    fail "the message does not name pid $owner"
+awk -v t="$took" 'BEGIN { exit !(t < 20) }' || fail "the second training took ${took}s to fail"
+kill -TERM $first
+wait $first || true
+no_leftovers "$WORK/busy"
+echo "busy --out: refused in ${took}s naming pid $owner"
+# after the first has ended (its lock went with it) the directory is free again
+timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 2 --out "$WORK/busy" --resume auto >"$WORK/after.log" 2>&1 ||
+    { FAIL_LOGS=("$WORK/after.log"); fail "the run directory stayed locked after its training ended"; }
+echo "run_dir: all passed"
