@@ -112,6 +112,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     for (int c = 0; c < 3; c++) mean[c] = (float)xf.mean[c], stdv[c] = (float)xf.std[c];
     eo.crop_pct = (float)xf.crop_pct;
     eo.interp = sv_xform_interp_id(&xf);
+    eo.xform = &xf;
     eo.mean = mean;
     eo.std = stdv;
     eo.seed = (uint64_t)o->run.seed;

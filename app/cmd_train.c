@@ -262,7 +262,7 @@ static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
     sv_train_log lg;
     sv_evaluator ev = {0};
     sv_eval_opts eo = {.workers = o->workers, .crop_pct = (float)tx.crop_pct, .norm = -1, .mean = mean, .std = stdv,
-                       .interp = sv_xform_interp_id(&tx), .seed = (uint64_t)o->run.seed};
+                       .interp = sv_xform_interp_id(&tx), .seed = (uint64_t)o->run.seed, .xform = &tx};
     SV_TRY_GOTO(st, sv_train_log_open(&lg, r->rank, o->out, o->resume != NULL), done);
     SV_TRY_GOTO(st, record_labels(ds, &ck.meta), done);
     if (vds) SV_TRY_GOTO(st, sv_eval_init(&ev, &r->fsdp, vds, &eo), done);

@@ -7,6 +7,7 @@
 #include "core/fileio.h"
 #include "core/log.h"
 #include "core/trace.h"
+#include "fsdp/ckpt_meta.h"
 #include "fsdp/ckpt_out.h"
 
 sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const sv_eval_opts *o) {
@@ -33,6 +34,7 @@ sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const 
     lo.std = o->std;
     lo.interp = o->interp;
     lo.threads = o->workers;
+    if (o->xform) e->xform = *o->xform;
     sv_status st = sv_metrics_init(&e->m, K);
     if (st == SV_OK) st = sv_loader_create(&lo, &e->ld);
     size_t img_bytes = (size_t)B * c->in_chans * c->img * c->img * 4;
@@ -124,6 +126,14 @@ sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, i
     return SV_OK;
 }
 
+/* eval.json's "eval_transform": what the pass computed with (docs/evaluation.md). */
+static void write_xform(sv_json_writer *w, const void *ctx) {
+    const sv_evaluator *e = ctx;
+    if (!e->xform.present) return;
+    sv_ckpt_meta m = {.xform = e->xform};
+    sv_ckpt_meta_write(w, &m);
+}
+
 sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const char *const *names) {
     int K = e->m.num_classes;
     SV_TRY(sv_eval_check_outputs(dir, NULL));
@@ -143,7 +153,7 @@ sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const ch
     }
     char p[4096];
     snprintf(p, sizeof p, "%s/eval.json", dir);
-    sv_status st = sv_metrics_write_json(&e->m, p, names);
+    sv_status st = sv_metrics_write_json_ex(&e->m, p, names, write_xform, e);
     if (st == SV_OK) {
         snprintf(p, sizeof p, "%s/confusion.csv", dir);
         st = sv_metrics_write_confusion_csv(&e->m, p, names);

@@ -20,6 +20,7 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "eval/metrics.h"
+#include "fsdp/checkpoint.h"
 #include "fsdp/fsdp.h"
 
 typedef struct sv_eval_opts {
@@ -29,6 +30,8 @@ typedef struct sv_eval_opts {
     const float *mean, *std; /* in_chans values overriding norm (both or neither), or NULL */
     int interp;     /* resampling: 0 = SV_INTERP_BILINEAR, 1 = SV_INTERP_BICUBIC */
     uint64_t seed;  /* loader seed (eval order does not depend on it) */
+    const sv_ckpt_xform *xform; /* the transform the fields above describe, recorded in eval.json
+                                   as "eval_transform" (index.json's schema); NULL: not recorded */
 } sv_eval_opts;
 
 #define SV_EVAL_OPTS_DEFAULT {.workers = 0, .crop_pct = 0.0f, .norm = -1, .mean = NULL, .std = NULL, .interp = 0, .seed = 0}
@@ -45,6 +48,7 @@ typedef struct sv_evaluator {
     double *d_f64;           /* (SV_METRICS_F64_LEN) backend memory */
     sv_metrics m;            /* merged results of the last pass (identical on every rank) */
     double seconds;          /* wall time of the last pass */
+    sv_ckpt_xform xform;     /* copy of opts->xform (present = 0: none) */
 } sv_evaluator;
 
 /* Create the loader and buffers for f's micro-batch (f->model->B) and model shape.

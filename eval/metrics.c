@@ -116,6 +116,11 @@ static const char *class_name(const char *const *names, int k, char *buf, size_t
 
 sv_status sv_metrics_write_json(const sv_metrics *m, const char *path,
                                 const char *const *class_names) {
+    return sv_metrics_write_json_ex(m, path, class_names, NULL, NULL);
+}
+
+sv_status sv_metrics_write_json_ex(const sv_metrics *m, const char *path, const char *const *class_names,
+                                   void (*extra)(sv_json_writer *w, const void *ctx), const void *ctx) {
     sv_json_writer w;
     sv_json_writer_init(&w, 2);
     sv_json_obj_begin(&w);
@@ -152,6 +157,7 @@ sv_status sv_metrics_write_json(const sv_metrics *m, const char *path,
         sv_json_obj_end(&w);
     }
     sv_json_arr_end(&w);
+    if (extra) extra(&w, ctx);
     sv_json_obj_end(&w);
     const char *text;
     size_t len;

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/json.h"
 #include "core/status.h"
 
 #define SV_METRICS_TOPK 5
@@ -85,6 +86,10 @@ double sv_metrics_mean_loss(const sv_metrics *m);
  * class_names: K strings, or NULL to use "0", "1", ... . Fractions of empty sets are null. */
 sv_status sv_metrics_write_json(const sv_metrics *m, const char *path,
                                 const char *const *class_names);
+/* The same with more members after "per_class": extra(w, ctx) writes them (key + value each;
+ * evaluate.c adds the evaluation's "eval_transform"). */
+sv_status sv_metrics_write_json_ex(const sv_metrics *m, const char *path, const char *const *class_names,
+                                   void (*extra)(sv_json_writer *w, const void *ctx), const void *ctx);
 
 /* Write the confusion matrix as CSV atomically: header "true\predicted,<name0>,...", then one
  * row per true class "<name>,<count>,...". Names are quoted (RFC 4180) when they contain a

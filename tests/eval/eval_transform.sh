@@ -57,6 +57,14 @@ run "$WORK/e3.log" "${EV[@]}" --weights "$WORK/x/model.safetensors" --crop-pct 0
 grep "eval transform:" "$WORK/e3.log"
 grep -q "crop_pct 0.875 (flag), interpolation bilinear (model)" "$WORK/e3.log" || fail "--crop-pct not named a flag"
 same "$WORK/e3" >/dev/null && fail "--crop-pct 0.875 gave the same loss: the test does not discriminate"
+# eval.json records the transform each evaluation computed with (training's own and a flag's)
+"$PY" - "$WORK/run/eval.json" "$WORK/e3/eval.json" <<'PYEOF' || fail "eval.json eval_transform"
+import json, sys
+a, b = (json.load(open(p))["eval_transform"] for p in sys.argv[1:])
+assert (a["crop_pct"], a["interpolation"], a["mean"], a["img"]) == (1.0, "bilinear", [0.5] * 3, 32), a
+assert b["crop_pct"] == 0.875 and b["mean"] == [0.5] * 3, b
+print("eval.json eval_transform:", a, "/", b)
+PYEOF
 # predict: export wrote classes.txt beside the weights (the recorded label names) and predict uses
 # it; without it, the label names in config.json
 img=$(find "$WORK/data/test" -name '*.jpg' | sort | head -1)
