@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/backend_env.h"
 #include "app/mpi_env.h"
 #include "core/log.h"
 #include "core/rng.h"
@@ -185,6 +186,7 @@ sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, i
     else if (!strcmp(device, "auto"))
         bc.device = sv_backend_available(SV_DEVICE_CUDA) ? SV_DEVICE_CUDA : SV_DEVICE_CPU;
     else return SV_FAIL(SV_ERR_INVALID, "--device '%s' (choose auto|cpu|cuda)", device);
+    sv_backend_env_apply(&bc); /* SHARDVIT_CPU_GEMM=... A/B runs of one op */
     op_ctx x = {0};
     SV_TRY(sv_backend_create(&bc, &x.be));
     x.B = micro_batch;

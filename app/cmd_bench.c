@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "app/backend_env.h"
 #include "app/bench_ops.h"
 #include "app/commands.h"
 #include "app/mpi_env.h"
@@ -80,6 +81,7 @@ static int resolve_threads(const bench_opts *o, const sv_proc *p) {
 static sv_status gemm_peak_per_core(double seconds, sv_dtype dt, double *flops) {
     const int n = 1024;
     sv_backend_config bc = {.device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = 1};
+    sv_backend_env_apply(&bc); /* the peak of the engine the run uses */
     sv_backend *be;
     SV_TRY(sv_backend_create(&bc, &be));
     float *a = NULL, *b = NULL, *c = NULL;
@@ -457,8 +459,8 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
         0};
     char *pos[1];
     int npos;
-    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
-    if (rc) return rc == 1 ? 0 : 2;
+    int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
+    if (rc >= 0) return rc;
     if (o.data && o.synthetic) {
         fprintf(stderr, "shardvit bench: --synthetic and --data exclude each other\n");
         return 2;

@@ -11,7 +11,8 @@
 #include "app/preempt.h"
 #include "core/clock.h"
 #include "core/log.h"
-#include "fsdp/safetensors.h"
+#include "formats/safetensors.h"
+#include "fsdp/agree.h"
 
 /* ---- train integration ------------------------------------------------------------------ */
 
@@ -44,10 +45,10 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *
             st = sv_ckpt_resolve(c->resume, step_dir, sizeof step_dir);
             found = st == SV_OK;
         }
-        SV_TRY(sv_ckpt_agree(&r->fsdp, st));
+        SV_TRY(sv_fsdp_agree(&r->fsdp, st));
     }
     if (!found) {
-        if (c->init_from) SV_TRY(sv_ckpt_agree(&r->fsdp, sv_ckpt_init_from_safetensors(&r->fsdp, c->init_from)));
+        if (c->init_from) SV_TRY(sv_fsdp_agree(&r->fsdp, sv_ckpt_init_from_safetensors(&r->fsdp, c->init_from)));
         return SV_OK;
     }
     if (c->init_from) SV_INFO("--init-from %s ignored: resuming from %s", c->init_from, step_dir);
@@ -131,7 +132,7 @@ sv_status sv_train_ckpt_end(sv_run *r, sv_train_ckpt *c, long done) {
     if (c->aw) SV_TRY(sv_ckpt_save_finish(&r->fsdp, c->aw, NULL, 0));
     c->blocked_s += sv_now_s() - t0;
     if (c->dir && c->last_saved != done) SV_TRY(save(r, c, 1));
-    if (c->blocked_s > 0)
+    if (c->dir && c->last_saved >= 0)
         SV_INFO("checkpoint: saves blocked the run %.3f s in total (the final save and the wait for one in flight "
                 "included)", c->blocked_s);
     return SV_OK;
@@ -200,12 +201,10 @@ int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc) {
                         2};
     char *pos[2];
     int npos;
-    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
-    if (rc) return rc == 1 ? 0 : 2;
-    if (npos != 2 || world < 1) {
-        fprintf(stderr, "shardvit reshard: expected IN OUT and --world M (M >= 1); see --help\n");
-        return 2;
-    }
+    const char *usage = "expected IN OUT and --world M (M >= 1); see --help";
+    int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, 2, usage);
+    if (rc >= 0) return rc;
+    if (world < 1) return sv_cmd_usage_error(&spec, "%s", usage);
     sv_status st = sv_ckpt_reshard(pos[0], pos[1], world);
     if (st != SV_OK) return sv_app_fail("reshard", st);
     printf("resharded %s -> %s for %d ranks\n", pos[0], pos[1], world);
@@ -227,12 +226,8 @@ int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
                         2};
     char *pos[2];
     int npos;
-    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
-    if (rc) return rc == 1 ? 0 : 2;
-    if (npos != 2) {
-        fprintf(stderr, "shardvit export: expected CKPT OUT.safetensors; see --help\n");
-        return 2;
-    }
+    int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, 2, "expected CKPT OUT.safetensors; see --help");
+    if (rc >= 0) return rc;
     sv_st_dtype dt;
     if (!strcmp(dtype, "fp32")) dt = SV_ST_F32;
     else if (!strcmp(dtype, "bf16")) dt = SV_ST_BF16;
@@ -261,12 +256,8 @@ int sv_cmd_import(int argc, char **argv, const sv_proc *proc) {
                         1};
     char *pos[1];
     int npos;
-    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
-    if (rc) return rc == 1 ? 0 : 2;
-    if (npos != 1) {
-        fprintf(stderr, "shardvit import: expected FILE.safetensors; see --help\n");
-        return 2;
-    }
+    int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, 1, "expected FILE.safetensors; see --help");
+    if (rc >= 0) return rc;
     sv_vit_config c;
     sv_status st = sv_model_opts_resolve(&mo, &c);
     if (st != SV_OK) {

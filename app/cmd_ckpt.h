@@ -5,7 +5,7 @@
 
 #include "app/run.h"
 #include "data/loader.h"
-#include "fsdp/checkpoint.h"
+#include "ckpt/checkpoint.h"
 
 typedef struct sv_train_ckpt {
     const char *dir;       /* checkpoint root (--ckpt-dir, default OUT/checkpoints); NULL: none */

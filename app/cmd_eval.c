@@ -130,12 +130,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     if (ev.f) sv_eval_free(&ev);
     free(names);
     if (ds) sv_dataset_close(ds);
-    if (st != SV_OK) {
-        sv_err_frame(__FILE__, __LINE__);
-        return st;
-    }
-    sv_run_teardown(&r);
-    return SV_OK;
+    return sv_run_end(&r, st);
 }
 
 int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
@@ -175,8 +170,8 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
                         0};
     char *pos[1];
     int npos;
-    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
-    if (rc) return rc == 1 ? 0 : 2;
+    int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
+    if (rc >= 0) return rc;
     if (!o.weights == !o.ckpt) {
         fprintf(stderr, "shardvit eval: --weights / --ckpt: give exactly one of them\n");
         return 2;

@@ -19,8 +19,8 @@ int sv_cmd_info(int argc, char **argv, const sv_proc *proc) {
                         0};
     char *pos[1];
     int npos;
-    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
-    if (rc) return rc == 1 ? 0 : 2;
+    int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
+    if (rc >= 0) return rc;
     sv_vit_config c;
     sv_status st = sv_model_opts_resolve(&mo, &c);
     if (st != SV_OK) {

@@ -27,8 +27,8 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
                         0};
     char *pos[1];
     int npos;
-    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
-    if (rc) return rc == 1 ? 0 : 2;
+    int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
+    if (rc >= 0) return rc;
     long long mem_bytes = -1;
     if (mem && (mem_bytes = sv_parse_bytes(mem)) < 0) {
         fprintf(stderr, "shardvit plan: --mem: invalid value '%s' (expected bytes like 24G, 512M)\n", mem);

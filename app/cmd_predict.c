@@ -162,12 +162,7 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
     free(names);
     sv_be_free(r.be, d_img);
     sv_be_free(r.be, d_l32);
-    if (st != SV_OK) {
-        sv_err_frame(__FILE__, __LINE__);
-        return st;
-    }
-    sv_run_teardown(&r);
-    return SV_OK;
+    return sv_run_end(&r, st);
 }
 
 int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {

@@ -33,12 +33,9 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
                         1};
     char *pos[1];
     int npos;
-    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
-    if (rc) return rc == 1 ? 0 : 2;
-    if (npos != 1) {
-        fprintf(stderr, "shardvit prep: missing dataset (fashion-mnist|mnist|cifar10|cifar100|synthetic)\n");
-        return 2;
-    }
+    int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, 1,
+                          "missing dataset (fashion-mnist|mnist|cifar10|cifar100|synthetic)");
+    if (rc >= 0) return rc;
     if (!o.out) {
         fprintf(stderr, "shardvit prep: --out: missing (output directory)\n");
         return 2;

@@ -21,12 +21,8 @@ int sv_cmd_report(int argc, char **argv, const sv_proc *proc) {
                         1};
     char *pos[1];
     int npos;
-    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
-    if (rc) return rc == 1 ? 0 : 2;
-    if (npos != 1) {
-        fprintf(stderr, "shardvit report: missing RUN_DIR (a train --out directory)\n");
-        return 2;
-    }
+    int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, 1, "missing RUN_DIR (a train --out directory)");
+    if (rc >= 0) return rc;
     char def[4096];
     if (!out) {
         snprintf(def, sizeof def, "%s/report.html", pos[0]);

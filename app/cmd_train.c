@@ -18,7 +18,8 @@
 #include "app/xform.h"
 #include "core/log.h"
 #include "data/loader.h"
-#include "fsdp/ckpt_out.h"
+#include "ckpt/ckpt_out.h"
+#include "fsdp/agree.h"
 
 typedef struct train_opts {
     sv_run_opts run;
@@ -163,10 +164,53 @@ static sv_status same_classes(const sv_dataset *a, const sv_dataset *b, const ch
 
 static sv_status flush_logs(void *lg) { return sv_train_log_sync(lg); }
 
-static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
-    const sv_vit_config *c = &r->vcfg;
-    sv_dataset *ds = NULL, *vds = NULL;
+/* Test hooks read from the environment (docs/reliability.md), in one place:
+ *   SHARDVIT_TEST_POISON_BATCH=STEP[:RANK]          NaN into the first pixel of that rank's batch
+ *                                                   (default rank 0) at 0-based step STEP;
+ *   SHARDVIT_TEST_SIGNAL_AT=STEP[:RANK[:SIGNAL]]    raise SIGNAL (default SIGTERM) in that rank
+ *                                                   while it loads step STEP's first batch.
+ * -1: off. Each active hook is announced with a WARN line. */
+typedef struct train_hooks {
+    long poison_step, signal_step;
+    int poison_rank, signal_rank, signal_sig;
+} train_hooks;
+
+static train_hooks hooks_from_env(void) {
+    train_hooks h = {-1, -1, 0, 0, SIGTERM};
+    const char *poison = getenv("SHARDVIT_TEST_POISON_BATCH"), *sigat = getenv("SHARDVIT_TEST_SIGNAL_AT");
+    if (poison && sscanf(poison, "%ld:%d", &h.poison_step, &h.poison_rank) < 1) h.poison_step = -1;
+    if (h.poison_step >= 0) SV_WARN("test hook SHARDVIT_TEST_POISON_BATCH=%s active", poison);
+    if (sigat && sscanf(sigat, "%ld:%d:%d", &h.signal_step, &h.signal_rank, &h.signal_sig) < 1) h.signal_step = -1;
+    if (h.signal_step >= 0) SV_WARN("test hook SHARDVIT_TEST_SIGNAL_AT=%s active", sigat);
+    return h;
+}
+
+/* Everything one training run holds between set-up and tear-down. */
+typedef struct trainer {
+    sv_run *r;
+    const train_opts *o;
+    sv_dataset *ds, *vds;
+    sv_loader *ld;
+    sv_loader_opts lo;
     sv_ckpt_xform tx; /* the evaluation transform of this run, recorded in its checkpoints */
+    float mean[3], stdv[3];
+    float *d_images, *d_soft;
+    int32_t *d_labels;
+    uint64_t spe; /* optimizer steps per epoch */
+    long total, last_eval;
+    train_hooks hooks;
+    sv_train_ckpt ck;
+    sv_train_log lg;
+    sv_evaluator ev;
+    /* throughput window of the log line */
+    double t_log, wait_log, t_train, flops_step, peak, final_loss;
+    long steps_since_log;
+} trainer;
+
+/* The recorded transform: flags, else the --init-from file's normalisation, else defaults. */
+static sv_status resolve_transform(trainer *t) {
+    const train_opts *o = t->o;
+    const sv_vit_config *c = &t->r->vcfg;
     SV_TRY(sv_xform_flags_check(&o->xf, c->in_chans));
     sv_ckpt_meta init_meta = {0}; /* --init-from: a timm file's pretrained_cfg (normalisation) */
     int init_found = 0;
@@ -176,31 +220,31 @@ static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
         free(init_meta.labels);
         snprintf(init_src, sizeof init_src, "--init-from %.500s config.json", o->init_from);
     }
-    SV_TRY(sv_xform_for_training(&o->xf, init_found ? &init_meta.xform : NULL, init_src, c->img, c->in_chans, &tx));
-    float mean[3], stdv[3];
-    for (int k = 0; k < 3; k++) mean[k] = (float)tx.mean[k], stdv[k] = (float)tx.std[k];
-    SV_TRY(open_dataset(o->data, r, o, &ds));
-    if (sv_dataset_num_classes(ds) > c->num_classes)
+    SV_TRY(sv_xform_for_training(&o->xf, init_found ? &init_meta.xform : NULL, init_src, c->img, c->in_chans,
+                                 &t->tx));
+    for (int k = 0; k < 3; k++) t->mean[k] = (float)t->tx.mean[k], t->stdv[k] = (float)t->tx.std[k];
+    return SV_OK;
+}
+
+/* Datasets (training, evaluation), classes.txt, the training loader and the step count. */
+static sv_status open_data(trainer *t) {
+    const train_opts *o = t->o;
+    sv_run *r = t->r;
+    const sv_vit_config *c = &r->vcfg;
+    SV_TRY(open_dataset(o->data, r, o, &t->ds));
+    if (sv_dataset_num_classes(t->ds) > c->num_classes)
         return SV_FAIL(SV_ERR_INVALID, "dataset %s has %d classes but the model has --num-classes %d", o->data,
-                       sv_dataset_num_classes(ds), c->num_classes);
-    if (o->val_data) SV_TRY(open_dataset(o->val_data, r, o, &vds));
-    if (vds) {
-        sv_status cs = same_classes(ds, vds, o->data, o->val_data);
-        if (cs != SV_OK) {
-            sv_dataset_close(vds);
-            sv_dataset_close(ds);
-            return cs;
-        }
-    }
+                       sv_dataset_num_classes(t->ds), c->num_classes);
+    if (o->val_data) SV_TRY(open_dataset(o->val_data, r, o, &t->vds));
+    if (t->vds) SV_TRY(same_classes(t->ds, t->vds, o->data, o->val_data));
     if (r->rank == 0 && o->out) {
         char p[4096];
         snprintf(p, sizeof p, "%s/classes.txt", o->out);
-        SV_TRY(sv_classes_write(p, ds));
+        SV_TRY(sv_classes_write(p, t->ds));
     }
-
-    sv_loader_opts lo = loader_opts(r, o, ds, SV_TRANSFORM_TRAIN);
-    lo.mean = mean;
-    lo.std = stdv;
+    sv_loader_opts lo = loader_opts(r, o, t->ds, SV_TRANSFORM_TRAIN);
+    lo.mean = t->mean;
+    lo.std = t->stdv;
     lo.mixup_alpha = (float)o->mixup;
     lo.cutmix_alpha = (float)o->cutmix;
     lo.smoothing = (float)o->smoothing;
@@ -208,175 +252,204 @@ static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
     lo.randaug_m = (float)o->randaug_m;
     lo.scale_min = (float)o->crop_scale_min;
     lo.hflip = (float)o->hflip;
-    if (sv_dataset_kind_of(ds) == SV_DATASET_SYNTHETIC) { /* the synthetic task is learned as rendered */
+    if (sv_dataset_kind_of(t->ds) == SV_DATASET_SYNTHETIC) { /* the synthetic task is learned as rendered */
         lo.scale_min = 1.0f;
         lo.ratio_min = lo.ratio_max = 1.0f;
         lo.hflip = -1.0f;
     }
-    sv_loader *ld;
-    SV_TRY(sv_loader_create(&lo, &ld));
-    uint64_t spe = sv_loader_steps_per_epoch(ld) / (uint64_t)o->run.accum;
-    if (spe == 0) spe = 1;
-    long total = o->steps >= 0 ? (long)o->steps : (long)(spe * (uint64_t)(o->epochs > 0 ? o->epochs : 1));
+    t->lo = lo;
+    SV_TRY(sv_loader_create(&t->lo, &t->ld));
+    t->spe = sv_loader_steps_per_epoch(t->ld) / (uint64_t)o->run.accum;
+    if (t->spe == 0) t->spe = 1;
+    t->total = o->steps >= 0 ? (long)o->steps : (long)(t->spe * (uint64_t)(o->epochs > 0 ? o->epochs : 1));
+    return SV_OK;
+}
 
-    int B = r->micro_batch, K = c->num_classes;
-    size_t img_elems = (size_t)B * c->in_chans * c->img * c->img;
-    float *d_images = NULL, *d_soft = NULL;
-    int32_t *d_labels = NULL;
-    SV_TRY(sv_be_alloc(r->be, img_elems * 4, (void **)&d_images));
-    SV_TRY(sv_be_alloc(r->be, (size_t)B * 4, (void **)&d_labels));
-    SV_TRY(sv_be_alloc(r->be, (size_t)B * K * 4, (void **)&d_soft));
+/* Device buffers of one micro-batch: images, labels, soft targets. */
+static sv_status alloc_batch(trainer *t) {
+    const sv_vit_config *c = &t->r->vcfg;
+    size_t B = (size_t)t->r->micro_batch;
+    SV_TRY(sv_be_alloc(t->r->be, B * c->in_chans * c->img * c->img * 4, (void **)&t->d_images));
+    SV_TRY(sv_be_alloc(t->r->be, B * 4, (void **)&t->d_labels));
+    return sv_be_alloc(t->r->be, B * (size_t)c->num_classes * 4, (void **)&t->d_soft);
+}
 
-    /* Test hook (tests/faults): SHARDVIT_TEST_POISON_BATCH=STEP[:RANK] puts a NaN into the first
-     * pixel of that rank's batch (default rank 0) at 0-based step STEP, as a corrupt input would. */
-    long poison_step = -1;
-    int poison_rank = 0;
-    const char *poison = getenv("SHARDVIT_TEST_POISON_BATCH");
-    if (poison && sscanf(poison, "%ld:%d", &poison_step, &poison_rank) < 1) poison_step = -1;
-    if (poison_step >= 0) SV_WARN("test hook SHARDVIT_TEST_POISON_BATCH=%s active", poison);
-    /* Test hook (tests/ckpt/preempt.sh): SHARDVIT_TEST_SIGNAL_AT=STEP[:RANK[:SIGNAL]] raises SIGNAL
-     * (default 15, SIGTERM) in that rank (default 0) while it loads the first batch of 0-based
-     * step STEP: a signal that arrives in the middle of a step, at a reproducible point. */
-    long signal_step = -1;
-    int signal_rank = 0, signal_sig = SIGTERM;
-    const char *sigat = getenv("SHARDVIT_TEST_SIGNAL_AT");
-    if (sigat && sscanf(sigat, "%ld:%d:%d", &signal_step, &signal_rank, &signal_sig) < 1) signal_step = -1;
-    if (signal_step >= 0) SV_WARN("test hook SHARDVIT_TEST_SIGNAL_AT=%s active", sigat);
-    r->fsdp.inject_nan_step = o->debug_nan_step;
-    r->fsdp.inject_nan_rank = o->debug_nan_rank;
-    double flops_step = 3.0 * sv_vit_flops_fwd(c) * o->run.batch_size;
-    double peak = sv_be_peak_flops(r->be) * r->world;
-    SV_INFO("training %s (%zu params) for %ld steps (%llu per epoch), global batch %d = %d ranks x %d micro x %d accum",
-            c->name, sv_vit_param_count(c), total, (unsigned long long)spe, o->run.batch_size, r->world, B,
-            o->run.accum);
-    double t_log = sv_now_s(), wait_log = 0, t_train = sv_now_s();
-    long steps_since_log = 0;
-    sv_status st = SV_OK;
-    double final_loss = NAN;
-    sv_train_ckpt ck = {.resume = o->resume, .init_from = o->init_from, .every = o->ckpt_every, .keep = o->keep,
-                        .every_minutes = o->ckpt_minutes, .async = o->async_ckpt};
-    ck.meta.xform = tx;
-    ck.state = (sv_ckpt_train_state){.seed = (uint64_t)o->run.seed, .total_steps = total, .lr = o->lr,
-                                     .min_lr = o->min_lr, .warmup = o->warmup, .global_batch = o->run.batch_size};
-    long start_step = 0, last_eval = -1;
-    sv_train_log lg;
-    sv_evaluator ev = {0};
-    sv_eval_opts eo = {.workers = o->workers, .crop_pct = (float)tx.crop_pct, .norm = -1, .mean = mean, .std = stdv,
-                       .interp = sv_xform_interp_id(&tx), .seed = (uint64_t)o->run.seed, .xform = &tx};
-    SV_TRY_GOTO(st, sv_train_log_open(&lg, r->rank, o->out, o->resume != NULL), done);
-    SV_TRY_GOTO(st, record_labels(ds, &ck.meta), done);
-    if (vds) SV_TRY_GOTO(st, sv_eval_init(&ev, &r->fsdp, vds, &eo), done);
-    SV_TRY_GOTO(st, sv_train_ckpt_setup(&ck, o->ckpt_dir, o->out), done);
-    SV_TRY_GOTO(st, sv_train_ckpt_begin(r, &ck, ld, &start_step), done);
-    if (o->resume) SV_TRY_GOTO(st, sv_train_log_resume(&lg, start_step), done);
-    for (long step = start_step; step < total && st == SV_OK; step++) {
-        double lr = lr_at(o, step, total);
-        sv_optim_config oc = {(float)lr, (float)o->beta1, (float)o->beta2, (float)o->eps, (float)o->weight_decay,
-                              (float)o->clip};
-        train_feed feed = {r,          ld,          d_images,    d_soft,     d_labels, step, poison_step,
-                           poison_rank, signal_step, signal_rank, signal_sig, 0,        0};
-        sv_step_result sr;
-        SV_TRY_GOTO(st,
-                    sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, train_feed_next,
-                                  &feed, &sr),
-                    done);
-        ck.state.epoch = feed.next_epoch;
-        ck.state.cursor = feed.next_cursor;
-        double loss_sum = sr.loss_sum, wait = sr.data_wait_s, gnorm = sr.grad_norm;
-        int skipped = sr.skipped;
-        uint64_t epoch = sr.epoch;
-        double loss = loss_sum / o->run.batch_size;
-        final_loss = loss;
-        if (o->max_skipped >= 0 && r->fsdp.ctr.skipped_steps > (uint64_t)o->max_skipped) {
-            st = SV_FAIL(SV_ERR_NONFINITE, "%llu steps skipped for non-finite gradients (limit --max-skipped-steps %d)",
-                         (unsigned long long)r->fsdp.ctr.skipped_steps, o->max_skipped);
-            break;
-        }
-        wait_log += wait;
-        steps_since_log++;
-        if ((step + 1) % o->log_every == 0 || step == 0 || step + 1 == total) {
-            double dt = sv_now_s() - t_log;
-            double ips = steps_since_log * o->run.batch_size / dt;
-            double tflops = flops_step * steps_since_log / dt / 1e12;
-            char mfu[32] = "";
-            if (peak > 0) snprintf(mfu, sizeof mfu, " MFU %.1f%%", 100.0 * tflops * 1e12 / peak);
-            if (!lg.tty) /* a terminal gets the progress line instead */
-                SV_INFO("step %ld/%ld epoch %llu loss %.4f lr %.3e grad_norm %.3f img/s %.1f TFLOP/s %.3f%s%s", step + 1,
-                        total, (unsigned long long)epoch, loss, lr, gnorm, ips, tflops, mfu, skipped ? " (skipped)" : "");
-            sv_train_log_step rec = {.step = step + 1, .epoch = (unsigned long long)epoch,
-                                     .skipped_steps = (unsigned long long)r->fsdp.ctr.skipped_steps, .loss = loss,
-                                     .lr = lr, .grad_norm = gnorm, .img_per_s = ips, .tflops = tflops,
-                                     .mfu = peak > 0 ? tflops * 1e12 / peak : NAN,
-                                     .data_wait_frac = dt > 0 ? wait_log / dt : 0, .mem_bytes = r->dev.used};
-            SV_TRY_GOTO(st, sv_train_log_record(&lg, &rec), done);
-            t_log = sv_now_s();
-            wait_log = 0;
-            steps_since_log = 0;
-        }
-        sv_train_log_progress(&lg, step, total, spe, loss, o->run.batch_size);
-        if (vds && o->eval_every > 0 && ((step + 1) % o->eval_every == 0 || step + 1 == total)) {
-            SV_TRY_GOTO(st, sv_train_log_eval(&lg, &ev, step + 1, o->val_data), done);
-            t_log += ev.seconds; /* throughput counts training time only */
-            last_eval = step + 1;
-        }
-        SV_TRY_GOTO(st, sv_train_ckpt_after_step(r, &ck, step + 1, &end->signal, flush_logs, &lg), done);
-        if (end->signal) {
-            end->step = step + 1;
-            end->saved = ck.last_saved == step + 1;
-            goto done;
-        }
+/* Logs, evaluator and checkpoints; --resume / --init-from applied. *start: the first step. */
+static sv_status begin(trainer *t, long *start) {
+    const train_opts *o = t->o;
+    sv_run *r = t->r;
+    t->ck = (sv_train_ckpt){.resume = o->resume, .init_from = o->init_from, .every = o->ckpt_every, .keep = o->keep,
+                            .every_minutes = o->ckpt_minutes, .async = o->async_ckpt};
+    t->ck.meta.xform = t->tx;
+    t->ck.state = (sv_ckpt_train_state){.seed = (uint64_t)o->run.seed, .total_steps = t->total, .lr = o->lr,
+                                        .min_lr = o->min_lr, .warmup = o->warmup, .global_batch = o->run.batch_size};
+    sv_eval_opts eo = {.workers = o->workers, .crop_pct = (float)t->tx.crop_pct, .norm = -1, .mean = t->mean,
+                       .std = t->stdv, .interp = sv_xform_interp_id(&t->tx), .seed = (uint64_t)o->run.seed,
+                       .xform = &t->tx};
+    SV_TRY(sv_train_log_open(&t->lg, r->rank, o->out, o->resume != NULL));
+    SV_TRY(record_labels(t->ds, &t->ck.meta));
+    if (t->vds) SV_TRY(sv_eval_init(&t->ev, &r->fsdp, t->vds, &eo));
+    SV_TRY(sv_train_ckpt_setup(&t->ck, o->ckpt_dir, o->out));
+    SV_TRY(sv_train_ckpt_begin(r, &t->ck, t->ld, start));
+    if (o->resume) SV_TRY(sv_train_log_resume(&t->lg, *start));
+    return SV_OK;
+}
+
+/* The log line, metrics.jsonl record and TensorBoard scalars of step `step` (0-based) when it is
+ * a logged one, and the progress line. */
+static sv_status log_step(trainer *t, long step, double lr, const sv_step_result *sr) {
+    const train_opts *o = t->o;
+    sv_run *r = t->r;
+    double loss = sr->loss_sum / o->run.batch_size;
+    t->final_loss = loss;
+    t->wait_log += sr->data_wait_s;
+    t->steps_since_log++;
+    if ((step + 1) % o->log_every == 0 || step == 0 || step + 1 == t->total) {
+        double dt = sv_now_s() - t->t_log;
+        double ips = t->steps_since_log * o->run.batch_size / dt;
+        double tflops = t->flops_step * t->steps_since_log / dt / 1e12;
+        char mfu[32] = "";
+        if (t->peak > 0) snprintf(mfu, sizeof mfu, " MFU %.1f%%", 100.0 * tflops * 1e12 / t->peak);
+        if (!t->lg.tty) /* a terminal gets the progress line instead */
+            SV_INFO("step %ld/%ld epoch %llu loss %.4f lr %.3e grad_norm %.3f img/s %.1f TFLOP/s %.3f%s%s", step + 1,
+                    t->total, (unsigned long long)sr->epoch, loss, lr, sr->grad_norm, ips, tflops, mfu,
+                    sr->skipped ? " (skipped)" : "");
+        sv_train_log_step rec = {.step = step + 1, .epoch = (unsigned long long)sr->epoch,
+                                 .skipped_steps = (unsigned long long)r->fsdp.ctr.skipped_steps, .loss = loss,
+                                 .lr = lr, .grad_norm = sr->grad_norm, .img_per_s = ips, .tflops = tflops,
+                                 .mfu = t->peak > 0 ? tflops * 1e12 / t->peak : NAN,
+                                 .data_wait_frac = dt > 0 ? t->wait_log / dt : 0, .mem_bytes = r->dev.used};
+        SV_TRY(sv_train_log_record(&t->lg, &rec));
+        t->t_log = sv_now_s();
+        t->wait_log = 0;
+        t->steps_since_log = 0;
     }
-    if (st == SV_OK) {
-        /* Collective counts and memory, as the FSDP layer accounted them (tests assert these). */
-        sv_comm_stats ss, rs;
-        sv_comm_get_stats(r->shard_comm, &ss);
-        sv_comm_get_stats(r->repl_comm, &rs);
-        SV_INFO("collectives: shard all_gather %llu reduce_scatter %llu all_reduce %llu; replica all_reduce %llu "
-                "(%ld steps)",
-                (unsigned long long)ss.all_gathers, (unsigned long long)ss.reduce_scatters,
-                (unsigned long long)ss.all_reduces, (unsigned long long)rs.all_reduces, total);
-        double wall = sv_now_s() - t_train, waited = ss.wait_seconds + rs.wait_seconds;
-        SV_INFO("exposed communication: %.3f s waiting in collectives of %.3f s training (%.1f%%)", waited, wall,
-                wall > 0 ? 100.0 * waited / wall : 0.0);
-        SV_INFO("memory: persistent %zu bytes per rank (16 B x %zu sharded elements), max gathered block units %d",
-                sv_fsdp_persistent_bytes(&r->fsdp), sv_fsdp_persistent_bytes(&r->fsdp) / 16,
-                r->fsdp.ctr.max_live_gathered);
-    }
-    if (st == SV_OK) st = sv_train_ckpt_end(r, &ck, r->fsdp.step);
-    if (st == SV_OK && vds && last_eval != total) st = sv_train_log_eval(&lg, &ev, total, o->val_data);
-    if (st == SV_OK && vds && r->rank == 0 && o->out) st = sv_eval_write_outputs(&ev, o->out, NULL);
-    if (st == SV_OK && o->save_params) {
-        size_t n = sv_vit_param_count(c);
+    sv_train_log_progress(&t->lg, step, t->total, t->spe, loss, o->run.batch_size);
+    return SV_OK;
+}
+
+/* Collective counts, exposed communication and memory, as the FSDP layer accounted them (tests
+ * assert these lines). */
+static void log_summary(const trainer *t) {
+    const sv_run *r = t->r;
+    sv_comm_stats ss, rs;
+    sv_comm_get_stats(r->shard_comm, &ss);
+    sv_comm_get_stats(r->repl_comm, &rs);
+    SV_INFO("collectives: shard all_gather %llu reduce_scatter %llu all_reduce %llu; replica all_reduce %llu "
+            "(%ld steps)",
+            (unsigned long long)ss.all_gathers, (unsigned long long)ss.reduce_scatters,
+            (unsigned long long)ss.all_reduces, (unsigned long long)rs.all_reduces, t->total);
+    double wall = sv_now_s() - t->t_train, waited = ss.wait_seconds + rs.wait_seconds;
+    SV_INFO("exposed communication: %.3f s waiting in collectives of %.3f s training (%.1f%%)", waited, wall,
+            wall > 0 ? 100.0 * waited / wall : 0.0);
+    SV_INFO("memory: persistent %zu bytes per rank (16 B x %zu sharded elements), max gathered block units %d",
+            sv_fsdp_persistent_bytes(&r->fsdp), sv_fsdp_persistent_bytes(&r->fsdp) / 16,
+            r->fsdp.ctr.max_live_gathered);
+}
+
+/* After the last step: final checkpoint, final evaluation and its outputs, --save-params,
+ * --dump-logits, the closing line. */
+static sv_status finish(trainer *t) {
+    const train_opts *o = t->o;
+    sv_run *r = t->r;
+    SV_TRY(sv_train_ckpt_end(r, &t->ck, r->fsdp.step));
+    if (t->vds && t->last_eval != t->total) SV_TRY(sv_train_log_eval(&t->lg, &t->ev, t->total, o->val_data));
+    if (t->vds && r->rank == 0 && o->out) SV_TRY(sv_eval_write_outputs(&t->ev, o->out, NULL));
+    if (o->save_params) {
+        size_t n = sv_vit_param_count(&r->vcfg);
         float *all = malloc(n * 4);
-        if (!all) st = SV_FAIL(SV_ERR_OOM, "parameter dump");
-        else st = sv_fsdp_gather_full_params(&r->fsdp, all);
+        sv_status st = all ? sv_fsdp_gather_full_params(&r->fsdp, all) : SV_FAIL(SV_ERR_OOM, "parameter dump");
         if (st == SV_OK && r->rank == 0) st = sv_ckpt_out_write(o->save_params, all, n * 4);
         free(all);
+        SV_TRY(st);
     }
-    if (st == SV_OK && o->dump_logits) st = sv_train_dump_logits(r, &lo, o->dump_logits);
-    if (st == SV_OK) {
-        sv_loader_stats ls;
-        sv_loader_stats_get(ld, &ls);
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        SV_INFO("done: final loss %.4f, skipped steps %llu, substituted samples %llu; measured peak per rank: arena "
-                "%.1f MiB (planned %.1f MiB), process RSS %.1f MiB",
-                final_loss, (unsigned long long)r->fsdp.ctr.skipped_steps, (unsigned long long)ls.substituted,
-                r->dev.peak / 1048576.0, r->dev.cap / 1048576.0, ru.ru_maxrss / 1024.0);
-    }
-done:
-    sv_be_free(r->be, d_images);
-    sv_be_free(r->be, d_labels);
-    sv_be_free(r->be, d_soft);
-    if (ev.f) sv_eval_free(&ev);
-    free(ck.meta.labels);
-    sv_train_ckpt_free(&ck);
-    sv_status cs = sv_train_log_close(&lg);
-    if (st == SV_OK) st = cs;
-    sv_loader_destroy(ld);
-    sv_dataset_close(ds);
-    if (vds) sv_dataset_close(vds);
+    if (o->dump_logits) SV_TRY(sv_train_dump_logits(r, &t->lo, o->dump_logits));
+    sv_loader_stats ls;
+    sv_loader_stats_get(t->ld, &ls);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    SV_INFO("done: final loss %.4f, skipped steps %llu, substituted samples %llu; measured peak per rank: arena "
+            "%.1f MiB (planned %.1f MiB), process RSS %.1f MiB",
+            t->final_loss, (unsigned long long)r->fsdp.ctr.skipped_steps, (unsigned long long)ls.substituted,
+            r->dev.peak / 1048576.0, r->dev.cap / 1048576.0, ru.ru_maxrss / 1024.0);
+    return SV_OK;
+}
+
+static sv_status close_trainer(trainer *t) {
+    sv_be_free(t->r->be, t->d_images);
+    sv_be_free(t->r->be, t->d_labels);
+    sv_be_free(t->r->be, t->d_soft);
+    if (t->ev.f) sv_eval_free(&t->ev);
+    free(t->ck.meta.labels);
+    sv_train_ckpt_free(&t->ck);
+    sv_status st = sv_train_log_close(&t->lg);
+    if (t->ld) sv_loader_destroy(t->ld);
+    if (t->ds) sv_dataset_close(t->ds);
+    if (t->vds) sv_dataset_close(t->vds);
     return st;
+}
+
+/* One optimizer step after another; checkpoints, evaluation and preemption at step boundaries. */
+static sv_status run_steps(trainer *t, long start, train_end *end) {
+    const train_opts *o = t->o;
+    sv_run *r = t->r;
+    const train_hooks *h = &t->hooks;
+    for (long step = start; step < t->total; step++) {
+        double lr = lr_at(o, step, t->total);
+        sv_optim_config oc = {(float)lr, (float)o->beta1, (float)o->beta2, (float)o->eps, (float)o->weight_decay,
+                              (float)o->clip};
+        train_feed feed = {r,           t->ld,          t->d_images,    t->d_soft,     t->d_labels, step,
+                           h->poison_step, h->poison_rank, h->signal_step, h->signal_rank, h->signal_sig, 0, 0};
+        sv_step_result sr;
+        SV_TRY(sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, train_feed_next, &feed,
+                             &sr));
+        t->ck.state.epoch = feed.next_epoch;
+        t->ck.state.cursor = feed.next_cursor;
+        if (o->max_skipped >= 0 && r->fsdp.ctr.skipped_steps > (uint64_t)o->max_skipped)
+            return SV_FAIL(SV_ERR_NONFINITE, "%llu steps skipped for non-finite gradients (limit --max-skipped-steps %d)",
+                           (unsigned long long)r->fsdp.ctr.skipped_steps, o->max_skipped);
+        SV_TRY(log_step(t, step, lr, &sr));
+        if (t->vds && o->eval_every > 0 && ((step + 1) % o->eval_every == 0 || step + 1 == t->total)) {
+            SV_TRY(sv_train_log_eval(&t->lg, &t->ev, step + 1, o->val_data));
+            t->t_log += t->ev.seconds; /* throughput counts training time only */
+            t->last_eval = step + 1;
+        }
+        SV_TRY(sv_train_ckpt_after_step(r, &t->ck, step + 1, &end->signal, flush_logs, &t->lg));
+        if (end->signal) {
+            end->step = step + 1;
+            end->saved = t->ck.last_saved == step + 1;
+            return SV_OK;
+        }
+    }
+    return SV_OK;
+}
+
+static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
+    trainer t = {.r = r, .o = o, .last_eval = -1, .final_loss = NAN};
+    const sv_vit_config *c = &r->vcfg;
+    long start = 0;
+    sv_status st = resolve_transform(&t);
+    if (st == SV_OK) st = open_data(&t);
+    if (st == SV_OK) st = alloc_batch(&t);
+    if (st == SV_OK) {
+        t.hooks = hooks_from_env();
+        sv_train_debug_nan(r, (long)o->debug_nan_step, o->debug_nan_rank);
+        t.flops_step = 3.0 * sv_vit_flops_fwd(c) * o->run.batch_size;
+        t.peak = sv_be_peak_flops(r->be) * r->world;
+        SV_INFO("training %s (%zu params) for %ld steps (%llu per epoch), global batch %d = %d ranks x %d micro x %d "
+                "accum",
+                c->name, sv_vit_param_count(c), t.total, (unsigned long long)t.spe, o->run.batch_size, r->world,
+                r->micro_batch, o->run.accum);
+        t.t_log = t.t_train = sv_now_s();
+        st = begin(&t, &start);
+    }
+    if (st == SV_OK) st = run_steps(&t, start, end);
+    if (st == SV_OK && !end->signal) {
+        log_summary(&t);
+        st = finish(&t);
+    }
+    sv_status cs = close_trainer(&t);
+    return st != SV_OK ? st : cs;
 }
 
 /* Rank 0, before training: --out and --ckpt-dir pass the run-directory rules and are locked
@@ -492,8 +565,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                         "Train a ViT with FSDP (every block its own unit). Rank 0 logs and writes outputs.", 0};
     char *pos[1];
     int npos;
-    int rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
-    if (rc) return rc == 1 ? 0 : 2;
+    int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
+    if (rc >= 0) return rc;
     if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic")) {
         fprintf(stderr, "shardvit train: --interp: invalid value '%s' (expected bilinear or bicubic)\n", o.xf.interp);
         return 2;
@@ -511,12 +584,14 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     sv_run_lock locks[2] = {{-1}, {-1}};
     /* Handlers first: a signal during set-up stops the run at the first step boundary. */
     sv_status st = sv_preempt_install(&pre);
+    int set_up = 0; /* r is set up (and must be torn down) */
     if (proc->rank == 0) {
         fprintf(stderr, "[shardvit r0] info resolved configuration:\n");
         sv_flags_dump(flags, stderr);
     }
     if (st == SV_OK) st = sv_run_setup(&r, &o.run, proc->rank, proc->world, proc->local_rank, proc->local_size);
-    if (st == SV_OK) st = sv_ckpt_agree(&r.fsdp, proc->rank == 0 ? prepare_out(&o, flags, proc->world, locks) : SV_OK);
+    set_up = st == SV_OK;
+    if (st == SV_OK) st = sv_fsdp_agree(&r.fsdp, proc->rank == 0 ? prepare_out(&o, flags, proc->world, locks) : SV_OK);
     train_end end = {0};
     if (st == SV_OK) st = train(&r, &o, &end);
     if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace);
@@ -524,6 +599,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     for (int i = 0; i < 2; i++) sv_run_dir_unlock(&locks[i]);
     if (st == SV_ERR_INVALID) { /* a bad flag value found while setting up: a usage error */
         fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
+        if (set_up) sv_run_teardown(&r); /* every rank got the same agreed error: a collective teardown is safe */
         return 2;
     }
     if (st != SV_OK) return sv_app_fail("train", st);

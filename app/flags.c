@@ -1,6 +1,7 @@
 #include "app/flags.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -237,4 +238,24 @@ long long sv_parse_bytes(const char *s) {
     double bytes = v * mul;
     if (!(bytes < 9.2e18)) return -1; /* beyond long long: reject rather than convert (UB) */
     return (long long)bytes;
+}
+
+int sv_cmd_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos,
+                 int npos_want, const char *wrong_count) {
+    int n = 0;
+    int rc = sv_flags_parse(spec, flags, argc, argv, pos, &n);
+    if (npos) *npos = n;
+    if (rc) return rc == 1 ? 0 : 2;
+    if (npos_want >= 0 && n != npos_want) return sv_cmd_usage_error(spec, "%s", wrong_count);
+    return -1;
+}
+
+int sv_cmd_usage_error(const sv_cmd_spec *spec, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "shardvit %s: %s\n", spec->name, msg);
+    return 2;
 }

@@ -1,4 +1,4 @@
-/* Command-line flags for every subcommand (DESIGN §8).
+/* Command-line flags for every subcommand (README.md "Commands"; tests/cli/cli.sh).
  *
  * A subcommand declares a table of flags bound to fields of its options struct. Flags are long
  * form, "--name value" or "--name=value"; booleans take no value ("--recompute") or an explicit
@@ -37,6 +37,14 @@ typedef struct sv_cmd_spec {
  * Returns 0 on success, 1 when --help was printed (exit 0), 2 on a usage error (message
  * already printed to stderr; exit 2). */
 int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos);
+
+/* A command's preamble: sv_flags_parse, then, when npos_want >= 0 and the number of positional
+ * arguments differs, "shardvit <cmd>: <wrong_count>" on stderr. Returns -1 to go on, else the
+ * exit code: 0 after --help, 2 for a usage error. *npos (nullable) receives the count. */
+int sv_cmd_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos,
+                 int npos_want, const char *wrong_count);
+/* "shardvit <cmd>: <formatted message>" on stderr; returns 2 (the usage-error exit code). */
+int sv_cmd_usage_error(const sv_cmd_spec *spec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Print the help text of a subcommand. */
 void sv_flags_help(const sv_cmd_spec *spec, const sv_flag *flags, FILE *out);

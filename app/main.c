@@ -1,4 +1,4 @@
-/* shardvit: one binary, git-style subcommands (DESIGN §8). The only place that exits. */
+/* shardvit: one binary, git-style subcommands (README.md "Commands"). The only place that exits. */
 #include <stdio.h>
 #include <string.h>
 

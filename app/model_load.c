@@ -8,7 +8,7 @@
 #include "core/log.h"
 #include "data/dataset.h"
 #include "eval/weights.h"
-#include "fsdp/checkpoint.h"
+#include "ckpt/checkpoint.h"
 
 sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, const char *ckpt, sv_model_opts *out) {
     sv_vit_config c;

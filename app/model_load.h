@@ -4,7 +4,7 @@
 #define SV_APP_MODEL_LOAD_H
 
 #include "app/run.h"
-#include "fsdp/checkpoint.h"
+#include "ckpt/checkpoint.h"
 
 /* Model shape for --weights/--ckpt: the preset named by mo->model, then what the weights say
  * (eval/weights.h: config.json next to the file, tensor shapes), then every field the user set
@@ -15,7 +15,7 @@ sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, cons
 /* Replace the freshly initialised master shards of r with the trained weights (every rank). */
 sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt);
 
-/* What the model recorded besides its weights (fsdp/checkpoint.h sv_ckpt_meta): the checkpoint
+/* What the model recorded besides its weights (ckpt/checkpoint.h sv_ckpt_meta): the checkpoint
  * index for `ckpt`, config.json beside `weights` (a missing config.json: nothing recorded).
  * src (cap bytes) names where it came from, for log lines. free(m->labels) releases the names. */
 sv_status sv_app_model_meta(const char *weights, const char *ckpt, sv_ckpt_meta *m, char *src, size_t cap);

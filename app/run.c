@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "app/backend_env.h"
 #include "app/mpi_env.h"
 #include "core/log.h"
 
@@ -87,6 +88,7 @@ sv_status sv_run_resolve(const sv_run_opts *o, int world, sv_vit_config *vcfg, s
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     bc->threads = o->threads ? o->threads : (int)(cores / (local_size > 0 ? local_size : 1));
     if (bc->threads < 1) bc->threads = 1;
+    sv_backend_env_apply(bc); /* the documented SHARDVIT_CPU_* overrides */
     return SV_OK;
 }
 
@@ -185,4 +187,13 @@ void sv_run_teardown(sv_run *r) {
     if (r->world_comm) sv_comm_destroy(r->world_comm);
     sv_backend_destroy(r->be);
     memset(r, 0, sizeof *r);
+}
+
+sv_status sv_run_end(sv_run *r, sv_status st) {
+    if (st != SV_OK) {
+        sv_err_frame(__FILE__, __LINE__);
+        return st;
+    }
+    sv_run_teardown(r);
+    return SV_OK;
 }

@@ -15,7 +15,7 @@ typedef struct sv_model_opts {
     double mlp_ratio;
 } sv_model_opts;
 
-/* Flag entries for the model shape (DESIGN §8 names). 0 means "take the preset's value". */
+/* Flag entries for the model shape (timm's names). 0 means "take the preset's value". */
 #define SV_MODEL_FLAGS(o)                                                                                  \
     {"model", SV_FLAG_STR, &(o).model, 0, 0, "model preset (vit-ti16 vit-s16 vit-b16 vit-l16 vit-h14 vit-28 vit-32)", 0}, \
     {"img", SV_FLAG_INT, &(o).img, 0, 4096, "image size (0 = preset)", 0},                                 \
@@ -99,7 +99,7 @@ typedef struct sv_run_mem {
     size_t total;       /* everything carved from the arena */
 } sv_run_mem;
 /* Plan a run without communicators or device memory: the same carving code in counting mode.
- * `be` may be a sizing-only backend (sv_backend_create_sizing). */
+ * `be` may be a planning handle (sv_backend_create_sizing: sizes only, no device). */
 sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_backend *be, int world,
                       int micro_batch, int recompute, sv_run_mem *out);
 void sv_run_log_plan(const sv_run_mem *m);
@@ -107,6 +107,10 @@ void sv_run_log_plan(const sv_run_mem *m);
 /* Set up everything for a run. `need_model`: also carve activations for micro_batch. */
 sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int local_rank, int local_size);
 void sv_run_teardown(sv_run *r);
+/* The end of a command's run: on success tear r down and return SV_OK; on failure add this
+ * frame to the error trace and return st with r left as it is (the caller exits and main aborts
+ * the other ranks, which a collective teardown would wait for). */
+sv_status sv_run_end(sv_run *r, sv_status st);
 /* Write the trace (all ranks call; rank 0 merges). */
 sv_status sv_run_finish_trace(sv_run *r, const char *path);
 

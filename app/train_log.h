@@ -21,7 +21,7 @@
 #include <stdio.h>
 
 #include "eval/evaluate.h"
-#include "eval/tensorboard.h"
+#include "formats/tensorboard.h"
 
 typedef struct sv_train_log {
     int rank;

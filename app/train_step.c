@@ -1,5 +1,43 @@
 #include "app/train_step.h"
 
+#include <math.h>
+#include <stdlib.h>
+
+/* --debug-nan-step/--debug-nan-rank, installed as the FSDP grad hook: at optimizer step
+ * `step`, rank `rank` poisons the first element of the last unit's full gradient right before
+ * its reduction, so the reduced shard (and, across replica groups, every copy of it) holds a
+ * NaN, the global norm is NaN on every rank and the step is skipped everywhere. */
+typedef struct debug_nan {
+    long step;
+    int rank;
+} debug_nan;
+static debug_nan g_debug_nan = {-1, 0}; /* one run per process */
+
+static sv_status debug_nan_hook(void *ctx, sv_fsdp *f, int unit, float *grad, size_t n) {
+    const debug_nan *d = ctx;
+    (void)n;
+    if (f->step != d->step || f->rank != d->rank || unit != f->L.n_units - 1) return SV_OK;
+    float nanv = NAN;
+    return sv_be_upload(f->be, grad, &nanv, sizeof nanv);
+}
+
+void sv_train_debug_nan(sv_run *r, long step, int rank) {
+    if (step < 0) return;
+    g_debug_nan = (debug_nan){step, rank};
+    r->fsdp.grad_hook = debug_nan_hook;
+    r->fsdp.grad_hook_ctx = &g_debug_nan;
+}
+
+/* Sum of this rank's per-sample losses of the micro-step just run (host staging `host`). */
+static sv_status micro_loss_sum(sv_run *r, float *host, double *sum) {
+    const sv_vit *m = r->fsdp.model;
+    SV_TRY(sv_be_download(r->be, host, m->losses, (size_t)m->B * 4));
+    double s = 0;
+    for (int i = 0; i < m->B; i++) s += host[i];
+    *sum = s;
+    return SV_OK;
+}
+
 double sv_run_comm_wait_s(const sv_run *r) {
     const sv_comm *cs[3] = {r->world_comm, r->shard_comm, r->repl_comm};
     double s = 0;
@@ -19,18 +57,27 @@ sv_status sv_train_step(sv_run *r, const sv_optim_config *oc, float smoothing, i
     res->data_wait_s = 0;
     res->epoch = 0;
     SV_TRY(sv_fsdp_zero_grad(&r->fsdp));
+    float *host_losses = malloc((size_t)r->fsdp.model->B * sizeof(float));
+    if (!host_losses) return SV_FAIL(SV_ERR_OOM, "loss staging of %d floats", r->fsdp.model->B);
+    sv_status st = SV_OK;
     for (int micro = 0; micro < accum; micro++) {
         sv_micro_batch mb = {0};
         double tw = sv_now_s(), tw_us = tr ? sv_trace_now(tr) : 0;
-        SV_TRY(next(ctx, micro, &mb));
+        SV_TRY_GOTO(st, next(ctx, micro, &mb), out);
         res->data_wait_s += sv_now_s() - tw;
-        if (tr) sv_trace_add(tr, "data_wait", "data", 2, -1, tw_us, sv_trace_now(tr));
+        if (tr) sv_trace_add(tr, "data_wait", "data", SV_TRACE_DATA, -1, tw_us, sv_trace_now(tr));
         res->epoch = mb.epoch;
         double ls;
-        SV_TRY(sv_fsdp_forward_backward(&r->fsdp, mb.images, mb.soft ? NULL : mb.labels, mb.soft, smoothing,
-                                        1.0f / (float)batch_size, micro, accum, &ls));
+        SV_TRY_GOTO(st,
+                    sv_fsdp_forward_backward(&r->fsdp, mb.images, mb.soft ? NULL : mb.labels, mb.soft, smoothing,
+                                             1.0f / (float)batch_size, micro, accum),
+                    out);
+        SV_TRY_GOTO(st, micro_loss_sum(r, host_losses, &ls), out);
         res->loss_sum += ls;
     }
+out:
+    free(host_losses);
+    if (st != SV_OK) return st;
     double t0 = sv_now_s(), w0 = sv_run_comm_wait_s(r);
     SV_TRY(sv_fsdp_optimizer_step(&r->fsdp, oc, &res->grad_norm, &res->skipped));
     if (tr) SV_TRY(sv_be_sync(r->be)); /* attribute queued device work to the optimizer */

@@ -40,4 +40,9 @@ double sv_run_comm_wait_s(const sv_run *r);
 sv_status sv_train_step(sv_run *r, const sv_optim_config *oc, float smoothing, int accum, int batch_size,
                         sv_micro_batch_fn next, void *ctx, sv_step_result *res);
 
+/* Testing (--debug-nan-step/--debug-nan-rank): at optimizer step `step` (0-based; < 0: off) rank
+ * `rank` poisons one element of the last unit's gradient before its reduction, through the
+ * FSDP grad hook, so the step is skipped on every rank. */
+void sv_train_debug_nan(sv_run *r, long step, int rank);
+
 #endif

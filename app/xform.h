@@ -1,11 +1,11 @@
 /* The evaluation transform of eval, predict and train: the --crop-pct/--interp/--mean/--std
  * flags (unset unless given), what the model recorded (checkpoint index or config.json beside
- * the weights, fsdp/checkpoint.h sv_ckpt_meta) and the defaults, resolved field by field with
+ * the weights, ckpt/checkpoint.h sv_ckpt_meta) and the defaults, resolved field by field with
  * the source of each value named in one log line (docs/evaluation.md). */
 #ifndef SV_APP_XFORM_H
 #define SV_APP_XFORM_H
 
-#include "fsdp/checkpoint.h"
+#include "ckpt/checkpoint.h"
 
 typedef struct sv_xform_flags {
     double crop_pct;        /* < 0: unset */

@@ -49,10 +49,10 @@ int main(int argc, char **argv) {
     int threads = atoi(argv[5]), opt = atoi(argv[6]);
     int reps = argc > 8 ? atoi(argv[8]) : 3;
     sv_backend_config cfg = {.device = SV_DEVICE_CPU, .threads = threads,
-                             .compute_dtype = strcmp(argv[7], "bf16") == 0 ? SV_BF16 : SV_F32};
+                             .compute_dtype = strcmp(argv[7], "bf16") == 0 ? SV_BF16 : SV_F32,
+                             .cpu = {.op_threads = opt}};
     sv_backend *be;
     if (sv_backend_create(&cfg, &be) != SV_OK) return 1;
-    sv_cpu_backend_set_op_threads(be, opt);
     const int M = B * T, F = 4 * D;
     float *x = buf(be, (size_t)M * D, 1), *h1 = buf(be, (size_t)M * D, 2), *qkv = buf(be, (size_t)M * 3 * D, 3);
     float *att = buf(be, (size_t)M * D, 4), *x2 = buf(be, (size_t)M * D, 5), *h2 = buf(be, (size_t)M * D, 6);

@@ -1,4 +1,4 @@
-/* Chrome/Perfetto trace events ("X" complete events), per rank (DESIGN §5 Trace).
+/* Chrome/Perfetto trace events ("X" complete events), per rank (docs/fsdp.md "Trace tracks").
  *
  * Tracks: pid = rank, tid = one of SV_TRACE_* below. Complete events on one (pid, tid) must
  * nest or be disjoint (the trace format's rule; Perfetto drops or mis-draws the others), so

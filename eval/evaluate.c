@@ -7,8 +7,8 @@
 #include "core/fileio.h"
 #include "core/log.h"
 #include "core/trace.h"
-#include "fsdp/ckpt_meta.h"
-#include "fsdp/ckpt_out.h"
+#include "ckpt/ckpt_meta.h"
+#include "ckpt/ckpt_out.h"
 
 sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const sv_eval_opts *o) {
     memset(e, 0, sizeof *e);

@@ -11,7 +11,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "eval/report_svg.h"
-#include "fsdp/checkpoint.h"
+#include "ckpt/checkpoint.h"
 
 /* ---- metrics.jsonl ------------------------------------------------------------------------ */
 
@@ -82,7 +82,7 @@ static double num_or_nan(const sv_json *o, const char *key) {
 }
 
 /* A recorded eval transform ({"img","channels","crop_pct","crop_mode","interpolation","mean",
- * "std"}, as index.json's eval_transform, fsdp/ckpt_meta.h) as one sentence; 0 if malformed. */
+ * "std"}, as index.json's eval_transform, ckpt/ckpt_meta.h) as one sentence; 0 if malformed. */
 static int describe_xform(const sv_json *x, char *out, size_t cap) {
     double img, crop;
     const char *interp = NULL, *mode = NULL;

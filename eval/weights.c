@@ -10,8 +10,9 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/log.h"
-#include "fsdp/checkpoint.h"
-#include "fsdp/safetensors.h"
+#include "ckpt/checkpoint.h"
+#include "formats/safetensors.h"
+#include "fsdp/load.h"
 #include "model/params.h"
 
 /* config.json value for `key`, looked up at the top level and then under "model_args". */
@@ -179,34 +180,31 @@ static sv_status check_tensors(const sv_st_file *sf, const sv_layout *L) {
     return SV_OK;
 }
 
+/* File values for the master-shard loader: each piece read (converted to fp32) and checked
+ * finite; a NaN/Inf is refused, naming the first non-finite element. */
+typedef struct weights_source {
+    const sv_st_file *sf;
+    const sv_layout *L;
+} weights_source;
+
+static sv_status weights_piece(void *ctx, int u, int kind, int t, uint64_t tensor_begin, uint64_t shard_offset,
+                               uint64_t count, float *dst) {
+    const weights_source *c = ctx;
+    (void)u, (void)kind, (void)shard_offset;
+    const sv_st_tensor *tt = sv_safetensors_find(c->sf, c->L->params[c->L->entries[t].param].name);
+    SV_TRY(sv_safetensors_read_f32(c->sf, tt, tensor_begin, count, dst));
+    sv_status st = SV_OK;
+    for (uint64_t i = 0; i < count && st == SV_OK; i++)
+        if (!isfinite(dst[i])) st = sv_ckpt_check_finite(c->sf, tt);
+    return st;
+}
+
 sv_status sv_weights_load(sv_fsdp *f, const char *path) {
     sv_st_file sf;
     SV_TRY(sv_safetensors_open(&sf, path));
     sv_status st = check_tensors(&sf, &f->L);
-    size_t max_shard = 0;
-    for (int u = 0; u < f->L.n_units; u++)
-        if (f->L.units[u].shard > max_shard) max_shard = f->L.units[u].shard;
-    float *host = st == SV_OK ? calloc(max_shard, sizeof(float)) : NULL;
-    if (st == SV_OK && !host) st = SV_FAIL(SV_ERR_OOM, "weights staging of %zu floats", max_shard);
-    for (int u = 0; u < f->L.n_units && st == SV_OK; u++) {
-        const sv_unit *un = &f->L.units[u];
-        memset(host, 0, un->shard * sizeof(float)); /* padding stays zero */
-        for (int k = 0; k < un->n_entries && st == SV_OK; k++) {
-            const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
-            sv_shard_piece p = sv_layout_piece(un, e, f->shard_rank);
-            if (!p.count) continue;
-            const sv_st_tensor *t = sv_safetensors_find(&sf, f->L.params[e->param].name);
-            st = sv_safetensors_read_f32(&sf, t, p.tensor_begin, p.count, host + p.shard_offset);
-            for (uint64_t i = 0; i < p.count && st == SV_OK; i++) /* NaN/Inf weights: refuse, name the first */
-                if (!isfinite(host[p.shard_offset + i])) st = sv_ckpt_check_finite(&sf, t);
-        }
-        sv_unit_state *s = &f->us[u];
-        if (st == SV_OK) st = sv_be_upload(f->be, s->master, host, un->shard * 4);
-        if (st == SV_OK) st = sv_be_zero(f->be, s->m, un->shard * 4);
-        if (st == SV_OK) st = sv_be_zero(f->be, s->v, un->shard * 4);
-        if (st == SV_OK) st = sv_be_zero(f->be, s->grad, un->shard * 4);
-    }
-    free(host);
+    weights_source c = {.sf = &sf, .L = &f->L};
+    if (st == SV_OK) st = sv_fsdp_load_masters(f, weights_piece, &c, 0);
     sv_safetensors_close(&sf);
     if (st != SV_OK) {
         sv_err_frame(__FILE__, __LINE__);

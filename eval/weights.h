@@ -17,7 +17,7 @@
  * reads only the pieces of each tensor that fall into its own shard (sv_layout_piece), converting
  * F32/BF16/F16 to fp32, and uploads its master shards. Optimizer state is zeroed. A NaN or Inf
  * among the values a rank reads is an error naming the tensor and its first non-finite element
- * (fsdp/checkpoint.h sv_ckpt_check_finite). */
+ * (ckpt/checkpoint.h sv_ckpt_check_finite). */
 #ifndef SV_EVAL_WEIGHTS_H
 #define SV_EVAL_WEIGHTS_H
 

@@ -1,4 +1,4 @@
-/* shardvit comm: nonblocking collectives behind one interface (DESIGN §5).
+/* shardvit comm: nonblocking collectives behind one interface (docs/comm.md).
  *
  * Implementations, chosen at run time from what CMake linked:
  *   comm_mpi.c   MPI (MPICH) on host memory, for the CPU backend. Large reductions are chunked

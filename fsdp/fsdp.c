@@ -1,5 +1,10 @@
 /* FSDP engine: state, the per-unit gather/compute/free/reduce schedule. The optimizer step and
- * full-parameter gathering live in fsdp_optim.c. */
+ * full-parameter gathering live in fsdp_optim.c.
+ *
+ * Every unit (the root included) is a state machine, sv_unit_phase in fsdp.h, moved only by the
+ * transitions of the "unit state machine" section below, named as PyTorch FSDP2's
+ * FSDPParamGroup names them (unshard, wait_for_unshard, reshard, post_backward). The schedule
+ * (sv_fsdp_forward_backward) is a sequence of those transitions around the model's compute. */
 #include "fsdp/fsdp.h"
 
 #include <math.h>
@@ -7,8 +12,37 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "fsdp/load.h"
 
 #define ALIGN 256
+
+/* SV_FSDP_CHECK: each transition first checks that the unit is in a state it may start from and
+ * otherwise fails with SV_FAIL naming the unit, its state and the transition. A few integer
+ * compares per unit per micro-step, so it is on unless built with -DSV_FSDP_CHECK=0 (Debug,
+ * Release and therefore the tests all run with it). */
+#ifndef SV_FSDP_CHECK
+#define SV_FSDP_CHECK 1
+#endif
+#if SV_FSDP_CHECK
+#define EXPECT_STATE(f, u, transition, cond)                                                                   \
+    do {                                                                                                       \
+        if (!(cond))                                                                                           \
+            return SV_FAIL(SV_ERR_INVALID, "fsdp: %s of unit %d from state %s", (transition), (u),              \
+                           sv_unit_phase_name((f)->us[(u)].state));                                            \
+    } while (0)
+#else
+#define EXPECT_STATE(f, u, transition, cond) ((void)0)
+#endif
+
+const char *sv_unit_phase_name(sv_unit_phase p) {
+    switch (p) {
+    case SV_UNIT_SHARDED: return "SHARDED";
+    case SV_UNIT_UNSHARDING: return "UNSHARDING";
+    case SV_UNIT_UNSHARDED: return "UNSHARDED";
+    case SV_UNIT_REDUCING: return "REDUCING";
+    }
+    return "?";
+}
 
 const char *sv_strategy_name(sv_strategy s) {
     switch (s) {
@@ -59,11 +93,13 @@ sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend 
     f->shard_size = shard_size;
     f->repl_size = repl_size;
     f->world_size = shard_size * repl_size;
-    f->inject_nan_step = -1;
+    f->reshard_after_forward = cfg->strategy != SV_SHARD_GRAD_OP;
     SV_TRY(sv_layout_build(&f->L, vcfg, cfg->head_zero_init, f->shard_size, cfg->wrap_bytes));
     for (int i = 0; i < 3; i++) f->gslot[i].unit = -1;
-    for (int i = 0; i < 2; i++) f->pslot[i].unit = -1;
-    f->root_slot.unit = -1;
+    for (int u = 0; u < SV_MAX_UNITS; u++) { /* memset: every unit SV_UNIT_SHARDED */
+        f->us[u].grad_slot = -1;
+        f->us[u].gather_req.slot = -1;
+    }
     return SV_OK;
 }
 
@@ -80,8 +116,6 @@ sv_status sv_fsdp_setup(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, s
     return SV_OK;
 }
 
-static int keep_all_gathered(const sv_fsdp *f) { return f->cfg.strategy == SV_SHARD_GRAD_OP; }
-
 /* Carve `bytes` and charge them to a memory category. */
 static sv_status carve_to(sv_arena *a, size_t *category, size_t bytes, void **out) {
     size_t before = a->used;
@@ -90,29 +124,40 @@ static sv_status carve_to(sv_arena *a, size_t *category, size_t bytes, void **ou
     return SV_OK;
 }
 
+/* Carve one more buffer of `bytes` into pool p. */
+static sv_status carve_pool_buf(sv_arena *a, size_t *category, size_t bytes, sv_buf_pool *p) {
+    if (p->n >= SV_MAX_UNITS) return SV_FAIL(SV_ERR_INVALID, "fsdp: more than %d pool buffers", SV_MAX_UNITS);
+    sv_pool_buf *b = &p->b[p->n++];
+    b->bytes = bytes;
+    b->unit = -1;
+    return carve_to(a, category, bytes, &b->ptr);
+}
+
+/* The carving order (and so every byte count and address) is the one the planner reports. */
 sv_status sv_fsdp_carve(sv_fsdp *f, sv_arena *dev, sv_arena *host) {
     size_t e = sv_be_compute_elem_size(f->be);
-    size_t max_shard = 0, max_padded = f->L.max_padded;
+    size_t max_shard = sv_layout_max_shard(&f->L), max_padded = f->L.max_padded;
     sv_fsdp_mem *mm = &f->mem;
     memset(mm, 0, sizeof *mm);
+    f->gathered.n = f->staging.n = 0;
     if (f->L.units[0].padded > max_padded) max_padded = f->L.units[0].padded;
     for (int u = 0; u < f->L.n_units; u++) {
         sv_unit_state *s = &f->us[u];
         size_t sh = f->L.units[u].shard;
-        if (sh > max_shard) max_shard = sh;
         SV_TRY(carve_to(dev, &mm->params, sh * 4, (void **)&s->master));
         SV_TRY(carve_to(dev, &mm->optimizer, sh * 4, (void **)&s->m));
         SV_TRY(carve_to(dev, &mm->optimizer, sh * 4, (void **)&s->v));
         SV_TRY(carve_to(dev, &mm->grads, sh * 4, (void **)&s->grad));
-        if (u == 0 || keep_all_gathered(f))
-            SV_TRY(carve_to(dev, &mm->gathered, f->L.units[u].padded * e, &s->gathered));
+        /* gathered pool: the root's buffer, and every unit's when kept from forward to backward */
+        if (u == 0 || !f->reshard_after_forward)
+            SV_TRY(carve_pool_buf(dev, &mm->gathered, f->L.units[u].padded * e, &f->gathered));
         if (f->cfg.accum_mode == SV_ACCUM_LOCAL)
             SV_TRY(carve_to(dev, &mm->grad_buffers, f->L.units[u].padded * 4, (void **)&s->local_grad));
     }
-    for (int i = 0; i < 2; i++) {
-        sv_param_slot *p = &f->pslot[i];
-        if (!keep_all_gathered(f)) SV_TRY(carve_to(dev, &mm->gathered, f->L.max_padded * e, &p->buf));
-        SV_TRY(carve_to(dev, &mm->gathered, max_shard * e, &p->send));
+    for (int i = 0; i < 2; i++) { /* current + prefetched block unit; two staging buffers */
+        if (f->reshard_after_forward)
+            SV_TRY(carve_pool_buf(dev, &mm->gathered, f->L.max_padded * e, &f->gathered));
+        SV_TRY(carve_pool_buf(dev, &mm->gathered, max_shard * e, &f->staging));
     }
     for (int i = 0; i < 3; i++) {
         sv_grad_slot *g = &f->gslot[i];
@@ -124,7 +169,10 @@ sv_status sv_fsdp_carve(sv_fsdp *f, sv_arena *dev, sv_arena *host) {
         }
         SV_TRY(carve_to(dev, &mm->grad_buffers, max_shard * 4, (void **)&g->recv));
     }
-    SV_TRY(carve_to(dev, &mm->gathered, f->L.units[0].shard * e, &f->root_slot.send));
+    /* A third staging buffer (once the root's own). All-gathers are issued one at a time (unit
+     * u is waited for before u+1 is issued), so only the first staging buffer is ever taken;
+     * the other two stay so that the memory plan is unchanged. */
+    SV_TRY(carve_pool_buf(dev, &mm->gathered, f->L.units[0].shard * e, &f->staging));
     (void)host;
     return SV_OK;
 }
@@ -142,15 +190,9 @@ void sv_fsdp_attach(sv_fsdp *f, sv_vit *model, sv_trace *trace) {
     model->progress = fsdp_progress;
     model->progress_ctx = f;
     f->trace = trace;
-    free(f->host_losses);
-    f->host_losses = calloc((size_t)model->B, sizeof(float));
 }
 
-void sv_fsdp_free(sv_fsdp *f) {
-    sv_layout_free(&f->L);
-    free(f->host_losses);
-    f->host_losses = NULL;
-}
+void sv_fsdp_free(sv_fsdp *f) { sv_layout_free(&f->L); }
 
 size_t sv_fsdp_persistent_bytes(const sv_fsdp *f) {
     size_t n = 0;
@@ -158,56 +200,53 @@ size_t sv_fsdp_persistent_bytes(const sv_fsdp *f) {
     return 16 * n;
 }
 
-sv_status sv_fsdp_init_params(sv_fsdp *f) {
-    size_t max_shard = 0;
-    for (int u = 0; u < f->L.n_units; u++)
-        if (f->L.units[u].shard > max_shard) max_shard = f->L.units[u].shard;
-    float *host = calloc(max_shard, sizeof(float));
-    if (!host) return SV_FAIL(SV_ERR_OOM, "init staging of %zu floats", max_shard);
-    sv_status st = SV_OK;
-    for (int u = 0; u < f->L.n_units && st == SV_OK; u++) {
-        const sv_unit *un = &f->L.units[u];
-        memset(host, 0, un->shard * sizeof(float));
-        for (int k = 0; k < un->n_entries; k++) {
-            const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
-            sv_shard_piece p = sv_layout_piece(un, e, f->shard_rank);
-            if (p.count)
-                sv_vit_param_init(f->cfg.seed, &f->L.params[e->param], host + p.shard_offset, p.tensor_begin, p.count);
-        }
-        sv_unit_state *s = &f->us[u];
-        if ((st = sv_be_upload(f->be, s->master, host, un->shard * 4)) != SV_OK) break;
-        if ((st = sv_be_zero(f->be, s->m, un->shard * 4)) != SV_OK) break;
-        if ((st = sv_be_zero(f->be, s->v, un->shard * 4)) != SV_OK) break;
-        if ((st = sv_be_zero(f->be, s->grad, un->shard * 4)) != SV_OK) break;
-        if (s->local_grad && (st = sv_be_zero(f->be, s->local_grad, un->padded * 4)) != SV_OK) break;
-    }
-    free(host);
-    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
-    return st;
+/* The deterministic init (model/params.c) as a source for the master-shard loader. */
+static sv_status init_piece(void *ctx, int u, int kind, int t, uint64_t tensor_begin, uint64_t shard_offset,
+                            uint64_t count, float *dst) {
+    const sv_fsdp *f = ctx;
+    (void)u, (void)kind, (void)shard_offset;
+    sv_vit_param_init(f->cfg.seed, &f->L.params[f->L.entries[t].param], dst, tensor_begin, count);
+    return SV_OK;
 }
+
+sv_status sv_fsdp_init_params(sv_fsdp *f) { return sv_fsdp_load_masters(f, init_piece, f, 0); }
 
 sv_status sv_fsdp_zero_grad(sv_fsdp *f) {
     for (int u = 0; u < f->L.n_units; u++) SV_TRY(sv_be_zero(f->be, f->us[u].grad, f->L.units[u].shard * 4));
     return SV_OK;
 }
 
-/* ---- parameter gathering ---------------------------------------------------------------- */
+/* ---- buffer pools ------------------------------------------------------------------------ */
+
+/* The first free buffer of pool p with room for `bytes`, now held by unit u. The schedule
+ * never holds more than the pool was carved for (root + current + prefetched, or one per unit
+ * when kept from forward to backward; one staging buffer at a time). */
+static sv_status pool_acquire(sv_buf_pool *p, const char *what, int u, size_t bytes, void **out) {
+    for (int i = 0; i < p->n; i++) {
+        sv_pool_buf *b = &p->b[i];
+        if (b->unit < 0 && b->bytes >= bytes) {
+            b->unit = u;
+            *out = b->ptr;
+            return SV_OK;
+        }
+    }
+    return SV_FAIL(SV_ERR_INVALID, "fsdp: no free %s buffer of %zu bytes for unit %d", what, bytes, u);
+}
+
+/* Give back the buffer unit u holds in pool p (a unit holds at most one per pool). */
+static void pool_release(sv_buf_pool *p, int u) {
+    for (int i = 0; i < p->n; i++)
+        if (p->b[i].unit == u) {
+            p->b[i].unit = -1;
+            return;
+        }
+    SV_ASSERT(0);
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
 
 static sv_comm_dtype param_comm_dtype(const sv_fsdp *f) {
     return sv_be_compute_elem_size(f->be) == 2 ? SV_COMM_BF16 : SV_COMM_F32;
-}
-
-/* Start gathering unit u into `dst` using `send` as the staging of the local shard. */
-static sv_status gather_issue(sv_fsdp *f, int u, void *dst, void *send, sv_comm_req *req) {
-    const sv_unit *un = &f->L.units[u];
-    if (f->shard_size == 1) { /* nothing to gather: the shard is the whole unit */
-        SV_TRY(sv_be_f32_to_compute(f->be, dst, f->us[u].master, un->shard));
-        req->slot = -1;
-        return SV_OK;
-    }
-    SV_TRY(sv_be_f32_to_compute(f->be, send, f->us[u].master, un->shard));
-    SV_TRY(sv_comm_all_gather(f->shard, dst, send, un->shard, param_comm_dtype(f), req));
-    return SV_OK;
 }
 
 /* Trace time (us) at which the collective just waited on really completed. */
@@ -215,79 +254,190 @@ static double comm_done_us(const sv_fsdp *f, const sv_comm *c) {
     return (sv_comm_last_complete_time(c) - f->trace->t0) * 1e6;
 }
 
-static sv_status gather_wait(sv_fsdp *f, sv_comm_req *req, int u, double t_issue) {
-    if (req->slot < 0) return SV_OK;
-    SV_TRY(sv_comm_wait(f->shard, req));
-    req->slot = -1;
-    if (f->trace)
-        sv_trace_add(f->trace, "all_gather", "comm", SV_TRACE_ALL_GATHER, u, t_issue, comm_done_us(f, f->shard));
-    return SV_OK;
-}
-
 static double tnow(const sv_fsdp *f) { return f->trace ? sv_trace_now(f->trace) : 0.0; }
 
-/* Make sure block unit u's gathered params are being fetched; returns the slot (or NULL when
- * the unit has persistent storage). */
-static sv_status prefetch_unit(sv_fsdp *f, int u) {
-    if (u < 1 || u >= f->L.n_units) return SV_OK;
-    if (keep_all_gathered(f)) return SV_OK; /* handled by acquire */
-    for (int i = 0; i < 2; i++)
-        if (f->pslot[i].unit == u) return SV_OK;
-    sv_param_slot *s = f->pslot[0].unit < 0 ? &f->pslot[0] : f->pslot[1].unit < 0 ? &f->pslot[1] : NULL;
-    SV_ASSERT(s != NULL); /* schedule never needs more than current + prefetched */
-    s->unit = u;
-    s->pending = 1;
-    s->t_issue = tnow(f);
-    SV_TRY(gather_issue(f, u, s->buf, s->send, &s->req));
-    f->ctr.live_gathered++;
-    if (f->ctr.live_gathered > f->ctr.max_live_gathered) f->ctr.max_live_gathered = f->ctr.live_gathered;
+/* ---- the unit state machine -------------------------------------------------------------- */
+/* Textbook FSDP (docs/fsdp.md): "all-gather unit u -> compute -> free; backward: all-gather again,
+ * compute grads, reduce-scatter into the owner's shard, free". Each step is one transition:
+ *
+ *   unshard        SHARDED    -> UNSHARDING   issue the all-gather (prefetch = issue it early)
+ *   wait_unshard   UNSHARDING -> UNSHARDED    wait for it; the parameters are usable
+ *   reshard        UNSHARDED  -> SHARDED      free the gathered parameters
+ *   post_backward  UNSHARDED  -> REDUCING     free them and reduce_issue the gradient
+ *                                (-> SHARDED when the gradient accumulates unsharded for now)
+ *   reduce_wait    REDUCING   -> SHARDED      wait, all-reduce across replicas, add to the shard
+ */
+
+/* unshard (FSDP2 FSDPParamGroup.unshard, async): start gathering unit u. Takes a buffer from
+ * the gathered pool, casts the fp32 master shard to the compute dtype into a staging buffer and
+ * issues the all-gather; with a shard group of one the cast into the buffer is the whole
+ * "gather". A unit already UNSHARDING or UNSHARDED (prefetched, or kept from the forward by
+ * reshard_after_forward = 0) is left as it is, as in FSDP2. */
+static sv_status unshard(sv_fsdp *f, int u) {
+    if (u >= f->L.n_units) return SV_OK;
+    sv_unit_state *s = &f->us[u];
+    if (s->state == SV_UNIT_UNSHARDING || s->state == SV_UNIT_UNSHARDED) return SV_OK;
+    EXPECT_STATE(f, u, "unshard", s->state == SV_UNIT_SHARDED);
+    const sv_unit *un = &f->L.units[u];
+    size_t e = sv_be_compute_elem_size(f->be);
+    SV_TRY(pool_acquire(&f->gathered, "gathered", u, un->padded * e, &s->params));
+    if (u != 0 && ++f->ctr.live_gathered > f->ctr.max_live_gathered) f->ctr.max_live_gathered = f->ctr.live_gathered;
+    s->t_gather = tnow(f);
+    if (f->shard_size == 1) { /* nothing to gather: the shard is the whole unit */
+        SV_TRY(sv_be_f32_to_compute(f->be, s->params, s->master, un->shard));
+        s->gather_req.slot = -1;
+    } else {
+        SV_TRY(pool_acquire(&f->staging, "all-gather staging", u, un->shard * e, &s->send));
+        SV_TRY(sv_be_f32_to_compute(f->be, s->send, s->master, un->shard));
+        SV_TRY(sv_comm_all_gather(f->shard, s->params, s->send, un->shard, param_comm_dtype(f), &s->gather_req));
+    }
+    s->state = SV_UNIT_UNSHARDING;
     return SV_OK;
 }
 
-/* Return unit u's gathered parameters, waiting for its all-gather. `fresh`: for shard_grad_op
- * the forward gathers (fresh = 1) and the backward reuses what the forward gathered. */
-static sv_status acquire_unit(sv_fsdp *f, int u, int fresh, void **params) {
-    if (keep_all_gathered(f)) {
-        sv_unit_state *s = &f->us[u];
-        if (fresh) {
-            sv_comm_req req;
-            double t = tnow(f);
-            SV_TRY(gather_issue(f, u, s->gathered, f->pslot[0].send, &req));
-            SV_TRY(gather_wait(f, &req, u, t));
+/* wait_unshard (FSDP2 wait_for_unshard): unit u's all-gather has landed; its staging buffer
+ * goes back to the pool and *params points at the full parameters. UNSHARDING -> UNSHARDED;
+ * nothing to do when already UNSHARDED. */
+static sv_status wait_unshard(sv_fsdp *f, int u, void **params) {
+    sv_unit_state *s = &f->us[u];
+    EXPECT_STATE(f, u, "wait_unshard", s->state == SV_UNIT_UNSHARDING || s->state == SV_UNIT_UNSHARDED);
+    if (s->state == SV_UNIT_UNSHARDING) {
+        if (s->gather_req.slot >= 0) {
+            SV_TRY(sv_comm_wait(f->shard, &s->gather_req));
+            s->gather_req.slot = -1;
+            if (f->trace)
+                sv_trace_add(f->trace, "all_gather", "comm", SV_TRACE_ALL_GATHER, u, s->t_gather,
+                             comm_done_us(f, f->shard));
         }
-        *params = s->gathered;
-        return SV_OK;
-    }
-    SV_TRY(prefetch_unit(f, u));
-    for (int i = 0; i < 2; i++) {
-        sv_param_slot *s = &f->pslot[i];
-        if (s->unit != u) continue;
-        if (s->pending) {
-            SV_TRY(gather_wait(f, &s->req, u, s->t_issue));
-            s->pending = 0;
+        if (s->send) {
+            pool_release(&f->staging, u);
+            s->send = NULL;
         }
-        *params = s->buf;
-        return SV_OK;
+        s->state = SV_UNIT_UNSHARDED;
     }
-    SV_ASSERT(0);
-    return SV_ERR_INVALID;
+    *params = s->params;
+    return SV_OK;
 }
 
-/* Free unit u's gathered parameters (full_shard: after each use). */
-static void release_unit(sv_fsdp *f, int u) {
-    if (keep_all_gathered(f)) return;
-    for (int i = 0; i < 2; i++)
-        if (f->pslot[i].unit == u) {
-            SV_ASSERT(!f->pslot[i].pending);
-            f->pslot[i].unit = -1;
-            f->ctr.live_gathered--;
-        }
+/* reshard (FSDP2 reshard): free unit u's gathered parameters; the buffer goes back to the pool.
+ * The textbook's "free" after a unit computes. UNSHARDED -> SHARDED. */
+static sv_status reshard(sv_fsdp *f, int u) {
+    sv_unit_state *s = &f->us[u];
+    EXPECT_STATE(f, u, "reshard", s->state == SV_UNIT_UNSHARDED);
+    pool_release(&f->gathered, u);
+    s->params = NULL;
+    if (u != 0) f->ctr.live_gathered--;
+    s->state = SV_UNIT_SHARDED;
+    return SV_OK;
 }
 
-static sv_status acquire_root(sv_fsdp *f) {
-    double t = tnow(f);
-    SV_TRY(gather_issue(f, 0, f->us[0].gathered, f->root_slot.send, &f->root_slot.req));
-    SV_TRY(gather_wait(f, &f->root_slot.req, 0, t));
+/* The buffer unit u's backward writes its fp32 gradient into (FSDP2: the unsharded parameters'
+ * .grad): with --accum-mode local the unit's own accumulator, reduced on the last micro-step
+ * only; otherwise a zeroed gradient slot. Block units alternate between slots 0 and 1 so one
+ * reduction overlaps the next unit's backward; the root has slot 2. A slot still holding an
+ * earlier unit's reduction is reduce_wait-ed first. */
+static sv_status reduce_wait(sv_fsdp *f, int u);
+static sv_status grad_acquire(sv_fsdp *f, int u, int last_micro, float **gbuf) {
+    sv_unit_state *s = &f->us[u];
+    EXPECT_STATE(f, u, "grad_acquire", s->state == SV_UNIT_UNSHARDED && s->grad_slot < 0);
+    if (f->cfg.accum_mode == SV_ACCUM_LOCAL) {
+        *gbuf = s->local_grad;
+        if (!last_micro) return SV_OK;
+    }
+    int i = 2;
+    if (u != 0) {
+        i = f->next_gslot;
+        f->next_gslot ^= 1;
+    }
+    sv_grad_slot *g = &f->gslot[i];
+    if (g->unit >= 0) SV_TRY(reduce_wait(f, g->unit));
+    g->unit = u;
+    s->grad_slot = i;
+    if (f->cfg.accum_mode == SV_ACCUM_LOCAL) {
+        g->buf = s->local_grad;
+    } else {
+        g->buf = g->own;
+        SV_TRY(sv_be_zero(f->be, g->buf, f->L.units[u].padded * 4));
+    }
+    *gbuf = g->buf;
+    return SV_OK;
+}
+
+/* reduce_issue: start the reduction of unit u's gradient (the reduce-scatter of FSDP2's
+ * post_backward): the optional grad hook, the bf16 cast for --reduce-dtype bf16, then the
+ * reduce-scatter, whose result is this rank's block of the summed gradient. */
+static sv_status reduce_issue(sv_fsdp *f, int u) {
+    sv_grad_slot *g = &f->gslot[f->us[u].grad_slot];
+    const sv_unit *un = &f->L.units[u];
+    if (f->grad_hook) SV_TRY(f->grad_hook(f->grad_hook_ctx, f, u, g->buf, un->padded));
+    g->t_issue = tnow(f);
+    if (f->shard_size == 1) { /* no sharding: the reduced block is the whole unit */
+        if (f->cfg.reduce_dtype == SV_BF16) {
+            SV_TRY(sv_be_f32_to_bf16(f->be, g->recv16, g->buf, un->shard));
+        } else {
+            SV_TRY(sv_be_copy(f->be, g->recv, g->buf, un->shard * 4));
+        }
+        g->pending = 0;
+        return SV_OK;
+    }
+    if (f->cfg.reduce_dtype == SV_BF16) {
+        SV_TRY(sv_be_f32_to_bf16(f->be, g->send16, g->buf, un->padded));
+        SV_TRY(sv_comm_reduce_scatter(f->shard, g->recv16, g->send16, un->shard, SV_COMM_BF16, SV_COMM_SUM, &g->req));
+    } else {
+        SV_TRY(sv_comm_reduce_scatter(f->shard, g->recv, g->buf, un->shard, SV_COMM_F32, SV_COMM_SUM, &g->req));
+    }
+    g->pending = 1;
+    return SV_OK;
+}
+
+/* post_backward (FSDP2 post_backward): unit u's backward has written its gradient. Free the
+ * parameters (reshard) and reduce_issue the gradient: UNSHARDED -> REDUCING. When it stays in
+ * the unit's unsharded accumulator until a later micro-step (--accum-mode local), nothing is
+ * reduced: UNSHARDED -> SHARDED. */
+static sv_status post_backward(sv_fsdp *f, int u) {
+    sv_unit_state *s = &f->us[u];
+    EXPECT_STATE(f, u, "post_backward", s->state == SV_UNIT_UNSHARDED);
+    SV_TRY(reshard(f, u));
+    if (s->grad_slot < 0) return SV_OK;
+    SV_TRY(reduce_issue(f, u));
+    s->state = SV_UNIT_REDUCING;
+    return SV_OK;
+}
+
+/* reduce_wait: unit u's reduction has landed. Wait for the reduce-scatter, convert from bf16,
+ * all-reduce across replica groups (hybrid_shard, no_shard), add into the fp32 gradient shard;
+ * the gradient slot is free again. REDUCING -> SHARDED. Done lazily: when the slot is needed by
+ * a later unit, or at the end of the micro-step. */
+static sv_status reduce_wait(sv_fsdp *f, int u) {
+    sv_unit_state *s = &f->us[u];
+    EXPECT_STATE(f, u, "reduce_wait", s->state == SV_UNIT_REDUCING && s->grad_slot >= 0);
+    sv_grad_slot *g = &f->gslot[s->grad_slot];
+    size_t sh = f->L.units[u].shard;
+    if (g->pending) {
+        SV_TRY(sv_comm_wait(f->shard, &g->req));
+        if (f->trace) /* one track per gradient buffer: two reductions can be in flight at once */
+            sv_trace_add(f->trace, "reduce_scatter", "comm", SV_TRACE_REDUCE_SCATTER + s->grad_slot, u, g->t_issue,
+                         comm_done_us(f, f->shard));
+        g->pending = 0;
+    }
+    if (f->cfg.reduce_dtype == SV_BF16) SV_TRY(sv_be_bf16_to_f32(f->be, g->recv, g->recv16, sh));
+    if (f->repl_size > 1) {
+        double t = tnow(f);
+        SV_TRY(sv_comm_all_reduce_sync(f->repl, g->recv, sh, SV_COMM_F32, SV_COMM_SUM));
+        if (f->trace) sv_trace_add(f->trace, "all_reduce", "comm", SV_TRACE_ALL_REDUCE, u, t, sv_trace_now(f->trace));
+    }
+    SV_TRY(sv_be_add_f32(f->be, s->grad, g->recv, sh));
+    if (g->buf == s->local_grad) SV_TRY(sv_be_zero(f->be, g->buf, f->L.units[u].padded * 4));
+    g->unit = -1;
+    s->grad_slot = -1;
+    s->state = SV_UNIT_SHARDED;
+    return SV_OK;
+}
+
+/* Wait for every reduction still in flight (slot order: the same on every rank). */
+static sv_status reduce_wait_all(sv_fsdp *f) {
+    for (int i = 0; i < 3; i++)
+        if (f->gslot[i].unit >= 0) SV_TRY(reduce_wait(f, f->gslot[i].unit));
     return SV_OK;
 }
 
@@ -317,94 +467,21 @@ static void block_views(const sv_fsdp *f, int u, int l, const void *base, float 
     }
 }
 
-/* ---- gradient reduction ------------------------------------------------------------------ */
-
-/* Complete slot g's reduction: wait, convert, all-reduce across replicas, add into the shard. */
-static sv_status grad_finish(sv_fsdp *f, sv_grad_slot *g) {
-    if (g->unit < 0) return SV_OK;
-    int u = g->unit;
-    size_t sh = f->L.units[u].shard;
-    if (g->pending) {
-        SV_TRY(sv_comm_wait(f->shard, &g->req));
-        if (f->trace) /* one track per gradient buffer: two reductions can be in flight at once */
-            sv_trace_add(f->trace, "reduce_scatter", "comm", SV_TRACE_REDUCE_SCATTER + (int)(g - f->gslot), u,
-                         g->t_issue, comm_done_us(f, f->shard));
-        g->pending = 0;
-    }
-    if (f->cfg.reduce_dtype == SV_BF16) SV_TRY(sv_be_bf16_to_f32(f->be, g->recv, g->recv16, sh));
-    if (f->repl_size > 1) {
-        double t = tnow(f);
-        SV_TRY(sv_comm_all_reduce_sync(f->repl, g->recv, sh, SV_COMM_F32, SV_COMM_SUM));
-        if (f->trace) sv_trace_add(f->trace, "all_reduce", "comm", SV_TRACE_ALL_REDUCE, u, t, sv_trace_now(f->trace));
-    }
-    SV_TRY(sv_be_add_f32(f->be, f->us[u].grad, g->recv, sh));
-    if (g->buf == f->us[u].local_grad) SV_TRY(sv_be_zero(f->be, g->buf, f->L.units[u].padded * 4));
-    g->unit = -1;
-    return SV_OK;
-}
-
-/* A gradient buffer for unit u's backward in this micro-step. */
-static sv_status grad_acquire(sv_fsdp *f, int u, int last_micro, sv_grad_slot **out, float **gbuf) {
-    if (f->cfg.accum_mode == SV_ACCUM_LOCAL) {
-        *gbuf = f->us[u].local_grad;
-        *out = NULL;
-        if (!last_micro) return SV_OK;
-    }
-    sv_grad_slot *g = &f->gslot[2];
-    if (u != 0) {
-        g = &f->gslot[f->next_gslot];
-        f->next_gslot ^= 1;
-    }
-    SV_TRY(grad_finish(f, g));
-    g->unit = u;
-    if (f->cfg.accum_mode == SV_ACCUM_LOCAL) {
-        g->buf = f->us[u].local_grad;
-    } else {
-        g->buf = g->own;
-        SV_TRY(sv_be_zero(f->be, g->buf, f->L.units[u].padded * 4));
-    }
-    *gbuf = g->buf;
-    *out = g;
-    return SV_OK;
-}
-
-/* Issue the reduction of slot g (after unit g->unit's backward wrote g->buf). */
-static sv_status grad_issue(sv_fsdp *f, sv_grad_slot *g) {
-    int u = g->unit;
-    const sv_unit *un = &f->L.units[u];
-    if (f->inject_nan_step == f->step && f->rank == f->inject_nan_rank && u == f->L.n_units - 1) {
-        float nanv = NAN;
-        SV_TRY(sv_be_upload(f->be, g->buf, &nanv, sizeof nanv));
-    }
-    g->t_issue = tnow(f);
-    if (f->shard_size == 1) { /* no sharding: the reduced block is the whole unit */
-        if (f->cfg.reduce_dtype == SV_BF16) {
-            SV_TRY(sv_be_f32_to_bf16(f->be, g->recv16, g->buf, un->shard));
-        } else {
-            SV_TRY(sv_be_copy(f->be, g->recv, g->buf, un->shard * 4));
-        }
-        g->pending = 0;
-        return SV_OK;
-    }
-    if (f->cfg.reduce_dtype == SV_BF16) {
-        SV_TRY(sv_be_f32_to_bf16(f->be, g->send16, g->buf, un->padded));
-        SV_TRY(sv_comm_reduce_scatter(f->shard, g->recv16, g->send16, un->shard, SV_COMM_BF16, SV_COMM_SUM, &g->req));
-    } else {
-        SV_TRY(sv_comm_reduce_scatter(f->shard, g->recv, g->buf, un->shard, SV_COMM_F32, SV_COMM_SUM, &g->req));
-    }
-    g->pending = 1;
-    return SV_OK;
-}
-
 /* ---- the micro-step ---------------------------------------------------------------------- */
+
+/* The root: gathered first, kept UNSHARDED for the whole micro-step (embed, head, their backward). */
+static sv_status unshard_root(sv_fsdp *f, void **params) {
+    SV_TRY(unshard(f, 0));
+    return wait_unshard(f, 0, params);
+}
 
 static sv_status forward_blocks(sv_fsdp *f) {
     int U = f->L.n_units;
-    SV_TRY(prefetch_unit(f, 1));
+    SV_TRY(unshard(f, 1));
     for (int u = 1; u < U; u++) {
         void *params;
-        SV_TRY(acquire_unit(f, u, 1, &params));
-        SV_TRY(prefetch_unit(f, u + 1)); /* forward prefetch: issued before u computes */
+        SV_TRY(wait_unshard(f, u, &params)); /* issued by the previous iteration (prefetch) */
+        SV_TRY(unshard(f, u + 1));           /* forward prefetch: issued before u computes */
         double t = tnow(f);
         for (int l = f->L.units[u].first_block; l <= f->L.units[u].last_block; l++) {
             sv_block_params bp;
@@ -415,56 +492,55 @@ static sv_status forward_blocks(sv_fsdp *f) {
             SV_TRY(sv_be_sync(f->be));
             sv_trace_add(f->trace, "forward", "compute", SV_TRACE_COMPUTE, u, t, sv_trace_now(f->trace));
         }
-        release_unit(f, u);
+        if (f->reshard_after_forward) SV_TRY(reshard(f, u));
     }
     return SV_OK;
 }
 
 sv_status sv_fsdp_forward(sv_fsdp *f, const float *images) {
-    SV_TRY(acquire_root(f));
+    void *root;
+    SV_TRY(unshard_root(f, &root));
     sv_root_params rp;
-    root_views(f, f->us[0].gathered, NULL, &rp, NULL);
+    root_views(f, root, NULL, &rp, NULL);
     SV_TRY(sv_vit_embed_fwd(f->model, &rp, images));
     SV_TRY(forward_blocks(f));
     SV_TRY(sv_vit_head_fwd(f->model, &rp, NULL, NULL, 0.0f, 0.0f));
+    /* no backward follows: reshard the root and whatever reshard_after_forward = 0 kept */
+    for (int u = 0; u < f->L.n_units; u++)
+        if (f->us[u].state == SV_UNIT_UNSHARDED) SV_TRY(reshard(f, u));
     return SV_OK;
 }
 
 sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_t *labels, const float *soft,
-                                   float smoothing, float grad_scale, int micro, int n_micro, double *loss_sum) {
+                                   float smoothing, float grad_scale, int micro, int n_micro) {
     int U = f->L.n_units, last = micro == n_micro - 1;
     sv_vit *m = f->model;
-    SV_TRY(acquire_root(f));
+    void *root;
+    SV_TRY(unshard_root(f, &root));
     sv_root_params rp;
-    root_views(f, f->us[0].gathered, NULL, &rp, NULL);
+    root_views(f, root, NULL, &rp, NULL);
     double t = tnow(f);
     SV_TRY(sv_vit_embed_fwd(m, &rp, images));
     if (f->trace) sv_trace_add(f->trace, "embed", "compute", SV_TRACE_COMPUTE, 0, t, sv_trace_now(f->trace));
     SV_TRY(forward_blocks(f));
     t = tnow(f);
     SV_TRY(sv_vit_head_fwd(m, &rp, labels, soft, smoothing, grad_scale));
-    SV_TRY(sv_be_download(f->be, f->host_losses, m->losses, (size_t)m->B * 4));
-    double s = 0;
-    for (int i = 0; i < m->B; i++) s += f->host_losses[i];
-    *loss_sum = s;
 
     /* backward: root gradients live in their own buffer until the embedding backward */
-    sv_grad_slot *root_g;
     float *root_gbuf;
-    SV_TRY(grad_acquire(f, 0, last, &root_g, &root_gbuf));
+    SV_TRY(grad_acquire(f, 0, last, &root_gbuf));
     sv_root_grads rg;
-    root_views(f, f->us[0].gathered, root_gbuf, NULL, &rg);
+    root_views(f, root, root_gbuf, NULL, &rg);
     SV_TRY(sv_vit_head_bwd(m, &rp, &rg));
     if (f->trace) sv_trace_add(f->trace, "head", "compute", SV_TRACE_COMPUTE, 0, t, sv_trace_now(f->trace));
 
-    SV_TRY(prefetch_unit(f, U - 1));
+    SV_TRY(unshard(f, U - 1)); /* again after full_shard's reshard; kept by shard_grad_op */
     for (int u = U - 1; u >= 1; u--) {
         void *params;
-        SV_TRY(acquire_unit(f, u, 0, &params));
-        SV_TRY(prefetch_unit(f, u - 1)); /* BACKWARD_PRE: fetch u-1 before computing u */
-        sv_grad_slot *g;
+        SV_TRY(wait_unshard(f, u, &params));
+        if (u > 1) SV_TRY(unshard(f, u - 1)); /* BACKWARD_PRE: fetch u-1 before computing u */
         float *gbuf;
-        SV_TRY(grad_acquire(f, u, last, &g, &gbuf));
+        SV_TRY(grad_acquire(f, u, last, &gbuf));
         t = tnow(f);
         for (int l = f->L.units[u].last_block; l >= f->L.units[u].first_block; l--) {
             sv_block_params bp;
@@ -476,13 +552,11 @@ sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_
             SV_TRY(sv_be_sync(f->be));
             sv_trace_add(f->trace, "backward", "compute", SV_TRACE_COMPUTE, u, t, sv_trace_now(f->trace));
         }
-        if (g) SV_TRY(grad_issue(f, g)); /* reduce-scatter as soon as the unit's backward ends */
-        release_unit(f, u);
+        SV_TRY(post_backward(f, u)); /* reduce-scatter as soon as the unit's backward ends */
     }
     t = tnow(f);
     SV_TRY(sv_vit_embed_bwd(m, &rp, &rg));
     if (f->trace) sv_trace_add(f->trace, "embed_bwd", "compute", SV_TRACE_COMPUTE, 0, t, sv_trace_now(f->trace));
-    if (root_g) SV_TRY(grad_issue(f, root_g));
-    for (int i = 0; i < 3; i++) SV_TRY(grad_finish(f, &f->gslot[i]));
-    return SV_OK;
+    SV_TRY(post_backward(f, 0));
+    return reduce_wait_all(f);
 }

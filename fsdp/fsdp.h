@@ -1,5 +1,5 @@
 /* FSDP engine: sharded state, the gather/compute/free/reduce-scatter schedule, sharded AdamW
- * (DESIGN §5). The model is driven unit by unit through model/vit.h; fsdp/ knows nothing of
+ * (docs/fsdp.md). The model is driven unit by unit through model/vit.h; fsdp/ knows nothing of
  * layer math.
  *
  * Communicators: `world` (all ranks), `shard` (the ranks that shard a unit between them) and
@@ -45,21 +45,45 @@ typedef struct sv_fsdp_config {
     uint64_t seed;
 } sv_fsdp_config;
 
+/* Where a unit stands in its FSDP lifecycle. Every unit, the root included, is one small state
+ * machine with FSDP2's transition names (fsdp.c; picture in docs/fsdp.md):
+ *
+ *   SHARDED --unshard--> UNSHARDING --wait_unshard--> UNSHARDED --reshard--> SHARDED
+ *                                                         |
+ *                                       post_backward (reshard + reduce_issue)
+ *                                                         v
+ *                                                     REDUCING --reduce_wait--> SHARDED
+ *
+ * SHARDED: only the fp32 shards exist. UNSHARDING: the all-gather is in flight into a buffer of
+ * the gathered pool. UNSHARDED: the full compute-dtype parameters are usable. REDUCING: the
+ * parameters are freed and the unit's gradient is being reduce-scattered (and all-reduced across
+ * replicas) into its shard. Between micro-steps every unit is SHARDED. */
+typedef enum sv_unit_phase { SV_UNIT_SHARDED = 0, SV_UNIT_UNSHARDING, SV_UNIT_UNSHARDED, SV_UNIT_REDUCING } sv_unit_phase;
+
+const char *sv_unit_phase_name(sv_unit_phase p);
+
 typedef struct sv_unit_state {
     float *master, *m, *v, *grad; /* (shard) f32 each */
-    void *gathered;               /* persistent gathered params (root; every unit for shard_grad_op) */
     float *local_grad;            /* accum local: (padded) f32 unsharded accumulator */
+    sv_unit_phase state;
+    void *params;      /* UNSHARDING/UNSHARDED: gathered compute-dtype parameters (a pool buffer) */
+    void *send;        /* UNSHARDING: compute-dtype staging of the local shard (a pool buffer) */
+    sv_comm_req gather_req;
+    double t_gather;   /* trace time the all-gather was issued */
+    int grad_slot;     /* index into sv_fsdp.gslot while the backward writes it and REDUCING; -1 none */
 } sv_unit_state;
 
-/* A transient gathered-parameter slot. */
-typedef struct sv_param_slot {
-    void *buf;        /* (max padded) compute dtype */
-    void *send;       /* (max shard) compute dtype staging of the local shard */
-    int unit;         /* -1 free */
-    int pending;      /* all-gather issued, not yet waited */
-    sv_comm_req req;
-    double t_issue;
-} sv_param_slot;
+/* A pool of same-purpose buffers carved once; a buffer is held by one unit at a time. */
+typedef struct sv_pool_buf {
+    void *ptr;
+    size_t bytes; /* capacity */
+    int unit;     /* holder, -1 free */
+} sv_pool_buf;
+
+typedef struct sv_buf_pool {
+    sv_pool_buf b[SV_MAX_UNITS];
+    int n;
+} sv_buf_pool;
 
 /* A gradient reduction slot. */
 typedef struct sv_grad_slot {
@@ -68,14 +92,19 @@ typedef struct sv_grad_slot {
     uint16_t *send16; /* (max padded) bf16 staging for reduce_dtype bf16 */
     uint16_t *recv16; /* (max shard) */
     float *recv;      /* (max shard) f32 reduced block */
-    int unit;         /* -1 idle */
-    int pending;
+    int unit;         /* -1 idle, else the unit whose gradient it holds */
+    int pending;      /* reduce-scatter issued, not yet waited */
     sv_comm_req req;
     double t_issue;
 } sv_grad_slot;
 
+struct sv_fsdp;
+/* Called on each unit's full (unsharded) fp32 gradient right before its reduction is issued,
+ * where DDP's and FSDP's communication hooks sit. grad: `n` floats (device). */
+typedef sv_status (*sv_fsdp_grad_hook)(void *ctx, struct sv_fsdp *f, int unit, float *grad, size_t n);
+
 typedef struct sv_fsdp_counters {
-    int live_gathered;     /* block units currently gathered (root excluded) */
+    int live_gathered;     /* block units UNSHARDING or UNSHARDED (root excluded) */
     int max_live_gathered; /* high-water mark since reset */
     uint64_t skipped_steps;
 } sv_fsdp_counters;
@@ -98,17 +127,22 @@ typedef struct sv_fsdp {
     int rank, world_size, shard_rank, shard_size, repl_size;
     sv_layout L;
     sv_unit_state us[SV_MAX_UNITS];
-    sv_param_slot pslot[2];
-    sv_param_slot root_slot;
+    /* 1: a block unit's parameters are freed after its forward and gathered again for its
+     * backward (full_shard, hybrid_shard, no_shard: there the "gather" is the cast of the whole
+     * shard); 0: kept from forward to backward (shard_grad_op). The root is never resharded
+     * after forward (as FSDP2's root): the head and its backward follow the blocks directly. */
+    int reshard_after_forward;
+    sv_buf_pool gathered;  /* full compute-dtype units: root + two block buffers (current and
+                              prefetched), or one per unit when !reshard_after_forward */
+    sv_buf_pool staging;   /* compute-dtype local shards sent into all-gathers */
     sv_grad_slot gslot[3]; /* [0],[1]: block units alternate; [2]: the root unit */
     int next_gslot;
     sv_vit *model;
     sv_trace *trace;
-    float *host_losses; /* (B) host copy of per-sample losses */
     sv_fsdp_counters ctr;
     sv_fsdp_mem mem;
-    long inject_nan_step; /* test hook: poison one gradient element at this step on rank inject_nan_rank */
-    int inject_nan_rank;
+    sv_fsdp_grad_hook grad_hook; /* optional (NULL) */
+    void *grad_hook_ctx;
     long step;            /* optimizer steps taken (incl. skipped) */
 } sv_fsdp;
 
@@ -136,10 +170,10 @@ void sv_fsdp_free(sv_fsdp *f);
 sv_status sv_fsdp_zero_grad(sv_fsdp *f);
 /* One micro-step: forward, loss, backward, gradient reduction into the shards.
  * images (B,C,H,W) f32 device, labels (B) int32 device or soft (B,K) f32 device.
- * micro: index of this micro-step in [0, n_micro). *loss_sum: sum of this rank's per-sample losses
- */
+ * micro: index of this micro-step in [0, n_micro). The per-sample losses are left in
+ * f->model->losses (device). */
 sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_t *labels, const float *soft,
-                                   float smoothing, float grad_scale, int micro, int n_micro, double *loss_sum);
+                                   float smoothing, float grad_scale, int micro, int n_micro);
 /* Forward only (evaluation): logits left in f->model->logits. */
 sv_status sv_fsdp_forward(sv_fsdp *f, const float *images);
 

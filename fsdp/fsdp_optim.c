@@ -63,17 +63,15 @@ sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *
     }
     if (f->trace) {
         SV_TRY(sv_be_sync(f->be));
-        sv_trace_add(f->trace, "optimizer", "optim", 3, -1, t0, sv_trace_now(f->trace));
+        sv_trace_add(f->trace, "optimizer", "optim", SV_TRACE_OPTIM, -1, t0, sv_trace_now(f->trace));
     }
     return SV_OK;
 }
 
 sv_status sv_fsdp_gather_full_params(sv_fsdp *f, float *dst) {
-    size_t max_padded = 0, max_shard = 0;
-    for (int u = 0; u < f->L.n_units; u++) {
+    size_t max_padded = 0, max_shard = sv_layout_max_shard(&f->L);
+    for (int u = 0; u < f->L.n_units; u++)
         if (f->L.units[u].padded > max_padded) max_padded = f->L.units[u].padded;
-        if (f->L.units[u].shard > max_shard) max_shard = f->L.units[u].shard;
-    }
     float *full = malloc(max_padded * 4), *shard = malloc(max_shard * 4);
     if (!full || !shard) {
         free(full);

@@ -92,3 +92,10 @@ int sv_layout_unit_of_block(const sv_layout *L, int l) {
         if (l >= L->units[u].first_block && l <= L->units[u].last_block) return u;
     return -1;
 }
+
+size_t sv_layout_max_shard(const sv_layout *L) {
+    size_t m = 0;
+    for (int u = 0; u < L->n_units; u++)
+        if (L->units[u].shard > m) m = L->units[u].shard;
+    return m;
+}

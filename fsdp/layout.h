@@ -1,4 +1,4 @@
-/* FSDP units and flat-parameter layout (DESIGN §5).
+/* FSDP units and flat-parameter layout (docs/fsdp.md).
  *
  * Unit 0 is the root unit (patch embed, cls_token, pos_embed, final norm, head). Units
  * 1..n-1 each hold consecutive transformer blocks: one block per unit with wrap "block", or
@@ -60,5 +60,9 @@ sv_shard_piece sv_layout_piece(const sv_unit *u, const sv_flat_entry *e, int ran
 
 /* Unit index holding block l. */
 int sv_layout_unit_of_block(const sv_layout *L, int l);
+
+/* The largest per-rank shard (elements) over all units, the root included: the size of any
+ * one-unit host staging buffer. */
+size_t sv_layout_max_shard(const sv_layout *L);
 
 #endif

@@ -1,4 +1,4 @@
-/* ViT configuration and presets (DESIGN §4).
+/* ViT configuration and presets (docs/architecture.md; `shardvit info` prints them).
  *
  * Shapes follow timm's VisionTransformer: tokens T = 1 + (img/patch)^2 (class token first),
  * hidden width of the MLP = dim * mlp_ratio. Every preset field can be overridden from the CLI

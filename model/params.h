@@ -1,4 +1,4 @@
-/* ViT parameter table: timm VisionTransformer names, shapes and layouts (DESIGN §4), and the
+/* ViT parameter table: timm VisionTransformer names, shapes and layouts (docs/formats.md, docs/checkpoints.md "Export and import"), and the
  * deterministic initialisation.
  *
  * Tensors are grouped: group -1 is the "root" (patch embedding, class token, position

@@ -1,4 +1,4 @@
-/* ViT forward/backward, layer by layer, through the compute backend only (DESIGN §4).
+/* ViT forward/backward, layer by layer, through the compute backend only (docs/architecture.md).
  *
  * The model does not own parameters: FSDP gathers a unit's weights and hands the model views
  * (sv_root_params / sv_block_params, compute dtype) plus fp32 gradient views into the unit's

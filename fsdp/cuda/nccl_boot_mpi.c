@@ -1,4 +1,4 @@
-/* NCCL bootstrap over MPI (DESIGN §5): rank 0's ncclUniqueId travels by MPI_Bcast over
+/* NCCL bootstrap over MPI (docs/comm.md): rank 0's ncclUniqueId travels by MPI_Bcast over
  * MPI_COMM_WORLD; the node-local rank comes from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED). */
 #include <mpi.h>
 

@@ -1,21 +1,79 @@
-/* Wrappers over the backend vtable: cheap argument checks, then dispatch. */
+/* Wrappers over the backend vtable: cheap argument checks, defaults for optional entries,
+ * then dispatch. Also the size queries (sv_be_sizes_query) and the planning handle. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "model/backend/backend_impl.h"
 
 const char *sv_dtype_name(sv_dtype d) { return d == SV_BF16 ? "bf16" : "fp32"; }
 
-sv_status sv_backend_create(const sv_backend_config *cfg, sv_backend **out) {
-    *out = NULL;
+sv_status sv_be_sizes_query(const sv_backend_config *cfg, int B, int T, int D, int H, sv_be_sizes *out) {
+    *out = (sv_be_sizes){0};
+    if (B < 0 || T < 0 || D < 0 || H < 0 || (H > 0 && D % H))
+        return SV_FAIL(SV_ERR_INVALID, "attention sizes: invalid shape B=%d T=%d D=%d H=%d", B, T, D, H);
     switch (cfg->device) {
-    case SV_DEVICE_CPU: return sv_cpu_backend_create(cfg, out);
-    case SV_DEVICE_CUDA: return sv_cuda_backend_create(cfg, out);
+    case SV_DEVICE_CPU: return sv_cpu_sizes(cfg, B, T, D, H, out);
+    case SV_DEVICE_CUDA: return sv_cuda_sizes(cfg, B, T, D, H, out);
     }
     return SV_FAIL(SV_ERR_INVALID, "unknown device kind %d", (int)cfg->device);
 }
 
+/* Entries an implementation must fill (the others are optional: see backend_impl.h). */
+static const char *missing_entry(const sv_backend_ops *o) {
+#define NEED(e)                                                                                        \
+    if (!o->e) return #e
+    NEED(destroy); NEED(alloc); NEED(free); NEED(upload); NEED(download); NEED(copy); NEED(zero);
+    NEED(f32_to_compute); NEED(compute_to_f32); NEED(f32_to_bf16); NEED(bf16_to_f32); NEED(add_f32);
+    NEED(sumsq_f32); NEED(linear_fwd); NEED(linear_bwd); NEED(layernorm_fwd); NEED(layernorm_bwd);
+    NEED(attention_fwd); NEED(attention_bwd); NEED(gelu_fwd); NEED(gelu_bwd); NEED(residual_add);
+    NEED(softmax_xent); NEED(im2col); NEED(embed_fwd); NEED(embed_bwd); NEED(cls_select);
+    NEED(cls_select_bwd); NEED(adamw);
+#undef NEED
+    if (!o->host_alloc != !o->host_free) return "host_alloc/host_free (both or neither)";
+    return NULL;
+}
+
+sv_status sv_backend_create(const sv_backend_config *cfg, sv_backend **out) {
+    *out = NULL;
+    sv_be_sizes sz;
+    SV_TRY(sv_be_sizes_query(cfg, 0, 0, 0, 0, &sz));
+    sv_status st;
+    switch (cfg->device) {
+    case SV_DEVICE_CPU: st = sv_cpu_backend_create(cfg, out); break;
+    case SV_DEVICE_CUDA: st = sv_cuda_backend_create(cfg, out); break;
+    default: return SV_FAIL(SV_ERR_INVALID, "unknown device kind %d", (int)cfg->device);
+    }
+    if (st != SV_OK) return st;
+    const char *miss = missing_entry((*out)->ops);
+    if (miss) {
+        sv_status e = SV_FAIL(SV_ERR_INVALID, "backend '%s' lacks the mandatory entry %s", (*out)->ops->name, miss);
+        sv_backend_destroy(*out);
+        *out = NULL;
+        return e;
+    }
+    (*out)->compute_elem = sz.compute_elem;
+    return SV_OK;
+}
+
+/* The planning handle: a base struct with a vtable that has nothing but its name and destroy. */
+static void plan_destroy(sv_backend *be) { free(be); }
+static const sv_backend_ops k_plan_ops[] = {
+    [SV_DEVICE_CPU] = {.name = "cpu", .destroy = plan_destroy},
+    [SV_DEVICE_CUDA] = {.name = "cuda", .destroy = plan_destroy},
+};
+
 sv_status sv_backend_create_sizing(const sv_backend_config *cfg, sv_backend **out) {
     *out = NULL;
-    if (cfg->device == SV_DEVICE_CUDA) return sv_cuda_backend_create_sizing(cfg, out);
-    return sv_backend_create(cfg, out); /* the CPU backend is cheap to create */
+    sv_be_sizes sz;
+    SV_TRY(sv_be_sizes_query(cfg, 0, 0, 0, 0, &sz));
+    sv_backend *be = calloc(1, sizeof *be);
+    if (!be) return SV_FAIL(SV_ERR_OOM, "cannot allocate a planning handle");
+    be->ops = &k_plan_ops[cfg->device];
+    be->cfg = *cfg;
+    be->compute_elem = sz.compute_elem;
+    snprintf(be->device_name, sizeof be->device_name, "%s (planning only)", be->ops->name);
+    *out = be;
+    return SV_OK;
 }
 
 int sv_backend_available(sv_device_kind kind) {
@@ -26,73 +84,77 @@ void sv_backend_destroy(sv_backend *be) {
     if (be) be->ops->destroy(be);
 }
 
+/* A mandatory entry that is NULL: only on a planning handle. */
+static sv_status no_entry(const sv_backend *be, const char *entry) {
+    return SV_FAIL(SV_ERR_UNSUPPORTED, "%s backend: %s called on a planning handle (it computes nothing)",
+                   be->ops->name, entry);
+}
+#define CALL(entry, ...) (be->ops->entry ? be->ops->entry(be, __VA_ARGS__) : no_entry(be, #entry))
+
 const char *sv_be_name(const sv_backend *be) { return be->ops->name; }
 const char *sv_be_device_name(const sv_backend *be) { return be->device_name; }
 sv_dtype sv_be_compute_dtype(const sv_backend *be) { return be->cfg.compute_dtype; }
-size_t sv_be_compute_elem_size(const sv_backend *be) {
-    return be->cfg.device == SV_DEVICE_CPU ? 4 : sv_dtype_size(be->cfg.compute_dtype);
+size_t sv_be_compute_elem_size(const sv_backend *be) { return be->compute_elem; }
+double sv_be_peak_flops(const sv_backend *be) { return be->ops->peak_flops ? be->ops->peak_flops(be) : 0.0; }
+void *sv_be_native_stream(const sv_backend *be) {
+    return be->ops->native_stream ? be->ops->native_stream(be) : NULL;
 }
-double sv_be_peak_flops(const sv_backend *be) { return be->ops->peak_flops(be); }
-void *sv_be_native_stream(const sv_backend *be) { return be->ops->native_stream(be); }
 
-sv_status sv_be_alloc(sv_backend *be, size_t bytes, void **out) { return be->ops->alloc(be, bytes, out); }
+sv_status sv_be_alloc(sv_backend *be, size_t bytes, void **out) {
+    *out = NULL;
+    return CALL(alloc, bytes, out);
+}
 void sv_be_free(sv_backend *be, void *p) {
-    if (p) be->ops->free(be, p);
+    if (p && be->ops->free) be->ops->free(be, p);
 }
 sv_status sv_be_host_alloc(sv_backend *be, size_t bytes, void **out) {
+    if (!be->ops->host_alloc) return sv_be_alloc(be, bytes, out);
     return be->ops->host_alloc(be, bytes, out);
 }
 void sv_be_host_free(sv_backend *be, void *p) {
-    if (p) be->ops->host_free(be, p);
+    if (!be->ops->host_alloc) sv_be_free(be, p);
+    else if (p) be->ops->host_free(be, p);
 }
 sv_status sv_be_upload(sv_backend *be, void *dst, const void *src, size_t bytes) {
-    return bytes ? be->ops->upload(be, dst, src, bytes) : SV_OK;
+    return bytes ? CALL(upload, dst, src, bytes) : SV_OK;
 }
 sv_status sv_be_upload_async(sv_backend *be, void *dst, const void *src, size_t bytes) {
-    return bytes ? be->ops->upload_async(be, dst, src, bytes) : SV_OK;
+    if (!bytes) return SV_OK;
+    return be->ops->upload_async ? be->ops->upload_async(be, dst, src, bytes) : CALL(upload, dst, src, bytes);
 }
-sv_status sv_be_upload_fence(sv_backend *be) { return be->ops->upload_fence(be); }
+sv_status sv_be_upload_fence(sv_backend *be) { return be->ops->upload_fence ? be->ops->upload_fence(be) : SV_OK; }
 sv_status sv_be_download(sv_backend *be, void *dst, const void *src, size_t bytes) {
-    return bytes ? be->ops->download(be, dst, src, bytes) : SV_OK;
+    return bytes ? CALL(download, dst, src, bytes) : SV_OK;
 }
 sv_status sv_be_copy(sv_backend *be, void *dst, const void *src, size_t bytes) {
-    return (bytes && dst != src) ? be->ops->copy(be, dst, src, bytes) : SV_OK;
+    return (bytes && dst != src) ? CALL(copy, dst, src, bytes) : SV_OK;
 }
 sv_status sv_be_zero(sv_backend *be, void *p, size_t bytes) {
-    return bytes ? be->ops->zero(be, p, bytes) : SV_OK;
+    return bytes ? CALL(zero, p, bytes) : SV_OK;
 }
-sv_status sv_be_sync(sv_backend *be) { return be->ops->sync(be); }
+sv_status sv_be_sync(sv_backend *be) { return be->ops->sync ? be->ops->sync(be) : SV_OK; }
 
 sv_status sv_be_f32_to_compute(sv_backend *be, void *dst, const float *src, size_t n) {
-    return n ? be->ops->f32_to_compute(be, dst, src, n) : SV_OK;
+    return n ? CALL(f32_to_compute, dst, src, n) : SV_OK;
 }
 sv_status sv_be_compute_to_f32(sv_backend *be, float *dst, const void *src, size_t n) {
-    return n ? be->ops->compute_to_f32(be, dst, src, n) : SV_OK;
+    return n ? CALL(compute_to_f32, dst, src, n) : SV_OK;
 }
 sv_status sv_be_f32_to_bf16(sv_backend *be, uint16_t *dst, const float *src, size_t n) {
-    return n ? be->ops->f32_to_bf16(be, dst, src, n) : SV_OK;
+    return n ? CALL(f32_to_bf16, dst, src, n) : SV_OK;
 }
 sv_status sv_be_bf16_to_f32(sv_backend *be, float *dst, const uint16_t *src, size_t n) {
-    return n ? be->ops->bf16_to_f32(be, dst, src, n) : SV_OK;
-}
-sv_status sv_be_round_bf16_f32(sv_backend *be, float *p, size_t n) {
-    return n ? be->ops->round_bf16_f32(be, p, n) : SV_OK;
-}
-sv_status sv_be_fill_f32(sv_backend *be, float *p, size_t n, float value) {
-    return n ? be->ops->fill_f32(be, p, n, value) : SV_OK;
-}
-sv_status sv_be_scale_f32(sv_backend *be, float *p, size_t n, float alpha) {
-    return n ? be->ops->scale_f32(be, p, n, alpha) : SV_OK;
+    return n ? CALL(bf16_to_f32, dst, src, n) : SV_OK;
 }
 sv_status sv_be_add_f32(sv_backend *be, float *y, const float *x, size_t n) {
-    return n ? be->ops->add_f32(be, y, x, n) : SV_OK;
+    return n ? CALL(add_f32, y, x, n) : SV_OK;
 }
 sv_status sv_be_sumsq_f32(sv_backend *be, const float *p, size_t n, double *out) {
     if (!n) {
         *out = 0.0;
         return SV_OK;
     }
-    return be->ops->sumsq_f32(be, p, n, out);
+    return CALL(sumsq_f32, p, n, out);
 }
 
 #define SV_CHECK_DIMS(cond, what)                                                             \
@@ -103,49 +165,53 @@ sv_status sv_be_sumsq_f32(sv_backend *be, const float *p, size_t n, double *out)
 sv_status sv_be_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in, const void *W,
                            const void *bias, int M, int N, int K) {
     SV_CHECK_DIMS(M > 0 && N > 0 && K > 0, "linear_fwd");
-    return be->ops->linear_fwd(be, out, pre_gelu, in, W, bias, M, N, K);
+    return CALL(linear_fwd, out, pre_gelu, in, W, bias, M, N, K);
 }
 sv_status sv_be_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out,
                            const void *in, const void *W, const void *pre_gelu, int M, int N, int K) {
     SV_CHECK_DIMS(M > 0 && N > 0 && K > 0, "linear_bwd");
-    return be->ops->linear_bwd(be, d_in, dW, db, d_out, in, W, pre_gelu, M, N, K);
+    return CALL(linear_bwd, d_in, dW, db, d_out, in, W, pre_gelu, M, N, K);
 }
 sv_status sv_be_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd, const void *x,
                               const void *w, const void *b, int M, int C) {
     SV_CHECK_DIMS(M > 0 && C > 0, "layernorm_fwd");
-    return be->ops->layernorm_fwd(be, out, mean, rstd, x, w, b, M, C);
+    return CALL(layernorm_fwd, out, mean, rstd, x, w, b, M, C);
 }
 sv_status sv_be_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out,
                               const void *x, const void *w, const float *mean, const float *rstd,
                               int M, int C) {
     SV_CHECK_DIMS(M > 0 && C > 0, "layernorm_bwd");
-    return be->ops->layernorm_bwd(be, d_x, dw, db, d_out, x, w, mean, rstd, M, C);
+    return CALL(layernorm_bwd, d_x, dw, db, d_out, x, w, mean, rstd, M, C);
 }
+/* The configuration was validated when the handle was created, so the query cannot fail on a
+ * valid shape; an invalid one sizes nothing (the op then refuses the shape). */
 size_t sv_be_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H) {
-    return be->ops->attention_saved_bytes(be, B, T, D, H);
+    sv_be_sizes sz;
+    return sv_be_sizes_query(&be->cfg, B, T, D, H, &sz) == SV_OK ? sz.attention_saved : 0;
 }
 size_t sv_be_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, int H) {
-    return be->ops->attention_scratch_bytes(be, B, T, D, H);
+    sv_be_sizes sz;
+    return sv_be_sizes_query(&be->cfg, B, T, D, H, &sz) == SV_OK ? sz.attention_scratch : 0;
 }
 sv_status sv_be_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch,
                               const void *qkv, int B, int T, int D, int H) {
     SV_CHECK_DIMS(B > 0 && T > 0 && H > 0 && D % H == 0, "attention_fwd");
-    return be->ops->attention_fwd(be, out, saved, scratch, qkv, B, T, D, H);
+    return CALL(attention_fwd, out, saved, scratch, qkv, B, T, D, H);
 }
 sv_status sv_be_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,
                               const void *qkv, const void *out, const void *saved, int B, int T,
                               int D, int H) {
     SV_CHECK_DIMS(B > 0 && T > 0 && H > 0 && D % H == 0, "attention_bwd");
-    return be->ops->attention_bwd(be, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H);
+    return CALL(attention_bwd, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H);
 }
 sv_status sv_be_gelu_fwd(sv_backend *be, void *out, const void *x, size_t n) {
-    return n ? be->ops->gelu_fwd(be, out, x, n) : SV_OK;
+    return n ? CALL(gelu_fwd, out, x, n) : SV_OK;
 }
 sv_status sv_be_gelu_bwd(sv_backend *be, void *d_x, const void *d_out, const void *x, size_t n) {
-    return n ? be->ops->gelu_bwd(be, d_x, d_out, x, n) : SV_OK;
+    return n ? CALL(gelu_bwd, d_x, d_out, x, n) : SV_OK;
 }
 sv_status sv_be_residual_add(sv_backend *be, void *out, const void *a, const void *b, size_t n) {
-    return n ? be->ops->residual_add(be, out, a, b, n) : SV_OK;
+    return n ? CALL(residual_add, out, a, b, n) : SV_OK;
 }
 sv_status sv_be_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits,
                              const int32_t *labels, const float *soft_targets, int B, int K,
@@ -153,33 +219,33 @@ sv_status sv_be_softmax_xent(sv_backend *be, float *losses, void *d_logits, cons
     SV_CHECK_DIMS(B > 0 && K > 0, "softmax_xent");
     if ((labels == NULL) == (soft_targets == NULL))
         return SV_FAIL(SV_ERR_INVALID, "softmax_xent: exactly one of labels/soft_targets required");
-    return be->ops->softmax_xent(be, losses, d_logits, logits, labels, soft_targets, B, K, smoothing,
+    return CALL(softmax_xent, losses, d_logits, logits, labels, soft_targets, B, K, smoothing,
                                  grad_scale);
 }
 sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg,
                        int Wimg, int p) {
     SV_CHECK_DIMS(B > 0 && C > 0 && p > 0 && Himg % p == 0 && Wimg % p == 0, "im2col");
-    return be->ops->im2col(be, patches, img, B, C, Himg, Wimg, p);
+    return CALL(im2col, patches, img, B, C, Himg, Wimg, p);
 }
 sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls,
                           const void *pos, int B, int T, int D) {
     SV_CHECK_DIMS(B > 0 && T > 1 && D > 0, "embed_fwd");
-    return be->ops->embed_fwd(be, x, patch_out, cls, pos, B, T, D);
+    return CALL(embed_fwd, x, patch_out, cls, pos, B, T, D);
 }
 sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos,
                           const void *dx, int B, int T, int D) {
     SV_CHECK_DIMS(B > 0 && T > 1 && D > 0, "embed_bwd");
-    return be->ops->embed_bwd(be, d_patch_out, d_cls, d_pos, dx, B, T, D);
+    return CALL(embed_bwd, d_patch_out, d_cls, d_pos, dx, B, T, D);
 }
 sv_status sv_be_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D) {
     SV_CHECK_DIMS(B > 0 && T > 0 && D > 0, "cls_select");
-    return be->ops->cls_select(be, out, x, B, T, D);
+    return CALL(cls_select, out, x, B, T, D);
 }
 sv_status sv_be_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D) {
     SV_CHECK_DIMS(B > 0 && T > 0 && D > 0, "cls_select_bwd");
-    return be->ops->cls_select_bwd(be, dx, d_out, B, T, D);
+    return CALL(cls_select_bwd, dx, d_out, B, T, D);
 }
 sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
                       const sv_adamw_hparams *h, float weight_decay) {
-    return n ? be->ops->adamw(be, p, g, m, v, n, h, weight_decay) : SV_OK;
+    return n ? CALL(adamw, p, g, m, v, n, h, weight_decay) : SV_OK;
 }

@@ -3,7 +3,7 @@
  * An opaque handle (sv_backend) behind a vtable (see backend_impl.h, for implementers only).
  * Model and FSDP code call the sv_be_* wrappers below, never the vtable. Implementations:
  * cpu/ (always built) and cuda/ (built when SHARDVIT_CUDA is ON); which ones exist is decided
- * by the files CMake links (backend_registry.c), not by #ifdefs.
+ * by the files CMake links (cuda/ or cuda_absent.c), not by #ifdefs.
  *
  * Memory: every pointer passed to an op is a *device* pointer obtained from sv_be_alloc (on the
  * CPU backend that is ordinary host memory). Ops are enqueued in order on the backend's compute
@@ -34,13 +34,45 @@ const char *sv_dtype_name(sv_dtype d);
 
 typedef enum sv_device_kind { SV_DEVICE_CPU = 0, SV_DEVICE_CUDA = 1 } sv_device_kind;
 
+/* CPU backend choices (docs/backend_cpu.md). All-zero = the automatic choice for this CPU.
+ * Strings must stay valid while the config is used (string literals, getenv results). The
+ * backend never reads the environment: the documented SHARDVIT_CPU_* overrides are applied to
+ * this struct by the application (app/backend_env.c), and error messages name a bad value by
+ * its override's name. */
+typedef struct sv_cpu_config {
+    const char *gemm;  /* SHARDVIT_CPU_GEMM: GEMM engine name (amx-bf16|avx512-bf16|avx512-f32|
+                        * avx2-f32), "openblas" (sgemm split across the workers), "blas"
+                        * (OpenBLAS threading each GEMM), NULL/""/"auto" = best available */
+    const char *isa;   /* SHARDVIT_CPU_ISA: element-wise kernels generic|avx2|avx512, NULL/"auto" */
+    int attn_sgemm;    /* SHARDVIT_CPU_ATTN_GEMM=0: 1 = attention GEMMs on OpenBLAS sgemm even
+                        * when an engine runs the linear layers */
+    int unfused_epi;   /* SHARDVIT_CPU_FUSED_EPI=0: 1 = linear epilogues as a separate pass */
+    int amx_deny;      /* SHARDVIT_CPU_AMX_DENY=1: 1 = act as if the kernel refused AMX (tests) */
+    int op_threads;    /* OpenMP workers for the backend's own loops (0 = threads): a benchmark
+                        * knob ("single-threaded ops + threaded BLAS"), not for training */
+} sv_cpu_config;
+
 typedef struct sv_backend_config {
     sv_device_kind device;
     sv_dtype compute_dtype; /* dtype of compute buffers (see above) */
     int threads;            /* CPU: worker threads for ops (0 = 1); CUDA: ignored */
     int device_index;       /* CUDA: which GPU (local rank -> device); CPU: ignored */
     int attn_fallback;      /* CUDA: 1 = plain CUDA attention kernel instead of cuDNN */
+    sv_cpu_config cpu;      /* CPU only; ignored by CUDA */
 } sv_backend_config;
+
+/* Sizes that are pure functions of a configuration (device kind, compute dtype, and on the CPU
+ * the engine and thread count it selects) and of the shapes: what the memory planner and the
+ * arena carving need, without a backend instance. */
+typedef struct sv_be_sizes {
+    size_t compute_elem;      /* bytes per element of compute buffers as *stored* */
+    size_t attention_saved;   /* sv_be_attention_fwd's `saved` for (B,T,D,H) */
+    size_t attention_scratch; /* sv_be_attention_fwd/bwd's `scratch` for (B,T,D,H) */
+} sv_be_sizes;
+/* Fails (SV_ERR_UNSUPPORTED / SV_ERR_INVALID, with the message creation would give) when the
+ * device kind is not built in or the configuration is invalid. Needs no device. Attention
+ * sizes are 0 when B, T, D or H is 0. */
+sv_status sv_be_sizes_query(const sv_backend_config *cfg, int B, int T, int D, int H, sv_be_sizes *out);
 
 typedef struct sv_backend sv_backend; /* opaque */
 
@@ -48,10 +80,10 @@ typedef struct sv_backend sv_backend; /* opaque */
  * kind is not built in or no device is usable. */
 sv_status sv_backend_create(const sv_backend_config *cfg, sv_backend **out);
 void sv_backend_destroy(sv_backend *be);
-/* A backend instance for sizing only (the memory planner): answers sv_be_compute_elem_size and
- * the attention size queries of `cfg->device` without needing a device. Calling a compute or
- * memory op on it is a programmer error. Fails with SV_ERR_UNSUPPORTED when the kind is not
- * built in. Release with sv_backend_destroy. */
+/* A planning handle (the memory planner): a handle that only describes `cfg`. The size
+ * queries below answer from sv_be_sizes_query; every op and memory entry fails cleanly with
+ * SV_ERR_UNSUPPORTED (no implementation is involved, no device is needed). Fails as
+ * sv_be_sizes_query does. Release with sv_backend_destroy. */
 sv_status sv_backend_create_sizing(const sv_backend_config *cfg, sv_backend **out);
 /* 1 when a backend of this kind is built in and a device is usable right now. */
 int sv_backend_available(sv_device_kind kind);
@@ -59,7 +91,7 @@ int sv_backend_available(sv_device_kind kind);
 const char *sv_be_name(const sv_backend *be);        /* "cpu", "cuda" */
 const char *sv_be_device_name(const sv_backend *be); /* e.g. "AMD EPYC (2 threads)", "NVIDIA H200" */
 sv_dtype sv_be_compute_dtype(const sv_backend *be);
-/* Bytes per element of compute buffers as *stored* (CPU: always 4). */
+/* Bytes per element of compute buffers as *stored* (sv_be_sizes.compute_elem; CPU: always 4). */
 size_t sv_be_compute_elem_size(const sv_backend *be);
 /* Dense bf16 peak FLOP/s of the device if known (for MFU), else 0. */
 double sv_be_peak_flops(const sv_backend *be);
@@ -94,10 +126,6 @@ sv_status sv_be_compute_to_f32(sv_backend *be, float *dst, const void *src, size
 /* raw bf16 (uint16 storage) <-> f32, round-to-nearest-even; used for bf16 reductions/export */
 sv_status sv_be_f32_to_bf16(sv_backend *be, uint16_t *dst, const float *src, size_t n);
 sv_status sv_be_bf16_to_f32(sv_backend *be, float *dst, const uint16_t *src, size_t n);
-/* round f32 values in place to their nearest bf16 value (bf16 reduce-dtype emulation) */
-sv_status sv_be_round_bf16_f32(sv_backend *be, float *p, size_t n);
-sv_status sv_be_fill_f32(sv_backend *be, float *p, size_t n, float value);
-sv_status sv_be_scale_f32(sv_backend *be, float *p, size_t n, float alpha);
 /* y += x */
 sv_status sv_be_add_f32(sv_backend *be, float *y, const float *x, size_t n);
 /* Sum of squares of an f32 buffer, summed in a fixed order independent of thread count
@@ -134,6 +162,7 @@ sv_status sv_be_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, c
  *   out (B,T,D) = concat_h softmax(q_h k_h^T / sqrt(dh)) v_h.
  * `saved` (sv_be_attention_saved_bytes) keeps what the backward needs (CPU: probabilities,
  * cuDNN: softmax statistics); `scratch` (sv_be_attention_scratch_bytes) is transient. */
+/* Both: sv_be_sizes_query on the backend's configuration. */
 size_t sv_be_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H);
 size_t sv_be_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, int H);
 sv_status sv_be_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch,

@@ -3,9 +3,15 @@
  *
  * Each implementation defines one `const sv_backend_ops` with designated initialisers and a
  * create function that allocates a struct whose first member is `sv_backend` (the base), so
- * the implementation casts sv_backend* to its own type. Every entry is mandatory; the
- * wrappers in backend.c check arguments that are cheap to check, then dispatch. Shapes,
- * dtypes and semantics are exactly those documented in backend.h. */
+ * the implementation casts sv_backend* to its own type. Entries marked "optional" may be left
+ * NULL and then get the default stated next to them; every other entry is mandatory
+ * (sv_backend_create refuses an implementation that lacks one). The wrappers in backend.c
+ * check arguments that are cheap to check, then dispatch. Shapes, dtypes and semantics are
+ * exactly those documented in backend.h.
+ *
+ * Sizes are not in the vtable: each implementation answers sv_be_sizes_query for its device
+ * kind from the configuration alone (sv_cpu_sizes, sv_cuda_sizes below), so planning needs no
+ * instance and no device. */
 #ifndef SV_MODEL_BACKEND_IMPL_H
 #define SV_MODEL_BACKEND_IMPL_H
 
@@ -14,28 +20,27 @@
 typedef struct sv_backend_ops {
     const char *name;
     void (*destroy)(sv_backend *be);
-    double (*peak_flops)(const sv_backend *be);
-    void *(*native_stream)(const sv_backend *be);
+    double (*peak_flops)(const sv_backend *be);   /* optional: NULL = unknown (0) */
+    void *(*native_stream)(const sv_backend *be); /* optional: NULL = no native stream */
 
     sv_status (*alloc)(sv_backend *be, size_t bytes, void **out);
     void (*free)(sv_backend *be, void *p);
+    /* optional (both or neither): NULL = alloc/free (host memory is device memory) */
     sv_status (*host_alloc)(sv_backend *be, size_t bytes, void **out);
     void (*host_free)(sv_backend *be, void *p);
     sv_status (*upload)(sv_backend *be, void *dst, const void *src, size_t bytes);
+    /* optional: NULL = upload (nothing to overlap) */
     sv_status (*upload_async)(sv_backend *be, void *dst, const void *src, size_t bytes);
-    sv_status (*upload_fence)(sv_backend *be);
+    sv_status (*upload_fence)(sv_backend *be); /* optional: NULL = nothing in flight (SV_OK) */
     sv_status (*download)(sv_backend *be, void *dst, const void *src, size_t bytes);
     sv_status (*copy)(sv_backend *be, void *dst, const void *src, size_t bytes);
     sv_status (*zero)(sv_backend *be, void *p, size_t bytes);
-    sv_status (*sync)(sv_backend *be);
+    sv_status (*sync)(sv_backend *be); /* optional: NULL = ops complete on return (SV_OK) */
 
     sv_status (*f32_to_compute)(sv_backend *be, void *dst, const float *src, size_t n);
     sv_status (*compute_to_f32)(sv_backend *be, float *dst, const void *src, size_t n);
     sv_status (*f32_to_bf16)(sv_backend *be, uint16_t *dst, const float *src, size_t n);
     sv_status (*bf16_to_f32)(sv_backend *be, float *dst, const uint16_t *src, size_t n);
-    sv_status (*round_bf16_f32)(sv_backend *be, float *p, size_t n);
-    sv_status (*fill_f32)(sv_backend *be, float *p, size_t n, float value);
-    sv_status (*scale_f32)(sv_backend *be, float *p, size_t n, float alpha);
     sv_status (*add_f32)(sv_backend *be, float *y, const float *x, size_t n);
     sv_status (*sumsq_f32)(sv_backend *be, const float *p, size_t n, double *out);
 
@@ -49,8 +54,6 @@ typedef struct sv_backend_ops {
     sv_status (*layernorm_bwd)(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out,
                                const void *x, const void *w, const float *mean, const float *rstd,
                                int M, int C);
-    size_t (*attention_saved_bytes)(const sv_backend *be, int B, int T, int D, int H);
-    size_t (*attention_scratch_bytes)(const sv_backend *be, int B, int T, int D, int H);
     sv_status (*attention_fwd)(sv_backend *be, void *out, void *saved, void *scratch,
                                const void *qkv, int B, int T, int D, int H);
     sv_status (*attention_bwd)(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,
@@ -77,14 +80,17 @@ typedef struct sv_backend_ops {
 /* Base of every backend instance (first member of the implementation's struct). */
 struct sv_backend {
     const sv_backend_ops *ops;
-    sv_backend_config cfg;
+    sv_backend_config cfg; /* as created; the CPU backend stores its resolved engine/kernel names */
     char device_name[128];
+    size_t compute_elem; /* sv_be_sizes.compute_elem of cfg, filled by sv_backend_create */
 };
 
-/* Implementation entry points, defined by cpu/ and cuda/ (the latter only when built). */
+/* Implementation entry points, defined by cpu/ and cuda/ (the latter only when built;
+ * cuda_absent.c otherwise). The sizes functions implement sv_be_sizes_query for their kind. */
 sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out);
+sv_status sv_cpu_sizes(const sv_backend_config *cfg, int B, int T, int D, int H, sv_be_sizes *out);
 sv_status sv_cuda_backend_create(const sv_backend_config *cfg, sv_backend **out);
+sv_status sv_cuda_sizes(const sv_backend_config *cfg, int B, int T, int D, int H, sv_be_sizes *out);
 int sv_cuda_backend_available(void);
-sv_status sv_cuda_backend_create_sizing(const sv_backend_config *cfg, sv_backend **out);
 
 #endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash safety: kill -9 (SHARDVIT_TEST_CRASH_AT, a test hook in fsdp/ckpt_fsdp.c) at each point of
+# Crash safety: kill -9 (SHARDVIT_TEST_CRASH_AT, a test hook in ckpt/ckpt_fsdp.c) at each point of
 # a checkpoint save. The previous checkpoint stays loadable, `latest` names a complete one, the
 # next save removes the leftover .tmp directory, and the resumed run ends exactly where an
 # uninterrupted run ends.

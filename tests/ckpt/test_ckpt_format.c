@@ -3,7 +3,7 @@
  * reshard 3 -> 2 -> 3 (byte-identical files), CRC detection of a flipped byte, the bicubic
  * pos_embed resampling against an independent double-precision implementation, the escaping of
  * file-provided names for messages (core/log.h sv_log_esc), and the output rules of
- * fsdp/ckpt_out.h (inside-the-checkpoint, non-regular targets, fresh temporaries). */
+ * ckpt/ckpt_out.h (inside-the-checkpoint, non-regular targets, fresh temporaries). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +15,9 @@
 #include "check.h"
 #include "core/fileio.h"
 #include "core/log.h"
-#include "fsdp/checkpoint.h"
-#include "fsdp/ckpt_out.h"
+#include "ckpt/checkpoint.h"
+#include "model/resample.h"
+#include "ckpt/ckpt_out.h"
 
 /* A value every (tensor, element, kind) can be recomputed from. */
 static float value(int t, uint64_t i, int kind) { return (float)(t * 1000003 + (int)i) * 0.5f + (float)kind * 0.25f; }
@@ -91,7 +92,7 @@ static void test_resample(void) {
         float *in = malloc(ni * 4), *out = malloc(no * 4);
         double *ref = malloc(no * 8);
         for (size_t i = 0; i < ni; i++) in[i] = sinf((float)i * 0.37f) + 0.1f * (float)(i % 5);
-        sv_ckpt_resample_pos_embed(in, gi, out, go, D);
+        sv_vit_resample_pos_embed(in, gi, out, go, D);
         resample_ref(in, gi, ref, go, D);
         for (size_t i = 0; i < no; i++) CHECK_CLOSE(out[i], ref[i], 2e-6);
         if (gi == go)

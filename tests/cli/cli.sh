@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI contract (DESIGN §8): unknown flags and bad values give one line naming the flag and exit 2;
+# CLI contract (README.md "Commands"): unknown flags and bad values give one line naming the flag and exit 2;
 # --help exits 0; info prints timm-exact parameter counts; synthetic training learns.
 set -uo pipefail
 SV=$1

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "fsdp/safetensors.h"
+#include "formats/safetensors.h"
 #include "model/params.h"
 
 int main(int argc, char **argv) {

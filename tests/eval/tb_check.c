@@ -1,7 +1,7 @@
 /* Check a training run's TensorBoard event file against its metrics.jsonl:
  *   tb_check RUN_DIR
  * - exactly one events.out.tfevents.* file; every TFRecord's length and data CRC32C verified
- *   here record by record (and again by the decoder, eval/tensorboard.h);
+ *   here record by record (and again by the decoder, formats/tensorboard.h);
  * - for every metrics.jsonl line, loss / lr / grad_norm / eval_top1 / eval_top5 / eval_loss
  *   appear as train/loss ... eval/loss at the same step with the same value (float32 of it),
  *   and there are no extra records of those tags. */
@@ -15,7 +15,7 @@
 #include "core/crc32c.h"
 #include "core/fileio.h"
 #include "core/json.h"
-#include "eval/tensorboard.h"
+#include "formats/tensorboard.h"
 
 static uint32_t masked(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
 static uint32_t rd32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }

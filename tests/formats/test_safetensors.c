@@ -1,4 +1,4 @@
-/* fsdp/safetensors: write -> read round trip (buffers and streamed callbacks, F32/BF16/F16/
+/* formats/safetensors: write -> read round trip (buffers and streamed callbacks, F32/BF16/F16/
  * F64/U8, scalar and empty tensors, metadata, 8-byte header padding, chunked conversion),
  * every malformed-file rejection with its message, writer argument errors, a simulated full
  * disk, and a mutation loop over a valid file image. */
@@ -9,7 +9,7 @@
 
 #include "core/elementwise.h"
 #include "fmt_util.h"
-#include "fsdp/safetensors.h"
+#include "formats/safetensors.h"
 
 #define BIG_N 1200000 /* > 4 MiB of F32: the fill callback is called in several chunks */
 

@@ -10,7 +10,7 @@
 
 #include "core/elementwise.h"
 #include "fmt_util.h"
-#include "fsdp/safetensors.h"
+#include "formats/safetensors.h"
 
 #define PYTHON "/usr/bin/python3"
 

@@ -1,4 +1,4 @@
-/* eval/tensorboard: file naming, byte-exact records derived by hand from event.proto /
+/* formats/tensorboard: file naming, byte-exact records derived by hand from event.proto /
  * summary.proto, write -> decode round trip, CRC and truncation detection, malformed protobuf,
  * and a mutation loop over a valid file image. */
 #include <dirent.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "core/crc32c.h"
-#include "eval/tensorboard.h"
+#include "formats/tensorboard.h"
 #include "fmt_util.h"
 
 static uint64_t le64(const uint8_t *p) {

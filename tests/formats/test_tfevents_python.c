@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "eval/tensorboard.h"
+#include "formats/tensorboard.h"
 #include "fmt_util.h"
 
 int main(int argc, char **argv) {

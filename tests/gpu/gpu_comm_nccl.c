@@ -24,6 +24,22 @@ static float *dev_f32(size_t n) {
 }
 static void down(float *h, const float *d, size_t n) { CHECK_OK(sv_be_download(be, h, d, n * 4)); }
 static void up(float *d, const float *h, size_t n) { CHECK_OK(sv_be_upload(be, d, h, n * 4)); }
+/* d[0..n) = v, written on the compute stream (a device-to-device copy from a staged buffer,
+ * enqueued without a host sync, so a collective issued next must order itself after it). */
+static void fill(float *d, size_t n, float v) {
+    static float *stage;
+    static size_t cap;
+    if (cap < n) {
+        if (stage) sv_be_free(be, stage);
+        stage = dev_f32(n);
+        cap = n;
+    }
+    float *h = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) h[i] = v;
+    up(stage, h, n);
+    free(h);
+    CHECK_OK(sv_be_copy(be, d, stage, n * 4));
+}
 
 int main(int argc, char **argv) {
     int provided, rank, world;
@@ -66,10 +82,10 @@ int main(int argc, char **argv) {
     /* all_gather; the send buffer is filled on the compute stream right before the issue, with
      * no host sync in between: the comm stream must wait for it. */
     float *send = dev_f32(n), *recv = dev_f32(n * world);
-    CHECK_OK(sv_be_fill_f32(be, send, n, 100.0f * rank + 1.0f));
+    fill(send, n, 100.0f * rank + 1.0f);
     CHECK_OK(sv_comm_all_gather(c, recv, send, n, SV_COMM_F32, &req));
     CHECK_OK(sv_comm_wait(c, &req));
-    CHECK_OK(sv_be_scale_f32(be, recv, n * world, 2.0f)); /* compute after wait sees the result */
+    CHECK_OK(sv_be_add_f32(be, recv, recv, n * world)); /* compute after wait sees the result (x2) */
     down(hr, recv, n * world);
     for (int q = 0; q < world; q++)
         for (size_t i = 0; i < n; i++) CHECK(hr[q * n + i] == 2.0f * (100.0f * q + 1.0f));
@@ -85,7 +101,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) CHECK(hr[i] == tri * (float)((rank * n + i) % 97));
 
     /* all_reduce max and min */
-    CHECK_OK(sv_be_fill_f32(be, send, n, (float)rank));
+    fill(send, n, (float)rank);
     CHECK_OK(sv_comm_all_reduce(c, send, n, SV_COMM_F32, SV_COMM_MAX, &req));
     CHECK_OK(sv_comm_wait(c, &req));
     down(hr, send, n);
@@ -95,7 +111,7 @@ int main(int argc, char **argv) {
     float *ones = dev_f32(n);
     uint16_t *bf;
     CHECK_OK(sv_be_alloc(be, n * 2, (void **)&bf));
-    CHECK_OK(sv_be_fill_f32(be, ones, n, 1.0f));
+    fill(ones, n, 1.0f);
     CHECK_OK(sv_be_f32_to_bf16(be, bf, ones, n));
     CHECK_OK(sv_comm_all_reduce(c, bf, n, SV_COMM_BF16, SV_COMM_SUM, &req));
     CHECK_OK(sv_comm_wait(c, &req));
@@ -104,7 +120,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) CHECK(hr[i] == (float)world);
 
     /* broadcast from the last rank */
-    CHECK_OK(sv_be_fill_f32(be, send, n, rank == world - 1 ? 42.0f : -1.0f));
+    fill(send, n, rank == world - 1 ? 42.0f : -1.0f);
     CHECK_OK(sv_comm_broadcast(c, send, n, SV_COMM_F32, world - 1, &req));
     CHECK_OK(sv_comm_wait(c, &req));
     down(hr, send, n);
@@ -128,7 +144,7 @@ int main(int argc, char **argv) {
     CHECK_OK(sv_comm_split(c, rank % 2, rank, &sub));
     int expect = world / 2 + (rank % 2 == 0 ? world % 2 : 0);
     CHECK(sv_comm_size(sub) == expect && sv_comm_rank(sub) == rank / 2);
-    CHECK_OK(sv_be_fill_f32(be, send, n, 1.0f));
+    fill(send, n, 1.0f);
     CHECK_OK(sv_comm_all_reduce_sync(sub, send, n, SV_COMM_F32, SV_COMM_SUM));
     down(hr, send, n);
     for (size_t i = 0; i < n; i++) CHECK(hr[i] == (float)expect);

@@ -239,8 +239,12 @@ static inline void rig_logits(rig *r, float *logits) {
 static inline double rig_grad_step(rig *r, float smoothing) {
     double loss_sum = 0.0;
     CHECK_OK(sv_fsdp_zero_grad(&r->f));
-    CHECK_OK(sv_fsdp_forward_backward(&r->f, r->d_images, r->d_labels, NULL, smoothing, 1.0f / (float)r->B, 0, 1,
-                                      &loss_sum));
+    CHECK_OK(sv_fsdp_forward_backward(&r->f, r->d_images, r->d_labels, NULL, smoothing, 1.0f / (float)r->B, 0, 1));
+    float *losses = malloc((size_t)r->B * sizeof(float)); /* per-sample losses, left on the device */
+    CHECK(losses != NULL);
+    CHECK_OK(sv_be_download(r->be, losses, r->m.losses, (size_t)r->B * 4));
+    for (int i = 0; i < r->B; i++) loss_sum += losses[i];
+    free(losses);
     return loss_sum / r->B;
 }
 

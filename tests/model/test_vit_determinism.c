@@ -1,4 +1,4 @@
-/* Run-to-run determinism of training (DESIGN section 5): two runs of 5 optimizer steps (zero
+/* Run-to-run determinism of training (docs/fsdp.md): two runs of 5 optimizer steps (zero
  * grad, forward/backward, AdamW with clipping) from the same seed must give bitwise-identical
  * losses, gradient norms, parameters and AdamW moments. Checked with 1 and 2 backend threads.
  * Activation recompute must follow the very same trajectory, auto-wrapped units the same one up

@@ -1,4 +1,4 @@
-/* Whole-model cross-check against an independent PyTorch ViT (DESIGN section 10).
+/* Whole-model cross-check against an independent PyTorch ViT (docs/testing.md).
  *
  * For each case a tiny ViT runs one micro-step through the FSDP engine at world 1 (fp32 CPU
  * backend); its weights (timm names, canonical order), images, labels, logits, mean loss and

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference for shardvit's ViT (DESIGN section 10).
+"""PyTorch reference for shardvit's ViT (docs/testing.md).
 
 Usage: vit_ref.py CASE_DIR [CASE_DIR ...]
 

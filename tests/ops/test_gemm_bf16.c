@@ -195,17 +195,14 @@ static void check_denormals(void) {
 
 /* Linear fwd (bias + GELU) + bwd through the backend in bf16 mode. mode 0: the engine on 1
  * thread, 1: on 2 threads, 2: OpenBLAS sgemm (engine switched off) on 2 threads, 3: the engine
- * on 2 threads with the epilogues as separate passes (SHARDVIT_CPU_FUSED_EPI=0), where the
+ * on 2 threads with the epilogues as separate passes (cpu.unfused_epi), where the
  * engine would otherwise run them on its finished rows (run_ep). */
 enum { LIN_OUT, LIN_PRE, LIN_DIN, LIN_DW, LIN_DB, LIN_N };
 static void run_linear(int mode, int M, int N, int K, float *res[LIN_N]) {
-    sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = SV_BF16, .threads = mode == 0 ? 1 : 2};
+    sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = SV_BF16, .threads = mode == 0 ? 1 : 2,
+                             .cpu = {.gemm = E->name, .unfused_epi = mode == 3}};
     sv_backend *be;
-    setenv("SHARDVIT_CPU_GEMM", E->name, 1);
-    if (mode == 3) setenv("SHARDVIT_CPU_FUSED_EPI", "0", 1);
     CHECK_OK(sv_backend_create(&cfg, &be));
-    unsetenv("SHARDVIT_CPU_GEMM");
-    unsetenv("SHARDVIT_CPU_FUSED_EPI");
     CHECK(sv_cpu(be)->no_fused_epi == (mode == 3));
     CHECK(sv_cpu(be)->gemm == E); /* forced, and available here (checked in main) */
     char want[64];
@@ -278,18 +275,15 @@ static void check_backend(int M, int N, int K) {
  *   - every output (out, dq, dk, dv) rounded to bf16 once: + u |ref|;
  * and the sum is taken times 1.25 (second-order terms). The worst error/bound ratio is printed.
  * Also: 1 and 2 worker threads give the same bits, and the sgemm path
- * (SHARDVIT_CPU_ATTN_GEMM=0) agrees within bf16 tolerance. */
+ * (cpu.attn_sgemm) agrees within bf16 tolerance. */
 enum { AT_OUT, AT_P, AT_DQKV, AT_N };
 
 static void run_attention(int threads, int bf16_attn, int B, int T, int D, int H, const float *qkv_h,
                           const float *dout_h, float *res[AT_N]) {
-    sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = SV_BF16, .threads = threads};
+    sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = SV_BF16, .threads = threads,
+                             .cpu = {.gemm = E->name, .attn_sgemm = !bf16_attn}};
     sv_backend *be;
-    if (!bf16_attn) setenv("SHARDVIT_CPU_ATTN_GEMM", "0", 1);
-    setenv("SHARDVIT_CPU_GEMM", E->name, 1);
     CHECK_OK(sv_backend_create(&cfg, &be));
-    unsetenv("SHARDVIT_CPU_ATTN_GEMM");
-    unsetenv("SHARDVIT_CPU_GEMM");
     CHECK(sv_cpu(be)->gemm == E);
     CHECK(sv_cpu(be)->attn_gemm == bf16_attn);
     char want[64];

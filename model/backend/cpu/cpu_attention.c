@@ -27,20 +27,19 @@ static size_t pack_area_bytes(const sv_gemm_engine *e, int T, int dh) {
     size_t a = e->pack_bytes(T, dh), b = e->pack_bytes(dh, T);
     return align256(a > b ? a : b);
 }
+/* attn: the engine that runs the attention GEMMs, NULL for sgemm. */
+static size_t worker_bytes_for(const sv_gemm_engine *attn, int T, int dh) {
+    return tile_bytes(T) + (attn ? pack_area_bytes(attn, T, dh) : 0);
+}
 static size_t worker_bytes(const sv_cpu_backend *c, int T, int dh) {
-    return tile_bytes(T) + (c->attn_gemm ? pack_area_bytes(c->gemm, T, dh) : 0);
+    return worker_bytes_for(c->attn_gemm ? c->gemm : NULL, T, dh);
 }
 
-size_t sv_cpu_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H) {
-    (void)be;
-    (void)D;
+size_t sv_cpu_attention_saved_for(int B, int T, int H) {
     return (size_t)B * H * T * T * sizeof(float); /* probabilities P (B,H,T,T) f32 */
 }
-size_t sv_cpu_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, int H) {
-    (void)B;
-    const sv_cpu_backend *c = sv_cpu_c(be);
-    int workers = c->threads > c->op_threads ? c->threads : c->op_threads;
-    return worker_bytes(c, T, D / H) * (size_t)workers;
+size_t sv_cpu_attention_scratch_for(const sv_gemm_engine *attn, int workers, int T, int dh) {
+    return worker_bytes_for(attn, T, dh) * (size_t)workers;
 }
 
 /* Round a (rows, cols) block with row stride ld in place (bf16 mode only). */

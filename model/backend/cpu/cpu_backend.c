@@ -39,18 +39,6 @@ static sv_status cpu_zero(sv_backend *be, void *p, size_t bytes) {
     memset(p, 0, bytes);
     return SV_OK;
 }
-static sv_status cpu_sync(sv_backend *be) {
-    (void)be;
-    return SV_OK; /* ops run synchronously on the calling thread */
-}
-static double cpu_peak_flops(const sv_backend *be) {
-    (void)be;
-    return 0.0; /* measured by calibration elsewhere */
-}
-static void *cpu_native_stream(const sv_backend *be) {
-    (void)be;
-    return NULL;
-}
 
 /* ---- casts and vector ops ---- */
 
@@ -80,24 +68,6 @@ static sv_status cpu_bf16_to_f32(sv_backend *be, float *dst, const uint16_t *src
     const sv_cpu_backend *c = sv_cpu(be);
 #pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
     for (size_t i = 0; i < n; i++) dst[i] = sv_bf16_to_f32(src[i]);
-    return SV_OK;
-}
-static sv_status cpu_round_bf16_f32(sv_backend *be, float *p, size_t n) {
-    const sv_cpu_backend *c = sv_cpu(be);
-#pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
-    for (size_t i = 0; i < n; i++) p[i] = sv_round_bf16(p[i]);
-    return SV_OK;
-}
-static sv_status cpu_fill_f32(sv_backend *be, float *p, size_t n, float value) {
-    const sv_cpu_backend *c = sv_cpu(be);
-#pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
-    for (size_t i = 0; i < n; i++) p[i] = value;
-    return SV_OK;
-}
-static sv_status cpu_scale_f32(sv_backend *be, float *p, size_t n, float alpha) {
-    const sv_cpu_backend *c = sv_cpu(be);
-#pragma omp parallel for num_threads(sv_cpu_nt(c, n)) schedule(static)
-    for (size_t i = 0; i < n; i++) p[i] *= alpha;
     return SV_OK;
 }
 static sv_status cpu_add_f32(sv_backend *be, float *y, const float *x, size_t n) {
@@ -169,9 +139,6 @@ sv_status sv_cpu_backend_set_isa(sv_backend *be, const char *isa) {
     return SV_OK;
 }
 
-void sv_cpu_backend_set_op_threads(sv_backend *be, int n) {
-    sv_cpu(be)->op_threads = n < 1 ? 1 : n;
-}
 
 /* ---- lifetime ---- */
 
@@ -187,37 +154,28 @@ static void cpu_destroy(sv_backend *be) {
     free(be);
 }
 
+/* Optional entries left NULL take their defaults (backend_impl.h): no peak (calibrated in
+ * app/), no native stream, host memory = device memory, uploads are plain copies, ops are
+ * complete on return (sync and the upload fence are no-ops). */
 static const sv_backend_ops sv_cpu_ops = {
     .name = "cpu",
     .destroy = cpu_destroy,
-    .peak_flops = cpu_peak_flops,
-    .native_stream = cpu_native_stream,
     .alloc = cpu_alloc,
     .free = cpu_free,
-    .host_alloc = cpu_alloc,
-    .host_free = cpu_free,
     .upload = cpu_memcpy,
-    .upload_async = cpu_memcpy, /* host memory is device memory: nothing to overlap */
-    .upload_fence = cpu_sync,
     .download = cpu_memcpy,
     .copy = cpu_memcpy,
     .zero = cpu_zero,
-    .sync = cpu_sync,
     .f32_to_compute = cpu_f32_to_compute,
     .compute_to_f32 = cpu_compute_to_f32,
     .f32_to_bf16 = cpu_f32_to_bf16,
     .bf16_to_f32 = cpu_bf16_to_f32,
-    .round_bf16_f32 = cpu_round_bf16_f32,
-    .fill_f32 = cpu_fill_f32,
-    .scale_f32 = cpu_scale_f32,
     .add_f32 = cpu_add_f32,
     .sumsq_f32 = cpu_sumsq_f32,
     .linear_fwd = sv_cpu_linear_fwd,
     .linear_bwd = sv_cpu_linear_bwd,
     .layernorm_fwd = sv_cpu_layernorm_fwd,
     .layernorm_bwd = sv_cpu_layernorm_bwd,
-    .attention_saved_bytes = sv_cpu_attention_saved_bytes,
-    .attention_scratch_bytes = sv_cpu_attention_scratch_bytes,
     .attention_fwd = sv_cpu_attention_fwd,
     .attention_bwd = sv_cpu_attention_bwd,
     .gelu_fwd = sv_cpu_gelu_fwd,
@@ -253,14 +211,67 @@ static void cpu_model_name(char *buf, size_t cap) {
     fclose(f);
 }
 
-sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) {
-    *out = NULL;
+/* What a configuration selects on this CPU: one function for creation and for the size
+ * queries, so a plan sizes exactly what the backend then uses. Error messages name the
+ * setting by its documented environment override (the users' way to set it). */
+typedef struct cpu_choice {
+    int threads, op_threads, bf16;
+    const sv_cpu_kernels *k;
+    const sv_gemm_engine *gemm; /* NULL: OpenBLAS */
+    int threaded_blas;          /* cpu.gemm "blas" */
+    int attn_gemm;
+    char note[160];             /* a fallback the log should show, or "" */
+} cpu_choice;
+
+static sv_status cpu_resolve(const sv_backend_config *cfg, cpu_choice *ch) {
+    memset(ch, 0, sizeof *ch);
     if (cfg->threads < 0 || cfg->threads > 1024)
         return SV_FAIL(SV_ERR_INVALID, "cpu backend: threads=%d out of range [0, 1024]",
                        cfg->threads);
+    if (cfg->cpu.op_threads < 0 || cfg->cpu.op_threads > 1024)
+        return SV_FAIL(SV_ERR_INVALID, "cpu backend: op_threads=%d out of range [0, 1024]",
+                       cfg->cpu.op_threads);
     if (cfg->compute_dtype != SV_F32 && cfg->compute_dtype != SV_BF16)
         return SV_FAIL(SV_ERR_INVALID, "cpu backend: unknown compute dtype %d",
                        (int)cfg->compute_dtype);
+    ch->threads = cfg->threads > 0 ? cfg->threads : 1;
+    ch->op_threads = cfg->cpu.op_threads > 0 ? cfg->cpu.op_threads : ch->threads;
+    ch->bf16 = cfg->compute_dtype == SV_BF16;
+    const char *isa = cfg->cpu.isa;
+    ch->k = sv_cpu_kernels_pick(isa);
+    if (!ch->k)
+        return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_ISA=%s is not available on this CPU "
+                       "(generic|avx2|avx512|auto)", isa);
+    const char *gm = cfg->cpu.gemm;
+    int forced_blas = 0;
+    char why[160];
+    why[0] = '\0';
+    ch->threaded_blas = gm && !strcmp(gm, "blas");
+    ch->gemm = ch->threaded_blas ? NULL
+                                 : sv_gemm_engine_pick(ch->bf16, gm, cfg->cpu.amx_deny, &forced_blas, why, ch->note);
+    if (ch->threaded_blas) ch->note[0] = '\0';
+    if (!ch->gemm && why[0] && !ch->threaded_blas)
+        return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_GEMM=%s: %s", gm, why);
+    ch->attn_gemm = ch->gemm && !cfg->cpu.attn_sgemm;
+    return SV_OK;
+}
+
+sv_status sv_cpu_sizes(const sv_backend_config *cfg, int B, int T, int D, int H, sv_be_sizes *out) {
+    cpu_choice ch;
+    SV_TRY(cpu_resolve(cfg, &ch));
+    out->compute_elem = 4; /* compute buffers are fp32 storage in both modes */
+    if (B && T && D && H) {
+        int workers = ch.threads > ch.op_threads ? ch.threads : ch.op_threads;
+        out->attention_saved = sv_cpu_attention_saved_for(B, T, H);
+        out->attention_scratch = sv_cpu_attention_scratch_for(ch.attn_gemm ? ch.gemm : NULL, workers, T, D / H);
+    }
+    return SV_OK;
+}
+
+sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) {
+    *out = NULL;
+    cpu_choice ch;
+    SV_TRY(cpu_resolve(cfg, &ch));
     sv_cpu_backend *c = calloc(1, sizeof *c);
     if (!c) return SV_FAIL(SV_ERR_OOM, "cpu backend: cannot allocate the backend struct");
     c->sumsq_partials = calloc(SV_CPU_SUMSQ_PARTIALS, sizeof(double));
@@ -271,28 +282,14 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
     c->base.ops = &sv_cpu_ops;
     c->base.cfg = *cfg;
     c->base.cfg.device = SV_DEVICE_CPU;
-    c->threads = cfg->threads > 0 ? cfg->threads : 1;
-    c->op_threads = c->threads;
-    c->bf16 = cfg->compute_dtype == SV_BF16;
-    const char *isa = getenv("SHARDVIT_CPU_ISA");
-    c->k = sv_cpu_kernels_pick(isa);
-    if (!c->k) {
-        free(c->sumsq_partials);
-        free(c);
-        return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_ISA=%s is not available on this CPU "
-                       "(generic|avx2|avx512|auto)", isa);
-    }
+    c->threads = ch.threads;
+    c->op_threads = ch.op_threads;
+    c->bf16 = ch.bf16;
+    c->k = ch.k;
     /* GEMM engine: chosen here once, buffers allocated here once (the step never allocates) */
-    const char *gm = getenv("SHARDVIT_CPU_GEMM");
-    int forced_blas = 0, threaded_blas = gm && !strcmp(gm, "blas");
-    char why[160], note[160];
-    c->gemm = threaded_blas ? NULL : sv_gemm_engine_pick(c->bf16, gm, &forced_blas, why, note);
-    if (!c->gemm && why[0] && !threaded_blas) {
-        cpu_destroy(&c->base);
-        return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_GEMM=%s: %s", gm, why);
-    }
-    if (note[0] && !threaded_blas) SV_WARN("cpu backend: %s", note);
-    c->gemm_split = !threaded_blas;
+    c->gemm = ch.gemm;
+    if (ch.note[0]) SV_WARN("cpu backend: %s", ch.note);
+    c->gemm_split = !ch.threaded_blas;
     if (c->gemm) {
         size_t sb = c->gemm->scratch_bytes;
         c->gemm_slots = c->threads;
@@ -303,16 +300,17 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
             return SV_FAIL(SV_ERR_OOM, "cpu backend: cannot allocate %zu bytes of GEMM buffers",
                            SV_CPU_GEMM_PACK_BYTES + sb * (size_t)c->threads);
         }
-        const char *ba = getenv("SHARDVIT_CPU_ATTN_GEMM");
-        c->attn_gemm = !(ba && !strcmp(ba, "0"));
-        const char *fe = getenv("SHARDVIT_CPU_FUSED_EPI");
-        c->no_fused_epi = fe && !strcmp(fe, "0");
+        c->attn_gemm = ch.attn_gemm;
+        c->no_fused_epi = cfg->cpu.unfused_epi != 0;
     }
+    /* the stored configuration names what was chosen (static strings: the caller's may go) */
+    const char *gname = c->gemm ? c->gemm->name : ch.threaded_blas ? "openblas-threaded" : "openblas";
+    c->base.cfg.cpu.gemm = c->gemm ? c->gemm->name : ch.threaded_blas ? "blas" : "openblas";
+    c->base.cfg.cpu.isa = c->k->isa;
     char model[64]; /* leaves room for the thread count and the kernel/GEMM bracket */
     cpu_model_name(model, sizeof model);
     /* the bracket names the element-wise kernels, the GEMM engine of the linear layers and the
      * one attention uses */
-    const char *gname = c->gemm ? c->gemm->name : threaded_blas ? "openblas-threaded" : "openblas";
     snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s) [%s, gemm %s, attn %s]", model,
              c->threads, c->threads == 1 ? "" : "s", c->k->isa, gname, c->attn_gemm ? gname : "openblas");
     sv_cpu_blas_threads(sv_cpu_blas_default(c));

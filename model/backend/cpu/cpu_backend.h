@@ -27,27 +27,27 @@
 typedef struct sv_cpu_backend {
     sv_backend base;
     int threads;    /* worker threads for OpenBLAS (>= 1) */
-    int op_threads; /* OpenMP workers for the backend's own loops (= threads; see setter) */
+    int op_threads; /* OpenMP workers for the backend's own loops (cfg.cpu.op_threads, else threads) */
     int bf16;     /* 1: round every value written to a compute buffer to bf16 */
     double *sumsq_partials; /* SV_CPU_SUMSQ_PARTIALS doubles, allocated in create */
     const sv_cpu_kernels *k; /* element-wise kernels for this CPU (cpu_kernels.h) */
     /* The packed-GEMM engine of the linear layers (gemm_engine.h), chosen at creation from the
-     * CPU and the compute dtype (environment SHARDVIT_CPU_GEMM=<engine>|openblas|blas|auto
-     * forces one); NULL: OpenBLAS sgemm. Engine GEMMs always split across the OpenMP workers. */
+     * CPU and the compute dtype (cfg.cpu.gemm = <engine>|openblas|blas|auto forces one; its
+     * override is SHARDVIT_CPU_GEMM); NULL: OpenBLAS sgemm. Engine GEMMs always split across the OpenMP workers. */
     const sv_gemm_engine *gemm;
-    /* OpenBLAS path only. 1 (default, SHARDVIT_CPU_GEMM=openblas or auto without an engine):
+    /* OpenBLAS path only. 1 (default, cpu.gemm "openblas" or auto without an engine):
      * linear GEMMs are split across the OpenMP workers, each calling single-threaded OpenBLAS,
-     * so OpenBLAS never runs its own threads next to the OpenMP pool. 0 (SHARDVIT_CPU_GEMM=blas):
+     * so OpenBLAS never runs its own threads next to the OpenMP pool. 0 (cpu.gemm "blas"):
      * OpenBLAS threads each whole GEMM (`threads` workers). */
     int gemm_split;
     void *gemm_pack;    /* SV_CPU_GEMM_PACK_BYTES, the packed shared operand (gemm != NULL) */
     void *gemm_scratch; /* gemm_slots x gemm->scratch_bytes, one per worker */
     int gemm_slots;     /* workers an engine GEMM may use (= threads at creation) */
     /* 1: gemm != NULL and the attention GEMMs (per (batch, head): QK^T, PV and the four of the
-     * backward) run it too (cpu_attention.c), unless SHARDVIT_CPU_ATTN_GEMM=0 at creation keeps
+     * backward) run it too (cpu_attention.c), unless cfg.cpu.attn_sgemm at creation keeps
      * them on OpenBLAS. Fixed at creation: the attention scratch size depends on it. */
     int attn_gemm;
-    /* 1 (environment SHARDVIT_CPU_FUSED_EPI=0 at creation, for A/B runs and tests): the linear
+    /* 1 (cfg.cpu.unfused_epi at creation, for A/B runs and tests): the linear
      * layers run their bias/GELU/rounding epilogue as a separate pass after the GEMM even where
      * the engine can fuse it into its tile stores (run_ep); the bits are the same either way. */
     int no_fused_epi;
@@ -76,13 +76,9 @@ static inline int sv_cpu_nt(const sv_cpu_backend *c, size_t work) {
     return (c->op_threads > 1 && work >= 32768) ? c->op_threads : 1;
 }
 
-/* Benchmark knob: run the backend's own loops on `n` OpenMP workers while OpenBLAS keeps
- * `threads` (n = 1 gives "single-threaded ops + threaded BLAS"). Not for model code. */
-void sv_cpu_backend_set_op_threads(sv_backend *be, int n);
-
 /* Run the element-wise kernels of instruction set `isa` ("generic" | "avx2" | "avx512" |
  * "auto"); SV_ERR_UNSUPPORTED when this CPU lacks it. All variants give identical bits; this
- * exists for tests and A/B benchmarks (also: environment SHARDVIT_CPU_ISA at creation). */
+ * exists for tests and A/B benchmarks (also: cfg.cpu.isa at creation). */
 sv_status sv_cpu_backend_set_isa(sv_backend *be, const char *isa);
 
 /* Split [0, n) into nt near-equal contiguous ranges; range t is [*a, *b). */
@@ -117,9 +113,10 @@ sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db,
 sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits,
                               const int32_t *labels, const float *soft_targets, int B, int K,
                               float smoothing, float grad_scale);
-/* cpu_attention.c */
-size_t sv_cpu_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H);
-size_t sv_cpu_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, int H);
+/* cpu_attention.c. Sizes (sv_cpu_sizes): `attn` is the engine running the attention GEMMs
+ * (NULL: sgemm), `workers` = max(threads, op_threads). */
+size_t sv_cpu_attention_saved_for(int B, int T, int H);
+size_t sv_cpu_attention_scratch_for(const sv_gemm_engine *attn, int workers, int T, int dh);
 sv_status sv_cpu_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch,
                                const void *qkv, int B, int T, int D, int H);
 sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,

@@ -110,11 +110,6 @@ int sv_gemm_amx_permission(char *why, size_t n) {
         if (why) snprintf(why, n, "AMX present but AVX-512 BF16 (used to pack operands) is not");
         return 0;
     }
-    const char *deny = getenv("SHARDVIT_CPU_AMX_DENY"); /* test knob: simulate a refusal */
-    if (deny && !strcmp(deny, "1")) {
-        if (why) snprintf(why, n, "the kernel refused the AMX tile state (simulated by SHARDVIT_CPU_AMX_DENY=1)");
-        return 0;
-    }
     if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM_, XFEATURE_XTILEDATA_) != 0) {
         if (why) snprintf(why, n, "the kernel refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM: %s)", strerror(errno));
         return 0;

@@ -25,7 +25,18 @@ static void put(char *buf, const char *fmt, const char *a, const char *b) {
     (void)n;
 }
 
-const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int *forced_blas, char *why, char *note) {
+/* sv_gemm_amx_permission, or a simulated refusal (amx_deny: a test setting) where AMX would be usable. */
+static int amx_usable(int amx_deny, char *why, size_t n) {
+    if (!sv_gemm_amx_permission(why, n)) return 0;
+    if (amx_deny) {
+        if (why) snprintf(why, n, "the kernel refused the AMX tile state (simulated by SHARDVIT_CPU_AMX_DENY=1)");
+        return 0;
+    }
+    return 1;
+}
+
+const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int amx_deny, int *forced_blas, char *why,
+                                          char *note) {
     put(why, "%s%s", "", "");
     put(note, "%s%s", "", "");
     *forced_blas = 0;
@@ -44,7 +55,7 @@ const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int *forc
             return NULL;
         }
         char perm[96];
-        if (e == &sv_gemm_engine_amx_bf16 && !sv_gemm_amx_permission(perm, sizeof perm)) {
+        if (e == &sv_gemm_engine_amx_bf16 && !amx_usable(amx_deny, perm, sizeof perm)) {
             put(why, "GEMM engine amx-bf16 is not usable here: %s%s", perm, "");
             return NULL;
         }
@@ -57,9 +68,10 @@ const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int *forc
     const sv_gemm_engine *const *order = bf16 ? k_bf16_order : k_f32_order;
     size_t n = bf16 ? sizeof k_bf16_order / sizeof k_bf16_order[0] : sizeof k_f32_order / sizeof k_f32_order[0];
     char perm[96];
-    int amx_refused = bf16 && !sv_gemm_amx_permission(perm, sizeof perm) && strstr(perm, "refused");
+    int amx_ok = bf16 && amx_usable(amx_deny, perm, sizeof perm);
+    int amx_refused = bf16 && !amx_ok && strstr(perm, "refused");
     for (size_t i = 0; i < n; i++) {
-        if (!order[i]->available()) continue;
+        if (order[i] == &sv_gemm_engine_amx_bf16 ? !amx_ok : !order[i]->available()) continue;
         if (amx_refused) put(note, "AMX-BF16 not used: %s; using %s", perm, order[i]->name);
         return order[i];
     }

@@ -82,15 +82,15 @@ const sv_gemm_engine *sv_gemm_engine_by_name(const char *name);
  *   fp32 mode: avx512-f32, avx2-f32;
  * NULL when none runs here (the caller then uses OpenBLAS). `force` (NULL/"" = auto): a name
  * from the list, which must be available and allowed for the mode, or "openblas" (returns NULL
- * with *forced_blas = 1). On a bad `force`, returns NULL and writes the reason to why (else why is
+ * with *forced_blas = 1). `amx_deny` (tests): treat AMX as refused by the kernel. On a bad `force`, returns NULL and writes the reason to why (else why is
  * ""); `note` receives a line explaining a fallback that the log should show (e.g. AMX refused
  * by the kernel), or "". why and note: buffers of at least 160 bytes (either may be NULL). */
-const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int *forced_blas, char *why,
+const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int amx_deny, int *forced_blas, char *why,
                                           char *note);
 
 /* 1 when this CPU has AMX-BF16 (+ the AVX-512 BF16 the packing uses) and the kernel granted this
  * process the tile state (arch_prctl ARCH_REQ_XCOMP_PERM), else 0 with the reason in why (n
- * bytes; may be NULL). Environment SHARDVIT_CPU_AMX_DENY=1 simulates a refusal (tests). */
+ * bytes; may be NULL). A simulated refusal (tests) is sv_gemm_engine_pick's amx_deny. */
 int sv_gemm_amx_permission(char *why, size_t n);
 
 /* Pack all n columns of B into `pack` (e->pack_bytes(n, r) bytes), then run on the calling thread. */

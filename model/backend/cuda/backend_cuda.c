@@ -183,15 +183,6 @@ static sv_status cuda_f32_to_bf16(sv_backend *be, uint16_t *dst, const float *sr
 static sv_status cuda_bf16_to_f32(sv_backend *be, float *dst, const uint16_t *src, size_t n) {
     return sv_cuda_launch_check(sv_cuk_bf16_to_f32(CB->stream, dst, src, n), "bf16_to_f32");
 }
-static sv_status cuda_round_bf16_f32(sv_backend *be, float *p, size_t n) {
-    return sv_cuda_launch_check(sv_cuk_round_bf16_f32(CB->stream, p, n), "round_bf16_f32");
-}
-static sv_status cuda_fill_f32(sv_backend *be, float *p, size_t n, float value) {
-    return sv_cuda_launch_check(sv_cuk_fill_f32(CB->stream, p, n, value), "fill_f32");
-}
-static sv_status cuda_scale_f32(sv_backend *be, float *p, size_t n, float alpha) {
-    return sv_cuda_launch_check(sv_cuk_scale_f32(CB->stream, p, n, alpha), "scale_f32");
-}
 static sv_status cuda_add_f32(sv_backend *be, float *y, const float *x, size_t n) {
     return sv_cuda_launch_check(sv_cuk_add_f32(CB->stream, y, x, n), "add_f32");
 }
@@ -284,17 +275,12 @@ static const sv_backend_ops cuda_ops = {
     .compute_to_f32 = cuda_compute_to_f32,
     .f32_to_bf16 = cuda_f32_to_bf16,
     .bf16_to_f32 = cuda_bf16_to_f32,
-    .round_bf16_f32 = cuda_round_bf16_f32,
-    .fill_f32 = cuda_fill_f32,
-    .scale_f32 = cuda_scale_f32,
     .add_f32 = cuda_add_f32,
     .sumsq_f32 = cuda_sumsq_f32,
     .linear_fwd = sv_cuda_linear_fwd,
     .linear_bwd = sv_cuda_linear_bwd,
     .layernorm_fwd = cuda_layernorm_fwd,
     .layernorm_bwd = cuda_layernorm_bwd,
-    .attention_saved_bytes = sv_cuda_attention_saved_bytes,
-    .attention_scratch_bytes = sv_cuda_attention_scratch_bytes,
     .attention_fwd = sv_cuda_attention_fwd,
     .attention_bwd = sv_cuda_attention_bwd,
     .gelu_fwd = cuda_gelu_fwd,
@@ -362,20 +348,6 @@ sv_status sv_cuda_backend_create(const sv_backend_config *cfg, sv_backend **out)
         cuda_destroy(&cb->base);
         return st;
     }
-    *out = &cb->base;
-    return SV_OK;
-}
-
-/* Sizing-only instance for the memory planner: answers the size queries (compute element size,
- * attention buffers) without touching a device; compute ops must not be called on it. */
-sv_status sv_cuda_backend_create_sizing(const sv_backend_config *cfg, sv_backend **out) {
-    *out = NULL;
-    sv_cuda_backend *cb = calloc(1, sizeof *cb);
-    if (!cb) return SV_FAIL(SV_ERR_OOM, "CUDA backend: out of host memory");
-    cb->base.ops = &cuda_ops;
-    cb->base.cfg = *cfg;
-    cb->bf16 = cfg->compute_dtype == SV_BF16;
-    snprintf(cb->base.device_name, sizeof cb->base.device_name, "CUDA (planning only)");
     *out = &cb->base;
     return SV_OK;
 }

@@ -126,8 +126,6 @@ sv_status sv_cuda_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, v
 /* attention_cudnn.c */
 sv_status sv_cuda_attn_init(sv_cuda_backend *cb);
 void sv_cuda_attn_free(sv_cuda_backend *cb);
-size_t sv_cuda_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H);
-size_t sv_cuda_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, int H);
 sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch,
                                 const void *qkv, int B, int T, int D, int H);
 sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,

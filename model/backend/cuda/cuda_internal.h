@@ -34,9 +34,6 @@ cudaError_t sv_cuk_f32_to_compute(cudaStream_t s, int bf16, void *dst, const flo
 cudaError_t sv_cuk_compute_to_f32(cudaStream_t s, int bf16, float *dst, const void *src, size_t n);
 cudaError_t sv_cuk_f32_to_bf16(cudaStream_t s, uint16_t *dst, const float *src, size_t n);
 cudaError_t sv_cuk_bf16_to_f32(cudaStream_t s, float *dst, const uint16_t *src, size_t n);
-cudaError_t sv_cuk_round_bf16_f32(cudaStream_t s, float *p, size_t n);
-cudaError_t sv_cuk_fill_f32(cudaStream_t s, float *p, size_t n, float value);
-cudaError_t sv_cuk_scale_f32(cudaStream_t s, float *p, size_t n, float alpha);
 cudaError_t sv_cuk_add_f32(cudaStream_t s, float *y, const float *x, size_t n);
 
 cudaError_t sv_cuk_gelu_fwd(cudaStream_t s, int bf16, void *out, const void *x, size_t n);

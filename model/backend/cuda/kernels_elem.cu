@@ -15,15 +15,6 @@ __global__ void k_f32_to_bf16(uint16_t *dst, const float *src, size_t n) {
 __global__ void k_bf16_to_f32(float *dst, const uint16_t *src, size_t n) {
     SV_CUK_FOR(i, n) dst[i] = sv_bf16_to_f32(src[i]);
 }
-__global__ void k_round_bf16(float *p, size_t n) {
-    SV_CUK_FOR(i, n) p[i] = sv_round_bf16(p[i]);
-}
-__global__ void k_fill(float *p, size_t n, float value) {
-    SV_CUK_FOR(i, n) p[i] = value;
-}
-__global__ void k_scale(float *p, size_t n, float alpha) {
-    SV_CUK_FOR(i, n) p[i] *= alpha;
-}
 __global__ void k_add(float *y, const float *x, size_t n) {
     SV_CUK_FOR(i, n) y[i] += x[i];
 }
@@ -44,18 +35,6 @@ extern "C" cudaError_t sv_cuk_f32_to_bf16(cudaStream_t s, uint16_t *dst, const f
 }
 extern "C" cudaError_t sv_cuk_bf16_to_f32(cudaStream_t s, float *dst, const uint16_t *src, size_t n) {
     k_bf16_to_f32<<<sv_cuk_blocks(n), SV_CUK_THREADS, 0, s>>>(dst, src, n);
-    return cudaGetLastError();
-}
-extern "C" cudaError_t sv_cuk_round_bf16_f32(cudaStream_t s, float *p, size_t n) {
-    k_round_bf16<<<sv_cuk_blocks(n), SV_CUK_THREADS, 0, s>>>(p, n);
-    return cudaGetLastError();
-}
-extern "C" cudaError_t sv_cuk_fill_f32(cudaStream_t s, float *p, size_t n, float value) {
-    k_fill<<<sv_cuk_blocks(n), SV_CUK_THREADS, 0, s>>>(p, n, value);
-    return cudaGetLastError();
-}
-extern "C" cudaError_t sv_cuk_scale_f32(cudaStream_t s, float *p, size_t n, float alpha) {
-    k_scale<<<sv_cuk_blocks(n), SV_CUK_THREADS, 0, s>>>(p, n, alpha);
     return cudaGetLastError();
 }
 extern "C" cudaError_t sv_cuk_add_f32(cudaStream_t s, float *y, const float *x, size_t n) {

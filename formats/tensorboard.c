@@ -1,4 +1,4 @@
-#include "eval/tensorboard.h"
+#include "formats/tensorboard.h"
 
 #include <stdio.h>
 #include <stdlib.h>

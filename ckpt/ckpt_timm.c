@@ -13,9 +13,10 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/log.h"
-#include "fsdp/checkpoint.h"
-#include "fsdp/ckpt_meta.h"
-#include "fsdp/ckpt_out.h"
+#include "ckpt/checkpoint.h"
+#include "ckpt/ckpt_meta.h"
+#include "ckpt/ckpt_out.h"
+#include "model/resample.h"
 
 /* ---- export ------------------------------------------------------------------------------- */
 
@@ -169,7 +170,7 @@ static void sidecar_path(const char *st_path, const char *name, char *path, size
     else snprintf(path, cap, "%s", name);
 }
 
-/* Every output of an export, checked before anything is written (fsdp/ckpt_out.h): none inside
+/* Every output of an export, checked before anything is written (ckpt/ckpt_out.h): none inside
  * the checkpoint, none replacing a non-regular file, an existing OUT only when it is a
  * safetensors file (an earlier export), and OUT not one of its own sidecar names. */
 static sv_status check_export_outputs(const char *dir, const char *out, const char *cfg, const char *cls) {
@@ -363,48 +364,6 @@ sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *fo
     return st;
 }
 
-/* ---- pos_embed resampling (PyTorch upsample_bicubic2d, align_corners=False, A = -0.75) ---- */
-
-static void cubic_coeffs(float t, float w[4]) {
-    const float A = -0.75f;
-    float x1 = t + 1.0f, x2 = 1.0f - t, x3 = 2.0f - t;
-    w[0] = ((A * x1 - 5.0f * A) * x1 + 8.0f * A) * x1 - 4.0f * A;
-    w[1] = ((A + 2.0f) * t - (A + 3.0f)) * t * t + 1.0f;
-    w[2] = ((A + 2.0f) * x2 - (A + 3.0f)) * x2 * x2 + 1.0f;
-    w[3] = ((A * x3 - 5.0f * A) * x3 + 8.0f * A) * x3 - 4.0f * A;
-}
-
-static int clampi(int v, int hi) { return v < 0 ? 0 : v > hi ? hi : v; }
-
-void sv_ckpt_resample_pos_embed(const float *src, int gi, float *dst, int go, int D) {
-    memcpy(dst, src, (size_t)D * sizeof(float)); /* class position */
-    const float *g = src + D;
-    float scale = (float)gi / (float)go;
-    for (int oy = 0; oy < go; oy++) {
-        float ry = scale * ((float)oy + 0.5f) - 0.5f;
-        int iy = (int)floorf(ry);
-        float wy[4];
-        cubic_coeffs(ry - (float)iy, wy);
-        for (int ox = 0; ox < go; ox++) {
-            float rx = scale * ((float)ox + 0.5f) - 0.5f;
-            int ix = (int)floorf(rx);
-            float wx[4];
-            cubic_coeffs(rx - (float)ix, wx);
-            float *o = dst + (1 + (size_t)oy * (size_t)go + (size_t)ox) * (size_t)D;
-            for (int d = 0; d < D; d++) {
-                float rows[4];
-                for (int k = 0; k < 4; k++) {
-                    int y = clampi(iy - 1 + k, gi - 1);
-                    const float *row = g + (size_t)y * (size_t)gi * (size_t)D + d;
-                    rows[k] = row[(size_t)clampi(ix - 1, gi - 1) * D] * wx[0] + row[(size_t)clampi(ix, gi - 1) * D] * wx[1] +
-                              row[(size_t)clampi(ix + 1, gi - 1) * D] * wx[2] + row[(size_t)clampi(ix + 2, gi - 1) * D] * wx[3];
-                }
-                o[d] = rows[0] * wy[0] + rows[1] * wy[1] + rows[2] * wy[2] + rows[3] * wy[3];
-            }
-        }
-    }
-}
-
 /* ---- import ----------------------------------------------------------------------------- */
 
 static int is_head(const char *n) { return !strcmp(n, "head.weight") || !strcmp(n, "head.bias"); }
@@ -559,17 +518,36 @@ sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int *n_load
     return st;
 }
 
+/* --init-from values for the master-shard loader: how[t] 0 = copy from the file, 1 = keep the
+ * fresh init (left as staged), 2 = the resampled pos_embed. */
+typedef struct import_source {
+    const sv_st_file *sf;
+    const int *how;
+    const sv_st_tensor **src;
+    const float *pos_out;
+} import_source;
+
+static sv_status import_piece(void *ctx, int u, int kind, int t, uint64_t tensor_begin, uint64_t shard_offset,
+                              uint64_t count, float *dst) {
+    const import_source *c = ctx;
+    (void)u, (void)kind, (void)shard_offset;
+    if (c->how[t] == 1) return SV_OK;
+    if (c->how[t] == 2) {
+        memcpy(dst, c->pos_out + tensor_begin, count * 4);
+        return SV_OK;
+    }
+    SV_TRY(sv_safetensors_read_f32(c->sf, c->src[t], tensor_begin, count, dst));
+    return finite_or_fail(c->sf, c->src[t], dst, count);
+}
+
 sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path) {
     sv_st_file sf;
     SV_TRY(sv_safetensors_open(&sf, path));
     int n = f->L.n_params, gi = 0, T = sv_vit_tokens(&f->L.cfg), D = f->L.cfg.dim;
     int *how = calloc((size_t)n, sizeof *how);
     const sv_st_tensor **src = calloc((size_t)n, sizeof *src);
-    size_t max_shard = 0;
-    for (int u = 0; u < f->L.n_units; u++)
-        if (f->L.units[u].shard > max_shard) max_shard = f->L.units[u].shard;
-    float *host = malloc(max_shard * 4), *pos_in = NULL, *pos_out = NULL;
-    sv_status st = how && src && host ? plan_import(&f->L, &sf, how, src, &gi) : SV_FAIL(SV_ERR_OOM, "import tables");
+    float *pos_in = NULL, *pos_out = NULL;
+    sv_status st = how && src ? plan_import(&f->L, &sf, how, src, &gi) : SV_FAIL(SV_ERR_OOM, "import tables");
     for (int k = 0; k < n && st == SV_OK; k++)
         if (how[k] == 2) {
             size_t n_in = 0;
@@ -584,33 +562,17 @@ sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path) {
             }
             if (st == SV_OK) st = sv_safetensors_read_f32(&sf, src[k], 0, n_in, pos_in);
             if (st == SV_OK) st = finite_or_fail(&sf, src[k], pos_in, n_in);
-            if (st == SV_OK) sv_ckpt_resample_pos_embed(pos_in, gi, pos_out, f->L.cfg.img / f->L.cfg.patch, D);
+            if (st == SV_OK) sv_vit_resample_pos_embed(pos_in, gi, pos_out, f->L.cfg.img / f->L.cfg.patch, D);
         }
+    import_source c = {.sf = &sf, .how = how, .src = src, .pos_out = pos_out};
+    /* fresh init stays where kept (SV_FSDP_LOAD_KEEP) */
+    if (st == SV_OK) st = sv_fsdp_load_masters(f, import_piece, &c, SV_FSDP_LOAD_KEEP);
     int loaded = 0;
-    for (int u = 0; u < f->L.n_units && st == SV_OK; u++) {
-        const sv_unit *un = &f->L.units[u];
-        sv_unit_state *s = &f->us[u];
-        st = sv_be_download(f->be, host, s->master, un->shard * 4); /* fresh init stays where kept */
-        for (int k = 0; k < un->n_entries && st == SV_OK; k++) {
-            int e = un->first_entry + k;
-            sv_shard_piece p = sv_layout_piece(un, &f->L.entries[e], f->shard_rank);
-            if (how[e] == 0) loaded++;
-            if (!p.count || how[e] == 1) continue;
-            if (how[e] == 2) memcpy(host + p.shard_offset, pos_out + p.tensor_begin, p.count * 4);
-            else {
-                st = sv_safetensors_read_f32(&sf, src[e], p.tensor_begin, p.count, host + p.shard_offset);
-                if (st == SV_OK) st = finite_or_fail(&sf, src[e], host + p.shard_offset, p.count);
-            }
-        }
-        if (st == SV_OK) st = sv_be_upload(f->be, s->master, host, un->shard * 4);
-        if (st == SV_OK) st = sv_be_zero(f->be, s->m, un->shard * 4);
-        if (st == SV_OK) st = sv_be_zero(f->be, s->v, un->shard * 4);
-    }
+    for (int e = 0; e < n && st == SV_OK; e++) loaded += how[e] == 0;
     if (st == SV_OK)
         SV_INFO("init-from: %d of %d tensors loaded from %s; optimizer state zero", loaded, n, path);
     free(how);
     free(src);
-    free(host);
     free(pos_in);
     free(pos_out);
     sv_safetensors_close(&sf);

@@ -1,4 +1,4 @@
-/* shardvit eval: TensorBoard event files (scalars only), written and read without protobuf or
+/* shardvit formats: TensorBoard event files (scalars only), written and read without protobuf or
  * TensorFlow libraries.
  *
  * File: DIR/events.out.tfevents.<unix seconds>.<hostname>, a sequence of TFRecords:
@@ -9,8 +9,8 @@
  *                       summary=5 {value=1 {tag=1 (string), simple_value=2 (float)}}}
  * Every record is handed to the kernel with write(2) as it is logged (no user-space buffer), so
  * a crashed run keeps everything logged before the crash. Writers never allocate. */
-#ifndef SV_EVAL_TENSORBOARD_H
-#define SV_EVAL_TENSORBOARD_H
+#ifndef SV_FORMATS_TENSORBOARD_H
+#define SV_FORMATS_TENSORBOARD_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "fsdp/safetensors.h"
+#include "formats/safetensors.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Collective checkpoint save and load on a live FSDP state (fsdp/checkpoint.h). */
+/* Collective checkpoint save and load on a live FSDP state (ckpt/checkpoint.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* renameat2 */
 #endif
@@ -16,51 +16,9 @@
 #include "core/fileio.h"
 #include "core/log.h"
 #include "core/trace.h"
-#include "fsdp/checkpoint.h"
+#include "ckpt/checkpoint.h"
+#include "fsdp/agree.h"
 
-/* ---- host values through collectives (staged in device memory: NCCL needs device buffers) */
-
-static sv_status coll_i64(sv_fsdp *f, int op /* 0 all_reduce MIN, 1 all_gather */, int64_t *recv,
-                          const int64_t *send, size_t n) {
-    size_t out_n = op ? n * (size_t)f->world_size : n;
-    void *d = NULL;
-    SV_TRY(sv_be_alloc(f->be, (out_n + n) * 8, &d));
-    int64_t *dr = d, *ds = dr + out_n;
-    sv_comm_req req;
-    sv_status st = sv_be_upload(f->be, op ? (void *)ds : (void *)dr, send, n * 8);
-    if (st == SV_OK && op == 0) st = sv_comm_all_reduce(f->world, dr, n, SV_COMM_I64, SV_COMM_MIN, &req);
-    if (st == SV_OK && op == 1) st = sv_comm_all_gather(f->world, dr, ds, n, SV_COMM_I64, &req);
-    if (st == SV_OK) st = sv_comm_wait(f->world, &req);
-    if (st == SV_OK) st = sv_be_download(f->be, recv, dr, out_n * 8);
-    sv_be_free(f->be, d);
-    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
-    return st;
-}
-
-static sv_status agree_f(sv_fsdp *f, sv_status st) {
-    int64_t v = st != SV_OK ? f->rank : f->world_size, lowest;
-    SV_TRY(coll_i64(f, 0, &lowest, &v, 1));
-    if (lowest == f->world_size) return SV_OK;
-    /* The failing rank's status and message, so every rank reports the same cause. */
-    enum { N = 1024 / 8 };
-    int64_t msg[N] = {0};
-    if (f->rank == lowest) {
-        msg[0] = st;
-        snprintf((char *)&msg[1], sizeof msg - 8, "%s", sv_err_msg());
-    }
-    void *d = NULL;
-    SV_TRY(sv_be_alloc(f->be, sizeof msg, &d));
-    sv_status cs = sv_be_upload(f->be, d, msg, sizeof msg);
-    if (cs == SV_OK) cs = sv_comm_broadcast_sync(f->world, d, N, SV_COMM_I64, (int)lowest);
-    if (cs == SV_OK) cs = sv_be_download(f->be, msg, d, sizeof msg);
-    sv_be_free(f->be, d);
-    SV_TRY(cs);
-    if (f->rank == lowest) return st;
-    ((char *)msg)[sizeof msg - 1] = 0;
-    return SV_FAIL((sv_status)msg[0], "%s (reported by rank %lld)", (char *)&msg[1], (long long)lowest);
-}
-
-sv_status sv_ckpt_agree(sv_fsdp *f, sv_status st) { return agree_f(f, st); }
 
 /* Test hook (docs/checkpoints.md): SHARDVIT_TEST_CRASH_AT=POINT or POINT@STEP kills this
  * process with SIGKILL at that point of a save, to prove a crash never damages the previous
@@ -283,7 +241,7 @@ sv_status sv_ckpt_save_begin(sv_fsdp *f, sv_ckpt_async *a, int background, const
         if (st == SV_OK) st = clean_root(root, 0, -1); /* a .tmp left by a crash */
         if (st == SV_OK) st = sv_fileio_mkdirs(a->tmp, 0755);
     }
-    SV_TRY(agree_f(f, st));
+    SV_TRY(sv_fsdp_agree(f, st));
 
     SV_TRY(sv_ckpt_index_from_layout(&a->idx, &f->L, f->world_size, sv_strategy_name(f->cfg.strategy), st_in));
     if (f->rank == 0) st = sv_ckpt_meta_copy(&a->idx.meta, meta); /* only rank 0 writes index.json */
@@ -312,7 +270,7 @@ sv_status sv_ckpt_save_begin(sv_fsdp *f, sv_ckpt_async *a, int background, const
         }
     }
     a->blocked_s = sv_now_s() - a->t0;
-    st = agree_f(f, st);
+    st = sv_fsdp_agree(f, st);
     if (st != SV_OK) {
         if (a->threaded) pthread_join(a->thread, NULL);
         sv_ckpt_index_free(&a->idx);
@@ -329,7 +287,7 @@ sv_status sv_ckpt_save_finish(sv_fsdp *f, sv_ckpt_async *a, char *saved, size_t 
     a->in_flight = 0;
     sv_status st = a->write_st == SV_OK ? SV_OK : SV_FAIL(a->write_st, "%s", a->write_err);
     if (st == SV_OK && f->rank == 0) crash_point("after_shards", a->idx.state.step);
-    st = agree_f(f, st);
+    st = sv_fsdp_agree(f, st);
 
     /* CRCs of every writer to rank 0 (chunk positions are known to all from the layout). */
     int64_t *send = NULL, *recv = NULL;
@@ -342,7 +300,7 @@ sv_status sv_ckpt_save_finish(sv_fsdp *f, sv_ckpt_async *a, char *saved, size_t 
     if (st == SV_OK && a->writer)
         for (size_t i = 0; i < a->idx.files[f->shard_rank].n_chunks; i++)
             send[i] = a->idx.files[f->shard_rank].chunks[i].crc;
-    if (st == SV_OK) st = coll_i64(f, 1, recv, send, maxc);
+    if (st == SV_OK) st = sv_fsdp_world_gather_i64(f, recv, send, maxc);
     if (st == SV_OK && f->rank == 0) {
         for (int r = 0; r < a->idx.shard_world; r++)
             for (size_t i = 0; i < a->idx.files[r].n_chunks; i++)
@@ -354,7 +312,7 @@ sv_status sv_ckpt_save_finish(sv_fsdp *f, sv_ckpt_async *a, char *saved, size_t 
     int W = a->idx.shard_world;
     long long step = (long long)a->idx.state.step;
     sv_ckpt_index_free(&a->idx);
-    SV_TRY(agree_f(f, st));
+    SV_TRY(sv_fsdp_agree(f, st));
     a->blocked_s += sv_now_s() - t1;
     if (saved) snprintf(saved, cap, "%s", a->final);
     if (a->snap)
@@ -423,30 +381,25 @@ static sv_status check_compatible(const sv_fsdp *f, const sv_ckpt_index *idx, in
     return SV_OK;
 }
 
-static sv_status load_shards(sv_fsdp *f, const sv_ckpt_index *idx, const int *map) {
-    size_t max_shard = 0;
-    for (int u = 0; u < f->L.n_units; u++)
-        if (f->L.units[u].shard > max_shard) max_shard = f->L.units[u].shard;
-    float *host = malloc(max_shard * 4);
-    if (!host) return SV_FAIL(SV_ERR_OOM, "checkpoint load staging of %zu floats", max_shard);
+/* Checkpoint values for the master-shard loader: entry t of this model is tensor map[t] of
+ * the checkpoint, read through a CRC-checking reader (any saved layout). */
+typedef struct ckpt_source {
     sv_ckpt_reader rd;
-    sv_status st = sv_ckpt_reader_open(&rd, idx);
-    for (int u = 0; u < f->L.n_units && st == SV_OK; u++) {
-        const sv_unit *un = &f->L.units[u];
-        for (int kind = 0; kind < SV_CKPT_KINDS && st == SV_OK; kind++) {
-            memset(host, 0, un->shard * 4);
-            for (int k = 0; k < un->n_entries && st == SV_OK; k++) {
-                const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
-                sv_shard_piece p = sv_layout_piece(un, e, f->shard_rank);
-                if (p.count) st = sv_ckpt_read(&rd, kind, map[un->first_entry + k], p.tensor_begin, p.count, host + p.shard_offset);
-            }
-            float *dst = kind == SV_CKPT_MASTER ? f->us[u].master : kind == SV_CKPT_M ? f->us[u].m : f->us[u].v;
-            if (st == SV_OK) st = sv_be_upload(f->be, dst, host, un->shard * 4);
-        }
-        if (st == SV_OK) st = sv_be_zero(f->be, f->us[u].grad, un->shard * 4);
-    }
-    if (rd.fds) sv_ckpt_reader_close(&rd);
-    free(host);
+    const int *map;
+} ckpt_source;
+
+static sv_status ckpt_piece(void *ctx, int u, int kind, int t, uint64_t tensor_begin, uint64_t shard_offset,
+                            uint64_t count, float *dst) {
+    ckpt_source *c = ctx;
+    (void)u, (void)shard_offset;
+    return sv_ckpt_read(&c->rd, kind, c->map[t], tensor_begin, count, dst);
+}
+
+static sv_status load_shards(sv_fsdp *f, const sv_ckpt_index *idx, const int *map) {
+    ckpt_source c = {.map = map};
+    sv_status st = sv_ckpt_reader_open(&c.rd, idx);
+    if (st == SV_OK) st = sv_fsdp_load_masters(f, ckpt_piece, &c, SV_FSDP_LOAD_OPTIM);
+    if (c.rd.fds) sv_ckpt_reader_close(&c.rd);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return st;
 }
@@ -459,7 +412,7 @@ sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *ou
     sv_status st = map ? sv_ckpt_index_load(&idx, step_dir) : SV_FAIL(SV_ERR_OOM, "tensor map");
     if (st == SV_OK) st = check_compatible(f, &idx, map);
     if (st == SV_OK) st = load_shards(f, &idx, map);
-    st = agree_f(f, st);
+    st = sv_fsdp_agree(f, st);
     if (st == SV_OK) {
         *out = idx.state;
         f->step = (long)idx.state.step;

@@ -1,5 +1,5 @@
 /* Checkpoint index: built from an FSDP layout or another index, stored as index.json and read
- * back with full validation (fsdp/checkpoint.h, docs/checkpoints.md). */
+ * back with full validation (ckpt/checkpoint.h, docs/checkpoints.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,8 +7,8 @@
 #include "core/checked.h"
 #include "core/fileio.h"
 #include "core/json.h"
-#include "fsdp/checkpoint.h"
-#include "fsdp/ckpt_meta.h"
+#include "ckpt/checkpoint.h"
+#include "ckpt/ckpt_meta.h"
 
 #define FORMAT_NAME "shardvit-checkpoint"
 

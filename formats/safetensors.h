@@ -1,4 +1,4 @@
-/* shardvit fsdp: safetensors reader and writer (export/import of timm-compatible weights).
+/* shardvit formats: safetensors reader and writer (export/import of timm-compatible weights).
  *
  * File layout: u64 little-endian header length N | N bytes of JSON header | data section.
  * Header: {"__metadata__": {"k": "v", ...}, "<name>": {"dtype": "F32", "shape": [..],
@@ -18,8 +18,8 @@
  * Unknown extra keys inside a tensor entry are ignored (as the reference implementation does).
  * Errors are SV_ERR_FORMAT (SV_ERR_CORRUPT for a truncated file) naming the file, the tensor and
  * the problem. */
-#ifndef SV_FSDP_SAFETENSORS_H
-#define SV_FSDP_SAFETENSORS_H
+#ifndef SV_FORMATS_SAFETENSORS_H
+#define SV_FORMATS_SAFETENSORS_H
 
 #include <stddef.h>
 #include <stdint.h>

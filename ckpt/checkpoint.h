@@ -1,4 +1,4 @@
-/* shardvit fsdp: sharded checkpoints (DESIGN §7; the format is documented field by field in
+/* shardvit ckpt: sharded checkpoints (the format is documented field by field in
  * docs/checkpoints.md).
  *
  *   ROOT/step_00001200/index.json                 format version, model, layout, training state,
@@ -20,15 +20,16 @@
  *
  * Errors name the file and byte range: "<dir>/shard_00001-of-00004.bin bytes [4096, 8192):
  * CRC32C mismatch (index.json says 0x..., data has 0x...)". */
-#ifndef SV_FSDP_CHECKPOINT_H
-#define SV_FSDP_CHECKPOINT_H
+#ifndef SV_CKPT_CHECKPOINT_H
+#define SV_CKPT_CHECKPOINT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/status.h"
 #include "fsdp/fsdp.h"
-#include "fsdp/safetensors.h"
+#include "fsdp/load.h"
+#include "formats/safetensors.h"
 
 #define SV_CKPT_FORMAT_VERSION 1
 #define SV_CKPT_CHUNK_ELEMS ((size_t)1 << 20)       /* writer's chunk split (4 MiB of fp32) */
@@ -36,7 +37,7 @@
 #define SV_CKPT_PATH_MAX 4096
 #define SV_CKPT_CRASH_ENV "SHARDVIT_TEST_CRASH_AT"
 
-enum { SV_CKPT_MASTER = 0, SV_CKPT_M = 1, SV_CKPT_V = 2, SV_CKPT_KINDS = 3 };
+enum { SV_CKPT_MASTER = SV_FSDP_MASTER, SV_CKPT_M = SV_FSDP_M, SV_CKPT_V = SV_FSDP_V, SV_CKPT_KINDS = SV_FSDP_KINDS };
 
 /* Training state stored next to the tensors. All randomness in shardvit is counter-based
  * (core/rng.h), so the RNG state is the seed plus the positions below. */
@@ -164,9 +165,9 @@ sv_status sv_ckpt_read(sv_ckpt_reader *r, int kind, int t, uint64_t begin, uint6
 
 /* ---- writing one shard file ---- */
 /* Produce `count` elements of tensor t (of the index being written), kind, starting at element
- * tensor_begin, which sit at element shard_offset of unit u's shard, into dst. */
-typedef sv_status (*sv_ckpt_source_fn)(void *ctx, int u, int kind, int t, uint64_t tensor_begin,
-                                       uint64_t shard_offset, uint64_t count, float *dst);
+ * tensor_begin, which sit at element shard_offset of unit u's shard, into dst. The same callback
+ * shape fills master shards when loading (fsdp/load.h sv_fsdp_load_masters). */
+typedef sv_fsdp_source_fn sv_ckpt_source_fn;
 /* Write DIR/<files[rank].name> (+ fsync), pulling tensor data from `src` in pieces of at most
  * SV_CKPT_CHUNK_ELEMS, zeros for padding; fills idx->files[rank].chunks with the CRCs.
  * Memory: one 4 MiB buffer. */
@@ -184,7 +185,7 @@ sv_status sv_ckpt_reshard(const char *in, const char *out, int world);
 /* Write OUT (safetensors, timm names/shapes, F32 or BF16), config.json beside it and, when the
  * checkpoint records label names, classes.txt beside it (one name per line) from the master
  * weights of checkpoint IN (reads master ranges only, never m/v). Outputs follow
- * fsdp/ckpt_out.h: none inside IN, no non-regular file replaced, an existing OUT replaced only
+ * ckpt/ckpt_out.h: none inside IN, no non-regular file replaced, an existing OUT replaced only
  * when it is a safetensors file, everything staged in fresh temporaries first. config.json's
  * pretrained_cfg carries the recorded eval transform (input_size, interpolation, crop_pct,
  * crop_mode "center", mean, std) and label_names; a checkpoint without a recorded transform
@@ -242,15 +243,9 @@ sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int *n_load
  * NaN, +Inf or -Inf. Reads the tensor in 1 MiB pieces. Used by every path that loads weights
  * from a safetensors file (import, --init-from, eval/predict --weights). */
 sv_status sv_ckpt_check_finite(const sv_st_file *sf, const sv_st_tensor *t);
-/* The largest pos_embed patch grid (per side) that --init-from resamples (the largest --img). */
+/* The largest pos_embed patch grid (per side) that --init-from resamples (the largest --img);
+ * the resampling itself is model/resample.h sv_vit_resample_pos_embed. Agreeing on a status
+ * over all ranks is fsdp/agree.h sv_fsdp_agree. */
 #define SV_CKPT_MAX_POS_GRID 4096
-/* Bicubic resize of a pos_embed (1, 1 + gi*gi, D) to (1, 1 + go*go, D) as timm's
- * resample_abs_pos_embed (class position kept; F.interpolate bicubic, align_corners=False,
- * no antialias). src (1+gi*gi)*D floats, dst (1+go*go)*D floats. */
-void sv_ckpt_resample_pos_embed(const float *src, int gi, float *dst, int go, int D);
-
-/* All ranks of f->world agree on a status: when some rank failed, every rank returns the
- * lowest failing rank's status and message (staged through device memory, so NCCL works). */
-sv_status sv_ckpt_agree(sv_fsdp *f, sv_status st);
 
 #endif

@@ -1,5 +1,5 @@
-/* Output rules shared by export, reshard and eval outputs (fsdp/ckpt_out.h). */
-#include "fsdp/ckpt_out.h"
+/* Output rules shared by export, reshard and eval outputs (ckpt/ckpt_out.h). */
+#include "ckpt/ckpt_out.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
-/* Internal to fsdp/: the eval transform and label names of a checkpoint as JSON (index.json's
+/* Internal to ckpt/: the eval transform and label names of a checkpoint as JSON (index.json's
  * "eval_transform" and "label_names"; config.json's pretrained_cfg is written in ckpt_timm.c). */
-#ifndef SV_FSDP_CKPT_META_H
-#define SV_FSDP_CKPT_META_H
+#ifndef SV_CKPT_CKPT_META_H
+#define SV_CKPT_CKPT_META_H
 
 #include "core/json.h"
-#include "fsdp/checkpoint.h"
+#include "ckpt/checkpoint.h"
 
 /* Append "eval_transform": {...} (when m->xform.present) and "label_names": [...] (when
  * m->labels) as members of the object being written. */

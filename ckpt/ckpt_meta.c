@@ -1,5 +1,5 @@
-/* Eval transform and label names of a checkpoint: copy, check, JSON (fsdp/ckpt_meta.h). */
-#include "fsdp/ckpt_meta.h"
+/* Eval transform and label names of a checkpoint: copy, check, JSON (ckpt/ckpt_meta.h). */
+#include "ckpt/ckpt_meta.h"
 
 #include <stdio.h>
 #include <stdlib.h>

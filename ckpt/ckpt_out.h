@@ -1,4 +1,4 @@
-/* shardvit fsdp: the rules every command follows for the files and directories it writes
+/* shardvit ckpt: the rules every command follows for the files and directories it writes
  * (export, reshard, eval outputs; docs/checkpoints.md "Outputs"). One place, so that no output
  * path destroys something the command did not create:
  *   - an output never lies inside the checkpoint the command reads: not in its step directory
@@ -11,8 +11,8 @@
  *     process created are removed.
  * Checks and the final rename are separate steps: a concurrent process that swaps a path in
  * between is not defended against (nothing in shardvit races with itself). */
-#ifndef SV_FSDP_CKPT_OUT_H
-#define SV_FSDP_CKPT_OUT_H
+#ifndef SV_CKPT_CKPT_OUT_H
+#define SV_CKPT_CKPT_OUT_H
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
 /* Checkpoint path resolution, CRC-checked range reads, shard file writing and offline
  * resharding. index.json lives in ckpt_index.c, collective save/load in ckpt_fsdp.c, timm
  * export/import in ckpt_timm.c. */
-#include "fsdp/checkpoint.h"
+#include "ckpt/checkpoint.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -15,7 +15,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/log.h"
-#include "fsdp/ckpt_out.h"
+#include "ckpt/ckpt_out.h"
 
 #define WRITE_BUF_BYTES (SV_CKPT_CHUNK_ELEMS * 4)
 

@@ -1,0 +1,14 @@
+/* The SHARDVIT_CPU_* environment overrides -> sv_backend_config (see backend_env.h). */
+#include "app/backend_env.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void sv_backend_env_apply(sv_backend_config *bc) {
+    const char *v;
+    if ((v = getenv("SHARDVIT_CPU_GEMM"))) bc->cpu.gemm = v;
+    if ((v = getenv("SHARDVIT_CPU_ISA"))) bc->cpu.isa = v;
+    if ((v = getenv("SHARDVIT_CPU_ATTN_GEMM"))) bc->cpu.attn_sgemm = !strcmp(v, "0");
+    if ((v = getenv("SHARDVIT_CPU_FUSED_EPI"))) bc->cpu.unfused_epi = !strcmp(v, "0");
+    if ((v = getenv("SHARDVIT_CPU_AMX_DENY"))) bc->cpu.amx_deny = !strcmp(v, "1");
+}
