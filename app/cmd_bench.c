@@ -179,29 +179,37 @@ static sv_status loader_next(void *ctx, int micro, sv_micro_batch *mb) {
 }
 
 /* ---- train mode ---- */
-static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, const hw_peak *hw) {
+/* The step's input: a loader over --data, or one fixed random batch per rank (the step without
+ * any input pipeline). */
+typedef struct bench_input {
+    float *d_images;
+    int32_t *d_labels;
+    sv_dataset *ds;
+    sv_loader *ld;
+    synth_feed sf;
+    loader_feed lf;
+    sv_micro_batch_fn next;
+    void *ctx;
+} bench_input;
+
+static sv_status input_open(sv_run *r, const bench_opts *o, bench_input *in) {
     const sv_vit_config *c = &r->vcfg;
     int B = r->micro_batch;
     size_t img_elems = (size_t)B * c->in_chans * c->img * c->img;
-    float *d_images = NULL;
-    int32_t *d_labels = NULL;
-    SV_TRY(sv_be_alloc(r->be, img_elems * 4, (void **)&d_images));
-    SV_TRY(sv_be_alloc(r->be, (size_t)B * 4, (void **)&d_labels));
-    sv_dataset *ds = NULL;
-    sv_loader *ld = NULL;
-    synth_feed sf = {d_images, d_labels};
-    loader_feed lf = {r, NULL, d_images, d_labels};
-    sv_micro_batch_fn next = synth_next;
-    void *ctx = &sf;
-    sv_status st = SV_OK;
+    SV_TRY(sv_be_alloc(r->be, img_elems * 4, (void **)&in->d_images));
+    SV_TRY(sv_be_alloc(r->be, (size_t)B * 4, (void **)&in->d_labels));
+    in->sf = (synth_feed){in->d_images, in->d_labels};
+    in->lf = (loader_feed){r, NULL, in->d_images, in->d_labels};
+    in->next = synth_next;
+    in->ctx = &in->sf;
     if (o->data) {
         sv_dataset_opts dopts = sv_dataset_opts_default();
         dopts.synth_classes = c->num_classes;
         dopts.synth_img = c->img;
         dopts.synth_channels = c->in_chans;
-        SV_TRY_GOTO(st, sv_dataset_open(o->data, &dopts, &ds), out);
+        SV_TRY(sv_dataset_open(o->data, &dopts, &in->ds));
         sv_loader_opts lo = sv_loader_opts_default();
-        lo.dataset = ds;
+        lo.dataset = in->ds;
         lo.batch_local = B;
         lo.rank = r->rank;
         lo.world = r->world;
@@ -210,49 +218,61 @@ static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, c
         lo.channels = c->in_chans;
         lo.norm = c->in_chans == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
         lo.threads = o->workers;
-        SV_TRY_GOTO(st, sv_loader_create(&lo, &ld), out);
-        lf.ld = ld;
-        next = loader_next;
-        ctx = &lf;
-    } else { /* one fixed random batch per rank: the step without any input pipeline */
-        float *h = malloc(img_elems * 4);
-        int32_t *hl = malloc((size_t)B * 4);
-        if (!h || !hl) st = SV_FAIL(SV_ERR_OOM, "synthetic batch of %zu floats", img_elems);
-        uint64_t key = sv_hash2((uint64_t)o->run.seed, (uint64_t)r->rank);
-        for (size_t i = 0; st == SV_OK && i < img_elems; i++) h[i] = (float)sv_rand_normal(key, i);
-        for (int i = 0; st == SV_OK && i < B; i++) hl[i] = (int32_t)(sv_rand_u64(key + 1, (uint64_t)i) % (uint64_t)c->num_classes);
-        if (st == SV_OK) st = sv_be_upload(r->be, d_images, h, img_elems * 4);
-        if (st == SV_OK) st = sv_be_upload(r->be, d_labels, hl, (size_t)B * 4);
-        free(h);
-        free(hl);
-        if (st != SV_OK) goto out;
+        SV_TRY(sv_loader_create(&lo, &in->ld));
+        in->lf.ld = in->ld;
+        in->next = loader_next;
+        in->ctx = &in->lf;
+        return SV_OK;
     }
+    float *h = malloc(img_elems * 4);
+    int32_t *hl = malloc((size_t)B * 4);
+    sv_status st = h && hl ? SV_OK : SV_FAIL(SV_ERR_OOM, "synthetic batch of %zu floats", img_elems);
+    uint64_t key = sv_hash2((uint64_t)o->run.seed, (uint64_t)r->rank);
+    for (size_t i = 0; st == SV_OK && i < img_elems; i++) h[i] = (float)sv_rand_normal(key, i);
+    for (int i = 0; st == SV_OK && i < B; i++) hl[i] = (int32_t)(sv_rand_u64(key + 1, (uint64_t)i) % (uint64_t)c->num_classes);
+    if (st == SV_OK) st = sv_be_upload(r->be, in->d_images, h, img_elems * 4);
+    if (st == SV_OK) st = sv_be_upload(r->be, in->d_labels, hl, (size_t)B * 4);
+    free(h);
+    free(hl);
+    return st;
+}
 
+static void input_close(sv_run *r, bench_input *in) {
+    if (in->ld) sv_loader_destroy(in->ld);
+    if (in->ds) sv_dataset_close(in->ds);
+    sv_be_free(r->be, in->d_images);
+    sv_be_free(r->be, in->d_labels);
+}
+
+/* Warm-up, then --steps timed steps: this rank's figures into acc[R_N]. */
+static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double acc[R_N], double *step_min,
+                         double *loss_first, double *loss_last) {
     /* The tracer records the timed steps (compute lane events); a user --trace keeps its own. */
     if (!sv_trace_on(&r->trace)) {
         sv_trace_free(&r->trace);
-        SV_TRY_GOTO(st, sv_trace_init(&r->trace, (size_t)1 << 16, r->rank), out);
+        SV_TRY(sv_trace_init(&r->trace, (size_t)1 << 16, r->rank));
     }
     sv_optim_config oc = {1e-4f, 0.9f, 0.999f, 1e-8f, 0.05f, 1.0f};
     sv_step_result sr;
-    double loss_first = NAN, loss_last = NAN;
+    *loss_first = *loss_last = NAN;
     for (int i = 0; i < o->warmup; i++) {
-        SV_TRY_GOTO(st, sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, next, ctx, &sr), out);
-        if (i == 0) loss_first = sr.loss_sum / o->run.batch_size;
+        SV_TRY(sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, in->next, in->ctx, &sr));
+        if (i == 0) *loss_first = sr.loss_sum / o->run.batch_size;
     }
     r->fsdp.trace = &r->trace;
-    SV_TRY_GOTO(st, sv_comm_barrier_sync(r->world_comm), out);
-    double acc[R_N] = {0}, wait0 = sv_run_comm_wait_s(r), t0_us = sv_trace_now(&r->trace), step_min = INFINITY;
+    SV_TRY(sv_comm_barrier_sync(r->world_comm));
+    double wait0 = sv_run_comm_wait_s(r), t0_us = sv_trace_now(&r->trace);
+    *step_min = INFINITY;
     double t0 = sv_now_s(), cpu0 = cpu_seconds();
     for (long long s = 0; s < o->steps; s++) {
         double ts = sv_now_s();
-        SV_TRY_GOTO(st, sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, next, ctx, &sr), out);
+        SV_TRY(sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, in->next, in->ctx, &sr));
         double dt = sv_now_s() - ts;
-        if (dt < step_min) step_min = dt;
+        if (dt < *step_min) *step_min = dt;
         acc[R_DATA] += sr.data_wait_s;
         acc[R_OPTIM] += sr.optim_s - sr.optim_wait_s;
-        if (isnan(loss_first)) loss_first = sr.loss_sum / o->run.batch_size;
-        loss_last = sr.loss_sum / o->run.batch_size;
+        if (isnan(*loss_first)) *loss_first = sr.loss_sum / o->run.batch_size;
+        *loss_last = sr.loss_sum / o->run.batch_size;
     }
     double wall = sv_now_s() - t0;
     acc[R_CPU] = cpu_seconds() - cpu0;
@@ -265,22 +285,19 @@ static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, c
     acc[R_COMM] = sv_run_comm_wait_s(r) - wait0;
     acc[R_OTHER] = wall - acc[R_COMPUTE] - acc[R_COMM] - acc[R_DATA] - acc[R_OPTIM];
     acc[R_WALL] = wall;
-    acc[R_IMG_S] = (double)o->steps * B * o->run.accum / wall;
+    acc[R_IMG_S] = (double)o->steps * r->micro_batch * o->run.accum / wall;
     acc[R_ARENA] = (double)r->dev.peak;
     acc[R_HOST_ARENA] = (double)r->host.peak;
     acc[R_RSS] = max_rss_bytes();
     if (!o->run.trace) r->fsdp.trace = NULL;
-    double *all = malloc(sizeof(double) * R_N * (size_t)r->world);
-    if (!all) SV_TRY_GOTO(st, SV_FAIL(SV_ERR_OOM, "bench report"), out);
-    sv_comm_req q;
-    st = sv_comm_all_gather(r->world_comm, all, acc, R_N, SV_COMM_F64, &q);
-    if (st == SV_OK) st = sv_comm_wait(r->world_comm, &q);
-    if (st != SV_OK || r->rank != 0) {
-        free(all);
-        goto out;
-    }
+    return SV_OK;
+}
 
-    /* ---- report (rank 0) ---- */
+/* Rank 0: the JSON result and the summary lines from every rank's figures (all: world x R_N). */
+static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const hw_peak *hw, const double *all,
+                        double step_min, double loss_first, double loss_last) {
+    const sv_vit_config *c = &r->vcfg;
+    sv_status st;
     double wall_max = 0, mem_max = 0, rss_max = 0, split[5] = {0}, cpu_sum = 0;
     for (int k = 0; k < r->world; k++) {
         const double *a = all + (size_t)k * R_N;
@@ -414,12 +431,22 @@ static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, c
             cpu_sum, cpu_sum > 0 ? (double)o->steps * o->run.batch_size / cpu_sum : 0);
     fprintf(stderr, "  memory: arena %.1f MiB, max RSS %.1f MiB (largest rank)\n", mem_max / 1048576.0,
             rss_max / 1048576.0);
+    return st;
+}
+
+static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, const hw_peak *hw) {
+    bench_input in = {0};
+    double acc[R_N] = {0}, step_min = INFINITY, loss_first = NAN, loss_last = NAN;
+    sv_status st = input_open(r, o, &in);
+    if (st == SV_OK) st = measure(r, o, &in, acc, &step_min, &loss_first, &loss_last);
+    double *all = st == SV_OK ? malloc(sizeof(double) * R_N * (size_t)r->world) : NULL;
+    if (st == SV_OK && !all) st = SV_FAIL(SV_ERR_OOM, "bench report");
+    sv_comm_req q;
+    if (st == SV_OK) st = sv_comm_all_gather(r->world_comm, all, acc, R_N, SV_COMM_F64, &q);
+    if (st == SV_OK) st = sv_comm_wait(r->world_comm, &q);
+    if (st == SV_OK && r->rank == 0) st = report(r, o, gemm_core, hw, all, step_min, loss_first, loss_last);
     free(all);
-out:
-    if (ld) sv_loader_destroy(ld);
-    if (ds) sv_dataset_close(ds);
-    sv_be_free(r->be, d_images);
-    sv_be_free(r->be, d_labels);
+    input_close(r, &in);
     return st;
 }
 
