@@ -175,17 +175,22 @@ sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, i
     const op_desc *d = NULL;
     for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
         if (!strcmp(op, k_ops[i].name)) d = &k_ops[i];
-    if (!d)
-        return SV_FAIL(SV_ERR_INVALID, "--op '%s' (choose matmul|attention|layernorm|gelu|softmax_xent|adamw)", op);
+    if (!d) return SV_FAIL(SV_ERR_INVALID, "--op '%s' (choose matmul|attention|layernorm|gelu|softmax_xent|adamw)", op);
     sv_backend_config bc = {.threads = threads};
-    if (!strcmp(dtype, "fp32")) bc.compute_dtype = SV_F32;
-    else if (!strcmp(dtype, "bf16")) bc.compute_dtype = SV_BF16;
-    else return SV_FAIL(SV_ERR_INVALID, "--param-dtype '%s' (choose fp32|bf16)", dtype);
-    if (!strcmp(device, "cpu")) bc.device = SV_DEVICE_CPU;
-    else if (!strcmp(device, "cuda")) bc.device = SV_DEVICE_CUDA;
+    if (!strcmp(dtype, "fp32"))
+        bc.compute_dtype = SV_F32;
+    else if (!strcmp(dtype, "bf16"))
+        bc.compute_dtype = SV_BF16;
+    else
+        return SV_FAIL(SV_ERR_INVALID, "--param-dtype '%s' (choose fp32|bf16)", dtype);
+    if (!strcmp(device, "cpu"))
+        bc.device = SV_DEVICE_CPU;
+    else if (!strcmp(device, "cuda"))
+        bc.device = SV_DEVICE_CUDA;
     else if (!strcmp(device, "auto"))
         bc.device = sv_backend_available(SV_DEVICE_CUDA) ? SV_DEVICE_CUDA : SV_DEVICE_CPU;
-    else return SV_FAIL(SV_ERR_INVALID, "--device '%s' (choose auto|cpu|cuda)", device);
+    else
+        return SV_FAIL(SV_ERR_INVALID, "--device '%s' (choose auto|cpu|cuda)", device);
     sv_backend_env_apply(&bc); /* SHARDVIT_CPU_GEMM=... A/B runs of one op */
     op_ctx x = {0};
     SV_TRY(sv_backend_create(&bc, &x.be));
@@ -260,8 +265,10 @@ static sv_status time_coll(sv_comm *cm, int rs, void *recv, void *send, size_t c
     double t0 = sv_now_s();
     for (int i = 0; i < iters; i++) {
         sv_comm_req q;
-        if (rs) SV_TRY(sv_comm_reduce_scatter(cm, recv, send, count, SV_COMM_F32, SV_COMM_SUM, &q));
-        else SV_TRY(sv_comm_all_gather(cm, recv, send, count, SV_COMM_F32, &q));
+        if (rs)
+            SV_TRY(sv_comm_reduce_scatter(cm, recv, send, count, SV_COMM_F32, SV_COMM_SUM, &q));
+        else
+            SV_TRY(sv_comm_all_gather(cm, recv, send, count, SV_COMM_F32, &q));
         SV_TRY(sv_comm_wait(cm, &q));
     }
     double dt = (sv_now_s() - t0) / iters;
@@ -270,15 +277,15 @@ static sv_status time_coll(sv_comm *cm, int rs, void *recv, void *send, size_t c
     return SV_OK;
 }
 
-sv_status sv_bench_comm(const sv_run_opts *ro, const sv_proc *p, int threads, const char *min_s,
-                        const char *max_s, sv_json_writer *w) {
+sv_status sv_bench_comm(const sv_run_opts *ro, const sv_proc *p, int threads, const char *min_s, const char *max_s,
+                        sv_json_writer *w) {
     long long lo = sv_parse_bytes(min_s), hi = sv_parse_bytes(max_s);
     if (lo < 4) return SV_FAIL(SV_ERR_INVALID, "--comm-min '%s' (a size such as 64K, at least 4 bytes)", min_s);
     if (hi < lo) return SV_FAIL(SV_ERR_INVALID, "--comm-max '%s' (a size such as 64M, >= --comm-min)", max_s);
     sv_backend_config bc = {.threads = threads, .compute_dtype = SV_F32, .device_index = p->local_rank};
     bc.device = !strcmp(ro->device, "cuda") || (!strcmp(ro->device, "auto") && sv_backend_available(SV_DEVICE_CUDA))
-                    ? SV_DEVICE_CUDA
-                    : SV_DEVICE_CPU;
+        ? SV_DEVICE_CUDA
+        : SV_DEVICE_CPU;
     sv_backend *be;
     SV_TRY(sv_backend_create(&bc, &be));
     sv_comm_config cc = {.kind = sv_mpi_env_comm_kind(), .timeout_s = ro->comm_timeout};

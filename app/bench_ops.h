@@ -19,7 +19,7 @@ sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, i
 /* All-gather and reduce-scatter (f32) over all ranks through fsdp/comm.h for full-buffer sizes
  * min..max (x4 steps). algbw = size / time, busbw = algbw * (n-1)/n (nccl-tests), time = the
  * slowest rank's mean. Collective: every rank calls; only rank 0's writer is meant for output. */
-sv_status sv_bench_comm(const sv_run_opts *ro, const sv_proc *p, int threads, const char *min_s,
-                        const char *max_s, sv_json_writer *w);
+sv_status sv_bench_comm(const sv_run_opts *ro, const sv_proc *p, int threads, const char *min_s, const char *max_s,
+                        sv_json_writer *w);
 
 #endif

@@ -42,7 +42,21 @@ typedef struct bench_opts {
 } bench_opts;
 
 /* What each rank contributes to the report (gathered as doubles). */
-enum { R_IMG_S, R_ARENA, R_HOST_ARENA, R_RSS, R_COMPUTE, R_COMM, R_DATA, R_OPTIM, R_OTHER, R_WALL, R_CPU, R_COMM_LANE, R_N };
+enum {
+    R_IMG_S,
+    R_ARENA,
+    R_HOST_ARENA,
+    R_RSS,
+    R_COMPUTE,
+    R_COMM,
+    R_DATA,
+    R_OPTIM,
+    R_OTHER,
+    R_WALL,
+    R_CPU,
+    R_COMM_LANE,
+    R_N
+};
 static const char *k_split[] = {"compute_s", "comm_exposed_s", "data_wait_s", "optimizer_s", "other_s"};
 
 static double max_rss_bytes(void) {
@@ -56,7 +70,7 @@ static double cpu_seconds(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-           1e-6 * ru.ru_stime.tv_usec;
+        1e-6 * ru.ru_stime.tv_usec;
 }
 
 static sv_status write_json(const bench_opts *o, sv_json_writer *w) {
@@ -107,9 +121,7 @@ static sv_status gemm_peak_per_core(double seconds, sv_dtype dt, double *flops) 
     return st;
 }
 
-static sv_dtype calib_dtype(const bench_opts *o) {
-    return strcmp(o->run.param_dtype, "bf16") ? SV_F32 : SV_BF16;
-}
+static sv_dtype calib_dtype(const bench_opts *o) { return strcmp(o->run.param_dtype, "bf16") ? SV_F32 : SV_BF16; }
 
 /* All ranks measure at once (a barrier before and after), each on its own core, so the figure
  * reflects every core busy; the best rank's value is the per-core peak (noise only lowers it). */
@@ -229,7 +241,8 @@ static sv_status input_open(sv_run *r, const bench_opts *o, bench_input *in) {
     sv_status st = h && hl ? SV_OK : SV_FAIL(SV_ERR_OOM, "synthetic batch of %zu floats", img_elems);
     uint64_t key = sv_hash2((uint64_t)o->run.seed, (uint64_t)r->rank);
     for (size_t i = 0; st == SV_OK && i < img_elems; i++) h[i] = (float)sv_rand_normal(key, i);
-    for (int i = 0; st == SV_OK && i < B; i++) hl[i] = (int32_t)(sv_rand_u64(key + 1, (uint64_t)i) % (uint64_t)c->num_classes);
+    for (int i = 0; st == SV_OK && i < B; i++)
+        hl[i] = (int32_t)(sv_rand_u64(key + 1, (uint64_t)i) % (uint64_t)c->num_classes);
     if (st == SV_OK) st = sv_be_upload(r->be, in->d_images, h, img_elems * 4);
     if (st == SV_OK) st = sv_be_upload(r->be, in->d_labels, hl, (size_t)B * 4);
     free(h);
@@ -311,9 +324,9 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     double img_s = (double)o->steps * o->run.batch_size / wall_max;
     double achieved = img_s * flops_img;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads_rank = sv_be_name(r->be)[0] == 'c' ? (o->run.threads ? o->run.threads
-                                                                      : (int)(cores / (r->local_size > 0 ? r->local_size : 1)))
-                                                   : 1;
+    int threads_rank = sv_be_name(r->be)[0] == 'c'
+        ? (o->run.threads ? o->run.threads : (int)(cores / (r->local_size > 0 ? r->local_size : 1)))
+        : 1;
     if (threads_rank < 1) threads_rank = 1;
     int nodes = r->world / (r->local_size > 0 ? r->local_size : 1);
     long used_node = (long)threads_rank * (r->local_size > 0 ? r->local_size : 1);
@@ -368,7 +381,8 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     sv_json_key(&w, "peak_flops"), peak > 0 ? sv_json_f64(&w, peak) : sv_json_null(&w);
     sv_json_key(&w, "peak_kind"), sv_json_str(&w, peak > 0 ? peak_kind : "unknown");
     sv_json_key(&w, "gemm_peak_per_core_flops"), gemm_core > 0 ? sv_json_f64(&w, gemm_core) : sv_json_null(&w);
-    sv_json_key(&w, "gemm_peak_dtype"), gemm_core > 0 ? sv_json_str(&w, sv_dtype_name(calib_dtype(o))) : sv_json_null(&w);
+    sv_json_key(&w, "gemm_peak_dtype"),
+        gemm_core > 0 ? sv_json_str(&w, sv_dtype_name(calib_dtype(o))) : sv_json_null(&w);
     sv_json_key(&w, "hw_peak_per_core_flops"), hw_flops > 0 ? sv_json_f64(&w, hw->per_core) : sv_json_null(&w);
     sv_json_key(&w, "hw_peak_engine"), hw->engine[0] ? sv_json_str(&w, hw->engine) : sv_json_null(&w);
     sv_json_key(&w, "hw_peak_flops"), hw_flops > 0 ? sv_json_f64(&w, hw_flops) : sv_json_null(&w);
@@ -415,16 +429,21 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
             fprintf(stderr, "  MFU %.1f%% of device peak %.1f GFLOP/s\n", 100 * achieved / peak, peak / 1e9);
         else if (!strcmp(peak_kind, "isa"))
             fprintf(stderr, "  MFU %.1f%% of ISA peak %.1f GFLOP/s (gemm %s%s: %.1f GFLOP/s per core x %g core%s)\n",
-                    100 * achieved / peak, peak / 1e9, hw->engine, strcmp(hw->engine, "openblas") ? "" : " = widest fp32 FMA",
-                    hw->per_core / 1e9, cores_used, cores_used == 1 ? "" : "s");
+                    100 * achieved / peak, peak / 1e9, hw->engine,
+                    strcmp(hw->engine, "openblas") ? "" : " = widest fp32 FMA", hw->per_core / 1e9, cores_used,
+                    cores_used == 1 ? "" : "s");
         else
-            fprintf(stderr, "  MFU %.1f%% of measured %s GEMM peak %.1f GFLOP/s (no ISA peak for gemm %s on this CPU)\n",
+            fprintf(stderr,
+                    "  MFU %.1f%% of measured %s GEMM peak %.1f GFLOP/s (no ISA peak for gemm %s on this CPU)\n",
                     100 * achieved / peak, gdt, peak / 1e9, hw->engine);
     }
     if (gemm_flops > 0 && strcmp(peak_kind, "measured_gemm"))
         fprintf(stderr, "  MFU %.1f%% of measured %s GEMM peak %.1f GFLOP/s (%.1f per core x %g core%s; mfu_gemm)\n",
-                100 * achieved / gemm_flops, gdt, gemm_flops / 1e9, gemm_core / 1e9, cores_used, cores_used == 1 ? "" : "s");
-    fprintf(stderr, "  time per rank (mean): compute %.1f%%, exposed comm %.1f%%, data wait %.1f%%, optimizer %.1f%%, other %.1f%%\n",
+                100 * achieved / gemm_flops, gdt, gemm_flops / 1e9, gemm_core / 1e9, cores_used,
+                cores_used == 1 ? "" : "s");
+    fprintf(stderr,
+            "  time per rank (mean): compute %.1f%%, exposed comm %.1f%%, data wait %.1f%%, optimizer %.1f%%, other "
+            "%.1f%%\n",
             100 * split[0] / wall_max, 100 * split[1] / wall_max, 100 * split[2] / wall_max, 100 * split[3] / wall_max,
             100 * split[4] / wall_max);
     fprintf(stderr, "  CPU time %.2f s over all ranks (%.1f img per CPU-second); load, not only this run, sets img/s\n",
@@ -461,21 +480,29 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
                     .calib_s = 0.5,
                     .comm_min = "64K",
                     .comm_max = "64M"};
+    /* clang-format off: one flag per line */
     sv_flag flags[] = {
         SV_RUN_FLAGS(o.run),
         {"steps", SV_FLAG_I64, &o.steps, 1, 1e9, "timed steps (op mode: timed iterations)", 0},
         {"warmup", SV_FLAG_INT, &o.warmup, 0, 1 << 20, "untimed warm-up steps before timing", 0},
-        {"synthetic", SV_FLAG_BOOL, &o.synthetic, 0, 0, "one fixed random batch per rank, no input pipeline (default)", 0},
-        {"data", SV_FLAG_STR, &o.data, 0, 0, "time with this input pipeline instead: synthetic | ImageFolder dir | tar pattern", 0},
+        {"synthetic", SV_FLAG_BOOL, &o.synthetic, 0, 0, "one fixed random batch per rank, no input pipeline (default)",
+         0},
+        {"data", SV_FLAG_STR, &o.data, 0, 0,
+         "time with this input pipeline instead: synthetic | ImageFolder dir | tar pattern", 0},
         {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank with --data (0 = cores)", 0},
         {"smoothing", SV_FLAG_DOUBLE, &o.smoothing, 0, 0.999, "label smoothing", 0},
         {"json", SV_FLAG_STR, &o.json, 0, 0, "write the JSON result here instead of stdout", 0},
-        {"calib-seconds", SV_FLAG_DOUBLE, &o.calib_s, 0, 60, "CPU: seconds of each per-core peak measurement: the ISA peak of the run's GEMM engine (mfu) and a 1024^3 GEMM in the run's dtype (mfu_gemm); 0 = no MFU", 0},
-        {"op", SV_FLAG_STR, &o.op, 0, 0, "time one backend op: matmul | attention | layernorm | gelu | softmax_xent | adamw", 0},
+        {"calib-seconds", SV_FLAG_DOUBLE, &o.calib_s, 0, 60,
+         "CPU: seconds of each per-core peak measurement: the ISA peak of the run's GEMM engine (mfu) and a 1024^3 "
+         "GEMM in the run's dtype (mfu_gemm); 0 = no MFU",
+         0},
+        {"op", SV_FLAG_STR, &o.op, 0, 0,
+         "time one backend op: matmul | attention | layernorm | gelu | softmax_xent | adamw", 0},
         {"comm", SV_FLAG_BOOL, &o.comm, 0, 0, "collective bandwidth: all_gather / reduce_scatter algbw and busbw", 0},
         {"comm-min", SV_FLAG_STR, &o.comm_min, 0, 0, "--comm: smallest buffer (bytes of the full buffer, e.g. 64K)", 0},
         {"comm-max", SV_FLAG_STR, &o.comm_max, 0, 0, "--comm: largest buffer (e.g. 64M)", 0},
         SV_FLAG_END};
+    /* clang-format on */
     sv_cmd_spec spec = {
         "bench", "[mpiexec -n N] shardvit bench --model M [--batch-size B] [--steps N] [flags]",
         "Benchmark the FSDP training step (default), one backend op (--op) or collectives (--comm). Prints one JSON "

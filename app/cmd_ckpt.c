@@ -20,7 +20,8 @@ sv_status sv_train_ckpt_setup(sv_train_ckpt *c, const char *ckpt_dir, const char
     c->dir = NULL;
     c->last_saved = -1;
     c->last_save_s = sv_now_s();
-    if (ckpt_dir) c->dir = ckpt_dir;
+    if (ckpt_dir)
+        c->dir = ckpt_dir;
     else if (out) {
         if ((size_t)snprintf(c->dir_buf, sizeof c->dir_buf, "%s/checkpoints", out) >= sizeof c->dir_buf)
             return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", out);
@@ -98,8 +99,8 @@ static sv_status save(sv_run *r, sv_train_ckpt *c, int now) {
     return SV_OK;
 }
 
-sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done, int *stop,
-                                   sv_status (*before_save)(void *), void *ctx) {
+sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done, int *stop, sv_status (*before_save)(void *),
+                                   void *ctx) {
     *stop = 0;
     /* [0] a preemption signal here, [1] --ckpt-every-minutes due by this rank's clock, [2] this
      * rank's background writer still busy: the maximum over ranks, so that all ranks stop, save
@@ -134,7 +135,8 @@ sv_status sv_train_ckpt_end(sv_run *r, sv_train_ckpt *c, long done) {
     if (c->dir && c->last_saved != done) SV_TRY(save(r, c, 1));
     if (c->dir && c->last_saved >= 0)
         SV_INFO("checkpoint: saves blocked the run %.3f s in total (the final save and the wait for one in flight "
-                "included)", c->blocked_s);
+                "included)",
+                c->blocked_s);
     return SV_OK;
 }
 
@@ -162,7 +164,8 @@ sv_status sv_train_dump_logits(sv_run *r, const sv_loader_opts *train_lo, const 
     if (st == SV_OK) st = sv_be_upload(r->be, d_img, b->images, img * 4);
     if (st == SV_OK) st = sv_fsdp_forward(&r->fsdp, d_img);
     if (st == SV_OK) {
-        if (sv_be_compute_elem_size(r->be) == 4) st = sv_be_download(r->be, logits, r->model.logits, (size_t)B * K * 4);
+        if (sv_be_compute_elem_size(r->be) == 4)
+            st = sv_be_download(r->be, logits, r->model.logits, (size_t)B * K * 4);
         else {
             st = sv_be_compute_to_f32(r->be, d_f32, r->model.logits, (size_t)B * K);
             if (st == SV_OK) st = sv_be_download(r->be, logits, d_f32, (size_t)B * K * 4);
@@ -188,8 +191,10 @@ sv_status sv_train_dump_logits(sv_run *r, const sv_loader_opts *train_lo, const 
 int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc) {
     (void)proc;
     int world = 0;
+    /* clang-format off: one flag per line */
     sv_flag flags[] = {{"world", SV_FLAG_INT, &world, 1, 99999, "shard ranks of the new checkpoint (required)", 0},
                        SV_FLAG_END};
+    /* clang-format on */
     sv_cmd_spec spec = {"reshard", "shardvit reshard IN OUT --world M",
                         "Rewrite checkpoint IN (a step directory, a checkpoint root or a run directory) as the step "
                         "directory OUT for M shard ranks, the files a run of M ranks would have saved. Offline, no "
@@ -214,6 +219,7 @@ int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc) {
 int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
     (void)proc;
     const char *dtype = "fp32";
+    /* clang-format off: one flag per line */
     sv_flag flags[] = {{"dtype", SV_FLAG_STR, &dtype, 0, 0, "fp32 | bf16 (round to nearest even)", 0}, SV_FLAG_END};
     sv_cmd_spec spec = {"export", "shardvit export CKPT OUT.safetensors [--dtype fp32|bf16]",
                         "Write the master weights of checkpoint CKPT (step directory, checkpoint root or run "
@@ -229,8 +235,10 @@ int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, 2, "expected CKPT OUT.safetensors; see --help");
     if (rc >= 0) return rc;
     sv_st_dtype dt;
-    if (!strcmp(dtype, "fp32")) dt = SV_ST_F32;
-    else if (!strcmp(dtype, "bf16")) dt = SV_ST_BF16;
+    if (!strcmp(dtype, "fp32"))
+        dt = SV_ST_F32;
+    else if (!strcmp(dtype, "bf16"))
+        dt = SV_ST_BF16;
     else {
         fprintf(stderr, "shardvit export: --dtype: invalid value '%s' (expected fp32 or bf16)\n", dtype);
         return 2;
@@ -245,6 +253,7 @@ int sv_cmd_import(int argc, char **argv, const sv_proc *proc) {
     sv_model_opts mo = {.model = "vit-28"};
     int head_zero = 0;
     sv_flag flags[] = {SV_MODEL_FLAGS(mo), SV_FLAG_END};
+    /* clang-format on */
     sv_cmd_spec spec = {"import", "shardvit import FILE.safetensors [model flags]",
                         "Validate a timm VisionTransformer safetensors file (header, dtypes, offsets) and check it "
                         "against the model the flags describe: every tensor present with its shape, except the head "

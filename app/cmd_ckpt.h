@@ -21,9 +21,9 @@ typedef struct sv_train_ckpt {
     /* Filled by the trainer before training: seed, total_steps, lr, min_lr, warmup,
      * global_batch; kept current during training: epoch/cursor of the next batch. */
     sv_ckpt_train_state state;
-    sv_ckpt_meta meta;     /* eval transform + label names recorded in every checkpoint (labels
+    sv_ckpt_meta meta;    /* eval transform + label names recorded in every checkpoint (labels
                               borrowed; the trainer frees the pointer array) */
-    long long last_saved;  /* step of the newest checkpoint of this run on disk, -1 none */
+    long long last_saved; /* step of the newest checkpoint of this run on disk, -1 none */
     char dir_buf[SV_CKPT_PATH_MAX];
 } sv_train_ckpt;
 
@@ -39,8 +39,8 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *
  * set to the signal and the caller ends training. `before_save` (may be NULL) runs on every rank
  * just before a save (flushing logs). Without a checkpoint directory a signal still stops the run
  * (*stop set) but nothing is saved. */
-sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done, int *stop,
-                                   sv_status (*before_save)(void *), void *ctx);
+sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done, int *stop, sv_status (*before_save)(void *),
+                                   void *ctx);
 /* After training (collective): finish a save in flight, then save unless step `done` is already
  * on disk. Also on the way out of a failed run (every rank calls it or none): see _free. */
 sv_status sv_train_ckpt_end(sv_run *r, sv_train_ckpt *c, long done);

@@ -97,8 +97,10 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
         char lsrc[4300];
         snprintf(lsrc, sizeof lsrc, "%s%s", o->weights ? "config.json beside " : "", msrc);
         sv_status cst = sv_eval_check_class_names(ds, meta.labels, meta.n_labels, lsrc);
-        if (cst != SV_OK && o->ignore_class_names) SV_WARN("--ignore-class-names: %s", sv_err_msg());
-        else st = cst;
+        if (cst != SV_OK && o->ignore_class_names)
+            SV_WARN("--ignore-class-names: %s", sv_err_msg());
+        else
+            st = cst;
     }
     free(meta.labels);
     meta.labels = NULL;
@@ -137,6 +139,7 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
     eval_opts o = {.run = SV_RUN_OPTS_DEFAULT, .out = ".", .xf = SV_XFORM_FLAGS_UNSET, .synth_samples = 1000};
     o.run.model.model = NULL;
     o.run.batch_size = 64;
+    /* clang-format off: one flag per line */
     sv_flag flags[] = {
         SV_MODEL_FLAGS(o.run.model),
         {"weights", SV_FLAG_STR, &o.weights, 0, 0, "timm-named safetensors file (config.json beside it is read)", 0},
@@ -144,7 +147,8 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         {"data", SV_FLAG_STR, &o.data, 0, 0, "evaluation data: ImageFolder dir | tar pattern | synthetic", 0},
         {"out", SV_FLAG_STR, &o.out, 0, 0, "directory for eval.json and confusion.csv", 0},
         {"classes", SV_FLAG_STR, &o.classes, 0, 0, "class names, one per line (default: the data set's)", 0},
-        {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 1 << 20, "global batch (rounded up to a multiple of ranks)", 0},
+        {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 1 << 20, "global batch (rounded up to a multiple of ranks)",
+         0},
         SV_XFORM_FLAGS(o.xf),
         {"synth-samples", SV_FLAG_INT, &o.synth_samples, 1, 1 << 30, "samples in --data synthetic", 0},
         {"ignore-class-names", SV_FLAG_BOOL, &o.ignore_class_names, 0, 0,
@@ -155,19 +159,21 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         {"param-dtype", SV_FLAG_STR, &o.run.param_dtype, 0, 0, "compute dtype fp32 | bf16", 0},
         {"device", SV_FLAG_STR, &o.run.device, 0, 0, "auto | cpu | cuda", 0},
         {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024, "CPU threads per rank (0 = cores / local ranks)", 0},
-        {"comm-timeout", SV_FLAG_DOUBLE, &o.run.comm_timeout, 0, 1e7, "seconds before a collective is declared hung", 0},
+        {"comm-timeout", SV_FLAG_DOUBLE, &o.run.comm_timeout, 0, 1e7, "seconds before a collective is declared hung",
+         0},
         SV_FLAG_END};
-    sv_cmd_spec spec = {"eval",
-                        "[mpiexec -n N] shardvit eval --weights FILE.safetensors | --ckpt PATH --data PATH [flags]",
-                        "Evaluate trained weights: loss, top-1, top-5, per-class accuracy; writes eval.json and "
-                        "confusion.csv to --out. The model shape comes from the weights (and config.json beside "
-                        "them); model flags override it. The eval transform (crop_pct, interpolation, mean, std) is the "
-                        "one the model recorded (checkpoint index.json, or config.json's pretrained_cfg beside "
-                        "--weights), else the defaults; --crop-pct/--interp/--mean/--std override it, and a line "
-                        "names each value's source. When the model recorded label names, the data set's class names must "
-                        "equal them class by class (else an error names the first difference; --ignore-class-names "
-                        "overrides).",
-                        0};
+    /* clang-format on */
+    sv_cmd_spec spec = {
+        "eval", "[mpiexec -n N] shardvit eval --weights FILE.safetensors | --ckpt PATH --data PATH [flags]",
+        "Evaluate trained weights: loss, top-1, top-5, per-class accuracy; writes eval.json and "
+        "confusion.csv to --out. The model shape comes from the weights (and config.json beside "
+        "them); model flags override it. The eval transform (crop_pct, interpolation, mean, std) is the "
+        "one the model recorded (checkpoint index.json, or config.json's pretrained_cfg beside "
+        "--weights), else the defaults; --crop-pct/--interp/--mean/--std override it, and a line "
+        "names each value's source. When the model recorded label names, the data set's class names must "
+        "equal them class by class (else an error names the first difference; --ignore-class-names "
+        "overrides).",
+        0};
     char *pos[1];
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);

@@ -10,9 +10,10 @@ int sv_cmd_info(int argc, char **argv, const sv_proc *proc) {
     (void)proc;
     sv_model_opts mo = {.model = "vit-b16"};
     int table = 1;
-    sv_flag flags[] = {SV_MODEL_FLAGS(mo),
-                       {"table", SV_FLAG_BOOL, &table, 0, 0, "print the per-tensor table", 0},
-                       SV_FLAG_END};
+    /* clang-format off: one flag per line */
+    sv_flag flags[] = {
+        SV_MODEL_FLAGS(mo), {"table", SV_FLAG_BOOL, &table, 0, 0, "print the per-tensor table", 0}, SV_FLAG_END};
+    /* clang-format on */
     sv_cmd_spec spec = {"info", "shardvit info --model NAME [shape flags]",
                         "Print the parameter table (timm VisionTransformer names and shapes), the parameter "
                         "count and the FLOPs per image.",

@@ -16,11 +16,14 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     o.device = "cpu";
     int world = 1;
     const char *mem = NULL;
+    /* clang-format off: one flag per line */
     sv_flag flags[] = {SV_RUN_FLAGS(o),
                        {"world", SV_FLAG_INT, &world, 1, 1 << 20, "number of ranks to plan for", 0},
                        {"mem", SV_FLAG_STR, &mem, 0, 0, "memory per rank to check against, e.g. 24G or 80GiB", 0},
                        SV_FLAG_END};
-    sv_cmd_spec spec = {"plan", "shardvit plan --model M --world N --strategy S --param-dtype D --batch-size B [--mem 24G]",
+    /* clang-format on */
+    sv_cmd_spec spec = {"plan",
+                        "shardvit plan --model M --world N --strategy S --param-dtype D --batch-size B [--mem 24G]",
                         "Print where every byte of a rank's arena goes (fp32 master/grad/optimizer shards, gathered "
                         "compute-dtype parameters, gradient buffers, activations) and whether it fits --mem. "
                         "--device cuda plans GPU sizes (bf16 storage) without needing a GPU.",
@@ -64,8 +67,8 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     row("gathered", m.fsdp.gathered, T, "compute-dtype gathered units + all-gather staging");
     row("grad buffers", m.fsdp.grad_buffers, T, "full-size fp32 unit gradients being reduced");
     row("activations", m.activations, T, "one micro-batch's saved activations + backward scratch");
-    size_t other = T - m.fsdp.params - m.fsdp.grads - m.fsdp.optimizer - m.fsdp.gathered - m.fsdp.grad_buffers -
-                   m.activations;
+    size_t other =
+        T - m.fsdp.params - m.fsdp.grads - m.fsdp.optimizer - m.fsdp.gathered - m.fsdp.grad_buffers - m.activations;
     if (other) row("alignment", other, T, "padding between buffers");
     printf("  %-16s %12.1f MiB  (%zu bytes)\n", "total", T / 1048576.0, T);
     if (mem_bytes >= 0) {
@@ -81,12 +84,14 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
             int mid = (lo + hi) / 2;
             if (sv_run_plan(&vcfg, &fc, be, world, mid, o.recompute, &t) == SV_OK && (long long)t.total <= mem_bytes)
                 lo = mid;
-            else hi = mid;
+            else
+                hi = mid;
         }
         if (lo > 0)
             printf("largest micro-batch per rank that fits: %d (global batch %d at --accum %d)\n", lo,
                    lo * world * o.accum, o.accum);
-        else printf("even a micro-batch of 1 does not fit: shard more (more ranks, full_shard) or use --recompute\n");
+        else
+            printf("even a micro-batch of 1 does not fit: shard more (more ranks, full_shard) or use --recompute\n");
     }
     sv_backend_destroy(be);
     return 0;

@@ -125,8 +125,13 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
     if (st == SV_OK) st = sv_be_alloc(r.be, (size_t)micro * K * 4, (void **)&d_l32);
     float mean[3], stdv[3];
     for (int ch = 0; ch < 3; ch++) mean[ch] = (float)xf.mean[ch], stdv[ch] = (float)xf.std[ch];
-    sv_image_xform x = {.train = 0, .img = c->img, .channels = c->in_chans, .crop_pct = xf.crop_pct,
-                        .max_pixels = 89478485ull, .mean = mean, .std = stdv,
+    sv_image_xform x = {.train = 0,
+                        .img = c->img,
+                        .channels = c->in_chans,
+                        .crop_pct = xf.crop_pct,
+                        .max_pixels = 89478485ull,
+                        .mean = mean,
+                        .std = stdv,
                         .interp = (sv_interp)sv_xform_interp_id(&xf)};
     sv_jpeg_ctx jc;
     sv_jpeg_ctx_init(&jc);
@@ -138,7 +143,8 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
             char *bytes = NULL;
             size_t len = 0;
             st = sv_fileio_read_small(imgs[i0 + i], (size_t)1 << 28, &bytes, &len);
-            if (st == SV_OK && (st = sv_load_image(&jc, &rs, (const uint8_t *)bytes, len, &x, h_img + i * per)) != SV_OK) {
+            if (st == SV_OK &&
+                (st = sv_load_image(&jc, &rs, (const uint8_t *)bytes, len, &x, h_img + i * per)) != SV_OK) {
                 char why[1024]; /* sv_err_msg() is the buffer SV_FAIL writes: copy it first */
                 snprintf(why, sizeof why, "%s", sv_err_msg());
                 st = SV_FAIL(st, "%s: %s", imgs[i0 + i], why);
@@ -169,11 +175,13 @@ int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
     predict_opts o = {.run = SV_RUN_OPTS_DEFAULT, .topk = 5, .xf = SV_XFORM_FLAGS_UNSET};
     o.run.model.model = NULL;
     o.run.batch_size = 16;
+    /* clang-format off: one flag per line */
     sv_flag flags[] = {
         SV_MODEL_FLAGS(o.run.model),
         {"weights", SV_FLAG_STR, &o.weights, 0, 0, "timm-named safetensors file (config.json beside it is read)", 0},
         {"ckpt", SV_FLAG_STR, &o.ckpt, 0, 0, "shardvit checkpoint: run dir, checkpoint root or step dir", 0},
-        {"classes", SV_FLAG_STR, &o.classes, 0, 0, "class names, one per line (default: classes.txt beside the weights)", 0},
+        {"classes", SV_FLAG_STR, &o.classes, 0, 0,
+         "class names, one per line (default: classes.txt beside the weights)", 0},
         {"topk", SV_FLAG_INT, &o.topk, 0, 1000000, "classes shown per image (0 = all)", 0},
         {"json", SV_FLAG_BOOL, &o.json, 0, 0, "one JSON object per image instead of text", 0},
         {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 4096, "images per forward pass", 0},
@@ -182,6 +190,7 @@ int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
         {"device", SV_FLAG_STR, &o.run.device, 0, 0, "auto | cpu | cuda", 0},
         {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024, "CPU threads (0 = cores)", 0},
         SV_FLAG_END};
+    /* clang-format on */
     sv_cmd_spec spec = {"predict", "shardvit predict --weights FILE.safetensors | --ckpt PATH [flags] IMG.jpg...",
                         "Print the top-k classes with probabilities for each image. Class names come from --classes, "
                         "or classes.txt beside the weights / in the run directory, or the label names the model "

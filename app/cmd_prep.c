@@ -13,6 +13,7 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
     sv_prep_opts o = sv_prep_opts_default();
     const char *format = "folder";
     long long limit = 0, seed = 0;
+    /* clang-format off: one flag per line */
     sv_flag flags[] = {
         {"out", SV_FLAG_STR, &o.out, 0, 0, "output directory (required)", 0},
         {"src", SV_FLAG_STR, &o.src, 0, 0, "source directory (fashion-mnist default: " SV_FASHION_MNIST_DIR ")", 0},
@@ -27,6 +28,7 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
         {"height", SV_FLAG_INT, &o.height, 8, 16384, "synthetic: image height", 0},
         {"seed", SV_FLAG_I64, &seed, 0, 9.2e18, "synthetic: content seed", 0},
         SV_FLAG_END};
+    /* clang-format on */
     sv_cmd_spec spec = {"prep", "shardvit prep fashion-mnist|mnist|cifar10|cifar100|synthetic --out DIR [flags]",
                         "Convert a dataset into JPEG files shardvit trains on: DIR/train/<class>/*.jpg and "
                         "DIR/test/<class>/*.jpg (or tar shards with --format tar), plus DIR/classes.txt.",
@@ -40,8 +42,10 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
         fprintf(stderr, "shardvit prep: --out: missing (output directory)\n");
         return 2;
     }
-    if (!strcmp(format, "folder")) o.format = SV_PREP_FOLDER;
-    else if (!strcmp(format, "tar")) o.format = SV_PREP_TAR;
+    if (!strcmp(format, "folder"))
+        o.format = SV_PREP_FOLDER;
+    else if (!strcmp(format, "tar"))
+        o.format = SV_PREP_TAR;
     else {
         fprintf(stderr, "shardvit prep: --format: invalid value '%s' (expected folder or tar)\n", format);
         return 2;
@@ -50,7 +54,8 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
     o.seed = (uint64_t)seed;
     const char *what = pos[0];
     sv_status st;
-    if (!strcmp(what, "fashion-mnist")) st = sv_prep_idx(&o, 1);
+    if (!strcmp(what, "fashion-mnist"))
+        st = sv_prep_idx(&o, 1);
     else if (!strcmp(what, "mnist")) {
         if (!o.src) {
             fprintf(stderr, "shardvit prep: --src: required for mnist (directory of the IDX files)\n");
@@ -63,7 +68,8 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
             return 2;
         }
         st = sv_prep_cifar(&o, !strcmp(what, "cifar10") ? 10 : 100);
-    } else if (!strcmp(what, "synthetic")) st = sv_prep_synthetic(&o);
+    } else if (!strcmp(what, "synthetic"))
+        st = sv_prep_synthetic(&o);
     else {
         fprintf(stderr, "shardvit prep: unknown dataset '%s' (fashion-mnist|mnist|cifar10|cifar100|synthetic)\n", what);
         return 2;

@@ -10,10 +10,12 @@
 int sv_cmd_report(int argc, char **argv, const sv_proc *proc) {
     (void)proc;
     const char *out = NULL, *trace = NULL;
+    /* clang-format off: one flag per line */
     sv_flag flags[] = {
         {"out", SV_FLAG_STR, &out, 0, 0, "HTML file to write (default RUN_DIR/report.html)", 0},
         {"trace", SV_FLAG_STR, &trace, 0, 0, "trace JSON to summarise (default RUN_DIR/trace.json when present)", 0},
         SV_FLAG_END};
+    /* clang-format on */
     sv_cmd_spec spec = {"report", "shardvit report RUN_DIR [--out FILE.html]",
                         "Write one self-contained HTML report of a training run: loss, accuracy, learning rate, "
                         "throughput and memory curves (metrics.jsonl), the evaluation summary and confusion matrix "

@@ -41,7 +41,7 @@ typedef struct train_opts {
     double ckpt_minutes;        /* --ckpt-every-minutes */
     int async_ckpt;             /* --async-ckpt */
     const char *preempt_signal; /* --preempt-signal */
-    int eval_every; /* evaluate --val-data every N steps (0: at the end only) */
+    int eval_every;             /* evaluate --val-data every N steps (0: at the end only) */
 } train_opts;
 
 /* What ended the loop early: a preemption signal (its number; 0: none). */
@@ -120,7 +120,7 @@ static sv_status train_feed_next(void *ctx, int micro, sv_micro_batch *mb) {
     SV_TRY(sv_loader_next(f->ld, &b));
     f->next_epoch = b->next_epoch;
     f->next_cursor = b->next_cursor;
-    if (f->step == f->poison_step && f->r->rank == f->poison_rank) b->images[0] = NAN; /* test hook */
+    if (f->step == f->poison_step && f->r->rank == f->poison_rank) b->images[0] = NAN;                 /* test hook */
     if (f->step == f->signal_step && f->r->rank == f->signal_rank && micro == 0) raise(f->signal_sig); /* test hook */
     SV_TRY(sv_be_upload_async(f->r->be, f->images, b->images, B * c->in_chans * c->img * c->img * 4));
     SV_TRY(sv_be_upload_async(f->r->be, f->labels, b->labels, B * 4));
@@ -220,8 +220,7 @@ static sv_status resolve_transform(trainer *t) {
         free(init_meta.labels);
         snprintf(init_src, sizeof init_src, "--init-from %.500s config.json", o->init_from);
     }
-    SV_TRY(sv_xform_for_training(&o->xf, init_found ? &init_meta.xform : NULL, init_src, c->img, c->in_chans,
-                                 &t->tx));
+    SV_TRY(sv_xform_for_training(&o->xf, init_found ? &init_meta.xform : NULL, init_src, c->img, c->in_chans, &t->tx));
     for (int k = 0; k < 3; k++) t->mean[k] = (float)t->tx.mean[k], t->stdv[k] = (float)t->tx.std[k];
     return SV_OK;
 }
@@ -278,13 +277,26 @@ static sv_status alloc_batch(trainer *t) {
 static sv_status begin(trainer *t, long *start) {
     const train_opts *o = t->o;
     sv_run *r = t->r;
-    t->ck = (sv_train_ckpt){.resume = o->resume, .init_from = o->init_from, .every = o->ckpt_every, .keep = o->keep,
-                            .every_minutes = o->ckpt_minutes, .async = o->async_ckpt};
+    t->ck = (sv_train_ckpt){.resume = o->resume,
+                            .init_from = o->init_from,
+                            .every = o->ckpt_every,
+                            .keep = o->keep,
+                            .every_minutes = o->ckpt_minutes,
+                            .async = o->async_ckpt};
     t->ck.meta.xform = t->tx;
-    t->ck.state = (sv_ckpt_train_state){.seed = (uint64_t)o->run.seed, .total_steps = t->total, .lr = o->lr,
-                                        .min_lr = o->min_lr, .warmup = o->warmup, .global_batch = o->run.batch_size};
-    sv_eval_opts eo = {.workers = o->workers, .crop_pct = (float)t->tx.crop_pct, .norm = -1, .mean = t->mean,
-                       .std = t->stdv, .interp = sv_xform_interp_id(&t->tx), .seed = (uint64_t)o->run.seed,
+    t->ck.state = (sv_ckpt_train_state){.seed = (uint64_t)o->run.seed,
+                                        .total_steps = t->total,
+                                        .lr = o->lr,
+                                        .min_lr = o->min_lr,
+                                        .warmup = o->warmup,
+                                        .global_batch = o->run.batch_size};
+    sv_eval_opts eo = {.workers = o->workers,
+                       .crop_pct = (float)t->tx.crop_pct,
+                       .norm = -1,
+                       .mean = t->mean,
+                       .std = t->stdv,
+                       .interp = sv_xform_interp_id(&t->tx),
+                       .seed = (uint64_t)o->run.seed,
                        .xform = &t->tx};
     SV_TRY(sv_train_log_open(&t->lg, r->rank, o->out, o->resume != NULL));
     SV_TRY(record_labels(t->ds, &t->ck.meta));
@@ -314,11 +326,17 @@ static sv_status log_step(trainer *t, long step, double lr, const sv_step_result
             SV_INFO("step %ld/%ld epoch %llu loss %.4f lr %.3e grad_norm %.3f img/s %.1f TFLOP/s %.3f%s%s", step + 1,
                     t->total, (unsigned long long)sr->epoch, loss, lr, sr->grad_norm, ips, tflops, mfu,
                     sr->skipped ? " (skipped)" : "");
-        sv_train_log_step rec = {.step = step + 1, .epoch = (unsigned long long)sr->epoch,
-                                 .skipped_steps = (unsigned long long)r->fsdp.ctr.skipped_steps, .loss = loss,
-                                 .lr = lr, .grad_norm = sr->grad_norm, .img_per_s = ips, .tflops = tflops,
+        sv_train_log_step rec = {.step = step + 1,
+                                 .epoch = (unsigned long long)sr->epoch,
+                                 .skipped_steps = (unsigned long long)r->fsdp.ctr.skipped_steps,
+                                 .loss = loss,
+                                 .lr = lr,
+                                 .grad_norm = sr->grad_norm,
+                                 .img_per_s = ips,
+                                 .tflops = tflops,
                                  .mfu = t->peak > 0 ? tflops * 1e12 / t->peak : NAN,
-                                 .data_wait_frac = dt > 0 ? t->wait_log / dt : 0, .mem_bytes = r->dev.used};
+                                 .data_wait_frac = dt > 0 ? t->wait_log / dt : 0,
+                                 .mem_bytes = r->dev.used};
         SV_TRY(sv_train_log_record(&t->lg, &rec));
         t->t_log = sv_now_s();
         t->wait_log = 0;
@@ -343,8 +361,7 @@ static void log_summary(const trainer *t) {
     SV_INFO("exposed communication: %.3f s waiting in collectives of %.3f s training (%.1f%%)", waited, wall,
             wall > 0 ? 100.0 * waited / wall : 0.0);
     SV_INFO("memory: persistent %zu bytes per rank (16 B x %zu sharded elements), max gathered block units %d",
-            sv_fsdp_persistent_bytes(&r->fsdp), sv_fsdp_persistent_bytes(&r->fsdp) / 16,
-            r->fsdp.ctr.max_live_gathered);
+            sv_fsdp_persistent_bytes(&r->fsdp), sv_fsdp_persistent_bytes(&r->fsdp) / 16, r->fsdp.ctr.max_live_gathered);
 }
 
 /* After the last step: final checkpoint, final evaluation and its outputs, --save-params,
@@ -396,17 +413,29 @@ static sv_status run_steps(trainer *t, long start, train_end *end) {
     const train_hooks *h = &t->hooks;
     for (long step = start; step < t->total; step++) {
         double lr = lr_at(o, step, t->total);
-        sv_optim_config oc = {(float)lr, (float)o->beta1, (float)o->beta2, (float)o->eps, (float)o->weight_decay,
-                              (float)o->clip};
-        train_feed feed = {r,           t->ld,          t->d_images,    t->d_soft,     t->d_labels, step,
-                           h->poison_step, h->poison_rank, h->signal_step, h->signal_rank, h->signal_sig, 0, 0};
+        sv_optim_config oc = {(float)lr,     (float)o->beta1,        (float)o->beta2,
+                              (float)o->eps, (float)o->weight_decay, (float)o->clip};
+        train_feed feed = {r,
+                           t->ld,
+                           t->d_images,
+                           t->d_soft,
+                           t->d_labels,
+                           step,
+                           h->poison_step,
+                           h->poison_rank,
+                           h->signal_step,
+                           h->signal_rank,
+                           h->signal_sig,
+                           0,
+                           0};
         sv_step_result sr;
-        SV_TRY(sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, train_feed_next, &feed,
-                             &sr));
+        SV_TRY(
+            sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, train_feed_next, &feed, &sr));
         t->ck.state.epoch = feed.next_epoch;
         t->ck.state.cursor = feed.next_cursor;
         if (o->max_skipped >= 0 && r->fsdp.ctr.skipped_steps > (uint64_t)o->max_skipped)
-            return SV_FAIL(SV_ERR_NONFINITE, "%llu steps skipped for non-finite gradients (limit --max-skipped-steps %d)",
+            return SV_FAIL(SV_ERR_NONFINITE,
+                           "%llu steps skipped for non-finite gradients (limit --max-skipped-steps %d)",
                            (unsigned long long)r->fsdp.ctr.skipped_steps, o->max_skipped);
         SV_TRY(log_step(t, step, lr, &sr));
         if (t->vds && o->eval_every > 0 && ((step + 1) % o->eval_every == 0 || step + 1 == t->total)) {
@@ -517,13 +546,17 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                     .debug_nan_rank = 0,
                     .ckpt_minutes = 30,
                     .preempt_signal = "TERM,INT,USR1"};
+    /* clang-format off: one flag per line */
     sv_flag flags[] = {
         SV_RUN_FLAGS(o.run),
         {"data", SV_FLAG_STR, &o.data, 0, 0, "training data: synthetic | ImageFolder dir | tar pattern", 0},
-        {"val-data", SV_FLAG_STR, &o.val_data, 0, 0, "evaluation data (evaluated at the end and every --eval-every steps)", 0},
-        {"eval-every", SV_FLAG_INT, &o.eval_every, 0, 1 << 30, "evaluate --val-data every N steps (0 = at the end only)", 0},
+        {"val-data", SV_FLAG_STR, &o.val_data, 0, 0,
+         "evaluation data (evaluated at the end and every --eval-every steps)", 0},
+        {"eval-every", SV_FLAG_INT, &o.eval_every, 0, 1 << 30,
+         "evaluate --val-data every N steps (0 = at the end only)", 0},
         {"out", SV_FLAG_STR, &o.out, 0, 0, "output directory (metrics.jsonl, config, classes)", 0},
-        {"steps", SV_FLAG_I64, &o.steps, -1, 1e12, "optimizer steps (-1: use --epochs; 0: none, e.g. --init-from + --save-params)", 0},
+        {"steps", SV_FLAG_I64, &o.steps, -1, 1e12,
+         "optimizer steps (-1: use --epochs; 0: none, e.g. --init-from + --save-params)", 0},
         {"epochs", SV_FLAG_INT, &o.epochs, 0, 100000, "epochs when --steps is -1 (0 = 1)", 0},
         {"lr", SV_FLAG_DOUBLE, &o.lr, 0, 10, "peak learning rate", 0},
         {"min-lr", SV_FLAG_DOUBLE, &o.min_lr, 0, 10, "final learning rate of the cosine schedule", 0},
@@ -536,31 +569,46 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"smoothing", SV_FLAG_DOUBLE, &o.smoothing, 0, 0.999, "label smoothing", 0},
         {"mixup", SV_FLAG_DOUBLE, &o.mixup, 0, 100, "mixup alpha (0 = off)", 0},
         {"cutmix", SV_FLAG_DOUBLE, &o.cutmix, 0, 100, "cutmix alpha (0 = off)", 0},
-        {"crop-scale-min", SV_FLAG_DOUBLE, &o.crop_scale_min, 0.01, 1, "RandomResizedCrop: smallest crop area fraction", 0},
+        {"crop-scale-min", SV_FLAG_DOUBLE, &o.crop_scale_min, 0.01, 1, "RandomResizedCrop: smallest crop area fraction",
+         0},
         {"hflip", SV_FLAG_DOUBLE, &o.hflip, 0, 1, "horizontal flip probability", 0},
-        {"crop-pct", SV_FLAG_DOUBLE, &o.xf.crop_pct, 0.05, 1, "evaluation: resize the shorter side to img/crop-pct, then center crop; recorded in checkpoints", 0},
+        {"crop-pct", SV_FLAG_DOUBLE, &o.xf.crop_pct, 0.05, 1,
+         "evaluation: resize the shorter side to img/crop-pct, then center crop; recorded in checkpoints", 0},
         {"randaug-n", SV_FLAG_INT, &o.randaug_n, 0, 16, "RandAugment ops per training image (0 = off)", 0},
         {"randaug-m", SV_FLAG_DOUBLE, &o.randaug_m, 0, 30, "RandAugment magnitude (timm scale, 0..10 usual)", 0},
-        {"interp", SV_FLAG_STR, &o.xf.interp, 0, 0, "crop/resize interpolation (training and evaluation): bilinear | bicubic (unset: bilinear); recorded", 0},
-        {"mean", SV_FLAG_STR, &o.xf.mean, 0, 0, "normalisation mean: comma list | imagenet | half (unset: half for 1 channel, imagenet for 3); recorded", 0},
-        {"std", SV_FLAG_STR, &o.xf.std, 0, 0, "normalisation std: comma list | imagenet | half (unset: as --mean); recorded", 0},
+        {"interp", SV_FLAG_STR, &o.xf.interp, 0, 0,
+         "crop/resize interpolation (training and evaluation): bilinear | bicubic (unset: bilinear); recorded", 0},
+        {"mean", SV_FLAG_STR, &o.xf.mean, 0, 0,
+         "normalisation mean: comma list | imagenet | half (unset: half for 1 channel, imagenet for 3); recorded", 0},
+        {"std", SV_FLAG_STR, &o.xf.std, 0, 0,
+         "normalisation std: comma list | imagenet | half (unset: as --mean); recorded", 0},
         {"log-every", SV_FLAG_INT, &o.log_every, 1, 1 << 30, "log every N steps", 0},
         {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank (0 = cores)", 0},
         {"synth-samples", SV_FLAG_INT, &o.synth_samples, 1, 1 << 30, "samples in --data synthetic", 0},
-        {"max-skipped-steps", SV_FLAG_INT, &o.max_skipped, -1, 1 << 30, "abort when more than N steps were skipped for non-finite gradients (-1 = never)", 0},
+        {"max-skipped-steps", SV_FLAG_INT, &o.max_skipped, -1, 1 << 30,
+         "abort when more than N steps were skipped for non-finite gradients (-1 = never)", 0},
         {"save-params", SV_FLAG_STR, &o.save_params, 0, 0, "write all final fp32 parameters (canonical order) here", 0},
         {"debug-nan-step", SV_FLAG_I64, &o.debug_nan_step, -1, 1e12, "testing: poison one gradient at this step", 0},
         {"debug-nan-rank", SV_FLAG_INT, &o.debug_nan_rank, 0, 1 << 20, "testing: rank that poisons it", 0},
-        {"ckpt-dir", SV_FLAG_STR, &o.ckpt_dir, 0, 0, "checkpoint root (default OUT/checkpoints; docs/checkpoints.md)", 0},
-        {"ckpt-every", SV_FLAG_INT, &o.ckpt_every, 0, 1 << 30, "save a checkpoint every N steps (0: only at the end)", 0},
-        {"async-ckpt", SV_FLAG_BOOL, &o.async_ckpt, 0, 1, "write checkpoint shards in a background thread (training blocks only for a host copy)", 0},
-        {"ckpt-every-minutes", SV_FLAG_DOUBLE, &o.ckpt_minutes, 0, 1e7, "also save when this many minutes have passed since the last save (0: off); all ranks agree on the step", 0},
-        {"preempt-signal", SV_FLAG_STR, &o.preempt_signal, 0, 0, "signals that stop training cleanly: finish the step, save, exit 75 (comma list, or none)", 0},
+        {"ckpt-dir", SV_FLAG_STR, &o.ckpt_dir, 0, 0, "checkpoint root (default OUT/checkpoints; docs/checkpoints.md)",
+         0},
+        {"ckpt-every", SV_FLAG_INT, &o.ckpt_every, 0, 1 << 30, "save a checkpoint every N steps (0: only at the end)",
+         0},
+        {"async-ckpt", SV_FLAG_BOOL, &o.async_ckpt, 0, 1,
+         "write checkpoint shards in a background thread (training blocks only for a host copy)", 0},
+        {"ckpt-every-minutes", SV_FLAG_DOUBLE, &o.ckpt_minutes, 0, 1e7,
+         "also save when this many minutes have passed since the last save (0: off); all ranks agree on the step", 0},
+        {"preempt-signal", SV_FLAG_STR, &o.preempt_signal, 0, 0,
+         "signals that stop training cleanly: finish the step, save, exit 75 (comma list, or none)", 0},
         {"keep", SV_FLAG_INT, &o.keep, 0, 1 << 20, "keep the newest N checkpoints (0: all)", 0},
-        {"resume", SV_FLAG_STR, &o.resume, 0, 0, "auto (latest in --ckpt-dir, if any) | run dir | checkpoint root | step dir", 0},
-        {"init-from", SV_FLAG_STR, &o.init_from, 0, 0, "seed the weights from a timm safetensors file (optimizer state zero)", 0},
-        {"dump-logits", SV_FLAG_STR, &o.dump_logits, 0, 0, "debug: write rank 0's first eval-transform batch and its logits (safetensors)", 0},
+        {"resume", SV_FLAG_STR, &o.resume, 0, 0,
+         "auto (latest in --ckpt-dir, if any) | run dir | checkpoint root | step dir", 0},
+        {"init-from", SV_FLAG_STR, &o.init_from, 0, 0,
+         "seed the weights from a timm safetensors file (optimizer state zero)", 0},
+        {"dump-logits", SV_FLAG_STR, &o.dump_logits, 0, 0,
+         "debug: write rank 0's first eval-transform batch and its logits (safetensors)", 0},
         SV_FLAG_END};
+    /* clang-format on */
     sv_cmd_spec spec = {"train", "[mpiexec -n N] shardvit train [flags]",
                         "Train a ViT with FSDP (every block its own unit). Rank 0 logs and writes outputs.", 0};
     char *pos[1];
@@ -572,7 +620,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         return 2;
     }
     if (o.run.accum_mode && strcmp(o.run.accum_mode, "shard") && strcmp(o.run.accum_mode, "local")) {
-        fprintf(stderr, "shardvit train: --accum-mode: invalid value '%s' (expected shard or local)\n", o.run.accum_mode);
+        fprintf(stderr, "shardvit train: --accum-mode: invalid value '%s' (expected shard or local)\n",
+                o.run.accum_mode);
         return 2;
     }
     sv_preempt pre;
@@ -606,7 +655,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     sv_run_teardown(&r);
     if (end.signal && end.saved) {
         SV_INFO("stopped by %s after step %ld with its checkpoint saved: continue with the same command and "
-                "--resume auto (exit status %d)", sv_preempt_signal_name(end.signal), end.step, SV_EXIT_PREEMPTED);
+                "--resume auto (exit status %d)",
+                sv_preempt_signal_name(end.signal), end.step, SV_EXIT_PREEMPTED);
         return SV_EXIT_PREEMPTED;
     }
     if (end.signal) {

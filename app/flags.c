@@ -42,8 +42,10 @@ static int set_value(const char *cmd, sv_flag *f, const char *val) {
     case SV_FLAG_I64: {
         long long v = strtoll(val, &end, 10);
         if (errno || end == val || *end || (double)v < f->min || (double)v > f->max) goto bad;
-        if (f->type == SV_FLAG_INT) *(int *)f->ptr = (int)v;
-        else *(long long *)f->ptr = v;
+        if (f->type == SV_FLAG_INT)
+            *(int *)f->ptr = (int)v;
+        else
+            *(long long *)f->ptr = v;
         break;
     }
     case SV_FLAG_DOUBLE: {
@@ -57,9 +59,12 @@ static int set_value(const char *cmd, sv_flag *f, const char *val) {
         *(const char **)f->ptr = val;
         break;
     case SV_FLAG_BOOL:
-        if (!strcmp(val, "true") || !strcmp(val, "1") || !strcmp(val, "yes")) *(int *)f->ptr = 1;
-        else if (!strcmp(val, "false") || !strcmp(val, "0") || !strcmp(val, "no")) *(int *)f->ptr = 0;
-        else goto bad;
+        if (!strcmp(val, "true") || !strcmp(val, "1") || !strcmp(val, "yes"))
+            *(int *)f->ptr = 1;
+        else if (!strcmp(val, "false") || !strcmp(val, "0") || !strcmp(val, "no"))
+            *(int *)f->ptr = 0;
+        else
+            goto bad;
         break;
     }
     f->seen = 1;
@@ -172,9 +177,12 @@ int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **arg
             return 2;
         }
         const char *val;
-        if (eq) val = eq + 1;
-        else if (f->type == SV_FLAG_BOOL) val = "true";
-        else if (i + 1 < argc) val = argv[++i];
+        if (eq)
+            val = eq + 1;
+        else if (f->type == SV_FLAG_BOOL)
+            val = "true";
+        else if (i + 1 < argc)
+            val = argv[++i];
         else {
             char range[96];
             range_text(f, range, sizeof range);
@@ -240,8 +248,8 @@ long long sv_parse_bytes(const char *s) {
     return (long long)bytes;
 }
 
-int sv_cmd_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos,
-                 int npos_want, const char *wrong_count) {
+int sv_cmd_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos, int npos_want,
+                 const char *wrong_count) {
     int n = 0;
     int rc = sv_flags_parse(spec, flags, argc, argv, pos, &n);
     if (npos) *npos = n;

@@ -17,13 +17,14 @@ typedef enum { SV_FLAG_INT, SV_FLAG_I64, SV_FLAG_DOUBLE, SV_FLAG_STR, SV_FLAG_BO
 typedef struct sv_flag {
     const char *name; /* without "--" */
     sv_flag_type type;
-    void *ptr;        /* int*, long long*, double*, const char**, int* (bool) */
-    double min, max;  /* numeric range (inclusive); ignored for strings/bools */
+    void *ptr;       /* int*, long long*, double*, const char**, int* (bool) */
+    double min, max; /* numeric range (inclusive); ignored for strings/bools */
     const char *help;
-    int seen;         /* set by the parser: given on the command line or in --config */
+    int seen; /* set by the parser: given on the command line or in --config */
 } sv_flag;
 
-#define SV_FLAG_END {NULL, SV_FLAG_BOOL, NULL, 0, 0, NULL, 0}
+#define SV_FLAG_END \
+    { NULL, SV_FLAG_BOOL, NULL, 0, 0, NULL, 0 }
 
 typedef struct sv_cmd_spec {
     const char *name;    /* "train" */
@@ -41,8 +42,8 @@ int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **arg
 /* A command's preamble: sv_flags_parse, then, when npos_want >= 0 and the number of positional
  * arguments differs, "shardvit <cmd>: <wrong_count>" on stderr. Returns -1 to go on, else the
  * exit code: 0 after --help, 2 for a usage error. *npos (nullable) receives the count. */
-int sv_cmd_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos,
-                 int npos_want, const char *wrong_count);
+int sv_cmd_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos, int npos_want,
+                 const char *wrong_count);
 /* "shardvit <cmd>: <formatted message>" on stderr; returns 2 (the usage-error exit code). */
 int sv_cmd_usage_error(const sv_cmd_spec *spec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -14,7 +14,8 @@ sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, cons
     sv_vit_config c;
     SV_TRY(sv_vit_preset(mo->model ? mo->model : "vit-28", &c));
     int have_heads = 0;
-    if (weights) SV_TRY(sv_weights_infer_config(weights, &c, &have_heads));
+    if (weights)
+        SV_TRY(sv_weights_infer_config(weights, &c, &have_heads));
     else if (ckpt) {
         char step_dir[SV_CKPT_PATH_MAX];
         sv_ckpt_index idx;
@@ -26,8 +27,10 @@ sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, cons
         sv_ckpt_index_free(&idx);
     }
     if (weights && !have_heads && !mo->heads && c.dim % c.heads)
-        return SV_FAIL(SV_ERR_INVALID, "%s: the number of attention heads is not in the file and preset %s's %d heads "
-                       "do not divide its width %d: pass --heads", weights, c.name, c.heads, c.dim);
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s: the number of attention heads is not in the file and preset %s's %d heads "
+                       "do not divide its width %d: pass --heads",
+                       weights, c.name, c.heads, c.dim);
     *out = *mo;
     out->img = mo->img ? mo->img : c.img;
     out->patch = mo->patch ? mo->patch : c.patch;
@@ -59,8 +62,10 @@ static int classes_near(const char *path, int up, char *out, size_t cap) {
         snprintf(probe, sizeof probe, "%s/.", dir);
         if (access(probe, F_OK) != 0) { /* a file: start at its directory */
             char *s = strrchr(dir, '/');
-            if (s) *s = 0;
-            else snprintf(dir, sizeof dir, ".");
+            if (s)
+                *s = 0;
+            else
+                snprintf(dir, sizeof dir, ".");
         }
     }
     for (int i = 0; i <= up; i++) {

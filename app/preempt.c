@@ -19,7 +19,8 @@ static sv_preempt g_installed;
 static struct sigaction g_old[SV_PREEMPT_MAX_SIGNALS];
 
 const char *sv_preempt_signal_name(int sig) {
-    static const char *const full[] = {"SIGTERM", "SIGINT", "SIGUSR1", "SIGUSR2", "SIGHUP", "SIGQUIT", "SIGXCPU", "SIGALRM"};
+    static const char *const full[] = {"SIGTERM", "SIGINT",  "SIGUSR1", "SIGUSR2",
+                                       "SIGHUP",  "SIGQUIT", "SIGXCPU", "SIGALRM"};
     for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++)
         if (k_names[i].sig == sig) return full[i];
     return "signal";
@@ -49,10 +50,11 @@ sv_status sv_preempt_parse(const char *spec, sv_preempt *out) {
         size_t len = strcspn(p, ",");
         int s = parse_one(p, len);
         if (s < 0 || s == SIGKILL || s == SIGSTOP)
-            return SV_FAIL(SV_ERR_INVALID,
-                           "--preempt-signal: '%.*s' is not a signal that can be handled (names: TERM INT USR1 USR2 HUP "
-                           "QUIT XCPU ALRM, or a number; 'none' for no handler)",
-                           (int)(len > 32 ? 32 : len), p);
+            return SV_FAIL(
+                SV_ERR_INVALID,
+                "--preempt-signal: '%.*s' is not a signal that can be handled (names: TERM INT USR1 USR2 HUP "
+                "QUIT XCPU ALRM, or a number; 'none' for no handler)",
+                (int)(len > 32 ? 32 : len), p);
         for (int i = 0; i < out->n; i++)
             if (out->sig[i] == s) return SV_FAIL(SV_ERR_INVALID, "--preempt-signal: %.*s is listed twice", (int)len, p);
         if (out->n == SV_PREEMPT_MAX_SIGNALS)

@@ -10,7 +10,7 @@
 
 sv_status sv_model_opts_resolve(const sv_model_opts *o, sv_vit_config *c) {
     SV_TRY(sv_vit_preset(o->model ? o->model : "vit-28", c));
-#define OVR(field, v)                                                                                      \
+#define OVR(field, v) \
     if (v) c->field = v
     OVR(img, o->img);
     OVR(patch, o->patch);
@@ -25,9 +25,12 @@ sv_status sv_model_opts_resolve(const sv_model_opts *o, sv_vit_config *c) {
 }
 
 static sv_status parse_dtype(const char *flag, const char *s, sv_dtype *out) {
-    if (!strcmp(s, "fp32")) *out = SV_F32;
-    else if (!strcmp(s, "bf16")) *out = SV_BF16;
-    else return SV_FAIL(SV_ERR_INVALID, "--%s '%s' (choose fp32|bf16)", flag, s);
+    if (!strcmp(s, "fp32"))
+        *out = SV_F32;
+    else if (!strcmp(s, "bf16"))
+        *out = SV_BF16;
+    else
+        return SV_FAIL(SV_ERR_INVALID, "--%s '%s' (choose fp32|bf16)", flag, s);
     return SV_OK;
 }
 
@@ -48,13 +51,16 @@ static sv_status parse_wrap(const char *s, size_t *bytes) {
 }
 
 static sv_status pick_device(const char *s, sv_device_kind *out) {
-    if (!strcmp(s, "cpu")) *out = SV_DEVICE_CPU;
-    else if (!strcmp(s, "cuda")) *out = SV_DEVICE_CUDA;
+    if (!strcmp(s, "cpu"))
+        *out = SV_DEVICE_CPU;
+    else if (!strcmp(s, "cuda"))
+        *out = SV_DEVICE_CUDA;
     else if (!strcmp(s, "auto")) {
         *out = sv_backend_available(SV_DEVICE_CUDA) ? SV_DEVICE_CUDA : SV_DEVICE_CPU;
         SV_INFO("device: %s (auto: %s)", *out == SV_DEVICE_CUDA ? "cuda" : "cpu",
                 *out == SV_DEVICE_CUDA ? "a CUDA device is usable" : "no usable CUDA device");
-    } else return SV_FAIL(SV_ERR_INVALID, "--device '%s' (choose auto|cpu|cuda)", s);
+    } else
+        return SV_FAIL(SV_ERR_INVALID, "--device '%s' (choose auto|cpu|cuda)", s);
     return SV_OK;
 }
 
@@ -69,17 +75,20 @@ sv_status sv_run_resolve(const sv_run_opts *o, int world, sv_vit_config *vcfg, s
     int shard_size;
     SV_TRY(sv_fsdp_shard_size(fc->strategy, fc->shard_group, world, &shard_size));
     SV_TRY(parse_dtype("reduce-dtype", o->reduce_dtype, &fc->reduce_dtype));
-    if (!strcmp(o->accum_mode, "shard")) fc->accum_mode = SV_ACCUM_SHARD;
-    else if (!strcmp(o->accum_mode, "local")) fc->accum_mode = SV_ACCUM_LOCAL;
-    else return SV_FAIL(SV_ERR_INVALID, "--accum-mode '%s' (choose shard|local)", o->accum_mode);
+    if (!strcmp(o->accum_mode, "shard"))
+        fc->accum_mode = SV_ACCUM_SHARD;
+    else if (!strcmp(o->accum_mode, "local"))
+        fc->accum_mode = SV_ACCUM_LOCAL;
+    else
+        return SV_FAIL(SV_ERR_INVALID, "--accum-mode '%s' (choose shard|local)", o->accum_mode);
     SV_TRY(parse_wrap(o->wrap, &fc->wrap_bytes));
     fc->head_zero_init = o->head_zero_init;
     fc->seed = (uint64_t)o->seed;
 
     long per = (long)world * o->accum;
     if (o->batch_size % per)
-        return SV_FAIL(SV_ERR_INVALID, "--batch-size %d must be divisible by world size x --accum = %ld",
-                       o->batch_size, per);
+        return SV_FAIL(SV_ERR_INVALID, "--batch-size %d must be divisible by world size x --accum = %ld", o->batch_size,
+                       per);
     *micro_batch = (int)(o->batch_size / per);
 
     memset(bc, 0, sizeof *bc);
@@ -92,8 +101,8 @@ sv_status sv_run_resolve(const sv_run_opts *o, int world, sv_vit_config *vcfg, s
     return SV_OK;
 }
 
-sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_backend *be, int world,
-                      int micro_batch, int recompute, sv_run_mem *out) {
+sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_backend *be, int world, int micro_batch,
+                      int recompute, sv_run_mem *out) {
     int shard_size;
     SV_TRY(sv_fsdp_shard_size(fc->strategy, fc->shard_group, world, &shard_size));
     sv_fsdp f;

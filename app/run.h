@@ -16,23 +16,27 @@ typedef struct sv_model_opts {
 } sv_model_opts;
 
 /* Flag entries for the model shape (timm's names). 0 means "take the preset's value". */
-#define SV_MODEL_FLAGS(o)                                                                                  \
-    {"model", SV_FLAG_STR, &(o).model, 0, 0, "model preset (vit-ti16 vit-s16 vit-b16 vit-l16 vit-h14 vit-28 vit-32)", 0}, \
-    {"img", SV_FLAG_INT, &(o).img, 0, 4096, "image size (0 = preset)", 0},                                 \
-    {"patch", SV_FLAG_INT, &(o).patch, 0, 4096, "patch size (0 = preset)", 0},                             \
-    {"in-chans", SV_FLAG_INT, &(o).in_chans, 0, 3, "input channels 1|3 (0 = preset)", 0},                  \
-    {"num-classes", SV_FLAG_INT, &(o).num_classes, 0, 1000000, "classes (0 = preset or dataset)", 0},      \
-    {"dim", SV_FLAG_INT, &(o).dim, 0, 16384, "embedding width (0 = preset)", 0},                           \
-    {"depth", SV_FLAG_INT, &(o).depth, 0, 256, "blocks (0 = preset)", 0},                                  \
-    {"heads", SV_FLAG_INT, &(o).heads, 0, 1024, "attention heads (0 = preset)", 0},                        \
-    {"mlp-ratio", SV_FLAG_DOUBLE, &(o).mlp_ratio, 0, 64, "MLP ratio (0 = preset)", 0}
+/* clang-format off: one flag per line */
+#define SV_MODEL_FLAGS(o) \
+    {"model", SV_FLAG_STR, &(o).model, 0, 0, "model preset (vit-ti16 vit-s16 vit-b16 vit-l16 vit-h14 vit-28 vit-32)", \
+     0}, \
+        {"img", SV_FLAG_INT, &(o).img, 0, 4096, "image size (0 = preset)", 0}, \
+        {"patch", SV_FLAG_INT, &(o).patch, 0, 4096, "patch size (0 = preset)", 0}, \
+        {"in-chans", SV_FLAG_INT, &(o).in_chans, 0, 3, "input channels 1|3 (0 = preset)", 0}, \
+        {"num-classes", SV_FLAG_INT, &(o).num_classes, 0, 1000000, "classes (0 = preset or dataset)", 0}, \
+        {"dim", SV_FLAG_INT, &(o).dim, 0, 16384, "embedding width (0 = preset)", 0}, \
+        {"depth", SV_FLAG_INT, &(o).depth, 0, 256, "blocks (0 = preset)", 0}, \
+        {"heads", SV_FLAG_INT, &(o).heads, 0, 1024, "attention heads (0 = preset)", 0}, { \
+        "mlp-ratio", SV_FLAG_DOUBLE, &(o).mlp_ratio, 0, 64, "MLP ratio (0 = preset)", 0 \
+    }
+/* clang-format on */
 
 /* Preset + overrides -> validated config. */
 sv_status sv_model_opts_resolve(const sv_model_opts *o, sv_vit_config *out);
 
 typedef struct sv_run_opts {
     sv_model_opts model;
-    int batch_size;         /* global batch per optimizer step */
+    int batch_size; /* global batch per optimizer step */
     int accum;
     const char *accum_mode; /* shard | local */
     const char *strategy;
@@ -49,29 +53,39 @@ typedef struct sv_run_opts {
     int head_zero_init;
 } sv_run_opts;
 
-#define SV_RUN_OPTS_DEFAULT                                                                                \
-    {.model = {.model = "vit-28"}, .batch_size = 128, .accum = 1, .accum_mode = "shard",                   \
-     .strategy = "full_shard", .shard_group = 0, .param_dtype = "fp32", .reduce_dtype = "fp32",           \
-     .device = "auto", .threads = 0, .wrap = "block", .recompute = 0, .seed = 0, .comm_timeout = 300,     \
-     .trace = NULL, .head_zero_init = 0}
+#define SV_RUN_OPTS_DEFAULT \
+    { \
+        .model = {.model = "vit-28"}, .batch_size = 128, .accum = 1, .accum_mode = "shard", .strategy = "full_shard", \
+        .shard_group = 0, .param_dtype = "fp32", .reduce_dtype = "fp32", .device = "auto", .threads = 0, \
+        .wrap = "block", .recompute = 0, .seed = 0, .comm_timeout = 300, .trace = NULL, .head_zero_init = 0 \
+    }
 
-#define SV_RUN_FLAGS(o)                                                                                    \
-    SV_MODEL_FLAGS((o).model),                                                                             \
-    {"batch-size", SV_FLAG_INT, &(o).batch_size, 1, 1 << 20, "global batch size per optimizer step", 0},  \
-    {"accum", SV_FLAG_INT, &(o).accum, 1, 4096, "gradient accumulation micro-steps", 0},                   \
-    {"accum-mode", SV_FLAG_STR, &(o).accum_mode, 0, 0, "shard (reduce every micro-step) | local", 0},     \
-    {"strategy", SV_FLAG_STR, &(o).strategy, 0, 0, "full_shard | shard_grad_op | no_shard | hybrid_shard", 0}, \
-    {"shard-group", SV_FLAG_INT, &(o).shard_group, 0, 1 << 20, "hybrid_shard group size", 0},             \
-    {"param-dtype", SV_FLAG_STR, &(o).param_dtype, 0, 0, "compute/all-gather dtype fp32 | bf16", 0},      \
-    {"reduce-dtype", SV_FLAG_STR, &(o).reduce_dtype, 0, 0, "gradient reduction dtype fp32 | bf16", 0},    \
-    {"device", SV_FLAG_STR, &(o).device, 0, 0, "auto | cpu | cuda", 0},                                    \
-    {"threads", SV_FLAG_INT, &(o).threads, 0, 1024, "CPU threads per rank (0 = cores / local ranks)", 0}, \
-    {"wrap", SV_FLAG_STR, &(o).wrap, 0, 0, "FSDP units: block | auto:<MB>", 0},                            \
-    {"recompute", SV_FLAG_BOOL, &(o).recompute, 0, 0, "recompute block activations in backward", 0},      \
-    {"seed", SV_FLAG_I64, &(o).seed, 0, 9.2e18, "global seed (init, data order, augmentation)", 0},       \
-    {"comm-timeout", SV_FLAG_DOUBLE, &(o).comm_timeout, 0, 1e7, "seconds before a collective is declared hung (0 = never)", 0}, \
-    {"trace", SV_FLAG_STR, &(o).trace, 0, 0, "write a Chrome/Perfetto trace JSON here", 0},               \
-    {"head-zero-init", SV_FLAG_BOOL, &(o).head_zero_init, 0, 0, "initialise the head weight to zero", 0}
+/* clang-format off: one flag per line */
+#define SV_RUN_FLAGS(o) \
+    SV_MODEL_FLAGS((o).model), \
+        {"batch-size", SV_FLAG_INT, &(o).batch_size, 1, 1 << 20, "global batch size per optimizer step", 0}, \
+        {"accum", SV_FLAG_INT, &(o).accum, 1, 4096, "gradient accumulation micro-steps", 0}, \
+        {"accum-mode", SV_FLAG_STR, &(o).accum_mode, 0, 0, "shard (reduce every micro-step) | local", 0}, \
+        {"strategy", SV_FLAG_STR, &(o).strategy, 0, 0, "full_shard | shard_grad_op | no_shard | hybrid_shard", 0}, \
+        {"shard-group", SV_FLAG_INT, &(o).shard_group, 0, 1 << 20, "hybrid_shard group size", 0}, \
+        {"param-dtype", SV_FLAG_STR, &(o).param_dtype, 0, 0, "compute/all-gather dtype fp32 | bf16", 0}, \
+        {"reduce-dtype", SV_FLAG_STR, &(o).reduce_dtype, 0, 0, "gradient reduction dtype fp32 | bf16", 0}, \
+        {"device", SV_FLAG_STR, &(o).device, 0, 0, "auto | cpu | cuda", 0}, \
+        {"threads", SV_FLAG_INT, &(o).threads, 0, 1024, "CPU threads per rank (0 = cores / local ranks)", 0}, \
+        {"wrap", SV_FLAG_STR, &(o).wrap, 0, 0, "FSDP units: block | auto:<MB>", 0}, \
+        {"recompute", SV_FLAG_BOOL, &(o).recompute, 0, 0, "recompute block activations in backward", 0}, \
+        {"seed", SV_FLAG_I64, &(o).seed, 0, 9.2e18, "global seed (init, data order, augmentation)", 0}, \
+        {"comm-timeout", \
+         SV_FLAG_DOUBLE, \
+         &(o).comm_timeout, \
+         0, \
+         1e7, \
+         "seconds before a collective is declared hung (0 = never)", \
+         0}, \
+        {"trace", SV_FLAG_STR, &(o).trace, 0, 0, "write a Chrome/Perfetto trace JSON here", 0}, { \
+        "head-zero-init", SV_FLAG_BOOL, &(o).head_zero_init, 0, 0, "initialise the head weight to zero", 0 \
+    }
+/* clang-format on */
 
 typedef struct sv_run {
     int rank, world, local_rank, local_size;
@@ -100,8 +114,8 @@ typedef struct sv_run_mem {
 } sv_run_mem;
 /* Plan a run without communicators or device memory: the same carving code in counting mode.
  * `be` may be a planning handle (sv_backend_create_sizing: sizes only, no device). */
-sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_backend *be, int world,
-                      int micro_batch, int recompute, sv_run_mem *out);
+sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_backend *be, int world, int micro_batch,
+                      int recompute, sv_run_mem *out);
 void sv_run_log_plan(const sv_run_mem *m);
 
 /* Set up everything for a run. `need_model`: also carve activations for micro_batch. */

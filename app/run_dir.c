@@ -15,8 +15,8 @@
 
 #include "core/fileio.h"
 
-static const char *const k_system[] = {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
-                                       "/proc", "/sbin", "/sys", "/usr"};
+static const char *const k_system[] = {"/bin",   "/boot",   "/dev",  "/etc",  "/lib", "/lib32",
+                                       "/lib64", "/libx32", "/proc", "/sbin", "/sys", "/usr"};
 
 /* `path` made absolute with its existing part resolved (symlinks, ..) by realpath(3) and the
  * part that does not exist yet appended as given (it may not contain ".."). */
@@ -53,11 +53,12 @@ sv_status sv_run_dir_check(const char *dir, const char *flag) {
     if (!dir || !*dir) return SV_FAIL(SV_ERR_INVALID, "%s: empty path", flag);
     char abs[PATH_MAX];
     SV_TRY(resolve(dir, abs, sizeof abs));
-    if (!strcmp(abs, "/")) return SV_FAIL(SV_ERR_INVALID, "%s %s is the root directory: refusing to write there", flag, dir);
+    if (!strcmp(abs, "/"))
+        return SV_FAIL(SV_ERR_INVALID, "%s %s is the root directory: refusing to write there", flag, dir);
     for (size_t i = 0; i < sizeof k_system / sizeof k_system[0]; i++)
         if (under(abs, k_system[i]))
-            return SV_FAIL(SV_ERR_INVALID, "%s %s is inside the system directory %s (%s): refusing to write there", flag,
-                           dir, k_system[i], abs);
+            return SV_FAIL(SV_ERR_INVALID, "%s %s is inside the system directory %s (%s): refusing to write there",
+                           flag, dir, k_system[i], abs);
     struct stat sb;
     if (stat(dir, &sb) != 0) {
         if (errno == ENOENT) return SV_OK; /* created by sv_run_dir_lock */
@@ -74,10 +75,14 @@ sv_status sv_run_dir_check(const char *dir, const char *flag) {
         const char *n = e->d_name;
         if (!strcmp(n, ".") || !strcmp(n, "..")) continue;
         entries++;
-        if (!strcmp(n, SV_RUN_DIR_MARKER)) marker = 1;
-        else if (!strcmp(n, "config.toml")) config = 1;
-        else if (!strcmp(n, "metrics.jsonl")) metrics = 1;
-        else if (!strcmp(n, "latest") || !strncmp(n, "step_", 5)) ckpt = 1;
+        if (!strcmp(n, SV_RUN_DIR_MARKER))
+            marker = 1;
+        else if (!strcmp(n, "config.toml"))
+            config = 1;
+        else if (!strcmp(n, "metrics.jsonl"))
+            metrics = 1;
+        else if (!strcmp(n, "latest") || !strncmp(n, "step_", 5))
+            ckpt = 1;
         else if (!other) {
             snprintf(other_buf, sizeof other_buf, "%.60s", n);
             other = other_buf;

@@ -19,8 +19,10 @@ sv_status sv_train_log_open(sv_train_log *lg, int rank, const char *out, int app
         return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", out);
     lg->metrics = fopen(lg->metrics_path, append ? "a+" : "w"); /* a+: sv_train_log_resume reads it */
     if (!lg->metrics) return SV_FAIL(SV_ERR_IO, "cannot write %s: %s", lg->metrics_path, strerror(errno));
-    if (sv_tb_open(&lg->tb, out, 0) == SV_OK) lg->tb_open = 1;
-    else SV_WARN("TensorBoard event file not written: %s", sv_err_msg());
+    if (sv_tb_open(&lg->tb, out, 0) == SV_OK)
+        lg->tb_open = 1;
+    else
+        SV_WARN("TensorBoard event file not written: %s", sv_err_msg());
     return SV_OK;
 }
 
@@ -63,8 +65,10 @@ sv_status sv_train_log_resume(sv_train_log *lg, long step) {
             if (line_len < sizeof line) line[line_len] = buf[i];
             line_len++;
             if (buf[i] != '\n') continue;
-            if (line_step(line, line_len < sizeof line ? line_len : sizeof line) > step) done = 1;
-            else keep = pos + i + 1;
+            if (line_step(line, line_len < sizeof line ? line_len : sizeof line) > step)
+                done = 1;
+            else
+                keep = pos + i + 1;
             line_len = 0;
         }
         pos += n;
@@ -75,7 +79,8 @@ sv_status sv_train_log_resume(sv_train_log *lg, long step) {
         if (ftruncate(fd, keep) != 0)
             return SV_FAIL(SV_ERR_IO, "cannot truncate %s: %s", lg->metrics_path, strerror(errno));
         SV_INFO("resume: %s cut back to step %ld (%lld bytes of records the interrupted run logged after its "
-                "checkpoint dropped)", lg->metrics_path, step, (long long)(sb.st_size - keep));
+                "checkpoint dropped)",
+                lg->metrics_path, step, (long long)(sb.st_size - keep));
     }
     if (lg->tb_open && sv_tb_restart(&lg->tb, step + 1, 0) != SV_OK) {
         SV_WARN("TensorBoard: %s; no further events are written", sv_err_msg());
@@ -95,8 +100,10 @@ static void scalar(sv_train_log *lg, const char *tag, long step, double v) {
 }
 
 static void json_num(FILE *f, double v) {
-    if (isfinite(v)) fprintf(f, "%.9g", v);
-    else fputs("null", f);
+    if (isfinite(v))
+        fprintf(f, "%.9g", v);
+    else
+        fputs("null", f);
 }
 
 sv_status sv_train_log_record(sv_train_log *lg, const sv_train_log_step *s) {
@@ -118,16 +125,19 @@ sv_status sv_train_log_record(sv_train_log *lg, const sv_train_log_step *s) {
     json_num(f, s->grad_norm);
     fprintf(f, ",\"img_per_s\":%.6g,\"tflops\":%.6g,\"mfu\":", s->img_per_s, s->tflops);
     json_num(f, s->mfu);
-    fprintf(f, ",\"mem_bytes\":%zu,\"data_wait_frac\":%.4f,\"skipped_steps\":%llu}\n", s->mem_bytes,
-            s->data_wait_frac, s->skipped_steps);
+    fprintf(f, ",\"mem_bytes\":%zu,\"data_wait_frac\":%.4f,\"skipped_steps\":%llu}\n", s->mem_bytes, s->data_wait_frac,
+            s->skipped_steps);
     return metrics_flush(lg);
 }
 
 static void fmt_duration(double s, char *buf, size_t cap) {
     long t = (long)(s + 0.5);
-    if (t >= 3600) snprintf(buf, cap, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else if (t >= 60) snprintf(buf, cap, "%ldm%02lds", t / 60, t % 60);
-    else snprintf(buf, cap, "%lds", t);
+    if (t >= 3600)
+        snprintf(buf, cap, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60)
+        snprintf(buf, cap, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(buf, cap, "%lds", t);
 }
 
 void sv_train_log_progress(sv_train_log *lg, long step, long total, uint64_t spe, double loss, int batch) {

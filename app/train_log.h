@@ -25,12 +25,12 @@
 
 typedef struct sv_train_log {
     int rank;
-    FILE *metrics;   /* OUT/metrics.jsonl on rank 0 with --out, else NULL */
+    FILE *metrics; /* OUT/metrics.jsonl on rank 0 with --out, else NULL */
     char metrics_path[4096];
     sv_tb_writer tb;
     int tb_open;
-    int tty;         /* rank 0 and stderr is a terminal */
-    int line_open;   /* a progress line is on screen without its newline */
+    int tty;       /* rank 0 and stderr is a terminal */
+    int line_open; /* a progress line is on screen without its newline */
     double t_start, last_draw, paused_s;
 } sv_train_log;
 

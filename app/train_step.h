@@ -21,12 +21,12 @@ typedef struct sv_micro_batch {
 typedef sv_status (*sv_micro_batch_fn)(void *ctx, int micro, sv_micro_batch *out);
 
 typedef struct sv_step_result {
-    double loss_sum;    /* sum of per-sample losses over the global batch (all ranks) */
-    double grad_norm;   /* pre-clip global gradient norm */
-    int skipped;        /* 1: non-finite gradients, step skipped */
-    uint64_t epoch;     /* epoch of the last micro-batch */
-    double data_wait_s; /* seconds this rank spent inside `next` */
-    double optim_s;     /* seconds in sv_fsdp_optimizer_step (device-synchronised when tracing) ... */
+    double loss_sum;     /* sum of per-sample losses over the global batch (all ranks) */
+    double grad_norm;    /* pre-clip global gradient norm */
+    int skipped;         /* 1: non-finite gradients, step skipped */
+    uint64_t epoch;      /* epoch of the last micro-batch */
+    double data_wait_s;  /* seconds this rank spent inside `next` */
+    double optim_s;      /* seconds in sv_fsdp_optimizer_step (device-synchronised when tracing) ... */
     double optim_wait_s; /* ... of which blocked in sv_comm_wait (the grad-norm all-reduce) */
 } sv_step_result;
 

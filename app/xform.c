@@ -24,8 +24,10 @@ sv_status sv_xform_parse_norm(const char *spec, int is_std, int channels, double
         char *end;
         double v = strtod(p, &end);
         if (end == p || n == 3 || (*end && *end != ',') || !(v > -1e6 && v < 1e6) || (is_std && !(v > 0)))
-            return SV_FAIL(SV_ERR_INVALID, "%s: invalid value '%s' (expected imagenet, half or a comma list of %d "
-                           "number%s%s)", flag, spec, channels, channels > 1 ? "s" : "", is_std ? " > 0" : "");
+            return SV_FAIL(SV_ERR_INVALID,
+                           "%s: invalid value '%s' (expected imagenet, half or a comma list of %d "
+                           "number%s%s)",
+                           flag, spec, channels, channels > 1 ? "s" : "", is_std ? " > 0" : "");
         out[n++] = v;
         p = *end ? end + 1 : end;
     }
@@ -71,8 +73,8 @@ sv_status sv_xform_resolve(const sv_xform_flags *fl, const sv_ckpt_xform *model,
     int use_model = model && model->present;
     if (use_model && (model->img != img || model->channels != channels)) {
         SV_WARN("the recorded eval transform of %s is for input (%d, %d, %d) but the model runs (%d, %d, %d): using "
-                "its crop_pct/interpolation, default mean/std", model_src, model->channels, model->img, model->img,
-                channels, img, img);
+                "its crop_pct/interpolation, default mean/std",
+                model_src, model->channels, model->img, model->img, channels, img, img);
     }
     sv_ckpt_xform_default(out, img, channels);
     if (use_model) {
@@ -86,7 +88,8 @@ sv_status sv_xform_resolve(const sv_xform_flags *fl, const sv_ckpt_xform *model,
         }
     } else {
         SV_INFO("eval transform: %s records none (written before the transform was recorded): defaults apply unless "
-                "flags say otherwise", model_src);
+                "flags say otherwise",
+                model_src);
     }
     SV_TRY(apply_flags(fl, out, src));
     out->present = 1;
@@ -95,8 +98,8 @@ sv_status sv_xform_resolve(const sv_xform_flags *fl, const sv_ckpt_xform *model,
     vec_text(m, sizeof m, out->mean, channels);
     vec_text(s, sizeof s, out->std, channels);
     SV_INFO("eval transform: crop_pct %g (%s), interpolation %s (%s), mean %s (%s), std %s (%s), input (%d, %d, %d); "
-            "model = %s", out->crop_pct, src[0], out->interp, src[1], m, src[2], s, src[3], channels, img, img,
-            model_src);
+            "model = %s",
+            out->crop_pct, src[0], out->interp, src[1], m, src[2], s, src[3], channels, img, img, model_src);
     return SV_OK;
 }
 

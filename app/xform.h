@@ -13,16 +13,34 @@ typedef struct sv_xform_flags {
     const char *mean, *std; /* NULL: unset; a comma list (1 or in_chans values) | imagenet | half */
 } sv_xform_flags;
 
-#define SV_XFORM_FLAGS_UNSET {.crop_pct = -1, .interp = NULL, .mean = NULL, .std = NULL}
+#define SV_XFORM_FLAGS_UNSET \
+    { .crop_pct = -1, .interp = NULL, .mean = NULL, .std = NULL }
 
 /* Flag table entries for the four flags above (x: an sv_xform_flags lvalue). */
-#define SV_XFORM_FLAGS(x)                                                                                              \
-    {"crop-pct", SV_FLAG_DOUBLE, &(x).crop_pct, 0.05, 1,                                                             \
-     "resize the shorter side to img/crop-pct, then center crop (-1: the model's, else 0.875)", 0},            \
-    {"interp", SV_FLAG_STR, &(x).interp, 0, 0, "resize interpolation bilinear | bicubic (unset: the model's, else bilinear)", 0}, \
-    {"mean", SV_FLAG_STR, &(x).mean, 0, 0,                                                                          \
-     "normalisation mean: comma list | imagenet | half (unset: the model's, else half for 1 channel, imagenet for 3)", 0}, \
-    {"std", SV_FLAG_STR, &(x).std, 0, 0, "normalisation std: comma list | imagenet | half (unset: as --mean)", 0}
+/* clang-format off: one flag per line */
+#define SV_XFORM_FLAGS(x) \
+    {"crop-pct", \
+     SV_FLAG_DOUBLE, \
+     &(x).crop_pct, \
+     0.05, \
+     1, \
+     "resize the shorter side to img/crop-pct, then center crop (-1: the model's, else 0.875)", \
+     0}, \
+        {"interp", SV_FLAG_STR, &(x).interp, \
+         0,        0,           "resize interpolation bilinear | bicubic (unset: the model's, else bilinear)", \
+         0}, \
+        {"mean", \
+         SV_FLAG_STR, \
+         &(x).mean, \
+         0, \
+         0, \
+         "normalisation mean: comma list | imagenet | half (unset: the model's, else half for 1 channel, imagenet " \
+         "for 3)", \
+         0}, \
+    { \
+        "std", SV_FLAG_STR, &(x).std, 0, 0, "normalisation std: comma list | imagenet | half (unset: as --mean)", 0 \
+    }
+/* clang-format on */
 
 /* One of --mean/--std (is_std selects which preset values) for `channels` channels into out[3].
  * imagenet: 0.485,0.456,0.406 / 0.229,0.224,0.225 (one channel: 0.449 / 0.226, as the loader);

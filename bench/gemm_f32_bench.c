@@ -54,20 +54,26 @@ static double time_case(const sv_gemm_engine *e, const shape *s, const float *in
     const int M = s->M, N = s->N, K = s->K;
     double best = 1e30;
     if (e && g_run_only) {
-        if (s->L == FWD) e->pack(pack, (sv_gemm_mat){W, (size_t)K, 1}, N, K, 0, N);
-        else if (s->L == DIN) e->pack(pack, (sv_gemm_mat){W, (size_t)K, 0}, K, N, 0, K);
-        else e->pack(pack, (sv_gemm_mat){in, (size_t)K, 0}, K, M, 0, K);
+        if (s->L == FWD)
+            e->pack(pack, (sv_gemm_mat){W, (size_t)K, 1}, N, K, 0, N);
+        else if (s->L == DIN)
+            e->pack(pack, (sv_gemm_mat){W, (size_t)K, 0}, K, N, 0, K);
+        else
+            e->pack(pack, (sv_gemm_mat){in, (size_t)K, 0}, K, M, 0, K);
     }
     for (int it = 0; it < reps + 1; it++) { /* the first call warms caches and pages */
         double t0 = now();
         if (e && g_run_only) {
-            if (s->L == FWD) e->run(C, (size_t)N, (sv_gemm_mat){in, (size_t)K, 1}, M, pack, N, K, 0, scratch);
-            else if (s->L == DIN) e->run(C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 1}, M, pack, K, N, 0, scratch);
-            else e->run(C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 0}, N, pack, K, M, 1, scratch);
+            if (s->L == FWD)
+                e->run(C, (size_t)N, (sv_gemm_mat){in, (size_t)K, 1}, M, pack, N, K, 0, scratch);
+            else if (s->L == DIN)
+                e->run(C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 1}, M, pack, K, N, 0, scratch);
+            else
+                e->run(C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 0}, N, pack, K, M, 1, scratch);
         } else if (e) {
             if (s->L == FWD)
-                sv_gemm_engine_gemm(e, C, (size_t)N, (sv_gemm_mat){in, (size_t)K, 1}, M,
-                                    (sv_gemm_mat){W, (size_t)K, 1}, N, K, 0, pack, scratch);
+                sv_gemm_engine_gemm(e, C, (size_t)N, (sv_gemm_mat){in, (size_t)K, 1}, M, (sv_gemm_mat){W, (size_t)K, 1},
+                                    N, K, 0, pack, scratch);
             else if (s->L == DIN)
                 sv_gemm_engine_gemm(e, C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 1}, M,
                                     (sv_gemm_mat){W, (size_t)K, 0}, K, N, 0, pack, scratch);
@@ -106,7 +112,7 @@ int main(int argc, char **argv) {
         cases[nc++] = (shape){FWD, 1024, 1024, 1024};
         cases[nc++] = (shape){DIN, 1024, 1024, 1024};
         cases[nc++] = (shape){DW, 1024, 1024, 1024};
-        const int Ms[] = {6400, 6304};                                       /* B*50 (B=128), B*197 (B=32) */
+        const int Ms[] = {6400, 6304};                                        /* B*50 (B=128), B*197 (B=32) */
         const int NK[][2] = {{576, 192}, {192, 192}, {768, 192}, {192, 768}}; /* qkv, proj, fc1, fc2 */
         for (int mi = 0; mi < 2; mi++)
             for (int j = 0; j < 4; j++)

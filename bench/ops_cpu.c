@@ -30,14 +30,14 @@ static float *buf(sv_backend *be, size_t n, uint64_t key) {
     return f;
 }
 
-#define TIMED(k, expr)                                                                        \
-    do {                                                                                      \
-        double t0_ = now();                                                                   \
-        if ((expr) != SV_OK) {                                                                \
-            fprintf(stderr, "%s failed: %s\n", #expr, sv_err_msg());                          \
-            exit(1);                                                                          \
-        }                                                                                     \
-        acc[k] += now() - t0_;                                                                \
+#define TIMED(k, expr) \
+    do { \
+        double t0_ = now(); \
+        if ((expr) != SV_OK) { \
+            fprintf(stderr, "%s failed: %s\n", #expr, sv_err_msg()); \
+            exit(1); \
+        } \
+        acc[k] += now() - t0_; \
     } while (0)
 
 int main(int argc, char **argv) {
@@ -48,7 +48,8 @@ int main(int argc, char **argv) {
     int B = atoi(argv[1]), T = atoi(argv[2]), D = atoi(argv[3]), H = atoi(argv[4]);
     int threads = atoi(argv[5]), opt = atoi(argv[6]);
     int reps = argc > 8 ? atoi(argv[8]) : 3;
-    sv_backend_config cfg = {.device = SV_DEVICE_CPU, .threads = threads,
+    sv_backend_config cfg = {.device = SV_DEVICE_CPU,
+                             .threads = threads,
                              .compute_dtype = strcmp(argv[7], "bf16") == 0 ? SV_BF16 : SV_F32,
                              .cpu = {.op_threads = opt}};
     sv_backend *be;
@@ -98,8 +99,8 @@ int main(int argc, char **argv) {
     /* matmul FLOPs of one block, forward + backward (3x forward) */
     double flops = 3.0 * (2.0 * M * D * (3.0 * D + D + 2.0 * F) + 4.0 * B * H * (double)T * T * (D / H));
     printf("B=%d T=%d D=%d H=%d threads=%d op_threads=%d %s: block fwd+bwd %.1f ms  %.1f GFLOP/s  "
-           "%.1f img/s/block\n", B, T, D, H, threads, opt, argv[7], best * 1e3, flops / best * 1e-9,
-           B / best);
+           "%.1f img/s/block\n",
+           B, T, D, H, threads, opt, argv[7], best * 1e3, flops / best * 1e-9, B / best);
     for (int k = 0; k < K_N; k++) printf("  %-14s %7.1f ms\n", kname[k], bestacc[k] * 1e3);
     sv_backend_destroy(be);
     return 0;

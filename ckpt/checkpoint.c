@@ -40,7 +40,8 @@ sv_status sv_ckpt_latest(const char *root, char *out, size_t cap, int *found) {
     if (ok && (size_t)snprintf(out, cap, "%s/%s", root, text) >= cap) ok = 0;
     if (!ok) {
         char e[80];
-        sv_status st = SV_FAIL(SV_ERR_FORMAT, "%s: does not name a step directory (\"%s\")", p, sv_log_esc(text, e, sizeof e));
+        sv_status st =
+            SV_FAIL(SV_ERR_FORMAT, "%s: does not name a step directory (\"%s\")", p, sv_log_esc(text, e, sizeof e));
         free(text);
         return st;
     }
@@ -113,8 +114,9 @@ static sv_status open_file(sv_ckpt_reader *r, int f, char *path, size_t cap) {
         close(r->fds[f]);
         r->fds[f] = -1;
         if (size < want)
-            return SV_FAIL(SV_ERR_CORRUPT, "%s is truncated: bytes [%llu, %llu) are missing (index.json says %llu bytes)",
-                           path, (unsigned long long)size, (unsigned long long)want, (unsigned long long)want);
+            return SV_FAIL(SV_ERR_CORRUPT,
+                           "%s is truncated: bytes [%llu, %llu) are missing (index.json says %llu bytes)", path,
+                           (unsigned long long)size, (unsigned long long)want, (unsigned long long)want);
         return SV_FAIL(SV_ERR_CORRUPT, "%s has %llu bytes, index.json says %llu (bytes [%llu, %llu) unexpected)", path,
                        (unsigned long long)size, (unsigned long long)want, (unsigned long long)want,
                        (unsigned long long)size);
@@ -130,8 +132,10 @@ static sv_status read_verified(sv_ckpt_reader *r, int f, uint64_t off, uint64_t 
     size_t lo = 0, hi = F->n_chunks; /* first chunk ending after off */
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (F->chunks[mid].offset + F->chunks[mid].nbytes <= off) lo = mid + 1;
-        else hi = mid;
+        if (F->chunks[mid].offset + F->chunks[mid].nbytes <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     uint64_t cur = off, end = off + len;
     for (size_t i = lo; cur < end; i++) {
@@ -142,9 +146,9 @@ static sv_status read_verified(sv_ckpt_reader *r, int f, uint64_t off, uint64_t 
         SV_TRY(sv_fileio_pread_exact(r->fds[f], r->buf, (size_t)c->nbytes, c->offset, path));
         uint32_t crc = sv_crc32c(r->buf, (size_t)c->nbytes);
         if (crc != c->crc)
-            return SV_FAIL(SV_ERR_CORRUPT, "%s bytes [%llu, %llu): CRC32C mismatch (index.json says 0x%08x, data has 0x%08x)",
-                           path, (unsigned long long)c->offset, (unsigned long long)(c->offset + c->nbytes), c->crc,
-                           crc);
+            return SV_FAIL(SV_ERR_CORRUPT,
+                           "%s bytes [%llu, %llu): CRC32C mismatch (index.json says 0x%08x, data has 0x%08x)", path,
+                           (unsigned long long)c->offset, (unsigned long long)(c->offset + c->nbytes), c->crc, crc);
         uint64_t ce = c->offset + c->nbytes, take = (ce < end ? ce : end) - cur;
         memcpy(dst + (cur - off), r->buf + (cur - c->offset), (size_t)take);
         cur += take;
@@ -159,8 +163,7 @@ sv_status sv_ckpt_read(sv_ckpt_reader *r, int kind, int t, uint64_t begin, uint6
     char e[SV_ESC_CAP];
     if (begin + count > T->numel)
         return SV_FAIL(SV_ERR_INVALID, "%s: elements [%llu, %llu) outside %llu", sv_log_esc(T->name, e, sizeof e),
-                       (unsigned long long)begin,
-                       (unsigned long long)(begin + count), (unsigned long long)T->numel);
+                       (unsigned long long)begin, (unsigned long long)(begin + count), (unsigned long long)T->numel);
     uint64_t a = T->offset + begin, b = a + count, S = U->shard;
     for (uint64_t rk = a / S; rk * S < b && count; rk++) {
         uint64_t x0 = a > rk * S ? a : rk * S, x1 = b < (rk + 1) * S ? b : (rk + 1) * S;
@@ -255,8 +258,10 @@ sv_status sv_ckpt_write_shard(sv_ckpt_index *idx, const char *dir, int rank, sv_
         st = SV_FAIL(SV_ERR_INVALID, "%s: wrote %llu bytes, expected %llu", path, (unsigned long long)out.written,
                      (unsigned long long)idx->files[rank].bytes);
     if (st == SV_OK) st = sv_fileio_out_sync(&out);
-    if (st == SV_OK) st = sv_fileio_out_close(&out);
-    else sv_fileio_out_abort(&out);
+    if (st == SV_OK)
+        st = sv_fileio_out_close(&out);
+    else
+        sv_fileio_out_abort(&out);
     free(buf);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return st;

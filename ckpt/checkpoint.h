@@ -32,7 +32,7 @@
 #include "formats/safetensors.h"
 
 #define SV_CKPT_FORMAT_VERSION 1
-#define SV_CKPT_CHUNK_ELEMS ((size_t)1 << 20)       /* writer's chunk split (4 MiB of fp32) */
+#define SV_CKPT_CHUNK_ELEMS ((size_t)1 << 20)        /* writer's chunk split (4 MiB of fp32) */
 #define SV_CKPT_MAX_CHUNK_BYTES ((uint64_t)16 << 20) /* reader's limit for any chunk */
 #define SV_CKPT_PATH_MAX 4096
 #define SV_CKPT_CRASH_ENV "SHARDVIT_TEST_CRASH_AT"
@@ -47,7 +47,7 @@ typedef struct sv_ckpt_train_state {
     uint64_t epoch;        /* loader resume point: the next batch starts at (epoch, cursor) */
     uint64_t cursor;       /* global sample position inside the epoch (world-size independent) */
     uint64_t seed;
-    int64_t total_steps;   /* LR schedule: warmup + cosine over total_steps */
+    int64_t total_steps; /* LR schedule: warmup + cosine over total_steps */
     double lr, min_lr;
     int64_t warmup;
     int64_t global_batch;
@@ -75,20 +75,20 @@ typedef struct sv_ckpt_chunk {
 } sv_ckpt_chunk;
 
 typedef struct sv_ckpt_file {
-    char name[64];           /* shard_RRRRR-of-WWWWW.bin */
+    char name[64]; /* shard_RRRRR-of-WWWWW.bin */
     uint64_t bytes;
     size_t n_chunks;
-    sv_ckpt_chunk *chunks;   /* sorted by offset, non-overlapping */
+    sv_ckpt_chunk *chunks; /* sorted by offset, non-overlapping */
 } sv_ckpt_file;
 
 /* The evaluation transform a model was trained with (index.json "eval_transform", config.json
  * "pretrained_cfg"): Resize(shorter side -> floor(img / crop_pct)) + CenterCrop(img) with
  * `interp` resampling, then (x / 255 - mean) / std per channel. */
 typedef struct sv_ckpt_xform {
-    int present;        /* 0: not recorded (an index written before eval_transform existed) */
-    int img, channels;  /* input size (channels, img, img) */
-    double crop_pct;    /* (0, 1] */
-    char interp[16];    /* "bilinear" | "bicubic" */
+    int present;            /* 0: not recorded (an index written before eval_transform existed) */
+    int img, channels;      /* input size (channels, img, img) */
+    double crop_pct;        /* (0, 1] */
+    char interp[16];        /* "bilinear" | "bicubic" */
     double mean[3], std[3]; /* `channels` values used */
 } sv_ckpt_xform;
 
@@ -96,7 +96,7 @@ typedef struct sv_ckpt_xform {
  * (labels borrowed there); owned by an sv_ckpt_index (one allocation, freed with it). */
 typedef struct sv_ckpt_meta {
     sv_ckpt_xform xform;
-    char **labels;      /* n_labels class names (index order) or NULL */
+    char **labels; /* n_labels class names (index order) or NULL */
     int n_labels;
 } sv_ckpt_meta;
 
@@ -115,15 +115,15 @@ typedef struct sv_ckpt_index {
     char dir[SV_CKPT_PATH_MAX]; /* step directory it was read from ("" when built) */
     int format_version;
     sv_vit_config cfg;
-    int world_size;             /* ranks of the run that saved */
+    int world_size; /* ranks of the run that saved */
     char strategy[32];
-    int shard_world;            /* W: ranks a unit is sharded over = number of shard files */
+    int shard_world; /* W: ranks a unit is sharded over = number of shard files */
     sv_ckpt_train_state state;
     int n_units, n_tensors;
     sv_ckpt_unit *units;
-    sv_ckpt_tensor *tensors;    /* grouped by unit, in flat order */
-    sv_ckpt_file *files;        /* [shard_world] */
-    sv_ckpt_meta meta;          /* eval_transform + label_names (both optional on read) */
+    sv_ckpt_tensor *tensors; /* grouped by unit, in flat order */
+    sv_ckpt_file *files;     /* [shard_world] */
+    sv_ckpt_meta meta;       /* eval_transform + label_names (both optional on read) */
 } sv_ckpt_index;
 
 void sv_ckpt_index_free(sv_ckpt_index *idx);
@@ -204,8 +204,8 @@ sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *fo
  * one shard file per shard rank; rank 0 writes index.json last, renames the directory,
  * updates `latest`, then deletes all but the newest `keep` complete checkpoints (keep <= 0:
  * keep all) and stale *.tmp directories. saved (nullable) receives the step directory. */
-sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *st, const sv_ckpt_meta *meta,
-                       int keep, char *saved, size_t cap);
+sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *st, const sv_ckpt_meta *meta, int keep,
+                       char *saved, size_t cap);
 /* The same save in two halves, so that training can go on while the shards are written
  * (train --async-ckpt; docs/checkpoints.md "Asynchronous checkpoints"). begin (collective):
  * the step directory is prepared and, with `background`, each writer rank copies its master /

@@ -19,7 +19,6 @@
 #include "ckpt/checkpoint.h"
 #include "fsdp/agree.h"
 
-
 /* Test hook (docs/checkpoints.md): SHARDVIT_TEST_CRASH_AT=POINT or POINT@STEP kills this
  * process with SIGKILL at that point of a save, to prove a crash never damages the previous
  * checkpoint. */
@@ -136,8 +135,8 @@ static sv_status publish(sv_ckpt_index *idx, const char *root, const char *tmp, 
 struct sv_ckpt_async {
     int in_flight, writer, keep, threaded;
     pthread_t thread;
-    atomic_int written;  /* the writer thread has finished (or this rank writes nothing) */
-    sv_status write_st;  /* its result, and its message (error messages are per thread) */
+    atomic_int written; /* the writer thread has finished (or this rank writes nothing) */
+    sv_status write_st; /* its result, and its message (error messages are per thread) */
     char write_err[1024];
     sv_ckpt_index idx;
     size_t maxc;
@@ -336,7 +335,8 @@ sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *
 
 static void shape_str(char *out, size_t cap, const int64_t *shape, int ndim) {
     size_t n = (size_t)snprintf(out, cap, "(");
-    for (int d = 0; d < ndim && n < cap; d++) n += (size_t)snprintf(out + n, cap - n, d ? ", %lld" : "%lld", (long long)shape[d]);
+    for (int d = 0; d < ndim && n < cap; d++)
+        n += (size_t)snprintf(out + n, cap - n, d ? ", %lld" : "%lld", (long long)shape[d]);
     if (n < cap) snprintf(out + n, cap - n, ")");
 }
 
@@ -371,13 +371,15 @@ static sv_status check_compatible(const sv_fsdp *f, const sv_ckpt_index *idx, in
     const int vb[] = {b->img, b->patch, b->in_chans, b->num_classes, b->dim, b->depth, b->heads};
     for (int i = 0; i < 7; i++)
         if (va[i] != vb[i])
-            return SV_FAIL(SV_ERR_FORMAT, "%s/index.json: the checkpoint's model has %s %d but this run has --%s %d "
-                           "(a checkpoint loads only into the model it was saved from)", idx->dir, names[i], va[i],
-                           names[i], vb[i]);
+            return SV_FAIL(SV_ERR_FORMAT,
+                           "%s/index.json: the checkpoint's model has %s %d but this run has --%s %d "
+                           "(a checkpoint loads only into the model it was saved from)",
+                           idx->dir, names[i], va[i], names[i], vb[i]);
     if (sv_vit_hidden(a) != sv_vit_hidden(b))
-        return SV_FAIL(SV_ERR_FORMAT, "%s/index.json: the checkpoint's model has mlp_ratio %g (hidden %d) but this run "
-                       "has --mlp-ratio %g (hidden %d)", idx->dir, a->mlp_ratio, sv_vit_hidden(a), b->mlp_ratio,
-                       sv_vit_hidden(b));
+        return SV_FAIL(SV_ERR_FORMAT,
+                       "%s/index.json: the checkpoint's model has mlp_ratio %g (hidden %d) but this run "
+                       "has --mlp-ratio %g (hidden %d)",
+                       idx->dir, a->mlp_ratio, sv_vit_hidden(a), b->mlp_ratio, sv_vit_hidden(b));
     return SV_OK;
 }
 

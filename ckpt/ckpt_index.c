@@ -55,7 +55,8 @@ static sv_status alloc_tables(sv_ckpt_index *idx) {
         sv_ckpt_index_free(idx);
         return SV_FAIL(SV_ERR_OOM, "checkpoint index tables");
     }
-    for (int r = 0; r < idx->shard_world; r++) file_name(idx->files[r].name, sizeof idx->files[r].name, r, idx->shard_world);
+    for (int r = 0; r < idx->shard_world; r++)
+        file_name(idx->files[r].name, sizeof idx->files[r].name, r, idx->shard_world);
     return SV_OK;
 }
 
@@ -256,8 +257,8 @@ static sv_status get_int(const sv_json *o, const char *key, int64_t lo, int64_t 
     if (*out < lo || *out > hi) {
         char p[128];
         sv_json_path(o, p, sizeof p);
-        return SV_FAIL(SV_ERR_FORMAT, "%s.%s: %lld out of range [%lld, %lld]", p, key, (long long)*out,
-                       (long long)lo, (long long)hi);
+        return SV_FAIL(SV_ERR_FORMAT, "%s.%s: %lld out of range [%lld, %lld]", p, key, (long long)*out, (long long)lo,
+                       (long long)hi);
     }
     return SV_OK;
 }
@@ -362,7 +363,8 @@ static sv_status parse_units(sv_ckpt_index *idx, const sv_json *units, const cha
                 if (!strcmp(idx->tensors[q].name, T->name)) return bad(src, e, "duplicate tensor name");
         }
     }
-    if (t != idx->n_tensors) return SV_FAIL(SV_ERR_FORMAT, "%s: units list %d tensors, the model has %d", src, t, idx->n_tensors);
+    if (t != idx->n_tensors)
+        return SV_FAIL(SV_ERR_FORMAT, "%s: units list %d tensors, the model has %d", src, t, idx->n_tensors);
     return SV_OK;
 }
 
@@ -442,8 +444,9 @@ sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir) {
     /* skipped steps are a subset of the steps taken: more would make AdamW's count of applied
      * updates (step + 1 - skipped) zero or negative, and every parameter NaN on resume */
     if (idx->state.skipped_steps > idx->state.step) {
-        st = SV_FAIL(SV_ERR_FORMAT, "%s: skipped_steps %lld exceeds step %lld (a run cannot skip more steps than it took)",
-                     path, (long long)idx->state.skipped_steps, (long long)idx->state.step);
+        st = SV_FAIL(SV_ERR_FORMAT,
+                     "%s: skipped_steps %lld exceeds step %lld (a run cannot skip more steps than it took)", path,
+                     (long long)idx->state.skipped_steps, (long long)idx->state.step);
         goto out;
     }
     CHECK(sv_ckpt_meta_parse(root, &idx->meta, path));
@@ -470,4 +473,3 @@ out:
     if (st != SV_OK) sv_ckpt_index_free(idx);
     return st;
 }
-

@@ -15,8 +15,12 @@
 #include "core/fileio.h"
 
 static const char *kind_of(mode_t m) {
-    return S_ISDIR(m) ? "a directory" : S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO"
-           : S_ISCHR(m) || S_ISBLK(m) ? "a device node" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+    return S_ISDIR(m)              ? "a directory"
+        : S_ISLNK(m)               ? "a symbolic link"
+        : S_ISFIFO(m)              ? "a FIFO"
+        : S_ISCHR(m) || S_ISBLK(m) ? "a device node"
+        : S_ISSOCK(m)              ? "a socket"
+                                   : "not a regular file";
 }
 
 /* The real path of p, which need not exist: realpath() of its deepest existing prefix, then the
@@ -37,7 +41,8 @@ static sv_status real_path(const char *p, char *out) {
         size_t k = cut;
         while (k > 0 && buf[k - 1] == '/') k--;
         while (k > 0 && buf[k - 1] != '/') k--; /* k: start of the last component */
-        if (k == 0) cut = 0;
+        if (k == 0)
+            cut = 0;
         else {
             while (k > 1 && buf[k - 1] == '/') k--;
             cut = k; /* "/x" -> "/", "a/x" -> "a" */
@@ -49,8 +54,10 @@ static sv_status real_path(const char *p, char *out) {
         if (!strcmp(c, ".")) continue;
         if (!strcmp(c, "..")) {
             char *s = strrchr(out, '/');
-            if (s && s != out) *s = 0;
-            else out[1] = 0; /* stays "/" */
+            if (s && s != out)
+                *s = 0;
+            else
+                out[1] = 0; /* stays "/" */
             continue;
         }
         if (o + 1 + strlen(c) >= PATH_MAX) return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", p);
@@ -70,8 +77,10 @@ sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_
     struct stat sb;
     if (lstat(path, &sb) == 0) {
         if (must_not_exist)
-            return SV_FAIL(SV_ERR_INVALID, "%s %s already exists (it is never overwritten: remove it or choose "
-                           "another path)", what, path);
+            return SV_FAIL(SV_ERR_INVALID,
+                           "%s %s already exists (it is never overwritten: remove it or choose "
+                           "another path)",
+                           what, path);
         if (!S_ISREG(sb.st_mode))
             return SV_FAIL(SV_ERR_INVALID, "%s %s is %s: refusing to replace it (only a regular file is replaced)",
                            what, path, kind_of(sb.st_mode));
@@ -83,13 +92,17 @@ sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_
     SV_TRY(real_path(protect, c));
     SV_TRY(real_path(path, o));
     if (inside(o, c))
-        return SV_FAIL(SV_ERR_INVALID, "%s %s is inside the checkpoint %s that this command reads (resolved: %s): "
-                       "choose a path outside it", what, path, protect, o);
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s is inside the checkpoint %s that this command reads (resolved: %s): "
+                       "choose a path outside it",
+                       what, path, protect, o);
     const char *base = strrchr(o, '/');
     size_t root_len = (size_t)(strrchr(c, '/') - c); /* c is absolute: it has a '/' */
     if (base && !strcmp(base + 1, "latest") && (size_t)(base - o) == root_len && !strncmp(o, c, root_len))
-        return SV_FAIL(SV_ERR_INVALID, "%s %s is the `latest` file of the checkpoint root this command reads: choose "
-                       "another path", what, path);
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s is the `latest` file of the checkpoint root this command reads: choose "
+                       "another path",
+                       what, path);
     return SV_OK;
 }
 
@@ -98,7 +111,7 @@ static sv_status tmp_name(const char *path, unsigned attempt, char *tmp, size_t 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t x = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^
-                 (uint64_t)attempt * 0xBF58476D1CE4E5B9ull;
+        (uint64_t)attempt * 0xBF58476D1CE4E5B9ull;
     x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
     if ((size_t)snprintf(tmp, cap, "%s.tmp-%08x", path, (unsigned)(x & 0xFFFFFFFFu)) >= cap)
         return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", path);
@@ -110,8 +123,10 @@ sv_status sv_ckpt_out_tmp_file(const char *path, char *tmp, size_t cap, int *fd_
         SV_TRY(tmp_name(path, a, tmp, cap));
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) {
-            if (fd_out) *fd_out = fd;
-            else close(fd);
+            if (fd_out)
+                *fd_out = fd;
+            else
+                close(fd);
             return SV_OK;
         }
         if (errno != EEXIST) return SV_FAIL(SV_ERR_IO, "create %s: %s", tmp, strerror(errno));
@@ -132,8 +147,7 @@ sv_status sv_ckpt_out_commit(const char *tmp, const char *path, int no_replace) 
     if (no_replace) {
         if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
             int e = errno;
-            if (e != EINVAL && e != ENOSYS)
-                return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(e));
+            if (e != EINVAL && e != ENOSYS) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(e));
             struct stat sb; /* the file system cannot refuse by itself */
             if (lstat(path, &sb) == 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(EEXIST));
             if (rename(tmp, path) != 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));

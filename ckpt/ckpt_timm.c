@@ -58,8 +58,10 @@ static const char *timm_arch(const sv_vit_config *c) {
 
 static void config_path(const char *st_path, char *path, size_t cap) {
     const char *slash = strrchr(st_path, '/');
-    if (slash) snprintf(path, cap, "%.*s/config.json", (int)(slash - st_path), st_path);
-    else snprintf(path, cap, "config.json");
+    if (slash)
+        snprintf(path, cap, "%.*s/config.json", (int)(slash - st_path), st_path);
+    else
+        snprintf(path, cap, "config.json");
 }
 
 static void write_labels(sv_json_writer *w, const sv_ckpt_meta *m) {
@@ -133,7 +135,8 @@ static sv_status config_text(const sv_vit_config *c, const sv_ckpt_meta *m, char
     sv_status st = sv_json_writer_finish(&w, &text, &len);
     if (st == SV_OK) {
         char *nl = malloc(len + 1);
-        if (!nl) st = SV_FAIL(SV_ERR_OOM, "config.json");
+        if (!nl)
+            st = SV_FAIL(SV_ERR_OOM, "config.json");
         else {
             memcpy(nl, text, len);
             nl[len] = '\n';
@@ -166,8 +169,10 @@ static sv_status classes_text(const sv_ckpt_meta *m, char **out, size_t *out_len
 /* The file `name` in the directory of st_path. */
 static void sidecar_path(const char *st_path, const char *name, char *path, size_t cap) {
     const char *slash = strrchr(st_path, '/');
-    if (slash) snprintf(path, cap, "%.*s/%s", (int)(slash - st_path), st_path, name);
-    else snprintf(path, cap, "%s", name);
+    if (slash)
+        snprintf(path, cap, "%.*s/%s", (int)(slash - st_path), st_path, name);
+    else
+        snprintf(path, cap, "%s", name);
 }
 
 /* Every output of an export, checked before anything is written (ckpt/ckpt_out.h): none inside
@@ -177,8 +182,10 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
     const char *base = strrchr(out, '/');
     base = base ? base + 1 : out;
     if (!strcmp(base, "config.json") || !strcmp(base, "classes.txt"))
-        return SV_FAIL(SV_ERR_INVALID, "export output %s: %s is the name of a file export writes beside the weights; "
-                       "choose another name (e.g. model.safetensors)", out, base);
+        return SV_FAIL(SV_ERR_INVALID,
+                       "export output %s: %s is the name of a file export writes beside the weights; "
+                       "choose another name (e.g. model.safetensors)",
+                       out, base);
     SV_TRY(sv_ckpt_out_check(out, dir, 0, "export output"));
     SV_TRY(sv_ckpt_out_check(cfg, dir, 0, "export output"));
     if (cls) SV_TRY(sv_ckpt_out_check(cls, dir, 0, "export output"));
@@ -187,8 +194,10 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
         if (sv_safetensors_open(&old, out) != SV_OK) {
             char m[700];
             snprintf(m, sizeof m, "%s", sv_err_msg());
-            return SV_FAIL(SV_ERR_INVALID, "export output %s exists and is not a safetensors file (%s): refusing to "
-                           "replace it; remove it or choose another path", out, m);
+            return SV_FAIL(SV_ERR_INVALID,
+                           "export output %s exists and is not a safetensors file (%s): refusing to "
+                           "replace it; remove it or choose another path",
+                           out, m);
         }
         sv_safetensors_close(&old);
     }
@@ -245,8 +254,8 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype) {
     }
     if (st == SV_OK && !idx.meta.xform.present)
         SV_INFO("export: %s/index.json records no eval transform (an older checkpoint): config.json gets the "
-                "defaults (crop_pct %g, bilinear, %s mean/std)", dir, SV_CKPT_DEFAULT_CROP_PCT,
-                idx.cfg.in_chans == 1 ? "0.5" : "ImageNet");
+                "defaults (crop_pct %g, bilinear, %s mean/std)",
+                dir, SV_CKPT_DEFAULT_CROP_PCT, idx.cfg.in_chans == 1 ? "0.5" : "ImageNet");
     char *text = NULL;
     size_t len = 0;
     if (st == SV_OK) st = config_text(&idx.cfg, &idx.meta, &text, &len);
@@ -280,7 +289,8 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype) {
     if (made_cls) unlink(t_cls);
     if (st == SV_OK && !have_cls && access(cls, F_OK) == 0)
         SV_WARN("export: %s/index.json records no label names, so no classes.txt was written; the existing %s is not "
-                "from this checkpoint (predict would use it)", dir, cls);
+                "from this checkpoint (predict would use it)",
+                dir, cls);
     if (st == SV_OK)
         SV_INFO("export: %s -> %s (%d tensors, %s) + config.json%s", dir, out, idx.n_tensors, sv_st_dtype_name(dtype),
                 have_cls ? " + classes.txt" : "");
@@ -312,8 +322,10 @@ static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const 
     if (sv_json_count(in) != 3) return SV_FAIL(SV_ERR_FORMAT, "%s: pretrained_cfg.input_size is not [C, H, W]", src);
     for (int i = 0; i < 3; i++) SV_TRY(sv_json_as_i64(sv_json_index(in, (size_t)i), &v[i]));
     if (v[1] != v[2] || v[0] < 1 || v[0] > 3 || v[1] < 1 || v[1] > 1000000)
-        return SV_FAIL(SV_ERR_FORMAT, "%s: pretrained_cfg.input_size [%lld, %lld, %lld] is not a square 1..3 channel "
-                       "input", src, (long long)v[0], (long long)v[1], (long long)v[2]);
+        return SV_FAIL(SV_ERR_FORMAT,
+                       "%s: pretrained_cfg.input_size [%lld, %lld, %lld] is not a square 1..3 channel "
+                       "input",
+                       src, (long long)v[0], (long long)v[1], (long long)v[2]);
     x->channels = (int)v[0], x->img = (int)v[1];
     SV_TRY(sv_json_get_str(p, "crop_mode", &mode, NULL));
     if (strcmp(mode, "center")) {
@@ -370,7 +382,8 @@ static int is_head(const char *n) { return !strcmp(n, "head.weight") || !strcmp(
 
 static void shape_text(char *o, size_t cap, const int64_t *s, int nd) {
     size_t n = (size_t)snprintf(o, cap, "(");
-    for (int d = 0; d < nd && n < cap; d++) n += (size_t)snprintf(o + n, cap - n, d ? ", %lld" : "%lld", (long long)s[d]);
+    for (int d = 0; d < nd && n < cap; d++)
+        n += (size_t)snprintf(o + n, cap - n, d ? ", %lld" : "%lld", (long long)s[d]);
     if (n < cap) snprintf(o + n, cap - n, ")");
 }
 
@@ -418,9 +431,10 @@ static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how,
             int64_t g;
             if (pos_grid(t->shape[1], &g)) {
                 if (g > SV_CKPT_MAX_POS_GRID)
-                    return SV_FAIL(SV_ERR_FORMAT, "%s: tensor pos_embed has shape %s: its %lldx%lld patch grid is larger "
-                                   "than the %dx%d that import resamples", sf->path, a, (long long)g, (long long)g,
-                                   SV_CKPT_MAX_POS_GRID, SV_CKPT_MAX_POS_GRID);
+                    return SV_FAIL(SV_ERR_FORMAT,
+                                   "%s: tensor pos_embed has shape %s: its %lldx%lld patch grid is larger "
+                                   "than the %dx%d that import resamples",
+                                   sf->path, a, (long long)g, (long long)g, SV_CKPT_MAX_POS_GRID, SV_CKPT_MAX_POS_GRID);
                 how[k] = 2;
                 *gi = (int)g;
                 SV_INFO("init-from: pos_embed grid %lldx%lld resampled to %dx%d (bicubic, class position kept)",
@@ -478,9 +492,10 @@ sv_status sv_ckpt_check_finite(const sv_st_file *sf, const sv_st_tensor *t) {
             for (int d = 0; d < t->ndim && o < sizeof at; d++)
                 o += (size_t)snprintf(at + o, sizeof at - o, d ? ", %llu" : "%llu", (unsigned long long)idx[d]);
             if (o < sizeof at) snprintf(at + o, sizeof at - o, "]");
-            st = SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s holds a non-finite value: element %llu %s is %s (refusing "
-                         "weights with NaN/Inf)", sf->path, sv_log_esc(t->name, e, sizeof e),
-                         (unsigned long long)x, at, nonfinite_kind(buf[j]));
+            st = SV_FAIL(SV_ERR_FORMAT,
+                         "%s: tensor %s holds a non-finite value: element %llu %s is %s (refusing "
+                         "weights with NaN/Inf)",
+                         sf->path, sv_log_esc(t->name, e, sizeof e), (unsigned long long)x, at, nonfinite_kind(buf[j]));
         }
     }
     free(buf);
@@ -569,8 +584,7 @@ sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path) {
     if (st == SV_OK) st = sv_fsdp_load_masters(f, import_piece, &c, SV_FSDP_LOAD_KEEP);
     int loaded = 0;
     for (int e = 0; e < n && st == SV_OK; e++) loaded += how[e] == 0;
-    if (st == SV_OK)
-        SV_INFO("init-from: %d of %d tensors loaded from %s; optimizer state zero", loaded, n, path);
+    if (st == SV_OK) SV_INFO("init-from: %d of %d tensors loaded from %s; optimizer state zero", loaded, n, path);
     free(how);
     free(src);
     free(pos_in);

@@ -14,8 +14,8 @@ sv_status sv_arena_alloc(sv_arena *a, size_t bytes, size_t align, void **out) {
     size_t end = start + bytes;
     if (a->base && end > a->cap) {
         *out = NULL;
-        return SV_FAIL(SV_ERR_OOM, "arena '%s' exhausted: need %zu bytes at offset %zu, capacity %zu",
-                       a->name, bytes, start, a->cap);
+        return SV_FAIL(SV_ERR_OOM, "arena '%s' exhausted: need %zu bytes at offset %zu, capacity %zu", a->name, bytes,
+                       start, a->cap);
     }
     *out = a->base ? a->base + start : NULL;
     a->used = end;

@@ -37,8 +37,7 @@ static int decide_tsc(void) {
     FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
     if (!f) return 0;
     char buf[32] = "";
-    int ok = fgets(buf, sizeof buf, f) && !strncmp(buf, "tsc", 3) &&
-             (buf[3] == '\n' || buf[3] == 0);
+    int ok = fgets(buf, sizeof buf, f) && !strncmp(buf, "tsc", 3) && (buf[3] == '\n' || buf[3] == 0);
     fclose(f);
     return ok;
 }

@@ -24,9 +24,7 @@ int sv_crc32c_have_hw(void);
 
 /* TFRecord/TensorBoard masked CRC: rotate right by 15 and add a constant, so that a CRC stored
  * inside CRC'd data does not weaken the check. */
-static inline uint32_t sv_crc32c_mask(uint32_t crc) {
-    return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
-}
+static inline uint32_t sv_crc32c_mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 static inline uint32_t sv_crc32c_unmask(uint32_t masked) {
     uint32_t rot = masked - 0xa282ead8u;
     return (rot >> 17) | (rot << 15);

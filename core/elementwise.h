@@ -107,8 +107,8 @@ SV_HD float sv_two_phi(float x, float *gauss) {
     p = p * t + -1.26551223f;
     float h, l;
     sv_split12(ax, &h, &l);
-    float a = -0.5f * (h * h);                /* exact */
-    float corr = -(h * l + 0.5f * (l * l));   /* rest of -x^2/2 */
+    float a = -0.5f * (h * h);              /* exact */
+    float corr = -(h * l + 0.5f * (l * l)); /* rest of -x^2/2 */
     float erfc_z = t * sv_exp2_parts(a, p + corr);
     if (gauss) *gauss = sv_exp2_parts(a, corr);
     return x >= 0.0f ? 2.0f - erfc_z : erfc_z;
@@ -140,12 +140,11 @@ SV_HD float sv_gelu_grad_erff(float x) {
  * `g` is already clipped/scaled by the caller (grad_scale folded in). */
 typedef struct sv_adamw_hparams {
     float lr, beta1, beta2, eps, weight_decay;
-    float bc1, bc2;     /* bias corrections 1-b1^t, 1-b2^t for the current step t */
-    float grad_scale;   /* multiply gradients by this (clipping coefficient) */
+    float bc1, bc2;   /* bias corrections 1-b1^t, 1-b2^t for the current step t */
+    float grad_scale; /* multiply gradients by this (clipping coefficient) */
 } sv_adamw_hparams;
 
-SV_HD void sv_adamw_elem(float *p, float *m, float *v, float g, const sv_adamw_hparams *h,
-                         float wd) {
+SV_HD void sv_adamw_elem(float *p, float *m, float *v, float g, const sv_adamw_hparams *h, float wd) {
     g *= h->grad_scale;
     float pv = *p;
     pv -= h->lr * wd * pv;

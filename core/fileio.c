@@ -38,15 +38,12 @@ sv_status sv_fileio_pread_exact(int fd, void *buf, size_t n, uint64_t off, const
         ssize_t r = pread(fd, p + got, n - got, (off_t)(off + got));
         if (r < 0) {
             if (errno == EINTR) continue;
-            return SV_FAIL(SV_ERR_IO, "read %s bytes [%llu, %llu): %s", path,
-                           (unsigned long long)off, (unsigned long long)(off + n),
-                           strerror(errno));
+            return SV_FAIL(SV_ERR_IO, "read %s bytes [%llu, %llu): %s", path, (unsigned long long)off,
+                           (unsigned long long)(off + n), strerror(errno));
         }
         if (r == 0)
-            return SV_FAIL(SV_ERR_CORRUPT,
-                           "%s is truncated: needed bytes [%llu, %llu) but the file ends at %llu",
-                           path, (unsigned long long)off, (unsigned long long)(off + n),
-                           (unsigned long long)(off + got));
+            return SV_FAIL(SV_ERR_CORRUPT, "%s is truncated: needed bytes [%llu, %llu) but the file ends at %llu", path,
+                           (unsigned long long)off, (unsigned long long)(off + n), (unsigned long long)(off + got));
         got += (size_t)r;
     }
     return SV_OK;
@@ -127,8 +124,7 @@ sv_status sv_fileio_out_open(sv_fileio_out *f, const char *path, int exclusive) 
         char *end;
         long long v = strtoll(fault, &end, 10);
         if (*end || v < 0)
-            return SV_FAIL(SV_ERR_INVALID, "%s=%s: expected a non-negative byte count",
-                           SV_FILEIO_FAULT_ENV, fault);
+            return SV_FAIL(SV_ERR_INVALID, "%s=%s: expected a non-negative byte count", SV_FILEIO_FAULT_ENV, fault);
         f->fail_after = v;
     }
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
@@ -147,8 +143,8 @@ sv_status sv_fileio_out_write(sv_fileio_out *f, const void *buf, size_t n) {
             SV_TRY(sv_fileio_write_all(f->fd, buf, fits, f->path));
             f->written += fits;
         }
-        return SV_FAIL(SV_ERR_IO, "write to %s: %s (injected by %s after %lld bytes)", f->path,
-                       strerror(ENOSPC), SV_FILEIO_FAULT_ENV, (long long)f->fail_after);
+        return SV_FAIL(SV_ERR_IO, "write to %s: %s (injected by %s after %lld bytes)", f->path, strerror(ENOSPC),
+                       SV_FILEIO_FAULT_ENV, (long long)f->fail_after);
     }
     SV_TRY(sv_fileio_write_all(f->fd, buf, n, f->path));
     f->written += n;
@@ -222,8 +218,7 @@ sv_status sv_fileio_mkdirs(const char *path, mode_t mode) {
             struct stat st;
             if (e != EEXIST) return io_fail("mkdir", buf, e);
             if (stat(buf, &st) != 0) return io_fail("stat", buf, errno);
-            if (!S_ISDIR(st.st_mode))
-                return SV_FAIL(SV_ERR_IO, "mkdir %s: exists and is not a directory", buf);
+            if (!S_ISDIR(st.st_mode)) return SV_FAIL(SV_ERR_IO, "mkdir %s: exists and is not a directory", buf);
         }
         buf[i] = save;
     }
@@ -316,8 +311,7 @@ sv_status sv_fileio_read_small(const char *path, size_t max_bytes, char **out, s
     char *buf = malloc((size_t)size + 1);
     if (!buf) {
         close(fd);
-        return SV_FAIL(SV_ERR_OOM, "reading %s: cannot allocate %llu bytes", path,
-                       (unsigned long long)size);
+        return SV_FAIL(SV_ERR_OOM, "reading %s: cannot allocate %llu bytes", path, (unsigned long long)size);
     }
     sv_status s = sv_fileio_pread_exact(fd, buf, (size_t)size, 0, path);
     close(fd);

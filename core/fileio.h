@@ -21,9 +21,9 @@
 
 /* An output file being written (caller-owned struct, initialised by _open). */
 typedef struct sv_fileio_out {
-    int fd;              /* -1 when closed */
-    uint64_t written;    /* bytes written so far */
-    int64_t fail_after;  /* fault injection budget, -1 = off */
+    int fd;             /* -1 when closed */
+    uint64_t written;   /* bytes written so far */
+    int64_t fail_after; /* fault injection budget, -1 = off */
     char path[1024];
 } sv_fileio_out;
 

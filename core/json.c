@@ -20,8 +20,7 @@ typedef struct parser {
     const char *source;
 } parser;
 
-static sv_status perr(const parser *ps, size_t off, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static sv_status perr(const parser *ps, size_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static sv_status perr(const parser *ps, size_t off, const char *fmt, ...) {
     char reason[256];
     va_list ap;
@@ -39,8 +38,10 @@ static sv_status poom(const parser *ps) {
 static const char *describe(const parser *ps, size_t off, char *buf, size_t cap) {
     if (off >= ps->len) return "end of input";
     unsigned c = ps->p[off];
-    if (c >= 0x20 && c < 0x7f) snprintf(buf, cap, "'%c'", (char)c);
-    else snprintf(buf, cap, "byte 0x%02x", c);
+    if (c >= 0x20 && c < 0x7f)
+        snprintf(buf, cap, "'%c'", (char)c);
+    else
+        snprintf(buf, cap, "byte 0x%02x", c);
     return buf;
 }
 
@@ -100,16 +101,18 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
     if (c < 0x80) return 1;
     size_t len;
     unsigned lo = 0x80, hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf) len = 2;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
     else if (c >= 0xe0 && c <= 0xef) {
         len = 3;
-        if (c == 0xe0) lo = 0xa0;       /* no overlongs */
-        if (c == 0xed) hi = 0x9f;       /* no UTF-16 surrogates */
+        if (c == 0xe0) lo = 0xa0; /* no overlongs */
+        if (c == 0xed) hi = 0x9f; /* no UTF-16 surrogates */
     } else if (c >= 0xf0 && c <= 0xf4) {
         len = 4;
         if (c == 0xf0) lo = 0x90;
-        if (c == 0xf4) hi = 0x8f;       /* <= U+10FFFF */
-    } else return 0;
+        if (c == 0xf4) hi = 0x8f; /* <= U+10FFFF */
+    } else
+        return 0;
     if (n < len) return 0;
     if (s[1] < lo || s[1] > hi) return 0;
     for (size_t k = 2; k < len; k++)
@@ -118,7 +121,10 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
 }
 
 static size_t put_utf8(char *o, uint32_t cp) {
-    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
     if (cp < 0x800) {
         o[0] = (char)(0xc0 | (cp >> 6));
         o[1] = (char)(0x80 | (cp & 0x3f));
@@ -142,10 +148,14 @@ static int hex4(const unsigned char *s, uint32_t *out) {
     for (int k = 0; k < 4; k++) {
         unsigned c = s[k];
         v <<= 4;
-        if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-        else return 0;
+        if (c >= '0' && c <= '9')
+            v |= c - '0';
+        else if (c >= 'a' && c <= 'f')
+            v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            v |= c - 'A' + 10;
+        else
+            return 0;
     }
     *out = v;
     return 1;
@@ -180,19 +190,40 @@ static sv_status parse_string(parser *ps, char **out, size_t *out_len) {
         }
         unsigned e = ps->p[i + 1]; /* i + 1 < end by construction of `end` */
         switch (e) {
-        case '"': o[n++] = '"'; i += 2; continue;
-        case '\\': o[n++] = '\\'; i += 2; continue;
-        case '/': o[n++] = '/'; i += 2; continue;
-        case 'b': o[n++] = '\b'; i += 2; continue;
-        case 'f': o[n++] = '\f'; i += 2; continue;
-        case 'n': o[n++] = '\n'; i += 2; continue;
-        case 'r': o[n++] = '\r'; i += 2; continue;
-        case 't': o[n++] = '\t'; i += 2; continue;
+        case '"':
+            o[n++] = '"';
+            i += 2;
+            continue;
+        case '\\':
+            o[n++] = '\\';
+            i += 2;
+            continue;
+        case '/':
+            o[n++] = '/';
+            i += 2;
+            continue;
+        case 'b':
+            o[n++] = '\b';
+            i += 2;
+            continue;
+        case 'f':
+            o[n++] = '\f';
+            i += 2;
+            continue;
+        case 'n':
+            o[n++] = '\n';
+            i += 2;
+            continue;
+        case 'r':
+            o[n++] = '\r';
+            i += 2;
+            continue;
+        case 't':
+            o[n++] = '\t';
+            i += 2;
+            continue;
         case 'u': break;
-        default:
-            free(o);
-            return perr(ps, i, "invalid escape '\\%s' in string",
-                        describe(ps, i + 1, what, sizeof what));
+        default: free(o); return perr(ps, i, "invalid escape '\\%s' in string", describe(ps, i + 1, what, sizeof what));
         }
         uint32_t cp;
         if (i + 6 > end || !hex4(ps->p + i + 2, &cp)) {
@@ -205,11 +236,10 @@ static sv_status parse_string(parser *ps, char **out, size_t *out_len) {
         }
         if (cp >= 0xd800 && cp <= 0xdbff) {
             uint32_t lo;
-            if (i + 12 > end || ps->p[i + 6] != '\\' || ps->p[i + 7] != 'u' ||
-                !hex4(ps->p + i + 8, &lo) || lo < 0xdc00 || lo > 0xdfff) {
+            if (i + 12 > end || ps->p[i + 6] != '\\' || ps->p[i + 7] != 'u' || !hex4(ps->p + i + 8, &lo) ||
+                lo < 0xdc00 || lo > 0xdfff) {
                 free(o);
-                return perr(ps, i, "lone high surrogate \\u%04X in string (no low surrogate)",
-                            (unsigned)cp);
+                return perr(ps, i, "lone high surrogate \\u%04X in string (no low surrogate)", (unsigned)cp);
             }
             cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
             i += 12;
@@ -230,7 +260,10 @@ static int is_digit(unsigned c) { return c >= '0' && c <= '9'; }
 static sv_status parse_number(parser *ps, sv_json *out) {
     size_t s = ps->pos, i = s;
     int neg = 0, integral = 1;
-    if (i < ps->len && ps->p[i] == '-') { neg = 1; i++; }
+    if (i < ps->len && ps->p[i] == '-') {
+        neg = 1;
+        i++;
+    }
     if (i >= ps->len || !is_digit(ps->p[i])) return perr(ps, s, "invalid number (digit expected)");
     if (ps->p[i] == '0' && i + 1 < ps->len && is_digit(ps->p[i + 1]))
         return perr(ps, i, "invalid number: leading zeros are not allowed");
@@ -238,16 +271,14 @@ static sv_status parse_number(parser *ps, sv_json *out) {
     if (i < ps->len && ps->p[i] == '.') {
         integral = 0;
         i++;
-        if (i >= ps->len || !is_digit(ps->p[i]))
-            return perr(ps, i, "invalid number: digit expected after '.'");
+        if (i >= ps->len || !is_digit(ps->p[i])) return perr(ps, i, "invalid number: digit expected after '.'");
         while (i < ps->len && is_digit(ps->p[i])) i++;
     }
     if (i < ps->len && (ps->p[i] == 'e' || ps->p[i] == 'E')) {
         integral = 0;
         i++;
         if (i < ps->len && (ps->p[i] == '+' || ps->p[i] == '-')) i++;
-        if (i >= ps->len || !is_digit(ps->p[i]))
-            return perr(ps, i, "invalid number: digit expected in exponent");
+        if (i >= ps->len || !is_digit(ps->p[i])) return perr(ps, i, "invalid number: digit expected in exponent");
         while (i < ps->len && is_digit(ps->p[i])) i++;
     }
     size_t n = i - s;
@@ -271,7 +302,10 @@ static sv_status parse_number(parser *ps, sv_json *out) {
         int fits = 1;
         for (size_t k = s + (size_t)neg; k < i; k++) {
             unsigned dg = ps->p[k] - '0';
-            if (mag > (lim - dg) / 10) { fits = 0; break; }
+            if (mag > (lim - dg) / 10) {
+                fits = 0;
+                break;
+            }
             mag = mag * 10 + dg;
         }
         if (fits) {
@@ -335,18 +369,22 @@ static sv_status parse_array(parser *ps, sv_json *out) {
         return SV_OK;
     }
     for (;;) {
-        if (!grow((void **)&out->u.arr.items, &cap, out->u.arr.n + 1, sizeof(sv_json)))
-            return poom(ps);
+        if (!grow((void **)&out->u.arr.items, &cap, out->u.arr.n + 1, sizeof(sv_json))) return poom(ps);
         sv_json *item = &out->u.arr.items[out->u.arr.n];
         memset(item, 0, sizeof *item);
         out->u.arr.n++; /* counted now so a partly parsed item is freed on error */
         SV_TRY(parse_value(ps, item));
         skip_ws(ps);
         char what[32];
-        if (ps->pos < ps->len && ps->p[ps->pos] == ',') { ps->pos++; continue; }
-        if (ps->pos < ps->len && ps->p[ps->pos] == ']') { ps->pos++; break; }
-        return perr(ps, ps->pos, "expected ',' or ']' in array, found %s",
-                    describe(ps, ps->pos, what, sizeof what));
+        if (ps->pos < ps->len && ps->p[ps->pos] == ',') {
+            ps->pos++;
+            continue;
+        }
+        if (ps->pos < ps->len && ps->p[ps->pos] == ']') {
+            ps->pos++;
+            break;
+        }
+        return perr(ps, ps->pos, "expected ',' or ']' in array, found %s", describe(ps, ps->pos, what, sizeof what));
     }
     for (size_t k = 0; k < out->u.arr.n; k++) fix_children(&out->u.arr.items[k]);
     return SV_OK;
@@ -369,8 +407,7 @@ static sv_status parse_object(parser *ps, sv_json *out) {
         if (ps->pos >= ps->len || ps->p[ps->pos] != '"')
             return perr(ps, ps->pos, "expected string key in object, found %s",
                         describe(ps, ps->pos, what, sizeof what));
-        if (!grow((void **)&out->u.obj.members, &cap, out->u.obj.n + 1, sizeof(sv_json_member)))
-            return poom(ps);
+        if (!grow((void **)&out->u.obj.members, &cap, out->u.obj.n + 1, sizeof(sv_json_member))) return poom(ps);
         sv_json_member *m = &out->u.obj.members[out->u.obj.n];
         memset(m, 0, sizeof *m);
         SV_TRY(parse_string(ps, &m->key, &m->key_len));
@@ -382,10 +419,15 @@ static sv_status parse_object(parser *ps, sv_json *out) {
         ps->pos++;
         SV_TRY(parse_value(ps, &m->value));
         skip_ws(ps);
-        if (ps->pos < ps->len && ps->p[ps->pos] == ',') { ps->pos++; continue; }
-        if (ps->pos < ps->len && ps->p[ps->pos] == '}') { ps->pos++; break; }
-        return perr(ps, ps->pos, "expected ',' or '}' in object, found %s",
-                    describe(ps, ps->pos, what, sizeof what));
+        if (ps->pos < ps->len && ps->p[ps->pos] == ',') {
+            ps->pos++;
+            continue;
+        }
+        if (ps->pos < ps->len && ps->p[ps->pos] == '}') {
+            ps->pos++;
+            break;
+        }
+        return perr(ps, ps->pos, "expected ',' or '}' in object, found %s", describe(ps, ps->pos, what, sizeof what));
     }
     SV_TRY(check_duplicates(ps, out, obj_off));
     for (size_t k = 0; k < out->u.obj.n; k++) fix_children(&out->u.obj.members[k].value);
@@ -407,8 +449,7 @@ static sv_status parse_value(parser *ps, sv_json *out) {
     switch (c) {
     case '{':
     case '[': {
-        if (++ps->depth > ps->max_depth)
-            return perr(ps, ps->pos, "nesting deeper than %d levels", ps->max_depth);
+        if (++ps->depth > ps->max_depth) return perr(ps, ps->pos, "nesting deeper than %d levels", ps->max_depth);
         sv_status s = c == '{' ? parse_object(ps, out) : parse_array(ps, out);
         ps->depth--;
         return s;
@@ -420,9 +461,20 @@ static sv_status parse_value(parser *ps, sv_json *out) {
     case 't':
     case 'f':
     case 'n':
-        if (match_lit(ps, "true")) { out->type = SV_JSON_BOOL; out->u.boolean = 1; return SV_OK; }
-        if (match_lit(ps, "false")) { out->type = SV_JSON_BOOL; out->u.boolean = 0; return SV_OK; }
-        if (match_lit(ps, "null")) { out->type = SV_JSON_NULL; return SV_OK; }
+        if (match_lit(ps, "true")) {
+            out->type = SV_JSON_BOOL;
+            out->u.boolean = 1;
+            return SV_OK;
+        }
+        if (match_lit(ps, "false")) {
+            out->type = SV_JSON_BOOL;
+            out->u.boolean = 0;
+            return SV_OK;
+        }
+        if (match_lit(ps, "null")) {
+            out->type = SV_JSON_NULL;
+            return SV_OK;
+        }
         return perr(ps, ps->pos, "invalid literal (expected true, false or null)");
     case 'N':
     case 'I':
@@ -430,8 +482,7 @@ static sv_status parse_value(parser *ps, sv_json *out) {
                     describe(ps, ps->pos, what, sizeof what));
     default:
         if (c == '-' || is_digit(c)) return parse_number(ps, out);
-        return perr(ps, ps->pos, "unexpected %s (value expected)",
-                    describe(ps, ps->pos, what, sizeof what));
+        return perr(ps, ps->pos, "unexpected %s (value expected)", describe(ps, ps->pos, what, sizeof what));
     }
 }
 
@@ -447,8 +498,7 @@ sv_status sv_json_parse(sv_json_doc *doc, const char *text, size_t len, const ch
     };
     size_t max_bytes = limits && limits->max_bytes ? limits->max_bytes : JSON_DEFAULT_MAX_BYTES;
     if (len > max_bytes)
-        return perr(&ps, max_bytes, "input of %zu bytes exceeds the limit of %zu bytes", len,
-                    max_bytes);
+        return perr(&ps, max_bytes, "input of %zu bytes exceeds the limit of %zu bytes", len, max_bytes);
     if (!text && len) return perr(&ps, 0, "no input buffer");
     sv_status s = parse_value(&ps, &doc->root);
     if (s == SV_OK) {
@@ -521,8 +571,7 @@ void sv_json_path(const sv_json *v, char *buf, size_t cap) {
     buf[0] = 0;
     const sv_json *chain[JSON_DEFAULT_MAX_DEPTH * 2 + 2];
     size_t n = 0;
-    for (const sv_json *x = v; x->parent && n < sizeof chain / sizeof chain[0]; x = x->parent)
-        chain[n++] = x;
+    for (const sv_json *x = v; x->parent && n < sizeof chain / sizeof chain[0]; x = x->parent) chain[n++] = x;
     if (n == 0) {
         snprintf(buf, cap, "(root)");
         return;
@@ -533,8 +582,7 @@ void sv_json_path(const sv_json *v, char *buf, size_t cap) {
         if (p->type == SV_JSON_ARRAY) {
             snprintf(buf + len, cap - len, "[%zu]", (size_t)(x - p->u.arr.items));
         } else {
-            const sv_json_member *m =
-                (const sv_json_member *)((const char *)x - offsetof(sv_json_member, value));
+            const sv_json_member *m = (const sv_json_member *)((const char *)x - offsetof(sv_json_member, value));
             snprintf(buf + len, cap - len, "%s%.100s", len ? "." : "", m->key);
         }
         len += strlen(buf + len);
@@ -546,8 +594,7 @@ static sv_status type_error(const sv_json *v, const char *expected) {
     sv_json_path(v, path, sizeof path);
     const char *found = sv_json_type_name(v->type);
     if (v->type == SV_JSON_NUMBER && !v->u.num.is_int) found = "non-integral number";
-    return SV_FAIL(SV_ERR_FORMAT, "%s: %s: expected %s, found %s", doc_source(v), path, expected,
-                   found);
+    return SV_FAIL(SV_ERR_FORMAT, "%s: %s: expected %s, found %s", doc_source(v), path, expected, found);
 }
 
 sv_status sv_json_expect(const sv_json *v, sv_json_type t) {
@@ -587,8 +634,7 @@ static sv_status member_or_missing(const sv_json *obj, const char *key, const sv
         char path[512];
         sv_json_path(obj, path, sizeof path);
         if (!obj->parent) path[0] = 0;
-        return SV_FAIL(SV_ERR_FORMAT, "%s: %s%s%s: missing", doc_source(obj), path,
-                       path[0] ? "." : "", key);
+        return SV_FAIL(SV_ERR_FORMAT, "%s: %s%s%s: missing", doc_source(obj), path, path[0] ? "." : "", key);
     }
     return SV_OK;
 }
@@ -599,18 +645,17 @@ sv_status sv_json_get(const sv_json *obj, const char *key, sv_json_type t, const
 }
 
 /* Required member of a given C type: missing => error naming the path. */
-#define JSON_GETTER(name, ctype, as_call)                                                     \
-    sv_status name(const sv_json *obj, const char *key, ctype *out) {                         \
-        const sv_json *v;                                                                     \
-        SV_TRY(member_or_missing(obj, key, &v));                                              \
-        return as_call;                                                                       \
+#define JSON_GETTER(name, ctype, as_call) \
+    sv_status name(const sv_json *obj, const char *key, ctype *out) { \
+        const sv_json *v; \
+        SV_TRY(member_or_missing(obj, key, &v)); \
+        return as_call; \
     }
 JSON_GETTER(sv_json_get_i64, int64_t, sv_json_as_i64(v, out))
 JSON_GETTER(sv_json_get_f64, double, sv_json_as_f64(v, out))
 JSON_GETTER(sv_json_get_bool, int, sv_json_as_bool(v, out))
 
-sv_status sv_json_get_str(const sv_json *obj, const char *key, const char **out,
-                          size_t *len_out) {
+sv_status sv_json_get_str(const sv_json *obj, const char *key, const char **out, size_t *len_out) {
     const sv_json *v;
     SV_TRY(member_or_missing(obj, key, &v));
     return sv_json_as_str(v, out, len_out);
@@ -625,15 +670,15 @@ static sv_status opt_member(const sv_json *obj, const char *key, const sv_json *
 }
 
 /* Optional member: absent or null => the default. */
-#define JSON_OPT_GETTER(name, ctype, as_call)                                                 \
-    sv_status name(const sv_json *obj, const char *key, ctype dflt, ctype *out) {             \
-        const sv_json *v;                                                                     \
-        SV_TRY(opt_member(obj, key, &v));                                                     \
-        if (!v) {                                                                             \
-            *out = dflt;                                                                      \
-            return SV_OK;                                                                     \
-        }                                                                                     \
-        return as_call;                                                                       \
+#define JSON_OPT_GETTER(name, ctype, as_call) \
+    sv_status name(const sv_json *obj, const char *key, ctype dflt, ctype *out) { \
+        const sv_json *v; \
+        SV_TRY(opt_member(obj, key, &v)); \
+        if (!v) { \
+            *out = dflt; \
+            return SV_OK; \
+        } \
+        return as_call; \
     }
 JSON_OPT_GETTER(sv_json_opt_i64, int64_t, sv_json_as_i64(v, out))
 JSON_OPT_GETTER(sv_json_opt_f64, double, sv_json_as_f64(v, out))

@@ -43,11 +43,11 @@ struct sv_json {
         int boolean;
         struct {
             double d;
-            int64_t i;  /* exact value when is_int */
+            int64_t i; /* exact value when is_int */
             int is_int;
         } num;
         struct {
-            char *s;    /* NUL-terminated; may contain embedded NULs (\u0000), see len */
+            char *s; /* NUL-terminated; may contain embedded NULs (\u0000), see len */
             size_t len;
         } str;
         struct {
@@ -62,7 +62,7 @@ struct sv_json {
 };
 
 struct sv_json_member {
-    char *key;      /* NUL-terminated, may contain embedded NULs, see key_len */
+    char *key; /* NUL-terminated, may contain embedded NULs, see key_len */
     size_t key_len;
     sv_json value;
 };
@@ -90,14 +90,14 @@ void sv_json_doc_free(sv_json_doc *doc);
 /* ---- lookup (no error state; NULL when absent or when the node has the wrong type) ---- */
 const char *sv_json_type_name(sv_json_type t);
 const sv_json *sv_json_member_get(const sv_json *obj, const char *key); /* NULL if not object */
-const sv_json *sv_json_index(const sv_json *arr, size_t i);              /* NULL if out of range */
+const sv_json *sv_json_index(const sv_json *arr, size_t i);             /* NULL if out of range */
 size_t sv_json_count(const sv_json *v); /* items/members of an array/object; 0 otherwise */
 
 /* Write the node's path ("units[3].name", "(root)") into buf (always NUL-terminated). */
 void sv_json_path(const sv_json *v, char *buf, size_t cap);
 
 /* ---- typed access to a node; failures are SV_ERR_FORMAT naming source and path ---- */
-sv_status sv_json_as_i64(const sv_json *v, int64_t *out);  /* integral number only */
+sv_status sv_json_as_i64(const sv_json *v, int64_t *out); /* integral number only */
 sv_status sv_json_as_f64(const sv_json *v, double *out);
 sv_status sv_json_as_bool(const sv_json *v, int *out);
 sv_status sv_json_as_str(const sv_json *v, const char **out, size_t *len_out /*nullable*/);
@@ -110,15 +110,13 @@ sv_status sv_json_get(const sv_json *obj, const char *key, sv_json_type t, const
 sv_status sv_json_get_i64(const sv_json *obj, const char *key, int64_t *out);
 sv_status sv_json_get_f64(const sv_json *obj, const char *key, double *out);
 sv_status sv_json_get_bool(const sv_json *obj, const char *key, int *out);
-sv_status sv_json_get_str(const sv_json *obj, const char *key, const char **out,
-                          size_t *len_out /*nullable*/);
+sv_status sv_json_get_str(const sv_json *obj, const char *key, const char **out, size_t *len_out /*nullable*/);
 /* Optional members: absent (or JSON null) => *out = dflt and SV_OK; present with the wrong
  * type => error. */
 sv_status sv_json_opt_i64(const sv_json *obj, const char *key, int64_t dflt, int64_t *out);
 sv_status sv_json_opt_f64(const sv_json *obj, const char *key, double dflt, double *out);
 sv_status sv_json_opt_bool(const sv_json *obj, const char *key, int dflt, int *out);
-sv_status sv_json_opt_str(const sv_json *obj, const char *key, const char *dflt,
-                          const char **out);
+sv_status sv_json_opt_str(const sv_json *obj, const char *key, const char *dflt, const char **out);
 
 /* ---- writer ----
  * Builds JSON text in a growable malloc'd buffer. Calls mirror the document structure:
@@ -133,7 +131,7 @@ sv_status sv_json_opt_str(const sv_json *obj, const char *key, const char *dflt,
 typedef struct sv_json_writer {
     char *buf;
     size_t len, cap;
-    int indent;       /* 0: compact single line; n > 0: pretty, n spaces per level */
+    int indent; /* 0: compact single line; n > 0: pretty, n spaces per level */
     int depth;
     uint8_t is_obj[SV_JSON_WRITER_MAX_DEPTH];
     uint8_t has_items[SV_JSON_WRITER_MAX_DEPTH];

@@ -59,8 +59,10 @@ static void wnewline(sv_json_writer *w) {
 static void wpre(sv_json_writer *w, int is_key) {
     if (w->err) return;
     if (w->depth == 0) {
-        if (is_key) wfail(w, SV_ERR_INVALID, "key written outside an object");
-        else if (w->done) wfail(w, SV_ERR_INVALID, "second top-level value written");
+        if (is_key)
+            wfail(w, SV_ERR_INVALID, "key written outside an object");
+        else if (w->done)
+            wfail(w, SV_ERR_INVALID, "second top-level value written");
         return;
     }
     int in_obj = w->is_obj[w->depth - 1];
@@ -124,13 +126,20 @@ static void wescaped(sv_json_writer *w, const char *s, size_t n) {
         unsigned char c = (unsigned char)s[i];
         const char *esc = NULL;
         char ubuf[7];
-        if (c == '"') esc = "\\\"";
-        else if (c == '\\') esc = "\\\\";
-        else if (c == '\n') esc = "\\n";
-        else if (c == '\r') esc = "\\r";
-        else if (c == '\t') esc = "\\t";
-        else if (c == '\b') esc = "\\b";
-        else if (c == '\f') esc = "\\f";
+        if (c == '"')
+            esc = "\\\"";
+        else if (c == '\\')
+            esc = "\\\\";
+        else if (c == '\n')
+            esc = "\\n";
+        else if (c == '\r')
+            esc = "\\r";
+        else if (c == '\t')
+            esc = "\\t";
+        else if (c == '\b')
+            esc = "\\b";
+        else if (c == '\f')
+            esc = "\\f";
         else if (c < 0x20 || c == 0x7f) {
             memcpy(ubuf, "\\u00", 4);
             ubuf[4] = hex[c >> 4];
@@ -212,8 +221,10 @@ void sv_json_value(sv_json_writer *w, const sv_json *v) {
     case SV_JSON_NULL: sv_json_null(w); break;
     case SV_JSON_BOOL: sv_json_bool(w, v->u.boolean); break;
     case SV_JSON_NUMBER:
-        if (v->u.num.is_int) sv_json_i64(w, v->u.num.i);
-        else sv_json_f64(w, v->u.num.d);
+        if (v->u.num.is_int)
+            sv_json_i64(w, v->u.num.i);
+        else
+            sv_json_f64(w, v->u.num.d);
         break;
     case SV_JSON_STRING: sv_json_strn(w, v->u.str.s, v->u.str.len); break;
     case SV_JSON_ARRAY:
@@ -240,8 +251,7 @@ void sv_json_value(sv_json_writer *w, const sv_json *v) {
 sv_status sv_json_writer_finish(sv_json_writer *w, const char **text, size_t *len) {
     if (w->err) return SV_FAIL(w->err, "JSON writer: %s", w->errmsg);
     if (!w->done || w->depth)
-        return SV_FAIL(SV_ERR_INVALID, "JSON writer: incomplete document (%d open containers)",
-                       w->depth);
+        return SV_FAIL(SV_ERR_INVALID, "JSON writer: incomplete document (%d open containers)", w->depth);
     *text = w->buf;
     if (len) *len = w->len;
     return SV_OK;

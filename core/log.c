@@ -44,10 +44,14 @@ static size_t utf8_seq(const unsigned char *p, unsigned long *cp) {
         *cp = c;
         return 1;
     }
-    if ((c & 0xE0) == 0xC0) n = 2, v = c & 0x1F;
-    else if ((c & 0xF0) == 0xE0) n = 3, v = c & 0x0F;
-    else if ((c & 0xF8) == 0xF0) n = 4, v = c & 0x07;
-    else return 0;
+    if ((c & 0xE0) == 0xC0)
+        n = 2, v = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0)
+        n = 3, v = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0)
+        n = 4, v = c & 0x07;
+    else
+        return 0;
     for (size_t i = 1; i < n; i++) {
         if ((p[i] & 0xC0) != 0x80) return 0;
         v = v << 6 | (p[i] & 0x3F);
@@ -60,7 +64,7 @@ static size_t utf8_seq(const unsigned char *p, unsigned long *cp) {
 /* Code points a terminal acts on or that reorder / break the line. */
 static int unsafe_cp(unsigned long c) {
     return c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0) || c == 0x061C || c == 0x200E || c == 0x200F ||
-           c == 0x2028 || c == 0x2029 || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+        c == 0x2028 || c == 0x2029 || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
 }
 
 const char *sv_log_esc(const char *s, char *buf, size_t cap) {

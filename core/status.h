@@ -44,23 +44,23 @@ void sv_err_clear(void);
 
 #define SV_FAIL(code, ...) sv_fail_at((code), __FILE__, __LINE__, __VA_ARGS__)
 
-#define SV_TRY(expr)                                                                          \
-    do {                                                                                      \
-        sv_status sv_try_s_ = (expr);                                                         \
-        if (sv_try_s_ != SV_OK) {                                                             \
-            sv_err_frame(__FILE__, __LINE__);                                                 \
-            return sv_try_s_;                                                                 \
-        }                                                                                     \
+#define SV_TRY(expr) \
+    do { \
+        sv_status sv_try_s_ = (expr); \
+        if (sv_try_s_ != SV_OK) { \
+            sv_err_frame(__FILE__, __LINE__); \
+            return sv_try_s_; \
+        } \
     } while (0)
 
 /* Like SV_TRY but jumps to a cleanup label, storing the status in `var`. */
-#define SV_TRY_GOTO(var, expr, label)                                                         \
-    do {                                                                                      \
-        (var) = (expr);                                                                       \
-        if ((var) != SV_OK) {                                                                 \
-            sv_err_frame(__FILE__, __LINE__);                                                 \
-            goto label;                                                                       \
-        }                                                                                     \
+#define SV_TRY_GOTO(var, expr, label) \
+    do { \
+        (var) = (expr); \
+        if ((var) != SV_OK) { \
+            sv_err_frame(__FILE__, __LINE__); \
+            goto label; \
+        } \
     } while (0)
 
 void sv_assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));

@@ -29,8 +29,7 @@ void sv_trace_free(sv_trace *t) {
 
 double sv_trace_now(const sv_trace *t) { return (sv_now_s() - t->t0) * 1e6; }
 
-void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int arg, double begin_us,
-                  double end_us) {
+void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int arg, double begin_us, double end_us) {
     if (!sv_trace_on(t)) return;
     SV_ASSERT(tid >= 0 && tid < SV_TRACE_TRACKS);
     if (t->n == t->cap) {
@@ -78,10 +77,9 @@ static sv_status close_checked(FILE *f, const char *what, const char *path) {
 sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return SV_FAIL(SV_ERR_IO, "cannot write trace part %s", path);
-    fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}", t->rank,
+    fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}", t->rank, t->rank);
+    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", t->rank,
             t->rank);
-    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
-            t->rank, t->rank);
     /* name only the tracks that hold events (an empty named track would show as a blank row) */
     unsigned used = 0;
     for (size_t i = 0; i < t->n; i++)
@@ -90,8 +88,10 @@ sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
         if (!(used & (1u << k))) continue;
         fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
                 t->rank, k, k_track_name[k]);
-        fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
-                   "\"args\":{\"sort_index\":%d}}", t->rank, k, k_track_order[k]);
+        fprintf(f,
+                ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
+                "\"args\":{\"sort_index\":%d}}",
+                t->rank, k, k_track_order[k]);
     }
     for (size_t i = 0; i < t->n; i++) {
         const sv_trace_event *e = &t->ev[i];

@@ -54,8 +54,7 @@ void sv_trace_free(sv_trace *t);
 static inline int sv_trace_on(const sv_trace *t) { return t && t->cap > 0; }
 /* Microseconds since tracer start (for begin timestamps). */
 double sv_trace_now(const sv_trace *t);
-void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int arg, double begin_us,
-                  double end_us);
+void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int arg, double begin_us, double end_us);
 /* Write this rank's events as a JSON array body fragment (no brackets) to `path`. */
 sv_status sv_trace_write_part(const sv_trace *t, const char *path);
 /* Merge part files of ranks 0..world-1 ("<path>.rank<r>") into one trace JSON at `path`,

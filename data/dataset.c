@@ -177,9 +177,9 @@ sv_status sv_dataset_read(const sv_dataset *d, size_t i, uint8_t **buf, size_t *
     uint64_t size;
     SV_TRY(sv_fileio_open_read(path, &fd, &size));
     sv_status s = size > SV_DATASET_MAX_FILE_BYTES
-                      ? SV_FAIL(SV_ERR_INVALID, "%s is %llu bytes, more than the %llu-byte limit for one image", path,
-                                (unsigned long long)size, (unsigned long long)SV_DATASET_MAX_FILE_BYTES)
-                      : grow_buf(buf, cap, size ? (size_t)size : 1);
+        ? SV_FAIL(SV_ERR_INVALID, "%s is %llu bytes, more than the %llu-byte limit for one image", path,
+                  (unsigned long long)size, (unsigned long long)SV_DATASET_MAX_FILE_BYTES)
+        : grow_buf(buf, cap, size ? (size_t)size : 1);
     if (s == SV_OK) s = sv_fileio_pread_exact(fd, *buf, (size_t)size, 0, path);
     close(fd);
     *len = (size_t)size;
@@ -211,7 +211,10 @@ sv_status sv_classes_read(const char *path, char ***names, int *n) {
     for (size_t i = 0; i < got; i++) lines += text[i] == '\n';
     if (got && text[got - 1] != '\n') lines++;
     char **arr = malloc((size_t)(lines + 1) * sizeof(char *) + got + 1);
-    if (!arr) { free(text); return SV_FAIL(SV_ERR_OOM, "class list %s", path); }
+    if (!arr) {
+        free(text);
+        return SV_FAIL(SV_ERR_OOM, "class list %s", path);
+    }
     char *store = (char *)(arr + lines + 1);
     memcpy(store, text, got + 1);
     free(text);
@@ -258,7 +261,8 @@ static sv_status expand_into(const char *pat, sv_strlist *acc) {
         unsigned long long a = strtoull(body, &end1, 10), b = strtoull(dots + 2, &end2, 10);
         if (end1 != dots || *end2 || end1 == body || dots[2] == 0)
             return SV_FAIL(SV_ERR_INVALID, "pattern %s: bad range {%s}", pat, body);
-        if (b < a || b - a >= 1000000) return SV_FAIL(SV_ERR_INVALID, "pattern %s: range {%s} empty or too big", pat, body);
+        if (b < a || b - a >= 1000000)
+            return SV_FAIL(SV_ERR_INVALID, "pattern %s: range {%s} empty or too big", pat, body);
         int width = (int)(dots - body);
         for (unsigned long long v = a; v <= b; v++) {
             int len = snprintf(buf, sizeof buf, "%.*s%0*llu%s", (int)pre, pat, width, v, rb + 1);
@@ -284,7 +288,10 @@ sv_status sv_expand_braces(const char *pattern, char ***out, size_t *n) {
         return s != SV_OK ? s : SV_FAIL(SV_ERR_INVALID, "pattern %s expands to nothing", pattern);
     }
     char **arr = malloc(acc.n * sizeof(char *) + acc.len);
-    if (!arr) { sv_strlist_free(&acc); return SV_FAIL(SV_ERR_OOM, "pattern %s", pattern); }
+    if (!arr) {
+        sv_strlist_free(&acc);
+        return SV_FAIL(SV_ERR_OOM, "pattern %s", pattern);
+    }
     char *store = (char *)(arr + acc.n);
     memcpy(store, acc.blob, acc.len);
     for (size_t i = 0; i < acc.n; i++) arr[i] = store + acc.off[i];

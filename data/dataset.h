@@ -26,11 +26,11 @@ typedef enum { SV_DATASET_FOLDER = 0, SV_DATASET_TAR = 1, SV_DATASET_SYNTHETIC =
 
 typedef struct sv_dataset_opts {
     /* synthetic only (defaults in brackets when 0): */
-    uint64_t synth_samples;  /* number of samples [50000] */
-    int synth_classes;       /* number of classes [10] */
-    int synth_img;           /* side of the square images it renders [32] */
-    int synth_channels;      /* 1 or 3 [3] */
-    uint64_t synth_seed;     /* which task (patterns per class); the sample content is a pure
+    uint64_t synth_samples; /* number of samples [50000] */
+    int synth_classes;      /* number of classes [10] */
+    int synth_img;          /* side of the square images it renders [32] */
+    int synth_channels;     /* 1 or 3 [3] */
+    uint64_t synth_seed;    /* which task (patterns per class); the sample content is a pure
                                 function of (synth_seed, sample index) [0] */
     /* tar only: a class-name file (one per line) overriding the default lookup; NULL = none */
     const char *classes_file;

@@ -23,16 +23,16 @@ struct sv_dataset {
     size_t n;
     int K;
     sv_strlist classes;
-    int32_t *labels;       /* (n) */
+    int32_t *labels; /* (n) */
     /* folder */
     char *root;
-    sv_strlist paths;      /* relative to root */
+    sv_strlist paths; /* relative to root */
     /* tar */
-    sv_strlist shards;     /* shard file paths */
-    int *fds;              /* (shards.n) */
-    uint32_t *shard_of;    /* (n) */
+    sv_strlist shards;       /* shard file paths */
+    int *fds;                /* (shards.n) */
+    uint32_t *shard_of;      /* (n) */
     uint64_t *offset, *size; /* (n) data range of the .jpg member */
-    sv_strlist keys;       /* (n) */
+    sv_strlist keys;         /* (n) */
     /* synthetic */
     int synth_img, synth_channels;
     uint64_t synth_seed;

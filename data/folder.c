@@ -118,8 +118,10 @@ static sv_status walk(const char *root, const char *rel, sv_strlist *out, dir_se
         if (!err && S_ISDIR(mode)) {
             if (depth < 32) s = sv_strlist_push(&subdirs, path, (size_t)len);
         } else if (is_jpeg_name(e->d_name)) {
-            if (!err && S_ISREG(mode)) s = sv_strlist_push(out, path, (size_t)len);
-            else SV_WARN("dataset %s: skipping %s: %s", root, path, err ? strerror(err) : "not a regular file");
+            if (!err && S_ISREG(mode))
+                s = sv_strlist_push(out, path, (size_t)len);
+            else
+                SV_WARN("dataset %s: skipping %s: %s", root, path, err ? strerror(err) : "not a regular file");
         }
     }
     closedir(dp);
@@ -161,14 +163,23 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root) {
         if (isdir && (s = sv_strlist_push(&names, e->d_name, strlen(e->d_name))) != SV_OK) break;
     }
     closedir(dp);
-    if (s != SV_OK) { sv_strlist_free(&names); return s; }
+    if (s != SV_OK) {
+        sv_strlist_free(&names);
+        return s;
+    }
     if (names.n == 0) {
         sv_strlist_free(&names);
         return SV_FAIL(SV_ERR_NOT_FOUND, "dataset directory %s has no class sub-directories", root);
     }
-    if (names.n > INT32_MAX) { sv_strlist_free(&names); return SV_FAIL(SV_ERR_UNSUPPORTED, "%s: too many classes", root); }
+    if (names.n > INT32_MAX) {
+        sv_strlist_free(&names);
+        return SV_FAIL(SV_ERR_UNSUPPORTED, "%s: too many classes", root);
+    }
     const char **sorted = malloc(names.n * sizeof *sorted);
-    if (!sorted) { sv_strlist_free(&names); return SV_FAIL(SV_ERR_OOM, "class list"); }
+    if (!sorted) {
+        sv_strlist_free(&names);
+        return SV_FAIL(SV_ERR_OOM, "class list");
+    }
     for (size_t k = 0; k < names.n; k++) sorted[k] = sv_strlist_at(&names, k);
     qsort(sorted, names.n, sizeof *sorted, cmp_str);
     d->K = (int)names.n;
@@ -179,21 +190,32 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root) {
         dir_set seen = {0}; /* per class: a link into another class indexes its images here too */
         s = walk(root, sorted[k], &files, &seen, 0);
         dir_set_free(&seen);
-        if (s != SV_OK) { sv_strlist_free(&files); break; }
+        if (s != SV_OK) {
+            sv_strlist_free(&files);
+            break;
+        }
         if (files.n == 0) { /* an empty class keeps its index (torchvision allow_empty=True) */
             sv_strlist_free(&files);
             continue;
         }
         const char **fs = malloc(files.n * sizeof *fs);
-        if (!fs) { sv_strlist_free(&files); s = SV_FAIL(SV_ERR_OOM, "file list"); break; }
+        if (!fs) {
+            sv_strlist_free(&files);
+            s = SV_FAIL(SV_ERR_OOM, "file list");
+            break;
+        }
         for (size_t i = 0; i < files.n; i++) fs[i] = sv_strlist_at(&files, i);
         qsort(fs, files.n, sizeof *fs, cmp_str);
         if (d->n + files.n > lab_cap) {
             size_t nc = lab_cap ? lab_cap : 1024;
             while (nc < d->n + files.n) nc *= 2;
             int32_t *nl = realloc(d->labels, nc * sizeof *nl);
-            if (!nl) s = SV_FAIL(SV_ERR_OOM, "labels");
-            else { d->labels = nl; lab_cap = nc; }
+            if (!nl)
+                s = SV_FAIL(SV_ERR_OOM, "labels");
+            else {
+                d->labels = nl;
+                lab_cap = nc;
+            }
         }
         for (size_t i = 0; i < files.n && s == SV_OK; i++) {
             s = sv_strlist_push(&d->paths, fs[i], strlen(fs[i]));
@@ -204,6 +226,7 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root) {
     }
     free(sorted);
     sv_strlist_free(&names);
-    if (s == SV_OK && d->n == 0) s = SV_FAIL(SV_ERR_NOT_FOUND, "dataset directory %s: no .jpg/.jpeg files in any class", root);
+    if (s == SV_OK && d->n == 0)
+        s = SV_FAIL(SV_ERR_NOT_FOUND, "dataset directory %s: no .jpg/.jpeg files in any class", root);
     return s;
 }

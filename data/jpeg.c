@@ -42,8 +42,7 @@ static sv_status dec_handle(sv_jpeg_ctx *c) {
 sv_status sv_jpeg_header(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w, int *h, int *comps) {
     SV_TRY(dec_handle(c));
     int subsamp = 0, cs = 0;
-    if (len < 4 || data[0] != 0xFF || data[1] != 0xD8)
-        return SV_FAIL(SV_ERR_FORMAT, "not a JPEG (no SOI marker)");
+    if (len < 4 || data[0] != 0xFF || data[1] != 0xD8) return SV_FAIL(SV_ERR_FORMAT, "not a JPEG (no SOI marker)");
     if (tjDecompressHeader3(c->dec, data, (unsigned long)len, w, h, &subsamp, &cs) != 0)
         return SV_FAIL(SV_ERR_FORMAT, "JPEG header: %s", tjGetErrorStr2(c->dec));
     /* a tables-only stream "succeeds" with 0 x 0 and leaves the handle primed for the next call */
@@ -86,7 +85,7 @@ static int count_scans(const uint8_t *p, size_t n, int stop) {
             i++;
             continue;
         }
-        if (m == 0xD9) break; /* EOI */
+        if (m == 0xD9) break;                      /* EOI */
         if (m == 0x01 || m == 0xD8 || is_rst(m)) { /* markers without a length */
             i += 2;
             continue;
@@ -110,8 +109,7 @@ static sv_status check_scans(const uint8_t *data, size_t len) {
     return SV_OK;
 }
 
-sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom,
-                         int *w, int *h) {
+sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom, int *w, int *h) {
     int fw, fh, comps;
     SV_TRY(sv_jpeg_header(c, data, len, &fw, &fh, &comps));
     if (comps == 4) return SV_FAIL(SV_ERR_UNSUPPORTED, "CMYK JPEG is not supported");
@@ -135,8 +133,8 @@ sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int ch
     return SV_OK;
 }
 
-sv_status sv_jpeg_encode(sv_jpeg_ctx *c, const uint8_t *pix, int w, int h, int channels, int quality,
-                         int progressive, const uint8_t **out, size_t *len) {
+sv_status sv_jpeg_encode(sv_jpeg_ctx *c, const uint8_t *pix, int w, int h, int channels, int quality, int progressive,
+                         const uint8_t **out, size_t *len) {
     if (channels != 1 && channels != 3) return SV_FAIL(SV_ERR_INVALID, "jpeg encode: channels %d not 1 or 3", channels);
     if (quality < 1 || quality > 100) return SV_FAIL(SV_ERR_INVALID, "jpeg quality %d not in 1..100", quality);
     if (!c->enc && !(c->enc = tjInitCompress()))
@@ -257,8 +255,9 @@ static void lj_header(lj_state *s, lj_args *a) {
     }
     a->w = (int)d->image_width;
     a->h = (int)d->image_height;
-    a->comps = d->jpeg_color_space == JCS_GRAYSCALE ? 1
-               : d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK ? 4 : 3;
+    a->comps = d->jpeg_color_space == JCS_GRAYSCALE                          ? 1
+        : d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK ? 4
+                                                                             : 3;
 }
 
 static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
@@ -308,8 +307,10 @@ static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
 /* The setjmp frame: nothing here changes after setjmp, so nothing can be clobbered. */
 static int lj_call(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
     if (setjmp(s->jb)) return -1;
-    if (a->op == 0) lj_header(s, a);
-    else lj_region(c, s, a);
+    if (a->op == 0)
+        lj_header(s, a);
+    else
+        lj_region(c, s, a);
     return 0;
 }
 
@@ -343,8 +344,8 @@ sv_status sv_jpeg_region_decode(sv_jpeg_ctx *c, int channels, int denom, int x0,
     if (channels != 1 && channels != 3) return SV_FAIL(SV_ERR_INVALID, "jpeg decode: channels %d not 1 or 3", channels);
     if (denom != 1 && denom != 2 && denom != 4 && denom != 8)
         return SV_FAIL(SV_ERR_INVALID, "jpeg decode: scale 1/%d not one of 1, 1/2, 1/4, 1/8", denom);
-    lj_args a = {.op = 1, .channels = channels, .denom = denom, .x0 = x0, .y0 = y0, .x1 = x1, .y1 = y1, .r = r,
-                 .st = SV_OK};
+    lj_args a = {
+        .op = 1, .channels = channels, .denom = denom, .x0 = x0, .y0 = y0, .x1 = x1, .y1 = y1, .r = r, .st = SV_OK};
     if (lj_call(c, s, &a) < 0) {
         sv_status st = SV_FAIL(SV_ERR_CORRUPT, "JPEG decode: %s", s->msg);
         /* a decompressor that stopped mid-image is rebuilt rather than trusted */
@@ -356,8 +357,8 @@ sv_status sv_jpeg_region_decode(sv_jpeg_ctx *c, int channels, int denom, int x0,
     return a.st;
 }
 
-sv_status sv_jpeg_decode_region(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom,
-                                int x0, int y0, int x1, int y1, sv_jpeg_region *r) {
+sv_status sv_jpeg_decode_region(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom, int x0,
+                                int y0, int x1, int y1, sv_jpeg_region *r) {
     int w, h, comps;
     SV_TRY(sv_jpeg_region_open(c, data, len, &w, &h, &comps));
     return sv_jpeg_region_decode(c, channels, denom, x0, y0, x1, y1, r);

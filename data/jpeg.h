@@ -15,11 +15,11 @@
 #include "core/status.h"
 
 typedef struct sv_jpeg_ctx {
-    void *dec, *enc;      /* tjhandle, created lazily */
-    void *lj;             /* libjpeg decompressor for region decodes, created lazily */
-    uint8_t *pix;         /* decoded pixels (HWC) */
+    void *dec, *enc; /* tjhandle, created lazily */
+    void *lj;        /* libjpeg decompressor for region decodes, created lazily */
+    uint8_t *pix;    /* decoded pixels (HWC) */
     size_t pix_cap;
-    uint8_t *jbuf;        /* encoder output */
+    uint8_t *jbuf; /* encoder output */
     size_t jbuf_cap;
 } sv_jpeg_ctx;
 
@@ -44,8 +44,7 @@ sv_status sv_jpeg_header(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w
  * (*w, *h, channels) HWC bytes; channels 1 = luminance, 3 = RGB (grayscale JPEGs expand).
  * Any libjpeg warning (truncated data, corrupt segment) is an error: SV_ERR_CORRUPT, and so is
  * a stream with more than SV_JPEG_MAX_SCANS scans (refused before decoding). */
-sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom,
-                         int *w, int *h);
+sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom, int *w, int *h);
 
 /* Pixels of a decoded region: rows [y0, y0 + h) and columns [x0, x0 + w) of the image as
  * decoded at scale 1/denom (full size fw x fh), HWC bytes with row stride w * channels. */
@@ -65,8 +64,8 @@ typedef struct sv_jpeg_region {
  * short anywhere); corrupt entropy data below the region goes unnoticed (it is not used). A
  * stream with more than SV_JPEG_MAX_SCANS scans stops with SV_ERR_CORRUPT as libjpeg reaches
  * scan SV_JPEG_MAX_SCANS + 1 (before decoding its data). */
-sv_status sv_jpeg_decode_region(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom,
-                                int x0, int y0, int x1, int y1, sv_jpeg_region *r);
+sv_status sv_jpeg_decode_region(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom, int x0,
+                                int y0, int x1, int y1, sv_jpeg_region *r);
 
 /* The same in two steps, so the region can depend on the image size: open parses the header
  * (errors as sv_jpeg_header, plus the truncation check) and keeps `data` borrowed until
@@ -78,7 +77,7 @@ sv_status sv_jpeg_region_decode(sv_jpeg_ctx *c, int channels, int denom, int x0,
 /* Encode w x h x channels HWC bytes (channels 1 -> grayscale JPEG, 3 -> 4:2:0 colour) at
  * quality 1..100; progressive when asked. *out points into c->jbuf (valid until the next
  * encode), *len is its size. */
-sv_status sv_jpeg_encode(sv_jpeg_ctx *c, const uint8_t *pix, int w, int h, int channels, int quality,
-                         int progressive, const uint8_t **out, size_t *len);
+sv_status sv_jpeg_encode(sv_jpeg_ctx *c, const uint8_t *pix, int w, int h, int channels, int quality, int progressive,
+                         const uint8_t **out, size_t *len);
 
 #endif

@@ -50,19 +50,19 @@ struct sv_loader {
     int P;
     worker *workers;
     int nthreads;
-    uint32_t *perm;          /* permutation of perm_epoch */
+    uint32_t *perm; /* permutation of perm_epoch */
     uint64_t perm_epoch;
     int perm_valid;
-    _Atomic uint8_t *bad;    /* (n) 1 once a file failed to decode */
+    _Atomic uint8_t *bad; /* (n) 1 once a file failed to decode */
     _Atomic uint64_t substituted, bad_files;
 
     pthread_mutex_t mu;
     pthread_cond_t work_cv, ready_cv, idle_cv;
     int stop, paused, inflight;
-    int fill;                /* slot index being claimed, -1 none */
+    int fill; /* slot index being claimed, -1 none */
     uint64_t plan_seq, out_seq, plan_epoch, plan_cursor;
-    int plan_done;           /* eval: pass fully planned */
-    int out_slot;            /* slot handed to the consumer, -1 none */
+    int plan_done; /* eval: pass fully planned */
+    int out_slot;  /* slot handed to the consumer, -1 none */
     sv_status fatal;
     char fatal_msg[512];
     uint64_t batches;
@@ -76,8 +76,10 @@ static void *xalloc(const sv_loader_opts *o, size_t bytes) {
 }
 static void xfree(const sv_loader_opts *o, void *p) {
     if (!p) return;
-    if (o->free) o->free(o->alloc_ctx, p);
-    else free(p);
+    if (o->free)
+        o->free(o->alloc_ctx, p);
+    else
+        free(p);
 }
 
 sv_loader_opts sv_loader_opts_default(void) {
@@ -115,21 +117,33 @@ static int64_t make_sample(worker *w, uint64_t epoch, uint64_t idx, float *img, 
         if (l->train && o->randaug_n > 0) {
             uint8_t fill[3];
             for (int c = 0; c < o->channels; c++) fill[c] = (uint8_t)(l->mean[c] * 255.f + 0.5f);
-            sv_randaug(sv_hash2(sample_key(o->seed, epoch, idx), 0x7a4dull), o->randaug_n, o->randaug_m, w->pix,
-                       o->img, o->channels, fill, w->ra);
+            sv_randaug(sv_hash2(sample_key(o->seed, epoch, idx), 0x7a4dull), o->randaug_n, o->randaug_m, w->pix, o->img,
+                       o->channels, fill, w->ra);
         }
         size_t plane = (size_t)o->img * (size_t)o->img;
         for (int c = 0; c < o->channels; c++) {
             float a = 1.f / (255.f * l->std[c]), b = -l->mean[c] / l->std[c];
-            for (size_t p = 0; p < plane; p++) img[(size_t)c * plane + p] = (float)w->pix[p * (size_t)o->channels + (size_t)c] * a + b;
+            for (size_t p = 0; p < plane; p++)
+                img[(size_t)c * plane + p] = (float)w->pix[p * (size_t)o->channels + (size_t)c] * a + b;
         }
         return (int64_t)idx;
     }
-    sv_image_xform x = {.train = l->train, .key = sample_key(o->seed, epoch, idx), .img = o->img,
-                        .channels = o->channels, .scale_min = o->scale_min, .scale_max = o->scale_max,
-                        .ratio_min = o->ratio_min, .ratio_max = o->ratio_max, .hflip = o->hflip,
-                        .crop_pct = o->crop_pct, .max_pixels = o->max_pixels, .mean = l->mean, .std = l->std,
-                        .interp = (sv_interp)o->interp, .randaug_n = o->randaug_n, .randaug_m = o->randaug_m};
+    sv_image_xform x = {.train = l->train,
+                        .key = sample_key(o->seed, epoch, idx),
+                        .img = o->img,
+                        .channels = o->channels,
+                        .scale_min = o->scale_min,
+                        .scale_max = o->scale_max,
+                        .ratio_min = o->ratio_min,
+                        .ratio_max = o->ratio_max,
+                        .hflip = o->hflip,
+                        .crop_pct = o->crop_pct,
+                        .max_pixels = o->max_pixels,
+                        .mean = l->mean,
+                        .std = l->std,
+                        .interp = (sv_interp)o->interp,
+                        .randaug_n = o->randaug_n,
+                        .randaug_m = o->randaug_m};
     for (uint64_t t = 0; t < MAX_SUBSTITUTE && t < l->n; t++) {
         uint64_t k = (idx + t) % l->n;
         if (atomic_load(&l->bad[k])) continue;
@@ -227,7 +241,8 @@ static void fill_pair(worker *w, slot *s, int j0, int cnt) {
     int cut = l->o.cutmix_alpha > 0 && (l->o.mixup_alpha <= 0 || sv_rand_unit(key, 0) < 0.5);
     double alpha = cut ? l->o.cutmix_alpha : l->o.mixup_alpha;
     double lam = sv_rand_beta(key, 16, alpha);
-    sv_mix_pair(b->images + (size_t)j0 * isz, b->images + (size_t)(j0 + 1) * isz, l->o.channels, l->o.img, cut, key, &lam);
+    sv_mix_pair(b->images + (size_t)j0 * isz, b->images + (size_t)(j0 + 1) * isz, l->o.channels, l->o.img, cut, key,
+                &lam);
     float off = l->o.smoothing / (float)l->K, on = 1.f - l->o.smoothing + off;
     int ya = b->labels[j0], yb = b->labels[j0 + 1];
     float *ta = b->soft_targets + (size_t)j0 * (size_t)l->K, *tb = ta + l->K;
@@ -288,11 +303,15 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
         return SV_FAIL(SV_ERR_INVALID, "loader: rank %d / world %d out of range", o->rank, o->world);
     if (o->batch_local < 1) return SV_FAIL(SV_ERR_INVALID, "loader: batch_local %d must be >= 1", o->batch_local);
     if (o->img < 1 || o->img > 1024) return SV_FAIL(SV_ERR_INVALID, "loader: img %d not in 1..1024", o->img);
-    if (o->channels != 1 && o->channels != 3) return SV_FAIL(SV_ERR_INVALID, "loader: channels %d not 1 or 3", o->channels);
+    if (o->channels != 1 && o->channels != 3)
+        return SV_FAIL(SV_ERR_INVALID, "loader: channels %d not 1 or 3", o->channels);
     int mixing = o->mode == SV_TRANSFORM_TRAIN && (o->mixup_alpha > 0 || o->cutmix_alpha > 0);
     if (mixing && o->batch_local % 2)
-        return SV_FAIL(SV_ERR_INVALID, "loader: mixup/cutmix pair neighbouring samples and need an even per-rank batch, got %d", o->batch_local);
-    if (o->smoothing < 0 || o->smoothing >= 1) return SV_FAIL(SV_ERR_INVALID, "loader: smoothing %g not in [0, 1)", o->smoothing);
+        return SV_FAIL(SV_ERR_INVALID,
+                       "loader: mixup/cutmix pair neighbouring samples and need an even per-rank batch, got %d",
+                       o->batch_local);
+    if (o->smoothing < 0 || o->smoothing >= 1)
+        return SV_FAIL(SV_ERR_INVALID, "loader: smoothing %g not in [0, 1)", o->smoothing);
     if (o->interp != SV_INTERP_BILINEAR && o->interp != SV_INTERP_BICUBIC)
         return SV_FAIL(SV_ERR_INVALID, "loader: interp %d not 0 (bilinear) or 1 (bicubic)", o->interp);
     if (o->randaug_n < 0 || o->randaug_n > 16 || !(o->randaug_m >= 0 && o->randaug_m <= 30))
@@ -304,8 +323,9 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
                            o->std[c], c);
     if (o->mode == SV_TRANSFORM_EVAL && (o->crop_pct <= 0 || o->crop_pct > 1))
         return SV_FAIL(SV_ERR_INVALID, "loader: crop_pct %g not in (0, 1]", o->crop_pct);
-    if (o->mode == SV_TRANSFORM_TRAIN && !(o->scale_min > 0 && o->scale_min <= o->scale_max && o->scale_max <= 1 &&
-                                           o->ratio_min > 0 && o->ratio_min <= o->ratio_max))
+    if (o->mode == SV_TRANSFORM_TRAIN &&
+        !(o->scale_min > 0 && o->scale_min <= o->scale_max && o->scale_max <= 1 && o->ratio_min > 0 &&
+          o->ratio_min <= o->ratio_max))
         return SV_FAIL(SV_ERR_INVALID, "loader: scale [%g, %g] / ratio [%g, %g] out of range", o->scale_min,
                        o->scale_max, o->ratio_min, o->ratio_max);
     uint64_t n = sv_dataset_len(o->dataset), G = (uint64_t)o->batch_local * (uint64_t)o->world;
@@ -416,8 +436,9 @@ sv_status sv_loader_next(sv_loader *l, const sv_batch **b) {
 }
 
 sv_status sv_loader_seek(sv_loader *l, uint64_t epoch, uint64_t cursor) {
-    if (cursor >= l->n) return SV_FAIL(SV_ERR_INVALID, "loader seek: cursor %llu >= dataset length %llu",
-                                       (unsigned long long)cursor, (unsigned long long)l->n);
+    if (cursor >= l->n)
+        return SV_FAIL(SV_ERR_INVALID, "loader seek: cursor %llu >= dataset length %llu", (unsigned long long)cursor,
+                       (unsigned long long)l->n);
     pthread_mutex_lock(&l->mu);
     l->paused = 1;
     while (l->inflight > 0) pthread_cond_wait(&l->idle_cv, &l->mu);

@@ -43,26 +43,26 @@ typedef struct sv_loader_opts {
     int batch_local;           /* samples per rank per step (>= 1) */
     int rank, world;           /* 0 <= rank < world */
     uint64_t seed;
-    int img;                   /* output side (square) */
-    int channels;              /* 1 or 3 output channels (gray JPEGs expand to RGB for 3) */
-    sv_transform_mode mode;    /* TRAIN: RandomResizedCrop + flip + shuffle + drop_last;
+    int img;                /* output side (square) */
+    int channels;           /* 1 or 3 output channels (gray JPEGs expand to RGB for 3) */
+    sv_transform_mode mode; /* TRAIN: RandomResizedCrop + flip + shuffle + drop_last;
                                   EVAL: resize/center crop, identity order, padded last batch */
     sv_norm_preset norm;
-    const float *mean, *std;   /* channels values overriding `norm` (both or neither); NULL = norm */
-    float crop_pct;            /* eval: resize shorter side to img/crop_pct [0.875] */
-    float scale_min, scale_max;/* RandomResizedCrop area range [0.08, 1] */
-    float ratio_min, ratio_max;/* RandomResizedCrop aspect range [3/4, 4/3] */
-    float hflip;               /* horizontal flip probability [0.5]; set < 0 for none */
-    float mixup_alpha;         /* > 0 enables mixup (Beta(alpha, alpha) lambda) */
-    float cutmix_alpha;        /* > 0 enables cutmix; both > 0: each pair picks one, p = 0.5 */
-    float smoothing;           /* label smoothing folded into soft targets (mixup/cutmix only) */
-    int interp;                /* resampling for crop/resize: 0 = SV_INTERP_BILINEAR [default],
+    const float *mean, *std;    /* channels values overriding `norm` (both or neither); NULL = norm */
+    float crop_pct;             /* eval: resize shorter side to img/crop_pct [0.875] */
+    float scale_min, scale_max; /* RandomResizedCrop area range [0.08, 1] */
+    float ratio_min, ratio_max; /* RandomResizedCrop aspect range [3/4, 4/3] */
+    float hflip;                /* horizontal flip probability [0.5]; set < 0 for none */
+    float mixup_alpha;          /* > 0 enables mixup (Beta(alpha, alpha) lambda) */
+    float cutmix_alpha;         /* > 0 enables cutmix; both > 0: each pair picks one, p = 0.5 */
+    float smoothing;            /* label smoothing folded into soft targets (mixup/cutmix only) */
+    int interp;                 /* resampling for crop/resize: 0 = SV_INTERP_BILINEAR [default],
                                   1 = SV_INTERP_BICUBIC (data/resample.h; both Pillow-exact) */
-    int randaug_n;             /* train: RandAugment ops per image (0 = off, <= 16; data/randaug.h) */
-    float randaug_m;           /* RandAugment magnitude on timm's 0..10 scale (<= 30) */
-    int threads;               /* worker threads; 0 = number of online cores */
-    int prefetch;              /* ready/in-flight batch slots; 0 = max(2, threads/2 + 2) */
-    uint64_t max_pixels;       /* decompression-bomb guard on width*height [89478485, PIL's] */
+    int randaug_n;              /* train: RandAugment ops per image (0 = off, <= 16; data/randaug.h) */
+    float randaug_m;            /* RandAugment magnitude on timm's 0..10 scale (<= 30) */
+    int threads;                /* worker threads; 0 = number of online cores */
+    int prefetch;               /* ready/in-flight batch slots; 0 = max(2, threads/2 + 2) */
+    uint64_t max_pixels;        /* decompression-bomb guard on width*height [89478485, PIL's] */
     /* Batch memory: alloc(ctx, bytes) returns 64-byte aligned memory or NULL; free(ctx, p).
      * NULL = aligned_alloc/free. Used for images, labels, valid and soft targets. */
     void *(*alloc)(void *ctx, size_t bytes);
@@ -71,25 +71,25 @@ typedef struct sv_loader_opts {
 } sv_loader_opts;
 
 typedef struct sv_batch {
-    int n;                  /* batch_local */
+    int n; /* batch_local */
     int channels, img;
-    float *images;          /* (n, channels, img, img), normalised */
-    int32_t *labels;        /* (n) hard labels (for mixed samples: the first of the pair) */
-    float *soft_targets;    /* (n, num_classes) mixup/cutmix targets with smoothing, or NULL */
-    uint8_t *valid;         /* (n) 1 = real sample, 0 = eval padding */
-    int32_t n_valid;        /* number of valid entries */
-    int64_t *sample_index;  /* (n) dataset index actually used (after substitution), -1 pad */
-    uint64_t epoch;         /* epoch of this batch */
-    uint64_t step_in_epoch; /* cursor / G */
-    uint64_t cursor;        /* global epoch position where this batch starts */
+    float *images;                    /* (n, channels, img, img), normalised */
+    int32_t *labels;                  /* (n) hard labels (for mixed samples: the first of the pair) */
+    float *soft_targets;              /* (n, num_classes) mixup/cutmix targets with smoothing, or NULL */
+    uint8_t *valid;                   /* (n) 1 = real sample, 0 = eval padding */
+    int32_t n_valid;                  /* number of valid entries */
+    int64_t *sample_index;            /* (n) dataset index actually used (after substitution), -1 pad */
+    uint64_t epoch;                   /* epoch of this batch */
+    uint64_t step_in_epoch;           /* cursor / G */
+    uint64_t cursor;                  /* global epoch position where this batch starts */
     uint64_t next_epoch, next_cursor; /* resume point after this batch (store in checkpoints) */
 } sv_batch;
 
 typedef struct sv_loader_stats {
-    uint64_t substituted;   /* samples replaced because their file was unreadable */
-    uint64_t bad_files;     /* distinct unreadable files seen */
-    uint64_t batches;       /* batches handed out */
-    double wait_s;          /* time sv_loader_next spent waiting for workers */
+    uint64_t substituted; /* samples replaced because their file was unreadable */
+    uint64_t bad_files;   /* distinct unreadable files seen */
+    uint64_t batches;     /* batches handed out */
+    double wait_s;        /* time sv_loader_next spent waiting for workers */
 } sv_loader_stats;
 
 /* Defaults for every field except dataset/batch_local/img (others as documented above). */

@@ -16,21 +16,26 @@
 #include "data/synth.h"
 
 const char *const sv_fashion_mnist_classes[10] = {"T-shirt_top", "Trouser", "Pullover", "Dress", "Coat",
-                                                  "Sandal", "Shirt", "Sneaker", "Bag", "Ankle_boot"};
+                                                  "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle_boot"};
 static const char *const mnist_classes[10] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
-const char *const sv_cifar10_classes[10] = {"airplane", "automobile", "bird", "cat", "deer",
-                                            "dog", "frog", "horse", "ship", "truck"};
+const char *const sv_cifar10_classes[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                            "dog",      "frog",       "horse", "ship", "truck"};
 const char *const sv_cifar100_classes[100] = {
-    "apple", "aquarium_fish", "baby", "bear", "beaver", "bed", "bee", "beetle", "bicycle", "bottle",
-    "bowl", "boy", "bridge", "bus", "butterfly", "camel", "can", "castle", "caterpillar", "cattle",
-    "chair", "chimpanzee", "clock", "cloud", "cockroach", "couch", "crab", "crocodile", "cup", "dinosaur",
-    "dolphin", "elephant", "flatfish", "forest", "fox", "girl", "hamster", "house", "kangaroo", "keyboard",
-    "lamp", "lawn_mower", "leopard", "lion", "lizard", "lobster", "man", "maple_tree", "motorcycle", "mountain",
-    "mouse", "mushroom", "oak_tree", "orange", "orchid", "otter", "palm_tree", "pear", "pickup_truck", "pine_tree",
-    "plain", "plate", "poppy", "porcupine", "possum", "rabbit", "raccoon", "ray", "road", "rocket",
-    "rose", "sea", "seal", "shark", "shrew", "skunk", "skyscraper", "snail", "snake", "spider",
-    "squirrel", "streetcar", "sunflower", "sweet_pepper", "table", "tank", "telephone", "television", "tiger", "tractor",
-    "train", "trout", "tulip", "turtle", "wardrobe", "whale", "willow_tree", "wolf", "woman", "worm"};
+    "apple",      "aquarium_fish", "baby",         "bear",       "beaver",      "bed",         "bee",
+    "beetle",     "bicycle",       "bottle",       "bowl",       "boy",         "bridge",      "bus",
+    "butterfly",  "camel",         "can",          "castle",     "caterpillar", "cattle",      "chair",
+    "chimpanzee", "clock",         "cloud",        "cockroach",  "couch",       "crab",        "crocodile",
+    "cup",        "dinosaur",      "dolphin",      "elephant",   "flatfish",    "forest",      "fox",
+    "girl",       "hamster",       "house",        "kangaroo",   "keyboard",    "lamp",        "lawn_mower",
+    "leopard",    "lion",          "lizard",       "lobster",    "man",         "maple_tree",  "motorcycle",
+    "mountain",   "mouse",         "mushroom",     "oak_tree",   "orange",      "orchid",      "otter",
+    "palm_tree",  "pear",          "pickup_truck", "pine_tree",  "plain",       "plate",       "poppy",
+    "porcupine",  "possum",        "rabbit",       "raccoon",    "ray",         "road",        "rocket",
+    "rose",       "sea",           "seal",         "shark",      "shrew",       "skunk",       "skyscraper",
+    "snail",      "snake",         "spider",       "squirrel",   "streetcar",   "sunflower",   "sweet_pepper",
+    "table",      "tank",          "telephone",    "television", "tiger",       "tractor",     "train",
+    "trout",      "tulip",         "turtle",       "wardrobe",   "whale",       "willow_tree", "wolf",
+    "woman",      "worm"};
 
 sv_prep_opts sv_prep_opts_default(void) {
     sv_prep_opts o;
@@ -136,7 +141,8 @@ static sv_status tar_close(sink *s) {
 
 static sv_status sink_put(sink *s, const uint8_t *pix, int w, int h, int channels, int label) {
     if (label < 0 || label >= s->K)
-        return SV_FAIL(SV_ERR_FORMAT, "%s sample %llu: label %d not in 0..%d", s->split, (unsigned long long)s->count, label, s->K - 1);
+        return SV_FAIL(SV_ERR_FORMAT, "%s sample %llu: label %d not in 0..%d", s->split, (unsigned long long)s->count,
+                       label, s->K - 1);
     const uint8_t *jpg;
     size_t len;
     SV_TRY(sv_jpeg_encode(&s->jc, pix, w, h, channels, s->o->quality, 0, &jpg, &len));
@@ -219,14 +225,17 @@ static sv_status idx_check_sizes(const char *path, int plain, uint64_t size, uin
     uint64_t hdr = cols ? 16 : 8, body, need;
     if (!plain) return SV_OK;
     if (!sv_mul3_u64(n, rows, cols ? cols : 1, &body) || !sv_add_u64(hdr, body, &need))
-        return SV_FAIL(SV_ERR_FORMAT, "%s: header claims %u x %u x %u bytes, more than 64 bits hold", path, n, rows, cols);
+        return SV_FAIL(SV_ERR_FORMAT, "%s: header claims %u x %u x %u bytes, more than 64 bits hold", path, n, rows,
+                       cols);
     if (size < need)
         return SV_FAIL(SV_ERR_CORRUPT, "%s: header claims %u images (%llu bytes) but the file has %llu bytes", path, n,
                        (unsigned long long)need, (unsigned long long)size);
     return SV_OK;
 }
 
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
 
 static sv_status idx_split(sv_prep_opts *o, const char *src, const char *prefix, const char *split,
                            const char *const *names, uint64_t *count) {
@@ -243,16 +252,31 @@ static sv_status idx_split(sv_prep_opts *o, const char *src, const char *prefix,
     uint8_t hi[16], hl[8];
     SV_TRY_GOTO(st, gz_read(fi, hi, 16, ipath), done);
     SV_TRY_GOTO(st, gz_read(fl, hl, 8, lpath), done);
-    if (be32(hi) != 0x803) { st = SV_FAIL(SV_ERR_FORMAT, "%s: bad IDX image magic 0x%x (want 0x803)", ipath, be32(hi)); goto done; }
-    if (be32(hl) != 0x801) { st = SV_FAIL(SV_ERR_FORMAT, "%s: bad IDX label magic 0x%x (want 0x801)", lpath, be32(hl)); goto done; }
+    if (be32(hi) != 0x803) {
+        st = SV_FAIL(SV_ERR_FORMAT, "%s: bad IDX image magic 0x%x (want 0x803)", ipath, be32(hi));
+        goto done;
+    }
+    if (be32(hl) != 0x801) {
+        st = SV_FAIL(SV_ERR_FORMAT, "%s: bad IDX label magic 0x%x (want 0x801)", lpath, be32(hl));
+        goto done;
+    }
     uint32_t n = be32(hi + 4), rows = be32(hi + 8), cols = be32(hi + 12);
-    if (be32(hl + 4) != n) { st = SV_FAIL(SV_ERR_FORMAT, "%s has %u labels but %s has %u images", lpath, be32(hl + 4), ipath, n); goto done; }
-    if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096) { st = SV_FAIL(SV_ERR_FORMAT, "%s: bad image size %ux%u", ipath, rows, cols); goto done; }
+    if (be32(hl + 4) != n) {
+        st = SV_FAIL(SV_ERR_FORMAT, "%s has %u labels but %s has %u images", lpath, be32(hl + 4), ipath, n);
+        goto done;
+    }
+    if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096) {
+        st = SV_FAIL(SV_ERR_FORMAT, "%s: bad image size %ux%u", ipath, rows, cols);
+        goto done;
+    }
     SV_TRY_GOTO(st, idx_check_sizes(ipath, gzdirect(fi), isize, n, rows, cols), done);
     SV_TRY_GOTO(st, idx_check_sizes(lpath, gzdirect(fl), lsize, n, 1, 0), done);
     uint64_t take = o->limit && o->limit < n ? o->limit : n;
     img = malloc((size_t)rows * cols);
-    if (!img) { st = SV_FAIL(SV_ERR_OOM, "prep"); goto done; }
+    if (!img) {
+        st = SV_FAIL(SV_ERR_OOM, "prep");
+        goto done;
+    }
     SV_TRY_GOTO(st, sink_open(&s, o, split, names, 10, take), done);
     for (uint64_t i = 0; i < take && st == SV_OK; i++) {
         uint8_t lab;
@@ -296,7 +320,10 @@ static sv_status cifar_file(sv_prep_opts *o, sink *s, const char *path, int fine
     sv_status st = SV_OK;
     size_t got;
     while (*left > 0 && (got = fread(buf, 1, rec, f)) > 0) {
-        if (got != rec) { st = SV_FAIL(SV_ERR_CORRUPT, "%s: truncated record (%zu of %zu bytes)", path, got, rec); break; }
+        if (got != rec) {
+            st = SV_FAIL(SV_ERR_CORRUPT, "%s: truncated record (%zu of %zu bytes)", path, got, rec);
+            break;
+        }
         const uint8_t *planes = buf + (fine ? 2 : 1);
         for (int p = 0; p < 1024; p++) /* planar RGB -> interleaved */
             for (int c = 0; c < 3; c++) pix[3 * p + c] = planes[c * 1024 + p];
@@ -326,8 +353,8 @@ static sv_status cifar_names(const char *src, int K, char ***owned, const char *
     for (int k = 0; k < K; k++) {
         const char *nm = (*owned)[k];
         if (strchr(nm, '/') || !strcmp(nm, ".") || !strcmp(nm, "..")) {
-            sv_status st = SV_FAIL(SV_ERR_FORMAT, "%s: line %d: class name '%s' is not a plain directory name",
-                                   p, k + 1, nm);
+            sv_status st =
+                SV_FAIL(SV_ERR_FORMAT, "%s: line %d: class name '%s' is not a plain directory name", p, k + 1, nm);
             free(*owned);
             *owned = NULL;
             return st;
@@ -338,7 +365,8 @@ static sv_status cifar_names(const char *src, int K, char ***owned, const char *
 }
 
 sv_status sv_prep_cifar(sv_prep_opts *o, int classes) {
-    if (classes != 10 && classes != 100) return SV_FAIL(SV_ERR_INVALID, "prep cifar: classes %d not 10 or 100", classes);
+    if (classes != 10 && classes != 100)
+        return SV_FAIL(SV_ERR_INVALID, "prep cifar: classes %d not 10 or 100", classes);
     if (!o->src || !o->out) return SV_FAIL(SV_ERR_INVALID, "prep cifar%d: --src and --out are required", classes);
     char **owned;
     const char *const *names;
@@ -379,7 +407,11 @@ sv_status sv_prep_synthetic(sv_prep_opts *o) {
     int K = o->classes;
     char **names = malloc((size_t)K * (sizeof(char *) + 24)); /* 24: room for any int, no truncation */
     uint8_t *pix = malloc((size_t)o->width * (size_t)o->height * 3);
-    if (!names || !pix) { free(names); free(pix); return SV_FAIL(SV_ERR_OOM, "prep synthetic"); }
+    if (!names || !pix) {
+        free(names);
+        free(pix);
+        return SV_FAIL(SV_ERR_OOM, "prep synthetic");
+    }
     char *store = (char *)(names + K);
     for (int k = 0; k < K; k++) {
         names[k] = store + 24 * k;

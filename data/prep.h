@@ -20,17 +20,17 @@
 typedef enum { SV_PREP_FOLDER = 0, SV_PREP_TAR = 1 } sv_prep_format;
 
 typedef struct sv_prep_opts {
-    const char *src;      /* source directory (idx/cifar); NULL = Debian's fashion-mnist dir */
-    const char *out;      /* output directory (created) */
+    const char *src; /* source directory (idx/cifar); NULL = Debian's fashion-mnist dir */
+    const char *out; /* output directory (created) */
     sv_prep_format format;
-    int quality;          /* JPEG quality 1..100 [95] */
-    int shard_size;       /* tar: samples per shard [10000] */
-    uint64_t limit;       /* at most this many samples per split; 0 = all */
+    int quality;    /* JPEG quality 1..100 [95] */
+    int shard_size; /* tar: samples per shard [10000] */
+    uint64_t limit; /* at most this many samples per split; 0 = all */
     /* synthetic set */
-    int classes;          /* [10] */
-    int per_class;        /* train images per class [100] */
-    int test_per_class;   /* test images per class [20] */
-    int width, height;    /* [500 x 375] */
+    int classes;        /* [10] */
+    int per_class;      /* train images per class [100] */
+    int test_per_class; /* test images per class [20] */
+    int width, height;  /* [500 x 375] */
     uint64_t seed;
     /* out: what was written */
     uint64_t n_train, n_test;

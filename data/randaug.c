@@ -7,8 +7,8 @@
 #include "core/rng.h"
 
 static const char *const k_names[SV_RA_NUM_OPS] = {
-    "Identity", "AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize", "SolarizeAdd",
-    "Color", "Contrast", "Brightness", "Sharpness", "ShearX", "ShearY", "TranslateX", "TranslateY"};
+    "Identity", "AutoContrast", "Equalize",   "Invert",    "Rotate", "Posterize", "Solarize",   "SolarizeAdd",
+    "Color",    "Contrast",     "Brightness", "Sharpness", "ShearX", "ShearY",    "TranslateX", "TranslateY"};
 
 const char *sv_randaug_op_name(sv_ra_op op) { return op >= 0 && op < SV_RA_NUM_OPS ? k_names[op] : "?"; }
 
@@ -95,8 +95,10 @@ static void blend(uint8_t *img, const uint8_t *deg, size_t deg_stride, size_t n,
     for (size_t e = 0; e < n; e++) {
         int a = deg[e * deg_stride], b = img[e];
         float t = (float)a + alpha * (float)(b - a);
-        if (interp) img[e] = (uint8_t)t;
-        else img[e] = t <= 0.0f ? 0 : t >= 255.0f ? 255 : (uint8_t)t;
+        if (interp)
+            img[e] = (uint8_t)t;
+        else
+            img[e] = t <= 0.0f ? 0 : t >= 255.0f ? 255 : (uint8_t)t;
     }
 }
 
@@ -110,10 +112,11 @@ static int fits_fixed(const double m[6], int x, int y) { /* PIL's check_fixed */
     return fabs(x * m[0] + y * m[1] + m[2]) < 32768.0 && fabs(x * m[3] + y * m[4] + m[5]) < 32768.0;
 }
 
-static void put(uint8_t *img, int side, int c, int x, int y, const uint8_t *scratch, int ix, int iy, const uint8_t *fill) {
+static void put(uint8_t *img, int side, int c, int x, int y, const uint8_t *scratch, int ix, int iy,
+                const uint8_t *fill) {
     const uint8_t *s = ix >= 0 && ix < side && iy >= 0 && iy < side
-                           ? scratch + ((size_t)iy * (size_t)side + (size_t)ix) * (size_t)c
-                           : fill;
+        ? scratch + ((size_t)iy * (size_t)side + (size_t)ix) * (size_t)c
+        : fill;
     uint8_t *d = img + ((size_t)y * (size_t)side + (size_t)x) * (size_t)c;
     for (int ch = 0; ch < c; ch++) d[ch] = s[ch];
 }
@@ -141,14 +144,16 @@ static void affine(uint8_t *img, int side, int c, const double m[6], const uint8
         int32_t a5 = (int32_t)floor((m[5] + m[3] * 0.5 + m[4] * 0.5) * 65536.0 + 0.5);
         for (int y = 0; y < side; y++, a2 += a1, a5 += a4) {
             int32_t xx = a2, yy = a5;
-            for (int x = 0; x < side; x++, xx += a0, yy += a3) put(img, side, c, x, y, scratch, xx >> 16, yy >> 16, fill);
+            for (int x = 0; x < side; x++, xx += a0, yy += a3)
+                put(img, side, c, x, y, scratch, xx >> 16, yy >> 16, fill);
         }
         return;
     }
     double xo = m[2] + m[1] * 0.5 + m[0] * 0.5, yo = m[5] + m[4] * 0.5 + m[3] * 0.5;
     for (int y = 0; y < side; y++, xo += m[1], yo += m[4]) {
         double xx = xo, yy = yo;
-        for (int x = 0; x < side; x++, xx += m[0], yy += m[3]) put(img, side, c, x, y, scratch, coord(xx), coord(yy), fill);
+        for (int x = 0; x < side; x++, xx += m[0], yy += m[3])
+            put(img, side, c, x, y, scratch, coord(xx), coord(yy), fill);
     }
 }
 
@@ -161,14 +166,9 @@ void sv_randaug_apply(sv_ra_op op, double m, int negate, uint8_t *img, int side,
     uint8_t lut[3][256];
     switch (op) {
     case SV_RA_IDENTITY:
-    case SV_RA_NUM_OPS:
-        return;
-    case SV_RA_AUTOCONTRAST:
-        autocontrast(img, npx, c);
-        return;
-    case SV_RA_EQUALIZE:
-        equalize(img, npx, c);
-        return;
+    case SV_RA_NUM_OPS: return;
+    case SV_RA_AUTOCONTRAST: autocontrast(img, npx, c); return;
+    case SV_RA_EQUALIZE: equalize(img, npx, c); return;
     case SV_RA_INVERT:
         same_lut(lut, c, f_invert, 0);
         apply_lut(img, npx, c, lut);

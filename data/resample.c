@@ -70,8 +70,8 @@ static inline uint8_t clip8(int32_t v) {
     return (uint8_t)(v >> PRECISION_BITS);
 }
 
-sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0, int clip_y0, int clip_x1,
-                           int clip_y1, int out, int c, int flip, sv_interp interp) {
+sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0, int clip_y0, int clip_x1, int clip_y1,
+                           int out, int c, int flip, sv_interp interp) {
     if (out < 1 || out > 1024 || c < 1 || c > 4)
         return SV_FAIL(SV_ERR_INVALID, "resample: output side %d / channels %d out of range", out, c);
     if (clip_x1 <= clip_x0 || clip_y1 <= clip_y0 || !(b->w > 0 && b->h > 0))
@@ -85,7 +85,7 @@ sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0,
     size_t img = (size_t)out * (size_t)out * (size_t)c;
     int npair = (ksx + 1) / 2;
     size_t need = sizeof(int32_t) * (size_t)out * (4 + (size_t)ksx + (size_t)ksy + 8 * (size_t)npair) +
-                  (size_t)rows * (size_t)out * (size_t)c + 2 * img + 64 * 4 + 16;
+        (size_t)rows * (size_t)out * (size_t)c + 2 * img + 64 * 4 + 16;
     if (need > s->cap) {
         void *p = realloc(s->mem, need);
         if (!p) return SV_FAIL(SV_ERR_OOM, "resample: cannot allocate %zu bytes", need);
@@ -215,7 +215,7 @@ SV_INLINE void vpass_generic(const sv_resample_scratch *s) {
  * has weight 0; the decode buffer has slack) and writes one byte past each output pixel (the
  * next pixel, or the row slack, overwrites it). */
 __attribute__((target("avx2"))) static void hpass3_avx2(const sv_resample_scratch *s, const uint8_t *src, int ox,
-                                                         int oy, size_t stride) {
+                                                        int oy, size_t stride) {
     const int out = s->out, npair = s->npair, rows = s->y1 - s->y0;
     const size_t row = (size_t)out * 3;
     const __m128i half = _mm_set1_epi32(1 << (PRECISION_BITS - 1));
@@ -234,7 +234,8 @@ __attribute__((target("avx2"))) static void hpass3_avx2(const sv_resample_scratc
                 __m256i v = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(_mm_cvtsi64_si128(px), shuf));
                 acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(v, _mm256_loadu_si256((const __m256i *)(kp + 8 * q))));
             }
-            __m128i a = _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1)), half);
+            __m128i a =
+                _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1)), half);
             a = _mm_srai_epi32(a, PRECISION_BITS); /* clip8: clamp(acc >> 22, 0, 255) */
             __m128i b = _mm_packus_epi16(_mm_packs_epi32(a, a), _mm_setzero_si128());
             int32_t pix = _mm_cvtsi128_si32(b);
@@ -244,10 +245,12 @@ __attribute__((target("avx2"))) static void hpass3_avx2(const sv_resample_scratc
 }
 
 __attribute__((target("avx2"))) static void vpass_avx2(const sv_resample_scratch *s) { vpass_generic(s); }
-__attribute__((target("avx2"))) static void hpass_avx2(const sv_resample_scratch *s, const uint8_t *src, int ox,
-                                                        int oy, size_t stride) {
-    if (s->c == 3) hpass3_avx2(s, src, ox, oy, stride);
-    else hpass_generic(s, src, ox, oy, stride);
+__attribute__((target("avx2"))) static void hpass_avx2(const sv_resample_scratch *s, const uint8_t *src, int ox, int oy,
+                                                       size_t stride) {
+    if (s->c == 3)
+        hpass3_avx2(s, src, ox, oy, stride);
+    else
+        hpass_generic(s, src, ox, oy, stride);
 }
 #define SV_HAVE_AVX2_PATH 1
 #endif

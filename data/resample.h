@@ -28,16 +28,16 @@ typedef struct sv_box {
 } sv_box;
 
 typedef struct sv_resample_scratch {
-    void *mem;   /* tables, intermediate rows, the 8-bit output and augmentation scratch */
+    void *mem; /* tables, intermediate rows, the 8-bit output and augmentation scratch */
     size_t cap;
     int out, c, flip;
     int32_t *bx, *by, *kx, *ky; /* per output coordinate: first tap, tap count; fixed-point taps */
     int ksx, ksy;               /* taps per table row */
     int32_t *kp;                /* horizontal taps in pairs, 8 lanes per pair (3-channel SIMD) */
     int npair;
-    int x0, y0, x1, y1;         /* source pixels read by the plan */
-    uint8_t *tmp;               /* horizontally filtered rows (y1 - y0, out, c) */
-    uint8_t *img, *img2;        /* (out, out, c) output of run and scratch of the same size */
+    int x0, y0, x1, y1;  /* source pixels read by the plan */
+    uint8_t *tmp;        /* horizontally filtered rows (y1 - y0, out, c) */
+    uint8_t *img, *img2; /* (out, out, c) output of run and scratch of the same size */
 } sv_resample_scratch;
 void sv_resample_scratch_free(sv_resample_scratch *s);
 
@@ -47,8 +47,8 @@ void sv_resample_scratch_free(sv_resample_scratch *s);
  * crop-then-resize (torchvision resized_crop), the whole image for resize-then-crop.
  * flip mirrors the output horizontally. On return s->x0..y1 is the source rectangle read.
  * out in 1..1024, c in 1..4; the box must overlap the clip rectangle. */
-sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0, int clip_y0, int clip_x1,
-                           int clip_y1, int out, int c, int flip, sv_interp interp);
+sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0, int clip_y0, int clip_x1, int clip_y1,
+                           int out, int c, int flip, sv_interp interp);
 
 /* Run the plan on pixels covering s->x0..y1: src points at source pixel (ox, oy), rows are
  * `stride` bytes apart, HWC with the plan's c; the 8 bytes after the last pixel read must be

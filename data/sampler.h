@@ -18,8 +18,6 @@ void sv_sampler_perm(uint64_t seed, uint64_t epoch, uint32_t *perm, uint64_t n);
  * Returns 0 when eval has no batch left at cursor (cursor >= n), 1 otherwise. */
 int sv_sampler_normalise(int train, uint64_t n, uint64_t G, uint64_t *epoch, uint64_t *cursor);
 
-static inline uint64_t sv_sampler_steps(int train, uint64_t n, uint64_t G) {
-    return train ? n / G : (n + G - 1) / G;
-}
+static inline uint64_t sv_sampler_steps(int train, uint64_t n, uint64_t G) { return train ? n / G : (n + G - 1) / G; }
 
 #endif

@@ -7,8 +7,7 @@
 
 static float clampf(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-void sv_synth_render(uint64_t task_seed, uint64_t index, int label, int w, int h, int channels,
-                     uint8_t *out) {
+void sv_synth_render(uint64_t task_seed, uint64_t index, int label, int w, int h, int channels, uint8_t *out) {
     const float pi = 3.14159265f;
     uint64_t ck = sv_hash2(sv_hash2(task_seed, 0xc1a55ull), (uint64_t)label);
     uint64_t sk = sv_hash2(sv_hash2(task_seed, 0x5a3e1eull), index);

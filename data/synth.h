@@ -16,7 +16,6 @@
 static inline int sv_synth_label(uint64_t index, int K) { return (int)(index % (uint64_t)K); }
 
 /* Render sample `index` of class `label` as w x h x channels (1 or 3) bytes, row-major HWC. */
-void sv_synth_render(uint64_t task_seed, uint64_t index, int label, int w, int h, int channels,
-                     uint8_t *out);
+void sv_synth_render(uint64_t task_seed, uint64_t index, int label, int w, int h, int channels, uint8_t *out);
 
 #endif

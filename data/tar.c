@@ -74,7 +74,8 @@ static sv_status push_sample(sv_dataset *d, const char *shard, uint32_t sh, grou
 
 static sv_status read_at(int fd, void *buf, size_t n, uint64_t off, const char *shard, const char *what) {
     ssize_t r = pread(fd, buf, n, (off_t)off);
-    if (r != (ssize_t)n) return SV_FAIL(SV_ERR_CORRUPT, "%s: truncated archive (%s at byte %llu)", shard, what, (unsigned long long)off);
+    if (r != (ssize_t)n)
+        return SV_FAIL(SV_ERR_CORRUPT, "%s: truncated archive (%s at byte %llu)", shard, what, (unsigned long long)off);
     return SV_OK;
 }
 
@@ -113,10 +114,19 @@ static sv_status scan_shard(sv_dataset *d, const char *shard, uint32_t sh, int f
         }
         char type = (char)h[156];
         if (type == 'x' || type == 'L') {
-            if (size > (1u << 20)) { s = SV_FAIL(SV_ERR_FORMAT, "%s: extended header too large", shard); break; }
+            if (size > (1u << 20)) {
+                s = SV_FAIL(SV_ERR_FORMAT, "%s: extended header too large", shard);
+                break;
+            }
             char *buf = malloc(size + 1);
-            if (!buf) { s = SV_FAIL(SV_ERR_OOM, "tar"); break; }
-            if ((s = read_at(fd, buf, size, data, shard, "extended header")) != SV_OK) { free(buf); break; }
+            if (!buf) {
+                s = SV_FAIL(SV_ERR_OOM, "tar");
+                break;
+            }
+            if ((s = read_at(fd, buf, size, data, shard, "extended header")) != SV_OK) {
+                free(buf);
+                break;
+            }
             buf[size] = 0;
             if (type == 'L') {
                 free(longname);
@@ -130,7 +140,8 @@ static sv_status scan_shard(sv_dataset *d, const char *shard, uint32_t sh, int f
                     int bad = rl == 0 || rl > size - p; /* checked before any pointer is formed */
                     char *rec_end = bad ? buf + p : buf + p + rl - 1;
                     if (bad || *end != ' ' || end >= rec_end || *rec_end != '\n') {
-                        s = SV_FAIL(SV_ERR_FORMAT, "%s: malformed pax record at byte %llu", shard, (unsigned long long)data);
+                        s = SV_FAIL(SV_ERR_FORMAT, "%s: malformed pax record at byte %llu", shard,
+                                    (unsigned long long)data);
                         break;
                     }
                     char *kv = end + 1;
@@ -138,7 +149,10 @@ static sv_status scan_shard(sv_dataset *d, const char *shard, uint32_t sh, int f
                         size_t L = (size_t)(rec_end - (kv + 5));
                         free(longname);
                         longname = malloc(L + 1);
-                        if (!longname) { s = SV_FAIL(SV_ERR_OOM, "tar"); break; }
+                        if (!longname) {
+                            s = SV_FAIL(SV_ERR_OOM, "tar");
+                            break;
+                        }
                         memcpy(longname, kv + 5, L);
                         longname[L] = 0;
                     }
@@ -209,7 +223,10 @@ sv_status sv_tar_scan(sv_dataset *d, const char *pattern, const char *classes_fi
     SV_TRY(sv_expand_braces(pattern, &files, &nf));
     sv_status s = SV_OK;
     d->fds = malloc(nf * sizeof *d->fds);
-    if (!d->fds) { free(files); return SV_FAIL(SV_ERR_OOM, "tar shards"); }
+    if (!d->fds) {
+        free(files);
+        return SV_FAIL(SV_ERR_OOM, "tar shards");
+    }
     size_t cap = 0;
     for (size_t i = 0; i < nf && s == SV_OK; i++) {
         if ((s = sv_strlist_push(&d->shards, files[i], strlen(files[i]))) != SV_OK) break;
@@ -226,7 +243,8 @@ sv_status sv_tar_scan(sv_dataset *d, const char *pattern, const char *classes_fi
     char auto_path[4096];
     if (s == SV_OK && !classes_file) {
         const char *sl = strrchr(files[0], '/');
-        snprintf(auto_path, sizeof auto_path, "%.*s%sclasses.txt", sl ? (int)(sl - files[0]) : 0, files[0], sl ? "/" : "");
+        snprintf(auto_path, sizeof auto_path, "%.*s%sclasses.txt", sl ? (int)(sl - files[0]) : 0, files[0],
+                 sl ? "/" : "");
         if (access(auto_path, R_OK) == 0) classes_file = auto_path;
     }
     if (s == SV_OK && classes_file) {
@@ -234,7 +252,8 @@ sv_status sv_tar_scan(sv_dataset *d, const char *pattern, const char *classes_fi
         int nn;
         if ((s = sv_classes_read(classes_file, &names, &nn)) == SV_OK) {
             if (nn < d->K)
-                s = SV_FAIL(SV_ERR_FORMAT, "class list %s has %d names but labels go up to %d", classes_file, nn, d->K - 1);
+                s = SV_FAIL(SV_ERR_FORMAT, "class list %s has %d names but labels go up to %d", classes_file, nn,
+                            d->K - 1);
             else {
                 d->K = nn;
                 for (int k = 0; k < nn && s == SV_OK; k++) s = sv_strlist_push(&d->classes, names[k], strlen(names[k]));

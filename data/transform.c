@@ -7,8 +7,8 @@
 #include "core/rng.h"
 #include "data/randaug.h"
 
-void sv_rrc_box(uint64_t key, int W, int H, double scale_min, double scale_max, double ratio_min,
-                double ratio_max, sv_box *b) {
+void sv_rrc_box(uint64_t key, int W, int H, double scale_min, double scale_max, double ratio_min, double ratio_max,
+                sv_box *b) {
     double area = (double)W * (double)H;
     double lr0 = log(ratio_min), lr1 = log(ratio_max);
     for (uint64_t t = 0; t < 10; t++) {
@@ -153,8 +153,10 @@ void sv_mix_pair(float *a, float *b, int C, int side, int cutmix, uint64_t key, 
     int ch = (int)(side * r), cw = (int)(side * r);
     int cy = (int)(sv_rand_u64(key, 200) % (uint64_t)side), cx = (int)(sv_rand_u64(key, 201) % (uint64_t)side);
     int y0 = cy - ch / 2, y1 = cy + ch / 2, x0 = cx - cw / 2, x1 = cx + cw / 2;
-    y0 = y0 < 0 ? 0 : y0; x0 = x0 < 0 ? 0 : x0;
-    y1 = y1 > side ? side : y1; x1 = x1 > side ? side : x1;
+    y0 = y0 < 0 ? 0 : y0;
+    x0 = x0 < 0 ? 0 : x0;
+    y1 = y1 > side ? side : y1;
+    x1 = x1 > side ? side : x1;
     for (int c = 0; c < C; c++)
         for (int y = y0; y < y1; y++)
             for (int x = x0; x < x1; x++) {

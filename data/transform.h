@@ -17,8 +17,8 @@
 
 /* torchvision RandomResizedCrop.get_params on a W x H image with the random stream `key`
  * (counters 0..39 are used). Integer-valued box inside the image. */
-void sv_rrc_box(uint64_t key, int W, int H, double scale_min, double scale_max, double ratio_min,
-                double ratio_max, sv_box *b);
+void sv_rrc_box(uint64_t key, int W, int H, double scale_min, double scale_max, double ratio_min, double ratio_max,
+                sv_box *b);
 
 /* Eval: Resize(shorter side -> floor(img/crop_pct)) then CenterCrop(img), expressed as one box
  * in source pixels (sub-pixel exact). */
@@ -26,15 +26,15 @@ void sv_eval_box(int W, int H, int img, double crop_pct, sv_box *b);
 
 /* What sv_load_image does to one encoded image. */
 typedef struct sv_image_xform {
-    int train;              /* 1: RandomResizedCrop + flip; 0: eval resize + center crop */
-    uint64_t key;           /* random stream of this sample (train) */
+    int train;    /* 1: RandomResizedCrop + flip; 0: eval resize + center crop */
+    uint64_t key; /* random stream of this sample (train) */
     int img, channels;
     double scale_min, scale_max, ratio_min, ratio_max, hflip, crop_pct;
     uint64_t max_pixels;
     const float *mean, *std;
-    sv_interp interp;       /* zero: bilinear */
-    int randaug_n;          /* train: RandAugment ops per image, 0 = off (data/randaug.h) */
-    float randaug_m;        /* RandAugment magnitude, timm scale 0..10 (<= 30) */
+    sv_interp interp; /* zero: bilinear */
+    int randaug_n;    /* train: RandAugment ops per image, 0 = off (data/randaug.h) */
+    float randaug_m;  /* RandAugment magnitude, timm scale 0..10 (<= 30) */
 } sv_image_xform;
 
 /* Header -> guard (width*height <= max_pixels) -> crop box on full-size coordinates -> pick a

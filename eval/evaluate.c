@@ -119,9 +119,11 @@ sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, i
         const char *d = sv_dataset_class_name(ds, k);
         if (!strcmp(d, labels[k])) continue;
         char a[SV_ESC_CAP], b[SV_ESC_CAP];
-        return SV_FAIL(SV_ERR_INVALID, "class %d of the data is \"%s\" but the model's class %d is \"%s\" (label names "
+        return SV_FAIL(SV_ERR_INVALID,
+                       "class %d of the data is \"%s\" but the model's class %d is \"%s\" (label names "
                        "from %s): the data set's labels do not mean the model's classes (pass --ignore-class-names "
-                       "to evaluate anyway)", k, sv_log_esc(d, a, sizeof a), k, sv_log_esc(labels[k], b, sizeof b), src);
+                       "to evaluate anyway)",
+                       k, sv_log_esc(d, a, sizeof a), k, sv_log_esc(labels[k], b, sizeof b), src);
     }
     return SV_OK;
 }

@@ -24,31 +24,32 @@
 #include "fsdp/fsdp.h"
 
 typedef struct sv_eval_opts {
-    int workers;    /* loader threads per rank (0 = cores) */
-    float crop_pct; /* resize shorter side to img / crop_pct before the center crop (0 = 0.875) */
-    int norm;       /* sv_norm_preset, or -1: HALF for 1 channel, IMAGENET for 3 (as train does) */
-    const float *mean, *std; /* in_chans values overriding norm (both or neither), or NULL */
-    int interp;     /* resampling: 0 = SV_INTERP_BILINEAR, 1 = SV_INTERP_BICUBIC */
-    uint64_t seed;  /* loader seed (eval order does not depend on it) */
+    int workers;                /* loader threads per rank (0 = cores) */
+    float crop_pct;             /* resize shorter side to img / crop_pct before the center crop (0 = 0.875) */
+    int norm;                   /* sv_norm_preset, or -1: HALF for 1 channel, IMAGENET for 3 (as train does) */
+    const float *mean, *std;    /* in_chans values overriding norm (both or neither), or NULL */
+    int interp;                 /* resampling: 0 = SV_INTERP_BILINEAR, 1 = SV_INTERP_BICUBIC */
+    uint64_t seed;              /* loader seed (eval order does not depend on it) */
     const sv_ckpt_xform *xform; /* the transform the fields above describe, recorded in eval.json
                                    as "eval_transform" (index.json's schema); NULL: not recorded */
 } sv_eval_opts;
 
-#define SV_EVAL_OPTS_DEFAULT {.workers = 0, .crop_pct = 0.0f, .norm = -1, .mean = NULL, .std = NULL, .interp = 0, .seed = 0}
+#define SV_EVAL_OPTS_DEFAULT \
+    { .workers = 0, .crop_pct = 0.0f, .norm = -1, .mean = NULL, .std = NULL, .interp = 0, .seed = 0 }
 
 typedef struct sv_evaluator {
-    sv_fsdp *f;              /* borrowed: set up, carved, model attached */
-    const sv_dataset *ds;    /* borrowed: outlives the evaluator */
+    sv_fsdp *f;           /* borrowed: set up, carved, model attached */
+    const sv_dataset *ds; /* borrowed: outlives the evaluator */
     sv_loader *ld;
-    int passes;              /* completed sv_eval_run calls */
-    float *d_images;         /* (B, C, img, img) f32, backend memory */
-    float *d_logits32;       /* (B, K) f32, backend memory; only for a bf16 compute dtype */
-    float *h_logits;         /* (B, K) f32 host */
-    int64_t *d_i64;          /* (metrics.i64_len) backend memory: all-reduce staging */
-    double *d_f64;           /* (SV_METRICS_F64_LEN) backend memory */
-    sv_metrics m;            /* merged results of the last pass (identical on every rank) */
-    double seconds;          /* wall time of the last pass */
-    sv_ckpt_xform xform;     /* copy of opts->xform (present = 0: none) */
+    int passes;          /* completed sv_eval_run calls */
+    float *d_images;     /* (B, C, img, img) f32, backend memory */
+    float *d_logits32;   /* (B, K) f32, backend memory; only for a bf16 compute dtype */
+    float *h_logits;     /* (B, K) f32 host */
+    int64_t *d_i64;      /* (metrics.i64_len) backend memory: all-reduce staging */
+    double *d_f64;       /* (SV_METRICS_F64_LEN) backend memory */
+    sv_metrics m;        /* merged results of the last pass (identical on every rank) */
+    double seconds;      /* wall time of the last pass */
+    sv_ckpt_xform xform; /* copy of opts->xform (present = 0: none) */
 } sv_evaluator;
 
 /* Create the loader and buffers for f's micro-batch (f->model->B) and model shape.

@@ -13,7 +13,7 @@
 /* Does class a (logit va) come before class b (logit vb) in the order of eval/metrics.h? */
 static int ranks_before(float va, int a, float vb, int b) {
     int na = isnan(va), nb = isnan(vb);
-    if (na != nb) return nb;            /* a number before a NaN */
+    if (na != nb) return nb;             /* a number before a NaN */
     if (!na && va != vb) return va > vb; /* larger first */
     return a < b;                        /* equal (or both NaN): lowest index first */
 }
@@ -36,14 +36,12 @@ size_t sv_metrics_i64_len(int k) { return 3 + 2 * (size_t)k + (size_t)k * (size_
 sv_status sv_metrics_init(sv_metrics *m, int num_classes) {
     memset(m, 0, sizeof *m);
     if (num_classes < 1 || num_classes > MAX_CLASSES)
-        return SV_FAIL(SV_ERR_INVALID, "metrics: num_classes %d outside [1, %d]", num_classes,
-                       MAX_CLASSES);
+        return SV_FAIL(SV_ERR_INVALID, "metrics: num_classes %d outside [1, %d]", num_classes, MAX_CLASSES);
     m->num_classes = num_classes;
     m->i64_len = sv_metrics_i64_len(num_classes);
     m->i64 = calloc(m->i64_len, sizeof *m->i64);
     if (!m->i64)
-        return SV_FAIL(SV_ERR_OOM, "metrics: cannot allocate %zu counters for %d classes",
-                       m->i64_len, num_classes);
+        return SV_FAIL(SV_ERR_OOM, "metrics: cannot allocate %zu counters for %d classes", m->i64_len, num_classes);
     return SV_OK;
 }
 
@@ -57,13 +55,15 @@ void sv_metrics_reset(sv_metrics *m) {
     memset(m->f64, 0, sizeof m->f64);
 }
 
-sv_status sv_metrics_add_batch(sv_metrics *m, const float *logits, const int32_t *labels,
-                               const uint8_t *valid, int batch) {
+sv_status sv_metrics_add_batch(sv_metrics *m, const float *logits, const int32_t *labels, const uint8_t *valid,
+                               int batch) {
     const int K = m->num_classes;
     for (int b = 0; b < batch; b++)
         if ((!valid || valid[b]) && (labels[b] < 0 || labels[b] >= K))
-            return SV_FAIL(SV_ERR_INVALID, "metrics: sample %d of the batch has label %d, outside "
-                           "[0, %d)", b, (int)labels[b], K);
+            return SV_FAIL(SV_ERR_INVALID,
+                           "metrics: sample %d of the batch has label %d, outside "
+                           "[0, %d)",
+                           b, (int)labels[b], K);
     int64_t *cc = sv_metrics_class_correct(m), *ct = sv_metrics_class_total(m);
     int64_t *conf = sv_metrics_confusion(m);
     for (int b = 0; b < batch; b++) {
@@ -93,8 +93,8 @@ sv_status sv_metrics_add_batch(sv_metrics *m, const float *logits, const int32_t
 
 sv_status sv_metrics_merge(sv_metrics *dst, const sv_metrics *src) {
     if (dst->num_classes != src->num_classes)
-        return SV_FAIL(SV_ERR_INVALID, "metrics: cannot merge %d-class and %d-class accumulators",
-                       dst->num_classes, src->num_classes);
+        return SV_FAIL(SV_ERR_INVALID, "metrics: cannot merge %d-class and %d-class accumulators", dst->num_classes,
+                       src->num_classes);
     for (size_t i = 0; i < dst->i64_len; i++) dst->i64[i] += src->i64[i];
     for (int i = 0; i < SV_METRICS_F64_LEN; i++) dst->f64[i] += src->f64[i];
     return SV_OK;
@@ -104,9 +104,7 @@ static double frac(int64_t a, int64_t b) { return b ? (double)a / (double)b : NA
 
 double sv_metrics_top1(const sv_metrics *m) { return frac(m->i64[1], m->i64[0]); }
 double sv_metrics_top5(const sv_metrics *m) { return frac(m->i64[2], m->i64[0]); }
-double sv_metrics_mean_loss(const sv_metrics *m) {
-    return m->i64[0] ? m->f64[0] / (double)m->i64[0] : NAN;
-}
+double sv_metrics_mean_loss(const sv_metrics *m) { return m->i64[0] ? m->f64[0] / (double)m->i64[0] : NAN; }
 
 static const char *class_name(const char *const *names, int k, char *buf, size_t cap) {
     if (names && names[k]) return names[k];
@@ -114,8 +112,7 @@ static const char *class_name(const char *const *names, int k, char *buf, size_t
     return buf;
 }
 
-sv_status sv_metrics_write_json(const sv_metrics *m, const char *path,
-                                const char *const *class_names) {
+sv_status sv_metrics_write_json(const sv_metrics *m, const char *path, const char *const *class_names) {
     return sv_metrics_write_json_ex(m, path, class_names, NULL, NULL);
 }
 
@@ -165,7 +162,8 @@ sv_status sv_metrics_write_json_ex(const sv_metrics *m, const char *path, const 
     if (s == SV_OK) {
         /* end with a newline: friendlier for cat/diff */
         char *t2 = malloc(len + 1);
-        if (!t2) s = SV_FAIL(SV_ERR_OOM, "%s: out of memory", path);
+        if (!t2)
+            s = SV_FAIL(SV_ERR_OOM, "%s: out of memory", path);
         else {
             memcpy(t2, text, len);
             t2[len] = '\n';
@@ -209,14 +207,15 @@ static void csv_field(tbuf *t, const char *s) {
     }
     tput(t, "\"", 1);
     for (const char *c = s; *c; c++) {
-        if (*c == '"') tput(t, "\"\"", 2);
-        else tput(t, c, 1);
+        if (*c == '"')
+            tput(t, "\"\"", 2);
+        else
+            tput(t, c, 1);
     }
     tput(t, "\"", 1);
 }
 
-sv_status sv_metrics_write_confusion_csv(const sv_metrics *m, const char *path,
-                                         const char *const *class_names) {
+sv_status sv_metrics_write_confusion_csv(const sv_metrics *m, const char *path, const char *const *class_names) {
     const int K = m->num_classes;
     const int64_t *conf = sv_metrics_confusion(m);
     tbuf t = {0};

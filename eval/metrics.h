@@ -34,8 +34,8 @@
 
 typedef struct sv_metrics {
     int num_classes;
-    size_t i64_len;    /* 3 + 2K + K*K */
-    int64_t *i64;      /* owned, layout above */
+    size_t i64_len; /* 3 + 2K + K*K */
+    int64_t *i64;   /* owned, layout above */
     double f64[SV_METRICS_F64_LEN];
 } sv_metrics;
 
@@ -55,8 +55,8 @@ void sv_metrics_reset(sv_metrics *m);
 /* logits (B, K) row-major fp32 host; labels (B); valid (B) or NULL for all valid.
  * A valid sample with a label outside [0, K) => SV_ERR_INVALID naming the sample and label
  * (nothing of that batch is added). */
-sv_status sv_metrics_add_batch(sv_metrics *m, const float *logits, const int32_t *labels,
-                               const uint8_t *valid, int batch);
+sv_status sv_metrics_add_batch(sv_metrics *m, const float *logits, const int32_t *labels, const uint8_t *valid,
+                               int batch);
 
 /* dst += src (same num_classes). */
 sv_status sv_metrics_merge(sv_metrics *dst, const sv_metrics *src);
@@ -66,13 +66,9 @@ static inline int64_t sv_metrics_samples(const sv_metrics *m) { return m->i64[0]
 static inline int64_t sv_metrics_top1_correct(const sv_metrics *m) { return m->i64[1]; }
 static inline int64_t sv_metrics_top5_correct(const sv_metrics *m) { return m->i64[2]; }
 static inline int64_t *sv_metrics_class_correct(const sv_metrics *m) { return m->i64 + 3; }
-static inline int64_t *sv_metrics_class_total(const sv_metrics *m) {
-    return m->i64 + 3 + m->num_classes;
-}
+static inline int64_t *sv_metrics_class_total(const sv_metrics *m) { return m->i64 + 3 + m->num_classes; }
 /* (K, K): [true * K + predicted] */
-static inline int64_t *sv_metrics_confusion(const sv_metrics *m) {
-    return m->i64 + 3 + 2 * (size_t)m->num_classes;
-}
+static inline int64_t *sv_metrics_confusion(const sv_metrics *m) { return m->i64 + 3 + 2 * (size_t)m->num_classes; }
 
 /* Fractions in [0, 1] and mean loss; NaN when no samples. */
 double sv_metrics_top1(const sv_metrics *m);
@@ -84,8 +80,7 @@ double sv_metrics_mean_loss(const sv_metrics *m);
  *    "num_classes":K,"per_class":[{"class":name,"index":k,"accuracy":f|null,"correct":n,
  *    "total":n},...]}
  * class_names: K strings, or NULL to use "0", "1", ... . Fractions of empty sets are null. */
-sv_status sv_metrics_write_json(const sv_metrics *m, const char *path,
-                                const char *const *class_names);
+sv_status sv_metrics_write_json(const sv_metrics *m, const char *path, const char *const *class_names);
 /* The same with more members after "per_class": extra(w, ctx) writes them (key + value each;
  * evaluate.c adds the evaluation's "eval_transform"). */
 sv_status sv_metrics_write_json_ex(const sv_metrics *m, const char *path, const char *const *class_names,
@@ -94,7 +89,6 @@ sv_status sv_metrics_write_json_ex(const sv_metrics *m, const char *path, const 
 /* Write the confusion matrix as CSV atomically: header "true\predicted,<name0>,...", then one
  * row per true class "<name>,<count>,...". Names are quoted (RFC 4180) when they contain a
  * comma, quote, CR or LF. */
-sv_status sv_metrics_write_confusion_csv(const sv_metrics *m, const char *path,
-                                         const char *const *class_names);
+sv_status sv_metrics_write_confusion_csv(const sv_metrics *m, const char *path, const char *const *class_names);
 
 #endif

@@ -16,8 +16,9 @@
 /* ---- metrics.jsonl ------------------------------------------------------------------------ */
 
 enum { S_LOSS, S_EVAL_LOSS, S_TOP1, S_TOP5, S_LR, S_GNORM, S_IPS, S_TFLOPS, S_MFU, S_MEM, S_WAIT, S_SKIP, S_N };
-static const char *const k_keys[S_N] = {"loss",  "eval_loss", "eval_top1", "eval_top5", "lr",  "grad_norm",
-                                        "img_per_s", "tflops", "mfu", "mem_bytes", "data_wait_frac", "skipped_steps"};
+static const char *const k_keys[S_N] = {"loss", "eval_loss", "eval_top1",      "eval_top5",
+                                        "lr",   "grad_norm", "img_per_s",      "tflops",
+                                        "mfu",  "mem_bytes", "data_wait_frac", "skipped_steps"};
 
 typedef struct metrics_data {
     sv_rp_series s[S_N];
@@ -36,7 +37,8 @@ static sv_status load_metrics(const char *path, metrics_data *md) {
         if (n > 0) {
             sv_json_doc doc;
             md->lines++;
-            if (sv_json_parse(&doc, line, n, path, NULL) != SV_OK) md->bad_lines++; /* e.g. a line cut by a crash */
+            if (sv_json_parse(&doc, line, n, path, NULL) != SV_OK)
+                md->bad_lines++; /* e.g. a line cut by a crash */
             else {
                 const sv_json *step = sv_json_member_get(&doc.root, "step");
                 for (int k = 0; k < S_N && step && step->type == SV_JSON_NUMBER && st == SV_OK; k++) {
@@ -59,11 +61,11 @@ typedef struct eval_data {
     double top1, top5, loss;
     long long samples;
     int K;
-    char **names;   /* [K] */
-    double *acc;    /* [K], NaN for classes without samples */
+    char **names; /* [K] */
+    double *acc;  /* [K], NaN for classes without samples */
     long long *correct, *total;
     long long *conf; /* [K*K] or NULL */
-    char xform[512];  /* the evaluation preprocessing, as a sentence ("" = not recorded) */
+    char xform[512]; /* the evaluation preprocessing, as a sentence ("" = not recorded) */
     char xform_src[SV_CKPT_PATH_MAX + 256];
 } eval_data;
 
@@ -113,9 +115,10 @@ static int describe_xform(const sv_json *x, char *out, size_t cap) {
     }
     /* the same arithmetic as data/transform.c sv_eval_box: shorter side -> floor(img / crop_pct) */
     long resize = (long)floor(img / crop + 1e-9);
-    snprintf(out, cap, "resize the shorter side to %ld px (floor(%g / crop_pct %g), %s), %s crop %g \xc3\x97 %g, "
-             "normalise (x / 255 \xe2\x88\x92 mean) / std with mean %s, std %s", resize, img, crop, interp, mode, img,
-             img, ms[0], ms[1]);
+    snprintf(out, cap,
+             "resize the shorter side to %ld px (floor(%g / crop_pct %g), %s), %s crop %g \xc3\x97 %g, "
+             "normalise (x / 255 \xe2\x88\x92 mean) / std with mean %s, std %s",
+             resize, img, crop, interp, mode, img, img, ms[0], ms[1]);
     return 1;
 }
 
@@ -160,7 +163,8 @@ static void load_xform(const char *run_dir, const sv_json *eval_root, eval_data 
     if (describe_xform(sv_json_member_get(&doc.root, "eval_transform"), e->xform, sizeof e->xform))
         snprintf(e->xform_src, sizeof e->xform_src,
                  "the model's recorded eval transform, %s (training evaluates with it; eval.json itself does not "
-                 "record one, so an evaluation run with overriding flags would not show here)", p);
+                 "record one, so an evaluation run with overriding flags would not show here)",
+                 p);
     sv_json_doc_free(&doc);
 }
 
@@ -368,9 +372,10 @@ static void curves(sv_rp_buf *b, const metrics_data *md) {
 }
 
 static void eval_section(sv_rp_buf *b, const eval_data *e) {
-    sv_rp_printf(b, "<h2>Evaluation</h2>\n<div class=\"panel\"><table><tr><th>metric</th><th>value</th></tr>"
-                    "<tr><td>top-1</td><td>%.2f%%</td></tr><tr><td>top-5</td><td>%.2f%%</td></tr>"
-                    "<tr><td>loss</td><td>%.4f</td></tr><tr><td>samples</td><td>%lld</td></tr></table></div>\n",
+    sv_rp_printf(b,
+                 "<h2>Evaluation</h2>\n<div class=\"panel\"><table><tr><th>metric</th><th>value</th></tr>"
+                 "<tr><td>top-1</td><td>%.2f%%</td></tr><tr><td>top-5</td><td>%.2f%%</td></tr>"
+                 "<tr><td>loss</td><td>%.4f</td></tr><tr><td>samples</td><td>%lld</td></tr></table></div>\n",
                  100 * e->top1, 100 * e->top5, e->loss, e->samples);
     sv_rp_printf(b, "<p class=\"xform\"><b>Preprocessing:</b> ");
     if (e->xform[0]) {
@@ -379,16 +384,19 @@ static void eval_section(sv_rp_buf *b, const eval_data *e) {
         sv_rp_esc(b, e->xform_src);
         sv_rp_printf(b, ")</span></p>\n");
     } else {
-        sv_rp_printf(b, "<span class=\"muted\">not recorded (eval.json holds no eval_transform and the run "
-                        "directory has no checkpoint recording one)</span></p>\n");
+        sv_rp_printf(b,
+                     "<span class=\"muted\">not recorded (eval.json holds no eval_transform and the run "
+                     "directory has no checkpoint recording one)</span></p>\n");
     }
     if (e->conf) { /* one argmax rule (eval/metrics.h): per-class correct == confusion diagonal */
         int bad = 0;
         for (int k = 0; k < e->K; k++) bad += e->correct[k] != e->conf[(size_t)k * e->K + k];
         if (bad)
-            sv_rp_printf(b, "<p class=\"muted\">%d classes' correct counts in eval.json differ from the "
-                            "confusion.csv diagonal (files from different evaluations, or from a shardvit "
-                            "that counted logit ties for the true class).</p>\n", bad);
+            sv_rp_printf(b,
+                         "<p class=\"muted\">%d classes' correct counts in eval.json differ from the "
+                         "confusion.csv diagonal (files from different evaluations, or from a shardvit "
+                         "that counted logit ties for the true class).</p>\n",
+                         bad);
     }
     sv_rp_class_bars(b, e->names, e->acc, e->correct, e->total, e->K);
     if (e->conf) sv_rp_heatmap(b, e->names, e->conf, e->K);
@@ -413,9 +421,10 @@ sv_status sv_report_write(const char *run_dir, const char *trace_path, const cha
         time_t now = time(NULL);
         char when[64];
         strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-        sv_rp_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                         "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-                         "<title>shardvit report: ");
+        sv_rp_printf(&b,
+                     "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                     "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+                     "<title>shardvit report: ");
         sv_rp_esc(&b, run_dir);
         sv_rp_printf(&b, "</title><style>%s</style></head><body>\n<header><h1>shardvit run report</h1><p>", k_css);
         sv_rp_esc(&b, run_dir);

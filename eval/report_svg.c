@@ -144,8 +144,7 @@ void sv_rp_fmt_nice(double v, double step, char *buf, size_t cap) {
     snprintf(buf, cap, "%s", t);
 }
 
-void sv_rp_axis_make(sv_rp_axis *a, double vmin, double vmax, int target, sv_rp_fmt fmt, int cover,
-                     int integer) {
+void sv_rp_axis_make(sv_rp_axis *a, double vmin, double vmax, int target, sv_rp_fmt fmt, int cover, int integer) {
     a->unit = 1;
     a->suffix = "";
     if (fmt == SV_RP_PERCENT) a->unit = 0.01, a->suffix = "%";
@@ -181,9 +180,12 @@ void sv_rp_axis_label(const sv_rp_axis *a, double v, char *buf, size_t cap) {
 
 /* A value in a tooltip (not an axis label): enough digits to read it. */
 static void fmt_value(double v, sv_rp_fmt f, char *buf, size_t cap) {
-    if (f == SV_RP_PERCENT) snprintf(buf, cap, "%.2f%%", 100 * v);
-    else if (f == SV_RP_BYTES) sv_rp_fmt_bytes(v, buf, cap);
-    else snprintf(buf, cap, "%.4g", v);
+    if (f == SV_RP_PERCENT)
+        snprintf(buf, cap, "%.2f%%", 100 * v);
+    else if (f == SV_RP_BYTES)
+        sv_rp_fmt_bytes(v, buf, cap);
+    else
+        snprintf(buf, cap, "%.4g", v);
 }
 
 /* ---- text that fits ---------------------------------------------------------------------- */
@@ -194,9 +196,7 @@ static size_t utf8_chars(const char *s) {
     return n;
 }
 
-double sv_rp_text_width(const char *s, double font_px) {
-    return (double)utf8_chars(s) * SV_RP_EM_PER_CHAR * font_px;
-}
+double sv_rp_text_width(const char *s, double font_px) { return (double)utf8_chars(s) * SV_RP_EM_PER_CHAR * font_px; }
 
 const char *sv_rp_fit(const char *s, double font_px, double max_w, char *buf, size_t cap) {
     static const char ell[] = "\xe2\x80\xa6"; /* U+2026 */
@@ -242,9 +242,11 @@ void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, con
     }
     for (int i = 0; i < ns; i++)
         if (s[i]->n) {
-            sv_rp_printf(b, "<span style=\"display:inline-block;margin-right:14px;font-size:12px\">"
-                            "<span style=\"display:inline-block;width:12px;height:3px;vertical-align:middle;"
-                            "background:%s;margin-right:5px\"></span>", k_palette[i % 6]);
+            sv_rp_printf(b,
+                         "<span style=\"display:inline-block;margin-right:14px;font-size:12px\">"
+                         "<span style=\"display:inline-block;width:12px;height:3px;vertical-align:middle;"
+                         "background:%s;margin-right:5px\"></span>",
+                         k_palette[i % 6]);
             sv_rp_esc(b, labels[i]);
             sv_rp_printf(b, "</span>");
         }
@@ -267,28 +269,33 @@ void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, con
     wx_last = sv_rp_text_width(t, TICK_FONT);
     const double ML = ceil(fmax(40, fmax(wy + 10, wx_first / 2 + 2))), MR = ceil(fmax(16, wx_last / 2 + 3));
     const double pw = CW - ML - MR, ph = CH - MT - MB;
-#define PX(x) (ML + ((x) - x0) / (x1 - x0) * pw)
+#define PX(x) (ML + ((x)-x0) / (x1 - x0) * pw)
 #define PY(y) (MT + (hi - (y)) / (hi - lo) * ph)
-    sv_rp_printf(b, "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
-                    "role=\"img\">\n", CW, CH, CW, CH);
+    sv_rp_printf(b,
+                 "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
+                 "role=\"img\">\n",
+                 CW, CH, CW, CH);
     for (int i = 0; i < ya.n; i++) {
         double y = sv_rp_axis_tick(&ya, i);
         sv_rp_axis_label(&ya, y, t, sizeof t);
-        sv_rp_printf(b, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e7eb\"/>"
-                        "<text class=\"tick-y\" x=\"%.0f\" y=\"%.1f\" font-size=\"%d\" fill=\"#667085\" "
-                        "text-anchor=\"end\">%s</text>\n",
+        sv_rp_printf(b,
+                     "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e7eb\"/>"
+                     "<text class=\"tick-y\" x=\"%.0f\" y=\"%.1f\" font-size=\"%d\" fill=\"#667085\" "
+                     "text-anchor=\"end\">%s</text>\n",
                      ML, CW - MR, PY(y), PY(y), ML - 6, PY(y) + 4, TICK_FONT, t);
     }
     for (int i = 0; i < xa.n; i++) {
         double x = sv_rp_axis_tick(&xa, i);
         sv_rp_axis_label(&xa, x, t, sizeof t);
-        sv_rp_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#9ca3af\"/>"
-                        "<text class=\"tick-x\" x=\"%.1f\" y=\"%d\" font-size=\"%d\" fill=\"#667085\" "
-                        "text-anchor=\"middle\">%s</text>\n",
+        sv_rp_printf(b,
+                     "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#9ca3af\"/>"
+                     "<text class=\"tick-x\" x=\"%.1f\" y=\"%d\" font-size=\"%d\" fill=\"#667085\" "
+                     "text-anchor=\"middle\">%s</text>\n",
                      PX(x), PX(x), CH - MB, CH - MB + 4, PX(x), CH - MB + 17, TICK_FONT, t);
     }
-    sv_rp_printf(b, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%d\" y2=\"%d\" stroke=\"#9ca3af\"/>"
-                    "<text x=\"%.0f\" y=\"%d\" font-size=\"%d\" fill=\"#667085\" text-anchor=\"middle\">step</text>\n",
+    sv_rp_printf(b,
+                 "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%d\" y2=\"%d\" stroke=\"#9ca3af\"/>"
+                 "<text x=\"%.0f\" y=\"%d\" font-size=\"%d\" fill=\"#667085\" text-anchor=\"middle\">step</text>\n",
                  ML, CW - MR, CH - MB, CH - MB, ML + pw / 2, CH - 3, TICK_FONT);
     for (int i = 0; i < ns; i++) {
         size_t n = 0;
@@ -297,8 +304,10 @@ void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, con
         const char *col = k_palette[i % 6];
         sv_rp_printf(b, "<path class=\"series\" data-series=\"");
         sv_rp_esc(b, labels[i]);
-        sv_rp_printf(b, "\" data-points=\"%zu\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" "
-                        "stroke-linejoin=\"round\" d=\"", n, col);
+        sv_rp_printf(b,
+                     "\" data-points=\"%zu\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" "
+                     "stroke-linejoin=\"round\" d=\"",
+                     n, col);
         int first = 1;
         for (size_t k = 0; k < s[i]->n; k++) {
             if (!isfinite(s[i]->y[k]) || !isfinite(s[i]->x[k])) continue;
@@ -310,8 +319,10 @@ void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, con
             for (size_t k = 0; k < s[i]->n; k++) {
                 if (!isfinite(s[i]->y[k]) || !isfinite(s[i]->x[k])) continue;
                 fmt_value(s[i]->y[k], fmt, t, sizeof t);
-                sv_rp_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>step %.0f: %s</title>"
-                                "</circle>\n", PX(s[i]->x[k]), PY(s[i]->y[k]), col, s[i]->x[k], t);
+                sv_rp_printf(b,
+                             "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>step %.0f: %s</title>"
+                             "</circle>\n",
+                             PX(s[i]->x[k]), PY(s[i]->y[k]), col, s[i]->x[k], t);
             }
     }
 #undef PX
@@ -364,21 +375,25 @@ void sv_rp_class_bars(sv_rp_buf *b, char *const *names, const double *acc, const
         sv_rp_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"%d\" text-anchor=\"end\" fill=\"#1d2430\">", lw - 8,
                      y + 13, fs);
         sv_rp_esc(b, sv_rp_fit(names[k], fs, lw - 12, nm, sizeof nm)); /* full name in the bar's tooltip */
-        sv_rp_printf(b, "</text><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#eef2f7\" rx=\"3\"/>"
-                        "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"rgb(%d,%d,90)\" rx=\"3\"><title>",
+        sv_rp_printf(b,
+                     "</text><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#eef2f7\" rx=\"3\"/>"
+                     "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"rgb(%d,%d,90)\" rx=\"3\"><title>",
                      lw, y + 2, bw, row - 6, lw, y + 2, bw * a, row - 6, r, g);
         sv_rp_esc(b, names[k]);
         snprintf(t, sizeof t, "%.1f%% \xc2\xb7 %lld/%lld", 100 * a, correct[k], total[k]);
-        sv_rp_printf(b, ": %lld / %lld</title></rect><text x=\"%d\" y=\"%d\" font-size=\"%d\" fill=\"#475467\">%s"
-                        "</text>\n", correct[k], total[k], lw + bw + 8, y + 13, fs, t);
+        sv_rp_printf(b,
+                     ": %lld / %lld</title></rect><text x=\"%d\" y=\"%d\" font-size=\"%d\" fill=\"#475467\">%s"
+                     "</text>\n",
+                     correct[k], total[k], lw + bw + 8, y + 13, fs, t);
     }
     sv_rp_printf(b, "</svg></div>\n");
     free(order);
 }
 
 void sv_rp_heatmap(sv_rp_buf *b, char *const *names, const long long *conf, int K) {
-    sv_rp_printf(b, "<div class=\"panel\"><h3>Confusion matrix (rows: true class, columns: predicted; colour: "
-                    "share of the row)</h3>\n");
+    sv_rp_printf(b,
+                 "<div class=\"panel\"><h3>Confusion matrix (rows: true class, columns: predicted; colour: "
+                 "share of the row)</h3>\n");
     if (K > 100) {
         sv_rp_printf(b, "<p class=\"muted\">%d classes: too many to draw; see confusion.csv.</p></div>\n", K);
         return;
@@ -401,8 +416,7 @@ void sv_rp_heatmap(sv_rp_buf *b, char *const *names, const long long *conf, int 
         int right = lw + (K - 1) * cell + cell / 2 + 3 + (int)ceil(lmax * c50 + 0.25 * fs * s50) + 2;
         if (right > W) W = right;
     }
-    sv_rp_printf(b, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
-                 W, H, W, H);
+    sv_rp_printf(b, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", W, H, W, H);
     for (int r = 0; r < K; r++) {
         long long rowsum = 0;
         for (int c = 0; c < K; c++) rowsum += conf[(size_t)r * K + c];
@@ -430,9 +444,11 @@ void sv_rp_heatmap(sv_rp_buf *b, char *const *names, const long long *conf, int 
             char cnt[24];
             snprintf(cnt, sizeof cnt, "%lld", v);
             if (v && cell >= 16 && sv_rp_text_width(cnt, 10) <= cell - 4) /* else the tooltip has it */
-                sv_rp_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\" fill=\"%s\">%s"
-                                "</text>", lw + c * cell + cell / 2, top + r * cell + cell / 2 + 4,
-                             t > 0.6 ? "#fff" : "#1d2430", cnt);
+                sv_rp_printf(b,
+                             "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\" fill=\"%s\">%s"
+                             "</text>",
+                             lw + c * cell + cell / 2, top + r * cell + cell / 2 + 4, t > 0.6 ? "#fff" : "#1d2430",
+                             cnt);
         }
         sv_rp_printf(b, "\n");
     }

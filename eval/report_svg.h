@@ -51,8 +51,7 @@ typedef struct sv_rp_axis {
  * the data (first <= vmin, last >= vmax; a y axis is drawn from first to last tick); cover = 0:
  * only ticks inside [vmin, vmax] (an x axis). integer = 1: the step is at least 1 (counts such
  * as steps). A degenerate range gets one unit of room. */
-void sv_rp_axis_make(sv_rp_axis *a, double vmin, double vmax, int target, sv_rp_fmt fmt, int cover,
-                     int integer);
+void sv_rp_axis_make(sv_rp_axis *a, double vmin, double vmax, int target, sv_rp_fmt fmt, int cover, int integer);
 static inline double sv_rp_axis_tick(const sv_rp_axis *a, int i) { return a->first + i * a->step; }
 static inline double sv_rp_axis_last(const sv_rp_axis *a) { return sv_rp_axis_tick(a, a->n - 1); }
 /* The label of tick value v (data units) with the axis suffix. */
@@ -73,8 +72,8 @@ const char *sv_rp_fit(const char *s, double font_px, double max_w, char *buf, si
 /* A line chart panel: one <path class="series" data-series="<label>" data-points="<n>"> per
  * non-empty series (points with non-finite y are left out). Nothing is drawn (a short note
  * instead) when all series are empty. */
-void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, const sv_rp_series *const *s,
-                 int ns, sv_rp_fmt fmt);
+void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, const sv_rp_series *const *s, int ns,
+                 sv_rp_fmt fmt);
 /* Per-class accuracy as horizontal bars (sorted worst first when there are many classes). */
 void sv_rp_class_bars(sv_rp_buf *b, char *const *names, const double *acc, const long long *correct,
                       const long long *total, int K);

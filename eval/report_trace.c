@@ -88,8 +88,10 @@ static size_t union_of(const ev *e, size_t n, int rank, int cat, ivl **out) {
     qsort(v, m, sizeof *v, by_start);
     size_t k = 0;
     for (size_t i = 0; i < m; i++) {
-        if (k && v[i].a <= v[k - 1].z) v[k - 1].z = fmax(v[k - 1].z, v[i].z);
-        else v[k++] = v[i];
+        if (k && v[i].a <= v[k - 1].z)
+            v[k - 1].z = fmax(v[k - 1].z, v[i].z);
+        else
+            v[k++] = v[i];
     }
     return k;
 }
@@ -106,8 +108,10 @@ static double intersect(const ivl *a, size_t na, const ivl *b, size_t nb) {
     for (size_t i = 0, j = 0; i < na && j < nb;) {
         double l = fmax(a[i].a, b[j].a), h = fmin(a[i].z, b[j].z);
         if (h > l) s += h - l;
-        if (a[i].z < b[j].z) i++;
-        else j++;
+        if (a[i].z < b[j].z)
+            i++;
+        else
+            j++;
     }
     return s;
 }
@@ -144,18 +148,20 @@ static void table(sv_rp_buf *b, const ev *e, size_t n, int world) {
         for (int c = 0; c < C_N && sum > 0; c++) {
             double w = 220 * parts[c] / sum;
             if (w <= 0) continue;
-            sv_rp_printf(b, "<rect x=\"%.1f\" y=\"1\" width=\"%.1f\" height=\"12\" fill=\"%s\"><title>%s%s: %.1f ms"
-                            "</title></rect>", x, w, k_cat_col[c], c == C_COMM ? "exposed " : "", k_cat[c],
-                         parts[c] / 1e3);
+            sv_rp_printf(b,
+                         "<rect x=\"%.1f\" y=\"1\" width=\"%.1f\" height=\"12\" fill=\"%s\"><title>%s%s: %.1f ms"
+                         "</title></rect>",
+                         x, w, k_cat_col[c], c == C_COMM ? "exposed " : "", k_cat[c], parts[c] / 1e3);
             x += w;
         }
         sv_rp_printf(b, "</svg></td></tr>\n");
     }
-    sv_rp_printf(b, "</table><p class=\"muted\">Collectives are timed from issue to completion, each on its own "
-                    "track. \"comm in flight\" is the time at least one collective was in flight (several "
-                    "overlap: a prefetched all-gather and the reduce-scatters of the two gradient buffers); "
-                    "the part of it during which the rank computed is hidden by prefetching. The bar shows "
-                    "compute, exposed (not hidden) communication, data wait, optimizer and other time.</p></div>\n");
+    sv_rp_printf(b,
+                 "</table><p class=\"muted\">Collectives are timed from issue to completion, each on its own "
+                 "track. \"comm in flight\" is the time at least one collective was in flight (several "
+                 "overlap: a prefetched all-gather and the reduce-scatters of the two gradient buffers); "
+                 "the part of it during which the rank computed is hidden by prefetching. The bar shows "
+                 "compute, exposed (not hidden) communication, data wait, optimizer and other time.</p></div>\n");
 }
 
 /* ---- timeline ------------------------------------------------------------------------------ */
@@ -177,15 +183,17 @@ static const char *name_col(const char *name, int cat) {
 
 /* The label drawn inside a block: short, as the legend explains ("F3" forward of unit 3). */
 static void block_label(const ev *e, char *buf, size_t cap) {
-    static const char *const map[][2] = {{"forward", "F"},        {"backward", "B"},    {"all_gather", "AG"},
-                                         {"reduce_scatter", "RS"}, {"all_reduce", "AR"}, {"embed_bwd", "embed bwd"},
+    static const char *const map[][2] = {{"forward", "F"},         {"backward", "B"},     {"all_gather", "AG"},
+                                         {"reduce_scatter", "RS"}, {"all_reduce", "AR"},  {"embed_bwd", "embed bwd"},
                                          {"data_wait", "data"},    {"optimizer", "optim"}};
     const char *s = e->name;
     int per_unit = 0;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (!strcmp(e->name, map[i][0])) s = map[i][1], per_unit = i < 5;
-    if (per_unit && e->unit >= 0) snprintf(buf, cap, "%s%d", s, e->unit);
-    else snprintf(buf, cap, "%s", s);
+    if (per_unit && e->unit >= 0)
+        snprintf(buf, cap, "%s%d", s, e->unit);
+    else
+        snprintf(buf, cap, "%s", s);
 }
 
 static int by_track_order(const void *p, const void *q) {
@@ -218,7 +226,7 @@ static void timeline(sv_rp_buf *b, ev *e, size_t n, int world, tracks *T) {
      * (sorted by rank, then start). Edges are rounded as printed (%.2f), so time-disjoint blocks
      * are disjoint on screen too; a block widened to the 0.5 px minimum is cut back where the
      * next block of its sub-lane starts. */
-    double (*end_t)[MAX_SUBLANES] = calloc((size_t)(T->n ? T->n : 1), sizeof *end_t);
+    double(*end_t)[MAX_SUBLANES] = calloc((size_t)(T->n ? T->n : 1), sizeof *end_t);
     ev *(*last)[MAX_SUBLANES] = calloc((size_t)(T->n ? T->n : 1), sizeof *last);
     const track **order = malloc((size_t)(T->n ? T->n : 1) * sizeof *order);
     if (!end_t || !last || !order) {
@@ -275,12 +283,15 @@ static void timeline(sv_rp_buf *b, ev *e, size_t n, int world, tracks *T) {
     sv_rp_printf(b, "<div class=\"panel\"><h3>Timeline of the first %d optimizer steps (%.1f ms)</h3>\n",
                  steps ? steps : TIMELINE_STEPS, (t1 - t0) / 1e3);
     for (int c = 0; c < C_N; c++)
-        sv_rp_printf(b, "<span style=\"display:inline-block;margin-right:14px;font-size:12px\"><span style=\""
-                        "display:inline-block;width:10px;height:10px;background:%s;margin-right:5px\"></span>%s"
-                        "</span>", k_cat_col[c], k_cat[c]);
-    sv_rp_printf(b, "<span style=\"font-size:12px\" class=\"muted\">(one lane per trace track, as Perfetto shows "
-                    "them; F/B forward/backward, AG all-gather, RS reduce-scatter (red), AR all-reduce, each "
-                    "with its unit; hover a block for its name, unit and duration)</span>\n");
+        sv_rp_printf(b,
+                     "<span style=\"display:inline-block;margin-right:14px;font-size:12px\"><span style=\""
+                     "display:inline-block;width:10px;height:10px;background:%s;margin-right:5px\"></span>%s"
+                     "</span>",
+                     k_cat_col[c], k_cat[c]);
+    sv_rp_printf(b,
+                 "<span style=\"font-size:12px\" class=\"muted\">(one lane per trace track, as Perfetto shows "
+                 "them; F/B forward/backward, AG all-gather, RS reduce-scatter (red), AR all-reduce, each "
+                 "with its unit; hover a block for its name, unit and duration)</span>\n");
     sv_rp_printf(b, "<svg class=\"timeline\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", TL_W, H, TL_W, H);
     char t[96];
     for (int r = 0; r < world; r++)
@@ -291,8 +302,10 @@ static void timeline(sv_rp_buf *b, ev *e, size_t n, int world, tracks *T) {
         const track *tr = order[i];
         char fallback[32];
         snprintf(fallback, sizeof fallback, "tid %d", tr->tid);
-        sv_rp_printf(b, "<text class=\"lane\" x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#667085\" "
-                        "text-anchor=\"end\">", LW - 4, tr->y + 10);
+        sv_rp_printf(b,
+                     "<text class=\"lane\" x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#667085\" "
+                     "text-anchor=\"end\">",
+                     LW - 4, tr->y + 10);
         sv_rp_esc(b, sv_rp_fit(tr->name ? tr->name : fallback, 10, LW - 8, t, sizeof t));
         sv_rp_printf(b, "</text>\n");
         for (int s = 0; s < tr->sub; s++)
@@ -307,8 +320,8 @@ static void timeline(sv_rp_buf *b, ev *e, size_t n, int world, tracks *T) {
         double px = x->px, w = x->pw;
         int ly = tr->y + x->sub * LANE_H;
         const char *fill = name_col(x->name, x->cat);
-        sv_rp_printf(b, "<rect class=\"blk\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>",
-                     px, ly + 1, w, LANE_H - 3, fill);
+        sv_rp_printf(b, "<rect class=\"blk\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>", px,
+                     ly + 1, w, LANE_H - 3, fill);
         sv_rp_esc(b, x->name);
         if (x->unit >= 0) sv_rp_printf(b, " unit %d", x->unit);
         sv_rp_printf(b, ": %.3f ms</title></rect>\n", x->dur / 1e3);
@@ -316,8 +329,8 @@ static void timeline(sv_rp_buf *b, ev *e, size_t n, int world, tracks *T) {
         block_label(x, lbl, sizeof lbl);
         sv_rp_fit(lbl, 9, w - 3, t, sizeof t); /* inside the block, or not at all */
         if (t[0]) {
-            sv_rp_printf(b, "<text class=\"blk\" x=\"%.2f\" y=\"%d\" font-size=\"9\" fill=\"%s\">", px + 1.5,
-                         ly + 9, ink_on(fill));
+            sv_rp_printf(b, "<text class=\"blk\" x=\"%.2f\" y=\"%d\" font-size=\"9\" fill=\"%s\">", px + 1.5, ly + 9,
+                         ink_on(fill));
             sv_rp_esc(b, t);
             sv_rp_printf(b, "</text>\n");
         }
@@ -336,14 +349,18 @@ static void timeline(sv_rp_buf *b, ev *e, size_t n, int world, tracks *T) {
         char num[48];
         sv_rp_axis_label(&ax, v, num, sizeof num);
         snprintf(t, sizeof t, "%s%s", num, strcmp(num, "0") ? unit : "");
-        sv_rp_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#9ca3af\"/>"
-                        "<text class=\"tick-x\" x=\"%.1f\" y=\"%d\" font-size=\"10\" fill=\"#667085\" "
-                        "text-anchor=\"middle\">%s</text>\n", px, px, ya, ya + 4, px, ya + 16, t);
+        sv_rp_printf(b,
+                     "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#9ca3af\"/>"
+                     "<text class=\"tick-x\" x=\"%.1f\" y=\"%d\" font-size=\"10\" fill=\"#667085\" "
+                     "text-anchor=\"middle\">%s</text>\n",
+                     px, px, ya, ya + 4, px, ya + 16, t);
     }
     sv_rp_printf(b, "</svg>");
     if (undrawn || drawn == MAX_RECTS)
-        sv_rp_printf(b, "<p class=\"muted\">Some blocks are not drawn (more than %d overlap on one track, or more "
-                        "than %d blocks).</p>", MAX_SUBLANES, MAX_RECTS);
+        sv_rp_printf(b,
+                     "<p class=\"muted\">Some blocks are not drawn (more than %d overlap on one track, or more "
+                     "than %d blocks).</p>",
+                     MAX_SUBLANES, MAX_RECTS);
     sv_rp_printf(b, "</div>\n");
     free(order);
 }
@@ -403,7 +420,8 @@ sv_status sv_rp_trace_section(sv_rp_buf *b, const char *path) {
     sv_err_clear();
     qsort(e, n, sizeof *e, by_rank_ts);
     sv_rp_printf(b, "<h2>Compute and communication per rank</h2>\n");
-    if (!n) sv_rp_printf(b, "<p class=\"muted\">The trace %s holds no events.</p>\n", path);
+    if (!n)
+        sv_rp_printf(b, "<p class=\"muted\">The trace %s holds no events.</p>\n", path);
     else {
         table(b, e, n, world);
         timeline(b, e, n, world, T);

@@ -39,8 +39,10 @@ static sv_status cfg_int(const sv_json *root, const char *key, int *out) {
 static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have_heads) {
     char cj[4096];
     const char *slash = strrchr(path, '/');
-    if (slash) snprintf(cj, sizeof cj, "%.*s/config.json", (int)(slash - path), path);
-    else snprintf(cj, sizeof cj, "config.json");
+    if (slash)
+        snprintf(cj, sizeof cj, "%.*s/config.json", (int)(slash - path), path);
+    else
+        snprintf(cj, sizeof cj, "config.json");
     if (access(cj, F_OK) != 0) return SV_OK; /* none (not opened to check: it may be a FIFO) */
     char *text = NULL;
     size_t len = 0;
@@ -54,7 +56,8 @@ static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have
         return SV_FAIL(SV_ERR_FORMAT, "%s: expected a JSON object", cj);
     }
     int heads = 0;
-    if ((st = cfg_int(&doc.root, "embed_dim", &c->dim)) == SV_OK && (st = cfg_int(&doc.root, "depth", &c->depth)) == SV_OK &&
+    if ((st = cfg_int(&doc.root, "embed_dim", &c->dim)) == SV_OK &&
+        (st = cfg_int(&doc.root, "depth", &c->depth)) == SV_OK &&
         (st = cfg_int(&doc.root, "num_heads", &heads)) == SV_OK &&
         (st = cfg_int(&doc.root, "patch_size", &c->patch)) == SV_OK &&
         (st = cfg_int(&doc.root, "img_size", &c->img)) == SV_OK &&
@@ -91,8 +94,9 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
     SV_TRY(sv_safetensors_open(&f, path));
     sv_status st = apply_config_json(path, c, have_heads);
     const sv_st_tensor *pw = NULL, *pos = NULL, *hw = NULL, *fc1;
-    if (st == SV_OK && (!(pw = need(&f, "patch_embed.proj.weight", 4)) || !(pos = need(&f, "pos_embed", 3)) ||
-                        !(hw = need(&f, "head.weight", 2))))
+    if (st == SV_OK &&
+        (!(pw = need(&f, "patch_embed.proj.weight", 4)) || !(pos = need(&f, "pos_embed", 3)) ||
+         !(hw = need(&f, "head.weight", 2))))
         st = SV_ERR_FORMAT;
     /* Shapes come from the file: every value is range-checked before it becomes an int (a
      * hostile 2^32 + 36 must not turn into 36). */
@@ -124,10 +128,12 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
         }
         if (P < 1 || P > 1000000000000LL || sq != (uint64_t)P || pos->shape[2] != pw->shape[0] ||
             !sv_mul_u64(g, (uint64_t)c->patch, &img) || img > 1000000)
-            st = SV_FAIL(SV_ERR_FORMAT, "%s: pos_embed shape (1, %lld, %lld) is not (1, 1 + g*g, %d) for an image of at "
-                         "most 1000000 pixels per side", path, (long long)pos->shape[1], (long long)pos->shape[2],
-                         c->dim);
-        else c->img = (int)img;
+            st = SV_FAIL(SV_ERR_FORMAT,
+                         "%s: pos_embed shape (1, %lld, %lld) is not (1, 1 + g*g, %d) for an image of at "
+                         "most 1000000 pixels per side",
+                         path, (long long)pos->shape[1], (long long)pos->shape[2], c->dim);
+        else
+            c->img = (int)img;
     }
     if (st == SV_OK) {
         int depth = 0;
@@ -162,8 +168,10 @@ static sv_status check_tensors(const sv_st_file *sf, const sv_layout *L) {
                 snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? ", " : "", (long long)t->shape[d]);
             for (int d = 0; d < p->ndim; d++)
                 snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? ", " : "", (long long)p->shape[d]);
-            return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s has shape (%s) but the model needs (%s) (check --dim/--depth/"
-                           "--num-classes/--img/--patch)", sf->path, p->name, a, b);
+            return SV_FAIL(SV_ERR_FORMAT,
+                           "%s: tensor %s has shape (%s) but the model needs (%s) (check --dim/--depth/"
+                           "--num-classes/--img/--patch)",
+                           sf->path, p->name, a, b);
         }
     }
     if (sf->n_tensors != (size_t)L->n_params) {
@@ -172,9 +180,10 @@ static sv_status check_tensors(const sv_st_file *sf, const sv_layout *L) {
             for (int i = 0; i < L->n_params && !known; i++) known = !strcmp(sf->tensors[k].name, L->params[i].name);
             char e[SV_ESC_CAP];
             if (!known)
-                return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is not part of this model (%s, depth %d): a different "
-                               "architecture?", sf->path, sv_log_esc(sf->tensors[k].name, e, sizeof e), L->cfg.name,
-                               L->cfg.depth);
+                return SV_FAIL(SV_ERR_FORMAT,
+                               "%s: tensor %s is not part of this model (%s, depth %d): a different "
+                               "architecture?",
+                               sf->path, sv_log_esc(sf->tensors[k].name, e, sizeof e), L->cfg.name, L->cfg.depth);
         }
     }
     return SV_OK;

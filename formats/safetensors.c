@@ -17,21 +17,16 @@ static const struct {
     const char *name;
     size_t size;
 } dtype_info[SV_ST_NUM_DTYPES] = {
-    [SV_ST_BOOL] = {"BOOL", 1},       [SV_ST_U8] = {"U8", 1},   [SV_ST_I8] = {"I8", 1},
-    [SV_ST_F8_E5M2] = {"F8_E5M2", 1}, [SV_ST_F8_E4M3] = {"F8_E4M3", 1},
-    [SV_ST_I16] = {"I16", 2},         [SV_ST_U16] = {"U16", 2}, [SV_ST_F16] = {"F16", 2},
-    [SV_ST_BF16] = {"BF16", 2},       [SV_ST_I32] = {"I32", 4}, [SV_ST_U32] = {"U32", 4},
-    [SV_ST_F32] = {"F32", 4},         [SV_ST_F64] = {"F64", 8}, [SV_ST_I64] = {"I64", 8},
-    [SV_ST_U64] = {"U64", 8},
+    [SV_ST_BOOL] = {"BOOL", 1},       [SV_ST_U8] = {"U8", 1},           [SV_ST_I8] = {"I8", 1},
+    [SV_ST_F8_E5M2] = {"F8_E5M2", 1}, [SV_ST_F8_E4M3] = {"F8_E4M3", 1}, [SV_ST_I16] = {"I16", 2},
+    [SV_ST_U16] = {"U16", 2},         [SV_ST_F16] = {"F16", 2},         [SV_ST_BF16] = {"BF16", 2},
+    [SV_ST_I32] = {"I32", 4},         [SV_ST_U32] = {"U32", 4},         [SV_ST_F32] = {"F32", 4},
+    [SV_ST_F64] = {"F64", 8},         [SV_ST_I64] = {"I64", 8},         [SV_ST_U64] = {"U64", 8},
 };
 
-const char *sv_st_dtype_name(sv_st_dtype dt) {
-    return (unsigned)dt < SV_ST_NUM_DTYPES ? dtype_info[dt].name : "?";
-}
+const char *sv_st_dtype_name(sv_st_dtype dt) { return (unsigned)dt < SV_ST_NUM_DTYPES ? dtype_info[dt].name : "?"; }
 
-size_t sv_st_dtype_size(sv_st_dtype dt) {
-    return (unsigned)dt < SV_ST_NUM_DTYPES ? dtype_info[dt].size : 0;
-}
+size_t sv_st_dtype_size(sv_st_dtype dt) { return (unsigned)dt < SV_ST_NUM_DTYPES ? dtype_info[dt].size : 0; }
 
 int sv_st_dtype_parse(const char *name, sv_st_dtype *out) {
     for (int i = 0; i < SV_ST_NUM_DTYPES; i++)
@@ -93,14 +88,12 @@ void sv_safetensors_close(sv_st_file *f) {
 
 static sv_status bad(const sv_st_file *f, const char *what, const char *name, const char *detail) {
     if (name)
-        return SV_FAIL(SV_ERR_FORMAT, "%s: safetensors tensor \"%.200s\": %s%s", f->path, name,
-                       what, detail ? detail : "");
-    return SV_FAIL(SV_ERR_FORMAT, "%s: safetensors header: %s%s", f->path, what,
-                   detail ? detail : "");
+        return SV_FAIL(SV_ERR_FORMAT, "%s: safetensors tensor \"%.200s\": %s%s", f->path, name, what,
+                       detail ? detail : "");
+    return SV_FAIL(SV_ERR_FORMAT, "%s: safetensors header: %s%s", f->path, what, detail ? detail : "");
 }
 
-static sv_status parse_tensor(sv_st_file *f, const sv_json_member *m, sv_st_tensor *t,
-                              uint64_t *begin, uint64_t *end) {
+static sv_status parse_tensor(sv_st_file *f, const sv_json_member *m, sv_st_tensor *t, uint64_t *begin, uint64_t *end) {
     const char *name = m->key;
     char msg[160];
     if (m->value.type != SV_JSON_OBJECT) return bad(f, "entry is not a JSON object", name, NULL);
@@ -131,20 +124,20 @@ static sv_status parse_tensor(sv_st_file *f, const sv_json_member *m, sv_st_tens
     if (!offs || offs->type != SV_JSON_ARRAY || sv_json_count(offs) != 2)
         return bad(f, "\"data_offsets\" must be an array [begin, end]", name, NULL);
     const sv_json *b = sv_json_index(offs, 0), *e = sv_json_index(offs, 1);
-    if (b->type != SV_JSON_NUMBER || !b->u.num.is_int || b->u.num.i < 0 ||
-        e->type != SV_JSON_NUMBER || !e->u.num.is_int || e->u.num.i < 0)
+    if (b->type != SV_JSON_NUMBER || !b->u.num.is_int || b->u.num.i < 0 || e->type != SV_JSON_NUMBER ||
+        !e->u.num.is_int || e->u.num.i < 0)
         return bad(f, "data_offsets must be non-negative integers", name, NULL);
     *begin = (uint64_t)b->u.num.i;
     *end = (uint64_t)e->u.num.i;
     if (*begin > *end) {
-        snprintf(msg, sizeof msg, " [%llu, %llu]", (unsigned long long)*begin,
-                 (unsigned long long)*end);
+        snprintf(msg, sizeof msg, " [%llu, %llu]", (unsigned long long)*begin, (unsigned long long)*end);
         return bad(f, "data_offsets begin > end:", name, msg);
     }
     if (*end - *begin != nbytes) {
-        snprintf(msg, sizeof msg, "shape/size mismatch: %s shape implies %llu bytes but data_offsets "
-                 "[%llu, %llu] span %llu bytes", sv_st_dtype_name(t->dtype),
-                 (unsigned long long)nbytes, (unsigned long long)*begin,
+        snprintf(msg, sizeof msg,
+                 "shape/size mismatch: %s shape implies %llu bytes but data_offsets "
+                 "[%llu, %llu] span %llu bytes",
+                 sv_st_dtype_name(t->dtype), (unsigned long long)nbytes, (unsigned long long)*begin,
                  (unsigned long long)*end, (unsigned long long)(*end - *begin));
         return bad(f, msg, name, NULL);
     }
@@ -167,8 +160,10 @@ static int by_offset(const void *a, const void *b) {
 static sv_status check_tiling(sv_st_file *f, uint64_t data_size) {
     if (!f->n_tensors) {
         if (data_size)
-            return SV_FAIL(SV_ERR_FORMAT, "%s: safetensors: %llu data bytes but no tensors (holes "
-                           "are not allowed)", f->path, (unsigned long long)data_size);
+            return SV_FAIL(SV_ERR_FORMAT,
+                           "%s: safetensors: %llu data bytes but no tensors (holes "
+                           "are not allowed)",
+                           f->path, (unsigned long long)data_size);
         return SV_OK;
     }
     const sv_st_tensor **ord = malloc(f->n_tensors * sizeof *ord);
@@ -181,26 +176,31 @@ static sv_status check_tiling(sv_st_file *f, uint64_t data_size) {
         const sv_st_tensor *t = ord[i];
         uint64_t end = t->offset + t->nbytes;
         if (t->offset < pos)
-            s = SV_FAIL(SV_ERR_FORMAT, "%s: safetensors tensor \"%.200s\": data_offsets [%llu, %llu]"
-                        " overlap the previous tensor \"%.200s\" (which ends at %llu)", f->path,
-                        t->name, (unsigned long long)t->offset, (unsigned long long)end,
-                        ord[i - 1]->name, (unsigned long long)pos);
+            s = SV_FAIL(SV_ERR_FORMAT,
+                        "%s: safetensors tensor \"%.200s\": data_offsets [%llu, %llu]"
+                        " overlap the previous tensor \"%.200s\" (which ends at %llu)",
+                        f->path, t->name, (unsigned long long)t->offset, (unsigned long long)end, ord[i - 1]->name,
+                        (unsigned long long)pos);
         else if (t->offset > pos)
-            s = SV_FAIL(SV_ERR_FORMAT, "%s: safetensors tensor \"%.200s\": data_offsets [%llu, %llu]"
-                        " leave a hole of %llu bytes before it (holes are not allowed)", f->path,
-                        t->name, (unsigned long long)t->offset, (unsigned long long)end,
+            s = SV_FAIL(SV_ERR_FORMAT,
+                        "%s: safetensors tensor \"%.200s\": data_offsets [%llu, %llu]"
+                        " leave a hole of %llu bytes before it (holes are not allowed)",
+                        f->path, t->name, (unsigned long long)t->offset, (unsigned long long)end,
                         (unsigned long long)(t->offset - pos));
         else if (end > data_size)
-            s = SV_FAIL(SV_ERR_CORRUPT, "%s: safetensors tensor \"%.200s\": data_offsets [%llu, %llu]"
+            s = SV_FAIL(SV_ERR_CORRUPT,
+                        "%s: safetensors tensor \"%.200s\": data_offsets [%llu, %llu]"
                         " extend past the end of the file (data section has %llu bytes; "
-                        "truncated file?)", f->path, t->name, (unsigned long long)t->offset,
-                        (unsigned long long)end, (unsigned long long)data_size);
+                        "truncated file?)",
+                        f->path, t->name, (unsigned long long)t->offset, (unsigned long long)end,
+                        (unsigned long long)data_size);
         pos = end;
     }
     if (s == SV_OK && pos != data_size)
-        s = SV_FAIL(SV_ERR_FORMAT, "%s: safetensors: %llu bytes after the last tensor \"%.200s\" "
-                    "are not covered by any tensor (holes are not allowed)", f->path,
-                    (unsigned long long)(data_size - pos), ord[f->n_tensors - 1]->name);
+        s = SV_FAIL(SV_ERR_FORMAT,
+                    "%s: safetensors: %llu bytes after the last tensor \"%.200s\" "
+                    "are not covered by any tensor (holes are not allowed)",
+                    f->path, (unsigned long long)(data_size - pos), ord[f->n_tensors - 1]->name);
     free((void *)ord);
     return s;
 }
@@ -240,9 +240,10 @@ static sv_status parse_header(sv_st_file *f, const char *hdr, uint64_t n) {
             for (size_t k = 0; k < md->u.obj.n; k++) {
                 const sv_json_member *mm = &md->u.obj.members[k];
                 if (mm->value.type != SV_JSON_STRING) {
-                    s = SV_FAIL(SV_ERR_FORMAT, "%s: safetensors header: \"__metadata__\" value of "
-                                "\"%.100s\" is a %s, expected a string", f->path, mm->key,
-                                sv_json_type_name(mm->value.type));
+                    s = SV_FAIL(SV_ERR_FORMAT,
+                                "%s: safetensors header: \"__metadata__\" value of "
+                                "\"%.100s\" is a %s, expected a string",
+                                f->path, mm->key, sv_json_type_name(mm->value.type));
                     break;
                 }
                 sv_st_meta *e = &f->meta[f->n_meta++];
@@ -272,15 +273,20 @@ done:
 static sv_status check_sizes(sv_st_file *f, const uint8_t lenbuf[8], uint64_t *n) {
     *n = le64(lenbuf);
     if (*n < 2)
-        return SV_FAIL(SV_ERR_FORMAT, "%s: safetensors header length %llu is too small (a header "
-                       "is at least \"{}\")", f->path, (unsigned long long)*n);
+        return SV_FAIL(SV_ERR_FORMAT,
+                       "%s: safetensors header length %llu is too small (a header "
+                       "is at least \"{}\")",
+                       f->path, (unsigned long long)*n);
     if (*n > SV_ST_MAX_HEADER)
-        return SV_FAIL(SV_ERR_FORMAT, "%s: safetensors header length %llu exceeds the limit of "
-                       "%llu bytes", f->path, (unsigned long long)*n, SV_ST_MAX_HEADER);
+        return SV_FAIL(SV_ERR_FORMAT,
+                       "%s: safetensors header length %llu exceeds the limit of "
+                       "%llu bytes",
+                       f->path, (unsigned long long)*n, SV_ST_MAX_HEADER);
     if (*n > f->file_size - 8)
-        return SV_FAIL(SV_ERR_CORRUPT, "%s: safetensors header length %llu exceeds the %llu bytes "
-                       "after the length field (truncated file?)", f->path,
-                       (unsigned long long)*n, (unsigned long long)(f->file_size - 8));
+        return SV_FAIL(SV_ERR_CORRUPT,
+                       "%s: safetensors header length %llu exceeds the %llu bytes "
+                       "after the length field (truncated file?)",
+                       f->path, (unsigned long long)*n, (unsigned long long)(f->file_size - 8));
     f->data_start = 8 + *n;
     return SV_OK;
 }
@@ -296,8 +302,10 @@ sv_status sv_safetensors_open_mem(sv_st_file *f, const void *bytes, size_t len, 
     f->mem = bytes;
     f->file_size = len;
     if (len < 8)
-        return SV_FAIL(SV_ERR_CORRUPT, "%s: safetensors file is %zu bytes, too short for the "
-                       "8-byte header length (truncated file?)", f->path, len);
+        return SV_FAIL(SV_ERR_CORRUPT,
+                       "%s: safetensors file is %zu bytes, too short for the "
+                       "8-byte header length (truncated file?)",
+                       f->path, len);
     uint64_t n;
     SV_TRY(check_sizes(f, bytes, &n));
     sv_status s = parse_header(f, (const char *)bytes + 8, n);
@@ -318,16 +326,17 @@ sv_status sv_safetensors_open(sv_st_file *f, const char *path) {
     uint64_t n;
     sv_status s = SV_OK;
     if (f->file_size < 8) {
-        s = SV_FAIL(SV_ERR_CORRUPT, "%s: safetensors file is %llu bytes, too short for the 8-byte "
-                    "header length (truncated file?)", path, (unsigned long long)f->file_size);
+        s = SV_FAIL(SV_ERR_CORRUPT,
+                    "%s: safetensors file is %llu bytes, too short for the 8-byte "
+                    "header length (truncated file?)",
+                    path, (unsigned long long)f->file_size);
         goto fail;
     }
     SV_TRY_GOTO(s, sv_fileio_pread_exact(fd, lenbuf, 8, 0, path), fail);
     SV_TRY_GOTO(s, check_sizes(f, lenbuf, &n), fail);
     hdr = malloc((size_t)n);
     if (!hdr) {
-        s = SV_FAIL(SV_ERR_OOM, "%s: cannot allocate %llu bytes for the header", path,
-                    (unsigned long long)n);
+        s = SV_FAIL(SV_ERR_OOM, "%s: cannot allocate %llu bytes for the header", path, (unsigned long long)n);
         goto fail;
     }
     SV_TRY_GOTO(s, sv_fileio_pread_exact(fd, hdr, (size_t)n, 8, path), fail);
@@ -352,12 +361,13 @@ const char *sv_safetensors_meta(const sv_st_file *f, const char *key) {
     return NULL;
 }
 
-sv_status sv_safetensors_read_raw(const sv_st_file *f, const sv_st_tensor *t, uint64_t byte_off,
-                                  uint64_t nbytes, void *dst) {
+sv_status sv_safetensors_read_raw(const sv_st_file *f, const sv_st_tensor *t, uint64_t byte_off, uint64_t nbytes,
+                                  void *dst) {
     if (byte_off > t->nbytes || nbytes > t->nbytes - byte_off)
-        return SV_FAIL(SV_ERR_INVALID, "%s: read of bytes [%llu, %llu) outside tensor \"%s\" "
-                       "(%llu bytes)", f->path, (unsigned long long)byte_off,
-                       (unsigned long long)(byte_off + nbytes), t->name,
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s: read of bytes [%llu, %llu) outside tensor \"%s\" "
+                       "(%llu bytes)",
+                       f->path, (unsigned long long)byte_off, (unsigned long long)(byte_off + nbytes), t->name,
                        (unsigned long long)t->nbytes);
     if (f->mem) {
         memcpy(dst, f->mem + t->offset + byte_off, (size_t)nbytes);
@@ -366,24 +376,26 @@ sv_status sv_safetensors_read_raw(const sv_st_file *f, const sv_st_tensor *t, ui
     return sv_fileio_pread_exact(f->fd, dst, (size_t)nbytes, t->offset + byte_off, f->path);
 }
 
-sv_status sv_safetensors_read_f32(const sv_st_file *f, const sv_st_tensor *t, uint64_t elem_off,
-                                  uint64_t count, float *dst) {
+sv_status sv_safetensors_read_f32(const sv_st_file *f, const sv_st_tensor *t, uint64_t elem_off, uint64_t count,
+                                  float *dst) {
     if (elem_off > t->numel || count > t->numel - elem_off)
-        return SV_FAIL(SV_ERR_INVALID, "%s: read of elements [%llu, %llu) outside tensor \"%s\" "
-                       "(%llu elements)", f->path, (unsigned long long)elem_off,
-                       (unsigned long long)(elem_off + count), t->name,
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s: read of elements [%llu, %llu) outside tensor \"%s\" "
+                       "(%llu elements)",
+                       f->path, (unsigned long long)elem_off, (unsigned long long)(elem_off + count), t->name,
                        (unsigned long long)t->numel);
     if (t->dtype == SV_ST_F32) return sv_safetensors_read_raw(f, t, elem_off * 4, count * 4, dst);
     if (t->dtype != SV_ST_BF16 && t->dtype != SV_ST_F16)
-        return SV_FAIL(SV_ERR_UNSUPPORTED, "%s: tensor \"%s\" has dtype %s; only F32, BF16 and "
-                       "F16 convert to fp32", f->path, t->name, sv_st_dtype_name(t->dtype));
+        return SV_FAIL(SV_ERR_UNSUPPORTED,
+                       "%s: tensor \"%s\" has dtype %s; only F32, BF16 and "
+                       "F16 convert to fp32",
+                       f->path, t->name, sv_st_dtype_name(t->dtype));
     uint16_t buf[4096];
     for (uint64_t done = 0; done < count;) {
         size_t k = count - done < 4096 ? (size_t)(count - done) : 4096;
         SV_TRY(sv_safetensors_read_raw(f, t, (elem_off + done) * 2, k * 2, buf));
         for (size_t i = 0; i < k; i++) {
-            uint16_t h = (uint16_t)(((const uint8_t *)&buf[i])[0] |
-                                    ((const uint8_t *)&buf[i])[1] << 8);
+            uint16_t h = (uint16_t)(((const uint8_t *)&buf[i])[0] | ((const uint8_t *)&buf[i])[1] << 8);
             dst[done + i] = t->dtype == SV_ST_BF16 ? sv_bf16_to_f32(h) : sv_st_f16_to_f32(h);
         }
         done += k;
@@ -397,26 +409,24 @@ sv_status sv_safetensors_read_f32(const sv_st_file *f, const sv_st_tensor *t, ui
 
 static sv_status entry_bytes(const char *path, const sv_st_entry *e, uint64_t *out) {
     if (!e->name || !*e->name || !strcmp(e->name, "__metadata__"))
-        return SV_FAIL(SV_ERR_INVALID, "%s: invalid tensor name \"%s\"", path,
-                       e->name ? e->name : "(null)");
+        return SV_FAIL(SV_ERR_INVALID, "%s: invalid tensor name \"%s\"", path, e->name ? e->name : "(null)");
     if ((unsigned)e->dtype >= SV_ST_NUM_DTYPES)
-        return SV_FAIL(SV_ERR_INVALID, "%s: tensor \"%s\": invalid dtype %d", path, e->name,
-                       (int)e->dtype);
+        return SV_FAIL(SV_ERR_INVALID, "%s: tensor \"%s\": invalid dtype %d", path, e->name, (int)e->dtype);
     if (e->ndim < 0 || e->ndim > SV_ST_MAX_DIMS)
-        return SV_FAIL(SV_ERR_INVALID, "%s: tensor \"%s\": %d dimensions (0..%d allowed)", path,
-                       e->name, e->ndim, SV_ST_MAX_DIMS);
+        return SV_FAIL(SV_ERR_INVALID, "%s: tensor \"%s\": %d dimensions (0..%d allowed)", path, e->name, e->ndim,
+                       SV_ST_MAX_DIMS);
     uint64_t n = sv_st_dtype_size(e->dtype);
     for (int d = 0; d < e->ndim; d++) {
         if (e->shape[d] < 0 || !sv_mul_u64(n, (uint64_t)e->shape[d], &n))
-            return SV_FAIL(SV_ERR_INVALID, "%s: tensor \"%s\": bad shape[%d] = %lld", path,
-                           e->name, d, (long long)e->shape[d]);
+            return SV_FAIL(SV_ERR_INVALID, "%s: tensor \"%s\": bad shape[%d] = %lld", path, e->name, d,
+                           (long long)e->shape[d]);
     }
     *out = n;
     return SV_OK;
 }
 
-static sv_status build_header(const char *path, const sv_st_entry *entries, size_t n,
-                              const char *const *meta_kv, size_t n_meta, sv_json_writer *w) {
+static sv_status build_header(const char *path, const sv_st_entry *entries, size_t n, const char *const *meta_kv,
+                              size_t n_meta, sv_json_writer *w) {
     uint64_t off = 0;
     sv_json_obj_begin(w);
     if (n_meta) {
@@ -457,8 +467,8 @@ static sv_status build_header(const char *path, const sv_st_entry *entries, size
     return SV_OK;
 }
 
-static sv_status write_body(sv_fileio_out *out, const char *hdr, size_t hlen,
-                            const sv_st_entry *entries, size_t n, sv_st_fill_fn fill, void *ctx) {
+static sv_status write_body(sv_fileio_out *out, const char *hdr, size_t hlen, const sv_st_entry *entries, size_t n,
+                            sv_st_fill_fn fill, void *ctx) {
     size_t padded = (hlen + 7) & ~(size_t)7;
     uint8_t lenbuf[8];
     for (int i = 0; i < 8; i++) lenbuf[i] = (uint8_t)((uint64_t)padded >> (8 * i));
@@ -475,8 +485,8 @@ static sv_status write_body(sv_fileio_out *out, const char *hdr, size_t hlen,
             continue;
         }
         if (!fill) {
-            s = SV_FAIL(SV_ERR_INVALID, "%s: tensor \"%s\" has no data and no fill callback",
-                        out->path, entries[i].name);
+            s = SV_FAIL(SV_ERR_INVALID, "%s: tensor \"%s\" has no data and no fill callback", out->path,
+                        entries[i].name);
             break;
         }
         if (!chunk && !(chunk = malloc(FILL_CHUNK))) {
@@ -495,9 +505,8 @@ static sv_status write_body(sv_fileio_out *out, const char *hdr, size_t hlen,
     return s;
 }
 
-sv_status sv_safetensors_write(const char *path, const sv_st_entry *entries, size_t n,
-                               const char *const *meta_kv, size_t n_meta, sv_st_fill_fn fill,
-                               void *ctx) {
+sv_status sv_safetensors_write(const char *path, const sv_st_entry *entries, size_t n, const char *const *meta_kv,
+                               size_t n_meta, sv_st_fill_fn fill, void *ctx) {
     sv_json_writer w;
     sv_json_writer_init(&w, 0);
     const char *hdr;

@@ -55,29 +55,29 @@ size_t sv_st_dtype_size(sv_st_dtype dt);
 int sv_st_dtype_parse(const char *name, sv_st_dtype *out);
 
 typedef struct sv_st_tensor {
-    char *name;                     /* owned by the sv_st_file */
+    char *name; /* owned by the sv_st_file */
     sv_st_dtype dtype;
     int ndim;
     int64_t shape[SV_ST_MAX_DIMS];
     uint64_t numel;
-    uint64_t offset;                /* absolute byte offset in the file */
+    uint64_t offset; /* absolute byte offset in the file */
     uint64_t nbytes;
 } sv_st_tensor;
 
 typedef struct sv_st_meta {
-    char *key, *value;              /* owned by the sv_st_file */
+    char *key, *value; /* owned by the sv_st_file */
 } sv_st_meta;
 
 typedef struct sv_st_file {
-    int fd;                         /* -1 for an in-memory file */
-    const uint8_t *mem;             /* in-memory file contents (not owned), or NULL */
+    int fd;             /* -1 for an in-memory file */
+    const uint8_t *mem; /* in-memory file contents (not owned), or NULL */
     char path[512];
     uint64_t file_size;
-    uint64_t data_start;            /* 8 + N */
+    uint64_t data_start; /* 8 + N */
     size_t n_tensors;
-    sv_st_tensor *tensors;          /* in header order */
+    sv_st_tensor *tensors; /* in header order */
     size_t n_meta;
-    sv_st_meta *meta;               /* in header order */
+    sv_st_meta *meta; /* in header order */
 } sv_st_file;
 
 /* Open and fully validate `path`. On failure nothing stays open or allocated. */
@@ -93,12 +93,12 @@ const char *sv_safetensors_meta(const sv_st_file *f, const char *key);
 
 /* Copy bytes [byte_off, byte_off + nbytes) of tensor t's data into dst (raw file bytes,
  * little-endian). Range outside the tensor => SV_ERR_INVALID. */
-sv_status sv_safetensors_read_raw(const sv_st_file *f, const sv_st_tensor *t, uint64_t byte_off,
-                                  uint64_t nbytes, void *dst);
+sv_status sv_safetensors_read_raw(const sv_st_file *f, const sv_st_tensor *t, uint64_t byte_off, uint64_t nbytes,
+                                  void *dst);
 /* Read elements [elem_off, elem_off + count) of an F32, BF16 or F16 tensor as fp32 into
  * dst (count floats). Other dtypes => SV_ERR_UNSUPPORTED. Converts in bounded chunks. */
-sv_status sv_safetensors_read_f32(const sv_st_file *f, const sv_st_tensor *t, uint64_t elem_off,
-                                  uint64_t count, float *dst);
+sv_status sv_safetensors_read_f32(const sv_st_file *f, const sv_st_tensor *t, uint64_t elem_off, uint64_t count,
+                                  float *dst);
 
 /* IEEE half -> float (exact; subnormals, inf and NaN preserved). */
 float sv_st_f16_to_f32(uint16_t h);
@@ -109,21 +109,19 @@ typedef struct sv_st_entry {
     const char *name;
     sv_st_dtype dtype;
     int ndim;
-    const int64_t *shape;           /* ndim entries, each >= 0 */
-    const void *data;               /* numel * dtype size bytes, or NULL to use the callback */
+    const int64_t *shape; /* ndim entries, each >= 0 */
+    const void *data;     /* numel * dtype size bytes, or NULL to use the callback */
 } sv_st_entry;
 
 /* Fills buf with bytes [byte_off, byte_off + n) of entry `index`'s data. Called in order, in
  * chunks of at most 4 MiB, only for entries whose `data` is NULL. */
-typedef sv_status (*sv_st_fill_fn)(void *ctx, size_t index, uint64_t byte_off, void *buf,
-                                   size_t n);
+typedef sv_status (*sv_st_fill_fn)(void *ctx, size_t index, uint64_t byte_off, void *buf, size_t n);
 
 /* Write `path` atomically (to "<path>.tmp", fsync, rename, fsync the directory): the header
  * from entries[0..n) and metadata pairs meta_kv[2*i] -> meta_kv[2*i+1] (n_meta pairs; none:
  * meta_kv may be NULL), then the data. Names must be unique and non-empty and must not be
  * "__metadata__". `fill`/`ctx` are needed only if some entry has data == NULL. */
-sv_status sv_safetensors_write(const char *path, const sv_st_entry *entries, size_t n,
-                               const char *const *meta_kv, size_t n_meta, sv_st_fill_fn fill,
-                               void *ctx);
+sv_status sv_safetensors_write(const char *path, const sv_st_entry *entries, size_t n, const char *const *meta_kv,
+                               size_t n_meta, sv_st_fill_fn fill, void *ctx);
 
 #endif

@@ -51,9 +51,7 @@ static uint32_t get_le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t get_le64(const uint8_t *p) {
-    return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
+static uint64_t get_le64(const uint8_t *p) { return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32; }
 
 static size_t put_double_field(uint8_t *p, int field, double v) {
     uint64_t u;
@@ -85,16 +83,14 @@ sv_status sv_tb_open(sv_tb_writer *w, const char *dir, double wall_time) {
     for (int attempt = 0; attempt < 100 && s != SV_OK; attempt++) {
         int n;
         if (attempt == 0)
-            n = snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.%s", dir,
-                         (long long)wall_time, host);
+            n = snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.%s", dir, (long long)wall_time, host);
         else if (attempt == 1)
-            n = snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.%s.%ld", dir,
-                         (long long)wall_time, host, (long)getpid());
+            n = snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.%s.%ld", dir, (long long)wall_time, host,
+                         (long)getpid());
         else
-            n = snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.%s.%ld.%d", dir,
-                         (long long)wall_time, host, (long)getpid(), attempt);
-        if (n < 0 || (size_t)n >= sizeof path)
-            return SV_FAIL(SV_ERR_INVALID, "event file path too long in %s", dir);
+            n = snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.%s.%ld.%d", dir, (long long)wall_time, host,
+                         (long)getpid(), attempt);
+        if (n < 0 || (size_t)n >= sizeof path) return SV_FAIL(SV_ERR_INVALID, "event file path too long in %s", dir);
         struct stat st;
         if (stat(path, &st) == 0) continue; /* keep an existing file */
         SV_TRY(sv_fileio_out_open(&w->out, path, 1));
@@ -118,12 +114,11 @@ sv_status sv_tb_open(sv_tb_writer *w, const char *dir, double wall_time) {
 
 const char *sv_tb_path(const sv_tb_writer *w) { return w->out.path; }
 
-sv_status sv_tb_scalar(sv_tb_writer *w, const char *tag, int64_t step, float value,
-                       double wall_time) {
+sv_status sv_tb_scalar(sv_tb_writer *w, const char *tag, int64_t step, float value, double wall_time) {
     size_t tl = strlen(tag);
     if (tl == 0 || tl > SV_TB_MAX_TAG)
-        return SV_FAIL(SV_ERR_INVALID, "TensorBoard tag \"%.64s\" has %zu bytes (1..%d allowed)",
-                       tag, tl, SV_TB_MAX_TAG);
+        return SV_FAIL(SV_ERR_INVALID, "TensorBoard tag \"%.64s\" has %zu bytes (1..%d allowed)", tag, tl,
+                       SV_TB_MAX_TAG);
     if (wall_time <= 0) wall_time = now_seconds();
     /* Sizes inside out: Value{tag, simple_value} -> Summary{value} -> Event. */
     size_t value_len = 1 + varint_len(tl) + tl + 1 + 4;
@@ -223,8 +218,8 @@ static int next_field(pbuf *b, uint32_t *field, int *wt, pbuf *sub, uint64_t *nu
     }
 }
 
-static sv_status push_scalar(sv_tb_events *ev, const char *name, const uint8_t *tag, size_t tl,
-                             int64_t step, float value, double wall) {
+static sv_status push_scalar(sv_tb_events *ev, const char *name, const uint8_t *tag, size_t tl, int64_t step,
+                             float value, double wall) {
     if (ev->n == ev->cap) {
         size_t nc = ev->cap ? ev->cap * 2 : 64;
         sv_tb_scalar_rec *ni = realloc(ev->items, nc * sizeof *ni);
@@ -241,14 +236,13 @@ static sv_status push_scalar(sv_tb_events *ev, const char *name, const uint8_t *
 }
 
 static sv_status bad_event(const char *name, size_t rec, size_t off, const char *what) {
-    return SV_FAIL(SV_ERR_FORMAT, "%s: record %zu (byte %zu): malformed Event protobuf: %s", name,
-                   rec, off, what);
+    return SV_FAIL(SV_ERR_FORMAT, "%s: record %zu (byte %zu): malformed Event protobuf: %s", name, rec, off, what);
 }
 
 /* Decode one Event; scalar values are appended after the whole event parsed (step and
  * wall_time may come after the summary in a valid encoding). */
-static sv_status decode_event(sv_tb_events *ev, const char *name, size_t rec, size_t off,
-                              const uint8_t *data, size_t len) {
+static sv_status decode_event(sv_tb_events *ev, const char *name, size_t rec, size_t off, const uint8_t *data,
+                              size_t len) {
     pbuf b = {data, len, 0}, summary = {NULL, 0, 0};
     double wall = 0;
     int64_t step = 0;
@@ -259,8 +253,10 @@ static sv_status decode_event(sv_tb_events *ev, const char *name, size_t rec, si
         pbuf sub;
         uint64_t num = 0;
         if (!next_field(&b, &field, &wt, &sub, &num)) return bad_event(name, rec, off, "bad field");
-        if (field == 1 && wt == WT_I64) memcpy(&wall, &num, 8);
-        else if (field == 2 && wt == WT_VARINT) step = (int64_t)num;
+        if (field == 1 && wt == WT_I64)
+            memcpy(&wall, &num, 8);
+        else if (field == 2 && wt == WT_VARINT)
+            step = (int64_t)num;
         else if (field == 3 && wt == WT_LEN) {
             if (!ev->file_version[0]) {
                 size_t k = sub.len < sizeof ev->file_version - 1 ? sub.len : sizeof ev->file_version - 1;
@@ -280,8 +276,7 @@ static sv_status decode_event(sv_tb_events *ev, const char *name, size_t rec, si
         int wt;
         pbuf val;
         uint64_t num = 0;
-        if (!next_field(&summary, &field, &wt, &val, &num))
-            return bad_event(name, rec, off, "bad Summary field");
+        if (!next_field(&summary, &field, &wt, &val, &num)) return bad_event(name, rec, off, "bad Summary field");
         if (field != 1 || wt != WT_LEN) continue;
         const uint8_t *tag = NULL;
         size_t tl = 0;
@@ -289,8 +284,7 @@ static sv_status decode_event(sv_tb_events *ev, const char *name, size_t rec, si
         float value = 0;
         while (val.pos < val.len) {
             pbuf s2;
-            if (!next_field(&val, &field, &wt, &s2, &num))
-                return bad_event(name, rec, off, "bad Summary.Value field");
+            if (!next_field(&val, &field, &wt, &s2, &num)) return bad_event(name, rec, off, "bad Summary.Value field");
             if (field == 1 && wt == WT_LEN) {
                 tag = s2.p;
                 tl = s2.len;
@@ -305,8 +299,7 @@ static sv_status decode_event(sv_tb_events *ev, const char *name, size_t rec, si
     return SV_OK;
 }
 
-sv_status sv_tb_decode(const void *buf, size_t len, const char *name, int allow_truncated_tail,
-                       sv_tb_events *ev) {
+sv_status sv_tb_decode(const void *buf, size_t len, const char *name, int allow_truncated_tail, sv_tb_events *ev) {
     memset(ev, 0, sizeof *ev);
     if (!name) name = "event file";
     const uint8_t *p = buf;
@@ -317,14 +310,18 @@ sv_status sv_tb_decode(const void *buf, size_t len, const char *name, int allow_
         uint64_t dlen = get_le64(p + pos);
         uint32_t lcrc = get_le32(p + pos + 8);
         if (sv_crc32c_mask(sv_crc32c(p + pos, 8)) != lcrc)
-            return SV_FAIL(SV_ERR_CORRUPT, "%s: record %zu at byte %zu: length CRC mismatch "
-                           "(corrupt length field)", name, rec, pos);
+            return SV_FAIL(SV_ERR_CORRUPT,
+                           "%s: record %zu at byte %zu: length CRC mismatch "
+                           "(corrupt length field)",
+                           name, rec, pos);
         if (dlen > len - pos - 12 || len - pos - 12 - dlen < 4) goto truncated;
         const uint8_t *data = p + pos + 12;
         uint32_t dcrc = get_le32(data + dlen);
         if (sv_crc32c_mask(sv_crc32c(data, (size_t)dlen)) != dcrc)
-            return SV_FAIL(SV_ERR_CORRUPT, "%s: record %zu at byte %zu: data CRC mismatch "
-                           "(%llu data bytes)", name, rec, pos, (unsigned long long)dlen);
+            return SV_FAIL(SV_ERR_CORRUPT,
+                           "%s: record %zu at byte %zu: data CRC mismatch "
+                           "(%llu data bytes)",
+                           name, rec, pos, (unsigned long long)dlen);
         SV_TRY(decode_event(ev, name, rec, pos, data, (size_t)dlen));
         ev->n_records++;
         pos += 12 + (size_t)dlen + 4;
@@ -335,8 +332,10 @@ truncated:
         ev->truncated_tail = 1;
         return SV_OK;
     }
-    return SV_FAIL(SV_ERR_CORRUPT, "%s: truncated: the file ends inside record %zu (starting at "
-                   "byte %zu, file is %zu bytes)", name, ev->n_records, pos, len);
+    return SV_FAIL(SV_ERR_CORRUPT,
+                   "%s: truncated: the file ends inside record %zu (starting at "
+                   "byte %zu, file is %zu bytes)",
+                   name, ev->n_records, pos, len);
 }
 
 sv_status sv_tb_read_file(const char *path, int allow_truncated_tail, sv_tb_events *ev) {

@@ -34,8 +34,7 @@ sv_status sv_tb_open(sv_tb_writer *w, const char *dir, double wall_time);
 /* Path of the event file (valid while open). */
 const char *sv_tb_path(const sv_tb_writer *w);
 /* Append one scalar. wall_time <= 0 means now. Tag: 1..SV_TB_MAX_TAG bytes. */
-sv_status sv_tb_scalar(sv_tb_writer *w, const char *tag, int64_t step, float value,
-                       double wall_time);
+sv_status sv_tb_scalar(sv_tb_writer *w, const char *tag, int64_t step, float value, double wall_time);
 /* Mark a restart at `step` (a resumed run's first logged step): Event{step, session_log
  * {status: START}}. TensorBoard then hides every event of this run directory with a step >= `step`
  * that was written before (the run the checkpoint outlived logged them), as PyTorch's
@@ -48,7 +47,7 @@ sv_status sv_tb_close(sv_tb_writer *w);
 /* ---- reader ---- */
 
 typedef struct sv_tb_scalar_rec {
-    char *tag;          /* owned by the sv_tb_events */
+    char *tag; /* owned by the sv_tb_events */
     int64_t step;
     float value;
     double wall_time;
@@ -57,9 +56,9 @@ typedef struct sv_tb_scalar_rec {
 typedef struct sv_tb_events {
     sv_tb_scalar_rec *items; /* scalars in file order (an event with several values gives several) */
     size_t n, cap;
-    size_t n_records;        /* TFRecords read (file_version event included) */
-    char file_version[64];   /* from the first event carrying one ("" if none) */
-    int truncated_tail;      /* the file ended inside a record (allowed only when asked) */
+    size_t n_records;      /* TFRecords read (file_version event included) */
+    char file_version[64]; /* from the first event carrying one ("" if none) */
+    int truncated_tail;    /* the file ended inside a record (allowed only when asked) */
 } sv_tb_events;
 
 /* Decode an event file image. Checks every record's length CRC and data CRC (mismatch =>
@@ -69,8 +68,7 @@ typedef struct sv_tb_events {
  * mid-write), in which case the partial record is dropped and truncated_tail set.
  * `ev` is initialised here; free with sv_tb_events_free (also after failure). Any byte string
  * is safe to pass. */
-sv_status sv_tb_decode(const void *buf, size_t len, const char *name, int allow_truncated_tail,
-                       sv_tb_events *ev);
+sv_status sv_tb_decode(const void *buf, size_t len, const char *name, int allow_truncated_tail, sv_tb_events *ev);
 /* Read and decode a file (size limit 1 GiB). */
 sv_status sv_tb_read_file(const char *path, int allow_truncated_tail, sv_tb_events *ev);
 void sv_tb_events_free(sv_tb_events *ev);

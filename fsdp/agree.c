@@ -6,8 +6,8 @@
 
 #include "core/log.h"
 
-static sv_status coll_i64(sv_fsdp *f, int op /* 0 all_reduce MIN, 1 all_gather */, int64_t *recv,
-                          const int64_t *send, size_t n) {
+static sv_status coll_i64(sv_fsdp *f, int op /* 0 all_reduce MIN, 1 all_gather */, int64_t *recv, const int64_t *send,
+                          size_t n) {
     size_t out_n = op ? n * (size_t)f->world_size : n;
     void *d = NULL;
     SV_TRY(sv_be_alloc(f->be, (out_n + n) * 8, &d));

@@ -62,8 +62,8 @@ size_t sv_comm_chunk_bytes_from_env(void) {
     return (size_t)v;
 }
 
-void sv_comm_base_init(sv_comm *c, const sv_comm_ops *ops, const sv_comm_config *cfg, int rank,
-                       int size, const char *label) {
+void sv_comm_base_init(sv_comm *c, const sv_comm_ops *ops, const sv_comm_config *cfg, int rank, int size,
+                       const char *label) {
     memset(c, 0, sizeof *c);
     c->ops = ops;
     c->cfg = *cfg;
@@ -80,15 +80,13 @@ sv_status sv_comm_create_world(const sv_comm_config *cfg, sv_comm **out) {
     SV_ASSERT(cfg && out);
     *out = NULL;
     if (cfg->timeout_s < 0)
-        return SV_FAIL(SV_ERR_INVALID, "comm timeout %g s is negative (0 = wait forever)",
-                       cfg->timeout_s);
+        return SV_FAIL(SV_ERR_INVALID, "comm timeout %g s is negative (0 = wait forever)", cfg->timeout_s);
     switch (cfg->kind) {
     case SV_COMM_KIND_MPI: SV_TRY(sv_comm_mpi_create(cfg, out)); return SV_OK;
     case SV_COMM_KIND_LOCAL: SV_TRY(sv_comm_local_create(cfg, out)); return SV_OK;
     case SV_COMM_KIND_NCCL: SV_TRY(sv_comm_nccl_create(cfg, out)); return SV_OK;
     }
-    return SV_FAIL(SV_ERR_INVALID, "unknown comm kind %d (expected mpi=0, local=1, nccl=2)",
-                   (int)cfg->kind);
+    return SV_FAIL(SV_ERR_INVALID, "unknown comm kind %d (expected mpi=0, local=1, nccl=2)", (int)cfg->kind);
 }
 
 static sv_status check_usable(const sv_comm *c, const char *what) {
@@ -105,8 +103,7 @@ static sv_status drain_issue(sv_comm *c);
 sv_status sv_comm_split(sv_comm *parent, int color, int key, sv_comm **out) {
     SV_ASSERT(parent && out);
     *out = NULL;
-    if (color < 0)
-        return SV_FAIL(SV_ERR_INVALID, "comm split color %d is negative", color);
+    if (color < 0) return SV_FAIL(SV_ERR_INVALID, "comm split color %d is negative", color);
     SV_TRY(check_usable(parent, "split"));
     SV_TRY(drain_issue(parent));
     SV_TRY(parent->ops->split(parent, color, key, out));
@@ -118,8 +115,7 @@ void sv_comm_destroy(sv_comm *c) {
     int busy = __builtin_popcount(c->busy);
     if (busy && !c->broken) {
         /* Waiting here could hang on a dead peer; abandoning is what an aborting run wants. */
-        SV_WARN("comm '%s' destroyed with %d collective(s) still in flight; abandoning them",
-                c->label, busy);
+        SV_WARN("comm '%s' destroyed with %d collective(s) still in flight; abandoning them", c->label, busy);
         c->broken = 1;
     }
     c->ops->destroy(c);
@@ -150,8 +146,7 @@ void sv_comm_dump_log(const sv_comm *c, const char *reason) {
     uint64_t n = c->ring_next < SV_COMM_RING_LOG ? c->ring_next : SV_COMM_RING_LOG;
     SV_ERROR("comm '%s' (%s, rank %d of %d) ring log: %s; last %llu collective(s), oldest first, "
              "times in s since the communicator was created:",
-             c->label, c->ops->name, c->rank, c->size, reason ? reason : "(no reason given)",
-             (unsigned long long)n);
+             c->label, c->ops->name, c->rank, c->size, reason ? reason : "(no reason given)", (unsigned long long)n);
     for (uint64_t i = c->ring_next - n; i < c->ring_next; i++) {
         const sv_comm_ring_entry *e = &c->ring[i % SV_COMM_RING_LOG];
         char extra[32] = "";
@@ -162,14 +157,12 @@ void sv_comm_dump_log(const sv_comm *c, const char *reason) {
         size_t bytes = e->count * sv_comm_dtype_size(e->dt);
         if (e->t_complete >= 0)
             SV_ERROR("  seq %llu %s count %zu %s (%zu B)%s issued %.6f completed %.6f (%.3f ms)%s%s",
-                     (unsigned long long)e->seq, sv_comm_coll_name(e->kind), e->count,
-                     sv_comm_dtype_name(e->dt), bytes, extra, e->t_issue, e->t_complete,
-                     1e3 * (e->t_complete - e->t_issue), e->status ? " FAILED: " : "",
+                     (unsigned long long)e->seq, sv_comm_coll_name(e->kind), e->count, sv_comm_dtype_name(e->dt), bytes,
+                     extra, e->t_issue, e->t_complete, 1e3 * (e->t_complete - e->t_issue), e->status ? " FAILED: " : "",
                      e->status ? sv_status_str(e->status) : "");
         else
-            SV_ERROR("  seq %llu %s count %zu %s (%zu B)%s issued %.6f PENDING%s%s",
-                     (unsigned long long)e->seq, sv_comm_coll_name(e->kind), e->count,
-                     sv_comm_dtype_name(e->dt), bytes, extra, e->t_issue,
+            SV_ERROR("  seq %llu %s count %zu %s (%zu B)%s issued %.6f PENDING%s%s", (unsigned long long)e->seq,
+                     sv_comm_coll_name(e->kind), e->count, sv_comm_dtype_name(e->dt), bytes, extra, e->t_issue,
                      e->status ? " FAILED: " : "", e->status ? sv_status_str(e->status) : "");
     }
 }
@@ -193,14 +186,12 @@ static void describe(const sv_comm *c, const sv_comm_slot *s, char *buf, size_t 
         snprintf(extra, sizeof extra, ", %s", sv_comm_op_name(s->op));
     else if (s->kind == SV_COLL_BROADCAST)
         snprintf(extra, sizeof extra, ", root %d", s->root);
-    snprintf(buf, n, "%s seq %llu (count %zu x %s, %zu bytes from this rank%s)",
-             sv_comm_coll_name(s->kind), (unsigned long long)s->seq, s->count,
-             sv_comm_dtype_name(s->dt), s->kind == SV_COLL_BARRIER ? (size_t)0 : bytes, extra);
+    snprintf(buf, n, "%s seq %llu (count %zu x %s, %zu bytes from this rank%s)", sv_comm_coll_name(s->kind),
+             (unsigned long long)s->seq, s->count, sv_comm_dtype_name(s->dt),
+             s->kind == SV_COLL_BARRIER ? (size_t)0 : bytes, extra);
 }
 
-static void release_slot(sv_comm *c, const sv_comm_slot *s) {
-    c->busy &= ~(1u << (unsigned)(s - c->slots));
-}
+static void release_slot(sv_comm *c, const sv_comm_slot *s) { c->busy &= ~(1u << (unsigned)(s - c->slots)); }
 
 static void finish_slot_at(sv_comm *c, sv_comm_slot *s, sv_status st, double now) {
     sv_comm_ring_entry *e = ring_of_slot(c, s);
@@ -211,9 +202,7 @@ static void finish_slot_at(sv_comm *c, sv_comm_slot *s, sv_status st, double now
     release_slot(c, s);
 }
 
-static void finish_slot(sv_comm *c, sv_comm_slot *s, sv_status st) {
-    finish_slot_at(c, s, st, sv_now_s());
-}
+static void finish_slot(sv_comm *c, sv_comm_slot *s, sv_status st) { finish_slot_at(c, s, st, sv_now_s()); }
 
 /* Poll slot `idx` until it completes (until_issued = 0) or until all its library calls are
  * issued (until_issued = 1). Timeout and library errors break the communicator. */
@@ -263,11 +252,10 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
                  "%s on comm '%s' (%s, %d ranks: world ranks %s; this is rank %d) did not "
                  "complete within %.3g s: some rank has not issued it (skipped or reordered "
                  "collective) or has died; %s cannot tell which peer is missing",
-                 what, c->label, c->ops->name, c->size, ranks, c->rank, c->cfg.timeout_s,
-                 c->ops->name);
+                 what, c->label, c->ops->name, c->size, ranks, c->rank, c->cfg.timeout_s, c->ops->name);
     else
-        snprintf(msg, sizeof msg, "%s on comm '%s' (%s, %d ranks: world ranks %s) failed: %s",
-                 what, c->label, c->ops->name, c->size, ranks, sv_err_msg());
+        snprintf(msg, sizeof msg, "%s on comm '%s' (%s, %d ranks: world ranks %s) failed: %s", what, c->label,
+                 c->ops->name, c->size, ranks, sv_err_msg());
     sv_comm_ring_entry *e = ring_of_slot(c, s);
     if (e) e->status = st;
     c->broken = 1;
@@ -293,29 +281,25 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
 
 static sv_status check_dtype(const sv_comm *c, const char *what, sv_comm_dtype dt) {
     if (sv_comm_dtype_size(dt) == 0)
-        return SV_FAIL(SV_ERR_INVALID, "%s on comm '%s': unknown dtype %d", what, c->label,
-                       (int)dt);
+        return SV_FAIL(SV_ERR_INVALID, "%s on comm '%s': unknown dtype %d", what, c->label, (int)dt);
     return SV_OK;
 }
 
 static sv_status check_op(const sv_comm *c, const char *what, sv_comm_op op) {
     if (op != SV_COMM_SUM && op != SV_COMM_MAX && op != SV_COMM_MIN)
-        return SV_FAIL(SV_ERR_INVALID, "%s on comm '%s': unknown reduction op %d", what,
-                       c->label, (int)op);
+        return SV_FAIL(SV_ERR_INVALID, "%s on comm '%s': unknown reduction op %d", what, c->label, (int)op);
     return SV_OK;
 }
 
-static sv_status check_count(const sv_comm *c, const char *what, size_t count, sv_comm_dtype dt,
-                             size_t mult) {
+static sv_status check_count(const sv_comm *c, const char *what, size_t count, sv_comm_dtype dt, size_t mult) {
     size_t es = sv_comm_dtype_size(dt);
     if (count > SIZE_MAX / es / mult)
-        return SV_FAIL(SV_ERR_INVALID, "%s on comm '%s': count %zu x %zu ranks overflows", what,
-                       c->label, count, mult);
+        return SV_FAIL(SV_ERR_INVALID, "%s on comm '%s': count %zu x %zu ranks overflows", what, c->label, count, mult);
     return SV_OK;
 }
 
-static sv_status issue(sv_comm *c, sv_comm_coll kind, void *recv, const void *send, size_t count,
-                       sv_comm_dtype dt, sv_comm_op op, int root, sv_comm_req *req) {
+static sv_status issue(sv_comm *c, sv_comm_coll kind, void *recv, const void *send, size_t count, sv_comm_dtype dt,
+                       sv_comm_op op, int root, sv_comm_req *req) {
     SV_TRY(drain_issue(c));
     uint32_t free_slots = ~c->busy & (uint32_t)((1ull << SV_COMM_MAX_INFLIGHT) - 1);
     int idx = free_slots ? __builtin_ctz(free_slots) : -1;
@@ -327,13 +311,24 @@ static sv_status issue(sv_comm *c, sv_comm_coll kind, void *recv, const void *se
     sv_comm_slot *s = &c->slots[idx];
     double now = sv_now_s();
     c->busy |= 1u << idx;
-    *s = (sv_comm_slot){.seq = c->next_seq++, .kind = kind, .recv = recv,
-                        .send = send, .count = count, .dt = dt, .op = op, .root = root,
+    *s = (sv_comm_slot){.seq = c->next_seq++,
+                        .kind = kind,
+                        .recv = recv,
+                        .send = send,
+                        .count = count,
+                        .dt = dt,
+                        .op = op,
+                        .root = root,
                         .t_issue = now};
     s->ring_pos = (int)(c->ring_next % SV_COMM_RING_LOG);
-    c->ring[s->ring_pos] = (sv_comm_ring_entry){.seq = s->seq, .kind = kind, .count = count,
-                                                .dt = dt, .op = op, .root = root,
-                                                .t_issue = now - c->t0, .t_complete = -1.0};
+    c->ring[s->ring_pos] = (sv_comm_ring_entry){.seq = s->seq,
+                                                .kind = kind,
+                                                .count = count,
+                                                .dt = dt,
+                                                .op = op,
+                                                .root = root,
+                                                .t_issue = now - c->t0,
+                                                .t_complete = -1.0};
     c->ring_next++;
 
     size_t bytes = count * sv_comm_dtype_size(dt);
@@ -361,8 +356,7 @@ static sv_status issue(sv_comm *c, sv_comm_coll kind, void *recv, const void *se
         char what[192];
         describe(c, s, what, sizeof what);
         char msg[512];
-        snprintf(msg, sizeof msg, "issuing %s on comm '%s' failed: %s", what, c->label,
-                 sv_err_msg());
+        snprintf(msg, sizeof msg, "issuing %s on comm '%s' failed: %s", what, c->label, sv_err_msg());
         finish_slot(c, s, st);
         c->broken = 1; /* peers may have issued it: the sequence can no longer match */
         sv_comm_dump_log(c, msg);
@@ -377,8 +371,8 @@ static sv_status issue(sv_comm *c, sv_comm_coll kind, void *recv, const void *se
     return SV_OK;
 }
 
-sv_status sv_comm_all_gather(sv_comm *c, void *recv, const void *send, size_t count,
-                             sv_comm_dtype dt, sv_comm_req *req) {
+sv_status sv_comm_all_gather(sv_comm *c, void *recv, const void *send, size_t count, sv_comm_dtype dt,
+                             sv_comm_req *req) {
     SV_ASSERT(c && req);
     const char *w = "all_gather";
     SV_TRY(check_usable(c, w));
@@ -386,8 +380,7 @@ sv_status sv_comm_all_gather(sv_comm *c, void *recv, const void *send, size_t co
     SV_TRY(check_count(c, w, count, dt, (size_t)c->size));
     size_t es = sv_comm_dtype_size(dt);
     if (count && (!recv || !send))
-        return SV_FAIL(SV_ERR_INVALID, "all_gather on comm '%s': NULL buffer with count %zu",
-                       c->label, count);
+        return SV_FAIL(SV_ERR_INVALID, "all_gather on comm '%s': NULL buffer with count %zu", c->label, count);
     /* In place means: send is this rank's own block of recv. */
     const char *own = (const char *)recv + (size_t)c->rank * count * es;
     if (send != (const void *)own && overlaps(recv, count * es * (size_t)c->size, send, count * es))
@@ -399,8 +392,8 @@ sv_status sv_comm_all_gather(sv_comm *c, void *recv, const void *send, size_t co
     return SV_OK;
 }
 
-sv_status sv_comm_reduce_scatter(sv_comm *c, void *recv, const void *send, size_t count,
-                                 sv_comm_dtype dt, sv_comm_op op, sv_comm_req *req) {
+sv_status sv_comm_reduce_scatter(sv_comm *c, void *recv, const void *send, size_t count, sv_comm_dtype dt,
+                                 sv_comm_op op, sv_comm_req *req) {
     SV_ASSERT(c && req);
     const char *w = "reduce_scatter";
     SV_TRY(check_usable(c, w));
@@ -409,18 +402,15 @@ sv_status sv_comm_reduce_scatter(sv_comm *c, void *recv, const void *send, size_
     SV_TRY(check_count(c, w, count, dt, (size_t)c->size));
     size_t es = sv_comm_dtype_size(dt);
     if (count && (!recv || !send))
-        return SV_FAIL(SV_ERR_INVALID, "reduce_scatter on comm '%s': NULL buffer with count %zu",
-                       c->label, count);
+        return SV_FAIL(SV_ERR_INVALID, "reduce_scatter on comm '%s': NULL buffer with count %zu", c->label, count);
     if (overlaps(recv, count * es, send, count * es * (size_t)c->size))
-        return SV_FAIL(SV_ERR_INVALID,
-                       "reduce_scatter on comm '%s': recv overlaps send (not supported in place)",
+        return SV_FAIL(SV_ERR_INVALID, "reduce_scatter on comm '%s': recv overlaps send (not supported in place)",
                        c->label);
     SV_TRY(issue(c, SV_COLL_REDUCE_SCATTER, recv, send, count, dt, op, 0, req));
     return SV_OK;
 }
 
-sv_status sv_comm_all_reduce(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt,
-                             sv_comm_op op, sv_comm_req *req) {
+sv_status sv_comm_all_reduce(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt, sv_comm_op op, sv_comm_req *req) {
     SV_ASSERT(c && req);
     const char *w = "all_reduce";
     SV_TRY(check_usable(c, w));
@@ -428,25 +418,21 @@ sv_status sv_comm_all_reduce(sv_comm *c, void *buf, size_t count, sv_comm_dtype 
     SV_TRY(check_op(c, w, op));
     SV_TRY(check_count(c, w, count, dt, 1));
     if (count && !buf)
-        return SV_FAIL(SV_ERR_INVALID, "all_reduce on comm '%s': NULL buffer with count %zu",
-                       c->label, count);
+        return SV_FAIL(SV_ERR_INVALID, "all_reduce on comm '%s': NULL buffer with count %zu", c->label, count);
     SV_TRY(issue(c, SV_COLL_ALL_REDUCE, buf, NULL, count, dt, op, 0, req));
     return SV_OK;
 }
 
-sv_status sv_comm_broadcast(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt, int root,
-                            sv_comm_req *req) {
+sv_status sv_comm_broadcast(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt, int root, sv_comm_req *req) {
     SV_ASSERT(c && req);
     const char *w = "broadcast";
     SV_TRY(check_usable(c, w));
     SV_TRY(check_dtype(c, w, dt));
     SV_TRY(check_count(c, w, count, dt, 1));
     if (root < 0 || root >= c->size)
-        return SV_FAIL(SV_ERR_INVALID, "broadcast on comm '%s': root %d not in [0, %d)",
-                       c->label, root, c->size);
+        return SV_FAIL(SV_ERR_INVALID, "broadcast on comm '%s': root %d not in [0, %d)", c->label, root, c->size);
     if (count && !buf)
-        return SV_FAIL(SV_ERR_INVALID, "broadcast on comm '%s': NULL buffer with count %zu",
-                       c->label, count);
+        return SV_FAIL(SV_ERR_INVALID, "broadcast on comm '%s': NULL buffer with count %zu", c->label, count);
     SV_TRY(issue(c, SV_COLL_BROADCAST, buf, NULL, count, dt, SV_COMM_SUM, root, req));
     return SV_OK;
 }
@@ -461,8 +447,7 @@ sv_status sv_comm_barrier(sv_comm *c, sv_comm_req *req) {
 sv_status sv_comm_wait(sv_comm *c, sv_comm_req *req) {
     SV_ASSERT(c && req);
     if (req->slot < 0) return SV_OK;
-    if (req->slot >= SV_COMM_MAX_INFLIGHT || !sv_comm_slot_busy(c, req->slot) ||
-        c->slots[req->slot].seq != req->seq)
+    if (req->slot >= SV_COMM_MAX_INFLIGHT || !sv_comm_slot_busy(c, req->slot) || c->slots[req->slot].seq != req->seq)
         return SV_FAIL(SV_ERR_INVALID,
                        "wait on comm '%s': stale request handle (slot %d, seq %llu): it was "
                        "already completed through another copy of the handle, or belongs to "
@@ -476,8 +461,7 @@ sv_status sv_comm_wait(sv_comm *c, sv_comm_req *req) {
 
 /* ---- blocking conveniences and stats -------------------------------------------------------- */
 
-sv_status sv_comm_all_reduce_sync(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt,
-                                  sv_comm_op op) {
+sv_status sv_comm_all_reduce_sync(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt, sv_comm_op op) {
     sv_comm_req r;
     SV_TRY(sv_comm_all_reduce(c, buf, count, dt, op, &r));
     SV_TRY(sv_comm_wait(c, &r));

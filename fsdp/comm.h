@@ -81,14 +81,12 @@ int sv_comm_rank(const sv_comm *c);
 int sv_comm_size(const sv_comm *c);
 const char *sv_comm_name(const sv_comm *c); /* "mpi", "local", "nccl" */
 
-sv_status sv_comm_all_gather(sv_comm *c, void *recv, const void *send, size_t count,
-                             sv_comm_dtype dt, sv_comm_req *req);
-sv_status sv_comm_reduce_scatter(sv_comm *c, void *recv, const void *send, size_t count,
-                                 sv_comm_dtype dt, sv_comm_op op, sv_comm_req *req);
-sv_status sv_comm_all_reduce(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt,
-                             sv_comm_op op, sv_comm_req *req);
-sv_status sv_comm_broadcast(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt, int root,
-                            sv_comm_req *req);
+sv_status sv_comm_all_gather(sv_comm *c, void *recv, const void *send, size_t count, sv_comm_dtype dt,
+                             sv_comm_req *req);
+sv_status sv_comm_reduce_scatter(sv_comm *c, void *recv, const void *send, size_t count, sv_comm_dtype dt,
+                                 sv_comm_op op, sv_comm_req *req);
+sv_status sv_comm_all_reduce(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt, sv_comm_op op, sv_comm_req *req);
+sv_status sv_comm_broadcast(sv_comm *c, void *buf, size_t count, sv_comm_dtype dt, int root, sv_comm_req *req);
 sv_status sv_comm_barrier(sv_comm *c, sv_comm_req *req);
 sv_status sv_comm_wait(sv_comm *c, sv_comm_req *req);
 

@@ -47,7 +47,7 @@ const char *sv_comm_op_name(sv_comm_op op);      /* "sum", "max", "min" */
  * implementation. Buffer/count semantics are those of comm.h (count per rank). */
 typedef struct sv_comm_slot {
     int completed; /* finished during sv_comm_progress; retired by the wait */
-    uint64_t seq; /* 1, 2, 3, ... per communicator; equals the request handle's seq */
+    uint64_t seq;  /* 1, 2, 3, ... per communicator; equals the request handle's seq */
     sv_comm_coll kind;
     void *recv;       /* all_gather, reduce_scatter: output; all_reduce, broadcast: the buffer */
     const void *send; /* all_gather, reduce_scatter: input; NULL otherwise */
@@ -102,8 +102,8 @@ struct sv_comm {
      * messages can name peers the way the launcher does; NULL when unknown. Owned by the
      * implementation (freed in its destroy). */
     const int *world_ranks;
-    int broken;    /* set after a timeout/error: every later call fails with SV_ERR_COMM */
-    double t0;     /* creation time (sv_now_s) */
+    int broken;           /* set after a timeout/error: every later call fails with SV_ERR_COMM */
+    double t0;            /* creation time (sv_now_s) */
     double last_complete; /* completion time (sv_now_s) of the request retired last */
     uint64_t next_seq;
     uint64_t ring_next; /* total collectives ever logged; entry = ring[ring_next % N] */
@@ -117,8 +117,8 @@ _Static_assert(SV_COMM_MAX_INFLIGHT <= 32, "sv_comm.busy is a 32-bit slot mask")
 static inline int sv_comm_slot_busy(const sv_comm *c, int i) { return (int)((c->busy >> i) & 1u); }
 
 /* Fill the base: ops, cfg, rank, size, label; everything else zero. */
-void sv_comm_base_init(sv_comm *c, const sv_comm_ops *ops, const sv_comm_config *cfg, int rank,
-                       int size, const char *label);
+void sv_comm_base_init(sv_comm *c, const sv_comm_ops *ops, const sv_comm_config *cfg, int rank, int size,
+                       const char *label);
 /* Implementation constructors (dispatch targets of sv_comm_create_world).
  * sv_comm_mpi_create: comm_mpi.c in SHARDVIT_MPI=ON builds, comm_mpi_absent.c otherwise.
  * sv_comm_local_create: comm_local.c (always).

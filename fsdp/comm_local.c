@@ -13,8 +13,7 @@
 static sv_status local_issue(sv_comm *c, int idx, int *done) {
     const sv_comm_slot *s = &c->slots[idx];
     size_t bytes = s->count * sv_comm_dtype_size(s->dt);
-    if ((s->kind == SV_COLL_ALL_GATHER || s->kind == SV_COLL_REDUCE_SCATTER) && bytes &&
-        s->recv != s->send)
+    if ((s->kind == SV_COLL_ALL_GATHER || s->kind == SV_COLL_REDUCE_SCATTER) && bytes && s->recv != s->send)
         memmove(s->recv, s->send, bytes); /* memmove: all_gather may be in place */
     *done = 1;
     return SV_OK;

@@ -45,9 +45,9 @@
 
 typedef struct mpi_slot {
     size_t npieces, issued, completed;
-    size_t seg;    /* elements per piece (last piece may be shorter) */
-    int chunked;   /* all_gather/reduce_scatter: 0 = one plain MPI call, 1 = windows */
-    int active;    /* non-null entries of reqs */
+    size_t seg;  /* elements per piece (last piece may be shorter) */
+    int chunked; /* all_gather/reduce_scatter: 0 = one plain MPI call, 1 = windows */
+    int active;  /* non-null entries of reqs */
     MPI_Request reqs[SV_COMM_MPI_WINDOW];
 } mpi_slot;
 
@@ -57,7 +57,7 @@ typedef struct sv_comm_mpi {
     MPI_Op user_op[5]; /* bf16 sum, max, min (indexed by sv_comm_op); u8 max, min */
     size_t chunk_bytes;
     int *world_ranks;
-    int *vec; /* [slot][window entry][size]: counts of windowed reduce_scatter calls */
+    int *vec;           /* [slot][window entry][size]: counts of windowed reduce_scatter calls */
     MPI_Count *gcounts; /* [slot][window entry][size]: chunked all_gather counts */
     MPI_Aint *gdispls;  /* [slot][window entry][size]: and displacements */
     mpi_slot ms[SV_COMM_MAX_INFLIGHT];
@@ -72,10 +72,10 @@ static sv_status mpi_fail(int rc, const char *call) {
     return SV_FAIL(SV_ERR_COMM, "%s failed: %s", call, s);
 }
 
-#define MPI_TRY(call)                                                                         \
-    do {                                                                                      \
-        int mpi_rc_ = (call);                                                                 \
-        if (mpi_rc_ != MPI_SUCCESS) return mpi_fail(mpi_rc_, #call);                          \
+#define MPI_TRY(call) \
+    do { \
+        int mpi_rc_ = (call); \
+        if (mpi_rc_ != MPI_SUCCESS) return mpi_fail(mpi_rc_, #call); \
     } while (0)
 
 /* ---- bf16 reductions: fp32 arithmetic, round-to-nearest-even to bf16 ----------------------- */
@@ -209,8 +209,7 @@ static sv_status issue_piece(sv_comm_mpi *m, int idx, size_t i, int k, MPI_Reque
     case SV_COLL_BARRIER: MPI_TRY(MPI_Ibarrier(m->comm, r)); break;
     case SV_COLL_ALL_REDUCE: {
         size_t off = i * ms->seg, len = min_sz(ms->seg, s->count - off);
-        MPI_TRY(MPI_Iallreduce(MPI_IN_PLACE, recv + off * es, (int)len, t,
-                               mpi_op(m, s->dt, s->op), m->comm, r));
+        MPI_TRY(MPI_Iallreduce(MPI_IN_PLACE, recv + off * es, (int)len, t, mpi_op(m, s->dt, s->op), m->comm, r));
         break;
     }
     case SV_COLL_BROADCAST: {
@@ -223,8 +222,8 @@ static sv_status issue_piece(sv_comm_mpi *m, int idx, size_t i, int k, MPI_Reque
         int in_place = send == recv + (size_t)m->base.rank * s->count * es;
         MPI_Op op = mpi_op(m, s->dt, s->op);
         if (!ms->chunked && s->kind == SV_COLL_ALL_GATHER) {
-            MPI_TRY(MPI_Iallgather(in_place ? MPI_IN_PLACE : send, (int)s->count, t, recv,
-                                   (int)s->count, t, m->comm, r));
+            MPI_TRY(
+                MPI_Iallgather(in_place ? MPI_IN_PLACE : send, (int)s->count, t, recv, (int)s->count, t, m->comm, r));
             break;
         }
         if (!ms->chunked) {
@@ -242,8 +241,7 @@ static sv_status issue_piece(sv_comm_mpi *m, int idx, size_t i, int k, MPI_Reque
                 counts[j] = (MPI_Count)n;
                 displs[j] = (MPI_Aint)(j * s->count + off);
             }
-            MPI_TRY(MPI_Iallgatherv_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, counts, displs, t,
-                                      m->comm, r));
+            MPI_TRY(MPI_Iallgatherv_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, counts, displs, t, m->comm, r));
             break;
         }
         size_t lo = i * ms->seg, len = min_sz(ms->seg, s->count * p - lo);
@@ -349,8 +347,7 @@ static sv_status wrap(const sv_comm_config *cfg, MPI_Comm comm, const char *labe
     int *idx = NULL;
     int rank = 0, size = 0, rc;
     if ((rc = MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
-        (rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
-        (rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS) {
+        (rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS || (rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS) {
         st = mpi_fail(rc, "MPI_Comm_set_errhandler/rank/size");
         goto fail;
     }
@@ -366,8 +363,7 @@ static sv_status wrap(const sv_comm_config *cfg, MPI_Comm comm, const char *labe
         free(vec);
         free(gcounts);
         free(gdispls);
-        st = SV_FAIL(SV_ERR_OOM, "comm '%s': out of memory for a %d-rank communicator", label,
-                     size);
+        st = SV_FAIL(SV_ERR_OOM, "comm '%s': out of memory for a %d-rank communicator", label, size);
         goto fail;
     }
     sv_comm_base_init(&m->base, &mpi_ops, cfg, rank, size, label);
@@ -379,8 +375,7 @@ static sv_status wrap(const sv_comm_config *cfg, MPI_Comm comm, const char *labe
     m->gdispls = gdispls;
     for (int i = 0; i < 5; i++) m->user_op[i] = MPI_OP_NULL;
     for (int i = 0; i < size; i++) idx[i] = i;
-    if ((rc = MPI_Comm_group(comm, &g)) != MPI_SUCCESS ||
-        (rc = MPI_Comm_group(MPI_COMM_WORLD, &wg)) != MPI_SUCCESS ||
+    if ((rc = MPI_Comm_group(comm, &g)) != MPI_SUCCESS || (rc = MPI_Comm_group(MPI_COMM_WORLD, &wg)) != MPI_SUCCESS ||
         (rc = MPI_Group_translate_ranks(g, size, idx, wg, wr)) != MPI_SUCCESS) {
         st = mpi_fail(rc, "MPI_Group_translate_ranks");
         goto fail;
@@ -393,10 +388,8 @@ static sv_status wrap(const sv_comm_config *cfg, MPI_Comm comm, const char *labe
         }
     /* Chunk boundaries decide which MPI calls are made; ranks disagreeing would deadlock. */
     unsigned long long chunk = sv_comm_chunk_bytes_from_env(), lo = 0, hi = 0;
-    if ((rc = MPI_Allreduce(&chunk, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm)) !=
-            MPI_SUCCESS ||
-        (rc = MPI_Allreduce(&chunk, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm)) !=
-            MPI_SUCCESS) {
+    if ((rc = MPI_Allreduce(&chunk, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm)) != MPI_SUCCESS ||
+        (rc = MPI_Allreduce(&chunk, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm)) != MPI_SUCCESS) {
         st = mpi_fail(rc, "MPI_Allreduce (chunk size agreement)");
         goto fail;
     }
@@ -437,8 +430,9 @@ sv_status sv_comm_mpi_create(const sv_comm_config *cfg, sv_comm **out) {
     MPI_Initialized(&inited);
     MPI_Finalized(&finalized);
     if (!inited || finalized)
-        return SV_FAIL(SV_ERR_INVALID, "MPI comm: MPI is %s (app/ must call MPI_Init_thread "
-                                       "before creating the communicator)",
+        return SV_FAIL(SV_ERR_INVALID,
+                       "MPI comm: MPI is %s (app/ must call MPI_Init_thread "
+                       "before creating the communicator)",
                        finalized ? "already finalized" : "not initialised");
     MPI_Comm dup;
     MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &dup));

@@ -24,11 +24,11 @@
 #define SV_FSDP_CHECK 1
 #endif
 #if SV_FSDP_CHECK
-#define EXPECT_STATE(f, u, transition, cond)                                                                   \
-    do {                                                                                                       \
-        if (!(cond))                                                                                           \
-            return SV_FAIL(SV_ERR_INVALID, "fsdp: %s of unit %d from state %s", (transition), (u),              \
-                           sv_unit_phase_name((f)->us[(u)].state));                                            \
+#define EXPECT_STATE(f, u, transition, cond) \
+    do { \
+        if (!(cond)) \
+            return SV_FAIL(SV_ERR_INVALID, "fsdp: %s of unit %d from state %s", (transition), (u), \
+                           sv_unit_phase_name((f)->us[(u)].state)); \
     } while (0)
 #else
 #define EXPECT_STATE(f, u, transition, cond) ((void)0)
@@ -84,8 +84,8 @@ sv_status sv_fsdp_make_comms(sv_comm *world, sv_strategy s, int shard_group, sv_
     return SV_OK;
 }
 
-sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, int shard_rank,
-                              int shard_size, int repl_size, const sv_vit_config *vcfg) {
+sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, int shard_rank, int shard_size,
+                              int repl_size, const sv_vit_config *vcfg) {
     memset(f, 0, sizeof *f);
     f->cfg = *cfg;
     f->be = be;
@@ -155,8 +155,7 @@ sv_status sv_fsdp_carve(sv_fsdp *f, sv_arena *dev, sv_arena *host) {
             SV_TRY(carve_to(dev, &mm->grad_buffers, f->L.units[u].padded * 4, (void **)&s->local_grad));
     }
     for (int i = 0; i < 2; i++) { /* current + prefetched block unit; two staging buffers */
-        if (f->reshard_after_forward)
-            SV_TRY(carve_pool_buf(dev, &mm->gathered, f->L.max_padded * e, &f->gathered));
+        if (f->reshard_after_forward) SV_TRY(carve_pool_buf(dev, &mm->gathered, f->L.max_padded * e, &f->gathered));
         SV_TRY(carve_pool_buf(dev, &mm->gathered, max_shard * e, &f->staging));
     }
     for (int i = 0; i < 3; i++) {

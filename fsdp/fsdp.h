@@ -37,10 +37,10 @@ sv_status sv_strategy_parse(const char *s, sv_strategy *out);
 
 typedef struct sv_fsdp_config {
     sv_strategy strategy;
-    int shard_group;          /* hybrid_shard group size G (divides world) */
-    sv_dtype reduce_dtype;    /* SV_F32 or SV_BF16 */
+    int shard_group;       /* hybrid_shard group size G (divides world) */
+    sv_dtype reduce_dtype; /* SV_F32 or SV_BF16 */
     sv_accum_mode accum_mode;
-    size_t wrap_bytes;        /* 0: one unit per block; else auto-wrap budget */
+    size_t wrap_bytes; /* 0: one unit per block; else auto-wrap budget */
     int head_zero_init;
     uint64_t seed;
 } sv_fsdp_config;
@@ -58,7 +58,12 @@ typedef struct sv_fsdp_config {
  * the gathered pool. UNSHARDED: the full compute-dtype parameters are usable. REDUCING: the
  * parameters are freed and the unit's gradient is being reduce-scattered (and all-reduced across
  * replicas) into its shard. Between micro-steps every unit is SHARDED. */
-typedef enum sv_unit_phase { SV_UNIT_SHARDED = 0, SV_UNIT_UNSHARDING, SV_UNIT_UNSHARDED, SV_UNIT_REDUCING } sv_unit_phase;
+typedef enum sv_unit_phase {
+    SV_UNIT_SHARDED = 0,
+    SV_UNIT_UNSHARDING,
+    SV_UNIT_UNSHARDED,
+    SV_UNIT_REDUCING
+} sv_unit_phase;
 
 const char *sv_unit_phase_name(sv_unit_phase p);
 
@@ -66,11 +71,11 @@ typedef struct sv_unit_state {
     float *master, *m, *v, *grad; /* (shard) f32 each */
     float *local_grad;            /* accum local: (padded) f32 unsharded accumulator */
     sv_unit_phase state;
-    void *params;      /* UNSHARDING/UNSHARDED: gathered compute-dtype parameters (a pool buffer) */
-    void *send;        /* UNSHARDING: compute-dtype staging of the local shard (a pool buffer) */
+    void *params; /* UNSHARDING/UNSHARDED: gathered compute-dtype parameters (a pool buffer) */
+    void *send;   /* UNSHARDING: compute-dtype staging of the local shard (a pool buffer) */
     sv_comm_req gather_req;
-    double t_gather;   /* trace time the all-gather was issued */
-    int grad_slot;     /* index into sv_fsdp.gslot while the backward writes it and REDUCING; -1 none */
+    double t_gather; /* trace time the all-gather was issued */
+    int grad_slot;   /* index into sv_fsdp.gslot while the backward writes it and REDUCING; -1 none */
 } sv_unit_state;
 
 /* A pool of same-purpose buffers carved once; a buffer is held by one unit at a time. */
@@ -143,7 +148,7 @@ typedef struct sv_fsdp {
     sv_fsdp_mem mem;
     sv_fsdp_grad_hook grad_hook; /* optional (NULL) */
     void *grad_hook_ctx;
-    long step;            /* optimizer steps taken (incl. skipped) */
+    long step; /* optimizer steps taken (incl. skipped) */
 } sv_fsdp;
 
 /* Build the layout (no allocation of device memory yet). world/shard/repl communicators must
@@ -152,8 +157,8 @@ sv_status sv_fsdp_setup(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, s
                         sv_comm *repl, const sv_vit_config *vcfg);
 /* The communicator-free part of sv_fsdp_setup (the planner uses it directly): layout and
  * sizes for rank `shard_rank` of a shard group of `shard_size`, `repl_size` groups. */
-sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, int shard_rank,
-                              int shard_size, int repl_size, const sv_vit_config *vcfg);
+sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, int shard_rank, int shard_size,
+                              int repl_size, const sv_vit_config *vcfg);
 /* Shard group size for a strategy at a world size (validates hybrid's group). */
 sv_status sv_fsdp_shard_size(sv_strategy s, int shard_group, int world, int *shard_size);
 /* Create shard/repl communicators for the strategy from `world` (caller destroys them). */

@@ -32,7 +32,8 @@ sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *
         *skipped = 1;
         f->ctr.skipped_steps++;
         SV_WARN("step %ld: non-finite gradient norm; step skipped, parameters and optimizer state unchanged "
-                "(%llu skipped so far)", step, (unsigned long long)f->ctr.skipped_steps);
+                "(%llu skipped so far)",
+                step, (unsigned long long)f->ctr.skipped_steps);
         return SV_OK;
     }
     *skipped = 0;

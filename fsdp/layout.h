@@ -20,8 +20,8 @@
 #define SV_MAX_UNITS 512
 
 typedef struct sv_flat_entry {
-    int param;      /* index into the canonical parameter table */
-    size_t offset;  /* element offset inside the unit's flat buffer */
+    int param;     /* index into the canonical parameter table */
+    size_t offset; /* element offset inside the unit's flat buffer */
     size_t numel;
 } sv_flat_entry;
 
@@ -41,8 +41,8 @@ typedef struct sv_layout {
     sv_unit units[SV_MAX_UNITS];
     sv_flat_entry *entries; /* [n_params], owned; grouped by unit */
     int shard_world;
-    size_t max_padded;     /* largest block unit (root excluded) */
-    size_t total_padded;   /* sum over units */
+    size_t max_padded;   /* largest block unit (root excluded) */
+    size_t total_padded; /* sum over units */
 } sv_layout;
 
 /* wrap_bytes == 0: one unit per block; > 0: group consecutive blocks while the group's fp32

@@ -22,8 +22,10 @@ sv_status sv_fsdp_load_masters(sv_fsdp *f, sv_fsdp_source_fn src, void *ctx, uns
         size_t bytes = un->shard * sizeof(float);
         for (int kind = 0; kind < kinds && st == SV_OK; kind++) {
             float *dst = kind_dst(s, kind);
-            if (kind == SV_FSDP_MASTER && (flags & SV_FSDP_LOAD_KEEP)) st = sv_be_download(f->be, host, dst, bytes);
-            else memset(host, 0, bytes); /* padding stays zero */
+            if (kind == SV_FSDP_MASTER && (flags & SV_FSDP_LOAD_KEEP))
+                st = sv_be_download(f->be, host, dst, bytes);
+            else
+                memset(host, 0, bytes); /* padding stays zero */
             for (int k = 0; k < un->n_entries && st == SV_OK; k++) {
                 int t = un->first_entry + k;
                 sv_shard_piece p = sv_layout_piece(un, &f->L.entries[t], f->shard_rank);
@@ -31,7 +33,8 @@ sv_status sv_fsdp_load_masters(sv_fsdp *f, sv_fsdp_source_fn src, void *ctx, uns
             }
             if (st == SV_OK) st = sv_be_upload(f->be, dst, host, bytes);
         }
-        for (int kind = kinds; kind < SV_FSDP_KINDS && st == SV_OK; kind++) st = sv_be_zero(f->be, kind_dst(s, kind), bytes);
+        for (int kind = kinds; kind < SV_FSDP_KINDS && st == SV_OK; kind++)
+            st = sv_be_zero(f->be, kind_dst(s, kind), bytes);
         if (st == SV_OK) st = sv_be_zero(f->be, s->grad, bytes);
         if (st == SV_OK && s->local_grad) st = sv_be_zero(f->be, s->local_grad, un->padded * sizeof(float));
     }

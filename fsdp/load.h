@@ -19,10 +19,11 @@ enum { SV_FSDP_MASTER = 0, SV_FSDP_M = 1, SV_FSDP_V = 2, SV_FSDP_KINDS = 3 };
  * element shard_offset of unit u's shard, into dst (count floats). t is the flat entry index
  * (sv_layout.entries; also the tensor index of a checkpoint index, which is in flat order).
  * A source may leave dst as it is (the tensor keeps what the staging held). */
-typedef sv_status (*sv_fsdp_source_fn)(void *ctx, int u, int kind, int t, uint64_t tensor_begin,
-                                       uint64_t shard_offset, uint64_t count, float *dst);
+typedef sv_status (*sv_fsdp_source_fn)(void *ctx, int u, int kind, int t, uint64_t tensor_begin, uint64_t shard_offset,
+                                       uint64_t count, float *dst);
 
-#define SV_FSDP_LOAD_KEEP 1u  /* master staging starts as the current master, not zeros (tensors the
+#define SV_FSDP_LOAD_KEEP \
+    1u                        /* master staging starts as the current master, not zeros (tensors the
                                  source leaves alone keep their values) */
 #define SV_FSDP_LOAD_OPTIM 2u /* m and v come from the source too (kinds M, V); otherwise zeroed */
 

@@ -12,15 +12,15 @@
 #include "core/status.h"
 
 typedef struct sv_vit_config {
-    char name[32];     /* preset name or "custom" */
-    int img;           /* input height = width */
-    int patch;         /* patch size (stride = kernel) */
-    int in_chans;      /* 1 (grayscale) or 3 */
+    char name[32]; /* preset name or "custom" */
+    int img;       /* input height = width */
+    int patch;     /* patch size (stride = kernel) */
+    int in_chans;  /* 1 (grayscale) or 3 */
     int num_classes;
-    int dim;           /* embedding width D */
-    int depth;         /* number of transformer blocks */
-    int heads;         /* attention heads; dim % heads == 0 */
-    double mlp_ratio;  /* MLP hidden = (int)(dim * mlp_ratio) */
+    int dim;          /* embedding width D */
+    int depth;        /* number of transformer blocks */
+    int heads;        /* attention heads; dim % heads == 0 */
+    double mlp_ratio; /* MLP hidden = (int)(dim * mlp_ratio) */
 } sv_vit_config;
 
 /* Fill `out` from a preset name: vit-ti16 vit-s16 vit-b16 vit-l16 vit-h14 (224x224, 3 channels,

@@ -13,8 +13,8 @@ int sv_vit_param_index(const sv_vit_config *c, int group, int slot) {
     return group < 0 ? slot : SV_ROOT_NT + group * SV_BLK_NT + slot;
 }
 
-static void set(sv_param_info *p, const char *name, int group, int slot, int ndim, const int64_t *shape,
-                int no_decay, sv_init_kind init, double std) {
+static void set(sv_param_info *p, const char *name, int group, int slot, int ndim, const int64_t *shape, int no_decay,
+                sv_init_kind init, double std) {
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", name);
     p->ndim = ndim;
@@ -37,8 +37,8 @@ void sv_vit_param_table(const sv_vit_config *c, int head_zero_init, sv_param_inf
     int64_t Hd = sv_vit_hidden(c);
     double fan_in_bound = 1.0 / sqrt((double)(C * p * p));
     sv_param_info *r = out;
-    set(&r[SV_ROOT_PATCH_W], "patch_embed.proj.weight", -1, SV_ROOT_PATCH_W, 4, SHAPE(D, C, p, p), 0,
-        SV_INIT_UNIFORM, fan_in_bound);
+    set(&r[SV_ROOT_PATCH_W], "patch_embed.proj.weight", -1, SV_ROOT_PATCH_W, 4, SHAPE(D, C, p, p), 0, SV_INIT_UNIFORM,
+        fan_in_bound);
     set(&r[SV_ROOT_PATCH_B], "patch_embed.proj.bias", -1, SV_ROOT_PATCH_B, 1, SHAPE(D), 1, SV_INIT_UNIFORM,
         fan_in_bound);
     set(&r[SV_ROOT_CLS], "cls_token", -1, SV_ROOT_CLS, 3, SHAPE(1, 1, D), 1, SV_INIT_NORMAL, 1e-6);
@@ -51,8 +51,8 @@ void sv_vit_param_table(const sv_vit_config *c, int head_zero_init, sv_param_inf
     for (int l = 0; l < c->depth; l++) {
         sv_param_info *b = out + SV_ROOT_NT + l * SV_BLK_NT;
         char n[64];
-#define BLK(slot, suffix, ndim, shape, nd, init, std)                                         \
-    snprintf(n, sizeof n, "blocks.%d.%s", l, suffix);                                        \
+#define BLK(slot, suffix, ndim, shape, nd, init, std) \
+    snprintf(n, sizeof n, "blocks.%d.%s", l, suffix); \
     set(&b[slot], n, l, slot, ndim, shape, nd, init, std)
         BLK(SV_BLK_NORM1_W, "norm1.weight", 1, SHAPE(D), 1, SV_INIT_ONES, 0);
         BLK(SV_BLK_NORM1_B, "norm1.bias", 1, SHAPE(D), 1, SV_INIT_ZEROS, 0);

@@ -49,13 +49,13 @@ typedef enum sv_init_kind {
 } sv_init_kind;
 
 typedef struct sv_param_info {
-    char name[64];     /* timm name, e.g. "blocks.3.attn.qkv.weight" */
+    char name[64]; /* timm name, e.g. "blocks.3.attn.qkv.weight" */
     int ndim;
     int64_t shape[4];
     size_t numel;
-    int group;         /* -1 root, else block index */
-    int slot;          /* SV_ROOT_* or SV_BLK_* */
-    int no_decay;      /* 1: no weight decay (biases, norms, pos_embed, cls_token) */
+    int group;    /* -1 root, else block index */
+    int slot;     /* SV_ROOT_* or SV_BLK_* */
+    int no_decay; /* 1: no weight decay (biases, norms, pos_embed, cls_token) */
     sv_init_kind init;
     double init_std;
 } sv_param_info;

@@ -38,8 +38,9 @@ void sv_vit_resample_pos_embed(const float *src, int gi, float *dst, int go, int
                 for (int k = 0; k < 4; k++) {
                     int y = clampi(iy - 1 + k, gi - 1);
                     const float *row = g + (size_t)y * (size_t)gi * (size_t)D + d;
-                    rows[k] = row[(size_t)clampi(ix - 1, gi - 1) * D] * wx[0] + row[(size_t)clampi(ix, gi - 1) * D] * wx[1] +
-                              row[(size_t)clampi(ix + 1, gi - 1) * D] * wx[2] + row[(size_t)clampi(ix + 2, gi - 1) * D] * wx[3];
+                    rows[k] = row[(size_t)clampi(ix - 1, gi - 1) * D] * wx[0] +
+                        row[(size_t)clampi(ix, gi - 1) * D] * wx[1] + row[(size_t)clampi(ix + 1, gi - 1) * D] * wx[2] +
+                        row[(size_t)clampi(ix + 2, gi - 1) * D] * wx[3];
                 }
                 o[d] = rows[0] * wy[0] + rows[1] * wy[1] + rows[2] * wy[2] + rows[3] * wy[3];
             }

@@ -25,8 +25,8 @@ static sv_status carve_block(sv_vit *m, sv_arena *dev, sv_block_acts *b, int wit
     return SV_OK;
 }
 
-sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B, int recompute,
-                      sv_arena *dev, sv_arena *host) {
+sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B, int recompute, sv_arena *dev,
+                      sv_arena *host) {
     memset(m, 0, sizeof *m);
     SV_TRY(sv_vit_config_validate(cfg));
     if (B < 1) return SV_FAIL(SV_ERR_INVALID, "micro-batch per rank must be >= 1 (got %d)", B);
@@ -84,10 +84,10 @@ size_t sv_vit_activation_bytes(const sv_vit_config *cfg, sv_backend *be, int B, 
 }
 
 /* Run one backend op, then give the caller's progress hook a turn. */
-#define OP(m, expr)                                                                            \
-    do {                                                                                       \
-        SV_TRY(expr);                                                                          \
-        if ((m)->progress) SV_TRY((m)->progress((m)->progress_ctx));                           \
+#define OP(m, expr) \
+    do { \
+        SV_TRY(expr); \
+        if ((m)->progress) SV_TRY((m)->progress((m)->progress_ctx)); \
     } while (0)
 
 /* Input of block l: the embedding for block 0, else the previous block's output. */
@@ -97,29 +97,28 @@ sv_status sv_vit_embed_fwd(sv_vit *m, const sv_root_params *rp, const float *ima
     const sv_vit_config *c = &m->cfg;
     int BP = m->B * m->P;
     SV_TRY(sv_be_im2col(m->be, m->patches, images, m->B, c->in_chans, c->img, c->img, c->patch));
-    SV_TRY(sv_be_linear_fwd(m->be, m->patch_out, NULL, m->patches, rp->t[SV_ROOT_PATCH_W],
-                            rp->t[SV_ROOT_PATCH_B], BP, m->D, sv_vit_patch_dim(c)));
-    SV_TRY(sv_be_embed_fwd(m->be, m->x0, m->patch_out, rp->t[SV_ROOT_CLS], rp->t[SV_ROOT_POS], m->B, m->T,
-                           m->D));
+    SV_TRY(sv_be_linear_fwd(m->be, m->patch_out, NULL, m->patches, rp->t[SV_ROOT_PATCH_W], rp->t[SV_ROOT_PATCH_B], BP,
+                            m->D, sv_vit_patch_dim(c)));
+    SV_TRY(sv_be_embed_fwd(m->be, m->x0, m->patch_out, rp->t[SV_ROOT_CLS], rp->t[SV_ROOT_POS], m->B, m->T, m->D));
     return SV_OK;
 }
 
 /* Forward of one block from input x into acts `a` (a->x_out receives the output). */
-static sv_status block_forward(sv_vit *m, const void *x, sv_block_acts *a, void *x_out,
-                               const sv_block_params *bp) {
+static sv_status block_forward(sv_vit *m, const void *x, sv_block_acts *a, void *x_out, const sv_block_params *bp) {
     sv_backend *be = m->be;
     int M = m->B * m->T, D = m->D, Hd = m->Hd;
     size_t n = (size_t)M * D;
-    OP(m, sv_be_layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, x, bp->t[SV_BLK_NORM1_W],
-                               bp->t[SV_BLK_NORM1_B], M, D));
+    OP(m,
+       sv_be_layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, x, bp->t[SV_BLK_NORM1_W], bp->t[SV_BLK_NORM1_B], M,
+                           D));
     OP(m, sv_be_linear_fwd(be, a->qkv, NULL, a->ln1, bp->t[SV_BLK_QKV_W], bp->t[SV_BLK_QKV_B], M, 3 * D, D));
     OP(m, sv_be_attention_fwd(be, a->att, a->att_saved, m->att_scratch, a->qkv, m->B, m->T, D, m->cfg.heads));
     OP(m, sv_be_linear_fwd(be, m->y_tmp, NULL, a->att, bp->t[SV_BLK_PROJ_W], bp->t[SV_BLK_PROJ_B], M, D, D));
     OP(m, sv_be_residual_add(be, a->x_mid, x, m->y_tmp, n));
-    OP(m, sv_be_layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_mid, bp->t[SV_BLK_NORM2_W],
-                               bp->t[SV_BLK_NORM2_B], M, D));
-    OP(m, sv_be_linear_fwd(be, a->fc1_out, a->fc1_pre, a->ln2, bp->t[SV_BLK_FC1_W], bp->t[SV_BLK_FC1_B], M,
-                            Hd, D));
+    OP(m,
+       sv_be_layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_mid, bp->t[SV_BLK_NORM2_W], bp->t[SV_BLK_NORM2_B],
+                           M, D));
+    OP(m, sv_be_linear_fwd(be, a->fc1_out, a->fc1_pre, a->ln2, bp->t[SV_BLK_FC1_W], bp->t[SV_BLK_FC1_B], M, Hd, D));
     OP(m, sv_be_linear_fwd(be, m->y_tmp, NULL, a->fc1_out, bp->t[SV_BLK_FC2_W], bp->t[SV_BLK_FC2_B], M, D, Hd));
     OP(m, sv_be_residual_add(be, x_out, a->x_mid, m->y_tmp, n));
     return SV_OK;
@@ -142,8 +141,7 @@ sv_status sv_vit_head_fwd(sv_vit *m, const sv_root_params *rp, const int32_t *la
                                rp->t[SV_ROOT_NORM_B], B, D));
     SV_TRY(sv_be_linear_fwd(be, m->logits, NULL, m->cls_ln, rp->t[SV_ROOT_HEAD_W], rp->t[SV_ROOT_HEAD_B], B, K, D));
     if (labels || soft)
-        SV_TRY(sv_be_softmax_xent(be, m->losses, m->d_logits, m->logits, labels, soft, B, K, smoothing,
-                                  grad_scale));
+        SV_TRY(sv_be_softmax_xent(be, m->losses, m->d_logits, m->logits, labels, soft, B, K, smoothing, grad_scale));
     return SV_OK;
 }
 
@@ -174,21 +172,28 @@ sv_status sv_vit_block_bwd(sv_vit *m, int l, const sv_block_params *bp, const sv
         SV_TRY(block_forward(m, x, a, m->d_tmp, bp));
     }
     /* m->dx holds d(x_out). MLP branch: x_out = x_mid + fc2(gelu(fc1(ln2(x_mid)))). */
-    OP(m, sv_be_linear_bwd(be, m->d_hidden, bg->t[SV_BLK_FC2_W], bg->t[SV_BLK_FC2_B], m->dx, a->fc1_out,
-                            bp->t[SV_BLK_FC2_W], NULL, M, D, Hd));
-    OP(m, sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_FC1_W], bg->t[SV_BLK_FC1_B], m->d_hidden, a->ln2,
-                            bp->t[SV_BLK_FC1_W], a->fc1_pre, M, Hd, D));
-    OP(m, sv_be_layernorm_bwd(be, m->dx, bg->t[SV_BLK_NORM2_W], bg->t[SV_BLK_NORM2_B], m->d_tmp, a->x_mid,
-                               bp->t[SV_BLK_NORM2_W], a->ln2_mean, a->ln2_rstd, M, D));
+    OP(m,
+       sv_be_linear_bwd(be, m->d_hidden, bg->t[SV_BLK_FC2_W], bg->t[SV_BLK_FC2_B], m->dx, a->fc1_out,
+                        bp->t[SV_BLK_FC2_W], NULL, M, D, Hd));
+    OP(m,
+       sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_FC1_W], bg->t[SV_BLK_FC1_B], m->d_hidden, a->ln2,
+                        bp->t[SV_BLK_FC1_W], a->fc1_pre, M, Hd, D));
+    OP(m,
+       sv_be_layernorm_bwd(be, m->dx, bg->t[SV_BLK_NORM2_W], bg->t[SV_BLK_NORM2_B], m->d_tmp, a->x_mid,
+                           bp->t[SV_BLK_NORM2_W], a->ln2_mean, a->ln2_rstd, M, D));
     /* m->dx now holds d(x_mid). Attention branch: x_mid = x + proj(attn(qkv(ln1(x)))). */
-    OP(m, sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_PROJ_W], bg->t[SV_BLK_PROJ_B], m->dx, a->att,
-                            bp->t[SV_BLK_PROJ_W], NULL, M, D, D));
-    OP(m, sv_be_attention_bwd(be, m->d_qkv, m->att_scratch, m->d_tmp, a->qkv, a->att, a->att_saved, m->B, m->T,
-                               D, m->cfg.heads));
-    OP(m, sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_QKV_W], bg->t[SV_BLK_QKV_B], m->d_qkv, a->ln1,
-                            bp->t[SV_BLK_QKV_W], NULL, M, 3 * D, D));
-    OP(m, sv_be_layernorm_bwd(be, m->dx, bg->t[SV_BLK_NORM1_W], bg->t[SV_BLK_NORM1_B], m->d_tmp, x,
-                               bp->t[SV_BLK_NORM1_W], a->ln1_mean, a->ln1_rstd, M, D));
+    OP(m,
+       sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_PROJ_W], bg->t[SV_BLK_PROJ_B], m->dx, a->att, bp->t[SV_BLK_PROJ_W],
+                        NULL, M, D, D));
+    OP(m,
+       sv_be_attention_bwd(be, m->d_qkv, m->att_scratch, m->d_tmp, a->qkv, a->att, a->att_saved, m->B, m->T, D,
+                           m->cfg.heads));
+    OP(m,
+       sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_QKV_W], bg->t[SV_BLK_QKV_B], m->d_qkv, a->ln1, bp->t[SV_BLK_QKV_W],
+                        NULL, M, 3 * D, D));
+    OP(m,
+       sv_be_layernorm_bwd(be, m->dx, bg->t[SV_BLK_NORM1_W], bg->t[SV_BLK_NORM1_B], m->d_tmp, x, bp->t[SV_BLK_NORM1_W],
+                           a->ln1_mean, a->ln1_rstd, M, D));
     return SV_OK; /* m->dx holds d(x): the previous block's d(x_out) */
 }
 

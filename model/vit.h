@@ -21,26 +21,34 @@
 #include "model/config.h"
 #include "model/params.h"
 
-typedef struct { const void *t[SV_ROOT_NT]; } sv_root_params;
-typedef struct { float *t[SV_ROOT_NT]; } sv_root_grads;
-typedef struct { const void *t[SV_BLK_NT]; } sv_block_params;
-typedef struct { float *t[SV_BLK_NT]; } sv_block_grads;
+typedef struct {
+    const void *t[SV_ROOT_NT];
+} sv_root_params;
+typedef struct {
+    float *t[SV_ROOT_NT];
+} sv_root_grads;
+typedef struct {
+    const void *t[SV_BLK_NT];
+} sv_block_params;
+typedef struct {
+    float *t[SV_BLK_NT];
+} sv_block_grads;
 
 /* Per-block saved activations (compute dtype unless noted). */
 typedef struct sv_block_acts {
-    void *ln1;        /* (B,T,D) */
-    float *ln1_mean;  /* (B*T) f32 */
-    float *ln1_rstd;  /* (B*T) f32 */
-    void *qkv;        /* (B,T,3D) */
-    void *att;        /* (B,T,D) attention output before proj */
-    void *att_saved;  /* backend-defined (sv_be_attention_saved_bytes) */
-    void *x_mid;      /* (B,T,D) x + proj(att) */
-    void *ln2;        /* (B,T,D) */
-    float *ln2_mean;  /* (B*T) f32 */
-    float *ln2_rstd;  /* (B*T) f32 */
-    void *fc1_pre;    /* (B,T,Hd) pre-GELU */
-    void *fc1_out;    /* (B,T,Hd) GELU output */
-    void *x_out;      /* (B,T,D) block output (always kept: next block's input) */
+    void *ln1;       /* (B,T,D) */
+    float *ln1_mean; /* (B*T) f32 */
+    float *ln1_rstd; /* (B*T) f32 */
+    void *qkv;       /* (B,T,3D) */
+    void *att;       /* (B,T,D) attention output before proj */
+    void *att_saved; /* backend-defined (sv_be_attention_saved_bytes) */
+    void *x_mid;     /* (B,T,D) x + proj(att) */
+    void *ln2;       /* (B,T,D) */
+    float *ln2_mean; /* (B*T) f32 */
+    float *ln2_rstd; /* (B*T) f32 */
+    void *fc1_pre;   /* (B,T,Hd) pre-GELU */
+    void *fc1_out;   /* (B,T,Hd) GELU output */
+    void *x_out;     /* (B,T,D) block output (always kept: next block's input) */
 } sv_block_acts;
 
 typedef struct sv_vit {
@@ -48,25 +56,25 @@ typedef struct sv_vit {
     sv_backend *be;
     int B, T, D, Hd, P; /* micro-batch per rank, tokens, width, MLP hidden, patches */
     int recompute;
-    sv_block_acts *blocks; /* [depth] (host array, carved from the host arena) */
-    sv_block_acts work;    /* shared intermediates when recompute is on */
-    void *patches;         /* (B*P, C*p*p) */
-    void *patch_out;       /* (B*P, D) */
-    void *x0;              /* (B,T,D) embedding output = block 0 input */
-    void *cls;             /* (B,D) token 0 of the last block output */
-    void *cls_ln;          /* (B,D) */
+    sv_block_acts *blocks;      /* [depth] (host array, carved from the host arena) */
+    sv_block_acts work;         /* shared intermediates when recompute is on */
+    void *patches;              /* (B*P, C*p*p) */
+    void *patch_out;            /* (B*P, D) */
+    void *x0;                   /* (B,T,D) embedding output = block 0 input */
+    void *cls;                  /* (B,D) token 0 of the last block output */
+    void *cls_ln;               /* (B,D) */
     float *cls_mean, *cls_rstd; /* (B) */
-    void *logits;          /* (B,K) */
-    void *d_logits;        /* (B,K) */
-    float *losses;         /* (B) per-sample loss (device) */
+    void *logits;               /* (B,K) */
+    void *d_logits;             /* (B,K) */
+    float *losses;              /* (B) per-sample loss (device) */
     /* backward scratch */
-    void *dx;              /* (B,T,D) gradient of the residual stream */
-    void *d_tmp;           /* (B,T,D) */
-    void *d_qkv;           /* (B,T,3D) */
-    void *d_hidden;        /* (B,T,Hd) */
-    void *d_cls;           /* (B,D) */
-    void *att_scratch;     /* backend attention scratch */
-    void *y_tmp;           /* (B,T,D) forward temporary (proj / fc2 output) */
+    void *dx;          /* (B,T,D) gradient of the residual stream */
+    void *d_tmp;       /* (B,T,D) */
+    void *d_qkv;       /* (B,T,3D) */
+    void *d_hidden;    /* (B,T,Hd) */
+    void *d_cls;       /* (B,D) */
+    void *att_scratch; /* backend attention scratch */
+    void *y_tmp;       /* (B,T,D) forward temporary (proj / fc2 output) */
     /* Called between the ops of a block (forward and backward) when set: lets the caller drive
      * communication that overlaps compute (FSDP polls its in-flight collectives). */
     sv_status (*progress)(void *ctx);
@@ -75,8 +83,8 @@ typedef struct sv_vit {
 
 /* Carve all activation buffers for micro-batch B from `dev` (device arena) and the block table
  * from `host` (host arena). With base == NULL arenas this only counts bytes (planner). */
-sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B, int recompute,
-                      sv_arena *dev, sv_arena *host);
+sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B, int recompute, sv_arena *dev,
+                      sv_arena *host);
 
 /* images (B,C,img,img) f32 device. */
 sv_status sv_vit_embed_fwd(sv_vit *m, const sv_root_params *rp, const float *images);

@@ -6,7 +6,7 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config mpich libmpich-dev libturbojpeg0-dev libjpeg62-turbo-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 python3-numpy python3-torch
-      python3-torchvision python3-venv)
+      python3-torchvision python3-venv clang-format-14)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

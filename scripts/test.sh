@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Install what is missing, build (warnings are errors; plus the no-MPI / no-CUDA variant and its
-# unit tests), make the test venv of the third-party readers
-# (scripts/test_venv.sh: tensorboard, webdataset, timm; its interpreter reaches the tests as
+# Install what is missing, check the C style (scripts/format.sh --check), build (warnings are
+# errors; plus the no-MPI / no-CUDA variant and its unit tests), make the test venv of the
+# third-party readers (scripts/test_venv.sh: tensorboard, webdataset, timm; its interpreter reaches the tests as
 # SHARDVIT_TEST_PYTHON), run the whole test suite (ctest), then the unit and MPI tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh; skip with SANITIZE=0).
 # Exits non-zero when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/format.sh --check
 BUILD_DIR=${BUILD_DIR:-build} bash scripts/build.sh -DSHARDVIT_WERROR=ON
 if [ -z "${SHARDVIT_TEST_PYTHON:-}" ]; then
     SHARDVIT_TEST_PYTHON=$(bash scripts/test_venv.sh | tail -n 1)

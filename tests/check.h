@@ -9,39 +9,39 @@
 
 #include "core/status.h"
 
-#define CHECK(cond)                                                                           \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            fprintf(stderr, "CHECK failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);         \
-            exit(1);                                                                          \
-        }                                                                                     \
+#define CHECK(cond) \
+    do { \
+        if (!(cond)) { \
+            fprintf(stderr, "CHECK failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
+            exit(1); \
+        } \
     } while (0)
 
-#define CHECK_OK(expr)                                                                        \
-    do {                                                                                      \
-        sv_status check_s_ = (expr);                                                          \
-        if (check_s_ != SV_OK) {                                                              \
-            fprintf(stderr, "CHECK_OK failed: %s -> %s: %s [%s] (%s:%d)\n", #expr,            \
-                    sv_status_str(check_s_), sv_err_msg(), sv_err_trace(), __FILE__, __LINE__); \
-            exit(1);                                                                          \
-        }                                                                                     \
+#define CHECK_OK(expr) \
+    do { \
+        sv_status check_s_ = (expr); \
+        if (check_s_ != SV_OK) { \
+            fprintf(stderr, "CHECK_OK failed: %s -> %s: %s [%s] (%s:%d)\n", #expr, sv_status_str(check_s_), \
+                    sv_err_msg(), sv_err_trace(), __FILE__, __LINE__); \
+            exit(1); \
+        } \
     } while (0)
 
-#define CHECK_CLOSE(a, b, tol)                                                                \
-    do {                                                                                      \
-        double check_a_ = (a), check_b_ = (b);                                                \
-        if (!(fabs(check_a_ - check_b_) <= (tol))) {                                          \
-            fprintf(stderr, "CHECK_CLOSE failed: %s=%.9g vs %s=%.9g (tol %g) (%s:%d)\n", #a,   \
-                    check_a_, #b, check_b_, (double)(tol), __FILE__, __LINE__);               \
-            exit(1);                                                                          \
-        }                                                                                     \
+#define CHECK_CLOSE(a, b, tol) \
+    do { \
+        double check_a_ = (a), check_b_ = (b); \
+        if (!(fabs(check_a_ - check_b_) <= (tol))) { \
+            fprintf(stderr, "CHECK_CLOSE failed: %s=%.9g vs %s=%.9g (tol %g) (%s:%d)\n", #a, check_a_, #b, check_b_, \
+                    (double)(tol), __FILE__, __LINE__); \
+            exit(1); \
+        } \
     } while (0)
 
-#define SKIP(...)                                                                             \
-    do {                                                                                      \
-        fprintf(stderr, "SKIP: " __VA_ARGS__);                                                \
-        fprintf(stderr, "\n");                                                                \
-        exit(77);                                                                             \
+#define SKIP(...) \
+    do { \
+        fprintf(stderr, "SKIP: " __VA_ARGS__); \
+        fprintf(stderr, "\n"); \
+        exit(77); \
     } while (0)
 
 #endif

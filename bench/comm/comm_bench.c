@@ -20,9 +20,12 @@
 static size_t parse_size(const char *s) {
     char *end = NULL;
     double v = strtod(s, &end);
-    if (end && (*end == 'K' || *end == 'k')) v *= 1024;
-    else if (end && (*end == 'M' || *end == 'm')) v *= 1024 * 1024;
-    else if (end && (*end == 'G' || *end == 'g')) v *= 1024.0 * 1024 * 1024;
+    if (end && (*end == 'K' || *end == 'k'))
+        v *= 1024;
+    else if (end && (*end == 'M' || *end == 'm'))
+        v *= 1024 * 1024;
+    else if (end && (*end == 'G' || *end == 'g'))
+        v *= 1024.0 * 1024 * 1024;
     return (size_t)v;
 }
 
@@ -41,16 +44,14 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Mean seconds per iteration, slowest rank. */
-static double run(coll k, int use_sv, sv_comm *c, MPI_Comm raw, float *send, float *recv,
-                  size_t count, int iters) {
+static double run(coll k, int use_sv, sv_comm *c, MPI_Comm raw, float *send, float *recv, size_t count, int iters) {
     MPI_Barrier(raw);
     double t0 = MPI_Wtime();
     for (int i = 0; i < iters; i++) {
         if (use_sv) {
             sv_comm_req q;
             sv_status st = k == AG ? sv_comm_all_gather(c, recv, send, count, SV_COMM_F32, &q)
-                                   : sv_comm_reduce_scatter(c, recv, send, count, SV_COMM_F32,
-                                                            SV_COMM_SUM, &q);
+                                   : sv_comm_reduce_scatter(c, recv, send, count, SV_COMM_F32, SV_COMM_SUM, &q);
             if (st || (st = sv_comm_wait(c, &q))) die(st);
         } else {
             MPI_Request r;
@@ -75,9 +76,12 @@ int main(int argc, char **argv) {
     size_t min_b = 1024, max_b = 64u << 20;
     int trials = 3;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--min")) min_b = parse_size(argv[i + 1]);
-        else if (!strcmp(argv[i], "--max")) max_b = parse_size(argv[i + 1]);
-        else if (!strcmp(argv[i], "--trials")) trials = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--min"))
+            min_b = parse_size(argv[i + 1]);
+        else if (!strcmp(argv[i], "--max"))
+            max_b = parse_size(argv[i + 1]);
+        else if (!strcmp(argv[i], "--trials"))
+            trials = atoi(argv[i + 1]);
     }
     if (trials < 1 || trials > MAX_TRIALS) {
         if (rank == 0) fprintf(stderr, "comm_bench: --trials must be in [1, %d]\n", MAX_TRIALS);
@@ -98,12 +102,13 @@ int main(int argc, char **argv) {
     double bus = (double)(n - 1) / n;
     if (rank == 0) {
         printf("# shardvit comm_bench: %d ranks, f32, chunk %u bytes, %d trials: times = best trial, "
-               "sv/raw = median of per-trial raw/sv\n", n, SV_COMM_CHUNK_BYTES, trials);
+               "sv/raw = median of per-trial raw/sv\n",
+               n, SV_COMM_CHUNK_BYTES, trials);
         printf("#                       |            sv_comm              |             raw MPI             |\n");
-        printf("# %10s %12s | %10s %9s %9s | %10s %9s %9s | %6s\n", "size(B)", "count", "time(us)",
-               "algbw", "busbw", "time(us)", "algbw", "busbw", "sv/raw");
-        printf("# %10s %12s | %10s %9s %9s | %10s %9s %9s | %6s\n", "", "(per rank)", "", "(GB/s)",
-               "(GB/s)", "", "(GB/s)", "(GB/s)", "");
+        printf("# %10s %12s | %10s %9s %9s | %10s %9s %9s | %6s\n", "size(B)", "count", "time(us)", "algbw", "busbw",
+               "time(us)", "algbw", "busbw", "sv/raw");
+        printf("# %10s %12s | %10s %9s %9s | %10s %9s %9s | %6s\n", "", "(per rank)", "", "(GB/s)", "(GB/s)", "",
+               "(GB/s)", "(GB/s)", "");
     }
     for (int k = 0; k < 2; k++) {
         if (rank == 0) printf("%s\n", k == AG ? "all_gather" : "reduce_scatter");
@@ -113,7 +118,7 @@ int main(int argc, char **argv) {
             size_t bytes = count * 4 * (size_t)n;
             int iters = (int)((size_t)(256u << 20) / bytes);
             if (iters < 5) iters = 5;
-            if (iters > 20000) iters = 20000; /* small sizes: enough calls to average out noise */
+            if (iters > 20000) iters = 20000;              /* small sizes: enough calls to average out noise */
             run((coll)k, 1, c, raw, send, recv, count, 2); /* warm-up */
             run((coll)k, 0, c, raw, send, recv, count, 2);
             double best_sv = 1e30, best_raw = 1e30, ratio[MAX_TRIALS];
@@ -125,13 +130,11 @@ int main(int argc, char **argv) {
                 ratio[t] = r / a;
             }
             qsort(ratio, (size_t)trials, sizeof ratio[0], cmp_double);
-            double med = trials % 2 ? ratio[trials / 2]
-                                    : 0.5 * (ratio[trials / 2 - 1] + ratio[trials / 2]);
+            double med = trials % 2 ? ratio[trials / 2] : 0.5 * (ratio[trials / 2 - 1] + ratio[trials / 2]);
             if (rank == 0)
-                printf("  %10zu %12zu | %10.1f %9.3f %9.3f | %10.1f %9.3f %9.3f | %5.0f%%\n",
-                       bytes, count, best_sv * 1e6, bytes / best_sv / 1e9,
-                       bytes / best_sv / 1e9 * bus, best_raw * 1e6, bytes / best_raw / 1e9,
-                       bytes / best_raw / 1e9 * bus, 100.0 * med);
+                printf("  %10zu %12zu | %10.1f %9.3f %9.3f | %10.1f %9.3f %9.3f | %5.0f%%\n", bytes, count,
+                       best_sv * 1e6, bytes / best_sv / 1e9, bytes / best_sv / 1e9 * bus, best_raw * 1e6,
+                       bytes / best_raw / 1e9, bytes / best_raw / 1e9 * bus, 100.0 * med);
         }
     }
     sv_comm_destroy(c);

@@ -40,10 +40,16 @@ int main(int argc, char **argv) {
         o.per_class = (N + 9) / 10;
         o.test_per_class = 0;
         o.quality = 90;
-        if (sv_prep_synthetic(&o) != SV_OK) { fprintf(stderr, "prep: %s\n", sv_err_msg()); return 1; }
+        if (sv_prep_synthetic(&o) != SV_OK) {
+            fprintf(stderr, "prep: %s\n", sv_err_msg());
+            return 1;
+        }
     }
     sv_dataset *d;
-    if (sv_dataset_open(train, NULL, &d) != SV_OK) { fprintf(stderr, "%s\n", sv_err_msg()); return 1; }
+    if (sv_dataset_open(train, NULL, &d) != SV_OK) {
+        fprintf(stderr, "%s\n", sv_err_msg());
+        return 1;
+    }
     size_t n = sv_dataset_len(d) < (size_t)N ? sv_dataset_len(d) : (size_t)N;
     uint8_t **files = calloc(n, sizeof *files);
     size_t *lens = calloc(n, sizeof *lens);
@@ -59,8 +65,10 @@ int main(int argc, char **argv) {
     sv_resample_scratch rs = {0};
     float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
     enum { NP = 6 };
-    const char *names[NP] = {"plain libjpeg-turbo full-size RGB decode", "decode + RRC224 + flip + normalize (bilinear)",
-                             "decode + RRC224 + flip + normalize (bicubic)", "decode + RRC224 + flip + RandAugment(2, 9) + normalize",
+    const char *names[NP] = {"plain libjpeg-turbo full-size RGB decode",
+                             "decode + RRC224 + flip + normalize (bilinear)",
+                             "decode + RRC224 + flip + normalize (bicubic)",
+                             "decode + RRC224 + flip + RandAugment(2, 9) + normalize",
                              "decode + resize 256 + center crop 224 + normalize (eval)",
                              "  (part) region decode of the RRC224 crops alone"};
     double best[NP] = {0};
@@ -87,11 +95,22 @@ int main(int argc, char **argv) {
                         return 1;
                     continue;
                 }
-                sv_image_xform x = {.train = p != 4, .key = sv_hash2((uint64_t)rep, i), .img = 224, .channels = 3,
-                                    .scale_min = 0.08, .scale_max = 1, .ratio_min = 0.75, .ratio_max = 4.0 / 3,
-                                    .hflip = 0.5, .crop_pct = 0.875, .max_pixels = 89478485ull, .mean = mean, .std = std,
+                sv_image_xform x = {.train = p != 4,
+                                    .key = sv_hash2((uint64_t)rep, i),
+                                    .img = 224,
+                                    .channels = 3,
+                                    .scale_min = 0.08,
+                                    .scale_max = 1,
+                                    .ratio_min = 0.75,
+                                    .ratio_max = 4.0 / 3,
+                                    .hflip = 0.5,
+                                    .crop_pct = 0.875,
+                                    .max_pixels = 89478485ull,
+                                    .mean = mean,
+                                    .std = std,
                                     .interp = p == 2 ? SV_INTERP_BICUBIC : SV_INTERP_BILINEAR,
-                                    .randaug_n = p == 3 ? 2 : 0, .randaug_m = 9};
+                                    .randaug_n = p == 3 ? 2 : 0,
+                                    .randaug_m = 9};
                 if (sv_load_image(&jc, &rs, files[i], lens[i], &x, out) != SV_OK) {
                     fprintf(stderr, "%s\n", sv_err_msg());
                     return 1;
@@ -102,7 +121,9 @@ int main(int argc, char **argv) {
         }
     printf("images: %zu from %s, best of %d (thread CPU time)\n", n, train, reps);
     for (int p = 0; p < NP; p++)
-        if (best[p] > 0) printf("%-56s: %8.1f img/s/core (%3.0f%% of plain decode)\n", names[p], best[p], best[0] > 0 ? 100.0 * best[p] / best[0] : 0.0);
+        if (best[p] > 0)
+            printf("%-56s: %8.1f img/s/core (%3.0f%% of plain decode)\n", names[p], best[p],
+                   best[0] > 0 ? 100.0 * best[p] / best[0] : 0.0);
     sv_jpeg_ctx_free(&jc);
     sv_resample_scratch_free(&rs);
     tjDestroy(h);

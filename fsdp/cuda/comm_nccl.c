@@ -44,28 +44,27 @@ typedef struct sv_comm_nccl {
     cudaEvent_t ready[SV_COMM_MAX_INFLIGHT], done[SV_COMM_MAX_INFLIGHT];
     int ordered[SV_COMM_MAX_INFLIGHT]; /* compute already waits on done[slot] */
     float *barrier_word;               /* device scratch for barriers */
-    void *stage[SV_COMM_MAX_INFLIGHT];  /* device staging for host buffers, per slot */
+    void *stage[SV_COMM_MAX_INFLIGHT]; /* device staging for host buffers, per slot */
     size_t stage_cap[SV_COMM_MAX_INFLIGHT];
-    int *world_ranks;                  /* owned; NULL for split communicators */
+    int *world_ranks; /* owned; NULL for split communicators */
 } sv_comm_nccl;
 
 #define NCCL_OF(c) ((sv_comm_nccl *)(c))
 
 static sv_status nccl_fail(ncclResult_t r, ncclComm_t comm, const char *call) {
     const char *last = comm ? ncclGetLastError(comm) : ncclGetLastError(NULL);
-    return SV_FAIL(SV_ERR_COMM, "NCCL error in %s: %s%s%s", call, ncclGetErrorString(r),
-                   last && last[0] ? ": " : "", last ? last : "");
+    return SV_FAIL(SV_ERR_COMM, "NCCL error in %s: %s%s%s", call, ncclGetErrorString(r), last && last[0] ? ": " : "",
+                   last ? last : "");
 }
-#define NCCL_TRY(comm, call)                                                                  \
-    do {                                                                                      \
-        ncclResult_t r_ = (call);                                                             \
-        if (r_ != ncclSuccess) return nccl_fail(r_, (comm), #call);                           \
+#define NCCL_TRY(comm, call) \
+    do { \
+        ncclResult_t r_ = (call); \
+        if (r_ != ncclSuccess) return nccl_fail(r_, (comm), #call); \
     } while (0)
-#define CUDA_TRY(call)                                                                        \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess)                                                                \
-            return SV_FAIL(SV_ERR_COMM, "CUDA error in %s: %s", #call, cudaGetErrorString(e_)); \
+#define CUDA_TRY(call) \
+    do { \
+        cudaError_t e_ = (call); \
+        if (e_ != cudaSuccess) return SV_FAIL(SV_ERR_COMM, "CUDA error in %s: %s", #call, cudaGetErrorString(e_)); \
     } while (0)
 
 static sv_status map_dtype(sv_comm_dtype d, ncclDataType_t *out) {
@@ -161,7 +160,8 @@ static sv_status nccl_issue(sv_comm *c, int idx, int *done) {
         if (send_b) {
             if (host_send)
                 CUDA_TRY(cudaMemcpyAsync(dsend, s->send, send_b, cudaMemcpyHostToDevice, n->stream));
-            else CUDA_TRY(cudaMemcpyAsync(dsend, s->send, send_b, cudaMemcpyDeviceToDevice, n->stream));
+            else
+                CUDA_TRY(cudaMemcpyAsync(dsend, s->send, send_b, cudaMemcpyDeviceToDevice, n->stream));
             send = dsend;
         }
         if (recv_b && (s->kind == SV_COLL_ALL_REDUCE || s->kind == SV_COLL_BROADCAST))
@@ -170,21 +170,16 @@ static sv_status nccl_issue(sv_comm *c, int idx, int *done) {
         if (recv_b) recv = drecv;
     }
     switch (s->kind) {
-    case SV_COLL_ALL_GATHER:
-        NCCL_TRY(n->nccl, ncclAllGather(send, recv, s->count, dt, n->nccl, n->stream));
-        break;
+    case SV_COLL_ALL_GATHER: NCCL_TRY(n->nccl, ncclAllGather(send, recv, s->count, dt, n->nccl, n->stream)); break;
     case SV_COLL_REDUCE_SCATTER:
         NCCL_TRY(n->nccl, ncclReduceScatter(send, recv, s->count, dt, op, n->nccl, n->stream));
         break;
-    case SV_COLL_ALL_REDUCE:
-        NCCL_TRY(n->nccl, ncclAllReduce(recv, recv, s->count, dt, op, n->nccl, n->stream));
-        break;
+    case SV_COLL_ALL_REDUCE: NCCL_TRY(n->nccl, ncclAllReduce(recv, recv, s->count, dt, op, n->nccl, n->stream)); break;
     case SV_COLL_BROADCAST:
         NCCL_TRY(n->nccl, ncclBroadcast(recv, recv, s->count, dt, s->root, n->nccl, n->stream));
         break;
     case SV_COLL_BARRIER:
-        NCCL_TRY(n->nccl, ncclAllReduce(n->barrier_word, n->barrier_word, 1, ncclFloat32, ncclSum,
-                                        n->nccl, n->stream));
+        NCCL_TRY(n->nccl, ncclAllReduce(n->barrier_word, n->barrier_word, 1, ncclFloat32, ncclSum, n->nccl, n->stream));
         break;
     }
     if (recv != s->recv)
@@ -208,8 +203,7 @@ static sv_status nccl_test(sv_comm *c, int idx, int *done) {
         return SV_OK;
     }
     if (e != cudaErrorNotReady)
-        return SV_FAIL(SV_ERR_COMM, "CUDA error while waiting for a NCCL collective: %s",
-                       cudaGetErrorString(e));
+        return SV_FAIL(SV_ERR_COMM, "CUDA error while waiting for a NCCL collective: %s", cudaGetErrorString(e));
     ncclResult_t async = ncclSuccess;
     NCCL_TRY(n->nccl, ncclCommGetAsyncError(n->nccl, &async));
     if (async != ncclSuccess && async != ncclInProgress)
@@ -232,8 +226,9 @@ static const sv_comm_ops nccl_ops = {
 static sv_status alloc_common(const sv_comm_config *cfg, int device, sv_comm_nccl **out) {
     *out = NULL;
     if (!cfg->backend_stream)
-        return SV_FAIL(SV_ERR_INVALID, "NCCL comm needs the compute stream (sv_comm_config.backend_stream "
-                                       "= sv_be_native_stream of the CUDA backend)");
+        return SV_FAIL(SV_ERR_INVALID,
+                       "NCCL comm needs the compute stream (sv_comm_config.backend_stream "
+                       "= sv_be_native_stream of the CUDA backend)");
     sv_comm_nccl *n = calloc(1, sizeof *n);
     if (!n) return SV_FAIL(SV_ERR_OOM, "NCCL comm: out of host memory");
     n->device = device;
@@ -262,11 +257,9 @@ sv_status sv_comm_nccl_create(const sv_comm_config *cfg, sv_comm **out) {
     /* device_index >= 0 names the GPU; < 0 picks local rank modulo the node's GPU count. */
     int device = cfg->device_index >= 0 ? cfg->device_index : info.local_rank % ndev;
     if (device >= ndev)
-        return SV_FAIL(SV_ERR_INVALID, "NCCL comm: device index %d out of range (%d GPUs on this node)",
-                       device, ndev);
+        return SV_FAIL(SV_ERR_INVALID, "NCCL comm: device index %d out of range (%d GPUs on this node)", device, ndev);
     if (info.local_size > ndev)
-        SV_WARN("NCCL comm: %d ranks share a node with %d GPUs; ranks will share devices",
-                info.local_size, ndev);
+        SV_WARN("NCCL comm: %d ranks share a node with %d GPUs; ranks will share devices", info.local_size, ndev);
     ncclUniqueId id;
     SV_TRY(sv_nccl_boot_share_id(&info, &id));
 
@@ -289,9 +282,8 @@ sv_status sv_comm_nccl_create(const sv_comm_config *cfg, sv_comm **out) {
     for (int i = 0; i < info.size; i++) n->world_ranks[i] = i;
     sv_comm_base_init(&n->base, &nccl_ops, cfg, info.rank, info.size, "world");
     n->base.world_ranks = n->world_ranks;
-    SV_INFO("NCCL comm: %d ranks, rank %d on GPU %d (local rank %d of %d), NCCL %d.%d.%d",
-            info.size, info.rank, device, info.local_rank, info.local_size, NCCL_MAJOR, NCCL_MINOR,
-            NCCL_PATCH);
+    SV_INFO("NCCL comm: %d ranks, rank %d on GPU %d (local rank %d of %d), NCCL %d.%d.%d", info.size, info.rank, device,
+            info.local_rank, info.local_size, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
     *out = &n->base;
     return SV_OK;
 }

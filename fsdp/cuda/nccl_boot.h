@@ -10,8 +10,8 @@
 #include "core/status.h"
 
 typedef struct sv_nccl_boot_info {
-    int rank, size;  /* in the world */
-    int local_rank;  /* among the processes of this node (MPI_COMM_TYPE_SHARED) */
+    int rank, size; /* in the world */
+    int local_rank; /* among the processes of this node (MPI_COMM_TYPE_SHARED) */
     int local_size;
 } sv_nccl_boot_info;
 

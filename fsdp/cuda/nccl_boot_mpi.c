@@ -11,18 +11,19 @@ static sv_status mpi_fail(int rc, const char *call) {
     s[len] = 0;
     return SV_FAIL(SV_ERR_COMM, "NCCL bootstrap: %s failed: %s", call, len ? s : "unknown MPI error");
 }
-#define MPI_TRY(call)                                                                         \
-    do {                                                                                      \
-        int rc_ = (call);                                                                     \
-        if (rc_ != MPI_SUCCESS) return mpi_fail(rc_, #call);                                  \
+#define MPI_TRY(call) \
+    do { \
+        int rc_ = (call); \
+        if (rc_ != MPI_SUCCESS) return mpi_fail(rc_, #call); \
     } while (0)
 
 sv_status sv_nccl_boot_info_get(sv_nccl_boot_info *out) {
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited)
-        return SV_FAIL(SV_ERR_INVALID, "NCCL comm: MPI is not initialised (app/ must call "
-                                       "MPI_Init_thread before creating the comm)");
+        return SV_FAIL(SV_ERR_INVALID,
+                       "NCCL comm: MPI is not initialised (app/ must call "
+                       "MPI_Init_thread before creating the comm)");
     MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &out->rank));
     MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &out->size));
     MPI_Comm node;

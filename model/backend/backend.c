@@ -20,14 +20,37 @@ sv_status sv_be_sizes_query(const sv_backend_config *cfg, int B, int T, int D, i
 
 /* Entries an implementation must fill (the others are optional: see backend_impl.h). */
 static const char *missing_entry(const sv_backend_ops *o) {
-#define NEED(e)                                                                                        \
+#define NEED(e) \
     if (!o->e) return #e
-    NEED(destroy); NEED(alloc); NEED(free); NEED(upload); NEED(download); NEED(copy); NEED(zero);
-    NEED(f32_to_compute); NEED(compute_to_f32); NEED(f32_to_bf16); NEED(bf16_to_f32); NEED(add_f32);
-    NEED(sumsq_f32); NEED(linear_fwd); NEED(linear_bwd); NEED(layernorm_fwd); NEED(layernorm_bwd);
-    NEED(attention_fwd); NEED(attention_bwd); NEED(gelu_fwd); NEED(gelu_bwd); NEED(residual_add);
-    NEED(softmax_xent); NEED(im2col); NEED(embed_fwd); NEED(embed_bwd); NEED(cls_select);
-    NEED(cls_select_bwd); NEED(adamw);
+    NEED(destroy);
+    NEED(alloc);
+    NEED(free);
+    NEED(upload);
+    NEED(download);
+    NEED(copy);
+    NEED(zero);
+    NEED(f32_to_compute);
+    NEED(compute_to_f32);
+    NEED(f32_to_bf16);
+    NEED(bf16_to_f32);
+    NEED(add_f32);
+    NEED(sumsq_f32);
+    NEED(linear_fwd);
+    NEED(linear_bwd);
+    NEED(layernorm_fwd);
+    NEED(layernorm_bwd);
+    NEED(attention_fwd);
+    NEED(attention_bwd);
+    NEED(gelu_fwd);
+    NEED(gelu_bwd);
+    NEED(residual_add);
+    NEED(softmax_xent);
+    NEED(im2col);
+    NEED(embed_fwd);
+    NEED(embed_bwd);
+    NEED(cls_select);
+    NEED(cls_select_bwd);
+    NEED(adamw);
 #undef NEED
     if (!o->host_alloc != !o->host_free) return "host_alloc/host_free (both or neither)";
     return NULL;
@@ -76,9 +99,7 @@ sv_status sv_backend_create_sizing(const sv_backend_config *cfg, sv_backend **ou
     return SV_OK;
 }
 
-int sv_backend_available(sv_device_kind kind) {
-    return kind == SV_DEVICE_CPU ? 1 : sv_cuda_backend_available();
-}
+int sv_backend_available(sv_device_kind kind) { return kind == SV_DEVICE_CPU ? 1 : sv_cuda_backend_available(); }
 
 void sv_backend_destroy(sv_backend *be) {
     if (be) be->ops->destroy(be);
@@ -96,9 +117,7 @@ const char *sv_be_device_name(const sv_backend *be) { return be->device_name; }
 sv_dtype sv_be_compute_dtype(const sv_backend *be) { return be->cfg.compute_dtype; }
 size_t sv_be_compute_elem_size(const sv_backend *be) { return be->compute_elem; }
 double sv_be_peak_flops(const sv_backend *be) { return be->ops->peak_flops ? be->ops->peak_flops(be) : 0.0; }
-void *sv_be_native_stream(const sv_backend *be) {
-    return be->ops->native_stream ? be->ops->native_stream(be) : NULL;
-}
+void *sv_be_native_stream(const sv_backend *be) { return be->ops->native_stream ? be->ops->native_stream(be) : NULL; }
 
 sv_status sv_be_alloc(sv_backend *be, size_t bytes, void **out) {
     *out = NULL;
@@ -112,8 +131,10 @@ sv_status sv_be_host_alloc(sv_backend *be, size_t bytes, void **out) {
     return be->ops->host_alloc(be, bytes, out);
 }
 void sv_be_host_free(sv_backend *be, void *p) {
-    if (!be->ops->host_alloc) sv_be_free(be, p);
-    else if (p) be->ops->host_free(be, p);
+    if (!be->ops->host_alloc)
+        sv_be_free(be, p);
+    else if (p)
+        be->ops->host_free(be, p);
 }
 sv_status sv_be_upload(sv_backend *be, void *dst, const void *src, size_t bytes) {
     return bytes ? CALL(upload, dst, src, bytes) : SV_OK;
@@ -129,9 +150,7 @@ sv_status sv_be_download(sv_backend *be, void *dst, const void *src, size_t byte
 sv_status sv_be_copy(sv_backend *be, void *dst, const void *src, size_t bytes) {
     return (bytes && dst != src) ? CALL(copy, dst, src, bytes) : SV_OK;
 }
-sv_status sv_be_zero(sv_backend *be, void *p, size_t bytes) {
-    return bytes ? CALL(zero, p, bytes) : SV_OK;
-}
+sv_status sv_be_zero(sv_backend *be, void *p, size_t bytes) { return bytes ? CALL(zero, p, bytes) : SV_OK; }
 sv_status sv_be_sync(sv_backend *be) { return be->ops->sync ? be->ops->sync(be) : SV_OK; }
 
 sv_status sv_be_f32_to_compute(sv_backend *be, void *dst, const float *src, size_t n) {
@@ -157,29 +176,28 @@ sv_status sv_be_sumsq_f32(sv_backend *be, const float *p, size_t n, double *out)
     return CALL(sumsq_f32, p, n, out);
 }
 
-#define SV_CHECK_DIMS(cond, what)                                                             \
-    do {                                                                                      \
-        if (!(cond)) return SV_FAIL(SV_ERR_INVALID, "%s: invalid shape (%s)", what, #cond);  \
+#define SV_CHECK_DIMS(cond, what) \
+    do { \
+        if (!(cond)) return SV_FAIL(SV_ERR_INVALID, "%s: invalid shape (%s)", what, #cond); \
     } while (0)
 
-sv_status sv_be_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in, const void *W,
-                           const void *bias, int M, int N, int K) {
+sv_status sv_be_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in, const void *W, const void *bias,
+                           int M, int N, int K) {
     SV_CHECK_DIMS(M > 0 && N > 0 && K > 0, "linear_fwd");
     return CALL(linear_fwd, out, pre_gelu, in, W, bias, M, N, K);
 }
-sv_status sv_be_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out,
-                           const void *in, const void *W, const void *pre_gelu, int M, int N, int K) {
+sv_status sv_be_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out, const void *in, const void *W,
+                           const void *pre_gelu, int M, int N, int K) {
     SV_CHECK_DIMS(M > 0 && N > 0 && K > 0, "linear_bwd");
     return CALL(linear_bwd, d_in, dW, db, d_out, in, W, pre_gelu, M, N, K);
 }
-sv_status sv_be_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd, const void *x,
-                              const void *w, const void *b, int M, int C) {
+sv_status sv_be_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd, const void *x, const void *w,
+                              const void *b, int M, int C) {
     SV_CHECK_DIMS(M > 0 && C > 0, "layernorm_fwd");
     return CALL(layernorm_fwd, out, mean, rstd, x, w, b, M, C);
 }
-sv_status sv_be_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out,
-                              const void *x, const void *w, const float *mean, const float *rstd,
-                              int M, int C) {
+sv_status sv_be_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out, const void *x,
+                              const void *w, const float *mean, const float *rstd, int M, int C) {
     SV_CHECK_DIMS(M > 0 && C > 0, "layernorm_bwd");
     return CALL(layernorm_bwd, d_x, dw, db, d_out, x, w, mean, rstd, M, C);
 }
@@ -193,14 +211,13 @@ size_t sv_be_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, 
     sv_be_sizes sz;
     return sv_be_sizes_query(&be->cfg, B, T, D, H, &sz) == SV_OK ? sz.attention_scratch : 0;
 }
-sv_status sv_be_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch,
-                              const void *qkv, int B, int T, int D, int H) {
+sv_status sv_be_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
+                              int D, int H) {
     SV_CHECK_DIMS(B > 0 && T > 0 && H > 0 && D % H == 0, "attention_fwd");
     return CALL(attention_fwd, out, saved, scratch, qkv, B, T, D, H);
 }
-sv_status sv_be_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,
-                              const void *qkv, const void *out, const void *saved, int B, int T,
-                              int D, int H) {
+sv_status sv_be_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
+                              const void *out, const void *saved, int B, int T, int D, int H) {
     SV_CHECK_DIMS(B > 0 && T > 0 && H > 0 && D % H == 0, "attention_bwd");
     return CALL(attention_bwd, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H);
 }
@@ -213,27 +230,24 @@ sv_status sv_be_gelu_bwd(sv_backend *be, void *d_x, const void *d_out, const voi
 sv_status sv_be_residual_add(sv_backend *be, void *out, const void *a, const void *b, size_t n) {
     return n ? CALL(residual_add, out, a, b, n) : SV_OK;
 }
-sv_status sv_be_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits,
-                             const int32_t *labels, const float *soft_targets, int B, int K,
-                             float smoothing, float grad_scale) {
+sv_status sv_be_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
+                             const float *soft_targets, int B, int K, float smoothing, float grad_scale) {
     SV_CHECK_DIMS(B > 0 && K > 0, "softmax_xent");
     if ((labels == NULL) == (soft_targets == NULL))
         return SV_FAIL(SV_ERR_INVALID, "softmax_xent: exactly one of labels/soft_targets required");
-    return CALL(softmax_xent, losses, d_logits, logits, labels, soft_targets, B, K, smoothing,
-                                 grad_scale);
+    return CALL(softmax_xent, losses, d_logits, logits, labels, soft_targets, B, K, smoothing, grad_scale);
 }
-sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg,
-                       int Wimg, int p) {
+sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg, int Wimg, int p) {
     SV_CHECK_DIMS(B > 0 && C > 0 && p > 0 && Himg % p == 0 && Wimg % p == 0, "im2col");
     return CALL(im2col, patches, img, B, C, Himg, Wimg, p);
 }
-sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls,
-                          const void *pos, int B, int T, int D) {
+sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *pos, int B,
+                          int T, int D) {
     SV_CHECK_DIMS(B > 0 && T > 1 && D > 0, "embed_fwd");
     return CALL(embed_fwd, x, patch_out, cls, pos, B, T, D);
 }
-sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos,
-                          const void *dx, int B, int T, int D) {
+sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos, const void *dx, int B, int T,
+                          int D) {
     SV_CHECK_DIMS(B > 0 && T > 1 && D > 0, "embed_bwd");
     return CALL(embed_bwd, d_patch_out, d_cls, d_pos, dx, B, T, D);
 }
@@ -245,7 +259,7 @@ sv_status sv_be_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int 
     SV_CHECK_DIMS(B > 0 && T > 0 && D > 0, "cls_select_bwd");
     return CALL(cls_select_bwd, dx, d_out, B, T, D);
 }
-sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
-                      const sv_adamw_hparams *h, float weight_decay) {
+sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h,
+                      float weight_decay) {
     return n ? CALL(adamw, p, g, m, v, n, h, weight_decay) : SV_OK;
 }

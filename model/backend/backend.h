@@ -40,15 +40,15 @@ typedef enum sv_device_kind { SV_DEVICE_CPU = 0, SV_DEVICE_CUDA = 1 } sv_device_
  * this struct by the application (app/backend_env.c), and error messages name a bad value by
  * its override's name. */
 typedef struct sv_cpu_config {
-    const char *gemm;  /* SHARDVIT_CPU_GEMM: GEMM engine name (amx-bf16|avx512-bf16|avx512-f32|
+    const char *gemm; /* SHARDVIT_CPU_GEMM: GEMM engine name (amx-bf16|avx512-bf16|avx512-f32|
                         * avx2-f32), "openblas" (sgemm split across the workers), "blas"
                         * (OpenBLAS threading each GEMM), NULL/""/"auto" = best available */
-    const char *isa;   /* SHARDVIT_CPU_ISA: element-wise kernels generic|avx2|avx512, NULL/"auto" */
-    int attn_sgemm;    /* SHARDVIT_CPU_ATTN_GEMM=0: 1 = attention GEMMs on OpenBLAS sgemm even
+    const char *isa;  /* SHARDVIT_CPU_ISA: element-wise kernels generic|avx2|avx512, NULL/"auto" */
+    int attn_sgemm;   /* SHARDVIT_CPU_ATTN_GEMM=0: 1 = attention GEMMs on OpenBLAS sgemm even
                         * when an engine runs the linear layers */
-    int unfused_epi;   /* SHARDVIT_CPU_FUSED_EPI=0: 1 = linear epilogues as a separate pass */
-    int amx_deny;      /* SHARDVIT_CPU_AMX_DENY=1: 1 = act as if the kernel refused AMX (tests) */
-    int op_threads;    /* OpenMP workers for the backend's own loops (0 = threads): a benchmark
+    int unfused_epi;  /* SHARDVIT_CPU_FUSED_EPI=0: 1 = linear epilogues as a separate pass */
+    int amx_deny;     /* SHARDVIT_CPU_AMX_DENY=1: 1 = act as if the kernel refused AMX (tests) */
+    int op_threads;   /* OpenMP workers for the backend's own loops (0 = threads): a benchmark
                         * knob ("single-threaded ops + threaded BLAS"), not for training */
 } sv_cpu_config;
 
@@ -137,25 +137,24 @@ sv_status sv_be_sumsq_f32(sv_backend *be, const float *p, size_t n, double *out)
 /* out (M,N) = in (M,K) @ W(N,K)^T + bias(N), then GELU if `pre_gelu` != NULL, in which case the
  * pre-activation is stored to pre_gelu (M,N) for the backward pass. bias may be NULL.
  * in/W/bias/out/pre_gelu: compute dtype. */
-sv_status sv_be_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in, const void *W,
-                           const void *bias, int M, int N, int K);
+sv_status sv_be_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in, const void *W, const void *bias,
+                           int M, int N, int K);
 
 /* Backward of sv_be_linear_fwd. If pre_gelu != NULL, d_out is first overwritten in place with
  * d_out * gelu'(pre_gelu) (so d_out is clobbered). Then:
  *   d_in (M,K)  = d_out @ W          (overwritten; skipped when d_in == NULL)
  *   dW   (N,K) += d_out^T @ in       (fp32)
  *   db   (N)   += sum_rows d_out     (fp32; skipped when db == NULL) */
-sv_status sv_be_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out,
-                           const void *in, const void *W, const void *pre_gelu, int M, int N, int K);
+sv_status sv_be_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out, const void *in, const void *W,
+                           const void *pre_gelu, int M, int N, int K);
 
 /* LayerNorm over the last dim C with eps SV_LN_EPS: out = (x-mean)*rstd*w + b.
  * x/out (M,C), w/b (C) compute dtype; mean/rstd (M) f32 saved for backward. */
-sv_status sv_be_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd, const void *x,
-                              const void *w, const void *b, int M, int C);
+sv_status sv_be_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd, const void *x, const void *w,
+                              const void *b, int M, int C);
 /* d_x (M,C) += dx contribution (ACCUMULATES into d_x: the residual stream), dw/db (C) += f32. */
-sv_status sv_be_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out,
-                              const void *x, const void *w, const float *mean, const float *rstd,
-                              int M, int C);
+sv_status sv_be_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out, const void *x,
+                              const void *w, const float *mean, const float *rstd, int M, int C);
 
 /* Multi-head self-attention core (non-causal), timm layout:
  *   qkv (B,T,3*D) with D = H*dh, split as [q | k | v], each (H, dh) per token;
@@ -165,12 +164,11 @@ sv_status sv_be_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, c
 /* Both: sv_be_sizes_query on the backend's configuration. */
 size_t sv_be_attention_saved_bytes(const sv_backend *be, int B, int T, int D, int H);
 size_t sv_be_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, int H);
-sv_status sv_be_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch,
-                              const void *qkv, int B, int T, int D, int H);
-/* d_qkv (B,T,3D) overwritten. */
-sv_status sv_be_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,
-                              const void *qkv, const void *out, const void *saved, int B, int T,
+sv_status sv_be_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
                               int D, int H);
+/* d_qkv (B,T,3D) overwritten. */
+sv_status sv_be_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
+                              const void *out, const void *saved, int B, int T, int D, int H);
 
 /* Standalone exact GELU (the fused form in linear_fwd is the hot path). */
 sv_status sv_be_gelu_fwd(sv_backend *be, void *out, const void *x, size_t n);
@@ -186,24 +184,22 @@ sv_status sv_be_residual_add(sv_backend *be, void *out, const void *a, const voi
  * folded in by the caller and `labels` is NULL).
  * losses (B) f32: per-sample loss. d_logits (B,K) compute dtype = (softmax - target)*grad_scale
  * (may be NULL when only the loss is wanted, e.g. evaluation). */
-sv_status sv_be_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits,
-                             const int32_t *labels, const float *soft_targets, int B, int K,
-                             float smoothing, float grad_scale);
+sv_status sv_be_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
+                             const float *soft_targets, int B, int K, float smoothing, float grad_scale);
 
 /* Patch extraction for the stride-p, kernel-p patch-embed convolution:
  * img (B,C,Himg,Wimg) f32 -> patches (B*P, C*p*p) compute dtype with column order (c, ky, kx),
  * matching patch_embed.proj.weight (D,C,p,p) flattened to (D, C*p*p); P = (Himg/p)*(Wimg/p),
  * patches in row-major grid order. */
-sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg,
-                       int Wimg, int p);
+sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg, int Wimg, int p);
 
 /* Token assembly: x[b,0,:] = cls + pos[0,:]; x[b,1+i,:] = patch_out[b,i,:] + pos[1+i,:].
  * x (B,T,D), patch_out (B,T-1,D), cls (D), pos (T,D): compute dtype. */
-sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls,
-                          const void *pos, int B, int T, int D);
+sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *pos, int B,
+                          int T, int D);
 /* d_patch_out (B,T-1,D) overwritten; d_cls (D) += sum_b dx[b,0]; d_pos (T,D) += sum_b dx[b]. */
-sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos,
-                          const void *dx, int B, int T, int D);
+sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos, const void *dx, int B, int T,
+                          int D);
 
 /* out (B,D) = x[:,0,:] from x (B,T,D) (class-token pooling). */
 sv_status sv_be_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D);
@@ -212,7 +208,7 @@ sv_status sv_be_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int 
 
 /* AdamW on a contiguous f32 range (one tensor's slice of a shard): see sv_adamw_elem.
  * `weight_decay` is the decay for this range (0 for biases, norms, pos_embed, cls_token). */
-sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
-                      const sv_adamw_hparams *h, float weight_decay);
+sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h,
+                      float weight_decay);
 
 #endif

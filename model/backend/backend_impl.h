@@ -44,33 +44,28 @@ typedef struct sv_backend_ops {
     sv_status (*add_f32)(sv_backend *be, float *y, const float *x, size_t n);
     sv_status (*sumsq_f32)(sv_backend *be, const float *p, size_t n, double *out);
 
-    sv_status (*linear_fwd)(sv_backend *be, void *out, void *pre_gelu, const void *in,
-                            const void *W, const void *bias, int M, int N, int K);
-    sv_status (*linear_bwd)(sv_backend *be, void *d_in, float *dW, float *db, void *d_out,
-                            const void *in, const void *W, const void *pre_gelu, int M, int N,
-                            int K);
-    sv_status (*layernorm_fwd)(sv_backend *be, void *out, float *mean, float *rstd, const void *x,
-                               const void *w, const void *b, int M, int C);
-    sv_status (*layernorm_bwd)(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out,
-                               const void *x, const void *w, const float *mean, const float *rstd,
-                               int M, int C);
-    sv_status (*attention_fwd)(sv_backend *be, void *out, void *saved, void *scratch,
-                               const void *qkv, int B, int T, int D, int H);
-    sv_status (*attention_bwd)(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,
-                               const void *qkv, const void *out, const void *saved, int B, int T,
+    sv_status (*linear_fwd)(sv_backend *be, void *out, void *pre_gelu, const void *in, const void *W, const void *bias,
+                            int M, int N, int K);
+    sv_status (*linear_bwd)(sv_backend *be, void *d_in, float *dW, float *db, void *d_out, const void *in,
+                            const void *W, const void *pre_gelu, int M, int N, int K);
+    sv_status (*layernorm_fwd)(sv_backend *be, void *out, float *mean, float *rstd, const void *x, const void *w,
+                               const void *b, int M, int C);
+    sv_status (*layernorm_bwd)(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out, const void *x,
+                               const void *w, const float *mean, const float *rstd, int M, int C);
+    sv_status (*attention_fwd)(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
                                int D, int H);
+    sv_status (*attention_bwd)(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
+                               const void *out, const void *saved, int B, int T, int D, int H);
     sv_status (*gelu_fwd)(sv_backend *be, void *out, const void *x, size_t n);
     sv_status (*gelu_bwd)(sv_backend *be, void *d_x, const void *d_out, const void *x, size_t n);
     sv_status (*residual_add)(sv_backend *be, void *out, const void *a, const void *b, size_t n);
-    sv_status (*softmax_xent)(sv_backend *be, float *losses, void *d_logits, const void *logits,
-                              const int32_t *labels, const float *soft_targets, int B, int K,
-                              float smoothing, float grad_scale);
-    sv_status (*im2col)(sv_backend *be, void *patches, const float *img, int B, int C, int Himg,
-                        int Wimg, int p);
-    sv_status (*embed_fwd)(sv_backend *be, void *x, const void *patch_out, const void *cls,
-                           const void *pos, int B, int T, int D);
-    sv_status (*embed_bwd)(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos,
-                           const void *dx, int B, int T, int D);
+    sv_status (*softmax_xent)(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
+                              const float *soft_targets, int B, int K, float smoothing, float grad_scale);
+    sv_status (*im2col)(sv_backend *be, void *patches, const float *img, int B, int C, int Himg, int Wimg, int p);
+    sv_status (*embed_fwd)(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *pos, int B,
+                           int T, int D);
+    sv_status (*embed_bwd)(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos, const void *dx, int B, int T,
+                           int D);
     sv_status (*cls_select)(sv_backend *be, void *out, const void *x, int B, int T, int D);
     sv_status (*cls_select_bwd)(sv_backend *be, void *dx, const void *d_out, int B, int T, int D);
     sv_status (*adamw)(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,

@@ -2,8 +2,7 @@
 #include "model/backend/backend_impl.h"
 
 static sv_status no_cuda(void) {
-    return SV_FAIL(SV_ERR_UNSUPPORTED,
-                   "this shardvit build has no CUDA backend (configure with -DSHARDVIT_CUDA=ON)");
+    return SV_FAIL(SV_ERR_UNSUPPORTED, "this shardvit build has no CUDA backend (configure with -DSHARDVIT_CUDA=ON)");
 }
 
 sv_status sv_cuda_backend_create(const sv_backend_config *cfg, sv_backend **out) {

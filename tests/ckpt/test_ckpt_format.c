@@ -115,17 +115,27 @@ static void test_escape(void) {
     esc_is("blocks.0.attn.qkv.weight", 256, "blocks.0.attn.qkv.weight");
     esc_is("a\nb\tc\rd", 256, "a\\nb\\tc\\rd");
     esc_is("evil\x1b[31mred\x7f", 256, "evil\\x1B[31mred\\x7F");
-    esc_is("caf\xc3\xa9 \xc3\xbcn\xc3\xaf" "c\xc3\xb8" "d\xc3\xa9", 256, "caf\xc3\xa9 \xc3\xbcn\xc3\xaf" "c\xc3\xb8" "d\xc3\xa9"); /* UTF-8 kept */
-    esc_is("\xc2\x9b" "2J", 256, "\\u{009B}2J");           /* C1 CSI */
-    esc_is("ab\xe2\x80\xae" "cd", 256, "ab\\u{202E}cd");  /* right-to-left override */
-    esc_is("\xff\xc3", 256, "\\xFF\\xC3");               /* invalid and cut UTF-8 */
-    esc_is("\xc0\xaf", 256, "\\xC0\\xAF");               /* overlong "/" */
-    esc_is("\xed\xa0\x80", 256, "\\xED\\xA0\\x80");   /* a surrogate */
+    esc_is("caf\xc3\xa9 \xc3\xbcn\xc3\xaf"
+           "c\xc3\xb8"
+           "d\xc3\xa9",
+           256,
+           "caf\xc3\xa9 \xc3\xbcn\xc3\xaf"
+           "c\xc3\xb8"
+           "d\xc3\xa9"); /* UTF-8 kept */
+    esc_is("\xc2\x9b"
+           "2J",
+           256, "\\u{009B}2J"); /* C1 CSI */
+    esc_is("ab\xe2\x80\xae"
+           "cd",
+           256, "ab\\u{202E}cd");                   /* right-to-left override */
+    esc_is("\xff\xc3", 256, "\\xFF\\xC3");          /* invalid and cut UTF-8 */
+    esc_is("\xc0\xaf", 256, "\\xC0\\xAF");          /* overlong "/" */
+    esc_is("\xed\xa0\x80", 256, "\\xED\\xA0\\x80"); /* a surrogate */
     esc_is("back\\slash", 256, "back\\\\slash");
-    esc_is("aaaaaaaaaaaaaaa", 16, "aaaaaaaaaaaaaaa");        /* exactly fits */
-    esc_is("aaaaaaaaaaaaaaaa", 16, "aaaaaaaaaaaa...");       /* one more: cut with "..." */
-    esc_is("aaaaaaaaaaa\n\n", 16, "aaaaaaaaaaa\\n\\n");     /* escapes that exactly fit */
-    esc_is("aaaaaaaaaaaa\n\n", 16, "aaaaaaaaaaaa...");      /* an escape is never cut in half */
+    esc_is("aaaaaaaaaaaaaaa", 16, "aaaaaaaaaaaaaaa");   /* exactly fits */
+    esc_is("aaaaaaaaaaaaaaaa", 16, "aaaaaaaaaaaa...");  /* one more: cut with "..." */
+    esc_is("aaaaaaaaaaa\n\n", 16, "aaaaaaaaaaa\\n\\n"); /* escapes that exactly fit */
+    esc_is("aaaaaaaaaaaa\n\n", 16, "aaaaaaaaaaaa...");  /* an escape is never cut in half */
     esc_is(NULL, 256, "(null)");
 }
 
@@ -203,8 +213,16 @@ int main(void) {
     cfg.dim = 36, cfg.depth = 2, cfg.heads = 3;
     sv_layout L;
     CHECK_OK(sv_layout_build(&L, &cfg, 0, 3, 0));
-    sv_ckpt_train_state st = {.step = 12, .skipped_steps = 1, .epoch = 2, .cursor = 96, .seed = 9007199254740993ull,
-                              .total_steps = 100, .lr = 1e-3, .min_lr = 1e-5, .warmup = 5, .global_batch = 24};
+    sv_ckpt_train_state st = {.step = 12,
+                              .skipped_steps = 1,
+                              .epoch = 2,
+                              .cursor = 96,
+                              .seed = 9007199254740993ull,
+                              .total_steps = 100,
+                              .lr = 1e-3,
+                              .min_lr = 1e-5,
+                              .warmup = 5,
+                              .global_batch = 24};
     sv_ckpt_index idx;
     CHECK_OK(sv_ckpt_index_from_layout(&idx, &L, 6, "hybrid_shard", &st));
     CHECK_OK(sv_fileio_mkdirs(d3, 0755));
@@ -219,8 +237,7 @@ int main(void) {
     CHECK(back.n_tensors == idx.n_tensors && back.n_units == 3);
     for (int r = 0; r < 3; r++) {
         CHECK(back.files[r].n_chunks == idx.files[r].n_chunks);
-        for (size_t i = 0; i < idx.files[r].n_chunks; i++)
-        {
+        for (size_t i = 0; i < idx.files[r].n_chunks; i++) {
             const sv_ckpt_chunk *x = &back.files[r].chunks[i], *y = &idx.files[r].chunks[i];
             CHECK(x->offset == y->offset && x->nbytes == y->nbytes && x->crc == y->crc);
         }
@@ -256,7 +273,8 @@ int main(void) {
     sv_status bad = SV_OK;
     float *buf = malloc(1 << 22);
     for (int t = 0; t < back.n_tensors && bad == SV_OK; t++)
-        for (int k = 0; k < SV_CKPT_KINDS && bad == SV_OK; k++) bad = sv_ckpt_read(&rd, k, t, 0, back.tensors[t].numel, buf);
+        for (int k = 0; k < SV_CKPT_KINDS && bad == SV_OK; k++)
+            bad = sv_ckpt_read(&rd, k, t, 0, back.tensors[t].numel, buf);
     CHECK(bad == SV_ERR_CORRUPT);
     CHECK(strstr(sv_err_msg(), "CRC32C mismatch") && strstr(sv_err_msg(), back.files[1].name));
     sv_ckpt_reader_close(&rd);

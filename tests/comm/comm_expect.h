@@ -12,8 +12,7 @@
 #include "core/elementwise.h"
 #include "fsdp/comm.h"
 
-static const sv_comm_dtype kAllDtypes[] = {SV_COMM_F32, SV_COMM_BF16, SV_COMM_F64, SV_COMM_I64,
-                                           SV_COMM_U8};
+static const sv_comm_dtype kAllDtypes[] = {SV_COMM_F32, SV_COMM_BF16, SV_COMM_F64, SV_COMM_I64, SV_COMM_U8};
 static const sv_comm_op kAllOps[] = {SV_COMM_SUM, SV_COMM_MAX, SV_COMM_MIN};
 
 /* Input element i of rank r, written into p (element size of dt). */
@@ -25,7 +24,9 @@ static inline void gen_elem(sv_comm_dtype dt, int r, size_t i, void *p) {
     /* |x| <= 30 integers: partial sums of up to 8 ranks are exact in bf16's 8-bit significand */
     case SV_COMM_BF16: *(uint16_t *)p = sv_f32_to_bf16((float)(((k * 5 + r * 3) % 61) - 30)); break;
     /* beyond 2^53, so a detour through double would show */
-    case SV_COMM_I64: *(int64_t *)p = (int64_t)i * 1000003 + ((int64_t)(r + 1) << 54) - (r % 2) * ((int64_t)1 << 56); break;
+    case SV_COMM_I64:
+        *(int64_t *)p = (int64_t)i * 1000003 + ((int64_t)(r + 1) << 54) - (r % 2) * ((int64_t)1 << 56);
+        break;
     case SV_COMM_U8: *(uint8_t *)p = (uint8_t)((i * 31 + (size_t)r * 97 + 200) & 255); break;
     }
 }
@@ -79,14 +80,12 @@ static inline void *xmalloc(size_t n) {
 }
 
 /* Compare n elements at `got` against `want`; report the first mismatch with context. */
-static inline int same_elems(const char *what, sv_comm_dtype dt, const void *got,
-                             const void *want, size_t n) {
+static inline int same_elems(const char *what, sv_comm_dtype dt, const void *got, const void *want, size_t n) {
     size_t es = sv_comm_dtype_size(dt);
     if (memcmp(got, want, n * es) == 0) return 1;
     for (size_t i = 0; i < n; i++)
         if (memcmp((const char *)got + i * es, (const char *)want + i * es, es) != 0) {
-            fprintf(stderr, "%s: first mismatch at element %zu of %zu (dtype size %zu)\n", what,
-                    i, n, es);
+            fprintf(stderr, "%s: first mismatch at element %zu of %zu (dtype size %zu)\n", what, i, n, es);
             break;
         }
     return 0;

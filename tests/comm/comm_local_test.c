@@ -78,8 +78,10 @@ int main(void) {
     CHECK(sv_comm_create_world(&neg, &c) == SV_ERR_INVALID);
     sv_comm_config nccl = {.kind = SV_COMM_KIND_NCCL};
     sv_status st = sv_comm_create_world(&nccl, &c);
-    if (st == SV_OK) sv_comm_destroy(c);
-    else CHECK(strlen(sv_err_msg()) > 0);
+    if (st == SV_OK)
+        sv_comm_destroy(c);
+    else
+        CHECK(strlen(sv_err_msg()) > 0);
 #ifdef SV_TEST_NO_NCCL
     CHECK(st == SV_ERR_UNSUPPORTED && strstr(sv_err_msg(), "NCCL") != NULL);
 #endif

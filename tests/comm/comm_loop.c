@@ -44,12 +44,9 @@ int main(int argc, char **argv) {
     time_t start = time(NULL);
     for (long it = 0; time(NULL) - start < 60; it++) {
         sv_comm_req q;
-        if ((st = sv_comm_all_reduce(c, buf, 4096, SV_COMM_F32, SV_COMM_SUM, &q)) ||
-            (st = sv_comm_wait(c, &q)))
+        if ((st = sv_comm_all_reduce(c, buf, 4096, SV_COMM_F32, SV_COMM_SUM, &q)) || (st = sv_comm_wait(c, &q)))
             die(wr, st);
-        if ((st = sv_comm_all_gather(c, ag, mine, 1024, SV_COMM_F32, &q)) ||
-            (st = sv_comm_wait(c, &q)))
-            die(wr, st);
+        if ((st = sv_comm_all_gather(c, ag, mine, 1024, SV_COMM_F32, &q)) || (st = sv_comm_wait(c, &q))) die(wr, st);
         if (it == 50 && wr == 0) {
             snprintf(path, sizeof path, "%s/running", argv[1]);
             FILE *r = fopen(path, "w");

@@ -27,8 +27,7 @@ static void check_all_gather(sv_comm *c, sv_comm_dtype dt, size_t count, int in_
     CHECK_OK(sv_comm_all_gather(c, recv, send, count, dt, &q));
     CHECK_OK(sv_comm_wait(c, &q));
     char what[96];
-    snprintf(what, sizeof what, "all_gather dtype %d count %zu%s", (int)dt, count,
-             in_place ? " in place" : "");
+    snprintf(what, sizeof what, "all_gather dtype %d count %zu%s", (int)dt, count, in_place ? " in place" : "");
     CHECK(same_elems(what, dt, recv, want, count * (size_t)p));
     for (size_t i = 0; i < guard; i++) CHECK((unsigned char)recv[count * es * (size_t)p + i] == 0xAB);
     if (!in_place) free(send);
@@ -44,8 +43,7 @@ static void check_reduce_scatter(sv_comm *c, sv_comm_dtype dt, sv_comm_op op, si
     char *want = xmalloc(count * es + 1);
     for (size_t i = 0; i < count * (size_t)p; i++) gen_elem(dt, me, i, send + i * es);
     memset(recv, 0xAB, count * es + guard);
-    for (size_t i = 0; i < count; i++)
-        expect_reduced(dt, op, p, (size_t)me * count + i, want + i * es);
+    for (size_t i = 0; i < count; i++) expect_reduced(dt, op, p, (size_t)me * count + i, want + i * es);
     sv_comm_req q;
     CHECK_OK(sv_comm_reduce_scatter(c, recv, send, count, dt, op, &q));
     CHECK_OK(sv_comm_wait(c, &q));
@@ -83,8 +81,10 @@ static void check_broadcast(sv_comm *c, sv_comm_dtype dt, size_t count, int root
     char *buf = xmalloc(count * es);
     char *want = xmalloc(count * es);
     for (size_t i = 0; i < count; i++) gen_elem(dt, root, i, want + i * es);
-    if (me == root) memcpy(buf, want, count * es);
-    else memset(buf, 0xCD, count * es);
+    if (me == root)
+        memcpy(buf, want, count * es);
+    else
+        memset(buf, 0xCD, count * es);
     CHECK_OK(sv_comm_broadcast_sync(c, buf, count, dt, root));
     char what[96];
     snprintf(what, sizeof what, "broadcast dtype %d root %d count %zu", (int)dt, root, count);

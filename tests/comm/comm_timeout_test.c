@@ -42,8 +42,7 @@ int main(int argc, char **argv) {
         sv_status st = sv_comm_wait(c, &q);
         double el = now() - t0;
         const char *msg = sv_err_msg();
-        fprintf(stderr, "rank %d: wait returned '%s' after %.2f s: %s\n", wr, sv_status_str(st),
-                el, msg);
+        fprintf(stderr, "rank %d: wait returned '%s' after %.2f s: %s\n", wr, sv_status_str(st), el, msg);
         CHECK(st == SV_ERR_TIMEOUT);
         CHECK(el >= timeout && el < timeout + 5.0);
         CHECK(strstr(msg, "all_reduce seq 2") != NULL);

@@ -72,8 +72,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, exercise, &worst[i + 1]) == 0);
     for (int i = 0; i < 2; i++) CHECK(pthread_join(th[i], NULL) == 0);
     for (int i = 0; i < 3; i++) {
-        printf("thread %d: worst distance outside the clock_gettime bracket %.3f us\n", i,
-               worst[i] * 1e6);
+        printf("thread %d: worst distance outside the clock_gettime bracket %.3f us\n", i, worst[i] * 1e6);
         CHECK(worst[i] <= BRACKET_TOL);
     }
     printf("test_clock: OK\n");

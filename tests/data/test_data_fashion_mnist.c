@@ -36,7 +36,8 @@ int main(void) {
         CHECK(sv_dataset_len(d) == n && sv_dataset_num_classes(d) == 10);
         /* source labels */
         gzFile f = gzopen(split ? SV_FASHION_MNIST_DIR "/t10k-labels-idx1-ubyte.gz"
-                                : SV_FASHION_MNIST_DIR "/train-labels-idx1-ubyte.gz", "rb");
+                                : SV_FASHION_MNIST_DIR "/train-labels-idx1-ubyte.gz",
+                          "rb");
         CHECK(f);
         uint8_t *lab = malloc(n + 8);
         CHECK(gzread(f, lab, (unsigned)(n + 8)) == (int)(n + 8));

@@ -70,9 +70,19 @@ static sv_status decode_all(sv_jpeg_ctx *jc, const uint8_t *j, size_t len, int w
     static float out[1 * 32 * 32];
     float mean[1] = {0.5f}, std[1] = {0.5f};
     sv_resample_scratch rs = {0};
-    sv_image_xform x = {.train = 1, .key = 3, .img = 32, .channels = 1, .scale_min = 0.08, .scale_max = 1,
-                        .ratio_min = 0.75, .ratio_max = 4.0 / 3, .hflip = 0.5, .crop_pct = 0.875,
-                        .max_pixels = 1u << 26, .mean = mean, .std = std};
+    sv_image_xform x = {.train = 1,
+                        .key = 3,
+                        .img = 32,
+                        .channels = 1,
+                        .scale_min = 0.08,
+                        .scale_max = 1,
+                        .ratio_min = 0.75,
+                        .ratio_max = 4.0 / 3,
+                        .hflip = 0.5,
+                        .crop_pct = 0.875,
+                        .max_pixels = 1u << 26,
+                        .mean = mean,
+                        .std = std};
     sv_status a = sv_load_image(jc, &rs, j, len, &x, out);
     sv_resample_scratch_free(&rs);
     sv_jpeg_region r;
@@ -101,9 +111,12 @@ static void test_scan_limit(void) {
             CHECK(scan_jpeg_count_sos(j, len) == counts[i]);
             sv_err_clear();
             sv_status s = decode_all(&jc, j, len, W, H);
-            printf("  %3d scans%s: %s\n", counts[i], restart ? " (restart markers)" : "", s == SV_OK ? "decoded" : sv_err_msg());
-            if (counts[i] <= SV_JPEG_MAX_SCANS) CHECK_OK(s);
-            else expect_fail(s, "more than 100 scans", NULL);
+            printf("  %3d scans%s: %s\n", counts[i], restart ? " (restart markers)" : "",
+                   s == SV_OK ? "decoded" : sv_err_msg());
+            if (counts[i] <= SV_JPEG_MAX_SCANS)
+                CHECK_OK(s);
+            else
+                expect_fail(s, "more than 100 scans", NULL);
             /* the context is still good for an ordinary image afterwards */
             uint8_t *ok;
             size_t okl;
@@ -250,7 +263,10 @@ static void tar_member(FILE *f, const char *name, const void *d, size_t n) {
     snprintf((char *)h + 100, 8, "%07o", 0644);
     snprintf((char *)h + 124, 12, "%011zo", n);
     h[156] = '0';
-    memcpy(h + 257, "ustar\0" "00", 8);
+    memcpy(h + 257,
+           "ustar\0"
+           "00",
+           8);
     memset(h + 148, ' ', 8);
     unsigned s = 0;
     for (int i = 0; i < 512; i++) s += h[i];
@@ -359,8 +375,10 @@ static void test_prep_inputs(void) {
     static uint8_t rec[3073];
     for (int b = 1; b <= 5; b++) {
         snprintf(p, sizeof p, "%s/data_batch_%d.bin", src, b);
-        if (b == 3) CHECK(mkfifo(p, 0600) == 0);
-        else put_file(p, rec, sizeof rec);
+        if (b == 3)
+            CHECK(mkfifo(p, 0600) == 0);
+        else
+            put_file(p, rec, sizeof rec);
     }
     snprintf(p, sizeof p, "%s/test_batch.bin", src);
     put_file(p, rec, sizeof rec);

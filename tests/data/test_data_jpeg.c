@@ -60,9 +60,19 @@ int main(void) {
         float mean[3] = {0.5f, 0.5f, 0.5f}, std[3] = {0.5f, 0.5f, 0.5f};
         static float out[3 * 32 * 32];
         sv_resample_scratch rs = {0};
-        sv_image_xform x = {.train = 1, .key = 9, .img = 32, .channels = 3, .scale_min = 0.08, .scale_max = 1,
-                            .ratio_min = 0.75, .ratio_max = 4.0 / 3, .hflip = 0.5, .crop_pct = 0.875,
-                            .max_pixels = (uint64_t)W * H - 1, .mean = mean, .std = std};
+        sv_image_xform x = {.train = 1,
+                            .key = 9,
+                            .img = 32,
+                            .channels = 3,
+                            .scale_min = 0.08,
+                            .scale_max = 1,
+                            .ratio_min = 0.75,
+                            .ratio_max = 4.0 / 3,
+                            .hflip = 0.5,
+                            .crop_pct = 0.875,
+                            .max_pixels = (uint64_t)W * H - 1,
+                            .mean = mean,
+                            .std = std};
         CHECK(sv_load_image(&jc, &rs, j, len, &x, out) == SV_ERR_FORMAT);
         x.max_pixels = (uint64_t)W * H;
         CHECK_OK(sv_load_image(&jc, &rs, j, len, &x, out));
@@ -133,7 +143,8 @@ int main(void) {
                         CHECK_OK(sv_jpeg_decode(&jc, jb, jl, ch, denom, &fw, &fh));
                         memcpy(full, jc.pix, (size_t)fw * fh * ch);
                         for (uint64_t k = 0; k < 40; k++) {
-                            int x0 = (int)(sv_rand_u64(k, 0) % (uint64_t)fw), y0 = (int)(sv_rand_u64(k, 1) % (uint64_t)fh);
+                            int x0 = (int)(sv_rand_u64(k, 0) % (uint64_t)fw),
+                                y0 = (int)(sv_rand_u64(k, 1) % (uint64_t)fh);
                             int x1 = x0 + 1 + (int)(sv_rand_u64(k, 2) % (uint64_t)(fw - x0));
                             int y1 = y0 + 1 + (int)(sv_rand_u64(k, 3) % (uint64_t)(fh - y0));
                             sv_jpeg_region r;

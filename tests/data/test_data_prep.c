@@ -13,7 +13,12 @@
 #include "data/jpeg.h"
 #include "data/prep.h"
 
-static void put32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
+static void put32(uint8_t *p, uint32_t v) {
+    p[0] = v >> 24;
+    p[1] = v >> 16;
+    p[2] = v >> 8;
+    p[3] = v;
+}
 
 static void write_file(const char *path, const void *data, size_t n, int gz) {
     if (gz) {
@@ -45,8 +50,8 @@ static double psnr(const uint8_t *a, const uint8_t *b, size_t n) {
 
 /* Labels compare by class NAME: an ImageFolder tree re-sorts classes by name, tar shards keep
  * the source order through classes.txt. */
-static void check_import(const char *spec, const char *const *names, const uint8_t *labels, size_t n, int K, const uint8_t *pix,
-                         int side, int ch, size_t rec, size_t pix_off, int planar) {
+static void check_import(const char *spec, const char *const *names, const uint8_t *labels, size_t n, int K,
+                         const uint8_t *pix, int side, int ch, size_t rec, size_t pix_off, int planar) {
     sv_dataset *d;
     CHECK_OK(sv_dataset_open(spec, NULL, &d));
     CHECK(sv_dataset_len(d) == n);
@@ -90,8 +95,12 @@ int main(void) {
         uint32_t n = split ? 13 : 37, rows = 6, cols = 6;
         size_t isz = 16 + (size_t)n * rows * cols;
         uint8_t *im = malloc(isz), *lb = malloc(8 + n);
-        put32(im, 0x803); put32(im + 4, n); put32(im + 8, rows); put32(im + 12, cols);
-        put32(lb, 0x801); put32(lb + 4, n);
+        put32(im, 0x803);
+        put32(im + 4, n);
+        put32(im + 8, rows);
+        put32(im + 12, cols);
+        put32(lb, 0x801);
+        put32(lb + 4, n);
         for (uint32_t i = 0; i < n; i++) {
             lb[8 + i] = (uint8_t)((i * 7 + split) % 10);
             for (uint32_t p = 0; p < rows * cols; p++) im[16 + i * rows * cols + p] = (uint8_t)(40 + 5 * i + 3 * p);
@@ -115,8 +124,10 @@ int main(void) {
         }
         if (split == 1) {
             for (int fmt = 0; fmt < 2; fmt++) {
-                if (fmt) snprintf(spec, sizeof spec, "%s/idx1/test-{000000..000001}.tar", root);
-                else snprintf(spec, sizeof spec, "%s/idx0/test", root);
+                if (fmt)
+                    snprintf(spec, sizeof spec, "%s/idx1/test-{000000..000001}.tar", root);
+                else
+                    snprintf(spec, sizeof spec, "%s/idx0/test", root);
                 check_import(spec, sv_fashion_mnist_classes, lb + 8, n, 10, im + 16, 6, 1, rows * cols, 0, 0);
             }
             /* Fashion-MNIST class names, sorted order on disk differs from label order */
@@ -144,10 +155,15 @@ int main(void) {
             for (size_t i = 0; i < n; i++) {
                 uint8_t *r = all + i * rec;
                 labels[i] = (uint8_t)((i * 13 + (size_t)split * 5) % (size_t)K);
-                if (K == 10) r[0] = labels[i];
-                else { r[0] = (uint8_t)(labels[i] / 5); r[1] = labels[i]; }
+                if (K == 10)
+                    r[0] = labels[i];
+                else {
+                    r[0] = (uint8_t)(labels[i] / 5);
+                    r[1] = labels[i];
+                }
                 for (int c = 0; c < 3; c++)
-                    for (int p = 0; p < 1024; p++) r[rec - 3072 + (size_t)c * 1024 + (size_t)p] = (uint8_t)(30 + 60 * c + (p % 32) * 2 + i);
+                    for (int p = 0; p < 1024; p++)
+                        r[rec - 3072 + (size_t)c * 1024 + (size_t)p] = (uint8_t)(30 + 60 * c + (p % 32) * 2 + i);
             }
             char p[4500];
             if (K == 10 && !split)
@@ -168,10 +184,13 @@ int main(void) {
                     o.format = fmt ? SV_PREP_TAR : SV_PREP_FOLDER;
                     CHECK_OK(sv_prep_cifar(&o, K));
                     CHECK(o.n_train == ntr && o.n_test == nte);
-                    if (fmt) snprintf(spec, sizeof spec, "%s/test-000000.tar", out);
-                    else snprintf(spec, sizeof spec, "%s/test", out);
+                    if (fmt)
+                        snprintf(spec, sizeof spec, "%s/test-000000.tar", out);
+                    else
+                        snprintf(spec, sizeof spec, "%s/test", out);
                     /* folder classes are only those listed on disk: all K exist as dirs */
-                    check_import(spec, K == 10 ? sv_cifar10_classes : sv_cifar100_classes, labels, n, K, all, 32, 3, rec, rec - 3072, 1);
+                    check_import(spec, K == 10 ? sv_cifar10_classes : sv_cifar100_classes, labels, n, K, all, 32, 3,
+                                 rec, rec - 3072, 1);
                 }
             }
             free(all);

@@ -26,7 +26,9 @@ static void random_image(uint64_t seed, int n) {
     memcpy(orig, img, (size_t)n);
 }
 
-static void op(sv_ra_op o, double m, int neg, int side, int c) { sv_randaug_apply(o, m, neg, img, side, c, fill3, scratch); }
+static void op(sv_ra_op o, double m, int neg, int side, int c) {
+    sv_randaug_apply(o, m, neg, img, side, c, fill3, scratch);
+}
 
 int main(void) {
     /* Invert, Posterize, Solarize, SolarizeAdd on chosen values (1 channel) */
@@ -69,7 +71,8 @@ int main(void) {
         op(SV_RA_ROTATE, 30, neg, S, 3);
         for (int y = 0; y < S; y++)
             for (int x = 0; x < S; x++)
-                CHECK(!memcmp(px(img, S, 3, x, y), neg ? px(orig, S, 3, y, S - 1 - x) : px(orig, S, 3, S - 1 - y, x), 3));
+                CHECK(
+                    !memcmp(px(img, S, 3, x, y), neg ? px(orig, S, 3, y, S - 1 - x) : px(orig, S, 3, S - 1 - y, x), 3));
     }
     /* ShearX 0.3 (m = 10): row y samples x + 0.3 (y + 0.5) rounded down from the pixel centre:
      * row 0 shift 0, row 2 shift 1 (0.75 + 0.5), row 7 shift 2 (2.25 + 0.5) */
@@ -153,7 +156,8 @@ int main(void) {
         for (int neg = 0; neg < 2; neg++) {
             random_image(4 + (uint64_t)o, S * S * 3);
             op((sv_ra_op)o, 0, neg, S, 3);
-            if (memcmp(img, orig, S * S * 3)) fprintf(stderr, "%s at magnitude 0 is not the identity\n", sv_randaug_op_name((sv_ra_op)o));
+            if (memcmp(img, orig, S * S * 3))
+                fprintf(stderr, "%s at magnitude 0 is not the identity\n", sv_randaug_op_name((sv_ra_op)o));
             CHECK(!memcmp(img, orig, S * S * 3));
         }
     }
@@ -246,7 +250,8 @@ int main(void) {
             }
         }
         int differ = 0;
-        for (int g = 0; g < B; g++) differ += memcmp(ref + (size_t)g * isz, plain + (size_t)g * isz, isz * sizeof(float)) != 0;
+        for (int g = 0; g < B; g++)
+            differ += memcmp(ref + (size_t)g * isz, plain + (size_t)g * isz, isz * sizeof(float)) != 0;
         fprintf(stderr, "%s: RandAugment changed %d of %d samples\n", src ? "synthetic" : "folder", differ, B);
         CHECK(differ >= B / 2);
         sv_dataset_close(d);

@@ -84,7 +84,7 @@ int main(void) {
         int clip[4], out;
     } cases[] = {
         {{0, 0, W, H}, {0, 0, W, H}, 37},            /* shrink 2.6x / 2.2x */
-        {{10, 7, 61, 50}, {10, 7, 71, 57}, 29},     /* crop then resize: clip = crop */
+        {{10, 7, 61, 50}, {10, 7, 71, 57}, 29},      /* crop then resize: clip = crop */
         {{10.3, 7.6, 43.2, 41.7}, {0, 0, W, H}, 31}, /* resize then crop: sub-pixel box */
         {{20, 30, 17, 13}, {20, 30, 37, 43}, 64},    /* enlarge 3.8x / 4.9x */
         {{3, 2, 90, 20}, {0, 0, W, H}, 24},          /* different scales per axis */
@@ -104,8 +104,8 @@ int main(void) {
                 d = fabs(s.img[e] - ref75[e]);
                 max75 = d > max75 ? d : max75;
             }
-            fprintf(stderr, "%s case %zu: max |err| %.3f, mean %.3f (vs a=-0.75: max %.3f)\n", bic ? "bicubic" : "bilinear",
-                    ci, maxd, sumd / (double)n, max75);
+            fprintf(stderr, "%s case %zu: max |err| %.3f, mean %.3f (vs a=-0.75: max %.3f)\n",
+                    bic ? "bicubic" : "bilinear", ci, maxd, sumd / (double)n, max75);
             /* two 8-bit roundings (after each pass, as Pillow) bound the error */
             CHECK(maxd <= (bic ? 1.3 : 1.0));
             CHECK(sumd / (double)n < 0.4);
@@ -116,7 +116,8 @@ int main(void) {
             run(&s, src, W, 3, &cases[ci].b, cases[ci].clip, out, 1, bic ? SV_INTERP_BICUBIC : SV_INTERP_BILINEAR);
             for (int y = 0; y < out; y++)
                 for (int x = 0; x < out; x++)
-                    CHECK(!memcmp(s.img + ((size_t)y * out + x) * 3, unflipped + ((size_t)y * out + out - 1 - x) * 3, 3));
+                    CHECK(
+                        !memcmp(s.img + ((size_t)y * out + x) * 3, unflipped + ((size_t)y * out + out - 1 - x) * 3, 3));
             /* pixels outside the clip rectangle are never read */
             memcpy(alt, src, sizeof src);
             const int *cl = cases[ci].clip;
@@ -127,7 +128,8 @@ int main(void) {
             run(&s, alt, W, 3, &cases[ci].b, cases[ci].clip, out, 1, bic ? SV_INTERP_BICUBIC : SV_INTERP_BILINEAR);
             for (int y = 0; y < out; y++)
                 for (int x = 0; x < out; x++)
-                    CHECK(!memcmp(s.img + ((size_t)y * out + x) * 3, unflipped + ((size_t)y * out + out - 1 - x) * 3, 3));
+                    CHECK(
+                        !memcmp(s.img + ((size_t)y * out + x) * 3, unflipped + ((size_t)y * out + out - 1 - x) * 3, 3));
         }
     /* bicubic and bilinear really differ on texture */
     {
@@ -204,9 +206,19 @@ int main(void) {
         static float out[2][3 * IMG * IMG];
         for (int train = 0; train < 2; train++) {
             for (int bic = 0; bic < 2; bic++) {
-                sv_image_xform x = {.train = train, .key = 11, .img = IMG, .channels = 3, .scale_min = 0.08,
-                                    .scale_max = 1, .ratio_min = 0.75, .ratio_max = 4.0 / 3, .hflip = 0.5,
-                                    .crop_pct = 0.875, .max_pixels = 1u << 30, .mean = mean, .std = std,
+                sv_image_xform x = {.train = train,
+                                    .key = 11,
+                                    .img = IMG,
+                                    .channels = 3,
+                                    .scale_min = 0.08,
+                                    .scale_max = 1,
+                                    .ratio_min = 0.75,
+                                    .ratio_max = 4.0 / 3,
+                                    .hflip = 0.5,
+                                    .crop_pct = 0.875,
+                                    .max_pixels = 1u << 30,
+                                    .mean = mean,
+                                    .std = std,
                                     .interp = bic ? SV_INTERP_BICUBIC : SV_INTERP_BILINEAR};
                 CHECK_OK(sv_load_image(&jc, &s, enc, len, &x, out[bic]));
                 for (int i = 0; i < 3 * IMG * IMG; i++) CHECK(out[bic][i] >= -1.0001f && out[bic][i] <= 1.0001f);

@@ -106,8 +106,8 @@ static void coverage_eval(const sv_dataset *d, int B, int W) {
 }
 
 /* The global sample sequence from (epoch, cursor) at world W: ranks' slices concatenated. */
-static void global_seq(const sv_dataset *d, int B, int W, uint64_t epoch, uint64_t cursor, int steps,
-                       int64_t *out, float *img0) {
+static void global_seq(const sv_dataset *d, int B, int W, uint64_t epoch, uint64_t cursor, int steps, int64_t *out,
+                       float *img0) {
     sv_loader *l[4];
     for (int r = 0; r < W; r++) {
         l[r] = mk(d, B, r, W, 1, 1 + r % 3);
@@ -154,10 +154,10 @@ int main(void) {
     uint64_t ep = bt->next_epoch, cur = bt->next_cursor;
     CHECK(ep == 0 && cur == 36);
     sv_loader_destroy(l0);
-    global_seq(d, 4, 3, ep, cur, 4, a, NULL);   /* 48 samples */
-    global_seq(d, 12, 1, 0, 0, 7, ref, NULL);   /* positions 0..83 */
+    global_seq(d, 4, 3, ep, cur, 4, a, NULL); /* 48 samples */
+    global_seq(d, 12, 1, 0, 0, 7, ref, NULL); /* positions 0..83 */
     for (int i = 0; i < 48; i++) CHECK(a[i] == ref[36 + i]);
-    global_seq(d, 2, 4, ep, cur, 6, b, NULL);   /* 48 samples at G=8 */
+    global_seq(d, 2, 4, ep, cur, 6, b, NULL); /* 48 samples at G=8 */
     for (int i = 0; i < 48; i++) CHECK(b[i] == ref[36 + i]);
 
     /* thread count does not change any byte of the output (train + mixup) */

@@ -25,7 +25,10 @@ static void hdr(FILE *f, const char *name, size_t size, char type) {
     snprintf((char *)h + 100, 8, "%07o", 0644);
     snprintf((char *)h + 124, 12, "%011zo", size);
     h[156] = (uint8_t)type;
-    memcpy(h + 257, "ustar\0" "00", 8);
+    memcpy(h + 257,
+           "ustar\0"
+           "00",
+           8);
     memset(h + 148, ' ', 8);
     unsigned s = 0;
     for (int i = 0; i < 512; i++) s += h[i];
@@ -142,7 +145,8 @@ int main(void) {
         /* the next epoch still works and counts the substitutions again, not the files */
         CHECK_OK(sv_loader_next(l, &b));
         sv_loader_stats_get(l, &st);
-        fprintf(stderr, "bad %llu substituted %llu\n", (unsigned long long)st.bad_files, (unsigned long long)st.substituted);
+        fprintf(stderr, "bad %llu substituted %llu\n", (unsigned long long)st.bad_files,
+                (unsigned long long)st.substituted);
         CHECK(st.bad_files == 2 && st.substituted == 4);
         sv_loader_destroy(l);
     }
@@ -164,8 +168,10 @@ int main(void) {
         FILE *f = fopen(p, "wb");
         for (int i = 0; i < 3; i++) {
             char nm[400];
-            if (s == 1 && i == 2) snprintf(nm, sizeof nm, "dir/%s.jpg", longkey);
-            else snprintf(nm, sizeof nm, "dir/s%d_%d.jpg", s, i);
+            if (s == 1 && i == 2)
+                snprintf(nm, sizeof nm, "dir/%s.jpg", longkey);
+            else
+                snprintf(nm, sizeof nm, "dir/s%d_%d.jpg", s, i);
             member(f, nm, jpg, len);
             char c[8];
             int cl = snprintf(c, sizeof c, "%d\n", (s * 3 + i) % 4);
@@ -192,8 +198,15 @@ int main(void) {
     sv_dataset_close(d);
 
     /* bad archives: each is a clear error naming the problem */
-    struct { const char *bad_name; int drop_cls; int truncate; const char *want; } cases[] = {
-        {"../evil.jpg", 0, 0, "'..'"}, {"/abs/evil.jpg", 0, 0, "absolute"}, {NULL, 1, 0, "no .cls"}, {NULL, 0, 1, "truncated"}};
+    struct {
+        const char *bad_name;
+        int drop_cls;
+        int truncate;
+        const char *want;
+    } cases[] = {{"../evil.jpg", 0, 0, "'..'"},
+                 {"/abs/evil.jpg", 0, 0, "absolute"},
+                 {NULL, 1, 0, "no .cls"},
+                 {NULL, 0, 1, "truncated"}};
     for (int c = 0; c < 4; c++) {
         snprintf(p, sizeof p, "%s/bad%d.tar", root, c);
         FILE *f = fopen(p, "wb");

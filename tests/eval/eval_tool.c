@@ -59,8 +59,9 @@ int main(int argc, char **argv) {
     snprintf(cj, sizeof cj, "%.*s/config.json", slash ? (int)(slash - argv[3]) : 1, slash ? argv[3] : ".");
     FILE *f = fopen(cj, "w");
     CHECK(f);
-    fprintf(f, "{\"architecture\": \"vit_custom\", \"num_classes\": %d, \"embed_dim\": %d, \"depth\": %d, "
-               "\"num_heads\": %d, \"img_size\": %d, \"patch_size\": %d, \"in_chans\": %d, \"mlp_ratio\": 4.0}\n",
+    fprintf(f,
+            "{\"architecture\": \"vit_custom\", \"num_classes\": %d, \"embed_dim\": %d, \"depth\": %d, "
+            "\"num_heads\": %d, \"img_size\": %d, \"patch_size\": %d, \"in_chans\": %d, \"mlp_ratio\": 4.0}\n",
             c.num_classes, c.dim, c.depth, c.heads, c.img, c.patch, c.in_chans);
     fclose(f);
     free(e);

@@ -20,9 +20,10 @@
 static uint32_t masked(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
 static uint32_t rd32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
 
-static const struct { const char *key, *tag; } k_map[] = {
-    {"loss", "train/loss"},       {"lr", "train/lr"},         {"grad_norm", "train/grad_norm"},
-    {"eval_top1", "eval/top1"},   {"eval_top5", "eval/top5"}, {"eval_loss", "eval/loss"}};
+static const struct {
+    const char *key, *tag;
+} k_map[] = {{"loss", "train/loss"},     {"lr", "train/lr"},         {"grad_norm", "train/grad_norm"},
+             {"eval_top1", "eval/top1"}, {"eval_top5", "eval/top5"}, {"eval_loss", "eval/loss"}};
 #define NMAP (sizeof k_map / sizeof k_map[0])
 
 int main(int argc, char **argv) {

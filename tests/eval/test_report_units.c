@@ -36,10 +36,12 @@ static int well_formed(const char *s, const char *suffix) {
     if (p[0] == '0' && p[1] && p[1] != '.') return 0; /* leading zero */
     const char *dot = strchr(p, '.'), *e = strchr(p, 'e');
     size_t end = strlen(p);
-    if (e) end = (size_t)(e - p);
-    else if (end && strchr("kMGT", p[end - 1])) end--;
+    if (e)
+        end = (size_t)(e - p);
+    else if (end && strchr("kMGT", p[end - 1]))
+        end--;
     if (dot && (size_t)(dot - p) < end && p[end - 1] == '0') return 0; /* trailing zero */
-    if (e && (e[1] != '-' || e[2] == '0' || !e[2])) return 0;        /* e-N, unpadded */
+    if (e && (e[1] != '-' || e[2] == '0' || !e[2])) return 0;          /* e-N, unpadded */
     return 1;
 }
 

@@ -20,23 +20,22 @@ static inline void fmt_rmdir(const char *dir) { CHECK_OK(sv_fileio_remove_tree(d
 
 /* Assert that `expr` fails with status `code` and that the message contains every one of the
  * given substrings (NULL-terminated list). */
-#define CHECK_FAILS(expr, code, ...)                                                          \
-    do {                                                                                      \
-        sv_err_clear();                                                                       \
-        sv_status cf_s_ = (expr);                                                             \
-        const char *cf_want_[] = {__VA_ARGS__, NULL};                                         \
-        if (cf_s_ != (code)) {                                                                \
-            fprintf(stderr, "CHECK_FAILS: %s returned %s (wanted %s): %s (%s:%d)\n", #expr,   \
-                    sv_status_str(cf_s_), sv_status_str(code), sv_err_msg(), __FILE__,       \
-                    __LINE__);                                                                \
-            exit(1);                                                                          \
-        }                                                                                     \
-        for (int cf_i_ = 0; cf_want_[cf_i_]; cf_i_++)                                         \
-            if (!strstr(sv_err_msg(), cf_want_[cf_i_])) {                                     \
-                fprintf(stderr, "CHECK_FAILS: message \"%s\" lacks \"%s\" (%s:%d)\n",          \
-                        sv_err_msg(), cf_want_[cf_i_], __FILE__, __LINE__);                   \
-                exit(1);                                                                      \
-            }                                                                                 \
+#define CHECK_FAILS(expr, code, ...) \
+    do { \
+        sv_err_clear(); \
+        sv_status cf_s_ = (expr); \
+        const char *cf_want_[] = {__VA_ARGS__, NULL}; \
+        if (cf_s_ != (code)) { \
+            fprintf(stderr, "CHECK_FAILS: %s returned %s (wanted %s): %s (%s:%d)\n", #expr, sv_status_str(cf_s_), \
+                    sv_status_str(code), sv_err_msg(), __FILE__, __LINE__); \
+            exit(1); \
+        } \
+        for (int cf_i_ = 0; cf_want_[cf_i_]; cf_i_++) \
+            if (!strstr(sv_err_msg(), cf_want_[cf_i_])) { \
+                fprintf(stderr, "CHECK_FAILS: message \"%s\" lacks \"%s\" (%s:%d)\n", sv_err_msg(), cf_want_[cf_i_], \
+                        __FILE__, __LINE__); \
+                exit(1); \
+            } \
     } while (0)
 
 /* Tiny deterministic generator for tests (splitmix64). */

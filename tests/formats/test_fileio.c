@@ -136,18 +136,16 @@ int main(void) {
     char rb[32];
     CHECK_OK(sv_fileio_pread_exact(fd, rb, 4, 6, q));
     CHECK(!memcmp(rb, "6789", 4));
-    CHECK_FAILS(sv_fileio_pread_exact(fd, rb, 15, 5, q), SV_ERR_CORRUPT, "partial.bin",
-                "truncated", "[5, 20)", "ends at 10");
+    CHECK_FAILS(sv_fileio_pread_exact(fd, rb, 15, 5, q), SV_ERR_CORRUPT, "partial.bin", "truncated", "[5, 20)",
+                "ends at 10");
     close(fd);
-    CHECK_FAILS(sv_fileio_write_all(fd, "x", 1, "closed.bin"), SV_ERR_IO, "closed.bin",
-                "Bad file descriptor");
+    CHECK_FAILS(sv_fileio_write_all(fd, "x", 1, "closed.bin"), SV_ERR_IO, "closed.bin", "Bad file descriptor");
     snprintf(q, sizeof q, "%s/missing.bin", dir);
-    CHECK_FAILS(sv_fileio_open_read(q, &fd, NULL), SV_ERR_NOT_FOUND, "missing.bin",
-                "No such file or directory");
+    CHECK_FAILS(sv_fileio_open_read(q, &fd, NULL), SV_ERR_NOT_FOUND, "missing.bin", "No such file or directory");
 
     /* read_small: size limit */
-    CHECK_FAILS(sv_fileio_read_small(p, 4, &(char *){NULL}, NULL), SV_ERR_INVALID, "latest",
-                "14 bytes", "limit of 4 bytes");
+    CHECK_FAILS(sv_fileio_read_small(p, 4, &(char *){NULL}, NULL), SV_ERR_INVALID, "latest", "14 bytes",
+                "limit of 4 bytes");
 
     /* mkdir -p */
     snprintf(q, sizeof q, "%s/ckpt/step_00000100.tmp/sub", dir);

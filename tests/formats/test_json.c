@@ -12,13 +12,13 @@ static void parse_ok(sv_json_doc *d, const char *text) {
     CHECK_OK(sv_json_parse(d, text, strlen(text), "t.json", NULL));
 }
 
-#define REJECT(text, ...)                                                                     \
-    do {                                                                                      \
-        sv_json_doc d_;                                                                       \
-        CHECK_FAILS(sv_json_parse(&d_, (text), strlen(text), "bad.json", NULL), SV_ERR_FORMAT, \
-                    "bad.json", "JSON error at byte", __VA_ARGS__);                           \
-        CHECK(d_.root.type == SV_JSON_NULL);                                                  \
-        sv_json_doc_free(&d_);                                                                \
+#define REJECT(text, ...) \
+    do { \
+        sv_json_doc d_; \
+        CHECK_FAILS(sv_json_parse(&d_, (text), strlen(text), "bad.json", NULL), SV_ERR_FORMAT, "bad.json", \
+                    "JSON error at byte", __VA_ARGS__); \
+        CHECK(d_.root.type == SV_JSON_NULL); \
+        sv_json_doc_free(&d_); \
     } while (0)
 
 /* Structural equality of two nodes (numbers by bits/exact int, strings by bytes). */
@@ -31,8 +31,7 @@ static int same(const sv_json *a, const sv_json *b) {
         if (a->u.num.is_int != b->u.num.is_int) return 0;
         if (a->u.num.is_int) return a->u.num.i == b->u.num.i;
         return memcmp(&a->u.num.d, &b->u.num.d, 8) == 0;
-    case SV_JSON_STRING:
-        return a->u.str.len == b->u.str.len && !memcmp(a->u.str.s, b->u.str.s, a->u.str.len);
+    case SV_JSON_STRING: return a->u.str.len == b->u.str.len && !memcmp(a->u.str.s, b->u.str.s, a->u.str.len);
     case SV_JSON_ARRAY:
         if (a->u.arr.n != b->u.arr.n) return 0;
         for (size_t i = 0; i < a->u.arr.n; i++)
@@ -66,12 +65,11 @@ static void roundtrip(const sv_json_doc *d, int indent) {
 
 static void test_values(void) {
     sv_json_doc d;
-    const char *text =
-        " {\"s\": \"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u0001\\u00e9\\u20ac\\ud83d\\ude00\xc3\xa9\","
-        "  \"nul\": \"x\\u0000y\", \"max\": 9223372036854775807, \"min\": -9223372036854775808,"
-        "  \"over\": 9223372036854775808, \"p53\": 9007199254740993, \"f\": 1.5, \"e\": 1.5e3,"
-        "  \"neg0\": -0, \"tiny\": 5e-324, \"arr\": [true, false, null, [], {}],"
-        "  \"z\": 0, \"order\": {\"b\": 1, \"a\": 2, \"c\": 3}} \n";
+    const char *text = " {\"s\": \"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u0001\\u00e9\\u20ac\\ud83d\\ude00\xc3\xa9\","
+                       "  \"nul\": \"x\\u0000y\", \"max\": 9223372036854775807, \"min\": -9223372036854775808,"
+                       "  \"over\": 9223372036854775808, \"p53\": 9007199254740993, \"f\": 1.5, \"e\": 1.5e3,"
+                       "  \"neg0\": -0, \"tiny\": 5e-324, \"arr\": [true, false, null, [], {}],"
+                       "  \"z\": 0, \"order\": {\"b\": 1, \"a\": 2, \"c\": 3}} \n";
     parse_ok(&d, text);
     const char *s;
     size_t n;
@@ -89,8 +87,8 @@ static void test_values(void) {
     CHECK(i == 9007199254740993LL); /* not representable as a double: exactness matters */
     const sv_json *over = sv_json_member_get(&d.root, "over");
     CHECK(over->type == SV_JSON_NUMBER && !over->u.num.is_int && over->u.num.d == 9223372036854775808.0);
-    CHECK_FAILS(sv_json_get_i64(&d.root, "over", &i), SV_ERR_FORMAT, "t.json", "over",
-                "expected integer", "non-integral number");
+    CHECK_FAILS(sv_json_get_i64(&d.root, "over", &i), SV_ERR_FORMAT, "t.json", "over", "expected integer",
+                "non-integral number");
     double f;
     CHECK_OK(sv_json_get_f64(&d.root, "f", &f));
     CHECK(f == 1.5);
@@ -123,8 +121,8 @@ static void test_values(void) {
 }
 
 static void test_doubles(void) {
-    const double vals[] = {0.1, 1.0 / 3.0, 1e-300, 5e-324, DBL_MAX, -DBL_MIN, 123456789.125,
-                           -0.0, 2.5e-8, 1e21, 6.02214076e23, 0.30000000000000004};
+    const double vals[] = {0.1,           1.0 / 3.0, 1e-300, 5e-324, DBL_MAX,       -DBL_MIN,
+                           123456789.125, -0.0,      2.5e-8, 1e21,   6.02214076e23, 0.30000000000000004};
     for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++) {
         sv_json_writer w;
         sv_json_writer_init(&w, 0);
@@ -218,8 +216,8 @@ static void test_rejects(void) {
     sv_json_limits lim = {.max_bytes = 4, .max_depth = 2};
     sv_json_doc d;
     CHECK_FAILS(sv_json_parse(&d, "[1,2,3]", 7, "lim.json", &lim), SV_ERR_FORMAT, "exceeds the limit");
-    CHECK_FAILS(sv_json_parse(&d, "[[[]]]", 6, "lim.json", &(sv_json_limits){0, 2}),
-                SV_ERR_FORMAT, "nesting deeper than 2");
+    CHECK_FAILS(sv_json_parse(&d, "[[[]]]", 6, "lim.json", &(sv_json_limits){0, 2}), SV_ERR_FORMAT,
+                "nesting deeper than 2");
     /* no NUL terminator needed: only `len` bytes are read */
     char nonul[3] = {'[', ']', 'x'};
     CHECK_OK(sv_json_parse(&d, nonul, 2, "n.json", NULL));
@@ -232,12 +230,11 @@ static void test_paths(void) {
     const sv_json *units, *shape;
     CHECK_OK(sv_json_get(&d.root, "units", SV_JSON_ARRAY, &units));
     const sv_json *u0 = sv_json_index(units, 0), *u1 = sv_json_index(units, 1);
-    CHECK_FAILS(sv_json_get(u0, "shape", SV_JSON_ARRAY, &shape), SV_ERR_FORMAT, "t.json: ",
-                "units[0].shape: expected array, found string");
+    CHECK_FAILS(sv_json_get(u0, "shape", SV_JSON_ARRAY, &shape), SV_ERR_FORMAT,
+                "t.json: ", "units[0].shape: expected array, found string");
     CHECK_FAILS(sv_json_get_i64(u0, "numel", &(int64_t){0}), SV_ERR_FORMAT, "units[0].numel: missing");
     const char *s;
-    CHECK_FAILS(sv_json_get_str(u1, "name", &s, NULL), SV_ERR_FORMAT,
-                "units[1].name: expected string, found number");
+    CHECK_FAILS(sv_json_get_str(u1, "name", &s, NULL), SV_ERR_FORMAT, "units[1].name: expected string, found number");
     CHECK_FAILS(sv_json_get_i64(&d.root, "nope", &(int64_t){0}), SV_ERR_FORMAT, "t.json: nope: missing");
     const sv_json *inner = sv_json_index(sv_json_index(sv_json_index(sv_json_member_get(&d.root, "v"), 0), 1), 0);
     char path[128];
@@ -245,8 +242,7 @@ static void test_paths(void) {
     CHECK(!strcmp(path, "v[0][1][0]"));
     sv_json_path(&d.root, path, sizeof path);
     CHECK(!strcmp(path, "(root)"));
-    CHECK_FAILS(sv_json_get(units, "x", SV_JSON_NULL, &shape), SV_ERR_FORMAT,
-                "units: expected object, found array");
+    CHECK_FAILS(sv_json_get(units, "x", SV_JSON_NULL, &shape), SV_ERR_FORMAT, "units: expected object, found array");
     sv_json_doc_free(&d);
 }
 
@@ -320,9 +316,22 @@ static void test_mutations(void) {
             uint64_t r = fmt_rand(&rs);
             size_t pos = n ? (size_t)(r % n) : 0;
             switch ((r >> 32) % 4) {
-            case 0: if (n) buf[pos] = (char)(r >> 40); break;
-            case 1: if (n < sizeof buf - 1) { memmove(buf + pos + 1, buf + pos, n - pos); buf[pos] = "[]{}\",:\\u0e-"[(r >> 48) % 13]; n++; } break;
-            case 2: if (n) { memmove(buf + pos, buf + pos + 1, n - pos - 1); n--; } break;
+            case 0:
+                if (n) buf[pos] = (char)(r >> 40);
+                break;
+            case 1:
+                if (n < sizeof buf - 1) {
+                    memmove(buf + pos + 1, buf + pos, n - pos);
+                    buf[pos] = "[]{}\",:\\u0e-"[(r >> 48) % 13];
+                    n++;
+                }
+                break;
+            case 2:
+                if (n) {
+                    memmove(buf + pos, buf + pos + 1, n - pos - 1);
+                    n--;
+                }
+                break;
             case 3: n = pos; break;
             }
         }

@@ -63,8 +63,7 @@ static void test_counts(void) {
     check_expected(&m);
     /* a bad label in a valid sample rejects the whole batch */
     int32_t bad[2] = {1, 6};
-    CHECK_FAILS(sv_metrics_add_batch(&m, &logits[0][0], bad, NULL, 2), SV_ERR_INVALID,
-                "sample 1", "label 6", "[0, 6)");
+    CHECK_FAILS(sv_metrics_add_batch(&m, &logits[0][0], bad, NULL, 2), SV_ERR_INVALID, "sample 1", "label 6", "[0, 6)");
     bad[1] = -1;
     CHECK_FAILS(sv_metrics_add_batch(&m, &logits[0][0], bad, NULL, 2), SV_ERR_INVALID, "label -1");
     check_expected(&m);

@@ -30,8 +30,7 @@ static sv_status fill_cb(void *ctx, size_t index, uint64_t byte_off, void *buf, 
     return SV_OK;
 }
 
-static void write_raw(const char *path, const char *header, uint64_t hlen_override,
-                      size_t data_len) {
+static void write_raw(const char *path, const char *header, uint64_t hlen_override, size_t data_len) {
     FILE *fp = fopen(path, "wb");
     CHECK(fp);
     uint64_t n = hlen_override ? hlen_override : strlen(header);
@@ -43,14 +42,14 @@ static void write_raw(const char *path, const char *header, uint64_t hlen_overri
     fclose(fp);
 }
 
-#define BAD(dir, header, hlen, data_len, code, ...)                                           \
-    do {                                                                                      \
-        char bp_[600];                                                                        \
-        snprintf(bp_, sizeof bp_, "%s/bad.safetensors", dir);                                 \
-        write_raw(bp_, header, hlen, data_len);                                               \
-        sv_st_file bf_;                                                                       \
-        CHECK_FAILS(sv_safetensors_open(&bf_, bp_), code, "bad.safetensors", __VA_ARGS__);    \
-        CHECK(bf_.fd == -1 && bf_.tensors == NULL);                                           \
+#define BAD(dir, header, hlen, data_len, code, ...) \
+    do { \
+        char bp_[600]; \
+        snprintf(bp_, sizeof bp_, "%s/bad.safetensors", dir); \
+        write_raw(bp_, header, hlen, data_len); \
+        sv_st_file bf_; \
+        CHECK_FAILS(sv_safetensors_open(&bf_, bp_), code, "bad.safetensors", __VA_ARGS__); \
+        CHECK(bf_.fd == -1 && bf_.tensors == NULL); \
     } while (0)
 
 static void test_roundtrip(const char *dir) {
@@ -61,8 +60,8 @@ static void test_roundtrip(const char *dir) {
     uint16_t cls[2] = {sv_f32_to_bf16(cls_f[0]), sv_f32_to_bf16(cls_f[1])};
     double scalar = 3.141592653589793;
     uint8_t u8[5] = {1, 2, 3, 250, 255};
-    int64_t s_w[2] = {3, 4}, s_cls[3] = {1, 1, 2}, s_hb[1] = {7}, s_empty[2] = {0, 5},
-            s_u8[1] = {5}, s_big[2] = {BIG_N / 4, 4};
+    int64_t s_w[2] = {3, 4}, s_cls[3] = {1, 1, 2}, s_hb[1] = {7}, s_empty[2] = {0, 5}, s_u8[1] = {5},
+            s_big[2] = {BIG_N / 4, 4};
     sv_st_entry e[] = {
         {"blocks.0.attn.qkv.weight", SV_ST_F32, 2, s_w, w},
         {"cls_token", SV_ST_BF16, 3, s_cls, cls},
@@ -170,48 +169,49 @@ static void test_roundtrip(const char *dir) {
 static void test_malformed(const char *dir) {
     const char *ok1 = "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}";
     BAD(dir, ok1, 1, 16, SV_ERR_FORMAT, "header length 1 is too small");
-    BAD(dir, ok1, (uint64_t)1 << 40, 16, SV_ERR_FORMAT, "header length 1099511627776",
-        "exceeds the limit");
+    BAD(dir, ok1, (uint64_t)1 << 40, 16, SV_ERR_FORMAT, "header length 1099511627776", "exceeds the limit");
     BAD(dir, ok1, 5000, 16, SV_ERR_CORRUPT, "header length 5000 exceeds", "truncated");
     BAD(dir, "{\"a\":{\"dtype\":\"F32\",}}", 0, 0, SV_ERR_FORMAT, "JSON error at byte 20");
     BAD(dir, "[1,2]", 0, 0, SV_ERR_FORMAT, "top level is not a JSON object");
-    BAD(dir, "{\"a\":{\"dtype\":\"F33\",\"shape\":[4],\"data_offsets\":[0,16]}}", 0, 16,
-        SV_ERR_FORMAT, "\"a\"", "unknown dtype \"F33\"");
-    BAD(dir, "{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]}}", 0, 12,
-        SV_ERR_FORMAT, "\"w\"", "shape/size mismatch", "16 bytes", "span 12 bytes");
-    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
-             "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}", 0, 24,
-        SV_ERR_FORMAT, "\"b\"", "overlap the previous tensor \"a\"");
-    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
-             "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[20,36]}}", 0, 36,
-        SV_ERR_FORMAT, "\"b\"", "hole of 4 bytes");
-    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[4,20]}}", 0, 20,
-        SV_ERR_FORMAT, "\"a\"", "hole of 4 bytes");
-    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[100],\"data_offsets\":[0,400]}}", 0, 16,
-        SV_ERR_CORRUPT, "\"a\"", "[0, 400]", "past the end of the file");
+    BAD(dir, "{\"a\":{\"dtype\":\"F33\",\"shape\":[4],\"data_offsets\":[0,16]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
+        "unknown dtype \"F33\"");
+    BAD(dir, "{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]}}", 0, 12, SV_ERR_FORMAT, "\"w\"",
+        "shape/size mismatch", "16 bytes", "span 12 bytes");
+    BAD(dir,
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+        "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}",
+        0, 24, SV_ERR_FORMAT, "\"b\"", "overlap the previous tensor \"a\"");
+    BAD(dir,
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+        "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[20,36]}}",
+        0, 36, SV_ERR_FORMAT, "\"b\"", "hole of 4 bytes");
+    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[4,20]}}", 0, 20, SV_ERR_FORMAT, "\"a\"",
+        "hole of 4 bytes");
+    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[100],\"data_offsets\":[0,400]}}", 0, 16, SV_ERR_CORRUPT, "\"a\"",
+        "[0, 400]", "past the end of the file");
     BAD(dir, ok1, 0, 20, SV_ERR_FORMAT, "4 bytes after the last tensor \"a\"", "not covered");
-    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
-             "\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[16,32]}}", 0, 32,
-        SV_ERR_FORMAT, "duplicate key \"a\"");
-    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[-4],\"data_offsets\":[0,16]}}", 0, 16,
-        SV_ERR_FORMAT, "\"a\"", "non-negative integers");
-    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4.5],\"data_offsets\":[0,16]}}", 0, 16,
-        SV_ERR_FORMAT, "\"a\"", "non-negative integers");
-    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[16,0]}}", 0, 16,
-        SV_ERR_FORMAT, "\"a\"", "begin > end");
-    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0]}}", 0, 16,
-        SV_ERR_FORMAT, "\"a\"", "[begin, end]");
-    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":4,\"data_offsets\":[0,16]}}", 0, 16,
-        SV_ERR_FORMAT, "\"a\"", "\"shape\"");
-    BAD(dir, "{\"a\":{\"shape\":[4],\"data_offsets\":[0,16]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
-        "\"dtype\"");
+    BAD(dir,
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+        "\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[16,32]}}",
+        0, 32, SV_ERR_FORMAT, "duplicate key \"a\"");
+    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[-4],\"data_offsets\":[0,16]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
+        "non-negative integers");
+    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4.5],\"data_offsets\":[0,16]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
+        "non-negative integers");
+    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[16,0]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
+        "begin > end");
+    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
+        "[begin, end]");
+    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":4,\"data_offsets\":[0,16]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
+        "\"shape\"");
+    BAD(dir, "{\"a\":{\"shape\":[4],\"data_offsets\":[0,16]}}", 0, 16, SV_ERR_FORMAT, "\"a\"", "\"dtype\"");
     BAD(dir, "{\"a\":[1]}", 0, 0, SV_ERR_FORMAT, "\"a\"", "not a JSON object");
-    BAD(dir, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}",
-        0, 1, SV_ERR_FORMAT, "\"a\"", "9 dimensions");
-    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,16]}}",
-        0, 16, SV_ERR_FORMAT, "\"a\"", "overflows");
-    BAD(dir, "{\"__metadata__\":{\"k\":1},\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
-        0, 16, SV_ERR_FORMAT, "__metadata__", "\"k\"", "expected a string");
+    BAD(dir, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 0, 1, SV_ERR_FORMAT,
+        "\"a\"", "9 dimensions");
+    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,16]}}", 0, 16,
+        SV_ERR_FORMAT, "\"a\"", "overflows");
+    BAD(dir, "{\"__metadata__\":{\"k\":1},\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 0, 16,
+        SV_ERR_FORMAT, "__metadata__", "\"k\"", "expected a string");
     BAD(dir, "{}", 0, 8, SV_ERR_FORMAT, "8 data bytes but no tensors");
     /* valid corner cases: empty header object, header with trailing spaces */
     char p[600];
@@ -221,8 +221,9 @@ static void test_malformed(const char *dir) {
     CHECK_OK(sv_safetensors_open(&f, p));
     CHECK(f.n_tensors == 0);
     sv_safetensors_close(&f);
-    write_raw(p, "{\"z\":{\"dtype\":\"BOOL\",\"shape\":[0],\"data_offsets\":[0,0]},"
-                 "\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16],\"extra\":1}}  ",
+    write_raw(p,
+              "{\"z\":{\"dtype\":\"BOOL\",\"shape\":[0],\"data_offsets\":[0,0]},"
+              "\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16],\"extra\":1}}  ",
               0, 16);
     CHECK_OK(sv_safetensors_open(&f, p));
     CHECK(f.n_tensors == 2 && f.tensors[0].nbytes == 0);
@@ -235,14 +236,11 @@ static void test_writer_errors(const char *dir) {
     float x[4] = {1, 2, 3, 4};
     int64_t s4[1] = {4}, sneg[1] = {-1};
     sv_st_entry dup[2] = {{"a", SV_ST_F32, 1, s4, x}, {"a", SV_ST_F32, 1, s4, x}};
-    CHECK_FAILS(sv_safetensors_write(p, dup, 2, NULL, 0, NULL, NULL), SV_ERR_INVALID,
-                "duplicate tensor name \"a\"");
+    CHECK_FAILS(sv_safetensors_write(p, dup, 2, NULL, 0, NULL, NULL), SV_ERR_INVALID, "duplicate tensor name \"a\"");
     sv_st_entry neg = {"n", SV_ST_F32, 1, sneg, x};
-    CHECK_FAILS(sv_safetensors_write(p, &neg, 1, NULL, 0, NULL, NULL), SV_ERR_INVALID, "\"n\"",
-                "shape");
+    CHECK_FAILS(sv_safetensors_write(p, &neg, 1, NULL, 0, NULL, NULL), SV_ERR_INVALID, "\"n\"", "shape");
     sv_st_entry md = {"__metadata__", SV_ST_F32, 1, s4, x};
-    CHECK_FAILS(sv_safetensors_write(p, &md, 1, NULL, 0, NULL, NULL), SV_ERR_INVALID,
-                "invalid tensor name");
+    CHECK_FAILS(sv_safetensors_write(p, &md, 1, NULL, 0, NULL, NULL), SV_ERR_INVALID, "invalid tensor name");
     sv_st_entry nodata = {"c", SV_ST_F32, 1, s4, NULL};
     CHECK_FAILS(sv_safetensors_write(p, &nodata, 1, NULL, 0, NULL, NULL), SV_ERR_INVALID,
                 "no data and no fill callback");
@@ -252,8 +250,7 @@ static void test_writer_errors(const char *dir) {
     CHECK_OK(sv_safetensors_write(p, &one, 1, NULL, 0, NULL, NULL));
     sv_st_entry two[2] = {{"a", SV_ST_F32, 1, s4, x}, {"b", SV_ST_F32, 1, s4, x}};
     setenv("SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES", "100", 1);
-    CHECK_FAILS(sv_safetensors_write(p, two, 2, NULL, 0, NULL, NULL), SV_ERR_IO,
-                "No space left on device");
+    CHECK_FAILS(sv_safetensors_write(p, two, 2, NULL, 0, NULL, NULL), SV_ERR_IO, "No space left on device");
     unsetenv("SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES");
     char tmp[700];
     snprintf(tmp, sizeof tmp, "%s.tmp", p);
@@ -271,8 +268,7 @@ static void test_mutations(const char *dir) {
     float x[6] = {1, 2, 3, 4, 5, 6};
     int64_t s23[2] = {2, 3}, s2[1] = {2};
     uint16_t h[2] = {0x3c00, 0x4000};
-    sv_st_entry e[3] = {{"w", SV_ST_F32, 2, s23, x}, {"b", SV_ST_BF16, 1, s2, h},
-                        {"h", SV_ST_F16, 1, s2, h}};
+    sv_st_entry e[3] = {{"w", SV_ST_F32, 2, s23, x}, {"b", SV_ST_BF16, 1, s2, h}, {"h", SV_ST_F16, 1, s2, h}};
     const char *meta[] = {"k", "v"};
     CHECK_OK(sv_safetensors_write(p, e, 3, meta, 1, NULL, NULL));
     char *img;
@@ -289,9 +285,12 @@ static void test_mutations(const char *dir) {
         for (int k = 0; k < edits; k++) {
             uint64_t r = fmt_rand(&rs);
             size_t pos = (size_t)(r % n);
-            if ((r >> 60) == 0) n = pos; /* truncate */
-            else if ((r >> 58) & 1) buf[pos] = "0123456789[]{},:\" "[(r >> 32) % 19];
-            else buf[pos] ^= (uint8_t)(1u << ((r >> 40) & 7));
+            if ((r >> 60) == 0)
+                n = pos; /* truncate */
+            else if ((r >> 58) & 1)
+                buf[pos] = "0123456789[]{},:\" "[(r >> 32) % 19];
+            else
+                buf[pos] ^= (uint8_t)(1u << ((r >> 40) & 7));
             if (!n) break;
         }
         sv_st_file f;

@@ -15,9 +15,7 @@
 #define PYTHON "/usr/bin/python3"
 
 /* Same formula as values() in the script: multiples of 1/8, exact in F32/BF16/F16. */
-static double value(int64_t i, int mul, int mod, double shift) {
-    return (double)((i * mul) % mod) / 8.0 - shift;
-}
+static double value(int64_t i, int mul, int mod, double shift) { return (double)((i * mul) % mod) / 8.0 - shift; }
 
 static uint16_t to_f16(float f) { /* exact for the small multiples of 1/8 used here */
     uint32_t u;
@@ -75,8 +73,12 @@ int main(int argc, char **argv) {
     CHECK_OK(sv_safetensors_open(&f, path));
     CHECK(f.n_tensors == 4);
     CHECK(!strcmp(sv_safetensors_meta(&f, "source"), "numpy"));
-    static const struct { const char *name; int64_t numel; int mul, mod; double shift; } want[3] = {
-        {"z.bf16", 10, 7, 41, 2.5}, {"a.f32", 12, 5, 23, 1.0}, {"m.f16", 6, 3, 17, 0.5}};
+    static const struct {
+        const char *name;
+        int64_t numel;
+        int mul, mod;
+        double shift;
+    } want[3] = {{"z.bf16", 10, 7, 41, 2.5}, {"a.f32", 12, 5, 23, 1.0}, {"m.f16", 6, 3, 17, 0.5}};
     CHECK(!strcmp(f.tensors[0].name, "z.bf16") && f.tensors[0].dtype == SV_ST_BF16);
     CHECK(f.tensors[0].ndim == 2 && f.tensors[0].shape[0] == 2 && f.tensors[0].shape[1] == 5);
     for (int k = 0; k < 3; k++) {

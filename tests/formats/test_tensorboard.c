@@ -44,8 +44,7 @@ static void test_bytes_and_roundtrip(const char *dir) {
     int count = 0;
     for (int step = 0; step < 30; step++)
         for (int k = 0; k < 3; k++, count++)
-            CHECK_OK(sv_tb_scalar(&w, tags[k], step * 10, (float)(k + 1) / (float)(step + 1),
-                                  1700000001.0 + step));
+            CHECK_OK(sv_tb_scalar(&w, tags[k], step * 10, (float)(k + 1) / (float)(step + 1), 1700000001.0 + step));
     CHECK_OK(sv_tb_scalar(&w, "neg", -3, NAN, 1.0));
     CHECK_OK(sv_tb_scalar(&w, "big", (int64_t)1 << 40, -0.0f, 1.0));
     char longtag[SV_TB_MAX_TAG + 2];
@@ -84,8 +83,8 @@ static void test_bytes_and_roundtrip(const char *dir) {
     /* Event{wall_time=2.0, step(2, varint)=5, summary(5, len){value(1, len){tag(1)="a",
      * simple_value(2, fixed32)=1.0f}}} */
     d = record(p + 12 + n + 4, &n);
-    static const uint8_t ev1[] = {0x09, 0, 0, 0, 0, 0, 0, 0, 0x40, 0x10, 0x05, 0x2a, 0x0a, 0x0a,
-                                  0x08, 0x0a, 0x01, 'a',  0x15, 0, 0, 0x80, 0x3f};
+    static const uint8_t ev1[] = {0x09, 0,    0,    0,    0,    0,   0,    0, 0x40, 0x10, 0x05, 0x2a,
+                                  0x0a, 0x0a, 0x08, 0x0a, 0x01, 'a', 0x15, 0, 0,    0x80, 0x3f};
     CHECK(n == sizeof ev1 && !memcmp(d, ev1, n));
 
     CHECK_OK(sv_tb_decode(img, len, "ev", 0, &ev));
@@ -127,8 +126,7 @@ static void test_bytes_and_roundtrip(const char *dir) {
     memcpy(bad + 12, "\x2a\x7f\x00", 3); /* summary claims 127 bytes, 1 present */
     c = sv_crc32c_mask(sv_crc32c(bad + 12, 3));
     memcpy(bad + 15, &c, 4);
-    CHECK_FAILS(sv_tb_decode(bad, sizeof bad, "ev", 0, &ev), SV_ERR_FORMAT, "record 0",
-                "malformed Event protobuf");
+    CHECK_FAILS(sv_tb_decode(bad, sizeof bad, "ev", 0, &ev), SV_ERR_FORMAT, "record 0", "malformed Event protobuf");
     sv_tb_events_free(&ev);
 
     /* mutations: never crash; accepted images only hold what was decodable */
@@ -139,8 +137,10 @@ static void test_bytes_and_roundtrip(const char *dir) {
         memcpy(buf, img, len);
         size_t m = len;
         uint64_t r = fmt_rand(&rs);
-        if (r & 1) buf[(r >> 8) % len] ^= (char)(1u << ((r >> 40) & 7));
-        else m = (size_t)((r >> 8) % len);
+        if (r & 1)
+            buf[(r >> 8) % len] ^= (char)(1u << ((r >> 40) & 7));
+        else
+            m = (size_t)((r >> 8) % len);
         if (sv_tb_decode(buf, m, "fz", (int)((r >> 50) & 1), &ev) == SV_OK) CHECK(ev.n <= (size_t)count + 3);
         sv_tb_events_free(&ev);
     }

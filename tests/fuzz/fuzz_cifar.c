@@ -27,9 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(src, sizeof src, "%s/src", base);
     snprintf(out, sizeof out, "%s/out", base);
     mkdir(src, 0755);
-    static const char *const files[8] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
-                                         "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin",
-                                         "train.bin",        "test.bin"};
+    static const char *const files[8] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                                         "data_batch_5.bin", "test_batch.bin",   "train.bin",        "test.bin"};
     for (int i = 0; i < 8; i++) {
         snprintf(p, sizeof p, "%s/%s", src, files[i]);
         fuzz_write_file(p, in.p, in.n);

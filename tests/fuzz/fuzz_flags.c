@@ -35,6 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     long long seed = 0;
     double lr = 1e-3;
     const char *model = "vit-ti16", *out = NULL;
+    /* clang-format off: one flag per line */
     sv_flag flags[] = {{"steps", SV_FLAG_INT, &steps, 0, 1000000, "steps", 0},
                        {"seed", SV_FLAG_I64, &seed, -1e15, 1e15, "seed", 0},
                        {"lr", SV_FLAG_DOUBLE, &lr, 0, 10, "learning rate", 0},
@@ -43,6 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                        {"recompute", SV_FLAG_BOOL, &recompute, 0, 0, "recompute", 0},
                        {"batch-size", SV_FLAG_INT, &steps, 1, 4096, "batch", 0},
                        SV_FLAG_END};
+    /* clang-format on */
     sv_cmd_spec spec = {"train", "shardvit train [flags]", "fuzzing", 2};
     char *pos[2];
     int npos = -1;

@@ -23,12 +23,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_rm_tree(src);
     fuzz_rm_tree(out);
     mkdir(src, 0755);
-    static const char *const names[4] = {"train-images-idx3-ubyte", "t10k-images-idx3-ubyte",
-                                         "train-labels-idx1-ubyte", "t10k-labels-idx1-ubyte"};
+    static const char *const names[4] = {"train-images-idx3-ubyte", "t10k-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                         "t10k-labels-idx1-ubyte"};
     for (int i = 0; i < 4; i++) {
         snprintf(p, sizeof p, "%s/%s", src, names[i]);
-        if (i < 2) fuzz_write_file(p, img, ilen);
-        else fuzz_write_file(p, in.p, in.n);
+        if (i < 2)
+            fuzz_write_file(p, img, ilen);
+        else
+            fuzz_write_file(p, in.p, in.n);
     }
     sv_prep_opts o = sv_prep_opts_default();
     o.src = src;

@@ -21,9 +21,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     sv_jpeg_ctx_init(&jc);
     sv_resample_scratch rs = {0};
     float out[3 * IMG * IMG];
-    sv_image_xform x = {.train = mode & 1, .key = mode, .img = IMG, .channels = mode & 2 ? 1 : 3,
-                        .scale_min = 0.08, .scale_max = 1.0, .ratio_min = 0.75, .ratio_max = 4.0 / 3.0,
-                        .hflip = 0.5, .crop_pct = 0.875, .max_pixels = MAX_PIXELS, .mean = mean, .std = std};
+    sv_image_xform x = {.train = mode & 1,
+                        .key = mode,
+                        .img = IMG,
+                        .channels = mode & 2 ? 1 : 3,
+                        .scale_min = 0.08,
+                        .scale_max = 1.0,
+                        .ratio_min = 0.75,
+                        .ratio_max = 4.0 / 3.0,
+                        .hflip = 0.5,
+                        .crop_pct = 0.875,
+                        .max_pixels = MAX_PIXELS,
+                        .mean = mean,
+                        .std = std};
     int w, h, comps, rw, rh, rcomps;
     sv_status hs = sv_jpeg_header(&jc, data, size, &w, &h, &comps);
     /* the loader decodes through the libjpeg region path, which accepts some subsamplings the

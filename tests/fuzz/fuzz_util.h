@@ -54,9 +54,7 @@ static inline const char *fuzz_dir(void) {
 
 /* Path of `name` inside the scratch directory (static buffer per call site is not needed:
  * the caller passes its own). */
-static inline void fuzz_path(char *buf, size_t cap, const char *name) {
-    snprintf(buf, cap, "%s/%s", fuzz_dir(), name);
-}
+static inline void fuzz_path(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", fuzz_dir(), name); }
 
 /* Replace file `path` with exactly `n` bytes. */
 static inline void fuzz_write_file(const char *path, const void *data, size_t n) {

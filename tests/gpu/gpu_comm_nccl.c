@@ -69,8 +69,8 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         SKIP("not every rank has its own GPU (%d ranks on this node)", local_size);
     }
-    sv_comm_config cc = {.kind = SV_COMM_KIND_NCCL, .timeout_s = 60,
-                         .backend_stream = sv_be_native_stream(be), .device_index = local};
+    sv_comm_config cc = {
+        .kind = SV_COMM_KIND_NCCL, .timeout_s = 60, .backend_stream = sv_be_native_stream(be), .device_index = local};
     sv_comm *c;
     CHECK_OK(sv_comm_create_world(&cc, &c));
     CHECK(sv_comm_rank(c) == rank && sv_comm_size(c) == world);

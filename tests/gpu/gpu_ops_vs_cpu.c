@@ -45,9 +45,7 @@ static void *cbuf(ctx *c, const float *h, size_t n) {
     CHECK_OK(sv_be_f32_to_compute(c->be, d, tmp, n));
     return d;
 }
-static void get_f(ctx *c, float *h, const float *d, size_t n) {
-    CHECK_OK(sv_be_download(c->be, h, d, n * 4));
-}
+static void get_f(ctx *c, float *h, const float *d, size_t n) { CHECK_OK(sv_be_download(c->be, h, d, n * 4)); }
 static void get_c(ctx *c, float *h, const void *d, size_t n) {
     float *tmp = dalloc(c, n * 4);
     CHECK_OK(sv_be_compute_to_f32(c->be, tmp, d, n));
@@ -76,8 +74,8 @@ static float *hzero(size_t n) {
 static int failures = 0, checks = 0;
 static FILE *json = NULL;
 
-static void report(const char *op, const char *variant, const char *what, const float *gpu,
-                   const float *cpu, size_t n, double tol) {
+static void report(const char *op, const char *variant, const char *what, const float *gpu, const float *cpu, size_t n,
+                   double tol) {
     double maxd = 0, maxr = 0;
     int nonfinite = 0;
     for (size_t i = 0; i < n; i++) {
@@ -90,8 +88,7 @@ static void report(const char *op, const char *variant, const char *what, const 
     int ok = !nonfinite && rel <= tol;
     checks++;
     failures += !ok;
-    printf("%-22s %-18s %-10s rel_err %.3e  tol %.1e  %s\n", op, variant, what, rel, tol,
-           ok ? "ok" : "FAIL");
+    printf("%-22s %-18s %-10s rel_err %.3e  tol %.1e  %s\n", op, variant, what, rel, tol, ok ? "ok" : "FAIL");
     if (json)
         fprintf(json, "%s{\"op\":\"%s\",\"variant\":\"%s\",\"output\":\"%s\",\"rel_err\":%.6e,\"tol\":%.1e,\"ok\":%s}",
                 checks > 1 ? ",\n" : "", op, variant, what, rel, tol, ok ? "true" : "false");
@@ -104,11 +101,11 @@ typedef struct pair {
     double tol;
 } pair;
 
-#define BOTH(P, c, ...)                                                                        \
-    for (int b_ = 0; b_ < 2; b_++) {                                                           \
-        ctx *c = &(P)->c[b_];                                                                  \
-        __VA_ARGS__;                                                                           \
-        release(c);                                                                            \
+#define BOTH(P, c, ...) \
+    for (int b_ = 0; b_ < 2; b_++) { \
+        ctx *c = &(P)->c[b_]; \
+        __VA_ARGS__; \
+        release(c); \
     }
 #define OUT(name, n) float *name[2] = {hzero(n), hzero(n)}
 #define CMP(P, op, what, name, n, tol) report(op, (P)->variant, what, name[0], name[1], n, tol)
@@ -118,7 +115,10 @@ typedef struct pair {
 static void test_vector_ops(pair *P) {
     const size_t n = 10007;
     float *x = hrand(n, 3.0f), *y = hrand(n, 1.0f);
-    OUT(rt, n); OUT(bfr, n); OUT(add, n); OUT(up, n);
+    OUT(rt, n);
+    OUT(bfr, n);
+    OUT(add, n);
+    OUT(up, n);
     double ss[2];
     uint16_t *bits[2] = {malloc(n * 2), malloc(n * 2)};
     BOTH(P, c, {
@@ -167,7 +167,11 @@ static void test_linear(pair *P, int M, int N, int K, int with_bias, int with_ge
     float *in = hrand((size_t)M * K, 1.0f), *W = hrand((size_t)N * K, 0.1f), *bias = hrand(N, 0.5f);
     float *gout = hrand((size_t)M * N, 1.0f), *dW0 = hrand((size_t)N * K, 0.1f), *db0 = hrand(N, 0.1f);
     size_t mn = (size_t)M * N, mk = (size_t)M * K, nk = (size_t)N * K;
-    OUT(out, mn); OUT(pre, mn); OUT(din, mk); OUT(dW, nk); OUT(db, N);
+    OUT(out, mn);
+    OUT(pre, mn);
+    OUT(din, mk);
+    OUT(dW, nk);
+    OUT(db, N);
     BOTH(P, c, {
         void *d_in = cbuf(c, in, mk), *d_W = cbuf(c, W, nk), *d_b = with_bias ? cbuf(c, bias, N) : NULL;
         void *d_pre = with_gelu ? cbuf(c, gout, mn) : NULL; /* overwritten by the forward */
@@ -196,7 +200,12 @@ static void test_layernorm(pair *P, int M, int C) {
     float *x = hrand(n, 2.0f), *w = hrand(C, 1.0f), *bb = hrand(C, 0.5f), *go = hrand(n, 1.0f);
     float *dx0 = hrand(n, 0.5f), *dw0 = hrand(C, 0.1f), *db0 = hrand(C, 0.1f);
     for (size_t i = 0; i < n; i++) x[i] += 0.5f; /* nonzero mean */
-    OUT(out, n); OUT(mean, M); OUT(rstd, M); OUT(dx, n); OUT(dw, C); OUT(db, C);
+    OUT(out, n);
+    OUT(mean, M);
+    OUT(rstd, M);
+    OUT(dx, n);
+    OUT(dw, C);
+    OUT(db, C);
     BOTH(P, c, {
         void *dxin = cbuf(c, x, n), *dwt = cbuf(c, w, C), *dbs = cbuf(c, bb, C), *o = dalloc(c, n * 4);
         float *mu = dalloc(c, M * 4), *rs = dalloc(c, M * 4);
@@ -223,7 +232,8 @@ static void test_attention(pair *P, int B, int T, int D, int H) {
     snprintf(op, sizeof op, "attention B%d T%d D%d H%d", B, T, D, H);
     size_t nq = (size_t)B * T * 3 * D, no = (size_t)B * T * D;
     float *qkv = hrand(nq, 1.0f), *go = hrand(no, 1.0f);
-    OUT(out, no); OUT(dq, nq);
+    OUT(out, no);
+    OUT(dq, nq);
     BOTH(P, c, {
         void *dqkv = cbuf(c, qkv, nq), *o = dalloc(c, no * 4), *g = cbuf(c, go, no), *gq = dalloc(c, nq * 4);
         void *saved = dalloc(c, sv_be_attention_saved_bytes(c->be, B, T, D, H));
@@ -242,7 +252,9 @@ static void test_attention(pair *P, int B, int T, int D, int H) {
 static void test_pointwise(pair *P) {
     const size_t n = 4099;
     float *x = hrand(n, 4.0f), *y = hrand(n, 1.0f);
-    OUT(gf, n); OUT(gb, n); OUT(ra, n);
+    OUT(gf, n);
+    OUT(gb, n);
+    OUT(ra, n);
     BOTH(P, c, {
         void *dx = cbuf(c, x, n), *dy = cbuf(c, y, n), *o = dalloc(c, n * 4);
         CHECK_OK(sv_be_gelu_fwd(c->be, o, dx, n));
@@ -269,7 +281,11 @@ static void test_xent(pair *P, int B, int K) {
     }
     int32_t *lab = malloc(B * sizeof(int32_t));
     for (int b = 0; b < B; b++) lab[b] = (b * 7 + 3) % K;
-    OUT(l1, B); OUT(d1, n); OUT(l2, B); OUT(d2, n); OUT(l3, B);
+    OUT(l1, B);
+    OUT(d1, n);
+    OUT(l2, B);
+    OUT(d2, n);
+    OUT(l3, B);
     BOTH(P, c, {
         void *dz = cbuf(c, z, n), *g = dalloc(c, n * 4);
         int32_t *dl = dalloc(c, B * 4);
@@ -296,14 +312,22 @@ static void test_embed(pair *P, int B, int C, int img, int p, int D) {
     size_t ni = (size_t)B * C * img * img, np = (size_t)B * G * G * C * p * p;
     size_t nx = (size_t)B * T * D, npo = (size_t)B * (T - 1) * D;
     float *im = hrand(ni, 1.0f), *po = hrand(npo, 1.0f), *cls = hrand(D, 0.1f), *pos = hrand((size_t)T * D, 0.1f);
-    float *gx = hrand(nx, 1.0f), *gcls0 = hrand(D, 0.1f), *gpos0 = hrand((size_t)T * D, 0.1f), *gsel = hrand((size_t)B * D, 1.0f);
-    OUT(pat, np); OUT(x, nx); OUT(dpo, npo); OUT(dcls, D); OUT(dpos, (size_t)T * D); OUT(sel, (size_t)B * D); OUT(dxs, nx);
+    float *gx = hrand(nx, 1.0f), *gcls0 = hrand(D, 0.1f), *gpos0 = hrand((size_t)T * D, 0.1f),
+          *gsel = hrand((size_t)B * D, 1.0f);
+    OUT(pat, np);
+    OUT(x, nx);
+    OUT(dpo, npo);
+    OUT(dcls, D);
+    OUT(dpos, (size_t)T * D);
+    OUT(sel, (size_t)B * D);
+    OUT(dxs, nx);
     BOTH(P, c, {
         float *dim = fbuf(c, im, ni);
         void *dp = dalloc(c, np * 4);
         CHECK_OK(sv_be_im2col(c->be, dp, dim, B, C, img, img, p));
         get_c(c, pat[b_], dp, np);
-        void *dpo_in = cbuf(c, po, npo), *dcl = cbuf(c, cls, D), *dps = cbuf(c, pos, (size_t)T * D), *dx = dalloc(c, nx * 4);
+        void *dpo_in = cbuf(c, po, npo), *dcl = cbuf(c, cls, D), *dps = cbuf(c, pos, (size_t)T * D),
+             *dx = dalloc(c, nx * 4);
         CHECK_OK(sv_be_embed_fwd(c->be, dx, dpo_in, dcl, dps, B, T, D));
         get_c(c, x[b_], dx, nx);
         void *g = cbuf(c, gx, nx), *gp = dalloc(c, npo * 4);
@@ -332,9 +356,17 @@ static void test_adamw(pair *P) {
     const size_t n = 5003;
     float *p0 = hrand(n, 1.0f), *g = hrand(n, 0.1f), *m0 = hrand(n, 0.01f), *v0 = hrand(n, 0.001f);
     for (size_t i = 0; i < n; i++) v0[i] = fabsf(v0[i]);
-    sv_adamw_hparams h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.05f,
-                          .bc1 = 1.0f - 0.9f * 0.9f * 0.9f, .bc2 = 1.0f - 0.999f * 0.999f * 0.999f, .grad_scale = 0.5f};
-    OUT(p, n); OUT(m, n); OUT(v, n);
+    sv_adamw_hparams h = {.lr = 1e-3f,
+                          .beta1 = 0.9f,
+                          .beta2 = 0.999f,
+                          .eps = 1e-8f,
+                          .weight_decay = 0.05f,
+                          .bc1 = 1.0f - 0.9f * 0.9f * 0.9f,
+                          .bc2 = 1.0f - 0.999f * 0.999f * 0.999f,
+                          .grad_scale = 0.5f};
+    OUT(p, n);
+    OUT(m, n);
+    OUT(v, n);
     BOTH(P, c, {
         float *dp = fbuf(c, p0, n), *dg = fbuf(c, g, n), *dm = fbuf(c, m0, n), *dv = fbuf(c, v0, n);
         CHECK_OK(sv_be_adamw(c->be, dp, dg, dm, dv, n, &h, 0.05f));
@@ -351,8 +383,8 @@ static void test_adamw(pair *P) {
 static void run_variant(sv_dtype dt, int attn_fallback, int attention_only) {
     pair P;
     memset(&P, 0, sizeof P);
-    sv_backend_config gcfg = {.device = SV_DEVICE_CUDA, .compute_dtype = dt, .device_index = 0,
-                              .attn_fallback = attn_fallback};
+    sv_backend_config gcfg = {
+        .device = SV_DEVICE_CUDA, .compute_dtype = dt, .device_index = 0, .attn_fallback = attn_fallback};
     sv_backend_config ccfg = {.device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = 2};
     CHECK_OK(sv_backend_create(&gcfg, &P.c[0].be));
     CHECK_OK(sv_backend_create(&ccfg, &P.c[1].be));
@@ -365,8 +397,8 @@ static void run_variant(sv_dtype dt, int attn_fallback, int attention_only) {
         test_vector_ops(&P);
         test_linear(&P, 130, 384, 128, 1, 0);
         test_linear(&P, 130, 512, 128, 1, 1);
-        test_linear(&P, 64, 10, 96, 1, 0);  /* classifier head: odd N */
-        test_linear(&P, 65, 96, 48, 0, 0);  /* no bias, odd M */
+        test_linear(&P, 64, 10, 96, 1, 0); /* classifier head: odd N */
+        test_linear(&P, 65, 96, 48, 0, 0); /* no bias, odd M */
         test_layernorm(&P, 130, 192);
         test_pointwise(&P);
         test_xent(&P, 16, 37);

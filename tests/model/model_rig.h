@@ -28,11 +28,11 @@ typedef struct rig {
     void *dev_block, *host_block;
     sv_arena dev, host;
     int B;
-    size_t n_total;     /* sv_vit_param_count */
-    size_t *canon_off;  /* [n_params] offset of tensor p in canonical concatenation */
-    float *d_images;    /* (B,C,img,img) device */
-    int32_t *d_labels;  /* (B) device */
-    float *h_flat;      /* staging of the largest unit (padded) */
+    size_t n_total;    /* sv_vit_param_count */
+    size_t *canon_off; /* [n_params] offset of tensor p in canonical concatenation */
+    float *d_images;   /* (B,C,img,img) device */
+    int32_t *d_labels; /* (B) device */
+    float *h_flat;     /* staging of the largest unit (padded) */
 } rig;
 
 typedef struct rig_opts {
@@ -40,7 +40,7 @@ typedef struct rig_opts {
     int recompute;
     size_t wrap_bytes; /* 0: one unit per block */
     uint64_t seed;
-    int threads;       /* 0 -> 1 */
+    int threads; /* 0 -> 1 */
 } rig_opts;
 
 static inline void rig_init(rig *r, const sv_vit_config *vcfg, const rig_opts *o) {
@@ -53,8 +53,12 @@ static inline void rig_init(rig *r, const sv_vit_config *vcfg, const rig_opts *o
     sv_comm_config cc = {.kind = SV_COMM_KIND_LOCAL, .timeout_s = 0};
     CHECK_OK(sv_comm_create_world(&cc, &r->world));
     CHECK_OK(sv_fsdp_make_comms(r->world, SV_FULL_SHARD, 0, &r->shard, &r->repl));
-    sv_fsdp_config fc = {.strategy = SV_FULL_SHARD, .reduce_dtype = SV_F32, .accum_mode = SV_ACCUM_SHARD,
-                         .wrap_bytes = o->wrap_bytes, .head_zero_init = 0, .seed = o->seed};
+    sv_fsdp_config fc = {.strategy = SV_FULL_SHARD,
+                         .reduce_dtype = SV_F32,
+                         .accum_mode = SV_ACCUM_SHARD,
+                         .wrap_bytes = o->wrap_bytes,
+                         .head_zero_init = 0,
+                         .seed = o->seed};
     CHECK_OK(sv_fsdp_setup(&r->f, &fc, r->be, r->world, r->shard, r->repl, vcfg));
     CHECK(r->f.world_size == 1 && r->f.shard_size == 1);
 
@@ -201,10 +205,12 @@ static inline void rig_random_weights(const rig *r, uint64_t seed, float *dst) {
         int is_norm_w = strstr(pi->name, "norm") && strstr(pi->name, ".weight");
         for (size_t i = 0; i < pi->numel; i++) {
             double z = sv_rand_normal(key, i), v;
-            if (is_norm_w) v = 1.0 + 0.3 * z;
+            if (is_norm_w)
+                v = 1.0 + 0.3 * z;
             else if (pi->ndim >= 2 && strcmp(pi->name, "pos_embed") && strcmp(pi->name, "cls_token"))
                 v = z / sqrt(fan_in); /* weights: unit-variance outputs */
-            else v = 0.3 * z;           /* biases, norm biases, cls_token, pos_embed */
+            else
+                v = 0.3 * z; /* biases, norm biases, cls_token, pos_embed */
             dst[r->canon_off[p] + i] = (float)v;
         }
     }

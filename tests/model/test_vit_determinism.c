@@ -34,8 +34,8 @@ static void get_moments(rig *r, int which, float *dst) {
 }
 
 static trajectory train(uint64_t seed, int threads, int recompute, size_t wrap_bytes) {
-    sv_vit_config vc = {.img = 8, .patch = 4, .in_chans = 3, .num_classes = 5, .dim = 12, .depth = 3, .heads = 3,
-                        .mlp_ratio = 2.0};
+    sv_vit_config vc = {
+        .img = 8, .patch = 4, .in_chans = 3, .num_classes = 5, .dim = 12, .depth = 3, .heads = 3, .mlp_ratio = 2.0};
     snprintf(vc.name, sizeof vc.name, "custom");
     rig r;
     rig_opts o = {.B = 4, .recompute = recompute, .wrap_bytes = wrap_bytes, .seed = seed, .threads = threads};
@@ -46,8 +46,8 @@ static trajectory train(uint64_t seed, int threads, int recompute, size_t wrap_b
     int32_t labels[4];
     CHECK(t.init && t.params && t.m && t.v && images && check);
     CHECK_OK(sv_fsdp_gather_full_params(&r.f, t.init));
-    sv_optim_config oc = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.05f,
-                          .max_grad_norm = 0.25f};
+    sv_optim_config oc = {
+        .lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.05f, .max_grad_norm = 0.25f};
     for (int s = 0; s < STEPS; s++) {
         rig_make_batch(&r, sv_hash2(1000 + seed, (uint64_t)s), images, labels);
         rig_set_batch(&r, images, labels);
@@ -66,9 +66,7 @@ static trajectory train(uint64_t seed, int threads, int recompute, size_t wrap_b
     return t;
 }
 
-static void traj_free(trajectory *t) {
-    free(t->init), free(t->params), free(t->m), free(t->v);
-}
+static void traj_free(trajectory *t) { free(t->init), free(t->params), free(t->m), free(t->v); }
 
 static size_t count_diff(const float *a, const float *b, size_t n) {
     size_t d = 0;

@@ -61,8 +61,7 @@ static void finite_difference_case(int in_chans) {
     double loss = rig_grad_step(&r, SMOOTHING);
     rig_get_grads(&r, g);
     double loss_host = fd_loss(&r, labels, logits);
-    printf("in_chans %d: %zu parameters, mean loss %.9f (host xent of logits %.9f)\n", in_chans, N, loss,
-           loss_host);
+    printf("in_chans %d: %zu parameters, mean loss %.9f (host xent of logits %.9f)\n", in_chans, N, loss, loss_host);
     CHECK(isfinite(loss) && loss > 0.1);
     CHECK_CLOSE(loss, loss_host, 1e-6 * fabs(loss_host));
 
@@ -152,8 +151,8 @@ static void check_same(const char *what, const run_out *a, const run_out *b, siz
     size_t diff = 0;
     for (size_t i = 0; i < N; i++) diff += memcmp(&a->grads[i], &b->grads[i], 4) != 0;
     int logit_diff = memcmp(a->logits, b->logits, (size_t)3 * K * 4) != 0;
-    printf("  %-34s units %d: loss %.9f, %zu of %zu gradient elements differ, logits %s\n", what, b->n_units,
-           b->loss, diff, N, logit_diff ? "differ" : "identical");
+    printf("  %-34s units %d: loss %.9f, %zu of %zu gradient elements differ, logits %s\n", what, b->n_units, b->loss,
+           diff, N, logit_diff ? "differ" : "identical");
     CHECK(memcmp(&a->loss, &b->loss, sizeof a->loss) == 0);
     CHECK(!logit_diff);
     CHECK(diff == 0);

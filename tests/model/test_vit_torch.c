@@ -48,8 +48,8 @@ static void write_file(const char *dir, const char *name, const void *data, size
 }
 
 static void rm_case(const char *dir) {
-    static const char *files[] = {"config.txt", "manifest.txt", "params.bin", "grads.bin", "images.bin",
-                                  "labels.bin", "logits.bin", "result.txt"};
+    static const char *files[] = {"config.txt", "manifest.txt", "params.bin", "grads.bin",
+                                  "images.bin", "labels.bin",   "logits.bin", "result.txt"};
     char path[PATH_CAP];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         join(path, dir, files[i]);
@@ -85,8 +85,9 @@ static void write_case(const tcase *tc, const char *dir) {
     FILE *f;
     join(buf, dir, "config.txt");
     CHECK((f = fopen(buf, "w")) != NULL);
-    fprintf(f, "img %d\npatch %d\nin_chans %d\nnum_classes %d\ndim %d\ndepth %d\nheads %d\nhidden %d\nbatch %d\n"
-               "smoothing %.9g\nloss %.17g\n",
+    fprintf(f,
+            "img %d\npatch %d\nin_chans %d\nnum_classes %d\ndim %d\ndepth %d\nheads %d\nhidden %d\nbatch %d\n"
+            "smoothing %.9g\nloss %.17g\n",
             c->img, c->patch, c->in_chans, c->num_classes, c->dim, c->depth, c->heads, sv_vit_hidden(c), tc->B,
             (double)tc->smoothing, loss);
     CHECK(fclose(f) == 0);
@@ -124,8 +125,14 @@ static int run_cmd(char *const argv[]) {
 }
 
 static sv_vit_config cfg(int img, int patch, int C, int K, int D, int depth, int H, double mlp) {
-    sv_vit_config c = {.img = img, .patch = patch, .in_chans = C, .num_classes = K, .dim = D, .depth = depth,
-                       .heads = H, .mlp_ratio = mlp};
+    sv_vit_config c = {.img = img,
+                       .patch = patch,
+                       .in_chans = C,
+                       .num_classes = K,
+                       .dim = D,
+                       .depth = depth,
+                       .heads = H,
+                       .mlp_ratio = mlp};
     snprintf(c.name, sizeof c.name, "custom");
     return c;
 }

@@ -38,8 +38,7 @@ static inline void *dev_alloc(ops_ctx *c, size_t bytes) {
 
 /* Device buffer of n values N(0, scale^2) from stream `key`; `host` (may be NULL) receives
  * the exact values stored (after bf16 rounding when `round` and the backend is bf16). */
-static inline float *dev_rand(ops_ctx *c, size_t n, uint64_t key, double scale, int round,
-                              double *host) {
+static inline float *dev_rand(ops_ctx *c, size_t n, uint64_t key, double scale, int round, double *host) {
     float *tmp = malloc((n ? n : 1) * sizeof(float));
     CHECK(tmp);
     for (size_t i = 0; i < n; i++) {
@@ -96,21 +95,19 @@ static inline double rms_d(const double *r, size_t n) {
 
 /* |got - ref| <= rtol * (|ref| + rms(ref)) elementwise, and every value bf16-representable
  * when `bf16`. Prints the first failure with its index. */
-static inline void check_vec(const char *what, const float *got, const double *ref, size_t n,
-                             double rtol, int bf16) {
+static inline void check_vec(const char *what, const float *got, const double *ref, size_t n, double rtol, int bf16) {
     double rms = rms_d(ref, n);
     double worst = 0;
     for (size_t i = 0; i < n; i++) {
         double err = fabs((double)got[i] - ref[i]);
         double tol = rtol * (fabs(ref[i]) + rms) + 1e-30;
         if (!(err <= tol)) {
-            fprintf(stderr, "%s: element %zu got %.9g want %.9g (err %.3g, tol %.3g)\n", what, i,
-                    (double)got[i], ref[i], err, tol);
+            fprintf(stderr, "%s: element %zu got %.9g want %.9g (err %.3g, tol %.3g)\n", what, i, (double)got[i],
+                    ref[i], err, tol);
             exit(1);
         }
         if (bf16 && sv_round_bf16(got[i]) != got[i]) {
-            fprintf(stderr, "%s: element %zu = %.9g is not bf16-representable\n", what, i,
-                    (double)got[i]);
+            fprintf(stderr, "%s: element %zu = %.9g is not bf16-representable\n", what, i, (double)got[i]);
             exit(1);
         }
         if (err / (fabs(ref[i]) + rms + 1e-30) > worst) worst = err / (fabs(ref[i]) + rms + 1e-30);
@@ -130,8 +127,8 @@ static inline double ref_gelu_grad(double x) {
 }
 
 /* out (M,N) = in (M,K) W(N,K)^T + b; pre (may be NULL) receives z, out gelu(z) then. */
-static inline void ref_linear(double *out, double *pre, const double *in, const double *W,
-                              const double *b, int M, int N, int K) {
+static inline void ref_linear(double *out, double *pre, const double *in, const double *W, const double *b, int M,
+                              int N, int K) {
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {
             double s = b ? b[n] : 0.0;
@@ -144,8 +141,8 @@ static inline void ref_linear(double *out, double *pre, const double *in, const 
         }
 }
 
-static inline void ref_layernorm(double *out, double *mean, double *rstd, const double *x,
-                                 const double *w, const double *b, int M, int C) {
+static inline void ref_layernorm(double *out, double *mean, double *rstd, const double *x, const double *w,
+                                 const double *b, int M, int C) {
     for (int m = 0; m < M; m++) {
         const double *r = x + (size_t)m * C;
         double mu = 0, var = 0;
@@ -161,8 +158,7 @@ static inline void ref_layernorm(double *out, double *mean, double *rstd, const 
 }
 
 /* out (B,T,D) from qkv (B,T,3D); P (B,H,T,T) may be NULL. */
-static inline void ref_attention(double *out, double *P, const double *qkv, int B, int T, int D,
-                                 int H) {
+static inline void ref_attention(double *out, double *P, const double *qkv, int B, int T, int D, int H) {
     int dh = D / H;
     double scale = 1.0 / sqrt((double)dh);
     double *s = dalloc((size_t)T);
@@ -194,8 +190,8 @@ static inline void ref_attention(double *out, double *P, const double *qkv, int 
 }
 
 /* losses (B) and d_logits (B,K) = (softmax - target) * grad_scale. */
-static inline void ref_xent(double *loss, double *dlog, const double *z, const int32_t *labels,
-                            const double *soft, int B, int K, double smoothing, double gs) {
+static inline void ref_xent(double *loss, double *dlog, const double *z, const int32_t *labels, const double *soft,
+                            int B, int K, double smoothing, double gs) {
     for (int b = 0; b < B; b++) {
         const double *r = z + (size_t)b * K;
         double mx = -INFINITY, s = 0;
@@ -203,8 +199,7 @@ static inline void ref_xent(double *loss, double *dlog, const double *z, const i
         for (int k = 0; k < K; k++) s += exp(r[k] - mx);
         double lse = mx + log(s), l = 0;
         for (int k = 0; k < K; k++) {
-            double t = soft ? soft[(size_t)b * K + k]
-                            : (k == labels[b] ? 1.0 - smoothing : 0.0) + smoothing / K;
+            double t = soft ? soft[(size_t)b * K + k] : (k == labels[b] ? 1.0 - smoothing : 0.0) + smoothing / K;
             l += t * (lse - r[k]);
             dlog[(size_t)b * K + k] = (exp(r[k] - lse) - t) * gs;
         }

@@ -45,9 +45,12 @@ static float *randm(size_t n, uint64_t key, double scale, int raw) {
 
 /* Shapes of C, A, B and the reduction for layout L with linear-layer sizes (M, N, K). */
 static void dims(int L, int M, int N, int K, int *rows, int *cols, int *red) {
-    if (L == NT) *rows = M, *cols = N, *red = K;
-    else if (L == NN) *rows = M, *cols = K, *red = N;
-    else *rows = N, *cols = K, *red = M;
+    if (L == NT)
+        *rows = M, *cols = N, *red = K;
+    else if (L == NN)
+        *rows = M, *cols = K, *red = N;
+    else
+        *rows = N, *cols = K, *red = M;
 }
 
 /* Element (i, r) of A and (r, j) of B for layout L. */
@@ -65,9 +68,12 @@ static float b_at(int L, const float *B, int M, int N, int K, int r, int j) {
 
 /* Operand views for the two-step API (as cpu_linear.c builds them). */
 static void views(int L, const float *A, const float *B, int N, int K, sv_gemm_mat *a, sv_gemm_mat *b) {
-    if (L == NT) *a = (sv_gemm_mat){A, (size_t)K, 1}, *b = (sv_gemm_mat){B, (size_t)K, 1};
-    else if (L == NN) *a = (sv_gemm_mat){A, (size_t)N, 1}, *b = (sv_gemm_mat){B, (size_t)K, 0};
-    else *a = (sv_gemm_mat){A, (size_t)N, 0}, *b = (sv_gemm_mat){B, (size_t)K, 0};
+    if (L == NT)
+        *a = (sv_gemm_mat){A, (size_t)K, 1}, *b = (sv_gemm_mat){B, (size_t)K, 1};
+    else if (L == NN)
+        *a = (sv_gemm_mat){A, (size_t)N, 1}, *b = (sv_gemm_mat){B, (size_t)K, 0};
+    else
+        *a = (sv_gemm_mat){A, (size_t)N, 0}, *b = (sv_gemm_mat){B, (size_t)K, 0};
 }
 
 /* One-shot C = A B (nt, nn) or C += A^T B (tn) on the calling thread. */
@@ -90,7 +96,10 @@ static double g_worst; /* largest error / bound seen */
 static void check_case(int L, int M, int N, int K, int raw, uint64_t seed) {
     int rows, cols, red;
     dims(L, M, N, K, &rows, &cols, &red);
-    size_t na = L == NT ? (size_t)M * K : (size_t)M * N, nb = L == NT ? (size_t)N * K : L == NN ? (size_t)N * K : (size_t)M * K;
+    size_t na = L == NT ? (size_t)M * K : (size_t)M * N,
+           nb = L == NT ? (size_t)N * K
+        : L == NN       ? (size_t)N * K
+                        : (size_t)M * K;
     float *A = randm(na, seed, 1.0, raw), *B = randm(nb, seed + 1, 0.05, raw);
     float *C0 = randm((size_t)rows * cols, seed + 2, 0.5, 0);
     float *C = xalloc((size_t)rows * cols * sizeof(float) + 4), *C2 = xalloc((size_t)rows * cols * sizeof(float) + 4);
@@ -113,8 +122,8 @@ static void check_case(int L, int M, int N, int K, int raw, uint64_t seed) {
             double bound = (double)(red + 1) * 0x1p-24 * mag + 1e-37;
             double err = fabs((double)C[(size_t)i * cols + j] - s);
             if (!(err <= bound)) {
-                fprintf(stderr, "%s M=%d N=%d K=%d: C[%d][%d] = %.9g, reference %.9g (bound %.3g)\n", k_names[L], M,
-                        N, K, i, j, C[(size_t)i * cols + j], s, bound);
+                fprintf(stderr, "%s M=%d N=%d K=%d: C[%d][%d] = %.9g, reference %.9g (bound %.3g)\n", k_names[L], M, N,
+                        K, i, j, C[(size_t)i * cols + j], s, bound);
                 exit(1);
             }
             if (mag > 0 && err / bound > g_worst) g_worst = err / bound;
@@ -180,10 +189,10 @@ static void check_denormals(void) {
     void *pack = xalloc(E->pack_bytes(N, K)), *scratch = xalloc(E->scratch_bytes);
     for (int i = 0; i < M * K; i++) A[i] = 0.0f;
     for (int i = 0; i < N * K; i++) B[i] = 1.0f;
-    A[1] = 0x1p-130f;           /* row 0: a denormal input times 1: 0, not 2^-130 */
-    A[K] = 0x1p-70f;            /* row 1: 2^-70 * 2^-60 = 2^-130, below FLT_MIN: 0 */
+    A[1] = 0x1p-130f; /* row 0: a denormal input times 1: 0, not 2^-130 */
+    A[K] = 0x1p-70f;  /* row 1: 2^-70 * 2^-60 = 2^-130, below FLT_MIN: 0 */
     B[0] = 0x1p-60f, B[K] = 0x1p-60f;
-    A[2 * K + 2] = 3.0f;        /* row 2: normal values are unaffected */
+    A[2 * K + 2] = 3.0f; /* row 2: normal values are unaffected */
     A[2 * K + 3] = 0x1p-130f;
     gemm_nt(C, A, B, M, N, K, pack, scratch);
     printf("denormals: C = [%g %g; %g %g; %g %g]\n", C[0], C[1], C[2], C[3], C[4], C[5]);
@@ -199,7 +208,9 @@ static void check_denormals(void) {
  * engine would otherwise run them on its finished rows (run_ep). */
 enum { LIN_OUT, LIN_PRE, LIN_DIN, LIN_DW, LIN_DB, LIN_N };
 static void run_linear(int mode, int M, int N, int K, float *res[LIN_N]) {
-    sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = SV_BF16, .threads = mode == 0 ? 1 : 2,
+    sv_backend_config cfg = {.device = SV_DEVICE_CPU,
+                             .compute_dtype = SV_BF16,
+                             .threads = mode == 0 ? 1 : 2,
                              .cpu = {.gemm = E->name, .unfused_epi = mode == 3}};
     sv_backend *be;
     CHECK_OK(sv_backend_create(&cfg, &be));
@@ -280,7 +291,9 @@ enum { AT_OUT, AT_P, AT_DQKV, AT_N };
 
 static void run_attention(int threads, int bf16_attn, int B, int T, int D, int H, const float *qkv_h,
                           const float *dout_h, float *res[AT_N]) {
-    sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = SV_BF16, .threads = threads,
+    sv_backend_config cfg = {.device = SV_DEVICE_CPU,
+                             .compute_dtype = SV_BF16,
+                             .threads = threads,
                              .cpu = {.gemm = E->name, .attn_sgemm = !bf16_attn}};
     sv_backend *be;
     CHECK_OK(sv_backend_create(&cfg, &be));
@@ -321,8 +334,8 @@ static double g_att_worst;
 static void att_expect(const char *what, int B, int T, int D, int H, size_t idx, float got, double ref, double bound) {
     double err = fabs((double)got - ref);
     if (!(err <= bound) || sv_round_bf16(got) != got) {
-        fprintf(stderr, "attention B=%d T=%d D=%d H=%d %s[%zu] = %.9g, reference %.9g (bound %.3g)\n", B, T, D, H,
-                what, idx, (double)got, ref, bound);
+        fprintf(stderr, "attention B=%d T=%d D=%d H=%d %s[%zu] = %.9g, reference %.9g (bound %.3g)\n", B, T, D, H, what,
+                idx, (double)got, ref, bound);
         exit(1);
     }
     if (bound > 0 && err / bound > g_att_worst) g_att_worst = err / bound;
@@ -453,12 +466,12 @@ static void check_attention(int B, int T, int D, int H, uint64_t seed) {
 
 static void check_engine(void) {
     /* odd and edge sizes: (M, N, K) of the linear layer */
-    static const int small[][3] = {{1, 1, 1},     {7, 7, 7},     {31, 33, 65},  {33, 31, 7},   {65, 191, 33},
-                                   {191, 65, 192}, {1, 577, 31},  {577, 1, 2},   {8, 32, 256},  {9, 33, 257},
-                                   {129, 95, 513}, {200, 192, 577}, {16, 48, 3}, {257, 64, 1}};
+    static const int small[][3] = {{1, 1, 1},      {7, 7, 7},       {31, 33, 65}, {33, 31, 7},  {65, 191, 33},
+                                   {191, 65, 192}, {1, 577, 31},    {577, 1, 2},  {8, 32, 256}, {9, 33, 257},
+                                   {129, 95, 513}, {200, 192, 577}, {16, 48, 3},  {257, 64, 1}};
     /* real shapes: vit-28 (M = 3200 rows per rank), vit-ti16 / s16 (M = 16*197) */
-    static const int real[][3] = {{3200, 576, 192}, {3200, 768, 192}, {3200, 192, 768}, {3152, 1152, 384},
-                                  {3152, 384, 1536}};
+    static const int real[][3] = {
+        {3200, 576, 192}, {3200, 768, 192}, {3200, 192, 768}, {3152, 1152, 384}, {3152, 384, 1536}};
     uint64_t seed = 10;
     for (int L = 0; L < 3; L++) {
         for (size_t s = 0; s < sizeof small / sizeof small[0]; s++, seed += 3)
@@ -478,7 +491,7 @@ static void check_engine(void) {
     /* attention: vit-28 (dh 64 and 32), vit-ti16 (T 197); odd dh and T (padding, masks), T past
      * one 128-row block and one 128-pair reduction block */
     static const int att[][4] = {{4, 50, 192, 3}, {4, 50, 128, 4}, {2, 197, 192, 3}, {3, 7, 15, 3},
-                                 {1, 1, 8, 2},    {2, 33, 40, 5},  {1, 130, 48, 3}, {1, 257, 32, 2}};
+                                 {1, 1, 8, 2},    {2, 33, 40, 5},  {1, 130, 48, 3},  {1, 257, 32, 2}};
     for (size_t s = 0; s < sizeof att / sizeof att[0]; s++, seed += 2)
         check_attention(att[s][0], att[s][1], att[s][2], att[s][3], seed);
 }
@@ -490,8 +503,7 @@ int main(void) {
         E = engines[e];
         char why[160] = "";
         if (E == &sv_gemm_engine_amx_bf16 ? !sv_gemm_amx_permission(why, sizeof why) : !E->available()) {
-            printf("SKIP engine %s: %s\n", E->name,
-                   why[0] ? why : "this CPU lacks AVX-512 BF16 (avx512_bf16)");
+            printf("SKIP engine %s: %s\n", E->name, why[0] ? why : "this CPU lacks AVX-512 BF16 (avx512_bf16)");
             continue;
         }
         check_engine();

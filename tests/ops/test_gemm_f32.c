@@ -94,7 +94,8 @@ static void gemm(float *C, size_t ldc, sv_gemm_mat A, int m, sv_gemm_mat B, int 
 
 static void check_case(const gcase *t, uint64_t seed) {
     const int rows = t->rows, cols = t->cols, red = t->red;
-    const size_t lda = (size_t)(t->a_contig ? red : rows) + t->pad_a, ldb = (size_t)(t->b_contig ? red : cols) + t->pad_b;
+    const size_t lda = (size_t)(t->a_contig ? red : rows) + t->pad_a,
+                 ldb = (size_t)(t->b_contig ? red : cols) + t->pad_b;
     const size_t ldc = (size_t)cols + t->pad_c;
     const size_t na = t->a_contig ? (size_t)rows * lda : (size_t)red * lda;
     const size_t nb = t->b_contig ? (size_t)cols * ldb : (size_t)red * ldb;
@@ -103,8 +104,8 @@ static void check_case(const gcase *t, uint64_t seed) {
     for (size_t i = 0; i < na; i++) A[i] = (float)sv_rand_normal(seed, i);
     for (size_t i = 0; i < nb; i++) B[i] = (float)(0.1 * sv_rand_normal(seed + 1, i));
     const sv_gemm_mat a = {A, lda, t->a_contig}, b = {B, ldb, t->b_contig};
-#define AT(i, k) (t->a_contig ? A[(size_t)(i) * lda + (k)] : A[(size_t)(k) * lda + (i)])
-#define BT(j, k) (t->b_contig ? B[(size_t)(j) * ldb + (k)] : B[(size_t)(k) * ldb + (j)])
+#define AT(i, k) (t->a_contig ? A[(size_t)(i)*lda + (k)] : A[(size_t)(k)*lda + (i)])
+#define BT(j, k) (t->b_contig ? B[(size_t)(j)*ldb + (k)] : B[(size_t)(k)*ldb + (j)])
 
     /* C with two guard rows above and below, and ldc - cols guard columns */
     const size_t guard = 2 * ldc, nc = guard + (size_t)rows * ldc + guard;
@@ -255,8 +256,8 @@ static void check_engine(void) {
     check_all_layouts(257, 191, 577, 400);
     check_all_layouts(577, 65, 300, 410);
     /* ViT shapes: rows 2*197 and 3*50, 10 classes, patch of 48 pixels, D = 192, 3D, 4D */
-    const int vit[][3] = {{394, 10, 192}, {150, 192, 48}, {394, 576, 192}, {150, 768, 192},
-                          {150, 192, 768}, {394, 192, 192}};
+    const int vit[][3] = {{394, 10, 192},  {150, 192, 48},  {394, 576, 192},
+                          {150, 768, 192}, {150, 192, 768}, {394, 192, 192}};
     for (int s = 0; s < (int)(sizeof vit / sizeof vit[0]); s++) {
         int M = vit[s][0], N = vit[s][1], K = vit[s][2];
         gcase fwd = {M, N, K, 1, 1, 0, 0, 0, 0}, din = {M, K, N, 1, 0, 0, 0, 0, 0}, dw = {N, K, M, 0, 0, 0, 0, 0, 1};

@@ -70,9 +70,9 @@ typedef struct eng {
 } eng;
 
 static const eng k_engines[] = {
-    {"avx512-f32", 32, 1, 2},          /* Zen 4: 1 zmm FMA/cycle (2 x 256), Intel server: 2 */
-    {"avx2-f32", 16, 1, 2},            /* 2 FMA ports */
-    {"avx512-bf16", 64, 0.5, 2},       /* Sapphire Rapids: half the FMA rate */
+    {"avx512-f32", 32, 1, 2},                /* Zen 4: 1 zmm FMA/cycle (2 x 256), Intel server: 2 */
+    {"avx2-f32", 16, 1, 2},                  /* 2 FMA ports */
+    {"avx512-bf16", 64, 0.5, 2},             /* Sapphire Rapids: half the FMA rate */
     {"amx-bf16", 16384, 1.0 / 16, 1.0 / 16}, /* one TDPBF16PS per 16 cycles */
 };
 
@@ -82,17 +82,19 @@ static double check_engine(const eng *e) {
     double lo = ghz_nominal > 0 ? 0.25 * e->flop_per_instr * e->ipc_lo * ghz_nominal * 1e9 : 0;
     double hi = ghz_nominal > 0 ? 2.0 * e->flop_per_instr * e->ipc_hi * ghz_max * 1e9 : INFINITY;
     for (int retry = 0; has && p < lo && retry < 3; retry++) { /* a very loaded machine: measure longer */
-        fprintf(stderr, "note: %s: %.1f GFLOP/s is below %.1f, measuring again for 0.5 s\n", e->name, p / 1e9, lo / 1e9);
+        fprintf(stderr, "note: %s: %.1f GFLOP/s is below %.1f, measuring again for 0.5 s\n", e->name, p / 1e9,
+                lo / 1e9);
         double q = sv_cpu_isa_peak_flops(e->name, 0.5);
         if (q > p) p = q;
     }
     if (!has) {
-        fprintf(stderr, "SKIP: %s: not available here (CPU, OS or kernel permission); peak returned %g (must be 0)\n", e->name, p);
+        fprintf(stderr, "SKIP: %s: not available here (CPU, OS or kernel permission); peak returned %g (must be 0)\n",
+                e->name, p);
         CHECK(p == 0);
         return 0;
     }
-    fprintf(stderr, "%-12s %9.1f GFLOP/s per core (plausible: %.1f .. %.1f at %.2f GHz nominal)\n", e->name,
-            p / 1e9, lo / 1e9, hi / 1e9, ghz_nominal);
+    fprintf(stderr, "%-12s %9.1f GFLOP/s per core (plausible: %.1f .. %.1f at %.2f GHz nominal)\n", e->name, p / 1e9,
+            lo / 1e9, hi / 1e9, ghz_nominal);
     CHECK(isfinite(p) && p > 0);
     CHECK(p >= lo && p <= hi);
     return p;

@@ -29,8 +29,8 @@ static double loss_of(fd_case *f) {
 
 /* Compare analytic (n values, host) with central differences at `samples` coordinates of the
  * device buffer `param` (every coordinate when n <= samples). */
-static void fd_check(fd_case *f, const char *what, float *param, size_t n, const float *analytic,
-                     double h, int samples) {
+static void fd_check(fd_case *f, const char *what, float *param, size_t n, const float *analytic, double h,
+                     int samples) {
     double rms = 0;
     for (size_t i = 0; i < n; i++) rms += (double)analytic[i] * analytic[i];
     rms = sqrt(rms / (double)n);
@@ -49,8 +49,8 @@ static void fd_check(fd_case *f, const char *what, float *param, size_t n, const
         double err = fabs(fd - (double)analytic[j]);
         double tol = 1e-2 * (fabs(fd) + rms) + 5e-4;
         if (!(err <= tol)) {
-            fprintf(stderr, "%s: d/dx[%zu] analytic %.7g vs finite difference %.7g (tol %.3g)\n",
-                    what, j, (double)analytic[j], fd, tol);
+            fprintf(stderr, "%s: d/dx[%zu] analytic %.7g vs finite difference %.7g (tol %.3g)\n", what, j,
+                    (double)analytic[j], fd, tol);
             exit(1);
         }
     }
@@ -65,8 +65,7 @@ static float *delta(ops_ctx *c, const float *dev, const double *init, size_t n) 
 
 /* ---- linear ---- */
 static void linear_fwd(fd_case *f) {
-    CHECK_OK(sv_be_linear_fwd(f->c->be, f->o, f->gelu ? f->o2 : NULL, f->a, f->b2, f->b3, f->M,
-                              f->N, f->K));
+    CHECK_OK(sv_be_linear_fwd(f->c->be, f->o, f->gelu ? f->o2 : NULL, f->a, f->b2, f->b3, f->M, f->N, f->K));
 }
 static void grad_linear(ops_ctx *c, int M, int N, int K, int gelu) {
     fd_case f = {.c = c, .fwd = linear_fwd, .M = M, .N = N, .K = K, .gelu = gelu};
@@ -78,8 +77,7 @@ static void grad_linear(ops_ctx *c, int M, int N, int K, int gelu) {
     f.o = dev_alloc(c, no * 4), f.o2 = dev_alloc(c, no * 4);
     float *d_out = dev_rand_c(c, no, 14, 1.0, r);
     f.r = r, f.out = f.o, f.nout = no;
-    float *d_in = dev_alloc(c, ni * 4), *dW = dev_rand(c, nw, 15, 1, 0, w0),
-          *db = dev_rand(c, N, 16, 1, 0, b0);
+    float *d_in = dev_alloc(c, ni * 4), *dW = dev_rand(c, nw, 15, 1, 0, w0), *db = dev_rand(c, N, 16, 1, 0, b0);
     linear_fwd(&f);
     CHECK_OK(sv_be_linear_bwd(c->be, d_in, dW, db, d_out, f.a, f.b2, gelu ? f.o2 : NULL, M, N, K));
     float *g_in = dl(c, d_in, ni), *g_w = delta(c, dW, w0, nw), *g_b = delta(c, db, b0, N);
@@ -106,8 +104,7 @@ static void grad_layernorm(ops_ctx *c, int M, int C) {
     f.o = dev_alloc(c, n * 4), f.o2 = dev_alloc(c, M * 4), f.o3 = dev_alloc(c, M * 4);
     float *d_out = dev_rand_c(c, n, 24, 1.0, r);
     f.r = r, f.out = f.o, f.nout = n;
-    float *dx = dev_rand(c, n, 25, 1, 0, x0), *dw = dev_rand(c, C, 26, 1, 0, w0),
-          *db = dev_rand(c, C, 27, 1, 0, b0);
+    float *dx = dev_rand(c, n, 25, 1, 0, x0), *dw = dev_rand(c, C, 26, 1, 0, w0), *db = dev_rand(c, C, 27, 1, 0, b0);
     ln_fwd(&f);
     CHECK_OK(sv_be_layernorm_bwd(c->be, dx, dw, db, d_out, f.a, f.b2, f.o2, f.o3, M, C));
     float *g_x = delta(c, dx, x0, n), *g_w = delta(c, dw, w0, C), *g_b = delta(c, db, b0, C);
@@ -146,8 +143,8 @@ static void grad_attention(ops_ctx *c, int B, int T, int D, int H) {
 
 /* ---- softmax cross-entropy: L = sum_b losses[b] * grad_scale ---- */
 static void xent_fwd(fd_case *f) {
-    CHECK_OK(sv_be_softmax_xent(f->c->be, f->o, NULL, f->a, f->soft ? NULL : f->labels, f->soft,
-                                f->B, f->K, f->smoothing, f->gs));
+    CHECK_OK(sv_be_softmax_xent(f->c->be, f->o, NULL, f->a, f->soft ? NULL : f->labels, f->soft, f->B, f->K,
+                                f->smoothing, f->gs));
 }
 static void grad_xent(ops_ctx *c, int B, int K, float smoothing, int soft) {
     fd_case f = {.c = c, .fwd = xent_fwd, .B = B, .K = K, .smoothing = smoothing, .gs = 0.37f};
@@ -173,8 +170,7 @@ static void grad_xent(ops_ctx *c, int B, int K, float smoothing, int soft) {
     f.o = dev_alloc(c, (size_t)B * 4);
     f.r = r, f.out = f.o, f.nout = B;
     float *d = dev_alloc(c, n * 4);
-    CHECK_OK(sv_be_softmax_xent(c->be, f.o, d, f.a, soft ? NULL : f.labels, f.soft, B, K,
-                                smoothing, f.gs));
+    CHECK_OK(sv_be_softmax_xent(c->be, f.o, d, f.a, soft ? NULL : f.labels, f.soft, B, K, smoothing, f.gs));
     float *g = dl(c, d, n);
     fd_check(&f, soft ? "xent soft d_logits" : "xent d_logits", f.a, n, g, 1e-2, 60);
     free(g), free(r), free(hl);
@@ -183,9 +179,7 @@ static void grad_xent(ops_ctx *c, int B, int K, float smoothing, int soft) {
 }
 
 /* ---- embed ---- */
-static void embed_fwd(fd_case *f) {
-    CHECK_OK(sv_be_embed_fwd(f->c->be, f->o, f->a, f->b2, f->b3, f->B, f->T, f->D));
-}
+static void embed_fwd(fd_case *f) { CHECK_OK(sv_be_embed_fwd(f->c->be, f->o, f->a, f->b2, f->b3, f->B, f->T, f->D)); }
 static void grad_embed(ops_ctx *c, int B, int T, int D) {
     fd_case f = {.c = c, .fwd = embed_fwd, .B = B, .T = T, .D = D};
     size_t nx = (size_t)B * T * D, np = (size_t)B * (T - 1) * D, npos = (size_t)T * D;
@@ -196,8 +190,7 @@ static void grad_embed(ops_ctx *c, int B, int T, int D) {
     f.o = dev_alloc(c, nx * 4);
     float *dxo = dev_rand_c(c, nx, 54, 1.0, r);
     f.r = r, f.out = f.o, f.nout = nx;
-    float *dpo = dev_fill(c, np, 1e30f), *dcls = dev_rand(c, D, 55, 1, 0, c0),
-          *dpos = dev_rand(c, npos, 56, 1, 0, p0);
+    float *dpo = dev_fill(c, np, 1e30f), *dcls = dev_rand(c, D, 55, 1, 0, c0), *dpos = dev_rand(c, npos, 56, 1, 0, p0);
     CHECK_OK(sv_be_embed_bwd(c->be, dpo, dcls, dpos, dxo, B, T, D));
     float *g_p = dl(c, dpo, np), *g_c = delta(c, dcls, c0, D), *g_pos = delta(c, dpos, p0, npos);
     fd_check(&f, "embed d_patch_out", f.a, np, g_p, 1e-2, 40);

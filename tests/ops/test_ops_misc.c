@@ -66,13 +66,13 @@ static void test_info_and_memory(void) {
 /* Sizes from the configuration alone equal what an instance of it reports; a planning handle
  * answers the sizes and refuses every op. */
 static void test_sizes(void) {
-    static const sv_cpu_config variants[] = {{0}, {.gemm = "openblas"}, {.gemm = "blas"}, {.attn_sgemm = 1},
-                                             {.op_threads = 3}};
+    static const sv_cpu_config variants[] = {
+        {0}, {.gemm = "openblas"}, {.gemm = "blas"}, {.attn_sgemm = 1}, {.op_threads = 3}};
     for (int dt = 0; dt < 2; dt++)
         for (int t = 1; t <= 2; t++)
             for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
-                sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = dt ? SV_BF16 : SV_F32,
-                                         .threads = t, .cpu = variants[v]};
+                sv_backend_config cfg = {
+                    .device = SV_DEVICE_CPU, .compute_dtype = dt ? SV_BF16 : SV_F32, .threads = t, .cpu = variants[v]};
                 sv_be_sizes sz;
                 CHECK_OK(sv_be_sizes_query(&cfg, 3, 50, 192, 3, &sz));
                 CHECK(sz.compute_elem == 4);
@@ -99,22 +99,25 @@ static void test_sizes(void) {
 
 /* Round-to-nearest-even edge cases: value bits in, bf16 bits out. */
 static void test_bf16(void) {
-    static const struct { uint32_t in; uint16_t out; } cases[] = {
-        {0x3F800000u, 0x3F80}, /* 1.0 exact */
-        {0x3F808000u, 0x3F80}, /* tie, lower is even: stays */
-        {0x3F818000u, 0x3F82}, /* tie, lower is odd: rounds up to even */
-        {0x3F808001u, 0x3F81}, /* just above the tie */
-        {0x3F807FFFu, 0x3F80}, /* just below the tie */
-        {0xBF818000u, 0xBF82}, /* negative tie */
-        {0x7F800000u, 0x7F80}, /* +inf */
-        {0xFF800000u, 0xFF80}, /* -inf */
-        {0x7F7F0000u, 0x7F7F}, /* largest finite bf16 */
-        {0x7F7FFFFFu, 0x7F80}, /* FLT_MAX rounds to +inf */
-        {0x7F7F8000u, 0x7F80}, /* tie above bf16 max: to even = inf */
-        {0x7F7F7FFFu, 0x7F7F}, /* just below: stays finite */
+    static const struct {
+        uint32_t in;
+        uint16_t out;
+    } cases[] = {
+        {0x3F800000u, 0x3F80},                        /* 1.0 exact */
+        {0x3F808000u, 0x3F80},                        /* tie, lower is even: stays */
+        {0x3F818000u, 0x3F82},                        /* tie, lower is odd: rounds up to even */
+        {0x3F808001u, 0x3F81},                        /* just above the tie */
+        {0x3F807FFFu, 0x3F80},                        /* just below the tie */
+        {0xBF818000u, 0xBF82},                        /* negative tie */
+        {0x7F800000u, 0x7F80},                        /* +inf */
+        {0xFF800000u, 0xFF80},                        /* -inf */
+        {0x7F7F0000u, 0x7F7F},                        /* largest finite bf16 */
+        {0x7F7FFFFFu, 0x7F80},                        /* FLT_MAX rounds to +inf */
+        {0x7F7F8000u, 0x7F80},                        /* tie above bf16 max: to even = inf */
+        {0x7F7F7FFFu, 0x7F7F},                        /* just below: stays finite */
         {0x00000000u, 0x0000}, {0x80000000u, 0x8000}, /* signed zeros */
-        {0x00010000u, 0x0001}, /* subnormal */
-        {0x00008000u, 0x0000}, /* tie at the smallest subnormal: to even (zero) */
+        {0x00010000u, 0x0001},                        /* subnormal */
+        {0x00008000u, 0x0000},                        /* tie at the smallest subnormal: to even (zero) */
         {0x00018000u, 0x0002},
     };
     size_t n = sizeof cases / sizeof cases[0];
@@ -195,14 +198,18 @@ static void test_adamw(void) {
     float *dg = dev_alloc(&c, n * 4);
     /* hyperparameters as the float values the op receives (1 - (float)0.999 differs from
      * 0.001 by 1.3e-5 relative; that is the API's precision, not the op's) */
-    const double lr = (float)1e-3, b1 = (float)0.9, b2 = (float)0.999, eps = (float)1e-8,
-                 wd = (float)0.05, gscale = 0.5;
+    const double lr = (float)1e-3, b1 = (float)0.9, b2 = (float)0.999, eps = (float)1e-8, wd = (float)0.05,
+                 gscale = 0.5;
     for (int t = 1; t <= 6; t++) {
         for (size_t i = 0; i < n; i++) g[i] = (float)(0.1 * sv_rand_normal(200 + t, i));
         dev_set(&c, dg, g, n);
-        sv_adamw_hparams h = {.lr = (float)lr, .beta1 = (float)b1, .beta2 = (float)b2,
-                              .eps = (float)eps, .weight_decay = (float)wd,
-                              .bc1 = (float)(1 - pow(b1, t)), .bc2 = (float)(1 - pow(b2, t)),
+        sv_adamw_hparams h = {.lr = (float)lr,
+                              .beta1 = (float)b1,
+                              .beta2 = (float)b2,
+                              .eps = (float)eps,
+                              .weight_decay = (float)wd,
+                              .bc1 = (float)(1 - pow(b1, t)),
+                              .bc2 = (float)(1 - pow(b2, t)),
                               .grad_scale = (float)gscale};
         CHECK_OK(sv_be_adamw(c.be, dp, dg, dm, dv, n, &h, (float)wd));
         for (size_t i = 0; i < n; i++) {
@@ -264,14 +271,13 @@ static void test_thread_determinism(void) {
         res[k][5] = dl(x, dq, (size_t)B * T * 3 * D);
         res[k][6] = dl(x, dpos, (size_t)T * D);
         res[k][7] = dl(x, dcls, D);
-        void *bufs[] = {in, w, b, out, mean, rstd, dy, dx, dw, db, W, lb, lo, pre, ldW, ldb,
-                        qkv, ao, sv, sc, dq, dpo, dcls, dpos};
+        void *bufs[] = {in, w,   b,   out, mean, rstd, dy, dx, dw, db,  W,    lb,
+                        lo, pre, ldW, ldb, qkv,  ao,   sv, sc, dq, dpo, dcls, dpos};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sv_be_free(x->be, bufs[i]);
     }
-    const size_t lens[8] = {(size_t)M * C, C, C, N, (size_t)B * T * D, (size_t)B * T * 3 * D,
-                            (size_t)T * D, D};
-    const char *names[8] = {"layernorm d_x", "layernorm dw", "layernorm db", "linear db",
-                            "attention out", "attention d_qkv", "embed d_pos", "embed d_cls"};
+    const size_t lens[8] = {(size_t)M * C, C, C, N, (size_t)B * T * D, (size_t)B * T * 3 * D, (size_t)T * D, D};
+    const char *names[8] = {"layernorm d_x", "layernorm dw",    "layernorm db", "linear db",
+                            "attention out", "attention d_qkv", "embed d_pos",  "embed d_cls"};
     for (int i = 0; i < 8; i++) {
         if (memcmp(res[0][i], res[1][i], lens[i] * 4) != 0) {
             fprintf(stderr, "%s differs between 1 and 2 threads\n", names[i]);

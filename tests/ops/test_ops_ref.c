@@ -8,8 +8,7 @@ static uint64_t key(void) { return g_key++; }
 
 static void test_linear(ops_ctx *c, int M, int N, int K, int gelu, int with_bias) {
     size_t nin = (size_t)M * K, nw = (size_t)N * K, no = (size_t)M * N;
-    double *hin = dalloc(nin), *hw = dalloc(nw), *hb = dalloc(N), *ro = dalloc(no),
-           *rp = dalloc(no);
+    double *hin = dalloc(nin), *hw = dalloc(nw), *hb = dalloc(N), *ro = dalloc(no), *rp = dalloc(no);
     float *in = dev_rand_c(c, nin, key(), 1.0, hin);
     float *W = dev_rand_c(c, nw, key(), 1.0 / sqrt(K), hw);
     float *b = dev_rand_c(c, N, key(), 0.5, hb);
@@ -53,8 +52,7 @@ static void test_linear(ops_ctx *c, int M, int N, int K, int gelu, int with_bias
             rdw[(size_t)n * K + k] = s;
         }
     }
-    CHECK_OK(sv_be_linear_bwd(c->be, d_in, dW, with_bias ? db : NULL, d_out, in, W,
-                              gelu ? pre : NULL, M, N, K));
+    CHECK_OK(sv_be_linear_bwd(c->be, d_in, dW, with_bias ? db : NULL, d_out, in, W, gelu ? pre : NULL, M, N, K));
     float *gdi = dl(c, d_in, nin), *gdw = dl(c, dW, nw), *gdb = dl(c, db, N);
     check_vec("linear_bwd d_in", gdi, rdi, nin, c->bf16 ? 3e-2 : 2e-5, c->bf16);
     /* accumulated f32 grads: never rounded; the tolerance covers bf16-rounded d_out only */
@@ -62,7 +60,8 @@ static void test_linear(ops_ctx *c, int M, int N, int K, int gelu, int with_bias
     for (size_t i = 0; i < nw; i++) dwd[i] = gdw[i] - (float)hdw0[i];
     for (int i = 0; i < N; i++) dbd[i] = gdb[i] - (float)hdb0[i];
     check_vec("linear_bwd dW", dwd, rdw, nw, c->bf16 ? 3e-2 : 5e-5, 0);
-    if (with_bias) check_vec("linear_bwd db", dbd, rdb, N, c->bf16 ? 3e-2 : 5e-5, 0);
+    if (with_bias)
+        check_vec("linear_bwd db", dbd, rdb, N, c->bf16 ? 3e-2 : 5e-5, 0);
     else
         for (int i = 0; i < N; i++) CHECK(gdb[i] == (float)hdb0[i]);
     /* d_out was overwritten with d_out * gelu'(pre) */
@@ -81,8 +80,7 @@ static void test_linear(ops_ctx *c, int M, int N, int K, int gelu, int with_bias
 
 static void test_layernorm(ops_ctx *c, int M, int C) {
     size_t n = (size_t)M * C;
-    double *hx = dalloc(n), *hw = dalloc(C), *hb = dalloc(C), *ro = dalloc(n), *rm = dalloc(M),
-           *rr = dalloc(M);
+    double *hx = dalloc(n), *hw = dalloc(C), *hb = dalloc(C), *ro = dalloc(n), *rm = dalloc(M), *rr = dalloc(M);
     float *x = dev_rand_c(c, n, key(), 2.0, hx);
     float *w = dev_rand_c(c, C, key(), 1.0, hw), *b = dev_rand_c(c, C, key(), 1.0, hb);
     float *out = dev_alloc(c, n * 4), *mean = dev_alloc(c, M * 4), *rstd = dev_alloc(c, M * 4);
@@ -199,7 +197,7 @@ static void test_xent(ops_ctx *c, int B, int K, float smoothing, int soft) {
             for (int k = 0; k < K; k++) {
                 int l2 = (hl[b] + 1) % K;
                 hs[(size_t)b * K + k] = 0.7 * ((k == hl[b]) * (1 - smoothing) + smoothing / K) +
-                                        0.3 * ((k == l2) * (1 - smoothing) + smoothing / K);
+                    0.3 * ((k == l2) * (1 - smoothing) + smoothing / K);
             }
         st = dev_alloc(c, n * 4);
         dev_set(c, st, hs, n);
@@ -244,8 +242,7 @@ static void test_im2col(ops_ctx *c, int B, int C, int Hh, int Ww, int p) {
                         for (int kx = 0; kx < p; kx++) {
                             size_t row = (size_t)b * P + (size_t)py * (Ww / p) + px;
                             size_t col = ((size_t)ch * p + ky) * p + kx;
-                            ro[row * cols + col] =
-                                hi[(((size_t)b * C + ch) * Hh + py * p + ky) * Ww + px * p + kx];
+                            ro[row * cols + col] = hi[(((size_t)b * C + ch) * Hh + py * p + ky) * Ww + px * p + kx];
                         }
     float *go = dl(c, out, no);
     check_vec("im2col", go, ro, no, c->bf16 ? 4e-3 : 0, c->bf16);
@@ -289,8 +286,10 @@ static void test_embed_cls(ops_ctx *c, int B, int T, int D) {
             for (int d = 0; d < D; d++) {
                 double g = hdx[((size_t)b * T + t) * D + d];
                 rdpos[(size_t)t * D + d] += g;
-                if (t == 0) rdc[d] += g;
-                else rdp[((size_t)b * (T - 1) + t - 1) * D + d] = g;
+                if (t == 0)
+                    rdc[d] += g;
+                else
+                    rdp[((size_t)b * (T - 1) + t - 1) * D + d] = g;
             }
     float *g1 = dl(c, dpo, np), *g2 = dl(c, dcls, D), *g3 = dl(c, dpos, (size_t)T * D);
     check_vec("embed_bwd d_patch_out", g1, rdp, np, 0, c->bf16);

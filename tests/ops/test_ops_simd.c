@@ -17,8 +17,10 @@ static void check_formulas(void) {
         float x = (float)xd;
         double xx = x, ref = gelu_ref(xx), gref = gelu_grad_ref(xx);
         double f = sv_gelu(x), g = sv_gelu_grad(x);
-        if (fabs(ref) > 1e-30) worst = fmax(worst, fabs(f - ref) / fabs(ref));
-        else CHECK(fabs(f) <= 1e-30);
+        if (fabs(ref) > 1e-30)
+            worst = fmax(worst, fabs(f - ref) / fabs(ref));
+        else
+            CHECK(fabs(f) <= 1e-30);
         /* gelu' crosses zero near x = -0.75: measure against the size of its two terms */
         double scale = 0.5 * erfc(-xx / sqrt(2.0)) + fabs(xx) * exp(-0.5 * xx * xx) / sqrt(2.0 * 3.14159265358979);
         if (scale > 1e-30) worst_g = fmax(worst_g, fabs(g - gref) / scale);

@@ -78,8 +78,8 @@ static void prefetch_rows(const float *p, int rows, int cols, size_t ld) {
         for (int j = 0; j < cols; j += 16) __builtin_prefetch(p + (size_t)r * ld + j, 0, 2);
 }
 
-sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *scratch,
-                               const void *qkv_, int B, int T, int D, int H) {
+sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *scratch, const void *qkv_, int B, int T,
+                               int D, int H) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_, *Pall = saved;
     const float *qkv = qkv_;
@@ -111,11 +111,9 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
                 c->k->softmax_rows(P, T, T);
                 sv_gemm_engine_gemm(c->gemm, o, (size_t)D, Ap, T, Bv, dh, T, 0, pack, sv_cpu_gemm_scratch(c, t));
             } else {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld,
-                            0.0f, P, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld, 0.0f, P, T);
                 c->k->softmax_rows(P, T, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, v, ld,
-                            0.0f, o, D);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, v, ld, 0.0f, o, D);
             }
             round_strided(c, o, T, dh, D);
         }
@@ -124,9 +122,8 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
     return SV_OK;
 }
 
-sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, const void *d_out_,
-                               const void *qkv_, const void *out, const void *saved, int B,
-                               int T, int D, int H) {
+sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, const void *d_out_, const void *qkv_,
+                               const void *out, const void *saved, int B, int T, int D, int H) {
     (void)out; /* rowsum(dP * P) is taken from dP and P directly */
     const sv_cpu_backend *c = sv_cpu(be);
     float *d_qkv = d_qkv_;
@@ -160,26 +157,22 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
                 void *gs = sv_cpu_gemm_scratch(c, t);
                 const size_t L = (size_t)ld;
                 sv_gemm_engine_gemm(c->gemm, dv, L, (sv_gemm_mat){P, (size_t)T, 0}, T, (sv_gemm_mat){dO, (size_t)D, 0},
-                          dh, T, 0, pack, gs);
-                sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, (sv_gemm_mat){dO, (size_t)D, 1}, T, (sv_gemm_mat){v, L, 1}, T,
-                          dh, 0, pack, gs);
+                                    dh, T, 0, pack, gs);
+                sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, (sv_gemm_mat){dO, (size_t)D, 1}, T, (sv_gemm_mat){v, L, 1},
+                                    T, dh, 0, pack, gs);
                 c->k->softmax_bwd_rows(dS, P, T, T);
                 sv_gemm_engine_gemm(c->gemm, dq, L, (sv_gemm_mat){dS, (size_t)T, 1}, T, (sv_gemm_mat){k, L, 0}, dh, T,
-                          0, pack, gs);
+                                    0, pack, gs);
                 sv_gemm_engine_gemm(c->gemm, dk, L, (sv_gemm_mat){dS, (size_t)T, 0}, T, (sv_gemm_mat){q, L, 0}, dh, T,
-                          0, pack, gs);
+                                    0, pack, gs);
                 scale_strided(bf, dq, T, dh, ld, scale);
                 scale_strided(bf, dk, T, dh, ld, scale);
             } else {
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, dO, D,
-                            0.0f, dv, ld);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld,
-                            0.0f, dS, T);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, dO, D, 0.0f, dv, ld);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld, 0.0f, dS, T);
                 c->k->softmax_bwd_rows(dS, P, T, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld,
-                            0.0f, dq, ld);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld,
-                            0.0f, dk, ld);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld, 0.0f, dq, ld);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld, 0.0f, dk, ld);
                 round_strided(c, dq, T, dh, ld);
                 round_strided(c, dk, T, dh, ld);
             }

@@ -133,12 +133,12 @@ static sv_status cpu_adamw(sv_backend *be, float *p, const float *g, float *m, f
 sv_status sv_cpu_backend_set_isa(sv_backend *be, const char *isa) {
     const sv_cpu_kernels *k = sv_cpu_kernels_pick(isa);
     if (!k)
-        return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: kernels '%s' not available on this CPU (generic|avx2|avx512|auto)",
+        return SV_FAIL(SV_ERR_UNSUPPORTED,
+                       "cpu backend: kernels '%s' not available on this CPU (generic|avx2|avx512|auto)",
                        isa ? isa : "(null)");
     sv_cpu(be)->k = k;
     return SV_OK;
 }
-
 
 /* ---- lifetime ---- */
 
@@ -220,35 +220,34 @@ typedef struct cpu_choice {
     const sv_gemm_engine *gemm; /* NULL: OpenBLAS */
     int threaded_blas;          /* cpu.gemm "blas" */
     int attn_gemm;
-    char note[160];             /* a fallback the log should show, or "" */
+    char note[160]; /* a fallback the log should show, or "" */
 } cpu_choice;
 
 static sv_status cpu_resolve(const sv_backend_config *cfg, cpu_choice *ch) {
     memset(ch, 0, sizeof *ch);
     if (cfg->threads < 0 || cfg->threads > 1024)
-        return SV_FAIL(SV_ERR_INVALID, "cpu backend: threads=%d out of range [0, 1024]",
-                       cfg->threads);
+        return SV_FAIL(SV_ERR_INVALID, "cpu backend: threads=%d out of range [0, 1024]", cfg->threads);
     if (cfg->cpu.op_threads < 0 || cfg->cpu.op_threads > 1024)
-        return SV_FAIL(SV_ERR_INVALID, "cpu backend: op_threads=%d out of range [0, 1024]",
-                       cfg->cpu.op_threads);
+        return SV_FAIL(SV_ERR_INVALID, "cpu backend: op_threads=%d out of range [0, 1024]", cfg->cpu.op_threads);
     if (cfg->compute_dtype != SV_F32 && cfg->compute_dtype != SV_BF16)
-        return SV_FAIL(SV_ERR_INVALID, "cpu backend: unknown compute dtype %d",
-                       (int)cfg->compute_dtype);
+        return SV_FAIL(SV_ERR_INVALID, "cpu backend: unknown compute dtype %d", (int)cfg->compute_dtype);
     ch->threads = cfg->threads > 0 ? cfg->threads : 1;
     ch->op_threads = cfg->cpu.op_threads > 0 ? cfg->cpu.op_threads : ch->threads;
     ch->bf16 = cfg->compute_dtype == SV_BF16;
     const char *isa = cfg->cpu.isa;
     ch->k = sv_cpu_kernels_pick(isa);
     if (!ch->k)
-        return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_ISA=%s is not available on this CPU "
-                       "(generic|avx2|avx512|auto)", isa);
+        return SV_FAIL(SV_ERR_UNSUPPORTED,
+                       "cpu backend: SHARDVIT_CPU_ISA=%s is not available on this CPU "
+                       "(generic|avx2|avx512|auto)",
+                       isa);
     const char *gm = cfg->cpu.gemm;
     int forced_blas = 0;
     char why[160];
     why[0] = '\0';
     ch->threaded_blas = gm && !strcmp(gm, "blas");
-    ch->gemm = ch->threaded_blas ? NULL
-                                 : sv_gemm_engine_pick(ch->bf16, gm, cfg->cpu.amx_deny, &forced_blas, why, ch->note);
+    ch->gemm =
+        ch->threaded_blas ? NULL : sv_gemm_engine_pick(ch->bf16, gm, cfg->cpu.amx_deny, &forced_blas, why, ch->note);
     if (ch->threaded_blas) ch->note[0] = '\0';
     if (!ch->gemm && why[0] && !ch->threaded_blas)
         return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_GEMM=%s: %s", gm, why);

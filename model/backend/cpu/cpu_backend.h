@@ -26,10 +26,10 @@
 
 typedef struct sv_cpu_backend {
     sv_backend base;
-    int threads;    /* worker threads for OpenBLAS (>= 1) */
-    int op_threads; /* OpenMP workers for the backend's own loops (cfg.cpu.op_threads, else threads) */
-    int bf16;     /* 1: round every value written to a compute buffer to bf16 */
-    double *sumsq_partials; /* SV_CPU_SUMSQ_PARTIALS doubles, allocated in create */
+    int threads;             /* worker threads for OpenBLAS (>= 1) */
+    int op_threads;          /* OpenMP workers for the backend's own loops (cfg.cpu.op_threads, else threads) */
+    int bf16;                /* 1: round every value written to a compute buffer to bf16 */
+    double *sumsq_partials;  /* SV_CPU_SUMSQ_PARTIALS doubles, allocated in create */
     const sv_cpu_kernels *k; /* element-wise kernels for this CPU (cpu_kernels.h) */
     /* The packed-GEMM engine of the linear layers (gemm_engine.h), chosen at creation from the
      * CPU and the compute dtype (cfg.cpu.gemm = <engine>|openblas|blas|auto forces one; its
@@ -59,16 +59,13 @@ typedef struct sv_cpu_backend {
 #define SV_CPU_GEMM_PACK_BYTES ((size_t)8 << 20)
 
 static inline sv_cpu_backend *sv_cpu(sv_backend *be) { return (sv_cpu_backend *)be; }
-static inline const sv_cpu_backend *sv_cpu_c(const sv_backend *be) {
-    return (const sv_cpu_backend *)be;
-}
+static inline const sv_cpu_backend *sv_cpu_c(const sv_backend *be) { return (const sv_cpu_backend *)be; }
 
 /* Worker t's slot of gemm_scratch (t < gemm_slots; gemm != NULL only). */
 void *sv_cpu_gemm_scratch(const sv_cpu_backend *c, int t);
 
 /* The value an op stores into a compute buffer: v itself (fp32) or its nearest bf16. */
 static inline float sv_cpu_store(int bf16, float v) { return bf16 ? sv_round_bf16(v) : v; }
-
 
 /* Threads worth using for a loop of `work` scalar operations: forking costs a few
  * microseconds, so small loops stay on the calling thread. */
@@ -96,39 +93,34 @@ void sv_cpu_blas_threads(int n);
 
 /* Op entry points, grouped by file. */
 /* cpu_linear.c */
-sv_status sv_cpu_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in,
-                            const void *W, const void *bias, int M, int N, int K);
-sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out,
-                            const void *in, const void *W, const void *pre_gelu, int M, int N,
-                            int K);
+sv_status sv_cpu_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in, const void *W, const void *bias,
+                            int M, int N, int K);
+sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out, const void *in,
+                            const void *W, const void *pre_gelu, int M, int N, int K);
 sv_status sv_cpu_gelu_fwd(sv_backend *be, void *out, const void *x, size_t n);
 sv_status sv_cpu_gelu_bwd(sv_backend *be, void *d_x, const void *d_out, const void *x, size_t n);
 sv_status sv_cpu_residual_add(sv_backend *be, void *out, const void *a, const void *b, size_t n);
 /* cpu_norm.c */
-sv_status sv_cpu_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd,
-                               const void *x, const void *w, const void *b, int M, int C);
-sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db,
-                               const void *d_out, const void *x, const void *w,
-                               const float *mean, const float *rstd, int M, int C);
-sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits,
-                              const int32_t *labels, const float *soft_targets, int B, int K,
-                              float smoothing, float grad_scale);
+sv_status sv_cpu_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd, const void *x, const void *w,
+                               const void *b, int M, int C);
+sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out, const void *x,
+                               const void *w, const float *mean, const float *rstd, int M, int C);
+sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
+                              const float *soft_targets, int B, int K, float smoothing, float grad_scale);
 /* cpu_attention.c. Sizes (sv_cpu_sizes): `attn` is the engine running the attention GEMMs
  * (NULL: sgemm), `workers` = max(threads, op_threads). */
 size_t sv_cpu_attention_saved_for(int B, int T, int H);
 size_t sv_cpu_attention_scratch_for(const sv_gemm_engine *attn, int workers, int T, int dh);
-sv_status sv_cpu_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch,
-                               const void *qkv, int B, int T, int D, int H);
-sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,
-                               const void *qkv, const void *out, const void *saved, int B,
-                               int T, int D, int H);
+sv_status sv_cpu_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
+                               int D, int H);
+sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
+                               const void *out, const void *saved, int B, int T, int D, int H);
 /* cpu_embed.c */
-sv_status sv_cpu_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg,
-                        int Wimg, int p);
-sv_status sv_cpu_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls,
-                           const void *pos, int B, int T, int D);
-sv_status sv_cpu_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos,
-                           const void *dx, int B, int T, int D);
+sv_status sv_cpu_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg, int Wimg, int p);
+sv_status sv_cpu_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *pos, int B,
+                           int T, int D);
+sv_status sv_cpu_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos, const void *dx, int B, int T,
+                           int D);
 sv_status sv_cpu_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D);
 sv_status sv_cpu_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D);
 

@@ -36,16 +36,16 @@ typedef struct sv_cpu_kernels {
     void (*softmax_bwd_rows)(float *dS, const float *P, int rows, int T);
     /* LayerNorm forward of `rows` rows of C (row stride C): out = (x - mean) * rstd * w + b,
      * mean/rstd per row (biased variance, SV_LN_EPS). Row sums in 16 fixed lanes. */
-    void (*layernorm_fwd_rows)(int bf, float *out, float *mean, float *rstd, const float *x,
-                               const float *w, const float *b, int rows, int C);
+    void (*layernorm_fwd_rows)(int bf, float *out, float *mean, float *rstd, const float *x, const float *w,
+                               const float *b, int rows, int C);
     /* LayerNorm input gradient of `rows` rows, accumulated: d_x += rstd * (g - mean(g) -
      * xhat * mean(g * xhat)), g = dy * w, xhat = (x - mean) * rstd. */
-    void (*layernorm_bwd_rows)(int bf, float *d_x, const float *dy, const float *x, const float *w,
-                               const float *mean, const float *rstd, int rows, int C);
+    void (*layernorm_bwd_rows)(int bf, float *d_x, const float *dy, const float *x, const float *w, const float *mean,
+                               const float *rstd, int rows, int C);
     /* dw[i] += sum_m dy[m][i] * xhat[m][i], db[i] += sum_m dy[m][i] for columns [c0, c1), rows
      * summed in row order (same bits for any column split). */
-    void (*layernorm_bwd_params)(float *dw, float *db, const float *dy, const float *x,
-                                 const float *mean, const float *rstd, int M, int C, int c0, int c1);
+    void (*layernorm_bwd_params)(float *dw, float *db, const float *dy, const float *x, const float *mean,
+                                 const float *rstd, int M, int C, int c0, int c1);
     /* AdamW on n elements (sv_adamw_elem). */
     void (*adamw)(float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h, float wd);
 } sv_cpu_kernels;

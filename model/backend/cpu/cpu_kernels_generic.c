@@ -11,7 +11,7 @@ const sv_cpu_kernels *sv_cpu_kernels_pick(const char *isa) {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     int has2 = __builtin_cpu_supports("avx2");
     if ((any || !strcmp(isa, "avx512")) && has512) return &sv_cpu_kernels_avx512;
     if ((any || !strcmp(isa, "avx2")) && has2) return &sv_cpu_kernels_avx2;

@@ -105,8 +105,8 @@ static float k_sumsq16_centered(const float *x, int n, float mean) {
     return k_tree16(acc);
 }
 
-static void k_layernorm_fwd_rows(int bf, float *out, float *mean, float *rstd, const float *x,
-                                 const float *w, const float *b, int rows, int C) {
+static void k_layernorm_fwd_rows(int bf, float *out, float *mean, float *rstd, const float *x, const float *w,
+                                 const float *b, int rows, int C) {
     for (int m = 0; m < rows; m++) {
         const float *xr = x + (size_t)m * C;
         float *o = out + (size_t)m * C;
@@ -119,8 +119,8 @@ static void k_layernorm_fwd_rows(int bf, float *out, float *mean, float *rstd, c
     }
 }
 
-static void k_layernorm_bwd_rows(int bf, float *d_x, const float *dy, const float *x, const float *w,
-                                 const float *mean, const float *rstd, int rows, int C) {
+static void k_layernorm_bwd_rows(int bf, float *d_x, const float *dy, const float *x, const float *w, const float *mean,
+                                 const float *rstd, int rows, int C) {
     for (int m = 0; m < rows; m++) {
         float *dxr = d_x + (size_t)m * C;
         const float *dyr = dy + (size_t)m * C, *xr = x + (size_t)m * C;
@@ -146,8 +146,8 @@ static void k_layernorm_bwd_rows(int bf, float *d_x, const float *dy, const floa
     }
 }
 
-static void k_layernorm_bwd_params(float *dw, float *db, const float *dy, const float *x,
-                                   const float *mean, const float *rstd, int M, int C, int c0, int c1) {
+static void k_layernorm_bwd_params(float *dw, float *db, const float *dy, const float *x, const float *mean,
+                                   const float *rstd, int M, int C, int c0, int c1) {
     for (int m = 0; m < M; m++) {
         const float *dyr = dy + (size_t)m * C, *xr = x + (size_t)m * C;
         const float mu = mean[m], rs = rstd[m];

@@ -12,8 +12,7 @@
 /* Epilogue over rows [m0, m1) of out (M,N) on the calling thread: bias, optional GELU
  * (pre-activation saved), bf16 rounding. GELU is applied to the unrounded fp32 sum, as a
  * fused GPU epilogue does. */
-static void epilogue_rows(const sv_cpu_backend *c, float *out, float *pre, const float *bias, int m0,
-                          int m1, int N) {
+static void epilogue_rows(const sv_cpu_backend *c, float *out, float *pre, const float *bias, int m0, int m1, int N) {
     const int bf = c->bf16;
     for (int m = m0; m < m1; m++) {
         float *o = out + (size_t)m * N;
@@ -78,8 +77,10 @@ static void eng_epi(const sv_gemm_epi *ep, int i, int rows) {
     const sv_cpu_kernels *k = ep->k;
     for (int m = i; m < i + rows; m++) {
         float *o = ep->out + (size_t)m * ep->ld;
-        if (ep->pre) k->bias_gelu(ep->bf, o, ep->pre + (size_t)m * ep->ld, ep->bias, (size_t)ep->n);
-        else k->bias_store(ep->bf, o, ep->bias, (size_t)ep->n);
+        if (ep->pre)
+            k->bias_gelu(ep->bf, o, ep->pre + (size_t)m * ep->ld, ep->bias, (size_t)ep->n);
+        else
+            k->bias_store(ep->bf, o, ep->bias, (size_t)ep->n);
     }
 }
 
@@ -88,8 +89,14 @@ static void eng_epi(const sv_gemm_epi *ep, int i, int rows) {
 static const sv_gemm_epi *eng_epi_at(const sv_cpu_backend *c, sv_gemm_epi *ep, float *out, float *pre,
                                      const float *bias, int n, size_t row) {
     if (!c->gemm->run_ep || c->no_fused_epi) return NULL;
-    *ep = (sv_gemm_epi){.fn = eng_epi, .out = out + row * (size_t)n, .pre = pre ? pre + row * (size_t)n : NULL,
-                        .bias = bias, .ld = (size_t)n, .n = n, .bf = c->bf16, .k = c->k};
+    *ep = (sv_gemm_epi){.fn = eng_epi,
+                        .out = out + row * (size_t)n,
+                        .pre = pre ? pre + row * (size_t)n : NULL,
+                        .bias = bias,
+                        .ld = (size_t)n,
+                        .n = n,
+                        .bf = c->bf16,
+                        .k = c->k};
     return ep;
 }
 
@@ -97,8 +104,10 @@ static const sv_gemm_epi *eng_epi_at(const sv_cpu_backend *c, sv_gemm_epi *ep, f
  * NULL) on the last chunk only. */
 static void eng_run(const sv_cpu_backend *c, float *C, size_t ldc, sv_gemm_mat A, int rows, int n, int rl,
                     int accumulate, void *scratch, const sv_gemm_epi *ep) {
-    if (ep) c->gemm->run_ep(C, ldc, A, rows, c->gemm_pack, n, rl, accumulate, scratch, ep);
-    else c->gemm->run(C, ldc, A, rows, c->gemm_pack, n, rl, accumulate, scratch);
+    if (ep)
+        c->gemm->run_ep(C, ldc, A, rows, c->gemm_pack, n, rl, accumulate, scratch, ep);
+    else
+        c->gemm->run(C, ldc, A, rows, c->gemm_pack, n, rl, accumulate, scratch);
 }
 
 /* Inside a parallel region of nt workers, worker t: rows [a, b) of C (n columns, row stride
@@ -122,8 +131,8 @@ static void eng_rows_chunked(const sv_cpu_backend *c, float *C, size_t ldc, sv_g
     }
 }
 
-static void linear_fwd_eng(const sv_cpu_backend *c, float *out, float *pre_gelu, const float *in,
-                            const float *W, const float *bias, int M, int N, int K) {
+static void linear_fwd_eng(const sv_cpu_backend *c, float *out, float *pre_gelu, const float *in, const float *W,
+                           const float *bias, int M, int N, int K) {
     const sv_gemm_mat Bw = {W, (size_t)K, 1}, Ai = {in, (size_t)K, 1};
     const int nt = eng_threads(c, M, (double)M * N * K), kc = eng_chunk(c, N, K);
 #pragma omp parallel num_threads(nt)
@@ -158,8 +167,8 @@ static void linear_fwd_eng(const sv_cpu_backend *c, float *out, float *pre_gelu,
 
 /* d_in (M,K) = d_out (M,N) W (N,K) on rows split across workers, then dW (N,K) += d_out^T in
  * on rows of dW split across workers (each summing over all M). */
-static void linear_bwd_eng(const sv_cpu_backend *c, float *d_in, float *dW, const float *d_out,
-                            const float *in, const float *W, int M, int N, int K) {
+static void linear_bwd_eng(const sv_cpu_backend *c, float *d_in, float *dW, const float *d_out, const float *in,
+                           const float *W, int M, int N, int K) {
     const int nt_in = d_in ? eng_threads(c, M, (double)M * N * K) : 1;
     const int nt_w = eng_threads(c, N, (double)M * N * K);
     const int nt = nt_in > nt_w ? nt_in : nt_w;
@@ -185,8 +194,8 @@ static void linear_bwd_eng(const sv_cpu_backend *c, float *d_in, float *dW, cons
     }
 }
 
-sv_status sv_cpu_linear_fwd(sv_backend *be, void *out_, void *pre_gelu, const void *in_,
-                            const void *W_, const void *bias, int M, int N, int K) {
+sv_status sv_cpu_linear_fwd(sv_backend *be, void *out_, void *pre_gelu, const void *in_, const void *W_,
+                            const void *bias, int M, int N, int K) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_;
     const float *in = in_, *W = W_;
@@ -207,17 +216,16 @@ sv_status sv_cpu_linear_fwd(sv_backend *be, void *out_, void *pre_gelu, const vo
         sv_cpu_range((size_t)M, nt, t, &a, &b);
         for (int m0 = (int)a; m0 < (int)b; m0 += rows) {
             int mr = (int)b - m0 < rows ? (int)b - m0 : rows;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, N, K, 1.0f, in + (size_t)m0 * K, K, W, K,
-                        0.0f, out + (size_t)m0 * N, N);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, N, K, 1.0f, in + (size_t)m0 * K, K, W, K, 0.0f,
+                        out + (size_t)m0 * N, N);
             if (need_epilogue) epilogue_rows(c, out, pre_gelu, bias, m0, m0 + mr, N);
         }
     }
     return SV_OK;
 }
 
-sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, void *d_out_,
-                            const void *in_, const void *W_, const void *pre_gelu_, int M, int N,
-                            int K) {
+sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, void *d_out_, const void *in_,
+                            const void *W_, const void *pre_gelu_, int M, int N, int K) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *d_in = d_in_, *d_out = d_out_;
     const float *in = in_, *W = W_, *pre = pre_gelu_;
@@ -237,8 +245,7 @@ sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, v
             if (n1 > N) n1 = N;
             for (int m = 0; m < M; m++) {
                 float *d = d_out + (size_t)m * N;
-                if (pre && n1 > n0)
-                    c->k->gelu_bwd(bf, d + n0, d + n0, pre + (size_t)m * N + n0, (size_t)(n1 - n0));
+                if (pre && n1 > n0) c->k->gelu_bwd(bf, d + n0, d + n0, pre + (size_t)m * N + n0, (size_t)(n1 - n0));
                 if (db)
                     for (int n = n0; n < n1; n++) db[n] += d[n];
             }
@@ -261,8 +268,8 @@ sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, v
         if (d_in && t < nt_in) {
             sv_cpu_range((size_t)M, nt_in, t, &a, &b);
             if (b > a) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(b - a), K, N, 1.0f, d_out + a * N, N,
-                            W, K, 0.0f, d_in + a * K, K);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(b - a), K, N, 1.0f, d_out + a * N, N, W, K,
+                            0.0f, d_in + a * K, K);
                 if (bf) c->k->round_bf16(d_in + a * K, (b - a) * (size_t)K);
             }
         }
@@ -290,8 +297,7 @@ sv_status sv_cpu_gelu_fwd(sv_backend *be, void *out_, const void *x_, size_t n) 
     return SV_OK;
 }
 
-sv_status sv_cpu_gelu_bwd(sv_backend *be, void *d_x_, const void *d_out_, const void *x_,
-                          size_t n) {
+sv_status sv_cpu_gelu_bwd(sv_backend *be, void *d_x_, const void *d_out_, const void *x_, size_t n) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *d_x = d_x_;
     const float *d_out = d_out_, *x = x_;
@@ -305,8 +311,7 @@ sv_status sv_cpu_gelu_bwd(sv_backend *be, void *d_x_, const void *d_out_, const 
     return SV_OK;
 }
 
-sv_status sv_cpu_residual_add(sv_backend *be, void *out_, const void *a_, const void *b_,
-                              size_t n) {
+sv_status sv_cpu_residual_add(sv_backend *be, void *out_, const void *a_, const void *b_, size_t n) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_;
     const float *a = a_, *b = b_;

@@ -6,8 +6,8 @@
 /* LayerNorm rows run in the ISA-dispatched kernels (cpu_kernels.h: 16 fixed summation lanes,
  * so every variant and every row split gives the same bits). */
 
-sv_status sv_cpu_layernorm_fwd(sv_backend *be, void *out_, float *mean, float *rstd,
-                               const void *x_, const void *w_, const void *b_, int M, int C) {
+sv_status sv_cpu_layernorm_fwd(sv_backend *be, void *out_, float *mean, float *rstd, const void *x_, const void *w_,
+                               const void *b_, int M, int C) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_;
     const float *x = x_, *w = w_, *b = b_;
@@ -17,15 +17,13 @@ sv_status sv_cpu_layernorm_fwd(sv_backend *be, void *out_, float *mean, float *r
         size_t m0, m1;
         sv_cpu_range((size_t)M, nt, t, &m0, &m1);
         if (m1 > m0)
-            c->k->layernorm_fwd_rows(c->bf16, out + m0 * C, mean + m0, rstd + m0, x + m0 * C, w, b,
-                                     (int)(m1 - m0), C);
+            c->k->layernorm_fwd_rows(c->bf16, out + m0 * C, mean + m0, rstd + m0, x + m0 * C, w, b, (int)(m1 - m0), C);
     }
     return SV_OK;
 }
 
-sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x_, float *dw, float *db,
-                               const void *d_out_, const void *x_, const void *w_,
-                               const float *mean, const float *rstd, int M, int C) {
+sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x_, float *dw, float *db, const void *d_out_, const void *x_,
+                               const void *w_, const float *mean, const float *rstd, int M, int C) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *d_x = d_x_;
     const float *dy = d_out_, *x = x_, *w = w_;
@@ -43,8 +41,8 @@ sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x_, float *dw, float *db,
         size_t m0, m1;
         sv_cpu_range((size_t)M, nt, t, &m0, &m1);
         if (m1 > m0)
-            c->k->layernorm_bwd_rows(c->bf16, d_x + m0 * C, dy + m0 * C, x + m0 * C, w, mean + m0,
-                                     rstd + m0, (int)(m1 - m0), C);
+            c->k->layernorm_bwd_rows(c->bf16, d_x + m0 * C, dy + m0 * C, x + m0 * C, w, mean + m0, rstd + m0,
+                                     (int)(m1 - m0), C);
     }
     int ntc = C >= 32 * nt ? nt : 1;
 #pragma omp parallel for num_threads(ntc) schedule(static, 1)
@@ -58,8 +56,8 @@ sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x_, float *dw, float *db,
 }
 
 sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits_, const void *logits_,
-                              const int32_t *labels, const float *soft_targets, int B, int K,
-                              float smoothing, float grad_scale) {
+                              const int32_t *labels, const float *soft_targets, int B, int K, float smoothing,
+                              float grad_scale) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *d_logits = d_logits_;
     const float *logits = logits_;
@@ -67,10 +65,9 @@ sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits_, co
     if (labels)
         for (int b = 0; b < B; b++)
             if (labels[b] < 0 || labels[b] >= K)
-                return SV_FAIL(SV_ERR_INVALID,
-                               "softmax_xent: label %d of sample %d outside [0, %d)", (int)labels[b],
-                               b, K);
-#pragma omp parallel for num_threads(sv_cpu_nt(c, (size_t)B * K * 8)) schedule(static)
+                return SV_FAIL(SV_ERR_INVALID, "softmax_xent: label %d of sample %d outside [0, %d)", (int)labels[b], b,
+                               K);
+#pragma omp parallel for num_threads(sv_cpu_nt(c, (size_t)B *K * 8)) schedule(static)
     for (int b = 0; b < B; b++) {
         const float *z = logits + (size_t)b * K;
         const float *st = soft_targets ? soft_targets + (size_t)b * K : NULL;

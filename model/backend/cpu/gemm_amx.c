@@ -111,7 +111,9 @@ int sv_gemm_amx_permission(char *why, size_t n) {
         return 0;
     }
     if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM_, XFEATURE_XTILEDATA_) != 0) {
-        if (why) snprintf(why, n, "the kernel refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM: %s)", strerror(errno));
+        if (why)
+            snprintf(why, n, "the kernel refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM: %s)",
+                     strerror(errno));
         return 0;
     }
     return 1;
@@ -131,9 +133,10 @@ static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, l
                 uint32_t *tile = S + ((size_t)g * nks + s) * 256;
                 const long p0 = q0 + s * KS; /* first pair of this tile */
                 for (int i = 0; i < 16; i++)
-                    _mm512_store_si512(tile + i * 16, i < rows ? pairs16_contig(A.p + (size_t)(i0 + 16 * g + i) * A.ld + 2 * p0,
-                                                                                (long)r - 2 * p0)
-                                                               : _mm512_setzero_si512());
+                    _mm512_store_si512(
+                        tile + i * 16,
+                        i < rows ? pairs16_contig(A.p + (size_t)(i0 + 16 * g + i) * A.ld + 2 * p0, (long)r - 2 * p0)
+                                 : _mm512_setzero_si512());
             }
         }
         return;
@@ -167,7 +170,7 @@ static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, l
  * whole, else the staging buffer (16 x 16, row stride 64 bytes). */
 typedef struct ctile {
     float *p;
-    size_t stride; /* bytes */
+    size_t stride;  /* bytes */
     int rows, cols; /* valid part, for staging */
 } ctile;
 
@@ -184,8 +187,8 @@ static void stage_in(const ctile *t, const float *C, size_t ldc, int ri, int ci,
     const float *src = C + (size_t)16 * ri * ldc + 16 * ci;
     __mmask16 k = mask16(t->cols);
     for (int i = 0; i < 16; i++)
-        _mm512_store_ps(t->p + 16 * i, load && i < t->rows ? _mm512_maskz_loadu_ps(k, src + (size_t)i * ldc)
-                                                          : _mm512_setzero_ps());
+        _mm512_store_ps(t->p + 16 * i,
+                        load && i < t->rows ? _mm512_maskz_loadu_ps(k, src + (size_t)i * ldc) : _mm512_setzero_ps());
 }
 
 static void stage_out(const ctile *t, float *C, size_t ldc, int ri, int ci) {
@@ -263,10 +266,14 @@ static void amx_block(float *C, size_t ldc, const uint32_t *S, int i0, int mc, c
             const uint32_t *bpan = pb + ((size_t)jp * rpa + q0) * NR;
             const int nr = n - jp * NR < NR ? n - jp * NR : NR;
             float *Cb = Cr + jp * NR;
-            if (mr > 16 && nr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 1);
-            else if (mr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 0);
-            else if (nr > 16) kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 1);
-            else kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 0);
+            if (mr > 16 && nr > 16)
+                kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 1);
+            else if (mr > 16)
+                kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 0);
+            else if (nr > 16)
+                kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 1);
+            else
+                kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 0);
         }
         /* the strip's 32 rows are finished and still in L1/L2: the epilogue runs on them in C */
         if (ep) ep->fn(ep, i0 + g, mr);

@@ -25,7 +25,7 @@
 #include <string.h>
 
 enum {
-    MR = 8,    /* rows per microkernel: 16 accumulators + 2 B vectors + broadcasts */
+    MR = 8, /* rows per microkernel: 16 accumulators + 2 B vectors + broadcasts */
     NR = SV_GEMM_BF16_NR,
     MC = 128,  /* rows per A block (multiple of MR) */
     KCP = 128, /* reduction pairs per block: B micro-panel 16 KiB stays in L1 across the MR loop */
@@ -44,7 +44,7 @@ size_t sv_gemm_bf16_scratch_bytes(void) { return (size_t)MC * KCP * sizeof(uint3
 int sv_gemm_bf16_available(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
 }
 
 void sv_gemm_bf16_pack_padded(void *pb_, sv_gemm_mat B, int n, int r, int j0, int j1, long rp_alloc) {
@@ -64,7 +64,8 @@ void sv_gemm_bf16_pack_padded(void *pb_, sv_gemm_mat B, int n, int r, int j0, in
                 uint32_t *dst = pb + (size_t)jp * rp_alloc * NR + q * NR;
                 const int jbase = jp * NR, nj = n - jbase < NR ? n - jbase : NR;
                 _mm512_storeu_si512(dst, pairs16_rows(row0 + jbase, row1 ? row1 + jbase : NULL, nj));
-                _mm512_storeu_si512(dst + 16, pairs16_rows(row0 + jbase + 16, row1 ? row1 + jbase + 16 : NULL, nj - 16));
+                _mm512_storeu_si512(dst + 16,
+                                    pairs16_rows(row0 + jbase + 16, row1 ? row1 + jbase + 16 : NULL, nj - 16));
             }
         }
         if (rp_alloc > rp)
@@ -81,8 +82,9 @@ void sv_gemm_bf16_pack_padded(void *pb_, sv_gemm_mat B, int n, int r, int j0, in
             for (long q = 0; q < rp; q += 16) {
                 __m512i v[16];
                 for (int j = 0; j < 16; j++)
-                    v[j] = j16 + j < nj ? pairs16_contig(B.p + (size_t)(jbase + j16 + j) * B.ld + 2 * q, (long)r - 2 * q)
-                                        : _mm512_setzero_si512();
+                    v[j] = j16 + j < nj
+                        ? pairs16_contig(B.p + (size_t)(jbase + j16 + j) * B.ld + 2 * q, (long)r - 2 * q)
+                        : _mm512_setzero_si512();
                 transpose16(v);
                 long nq = rp - q < 16 ? rp - q : 16;
                 for (long t = 0; t < nq; t++) _mm512_storeu_si512(dst + (q + t) * NR + j16, v[t]);
@@ -133,8 +135,8 @@ static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, l
 
 /* MR x 32 tile: C[i][0..nr) for i < mr (= or += per load_c) over kq pairs. A pair of row i at
  * pair t: a[i*ars + t*aps]; B pair t: b[t*32 .. t*32+31]. */
-static void kernel(long kq, const uint32_t *a, size_t ars, size_t aps, const uint32_t *b, float *C,
-                   size_t ldc, int mr, int nr, int load_c) {
+static void kernel(long kq, const uint32_t *a, size_t ars, size_t aps, const uint32_t *b, float *C, size_t ldc, int mr,
+                   int nr, int load_c) {
     __m512 c0[MR], c1[MR];
     __mmask16 k0 = mask16(nr), k1 = mask16(nr - 16);
 #pragma GCC unroll 8
@@ -170,8 +172,8 @@ static void kernel(long kq, const uint32_t *a, size_t ars, size_t aps, const uin
     }
 }
 
-void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_, int n, int r,
-                      int accumulate, void *scratch) {
+void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_, int n, int r, int accumulate,
+                      void *scratch) {
     const uint32_t *pb = pb_;
     uint32_t *S = scratch;
     if (m <= 0 || n <= 0) return;
@@ -194,8 +196,8 @@ void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb
                 int nr = n - jp * NR < NR ? n - jp * NR : NR;
                 for (int g = 0; g < mc; g += MR) {
                     int mr = mc - g < MR ? mc - g : MR;
-                    kernel(kq, S + (size_t)g * kq, ars, aps, bpan, C + (size_t)(i0 + g) * ldc + jp * NR, ldc, mr,
-                           nr, load_c);
+                    kernel(kq, S + (size_t)g * kq, ars, aps, bpan, C + (size_t)(i0 + g) * ldc + jp * NR, ldc, mr, nr,
+                           load_c);
                 }
             }
         }
@@ -211,8 +213,8 @@ void sv_gemm_bf16_pack_padded(void *pb, sv_gemm_mat B, int n, int r, int j0, int
 void sv_gemm_bf16_pack(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1) {
     (void)pb, (void)B, (void)n, (void)r, (void)j0, (void)j1;
 }
-void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r,
-                      int accumulate, void *scratch) {
+void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r, int accumulate,
+                      void *scratch) {
     (void)C, (void)ldc, (void)A, (void)m, (void)pb, (void)n, (void)r, (void)accumulate, (void)scratch;
 }
 

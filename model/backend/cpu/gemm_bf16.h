@@ -57,7 +57,7 @@ void sv_gemm_bf16_pack_padded(void *pb, sv_gemm_mat B, int n, int r, int j0, int
  * (sv_gemm_bf16_pack over all n columns with the same n, r). scratch: 64-byte aligned,
  * sv_gemm_bf16_scratch_bytes() bytes, private to the calling thread. m, n, r >= 0; with
  * r == 0, C is zeroed (or left as is when accumulate). */
-void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r,
-                      int accumulate, void *scratch);
+void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb, int n, int r, int accumulate,
+                      void *scratch);
 
 #endif

@@ -47,7 +47,8 @@ const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int amx_d
         }
         const sv_gemm_engine *e = sv_gemm_engine_by_name(force);
         if (!e) {
-            put(why, "unknown GEMM engine '%s' (amx-bf16|avx512-bf16|avx512-f32|avx2-f32|openblas|blas|auto)%s", force, "");
+            put(why, "unknown GEMM engine '%s' (amx-bf16|avx512-bf16|avx512-f32|avx2-f32|openblas|blas|auto)%s", force,
+                "");
             return NULL;
         }
         if (e->bf16 && !bf16) {

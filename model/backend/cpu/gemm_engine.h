@@ -94,7 +94,7 @@ const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int amx_d
 int sv_gemm_amx_permission(char *why, size_t n);
 
 /* Pack all n columns of B into `pack` (e->pack_bytes(n, r) bytes), then run on the calling thread. */
-void sv_gemm_engine_gemm(const sv_gemm_engine *e, float *C, size_t ldc, sv_gemm_mat A, int m, sv_gemm_mat B,
-                         int n, int r, int accumulate, void *pack, void *scratch);
+void sv_gemm_engine_gemm(const sv_gemm_engine *e, float *C, size_t ldc, sv_gemm_mat A, int m, sv_gemm_mat B, int n,
+                         int r, int accumulate, void *pack, void *scratch);
 
 #endif

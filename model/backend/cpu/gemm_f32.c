@@ -225,7 +225,8 @@ static void pack_b_512(float *dst, sv_gemm_mat B, size_t jb, int nj, int r) {
             for (int k = 0; k < r; k += 16) {
                 __m512 v[16];
                 int cnt = r - k < 16 ? r - k : 16;
-                if (cols > 0) load_tr16(v, B.p + (jb + h) * B.ld + k, B.ld, cols, cnt);
+                if (cols > 0)
+                    load_tr16(v, B.p + (jb + h) * B.ld + k, B.ld, cols, cnt);
                 else
                     for (int t = 0; t < 16; t++) v[t] = _mm512_setzero_ps();
                 for (int t = 0; t < cnt; t++) _mm512_storeu_ps(dst + (size_t)(k + t) * NR512 + h, v[t]);
@@ -355,7 +356,8 @@ static void pack_b_256(float *dst, sv_gemm_mat B, size_t jb, int nj, int r) {
             for (int k = 0; k < r; k += 8) {
                 __m256 v[8];
                 int cnt = r - k < 8 ? r - k : 8;
-                if (cols > 0) load_tr8(v, B.p + (jb + h) * B.ld + k, B.ld, cols, cnt);
+                if (cols > 0)
+                    load_tr8(v, B.p + (jb + h) * B.ld + k, B.ld, cols, cnt);
                 else
                     for (int t = 0; t < 8; t++) v[t] = _mm256_setzero_ps();
                 for (int t = 0; t < cnt; t++) _mm256_storeu_ps(dst + (size_t)(k + t) * NR256 + h, v[t]);
@@ -415,7 +417,7 @@ static void kernel_256(int kq, const float *a, const float *b, float *C, size_t 
 static int avx512_available(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
 }
 static int avx2_available(void) {
     __builtin_cpu_init();

@@ -25,7 +25,6 @@
 #include <string.h>
 #include <time.h>
 
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -139,7 +138,6 @@ __attribute__((target("amx-tile,amx-bf16"))) static void loop_amx_bf16(long roun
     g_sink = s;
 }
 
-
 typedef void (*loop_fn)(long rounds);
 
 /* Best FLOP/s of fn over ~seconds (see the file comment). */
@@ -183,18 +181,18 @@ static int has_avx2_fma(void) { return __builtin_cpu_supports("avx2") && __built
 double sv_cpu_isa_peak_flops(const char *engine, double seconds) {
     __builtin_cpu_init();
     if (!engine || !strcmp(engine, "openblas")) { /* the widest fp32 FMA */
-        if (has_avx512f()) engine = "avx512-f32";
-        else if (has_avx2_fma()) engine = "avx2-f32";
-        else return 0;
+        if (has_avx512f())
+            engine = "avx512-f32";
+        else if (has_avx2_fma())
+            engine = "avx2-f32";
+        else
+            return 0;
     }
-    if (!strcmp(engine, "avx512-f32"))
-        return has_avx512f() ? measure(loop_avx512_f32, ACC512 * 32.0, seconds) : 0;
-    if (!strcmp(engine, "avx2-f32"))
-        return has_avx2_fma() ? measure(loop_avx2_f32, ACC256 * 16.0, seconds) : 0;
+    if (!strcmp(engine, "avx512-f32")) return has_avx512f() ? measure(loop_avx512_f32, ACC512 * 32.0, seconds) : 0;
+    if (!strcmp(engine, "avx2-f32")) return has_avx2_fma() ? measure(loop_avx2_f32, ACC256 * 16.0, seconds) : 0;
     if (!strcmp(engine, "avx512-bf16"))
-        return has_avx512f() && __builtin_cpu_supports("avx512bf16")
-                   ? measure(loop_avx512_bf16, ACCBF * 64.0, seconds)
-                   : 0;
+        return has_avx512f() && __builtin_cpu_supports("avx512bf16") ? measure(loop_avx512_bf16, ACCBF * 64.0, seconds)
+                                                                     : 0;
     if (!strcmp(engine, "amx-bf16")) {
         if (!sv_gemm_amx_permission(NULL, 0)) return 0;
         return measure(loop_amx_bf16, ACCAMX * 16384.0, seconds);

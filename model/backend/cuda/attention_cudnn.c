@@ -146,25 +146,29 @@ static sv_status finish_plan(sv_cuda_backend *cb, desc_list *l, cudnnBackendDesc
     SV_CUDNN_TRY(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
     SV_CUDNN_TRY(cudnnBackendFinalize(heur));
     int64_t count = 0;
-    SV_CUDNN_TRY(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL));
+    SV_CUDNN_TRY(
+        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL));
     if (count <= 0) return SV_FAIL(SV_ERR_UNSUPPORTED, "cuDNN heuristics returned no engine for this graph");
     enum { MAX_CFG = 8 };
     cudnnBackendDescriptor_t cfgs[MAX_CFG];
     if (count > MAX_CFG) count = MAX_CFG;
     for (int64_t i = 0; i < count; i++) SV_TRY(make_desc(l, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i]));
     int64_t got = 0;
-    SV_CUDNN_TRY(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, cfgs));
+    SV_CUDNN_TRY(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
+                                          &got, cfgs));
     cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
     for (int64_t i = 0; i < got; i++) {
         cudnnBackendDescriptor_t plan;
         SV_CUDNN_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
-        last = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[i]);
+        last = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                        &cfgs[i]);
         if (last == CUDNN_STATUS_SUCCESS)
             last = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &cb->dnn);
         if (last == CUDNN_STATUS_SUCCESS) last = cudnnBackendFinalize(plan);
         int64_t ws = 0;
         if (last == CUDNN_STATUS_SUCCESS)
-            last = cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, NULL, &ws);
+            last = cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, NULL,
+                                            &ws);
         if (last == CUDNN_STATUS_SUCCESS) {
             *plan_out = plan;
             *ws_out = ws;
@@ -256,13 +260,13 @@ static sv_status plan_for(sv_cuda_backend *cb, int B, int T, int D, int H, sv_cu
     memset(slot, 0, sizeof *slot);
     slot->B = B, slot->T = T, slot->D = D, slot->H = H, slot->used = 1;
     if (build_fwd(cb, slot) != SV_OK) {
-        SV_WARN("cuDNN SDPA forward unavailable for B=%d T=%d D=%d H=%d, using the fallback kernel: %s",
-                B, T, D, H, sv_err_msg());
+        SV_WARN("cuDNN SDPA forward unavailable for B=%d T=%d D=%d H=%d, using the fallback kernel: %s", B, T, D, H,
+                sv_err_msg());
         sv_err_clear();
     }
     if (build_bwd(cb, slot) != SV_OK) {
-        SV_WARN("cuDNN SDPA backward unavailable for B=%d T=%d D=%d H=%d, using the fallback kernel: %s",
-                B, T, D, H, sv_err_msg());
+        SV_WARN("cuDNN SDPA backward unavailable for B=%d T=%d D=%d H=%d, using the fallback kernel: %s", B, T, D, H,
+                sv_err_msg());
         sv_err_clear();
     }
     int64_t ws = slot->fwd_ws > slot->bwd_ws ? slot->fwd_ws : slot->bwd_ws;
@@ -291,8 +295,8 @@ static sv_status execute(sv_cuda_backend *cb, cudnnBackendDescriptor_t plan, int
     return SV_OK;
 }
 
-sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch,
-                                const void *qkv, int B, int T, int D, int H) {
+sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
+                                int D, int H) {
     sv_cuda_backend *cb = sv_cuda_be(be);
     (void)scratch;
     sv_cuda_attn_plan *p;
@@ -302,12 +306,12 @@ sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *sc
         size_t e = 2; /* bf16 bytes */
         float scale = 1.0f / sqrtf((float)(D / H));
         int64_t uids[] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE};
-        void *ptrs[] = {(void *)base, (void *)(base + (size_t)D * e), (void *)(base + 2 * (size_t)D * e),
-                        out, saved, &scale};
+        void *ptrs[] = {(void *)base, (void *)(base + (size_t)D * e), (void *)(base + 2 * (size_t)D * e), out, saved,
+                        &scale};
         if (execute(cb, p->fwd, 6, uids, ptrs) == SV_OK) return SV_OK;
         /* Refused at execution (nothing was enqueued): use the kernels from now on. */
-        SV_WARN("cuDNN SDPA forward failed for B=%d T=%d D=%d H=%d, switching to the fallback kernel: %s",
-                B, T, D, H, sv_err_msg());
+        SV_WARN("cuDNN SDPA forward failed for B=%d T=%d D=%d H=%d, switching to the fallback kernel: %s", B, T, D, H,
+                sv_err_msg());
         sv_err_clear();
         plan_drop(&p->fwd, &p->fwd_keep);
     }
@@ -315,9 +319,8 @@ sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *sc
                                 "attention forward (fallback)");
 }
 
-sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,
-                                const void *qkv, const void *out, const void *saved, int B, int T,
-                                int D, int H) {
+sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
+                                const void *out, const void *saved, int B, int T, int D, int H) {
     sv_cuda_backend *cb = sv_cuda_be(be);
     sv_cuda_attn_plan *p;
     SV_TRY(plan_for(cb, B, T, D, H, &p));
@@ -327,15 +330,23 @@ sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, cons
         size_t off = (size_t)D * 2;
         float scale = 1.0f / sqrtf((float)(D / H));
         int64_t uids[] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_DO, UID_DQ, UID_DK, UID_DV};
-        void *ptrs[] = {(void *)base, (void *)(base + off), (void *)(base + 2 * off), (void *)out,
-                        (void *)saved, &scale, (void *)d_out, dbase, dbase + off, dbase + 2 * off};
+        void *ptrs[] = {(void *)base,
+                        (void *)(base + off),
+                        (void *)(base + 2 * off),
+                        (void *)out,
+                        (void *)saved,
+                        &scale,
+                        (void *)d_out,
+                        dbase,
+                        dbase + off,
+                        dbase + 2 * off};
         if (execute(cb, p->bwd, 10, uids, ptrs) == SV_OK) return SV_OK;
-        SV_WARN("cuDNN SDPA backward failed for B=%d T=%d D=%d H=%d, switching to the fallback kernel: %s",
-                B, T, D, H, sv_err_msg());
+        SV_WARN("cuDNN SDPA backward failed for B=%d T=%d D=%d H=%d, switching to the fallback kernel: %s", B, T, D, H,
+                sv_err_msg());
         sv_err_clear();
         plan_drop(&p->bwd, &p->bwd_keep);
     }
-    return sv_cuda_launch_check(sv_cuk_attn_bwd(cb->stream, cb->bf16, d_qkv, d_out, qkv, out, saved,
-                                                scratch, B, T, D, H),
-                                "attention backward (fallback)");
+    return sv_cuda_launch_check(
+        sv_cuk_attn_bwd(cb->stream, cb->bf16, d_qkv, d_out, qkv, out, saved, scratch, B, T, D, H),
+        "attention backward (fallback)");
 }

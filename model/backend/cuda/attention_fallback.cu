@@ -12,8 +12,7 @@
 #define SV_ATT_THREADS 128
 
 /* Element offsets inside qkv (B,T,3D) for token t of batch b, head h; which = 0 q, 1 k, 2 v. */
-static __device__ __forceinline__ size_t qkv_at(int b, int t, int h, int which, int T, int D,
-                                                int dh) {
+static __device__ __forceinline__ size_t qkv_at(int b, int t, int h, int which, int T, int D, int dh) {
     return ((size_t)b * T + t) * (size_t)(3 * D) + (size_t)which * D + (size_t)h * dh;
 }
 static __device__ __forceinline__ size_t o_at(int b, int t, int h, int T, int D, int dh) {
@@ -21,8 +20,7 @@ static __device__ __forceinline__ size_t o_at(int b, int t, int h, int T, int D,
 }
 
 /* Forward. shared: q (dh) | scores (T). */
-template <int BF> __global__ void k_att_fwd(void *out, float *lse, const void *qkv, int T, int D,
-                                            int H, float scale) {
+template <int BF> __global__ void k_att_fwd(void *out, float *lse, const void *qkv, int T, int D, int H, float scale) {
     extern __shared__ float sh[];
     __shared__ float red[32];
     int i = blockIdx.x, h = blockIdx.y, b = blockIdx.z, dh = D / H;
@@ -57,8 +55,8 @@ template <int BF> __global__ void k_att_fwd(void *out, float *lse, const void *q
 }
 
 /* rowdot[b,h,i] = sum_d dO[b,i,h,d] * O[b,i,h,d] (the softmax-backward row term). */
-template <int BF> __global__ void k_att_rowdot(float *rowdot, const void *d_out, const void *out,
-                                               int B, int T, int D, int H) {
+template <int BF>
+__global__ void k_att_rowdot(float *rowdot, const void *d_out, const void *out, int B, int T, int D, int H) {
     int dh = D / H;
     size_t n = (size_t)B * H * T;
     SV_CUK_FOR(r, n) {
@@ -73,9 +71,9 @@ template <int BF> __global__ void k_att_rowdot(float *rowdot, const void *d_out,
 }
 
 /* dQ for query row i. shared: q (dh) | dO (dh) | dS (T). */
-template <int BF> __global__ void k_att_dq(void *d_qkv, const void *d_out, const void *qkv,
-                                           const float *lse, const float *rowdot, int T, int D,
-                                           int H, float scale) {
+template <int BF>
+__global__ void k_att_dq(void *d_qkv, const void *d_out, const void *qkv, const float *lse, const float *rowdot, int T,
+                         int D, int H, float scale) {
     extern __shared__ float sh[];
     int i = blockIdx.x, h = blockIdx.y, b = blockIdx.z, dh = D / H;
     float *q = sh, *go = sh + dh, *ds = sh + 2 * dh;
@@ -106,9 +104,9 @@ template <int BF> __global__ void k_att_dq(void *d_qkv, const void *d_out, const
 }
 
 /* dK, dV for key row j. shared: k (dh) | v (dh) | P (T) | dS (T). */
-template <int BF> __global__ void k_att_dkv(void *d_qkv, const void *d_out, const void *qkv,
-                                            const float *lse, const float *rowdot, int T, int D,
-                                            int H, float scale) {
+template <int BF>
+__global__ void k_att_dkv(void *d_qkv, const void *d_out, const void *qkv, const float *lse, const float *rowdot, int T,
+                          int D, int H, float scale) {
     extern __shared__ float sh[];
     int j = blockIdx.x, h = blockIdx.y, b = blockIdx.z, dh = D / H;
     float *k = sh, *v = sh + dh, *P = sh + 2 * dh, *ds = sh + 2 * dh + T;
@@ -142,8 +140,8 @@ template <int BF> __global__ void k_att_dkv(void *d_qkv, const void *d_out, cons
     }
 }
 
-extern "C" cudaError_t sv_cuk_attn_fwd(cudaStream_t s, int bf16, void *out, float *lse,
-                                       const void *qkv, int B, int T, int D, int H) {
+extern "C" cudaError_t sv_cuk_attn_fwd(cudaStream_t s, int bf16, void *out, float *lse, const void *qkv, int B, int T,
+                                       int D, int H) {
     int dh = D / H;
     float scale = 1.0f / sqrtf((float)dh);
     dim3 grid((unsigned)T, (unsigned)H, (unsigned)B);
@@ -152,17 +150,16 @@ extern "C" cudaError_t sv_cuk_attn_fwd(cudaStream_t s, int bf16, void *out, floa
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t sv_cuk_attn_bwd(cudaStream_t s, int bf16, void *d_qkv, const void *d_out,
-                                       const void *qkv, const void *out, const float *lse,
-                                       float *rowdot, int B, int T, int D, int H) {
+extern "C" cudaError_t sv_cuk_attn_bwd(cudaStream_t s, int bf16, void *d_qkv, const void *d_out, const void *qkv,
+                                       const void *out, const float *lse, float *rowdot, int B, int T, int D, int H) {
     int dh = D / H;
     float scale = 1.0f / sqrtf((float)dh);
-    SV_CUK_DISPATCH(bf16, k_att_rowdot, sv_cuk_blocks((size_t)B * H * T), SV_CUK_THREADS, 0, s,
-                    rowdot, d_out, out, B, T, D, H);
+    SV_CUK_DISPATCH(bf16, k_att_rowdot, sv_cuk_blocks((size_t)B * H * T), SV_CUK_THREADS, 0, s, rowdot, d_out, out, B,
+                    T, D, H);
     dim3 grid((unsigned)T, (unsigned)H, (unsigned)B);
-    SV_CUK_DISPATCH(bf16, k_att_dq, grid, SV_ATT_THREADS, (size_t)(2 * dh + T) * sizeof(float), s,
-                    d_qkv, d_out, qkv, lse, rowdot, T, D, H, scale);
-    SV_CUK_DISPATCH(bf16, k_att_dkv, grid, SV_ATT_THREADS, (size_t)(2 * dh + 2 * T) * sizeof(float),
-                    s, d_qkv, d_out, qkv, lse, rowdot, T, D, H, scale);
+    SV_CUK_DISPATCH(bf16, k_att_dq, grid, SV_ATT_THREADS, (size_t)(2 * dh + T) * sizeof(float), s, d_qkv, d_out, qkv,
+                    lse, rowdot, T, D, H, scale);
+    SV_CUK_DISPATCH(bf16, k_att_dkv, grid, SV_ATT_THREADS, (size_t)(2 * dh + 2 * T) * sizeof(float), s, d_qkv, d_out,
+                    qkv, lse, rowdot, T, D, H, scale);
     return cudaGetLastError();
 }

@@ -17,16 +17,16 @@
 
 sv_status sv_cuda_launch_check(cudaError_t e, const char *op) {
     if (e == cudaSuccess) return SV_OK;
-    return SV_FAIL(SV_ERR_BACKEND, "CUDA kernel launch for %s failed: %s (%s)", op,
-                   cudaGetErrorString(e), cudaGetErrorName(e));
+    return SV_FAIL(SV_ERR_BACKEND, "CUDA kernel launch for %s failed: %s (%s)", op, cudaGetErrorString(e),
+                   cudaGetErrorName(e));
 }
 
 sv_status sv_cuda_cudnn_fail(cudnnStatus_t st, const char *call, const char *file, int line) {
     char detail[512];
     detail[0] = 0;
     cudnnGetLastErrorString(detail, sizeof detail);
-    return sv_fail_at(SV_ERR_BACKEND, file, line, "cuDNN error in %s: %s%s%s", call,
-                      cudnnGetErrorString(st), detail[0] ? ": " : "", detail);
+    return sv_fail_at(SV_ERR_BACKEND, file, line, "cuDNN error in %s: %s%s%s", call, cudnnGetErrorString(st),
+                      detail[0] ? ": " : "", detail);
 }
 
 sv_status sv_cuda_reserve_red(sv_cuda_backend *cb, size_t floats) {
@@ -39,8 +39,8 @@ sv_status sv_cuda_reserve_red(sv_cuda_backend *cb, size_t floats) {
     }
     cudaError_t e = cudaMalloc((void **)&cb->red, floats * sizeof(float));
     if (e != cudaSuccess)
-        return SV_FAIL(SV_ERR_OOM, "CUDA: cannot allocate %zu bytes of reduction scratch: %s",
-                       floats * sizeof(float), cudaGetErrorString(e));
+        return SV_FAIL(SV_ERR_OOM, "CUDA: cannot allocate %zu bytes of reduction scratch: %s", floats * sizeof(float),
+                       cudaGetErrorString(e));
     cb->red_floats = floats;
     return SV_OK;
 }
@@ -51,14 +51,10 @@ static double peak_for_name(const char *name) {
         const char *pat;
         double flops;
     } table[] = {
-        {"H100 NVL", 0.0}, /* not in the table: report unknown rather than a wrong figure */
-        {"H100 PCIe", 756e12},
-        {"H100", 989e12}, /* SXM */
-        {"H200 NVL", 0.0},
-        {"H200", 989e12}, /* SXM */
-        {"A100", 312e12},
-        {"L40S", 362e12},
-        {"RTX 4090", 165e12},
+        {"H100 NVL", 0.0},                       /* not in the table: report unknown rather than a wrong figure */
+        {"H100 PCIe", 756e12}, {"H100", 989e12}, /* SXM */
+        {"H200 NVL", 0.0},     {"H200", 989e12}, /* SXM */
+        {"A100", 312e12},      {"L40S", 362e12}, {"RTX 4090", 165e12},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strstr(name, table[i].pat)) return table[i].flops;
@@ -105,8 +101,8 @@ static sv_status cuda_alloc(sv_backend *be, size_t bytes, void **out) {
         cudaGetLastError();
         size_t freeb = 0, total = 0;
         cudaMemGetInfo(&freeb, &total);
-        return SV_FAIL(SV_ERR_OOM, "cudaMalloc of %zu bytes failed: %s (device has %zu of %zu bytes free)",
-                       bytes, cudaGetErrorString(e), freeb, total);
+        return SV_FAIL(SV_ERR_OOM, "cudaMalloc of %zu bytes failed: %s (device has %zu of %zu bytes free)", bytes,
+                       cudaGetErrorString(e), freeb, total);
     }
     return SV_OK;
 }
@@ -120,8 +116,7 @@ static sv_status cuda_host_alloc(sv_backend *be, size_t bytes, void **out) {
     cudaError_t e = cudaMallocHost(out, bytes ? bytes : 1);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        return SV_FAIL(SV_ERR_OOM, "cudaMallocHost (pinned) of %zu bytes failed: %s", bytes,
-                       cudaGetErrorString(e));
+        return SV_FAIL(SV_ERR_OOM, "cudaMallocHost (pinned) of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
     }
     return SV_OK;
 }
@@ -197,18 +192,17 @@ static sv_status cuda_sumsq_f32(sv_backend *be, const float *p, size_t n, double
 }
 
 /* ---- layers other than GEMM and attention ---- */
-static sv_status cuda_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd,
-                                    const void *x, const void *w, const void *b, int M, int C) {
+static sv_status cuda_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd, const void *x, const void *w,
+                                    const void *b, int M, int C) {
     return sv_cuda_launch_check(sv_cuk_layernorm_fwd(CB->stream, CB->bf16, out, mean, rstd, x, w, b, M, C),
                                 "layernorm_fwd");
 }
-static sv_status cuda_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db,
-                                    const void *d_out, const void *x, const void *w,
-                                    const float *mean, const float *rstd, int M, int C) {
+static sv_status cuda_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out, const void *x,
+                                    const void *w, const float *mean, const float *rstd, int M, int C) {
     SV_TRY(sv_cuda_reserve_red(CB, 2 * sv_cuk_colsum_partials(M, C)));
-    return sv_cuda_launch_check(sv_cuk_layernorm_bwd(CB->stream, CB->bf16, d_x, dw, db, d_out, x, w,
-                                                     mean, rstd, M, C, CB->red),
-                                "layernorm_bwd");
+    return sv_cuda_launch_check(
+        sv_cuk_layernorm_bwd(CB->stream, CB->bf16, d_x, dw, db, d_out, x, w, mean, rstd, M, C, CB->red),
+        "layernorm_bwd");
 }
 static sv_status cuda_gelu_fwd(sv_backend *be, void *out, const void *x, size_t n) {
     return sv_cuda_launch_check(sv_cuk_gelu_fwd(CB->stream, CB->bf16, out, x, n), "gelu_fwd");
@@ -220,34 +214,29 @@ static sv_status cuda_residual_add(sv_backend *be, void *out, const void *a, con
     return sv_cuda_launch_check(sv_cuk_residual_add(CB->stream, CB->bf16, out, a, b, n), "residual_add");
 }
 static sv_status cuda_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits,
-                                   const int32_t *labels, const float *soft_targets, int B, int K,
-                                   float smoothing, float grad_scale) {
-    return sv_cuda_launch_check(sv_cuk_softmax_xent(CB->stream, CB->bf16, losses, d_logits, logits,
-                                                    labels, soft_targets, B, K, smoothing, grad_scale),
+                                   const int32_t *labels, const float *soft_targets, int B, int K, float smoothing,
+                                   float grad_scale) {
+    return sv_cuda_launch_check(sv_cuk_softmax_xent(CB->stream, CB->bf16, losses, d_logits, logits, labels,
+                                                    soft_targets, B, K, smoothing, grad_scale),
                                 "softmax_xent");
 }
-static sv_status cuda_im2col(sv_backend *be, void *patches, const float *img, int B, int C,
-                             int Himg, int Wimg, int p) {
-    return sv_cuda_launch_check(sv_cuk_im2col(CB->stream, CB->bf16, patches, img, B, C, Himg, Wimg, p),
-                                "im2col");
+static sv_status cuda_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg, int Wimg, int p) {
+    return sv_cuda_launch_check(sv_cuk_im2col(CB->stream, CB->bf16, patches, img, B, C, Himg, Wimg, p), "im2col");
 }
-static sv_status cuda_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls,
-                                const void *pos, int B, int T, int D) {
-    return sv_cuda_launch_check(sv_cuk_embed_fwd(CB->stream, CB->bf16, x, patch_out, cls, pos, B, T, D),
-                                "embed_fwd");
+static sv_status cuda_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *pos, int B,
+                                int T, int D) {
+    return sv_cuda_launch_check(sv_cuk_embed_fwd(CB->stream, CB->bf16, x, patch_out, cls, pos, B, T, D), "embed_fwd");
 }
-static sv_status cuda_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos,
-                                const void *dx, int B, int T, int D) {
-    return sv_cuda_launch_check(sv_cuk_embed_bwd(CB->stream, CB->bf16, d_patch_out, d_cls, d_pos, dx,
-                                                 B, T, D),
+static sv_status cuda_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos, const void *dx, int B,
+                                int T, int D) {
+    return sv_cuda_launch_check(sv_cuk_embed_bwd(CB->stream, CB->bf16, d_patch_out, d_cls, d_pos, dx, B, T, D),
                                 "embed_bwd");
 }
 static sv_status cuda_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D) {
     return sv_cuda_launch_check(sv_cuk_cls_select(CB->stream, CB->bf16, out, x, B, T, D), "cls_select");
 }
 static sv_status cuda_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D) {
-    return sv_cuda_launch_check(sv_cuk_cls_select_bwd(CB->stream, CB->bf16, dx, d_out, B, T, D),
-                                "cls_select_bwd");
+    return sv_cuda_launch_check(sv_cuk_cls_select_bwd(CB->stream, CB->bf16, dx, d_out, B, T, D), "cls_select_bwd");
 }
 static sv_status cuda_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
                             const sv_adamw_hparams *h, float weight_decay) {
@@ -313,8 +302,8 @@ static sv_status cuda_init(sv_cuda_backend *cb, const sv_backend_config *cfg) {
     SV_CUDA_TRY(cudaSetDevice(cb->device));
     struct cudaDeviceProp prop;
     SV_CUDA_TRY(cudaGetDeviceProperties(&prop, cb->device));
-    snprintf(cb->base.device_name, sizeof cb->base.device_name, "%.*s",
-             (int)sizeof cb->base.device_name - 1, prop.name);
+    snprintf(cb->base.device_name, sizeof cb->base.device_name, "%.*s", (int)sizeof cb->base.device_name - 1,
+             prop.name);
     cb->peak = peak_for_name(prop.name);
     SV_CUDA_TRY(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking));
     SV_CUDA_TRY(cudaStreamCreateWithFlags(&cb->copy_stream, cudaStreamNonBlocking));
@@ -328,10 +317,9 @@ static sv_status cuda_init(sv_cuda_backend *cb, const sv_backend_config *cfg) {
     SV_CUDA_TRY(cudaMalloc((void **)&cb->sumsq_dev, (SV_CUDA_SUMSQ_BLOCKS + 1) * sizeof(double)));
     SV_CUDA_TRY(cudaMallocHost((void **)&cb->sumsq_host, sizeof(double)));
     SV_TRY(sv_cuda_attn_init(cb));
-    SV_INFO("cuda backend: %s (device %d, sm_%d%d, %.1f GiB), compute %s, attention %s, peak %.0f TFLOP/s",
-            prop.name, cb->device, prop.major, prop.minor,
-            (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), cb->bf16 ? "bf16" : "fp32",
-            cb->dnn ? "cuDNN fused (fallback kernel where refused)" : "fallback kernel",
+    SV_INFO("cuda backend: %s (device %d, sm_%d%d, %.1f GiB), compute %s, attention %s, peak %.0f TFLOP/s", prop.name,
+            cb->device, prop.major, prop.minor, (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0),
+            cb->bf16 ? "bf16" : "fp32", cb->dnn ? "cuDNN fused (fallback kernel where refused)" : "fallback kernel",
             cb->peak / 1e12);
     return SV_OK;
 }

@@ -11,29 +11,27 @@
 #include "model/backend/cuda/cuda_internal.h"
 
 /* Library errors become SV_ERR_BACKEND with the library's own message and the failing call. */
-#define SV_CUDA_TRY(call)                                                                     \
-    do {                                                                                      \
-        cudaError_t sv_ce_ = (call);                                                          \
-        if (sv_ce_ != cudaSuccess)                                                            \
-            return SV_FAIL(SV_ERR_BACKEND, "CUDA error in %s: %s (%s)", #call,                \
-                           cudaGetErrorString(sv_ce_), cudaGetErrorName(sv_ce_));             \
+#define SV_CUDA_TRY(call) \
+    do { \
+        cudaError_t sv_ce_ = (call); \
+        if (sv_ce_ != cudaSuccess) \
+            return SV_FAIL(SV_ERR_BACKEND, "CUDA error in %s: %s (%s)", #call, cudaGetErrorString(sv_ce_), \
+                           cudaGetErrorName(sv_ce_)); \
     } while (0)
 
-#define SV_CUBLAS_TRY(call)                                                                   \
-    do {                                                                                      \
-        cublasStatus_t sv_bs_ = (call);                                                       \
-        if (sv_bs_ != CUBLAS_STATUS_SUCCESS)                                                  \
-            return SV_FAIL(SV_ERR_BACKEND, "cuBLASLt error in %s: %s", #call,                 \
-                           cublasLtGetStatusString(sv_bs_));                                    \
+#define SV_CUBLAS_TRY(call) \
+    do { \
+        cublasStatus_t sv_bs_ = (call); \
+        if (sv_bs_ != CUBLAS_STATUS_SUCCESS) \
+            return SV_FAIL(SV_ERR_BACKEND, "cuBLASLt error in %s: %s", #call, cublasLtGetStatusString(sv_bs_)); \
     } while (0)
 
 /* cuDNN keeps a more detailed last-error string; include it. */
 sv_status sv_cuda_cudnn_fail(cudnnStatus_t st, const char *call, const char *file, int line);
-#define SV_CUDNN_TRY(call)                                                                    \
-    do {                                                                                      \
-        cudnnStatus_t sv_ds_ = (call);                                                        \
-        if (sv_ds_ != CUDNN_STATUS_SUCCESS)                                                   \
-            return sv_cuda_cudnn_fail(sv_ds_, #call, __FILE__, __LINE__);                     \
+#define SV_CUDNN_TRY(call) \
+    do { \
+        cudnnStatus_t sv_ds_ = (call); \
+        if (sv_ds_ != CUDNN_STATUS_SUCCESS) return sv_cuda_cudnn_fail(sv_ds_, #call, __FILE__, __LINE__); \
     } while (0)
 
 /* Cached cuBLASLt GEMM: descriptors and the heuristic's algorithm for one problem signature. */
@@ -80,11 +78,11 @@ typedef struct sv_cuda_attn_plan {
 typedef struct sv_cuda_backend {
     sv_backend base;
     int device;
-    int bf16;     /* compute dtype is bf16 */
-    double peak;  /* dense bf16 FLOP/s from the device-name table, 0 if unknown */
-    cudaStream_t stream; /* compute stream: every op and copy is enqueued here */
-    cudaStream_t copy_stream;           /* host-to-device batch uploads (sv_be_upload_async) */
-    cudaEvent_t ev_compute, ev_copied;  /* ordering between the two streams */
+    int bf16;                          /* compute dtype is bf16 */
+    double peak;                       /* dense bf16 FLOP/s from the device-name table, 0 if unknown */
+    cudaStream_t stream;               /* compute stream: every op and copy is enqueued here */
+    cudaStream_t copy_stream;          /* host-to-device batch uploads (sv_be_upload_async) */
+    cudaEvent_t ev_compute, ev_copied; /* ordering between the two streams */
 
     cublasLtHandle_t lt;
     void *lt_ws; /* cuBLASLt workspace, sized once at create */
@@ -104,9 +102,7 @@ typedef struct sv_cuda_backend {
 } sv_cuda_backend;
 
 static inline sv_cuda_backend *sv_cuda_be(sv_backend *be) { return (sv_cuda_backend *)be; }
-static inline const sv_cuda_backend *sv_cuda_cbe(const sv_backend *be) {
-    return (const sv_cuda_backend *)be;
-}
+static inline const sv_cuda_backend *sv_cuda_cbe(const sv_backend *be) { return (const sv_cuda_backend *)be; }
 
 /* Turn a kernel launcher's result into a status naming the op. */
 sv_status sv_cuda_launch_check(cudaError_t e, const char *op);
@@ -117,19 +113,17 @@ sv_status sv_cuda_reserve_red(sv_cuda_backend *cb, size_t floats);
 /* gemm.c */
 sv_status sv_cuda_gemm_init(sv_cuda_backend *cb);
 void sv_cuda_gemm_free(sv_cuda_backend *cb);
-sv_status sv_cuda_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in,
-                             const void *W, const void *bias, int M, int N, int K);
-sv_status sv_cuda_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out,
-                             const void *in, const void *W, const void *pre_gelu, int M, int N,
-                             int K);
+sv_status sv_cuda_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in, const void *W, const void *bias,
+                             int M, int N, int K);
+sv_status sv_cuda_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out, const void *in,
+                             const void *W, const void *pre_gelu, int M, int N, int K);
 
 /* attention_cudnn.c */
 sv_status sv_cuda_attn_init(sv_cuda_backend *cb);
 void sv_cuda_attn_free(sv_cuda_backend *cb);
-sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch,
-                                const void *qkv, int B, int T, int D, int H);
-sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out,
-                                const void *qkv, const void *out, const void *saved, int B, int T,
+sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
                                 int D, int H);
+sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
+                                const void *out, const void *saved, int B, int T, int D, int H);
 
 #endif

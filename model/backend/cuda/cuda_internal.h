@@ -37,39 +37,33 @@ cudaError_t sv_cuk_bf16_to_f32(cudaStream_t s, float *dst, const uint16_t *src, 
 cudaError_t sv_cuk_add_f32(cudaStream_t s, float *y, const float *x, size_t n);
 
 cudaError_t sv_cuk_gelu_fwd(cudaStream_t s, int bf16, void *out, const void *x, size_t n);
-cudaError_t sv_cuk_gelu_bwd(cudaStream_t s, int bf16, void *d_x, const void *d_out, const void *x,
-                            size_t n);
-cudaError_t sv_cuk_residual_add(cudaStream_t s, int bf16, void *out, const void *a, const void *b,
-                                size_t n);
+cudaError_t sv_cuk_gelu_bwd(cudaStream_t s, int bf16, void *d_x, const void *d_out, const void *x, size_t n);
+cudaError_t sv_cuk_residual_add(cudaStream_t s, int bf16, void *out, const void *a, const void *b, size_t n);
 /* out (M,N) += bias (N) (compute dtype; used when the cuBLASLt bias epilogue is unavailable). */
 cudaError_t sv_cuk_add_bias(cudaStream_t s, int bf16, void *out, const void *bias, int M, int N);
 /* db (N) += column sums of d_out (M,N), deterministic: `partials` holds
  * sv_cuk_colsum_partials(M,N) floats. */
 size_t sv_cuk_colsum_partials(int M, int N);
-cudaError_t sv_cuk_colsum_acc(cudaStream_t s, int bf16, float *db, const void *d_out, int M, int N,
-                              float *partials);
+cudaError_t sv_cuk_colsum_acc(cudaStream_t s, int bf16, float *db, const void *d_out, int M, int N, float *partials);
 
-cudaError_t sv_cuk_layernorm_fwd(cudaStream_t s, int bf16, void *out, float *mean, float *rstd,
-                                 const void *x, const void *w, const void *b, int M, int C);
+cudaError_t sv_cuk_layernorm_fwd(cudaStream_t s, int bf16, void *out, float *mean, float *rstd, const void *x,
+                                 const void *w, const void *b, int M, int C);
 /* partials: 2 * sv_cuk_colsum_partials(M,C) floats */
-cudaError_t sv_cuk_layernorm_bwd(cudaStream_t s, int bf16, void *d_x, float *dw, float *db,
-                                 const void *d_out, const void *x, const void *w, const float *mean,
-                                 const float *rstd, int M, int C, float *partials);
+cudaError_t sv_cuk_layernorm_bwd(cudaStream_t s, int bf16, void *d_x, float *dw, float *db, const void *d_out,
+                                 const void *x, const void *w, const float *mean, const float *rstd, int M, int C,
+                                 float *partials);
 
-cudaError_t sv_cuk_softmax_xent(cudaStream_t s, int bf16, float *losses, void *d_logits,
-                                const void *logits, const int32_t *labels,
-                                const float *soft_targets, int B, int K, float smoothing,
+cudaError_t sv_cuk_softmax_xent(cudaStream_t s, int bf16, float *losses, void *d_logits, const void *logits,
+                                const int32_t *labels, const float *soft_targets, int B, int K, float smoothing,
                                 float grad_scale);
-cudaError_t sv_cuk_im2col(cudaStream_t s, int bf16, void *patches, const float *img, int B, int C,
-                          int Himg, int Wimg, int p);
-cudaError_t sv_cuk_embed_fwd(cudaStream_t s, int bf16, void *x, const void *patch_out,
-                             const void *cls, const void *pos, int B, int T, int D);
-cudaError_t sv_cuk_embed_bwd(cudaStream_t s, int bf16, void *d_patch_out, float *d_cls,
-                             float *d_pos, const void *dx, int B, int T, int D);
-cudaError_t sv_cuk_cls_select(cudaStream_t s, int bf16, void *out, const void *x, int B, int T,
-                              int D);
-cudaError_t sv_cuk_cls_select_bwd(cudaStream_t s, int bf16, void *dx, const void *d_out, int B,
-                                  int T, int D);
+cudaError_t sv_cuk_im2col(cudaStream_t s, int bf16, void *patches, const float *img, int B, int C, int Himg, int Wimg,
+                          int p);
+cudaError_t sv_cuk_embed_fwd(cudaStream_t s, int bf16, void *x, const void *patch_out, const void *cls, const void *pos,
+                             int B, int T, int D);
+cudaError_t sv_cuk_embed_bwd(cudaStream_t s, int bf16, void *d_patch_out, float *d_cls, float *d_pos, const void *dx,
+                             int B, int T, int D);
+cudaError_t sv_cuk_cls_select(cudaStream_t s, int bf16, void *out, const void *x, int B, int T, int D);
+cudaError_t sv_cuk_cls_select_bwd(cudaStream_t s, int bf16, void *dx, const void *d_out, int B, int T, int D);
 
 /* AdamW hyper-parameters are copied by value into the launch. */
 struct sv_adamw_hparams;
@@ -79,12 +73,11 @@ cudaError_t sv_cuk_adamw(cudaStream_t s, float *p, const float *g, float *m, flo
 /* Plain attention (attention_fallback.cu). qkv (B,T,3D), out (B,T,D) compute dtype;
  * lse (B,H,T) f32 = natural-log log-sum-exp of the scaled scores per query row (the same
  * statistics cuDNN saves, so either backward can consume either forward's output). */
-cudaError_t sv_cuk_attn_fwd(cudaStream_t s, int bf16, void *out, float *lse, const void *qkv,
-                            int B, int T, int D, int H);
+cudaError_t sv_cuk_attn_fwd(cudaStream_t s, int bf16, void *out, float *lse, const void *qkv, int B, int T, int D,
+                            int H);
 /* d_qkv (B,T,3D) overwritten; rowdot: (B,H,T) f32 scratch. */
-cudaError_t sv_cuk_attn_bwd(cudaStream_t s, int bf16, void *d_qkv, const void *d_out,
-                            const void *qkv, const void *out, const float *lse, float *rowdot,
-                            int B, int T, int D, int H);
+cudaError_t sv_cuk_attn_bwd(cudaStream_t s, int bf16, void *d_qkv, const void *d_out, const void *qkv, const void *out,
+                            const float *lse, float *rowdot, int B, int T, int D, int H);
 
 #ifdef __cplusplus
 }

@@ -43,7 +43,7 @@ static int common_alignment(const void *a, const void *b, const void *c, const v
 
 static int key_eq(const sv_cuda_gemm_key *x, const sv_cuda_gemm_key *y) {
     return x->kind == y->kind && x->M == y->M && x->N == y->N && x->K == y->K && x->bias == y->bias &&
-           x->align == y->align;
+        x->align == y->align;
 }
 
 /* Build descriptors for a signature and pick an algorithm. With `epilogue_bias` the BIAS
@@ -84,7 +84,8 @@ static sv_status plan_build(sv_cuda_backend *cb, sv_cuda_gemm_plan *p, const sv_
     SV_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = cb->lt_ws_bytes;
     uint32_t al = (uint32_t)key->align;
-    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    cublasStatus_t st =
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
     const cublasLtMatmulPreferenceAttributes_t al_attrs[] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -112,11 +113,13 @@ static sv_status plan_build(sv_cuda_backend *cb, sv_cuda_gemm_plan *p, const sv_
     if (!found) st = cublasLtMatmulAlgoGetHeuristic(cb->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
-        sv_status s = SV_FAIL(SV_ERR_BACKEND,
-                              "cuBLASLt has no algorithm for %s GEMM M=%d N=%d K=%d (%s, alignment %d): %s",
-                              key->kind == SV_GEMM_FWD ? "forward" : key->kind == SV_GEMM_DGRAD ? "dgrad" : "wgrad",
-                              M, N, K, bf ? "bf16" : "fp32", key->align,
-                              st != CUBLAS_STATUS_SUCCESS ? cublasLtGetStatusString(st) : "no heuristic result");
+        sv_status s =
+            SV_FAIL(SV_ERR_BACKEND, "cuBLASLt has no algorithm for %s GEMM M=%d N=%d K=%d (%s, alignment %d): %s",
+                    key->kind == SV_GEMM_FWD         ? "forward"
+                        : key->kind == SV_GEMM_DGRAD ? "dgrad"
+                                                     : "wgrad",
+                    M, N, K, bf ? "bf16" : "fp32", key->align,
+                    st != CUBLAS_STATUS_SUCCESS ? cublasLtGetStatusString(st) : "no heuristic result");
         plan_release(p);
         return s;
     }
@@ -146,19 +149,18 @@ static sv_status plan_get(sv_cuda_backend *cb, const sv_cuda_gemm_key *key, sv_c
     return SV_OK;
 }
 
-static sv_status run(sv_cuda_backend *cb, sv_cuda_gemm_plan *p, const void *A, const void *B, void *D,
-                     const void *bias, float beta) {
+static sv_status run(sv_cuda_backend *cb, sv_cuda_gemm_plan *p, const void *A, const void *B, void *D, const void *bias,
+                     float beta) {
     float alpha = 1.0f;
     if (p->key.bias && !p->bias_by_kernel)
-        SV_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                     sizeof bias));
-    SV_CUBLAS_TRY(cublasLtMatmul(cb->lt, p->op, &alpha, A, p->a, B, p->b, &beta, D, p->c, D, p->c,
-                                 &p->algo, cb->lt_ws, cb->lt_ws_bytes, cb->stream));
+        SV_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    SV_CUBLAS_TRY(cublasLtMatmul(cb->lt, p->op, &alpha, A, p->a, B, p->b, &beta, D, p->c, D, p->c, &p->algo, cb->lt_ws,
+                                 cb->lt_ws_bytes, cb->stream));
     return SV_OK;
 }
 
-sv_status sv_cuda_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in,
-                             const void *W, const void *bias, int M, int N, int K) {
+sv_status sv_cuda_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const void *in, const void *W, const void *bias,
+                             int M, int N, int K) {
     sv_cuda_backend *cb = sv_cuda_be(be);
     void *dst = pre_gelu ? pre_gelu : out;
     sv_cuda_gemm_key key = {SV_GEMM_FWD, M, N, K, bias != NULL, common_alignment(in, W, dst, bias)};
@@ -168,18 +170,16 @@ sv_status sv_cuda_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const vo
     if (bias && p->bias_by_kernel)
         SV_TRY(sv_cuda_launch_check(sv_cuk_add_bias(cb->stream, cb->bf16, dst, bias, M, N), "linear bias"));
     if (pre_gelu)
-        SV_TRY(sv_cuda_launch_check(sv_cuk_gelu_fwd(cb->stream, cb->bf16, out, pre_gelu, (size_t)M * N),
-                                    "linear gelu"));
+        SV_TRY(
+            sv_cuda_launch_check(sv_cuk_gelu_fwd(cb->stream, cb->bf16, out, pre_gelu, (size_t)M * N), "linear gelu"));
     return SV_OK;
 }
 
-sv_status sv_cuda_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out,
-                             const void *in, const void *W, const void *pre_gelu, int M, int N,
-                             int K) {
+sv_status sv_cuda_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out, const void *in,
+                             const void *W, const void *pre_gelu, int M, int N, int K) {
     sv_cuda_backend *cb = sv_cuda_be(be);
     if (pre_gelu)
-        SV_TRY(sv_cuda_launch_check(sv_cuk_gelu_bwd(cb->stream, cb->bf16, d_out, d_out, pre_gelu,
-                                                    (size_t)M * N),
+        SV_TRY(sv_cuda_launch_check(sv_cuk_gelu_bwd(cb->stream, cb->bf16, d_out, d_out, pre_gelu, (size_t)M * N),
                                     "linear gelu backward"));
     sv_cuda_gemm_plan *p;
     if (d_in) {

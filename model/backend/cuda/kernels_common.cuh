@@ -22,9 +22,7 @@ template <> struct sv_ct<1> {
     static __device__ __forceinline__ float ld(const void *p, size_t i) {
         return sv_bf16_to_f32(((const uint16_t *)p)[i]);
     }
-    static __device__ __forceinline__ void st(void *p, size_t i, float v) {
-        ((uint16_t *)p)[i] = sv_f32_to_bf16(v);
-    }
+    static __device__ __forceinline__ void st(void *p, size_t i, float v) { ((uint16_t *)p)[i] = sv_f32_to_bf16(v); }
 };
 template <> struct sv_ct<0> {
     typedef float T;
@@ -33,12 +31,12 @@ template <> struct sv_ct<0> {
 };
 
 /* Launch `kern<1>` or `kern<0>` depending on the runtime dtype flag. */
-#define SV_CUK_DISPATCH(bf16, kern, grid, block, shmem, stream, ...)                           \
-    do {                                                                                       \
-        if (bf16)                                                                              \
-            kern<1><<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__);                      \
-        else                                                                                   \
-            kern<0><<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__);                      \
+#define SV_CUK_DISPATCH(bf16, kern, grid, block, shmem, stream, ...) \
+    do { \
+        if (bf16) \
+            kern<1><<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__); \
+        else \
+            kern<0><<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__); \
     } while (0)
 
 #define SV_CUK_THREADS 256
@@ -51,9 +49,8 @@ static inline unsigned sv_cuk_blocks(size_t n) {
     return b ? (unsigned)b : 1u;
 }
 
-#define SV_CUK_FOR(i, n)                                                                       \
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                    \
-         i += (size_t)gridDim.x * blockDim.x)
+#define SV_CUK_FOR(i, n) \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
 /* Block-wide sum/max of one float per thread (blockDim.x a multiple of 32, <= 1024). The
  * result is returned to every thread. `red` is 32 floats of shared memory; the function ends

@@ -15,17 +15,13 @@ __global__ void k_f32_to_bf16(uint16_t *dst, const float *src, size_t n) {
 __global__ void k_bf16_to_f32(float *dst, const uint16_t *src, size_t n) {
     SV_CUK_FOR(i, n) dst[i] = sv_bf16_to_f32(src[i]);
 }
-__global__ void k_add(float *y, const float *x, size_t n) {
-    SV_CUK_FOR(i, n) y[i] += x[i];
-}
+__global__ void k_add(float *y, const float *x, size_t n) { SV_CUK_FOR(i, n) y[i] += x[i]; }
 
-extern "C" cudaError_t sv_cuk_f32_to_compute(cudaStream_t s, int bf16, void *dst, const float *src,
-                                             size_t n) {
+extern "C" cudaError_t sv_cuk_f32_to_compute(cudaStream_t s, int bf16, void *dst, const float *src, size_t n) {
     SV_CUK_DISPATCH(bf16, k_f32_to_compute, sv_cuk_blocks(n), SV_CUK_THREADS, 0, s, dst, src, n);
     return cudaGetLastError();
 }
-extern "C" cudaError_t sv_cuk_compute_to_f32(cudaStream_t s, int bf16, float *dst, const void *src,
-                                             size_t n) {
+extern "C" cudaError_t sv_cuk_compute_to_f32(cudaStream_t s, int bf16, float *dst, const void *src, size_t n) {
     SV_CUK_DISPATCH(bf16, k_compute_to_f32, sv_cuk_blocks(n), SV_CUK_THREADS, 0, s, dst, src, n);
     return cudaGetLastError();
 }
@@ -73,8 +69,7 @@ __global__ void k_sumsq_final(const double *partials, double *out) {
     }
     if (threadIdx.x == 0) *out = red[0];
 }
-extern "C" cudaError_t sv_cuk_sumsq(cudaStream_t s, const float *p, size_t n, double *partials,
-                                    double *out_dev) {
+extern "C" cudaError_t sv_cuk_sumsq(cudaStream_t s, const float *p, size_t n, double *partials, double *out_dev) {
     k_sumsq_partial<<<SV_CUDA_SUMSQ_BLOCKS, SV_CUK_THREADS, 0, s>>>(p, n, partials);
     k_sumsq_final<<<1, SV_CUDA_SUMSQ_BLOCKS, 0, s>>>(partials, out_dev);
     return cudaGetLastError();
@@ -97,13 +92,13 @@ extern "C" cudaError_t sv_cuk_gelu_fwd(cudaStream_t s, int bf16, void *out, cons
     SV_CUK_DISPATCH(bf16, k_gelu_fwd, sv_cuk_blocks(n), SV_CUK_THREADS, 0, s, out, x, n);
     return cudaGetLastError();
 }
-extern "C" cudaError_t sv_cuk_gelu_bwd(cudaStream_t s, int bf16, void *d_x, const void *d_out,
-                                       const void *x, size_t n) {
+extern "C" cudaError_t sv_cuk_gelu_bwd(cudaStream_t s, int bf16, void *d_x, const void *d_out, const void *x,
+                                       size_t n) {
     SV_CUK_DISPATCH(bf16, k_gelu_bwd, sv_cuk_blocks(n), SV_CUK_THREADS, 0, s, d_x, d_out, x, n);
     return cudaGetLastError();
 }
-extern "C" cudaError_t sv_cuk_residual_add(cudaStream_t s, int bf16, void *out, const void *a,
-                                           const void *b, size_t n) {
+extern "C" cudaError_t sv_cuk_residual_add(cudaStream_t s, int bf16, void *out, const void *a, const void *b,
+                                           size_t n) {
     SV_CUK_DISPATCH(bf16, k_residual, sv_cuk_blocks(n), SV_CUK_THREADS, 0, s, out, a, b, n);
     return cudaGetLastError();
 }
@@ -116,10 +111,8 @@ template <int BF> __global__ void k_add_bias(void *out, const void *bias, int M,
         sv_ct<BF>::st(out, i, v);
     }
 }
-extern "C" cudaError_t sv_cuk_add_bias(cudaStream_t s, int bf16, void *out, const void *bias, int M,
-                                       int N) {
-    SV_CUK_DISPATCH(bf16, k_add_bias, sv_cuk_blocks((size_t)M * N), SV_CUK_THREADS, 0, s, out, bias,
-                    M, N);
+extern "C" cudaError_t sv_cuk_add_bias(cudaStream_t s, int bf16, void *out, const void *bias, int M, int N) {
+    SV_CUK_DISPATCH(bf16, k_add_bias, sv_cuk_blocks((size_t)M * N), SV_CUK_THREADS, 0, s, out, bias, M, N);
     return cudaGetLastError();
 }
 
@@ -129,8 +122,7 @@ static int colsum_chunks(int M) { return M < 64 ? M : 64; }
 extern "C" size_t sv_cuk_colsum_partials(int M, int N) { return (size_t)colsum_chunks(M) * (size_t)N; }
 
 /* partials[r, c] = sum over rows of chunk r of d_out[row, c], rows in increasing order. */
-template <int BF> __global__ void k_colsum_partial(const void *d_out, int M, int N, int R,
-                                                   float *partials) {
+template <int BF> __global__ void k_colsum_partial(const void *d_out, int M, int N, int R, float *partials) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     int r = blockIdx.y;
     if (c >= N) return;
@@ -148,23 +140,21 @@ __global__ void k_colsum_final(float *out, const float *partials, int R, int N) 
     for (int r = 0; r < R; r++) acc += partials[(size_t)r * N + c];
     out[c] += acc;
 }
-extern "C" cudaError_t sv_cuk_colsum_acc(cudaStream_t s, int bf16, float *db, const void *d_out,
-                                         int M, int N, float *partials) {
+extern "C" cudaError_t sv_cuk_colsum_acc(cudaStream_t s, int bf16, float *db, const void *d_out, int M, int N,
+                                         float *partials) {
     int R = colsum_chunks(M);
     dim3 grid((unsigned)((N + SV_CUK_THREADS - 1) / SV_CUK_THREADS), (unsigned)R);
     SV_CUK_DISPATCH(bf16, k_colsum_partial, grid, SV_CUK_THREADS, 0, s, d_out, M, N, R, partials);
-    k_colsum_final<<<(unsigned)((N + SV_CUK_THREADS - 1) / SV_CUK_THREADS), SV_CUK_THREADS, 0, s>>>(
-        db, partials, R, N);
+    k_colsum_final<<<(unsigned)((N + SV_CUK_THREADS - 1) / SV_CUK_THREADS), SV_CUK_THREADS, 0, s>>>(db, partials, R, N);
     return cudaGetLastError();
 }
 
 /* ---- AdamW ---- */
-__global__ void k_adamw(float *p, const float *g, float *m, float *v, size_t n, sv_adamw_hparams h,
-                        float wd) {
+__global__ void k_adamw(float *p, const float *g, float *m, float *v, size_t n, sv_adamw_hparams h, float wd) {
     SV_CUK_FOR(i, n) sv_adamw_elem(&p[i], &m[i], &v[i], g[i], &h, wd);
 }
-extern "C" cudaError_t sv_cuk_adamw(cudaStream_t s, float *p, const float *g, float *m, float *v,
-                                    size_t n, const struct sv_adamw_hparams *h, float weight_decay) {
+extern "C" cudaError_t sv_cuk_adamw(cudaStream_t s, float *p, const float *g, float *m, float *v, size_t n,
+                                    const struct sv_adamw_hparams *h, float weight_decay) {
     k_adamw<<<sv_cuk_blocks(n), SV_CUK_THREADS, 0, s>>>(p, g, m, v, n, *h, weight_decay);
     return cudaGetLastError();
 }

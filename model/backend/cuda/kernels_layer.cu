@@ -6,8 +6,8 @@
 /* ---- LayerNorm ---- */
 #define SV_LN_THREADS 256
 
-template <int BF> __global__ void k_ln_fwd(void *out, float *mean, float *rstd, const void *x,
-                                           const void *w, const void *b, int C) {
+template <int BF>
+__global__ void k_ln_fwd(void *out, float *mean, float *rstd, const void *x, const void *w, const void *b, int C) {
     __shared__ float red[32];
     size_t row = blockIdx.x, base = row * (size_t)C;
     float s = 0.0f;
@@ -29,17 +29,16 @@ template <int BF> __global__ void k_ln_fwd(void *out, float *mean, float *rstd, 
         rstd[row] = rs;
     }
 }
-extern "C" cudaError_t sv_cuk_layernorm_fwd(cudaStream_t s, int bf16, void *out, float *mean,
-                                            float *rstd, const void *x, const void *w, const void *b,
-                                            int M, int C) {
+extern "C" cudaError_t sv_cuk_layernorm_fwd(cudaStream_t s, int bf16, void *out, float *mean, float *rstd,
+                                            const void *x, const void *w, const void *b, int M, int C) {
     SV_CUK_DISPATCH(bf16, k_ln_fwd, (unsigned)M, SV_LN_THREADS, 0, s, out, mean, rstd, x, w, b, C);
     return cudaGetLastError();
 }
 
 /* d_x[row] += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = d_out * w. */
-template <int BF> __global__ void k_ln_bwd_dx(void *d_x, const void *d_out, const void *x,
-                                              const void *w, const float *mean, const float *rstd,
-                                              int C) {
+template <int BF>
+__global__ void k_ln_bwd_dx(void *d_x, const void *d_out, const void *x, const void *w, const float *mean,
+                            const float *rstd, int C) {
     __shared__ float red[32];
     size_t row = blockIdx.x, base = row * (size_t)C;
     float mu = mean[row], rs = rstd[row];
@@ -60,9 +59,9 @@ template <int BF> __global__ void k_ln_bwd_dx(void *d_x, const void *d_out, cons
     }
 }
 /* Per row-chunk partial sums of d_out * xhat (dw) and d_out (db); partials (2, R, C). */
-template <int BF> __global__ void k_ln_bwd_partial(const void *d_out, const void *x,
-                                                   const float *mean, const float *rstd, int M,
-                                                   int C, int R, float *partials) {
+template <int BF>
+__global__ void k_ln_bwd_partial(const void *d_out, const void *x, const float *mean, const float *rstd, int M, int C,
+                                 int R, float *partials) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     int r = blockIdx.y;
     if (c >= C) return;
@@ -89,25 +88,23 @@ __global__ void k_ln_bwd_final(float *dw, float *db, const float *partials, int 
     dw[c] += aw;
     db[c] += ab;
 }
-extern "C" cudaError_t sv_cuk_layernorm_bwd(cudaStream_t s, int bf16, void *d_x, float *dw,
-                                            float *db, const void *d_out, const void *x,
-                                            const void *w, const float *mean, const float *rstd,
-                                            int M, int C, float *partials) {
-    SV_CUK_DISPATCH(bf16, k_ln_bwd_dx, (unsigned)M, SV_LN_THREADS, 0, s, d_x, d_out, x, w, mean,
-                    rstd, C);
+extern "C" cudaError_t sv_cuk_layernorm_bwd(cudaStream_t s, int bf16, void *d_x, float *dw, float *db,
+                                            const void *d_out, const void *x, const void *w, const float *mean,
+                                            const float *rstd, int M, int C, float *partials) {
+    SV_CUK_DISPATCH(bf16, k_ln_bwd_dx, (unsigned)M, SV_LN_THREADS, 0, s, d_x, d_out, x, w, mean, rstd, C);
     int R = (int)(sv_cuk_colsum_partials(M, C) / (size_t)C);
     unsigned cb = (unsigned)((C + SV_CUK_THREADS - 1) / SV_CUK_THREADS);
-    SV_CUK_DISPATCH(bf16, k_ln_bwd_partial, dim3(cb, (unsigned)R), SV_CUK_THREADS, 0, s, d_out, x,
-                    mean, rstd, M, C, R, partials);
+    SV_CUK_DISPATCH(bf16, k_ln_bwd_partial, dim3(cb, (unsigned)R), SV_CUK_THREADS, 0, s, d_out, x, mean, rstd, M, C, R,
+                    partials);
     k_ln_bwd_final<<<cb, SV_CUK_THREADS, 0, s>>>(dw, db, partials, R, C);
     return cudaGetLastError();
 }
 
 /* ---- softmax cross-entropy (fused forward + backward), one block per sample ----
  * loss = sum_k t_k (lse - z_k); d_logits = (softmax - t) * grad_scale. */
-template <int BF> __global__ void k_xent(float *losses, void *d_logits, const void *logits,
-                                         const int32_t *labels, const float *soft, int K,
-                                         float smoothing, float grad_scale) {
+template <int BF>
+__global__ void k_xent(float *losses, void *d_logits, const void *logits, const int32_t *labels, const float *soft,
+                       int K, float smoothing, float grad_scale) {
     __shared__ float red[32];
     size_t row = blockIdx.x, base = row * (size_t)K;
     float mx = -INFINITY;
@@ -127,18 +124,16 @@ template <int BF> __global__ void k_xent(float *losses, void *d_logits, const vo
     l = sv_block_sum(l, red);
     if (threadIdx.x == 0) losses[row] = l;
 }
-extern "C" cudaError_t sv_cuk_softmax_xent(cudaStream_t s, int bf16, float *losses, void *d_logits,
-                                           const void *logits, const int32_t *labels,
-                                           const float *soft_targets, int B, int K, float smoothing,
-                                           float grad_scale) {
-    SV_CUK_DISPATCH(bf16, k_xent, (unsigned)B, SV_CUK_THREADS, 0, s, losses, d_logits, logits,
-                    labels, soft_targets, K, smoothing, grad_scale);
+extern "C" cudaError_t sv_cuk_softmax_xent(cudaStream_t s, int bf16, float *losses, void *d_logits, const void *logits,
+                                           const int32_t *labels, const float *soft_targets, int B, int K,
+                                           float smoothing, float grad_scale) {
+    SV_CUK_DISPATCH(bf16, k_xent, (unsigned)B, SV_CUK_THREADS, 0, s, losses, d_logits, logits, labels, soft_targets, K,
+                    smoothing, grad_scale);
     return cudaGetLastError();
 }
 
 /* ---- im2col for the patch-embed convolution: column order (c, ky, kx) ---- */
-template <int BF> __global__ void k_im2col(void *patches, const float *img, int B, int C, int Himg,
-                                           int Wimg, int p) {
+template <int BF> __global__ void k_im2col(void *patches, const float *img, int B, int C, int Himg, int Wimg, int p) {
     int gw = Wimg / p, P = (Himg / p) * gw, cols = C * p * p;
     size_t n = (size_t)B * P * cols;
     SV_CUK_FOR(i, n) {
@@ -151,32 +146,31 @@ template <int BF> __global__ void k_im2col(void *patches, const float *img, int 
         sv_ct<BF>::st(patches, i, img[src]);
     }
 }
-extern "C" cudaError_t sv_cuk_im2col(cudaStream_t s, int bf16, void *patches, const float *img,
-                                     int B, int C, int Himg, int Wimg, int p) {
+extern "C" cudaError_t sv_cuk_im2col(cudaStream_t s, int bf16, void *patches, const float *img, int B, int C, int Himg,
+                                     int Wimg, int p) {
     size_t n = (size_t)B * (size_t)(Himg / p) * (size_t)(Wimg / p) * (size_t)C * p * p;
-    SV_CUK_DISPATCH(bf16, k_im2col, sv_cuk_blocks(n), SV_CUK_THREADS, 0, s, patches, img, B, C, Himg,
-                    Wimg, p);
+    SV_CUK_DISPATCH(bf16, k_im2col, sv_cuk_blocks(n), SV_CUK_THREADS, 0, s, patches, img, B, C, Himg, Wimg, p);
     return cudaGetLastError();
 }
 
 /* ---- token embedding: class token + positional embedding ---- */
-template <int BF> __global__ void k_embed_fwd(void *x, const void *patch_out, const void *cls,
-                                              const void *pos, int B, int T, int D) {
+template <int BF>
+__global__ void k_embed_fwd(void *x, const void *patch_out, const void *cls, const void *pos, int B, int T, int D) {
     size_t n = (size_t)B * T * D;
     SV_CUK_FOR(i, n) {
         int d = (int)(i % (size_t)D);
         size_t bt = i / (size_t)D;
         int t = (int)(bt % (size_t)T);
         size_t b = bt / (size_t)T;
-        float v = t == 0 ? sv_ct<BF>::ld(cls, d)
-                         : sv_ct<BF>::ld(patch_out, (b * (size_t)(T - 1) + (size_t)(t - 1)) * D + d);
+        float v =
+            t == 0 ? sv_ct<BF>::ld(cls, d) : sv_ct<BF>::ld(patch_out, (b * (size_t)(T - 1) + (size_t)(t - 1)) * D + d);
         sv_ct<BF>::st(x, i, v + sv_ct<BF>::ld(pos, (size_t)t * D + d));
     }
 }
 /* d_patch_out copy; each thread owns one (t, d) of d_pos (and d_cls for t = 0) and sums over b
  * in increasing order (deterministic). */
-template <int BF> __global__ void k_embed_bwd(void *d_patch_out, float *d_cls, float *d_pos,
-                                              const void *dx, int B, int T, int D) {
+template <int BF>
+__global__ void k_embed_bwd(void *d_patch_out, float *d_cls, float *d_pos, const void *dx, int B, int T, int D) {
     size_t n = (size_t)T * D;
     SV_CUK_FOR(i, n) {
         int d = (int)(i % (size_t)D);
@@ -191,16 +185,16 @@ template <int BF> __global__ void k_embed_bwd(void *d_patch_out, float *d_cls, f
         if (t == 0) d_cls[d] += acc;
     }
 }
-extern "C" cudaError_t sv_cuk_embed_fwd(cudaStream_t s, int bf16, void *x, const void *patch_out,
-                                        const void *cls, const void *pos, int B, int T, int D) {
-    SV_CUK_DISPATCH(bf16, k_embed_fwd, sv_cuk_blocks((size_t)B * T * D), SV_CUK_THREADS, 0, s, x,
-                    patch_out, cls, pos, B, T, D);
+extern "C" cudaError_t sv_cuk_embed_fwd(cudaStream_t s, int bf16, void *x, const void *patch_out, const void *cls,
+                                        const void *pos, int B, int T, int D) {
+    SV_CUK_DISPATCH(bf16, k_embed_fwd, sv_cuk_blocks((size_t)B * T * D), SV_CUK_THREADS, 0, s, x, patch_out, cls, pos,
+                    B, T, D);
     return cudaGetLastError();
 }
-extern "C" cudaError_t sv_cuk_embed_bwd(cudaStream_t s, int bf16, void *d_patch_out, float *d_cls,
-                                        float *d_pos, const void *dx, int B, int T, int D) {
-    SV_CUK_DISPATCH(bf16, k_embed_bwd, sv_cuk_blocks((size_t)T * D), SV_CUK_THREADS, 0, s,
-                    d_patch_out, d_cls, d_pos, dx, B, T, D);
+extern "C" cudaError_t sv_cuk_embed_bwd(cudaStream_t s, int bf16, void *d_patch_out, float *d_cls, float *d_pos,
+                                        const void *dx, int B, int T, int D) {
+    SV_CUK_DISPATCH(bf16, k_embed_bwd, sv_cuk_blocks((size_t)T * D), SV_CUK_THREADS, 0, s, d_patch_out, d_cls, d_pos,
+                    dx, B, T, D);
     return cudaGetLastError();
 }
 
@@ -219,15 +213,12 @@ template <int BF> __global__ void k_cls_select_bwd(void *dx, const void *d_out, 
         sv_ct<BF>::st(dx, at, sv_ct<BF>::ld(dx, at) + sv_ct<BF>::ld(d_out, i));
     }
 }
-extern "C" cudaError_t sv_cuk_cls_select(cudaStream_t s, int bf16, void *out, const void *x, int B,
-                                         int T, int D) {
-    SV_CUK_DISPATCH(bf16, k_cls_select, sv_cuk_blocks((size_t)B * D), SV_CUK_THREADS, 0, s, out, x,
-                    B, T, D);
+extern "C" cudaError_t sv_cuk_cls_select(cudaStream_t s, int bf16, void *out, const void *x, int B, int T, int D) {
+    SV_CUK_DISPATCH(bf16, k_cls_select, sv_cuk_blocks((size_t)B * D), SV_CUK_THREADS, 0, s, out, x, B, T, D);
     return cudaGetLastError();
 }
-extern "C" cudaError_t sv_cuk_cls_select_bwd(cudaStream_t s, int bf16, void *dx, const void *d_out,
-                                             int B, int T, int D) {
-    SV_CUK_DISPATCH(bf16, k_cls_select_bwd, sv_cuk_blocks((size_t)B * D), SV_CUK_THREADS, 0, s, dx,
-                    d_out, B, T, D);
+extern "C" cudaError_t sv_cuk_cls_select_bwd(cudaStream_t s, int bf16, void *dx, const void *d_out, int B, int T,
+                                             int D) {
+    SV_CUK_DISPATCH(bf16, k_cls_select_bwd, sv_cuk_blocks((size_t)B * D), SV_CUK_THREADS, 0, s, dx, d_out, B, T, D);
     return cudaGetLastError();
 }
