@@ -99,6 +99,7 @@ typedef struct sv_run {
     sv_arena dev, host;
     size_t bytes_fsdp, bytes_act; /* arena regions, for the memory report */
     sv_trace trace;
+    float *host_losses; /* (micro_batch) per-sample losses of a micro-step, host (app/train_step.c) */
 } sv_run;
 
 /* Flags -> model, FSDP and backend configurations and the per-rank micro-batch (no side

@@ -57,27 +57,22 @@ sv_status sv_train_step(sv_run *r, const sv_optim_config *oc, float smoothing, i
     res->data_wait_s = 0;
     res->epoch = 0;
     SV_TRY(sv_fsdp_zero_grad(&r->fsdp));
-    float *host_losses = malloc((size_t)r->fsdp.model->B * sizeof(float));
-    if (!host_losses) return SV_FAIL(SV_ERR_OOM, "loss staging of %d floats", r->fsdp.model->B);
-    sv_status st = SV_OK;
+    /* the host staging of the losses: allocated on the first step, kept in r (freed by teardown) */
+    if (!r->host_losses && !(r->host_losses = malloc((size_t)r->fsdp.model->B * sizeof(float))))
+        return SV_FAIL(SV_ERR_OOM, "loss staging of %d floats", r->fsdp.model->B);
     for (int micro = 0; micro < accum; micro++) {
         sv_micro_batch mb = {0};
         double tw = sv_now_s(), tw_us = tr ? sv_trace_now(tr) : 0;
-        SV_TRY_GOTO(st, next(ctx, micro, &mb), out);
+        SV_TRY(next(ctx, micro, &mb));
         res->data_wait_s += sv_now_s() - tw;
         if (tr) sv_trace_add(tr, "data_wait", "data", SV_TRACE_DATA, -1, tw_us, sv_trace_now(tr));
         res->epoch = mb.epoch;
         double ls;
-        SV_TRY_GOTO(st,
-                    sv_fsdp_forward_backward(&r->fsdp, mb.images, mb.soft ? NULL : mb.labels, mb.soft, smoothing,
-                                             1.0f / (float)batch_size, micro, accum),
-                    out);
-        SV_TRY_GOTO(st, micro_loss_sum(r, host_losses, &ls), out);
+        SV_TRY(sv_fsdp_forward_backward(&r->fsdp, mb.images, mb.soft ? NULL : mb.labels, mb.soft, smoothing,
+                                        1.0f / (float)batch_size, micro, accum));
+        SV_TRY(micro_loss_sum(r, r->host_losses, &ls));
         res->loss_sum += ls;
     }
-out:
-    free(host_losses);
-    if (st != SV_OK) return st;
     double t0 = sv_now_s(), w0 = sv_run_comm_wait_s(r);
     SV_TRY(sv_fsdp_optimizer_step(&r->fsdp, oc, &res->grad_norm, &res->skipped));
     if (tr) SV_TRY(sv_be_sync(r->be)); /* attribute queued device work to the optimizer */
