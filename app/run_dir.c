@@ -18,45 +18,14 @@
 static const char *const k_system[] = {"/bin",   "/boot",   "/dev",  "/etc",  "/lib", "/lib32",
                                        "/lib64", "/libx32", "/proc", "/sbin", "/sys", "/usr"};
 
-/* `path` made absolute with its existing part resolved (symlinks, ..) by realpath(3) and the
- * part that does not exist yet appended as given (it may not contain ".."). */
-static sv_status resolve(const char *path, char *out, size_t cap) {
-    char buf[PATH_MAX], real[PATH_MAX];
-    int n = path[0] == '/' ? snprintf(buf, sizeof buf, "%s", path)
-                           : snprintf(buf, sizeof buf, "%s/%s", getcwd(real, sizeof real) ? real : ".", path);
-    if (n < 0 || (size_t)n >= sizeof buf) return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", path);
-    size_t cut = (size_t)n;
-    for (;;) { /* the longest existing prefix that ends at a '/' */
-        char c = buf[cut];
-        buf[cut] = 0;
-        int ok = realpath(cut ? buf : "/", real) != NULL;
-        buf[cut] = c;
-        if (ok) break;
-        if (cut == 0) return SV_FAIL(SV_ERR_IO, "cannot resolve %.200s: %s", path, strerror(errno));
-        do cut--;
-        while (cut > 0 && buf[cut] != '/');
-    }
-    const char *rest = buf + cut;
-    if (strstr(rest, "/../") || (strlen(rest) >= 3 && !strcmp(rest + strlen(rest) - 3, "/..")))
-        return SV_FAIL(SV_ERR_INVALID, "%.200s: '..' after a directory that does not exist", path);
-    n = snprintf(out, cap, "%s%s", strcmp(real, "/") ? real : "", rest);
-    if (n == 0) n = snprintf(out, cap, "/");
-    return n < 0 || (size_t)n >= cap ? SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", path) : SV_OK;
-}
-
-static int under(const char *path, const char *top) {
-    size_t n = strlen(top);
-    return !strncmp(path, top, n) && (path[n] == 0 || path[n] == '/');
-}
-
 sv_status sv_run_dir_check(const char *dir, const char *flag) {
     if (!dir || !*dir) return SV_FAIL(SV_ERR_INVALID, "%s: empty path", flag);
     char abs[PATH_MAX];
-    SV_TRY(resolve(dir, abs, sizeof abs));
+    SV_TRY(sv_fileio_real_path(dir, abs));
     if (!strcmp(abs, "/"))
         return SV_FAIL(SV_ERR_INVALID, "%s %s is the root directory: refusing to write there", flag, dir);
     for (size_t i = 0; i < sizeof k_system / sizeof k_system[0]; i++)
-        if (under(abs, k_system[i]))
+        if (sv_fileio_path_inside(abs, k_system[i]))
             return SV_FAIL(SV_ERR_INVALID, "%s %s is inside the system directory %s (%s): refusing to write there",
                            flag, dir, k_system[i], abs);
     struct stat sb;

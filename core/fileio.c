@@ -325,3 +325,52 @@ sv_status sv_fileio_read_small(const char *path, size_t max_bytes, char **out, s
     if (len) *len = (size_t)size;
     return SV_OK;
 }
+
+/* The real path of p, which need not exist: realpath() of its deepest existing prefix, then the
+ * missing components applied lexically ("." dropped, ".." removes one component), as the
+ * directories a command creates there will be plain directories. out: PATH_MAX bytes. */
+sv_status sv_fileio_real_path(const char *p, char *out) {
+    char buf[PATH_MAX];
+    size_t n = strlen(p), cut = n;
+    if (n == 0 || n >= sizeof buf) return SV_FAIL(SV_ERR_INVALID, "path empty or too long: %.200s", p);
+    memcpy(buf, p, n + 1);
+    for (;;) { /* buf[0, cut) is the prefix tried */
+        char save = buf[cut];
+        buf[cut] = 0;
+        int ok = realpath(cut ? buf : ".", out) != NULL, e = errno;
+        buf[cut] = save;
+        if (ok) break;
+        if (e != ENOENT) return SV_FAIL(SV_ERR_IO, "resolve %s: %s", p, strerror(e));
+        size_t k = cut;
+        while (k > 0 && buf[k - 1] == '/') k--;
+        while (k > 0 && buf[k - 1] != '/') k--; /* k: start of the last component */
+        if (k == 0)
+            cut = 0;
+        else {
+            while (k > 1 && buf[k - 1] == '/') k--;
+            cut = k; /* "/x" -> "/", "a/x" -> "a" */
+        }
+    }
+    char *save = NULL;
+    for (char *c = strtok_r(buf + cut, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        size_t o = strlen(out);
+        if (!strcmp(c, ".")) continue;
+        if (!strcmp(c, "..")) {
+            char *s = strrchr(out, '/');
+            if (s && s != out)
+                *s = 0;
+            else
+                out[1] = 0; /* stays "/" */
+            continue;
+        }
+        if (o + 1 + strlen(c) >= PATH_MAX) return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", p);
+        snprintf(out + o, PATH_MAX - o, "%s%s", o > 1 ? "/" : "", c);
+    }
+    return SV_OK;
+}
+
+int sv_fileio_path_inside(const char *a, const char *dir) {
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/') return 1;
+    return !strncmp(a, dir, n) && (a[n] == 0 || a[n] == '/');
+}

@@ -61,6 +61,14 @@ sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n);
 /* mkdir -p with `mode` for created directories; existing directories are fine, an existing
  * non-directory is an error. */
 sv_status sv_fileio_mkdirs(const char *path, mode_t mode);
+/* The real path of p, which need not exist: realpath(3) of its deepest existing prefix, then the
+ * missing components applied lexically ("." dropped, ".." removes one component), as the
+ * directories created there will be plain directories. Relative paths resolve against the
+ * working directory. out: PATH_MAX bytes. SV_ERR_IO for a prefix that cannot be resolved for
+ * another reason than ENOENT. */
+sv_status sv_fileio_real_path(const char *p, char *out);
+/* 1 when real path a is dir or lies below it (component-wise; every path is inside "/"). */
+int sv_fileio_path_inside(const char *a, const char *dir);
 
 /* rm -r: remove `path` and everything below it. Symbolic links are removed, never followed;
  * `path` itself being a symlink is refused (SV_ERR_INVALID) so a planted link cannot redirect
