@@ -38,10 +38,13 @@ typedef struct train_opts {
     int debug_nan_rank;
     const char *ckpt_dir, *resume, *init_from, *dump_logits; /* app/cmd_ckpt.h */
     int ckpt_every, keep;
-    double ckpt_minutes;        /* --ckpt-every-minutes */
-    int async_ckpt;             /* --async-ckpt */
-    const char *preempt_signal; /* --preempt-signal */
-    int eval_every;             /* evaluate --val-data every N steps (0: at the end only) */
+    double ckpt_minutes;               /* --ckpt-every-minutes */
+    int async_ckpt;                    /* --async-ckpt */
+    const char *preempt_signal;        /* --preempt-signal */
+    int eval_every;                    /* evaluate --val-data every N steps (0: at the end only) */
+    double drop_path, drop, proj_drop; /* --drop-path --drop --proj-drop (sv_vit_drops) */
+    int bce, bce_sum;                  /* --bce-loss --bce-sum */
+    double bce_thresh;                 /* --bce-target-thresh (0 = off) */
 } train_opts;
 
 /* What ended the loop early: a preemption signal (its number; 0: none). */
@@ -129,6 +132,7 @@ static sv_status train_feed_next(void *ctx, int micro, sv_micro_batch *mb) {
     mb->labels = f->labels;
     mb->soft = b->soft_targets ? f->soft : NULL;
     mb->epoch = b->epoch;
+    mb->sample0 = b->cursor + (uint64_t)f->r->rank * B; /* global epoch position of row 0 */
     return SV_OK;
 }
 
@@ -567,6 +571,16 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"eps", SV_FLAG_DOUBLE, &o.eps, 1e-30, 1, "AdamW epsilon", 0},
         {"clip", SV_FLAG_DOUBLE, &o.clip, 0, 1e9, "global gradient-norm clip (0 = off)", 0},
         {"smoothing", SV_FLAG_DOUBLE, &o.smoothing, 0, 0.999, "label smoothing", 0},
+        {"drop-path", SV_FLAG_DOUBLE, &o.drop_path, 0, 0.999,
+         "stochastic depth rate (timm --drop-path; linear over blocks)", 0},
+        {"drop", SV_FLAG_DOUBLE, &o.drop, 0, 0.999, "dropout before the head (timm --drop, drop_rate)", 0},
+        {"proj-drop", SV_FLAG_DOUBLE, &o.proj_drop, 0, 0.999,
+         "dropout after attn.proj and in the MLP (timm proj_drop_rate)", 0},
+        {"bce-loss", SV_FLAG_BOOL, &o.bce, 0, 1, "binary cross-entropy loss (timm --bce-loss, DeiT III)", 0},
+        {"bce-sum", SV_FLAG_BOOL, &o.bce_sum, 0, 1,
+         "with --bce-loss: sum over classes instead of the mean (timm --bce-sum)", 0},
+        {"bce-target-thresh", SV_FLAG_DOUBLE, &o.bce_thresh, 0, 1,
+         "with --bce-loss: binarise targets above this (0 = off)", 0},
         {"mixup", SV_FLAG_DOUBLE, &o.mixup, 0, 100, "mixup alpha (0 = off)", 0},
         {"cutmix", SV_FLAG_DOUBLE, &o.cutmix, 0, 100, "cutmix alpha (0 = off)", 0},
         {"crop-scale-min", SV_FLAG_DOUBLE, &o.crop_scale_min, 0.01, 1, "RandomResizedCrop: smallest crop area fraction",
@@ -624,6 +638,10 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                 o.run.accum_mode);
         return 2;
     }
+    if (!o.bce && (o.bce_sum || o.bce_thresh > 0)) {
+        fprintf(stderr, "shardvit train: --bce-sum and --bce-target-thresh apply to --bce-loss only\n");
+        return 2;
+    }
     sv_preempt pre;
     if (sv_preempt_parse(o.preempt_signal, &pre) != SV_OK) {
         fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
@@ -640,6 +658,11 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     }
     if (st == SV_OK) st = sv_run_setup(&r, &o.run, proc->rank, proc->world, proc->local_rank, proc->local_size);
     set_up = st == SV_OK;
+    if (st == SV_OK) { /* the recipe's regularisation and loss (model/vit.h); all off by default */
+        sv_vit_set_drops(&r.model, &(sv_vit_drops){(float)o.drop_path, (float)o.proj_drop, (float)o.drop},
+                         (uint64_t)o.run.seed);
+        r.model.loss = (sv_vit_loss){.bce = o.bce, .bce_sum = o.bce_sum, .bce_thresh = (float)o.bce_thresh};
+    }
     if (st == SV_OK) st = sv_fsdp_agree(&r.fsdp, proc->rank == 0 ? prepare_out(&o, flags, proc->world, locks) : SV_OK);
     train_end end = {0};
     if (st == SV_OK) st = train(&r, &o, &end);

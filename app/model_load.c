@@ -40,6 +40,10 @@ sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, cons
     out->depth = mo->depth ? mo->depth : c.depth;
     out->heads = mo->heads ? mo->heads : c.heads;
     out->mlp_ratio = mo->mlp_ratio ? mo->mlp_ratio : c.mlp_ratio;
+    /* the architecture options come from the weights (their tensors say which are present) */
+    out->layer_scale = mo->layer_scale ? mo->layer_scale : c.layer_scale;
+    out->global_pool = mo->global_pool ? mo->global_pool : sv_vit_pool_name(c.global_pool);
+    out->class_token = mo->class_token ? mo->class_token : c.no_class_token ? "0" : "1";
     return SV_OK;
 }
 

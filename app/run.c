@@ -20,7 +20,14 @@ sv_status sv_model_opts_resolve(const sv_model_opts *o, sv_vit_config *c) {
     OVR(depth, o->depth);
     OVR(heads, o->heads);
     OVR(mlp_ratio, o->mlp_ratio);
+    OVR(layer_scale, o->layer_scale);
 #undef OVR
+    if (o->global_pool) SV_TRY(sv_vit_pool_parse(o->global_pool, &c->global_pool));
+    if (o->class_token) {
+        if (strcmp(o->class_token, "0") && strcmp(o->class_token, "1"))
+            return SV_FAIL(SV_ERR_INVALID, "--class-token '%s': choose 1 or 0", o->class_token);
+        c->no_class_token = o->class_token[0] == '0';
+    }
     return sv_vit_config_validate(c);
 }
 

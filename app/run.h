@@ -13,6 +13,9 @@ typedef struct sv_model_opts {
     const char *model;
     int img, patch, in_chans, num_classes, dim, depth, heads;
     double mlp_ratio;
+    double layer_scale;      /* --layer-scale INIT (0 = none) */
+    const char *global_pool; /* --global-pool token|avg (NULL = token) */
+    const char *class_token; /* --class-token 0|1 (NULL = 1) */
 } sv_model_opts;
 
 /* Flag entries for the model shape (timm's names). 0 means "take the preset's value". */
@@ -26,8 +29,17 @@ typedef struct sv_model_opts {
         {"num-classes", SV_FLAG_INT, &(o).num_classes, 0, 1000000, "classes (0 = preset or dataset)", 0}, \
         {"dim", SV_FLAG_INT, &(o).dim, 0, 16384, "embedding width (0 = preset)", 0}, \
         {"depth", SV_FLAG_INT, &(o).depth, 0, 256, "blocks (0 = preset)", 0}, \
-        {"heads", SV_FLAG_INT, &(o).heads, 0, 1024, "attention heads (0 = preset)", 0}, { \
-        "mlp-ratio", SV_FLAG_DOUBLE, &(o).mlp_ratio, 0, 64, "MLP ratio (0 = preset)", 0 \
+        {"heads", SV_FLAG_INT, &(o).heads, 0, 1024, "attention heads (0 = preset)", 0}, \
+        {"mlp-ratio", SV_FLAG_DOUBLE, &(o).mlp_ratio, 0, 64, "MLP ratio (0 = preset)", 0}, \
+        {"layer-scale", \
+         SV_FLAG_DOUBLE, \
+         &(o).layer_scale, \
+         0, \
+         1000, \
+         "LayerScale init value (timm init_values; 0 = off)", \
+         0}, \
+        {"global-pool", SV_FLAG_STR, &(o).global_pool, 0, 0, "token | avg (timm global_pool; avg uses fc_norm)", 0}, { \
+        "class-token", SV_FLAG_STR, &(o).class_token, 0, 0, "1 | 0 (timm class_token; 0 needs --global-pool avg)", 0 \
     }
 /* clang-format on */
 

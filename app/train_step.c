@@ -67,12 +67,14 @@ sv_status sv_train_step(sv_run *r, const sv_optim_config *oc, float smoothing, i
         res->data_wait_s += sv_now_s() - tw;
         if (tr) sv_trace_add(tr, "data_wait", "data", SV_TRACE_DATA, -1, tw_us, sv_trace_now(tr));
         res->epoch = mb.epoch;
+        sv_vit_set_batch(r->fsdp.model, 1, mb.epoch, mb.sample0);
         double ls;
         SV_TRY(sv_fsdp_forward_backward(&r->fsdp, mb.images, mb.soft ? NULL : mb.labels, mb.soft, smoothing,
                                         1.0f / (float)batch_size, micro, accum));
         SV_TRY(micro_loss_sum(r, r->host_losses, &ls));
         res->loss_sum += ls;
     }
+    sv_vit_set_batch(r->fsdp.model, 0, 0, 0); /* evaluation between steps runs without drops */
     double t0 = sv_now_s(), w0 = sv_run_comm_wait_s(r);
     SV_TRY(sv_fsdp_optimizer_step(&r->fsdp, oc, &res->grad_norm, &res->skipped));
     if (tr) SV_TRY(sv_be_sync(r->be)); /* attribute queued device work to the optimizer */

@@ -14,6 +14,7 @@ typedef struct sv_micro_batch {
     const int32_t *labels;
     const float *soft;
     uint64_t epoch;
+    uint64_t sample0; /* global epoch position of row 0 (dropout / stochastic-depth masks) */
 } sv_micro_batch;
 
 /* Fills *out for micro-step `micro` of the current step (loads, uploads). The pointers must

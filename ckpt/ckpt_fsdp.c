@@ -342,6 +342,18 @@ static void shape_str(char *out, size_t cap, const int64_t *shape, int ndim) {
 
 /* Every model tensor must be in the checkpoint with the same shape, and nothing else. */
 static sv_status check_compatible(const sv_fsdp *f, const sv_ckpt_index *idx, int *map) {
+    /* the timm options first: they change tensor names, and the flags are the better message */
+    {
+        const sv_vit_config *a = &idx->cfg, *b = &f->L.cfg;
+        if ((a->layer_scale > 0) != (b->layer_scale > 0) || a->global_pool != b->global_pool ||
+            a->no_class_token != b->no_class_token)
+            return SV_FAIL(
+                SV_ERR_FORMAT,
+                "%s/index.json: the checkpoint's model has LayerScale %s, global pool %s, class token %d but "
+                "this run has %s, %s, %d (--layer-scale / --global-pool / --class-token)",
+                idx->dir, a->layer_scale > 0 ? "on" : "off", sv_vit_pool_name(a->global_pool), !a->no_class_token,
+                b->layer_scale > 0 ? "on" : "off", sv_vit_pool_name(b->global_pool), !b->no_class_token);
+    }
     for (int k = 0; k < f->L.n_params; k++) {
         const sv_param_info *p = &f->L.params[f->L.entries[k].param];
         int t = sv_ckpt_find_tensor(idx, p->name);

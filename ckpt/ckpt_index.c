@@ -161,6 +161,11 @@ sv_status sv_ckpt_index_store(const sv_ckpt_index *idx, const char *dir) {
     sv_json_key(&w, "depth"), sv_json_i64(&w, c->depth);
     sv_json_key(&w, "heads"), sv_json_i64(&w, c->heads);
     sv_json_key(&w, "mlp_ratio"), sv_json_f64(&w, c->mlp_ratio);
+    /* timm options: written only when not the classic ViT's, so its index.json is unchanged */
+    if (c->layer_scale > 0) sv_json_key(&w, "layer_scale"), sv_json_f64(&w, c->layer_scale);
+    if (c->global_pool != SV_POOL_TOKEN)
+        sv_json_key(&w, "global_pool"), sv_json_str(&w, sv_vit_pool_name(c->global_pool));
+    if (c->no_class_token) sv_json_key(&w, "class_token"), sv_json_bool(&w, 0);
     sv_json_obj_end(&w);
     sv_json_key(&w, "world_size"), sv_json_i64(&w, idx->world_size);
     sv_json_key(&w, "strategy"), sv_json_str(&w, idx->strategy);
@@ -302,6 +307,18 @@ static sv_status parse_model(const sv_json *root, sv_vit_config *c) {
     c->img = (int)v[0], c->patch = (int)v[1], c->in_chans = (int)v[2], c->num_classes = (int)v[3];
     c->dim = (int)v[4], c->depth = (int)v[5], c->heads = (int)v[6];
     SV_TRY(sv_json_get_f64(m, "mlp_ratio", &c->mlp_ratio));
+    /* optional timm options (absent: the classic ViT) */
+    if (sv_json_member_get(m, "layer_scale")) SV_TRY(sv_json_get_f64(m, "layer_scale", &c->layer_scale));
+    if (sv_json_member_get(m, "global_pool")) {
+        const char *gp;
+        SV_TRY(sv_json_get_str(m, "global_pool", &gp, NULL));
+        SV_TRY(sv_vit_pool_parse(gp, &c->global_pool));
+    }
+    if (sv_json_member_get(m, "class_token")) {
+        int ct;
+        SV_TRY(sv_json_get_bool(m, "class_token", &ct));
+        c->no_class_token = !ct;
+    }
     return sv_vit_config_validate(c);
 }
 

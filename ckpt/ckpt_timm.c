@@ -50,7 +50,8 @@ static const char *timm_arch(const sv_vit_config *c) {
              {"vit_large_patch16_224", 16, 1024, 24, 16},
              {"vit_huge_patch14_224", 14, 1280, 32, 16}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        if (c->img == 224 && c->in_chans == 3 && c->mlp_ratio == 4.0 && c->patch == k[i].patch && c->dim == k[i].dim &&
+        if (c->layer_scale == 0 && c->global_pool == SV_POOL_TOKEN && !c->no_class_token && c->img == 224 &&
+            c->in_chans == 3 && c->mlp_ratio == 4.0 && c->patch == k[i].patch && c->dim == k[i].dim &&
             c->depth == k[i].depth && c->heads == k[i].heads)
             return k[i].arch;
     return "vit_base_patch16_224";
@@ -83,7 +84,7 @@ static sv_status config_text(const sv_vit_config *c, const sv_ckpt_meta *m, char
     sv_json_key(&w, "architecture"), sv_json_str(&w, arch);
     sv_json_key(&w, "num_classes"), sv_json_i64(&w, c->num_classes);
     sv_json_key(&w, "num_features"), sv_json_i64(&w, c->dim);
-    sv_json_key(&w, "global_pool"), sv_json_str(&w, "token");
+    sv_json_key(&w, "global_pool"), sv_json_str(&w, sv_vit_pool_name(c->global_pool));
     sv_json_key(&w, "img_size"), sv_json_i64(&w, c->img);
     sv_json_key(&w, "patch_size"), sv_json_i64(&w, c->patch);
     sv_json_key(&w, "embed_dim"), sv_json_i64(&w, c->dim);
@@ -103,8 +104,11 @@ static sv_status config_text(const sv_vit_config *c, const sv_ckpt_meta *m, char
     sv_json_key(&w, "num_heads"), sv_json_i64(&w, c->heads);
     sv_json_key(&w, "mlp_ratio"), sv_json_f64(&w, c->mlp_ratio);
     sv_json_key(&w, "qkv_bias"), sv_json_bool(&w, 1);
-    sv_json_key(&w, "class_token"), sv_json_bool(&w, 1);
-    sv_json_key(&w, "global_pool"), sv_json_str(&w, "token");
+    sv_json_key(&w, "class_token"), sv_json_bool(&w, !c->no_class_token);
+    sv_json_key(&w, "global_pool"), sv_json_str(&w, sv_vit_pool_name(c->global_pool));
+    /* timm: fc_norm defaults to (global_pool == 'avg'), i.e. norm.* vs fc_norm.* as exported */
+    sv_json_key(&w, "fc_norm"), sv_json_bool(&w, c->global_pool == SV_POOL_AVG);
+    if (c->layer_scale > 0) sv_json_key(&w, "init_values"), sv_json_f64(&w, c->layer_scale);
     sv_json_obj_end(&w);
     sv_json_key(&w, "pretrained_cfg");
     sv_json_obj_begin(&w);

@@ -164,4 +164,30 @@ SV_HD float sv_smooth_target(int k, int label, float smoothing, int num_classes)
     return (k == label ? 1.0f - smoothing : 0.0f) + smoothing / (float)num_classes;
 }
 
+/* ---- counter-based hash (splitmix64 finaliser); core/rng.h builds every random stream on it ---- */
+SV_HD uint64_t sv_mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- dropout / stochastic-depth multiplier ----
+ * Element (or sample) `unit` of global sample `sample` in mask stream `key` is kept with
+ * probability `keep` (24 random bits against keep) and then scaled by 1/keep (inverted
+ * dropout, as torch.nn.Dropout and timm's drop_path); dropped: 0. A pure function of its
+ * arguments, so forward, backward and recompute draw the same mask on any backend, thread
+ * layout or world size. */
+SV_HD float sv_drop_mult(uint64_t key, uint64_t sample, uint64_t unit, float keep) {
+    uint64_t r = sv_mix64(key ^ sv_mix64(sample ^ sv_mix64(unit + 0x5851f42d4c957f2dull)));
+    float u = (float)(r >> 40) * (1.0f / 16777216.0f);
+    return u < keep ? 1.0f / keep : 0.0f;
+}
+
+/* ---- sigmoid binary cross-entropy of one logit (timm BinaryCrossEntropy, i.e.
+ * F.binary_cross_entropy_with_logits) in the stable form max(z,0) - z*t + log1p(exp(-|z|));
+ * its gradient is sigmoid(z) - t. */
+SV_HD float sv_bce_logit_loss(float z, float t) { return fmaxf(z, 0.0f) - z * t + log1pf(expf(-fabsf(z))); }
+SV_HD float sv_bce_logit_grad(float z, float t) { return 1.0f / (1.0f + expf(-z)) - t; }
+
 #endif

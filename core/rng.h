@@ -11,12 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 
-static inline uint64_t sv_mix64(uint64_t z) { /* splitmix64 finaliser */
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+#include "core/elementwise.h" /* sv_mix64, shared with the backends' mask kernels */
 
 /* FNV-1a of a string, mixed: stable key for tensor names. */
 static inline uint64_t sv_hash_str(uint64_t seed, const char *s) {

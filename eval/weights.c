@@ -65,6 +65,10 @@ static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have
         (st = cfg_int(&doc.root, "in_chans", &c->in_chans)) == SV_OK) {
         const sv_json *mr = cfg_value(&doc.root, "mlp_ratio");
         if (mr) st = sv_json_as_f64(mr, &c->mlp_ratio);
+        const sv_json *iv = cfg_value(&doc.root, "init_values");
+        if (st == SV_OK && iv) st = sv_json_as_f64(iv, &c->layer_scale);
+        if (st == SV_OK && !(c->layer_scale >= 0 && c->layer_scale <= 1e3))
+            st = SV_FAIL(SV_ERR_FORMAT, "%s: init_values %g out of range [0, 1000]", cj, c->layer_scale);
     }
     sv_json_doc_free(&doc);
     SV_TRY(st);
@@ -118,7 +122,17 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
         c->in_chans = (int)pw->shape[1];
         c->patch = (int)pw->shape[2];
         c->num_classes = (int)hw->shape[0];
-        int64_t P = pos->shape[1] - 1;
+        /* timm's optional parts, read off the tensor names: no cls_token = class_token False,
+         * fc_norm = global_pool avg, blocks.0.ls1.gamma = LayerScale (config.json's init_values
+         * when given; any positive value marks it, the file holds the trained gammas) */
+        c->no_class_token = !sv_safetensors_find(&f, "cls_token");
+        c->global_pool = sv_safetensors_find(&f, "fc_norm.weight") ? SV_POOL_AVG : SV_POOL_TOKEN;
+        if (!sv_safetensors_find(&f, "blocks.0.ls1.gamma"))
+            c->layer_scale = 0;
+        else if (!(c->layer_scale > 0))
+            c->layer_scale = 1e-5;
+        int prefix = sv_vit_prefix_tokens(c);
+        int64_t P = pos->shape[1] - prefix;
         uint64_t g = 0, sq = 0, img = 0;
         if (P >= 1 && P <= 1000000000000LL) { /* exact integer square root (P < 2^40: no overflow) */
             g = (uint64_t)sqrt((double)P);
@@ -129,9 +143,9 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
         if (P < 1 || P > 1000000000000LL || sq != (uint64_t)P || pos->shape[2] != pw->shape[0] ||
             !sv_mul_u64(g, (uint64_t)c->patch, &img) || img > 1000000)
             st = SV_FAIL(SV_ERR_FORMAT,
-                         "%s: pos_embed shape (1, %lld, %lld) is not (1, 1 + g*g, %d) for an image of at "
+                         "%s: pos_embed shape (1, %lld, %lld) is not (1, %d + g*g, %d) for an image of at "
                          "most 1000000 pixels per side",
-                         path, (long long)pos->shape[1], (long long)pos->shape[2], c->dim);
+                         path, (long long)pos->shape[1], (long long)pos->shape[2], prefix, c->dim);
         else
             c->img = (int)img;
     }

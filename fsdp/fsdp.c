@@ -445,6 +445,8 @@ static sv_status reduce_wait_all(sv_fsdp *f) {
 static void root_views(const sv_fsdp *f, const void *base, float *gbase, sv_root_params *rp, sv_root_grads *rg) {
     size_t e = sv_be_compute_elem_size(f->be);
     const sv_unit *un = &f->L.units[0];
+    if (rp) memset(rp, 0, sizeof *rp); /* absent slots (no class token) stay NULL */
+    if (rg) memset(rg, 0, sizeof *rg);
     for (int k = 0; k < un->n_entries; k++) {
         const sv_flat_entry *en = &f->L.entries[un->first_entry + k];
         int slot = f->L.params[en->param].slot;
@@ -457,6 +459,8 @@ static void block_views(const sv_fsdp *f, int u, int l, const void *base, float 
                         sv_block_grads *bg) {
     size_t e = sv_be_compute_elem_size(f->be);
     const sv_unit *un = &f->L.units[u];
+    if (bp) memset(bp, 0, sizeof *bp); /* absent slots (no LayerScale) stay NULL */
+    if (bg) memset(bg, 0, sizeof *bg);
     for (int k = 0; k < un->n_entries; k++) {
         const sv_flat_entry *en = &f->L.entries[un->first_entry + k];
         const sv_param_info *p = &f->L.params[en->param];

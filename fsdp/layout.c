@@ -43,12 +43,13 @@ sv_status sv_layout_build(sv_layout *L, const sv_vit_config *cfg, int head_zero_
     sv_unit *root = &L->units[0];
     root->first_block = root->last_block = -1;
     root->first_entry = 0;
-    add_entries(L, root, 0, SV_ROOT_NT, &next);
+    const int root_nt = sv_vit_group_nt(cfg, -1), blk_nt = sv_vit_group_nt(cfg, 0);
+    add_entries(L, root, 0, root_nt, &next);
     finish_unit(L, root, NULL);
     L->n_units = 1;
 
     size_t block_bytes = 0;
-    for (int k = 0; k < SV_BLK_NT; k++) block_bytes += L->params[SV_ROOT_NT + k].numel * 4;
+    for (int k = 0; k < blk_nt; k++) block_bytes += L->params[root_nt + k].numel * 4;
     int l = 0;
     while (l < cfg->depth) {
         sv_unit *u = &L->units[L->n_units++];
@@ -56,7 +57,7 @@ sv_status sv_layout_build(sv_layout *L, const sv_vit_config *cfg, int head_zero_
         u->first_entry = next;
         size_t bytes = 0;
         do {
-            add_entries(L, u, sv_vit_param_index(cfg, l, 0), SV_BLK_NT, &next);
+            add_entries(L, u, sv_vit_param_index(cfg, l, 0), blk_nt, &next);
             bytes += block_bytes;
             l++;
         } while (l < cfg->depth && wrap_bytes > 0 && bytes + block_bytes <= wrap_bytes);

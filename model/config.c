@@ -48,15 +48,33 @@ sv_status sv_vit_config_validate(const sv_vit_config *c) {
     if (c->depth < 1 || c->depth > 256) return SV_FAIL(SV_ERR_INVALID, "--depth %d out of range [1, 256]", c->depth);
     if (c->heads < 1 || c->dim % c->heads)
         return SV_FAIL(SV_ERR_INVALID, "--heads %d must divide --dim %d", c->heads, c->dim);
+    if (!(c->layer_scale >= 0.0) || c->layer_scale > 1e3)
+        return SV_FAIL(SV_ERR_INVALID, "--layer-scale %g out of range [0, 1000] (0 = off)", c->layer_scale);
+    if (c->global_pool != SV_POOL_TOKEN && c->global_pool != SV_POOL_AVG)
+        return SV_FAIL(SV_ERR_INVALID, "global pool %d is neither token nor avg", c->global_pool);
+    if (c->no_class_token && c->global_pool != SV_POOL_AVG)
+        return SV_FAIL(SV_ERR_INVALID, "--class-token 0 needs --global-pool avg (token pooling reads the class token)");
     if (!(c->mlp_ratio > 0.0) || c->mlp_ratio > 64.0 || sv_vit_hidden(c) < 1)
         return SV_FAIL(SV_ERR_INVALID, "--mlp-ratio %g out of range (0, 64]", c->mlp_ratio);
     return SV_OK;
 }
 
 double sv_vit_flops_fwd(const sv_vit_config *c) {
-    double T = sv_vit_tokens(c), D = c->dim, Hd = sv_vit_hidden(c), P = T - 1;
+    double T = sv_vit_tokens(c), D = c->dim, Hd = sv_vit_hidden(c), P = sv_vit_patches(c);
     double patch = P * D * sv_vit_patch_dim(c);
     double block = T * (D * 3 * D + D * D + 2 * D * Hd) + 2 * T * T * D;
     double head = D * c->num_classes;
     return 2.0 * (patch + c->depth * block + head);
+}
+
+const char *sv_vit_pool_name(int pool) { return pool == SV_POOL_AVG ? "avg" : "token"; }
+
+sv_status sv_vit_pool_parse(const char *s, int *out) {
+    if (!strcmp(s, "token"))
+        *out = SV_POOL_TOKEN;
+    else if (!strcmp(s, "avg"))
+        *out = SV_POOL_AVG;
+    else
+        return SV_FAIL(SV_ERR_INVALID, "--global-pool '%s': choose token or avg", s);
+    return SV_OK;
 }

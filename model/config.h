@@ -1,6 +1,7 @@
 /* ViT configuration and presets (docs/architecture.md; `shardvit info` prints them).
  *
- * Shapes follow timm's VisionTransformer: tokens T = 1 + (img/patch)^2 (class token first),
+ * Shapes follow timm's VisionTransformer: tokens T = 1 + (img/patch)^2 (class token first; no
+ * class token: T = (img/patch)^2),
  * hidden width of the MLP = dim * mlp_ratio. Every preset field can be overridden from the CLI
  * (--img --patch --in-chans --num-classes --dim --depth --heads --mlp-ratio). */
 #ifndef SV_MODEL_CONFIG_H
@@ -21,7 +22,18 @@ typedef struct sv_vit_config {
     int depth;        /* number of transformer blocks */
     int heads;        /* attention heads; dim % heads == 0 */
     double mlp_ratio; /* MLP hidden = (int)(dim * mlp_ratio) */
+    /* timm VisionTransformer options; all-zero is the classic ViT (class token, token pooling,
+     * no LayerScale), so a zero-initialised config stays the model it always was. */
+    double layer_scale; /* timm init_values: LayerScale gammas blocks.l.ls1/ls2.gamma (D), 0 = off */
+    int global_pool;    /* SV_POOL_TOKEN (class token) | SV_POOL_AVG (mean of the patch tokens, fc_norm) */
+    int no_class_token; /* 1: no cls_token (timm class_token=False); requires SV_POOL_AVG */
 } sv_vit_config;
+
+enum { SV_POOL_TOKEN = 0, SV_POOL_AVG = 1 };
+/* "token" | "avg" (timm's global_pool names). */
+const char *sv_vit_pool_name(int pool);
+/* Parse a --global-pool value; SV_ERR_INVALID names the flag and the valid values. */
+sv_status sv_vit_pool_parse(const char *s, int *out);
 
 /* Fill `out` from a preset name: vit-ti16 vit-s16 vit-b16 vit-l16 vit-h14 (224x224, 3 channels,
  * 1000 classes), vit-28 (28x28 grayscale, patch 4, dim 192, depth 6, heads 3, 10 classes:
@@ -34,10 +46,14 @@ const char *sv_vit_preset_names(void);
 /* Check internal consistency (img % patch, dim % heads, positive sizes, limits). */
 sv_status sv_vit_config_validate(const sv_vit_config *c);
 
-static inline int sv_vit_tokens(const sv_vit_config *c) {
+/* Prefix tokens before the patch tokens: 1 class token, or 0 (timm num_prefix_tokens). */
+static inline int sv_vit_prefix_tokens(const sv_vit_config *c) { return c->no_class_token ? 0 : 1; }
+static inline int sv_vit_patches(const sv_vit_config *c) {
     int g = c->img / c->patch;
-    return 1 + g * g;
+    return g * g;
 }
+/* Tokens T = prefix + patches; pos_embed is (1, T, D) (timm no_embed_class=False). */
+static inline int sv_vit_tokens(const sv_vit_config *c) { return sv_vit_prefix_tokens(c) + sv_vit_patches(c); }
 static inline int sv_vit_hidden(const sv_vit_config *c) { return (int)(c->dim * c->mlp_ratio); }
 static inline int sv_vit_patch_dim(const sv_vit_config *c) { return c->in_chans * c->patch * c->patch; }
 

@@ -47,9 +47,28 @@ typedef struct sv_block_acts {
     float *ln2_mean; /* (B*T) f32 */
     float *ln2_rstd; /* (B*T) f32 */
     void *fc1_pre;   /* (B,T,Hd) pre-GELU */
-    void *fc1_out;   /* (B,T,Hd) GELU output */
+    void *fc1_out;   /* (B,T,Hd) GELU output (after dropout when proj_drop is on) */
+    void *ls1_in;    /* (B,T,D) attention branch before LayerScale (only with LayerScale) */
+    void *ls2_in;    /* (B,T,D) MLP branch before LayerScale (only with LayerScale) */
     void *x_out;     /* (B,T,D) block output (always kept: next block's input) */
 } sv_block_acts;
+
+/* Training-time regularisation with timm's names and placement (docs/training.md); 0 = off.
+ * drop_path: stochastic depth on both residual branches, block l at drop_path * l / (depth - 1)
+ * (timm's linear rule), per sample; proj_drop: dropout after attn.proj, after the MLP
+ * activation and after mlp.fc2 (timm proj_drop_rate); head_drop: dropout of the pooled
+ * features before the head (timm drop_rate). */
+typedef struct sv_vit_drops {
+    float drop_path, proj_drop, head_drop;
+} sv_vit_drops;
+
+/* Training loss of sv_vit_head_fwd: softmax cross-entropy (default) or timm's
+ * BinaryCrossEntropy (bce: per-class sigmoid, mean over classes unless bce_sum; targets
+ * binarised at bce_thresh when > 0). */
+typedef struct sv_vit_loss {
+    int bce, bce_sum;
+    float bce_thresh;
+} sv_vit_loss;
 
 typedef struct sv_vit {
     sv_vit_config cfg;
@@ -75,6 +94,12 @@ typedef struct sv_vit {
     void *d_cls;       /* (B,D) */
     void *att_scratch; /* backend attention scratch */
     void *y_tmp;       /* (B,T,D) forward temporary (proj / fc2 output) */
+    sv_vit_drops drops;
+    sv_vit_loss loss;
+    uint64_t drop_seed;    /* sv_vit_set_drops */
+    int drop_on;           /* sv_vit_set_batch: the drops apply to the current micro-batch */
+    uint64_t drop_epoch;   /* epoch of the current micro-batch */
+    uint64_t drop_sample0; /* global sample index of row 0 of the current micro-batch */
     /* Called between the ops of a block (forward and backward) when set: lets the caller drive
      * communication that overlaps compute (FSDP polls its in-flight collectives). */
     sv_status (*progress)(void *ctx);
@@ -85,6 +110,13 @@ typedef struct sv_vit {
  * from `host` (host arena). With base == NULL arenas this only counts bytes (planner). */
 sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B, int recompute, sv_arena *dev,
                       sv_arena *host);
+
+/* Set the regularisation rates (all 0 = off) and the seed their masks derive from. */
+void sv_vit_set_drops(sv_vit *m, const sv_vit_drops *d, uint64_t seed);
+/* Before each training micro-step: the masks of row b are a pure function of (seed, epoch,
+ * sample0 + b, block, site), so they do not depend on the world size, the micro-batching or
+ * recompute. train = 0 (evaluation) turns every drop off. */
+void sv_vit_set_batch(sv_vit *m, int train, uint64_t epoch, uint64_t sample0);
 
 /* images (B,C,img,img) f32 device. */
 sv_status sv_vit_embed_fwd(sv_vit *m, const sv_root_params *rp, const float *images);

@@ -50,6 +50,12 @@ static const char *missing_entry(const sv_backend_ops *o) {
     NEED(embed_bwd);
     NEED(cls_select);
     NEED(cls_select_bwd);
+    NEED(drop);
+    NEED(scale_cols);
+    NEED(scale_cols_bwd);
+    NEED(token_mean);
+    NEED(token_mean_bwd);
+    NEED(sigmoid_bce);
     NEED(adamw);
 #undef NEED
     if (!o->host_alloc != !o->host_free) return "host_alloc/host_free (both or neither)";
@@ -243,12 +249,12 @@ sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, i
 }
 sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *pos, int B,
                           int T, int D) {
-    SV_CHECK_DIMS(B > 0 && T > 1 && D > 0, "embed_fwd");
+    SV_CHECK_DIMS(B > 0 && T > (cls ? 1 : 0) && D > 0, "embed_fwd");
     return CALL(embed_fwd, x, patch_out, cls, pos, B, T, D);
 }
 sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos, const void *dx, int B, int T,
                           int D) {
-    SV_CHECK_DIMS(B > 0 && T > 1 && D > 0, "embed_bwd");
+    SV_CHECK_DIMS(B > 0 && T > (d_cls ? 1 : 0) && D > 0, "embed_bwd");
     return CALL(embed_bwd, d_patch_out, d_cls, d_pos, dx, B, T, D);
 }
 sv_status sv_be_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D) {
@@ -258,6 +264,37 @@ sv_status sv_be_cls_select(sv_backend *be, void *out, const void *x, int B, int 
 sv_status sv_be_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D) {
     SV_CHECK_DIMS(B > 0 && T > 0 && D > 0, "cls_select_bwd");
     return CALL(cls_select_bwd, dx, d_out, B, T, D);
+}
+sv_status sv_be_drop(sv_backend *be, void *x, const sv_drop *d, int B, size_t n, size_t group) {
+    SV_CHECK_DIMS(B > 0 && group > 0 && n % group == 0, "drop");
+    if (!(d->keep > 0.0f && d->keep <= 1.0f)) return SV_FAIL(SV_ERR_INVALID, "drop: keep probability %g", d->keep);
+    return n && d->keep < 1.0f ? CALL(drop, x, d, B, n, group) : SV_OK;
+}
+sv_status sv_be_scale_cols(sv_backend *be, void *out, const void *x, const void *gamma, int M, int D) {
+    SV_CHECK_DIMS(M > 0 && D > 0, "scale_cols");
+    return CALL(scale_cols, out, x, gamma, M, D);
+}
+sv_status sv_be_scale_cols_bwd(sv_backend *be, void *d_x, float *d_gamma, const void *d_out, const void *x,
+                               const void *gamma, int M, int D) {
+    SV_CHECK_DIMS(M > 0 && D > 0, "scale_cols_bwd");
+    return CALL(scale_cols_bwd, d_x, d_gamma, d_out, x, gamma, M, D);
+}
+sv_status sv_be_token_mean(sv_backend *be, void *out, const void *x, int B, int T, int D, int first) {
+    SV_CHECK_DIMS(B > 0 && D > 0 && first >= 0 && T > first, "token_mean");
+    return CALL(token_mean, out, x, B, T, D, first);
+}
+sv_status sv_be_token_mean_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D, int first) {
+    SV_CHECK_DIMS(B > 0 && D > 0 && first >= 0 && T > first, "token_mean_bwd");
+    return CALL(token_mean_bwd, dx, d_out, B, T, D, first);
+}
+sv_status sv_be_sigmoid_bce(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
+                            const float *soft_targets, int B, int K, float smoothing, float target_thresh,
+                            int sum_classes, float grad_scale) {
+    SV_CHECK_DIMS(B > 0 && K > 0, "sigmoid_bce");
+    if ((labels == NULL) == (soft_targets == NULL))
+        return SV_FAIL(SV_ERR_INVALID, "sigmoid_bce: exactly one of labels/soft_targets required");
+    return CALL(sigmoid_bce, losses, d_logits, logits, labels, soft_targets, B, K, smoothing, target_thresh,
+                sum_classes, grad_scale);
 }
 sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h,
                       float weight_decay) {

@@ -194,10 +194,12 @@ sv_status sv_be_softmax_xent(sv_backend *be, float *losses, void *d_logits, cons
 sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg, int Wimg, int p);
 
 /* Token assembly: x[b,0,:] = cls + pos[0,:]; x[b,1+i,:] = patch_out[b,i,:] + pos[1+i,:].
- * x (B,T,D), patch_out (B,T-1,D), cls (D), pos (T,D): compute dtype. */
+ * x (B,T,D), patch_out (B,T-1,D), cls (D), pos (T,D): compute dtype.
+ * cls == NULL (no class token): x[b,i,:] = patch_out[b,i,:] + pos[i,:], patch_out (B,T,D). */
 sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *pos, int B,
                           int T, int D);
-/* d_patch_out (B,T-1,D) overwritten; d_cls (D) += sum_b dx[b,0]; d_pos (T,D) += sum_b dx[b]. */
+/* d_patch_out (B,T-1,D) overwritten; d_cls (D) += sum_b dx[b,0]; d_pos (T,D) += sum_b dx[b].
+ * d_cls == NULL (no class token): d_patch_out (B,T,D) = dx. */
 sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos, const void *dx, int B, int T,
                           int D);
 
@@ -205,6 +207,38 @@ sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float
 sv_status sv_be_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D);
 /* dx (B,T,D) += scatter of d_out (B,D) into token 0 (ACCUMULATES). */
 sv_status sv_be_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D);
+
+/* ---- training-recipe ops (docs/training.md): dropout, stochastic depth, LayerScale, average
+ * pooling, binary cross-entropy ---- */
+
+/* One dropout / stochastic-depth mask: multiplier sv_drop_mult(key, sample0 + b, unit, keep)
+ * (core/elementwise.h) for row b of a batch. */
+typedef struct sv_drop {
+    uint64_t key;     /* mask stream (the caller hashes seed, epoch, block and site into it) */
+    uint64_t sample0; /* global sample index of row 0 */
+    float keep;       /* keep probability, (0, 1] */
+} sv_drop;
+/* x (B, n) compute dtype, in place: x[b,i] *= mult(b, unit = i / group). group == n: one draw
+ * per sample (stochastic depth, timm drop_path); group == 1: per element (dropout). The
+ * backward of the op is the op itself (same mask). */
+sv_status sv_be_drop(sv_backend *be, void *x, const sv_drop *d, int B, size_t n, size_t group);
+/* LayerScale: out (M,D) = x (M,D) * gamma (D), compute dtype; out may alias x. */
+sv_status sv_be_scale_cols(sv_backend *be, void *out, const void *x, const void *gamma, int M, int D);
+/* Its backward: d_gamma (D) += sum_m d_out[m,:] * x[m,:] (f32, fixed summation order), then
+ * d_x (M,D) = d_out * gamma (compute dtype; d_x may alias d_out). */
+sv_status sv_be_scale_cols_bwd(sv_backend *be, void *d_x, float *d_gamma, const void *d_out, const void *x,
+                               const void *gamma, int M, int D);
+/* Average pooling (timm global_pool "avg"): out (B,D) = mean over t in [first, T) of x (B,T,D). */
+sv_status sv_be_token_mean(sv_backend *be, void *out, const void *x, int B, int T, int D, int first);
+/* dx (B,T,D) += d_out[b,:] / (T - first) for t >= first (ACCUMULATES). */
+sv_status sv_be_token_mean_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D, int first);
+/* Sigmoid binary cross-entropy (timm BinaryCrossEntropy), the contract of sv_be_softmax_xent:
+ * targets t[b,k] are labels smoothed as sv_smooth_target, or soft (B,K); with target_thresh > 0
+ * each target becomes (t > target_thresh). losses[b] = mean_k bce(z, t) (sum_k when
+ * sum_classes); d_logits = (sigmoid(z) - t) / K (or / 1) * grad_scale. */
+sv_status sv_be_sigmoid_bce(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
+                            const float *soft_targets, int B, int K, float smoothing, float target_thresh,
+                            int sum_classes, float grad_scale);
 
 /* AdamW on a contiguous f32 range (one tensor's slice of a shard): see sv_adamw_elem.
  * `weight_decay` is the decay for this range (0 for biases, norms, pos_embed, cls_token). */

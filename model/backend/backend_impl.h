@@ -68,6 +68,15 @@ typedef struct sv_backend_ops {
                            int D);
     sv_status (*cls_select)(sv_backend *be, void *out, const void *x, int B, int T, int D);
     sv_status (*cls_select_bwd)(sv_backend *be, void *dx, const void *d_out, int B, int T, int D);
+    sv_status (*drop)(sv_backend *be, void *x, const sv_drop *d, int B, size_t n, size_t group);
+    sv_status (*scale_cols)(sv_backend *be, void *out, const void *x, const void *gamma, int M, int D);
+    sv_status (*scale_cols_bwd)(sv_backend *be, void *d_x, float *d_gamma, const void *d_out, const void *x,
+                                const void *gamma, int M, int D);
+    sv_status (*token_mean)(sv_backend *be, void *out, const void *x, int B, int T, int D, int first);
+    sv_status (*token_mean_bwd)(sv_backend *be, void *dx, const void *d_out, int B, int T, int D, int first);
+    sv_status (*sigmoid_bce)(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
+                             const float *soft_targets, int B, int K, float smoothing, float target_thresh,
+                             int sum_classes, float grad_scale);
     sv_status (*adamw)(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
                        const sv_adamw_hparams *h, float weight_decay);
 } sv_backend_ops;

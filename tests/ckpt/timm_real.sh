@@ -5,7 +5,8 @@
 # timm.create_model(..., pretrained=False, <config.json's shape>) + load_state_dict(strict=True)
 # and timm's fp32 logits against shardvit's (--dump-logits); config.json's pretrained_cfg resolved
 # by timm's resolve_data_config (printed). Two shapes: vit-28 (1 channel, mlp_ratio 4) and
-# 32x32 RGB with mlp_ratio 2, 4 heads. Skipped (77) only when timm/safetensors/torch are not
+# 32x32 RGB with mlp_ratio 2, 4 heads, and the timm options LayerScale (ls1/ls2.gamma), average
+# pooling (fc_norm) and class_token=False. Skipped (77) only when timm/safetensors/torch are not
 # importable. (tests/ckpt/timm.sh checks the same export against an independent PyTorch twin.)
 SHARDVIT=$1
 source "$(dirname "$0")/../fsdp/lib.sh"
@@ -26,4 +27,8 @@ check() {  # check NAME TRAIN_FLAGS...
 }
 check gray
 check rgb --img 32 --in-chans 3 --dim 32 --heads 4 --mlp-ratio 2
+# timm's VisionTransformer options (trained with the recipe's regularisation, which is off in
+# the dumped evaluation forward): LayerScale + average pooling (fc_norm), and no class token
+check ls_avg --layer-scale 0.1 --global-pool avg --drop-path 0.2 --proj-drop 0.1 --drop 0.1
+check no_cls --img 32 --in-chans 3 --dim 32 --heads 4 --class-token 0 --global-pool avg --layer-scale 1e-5 --bce-loss
 echo "timm_real: all passed"

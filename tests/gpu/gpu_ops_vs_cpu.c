@@ -352,6 +352,70 @@ static void test_embed(pair *P, int B, int C, int img, int p, int D) {
     free(im), free(po), free(cls), free(pos), free(gx), free(gcls0), free(gpos0), free(gsel);
 }
 
+/* The training-recipe ops: dropout / drop-path masks (the same hash on both: exact), LayerScale,
+ * average pooling, sigmoid BCE, and the token assembly without a class token. */
+static void test_recipe(pair *P, int B, int T, int D, int K) {
+    size_t nx = (size_t)B * T * D, nb = (size_t)B * D, nk = (size_t)B * K;
+    float *x = hrand(nx, 1.0f), *g = hrand(D, 0.5f), *gy = hrand(nx, 1.0f), *gp = hrand(nb, 1.0f);
+    float *z = hrand(nk, 3.0f), *pos = hrand(nx / B, 0.1f), *gpos0 = hrand(nx / B, 0.1f);
+    int32_t *lab = malloc((size_t)B * sizeof *lab);
+    for (int b = 0; b < B; b++) lab[b] = (b * 7) % K;
+    sv_drop path = {.key = 0xabc, .sample0 = 1000, .keep = 0.6f}, elem = {.key = 0xdef, .sample0 = 77, .keep = 0.8f};
+    OUT(dp, nx);
+    OUT(de, nx);
+    OUT(sc, nx);
+    OUT(sdx, nx);
+    OUT(sdg, D);
+    OUT(mean, nb);
+    OUT(mdx, nx);
+    OUT(bl, B);
+    OUT(bd, nk);
+    OUT(ex, nx);
+    OUT(edpo, nx);
+    OUT(edpos, nx / B);
+    BOTH(P, c, {
+        void *a = cbuf(c, x, nx), *e = cbuf(c, x, nx);
+        CHECK_OK(sv_be_drop(c->be, a, &path, B, (size_t)T * D, (size_t)T * D));
+        CHECK_OK(sv_be_drop(c->be, e, &elem, B, (size_t)T * D, 1));
+        get_c(c, dp[b_], a, nx), get_c(c, de[b_], e, nx);
+        void *xs = cbuf(c, x, nx), *gg = cbuf(c, g, D), *o = dalloc(c, nx * 4), *dy = cbuf(c, gy, nx);
+        float *dgam = fbuf(c, g, D);
+        CHECK_OK(sv_be_scale_cols(c->be, o, xs, gg, B * T, D));
+        CHECK_OK(sv_be_scale_cols_bwd(c->be, dy, dgam, dy, xs, gg, B * T, D));
+        get_c(c, sc[b_], o, nx), get_c(c, sdx[b_], dy, nx), get_f(c, sdg[b_], dgam, D);
+        void *m = dalloc(c, nb * 4), *gpd = cbuf(c, gp, nb), *dxm = cbuf(c, gy, nx);
+        CHECK_OK(sv_be_token_mean(c->be, m, xs, B, T, D, 1));
+        CHECK_OK(sv_be_token_mean_bwd(c->be, dxm, gpd, B, T, D, 1));
+        get_c(c, mean[b_], m, nb), get_c(c, mdx[b_], dxm, nx);
+        void *zl = cbuf(c, z, nk), *dz = dalloc(c, nk * 4);
+        float *loss = dalloc(c, (size_t)B * 4);
+        int32_t *dl = dalloc(c, (size_t)B * 4);
+        CHECK_OK(sv_be_upload(c->be, dl, lab, (size_t)B * 4));
+        CHECK_OK(sv_be_sigmoid_bce(c->be, loss, dz, zl, dl, NULL, B, K, 0.1f, 0.0f, 0, 0.5f));
+        get_f(c, bl[b_], loss, B), get_c(c, bd[b_], dz, nk);
+        void *po = cbuf(c, x, nx), *ps = cbuf(c, pos, nx / B), *xo = dalloc(c, nx * 4), *gpo = dalloc(c, nx * 4);
+        float *gpos = fbuf(c, gpos0, nx / B);
+        CHECK_OK(sv_be_embed_fwd(c->be, xo, po, NULL, ps, B, T, D));
+        CHECK_OK(sv_be_embed_bwd(c->be, gpo, NULL, gpos, xo, B, T, D));
+        get_c(c, ex[b_], xo, nx), get_c(c, edpo[b_], gpo, nx), get_f(c, edpos[b_], gpos, nx / B);
+    });
+    CMP(P, "drop (per sample)", "x", dp, nx, 0.0);
+    CMP(P, "drop (per element)", "x", de, nx, 0.0);
+    CMP(P, "scale_cols", "out", sc, nx, 0.0);
+    CMP(P, "scale_cols_bwd", "d_x", sdx, nx, 0.0);
+    CMP(P, "scale_cols_bwd", "d_gamma(+=)", sdg, D, P->tol);
+    CMP(P, "token_mean", "out", mean, nb, P->tol);
+    CMP(P, "token_mean_bwd", "dx(+=)", mdx, nx, P->tol);
+    CMP(P, "sigmoid_bce", "loss", bl, B, P->tol);
+    CMP(P, "sigmoid_bce", "d_logits", bd, nk, P->tol);
+    CMP(P, "embed_fwd (no cls)", "x", ex, nx, P->tol);
+    CMP(P, "embed_bwd (no cls)", "d_patch_out", edpo, nx, 0.0);
+    CMP(P, "embed_bwd (no cls)", "d_pos(+=)", edpos, nx / B, P->tol);
+    FREE2(dp), FREE2(de), FREE2(sc), FREE2(sdx), FREE2(sdg), FREE2(mean), FREE2(mdx), FREE2(bl), FREE2(bd);
+    FREE2(ex), FREE2(edpo), FREE2(edpos);
+    free(x), free(g), free(gy), free(gp), free(z), free(pos), free(gpos0), free(lab);
+}
+
 static void test_adamw(pair *P) {
     const size_t n = 5003;
     float *p0 = hrand(n, 1.0f), *g = hrand(n, 0.1f), *m0 = hrand(n, 0.01f), *v0 = hrand(n, 0.001f);
@@ -403,6 +467,7 @@ static void run_variant(sv_dtype dt, int attn_fallback, int attention_only) {
         test_pointwise(&P);
         test_xent(&P, 16, 37);
         test_embed(&P, 2, 3, 16, 4, 64);
+        test_recipe(&P, 3, 50, 96, 37);
         test_adamw(&P);
     }
     test_attention(&P, 2, 65, 128, 4);  /* dh 32 */

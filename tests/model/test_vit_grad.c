@@ -2,7 +2,8 @@
  *
  * 1. Every parameter element's gradient from sv_fsdp_forward_backward (grad_scale 1/B, label
  *    smoothing 0.1) against a central finite difference of the mean loss, the loss re-computed
- *    by a forward pass with one master element perturbed on the device. Grayscale and RGB input.
+ *    by a forward pass with one master element perturbed on the device. Grayscale and RGB input,
+ *    and the timm variant with LayerScale gammas, average pooling (fc_norm) and no class token.
  * 2. Activation recompute and auto-wrapped units (several blocks per unit) give gradients,
  *    losses and logits bitwise identical to the plain one-unit-per-block run.
  *
@@ -42,9 +43,20 @@ static double fd_loss(rig *r, const int32_t *labels, float *logits) {
     return rig_xent_mean(logits, labels, r->B, r->vcfg.num_classes, SMOOTHING);
 }
 
-static void finite_difference_case(int in_chans) {
+/* variant 0: classic ViT; 1: timm's LayerScale (init 0.3, large enough to carry signal), average
+ * pooling with fc_norm and no class token (DeiT III / "avg" heads); 2: variant 1 with stochastic
+ * depth, proj dropout and head dropout on (their masks are fixed functions of the sample, so the
+ * loss stays a deterministic function of the weights and finite differences apply). */
+static void finite_difference_case(int in_chans, int variant) {
     const int B = 3;
     sv_vit_config vc = tiny_config(in_chans, 2);
+    if (variant) {
+        vc.layer_scale = 0.3;
+        vc.global_pool = SV_POOL_AVG;
+        vc.no_class_token = 1;
+        printf("variant: LayerScale 0.3, global_pool avg, no class token%s\n",
+               variant == 2 ? ", drop-path 0.6, proj-drop 0.3, head drop 0.3" : "");
+    }
     rig r;
     rig_opts o = {.B = B, .recompute = 0, .wrap_bytes = 0, .seed = 1234, .threads = 1};
     rig_init(&r, &vc, &o);
@@ -55,6 +67,11 @@ static void finite_difference_case(int in_chans) {
     CHECK(w && g && images && logits);
     rig_random_weights(&r, 99 + (uint64_t)in_chans, w);
     rig_set_masters(&r, w);
+    if (variant == 2) {
+        /* block 1 of 2 drops its branches with p 0.6: some samples keep them, some do not */
+        sv_vit_set_drops(&r.m, &(sv_vit_drops){.drop_path = 0.6f, .proj_drop = 0.3f, .head_drop = 0.3f}, 77);
+        sv_vit_set_batch(&r.m, 1, 3, 1000);
+    }
     rig_make_batch(&r, 7 + (uint64_t)in_chans, images, labels);
     rig_set_batch(&r, images, labels);
 
@@ -169,7 +186,8 @@ static void bitwise_variants_case(int in_chans, int depth) {
     rig_random_weights(&r, 31, w);
     rig_make_batch(&r, 32, images, labels);
     size_t block_bytes = 0;
-    for (int k = 0; k < SV_BLK_NT; k++) block_bytes += rig_param(&r, sv_vit_param_index(&vc, 0, k))->numel * 4;
+    for (int k = 0; k < SV_BLK_NT; k++)
+        if (sv_vit_slot_present(&vc, 0, k)) block_bytes += rig_param(&r, sv_vit_param_index(&vc, 0, k))->numel * 4;
     rig_free(&r);
 
     printf("in_chans %d, depth %d: recompute / auto-wrap against one unit per block\n", in_chans, depth);
@@ -198,8 +216,10 @@ static void bitwise_variants_case(int in_chans, int depth) {
 }
 
 int main(void) {
-    finite_difference_case(1);
-    finite_difference_case(3);
+    finite_difference_case(1, 0);
+    finite_difference_case(3, 0);
+    finite_difference_case(3, 1);
+    finite_difference_case(3, 2);
     bitwise_variants_case(1, 2);
     bitwise_variants_case(3, 3);
     printf("test_vit_grad: OK\n");

@@ -187,6 +187,12 @@ static const sv_backend_ops sv_cpu_ops = {
     .embed_bwd = sv_cpu_embed_bwd,
     .cls_select = sv_cpu_cls_select,
     .cls_select_bwd = sv_cpu_cls_select_bwd,
+    .drop = sv_cpu_drop,
+    .scale_cols = sv_cpu_scale_cols,
+    .scale_cols_bwd = sv_cpu_scale_cols_bwd,
+    .token_mean = sv_cpu_token_mean,
+    .token_mean_bwd = sv_cpu_token_mean_bwd,
+    .sigmoid_bce = sv_cpu_sigmoid_bce,
     .adamw = cpu_adamw,
 };
 

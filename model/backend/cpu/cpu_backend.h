@@ -123,5 +123,15 @@ sv_status sv_cpu_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, floa
                            int D);
 sv_status sv_cpu_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D);
 sv_status sv_cpu_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D);
+/* cpu_recipe.c */
+sv_status sv_cpu_drop(sv_backend *be, void *x, const sv_drop *d, int B, size_t n, size_t group);
+sv_status sv_cpu_scale_cols(sv_backend *be, void *out, const void *x, const void *gamma, int M, int D);
+sv_status sv_cpu_scale_cols_bwd(sv_backend *be, void *d_x, float *d_gamma, const void *d_out, const void *x,
+                                const void *gamma, int M, int D);
+sv_status sv_cpu_token_mean(sv_backend *be, void *out, const void *x, int B, int T, int D, int first);
+sv_status sv_cpu_token_mean_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D, int first);
+sv_status sv_cpu_sigmoid_bce(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
+                             const float *soft_targets, int B, int K, float smoothing, float target_thresh,
+                             int sum_classes, float grad_scale);
 
 #endif

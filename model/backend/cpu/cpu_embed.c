@@ -32,7 +32,8 @@ sv_status sv_cpu_embed_fwd(sv_backend *be, void *x_, const void *patch_out_, con
     for (int bt = 0; bt < B * T; bt++) {
         int b = bt / T, t = bt % T;
         float *xr = x + (size_t)bt * D;
-        const float *src = t == 0 ? cls : po + ((size_t)b * (T - 1) + t - 1) * D;
+        /* with a class token, token 0 is cls and token t is patch t-1; without, token t is patch t */
+        const float *src = !cls ? po + (size_t)bt * D : t == 0 ? cls : po + ((size_t)b * (T - 1) + t - 1) * D;
         const float *pr = pos + (size_t)t * D;
         for (int d = 0; d < D; d++) xr[d] = sv_cpu_store(bf, src[d] + pr[d]);
     }
@@ -53,7 +54,10 @@ sv_status sv_cpu_embed_bwd(sv_backend *be, void *d_patch_out_, float *d_cls, flo
         for (int b = 0; b < B; b++) {
             const float *g = dx + ((size_t)b * T + t) * D;
             for (int d = 0; d < D; d++) dp[d] += g[d];
-            if (t == 0) {
+            if (!d_cls) {
+                float *o = dpo + ((size_t)b * T + t) * D;
+                for (int d = 0; d < D; d++) o[d] = sv_cpu_store(bf, g[d]);
+            } else if (t == 0) {
                 for (int d = 0; d < D; d++) d_cls[d] += g[d];
             } else {
                 float *o = dpo + ((size_t)b * (T - 1) + t - 1) * D;

@@ -238,6 +238,31 @@ static sv_status cuda_cls_select(sv_backend *be, void *out, const void *x, int B
 static sv_status cuda_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D) {
     return sv_cuda_launch_check(sv_cuk_cls_select_bwd(CB->stream, CB->bf16, dx, d_out, B, T, D), "cls_select_bwd");
 }
+static sv_status cuda_drop(sv_backend *be, void *x, const sv_drop *d, int B, size_t n, size_t group) {
+    return sv_cuda_launch_check(sv_cuk_drop(CB->stream, CB->bf16, x, d->key, d->sample0, d->keep, B, n, group), "drop");
+}
+static sv_status cuda_scale_cols(sv_backend *be, void *out, const void *x, const void *gamma, int M, int D) {
+    return sv_cuda_launch_check(sv_cuk_scale_cols(CB->stream, CB->bf16, out, x, gamma, M, D), "scale_cols");
+}
+static sv_status cuda_scale_cols_bwd(sv_backend *be, void *d_x, float *d_gamma, const void *d_out, const void *x,
+                                     const void *gamma, int M, int D) {
+    return sv_cuda_launch_check(sv_cuk_scale_cols_bwd(CB->stream, CB->bf16, d_x, d_gamma, d_out, x, gamma, M, D),
+                                "scale_cols_bwd");
+}
+static sv_status cuda_token_mean(sv_backend *be, void *out, const void *x, int B, int T, int D, int first) {
+    return sv_cuda_launch_check(sv_cuk_token_mean(CB->stream, CB->bf16, out, x, B, T, D, first), "token_mean");
+}
+static sv_status cuda_token_mean_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D, int first) {
+    return sv_cuda_launch_check(sv_cuk_token_mean_bwd(CB->stream, CB->bf16, dx, d_out, B, T, D, first),
+                                "token_mean_bwd");
+}
+static sv_status cuda_sigmoid_bce(sv_backend *be, float *losses, void *d_logits, const void *logits,
+                                  const int32_t *labels, const float *soft_targets, int B, int K, float smoothing,
+                                  float target_thresh, int sum_classes, float grad_scale) {
+    return sv_cuda_launch_check(sv_cuk_sigmoid_bce(CB->stream, CB->bf16, losses, d_logits, logits, labels, soft_targets,
+                                                   B, K, smoothing, target_thresh, sum_classes, grad_scale),
+                                "sigmoid_bce");
+}
 static sv_status cuda_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
                             const sv_adamw_hparams *h, float weight_decay) {
     return sv_cuda_launch_check(sv_cuk_adamw(CB->stream, p, g, m, v, n, h, weight_decay), "adamw");
@@ -281,6 +306,12 @@ static const sv_backend_ops cuda_ops = {
     .embed_bwd = cuda_embed_bwd,
     .cls_select = cuda_cls_select,
     .cls_select_bwd = cuda_cls_select_bwd,
+    .drop = cuda_drop,
+    .scale_cols = cuda_scale_cols,
+    .scale_cols_bwd = cuda_scale_cols_bwd,
+    .token_mean = cuda_token_mean,
+    .token_mean_bwd = cuda_token_mean_bwd,
+    .sigmoid_bce = cuda_sigmoid_bce,
     .adamw = cuda_adamw,
 };
 

@@ -64,6 +64,18 @@ cudaError_t sv_cuk_embed_bwd(cudaStream_t s, int bf16, void *d_patch_out, float 
                              int B, int T, int D);
 cudaError_t sv_cuk_cls_select(cudaStream_t s, int bf16, void *out, const void *x, int B, int T, int D);
 cudaError_t sv_cuk_cls_select_bwd(cudaStream_t s, int bf16, void *dx, const void *d_out, int B, int T, int D);
+/* kernels_recipe.cu: the training-recipe ops of backend.h */
+cudaError_t sv_cuk_drop(cudaStream_t s, int bf16, void *x, uint64_t key, uint64_t sample0, float keep, int B, size_t n,
+                        size_t group);
+cudaError_t sv_cuk_scale_cols(cudaStream_t s, int bf16, void *out, const void *x, const void *gamma, int M, int D);
+cudaError_t sv_cuk_scale_cols_bwd(cudaStream_t s, int bf16, void *d_x, float *d_gamma, const void *d_out, const void *x,
+                                  const void *gamma, int M, int D);
+cudaError_t sv_cuk_token_mean(cudaStream_t s, int bf16, void *out, const void *x, int B, int T, int D, int first);
+cudaError_t sv_cuk_token_mean_bwd(cudaStream_t s, int bf16, void *dx, const void *d_out, int B, int T, int D,
+                                  int first);
+cudaError_t sv_cuk_sigmoid_bce(cudaStream_t s, int bf16, float *losses, void *d_logits, const void *logits,
+                               const int32_t *labels, const float *soft_targets, int B, int K, float smoothing,
+                               float target_thresh, int sum_classes, float grad_scale);
 
 /* AdamW hyper-parameters are copied by value into the launch. */
 struct sv_adamw_hparams;

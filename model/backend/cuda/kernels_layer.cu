@@ -162,8 +162,10 @@ __global__ void k_embed_fwd(void *x, const void *patch_out, const void *cls, con
         size_t bt = i / (size_t)D;
         int t = (int)(bt % (size_t)T);
         size_t b = bt / (size_t)T;
-        float v =
-            t == 0 ? sv_ct<BF>::ld(cls, d) : sv_ct<BF>::ld(patch_out, (b * (size_t)(T - 1) + (size_t)(t - 1)) * D + d);
+        /* no class token (cls NULL): token t is patch t */
+        float v = !cls ? sv_ct<BF>::ld(patch_out, bt * D + d)
+            : t == 0   ? sv_ct<BF>::ld(cls, d)
+                       : sv_ct<BF>::ld(patch_out, (b * (size_t)(T - 1) + (size_t)(t - 1)) * D + d);
         sv_ct<BF>::st(x, i, v + sv_ct<BF>::ld(pos, (size_t)t * D + d));
     }
 }
@@ -179,10 +181,13 @@ __global__ void k_embed_bwd(void *d_patch_out, float *d_cls, float *d_pos, const
         for (int b = 0; b < B; b++) {
             float g = sv_ct<BF>::ld(dx, ((size_t)b * T + t) * D + d);
             acc += g;
-            if (t > 0) sv_ct<BF>::st(d_patch_out, ((size_t)b * (T - 1) + (t - 1)) * D + d, g);
+            if (!d_cls)
+                sv_ct<BF>::st(d_patch_out, ((size_t)b * T + t) * D + d, g);
+            else if (t > 0)
+                sv_ct<BF>::st(d_patch_out, ((size_t)b * (T - 1) + (t - 1)) * D + d, g);
         }
         d_pos[i] += acc;
-        if (t == 0) d_cls[d] += acc;
+        if (t == 0 && d_cls) d_cls[d] += acc;
     }
 }
 extern "C" cudaError_t sv_cuk_embed_fwd(cudaStream_t s, int bf16, void *x, const void *patch_out, const void *cls,
