@@ -68,8 +68,14 @@ sv_status sv_vit_preset(const char *name, sv_vit_config *out) {
     char timm[512] = "";
     for (size_t i = 0, n = 0; i < N_ALIASES && n < sizeof timm; i++)
         n += (size_t)snprintf(timm + n, sizeof timm - n, "%s%s", i ? " " : "", k_timm_aliases[i].timm);
-    return SV_FAIL(SV_ERR_INVALID, "unknown model '%s' (choose one of: %s; or a timm name: %s)", name,
-                   sv_vit_preset_names(), timm);
+    const char *why = !strncmp(name, "deit3_", 6) ? "; timm's deit3_* models add LayerScale, not in shardvit's ViT"
+        : strstr(name, "distilled")               ? "; timm's distilled DeiT models add a distillation token and head"
+        : !strncmp(name, "vit_", 4) || !strncmp(name, "deit_", 5)
+        ? "; other timm sizes are a listed name with --img/--patch (vit_base_patch16_384 = "
+          "vit_base_patch16_224 --img 384)"
+        : "";
+    return SV_FAIL(SV_ERR_INVALID, "unknown model '%s' (choose one of: %s; or a timm name: %s%s)", name,
+                   sv_vit_preset_names(), timm, why);
 }
 
 sv_status sv_vit_config_validate(const sv_vit_config *c) {

@@ -6,7 +6,8 @@
 # original file with --img/--patch must equal shardvit on timm's resampled file (log-probabilities
 # within 1e-5, eval.json loss within 1e-6 relative and the same counts, at 2 ranks), and must
 # differ from a file resampled without antialias (the control); train --init-from at img 48 +
-# patch 4 must seed the parameters timm computes (1e-5); import accepts the file for that model.
+# patch 4 must seed the parameters timm computes (1e-5); import accepts the file for that model;
+# eval --ckpt at another --img is refused, pointing to export + --weights.
 SV=$1
 source "$(dirname "$0")/lib.sh"
 PYT=${SHARDVIT_TEST_PYTHON:-}
@@ -55,4 +56,9 @@ run "$WORK/t.log" "$SV" train --data "$WORK/data/train" --model vit-32 --img 48 
 $ER params "$WORK/w/both/model.safetensors" "$WORK/both.bin" || fail "train --init-from differs from timm"
 run "$WORK/import.log" "$SV" import "$WORK/w/src/model.safetensors" --model vit-32 --img 48 --patch 4 $SHAPE
 grep -q "32 of 32 tensors from the file" "$WORK/import.log" || fail "import: $(cat "$WORK/import.log")"
+# a checkpoint runs at its own shape: another --img is refused with the way to do it (exit 2)
+rc=0
+"$SV" eval --ckpt "$WORK/t" --img 32 --data "$WORK/data/test" $COMMON --out "$WORK/e3" >"$WORK/e3.log" 2>&1 || rc=$?
+test $rc -eq 2 && grep -q "\-\-img 32: checkpoint .* holds a model of img 48 patch 4; .* export it" "$WORK/e3.log" ||
+    fail "eval --ckpt --img (exit $rc): $(tail -1 "$WORK/e3.log")"
 echo "eval_resize: all passed"
