@@ -257,8 +257,9 @@ int sv_cmd_import(int argc, char **argv, const sv_proc *proc) {
     sv_cmd_spec spec = {"import", "shardvit import FILE.safetensors [model flags]",
                         "Validate a timm VisionTransformer safetensors file (header, dtypes, offsets) and check it "
                         "against the model the flags describe: every tensor present with its shape, except the head "
-                        "(a different --num-classes gets a fresh head) and pos_embed (a different patch grid is "
-                        "resampled bicubically as timm does), and every value that would be loaded finite (a NaN or "
+                        "(a different --num-classes gets a fresh head), pos_embed (another patch grid) and "
+                        "patch_embed.proj.weight (another patch size), resampled as timm's checkpoint_filter_fn does), "
+                        "and every value that would be loaded finite (a NaN or "
                         "Inf is named with its tensor and index). Loading happens in training: "
                         "`shardvit train --init-from FILE.safetensors [same model flags]` seeds the master weights "
                         "(optimizer state zero) at any world size.",

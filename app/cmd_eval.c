@@ -167,7 +167,9 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         "eval", "[mpiexec -n N] shardvit eval --weights FILE.safetensors | --ckpt PATH --data PATH [flags]",
         "Evaluate trained weights: loss, top-1, top-5, per-class accuracy; writes eval.json and "
         "confusion.csv to --out. The model shape comes from the weights (and config.json beside "
-        "them); model flags override it. The eval transform (crop_pct, interpolation, mean, std) is the "
+        "them); model flags override it: --img / --patch other than the weights' resample pos_embed / "
+        "patch_embed as timm does for another img_size (--weights only). The eval transform (crop_pct, interpolation, "
+        "mean, std) is the "
         "one the model recorded (checkpoint index.json, or config.json's pretrained_cfg beside "
         "--weights), else the defaults; --crop-pct/--interp/--mean/--std override it, and a line "
         "names each value's source. When the model recorded label names, the data set's class names must "

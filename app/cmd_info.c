@@ -1,27 +1,51 @@
 /* shardvit info: parameter table (timm names/shapes), counts and FLOPs per image. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "app/commands.h"
 #include "app/run.h"
 #include "model/params.h"
 
+/* Each preset with its shape and the timm names that alias it (model/config.h). */
+static int list_models(void) {
+    char names[256];
+    snprintf(names, sizeof names, "%s", sv_vit_preset_names());
+    for (char *save = NULL, *p = strtok_r(names, " ", &save); p; p = strtok_r(NULL, " ", &save)) {
+        sv_vit_config c;
+        if (sv_vit_preset(p, &c) != SV_OK) return sv_app_fail("info", SV_ERR_INVALID);
+        printf("%-9s img %4d patch %2d in_chans %d classes %4d dim %4d depth %2d heads %2d mlp_ratio %g  timm:", p,
+               c.img, c.patch, c.in_chans, c.num_classes, c.dim, c.depth, c.heads, c.mlp_ratio);
+        const char *preset;
+        int any = 0;
+        for (int i = 0; sv_vit_timm_alias(i, &preset); i++)
+            if (!strcmp(preset, p)) printf(" %s", sv_vit_timm_alias(i, NULL)), any = 1;
+        printf("%s\n", any ? "" : " -");
+    }
+    return 0;
+}
+
 int sv_cmd_info(int argc, char **argv, const sv_proc *proc) {
     (void)proc;
     sv_model_opts mo = {.model = "vit-b16"};
-    int table = 1;
+    int table = 1, models = 0;
     /* clang-format off: one flag per line */
     sv_flag flags[] = {
-        SV_MODEL_FLAGS(mo), {"table", SV_FLAG_BOOL, &table, 0, 0, "print the per-tensor table", 0}, SV_FLAG_END};
+        SV_MODEL_FLAGS(mo),
+        {"table", SV_FLAG_BOOL, &table, 0, 0, "print the per-tensor table", 0},
+        {"models", SV_FLAG_BOOL, &models, 0, 0, "list the presets, their shapes and the timm names that alias them", 0},
+        SV_FLAG_END};
     /* clang-format on */
-    sv_cmd_spec spec = {"info", "shardvit info --model NAME [shape flags]",
+    sv_cmd_spec spec = {"info", "shardvit info --model NAME [shape flags] | --models",
                         "Print the parameter table (timm VisionTransformer names and shapes), the parameter "
-                        "count and the FLOPs per image.",
+                        "count and the FLOPs per image. --model takes a preset or a timm model name with the same "
+                        "shapes (--models lists them).",
                         0};
     char *pos[1];
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
+    if (models) return list_models();
     sv_vit_config c;
     sv_status st = sv_model_opts_resolve(&mo, &c);
     if (st != SV_OK) {

@@ -195,7 +195,9 @@ int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
                         "Print the top-k classes with probabilities for each image. Class names come from --classes, "
                         "or classes.txt beside the weights / in the run directory, or the label names the model "
                         "recorded (config.json / index.json), else class indices are shown. The transform is the "
-                        "model's recorded one unless --crop-pct/--interp/--mean/--std override it (see eval --help).",
+                        "model's recorded one unless --crop-pct/--interp/--mean/--std override it (see eval --help). "
+                        "--img / --patch other than the weights' run them at that size (pos_embed / patch_embed "
+                        "resampled as timm does; --weights only).",
                         1 << 16};
     char **pos = malloc((size_t)(argc + 1) * sizeof *pos);
     if (!pos) return 1;

@@ -618,7 +618,9 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"resume", SV_FLAG_STR, &o.resume, 0, 0,
          "auto (latest in --ckpt-dir, if any) | run dir | checkpoint root | step dir", 0},
         {"init-from", SV_FLAG_STR, &o.init_from, 0, 0,
-         "seed the weights from a timm safetensors file (optimizer state zero)", 0},
+         "seed the weights from a timm safetensors file (optimizer state zero; pos_embed / patch_embed resampled "
+         "as timm does at another --img / --patch)",
+         0},
         {"dump-logits", SV_FLAG_STR, &o.dump_logits, 0, 0,
          "debug: write rank 0's first eval-transform batch and its logits (safetensors)", 0},
         SV_FLAG_END};

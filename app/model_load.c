@@ -25,6 +25,13 @@ sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, cons
         c = idx.cfg;
         have_heads = 1;
         sv_ckpt_index_free(&idx);
+        if ((mo->img && mo->img != c.img) || (mo->patch && mo->patch != c.patch))
+            return SV_FAIL(SV_ERR_INVALID,
+                           "--%s %d: checkpoint %s holds a model of img %d patch %d; to run it at another "
+                           "resolution, export it (shardvit export) and pass the file as --weights, which resamples "
+                           "pos_embed / patch_embed as timm does",
+                           mo->img && mo->img != c.img ? "img" : "patch",
+                           mo->img && mo->img != c.img ? mo->img : mo->patch, step_dir, c.img, c.patch);
     }
     if (weights && !have_heads && !mo->heads && c.dim % c.heads)
         return SV_FAIL(SV_ERR_INVALID,

@@ -21,7 +21,13 @@ typedef struct sv_model_opts {
 /* Flag entries for the model shape (timm's names). 0 means "take the preset's value". */
 /* clang-format off: one flag per line */
 #define SV_MODEL_FLAGS(o) \
-    {"model", SV_FLAG_STR, &(o).model, 0, 0, "model preset (vit-ti16 vit-s16 vit-b16 vit-l16 vit-h14 vit-28 vit-32)", \
+    {"model", \
+     SV_FLAG_STR, \
+     &(o).model, \
+     0, \
+     0, \
+     "model preset (vit-ti16 vit-s16 vit-b16 vit-l16 vit-h14 vit-28 vit-32) or a timm name with the same shapes " \
+     "(vit_base_patch16_224, deit_small_patch16_224, ...: shardvit info --models)", \
      0}, \
         {"img", SV_FLAG_INT, &(o).img, 0, 4096, "image size (0 = preset)", 0}, \
         {"patch", SV_FLAG_INT, &(o).patch, 0, 4096, "patch size (0 = preset)", 0}, \

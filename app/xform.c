@@ -71,10 +71,14 @@ sv_status sv_xform_resolve(const sv_xform_flags *fl, const sv_ckpt_xform *model,
                            int channels, sv_ckpt_xform *out) {
     const char *src[4] = {"default", "default", "default", "default"};
     int use_model = model && model->present;
-    if (use_model && (model->img != img || model->channels != channels)) {
+    if (use_model && model->channels != channels) {
         SV_WARN("the recorded eval transform of %s is for input (%d, %d, %d) but the model runs (%d, %d, %d): using "
                 "its crop_pct/interpolation, default mean/std",
                 model_src, model->channels, model->img, model->img, channels, img, img);
+    } else if (use_model && model->img != img) { /* eval --img at another resolution, as timm's img_size */
+        SV_INFO("the recorded eval transform of %s is for %dx%d input; the model runs at %dx%d: its crop_pct, "
+                "interpolation, mean and std apply at that size",
+                model_src, model->img, model->img, img, img);
     }
     sv_ckpt_xform_default(out, img, channels);
     if (use_model) {

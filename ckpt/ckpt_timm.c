@@ -16,7 +16,7 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/ckpt_meta.h"
 #include "ckpt/ckpt_out.h"
-#include "model/resample.h"
+#include "ckpt/ckpt_adapt.h"
 
 /* ---- export ------------------------------------------------------------------------------- */
 
@@ -38,23 +38,12 @@ static sv_status export_fill(void *vctx, size_t index, uint64_t byte_off, void *
     return SV_OK;
 }
 
-/* timm architecture name of an exactly matching preset; otherwise a ViT entry point whose
- * model_args (which override every shape field) describe the model. */
+/* timm architecture name of an exactly matching preset (model/config.h sv_vit_timm_name);
+ * otherwise a ViT entry point whose model_args (which override every shape field) describe the
+ * model. */
 static const char *timm_arch(const sv_vit_config *c) {
-    static const struct {
-        const char *arch;
-        int patch, dim, depth, heads;
-    } k[] = {{"vit_tiny_patch16_224", 16, 192, 12, 3},
-             {"vit_small_patch16_224", 16, 384, 12, 6},
-             {"vit_base_patch16_224", 16, 768, 12, 12},
-             {"vit_large_patch16_224", 16, 1024, 24, 16},
-             {"vit_huge_patch14_224", 14, 1280, 32, 16}};
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        if (c->layer_scale == 0 && c->global_pool == SV_POOL_TOKEN && !c->no_class_token && c->img == 224 &&
-            c->in_chans == 3 && c->mlp_ratio == 4.0 && c->patch == k[i].patch && c->dim == k[i].dim &&
-            c->depth == k[i].depth && c->heads == k[i].heads)
-            return k[i].arch;
-    return "vit_base_patch16_224";
+    const char *n = sv_vit_timm_name(c);
+    return n ? n : "vit_base_patch16_224";
 }
 
 static void config_path(const char *st_path, char *path, size_t cap) {
@@ -391,26 +380,17 @@ static void shape_text(char *o, size_t cap, const int64_t *s, int nd) {
     if (n < cap) snprintf(o + n, cap - n, ")");
 }
 
-/* T = 1 + g*g positions (class token + a square grid)? Exact integer square root, no float
- * rounding and no int conversion of a hostile 64-bit count. */
-static int pos_grid(int64_t T, int64_t *g_out) {
-    if (T < 2) return 0;
-    uint64_t P = (uint64_t)T - 1, g = (uint64_t)sqrt((double)P), sq;
-    while (g > 0 && (!sv_mul_u64(g, g, &sq) || sq > P)) g--;
-    while (sv_mul_u64(g + 1, g + 1, &sq) && sq <= P) g++;
-    if (!sv_mul_u64(g, g, &sq) || sq != P) return 0;
-    *g_out = (int64_t)g;
-    return 1;
-}
-
-/* How each model tensor is sourced: 0 = copy, 1 = keep fresh init (head), 2 = resample. */
-static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how, const sv_st_tensor **src, int *gi) {
+/* How each model tensor is sourced: 0 = copy, 1 = keep fresh init (head), 2 = resampled
+ * (ckpt/ckpt_adapt.h: pos_embed of another grid, patch_embed of another patch size; kind[k]). */
+static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how, sv_adapt_kind *kind,
+                             const sv_st_tensor **src) {
     const sv_vit_config *c = &L->cfg;
     for (int k = 0; k < L->n_params; k++) {
         const sv_param_info *p = &L->params[L->entries[k].param];
         const sv_st_tensor *t = sv_safetensors_find(sf, p->name);
         src[k] = t;
         how[k] = 0;
+        kind[k] = SV_ADAPT_NONE;
         if (!t) {
             if (is_head(p->name)) {
                 how[k] = 1;
@@ -430,21 +410,10 @@ static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how,
                     b, c->num_classes);
             continue;
         }
-        if (p->group == -1 && p->slot == SV_ROOT_POS && t->ndim == 3 && t->shape[0] == 1 && t->shape[2] == c->dim &&
-            t->shape[1] >= 2) {
-            int64_t g;
-            if (pos_grid(t->shape[1], &g)) {
-                if (g > SV_CKPT_MAX_POS_GRID)
-                    return SV_FAIL(SV_ERR_FORMAT,
-                                   "%s: tensor pos_embed has shape %s: its %lldx%lld patch grid is larger "
-                                   "than the %dx%d that import resamples",
-                                   sf->path, a, (long long)g, (long long)g, SV_CKPT_MAX_POS_GRID, SV_CKPT_MAX_POS_GRID);
-                how[k] = 2;
-                *gi = (int)g;
-                SV_INFO("init-from: pos_embed grid %lldx%lld resampled to %dx%d (bicubic, class position kept)",
-                        (long long)g, (long long)g, c->img / c->patch, c->img / c->patch);
-                continue;
-            }
+        SV_TRY(sv_ckpt_adapt_kind(sf, t, p, c, &kind[k]));
+        if (kind[k] != SV_ADAPT_NONE) {
+            how[k] = 2;
+            continue;
         }
         return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s has shape %s but this model needs %s", sf->path, p->name, a, b);
     }
@@ -457,17 +426,6 @@ static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how,
             return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is not a parameter of this model (depth %d)", sf->path,
                            sv_log_esc(n, e, sizeof e), c->depth);
     }
-    return SV_OK;
-}
-
-/* The element count of the resampling buffers, overflow-checked: (1 + g*g) * D. */
-static sv_status pos_elems(int64_t g, int64_t D, size_t *out) {
-    uint64_t gg, n, bytes;
-    if (g < 0 || D < 0 || !sv_mul_u64((uint64_t)g, (uint64_t)g, &gg) || !sv_add_u64(gg, 1, &n) ||
-        !sv_mul_u64(n, (uint64_t)D, &n) || !sv_mul_u64(n, sizeof(float), &bytes) || bytes > SIZE_MAX)
-        return SV_FAIL(SV_ERR_FORMAT, "pos_embed of a %lldx%lld grid and width %lld does not fit in memory",
-                       (long long)g, (long long)g, (long long)D);
-    *out = (size_t)n;
     return SV_OK;
 }
 
@@ -523,27 +481,35 @@ static sv_status finite_or_fail(const sv_st_file *sf, const sv_st_tensor *t, con
 sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int *n_loaded) {
     sv_st_file sf;
     SV_TRY(sv_safetensors_open(&sf, path));
-    int n = L->n_params, gi = 0;
+    int n = L->n_params;
     int *how = calloc((size_t)n, sizeof *how);
+    sv_adapt_kind *kind = calloc((size_t)n, sizeof *kind);
     const sv_st_tensor **src = calloc((size_t)n, sizeof *src);
-    sv_status st = how && src ? plan_import(L, &sf, how, src, &gi) : SV_FAIL(SV_ERR_OOM, "import tables");
+    sv_status st = how && kind && src ? plan_import(L, &sf, how, kind, src) : SV_FAIL(SV_ERR_OOM, "import tables");
     *n_loaded = 0;
     for (int k = 0; k < n && st == SV_OK; k++) *n_loaded += how[k] != 1;
     for (int k = 0; k < n && st == SV_OK; k++) /* every value that would be loaded must be finite */
         if (how[k] != 1) st = sv_ckpt_check_finite(&sf, src[k]);
+    for (int k = 0; k < n && st == SV_OK; k++) /* and every resampling possible */
+        if (how[k] == 2) {
+            float *v = NULL;
+            st = sv_ckpt_adapt_read(&sf, src[k], &L->params[L->entries[k].param], &L->cfg, kind[k], "import", &v);
+            free(v);
+        }
     free(how);
+    free(kind);
     free(src);
     sv_safetensors_close(&sf);
     return st;
 }
 
 /* --init-from values for the master-shard loader: how[t] 0 = copy from the file, 1 = keep the
- * fresh init (left as staged), 2 = the resampled pos_embed. */
+ * fresh init (left as staged), 2 = the resampled tensor adapted[t]. */
 typedef struct import_source {
     const sv_st_file *sf;
     const int *how;
     const sv_st_tensor **src;
-    const float *pos_out;
+    float *const *adapted;
 } import_source;
 
 static sv_status import_piece(void *ctx, int u, int kind, int t, uint64_t tensor_begin, uint64_t shard_offset,
@@ -552,7 +518,7 @@ static sv_status import_piece(void *ctx, int u, int kind, int t, uint64_t tensor
     (void)u, (void)kind, (void)shard_offset;
     if (c->how[t] == 1) return SV_OK;
     if (c->how[t] == 2) {
-        memcpy(dst, c->pos_out + tensor_begin, count * 4);
+        memcpy(dst, c->adapted[t] + tensor_begin, count * 4);
         return SV_OK;
     }
     SV_TRY(sv_safetensors_read_f32(c->sf, c->src[t], tensor_begin, count, dst));
@@ -562,37 +528,28 @@ static sv_status import_piece(void *ctx, int u, int kind, int t, uint64_t tensor
 sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path) {
     sv_st_file sf;
     SV_TRY(sv_safetensors_open(&sf, path));
-    int n = f->L.n_params, gi = 0, T = sv_vit_tokens(&f->L.cfg), D = f->L.cfg.dim;
+    int n = f->L.n_params;
     int *how = calloc((size_t)n, sizeof *how);
+    sv_adapt_kind *kind = calloc((size_t)n, sizeof *kind);
     const sv_st_tensor **src = calloc((size_t)n, sizeof *src);
-    float *pos_in = NULL, *pos_out = NULL;
-    sv_status st = how && src ? plan_import(&f->L, &sf, how, src, &gi) : SV_FAIL(SV_ERR_OOM, "import tables");
+    float **adapted = calloc((size_t)n, sizeof *adapted);
+    sv_status st =
+        how && kind && src && adapted ? plan_import(&f->L, &sf, how, kind, src) : SV_FAIL(SV_ERR_OOM, "import tables");
     for (int k = 0; k < n && st == SV_OK; k++)
-        if (how[k] == 2) {
-            size_t n_in = 0;
-            st = pos_elems(gi, D, &n_in); /* gi <= SV_CKPT_MAX_POS_GRID, but check anyway */
-            if (st == SV_OK && n_in != src[k]->numel)
-                st = SV_FAIL(SV_ERR_FORMAT, "%s: pos_embed has %llu elements, expected %zu", path,
-                             (unsigned long long)src[k]->numel, n_in);
-            if (st == SV_OK) {
-                pos_in = malloc(n_in * sizeof(float));
-                pos_out = malloc((size_t)T * (size_t)D * sizeof(float));
-                if (!pos_in || !pos_out) st = SV_FAIL(SV_ERR_OOM, "pos_embed resampling (%zu floats)", n_in);
-            }
-            if (st == SV_OK) st = sv_safetensors_read_f32(&sf, src[k], 0, n_in, pos_in);
-            if (st == SV_OK) st = finite_or_fail(&sf, src[k], pos_in, n_in);
-            if (st == SV_OK) sv_vit_resample_pos_embed(pos_in, gi, pos_out, f->L.cfg.img / f->L.cfg.patch, D);
-        }
-    import_source c = {.sf = &sf, .how = how, .src = src, .pos_out = pos_out};
+        if (how[k] == 2)
+            st = sv_ckpt_adapt_read(&sf, src[k], &f->L.params[f->L.entries[k].param], &f->L.cfg, kind[k], "init-from",
+                                    &adapted[k]);
+    import_source c = {.sf = &sf, .how = how, .src = src, .adapted = adapted};
     /* fresh init stays where kept (SV_FSDP_LOAD_KEEP) */
     if (st == SV_OK) st = sv_fsdp_load_masters(f, import_piece, &c, SV_FSDP_LOAD_KEEP);
     int loaded = 0;
     for (int e = 0; e < n && st == SV_OK; e++) loaded += how[e] == 0;
     if (st == SV_OK) SV_INFO("init-from: %d of %d tensors loaded from %s; optimizer state zero", loaded, n, path);
+    for (int k = 0; adapted && k < n; k++) free(adapted[k]);
+    free(adapted);
     free(how);
+    free(kind);
     free(src);
-    free(pos_in);
-    free(pos_out);
     sv_safetensors_close(&sf);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return st;

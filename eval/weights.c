@@ -11,6 +11,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "ckpt/checkpoint.h"
+#include "ckpt/ckpt_adapt.h"
 #include "formats/safetensors.h"
 #include "fsdp/load.h"
 #include "model/params.h"
@@ -168,15 +169,18 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
     return st;
 }
 
-/* Every model tensor present with the model's shape; nothing else in the file. */
-static sv_status check_tensors(const sv_st_file *sf, const sv_layout *L) {
-    for (int i = 0; i < L->n_params; i++) {
-        const sv_param_info *p = &L->params[i];
+/* Every model tensor present with the model's shape, or one ckpt/ckpt_adapt.h resamples to it
+ * (kind[entry], in layout entry order); nothing else in the file. */
+static sv_status check_tensors(const sv_st_file *sf, const sv_layout *L, sv_adapt_kind *kind) {
+    for (int e = 0; e < L->n_params; e++) {
+        const sv_param_info *p = &L->params[L->entries[e].param];
         const sv_st_tensor *t = sv_safetensors_find(sf, p->name);
         if (!t) return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s missing", sf->path, p->name);
         int same = t->ndim == p->ndim;
         for (int d = 0; same && d < p->ndim; d++) same = t->shape[d] == p->shape[d];
-        if (!same) {
+        kind[e] = SV_ADAPT_NONE;
+        if (!same) SV_TRY(sv_ckpt_adapt_kind(sf, t, p, &L->cfg, &kind[e]));
+        if (!same && kind[e] == SV_ADAPT_NONE) {
             char a[96] = "", b[96] = "";
             for (int d = 0; d < t->ndim; d++)
                 snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? ", " : "", (long long)t->shape[d]);
@@ -204,16 +208,22 @@ static sv_status check_tensors(const sv_st_file *sf, const sv_layout *L) {
 }
 
 /* File values for the master-shard loader: each piece read (converted to fp32) and checked
- * finite; a NaN/Inf is refused, naming the first non-finite element. */
+ * finite; a NaN/Inf is refused, naming the first non-finite element. Resampled tensors come
+ * from adapted[entry]. */
 typedef struct weights_source {
     const sv_st_file *sf;
     const sv_layout *L;
+    float *const *adapted;
 } weights_source;
 
 static sv_status weights_piece(void *ctx, int u, int kind, int t, uint64_t tensor_begin, uint64_t shard_offset,
                                uint64_t count, float *dst) {
     const weights_source *c = ctx;
     (void)u, (void)kind, (void)shard_offset;
+    if (c->adapted[t]) {
+        memcpy(dst, c->adapted[t] + tensor_begin, count * sizeof *dst);
+        return SV_OK;
+    }
     const sv_st_tensor *tt = sv_safetensors_find(c->sf, c->L->params[c->L->entries[t].param].name);
     SV_TRY(sv_safetensors_read_f32(c->sf, tt, tensor_begin, count, dst));
     sv_status st = SV_OK;
@@ -225,9 +235,19 @@ static sv_status weights_piece(void *ctx, int u, int kind, int t, uint64_t tenso
 sv_status sv_weights_load(sv_fsdp *f, const char *path) {
     sv_st_file sf;
     SV_TRY(sv_safetensors_open(&sf, path));
-    sv_status st = check_tensors(&sf, &f->L);
-    weights_source c = {.sf = &sf, .L = &f->L};
+    int n = f->L.n_params;
+    sv_adapt_kind *kind = calloc((size_t)n, sizeof *kind);
+    float **adapted = calloc((size_t)n, sizeof *adapted);
+    sv_status st = kind && adapted ? check_tensors(&sf, &f->L, kind) : SV_FAIL(SV_ERR_OOM, "weights tables");
+    for (int e = 0; e < n && st == SV_OK; e++)
+        if (kind[e] != SV_ADAPT_NONE)
+            st = sv_ckpt_adapt_read(&sf, sv_safetensors_find(&sf, f->L.params[f->L.entries[e].param].name),
+                                    &f->L.params[f->L.entries[e].param], &f->L.cfg, kind[e], "weights", &adapted[e]);
+    weights_source c = {.sf = &sf, .L = &f->L, .adapted = adapted};
     if (st == SV_OK) st = sv_fsdp_load_masters(f, weights_piece, &c, 0);
+    for (int e = 0; adapted && e < n; e++) free(adapted[e]);
+    free(adapted);
+    free(kind);
     sv_safetensors_close(&sf);
     if (st != SV_OK) {
         sv_err_frame(__FILE__, __LINE__);

@@ -13,7 +13,11 @@
  * The head count is not visible in any shape; it comes from config.json or the caller.
  *
  * Loading (sv_weights_load) checks every model tensor is present with exactly the model's shape
- * and that the file has no tensor the model lacks (a different architecture), then each rank
+ * and that the file has no tensor the model lacks (a different architecture); a pos_embed of
+ * another patch grid (eval --img N at another resolution) and a patch_embed.proj.weight of
+ * another patch size (--patch) are resampled as timm does when it loads weights into a model of
+ * another img_size / patch_size (ckpt/ckpt_adapt.h; every rank resamples the whole tensor, then
+ * keeps its part). Then each rank
  * reads only the pieces of each tensor that fall into its own shard (sv_layout_piece), converting
  * F32/BF16/F16 to fp32, and uploads its master shards. Optimizer state is zeroed. A NaN or Inf
  * among the values a rank reads is an error naming the tensor and its first non-finite element

@@ -15,9 +15,43 @@ static const preset k_presets[] = {
     {"vit-32", 32, 4, 3, 10, 192, 6, 3},
 };
 
+/* timm model names whose VisionTransformer has exactly the preset's shapes (same tensors, same
+ * shapes: qkv bias, class token, token pooling, no LayerScale, no distillation token). The vit_*
+ * name of each preset comes first: export names a matching model by it (sv_vit_timm_name).
+ * tests/model/timm_aliases.py checks every row against timm.create_model. */
+static const struct {
+    const char *timm, *preset;
+} k_timm_aliases[] = {
+    {"vit_tiny_patch16_224", "vit-ti16"},  {"vit_small_patch16_224", "vit-s16"}, {"vit_base_patch16_224", "vit-b16"},
+    {"vit_large_patch16_224", "vit-l16"},  {"vit_huge_patch14_224", "vit-h14"},  {"deit_tiny_patch16_224", "vit-ti16"},
+    {"deit_small_patch16_224", "vit-s16"}, {"deit_base_patch16_224", "vit-b16"},
+};
+#define N_ALIASES (sizeof k_timm_aliases / sizeof k_timm_aliases[0])
+
 const char *sv_vit_preset_names(void) { return "vit-ti16 vit-s16 vit-b16 vit-l16 vit-h14 vit-28 vit-32"; }
 
+const char *sv_vit_timm_alias(int i, const char **preset) {
+    if (i < 0 || (size_t)i >= N_ALIASES) return NULL;
+    if (preset) *preset = k_timm_aliases[i].preset;
+    return k_timm_aliases[i].timm;
+}
+
+const char *sv_vit_timm_name(const sv_vit_config *c) {
+    /* the presets are the classic ViT: LayerScale, average pooling or no class token name none */
+    if (c->layer_scale > 0 || c->global_pool != SV_POOL_TOKEN || c->no_class_token) return NULL;
+    for (size_t i = 0; i < N_ALIASES; i++) {
+        sv_vit_config p;
+        if (sv_vit_preset(k_timm_aliases[i].preset, &p) != SV_OK) continue;
+        if (c->img == p.img && c->patch == p.patch && c->in_chans == p.in_chans && c->dim == p.dim &&
+            c->depth == p.depth && c->heads == p.heads && c->mlp_ratio == p.mlp_ratio)
+            return k_timm_aliases[i].timm;
+    }
+    return NULL;
+}
+
 sv_status sv_vit_preset(const char *name, sv_vit_config *out) {
+    for (size_t i = 0; i < N_ALIASES; i++)
+        if (!strcmp(k_timm_aliases[i].timm, name)) name = k_timm_aliases[i].preset;
     for (size_t i = 0; i < sizeof k_presets / sizeof k_presets[0]; i++) {
         const preset *p = &k_presets[i];
         if (strcmp(p->name, name) != 0) continue;
@@ -33,7 +67,17 @@ sv_status sv_vit_preset(const char *name, sv_vit_config *out) {
         out->mlp_ratio = 4.0;
         return SV_OK;
     }
-    return SV_FAIL(SV_ERR_INVALID, "unknown model '%s' (choose one of: %s)", name, sv_vit_preset_names());
+    char timm[512] = "";
+    for (size_t i = 0, n = 0; i < N_ALIASES && n < sizeof timm; i++)
+        n += (size_t)snprintf(timm + n, sizeof timm - n, "%s%s", i ? " " : "", k_timm_aliases[i].timm);
+    const char *why = !strncmp(name, "deit3_", 6) ? "; timm's deit3_* models add LayerScale, not in shardvit's ViT"
+        : strstr(name, "distilled")               ? "; timm's distilled DeiT models add a distillation token and head"
+        : !strncmp(name, "vit_", 4) || !strncmp(name, "deit_", 5)
+        ? "; other timm sizes are a listed name with --img/--patch (vit_base_patch16_384 = "
+          "vit_base_patch16_224 --img 384)"
+        : "";
+    return SV_FAIL(SV_ERR_INVALID, "unknown model '%s' (choose one of: %s; or a timm name: %s%s)", name,
+                   sv_vit_preset_names(), timm, why);
 }
 
 sv_status sv_vit_config_validate(const sv_vit_config *c) {

@@ -37,11 +37,18 @@ sv_status sv_vit_pool_parse(const char *s, int *out);
 
 /* Fill `out` from a preset name: vit-ti16 vit-s16 vit-b16 vit-l16 vit-h14 (224x224, 3 channels,
  * 1000 classes), vit-28 (28x28 grayscale, patch 4, dim 192, depth 6, heads 3, 10 classes:
- * Fashion-MNIST/MNIST), vit-32 (32x32 RGB, same trunk: CIFAR). SV_ERR_INVALID for unknown names
- * (the message lists the valid ones). */
+ * Fashion-MNIST/MNIST), vit-32 (32x32 RGB, same trunk: CIFAR), or a timm alias below.
+ * SV_ERR_INVALID for unknown names (the message lists the valid ones). */
 sv_status sv_vit_preset(const char *name, sv_vit_config *out);
 /* Space-separated list of preset names (for --help). */
 const char *sv_vit_preset_names(void);
+/* timm model names sv_vit_preset also accepts, each an alias of the preset with exactly its
+ * shapes (vit_base_patch16_224 and deit_base_patch16_224 = vit-b16, ...; docs/training.md). The
+ * i-th alias (NULL past the end), *preset (nullable) its preset. The filled config is the
+ * preset's, name included. sv_vit_timm_name: the vit_* name of the preset whose shapes c has
+ * (num_classes aside), or NULL. */
+const char *sv_vit_timm_alias(int i, const char **preset);
+const char *sv_vit_timm_name(const sv_vit_config *c);
 
 /* Check internal consistency (img % patch, dim % heads, positive sizes, limits). */
 sv_status sv_vit_config_validate(const sv_vit_config *c);

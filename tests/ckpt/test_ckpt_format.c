@@ -92,7 +92,7 @@ static void test_resample(void) {
         float *in = malloc(ni * 4), *out = malloc(no * 4);
         double *ref = malloc(no * 8);
         for (size_t i = 0; i < ni; i++) in[i] = sinf((float)i * 0.37f) + 0.1f * (float)(i % 5);
-        sv_vit_resample_pos_embed(in, gi, out, go, D);
+        CHECK_OK(sv_vit_resample_pos_embed(in, gi, out, go, D, 1, 0));
         resample_ref(in, gi, ref, go, D);
         for (size_t i = 0; i < no; i++) CHECK_CLOSE(out[i], ref[i], 2e-6);
         if (gi == go)

@@ -16,7 +16,7 @@ timm's with timm's parameter names.
       PARAMS_BIN (train --save-params: canonical order) equals FILE's tensors bit for bit.
   timm_check.py resampled FILE PARAMS_BIN FRESH_BIN --img I --patch P --classes K ...
       the model (img I) seeded from FILE (another grid, another head): pos_embed equals torch's
-      bicubic interpolation (align_corners=False, no antialias), the head equals the fresh
+      bicubic interpolation (align_corners=False, antialias=True: timm's default), the head equals the fresh
       init (FRESH_BIN), everything else equals FILE bit for bit.
 Exit 0: pass, 1: mismatch."""
 import argparse
@@ -183,10 +183,10 @@ def resampled(a):
             pe = torch.from_numpy(src[k][1].copy())
             gi, go, d = int(round((pe.shape[1] - 1) ** 0.5)), a.img // a.patch, pe.shape[2]
             grid = pe[:, 1:].reshape(1, gi, gi, d).permute(0, 3, 1, 2)
-            grid = F.interpolate(grid, size=(go, go), mode="bicubic", align_corners=False)
+            grid = F.interpolate(grid, size=(go, go), mode="bicubic", align_corners=False, antialias=True)
             want = torch.cat([pe[:, :1], grid.permute(0, 2, 3, 1).reshape(1, go * go, d)], dim=1).numpy()
             err = np.abs(got[k] - want).max()
-            print(f"pos_embed {gi}x{gi} -> {go}x{go}: max abs difference to torch bicubic {err:.2e} (tol 1e-5)")
+            print(f"pos_embed {gi}x{gi} -> {go}x{go}: max abs difference to torch bicubic (antialias) {err:.2e} (tol 1e-5)")
             ok = err <= 1e-5
         else:
             ok = got[k].tobytes() == src[k][1].astype("<f4").tobytes()

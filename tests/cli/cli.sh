@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CLI contract (README.md "Commands"): unknown flags and bad values give one line naming the flag and exit 2;
-# --help exits 0; info prints timm-exact parameter counts; synthetic training learns.
+# --help exits 0; info prints timm-exact parameter counts and takes timm names; synthetic training learns.
 set -uo pipefail
 SV=$1
 fail() { echo "FAIL: $*"; exit 1; }
@@ -37,6 +37,14 @@ for pair in vit-ti16:5717416 vit-s16:22050664 vit-b16:86567656 vit-l16:304326632
     [ "$got" = "$want" ] || fail "$m has $got parameters, timm has $want"
     echo "ok: $m $got parameters"
 done
+# timm names alias the presets (tests/model/timm_aliases.py checks them against timm itself)
+for pair in vit_tiny_patch16_224:vit-ti16 deit_small_patch16_224:vit-s16 vit_huge_patch14_224:vit-h14; do
+    a=${pair%%:*} m=${pair##*:}
+    [ "$("$SV" info --model "$a")" = "$("$SV" info --model "$m")" ] || fail "info --model $a differs from $m"
+    "$SV" info --models | grep -q "^$m .* $a" || fail "info --models does not list $a under $m"
+    echo "ok: $a = $m"
+done
+expect_usage_error "timm's deit3_* models add LayerScale" info --model deit3_small_patch16_224
 table=$("$SV" info --model vit-b16) || fail "info failed"
 grep -qE "^  blocks\.11\.attn\.qkv\.weight +\(2304, 768\)" <<<"$table" || fail "qkv shape/name"
 

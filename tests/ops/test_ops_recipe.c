@@ -33,8 +33,8 @@ static void test_drop_statistics(void) {
             }
         }
         double sd = sqrt((double)B * rate * keep), dev = fabs(dropped - (double)B * rate);
-        printf("drop path (threads %d): %d of %d samples dropped at rate %.2f (expected %.0f +- %.0f)\n", t, dropped,
-               B, rate, B * rate, sd);
+        printf("drop path (threads %d): %d of %d samples dropped at rate %.2f (expected %.0f +- %.0f)\n", t, dropped, B,
+               rate, B * rate, sd);
         CHECK(dev < 4 * sd);
         /* the same samples split in two calls (ranks / micro-batches): the same masks */
         float *y = dev_rand_c(&c, (size_t)B * n, 11, 1.0, NULL);

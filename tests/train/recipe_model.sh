@@ -42,6 +42,10 @@ want=$("$PY" -c "import json;print(json.load(open('$WORK/ev/eval.json'))['top1']
 got=$("$PY" -c "import json;print(json.load(open('$WORK/eval-out/eval.json'))['top1'])")
 echo "final eval of the run: top-1 $want; shardvit eval of its export: $got"
 test "$want" = "$got" || fail "eval of the export ($got) differs from the run's final eval ($want)"
+# at another resolution the pos_embed grid (no class position here) is resampled as timm does
+"$SHARDVIT" eval --weights "$WORK/ev-export/model.safetensors" --data synthetic --synth-samples 96 --img 32 \
+    --out "$WORK/eval32" >"$WORK/eval32.log" 2>&1 || { cat "$WORK/eval32.log"; fail "eval at --img 32"; }
+grep -q "pos_embed grid 7x7 resampled to 8x8" "$WORK/eval32.log" || { cat "$WORK/eval32.log"; fail "no resampling logged"; }
 # refused combinations
 expect_usage() { # expect_usage PATTERN FLAGS...
     local pat=$1 rc=0

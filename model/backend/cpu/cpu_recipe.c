@@ -19,7 +19,8 @@ sv_status sv_cpu_drop(sv_backend *be, void *x_, const sv_drop *d, int B, size_t 
             float s = sv_drop_mult(key, s0 + (uint64_t)b, 0, keep);
             for (size_t i = 0; i < n; i++) row[i] = sv_cpu_store(bf, row[i] * s);
         } else {
-            for (size_t i = 0; i < n; i++) row[i] = sv_cpu_store(bf, row[i] * sv_drop_mult(key, s0 + (uint64_t)b, i / group, keep));
+            for (size_t i = 0; i < n; i++)
+                row[i] = sv_cpu_store(bf, row[i] * sv_drop_mult(key, s0 + (uint64_t)b, i / group, keep));
         }
     }
     return SV_OK;
@@ -107,7 +108,8 @@ sv_status sv_cpu_sigmoid_bce(sv_backend *be, float *losses, void *d_logits_, con
             float t = soft_targets ? soft_targets[(size_t)b * K + k] : sv_smooth_target(k, labels[b], smoothing, K);
             if (target_thresh > 0.0f) t = t > target_thresh ? 1.0f : 0.0f;
             loss += (double)sv_bce_logit_loss(z[k], t);
-            if (d_logits) d_logits[(size_t)b * K + k] = sv_cpu_store(bf, sv_bce_logit_grad(z[k], t) * norm * grad_scale);
+            if (d_logits)
+                d_logits[(size_t)b * K + k] = sv_cpu_store(bf, sv_bce_logit_grad(z[k], t) * norm * grad_scale);
         }
         losses[b] = (float)(loss * (double)norm);
     }

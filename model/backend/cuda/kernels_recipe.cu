@@ -12,8 +12,8 @@ __global__ void k_drop(void *x, uint64_t key, uint64_t sample0, float keep, int 
         sv_ct<BF>::st(x, i, sv_ct<BF>::ld(x, i) * s);
     }
 }
-extern "C" cudaError_t sv_cuk_drop(cudaStream_t s, int bf16, void *x, uint64_t key, uint64_t sample0, float keep,
-                                   int B, size_t n, size_t group) {
+extern "C" cudaError_t sv_cuk_drop(cudaStream_t s, int bf16, void *x, uint64_t key, uint64_t sample0, float keep, int B,
+                                   size_t n, size_t group) {
     SV_CUK_DISPATCH(bf16, k_drop, sv_cuk_blocks((size_t)B * n), SV_CUK_THREADS, 0, s, x, key, sample0, keep, B, n,
                     group);
     return cudaGetLastError();
@@ -73,10 +73,10 @@ extern "C" cudaError_t sv_cuk_token_mean(cudaStream_t s, int bf16, void *out, co
     SV_CUK_DISPATCH(bf16, k_token_mean, sv_cuk_blocks((size_t)B * D), SV_CUK_THREADS, 0, s, out, x, B, T, D, first);
     return cudaGetLastError();
 }
-extern "C" cudaError_t sv_cuk_token_mean_bwd(cudaStream_t s, int bf16, void *dx, const void *d_out, int B, int T,
-                                             int D, int first) {
-    SV_CUK_DISPATCH(bf16, k_token_mean_bwd, sv_cuk_blocks((size_t)B * T * D), SV_CUK_THREADS, 0, s, dx, d_out, B, T,
-                    D, first);
+extern "C" cudaError_t sv_cuk_token_mean_bwd(cudaStream_t s, int bf16, void *dx, const void *d_out, int B, int T, int D,
+                                             int first) {
+    SV_CUK_DISPATCH(bf16, k_token_mean_bwd, sv_cuk_blocks((size_t)B * T * D), SV_CUK_THREADS, 0, s, dx, d_out, B, T, D,
+                    first);
     return cudaGetLastError();
 }
 
