@@ -230,7 +230,8 @@ int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
                         "directory) as a safetensors file with timm VisionTransformer names and shapes, and "
                         "config.json next to it as timm writes it, plus classes.txt (the recorded label names, one "
                         "per line) when the checkpoint has them. Streams tensor by tensor; reads only the master "
-                        "ranges (never the optimizer state), each chunk CRC-checked. Outputs never go inside CKPT "
+                        "ranges (with --ema the weight-EMA ranges; never the optimizer state), each chunk CRC-checked. "
+                        "Outputs never go inside CKPT "
                         "and never replace a directory, FIFO, device or symbolic link; an existing OUT is replaced "
                         "only when it is a safetensors file.",
                         2};

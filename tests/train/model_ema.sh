@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # train --model-ema (docs/training.md "Weight EMA", fsdp/ema.h), end to end through the CLI:
 # - the EMA after every step against the formula (tests/train/ema_check.py recur), bitwise, from
-#   the checkpoint of each step exported raw and --ema, at world 1, 2 and 3, with a fixed decay,
-#   with --model-ema-warmup (decays from timm's ModelEmaV3.get_decay and timm's own update
-#   replayed when $SHARDVIT_TEST_PYTHON has timm) and with a skipped (non-finite) step;
+#   the checkpoint of each step exported raw and --ema, at world 1, 2 and 3 (and hybrid_shard,
+#   no_shard, shard_grad_op), with a fixed decay, with --model-ema-warmup and with a skipped
+#   (non-finite) step (timm itself: tests/train/model_ema_timm.sh);
 # - --save-ema-params equals export --ema; the planner counts the EMA bytes (plan = trainer);
 # - a checkpoint with EMA resharded 3 -> 2 -> 3 (shard files byte-identical) and 3 -> 1 (the
 #   same EMA export); resumed (world 2 -> 2, interrupted by a crash during the last save) to the
@@ -13,28 +13,7 @@
 #   from the raw weights and equals the exported EMA evaluated; errors for --ema without EMA.
 SHARDVIT=$1
 source "$(dirname "$0")/../fsdp/lib.sh"
-CHECK="$PY $HERE/../train/ema_check.py"
-TPY=${SHARDVIT_TEST_PYTHON:-}
-HAVE_TIMM=0
-if [ -n "$TPY" ] && "$TPY" -c "import timm, torch, safetensors.torch" 2>/dev/null; then HAVE_TIMM=1; fi
-fail() { echo "FAIL: $*"; exit 1; }
-# a constant learning rate (--min-lr = --lr) makes the first k steps of any run the same steps
-CONST="--lr 1e-3 --min-lr 1e-3 --warmup 0"
-K=5
-
-# exports DIR NAME K: raw_k / ema_k exports of every step's checkpoint of run NAME into DIR
-exports() {
-    local dir=$1 name=$2 k
-    mkdir -p "$dir"
-    for k in $(seq 1 "$3"); do
-        local step
-        step=$(printf "step_%08d" "$k")
-        "$SHARDVIT" export "$WORK/$name/checkpoints/$step" "$dir/raw_$k.safetensors" >/dev/null 2>&1 ||
-            fail "export $name $step"
-        "$SHARDVIT" export "$WORK/$name/checkpoints/$step" "$dir/ema_$k.safetensors" --ema >/dev/null 2>&1 ||
-            fail "export --ema $name $step"
-    done
-}
+source "$HERE/../train/ema_lib.sh"
 
 run p0 1 --steps 0 $CONST
 # 1. arithmetic against the formula, per step, at three world sizes
@@ -47,24 +26,22 @@ for W in 1 2 3; do
     $CHECK same "$WORK/fix$W.x/ema_$K.safetensors" "$WORK/fix$W.ema" || fail "--save-ema-params at world $W"
     $CHECK same "$WORK/fix$W.x/raw_$K.safetensors" "$WORK/fix$W.bin" || fail "raw export at world $W"
 done
+# the other strategies shard (or replicate) the EMA with the masters: the same formula holds
+for spec in "hy 4 --strategy hybrid_shard --shard-group 2" "ns 2 --strategy no_shard" "sg 2 --strategy shard_grad_op"; do
+    read -r name W strat <<<"$spec"
+    run "$name" "$W" --steps 3 $CONST $strat --model-ema --model-ema-decay 0.75 --ckpt-every 1 --keep 0
+    exports "$WORK/$name.x" "$name" 3
+    echo "== world $W, $strat"
+    $CHECK recur "$WORK/p0.bin" "$WORK/$name.x" 3 --decay 0.75 || fail "EMA formula with $strat"
+done
 # the EMA does not change training: the weights are those of a run without it
 run plain2 2 --steps $K $CONST
 cmp "$WORK/plain2.bin" "$WORK/fix2.bin" || fail "--model-ema changed the training"
 # warmup decay and a skipped step (non-finite gradient at 0-based step 2)
-TIMM_FLAG=""
-[ $HAVE_TIMM = 1 ] && TIMM_FLAG="--timm"
 run wu 2 --steps $K $CONST --model-ema --model-ema-warmup --ckpt-every 1 --keep 0 --debug-nan-step 2
 exports "$WORK/wu.x" wu $K
-echo "== world 2, warmup, step 2 skipped ${TIMM_FLAG:-(timm not available: own formula only)}"
+echo "== world 2, warmup, step 2 skipped"
 $CHECK recur "$WORK/p0.bin" "$WORK/wu.x" $K --decay 0.9998 --warmup --skip 2 || fail "warmup EMA formula"
-if [ $HAVE_TIMM = 1 ]; then
-    TCHECK="$TPY $HERE/../train/ema_check.py"
-    $TCHECK recur "$WORK/p0.bin" "$WORK/wu.x" $K --decay 0.9998 --warmup --skip 2 --timm || fail "timm warmup"
-    $TCHECK recur "$WORK/p0.bin" "$WORK/fix1.x" $K --decay 0.75 --timm || fail "timm fixed decay"
-    mkdir -p "$WORK/tx"
-    "$SHARDVIT" export "$WORK/fix2" "$WORK/tx/model.safetensors" --ema >/dev/null 2>&1 || fail "export --ema"
-    $TCHECK timm "$WORK/tx/model.safetensors" || fail "timm loading export --ema"
-fi
 
 # 2. planner: the EMA is counted, and plan = trainer
 PLAN_TINY="--model vit-28 --dim 36 --depth 3 --heads 3 --batch-size 24"
