@@ -277,7 +277,7 @@ static sv_status bad(const char *src, const sv_json *at, const char *what) {
     return SV_FAIL(SV_ERR_FORMAT, "%s: %s: %s", src, p, what);
 }
 
-static sv_status parse_state(const sv_json *root, sv_ckpt_train_state *s) {
+static sv_status parse_state(const sv_json *root, sv_ckpt_train_state *s, const char *src) {
     int64_t v;
     const sv_json *lr;
     SV_TRY(get_int(root, "step", 0, INT64_MAX, &s->step));
@@ -300,7 +300,7 @@ static sv_status parse_state(const sv_json *root, sv_ckpt_train_state *s) {
         const char *kind;
         SV_TRY(sv_json_expect(ema, SV_JSON_OBJECT));
         SV_TRY(sv_json_get_str(ema, "kind", &kind, NULL));
-        if (strcmp(kind, "weights_fp32")) return bad("index.json", ema, "model_ema.kind must be \"weights_fp32\"");
+        if (strcmp(kind, "weights_fp32")) return bad(src, ema, "kind must be \"weights_fp32\"");
         SV_TRY(sv_json_get_f64(ema, "decay", &s->ema_decay));
         SV_TRY(sv_json_get_bool(ema, "warmup", &s->ema_warmup));
     }
@@ -458,7 +458,7 @@ sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir) {
     idx->world_size = (int)world;
     idx->shard_world = (int)sw;
     snprintf(idx->strategy, sizeof idx->strategy, "%s", strategy);
-    CHECK(parse_state(root, &idx->state));
+    CHECK(parse_state(root, &idx->state, path));
     /* skipped steps are a subset of the steps taken: more would make AdamW's count of applied
      * updates (step + 1 - skipped) zero or negative, and every parameter NaN on resume */
     if (idx->state.skipped_steps > idx->state.step) {
