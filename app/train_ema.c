@@ -18,6 +18,7 @@ int sv_train_ema_check(const sv_train_ema_flags *e) {
 }
 
 sv_status sv_train_ema_eval(sv_train_log *lg, sv_evaluator *ev, sv_fsdp *f, long step, const char *data_name) {
+    double ema_s = 0;
     if (f->cfg.ema) {
         sv_ema_swap(f); /* the EMA weights are the masters for this pass */
         sv_status st = sv_train_log_eval_as(lg, ev, step, data_name, 1);
@@ -28,8 +29,11 @@ sv_status sv_train_ema_eval(sv_train_log *lg, sv_evaluator *ev, sv_fsdp *f, long
         ev->ema_top5 = sv_metrics_top5(&ev->m);
         ev->ema_loss = sv_metrics_mean_loss(&ev->m);
         ev->ema_samples = (long long)sv_metrics_samples(&ev->m);
+        ema_s = ev->seconds;
     }
-    return sv_train_log_eval(lg, ev, step, data_name);
+    SV_TRY(sv_train_log_eval(lg, ev, step, data_name));
+    ev->seconds += ema_s; /* both passes: the trainer keeps them out of its throughput */
+    return SV_OK;
 }
 
 sv_status sv_train_ema_save_params(sv_run *r, const char *path) {

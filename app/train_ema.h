@@ -21,7 +21,7 @@ int sv_train_ema_check(const sv_train_ema_flags *e);
 /* Evaluate the current weights and report them as of `step` (sv_train_log_eval); with the EMA
  * (f->cfg.ema) the EMA weights are evaluated first (reported as "eval (weight EMA)", keys
  * eval_ema_*) and their top-1/top-5/loss kept in ev (has_ema: eval.json's "ema" member), so ev->m
- * ends holding the raw weights' metrics. Collective. */
+ * ends holding the raw weights' metrics; ev->seconds is then the time of both passes. Collective. */
 sv_status sv_train_ema_eval(sv_train_log *lg, sv_evaluator *ev, sv_fsdp *f, long step, const char *data_name);
 
 /* --save-ema-params: the full fp32 EMA of every parameter in canonical order (the format of
