@@ -219,14 +219,19 @@ int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc) {
 int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
     (void)proc;
     const char *dtype = "fp32";
+    int ema = 0;
     /* clang-format off: one flag per line */
-    sv_flag flags[] = {{"dtype", SV_FLAG_STR, &dtype, 0, 0, "fp32 | bf16 (round to nearest even)", 0}, SV_FLAG_END};
-    sv_cmd_spec spec = {"export", "shardvit export CKPT OUT.safetensors [--dtype fp32|bf16]",
+    sv_flag flags[] = {
+        {"dtype", SV_FLAG_STR, &dtype, 0, 0, "fp32 | bf16 (round to nearest even)", 0},
+        {"ema", SV_FLAG_BOOL, &ema, 0, 1, "export the weight EMA (train --model-ema) instead of the raw weights", 0},
+        SV_FLAG_END};
+    sv_cmd_spec spec = {"export", "shardvit export CKPT OUT.safetensors [--dtype fp32|bf16] [--ema]",
                         "Write the master weights of checkpoint CKPT (step directory, checkpoint root or run "
                         "directory) as a safetensors file with timm VisionTransformer names and shapes, and "
                         "config.json next to it as timm writes it, plus classes.txt (the recorded label names, one "
                         "per line) when the checkpoint has them. Streams tensor by tensor; reads only the master "
-                        "ranges (never the optimizer state), each chunk CRC-checked. Outputs never go inside CKPT "
+                        "ranges (with --ema the weight-EMA ranges; never the optimizer state), each chunk CRC-checked. "
+                        "Outputs never go inside CKPT "
                         "and never replace a directory, FIFO, device or symbolic link; an existing OUT is replaced "
                         "only when it is a safetensors file.",
                         2};
@@ -243,7 +248,7 @@ int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
         fprintf(stderr, "shardvit export: --dtype: invalid value '%s' (expected fp32 or bf16)\n", dtype);
         return 2;
     }
-    sv_status st = sv_ckpt_export(pos[0], pos[1], dt);
+    sv_status st = sv_ckpt_export(pos[0], pos[1], dt, ema);
     if (st != SV_OK) return sv_app_fail("export", st);
     return 0;
 }

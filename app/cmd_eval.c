@@ -15,6 +15,7 @@ typedef struct eval_opts {
     sv_run_opts run;
     const char *data, *out, *weights, *ckpt, *classes;
     int workers, synth_samples, ignore_class_names;
+    int ema;           /* --ema: the checkpoint's weight EMA */
     sv_xform_flags xf; /* unset unless given: the model's transform applies */
 } eval_opts;
 
@@ -84,7 +85,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     sv_evaluator ev = {0};
     char **names = NULL;
     int n_names = 0;
-    sv_status st = sv_app_load_model(&r, o->weights, o->ckpt);
+    sv_status st = sv_app_load_model(&r, o->weights, o->ckpt, o->ema);
     sv_dataset_opts dopts = sv_dataset_opts_default();
     dopts.classes_file = o->classes;
     dopts.synth_samples = (uint64_t)o->synth_samples;
@@ -144,6 +145,8 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         SV_MODEL_FLAGS(o.run.model),
         {"weights", SV_FLAG_STR, &o.weights, 0, 0, "timm-named safetensors file (config.json beside it is read)", 0},
         {"ckpt", SV_FLAG_STR, &o.ckpt, 0, 0, "shardvit checkpoint: run dir, checkpoint root or step dir", 0},
+        {"ema", SV_FLAG_BOOL, &o.ema, 0, 1, "evaluate the checkpoint's weight EMA (train --model-ema; needs --ckpt)",
+         0},
         {"data", SV_FLAG_STR, &o.data, 0, 0, "evaluation data: ImageFolder dir | tar pattern | synthetic", 0},
         {"out", SV_FLAG_STR, &o.out, 0, 0, "directory for eval.json and confusion.csv", 0},
         {"classes", SV_FLAG_STR, &o.classes, 0, 0, "class names, one per line (default: the data set's)", 0},
@@ -182,6 +185,12 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
     if (rc >= 0) return rc;
     if (!o.weights == !o.ckpt) {
         fprintf(stderr, "shardvit eval: --weights / --ckpt: give exactly one of them\n");
+        return 2;
+    }
+    if (o.ema && !o.ckpt) {
+        fprintf(stderr,
+                "shardvit eval: --ema needs --ckpt (a --weights file holds one set of weights; write the EMA "
+                "as one with shardvit export --ema)\n");
         return 2;
     }
     if (!o.data) {

@@ -17,10 +17,12 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     int world = 1;
     const char *mem = NULL;
     /* clang-format off: one flag per line */
-    sv_flag flags[] = {SV_RUN_FLAGS(o),
-                       {"world", SV_FLAG_INT, &world, 1, 1 << 20, "number of ranks to plan for", 0},
-                       {"mem", SV_FLAG_STR, &mem, 0, 0, "memory per rank to check against, e.g. 24G or 80GiB", 0},
-                       SV_FLAG_END};
+    sv_flag flags[] = {
+        SV_RUN_FLAGS(o),
+        {"world", SV_FLAG_INT, &world, 1, 1 << 20, "number of ranks to plan for", 0},
+        {"mem", SV_FLAG_STR, &mem, 0, 0, "memory per rank to check against, e.g. 24G or 80GiB", 0},
+        {"model-ema", SV_FLAG_BOOL, &o.model_ema, 0, 1, "count the fp32 weight-EMA shards of train --model-ema", 0},
+        SV_FLAG_END};
     /* clang-format on */
     sv_cmd_spec spec = {"plan",
                         "shardvit plan --model M --world N --strategy S --param-dtype D --batch-size B [--mem 24G]",
@@ -66,9 +68,10 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     row("optimizer", m.fsdp.optimizer, T, "AdamW m + v shards (fp32)");
     row("gathered", m.fsdp.gathered, T, "compute-dtype gathered units + all-gather staging");
     row("grad buffers", m.fsdp.grad_buffers, T, "full-size fp32 unit gradients being reduced");
+    if (m.fsdp.ema) row("weight EMA", m.fsdp.ema, T, "fp32 EMA shard of the masters (--model-ema)");
     row("activations", m.activations, T, "one micro-batch's saved activations + backward scratch");
-    size_t other =
-        T - m.fsdp.params - m.fsdp.grads - m.fsdp.optimizer - m.fsdp.gathered - m.fsdp.grad_buffers - m.activations;
+    size_t other = T - m.fsdp.params - m.fsdp.grads - m.fsdp.optimizer - m.fsdp.gathered - m.fsdp.grad_buffers -
+        m.fsdp.ema - m.activations;
     if (other) row("alignment", other, T, "padding between buffers");
     printf("  %-16s %12.1f MiB  (%zu bytes)\n", "total", T / 1048576.0, T);
     if (mem_bytes >= 0) {

@@ -113,7 +113,7 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
                 r.vcfg.num_classes);
         if (n_names > r.vcfg.num_classes) n_names = r.vcfg.num_classes;
     }
-    st = sv_app_load_model(&r, o->weights, o->ckpt);
+    st = sv_app_load_model(&r, o->weights, o->ckpt, 0);
     const sv_vit_config *c = &r.vcfg;
     int K = c->num_classes;
     size_t per = (size_t)c->in_chans * c->img * c->img;

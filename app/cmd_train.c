@@ -12,6 +12,7 @@
 #include "app/run.h"
 #include "app/train_step.h"
 #include "app/train_log.h"
+#include "app/train_ema.h"
 #include "app/cmd_ckpt.h"
 #include "app/preempt.h"
 #include "app/run_dir.h"
@@ -45,6 +46,7 @@ typedef struct train_opts {
     double drop_path, drop, proj_drop; /* --drop-path --drop --proj-drop (sv_vit_drops) */
     int bce, bce_sum;                  /* --bce-loss --bce-sum */
     double bce_thresh;                 /* --bce-target-thresh (0 = off) */
+    sv_train_ema_flags ema;            /* --model-ema ... (app/train_ema.h) */
 } train_opts;
 
 /* What ended the loop early: a preemption signal (its number; 0: none). */
@@ -293,7 +295,9 @@ static sv_status begin(trainer *t, long *start) {
                                         .lr = o->lr,
                                         .min_lr = o->min_lr,
                                         .warmup = o->warmup,
-                                        .global_batch = o->run.batch_size};
+                                        .global_batch = o->run.batch_size,
+                                        .ema_decay = o->ema.decay,
+                                        .ema_warmup = o->ema.warmup};
     sv_eval_opts eo = {.workers = o->workers,
                        .crop_pct = (float)t->tx.crop_pct,
                        .norm = -1,
@@ -374,7 +378,7 @@ static sv_status finish(trainer *t) {
     const train_opts *o = t->o;
     sv_run *r = t->r;
     SV_TRY(sv_train_ckpt_end(r, &t->ck, r->fsdp.step));
-    if (t->vds && t->last_eval != t->total) SV_TRY(sv_train_log_eval(&t->lg, &t->ev, t->total, o->val_data));
+    if (t->vds && t->last_eval != t->total) SV_TRY(sv_train_ema_eval(&t->lg, &t->ev, &r->fsdp, t->total, o->val_data));
     if (t->vds && r->rank == 0 && o->out) SV_TRY(sv_eval_write_outputs(&t->ev, o->out, NULL));
     if (o->save_params) {
         size_t n = sv_vit_param_count(&r->vcfg);
@@ -384,6 +388,7 @@ static sv_status finish(trainer *t) {
         free(all);
         SV_TRY(st);
     }
+    if (o->ema.save_path) SV_TRY(sv_train_ema_save_params(r, o->ema.save_path));
     if (o->dump_logits) SV_TRY(sv_train_dump_logits(r, &t->lo, o->dump_logits));
     sv_loader_stats ls;
     sv_loader_stats_get(t->ld, &ls);
@@ -435,6 +440,7 @@ static sv_status run_steps(trainer *t, long start, train_end *end) {
         sv_step_result sr;
         SV_TRY(
             sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, train_feed_next, &feed, &sr));
+        SV_TRY(sv_ema_update(&r->fsdp, &(sv_ema_opts){o->ema.decay, o->ema.warmup}, sr.skipped)); /* --model-ema */
         t->ck.state.epoch = feed.next_epoch;
         t->ck.state.cursor = feed.next_cursor;
         if (o->max_skipped >= 0 && r->fsdp.ctr.skipped_steps > (uint64_t)o->max_skipped)
@@ -443,7 +449,7 @@ static sv_status run_steps(trainer *t, long start, train_end *end) {
                            (unsigned long long)r->fsdp.ctr.skipped_steps, o->max_skipped);
         SV_TRY(log_step(t, step, lr, &sr));
         if (t->vds && o->eval_every > 0 && ((step + 1) % o->eval_every == 0 || step + 1 == t->total)) {
-            SV_TRY(sv_train_log_eval(&t->lg, &t->ev, step + 1, o->val_data));
+            SV_TRY(sv_train_ema_eval(&t->lg, &t->ev, &r->fsdp, step + 1, o->val_data));
             t->t_log += t->ev.seconds; /* throughput counts training time only */
             t->last_eval = step + 1;
         }
@@ -500,6 +506,7 @@ static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int worl
      * the open, a device would be written) */
     if (o->save_params) SV_TRY(sv_ckpt_out_check(o->save_params, NULL, 0, "--save-params"));
     if (o->dump_logits) SV_TRY(sv_ckpt_out_check(o->dump_logits, NULL, 0, "--dump-logits"));
+    if (o->ema.save_path) SV_TRY(sv_ckpt_out_check(o->ema.save_path, NULL, 0, "--save-ema-params"));
     char p[4096];
     if (o->run.trace) {
         SV_TRY(sv_ckpt_out_check(o->run.trace, NULL, 0, "--trace"));
@@ -549,6 +556,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                     .debug_nan_step = -1,
                     .debug_nan_rank = 0,
                     .ckpt_minutes = 30,
+                    .ema = {.decay = SV_EMA_DEFAULT_DECAY},
                     .preempt_signal = "TERM,INT,USR1"};
     /* clang-format off: one flag per line */
     sv_flag flags[] = {
@@ -623,6 +631,13 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
          0},
         {"dump-logits", SV_FLAG_STR, &o.dump_logits, 0, 0,
          "debug: write rank 0's first eval-transform batch and its logits (safetensors)", 0},
+        {"model-ema", SV_FLAG_BOOL, &o.run.model_ema, 0, 1,
+         "keep an fp32 EMA of the weights, sharded like the masters (timm --model-ema); saved in checkpoints", 0},
+        {"model-ema-decay", SV_FLAG_DOUBLE, &o.ema.decay, 0, 1, "weight EMA decay (timm default 0.9998)", 0},
+        {"model-ema-warmup", SV_FLAG_BOOL, &o.ema.warmup, 0, 1,
+         "warm the EMA decay up: min(decay, 1 - (1 + n)^(-2/3)) at update n + 1 (timm ModelEmaV3)", 0},
+        {"save-ema-params", SV_FLAG_STR, &o.ema.save_path, 0, 0,
+         "write all final fp32 weight-EMA values (canonical order, as --save-params) here", 0},
         SV_FLAG_END};
     /* clang-format on */
     sv_cmd_spec spec = {"train", "[mpiexec -n N] shardvit train [flags]",
@@ -644,6 +659,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         fprintf(stderr, "shardvit train: --bce-sum and --bce-target-thresh apply to --bce-loss only\n");
         return 2;
     }
+    o.ema.on = o.run.model_ema;
+    if ((rc = sv_train_ema_check(&o.ema)) != 0) return rc;
     sv_preempt pre;
     if (sv_preempt_parse(o.preempt_signal, &pre) != SV_OK) {
         fprintf(stderr, "shardvit train: %s\n", sv_err_msg());

@@ -54,13 +54,16 @@ sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, cons
     return SV_OK;
 }
 
-sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt) {
+sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt, int ema) {
     if (weights) return sv_weights_load(&r->fsdp, weights);
     char step_dir[SV_CKPT_PATH_MAX];
     SV_TRY(sv_ckpt_resolve(ckpt, step_dir, sizeof step_dir));
     sv_ckpt_train_state st;
-    SV_TRY(sv_ckpt_load(&r->fsdp, step_dir, &st));
-    SV_INFO("weights: checkpoint %s (step %lld)", step_dir, (long long)st.step);
+    if (ema)
+        SV_TRY(sv_ckpt_load_ema_weights(&r->fsdp, step_dir, &st));
+    else
+        SV_TRY(sv_ckpt_load(&r->fsdp, step_dir, &st));
+    SV_INFO("weights: checkpoint %s (step %lld)%s", step_dir, (long long)st.step, ema ? ", its weight EMA" : "");
     return SV_OK;
 }
 

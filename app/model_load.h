@@ -12,8 +12,9 @@
  * sv_run_setup. */
 sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, const char *ckpt, sv_model_opts *out);
 
-/* Replace the freshly initialised master shards of r with the trained weights (every rank). */
-sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt);
+/* Replace the freshly initialised master shards of r with the trained weights (every rank).
+ * ema: the checkpoint's weight EMA (ckpt only; sv_ckpt_load_ema_weights). */
+sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt, int ema);
 
 /* What the model recorded besides its weights (ckpt/checkpoint.h sv_ckpt_meta): the checkpoint
  * index for `ckpt`, config.json beside `weights` (a missing config.json: nothing recorded).

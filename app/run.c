@@ -90,6 +90,7 @@ sv_status sv_run_resolve(const sv_run_opts *o, int world, sv_vit_config *vcfg, s
         return SV_FAIL(SV_ERR_INVALID, "--accum-mode '%s' (choose shard|local)", o->accum_mode);
     SV_TRY(parse_wrap(o->wrap, &fc->wrap_bytes));
     fc->head_zero_init = o->head_zero_init;
+    fc->ema = o->model_ema;
     fc->seed = (uint64_t)o->seed;
 
     long per = (long)world * o->accum;
@@ -134,6 +135,7 @@ void sv_run_log_plan(const sv_run_mem *m) {
             "grad buffers %.1f MiB, activations %.1f MiB, total %.1f MiB (%zu bytes)",
             m->fsdp.params / MiB, m->fsdp.grads / MiB, m->fsdp.optimizer / MiB, m->fsdp.gathered / MiB,
             m->fsdp.grad_buffers / MiB, m->activations / MiB, m->total / MiB, m->total);
+    if (m->fsdp.ema) SV_INFO("memory plan per rank: of which weight EMA %.1f MiB (--model-ema)", m->fsdp.ema / MiB);
 }
 
 sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int local_rank, int local_size) {

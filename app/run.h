@@ -69,6 +69,7 @@ typedef struct sv_run_opts {
     double comm_timeout;
     const char *trace;
     int head_zero_init;
+    int model_ema; /* --model-ema (train, plan): carve the weight-EMA shards (fsdp/ema.h) */
 } sv_run_opts;
 
 #define SV_RUN_OPTS_DEFAULT \

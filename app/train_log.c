@@ -159,6 +159,10 @@ void sv_train_log_progress(sv_train_log *lg, long step, long total, uint64_t spe
 }
 
 sv_status sv_train_log_eval(sv_train_log *lg, sv_evaluator *ev, long step, const char *data_name) {
+    return sv_train_log_eval_as(lg, ev, step, data_name, 0);
+}
+
+sv_status sv_train_log_eval_as(sv_train_log *lg, sv_evaluator *ev, long step, const char *data_name, int ema) {
     if (lg->line_open) { /* log lines start on a clean line; the progress line is redrawn later */
         fputs("\r\033[K", stderr);
         lg->line_open = 0;
@@ -167,21 +171,27 @@ sv_status sv_train_log_eval(sv_train_log *lg, sv_evaluator *ev, long step, const
     lg->paused_s += ev->seconds;
     const sv_metrics *m = &ev->m;
     double t1 = sv_metrics_top1(m), t5 = sv_metrics_top5(m), loss = sv_metrics_mean_loss(m);
-    SV_INFO("eval at step %ld: top1 %.4f top5 %.4f loss %.4f on %lld samples of %s (%.1f s)", step, t1, t5, loss,
-            (long long)sv_metrics_samples(m), data_name, ev->seconds);
+    const char *k = ema ? "eval_ema" : "eval"; /* metrics.jsonl keys and TensorBoard tags */
+    SV_INFO("%s at step %ld: top1 %.4f top5 %.4f loss %.4f on %lld samples of %s (%.1f s)",
+            ema ? "eval (weight EMA)" : "eval", step, t1, t5, loss, (long long)sv_metrics_samples(m), data_name,
+            ev->seconds);
     if (lg->metrics) {
-        fprintf(lg->metrics, "{\"step\":%ld,\"eval_top1\":", step);
+        fprintf(lg->metrics, "{\"step\":%ld,\"%s_top1\":", step, k);
         json_num(lg->metrics, t1);
-        fputs(",\"eval_top5\":", lg->metrics);
+        fprintf(lg->metrics, ",\"%s_top5\":", k);
         json_num(lg->metrics, t5);
-        fputs(",\"eval_loss\":", lg->metrics);
+        fprintf(lg->metrics, ",\"%s_loss\":", k);
         json_num(lg->metrics, loss);
-        fprintf(lg->metrics, ",\"eval_samples\":%lld}\n", (long long)sv_metrics_samples(m));
+        fprintf(lg->metrics, ",\"%s_samples\":%lld}\n", k, (long long)sv_metrics_samples(m));
         SV_TRY(metrics_flush(lg));
     }
-    scalar(lg, "eval/top1", step, t1);
-    scalar(lg, "eval/top5", step, t5);
-    scalar(lg, "eval/loss", step, loss);
+    char tag[32];
+    snprintf(tag, sizeof tag, "%s/top1", k);
+    scalar(lg, tag, step, t1);
+    snprintf(tag, sizeof tag, "%s/top5", k);
+    scalar(lg, tag, step, t5);
+    snprintf(tag, sizeof tag, "%s/loss", k);
+    scalar(lg, tag, step, loss);
     return SV_OK;
 }
 

@@ -54,6 +54,10 @@ void sv_train_log_progress(sv_train_log *lg, long step, long total, uint64_t ste
                            int global_batch);
 /* Run one evaluation pass (collective: every rank calls) and report it as of `step`. */
 sv_status sv_train_log_eval(sv_train_log *lg, sv_evaluator *ev, long step, const char *data_name);
+/* The same; ema = 1 reports a pass over the weight EMA (--model-ema): "eval (weight EMA) at step"
+ * line, metrics.jsonl keys eval_ema_top1/eval_ema_top5/eval_ema_loss/eval_ema_samples,
+ * TensorBoard eval_ema/top1 ... (the caller swaps the EMA in, fsdp/ema.h). */
+sv_status sv_train_log_eval_as(sv_train_log *lg, sv_evaluator *ev, long step, const char *data_name, int ema);
 /* Push metrics.jsonl and the event file to disk (before a checkpoint is published). */
 sv_status sv_train_log_sync(sv_train_log *lg);
 /* Finish the progress line, close metrics.jsonl (its close error is returned) and the event file. */

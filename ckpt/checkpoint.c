@@ -186,7 +186,7 @@ static sv_status emit_file(sv_ckpt_index *idx, int rank, sv_fileio_out *out, flo
     for (int u = 0; u < idx->n_units && st == SV_OK; u++) {
         const sv_ckpt_unit *U = &idx->units[u];
         uint64_t s0 = (uint64_t)rank * U->shard, s1 = s0 + U->shard;
-        for (int kind = 0; kind < SV_CKPT_KINDS && st == SV_OK; kind++) {
+        for (int kind = 0; kind < SV_CKPT_FILE_KINDS(idx) && st == SV_OK; kind++) {
             uint64_t seg = U->file_offset + (uint64_t)kind * U->shard * 4, cursor = 0; /* shard element */
             for (int k = 0; k <= U->n_tensors && st == SV_OK; k++) {
                 uint64_t x0 = s1, x1 = s1; /* k == n_tensors: trailing padding */

@@ -38,6 +38,7 @@
 #define SV_CKPT_CRASH_ENV "SHARDVIT_TEST_CRASH_AT"
 
 enum { SV_CKPT_MASTER = SV_FSDP_MASTER, SV_CKPT_M = SV_FSDP_M, SV_CKPT_V = SV_FSDP_V, SV_CKPT_KINDS = SV_FSDP_KINDS };
+enum { SV_CKPT_EMA = SV_FSDP_EMA }; /* the weight EMA: a fourth range after v when state.ema */
 
 /* Training state stored next to the tensors. All randomness in shardvit is counter-based
  * (core/rng.h), so the RNG state is the seed plus the positions below. */
@@ -51,6 +52,9 @@ typedef struct sv_ckpt_train_state {
     double lr, min_lr;
     int64_t warmup;
     int64_t global_batch;
+    int ema;          /* 1: the shards also hold the weight EMA (index.json "model_ema"; fsdp/ema.h) */
+    double ema_decay; /* informational: --model-ema-decay of the run that saved */
+    int ema_warmup;   /* informational: --model-ema-warmup */
 } sv_ckpt_train_state;
 
 typedef struct sv_ckpt_tensor {
@@ -109,6 +113,9 @@ sv_status sv_ckpt_meta_copy(sv_ckpt_meta *dst, const sv_ckpt_meta *src);
 /* Check an eval transform: img/channels >= 1, channels <= 3, crop_pct in (0, 1], interp
  * bilinear|bicubic, std > 0. `what` names the source in the message. */
 sv_status sv_ckpt_xform_check(const sv_ckpt_xform *x, const char *what);
+
+/* Ranges per unit in a shard file: master, m, v (SV_CKPT_KINDS) and, with state.ema, the EMA. */
+#define SV_CKPT_FILE_KINDS(idx) ((idx)->state.ema ? SV_CKPT_KINDS + 1 : SV_CKPT_KINDS)
 
 /* The parsed (or to-be-written) index.json. Owns its arrays. */
 typedef struct sv_ckpt_index {
@@ -190,8 +197,9 @@ sv_status sv_ckpt_reshard(const char *in, const char *out, int world);
  * pretrained_cfg carries the recorded eval transform (input_size, interpolation, crop_pct,
  * crop_mode "center", mean, std) and label_names; a checkpoint without a recorded transform
  * gets the defaults (crop_pct 0.875, bilinear, mean/std 0.5 for 1 channel, ImageNet's for 3)
- * and a line saying so. */
-sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype);
+ * and a line saying so. ema: the weight-EMA ranges instead of the masters (metadata
+ * "shardvit_weights": "ema"); SV_ERR_FORMAT when the checkpoint holds no EMA. */
+sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int ema);
 /* The eval transform and label names in config.json beside the safetensors file ST_PATH, as
  * export writes them (pretrained_cfg with crop_mode; label_names top-level or in
  * pretrained_cfg). *found = 0 when there is no config.json. A pretrained_cfg without crop_mode
@@ -229,6 +237,12 @@ double sv_ckpt_save_blocked_s(const sv_ckpt_async *a);
 /* Load the checkpoint in STEP_DIR into f at its current world size / strategy (tensor shapes
  * must match), and its training state into *st. f->step and skipped count are restored. */
 sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *st);
+/* With f->cfg.ema, sv_ckpt_load also restores the EMA shards, or (index without "model_ema")
+ * starts the EMA from the restored masters with a line saying so; an EMA in the checkpoint of a
+ * run without it is dropped (a line says so).
+ * sv_ckpt_load_ema_weights: the checkpoint's EMA weights into f's master shards (eval --ema;
+ * optimizer state zero); SV_ERR_FORMAT when the checkpoint holds no EMA. Collective. */
+sv_status sv_ckpt_load_ema_weights(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *st);
 /* Seed f's master shards from a timm-style safetensors file (optimizer state zeroed; tensors
  * the file lacks because the head size differs keep their fresh init; pos_embed resampled
  * bicubically when the patch grid differs, source grid at most SV_CKPT_MAX_POS_GRID per side).

@@ -98,7 +98,10 @@ static sv_status device_src(void *ctx, int u, int kind, int t, uint64_t tensor_b
                             uint64_t count, float *dst) {
     sv_fsdp *f = ((dev_src *)ctx)->f;
     (void)t, (void)tensor_begin;
-    const float *base = kind == SV_CKPT_MASTER ? f->us[u].master : kind == SV_CKPT_M ? f->us[u].m : f->us[u].v;
+    const float *base = kind == SV_CKPT_MASTER ? f->us[u].master
+        : kind == SV_CKPT_M                    ? f->us[u].m
+        : kind == SV_CKPT_V                    ? f->us[u].v
+                                               : f->us[u].ema;
     return sv_be_download(f->be, dst, base + shard_offset, (size_t)count * 4);
 }
 
@@ -142,7 +145,7 @@ struct sv_ckpt_async {
     size_t maxc;
     char root[SV_CKPT_PATH_MAX], name[32], final[SV_CKPT_PATH_MAX + 40], tmp[SV_CKPT_PATH_MAX + 48];
     double t0, blocked_s;
-    /* host copy of this rank's master / m / v shards: unit u, kind k at snap + off[u] + k * n[u] */
+    /* host copy of this rank's master / m / v (/ EMA) shards: unit u, kind k at snap + off[u] + k * n[u] */
     float *snap;
     size_t snap_cap, *off, *n;
     int n_units;
@@ -157,8 +160,7 @@ static sv_status snapshot_src(void *ctx, int u, int kind, int t, uint64_t tensor
                               uint64_t count, float *dst) {
     const struct sv_ckpt_async *a = ((snap_src *)ctx)->a;
     (void)t, (void)tensor_begin;
-    int k = kind == SV_CKPT_MASTER ? 0 : kind == SV_CKPT_M ? 1 : 2;
-    memcpy(dst, a->snap + a->off[u] + (size_t)k * a->n[u] + shard_offset, (size_t)count * 4);
+    memcpy(dst, a->snap + a->off[u] + (size_t)kind * a->n[u] + shard_offset, (size_t)count * 4);
     return SV_OK;
 }
 
@@ -171,7 +173,7 @@ static void *writer_main(void *arg) {
     return NULL;
 }
 
-/* The host copy of every master / m / v shard of f (buffers kept for the next save). */
+/* The host copy of every master / m / v (/ EMA) shard of f (buffers kept for the next save). */
 static sv_status snapshot(struct sv_ckpt_async *a, sv_fsdp *f) {
     if (a->n_units != f->L.n_units) {
         free(a->off);
@@ -181,11 +183,11 @@ static sv_status snapshot(struct sv_ckpt_async *a, sv_fsdp *f) {
         if (!a->off || !a->n) return SV_FAIL(SV_ERR_OOM, "checkpoint snapshot tables");
         a->n_units = f->L.n_units;
     }
-    size_t total = 0;
+    size_t total = 0, kinds = (size_t)SV_CKPT_FILE_KINDS(&a->idx);
     for (int u = 0; u < f->L.n_units; u++) {
         a->off[u] = total;
         a->n[u] = f->L.units[u].shard;
-        total += 3 * a->n[u];
+        total += kinds * a->n[u];
     }
     if (total > a->snap_cap) {
         free(a->snap);
@@ -197,8 +199,8 @@ static sv_status snapshot(struct sv_ckpt_async *a, sv_fsdp *f) {
         a->snap_cap = total;
     }
     for (int u = 0; u < f->L.n_units; u++) {
-        const float *src[3] = {f->us[u].master, f->us[u].m, f->us[u].v};
-        for (int k = 0; k < 3; k++)
+        const float *src[4] = {f->us[u].master, f->us[u].m, f->us[u].v, f->us[u].ema};
+        for (size_t k = 0; k < kinds; k++)
             SV_TRY(sv_be_download(f->be, a->snap + a->off[u] + (size_t)k * a->n[u], src[k], a->n[u] * 4));
     }
     return SV_OK;
@@ -242,7 +244,9 @@ sv_status sv_ckpt_save_begin(sv_fsdp *f, sv_ckpt_async *a, int background, const
     }
     SV_TRY(sv_fsdp_agree(f, st));
 
-    SV_TRY(sv_ckpt_index_from_layout(&a->idx, &f->L, f->world_size, sv_strategy_name(f->cfg.strategy), st_in));
+    sv_ckpt_train_state ts = *st_in;
+    ts.ema = f->cfg.ema; /* the shards hold the EMA exactly when this run keeps one */
+    SV_TRY(sv_ckpt_index_from_layout(&a->idx, &f->L, f->world_size, sv_strategy_name(f->cfg.strategy), &ts));
     if (f->rank == 0) st = sv_ckpt_meta_copy(&a->idx.meta, meta); /* only rank 0 writes index.json */
     a->maxc = 1;
     for (int r = 0; r < a->idx.shard_world && st == SV_OK; r++) {
@@ -400,19 +404,22 @@ static sv_status check_compatible(const sv_fsdp *f, const sv_ckpt_index *idx, in
 typedef struct ckpt_source {
     sv_ckpt_reader rd;
     const int *map;
+    int ema_as_master; /* the masters are filled from the EMA range (sv_ckpt_load_ema_weights) */
 } ckpt_source;
 
 static sv_status ckpt_piece(void *ctx, int u, int kind, int t, uint64_t tensor_begin, uint64_t shard_offset,
                             uint64_t count, float *dst) {
     ckpt_source *c = ctx;
     (void)u, (void)shard_offset;
+    if (c->ema_as_master && kind == SV_CKPT_MASTER) kind = SV_CKPT_EMA;
     return sv_ckpt_read(&c->rd, kind, c->map[t], tensor_begin, count, dst);
 }
 
-static sv_status load_shards(sv_fsdp *f, const sv_ckpt_index *idx, const int *map) {
-    ckpt_source c = {.map = map};
+static sv_status load_shards(sv_fsdp *f, const sv_ckpt_index *idx, const int *map, int ema_as_master) {
+    ckpt_source c = {.map = map, .ema_as_master = ema_as_master};
+    unsigned flags = ema_as_master ? 0 : SV_FSDP_LOAD_OPTIM | (f->cfg.ema && idx->state.ema ? SV_FSDP_LOAD_EMA : 0);
     sv_status st = sv_ckpt_reader_open(&c.rd, idx);
-    if (st == SV_OK) st = sv_fsdp_load_masters(f, ckpt_piece, &c, SV_FSDP_LOAD_OPTIM);
+    if (st == SV_OK) st = sv_fsdp_load_masters(f, ckpt_piece, &c, flags);
     if (c.rd.fds) sv_ckpt_reader_close(&c.rd);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return st;
@@ -425,8 +432,14 @@ sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *ou
     int *map = malloc((size_t)f->L.n_params * sizeof *map);
     sv_status st = map ? sv_ckpt_index_load(&idx, step_dir) : SV_FAIL(SV_ERR_OOM, "tensor map");
     if (st == SV_OK) st = check_compatible(f, &idx, map);
-    if (st == SV_OK) st = load_shards(f, &idx, map);
+    if (st == SV_OK) st = load_shards(f, &idx, map, 0);
     st = sv_fsdp_agree(f, st);
+    if (st == SV_OK && f->cfg.ema && !idx.state.ema)
+        SV_INFO("checkpoint: %s holds no weight EMA: --model-ema starts it from the restored weights", step_dir);
+    if (st == SV_OK && !f->cfg.ema && idx.state.ema)
+        SV_INFO("checkpoint: %s holds a weight EMA; this run has no --model-ema, so it is dropped (later checkpoints "
+                "hold none)",
+                step_dir);
     if (st == SV_OK) {
         *out = idx.state;
         f->step = (long)idx.state.step;
@@ -437,6 +450,26 @@ sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *ou
                 step_dir, (long long)idx.state.step, idx.world_size, sv_log_esc(idx.strategy, e, sizeof e),
                 idx.shard_world, f->world_size, f->shard_size, sv_now_s() - t0);
     }
+    free(map);
+    sv_ckpt_index_free(&idx);
+    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
+    return st;
+}
+
+sv_status sv_ckpt_load_ema_weights(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *out) {
+    sv_ckpt_index idx;
+    memset(&idx, 0, sizeof idx);
+    int *map = malloc((size_t)f->L.n_params * sizeof *map);
+    sv_status st = map ? sv_ckpt_index_load(&idx, step_dir) : SV_FAIL(SV_ERR_OOM, "tensor map");
+    if (st == SV_OK && !idx.state.ema)
+        st = SV_FAIL(SV_ERR_FORMAT,
+                     "%s holds no weight EMA (it was saved by a run without --model-ema): drop --ema to use its "
+                     "weights",
+                     step_dir);
+    if (st == SV_OK) st = check_compatible(f, &idx, map);
+    if (st == SV_OK) st = load_shards(f, &idx, map, 1);
+    st = sv_fsdp_agree(f, st);
+    if (st == SV_OK) *out = idx.state;
     free(map);
     sv_ckpt_index_free(&idx);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);

@@ -38,13 +38,13 @@ static void finish_units(sv_ckpt_index *idx) {
         if (U->padded == 0) U->padded = q;
         U->shard = U->padded / (uint64_t)idx->shard_world;
         U->file_offset = off;
-        off += U->shard * 4 * SV_CKPT_KINDS;
+        off += U->shard * 4 * (uint64_t)SV_CKPT_FILE_KINDS(idx);
     }
 }
 
 static uint64_t file_bytes(const sv_ckpt_index *idx) {
     const sv_ckpt_unit *U = &idx->units[idx->n_units - 1];
-    return U->file_offset + U->shard * 4 * SV_CKPT_KINDS;
+    return U->file_offset + U->shard * 4 * (uint64_t)SV_CKPT_FILE_KINDS(idx);
 }
 
 static sv_status alloc_tables(sv_ckpt_index *idx) {
@@ -193,6 +193,14 @@ sv_status sv_ckpt_index_store(const sv_ckpt_index *idx, const char *dir) {
     sv_json_key(&w, "warmup"), sv_json_i64(&w, s->warmup);
     sv_json_obj_end(&w);
     sv_json_key(&w, "global_batch"), sv_json_i64(&w, s->global_batch);
+    if (s->ema) { /* only then: indexes without EMA stay as they were */
+        sv_json_key(&w, "model_ema");
+        sv_json_obj_begin(&w);
+        sv_json_key(&w, "kind"), sv_json_str(&w, "weights_fp32");
+        sv_json_key(&w, "decay"), sv_json_f64(&w, s->ema_decay);
+        sv_json_key(&w, "warmup"), sv_json_bool(&w, s->ema_warmup);
+        sv_json_obj_end(&w);
+    }
     sv_ckpt_meta_write(&w, &idx->meta);
     sv_json_key(&w, "units");
     sv_json_arr_begin(&w);
@@ -274,7 +282,7 @@ static sv_status bad(const char *src, const sv_json *at, const char *what) {
     return SV_FAIL(SV_ERR_FORMAT, "%s: %s: %s", src, p, what);
 }
 
-static sv_status parse_state(const sv_json *root, sv_ckpt_train_state *s) {
+static sv_status parse_state(const sv_json *root, sv_ckpt_train_state *s, const char *src) {
     int64_t v;
     const sv_json *lr;
     SV_TRY(get_int(root, "step", 0, INT64_MAX, &s->step));
@@ -291,6 +299,16 @@ static sv_status parse_state(const sv_json *root, sv_ckpt_train_state *s) {
     SV_TRY(sv_json_get_f64(lr, "min_lr", &s->min_lr));
     SV_TRY(get_int(lr, "warmup", 0, INT64_MAX, &s->warmup));
     SV_TRY(sv_json_opt_i64(root, "global_batch", 0, &s->global_batch));
+    const sv_json *ema = sv_json_member_get(root, "model_ema");
+    s->ema = ema != NULL;
+    if (ema) {
+        const char *kind;
+        SV_TRY(sv_json_expect(ema, SV_JSON_OBJECT));
+        SV_TRY(sv_json_get_str(ema, "kind", &kind, NULL));
+        if (strcmp(kind, "weights_fp32")) return bad(src, ema, "kind must be \"weights_fp32\"");
+        SV_TRY(sv_json_get_f64(ema, "decay", &s->ema_decay));
+        SV_TRY(sv_json_get_bool(ema, "warmup", &s->ema_warmup));
+    }
     return SV_OK;
 }
 
@@ -342,7 +360,7 @@ static sv_status parse_units(sv_ckpt_index *idx, const sv_json *units, const cha
         if (!sv_mul_u64(U->shard, (uint64_t)idx->shard_world, &prod) || U->padded != prod || U->numel > U->padded)
             return bad(src, uj, "padded must equal shard x shard_world and hold numel");
         if (U->file_offset != off) return bad(src, uj, "file_offset does not follow the previous unit");
-        if (!sv_mul3_u64(U->shard, 4, SV_CKPT_KINDS, &ubytes) || !sv_add_u64(off, ubytes, &off))
+        if (!sv_mul3_u64(U->shard, 4, (uint64_t)SV_CKPT_FILE_KINDS(idx), &ubytes) || !sv_add_u64(off, ubytes, &off))
             return bad(src, uj, "unit bytes overflow 64 bits");
         U->first_tensor = t;
         U->n_tensors = (int)sv_json_count(tj);
@@ -457,7 +475,7 @@ sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir) {
     idx->world_size = (int)world;
     idx->shard_world = (int)sw;
     snprintf(idx->strategy, sizeof idx->strategy, "%s", strategy);
-    CHECK(parse_state(root, &idx->state));
+    CHECK(parse_state(root, &idx->state, path));
     /* skipped steps are a subset of the steps taken: more would make AdamW's count of applied
      * updates (step + 1 - skipped) zero or negative, and every parameter NaN on resume */
     if (idx->state.skipped_steps > idx->state.step) {

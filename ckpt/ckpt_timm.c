@@ -23,6 +23,7 @@
 typedef struct {
     sv_ckpt_reader rd;
     sv_st_dtype dtype;
+    int kind;   /* SV_CKPT_MASTER, or SV_CKPT_EMA (export --ema) */
     float *tmp; /* bf16 conversion staging */
 } export_ctx;
 
@@ -31,8 +32,8 @@ static sv_status export_fill(void *vctx, size_t index, uint64_t byte_off, void *
     size_t esz = c->dtype == SV_ST_BF16 ? 2 : 4;
     if (byte_off % esz || n % esz) return SV_FAIL(SV_ERR_INVALID, "export: unaligned chunk");
     uint64_t e0 = byte_off / esz, cnt = n / esz;
-    if (c->dtype == SV_ST_F32) return sv_ckpt_read(&c->rd, SV_CKPT_MASTER, (int)index, e0, cnt, buf);
-    SV_TRY(sv_ckpt_read(&c->rd, SV_CKPT_MASTER, (int)index, e0, cnt, c->tmp));
+    if (c->dtype == SV_ST_F32) return sv_ckpt_read(&c->rd, c->kind, (int)index, e0, cnt, buf);
+    SV_TRY(sv_ckpt_read(&c->rd, c->kind, (int)index, e0, cnt, c->tmp));
     uint16_t *o = buf;
     for (uint64_t i = 0; i < cnt; i++) o[i] = sv_f32_to_bf16(c->tmp[i]);
     return SV_OK;
@@ -197,12 +198,16 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
     return SV_OK;
 }
 
-sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype) {
+sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int ema) {
     if (dtype != SV_ST_F32 && dtype != SV_ST_BF16) return SV_FAIL(SV_ERR_INVALID, "export dtype must be F32 or BF16");
     char dir[SV_CKPT_PATH_MAX], cfg[SV_CKPT_PATH_MAX + 16], cls[SV_CKPT_PATH_MAX + 16];
     SV_TRY(sv_ckpt_resolve(in, dir, sizeof dir));
     sv_ckpt_index idx;
     SV_TRY(sv_ckpt_index_load(&idx, dir));
+    if (ema && !idx.state.ema) {
+        sv_ckpt_index_free(&idx);
+        return SV_FAIL(SV_ERR_FORMAT, "--ema: %s holds no weight EMA (it was saved by a run without --model-ema)", dir);
+    }
     int have_cls = idx.meta.labels != NULL;
     sidecar_path(out, "config.json", cfg, sizeof cfg);
     sidecar_path(out, "classes.txt", cls, sizeof cls);
@@ -230,7 +235,7 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype) {
         }
     }
     if (st == SV_OK && !made_wr) st = SV_FAIL(SV_ERR_IO, "create a temporary file beside %s", out);
-    export_ctx c = {.dtype = dtype};
+    export_ctx c = {.dtype = dtype, .kind = ema ? SV_CKPT_EMA : SV_CKPT_MASTER};
     sv_st_entry *ents = calloc((size_t)idx.n_tensors, sizeof *ents);
     c.tmp = malloc((size_t)4 << 21); /* the writer asks for <= 4 MiB: <= 2 Mi bf16 elements */
     if (st == SV_OK && (!ents || !c.tmp)) st = SV_FAIL(SV_ERR_OOM, "export tables");
@@ -240,9 +245,11 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype) {
             ents[t] = (sv_st_entry){idx.tensors[t].name, dtype, idx.tensors[t].ndim, idx.tensors[t].shape, NULL};
         char step[32];
         snprintf(step, sizeof step, "%lld", (long long)idx.state.step);
-        const char *meta[] = {"format", "pt", "shardvit_step", step, "shardvit_model", idx.cfg.name};
-        st = sv_safetensors_write(t_st, ents, (size_t)idx.n_tensors, meta, 3, export_fill, &c); /* t_wr -> t_st */
-        if (st == SV_OK) made_wr = 0; /* renamed onto t_st by the writer */
+        const char *meta[] = {"format",         "pt",         "shardvit_step",    step,
+                              "shardvit_model", idx.cfg.name, "shardvit_weights", "ema"};
+        st = sv_safetensors_write(t_st, ents, (size_t)idx.n_tensors, meta, ema ? 4 : 3, export_fill,
+                                  &c); /* t_wr -> t_st */
+        if (st == SV_OK) made_wr = 0;  /* renamed onto t_st by the writer */
         sv_ckpt_reader_close(&c.rd);
     }
     if (st == SV_OK && !idx.meta.xform.present)

@@ -158,6 +158,20 @@ SV_HD void sv_adamw_elem(float *p, float *m, float *v, float g, const sv_adamw_h
     *v = vv;
 }
 
+/* ---- weight EMA (fsdp/ema.h): e <- lerp(e, x, w), w = 1 - decay, torch.lerp_'s two forms
+ * (timm ModelEmaV3 calls lerp_): w < 0.5: e + w * (x - e); else x - (x - e) * (1 - w), so
+ * w = 1 (decay 0, the first update) copies x exactly. Every operation is rounded on its own (no
+ * fused multiply-add: the CPU kernels compile with fp-contract off, CUDA uses the _rn
+ * intrinsics), so both backends give the same bits. */
+SV_HD float sv_ema_elem(float e, float x, float w) {
+#ifdef __CUDA_ARCH__
+    return w < 0.5f ? __fadd_rn(e, __fmul_rn(w, __fsub_rn(x, e)))
+                    : __fsub_rn(x, __fmul_rn(__fsub_rn(x, e), __fsub_rn(1.0f, w)));
+#else
+    return w < 0.5f ? e + w * (x - e) : x - (x - e) * (1.0f - w);
+#endif
+}
+
 /* ---- label-smoothed cross-entropy target for class k ----
  * target distribution: (1 - s) one-hot + s / K uniform (timm LabelSmoothingCrossEntropy). */
 SV_HD float sv_smooth_target(int k, int label, float smoothing, int num_classes) {

@@ -131,6 +131,15 @@ sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, i
 /* eval.json's "eval_transform": what the pass computed with (docs/evaluation.md). */
 static void write_xform(sv_json_writer *w, const void *ctx) {
     const sv_evaluator *e = ctx;
+    if (e->has_ema) {
+        sv_json_key(w, "ema");
+        sv_json_obj_begin(w);
+        sv_json_key(w, "top1"), sv_json_f64(w, e->ema_top1);
+        sv_json_key(w, "top5"), sv_json_f64(w, e->ema_top5);
+        sv_json_key(w, "loss"), sv_json_f64(w, e->ema_loss);
+        sv_json_key(w, "samples"), sv_json_i64(w, e->ema_samples);
+        sv_json_obj_end(w);
+    }
     if (!e->xform.present) return;
     sv_ckpt_meta m = {.xform = e->xform};
     sv_ckpt_meta_write(w, &m);

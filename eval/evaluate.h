@@ -50,6 +50,11 @@ typedef struct sv_evaluator {
     sv_metrics m;        /* merged results of the last pass (identical on every rank) */
     double seconds;      /* wall time of the last pass */
     sv_ckpt_xform xform; /* copy of opts->xform (present = 0: none) */
+    /* has_ema: eval.json also gets "ema": {"top1", "top5", "loss", "samples"} (train --model-ema:
+       the same data evaluated with the weight EMA; set by the caller) */
+    int has_ema;
+    double ema_top1, ema_top5, ema_loss;
+    long long ema_samples;
 } sv_evaluator;
 
 /* Create the loader and buffers for f's micro-batch (f->model->B) and model shape.

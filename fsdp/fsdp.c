@@ -172,6 +172,10 @@ sv_status sv_fsdp_carve(sv_fsdp *f, sv_arena *dev, sv_arena *host) {
      * u is waited for before u+1 is issued), so only the first staging buffer is ever taken;
      * the other two stay so that the memory plan is unchanged. */
     SV_TRY(carve_pool_buf(dev, &mm->gathered, f->L.units[0].shard * e, &f->staging));
+    for (int u = 0; u < f->L.n_units; u++) /* --model-ema (fsdp/ema.h): after everything else */
+        f->us[u].ema = NULL;
+    for (int u = 0; u < f->L.n_units && f->cfg.ema; u++)
+        SV_TRY(carve_to(dev, &mm->ema, f->L.units[u].shard * 4, (void **)&f->us[u].ema));
     (void)host;
     return SV_OK;
 }

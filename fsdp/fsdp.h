@@ -43,6 +43,7 @@ typedef struct sv_fsdp_config {
     size_t wrap_bytes; /* 0: one unit per block; else auto-wrap budget */
     int head_zero_init;
     uint64_t seed;
+    int ema; /* 1: carve an fp32 weight-EMA shard per unit (--model-ema, fsdp/ema.h) */
 } sv_fsdp_config;
 
 /* Where a unit stands in its FSDP lifecycle. Every unit, the root included, is one small state
@@ -70,6 +71,7 @@ const char *sv_unit_phase_name(sv_unit_phase p);
 typedef struct sv_unit_state {
     float *master, *m, *v, *grad; /* (shard) f32 each */
     float *local_grad;            /* accum local: (padded) f32 unsharded accumulator */
+    float *ema;                   /* cfg.ema: (shard) f32 weight EMA of master (fsdp/ema.h); else NULL */
     sv_unit_phase state;
     void *params; /* UNSHARDING/UNSHARDED: gathered compute-dtype parameters (a pool buffer) */
     void *send;   /* UNSHARDING: compute-dtype staging of the local shard (a pool buffer) */
@@ -123,6 +125,7 @@ typedef struct sv_fsdp_mem {
                             for shard_grad_op) and all-gather send staging */
     size_t grad_buffers; /* transient full-size fp32 gradient buffers, bf16 staging, receive
                             blocks, and the unsharded accumulators of --accum-mode local */
+    size_t ema;          /* fp32 weight-EMA shards (cfg.ema; carved last) */
 } sv_fsdp_mem;
 
 typedef struct sv_fsdp {

@@ -57,6 +57,7 @@ static const char *missing_entry(const sv_backend_ops *o) {
     NEED(token_mean_bwd);
     NEED(sigmoid_bce);
     NEED(adamw);
+    NEED(ema);
 #undef NEED
     if (!o->host_alloc != !o->host_free) return "host_alloc/host_free (both or neither)";
     return NULL;
@@ -299,4 +300,7 @@ sv_status sv_be_sigmoid_bce(sv_backend *be, float *losses, void *d_logits, const
 sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h,
                       float weight_decay) {
     return n ? CALL(adamw, p, g, m, v, n, h, weight_decay) : SV_OK;
+}
+sv_status sv_be_ema(sv_backend *be, float *e, const float *x, size_t n, float w) {
+    return n ? CALL(ema, e, x, n, w) : SV_OK;
 }

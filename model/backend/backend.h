@@ -245,4 +245,8 @@ sv_status sv_be_sigmoid_bce(sv_backend *be, float *losses, void *d_logits, const
 sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h,
                       float weight_decay);
 
+/* Weight EMA on a contiguous f32 range: e[i] = sv_ema_elem(e[i], x[i], w), w = 1 - decay
+ * (core/elementwise.h; fsdp/ema.h). e and x (n) device, distinct. */
+sv_status sv_be_ema(sv_backend *be, float *e, const float *x, size_t n, float w);
+
 #endif

@@ -79,6 +79,7 @@ typedef struct sv_backend_ops {
                              int sum_classes, float grad_scale);
     sv_status (*adamw)(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
                        const sv_adamw_hparams *h, float weight_decay);
+    sv_status (*ema)(sv_backend *be, float *e, const float *x, size_t n, float w);
 } sv_backend_ops;
 
 /* Base of every backend instance (first member of the implementation's struct). */

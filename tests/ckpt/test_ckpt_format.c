@@ -1,7 +1,9 @@
 /* Checkpoint format without MPI: shard files written for a 3-rank layout through
  * sv_ckpt_write_shard, index.json round trip, range reads across shard boundaries, offline
  * reshard 3 -> 2 -> 3 (byte-identical files), CRC detection of a flipped byte, the bicubic
- * pos_embed resampling against an independent double-precision implementation, the escaping of
+ * pos_embed resampling against an independent double-precision implementation, the weight-EMA
+ * range (index "model_ema": 16 bytes per element, read back, resharded 3 -> 2 -> 3 byte-identical,
+ * a malformed model_ema refused), the escaping of
  * file-provided names for messages (core/log.h sv_log_esc), and the output rules of
  * ckpt/ckpt_out.h (inside-the-checkpoint, non-regular targets, fresh temporaries). */
 #include <math.h>
@@ -34,7 +36,7 @@ static void check_all(const sv_ckpt_index *idx) {
     for (int t = 0; t < idx->n_tensors; t++) {
         uint64_t n = idx->tensors[t].numel;
         float *buf = malloc(n * 4);
-        for (int kind = 0; kind < SV_CKPT_KINDS; kind++) {
+        for (int kind = 0; kind < SV_CKPT_FILE_KINDS(idx); kind++) {
             CHECK_OK(sv_ckpt_read(&rd, kind, t, 0, n, buf));
             for (uint64_t i = 0; i < n; i++) CHECK(buf[i] == value(t, i, kind));
         }
@@ -199,6 +201,55 @@ static void test_out_rules(const char *root) {
     CHECK(rmdir(t2) == 0);
 }
 
+/* A checkpoint with the weight EMA (fsdp/ema.h): a fourth range per unit after v. */
+static void test_ema_format(const char *root, const sv_layout *L, const sv_ckpt_train_state *st0) {
+    char d3[256], d2[256], d33[256], p[512], q[512];
+    snprintf(d3, sizeof d3, "%s/e3", root);
+    snprintf(d2, sizeof d2, "%s/e2", root);
+    snprintf(d33, sizeof d33, "%s/e3b", root);
+    sv_ckpt_train_state st = *st0;
+    st.ema = 1, st.ema_decay = 0.999, st.ema_warmup = 1;
+    sv_ckpt_index idx, back, two;
+    CHECK_OK(sv_ckpt_index_from_layout(&idx, L, 3, "full_shard", &st));
+    uint64_t elems = 0;
+    for (int u = 0; u < idx.n_units; u++) elems += idx.units[u].shard;
+    CHECK(idx.files[0].bytes == 16 * elems); /* master, m, v, EMA */
+    CHECK_OK(sv_fileio_mkdirs(d3, 0755));
+    for (int r = 0; r < 3; r++) CHECK_OK(sv_ckpt_write_shard(&idx, d3, r, src, NULL));
+    CHECK_OK(sv_ckpt_index_store(&idx, d3));
+    CHECK_OK(sv_ckpt_index_load(&back, d3));
+    CHECK(back.state.ema == 1 && back.state.ema_decay == 0.999 && back.state.ema_warmup == 1);
+    check_all(&back); /* all four kinds, EMA included */
+    CHECK_OK(sv_ckpt_reshard(d3, d2, 2));
+    CHECK_OK(sv_ckpt_reshard(d2, d33, 3));
+    CHECK_OK(sv_ckpt_index_load(&two, d2));
+    CHECK(two.state.ema == 1);
+    check_all(&two);
+    for (int r = 0; r < 3; r++) {
+        snprintf(p, sizeof p, "%s/%s", d3, idx.files[r].name);
+        snprintf(q, sizeof q, "%s/%s", d33, idx.files[r].name);
+        CHECK(same_file(p, q));
+    }
+    snprintf(p, sizeof p, "%s/index.json", d3);
+    snprintf(q, sizeof q, "%s/index.json", d33);
+    CHECK(same_file(p, q));
+    /* a model_ema of another kind is refused */
+    char *text;
+    size_t len;
+    CHECK_OK(sv_fileio_read_small(p, 1 << 26, &text, &len));
+    char *k = strstr(text, "\"weights_fp32\"");
+    CHECK(k);
+    memcpy(k + 1, "weights_bf16", 12);
+    CHECK_OK(sv_fileio_write_atomic(p, text, len));
+    free(text);
+    sv_ckpt_index bad;
+    CHECK(sv_ckpt_index_load(&bad, d3) == SV_ERR_FORMAT);
+    CHECK(strstr(sv_err_msg(), "model_ema"));
+    sv_ckpt_index_free(&idx);
+    sv_ckpt_index_free(&back);
+    sv_ckpt_index_free(&two);
+}
+
 int main(void) {
     test_resample();
     char root[] = "/tmp/sv-ckpt-format-XXXXXX";
@@ -235,6 +286,10 @@ int main(void) {
     CHECK(back.state.step == 12 && back.state.skipped_steps == 1 && back.state.epoch == 2 && back.state.cursor == 96);
     CHECK(back.state.seed == 9007199254740993ull && back.state.lr == 1e-3 && back.state.warmup == 5);
     CHECK(back.n_tensors == idx.n_tensors && back.n_units == 3);
+    CHECK(back.state.ema == 0); /* no "model_ema": three ranges, 12 bytes per element */
+    uint64_t elems = 0;
+    for (int u = 0; u < idx.n_units; u++) elems += idx.units[u].shard;
+    CHECK(idx.files[0].bytes == 12 * elems);
     for (int r = 0; r < 3; r++) {
         CHECK(back.files[r].n_chunks == idx.files[r].n_chunks);
         for (size_t i = 0; i < idx.files[r].n_chunks; i++) {
@@ -280,6 +335,7 @@ int main(void) {
     sv_ckpt_reader_close(&rd);
     free(buf);
 
+    test_ema_format(root, &L, &st);
     sv_ckpt_index_free(&idx);
     sv_ckpt_index_free(&back);
     sv_ckpt_index_free(&two);

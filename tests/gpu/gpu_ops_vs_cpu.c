@@ -444,6 +444,26 @@ static void test_adamw(pair *P) {
     free(p0), free(g), free(m0), free(v0);
 }
 
+/* Weight EMA (fsdp/ema.h): both lerp forms (w < 0.5 and w >= 0.5, w = 1 copies), every
+ * operation rounded on its own on both backends (core/elementwise.h sv_ema_elem): bitwise. */
+static void test_ema(pair *P) {
+    const size_t n = 5003;
+    float *e0 = hrand(n, 1.0f), *x = hrand(n, 1.0f);
+    const float ws[3] = {(float)(1.0 - 0.9998), 0.75f, 1.0f};
+    const char *names[3] = {"w=2e-4", "w=0.75", "w=1"};
+    for (int k = 0; k < 3; k++) {
+        OUT(e, n);
+        BOTH(P, c, {
+            float *de = fbuf(c, e0, n), *dx = fbuf(c, x, n);
+            CHECK_OK(sv_be_ema(c->be, de, dx, n, ws[k]));
+            get_f(c, e[b_], de, n);
+        });
+        CMP(P, "ema", names[k], e, n, 0.0);
+        FREE2(e);
+    }
+    free(e0), free(x);
+}
+
 static void run_variant(sv_dtype dt, int attn_fallback, int attention_only) {
     pair P;
     memset(&P, 0, sizeof P);
@@ -469,6 +489,7 @@ static void run_variant(sv_dtype dt, int attn_fallback, int attention_only) {
         test_embed(&P, 2, 3, 16, 4, 64);
         test_recipe(&P, 3, 50, 96, 37);
         test_adamw(&P);
+        test_ema(&P);
     }
     test_attention(&P, 2, 65, 128, 4);  /* dh 32 */
     test_attention(&P, 2, 197, 192, 3); /* ViT-Ti/16 at 224: dh 64 */

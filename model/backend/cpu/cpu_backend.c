@@ -130,6 +130,18 @@ static sv_status cpu_adamw(sv_backend *be, float *p, const float *g, float *m, f
     return SV_OK;
 }
 
+static sv_status cpu_ema(sv_backend *be, float *e, const float *x, size_t n, float w) {
+    const sv_cpu_backend *c = sv_cpu(be);
+    int nt = sv_cpu_nt(c, 2 * n);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int t = 0; t < nt; t++) {
+        size_t a, b;
+        sv_cpu_range(n, nt, t, &a, &b);
+        c->k->ema(e + a, x + a, b - a, w);
+    }
+    return SV_OK;
+}
+
 sv_status sv_cpu_backend_set_isa(sv_backend *be, const char *isa) {
     const sv_cpu_kernels *k = sv_cpu_kernels_pick(isa);
     if (!k)
@@ -194,6 +206,7 @@ static const sv_backend_ops sv_cpu_ops = {
     .token_mean_bwd = sv_cpu_token_mean_bwd,
     .sigmoid_bce = sv_cpu_sigmoid_bce,
     .adamw = cpu_adamw,
+    .ema = cpu_ema,
 };
 
 /* "model name" from /proc/cpuinfo; "unknown CPU" where it is unreadable (not an error: the

@@ -48,6 +48,8 @@ typedef struct sv_cpu_kernels {
                                  const float *rstd, int M, int C, int c0, int c1);
     /* AdamW on n elements (sv_adamw_elem). */
     void (*adamw)(float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h, float wd);
+    /* weight EMA on n elements (sv_ema_elem). */
+    void (*ema)(float *e, const float *x, size_t n, float w);
 } sv_cpu_kernels;
 
 extern const sv_cpu_kernels sv_cpu_kernels_generic;

@@ -163,6 +163,10 @@ static void k_adamw(float *p, const float *g, float *m, float *v, size_t n, cons
     for (size_t i = 0; i < n; i++) sv_adamw_elem(&p[i], &m[i], &v[i], g[i], &hp, wd);
 }
 
+static void k_ema(float *e, const float *x, size_t n, float w) {
+    for (size_t i = 0; i < n; i++) e[i] = sv_ema_elem(e[i], x[i], w);
+}
+
 const sv_cpu_kernels SV_CPU_KERNELS_NAME = {
     .isa = SV_CPU_KERNELS_ISA,
     .bias_gelu = k_bias_gelu,
@@ -177,4 +181,5 @@ const sv_cpu_kernels SV_CPU_KERNELS_NAME = {
     .layernorm_bwd_rows = k_layernorm_bwd_rows,
     .layernorm_bwd_params = k_layernorm_bwd_params,
     .adamw = k_adamw,
+    .ema = k_ema,
 };

@@ -267,6 +267,9 @@ static sv_status cuda_adamw(sv_backend *be, float *p, const float *g, float *m, 
                             const sv_adamw_hparams *h, float weight_decay) {
     return sv_cuda_launch_check(sv_cuk_adamw(CB->stream, p, g, m, v, n, h, weight_decay), "adamw");
 }
+static sv_status cuda_ema(sv_backend *be, float *e, const float *x, size_t n, float w) {
+    return sv_cuda_launch_check(sv_cuk_ema(CB->stream, e, x, n, w), "ema");
+}
 #undef CB
 
 static const sv_backend_ops cuda_ops = {
@@ -313,6 +316,7 @@ static const sv_backend_ops cuda_ops = {
     .token_mean_bwd = cuda_token_mean_bwd,
     .sigmoid_bce = cuda_sigmoid_bce,
     .adamw = cuda_adamw,
+    .ema = cuda_ema,
 };
 
 static sv_status cuda_init(sv_cuda_backend *cb, const sv_backend_config *cfg) {

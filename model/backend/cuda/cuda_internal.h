@@ -81,6 +81,7 @@ cudaError_t sv_cuk_sigmoid_bce(cudaStream_t s, int bf16, float *losses, void *d_
 struct sv_adamw_hparams;
 cudaError_t sv_cuk_adamw(cudaStream_t s, float *p, const float *g, float *m, float *v, size_t n,
                          const struct sv_adamw_hparams *h, float weight_decay);
+cudaError_t sv_cuk_ema(cudaStream_t s, float *e, const float *x, size_t n, float w);
 
 /* Plain attention (attention_fallback.cu). qkv (B,T,3D), out (B,T,D) compute dtype;
  * lse (B,H,T) f32 = natural-log log-sum-exp of the scaled scores per query row (the same

@@ -158,3 +158,12 @@ extern "C" cudaError_t sv_cuk_adamw(cudaStream_t s, float *p, const float *g, fl
     k_adamw<<<sv_cuk_blocks(n), SV_CUK_THREADS, 0, s>>>(p, g, m, v, n, *h, weight_decay);
     return cudaGetLastError();
 }
+
+/* ---- weight EMA ---- */
+__global__ void k_ema(float *e, const float *x, size_t n, float w) {
+    SV_CUK_FOR(i, n) e[i] = sv_ema_elem(e[i], x[i], w);
+}
+extern "C" cudaError_t sv_cuk_ema(cudaStream_t s, float *e, const float *x, size_t n, float w) {
+    k_ema<<<sv_cuk_blocks(n), SV_CUK_THREADS, 0, s>>>(e, x, n, w);
+    return cudaGetLastError();
+}
