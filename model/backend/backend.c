@@ -51,6 +51,7 @@ static const char *missing_entry(const sv_backend_ops *o) {
     NEED(cls_select);
     NEED(cls_select_bwd);
     NEED(adamw);
+    NEED(optim_elem);
 #undef NEED
     if (!o->host_alloc != !o->host_free) return "host_alloc/host_free (both or neither)";
     return NULL;
@@ -262,4 +263,9 @@ sv_status sv_be_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int 
 sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h,
                       float weight_decay) {
     return n ? CALL(adamw, p, g, m, v, n, h, weight_decay) : SV_OK;
+}
+sv_status sv_be_optim_elem(sv_backend *be, int op, float *p, float *g, float *m, float *v, size_t n,
+                           const sv_optim_hparams *h, float weight_decay) {
+    if (op < SV_OPTIM_OP_SGD || op > SV_OPTIM_OP_LAMB_APPLY) return SV_FAIL(SV_ERR_INVALID, "optim_elem: op %d", op);
+    return n ? CALL(optim_elem, op, p, g, m, v, n, h, weight_decay) : SV_OK;
 }

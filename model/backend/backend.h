@@ -210,5 +210,11 @@ sv_status sv_be_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int 
  * `weight_decay` is the decay for this range (0 for biases, norms, pos_embed, cls_token). */
 sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h,
                       float weight_decay);
+/* SGD / Lion / LAMB rule `op` (sv_optim_op, core/elementwise.h) on a contiguous f32 range, element
+ * by element (sv_optim_op_elem). SGD and Lion read g and update p, m; LAMB_UPDATE updates m, v and
+ * overwrites g with the update; LAMB_APPLY reads the update from g and updates p. v is unused
+ * (may be NULL) except by LAMB_UPDATE. */
+sv_status sv_be_optim_elem(sv_backend *be, int op, float *p, float *g, float *m, float *v, size_t n,
+                           const sv_optim_hparams *h, float weight_decay);
 
 #endif

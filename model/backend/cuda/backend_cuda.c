@@ -242,6 +242,10 @@ static sv_status cuda_adamw(sv_backend *be, float *p, const float *g, float *m, 
                             const sv_adamw_hparams *h, float weight_decay) {
     return sv_cuda_launch_check(sv_cuk_adamw(CB->stream, p, g, m, v, n, h, weight_decay), "adamw");
 }
+static sv_status cuda_optim_elem(sv_backend *be, int op, float *p, float *g, float *m, float *v, size_t n,
+                                 const sv_optim_hparams *h, float weight_decay) {
+    return sv_cuda_launch_check(sv_cuk_optim_elem(CB->stream, op, p, g, m, v, n, h, weight_decay), "optim_elem");
+}
 #undef CB
 
 static const sv_backend_ops cuda_ops = {
@@ -282,6 +286,7 @@ static const sv_backend_ops cuda_ops = {
     .cls_select = cuda_cls_select,
     .cls_select_bwd = cuda_cls_select_bwd,
     .adamw = cuda_adamw,
+    .optim_elem = cuda_optim_elem,
 };
 
 static sv_status cuda_init(sv_cuda_backend *cb, const sv_backend_config *cfg) {
