@@ -265,7 +265,8 @@ static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double
         sv_trace_free(&r->trace);
         SV_TRY(sv_trace_init(&r->trace, (size_t)1 << 16, r->rank));
     }
-    sv_optim_config oc = {1e-4f, 0.9f, 0.999f, 1e-8f, 0.05f, 1.0f};
+    sv_optim_config oc = {
+        .lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.05f, .max_grad_norm = 1.0f};
     sv_step_result sr;
     *loss_first = *loss_last = NAN;
     for (int i = 0; i < o->warmup; i++) {

@@ -55,6 +55,10 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *
     if (c->init_from) SV_INFO("--init-from %s ignored: resuming from %s", c->init_from, step_dir);
     sv_ckpt_train_state s;
     SV_TRY(sv_ckpt_load(&r->fsdp, step_dir, &s));
+    SV_TRY(sv_ckpt_optim_check_resume(&s.opt, &c->state.opt));
+    if (strcmp(sv_ckpt_sched_kind(&s.sched), sv_ckpt_sched_kind(&c->state.sched)))
+        SV_WARN("resume: the LR schedule changed from %s to %s; continuing with the new one",
+                sv_ckpt_sched_kind(&s.sched), sv_ckpt_sched_kind(&c->state.sched));
     if (s.total_steps != c->state.total_steps || s.lr != c->state.lr || s.min_lr != c->state.min_lr ||
         s.warmup != c->state.warmup)
         SV_WARN("resume: the LR schedule changed (checkpoint: %lld steps, lr %g, min-lr %g, warmup %lld; now %lld, %g, "

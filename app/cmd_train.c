@@ -17,6 +17,8 @@
 #include "app/preempt.h"
 #include "app/run_dir.h"
 #include "app/xform.h"
+#include "app/train_optim.h"
+#include "fsdp/optim.h"
 #include "core/log.h"
 #include "data/loader.h"
 #include "ckpt/ckpt_out.h"
@@ -47,6 +49,7 @@ typedef struct train_opts {
     int bce, bce_sum;                  /* --bce-loss --bce-sum */
     double bce_thresh;                 /* --bce-target-thresh (0 = off) */
     sv_train_ema_flags ema;            /* --model-ema ... (app/train_ema.h) */
+    sv_train_optim_flags of;           /* --opt, --sched and their parameters (app/train_optim.h) */
 } train_opts;
 
 /* What ended the loop early: a preemption signal (its number; 0: none). */
@@ -55,14 +58,6 @@ typedef struct train_end {
     long step;
     int saved;
 } train_end;
-
-static double lr_at(const train_opts *o, long step, long total) {
-    if (step < o->warmup) return o->lr * (double)(step + 1) / (double)o->warmup;
-    double span = (double)(total - o->warmup);
-    double p = span > 0 ? (double)(step - o->warmup) / span : 1.0;
-    if (p > 1) p = 1;
-    return o->min_lr + 0.5 * (o->lr - o->min_lr) * (1.0 + cos(M_PI * p));
-}
 
 /* Batch memory for the loader from the backend's host allocator (pinned on CUDA, so copies to
  * the device can run at full bandwidth). */
@@ -203,6 +198,8 @@ typedef struct trainer {
     float *d_images, *d_soft;
     int32_t *d_labels;
     uint64_t spe; /* optimizer steps per epoch */
+    sv_lr_sched sched;
+    float *lr_scale; /* --layer-decay: per-tensor LR multipliers (NULL: off) */
     long total, last_eval;
     train_hooks hooks;
     sv_train_ckpt ck;
@@ -266,7 +263,14 @@ static sv_status open_data(trainer *t) {
     SV_TRY(sv_loader_create(&t->lo, &t->ld));
     t->spe = sv_loader_steps_per_epoch(t->ld) / (uint64_t)o->run.accum;
     if (t->spe == 0) t->spe = 1;
-    t->total = o->steps >= 0 ? (long)o->steps : (long)(t->spe * (uint64_t)(o->epochs > 0 ? o->epochs : 1));
+    SV_TRY(
+        sv_train_sched_build(&o->of, o->lr, o->min_lr, o->warmup, o->steps, o->epochs, t->spe, &t->total, &t->sched));
+    if (o->of.layer_decay > 0) {
+        const sv_layout *L = &r->fsdp.L;
+        if (!(t->lr_scale = malloc((size_t)L->n_params * sizeof *t->lr_scale)))
+            return SV_FAIL(SV_ERR_OOM, "layer-decay scales");
+        sv_layer_decay_scales(L, o->of.layer_decay, t->lr_scale);
+    }
     return SV_OK;
 }
 
@@ -298,6 +302,8 @@ static sv_status begin(trainer *t, long *start) {
                                         .global_batch = o->run.batch_size,
                                         .ema_decay = o->ema.decay,
                                         .ema_warmup = o->ema.warmup};
+    t->ck.state.sched = t->sched;
+    t->ck.state.opt = sv_train_optim_record(&o->of, o->beta1, o->beta2, o->eps, o->weight_decay);
     sv_eval_opts eo = {.workers = o->workers,
                        .crop_pct = (float)t->tx.crop_pct,
                        .norm = -1,
@@ -407,6 +413,7 @@ static sv_status close_trainer(trainer *t) {
     sv_be_free(t->r->be, t->d_soft);
     if (t->ev.f) sv_eval_free(&t->ev);
     free(t->ck.meta.labels);
+    free(t->lr_scale);
     sv_train_ckpt_free(&t->ck);
     sv_status st = sv_train_log_close(&t->lg);
     if (t->ld) sv_loader_destroy(t->ld);
@@ -421,9 +428,17 @@ static sv_status run_steps(trainer *t, long start, train_end *end) {
     sv_run *r = t->r;
     const train_hooks *h = &t->hooks;
     for (long step = start; step < t->total; step++) {
-        double lr = lr_at(o, step, t->total);
-        sv_optim_config oc = {(float)lr,     (float)o->beta1,        (float)o->beta2,
-                              (float)o->eps, (float)o->weight_decay, (float)o->clip};
+        double lr = sv_lr_sched_at(&t->sched, step);
+        sv_optim_config oc = {.lr = (float)lr,
+                              .beta1 = (float)o->beta1,
+                              .beta2 = (float)o->beta2,
+                              .eps = (float)o->eps,
+                              .weight_decay = (float)o->weight_decay,
+                              .max_grad_norm = (float)o->clip,
+                              .kind = t->ck.state.opt.kind,
+                              .momentum = (float)o->of.momentum,
+                              .nesterov = o->of.nesterov,
+                              .lr_scale = t->lr_scale};
         train_feed feed = {r,
                            t->ld,
                            t->d_images,
@@ -557,7 +572,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                     .debug_nan_rank = 0,
                     .ckpt_minutes = 30,
                     .ema = {.decay = SV_EMA_DEFAULT_DECAY},
-                    .preempt_signal = "TERM,INT,USR1"};
+                    .preempt_signal = "TERM,INT,USR1",
+                    .of = SV_TRAIN_OPTIM_FLAGS_DEFAULT};
     /* clang-format off: one flag per line */
     sv_flag flags[] = {
         SV_RUN_FLAGS(o.run),
@@ -571,13 +587,15 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
          "optimizer steps (-1: use --epochs; 0: none, e.g. --init-from + --save-params)", 0},
         {"epochs", SV_FLAG_INT, &o.epochs, 0, 100000, "epochs when --steps is -1 (0 = 1)", 0},
         {"lr", SV_FLAG_DOUBLE, &o.lr, 0, 10, "peak learning rate", 0},
-        {"min-lr", SV_FLAG_DOUBLE, &o.min_lr, 0, 10, "final learning rate of the cosine schedule", 0},
+        {"min-lr", SV_FLAG_DOUBLE, &o.min_lr, 0, 10, "final learning rate of the cosine / poly schedule", 0},
         {"warmup", SV_FLAG_INT, &o.warmup, 0, 1 << 30, "linear warmup steps", 0},
-        {"weight-decay", SV_FLAG_DOUBLE, &o.weight_decay, 0, 10, "AdamW decoupled weight decay", 0},
-        {"beta1", SV_FLAG_DOUBLE, &o.beta1, 0, 0.999999, "AdamW beta1", 0},
-        {"beta2", SV_FLAG_DOUBLE, &o.beta2, 0, 0.999999999, "AdamW beta2", 0},
-        {"eps", SV_FLAG_DOUBLE, &o.eps, 1e-30, 1, "AdamW epsilon", 0},
+        {"weight-decay", SV_FLAG_DOUBLE, &o.weight_decay, 0, 10,
+         "weight decay (decoupled: AdamW, Lion; coupled: SGD, LAMB)", 0},
+        {"beta1", SV_FLAG_DOUBLE, &o.beta1, 0, 0.999999, "beta1 of AdamW, LAMB, Lion", 0},
+        {"beta2", SV_FLAG_DOUBLE, &o.beta2, 0, 0.999999999, "beta2 of AdamW, LAMB, Lion (unset: 0.99 for Lion)", 0},
+        {"eps", SV_FLAG_DOUBLE, &o.eps, 1e-30, 1, "AdamW / LAMB epsilon (unset: 1e-6 for LAMB)", 0},
         {"clip", SV_FLAG_DOUBLE, &o.clip, 0, 1e9, "global gradient-norm clip (0 = off)", 0},
+        SV_TRAIN_OPTIM_FLAGS(o.of),
         {"smoothing", SV_FLAG_DOUBLE, &o.smoothing, 0, 0.999, "label smoothing", 0},
         {"drop-path", SV_FLAG_DOUBLE, &o.drop_path, 0, 0.999,
          "stochastic depth rate (timm --drop-path; linear over blocks)", 0},
@@ -661,6 +679,10 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     }
     o.ema.on = o.run.model_ema;
     if ((rc = sv_train_ema_check(&o.ema)) != 0) return rc;
+    if (sv_train_optim_check(&o.of, flags, &o.warmup, &o.beta2, &o.eps) != SV_OK) {
+        fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
+        return 2;
+    }
     sv_preempt pre;
     if (sv_preempt_parse(o.preempt_signal, &pre) != SV_OK) {
         fprintf(stderr, "shardvit train: %s\n", sv_err_msg());

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckpt/ckpt_optim.h"
 #include "core/status.h"
 #include "fsdp/fsdp.h"
 #include "fsdp/load.h"
@@ -52,9 +53,11 @@ typedef struct sv_ckpt_train_state {
     double lr, min_lr;
     int64_t warmup;
     int64_t global_batch;
-    int ema;          /* 1: the shards also hold the weight EMA (index.json "model_ema"; fsdp/ema.h) */
-    double ema_decay; /* informational: --model-ema-decay of the run that saved */
-    int ema_warmup;   /* informational: --model-ema-warmup */
+    int ema;           /* 1: the shards also hold the weight EMA (index.json "model_ema"; fsdp/ema.h) */
+    double ema_decay;  /* informational: --model-ema-decay of the run that saved */
+    int ema_warmup;    /* informational: --model-ema-warmup */
+    sv_lr_sched sched; /* the whole schedule (ckpt/ckpt_optim.h) */
+    sv_ckpt_optim opt; /* update rule and hyper-parameters */
 } sv_ckpt_train_state;
 
 typedef struct sv_ckpt_tensor {

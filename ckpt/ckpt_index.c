@@ -185,13 +185,15 @@ sv_status sv_ckpt_index_store(const sv_ckpt_index *idx, const char *dir) {
     sv_json_obj_end(&w);
     sv_json_key(&w, "lr_schedule");
     sv_json_obj_begin(&w);
-    sv_json_key(&w, "kind"), sv_json_str(&w, "warmup_cosine");
+    sv_json_key(&w, "kind"), sv_json_str(&w, sv_ckpt_sched_kind(&s->sched));
     sv_json_key(&w, "step"), sv_json_i64(&w, s->step);
     sv_json_key(&w, "total_steps"), sv_json_i64(&w, s->total_steps);
     sv_json_key(&w, "lr"), sv_json_f64(&w, s->lr);
     sv_json_key(&w, "min_lr"), sv_json_f64(&w, s->min_lr);
     sv_json_key(&w, "warmup"), sv_json_i64(&w, s->warmup);
+    sv_ckpt_sched_write(&w, &s->sched);
     sv_json_obj_end(&w);
+    sv_ckpt_optim_write(&w, &s->opt);
     sv_json_key(&w, "global_batch"), sv_json_i64(&w, s->global_batch);
     if (s->ema) { /* only then: indexes without EMA stay as they were */
         sv_json_key(&w, "model_ema");
@@ -298,6 +300,8 @@ static sv_status parse_state(const sv_json *root, sv_ckpt_train_state *s, const 
     SV_TRY(sv_json_get_f64(lr, "lr", &s->lr));
     SV_TRY(sv_json_get_f64(lr, "min_lr", &s->min_lr));
     SV_TRY(get_int(lr, "warmup", 0, INT64_MAX, &s->warmup));
+    SV_TRY(sv_ckpt_sched_parse(lr, &s->sched));
+    SV_TRY(sv_ckpt_optim_parse(root, &s->opt));
     SV_TRY(sv_json_opt_i64(root, "global_batch", 0, &s->global_batch));
     const sv_json *ema = sv_json_member_get(root, "model_ema");
     s->ema = ema != NULL;

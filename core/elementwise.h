@@ -6,6 +6,7 @@
 #define SV_CORE_ELEMENTWISE_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -170,6 +171,77 @@ SV_HD float sv_ema_elem(float e, float x, float w) {
 #else
     return w < 0.5f ? e + w * (x - e) : x - (x - e) * (1.0f - w);
 #endif
+}
+
+/* ---- SGD, Lion, LAMB (fsdp/optim.h drives them; one tensor piece per call) ----
+ * `g` is scaled by grad_scale (the clipping coefficient) first, as in sv_adamw_elem; `wd` is the
+ * piece's weight decay (0 for no-decay tensors) and lr the piece's learning rate (layer decay
+ * folded in). The expressions follow the reference implementations operation for operation. */
+typedef struct sv_optim_hparams {
+    float lr, beta1, beta2, eps;
+    float bc1, bc2_sqrt; /* LAMB: 1 - b1^t and sqrt(1 - b2^t) */
+    float grad_scale;
+    float momentum; /* SGD */
+    int nesterov;   /* SGD */
+    float trust;    /* LAMB apply: the tensor's trust ratio */
+} sv_optim_hparams;
+
+/* torch.optim.SGD (dampening 0): g += wd p; buf = momentum buf + g (buf starts at zero, so the
+ * first step gives buf = g exactly as torch's clone); d = nesterov ? g + momentum buf : buf;
+ * p -= lr d. */
+SV_HD void sv_sgd_elem(float *p, float *m, float g, const sv_optim_hparams *h, float wd) {
+    g *= h->grad_scale;
+    float pv = *p;
+    g = g + wd * pv;
+    float buf = h->momentum * *m + g;
+    float d = h->nesterov ? g + h->momentum * buf : buf;
+    *p = pv - h->lr * d;
+    *m = buf;
+}
+
+/* Lion (timm.optim.Lion, Chen et al. 2023): p *= 1 - lr wd; p -= lr sign(b1 m + (1-b1) g);
+ * m = b2 m + (1-b2) g. sign(0) = 0. */
+SV_HD void sv_lion_elem(float *p, float *m, float g, const sv_optim_hparams *h, float wd) {
+    g *= h->grad_scale;
+    float pv = *p * (1.0f - h->lr * wd);
+    float c = h->beta1 * *m + (1.0f - h->beta1) * g;
+    float sgn = c > 0.0f ? 1.0f : (c < 0.0f ? -1.0f : 0.0f);
+    *p = pv - h->lr * sgn;
+    *m = h->beta2 * *m + (1.0f - h->beta2) * g;
+}
+
+/* LAMB, first pass (timm.optim.Lamb, bias correction on, grad averaging on): the moments, then
+ * the update u = (m / bc1) / (sqrt(v) / sqrt(bc2) + eps) + wd p, written over the gradient
+ * (the caller takes the tensor's norms of p and u, then applies sv_lamb_apply_elem). */
+SV_HD void sv_lamb_update_elem(const float *p, float *g, float *m, float *v, const sv_optim_hparams *h, float wd) {
+    float gv = *g * h->grad_scale;
+    float mv = h->beta1 * *m + (1.0f - h->beta1) * gv;
+    float vv = h->beta2 * *v + (1.0f - h->beta2) * gv * gv;
+    float u = (mv / h->bc1) / (sqrtf(vv) / h->bc2_sqrt + h->eps);
+    *g = u + wd * *p;
+    *m = mv;
+    *v = vv;
+}
+
+/* LAMB, second pass: p -= lr (trust u). */
+SV_HD void sv_lamb_apply_elem(float *p, float u, const sv_optim_hparams *h) { *p = *p - h->lr * (h->trust * u); }
+
+/* One element of backend op sv_be_optim_elem: which rule, on element i of a piece. */
+typedef enum sv_optim_op {
+    SV_OPTIM_OP_SGD = 0,
+    SV_OPTIM_OP_LION,
+    SV_OPTIM_OP_LAMB_UPDATE,
+    SV_OPTIM_OP_LAMB_APPLY
+} sv_optim_op;
+
+SV_HD void sv_optim_op_elem(int op, float *p, float *g, float *m, float *v, size_t i, const sv_optim_hparams *h,
+                            float wd) {
+    switch (op) {
+    case SV_OPTIM_OP_SGD: sv_sgd_elem(&p[i], &m[i], g[i], h, wd); break;
+    case SV_OPTIM_OP_LION: sv_lion_elem(&p[i], &m[i], g[i], h, wd); break;
+    case SV_OPTIM_OP_LAMB_UPDATE: sv_lamb_update_elem(&p[i], &g[i], &m[i], &v[i], h, wd); break;
+    default: sv_lamb_apply_elem(&p[i], g[i], h); break;
+    }
 }
 
 /* ---- label-smoothed cross-entropy target for class k ----

@@ -185,12 +185,19 @@ sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_
 /* Forward only (evaluation): logits left in f->model->logits. */
 sv_status sv_fsdp_forward(sv_fsdp *f, const float *images);
 
+/* The update rule (fsdp/optim.h: names, SGD / Lion / LAMB on the shards). */
+typedef enum sv_opt_kind { SV_OPT_ADAMW = 0, SV_OPT_LAMB, SV_OPT_SGD, SV_OPT_LION } sv_opt_kind;
+
 typedef struct sv_optim_config {
     float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clipping */
+    sv_opt_kind kind;                                         /* default (0): AdamW */
+    float momentum;                                           /* SGD */
+    int nesterov;                                             /* SGD */
+    const float *lr_scale; /* [L.n_params] per-tensor LR multiplier (layer decay); NULL: 1 */
 } sv_optim_config;
 
 /* Global gradient norm (deterministic), non-finite check (skip: state untouched), clipping,
- * AdamW on the shards. *grad_norm: the pre-clip norm; *skipped: 1 when the step was skipped. */
+ * the update rule on the shards. *grad_norm: the pre-clip norm; *skipped: 1 when skipped. */
 sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *grad_norm, int *skipped);
 
 /* Bytes of persistent per-rank state (master + m + v + grad shards) by formula. */

@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "fsdp/fsdp.h"
+#include "fsdp/optim.h"
 
 sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *grad_norm, int *skipped) {
     double t0 = f->trace ? sv_trace_now(f->trace) : 0.0;
@@ -40,6 +41,10 @@ sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *
     float clip = 1.0f;
     if (oc->max_grad_norm > 0 && norm > oc->max_grad_norm) clip = (float)(oc->max_grad_norm / (norm + 1e-6));
     long t = step + 1 - (long)f->ctr.skipped_steps; /* AdamW's step count: applied updates */
+    if (oc->kind != SV_OPT_ADAMW) {
+        SV_TRY(sv_fsdp_optim_rule_step(f, oc, clip, t));
+        goto done;
+    }
     sv_adamw_hparams h = {
         .lr = oc->lr,
         .beta1 = oc->beta1,
@@ -59,9 +64,12 @@ sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *
             if (!p.count) continue;
             float wd = f->L.params[e->param].no_decay ? 0.0f : oc->weight_decay;
             size_t o = p.shard_offset;
-            SV_TRY(sv_be_adamw(f->be, s->master + o, s->grad + o, s->m + o, s->v + o, p.count, &h, wd));
+            sv_adamw_hparams hp = h;
+            if (oc->lr_scale) hp.lr = oc->lr * oc->lr_scale[e->param];
+            SV_TRY(sv_be_adamw(f->be, s->master + o, s->grad + o, s->m + o, s->v + o, p.count, &hp, wd));
         }
     }
+done:
     if (f->trace) {
         SV_TRY(sv_be_sync(f->be));
         sv_trace_add(f->trace, "optimizer", "optim", SV_TRACE_OPTIM, -1, t0, sv_trace_now(f->trace));

@@ -58,6 +58,7 @@ static const char *missing_entry(const sv_backend_ops *o) {
     NEED(sigmoid_bce);
     NEED(adamw);
     NEED(ema);
+    NEED(optim_elem);
 #undef NEED
     if (!o->host_alloc != !o->host_free) return "host_alloc/host_free (both or neither)";
     return NULL;
@@ -303,4 +304,9 @@ sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float 
 }
 sv_status sv_be_ema(sv_backend *be, float *e, const float *x, size_t n, float w) {
     return n ? CALL(ema, e, x, n, w) : SV_OK;
+}
+sv_status sv_be_optim_elem(sv_backend *be, int op, float *p, float *g, float *m, float *v, size_t n,
+                           const sv_optim_hparams *h, float weight_decay) {
+    if (op < SV_OPTIM_OP_SGD || op > SV_OPTIM_OP_LAMB_APPLY) return SV_FAIL(SV_ERR_INVALID, "optim_elem: op %d", op);
+    return n ? CALL(optim_elem, op, p, g, m, v, n, h, weight_decay) : SV_OK;
 }

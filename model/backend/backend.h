@@ -244,6 +244,12 @@ sv_status sv_be_sigmoid_bce(sv_backend *be, float *losses, void *d_logits, const
  * `weight_decay` is the decay for this range (0 for biases, norms, pos_embed, cls_token). */
 sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h,
                       float weight_decay);
+/* SGD / Lion / LAMB rule `op` (sv_optim_op, core/elementwise.h) on a contiguous f32 range, element
+ * by element (sv_optim_op_elem). SGD and Lion read g and update p, m; LAMB_UPDATE updates m, v and
+ * overwrites g with the update; LAMB_APPLY reads the update from g and updates p. v is unused
+ * (may be NULL) except by LAMB_UPDATE. */
+sv_status sv_be_optim_elem(sv_backend *be, int op, float *p, float *g, float *m, float *v, size_t n,
+                           const sv_optim_hparams *h, float weight_decay);
 
 /* Weight EMA on a contiguous f32 range: e[i] = sv_ema_elem(e[i], x[i], w), w = 1 - decay
  * (core/elementwise.h; fsdp/ema.h). e and x (n) device, distinct. */

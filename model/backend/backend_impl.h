@@ -80,6 +80,8 @@ typedef struct sv_backend_ops {
     sv_status (*adamw)(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
                        const sv_adamw_hparams *h, float weight_decay);
     sv_status (*ema)(sv_backend *be, float *e, const float *x, size_t n, float w);
+    sv_status (*optim_elem)(sv_backend *be, int op, float *p, float *g, float *m, float *v, size_t n,
+                            const sv_optim_hparams *h, float weight_decay);
 } sv_backend_ops;
 
 /* Base of every backend instance (first member of the implementation's struct). */

@@ -464,6 +464,47 @@ static void test_ema(pair *P) {
     free(e0), free(x);
 }
 
+/* SGD (Nesterov), Lion, LAMB's two passes: sv_be_optim_elem on both backends. */
+static void test_optim_elem(pair *P) {
+    const size_t n = 5003;
+    float *p0 = hrand(n, 1.0f), *g0 = hrand(n, 0.1f), *m0 = hrand(n, 0.01f), *v0 = hrand(n, 0.001f);
+    for (size_t i = 0; i < n; i++) v0[i] = fabsf(v0[i]);
+    sv_optim_hparams h = {.lr = 1e-3f,
+                          .beta1 = 0.9f,
+                          .beta2 = 0.99f,
+                          .eps = 1e-6f,
+                          .bc1 = 1.0f - 0.9f * 0.9f,
+                          .bc2_sqrt = sqrtf(1.0f - 0.99f * 0.99f),
+                          .grad_scale = 0.5f,
+                          .momentum = 0.9f,
+                          .nesterov = 1,
+                          .trust = 0.7f};
+    static const char *const names[] = {"sgd", "lion", "lamb_update+apply"};
+    for (int k = 0; k < 3; k++) {
+        OUT(p, n);
+        OUT(m, n);
+        OUT(v, n);
+        OUT(g, n);
+        BOTH(P, c, {
+            float *dp = fbuf(c, p0, n), *dg = fbuf(c, g0, n), *dm = fbuf(c, m0, n), *dv = fbuf(c, v0, n);
+            if (k < 2) {
+                CHECK_OK(
+                    sv_be_optim_elem(c->be, k == 0 ? SV_OPTIM_OP_SGD : SV_OPTIM_OP_LION, dp, dg, dm, dv, n, &h, 0.05f));
+            } else {
+                CHECK_OK(sv_be_optim_elem(c->be, SV_OPTIM_OP_LAMB_UPDATE, dp, dg, dm, dv, n, &h, 0.05f));
+                CHECK_OK(sv_be_optim_elem(c->be, SV_OPTIM_OP_LAMB_APPLY, dp, dg, dm, dv, n, &h, 0.05f));
+            }
+            get_f(c, p[b_], dp, n), get_f(c, m[b_], dm, n), get_f(c, v[b_], dv, n), get_f(c, g[b_], dg, n);
+        });
+        CMP(P, names[k], "p", p, n, 1e-6);
+        CMP(P, names[k], "m", m, n, 1e-6);
+        CMP(P, names[k], "v", v, n, 1e-6);
+        CMP(P, names[k], "g", g, n, 1e-6);
+        FREE2(p), FREE2(m), FREE2(v), FREE2(g);
+    }
+    free(p0), free(g0), free(m0), free(v0);
+}
+
 static void run_variant(sv_dtype dt, int attn_fallback, int attention_only) {
     pair P;
     memset(&P, 0, sizeof P);
@@ -490,6 +531,7 @@ static void run_variant(sv_dtype dt, int attn_fallback, int attention_only) {
         test_recipe(&P, 3, 50, 96, 37);
         test_adamw(&P);
         test_ema(&P);
+        test_optim_elem(&P);
     }
     test_attention(&P, 2, 65, 128, 4);  /* dh 32 */
     test_attention(&P, 2, 197, 192, 3); /* ViT-Ti/16 at 224: dh 64 */

@@ -142,6 +142,39 @@ static sv_status cpu_ema(sv_backend *be, float *e, const float *x, size_t n, flo
     return SV_OK;
 }
 
+/* The rules of sv_optim_op_elem, one loop per rule (the switch hoisted out of the loop). */
+static void optim_range(int op, float *p, float *g, float *m, float *v, size_t a, size_t b, const sv_optim_hparams *h,
+                        float wd) {
+    const sv_optim_hparams hp = *h;
+    switch (op) {
+    case SV_OPTIM_OP_SGD:
+        for (size_t i = a; i < b; i++) sv_sgd_elem(&p[i], &m[i], g[i], &hp, wd);
+        break;
+    case SV_OPTIM_OP_LION:
+        for (size_t i = a; i < b; i++) sv_lion_elem(&p[i], &m[i], g[i], &hp, wd);
+        break;
+    case SV_OPTIM_OP_LAMB_UPDATE:
+        for (size_t i = a; i < b; i++) sv_lamb_update_elem(&p[i], &g[i], &m[i], &v[i], &hp, wd);
+        break;
+    default:
+        for (size_t i = a; i < b; i++) sv_lamb_apply_elem(&p[i], g[i], &hp);
+        break;
+    }
+}
+
+static sv_status cpu_optim_elem(sv_backend *be, int op, float *p, float *g, float *m, float *v, size_t n,
+                                const sv_optim_hparams *h, float weight_decay) {
+    const sv_cpu_backend *c = sv_cpu(be);
+    int nt = sv_cpu_nt(c, 8 * n);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int t = 0; t < nt; t++) {
+        size_t a, b;
+        sv_cpu_range(n, nt, t, &a, &b);
+        optim_range(op, p, g, m, v, a, b, h, weight_decay);
+    }
+    return SV_OK;
+}
+
 sv_status sv_cpu_backend_set_isa(sv_backend *be, const char *isa) {
     const sv_cpu_kernels *k = sv_cpu_kernels_pick(isa);
     if (!k)
@@ -207,6 +240,7 @@ static const sv_backend_ops sv_cpu_ops = {
     .sigmoid_bce = sv_cpu_sigmoid_bce,
     .adamw = cpu_adamw,
     .ema = cpu_ema,
+    .optim_elem = cpu_optim_elem,
 };
 
 /* "model name" from /proc/cpuinfo; "unknown CPU" where it is unreadable (not an error: the

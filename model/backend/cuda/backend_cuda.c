@@ -270,6 +270,10 @@ static sv_status cuda_adamw(sv_backend *be, float *p, const float *g, float *m, 
 static sv_status cuda_ema(sv_backend *be, float *e, const float *x, size_t n, float w) {
     return sv_cuda_launch_check(sv_cuk_ema(CB->stream, e, x, n, w), "ema");
 }
+static sv_status cuda_optim_elem(sv_backend *be, int op, float *p, float *g, float *m, float *v, size_t n,
+                                 const sv_optim_hparams *h, float weight_decay) {
+    return sv_cuda_launch_check(sv_cuk_optim_elem(CB->stream, op, p, g, m, v, n, h, weight_decay), "optim_elem");
+}
 #undef CB
 
 static const sv_backend_ops cuda_ops = {
@@ -317,6 +321,7 @@ static const sv_backend_ops cuda_ops = {
     .sigmoid_bce = cuda_sigmoid_bce,
     .adamw = cuda_adamw,
     .ema = cuda_ema,
+    .optim_elem = cuda_optim_elem,
 };
 
 static sv_status cuda_init(sv_cuda_backend *cb, const sv_backend_config *cfg) {

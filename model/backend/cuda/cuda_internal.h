@@ -82,6 +82,9 @@ struct sv_adamw_hparams;
 cudaError_t sv_cuk_adamw(cudaStream_t s, float *p, const float *g, float *m, float *v, size_t n,
                          const struct sv_adamw_hparams *h, float weight_decay);
 cudaError_t sv_cuk_ema(cudaStream_t s, float *e, const float *x, size_t n, float w);
+struct sv_optim_hparams;
+cudaError_t sv_cuk_optim_elem(cudaStream_t s, int op, float *p, float *g, float *m, float *v, size_t n,
+                              const struct sv_optim_hparams *h, float weight_decay);
 
 /* Plain attention (attention_fallback.cu). qkv (B,T,3D), out (B,T,D) compute dtype;
  * lse (B,H,T) f32 = natural-log log-sum-exp of the scaled scores per query row (the same

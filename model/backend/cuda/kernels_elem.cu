@@ -167,3 +167,11 @@ extern "C" cudaError_t sv_cuk_ema(cudaStream_t s, float *e, const float *x, size
     k_ema<<<sv_cuk_blocks(n), SV_CUK_THREADS, 0, s>>>(e, x, n, w);
     return cudaGetLastError();
 }
+__global__ void k_optim_elem(int op, float *p, float *g, float *m, float *v, size_t n, sv_optim_hparams h, float wd) {
+    SV_CUK_FOR(i, n) sv_optim_op_elem(op, p, g, m, v, i, &h, wd);
+}
+extern "C" cudaError_t sv_cuk_optim_elem(cudaStream_t s, int op, float *p, float *g, float *m, float *v, size_t n,
+                                         const struct sv_optim_hparams *h, float weight_decay) {
+    k_optim_elem<<<sv_cuk_blocks(n), SV_CUK_THREADS, 0, s>>>(op, p, g, m, v, n, *h, weight_decay);
+    return cudaGetLastError();
+}

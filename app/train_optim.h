@@ -1,0 +1,58 @@
+/* shardvit train: the optimizer and LR-schedule flags of the timm recipe layer (docs/training.md
+ * "Optimisation", "Learning-rate schedule"): their table entries, validation, the per-tensor
+ * layer-decay multipliers and the schedule in optimizer steps. */
+#ifndef SV_APP_TRAIN_OPTIM_H
+#define SV_APP_TRAIN_OPTIM_H
+
+#include "app/flags.h"
+#include "ckpt/ckpt_optim.h"
+#include "core/lr_sched.h"
+
+typedef struct sv_train_optim_flags {
+    const char *opt, *sched, *milestones;
+    double momentum, layer_decay;
+    int nesterov;
+    double warmup_epochs, warmup_lr, cooldown_epochs, decay_epochs, decay_rate, poly_power;
+    int warmup_prefix;
+} sv_train_optim_flags;
+
+#define SV_TRAIN_OPTIM_FLAGS_DEFAULT \
+    { \
+        .opt = "adamw", .sched = "cosine", .milestones = "90,180,270", .momentum = 0.9, .decay_epochs = 90, \
+        .decay_rate = 0.1 \
+    }
+
+/* clang-format off */
+#define SV_TRAIN_OPTIM_FLAGS(o) \
+    {"opt", SV_FLAG_STR, &(o).opt, 0, 0, "optimizer: adamw | lamb | sgd | lion (timm --opt; sgd = torch SGD, see --nesterov)", 0}, \
+    {"momentum", SV_FLAG_DOUBLE, &(o).momentum, 0, 0.999999, "SGD momentum (timm --momentum)", 0}, \
+    {"nesterov", SV_FLAG_BOOL, &(o).nesterov, 0, 1, "SGD: Nesterov momentum (timm --opt sgd / nesterov; plain = timm momentum)", 0}, \
+    {"layer-decay", SV_FLAG_DOUBLE, &(o).layer_decay, 0, 1, "layer-wise LR decay: lr x F^(depth+1-layer) (0 = off; timm --layer-decay)", 0}, \
+    {"sched", SV_FLAG_STR, &(o).sched, 0, 0, "LR schedule: cosine | step | multistep | poly | constant (per optimizer step)", 0}, \
+    {"warmup-epochs", SV_FLAG_DOUBLE, &(o).warmup_epochs, 0, 1e6, "timm-form linear warmup over this many epochs (instead of --warmup steps)", 0}, \
+    {"warmup-lr", SV_FLAG_DOUBLE, &(o).warmup_lr, 0, 10, "learning rate the warmup starts from", 0}, \
+    {"warmup-prefix", SV_FLAG_BOOL, &(o).warmup_prefix, 0, 1, "with --warmup-epochs: the decay starts after the warmup, which adds to the epochs", 0}, \
+    {"cooldown-epochs", SV_FLAG_DOUBLE, &(o).cooldown_epochs, 0, 1e6, "epochs at the final LR after the schedule (added to --epochs)", 0}, \
+    {"decay-epochs", SV_FLAG_DOUBLE, &(o).decay_epochs, 1e-9, 1e9, "step schedule: decay interval in epochs", 0}, \
+    {"decay-milestones", SV_FLAG_STR, &(o).milestones, 0, 0, "multistep schedule: comma list of epochs to decay at", 0}, \
+    {"decay-rate", SV_FLAG_DOUBLE, &(o).decay_rate, 0, 1e6, "step / multistep: LR factor per decay (poly: the power unless --poly-power)", 0}, \
+    {"poly-power", SV_FLAG_DOUBLE, &(o).poly_power, 0, 1e6, "poly schedule power (0: --decay-rate, as timm)", 0}
+/* clang-format on */
+
+/* Right after parsing: checks values and combinations (message names the flag) and fills the
+ * update rule's own defaults where the flag was not given (Lion beta2 0.99, LAMB eps 1e-6, as
+ * timm's optimizer classes). *warmup is --warmup, set to 0 when --warmup-epochs is used. */
+sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *flags, int *warmup, double *beta2,
+                               double *eps);
+
+/* The schedule in optimizer steps for `spe` steps per epoch, and the run's length *total:
+ * --steps when >= 0, else (epochs [+ warmup epochs with --warmup-prefix] + cooldown epochs) x spe.
+ * lr/min_lr/warmup are --lr, --min-lr, --warmup. */
+sv_status sv_train_sched_build(const sv_train_optim_flags *of, double lr, double min_lr, int warmup, long long steps,
+                               int epochs, uint64_t spe, long *total, sv_lr_sched *out);
+
+/* The record of the update rule for the checkpoint index. */
+sv_ckpt_optim sv_train_optim_record(const sv_train_optim_flags *of, double beta1, double beta2, double eps,
+                                    double weight_decay);
+
+#endif

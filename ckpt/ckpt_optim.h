@@ -1,0 +1,38 @@
+/* The optimizer and LR-schedule records of a checkpoint's index.json (docs/checkpoints.md):
+ *
+ *   "lr_schedule": {..., "warmup_form": "steps"|"timm", "warmup_lr", "warmup_prefix",
+ *                   "t_initial", "cooldown", "decay_steps", "decay_milestones": [...],
+ *                   "decay_rate", "power"}   (beside the original kind/total_steps/lr/min_lr/warmup;
+ *                   "kind" is "warmup_cosine" for the --warmup-steps cosine, else the --sched name)
+ *   "optimizer":   {"kind": "adamw"|"lamb"|"sgd"|"lion", "beta1", "beta2", "eps",
+ *                   "weight_decay", "momentum", "nesterov", "layer_decay"}
+ *
+ * Both are optional on read: an index without them was written by AdamW with the warmup-steps
+ * cosine, which is what the defaults below describe. */
+#ifndef SV_CKPT_CKPT_OPTIM_H
+#define SV_CKPT_CKPT_OPTIM_H
+
+#include "core/json.h"
+#include "core/lr_sched.h"
+#include "fsdp/fsdp.h"
+
+typedef struct sv_ckpt_optim {
+    sv_opt_kind kind;
+    double beta1, beta2, eps, weight_decay, momentum, layer_decay; /* layer_decay 0: off */
+    int nesterov;
+} sv_ckpt_optim;
+
+/* The "kind" string of the lr_schedule object. */
+const char *sv_ckpt_sched_kind(const sv_lr_sched *s);
+/* Extra members of the open lr_schedule object / the "optimizer" member of the open root. */
+void sv_ckpt_sched_write(sv_json_writer *w, const sv_lr_sched *s);
+void sv_ckpt_optim_write(sv_json_writer *w, const sv_ckpt_optim *o);
+/* Read them back (missing: defaults); lr_schedule is the parsed lr_schedule object. */
+sv_status sv_ckpt_sched_parse(const sv_json *lr_schedule, sv_lr_sched *s);
+sv_status sv_ckpt_optim_parse(const sv_json *root, sv_ckpt_optim *o);
+
+/* Resume check: a checkpoint written by another update rule is refused (its m / v mean something
+ * else); other hyper-parameter changes are logged. `now` is this run's configuration. */
+sv_status sv_ckpt_optim_check_resume(const sv_ckpt_optim *ckpt, const sv_ckpt_optim *now);
+
+#endif

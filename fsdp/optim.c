@@ -1,0 +1,126 @@
+/* SGD, Lion and LAMB on the shards; layer-wise LR decay (fsdp/optim.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp/optim.h"
+
+static const char *const opt_names[] = {"adamw", "lamb", "sgd", "lion"};
+
+const char *sv_opt_name(sv_opt_kind k) {
+    return (unsigned)k < sizeof opt_names / sizeof opt_names[0] ? opt_names[k] : "?";
+}
+
+sv_status sv_opt_parse(const char *s, sv_opt_kind *out) {
+    for (int k = 0; k < (int)(sizeof opt_names / sizeof opt_names[0]); k++)
+        if (s && !strcmp(s, opt_names[k])) {
+            *out = (sv_opt_kind)k;
+            return SV_OK;
+        }
+    return SV_FAIL(SV_ERR_INVALID, "--opt: invalid value '%s' (expected adamw, lamb, sgd or lion)", s ? s : "");
+}
+
+int sv_layer_decay_layer(const sv_param_info *p, int depth) {
+    if (p->group >= 0) return p->group + 1;
+    if (!strncmp(p->name, "patch_embed.", 12) || !strcmp(p->name, "cls_token") || !strcmp(p->name, "pos_embed"))
+        return 0;
+    if (!strncmp(p->name, "norm.", 5)) return depth; /* timm's ViT group_matcher: MATCH_PREV_GROUP */
+    return depth + 1;
+}
+
+void sv_layer_decay_scales(const sv_layout *L, double decay, float *out) {
+    for (int k = 0; k < L->n_params; k++)
+        out[k] = (float)pow(decay, (double)(L->cfg.depth + 1 - sv_layer_decay_layer(&L->params[k], L->cfg.depth)));
+}
+
+static float piece_lr(const sv_optim_config *oc, int param) {
+    return oc->lr_scale ? oc->lr * oc->lr_scale[param] : oc->lr;
+}
+
+/* One pass of rule `op` over every piece of this rank's shards; LAMB_APPLY takes each tensor's
+ * trust ratio from trust[param]. */
+static sv_status each_piece(sv_fsdp *f, const sv_optim_config *oc, int op, const sv_optim_hparams *h0,
+                            const float *trust) {
+    for (int u = 0; u < f->L.n_units; u++) {
+        const sv_unit *un = &f->L.units[u];
+        sv_unit_state *s = &f->us[u];
+        for (int k = 0; k < un->n_entries; k++) {
+            const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
+            sv_shard_piece p = sv_layout_piece(un, e, f->shard_rank);
+            if (!p.count) continue;
+            float wd = f->L.params[e->param].no_decay ? 0.0f : oc->weight_decay;
+            sv_optim_hparams h = *h0;
+            h.lr = piece_lr(oc, e->param);
+            if (trust) h.trust = trust[e->param];
+            size_t o = p.shard_offset;
+            SV_TRY(sv_be_optim_elem(f->be, op, s->master + o, s->grad + o, s->m + o, s->v + o, p.count, &h, wd));
+        }
+    }
+    return SV_OK;
+}
+
+/* LAMB's trust ratio of every tensor from the per-tensor squared norms of the weights and of the
+ * update (the update already sits in the gradient shard). timm.optim.Lamb: ||w|| / ||u||, 1 when
+ * either norm is 0; tensors without weight decay are not adapted (ratio 1). */
+static sv_status lamb_trust(sv_fsdp *f, const sv_optim_config *oc, float *trust) {
+    int n = f->L.n_params;
+    double *loc = calloc((size_t)2 * n, sizeof *loc);
+    double *all = malloc((size_t)2 * n * (size_t)f->shard_size * sizeof *all);
+    sv_status st = loc && all ? SV_OK : SV_FAIL(SV_ERR_OOM, "LAMB norm partials of %d tensors", n);
+    for (int u = 0; u < f->L.n_units && st == SV_OK; u++) {
+        const sv_unit *un = &f->L.units[u];
+        for (int k = 0; k < un->n_entries && st == SV_OK; k++) {
+            const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
+            sv_shard_piece p = sv_layout_piece(un, e, f->shard_rank);
+            if (!p.count) continue;
+            double w2, u2;
+            st = sv_be_sumsq_f32(f->be, f->us[u].master + p.shard_offset, p.count, &w2);
+            if (st == SV_OK) st = sv_be_sumsq_f32(f->be, f->us[u].grad + p.shard_offset, p.count, &u2);
+            loc[2 * e->param] += w2;
+            loc[2 * e->param + 1] += u2;
+        }
+    }
+    sv_comm_req req;
+    if (st == SV_OK) st = sv_comm_all_gather(f->shard, all, loc, (size_t)2 * n, SV_COMM_F64, &req);
+    if (st == SV_OK) st = sv_comm_wait(f->shard, &req);
+    for (int k = 0; k < n && st == SV_OK; k++) {
+        double w2 = 0.0, u2 = 0.0;
+        for (int r = 0; r < f->shard_size; r++) {
+            w2 += all[(size_t)r * 2 * n + 2 * k];
+            u2 += all[(size_t)r * 2 * n + 2 * k + 1];
+        }
+        float wn = (float)sqrt(w2), gn = (float)sqrt(u2);
+        int adapt = oc->weight_decay != 0.0f && !f->L.params[k].no_decay;
+        trust[k] = adapt && wn > 0.0f && gn > 0.0f ? wn / gn : 1.0f;
+    }
+    free(loc);
+    free(all);
+    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
+    return st;
+}
+
+sv_status sv_fsdp_optim_rule_step(sv_fsdp *f, const sv_optim_config *oc, float clip, long t) {
+    sv_optim_hparams h = {.lr = oc->lr,
+                          .beta1 = oc->beta1,
+                          .beta2 = oc->beta2,
+                          .eps = oc->eps,
+                          .bc1 = (float)(1.0 - pow(oc->beta1, (double)t)),
+                          .bc2_sqrt = (float)sqrt(1.0 - pow(oc->beta2, (double)t)),
+                          .grad_scale = clip,
+                          .momentum = oc->momentum,
+                          .nesterov = oc->nesterov,
+                          .trust = 1.0f};
+    switch (oc->kind) {
+    case SV_OPT_SGD: return each_piece(f, oc, SV_OPTIM_OP_SGD, &h, NULL);
+    case SV_OPT_LION: return each_piece(f, oc, SV_OPTIM_OP_LION, &h, NULL);
+    case SV_OPT_LAMB: break;
+    default: return SV_FAIL(SV_ERR_INVALID, "optimizer kind %d", (int)oc->kind);
+    }
+    SV_TRY(each_piece(f, oc, SV_OPTIM_OP_LAMB_UPDATE, &h, NULL));
+    float *trust = malloc((size_t)f->L.n_params * sizeof *trust);
+    if (!trust) return SV_FAIL(SV_ERR_OOM, "LAMB trust ratios");
+    sv_status st = lamb_trust(f, oc, trust);
+    if (st == SV_OK) st = each_piece(f, oc, SV_OPTIM_OP_LAMB_APPLY, &h, trust);
+    free(trust);
+    return st;
+}

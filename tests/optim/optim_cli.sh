@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Optimizer / schedule flags on the command line: --help lists them, bad values and combinations
+# fail with exit 2 and a message naming the flag, the checkpoint index records the optimizer and
+# the schedule, and a resume that changes --opt is refused (the same --opt resumes).
+SHARDVIT=$1
+source "$(dirname "$0")/../fsdp/lib.sh"
+SMALL="--model vit-28 --dim 12 --depth 1 --heads 2 --batch-size 24 --synth-samples 96 --log-every 1 --seed 3 --workers 1"
+fail=0
+help=$("$SHARDVIT" train --help 2>&1)
+for f in opt momentum nesterov layer-decay sched warmup-epochs warmup-lr warmup-prefix cooldown-epochs decay-epochs \
+    decay-milestones decay-rate poly-power; do
+    grep -q -- "--$f " <<<"$help" || { echo "FAIL: --help lacks --$f"; fail=1; }
+done
+# bad NAME EXPECTED-TEXT flags...: exit status 2 and the text on stderr
+bad() {
+    local want=$1
+    shift
+    local out rc=0
+    out=$("$SHARDVIT" train $SMALL --steps 1 "$@" 2>&1) || rc=$?
+    if [ "$rc" != 2 ] || ! grep -qF -- "$want" <<<"$out"; then
+        echo "FAIL: '$*' gave exit $rc, expected 2 with '$want':"
+        tail -3 <<<"$out"
+        fail=1
+    else
+        echo "refused as expected: $* -> $(grep -F -- "$want" <<<"$out" | head -1)"
+    fi
+}
+bad "--opt: invalid value 'adam'" --opt adam
+bad "--sched: invalid value 'cosin'" --sched cosin
+bad "--nesterov applies to --opt sgd only" --nesterov
+bad "--momentum applies to --opt sgd only" --opt lion --momentum 0.5
+bad "--nesterov needs --momentum > 0" --opt sgd --nesterov --momentum 0
+bad "give --warmup (steps) or --warmup-epochs, not both" --warmup 5 --warmup-epochs 1
+bad "--warmup-prefix needs --warmup-epochs" --warmup-prefix
+bad "--decay-milestones: '3,2' must be ascending" --sched multistep --decay-milestones 3,2
+bad "--decay-milestones: '1,x' is not a comma list" --sched multistep --decay-milestones 1,x
+bad "--layer-decay" --layer-decay 1.5
+bad "--momentum" --opt sgd --momentum 1.5
+bad "--sched poly: the power" --sched poly --decay-rate 0
+bad "no steps left to decay over" --sched cosine --steps 4 --warmup-epochs 1 --warmup-prefix
+
+# the index records the optimizer and the schedule
+A=$WORK/a
+"$SHARDVIT" train $SMALL --steps 4 --opt lamb --layer-decay 0.75 --sched step --decay-epochs 0.5 --out "$A" \
+    >"$WORK/a.log" 2>&1 || { echo "FAIL: lamb run"; tail -5 "$WORK/a.log"; exit 1; }
+"$PY" - "$A/checkpoints/step_00000004/index.json" <<'PYEOF' || fail=1
+import json, sys
+ix = json.load(open(sys.argv[1]))
+o, s = ix["optimizer"], ix["lr_schedule"]
+ok = o["kind"] == "lamb" and o["layer_decay"] == 0.75 and o["eps"] == 1e-6 and s["kind"] == "step" \
+    and s["decay_steps"] == 2 and s["warmup"] == 10
+print(("" if ok else "FAIL: ") + f"index records optimizer {o} and schedule {s['kind']}")
+sys.exit(0 if ok else 1)
+PYEOF
+# a changed optimizer is refused; the same one resumes
+rc=0
+out=$("$SHARDVIT" train $SMALL --steps 6 --opt sgd --sched step --decay-epochs 0.5 --out "$A" --resume auto 2>&1) || rc=$?
+if [ "$rc" != 2 ] || ! grep -qF "trained with --opt lamb but this run asks for --opt sgd" <<<"$out"; then
+    echo "FAIL: resume with a changed --opt gave exit $rc:"; tail -3 <<<"$out"; fail=1
+else
+    echo "resume with --opt sgd refused: $(grep -F -- "--opt lamb" <<<"$out" | head -1)"
+fi
+"$SHARDVIT" train $SMALL --steps 6 --opt lamb --layer-decay 0.75 --sched step --decay-epochs 0.5 --out "$A" \
+    --resume auto >"$WORK/a2.log" 2>&1 || { echo "FAIL: resume with the same --opt"; tail -5 "$WORK/a2.log"; fail=1; }
+grep -q "resume: step 4" "$WORK/a2.log" || { echo "FAIL: no resume from step 4"; fail=1; }
+[ "$fail" = 0 ] && echo "optim_cli: all passed"
+exit $fail
