@@ -19,7 +19,8 @@ static sv_status parse_minmax(const char *s, float mm[2]) {
     mm[1] = (float)b;
     return SV_OK;
 bad:
-    return SV_FAIL(SV_ERR_INVALID, "--cutmix-minmax: invalid value '%s' (expected MIN,MAX with 0 <= MIN < MAX <= 1)", s);
+    return SV_FAIL(SV_ERR_INVALID, "--cutmix-minmax: invalid value '%s' (expected MIN,MAX with 0 <= MIN < MAX <= 1)",
+                   s);
 }
 
 static int mix_mode(const char *s) {
@@ -33,11 +34,13 @@ sv_status sv_aug_flags_check(const sv_aug_flags *f, int mixing, int randaug_n) {
     float mm[2];
     if (f->cutmix_minmax) SV_TRY(parse_minmax(f->cutmix_minmax, mm));
     if (mix_mode(f->mixup_mode) < 0)
-        return SV_FAIL(SV_ERR_INVALID, "--mixup-mode: invalid value '%s' (expected batch, pair or elem)", f->mixup_mode);
+        return SV_FAIL(SV_ERR_INVALID, "--mixup-mode: invalid value '%s' (expected batch, pair or elem)",
+                       f->mixup_mode);
     int any_mix = mixing || f->cutmix_minmax;
     if (!any_mix && (f->mixup_mode || f->mixup_off_epoch > 0 || f->mixup_prob != 1 || f->mixup_switch_prob != 0.5))
-        return SV_FAIL(SV_ERR_INVALID, "--mixup-mode/--mixup-prob/--mixup-switch-prob/--mixup-off-epoch need --mixup, "
-                                       "--cutmix or --cutmix-minmax");
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--mixup-mode/--mixup-prob/--mixup-switch-prob/--mixup-off-epoch need --mixup, "
+                       "--cutmix or --cutmix-minmax");
     if (f->remode && sv_erase_mode_parse(f->remode) < 0)
         return SV_FAIL(SV_ERR_INVALID, "--remode: invalid value '%s' (expected pixel, rand or const)", f->remode);
     if (f->reprob <= 0 && (f->remode || f->recount != 1))

@@ -29,7 +29,8 @@ typedef struct sv_aug_flags {
 #define SV_AUG_FLAGS_DEFAULT \
     { .reprob = 0, .recount = 1, .mixup_prob = 1, .mixup_switch_prob = 0.5, .color_jitter = -1 }
 
-/* clang-format off: one flag per line */
+/* one flag per line */
+// clang-format off
 #define SV_AUG_FLAGS(x) \
     {"reprob", SV_FLAG_DOUBLE, &(x).reprob, 0, 1, "RandomErasing probability per training image (0 = off; timm --reprob)", 0}, \
     {"remode", SV_FLAG_STR, &(x).remode, 0, 0, "RandomErasing fill: pixel | rand | const (unset: pixel)", 0}, \
@@ -44,7 +45,7 @@ typedef struct sv_aug_flags {
     {"three-augment", SV_FLAG_BOOL, &(x).three_augment, 0, 1, "DeiT III 3-Augment: grayscale | solarize | blur per image, then colour jitter", 0}, \
     {"color-jitter", SV_FLAG_DOUBLE, &(x).color_jitter, -1, 1, "ColorJitter(b, b, b) strength (-1: 0.3 with --three-augment, else off)", 0}, \
     {"train-crop", SV_FLAG_STR, &(x).train_crop, 0, 0, "training crop: rrc (RandomResizedCrop) | simple (DeiT III resize + random crop, reflect pad 4)", 0}
-/* clang-format on */
+// clang-format on
 
 /* Check strings and combinations (mixing controls need --mixup/--cutmix/--cutmix-minmax;
  * --remode/--recount need --reprob; --aa excludes --randaug-n). mixing: --mixup or --cutmix > 0;

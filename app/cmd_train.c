@@ -249,6 +249,7 @@ static sv_status open_data(trainer *t) {
     lo.mixup_alpha = (float)o->mixup;
     lo.cutmix_alpha = (float)o->cutmix;
     lo.smoothing = (float)o->smoothing;
+    lo.num_classes = r->vcfg.num_classes; /* soft-target rows as wide as the model's output */
     lo.randaug_n = o->randaug_n;
     lo.randaug_m = (float)o->randaug_m;
     lo.scale_min = (float)o->crop_scale_min;

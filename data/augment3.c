@@ -29,11 +29,13 @@ void sv_gaussian_blur(uint8_t *img, int side, int c, double sigma, uint8_t *scra
                         int xx = pass ? x : x + t, yy = pass ? y + t : y;
                         xx = xx < 0 ? 0 : xx >= side ? side - 1 : xx;
                         yy = yy < 0 ? 0 : yy >= side ? side - 1 : yy;
-                        acc += k[t < 0 ? -t : t] * src[((size_t)yy * (size_t)side + (size_t)xx) * (size_t)c + (size_t)ch];
+                        acc +=
+                            k[t < 0 ? -t : t] * src[((size_t)yy * (size_t)side + (size_t)xx) * (size_t)c + (size_t)ch];
                     }
                     int v = (int)floor(acc + 0.5);
-                    dst[((size_t)y * (size_t)side + (size_t)x) * (size_t)c + (size_t)ch] =
-                        (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+                    dst[((size_t)y * (size_t)side + (size_t)x) * (size_t)c + (size_t)ch] = (uint8_t)(v < 0         ? 0
+                                                                                                         : v > 255 ? 255
+                                                                                                                   : v);
                 }
     }
 }
@@ -93,7 +95,8 @@ void sv_reflect_fix(uint8_t *img, int side, int c, long nw, long nh, long top, l
         if (oy + y < 0 || oy + y >= nh) continue;
         for (int x = 0; x < side; x++) {
             long sxr = reflect(ox + x, nw) - ox;
-            if (sxr != x && sxr >= 0 && sxr < side) memcpy(img + y * row + x * px, img + y * row + (size_t)sxr * px, px);
+            if (sxr != x && sxr >= 0 && sxr < side)
+                memcpy(img + y * row + x * px, img + y * row + (size_t)sxr * px, px);
         }
     }
     for (int y = 0; y < side; y++) {

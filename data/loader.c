@@ -390,6 +390,9 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
         return SV_FAIL(SV_ERR_INVALID,
                        "loader: mixup/cutmix pair neighbouring samples and need an even per-rank batch, got %d",
                        o->batch_local);
+    if (o->num_classes > 0 && o->num_classes < sv_dataset_num_classes(o->dataset))
+        return SV_FAIL(SV_ERR_INVALID, "loader: %d soft-target classes < the dataset's %d", o->num_classes,
+                       sv_dataset_num_classes(o->dataset));
     if (o->smoothing < 0 || o->smoothing >= 1)
         return SV_FAIL(SV_ERR_INVALID, "loader: smoothing %g not in [0, 1)", o->smoothing);
     if (o->interp != SV_INTERP_BILINEAR && o->interp != SV_INTERP_BICUBIC)
@@ -419,7 +422,7 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
     l->d = o->dataset;
     l->n = n;
     l->G = G;
-    l->K = sv_dataset_num_classes(o->dataset);
+    l->K = o->num_classes > 0 ? o->num_classes : sv_dataset_num_classes(o->dataset);
     l->train = o->mode == SV_TRANSFORM_TRAIN;
     l->steps = sv_sampler_steps(l->train, n, G);
     l->synthetic = sv_dataset_kind_of(o->dataset) == SV_DATASET_SYNTHETIC;

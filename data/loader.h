@@ -58,6 +58,7 @@ typedef struct sv_loader_opts {
     float mixup_alpha;          /* > 0 enables mixup (Beta(alpha, alpha) lambda) */
     float cutmix_alpha;         /* > 0 enables cutmix; both > 0: each pair picks one, p = 0.5 */
     float smoothing;            /* label smoothing folded into soft targets (mixup/cutmix only) */
+    int num_classes;            /* soft-target row length (the model's classes); 0 = the dataset's */
     int interp;                 /* resampling for crop/resize: 0 = SV_INTERP_BILINEAR [default],
                                   1 = SV_INTERP_BICUBIC (data/resample.h; both Pillow-exact) */
     int randaug_n;              /* train: RandAugment ops per image (0 = off, <= 16; data/randaug.h) */
