@@ -5,13 +5,15 @@
  * elem: one per element, mixed with the partner's unmixed image; --mixup-prob 0 / 0.5 and
  * --mixup-switch-prob 0 / 1 give the fractions they define; --mixup-off-epoch stops mixing at
  * that epoch (smoothed one-hot targets); --cutmix-minmax boxes have sides in
- * [int(S min), int(S max)); world 2 gives the same batches as world 1; soft-target rows take
+ * [int(S min), int(S max)); world 2 gives the same batches as world 1; the default mode is the
+ * historic mixing bit for bit (written out from its definition); soft-target rows take
  * the model's class count when it exceeds the dataset's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "core/rng.h"
 #include "data/loader.h"
 #include "data/mixup.h"
 
@@ -106,6 +108,40 @@ static double lam_of(const float *t, int y, int yo) {
     return lam;
 }
 
+/* The historic mixing, written out from its definition (docs/data.md): pair key
+ * hash(hash(hash(seed, 0x313), epoch), position), CutMix when unit(key, 0) < 0.5 (both on),
+ * lambda = Beta on counters >= 16, box centre u64(key, 200/201) % S, half-extents cut/2, blend
+ * lam a + (1 - lam) b in float. Default flags must reproduce it bit for bit. */
+static void legacy_pair(float *a, float *b, uint64_t seed, uint64_t epoch, uint64_t p, float ma, float ca,
+                        double *lam_out) {
+    uint64_t key = sv_hash2(sv_hash2(sv_hash2(seed, 0x313ull), epoch), p);
+    int cut = ca > 0 && (ma <= 0 || sv_rand_unit(key, 0) < 0.5);
+    double lam = sv_rand_beta(key, 16, cut ? ca : ma);
+    if (!cut) {
+        float l = (float)lam, m = 1.f - l;
+        for (int e = 0; e < ISZ; e++) {
+            float va = a[e], vb = b[e];
+            a[e] = l * va + m * vb;
+            b[e] = l * vb + m * va;
+        }
+    } else {
+        int side = (int)(S * sqrt(1.0 - lam));
+        int cy = (int)(sv_rand_u64(key, 200) % S), cx = (int)(sv_rand_u64(key, 201) % S);
+        int y0 = cy - side / 2 < 0 ? 0 : cy - side / 2, y1 = cy + side / 2 > S ? S : cy + side / 2;
+        int x0 = cx - side / 2 < 0 ? 0 : cx - side / 2, x1 = cx + side / 2 > S ? S : cx + side / 2;
+        for (int c = 0; c < C; c++)
+            for (int y = y0; y < y1; y++)
+                for (int x = x0; x < x1; x++) {
+                    int e = (c * S + y) * S + x;
+                    float t = a[e];
+                    a[e] = b[e];
+                    b[e] = t;
+                }
+        lam = 1.0 - (double)(y1 - y0) * (x1 - x0) / (S * S);
+    }
+    *lam_out = lam;
+}
+
 static float raw[64 * B * ISZ], mix[64 * B * ISZ], tgt[64 * B * K], mix2[64 * B * ISZ], tgt2[64 * B * K];
 static int32_t lab[64 * B], lab2[64 * B];
 
@@ -165,6 +201,20 @@ int main(void) {
     analyse(&o, STEPS, &st);
     fprintf(stderr, "pair: %d pairs, none %d, mixup %d, cutmix %d\n", st.pairs, st.kinds[0], st.kinds[1], st.kinds[2]);
     CHECK(st.pairs > 200 && st.kinds[1] > st.pairs / 3 && st.kinds[2] > st.pairs / 3);
+    /* the default (pair) mode is the historic mixing, bit for bit */
+    for (int g = 0; g < STEPS * B; g += 2) {
+        static float la[ISZ], lb[ISZ];
+        memcpy(la, raw + (size_t)g * ISZ, sizeof la);
+        memcpy(lb, raw + (size_t)(g + 1) * ISZ, sizeof lb);
+        double lam;
+        legacy_pair(la, lb, o.seed, (uint64_t)g / N, (uint64_t)g % N, o.mixup_alpha, o.cutmix_alpha, &lam);
+        CHECK(!memcmp(la, mix + (size_t)g * ISZ, sizeof la) && !memcmp(lb, mix + (size_t)(g + 1) * ISZ, sizeof lb));
+        float off = SMOOTH / K, on = 1.f - SMOOTH + off, t[K];
+        for (int k = 0; k < K; k++) t[k] = off;
+        t[lab[g]] += (on - off) * (float)lam;
+        t[lab[g + 1]] += (on - off) * (float)(1 - lam);
+        CHECK(!memcmp(t, tgt + (size_t)g * K, sizeof t));
+    }
     /* ... and world 2 gives the same batches */
     sv_loader_opts o2 = o;
     o2.world = 2;
