@@ -17,6 +17,7 @@
 #include "app/preempt.h"
 #include "app/run_dir.h"
 #include "app/xform.h"
+#include "app/aug_flags.h"
 #include "app/train_optim.h"
 #include "fsdp/optim.h"
 #include "core/log.h"
@@ -36,6 +37,7 @@ typedef struct train_opts {
     double randaug_m;
     double crop_scale_min, hflip; /* RandomResizedCrop area lower bound, flip probability */
     sv_xform_flags xf;            /* --crop-pct (evaluation), --interp (crops and evaluation), --mean, --std */
+    sv_aug_flags aug;             /* augmentation recipe flags (app/aug_flags.h) */
     const char *save_params;
     long long debug_nan_step;
     int debug_nan_rank;
@@ -250,10 +252,12 @@ static sv_status open_data(trainer *t) {
     lo.mixup_alpha = (float)o->mixup;
     lo.cutmix_alpha = (float)o->cutmix;
     lo.smoothing = (float)o->smoothing;
+    lo.num_classes = r->vcfg.num_classes; /* soft-target rows as wide as the model's output */
     lo.randaug_n = o->randaug_n;
     lo.randaug_m = (float)o->randaug_m;
     lo.scale_min = (float)o->crop_scale_min;
     lo.hflip = (float)o->hflip;
+    SV_TRY(sv_aug_flags_apply(&o->aug, &lo));
     if (sv_dataset_kind_of(t->ds) == SV_DATASET_SYNTHETIC) { /* the synthetic task is learned as rendered */
         lo.scale_min = 1.0f;
         lo.ratio_min = lo.ratio_max = 1.0f;
@@ -555,6 +559,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                     .crop_scale_min = 0.08,
                     .xf = {.crop_pct = SV_CKPT_DEFAULT_CROP_PCT}, /* config.toml must read back */
                     .hflip = 0.5,
+                    .aug = SV_AUG_FLAGS_DEFAULT,
                     .lr = 1e-3,
                     .min_lr = 1e-5,
                     .weight_decay = 0.05,
@@ -618,6 +623,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"randaug-m", SV_FLAG_DOUBLE, &o.randaug_m, 0, 30, "RandAugment magnitude (timm scale, 0..10 usual)", 0},
         {"interp", SV_FLAG_STR, &o.xf.interp, 0, 0,
          "crop/resize interpolation (training and evaluation): bilinear | bicubic (unset: bilinear); recorded", 0},
+        SV_AUG_FLAGS(o.aug),
         {"mean", SV_FLAG_STR, &o.xf.mean, 0, 0,
          "normalisation mean: comma list | imagenet | half (unset: half for 1 channel, imagenet for 3); recorded", 0},
         {"std", SV_FLAG_STR, &o.xf.std, 0, 0,
@@ -666,6 +672,10 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     if (rc >= 0) return rc;
     if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic")) {
         fprintf(stderr, "shardvit train: --interp: invalid value '%s' (expected bilinear or bicubic)\n", o.xf.interp);
+        return 2;
+    }
+    if (sv_aug_flags_check(&o.aug, o.mixup > 0 || o.cutmix > 0, o.randaug_n) != SV_OK) {
+        fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
         return 2;
     }
     if (o.run.accum_mode && strcmp(o.run.accum_mode, "shard") && strcmp(o.run.accum_mode, "local")) {

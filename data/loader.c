@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "data/jpeg.h"
+#include "data/mixup.h"
 #include "data/randaug.h"
 #include "data/sampler.h"
 #include "data/synth.h"
@@ -38,6 +39,7 @@ typedef struct worker {
     size_t file_cap;
     uint8_t *pix; /* synthetic render target */
     uint8_t *ra;  /* RandAugment scratch for synthetic samples */
+    float *orig;  /* mixup elem mode: the unmixed first image of a pair */
 } worker;
 
 struct sv_loader {
@@ -45,6 +47,8 @@ struct sv_loader {
     const sv_dataset *d;
     uint64_t n, G, steps;
     int K, train, synthetic, mixing;
+    uint64_t R;     /* aug_repeats (1 = off) */
+    sv_mix_cfg mix; /* mixup/cutmix controls */
     float mean[3], std[3];
     slot *slots;
     int P;
@@ -96,6 +100,9 @@ sv_loader_opts sv_loader_opts_default(void) {
     o.ratio_max = 4.f / 3.f;
     o.hflip = 0.5f;
     o.max_pixels = 89478485ull;
+    o.mixup_prob = 1.f;
+    o.mixup_switch_prob = 0.5f;
+    o.recount = 1;
     return o;
 }
 
@@ -105,31 +112,13 @@ static uint64_t sample_key(uint64_t seed, uint64_t epoch, uint64_t idx) {
 
 /* Produce sample of dataset index idx into img; returns the index used, or -1 on a fatal
  * error (message in the thread's error state). Substitution: idx+1, idx+2, ... mod n. */
-static int64_t make_sample(worker *w, uint64_t epoch, uint64_t idx, float *img, int *label) {
+static int64_t make_sample(worker *w, uint64_t epoch, uint64_t idx, uint32_t copy, float *img, int *label) {
     sv_loader *l = w->l;
     const sv_loader_opts *o = &l->o;
-    if (l->synthetic) {
-        int side, ch;
-        uint64_t tseed;
-        sv_dataset_synth_params(l->d, &side, &ch, &tseed);
-        *label = sv_dataset_label(l->d, idx);
-        sv_synth_render(tseed, idx, *label, o->img, o->img, o->channels, w->pix);
-        if (l->train && o->randaug_n > 0) {
-            uint8_t fill[3];
-            for (int c = 0; c < o->channels; c++) fill[c] = (uint8_t)(l->mean[c] * 255.f + 0.5f);
-            sv_randaug(sv_hash2(sample_key(o->seed, epoch, idx), 0x7a4dull), o->randaug_n, o->randaug_m, w->pix, o->img,
-                       o->channels, fill, w->ra);
-        }
-        size_t plane = (size_t)o->img * (size_t)o->img;
-        for (int c = 0; c < o->channels; c++) {
-            float a = 1.f / (255.f * l->std[c]), b = -l->mean[c] / l->std[c];
-            for (size_t p = 0; p < plane; p++)
-                img[(size_t)c * plane + p] = (float)w->pix[p * (size_t)o->channels + (size_t)c] * a + b;
-        }
-        return (int64_t)idx;
-    }
+    uint64_t key = sample_key(o->seed, epoch, idx);
+    if (copy) key = sv_hash2(key, 0x5e9ull + copy); /* each repeated copy augments differently */
     sv_image_xform x = {.train = l->train,
-                        .key = sample_key(o->seed, epoch, idx),
+                        .key = key,
                         .img = o->img,
                         .channels = o->channels,
                         .scale_min = o->scale_min,
@@ -143,7 +132,39 @@ static int64_t make_sample(worker *w, uint64_t epoch, uint64_t idx, float *img, 
                         .std = l->std,
                         .interp = (sv_interp)o->interp,
                         .randaug_n = o->randaug_n,
-                        .randaug_m = o->randaug_m};
+                        .randaug_m = o->randaug_m,
+                        .aa = &o->aa,
+                        .three_aug = o->three_augment,
+                        .color_jitter = o->color_jitter,
+                        .simple_crop = o->simple_crop,
+                        .erase = {.prob = o->reprob, .mode = o->remode, .max_count = o->recount}};
+    if (l->synthetic) {
+        int side, ch;
+        uint64_t tseed;
+        sv_dataset_synth_params(l->d, &side, &ch, &tseed);
+        *label = sv_dataset_label(l->d, idx);
+        sv_synth_render(tseed, idx, *label, o->img, o->img, o->channels, w->pix);
+        if (l->train && o->randaug_n > 0) {
+            uint8_t fill[3];
+            for (int c = 0; c < o->channels; c++) fill[c] = (uint8_t)(l->mean[c] * 255.f + 0.5f);
+            sv_randaug(sv_hash2(key, 0x7a4dull), o->randaug_n, o->randaug_m, w->pix, o->img, o->channels, fill, w->ra);
+        }
+        if (l->train) {
+            uint8_t fill[3];
+            for (int c = 0; c < o->channels; c++) fill[c] = (uint8_t)(l->mean[c] * 255.f + 0.5f);
+            sv_image_xform xs = x;
+            xs.randaug_n = 0; /* applied above */
+            sv_augment_u8(&xs, key, w->pix, o->img, o->channels, fill, w->ra);
+        }
+        size_t plane = (size_t)o->img * (size_t)o->img;
+        for (int c = 0; c < o->channels; c++) {
+            float a = 1.f / (255.f * l->std[c]), b = -l->mean[c] / l->std[c];
+            for (size_t p = 0; p < plane; p++)
+                img[(size_t)c * plane + p] = (float)w->pix[p * (size_t)o->channels + (size_t)c] * a + b;
+        }
+        if (l->train) sv_augment_f32(&x, key, img, o->img, o->channels);
+        return (int64_t)idx;
+    }
     for (uint64_t t = 0; t < MAX_SUBSTITUTE && t < l->n; t++) {
         uint64_t k = (idx + t) % l->n;
         if (atomic_load(&l->bad[k])) continue;
@@ -189,11 +210,16 @@ static void plan_batch(sv_loader *l, int si) {
     for (int j = 0; j < B; j++) {
         uint64_t p = base + (uint64_t)j;
         if (p < l->n) {
-            b->sample_index[j] = l->train ? (int64_t)l->perm[p] : (int64_t)p;
+            uint64_t u = p;
+            uint32_t copy = 0;
+            if (l->train && l->R > 1) sv_sampler_repeat(l->G, l->R, p, &u, &copy);
+            b->sample_index[j] = l->train ? (int64_t)l->perm[u] : (int64_t)p;
+            b->repeat[j] = copy;
             b->valid[j] = 1;
             b->n_valid++;
         } else {
             b->sample_index[j] = -1;
+            b->repeat[j] = 0;
             b->valid[j] = 0;
         }
     }
@@ -220,7 +246,7 @@ static void fill_pair(worker *w, slot *s, int j0, int cnt) {
             continue;
         }
         int label = 0;
-        int64_t used = make_sample(w, b->epoch, (uint64_t)b->sample_index[j], img, &label);
+        int64_t used = make_sample(w, b->epoch, (uint64_t)b->sample_index[j], b->repeat[j], img, &label);
         if (used < 0) {
             pthread_mutex_lock(&l->mu);
             if (l->fatal == SV_OK) {
@@ -237,20 +263,39 @@ static void fill_pair(worker *w, slot *s, int j0, int cnt) {
     if (!l->mixing) return;
     /* pair (j0, j0+1) = global positions (p, p+1), p even when cursor and batch_local are */
     uint64_t p = b->cursor + (uint64_t)l->o.rank * (uint64_t)l->o.batch_local + (uint64_t)j0;
-    uint64_t key = sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x313ull), b->epoch), p);
-    int cut = l->o.cutmix_alpha > 0 && (l->o.mixup_alpha <= 0 || sv_rand_unit(key, 0) < 0.5);
-    double alpha = cut ? l->o.cutmix_alpha : l->o.mixup_alpha;
-    double lam = sv_rand_beta(key, 16, alpha);
-    sv_mix_pair(b->images + (size_t)j0 * isz, b->images + (size_t)(j0 + 1) * isz, l->o.channels, l->o.img, cut, key,
-                &lam);
+    float *ia = b->images + (size_t)j0 * isz, *ib = ia + isz;
+    int S = l->o.img, C = l->o.channels, cut_a = 0, cut_b = 0;
+    double lam_a = 1.0, lam_b = 1.0;
+    sv_mix_box box_a = {0}, box_b = {0};
+    uint64_t ep = b->epoch;
+    if (l->o.mixup_off_epoch > 0 && ep >= (uint64_t)l->o.mixup_off_epoch) {
+        /* timm mixup_enabled = False: lambda 1, smoothed one-hot targets */
+    } else if (l->mix.mode == SV_MIX_ELEM) {
+        uint64_t ka = sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x315ull), ep), p),
+                 kb = sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x315ull), ep), p + 1);
+        sv_mix_draw(&l->mix, ka, &cut_a, &lam_a);
+        sv_mix_draw(&l->mix, kb, &cut_b, &lam_b);
+        if (cut_a) lam_a = sv_mix_box_draw(&l->mix, ka, S, lam_a, &box_a);
+        if (cut_b) lam_b = sv_mix_box_draw(&l->mix, kb, S, lam_b, &box_b);
+        memcpy(w->orig, ia, isz * sizeof(float));
+        if (cut_a || lam_a != 1.0) sv_mix_into(ia, ib, C, S, cut_a, &box_a, lam_a);
+        if (cut_b || lam_b != 1.0) sv_mix_into(ib, w->orig, C, S, cut_b, &box_b, lam_b);
+    } else {
+        uint64_t key = l->mix.mode == SV_MIX_BATCH ? sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x314ull), ep), b->cursor)
+                                                   : sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x313ull), ep), p);
+        sv_mix_draw(&l->mix, key, &cut_a, &lam_a);
+        if (cut_a) lam_a = sv_mix_box_draw(&l->mix, key, S, lam_a, &box_a);
+        if (cut_a || lam_a != 1.0) sv_mix_pair(ia, ib, C, S, cut_a, &box_a, lam_a);
+        lam_b = lam_a;
+    }
     float off = l->o.smoothing / (float)l->K, on = 1.f - l->o.smoothing + off;
     int ya = b->labels[j0], yb = b->labels[j0 + 1];
     float *ta = b->soft_targets + (size_t)j0 * (size_t)l->K, *tb = ta + l->K;
     for (int k = 0; k < l->K; k++) ta[k] = tb[k] = off;
-    ta[ya] += (on - off) * (float)lam;
-    ta[yb] += (on - off) * (float)(1 - lam);
-    tb[yb] += (on - off) * (float)lam;
-    tb[ya] += (on - off) * (float)(1 - lam);
+    ta[ya] += (on - off) * (float)lam_a;
+    ta[yb] += (on - off) * (float)(1 - lam_a);
+    tb[yb] += (on - off) * (float)lam_b;
+    tb[ya] += (on - off) * (float)(1 - lam_b);
 }
 
 static void *worker_main(void *arg) {
@@ -305,11 +350,49 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
     if (o->img < 1 || o->img > 1024) return SV_FAIL(SV_ERR_INVALID, "loader: img %d not in 1..1024", o->img);
     if (o->channels != 1 && o->channels != 3)
         return SV_FAIL(SV_ERR_INVALID, "loader: channels %d not 1 or 3", o->channels);
-    int mixing = o->mode == SV_TRANSFORM_TRAIN && (o->mixup_alpha > 0 || o->cutmix_alpha > 0);
+    sv_mix_cfg mix = {.mixup_alpha = o->mixup_alpha,
+                      .cutmix_alpha = o->cutmix_alpha,
+                      .prob = o->mixup_prob,
+                      .switch_prob = o->mixup_switch_prob,
+                      .minmax_lo = o->cutmix_minmax[0],
+                      .minmax_hi = o->cutmix_minmax[1],
+                      .mode = o->mixup_mode};
+    int mixing = o->mode == SV_TRANSFORM_TRAIN && sv_mix_enabled(&mix);
+    if (!(o->mixup_prob >= 0 && o->mixup_prob <= 1) || !(o->mixup_switch_prob >= 0 && o->mixup_switch_prob <= 1) ||
+        o->mixup_mode < SV_MIX_PAIR || o->mixup_mode > SV_MIX_ELEM || o->mixup_off_epoch < 0)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "loader: mixup prob %g / switch prob %g (both in [0, 1]) / mode %d / off epoch %d",
+                       o->mixup_prob, o->mixup_switch_prob, o->mixup_mode, o->mixup_off_epoch);
+    if (o->cutmix_minmax[1] > 0 &&
+        !(o->cutmix_minmax[0] >= 0 && o->cutmix_minmax[0] < o->cutmix_minmax[1] && o->cutmix_minmax[1] <= 1))
+        return SV_FAIL(SV_ERR_INVALID, "loader: cutmix minmax [%g, %g] needs 0 <= min < max <= 1", o->cutmix_minmax[0],
+                       o->cutmix_minmax[1]);
+    if (!(o->reprob >= 0 && o->reprob <= 1) || o->remode < SV_ERASE_CONST || o->remode > SV_ERASE_PIXEL ||
+        (o->reprob > 0 && (o->recount < 1 || o->recount > SV_ERASE_MAX_COUNT)))
+        return SV_FAIL(SV_ERR_INVALID, "loader: random erasing prob %g (in [0, 1]) / mode %d / count %d (1..%d)",
+                       o->reprob, o->remode, o->recount, SV_ERASE_MAX_COUNT);
+    if (!(o->color_jitter >= 0 && o->color_jitter <= 1) || o->aa.n < 0 || o->aa.n > 16)
+        return SV_FAIL(SV_ERR_INVALID, "loader: color jitter %g (in [0, 1]) / --aa ops %d (0..16)", o->color_jitter,
+                       o->aa.n);
+    if (o->mode == SV_TRANSFORM_TRAIN && o->simple_crop && o->img < 9)
+        return SV_FAIL(SV_ERR_INVALID, "loader: the simple random crop (reflect padding 4) needs img >= 9, got %d",
+                       o->img);
+    if (o->aug_repeats < 0 || o->aug_repeats > 64)
+        return SV_FAIL(SV_ERR_INVALID, "loader: aug repeats %d not in 0..64", o->aug_repeats);
+    if (o->mode == SV_TRANSFORM_TRAIN && o->aug_repeats > 1 &&
+        ((uint64_t)o->batch_local * (uint64_t)o->world) % (uint64_t)o->aug_repeats)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "loader: --aug-repeats %d needs the global micro-batch (%d per rank x %d ranks = %llu) to be a "
+                       "multiple of it",
+                       o->aug_repeats, o->batch_local, o->world,
+                       (unsigned long long)o->batch_local * (unsigned long long)o->world);
     if (mixing && o->batch_local % 2)
         return SV_FAIL(SV_ERR_INVALID,
                        "loader: mixup/cutmix pair neighbouring samples and need an even per-rank batch, got %d",
                        o->batch_local);
+    if (o->num_classes > 0 && o->num_classes < sv_dataset_num_classes(o->dataset))
+        return SV_FAIL(SV_ERR_INVALID, "loader: %d soft-target classes < the dataset's %d", o->num_classes,
+                       sv_dataset_num_classes(o->dataset));
     if (o->smoothing < 0 || o->smoothing >= 1)
         return SV_FAIL(SV_ERR_INVALID, "loader: smoothing %g not in [0, 1)", o->smoothing);
     if (o->interp != SV_INTERP_BILINEAR && o->interp != SV_INTERP_BICUBIC)
@@ -339,11 +422,13 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
     l->d = o->dataset;
     l->n = n;
     l->G = G;
-    l->K = sv_dataset_num_classes(o->dataset);
+    l->K = o->num_classes > 0 ? o->num_classes : sv_dataset_num_classes(o->dataset);
     l->train = o->mode == SV_TRANSFORM_TRAIN;
     l->steps = sv_sampler_steps(l->train, n, G);
     l->synthetic = sv_dataset_kind_of(o->dataset) == SV_DATASET_SYNTHETIC;
     l->mixing = mixing;
+    l->mix = mix;
+    l->R = l->train && o->aug_repeats > 1 ? (uint64_t)o->aug_repeats : 1;
     for (int c = 0; c < 3; c++) {
         static const float im[3] = {0.485f, 0.456f, 0.406f}, is[3] = {0.229f, 0.224f, 0.225f};
         l->mean[c] = o->norm == SV_NORM_HALF ? 0.5f : o->channels == 1 ? 0.449f : im[c];
@@ -378,8 +463,9 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
         b->labels = xalloc(o, (size_t)B * sizeof(int32_t));
         b->valid = xalloc(o, (size_t)B);
         b->sample_index = malloc((size_t)B * sizeof(int64_t));
+        b->repeat = calloc((size_t)B, sizeof(uint32_t));
         b->soft_targets = mixing ? xalloc(o, (size_t)B * (size_t)l->K * sizeof(float)) : NULL;
-        if (!b->images || !b->labels || !b->valid || !b->sample_index || (mixing && !b->soft_targets)) {
+        if (!b->images || !b->labels || !b->valid || !b->sample_index || !b->repeat || (mixing && !b->soft_targets)) {
             sv_loader_destroy(l);
             return SV_FAIL(SV_ERR_OOM, "loader: batch slot %d (%zu bytes of images)", i, (size_t)B * isz * 4);
         }
@@ -390,11 +476,15 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
         sv_jpeg_ctx_init(&w->jc);
         w->pix = malloc(isz);
         w->ra = malloc(isz);
-        if (!w->pix || !w->ra || pthread_create(&w->th, NULL, worker_main, w) != 0) {
+        w->orig = mixing && o->mixup_mode == SV_MIX_ELEM ? malloc(isz * sizeof(float)) : NULL;
+        if (!w->pix || !w->ra || (mixing && o->mixup_mode == SV_MIX_ELEM && !w->orig) ||
+            pthread_create(&w->th, NULL, worker_main, w) != 0) {
             l->nthreads = t; /* only join what started */
             free(w->pix);
             free(w->ra);
+            free(w->orig);
             w->pix = w->ra = NULL;
+            w->orig = NULL;
             sv_loader_destroy(l);
             return SV_FAIL(SV_ERR_BACKEND, "loader: cannot start worker thread %d", t);
         }
@@ -478,6 +568,7 @@ void sv_loader_destroy(sv_loader *l) {
         free(l->workers[t].file);
         free(l->workers[t].pix);
         free(l->workers[t].ra);
+        free(l->workers[t].orig);
     }
     for (int i = 0; i < l->P && l->slots; i++) {
         sv_batch *b = &l->slots[i].b;
@@ -486,6 +577,7 @@ void sv_loader_destroy(sv_loader *l) {
         xfree(&l->o, b->valid);
         xfree(&l->o, b->soft_targets);
         free(b->sample_index);
+        free(b->repeat);
     }
     free(l->slots);
     free(l->workers);

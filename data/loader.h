@@ -12,7 +12,8 @@
  * batch->next_cursor; sv_loader_seek(epoch, cursor) at ANY world size continues with exactly
  * the samples that come next.
  *
- * Augmentation randomness is a pure function of (seed, epoch, dataset sample index), so the
+ * Augmentation randomness is a pure function of (seed, epoch, dataset sample index[, repeat
+ * copy under aug_repeats]), so the
  * same sample gets the same crop/flip/RandAugment ops whatever the thread count or world size. Mixup/cutmix
  * mixes pairs of neighbouring global positions (2k, 2k+1) with a pair-keyed lambda, so it is
  * world-size independent too (requires an even batch_local).
@@ -31,6 +32,7 @@
 
 #include "core/status.h"
 #include "data/dataset.h"
+#include "data/randaug.h"
 #include "data/resample.h"
 
 typedef struct sv_loader sv_loader;
@@ -56,13 +58,27 @@ typedef struct sv_loader_opts {
     float mixup_alpha;          /* > 0 enables mixup (Beta(alpha, alpha) lambda) */
     float cutmix_alpha;         /* > 0 enables cutmix; both > 0: each pair picks one, p = 0.5 */
     float smoothing;            /* label smoothing folded into soft targets (mixup/cutmix only) */
+    int num_classes;            /* soft-target row length (the model's classes); 0 = the dataset's */
     int interp;                 /* resampling for crop/resize: 0 = SV_INTERP_BILINEAR [default],
                                   1 = SV_INTERP_BICUBIC (data/resample.h; both Pillow-exact) */
     int randaug_n;              /* train: RandAugment ops per image (0 = off, <= 16; data/randaug.h) */
     float randaug_m;            /* RandAugment magnitude on timm's 0..10 scale (<= 30) */
-    int threads;                /* worker threads; 0 = number of online cores */
-    int prefetch;               /* ready/in-flight batch slots; 0 = max(2, threads/2 + 2) */
-    uint64_t max_pixels;        /* decompression-bomb guard on width*height [89478485, PIL's] */
+    /* Recipe augmentations (train only; docs/training.md "Data augmentation"), off at zero: */
+    float reprob;            /* RandomErasing probability (data/erase.h) */
+    int remode, recount;     /* its sv_erase_mode and max count [const, 1] */
+    int aug_repeats;         /* repeated augmentation K (0/1 = off; data/sampler.h); G % K == 0 */
+    float mixup_prob;        /* probability a mixing unit mixes [1] (data/mixup.h) */
+    float mixup_switch_prob; /* CutMix instead of Mixup when both enabled [0.5] */
+    int mixup_mode;          /* sv_mix_mode [SV_MIX_PAIR, the historic behaviour] */
+    int mixup_off_epoch;     /* > 0: no mixing from this epoch on (targets still soft) */
+    float cutmix_minmax[2];  /* [1] > 0: timm cutmix_minmax box */
+    sv_randaug_timm aa;      /* timm --aa RandAugment (n == 0: off) */
+    int three_augment;       /* DeiT III 3-Augment (data/augment3.h) */
+    float color_jitter;      /* ColorJitter(b, b, b) when > 0 */
+    int simple_crop;         /* DeiT III Resize + RandomCrop(pad 4, reflect) instead of RRC */
+    int threads;             /* worker threads; 0 = number of online cores */
+    int prefetch;            /* ready/in-flight batch slots; 0 = max(2, threads/2 + 2) */
+    uint64_t max_pixels;     /* decompression-bomb guard on width*height [89478485, PIL's] */
     /* Batch memory: alloc(ctx, bytes) returns 64-byte aligned memory or NULL; free(ctx, p).
      * NULL = aligned_alloc/free. Used for images, labels, valid and soft targets. */
     void *(*alloc)(void *ctx, size_t bytes);
@@ -79,6 +95,7 @@ typedef struct sv_batch {
     uint8_t *valid;                   /* (n) 1 = real sample, 0 = eval padding */
     int32_t n_valid;                  /* number of valid entries */
     int64_t *sample_index;            /* (n) dataset index actually used (after substitution), -1 pad */
+    uint32_t *repeat;                 /* (n) copy 0..K-1 of the sample under aug_repeats K, else 0 */
     uint64_t epoch;                   /* epoch of this batch */
     uint64_t step_in_epoch;           /* cursor / G */
     uint64_t cursor;                  /* global epoch position where this batch starts */

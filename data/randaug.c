@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/rng.h"
@@ -159,9 +160,10 @@ static void affine(uint8_t *img, int side, int c, const double m[6], const uint8
 
 static double round15(double v) { return nearbyint(v * 1e15) / 1e15; } /* Python round(v, 15) */
 
-void sv_randaug_apply(sv_ra_op op, double m, int negate, uint8_t *img, int side, int c, const uint8_t *fill,
-                      uint8_t *scratch) {
-    double f = m / 10.0, sgn = negate ? -1.0 : 1.0;
+/* One op with its final argument: bits kept (Posterize), threshold (Solarize), addend
+ * (SolarizeAdd), blend factor (Color, Contrast, Brightness, Sharpness), degrees (Rotate), shear,
+ * pixels (Translate). The magnitude -> argument mappings (legacy and timm) live in their callers. */
+static void apply_arg(sv_ra_op op, double arg, uint8_t *img, int side, int c, const uint8_t *fill, uint8_t *scratch) {
     size_t npx = (size_t)side * (size_t)side, n = npx * (size_t)c;
     uint8_t lut[3][256];
     switch (op) {
@@ -173,35 +175,33 @@ void sv_randaug_apply(sv_ra_op op, double m, int negate, uint8_t *img, int side,
         same_lut(lut, c, f_invert, 0);
         apply_lut(img, npx, c, lut);
         return;
-    case SV_RA_POSTERIZE: {
-        int bits = 8 - (int)nearbyint(4.0 * f);
-        same_lut(lut, c, f_posterize, bits < 1 ? 1 : bits > 8 ? 8 : bits);
+    case SV_RA_POSTERIZE:
+        same_lut(lut, c, f_posterize, (int)arg);
         apply_lut(img, npx, c, lut);
         return;
-    }
     case SV_RA_SOLARIZE:
-        same_lut(lut, c, f_solarize, 256 - (int)(f * 256.0));
+        same_lut(lut, c, f_solarize, (int)arg);
         apply_lut(img, npx, c, lut);
         return;
     case SV_RA_SOLARIZE_ADD:
-        same_lut(lut, c, f_solarize_add, (int)(f * 110.0));
+        same_lut(lut, c, f_solarize_add, (int)arg);
         apply_lut(img, npx, c, lut);
         return;
     case SV_RA_COLOR:
         if (c != 3) return;
         for (size_t p = 0; p < npx; p++) scratch[p] = luma(img + 3 * p);
-        for (size_t p = 0; p < npx; p++) blend(img + 3 * p, scratch + p, 0, 3, (float)(1.0 + sgn * 0.9 * f));
+        for (size_t p = 0; p < npx; p++) blend(img + 3 * p, scratch + p, 0, 3, (float)arg);
         return;
     case SV_RA_CONTRAST: {
         double sum = 0;
         for (size_t p = 0; p < npx; p++) sum += c == 3 ? luma(img + 3 * p) : img[p];
         uint8_t mean = (uint8_t)(int)(sum / (double)npx + 0.5);
-        blend(img, &mean, 0, n, (float)(1.0 + sgn * 0.9 * f));
+        blend(img, &mean, 0, n, (float)arg);
         return;
     }
     case SV_RA_BRIGHTNESS: {
         uint8_t zero = 0;
-        blend(img, &zero, 0, n, (float)(1.0 + sgn * 0.9 * f));
+        blend(img, &zero, 0, n, (float)arg);
         return;
     }
     case SV_RA_SHARPNESS: { /* PIL SMOOTH: 3x3 [1 1 1; 1 5 1; 1 1 1] / 13, border pixels kept */
@@ -213,37 +213,207 @@ void sv_randaug_apply(sv_ra_op op, double m, int negate, uint8_t *img, int side,
                 int s = q[-R - C] + q[-R] + q[-R + C] + q[-C] + 5 * q[0] + q[C] + q[R - C] + q[R] + q[R + C];
                 scratch[y * R + e] = (uint8_t)((s + 6) / 13);
             }
-        blend(img, scratch, 1, n, (float)(1.0 + sgn * 0.9 * f));
+        blend(img, scratch, 1, n, (float)arg);
         return;
     }
     case SV_RA_ROTATE: { /* PIL Image.rotate(deg) about (side/2, side/2), counter-clockwise */
-        double ang = -(sgn * 30.0 * f) * 3.14159265358979323846 / 180.0;
+        double ang = -arg * 3.14159265358979323846 / 180.0;
         double a = round15(cos(ang)), b = round15(sin(ang)), d = round15(-sin(ang)), e = a, cx = side / 2.0;
         double mtx[6] = {a, b, a * -cx + b * -cx + cx, d, e, d * -cx + e * -cx + cx};
         affine(img, side, c, mtx, fill, scratch);
         return;
     }
     case SV_RA_SHEAR_X: {
-        double mtx[6] = {1, sgn * 0.3 * f, 0, 0, 1, 0};
+        double mtx[6] = {1, arg, 0, 0, 1, 0};
         affine(img, side, c, mtx, fill, scratch);
         return;
     }
     case SV_RA_SHEAR_Y: {
-        double mtx[6] = {1, 0, 0, sgn * 0.3 * f, 1, 0};
+        double mtx[6] = {1, 0, 0, arg, 1, 0};
         affine(img, side, c, mtx, fill, scratch);
         return;
     }
     case SV_RA_TRANSLATE_X: {
-        double mtx[6] = {1, 0, sgn * 0.45 * f * side, 0, 1, 0};
+        double mtx[6] = {1, 0, arg, 0, 1, 0};
         affine(img, side, c, mtx, fill, scratch);
         return;
     }
     case SV_RA_TRANSLATE_Y: {
-        double mtx[6] = {1, 0, 0, 0, 1, sgn * 0.45 * f * side};
+        double mtx[6] = {1, 0, 0, 0, 1, arg};
         affine(img, side, c, mtx, fill, scratch);
         return;
     }
     }
+}
+
+void sv_randaug_apply(sv_ra_op op, double m, int negate, uint8_t *img, int side, int c, const uint8_t *fill,
+                      uint8_t *scratch) {
+    double f = m / 10.0, sgn = negate ? -1.0 : 1.0, arg = 0;
+    switch (op) {
+    case SV_RA_POSTERIZE: {
+        int bits = 8 - (int)nearbyint(4.0 * f);
+        arg = bits < 1 ? 1 : bits > 8 ? 8 : bits;
+        break;
+    }
+    case SV_RA_SOLARIZE: arg = 256 - (int)(f * 256.0); break;
+    case SV_RA_SOLARIZE_ADD: arg = (int)(f * 110.0); break;
+    case SV_RA_COLOR:
+    case SV_RA_CONTRAST:
+    case SV_RA_BRIGHTNESS:
+    case SV_RA_SHARPNESS: arg = (float)(1.0 + sgn * 0.9 * f); break;
+    case SV_RA_ROTATE: arg = sgn * 30.0 * f; break;
+    case SV_RA_SHEAR_X:
+    case SV_RA_SHEAR_Y: arg = sgn * 0.3 * f; break;
+    case SV_RA_TRANSLATE_X:
+    case SV_RA_TRANSLATE_Y: arg = sgn * 0.45 * f * side; break;
+    default: break;
+    }
+    apply_arg(op, arg, img, side, c, fill, scratch);
+}
+
+void sv_image_enhance(sv_ra_op op, double factor, uint8_t *img, int side, int c, uint8_t *scratch) {
+    if (op == SV_RA_COLOR || op == SV_RA_CONTRAST || op == SV_RA_BRIGHTNESS || op == SV_RA_SHARPNESS)
+        apply_arg(op, (float)factor, img, side, c, NULL, scratch);
+}
+
+void sv_image_solarize(uint8_t *img, int side, int c, int thresh) {
+    apply_arg(SV_RA_SOLARIZE, thresh, img, side, c, NULL, NULL);
+}
+
+void sv_image_grayscale(uint8_t *img, int side, int c) {
+    if (c != 3) return;
+    size_t npx = (size_t)side * (size_t)side;
+    for (size_t p = 0; p < npx; p++) img[3 * p] = img[3 * p + 1] = img[3 * p + 2] = luma(img + 3 * p);
+}
+
+/* timm's _RAND_TRANSFORMS / _RAND_INCREASING_TRANSFORMS order (15 ops, no Identity). */
+static const sv_ra_op k_timm_ops[SV_RA_TIMM_NUM_OPS] = {
+    SV_RA_AUTOCONTRAST, SV_RA_EQUALIZE,     SV_RA_INVERT,  SV_RA_ROTATE,      SV_RA_POSTERIZE,
+    SV_RA_SOLARIZE,     SV_RA_SOLARIZE_ADD, SV_RA_COLOR,   SV_RA_CONTRAST,    SV_RA_BRIGHTNESS,
+    SV_RA_SHARPNESS,    SV_RA_SHEAR_X,      SV_RA_SHEAR_Y, SV_RA_TRANSLATE_X, SV_RA_TRANSLATE_Y};
+
+sv_ra_op sv_randaug_timm_op(int i) { return i >= 0 && i < SV_RA_TIMM_NUM_OPS ? k_timm_ops[i] : SV_RA_IDENTITY; }
+
+double sv_randaug_timm_arg(sv_ra_op op, double mag, int increasing, int negate, int side) {
+    double f = mag / 10.0, sgn = negate ? -1.0 : 1.0;
+    switch (op) {
+    case SV_RA_ROTATE: return sgn * 30.0 * f;
+    case SV_RA_POSTERIZE: return increasing ? 4 - (int)(f * 4.0) : (int)(f * 4.0);
+    case SV_RA_SOLARIZE: {
+        int t = (int)(f * 256.0);
+        t = t < 256 ? t : 256;
+        return increasing ? 256 - t : t;
+    }
+    case SV_RA_SOLARIZE_ADD: {
+        int a = (int)(f * 110.0);
+        return a < 128 ? a : 128;
+    }
+    case SV_RA_COLOR:
+    case SV_RA_CONTRAST:
+    case SV_RA_BRIGHTNESS:
+    case SV_RA_SHARPNESS: {
+        if (!increasing) return f * 1.8 + 0.1;
+        double v = 1.0 + sgn * 0.9 * f;
+        return v > 0.1 ? v : 0.1;
+    }
+    case SV_RA_SHEAR_X:
+    case SV_RA_SHEAR_Y: return sgn * 0.3 * f;
+    case SV_RA_TRANSLATE_X:
+    case SV_RA_TRANSLATE_Y: return sgn * 0.45 * f * side;
+    default: return 0;
+    }
+}
+
+double sv_randaug_timm_magnitude(const sv_randaug_timm *t, uint64_t key, uint64_t i) {
+    double m = t->m, hi = t->mmax > 0 ? t->mmax : 10.0;
+    if (isinf(t->mstd))
+        m = sv_rand_unit(key, 4 * i + 2) * m;
+    else if (t->mstd > 0)
+        m = m + t->mstd * sv_rand_normal(sv_hash2(key, 4 * i + 2), 0);
+    return m < 0 ? 0 : m > hi ? hi : m;
+}
+
+void sv_randaug_timm_run(const sv_randaug_timm *t, uint64_t key, uint8_t *img, int side, int c, const uint8_t *fill,
+                         uint8_t *scratch) {
+    for (int i = 0; i < t->n; i++) {
+        uint64_t k = (uint64_t)i;
+        sv_ra_op op = k_timm_ops[sv_rand_u64(key, 4 * k) % SV_RA_TIMM_NUM_OPS];
+        if (!(sv_rand_unit(key, 4 * k + 1) < t->p)) continue;
+        double mag = sv_randaug_timm_magnitude(t, key, k);
+        int neg = sv_rand_unit(key, 4 * k + 3) > 0.5;
+        apply_arg(op, sv_randaug_timm_arg(op, mag, t->inc, neg, side), img, side, c, fill, scratch);
+    }
+}
+
+static int parse_num(const char *s, size_t len, int integer, double *v) {
+    char buf[64], *end;
+    if (len == 0 || len >= sizeof buf) return 0;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    if (integer) {
+        long x = strtol(buf, &end, 10);
+        *v = (double)x;
+    } else {
+        *v = strtod(buf, &end);
+    }
+    return *end == 0 && *v == *v;
+}
+
+sv_status sv_randaug_timm_parse(const char *spec, sv_randaug_timm *t) {
+    *t = (sv_randaug_timm){.n = 2, .m = 10, .mstd = 0, .p = 0.5, .mmax = 0, .inc = 0};
+    if (strncmp(spec, "rand", 4) || (spec[4] && spec[4] != '-') || (spec[4] == '-' && !spec[5]))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--aa '%s': expected rand[-m<int>][-n<int>][-mstd<float>][-mmax<int>][-inc<0|1>]"
+                       "[-p<float>] (timm rand_augment_transform; only 'rand' is supported)",
+                       spec);
+    for (const char *s = spec[4] ? spec + 5 : spec + 4; *s;) {
+        const char *e = strchr(s, '-');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        size_t k = 0;
+        while (k < len && !(s[k] >= '0' && s[k] <= '9') && s[k] != '.') k++;
+        double v = 0;
+        const char *key = NULL;
+        int ok = 0;
+#define SV_AA_KEY(name) (k == sizeof(name) - 1 && !strncmp(s, name, k))
+        if (SV_AA_KEY("m")) {
+            key = "m (magnitude, integer 0..30)";
+            ok = parse_num(s + k, len - k, 1, &v) && v >= 0 && v <= 30;
+            t->m = v;
+        } else if (SV_AA_KEY("n")) {
+            key = "n (ops per image, integer 1..16)";
+            ok = parse_num(s + k, len - k, 1, &v) && v >= 1 && v <= 16;
+            t->n = (int)v;
+        } else if (SV_AA_KEY("mstd")) {
+            key = "mstd (magnitude noise std >= 0; > 100: uniform in [0, m])";
+            ok = parse_num(s + k, len - k, 0, &v) && v >= 0;
+            t->mstd = v > 100 ? INFINITY : v;
+        } else if (SV_AA_KEY("mmax")) {
+            key = "mmax (magnitude upper bound, integer 0..30)";
+            ok = parse_num(s + k, len - k, 1, &v) && v >= 0 && v <= 30;
+            t->mmax = v;
+        } else if (SV_AA_KEY("inc")) {
+            key = "inc (0 or 1)";
+            ok = parse_num(s + k, len - k, 1, &v) && (v == 0 || v == 1);
+            t->inc = (int)v;
+        } else if (SV_AA_KEY("p")) {
+            key = "p (per-op probability in [0, 1])";
+            ok = parse_num(s + k, len - k, 0, &v) && v >= 0 && v <= 1;
+            t->p = v;
+        }
+#undef SV_AA_KEY
+        if (!key)
+            return SV_FAIL(SV_ERR_INVALID,
+                           "--aa '%s': unknown or malformed section '%.*s' (known: m, n, mstd, mmax, inc, p, each "
+                           "followed by its number)",
+                           spec, (int)len, s);
+        if (!ok) return SV_FAIL(SV_ERR_INVALID, "--aa '%s': bad value in section '%.*s': %s", spec, (int)len, s, key);
+        s += len;
+        if (*s == '-') {
+            s++;
+            if (!*s) return SV_FAIL(SV_ERR_INVALID, "--aa '%s': empty section after the last '-'", spec);
+        }
+    }
+    return SV_OK;
 }
 
 void sv_randaug(uint64_t key, int n, double m, uint8_t *img, int side, int c, const uint8_t *fill, uint8_t *scratch) {

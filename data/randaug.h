@@ -33,6 +33,8 @@
 
 #include <stdint.h>
 
+#include "core/status.h"
+
 typedef enum {
     SV_RA_IDENTITY,
     SV_RA_AUTOCONTRAST,
@@ -64,5 +66,55 @@ void sv_randaug_apply(sv_ra_op op, double m, int negate, uint8_t *img, int side,
 /* Apply n ops drawn from the random stream `key` (counters 0..2n-1): op i is
  * sv_rand_u64(key, 2i) % SV_RA_NUM_OPS, negated when sv_rand_unit(key, 2i+1) < 0.5. */
 void sv_randaug(uint64_t key, int n, double m, uint8_t *img, int side, int c, const uint8_t *fill, uint8_t *scratch);
+
+/* ---- timm's RandAugment (rand_augment_transform), --aa rand-m9-mstd0.5-inc1 ----
+ *
+ * n ops drawn uniformly with replacement from timm's 15 (_RAND_TRANSFORMS, or
+ * _RAND_INCREASING_TRANSFORMS with inc1; no Identity), each applied with probability p; the
+ * magnitude of each applied op is m + mstd * N(0, 1) (uniform in [0, m] when mstd > 100),
+ * clipped to [0, mmax] (mmax 0 = timm's default 10). Arguments at magnitude v (f = v / 10):
+ *   Rotate +-30 f deg; ShearX/Y +-0.3 f; TranslateX/YRel +-0.45 f * side (signs p = 0.5);
+ *   Posterize int(4 f) bits kept (inc1: 4 - int(4 f)); Solarize threshold min(256, int(256 f))
+ *   (inc1: 256 minus that); SolarizeAdd min(128, int(110 f)) below 128;
+ *   Color/Contrast/Brightness/Sharpness factor 1.8 f + 0.1 (inc1: max(0.1, 1 +- 0.9 f));
+ *   AutoContrast, Equalize, Invert take none.
+ * Pixel work is the same code as the ops above (nearest-pixel geometry, fill = the mean). */
+enum { SV_RA_TIMM_NUM_OPS = 15 };
+
+typedef struct sv_randaug_timm {
+    int n;       /* ops per image [2]; 0 = off */
+    double m;    /* magnitude [10] */
+    double mstd; /* magnitude noise std [0]; INFINITY = uniform */
+    double p;    /* per-op probability [0.5] */
+    double mmax; /* magnitude upper bound, 0 = 10 */
+    int inc;     /* 1: increasing-severity op set */
+} sv_randaug_timm;
+
+/* Parse timm's "rand-..." string: sections m<int> n<int> mstd<float> mmax<int> inc<0|1>
+ * p<float> in any order, unset ones at timm's defaults (m10 n2 mstd0 p0.5 inc0). Errors
+ * (SV_ERR_INVALID) name --aa, the string and the bad section. */
+sv_status sv_randaug_timm_parse(const char *spec, sv_randaug_timm *t);
+
+/* Op i (0..14) of timm's list, in timm's order. */
+sv_ra_op sv_randaug_timm_op(int i);
+
+/* timm's level -> argument of op at magnitude mag (already clipped), the value apply takes. */
+double sv_randaug_timm_arg(sv_ra_op op, double mag, int increasing, int negate, int side);
+
+/* Magnitude of layer i from key: noise (normal on sv_hash2(key, 4i+2), counter 0, or uniform
+ * on key counter 4i+2) then clipping, as timm's AugmentOp. */
+double sv_randaug_timm_magnitude(const sv_randaug_timm *t, uint64_t key, uint64_t i);
+
+/* Apply t to img from the random stream key: layer i uses counters 4i (op), 4i+1 (apply when
+ * < p), 4i+2 (magnitude noise), 4i+3 (negate when > 0.5). */
+void sv_randaug_timm_run(const sv_randaug_timm *t, uint64_t key, uint8_t *img, int side, int c, const uint8_t *fill,
+                         uint8_t *scratch);
+
+/* Building blocks shared with the DeiT III three-augment and colour jitter (data/augment3.h):
+ * PIL ImageEnhance blend of op (Color, Contrast, Brightness or Sharpness) with `factor`;
+ * ImageOps.solarize(threshold); Grayscale(3) (PIL convert("L") replicated; identity on c = 1). */
+void sv_image_enhance(sv_ra_op op, double factor, uint8_t *img, int side, int c, uint8_t *scratch);
+void sv_image_solarize(uint8_t *img, int side, int c, int thresh);
+void sv_image_grayscale(uint8_t *img, int side, int c);
 
 #endif

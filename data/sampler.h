@@ -18,6 +18,21 @@ void sv_sampler_perm(uint64_t seed, uint64_t epoch, uint32_t *perm, uint64_t n);
  * Returns 0 when eval has no batch left at cursor (cursor >= n), 1 otherwise. */
 int sv_sampler_normalise(int train, uint64_t n, uint64_t G, uint64_t *epoch, uint64_t *cursor);
 
+/* Repeated augmentation (--aug-repeats K, DeiT RASampler / timm RepeatAugSampler): the epoch
+ * stream lists every permuted sample K times, perm[0] x K, perm[1] x K, ..., and an epoch keeps
+ * its length (floor(n/G) batches, so only the first floor(n/G) * G / K permuted samples are
+ * used, each exactly K times). Inside a global batch the G stream entries are laid out
+ * copy-major so the K copies of a sample are G/K positions apart: global position p (batch
+ * s = p / G, offset i = p % G) holds copy c = i / (G/K) of permuted sample
+ * u = s * (G/K) + i % (G/K). With world >= K the copies land on K different ranks (rank
+ * blocks are G/world <= G/K long). Requires G % K == 0; a pure function of (G, K, p), hence the
+ * same at any world size with the same G. */
+static inline void sv_sampler_repeat(uint64_t G, uint64_t K, uint64_t p, uint64_t *u, uint32_t *copy) {
+    uint64_t per = G / K, i = p % G;
+    *u = (p / G) * per + i % per;
+    *copy = (uint32_t)(i / per);
+}
+
 static inline uint64_t sv_sampler_steps(int train, uint64_t n, uint64_t G) { return train ? n / G : (n + G - 1) / G; }
 
 #endif

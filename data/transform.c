@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "data/augment3.h"
 #include "data/randaug.h"
 
 void sv_rrc_box(uint64_t key, int W, int H, double scale_min, double scale_max, double ratio_min, double ratio_max,
@@ -63,7 +64,13 @@ sv_status sv_load_image(sv_jpeg_ctx *jc, sv_resample_scratch *rs, const uint8_t 
     if (comps == 4) return SV_FAIL(SV_ERR_UNSUPPORTED, "CMYK JPEG is not supported");
     sv_box b;
     int flip = 0;
-    if (x->train) {
+    long snw = 0, snh = 0, stop = 0, sleft = 0; /* simple crop geometry */
+    if (x->train && x->simple_crop) {
+        double bb[4];
+        sv_simple_crop_box(x->key, W, H, x->img, &snw, &snh, &stop, &sleft, bb);
+        b = (sv_box){bb[0], bb[1], bb[2], bb[3]};
+        flip = x->hflip > 0 && sv_rand_unit(x->key, 63) < x->hflip;
+    } else if (x->train) {
         sv_rrc_box(x->key, W, H, x->scale_min, x->scale_max, x->ratio_min, x->ratio_max, &b);
         flip = x->hflip > 0 && sv_rand_unit(x->key, 63) < x->hflip;
     } else {
@@ -87,7 +94,7 @@ sv_status sv_load_image(sv_jpeg_ctx *jc, sv_resample_scratch *rs, const uint8_t 
         double fx = (double)sw / W, fy = (double)sh / H;
         b = (sv_box){b.x * fx, b.y * fy, b.w * fx, b.h * fy};
     }
-    if (x->train) {
+    if (x->train && !x->simple_crop) {
         cx0 = (int)floor(b.x);
         cy0 = (int)floor(b.y);
         cx1 = (int)ceil(b.x + b.w);
@@ -97,73 +104,47 @@ sv_status sv_load_image(sv_jpeg_ctx *jc, sv_resample_scratch *rs, const uint8_t 
         cx1 = cx1 > sw ? sw : cx1 <= cx0 ? cx0 + 1 : cx1;
         cy1 = cy1 > sh ? sh : cy1 <= cy0 ? cy0 + 1 : cy1;
     }
-    SV_TRY(sv_resample_plan(rs, &b, cx0, cy0, cx1, cy1, x->img, x->channels, flip, x->interp));
+    int simple = x->train && x->simple_crop;
+    SV_TRY(sv_resample_plan(rs, &b, cx0, cy0, cx1, cy1, x->img, x->channels, simple ? 0 : flip, x->interp));
     sv_jpeg_region r;
     SV_TRY(sv_jpeg_region_decode(jc, x->channels, denom, rs->x0, rs->y0, rs->x1, rs->y1, &r));
     if (r.fw != sw || r.fh != sh || r.x0 > rs->x0 || r.y0 > rs->y0 || r.x0 + r.w < rs->x1 || r.y0 + r.h < rs->y1)
         return SV_FAIL(SV_ERR_BACKEND, "JPEG decode: region %d,%d %dx%d of %dx%d does not cover %d,%d..%d,%d of %dx%d",
                        r.x0, r.y0, r.w, r.h, r.fw, r.fh, rs->x0, rs->y0, rs->x1, rs->y1, sw, sh);
     sv_resample_run(rs, r.pix, r.x0, r.y0, (size_t)r.w * (size_t)x->channels);
-    if (x->train && x->randaug_n > 0) {
+    if (simple) {
+        sv_reflect_fix(rs->img, x->img, x->channels, snw, snh, stop, sleft);
+        size_t px = (size_t)x->channels, row = (size_t)x->img * px;
+        for (int y = 0; flip && y < x->img; y++)
+            for (int i = 0, j = x->img - 1; i < j; i++, j--)
+                for (size_t ch = 0; ch < px; ch++) {
+                    uint8_t t = rs->img[y * row + (size_t)i * px + ch];
+                    rs->img[y * row + (size_t)i * px + ch] = rs->img[y * row + (size_t)j * px + ch];
+                    rs->img[y * row + (size_t)j * px + ch] = t;
+                }
+    }
+    if (x->train) {
         uint8_t fill[3];
         for (int ch = 0; ch < x->channels; ch++) {
             float v = x->mean[ch] * 255.f + 0.5f;
             fill[ch] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
         }
-        sv_randaug(sv_hash2(x->key, 0x7a4dull), x->randaug_n, x->randaug_m, rs->img, x->img, x->channels, fill,
-                   rs->img2);
+        sv_augment_u8(x, x->key, rs->img, x->img, x->channels, fill, rs->img2);
     }
     sv_normalize_u8(rs->img, x->img, x->channels, x->mean, x->std, dst);
+    if (x->train) sv_augment_f32(x, x->key, dst, x->img, x->channels);
     return SV_OK;
 }
 
-static double rand_gamma(uint64_t key, uint64_t base, double alpha) {
-    double boost = 1.0;
-    if (alpha < 1.0) { /* Gamma(a) = Gamma(a+1) * U^(1/a) */
-        boost = pow(sv_rand_unit_pos(key, base), 1.0 / alpha);
-        alpha += 1.0;
-    }
-    double d = alpha - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
-    for (uint64_t k = 1;; k++) { /* Marsaglia-Tsang; deterministic sub-counters */
-        double z = sv_rand_normal(sv_hash2(key, base + k), 0), v = 1.0 + c * z;
-        if (v <= 0) continue;
-        v = v * v * v;
-        double u = sv_rand_unit_pos(sv_hash2(key, base + k), 7);
-        if (log(u) < 0.5 * z * z + d - d * v + d * log(v)) return boost * d * v;
-    }
+void sv_augment_u8(const sv_image_xform *x, uint64_t key, uint8_t *img, int side, int c, const uint8_t *fill,
+                   uint8_t *scratch) {
+    if (x->randaug_n > 0) sv_randaug(sv_hash2(key, 0x7a4dull), x->randaug_n, x->randaug_m, img, side, c, fill, scratch);
+    if (x->aa && x->aa->n > 0) sv_randaug_timm_run(x->aa, sv_hash2(key, 0x7a4eull), img, side, c, fill, scratch);
+    if (x->three_aug) sv_three_augment(sv_hash2(key, 0x3a6ull), img, side, c, scratch);
+    if (x->color_jitter > 0)
+        sv_color_jitter(sv_hash2(key, 0xc17ull), x->color_jitter, img, side, c, scratch, NULL, NULL);
 }
 
-double sv_rand_beta(uint64_t key, uint64_t base, double alpha) {
-    double x = rand_gamma(key, base, alpha), y = rand_gamma(sv_hash2(key, 0xbe7a), base, alpha);
-    return x + y > 0 ? x / (x + y) : 0.5;
-}
-
-void sv_mix_pair(float *a, float *b, int C, int side, int cutmix, uint64_t key, double *lam) {
-    size_t plane = (size_t)side * (size_t)side;
-    if (!cutmix) {
-        float l = (float)*lam, m = 1.f - l;
-        for (size_t e = 0; e < plane * (size_t)C; e++) {
-            float va = a[e], vb = b[e];
-            a[e] = l * va + m * vb;
-            b[e] = l * vb + m * va;
-        }
-        return;
-    }
-    double r = sqrt(1.0 - *lam);
-    int ch = (int)(side * r), cw = (int)(side * r);
-    int cy = (int)(sv_rand_u64(key, 200) % (uint64_t)side), cx = (int)(sv_rand_u64(key, 201) % (uint64_t)side);
-    int y0 = cy - ch / 2, y1 = cy + ch / 2, x0 = cx - cw / 2, x1 = cx + cw / 2;
-    y0 = y0 < 0 ? 0 : y0;
-    x0 = x0 < 0 ? 0 : x0;
-    y1 = y1 > side ? side : y1;
-    x1 = x1 > side ? side : x1;
-    for (int c = 0; c < C; c++)
-        for (int y = y0; y < y1; y++)
-            for (int x = x0; x < x1; x++) {
-                size_t e = (size_t)c * plane + (size_t)y * (size_t)side + (size_t)x;
-                float t = a[e];
-                a[e] = b[e];
-                b[e] = t;
-            }
-    *lam = 1.0 - (double)(y1 - y0) * (double)(x1 - x0) / (double)plane;
+void sv_augment_f32(const sv_image_xform *x, uint64_t key, float *img, int side, int c) {
+    if (x->erase.prob > 0) sv_random_erase(sv_hash2(key, 0xe7a5ull), &x->erase, img, c, side, side);
 }
