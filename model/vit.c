@@ -143,21 +143,17 @@ static int drop_for(const sv_vit *m, int block, int site, sv_drop *out) {
     return 1;
 }
 
-/* Forward of a branch output y (B,T,D) on its way into the residual stream, in timm's order:
- * proj dropout, LayerScale (y -> ls_in saved, *out = ls_in * gamma), drop path. Returns the
- * buffer holding the branch's contribution. */
-static sv_status branch_fwd(sv_vit *m, int l, int proj_site, int path_site, void *y, void *ls_in, const void *gamma,
-                            void **contrib) {
+/* Forward of a branch output on its way into the residual stream, in timm's order: proj dropout,
+ * LayerScale, drop path. `y` holds the branch's last linear output: with LayerScale that is
+ * ls_in (kept for the backward), scaled into m->y_tmp; without, m->y_tmp itself. The branch's
+ * contribution ends in m->y_tmp. */
+static sv_status branch_fwd(sv_vit *m, int l, int proj_site, int path_site, void *y, const void *gamma) {
     int M = m->B * m->T, D = m->D;
     size_t per = (size_t)m->T * D;
     sv_drop d;
     if (drop_for(m, l, proj_site, &d)) OP(m, sv_be_drop(m->be, y, &d, m->B, per, 1));
-    if (gamma) {
-        OP(m, sv_be_copy(m->be, ls_in, y, (size_t)M * D * sv_be_compute_elem_size(m->be)));
-        OP(m, sv_be_scale_cols(m->be, y, ls_in, gamma, M, D));
-    }
-    if (drop_for(m, l, path_site, &d)) OP(m, sv_be_drop(m->be, y, &d, m->B, per, per));
-    *contrib = y;
+    if (gamma) OP(m, sv_be_scale_cols(m->be, m->y_tmp, y, gamma, M, D));
+    if (drop_for(m, l, path_site, &d)) OP(m, sv_be_drop(m->be, m->y_tmp, &d, m->B, per, per));
     return SV_OK;
 }
 
@@ -194,24 +190,26 @@ static sv_status block_forward(sv_vit *m, int l, const void *x, sv_block_acts *a
     sv_backend *be = m->be;
     int M = m->B * m->T, D = m->D, Hd = m->Hd;
     size_t n = (size_t)M * D;
-    void *y;
     sv_drop d;
+    /* with LayerScale the branch outputs are kept (ls*_in) for the gammas' gradient */
+    const void *g1 = bp->t[SV_BLK_LS1], *g2 = bp->t[SV_BLK_LS2];
+    void *y1 = g1 ? a->ls1_in : m->y_tmp, *y2 = g2 ? a->ls2_in : m->y_tmp;
     OP(m,
        sv_be_layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, x, bp->t[SV_BLK_NORM1_W], bp->t[SV_BLK_NORM1_B], M,
                            D));
     OP(m, sv_be_linear_fwd(be, a->qkv, NULL, a->ln1, bp->t[SV_BLK_QKV_W], bp->t[SV_BLK_QKV_B], M, 3 * D, D));
     OP(m, sv_be_attention_fwd(be, a->att, a->att_saved, m->att_scratch, a->qkv, m->B, m->T, D, m->cfg.heads));
-    OP(m, sv_be_linear_fwd(be, m->y_tmp, NULL, a->att, bp->t[SV_BLK_PROJ_W], bp->t[SV_BLK_PROJ_B], M, D, D));
-    SV_TRY(branch_fwd(m, l, SITE_PROJ_ATTN, SITE_PATH_ATTN, m->y_tmp, a->ls1_in, bp->t[SV_BLK_LS1], &y));
-    OP(m, sv_be_residual_add(be, a->x_mid, x, y, n));
+    OP(m, sv_be_linear_fwd(be, y1, NULL, a->att, bp->t[SV_BLK_PROJ_W], bp->t[SV_BLK_PROJ_B], M, D, D));
+    SV_TRY(branch_fwd(m, l, SITE_PROJ_ATTN, SITE_PATH_ATTN, y1, g1));
+    OP(m, sv_be_residual_add(be, a->x_mid, x, m->y_tmp, n));
     OP(m,
        sv_be_layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_mid, bp->t[SV_BLK_NORM2_W], bp->t[SV_BLK_NORM2_B],
                            M, D));
     OP(m, sv_be_linear_fwd(be, a->fc1_out, a->fc1_pre, a->ln2, bp->t[SV_BLK_FC1_W], bp->t[SV_BLK_FC1_B], M, Hd, D));
     if (drop_for(m, l, SITE_PROJ_MLP1, &d)) OP(m, sv_be_drop(be, a->fc1_out, &d, m->B, (size_t)m->T * Hd, 1));
-    OP(m, sv_be_linear_fwd(be, m->y_tmp, NULL, a->fc1_out, bp->t[SV_BLK_FC2_W], bp->t[SV_BLK_FC2_B], M, D, Hd));
-    SV_TRY(branch_fwd(m, l, SITE_PROJ_MLP2, SITE_PATH_MLP, m->y_tmp, a->ls2_in, bp->t[SV_BLK_LS2], &y));
-    OP(m, sv_be_residual_add(be, x_out, a->x_mid, y, n));
+    OP(m, sv_be_linear_fwd(be, y2, NULL, a->fc1_out, bp->t[SV_BLK_FC2_W], bp->t[SV_BLK_FC2_B], M, D, Hd));
+    SV_TRY(branch_fwd(m, l, SITE_PROJ_MLP2, SITE_PATH_MLP, y2, g2));
+    OP(m, sv_be_residual_add(be, x_out, a->x_mid, m->y_tmp, n));
     return SV_OK;
 }
 
