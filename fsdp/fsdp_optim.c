@@ -8,6 +8,33 @@
 #include "fsdp/fsdp.h"
 #include "fsdp/optim.h"
 
+sv_status sv_fsdp_each_piece(sv_fsdp *f, sv_fsdp_piece_fn fn, void *ctx) {
+    for (int u = 0; u < f->L.n_units; u++) {
+        const sv_unit *un = &f->L.units[u];
+        for (int k = 0; k < un->n_entries; k++) {
+            const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
+            sv_shard_piece p = sv_layout_piece(un, e, f->shard_rank);
+            if (p.count) SV_TRY(fn(ctx, f, u, e, p));
+        }
+    }
+    return SV_OK;
+}
+
+typedef struct adamw_ctx {
+    const sv_optim_config *oc;
+    sv_adamw_hparams h;
+} adamw_ctx;
+
+static sv_status adamw_piece(void *vctx, sv_fsdp *f, int u, const sv_flat_entry *e, sv_shard_piece p) {
+    const adamw_ctx *c = vctx;
+    sv_unit_state *s = &f->us[u];
+    float wd = f->L.params[e->param].no_decay ? 0.0f : c->oc->weight_decay;
+    size_t o = p.shard_offset;
+    sv_adamw_hparams hp = c->h;
+    hp.lr = sv_optim_piece_lr(c->oc, e->param);
+    return sv_be_adamw(f->be, s->master + o, s->grad + o, s->m + o, s->v + o, p.count, &hp, wd);
+}
+
 sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *grad_norm, int *skipped) {
     double t0 = f->trace ? sv_trace_now(f->trace) : 0.0;
     /* Deterministic global norm: this rank's partial sums in unit order, then every rank's
@@ -45,30 +72,18 @@ sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *
         SV_TRY(sv_fsdp_optim_rule_step(f, oc, clip, t));
         goto done;
     }
-    sv_adamw_hparams h = {
-        .lr = oc->lr,
-        .beta1 = oc->beta1,
-        .beta2 = oc->beta2,
-        .eps = oc->eps,
-        .weight_decay = oc->weight_decay,
-        .bc1 = (float)(1.0 - pow(oc->beta1, (double)t)),
-        .bc2 = (float)(1.0 - pow(oc->beta2, (double)t)),
-        .grad_scale = clip,
-    };
-    for (int u = 0; u < f->L.n_units; u++) {
-        const sv_unit *un = &f->L.units[u];
-        sv_unit_state *s = &f->us[u];
-        for (int k = 0; k < un->n_entries; k++) {
-            const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
-            sv_shard_piece p = sv_layout_piece(un, e, f->shard_rank);
-            if (!p.count) continue;
-            float wd = f->L.params[e->param].no_decay ? 0.0f : oc->weight_decay;
-            size_t o = p.shard_offset;
-            sv_adamw_hparams hp = h;
-            if (oc->lr_scale) hp.lr = oc->lr * oc->lr_scale[e->param];
-            SV_TRY(sv_be_adamw(f->be, s->master + o, s->grad + o, s->m + o, s->v + o, p.count, &hp, wd));
-        }
-    }
+    adamw_ctx ac = {.oc = oc,
+                    .h = {
+                        .lr = oc->lr,
+                        .beta1 = oc->beta1,
+                        .beta2 = oc->beta2,
+                        .eps = oc->eps,
+                        .weight_decay = oc->weight_decay,
+                        .bc1 = (float)(1.0 - pow(oc->beta1, (double)t)),
+                        .bc2 = (float)(1.0 - pow(oc->beta2, (double)t)),
+                        .grad_scale = clip,
+                    }};
+    SV_TRY(sv_fsdp_each_piece(f, adamw_piece, &ac));
 done:
     if (f->trace) {
         SV_TRY(sv_be_sync(f->be));

@@ -33,29 +33,39 @@ void sv_layer_decay_scales(const sv_layout *L, double decay, float *out) {
         out[k] = (float)pow(decay, (double)(L->cfg.depth + 1 - sv_layer_decay_layer(&L->params[k], L->cfg.depth)));
 }
 
-static float piece_lr(const sv_optim_config *oc, int param) {
-    return oc->lr_scale ? oc->lr * oc->lr_scale[param] : oc->lr;
-}
-
 /* One pass of rule `op` over every piece of this rank's shards; LAMB_APPLY takes each tensor's
  * trust ratio from trust[param]. */
+typedef struct rule_ctx {
+    const sv_optim_config *oc;
+    int op;
+    const sv_optim_hparams *h0;
+    const float *trust;
+} rule_ctx;
+
+static sv_status rule_piece(void *vctx, sv_fsdp *f, int u, const sv_flat_entry *e, sv_shard_piece p) {
+    const rule_ctx *c = vctx;
+    sv_unit_state *s = &f->us[u];
+    float wd = f->L.params[e->param].no_decay ? 0.0f : c->oc->weight_decay;
+    sv_optim_hparams h = *c->h0;
+    h.lr = sv_optim_piece_lr(c->oc, e->param);
+    if (c->trust) h.trust = c->trust[e->param];
+    size_t o = p.shard_offset;
+    return sv_be_optim_elem(f->be, c->op, s->master + o, s->grad + o, s->m + o, s->v + o, p.count, &h, wd);
+}
+
 static sv_status each_piece(sv_fsdp *f, const sv_optim_config *oc, int op, const sv_optim_hparams *h0,
                             const float *trust) {
-    for (int u = 0; u < f->L.n_units; u++) {
-        const sv_unit *un = &f->L.units[u];
-        sv_unit_state *s = &f->us[u];
-        for (int k = 0; k < un->n_entries; k++) {
-            const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
-            sv_shard_piece p = sv_layout_piece(un, e, f->shard_rank);
-            if (!p.count) continue;
-            float wd = f->L.params[e->param].no_decay ? 0.0f : oc->weight_decay;
-            sv_optim_hparams h = *h0;
-            h.lr = piece_lr(oc, e->param);
-            if (trust) h.trust = trust[e->param];
-            size_t o = p.shard_offset;
-            SV_TRY(sv_be_optim_elem(f->be, op, s->master + o, s->grad + o, s->m + o, s->v + o, p.count, &h, wd));
-        }
-    }
+    rule_ctx c = {oc, op, h0, trust};
+    return sv_fsdp_each_piece(f, rule_piece, &c);
+}
+
+/* Per-tensor partial sums of squares of the weights [2k] and of the update [2k + 1]. */
+static sv_status norm_piece(void *vctx, sv_fsdp *f, int u, const sv_flat_entry *e, sv_shard_piece p) {
+    double *loc = vctx, w2, u2;
+    SV_TRY(sv_be_sumsq_f32(f->be, f->us[u].master + p.shard_offset, p.count, &w2));
+    SV_TRY(sv_be_sumsq_f32(f->be, f->us[u].grad + p.shard_offset, p.count, &u2));
+    loc[2 * e->param] += w2;
+    loc[2 * e->param + 1] += u2;
     return SV_OK;
 }
 
@@ -67,19 +77,7 @@ static sv_status lamb_trust(sv_fsdp *f, const sv_optim_config *oc, float *trust)
     double *loc = calloc((size_t)2 * n, sizeof *loc);
     double *all = malloc((size_t)2 * n * (size_t)f->shard_size * sizeof *all);
     sv_status st = loc && all ? SV_OK : SV_FAIL(SV_ERR_OOM, "LAMB norm partials of %d tensors", n);
-    for (int u = 0; u < f->L.n_units && st == SV_OK; u++) {
-        const sv_unit *un = &f->L.units[u];
-        for (int k = 0; k < un->n_entries && st == SV_OK; k++) {
-            const sv_flat_entry *e = &f->L.entries[un->first_entry + k];
-            sv_shard_piece p = sv_layout_piece(un, e, f->shard_rank);
-            if (!p.count) continue;
-            double w2, u2;
-            st = sv_be_sumsq_f32(f->be, f->us[u].master + p.shard_offset, p.count, &w2);
-            if (st == SV_OK) st = sv_be_sumsq_f32(f->be, f->us[u].grad + p.shard_offset, p.count, &u2);
-            loc[2 * e->param] += w2;
-            loc[2 * e->param + 1] += u2;
-        }
-    }
+    if (st == SV_OK) st = sv_fsdp_each_piece(f, norm_piece, loc);
     sv_comm_req req;
     if (st == SV_OK) st = sv_comm_all_gather(f->shard, all, loc, (size_t)2 * n, SV_COMM_F64, &req);
     if (st == SV_OK) st = sv_comm_wait(f->shard, &req);

@@ -16,6 +16,16 @@
 
 #include "fsdp/fsdp.h"
 
+/* The walk every rule takes: fn for each non-empty piece (the part of one tensor in this rank's
+ * shard: unit u, entry e, piece p) in unit and entry order; stops at the first error. */
+typedef sv_status (*sv_fsdp_piece_fn)(void *ctx, sv_fsdp *f, int u, const sv_flat_entry *e, sv_shard_piece p);
+sv_status sv_fsdp_each_piece(sv_fsdp *f, sv_fsdp_piece_fn fn, void *ctx);
+
+/* The learning rate of tensor `param`'s pieces: lr, times its layer-decay scale when there is one. */
+static inline float sv_optim_piece_lr(const sv_optim_config *oc, int param) {
+    return oc->lr_scale ? oc->lr * oc->lr_scale[param] : oc->lr;
+}
+
 /* "adamw" | "lamb" | "sgd" | "lion". */
 const char *sv_opt_name(sv_opt_kind k);
 sv_status sv_opt_parse(const char *s, sv_opt_kind *out);

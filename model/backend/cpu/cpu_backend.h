@@ -105,6 +105,9 @@ sv_status sv_cpu_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rs
                                const void *b, int M, int C);
 sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out, const void *x,
                                const void *w, const float *mean, const float *rstd, int M, int C);
+/* SV_ERR_INVALID naming `op`, the sample and the label when a label (labels (B); NULL: none)
+ * lies outside [0, K): the loss ops' shared input check. */
+sv_status sv_cpu_check_labels(const char *op, const int32_t *labels, int B, int K);
 sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
                               const float *soft_targets, int B, int K, float smoothing, float grad_scale);
 /* cpu_attention.c. Sizes (sv_cpu_sizes): `attn` is the engine running the attention GEMMs

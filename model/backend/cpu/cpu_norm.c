@@ -55,6 +55,14 @@ sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x_, float *dw, float *db,
     return SV_OK;
 }
 
+sv_status sv_cpu_check_labels(const char *op, const int32_t *labels, int B, int K) {
+    if (labels)
+        for (int b = 0; b < B; b++)
+            if (labels[b] < 0 || labels[b] >= K)
+                return SV_FAIL(SV_ERR_INVALID, "%s: label %d of sample %d outside [0, %d)", op, (int)labels[b], b, K);
+    return SV_OK;
+}
+
 sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits_, const void *logits_,
                               const int32_t *labels, const float *soft_targets, int B, int K, float smoothing,
                               float grad_scale) {
@@ -62,11 +70,7 @@ sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits_, co
     float *d_logits = d_logits_;
     const float *logits = logits_;
     const int bf = c->bf16;
-    if (labels)
-        for (int b = 0; b < B; b++)
-            if (labels[b] < 0 || labels[b] >= K)
-                return SV_FAIL(SV_ERR_INVALID, "softmax_xent: label %d of sample %d outside [0, %d)", (int)labels[b], b,
-                               K);
+    SV_TRY(sv_cpu_check_labels("softmax_xent", labels, B, K));
 #pragma omp parallel for num_threads(sv_cpu_nt(c, (size_t)B *K * 8)) schedule(static)
     for (int b = 0; b < B; b++) {
         const float *z = logits + (size_t)b * K;

@@ -94,11 +94,7 @@ sv_status sv_cpu_sigmoid_bce(sv_backend *be, float *losses, void *d_logits_, con
     float *d_logits = d_logits_;
     const float *logits = logits_;
     const int bf = c->bf16;
-    if (labels)
-        for (int b = 0; b < B; b++)
-            if (labels[b] < 0 || labels[b] >= K)
-                return SV_FAIL(SV_ERR_INVALID, "sigmoid_bce: label %d of sample %d outside [0, %d)", (int)labels[b], b,
-                               K);
+    SV_TRY(sv_cpu_check_labels("sigmoid_bce", labels, B, K));
     const float norm = sum_classes ? 1.0f : 1.0f / (float)K;
 #pragma omp parallel for num_threads(sv_cpu_nt(c, (size_t)B *K * 8)) schedule(static)
     for (int b = 0; b < B; b++) {
