@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "app/commands.h"
+#include "app/plan_sim.h"
 #include "app/run.h"
 
 static void row(const char *what, size_t bytes, size_t total, const char *note) {
@@ -16,20 +17,50 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     o.device = "cpu";
     int world = 1;
     const char *mem = NULL;
+    sv_plan_sim_args sa = {.sim = {.steps = 1}, .mem = -1};
     /* clang-format off: one flag per line */
     sv_flag flags[] = {
         SV_RUN_FLAGS(o),
         {"world", SV_FLAG_INT, &world, 1, 1 << 20, "number of ranks to plan for", 0},
         {"mem", SV_FLAG_STR, &mem, 0, 0, "memory per rank to check against, e.g. 24G or 80GiB", 0},
         {"model-ema", SV_FLAG_BOOL, &o.model_ema, 0, 1, "count the fp32 weight-EMA shards of train --model-ema", 0},
+        {"simulate", SV_FLAG_BOOL, &sa.simulate, 0, 0,
+         "simulate the step: time, exposed communication, MFU, collectives "
+         "(docs/simulate.md); --device cpu | h200 | h100",
+         0},
+        {"suggest-wrap", SV_FLAG_BOOL, &sa.suggest, 0, 0,
+         "simulate strategy x units x recompute candidates and pick the "
+         "fastest that fits --mem",
+         0},
+        {"sweep", SV_FLAG_STR, &sa.sweep, 0, 0,
+         "simulate one row per configuration: 'world=8,64 batch-per-rank=32 "
+         "model=vit-b16,vit-h14 ...'",
+         0},
+        {"format", SV_FLAG_STR, &sa.format, 0, 0, "--sweep rows: jsonl (default) | csv (timm benchmark-like columns)",
+         0},
+        {"json", SV_FLAG_BOOL, &sa.json, 0, 0, "--simulate: print one JSON object", 0},
+        {"nodes", SV_FLAG_INT, &sa.sim.nodes, 0, 1 << 20, "simulated nodes (0 = cpu: 1, GPUs: 8 ranks per node)", 0},
+        {"net", SV_FLAG_STR, &sa.sim.net, 0, 0,
+         "simulated network INTRA[+INTER]: shm | nvlink, + ndr | hdr | 400gbe | "
+         "100gbe",
+         0},
+        {"intra", SV_FLAG_STR, &sa.sim.intra, 0, 0, "intra-node link ALPHA_US,GBPS (overrides --net)", 0},
+        {"inter", SV_FLAG_STR, &sa.sim.inter, 0, 0, "inter-node link ALPHA_US,GBPS: latency, one node's bandwidth", 0},
+        {"steps", SV_FLAG_INT, &sa.sim.steps, 1, 1000, "simulated steps after the warm-up step", 0},
+        {"cores", SV_FLAG_DOUBLE, &sa.sim.cores, 0, 1 << 20,
+         "--device cpu: cores of the simulated node (0 = this "
+         "machine's)",
+         0},
         SV_FLAG_END};
     /* clang-format on */
-    sv_cmd_spec spec = {"plan",
-                        "shardvit plan --model M --world N --strategy S --param-dtype D --batch-size B [--mem 24G]",
-                        "Print where every byte of a rank's arena goes (fp32 master/grad/optimizer shards, gathered "
-                        "compute-dtype parameters, gradient buffers, activations) and whether it fits --mem. "
-                        "--device cuda plans GPU sizes (bf16 storage) without needing a GPU.",
-                        0};
+    sv_cmd_spec spec = {
+        "plan", "shardvit plan --model M --world N --strategy S --param-dtype D --batch-size B [--mem 24G]",
+        "Print where every byte of a rank's arena goes (fp32 master/grad/optimizer shards, gathered "
+        "compute-dtype parameters, gradient buffers, activations) and whether it fits --mem. "
+        "--device cuda plans GPU sizes (bf16 storage) without needing a GPU. --simulate runs the engine's own "
+        "step on a virtual clock and predicts step time, exposed communication and MFU; --suggest-wrap "
+        "picks strategy and units; --sweep writes one row per configuration (docs/simulate.md).",
+        0};
     char *pos[1];
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
@@ -37,6 +68,25 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     long long mem_bytes = -1;
     if (mem && (mem_bytes = sv_parse_bytes(mem)) < 0) {
         fprintf(stderr, "shardvit plan: --mem: invalid value '%s' (expected bytes like 24G, 512M)\n", mem);
+        return 2;
+    }
+    if (sa.simulate || sa.suggest || sa.sweep) {
+        if (!strcmp(o.device, "cuda") || !strcmp(o.device, "auto")) {
+            fprintf(stderr, "shardvit plan: --device %s: name the simulated device (%s)\n", o.device,
+                    sv_sim_device_names);
+            return 2;
+        }
+        sa.sim.run = o;
+        sa.sim.world = world;
+        sa.sim.device = o.device;
+        sa.sim.trace = o.trace;
+        sa.mem = mem_bytes;
+        return sv_plan_sim_run(&sa);
+    }
+    if (sa.format || sa.json || sa.sim.nodes || sa.sim.net || sa.sim.intra || sa.sim.inter || sa.sim.cores > 0) {
+        fprintf(stderr,
+                "shardvit plan: --format/--json/--nodes/--net/--intra/--inter/--cores need --simulate, "
+                "--suggest-wrap or --sweep\n");
         return 2;
     }
     if (!strcmp(o.device, "auto")) o.device = "cpu";

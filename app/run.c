@@ -138,26 +138,56 @@ void sv_run_log_plan(const sv_run_mem *m) {
     if (m->fsdp.ema) SV_INFO("memory plan per rank: of which weight EMA %.1f MiB (--model-ema)", m->fsdp.ema / MiB);
 }
 
+static sv_status setup_rest(sv_run *r, const sv_run_opts *o, const sv_fsdp_config *fc, int rank, int world,
+                            int local_rank, int local_size, int init_params);
+
 sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int local_rank, int local_size) {
     memset(r, 0, sizeof *r);
-    r->rank = rank;
-    r->world = world;
-    r->local_rank = local_rank;
-    r->local_size = local_size;
+    sv_vit_config vcfg;
     sv_fsdp_config fc;
     sv_backend_config bc;
-    SV_TRY(sv_run_resolve(o, world, &r->vcfg, &fc, &bc, local_size, &r->micro_batch));
+    int micro;
+    SV_TRY(sv_run_resolve(o, world, &vcfg, &fc, &bc, local_size, &micro));
     bc.device_index = local_rank;
-    SV_TRY(sv_backend_create(&bc, &r->be));
+    sv_backend *be;
+    SV_TRY(sv_backend_create(&bc, &be));
+    r->be = be; /* owned by r from here: teardown destroys it */
 
     sv_comm_config cc = {.kind = sv_mpi_env_comm_kind(), .timeout_s = o->comm_timeout};
     if (bc.device == SV_DEVICE_CUDA) {
         cc.kind = SV_COMM_KIND_NCCL;
-        cc.backend_stream = sv_be_native_stream(r->be);
+        cc.backend_stream = sv_be_native_stream(be);
         cc.device_index = local_rank;
     }
     SV_TRY(sv_comm_create_world(&cc, &r->world_comm));
     SV_TRY(sv_fsdp_make_comms(r->world_comm, fc.strategy, fc.shard_group, &r->shard_comm, &r->repl_comm));
+    r->vcfg = vcfg;
+    r->micro_batch = micro;
+    return setup_rest(r, o, &fc, rank, world, local_rank, local_size, 1);
+}
+
+sv_status sv_run_setup_parts(sv_run *r, const sv_run_opts *o, int rank, int world, int local_rank, int local_size,
+                             const sv_run_parts *p) {
+    memset(r, 0, sizeof *r);
+    r->be = p->be;
+    r->world_comm = p->world;
+    r->shard_comm = p->shard;
+    r->repl_comm = p->repl;
+    sv_fsdp_config fc;
+    sv_backend_config bc;
+    SV_TRY(sv_run_resolve(o, world, &r->vcfg, &fc, &bc, local_size, &r->micro_batch));
+    return setup_rest(r, o, &fc, rank, world, local_rank, local_size, p->init_params);
+}
+
+/* Everything after the backend and the communicators exist (r->be, r->*_comm, r->vcfg and
+ * r->micro_batch set). */
+static sv_status setup_rest(sv_run *r, const sv_run_opts *o, const sv_fsdp_config *fcp, int rank, int world,
+                            int local_rank, int local_size, int init_params) {
+    r->rank = rank;
+    r->world = world;
+    r->local_rank = local_rank;
+    r->local_size = local_size;
+    sv_fsdp_config fc = *fcp;
     SV_TRY(sv_fsdp_setup(&r->fsdp, &fc, r->be, r->world_comm, r->shard_comm, r->repl_comm, &r->vcfg));
 
     /* Size the arena with a counting pass over the very code that carves it. */
@@ -168,6 +198,7 @@ sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int
     r->bytes_fsdp = cnt_dev.used;
     SV_TRY(sv_vit_init(&r->model, &r->vcfg, r->be, r->micro_batch, o->recompute, &cnt_dev, &cnt_host));
     r->bytes_act = cnt_dev.used - r->bytes_fsdp;
+    r->bytes_total = cnt_dev.used;
     size_t dev_bytes = cnt_dev.used + 4096, host_bytes = cnt_host.used + 4096;
     SV_TRY(sv_be_alloc(r->be, dev_bytes, &r->dev_block));
     r->host_block = calloc(1, host_bytes);
@@ -179,7 +210,7 @@ sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int
     SV_TRY(sv_vit_init(&r->model, &r->vcfg, r->be, r->micro_batch, o->recompute, &r->dev, &r->host));
     SV_TRY(sv_trace_init(&r->trace, o->trace ? (size_t)1 << 20 : 0, rank));
     sv_fsdp_attach(&r->fsdp, &r->model, o->trace ? &r->trace : NULL);
-    SV_TRY(sv_fsdp_init_params(&r->fsdp));
+    if (init_params) SV_TRY(sv_fsdp_init_params(&r->fsdp));
     sv_run_mem plan = {r->fsdp.mem, r->bytes_act, cnt_dev.used};
     sv_run_log_plan(&plan);
     SV_INFO("arena: %.1f MiB on %s (%s) per rank", dev_bytes / 1048576.0, sv_be_name(r->be), sv_be_device_name(r->be));

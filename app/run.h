@@ -116,7 +116,7 @@ typedef struct sv_run {
     int micro_batch; /* per rank per micro-step */
     void *dev_block, *host_block;
     sv_arena dev, host;
-    size_t bytes_fsdp, bytes_act; /* arena regions, for the memory report */
+    size_t bytes_fsdp, bytes_act, bytes_total; /* arena regions, for the memory report */
     sv_trace trace;
     float *host_losses; /* (micro_batch) per-sample losses of a micro-step, host (app/train_step.c) */
 } sv_run;
@@ -138,8 +138,21 @@ sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_ba
                       int recompute, sv_run_mem *out);
 void sv_run_log_plan(const sv_run_mem *m);
 
-/* Set up everything for a run. `need_model`: also carve activations for micro_batch. */
+/* Set up everything for a run: backend, communicators, FSDP state, arena, model. */
 sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int local_rank, int local_size);
+
+/* The parts sv_run_setup creates itself, for a caller that brings its own: the step-time
+ * simulator (app/simulate.c) runs on a virtual-time backend and communicators. r takes
+ * ownership of all of them (sv_run_teardown destroys them), on failure too. The communicators
+ * must match the strategy as sv_fsdp_make_comms forms them. init_params 0: leave the master
+ * shards as carved (the simulator computes nothing). */
+typedef struct sv_run_parts {
+    sv_backend *be;
+    sv_comm *world, *shard, *repl;
+    int init_params;
+} sv_run_parts;
+sv_status sv_run_setup_parts(sv_run *r, const sv_run_opts *o, int rank, int world, int local_rank, int local_size,
+                             const sv_run_parts *p);
 void sv_run_teardown(sv_run *r);
 /* The end of a command's run: on success tear r down and return SV_OK; on failure add this
  * frame to the error trace and return st with r left as it is (the caller exits and main aborts

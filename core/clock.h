@@ -24,7 +24,15 @@
 #ifndef SV_CORE_CLOCK_H
 #define SV_CORE_CLOCK_H
 
-double sv_now_s(void); /* monotonic seconds (CLOCK_MONOTONIC base) */
+double sv_now_s(void); /* monotonic seconds (CLOCK_MONOTONIC base), or the virtual clock below */
+
+/* The step-time simulator (sim/, `shardvit plan --simulate`) runs the engine's own code on a
+ * virtual clock: while `now_s` is set, sv_now_s() returns *now_s, so every timestamp the engine,
+ * the communicators and the tracer take is simulated time. NULL restores the real clock. Set it
+ * only in a single-threaded process (the simulator's); the real-time measurements of the
+ * simulator's calibration use sv_now_real_s(). */
+void sv_clock_set_virtual(const double *now_s);
+double sv_now_real_s(void); /* the real clock, whatever sv_clock_set_virtual says */
 
 /* 1 if sv_now_s() runs on the TSC in this process, 0 if on clock_gettime. */
 int sv_clock_uses_tsc(void);

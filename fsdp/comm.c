@@ -221,6 +221,7 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
     unsigned spins = 0;
     sv_status st = SV_OK;
     int done = 0;
+    if (!until_issued && c->ops->wait_hint) c->ops->wait_hint(c, idx);
     for (;;) {
         st = c->ops->test(c, idx, &done);
         if (st != SV_OK) break;

@@ -8,6 +8,9 @@
  *   "broken" state after a timeout or error, and the ordering rule below.
  * - An implementation only starts and polls collectives described by a slot.
  *
+ * Implementations: comm_mpi.c, comm_local.c, cuda/comm_nccl.c, and comm_sim.c (virtual time: the
+ * step-time simulator of `shardvit plan --simulate`, docs/simulate.md).
+ *
  * Object layout: an implementation allocates a struct whose FIRST member is `sv_comm` (the
  * base), fills it with sv_comm_base_init(), and casts sv_comm* back to its own type inside its
  * ops. Per-request transport state (MPI_Request arrays, CUDA events) lives in the
@@ -90,6 +93,11 @@ typedef struct sv_comm_ops {
     sv_status (*test)(sv_comm *c, int slot, int *done);
     /* Optional (NULL = never): nonzero while the slot still has library calls not yet issued. */
     int (*issue_pending)(const sv_comm *c, int slot);
+    /* Optional (NULL = nothing): called once when sv_comm_wait starts waiting for a slot that
+     * has not completed. A transport on a virtual clock (comm_sim.c: the step-time simulator)
+     * advances the clock to the collective's completion here, so the following `test` says
+     * done and the wait lasts exactly the simulated exposed time. Real transports leave it NULL. */
+    void (*wait_hint)(sv_comm *c, int slot);
 } sv_comm_ops;
 
 /* Base of every communicator (first member of the implementation's struct). */

@@ -76,12 +76,20 @@ sv_status sv_fsdp_shard_size(sv_strategy s, int shard_group, int world, int *sha
 }
 
 sv_status sv_fsdp_make_comms(sv_comm *world, sv_strategy s, int shard_group, sv_comm **shard, sv_comm **repl) {
-    int rank = sv_comm_rank(world), G = 1;
+    int rank = sv_comm_rank(world), G = 1, color, key;
     SV_TRY(sv_fsdp_shard_size(s, shard_group, sv_comm_size(world), &G));
-    /* shard groups: consecutive ranks (one node when ranks are packed per node) */
-    SV_TRY(sv_comm_split(world, rank / G, rank % G, shard));
-    SV_TRY(sv_comm_split(world, rank % G, rank / G, repl));
+    sv_fsdp_group_color(rank, G, 0, &color, &key);
+    SV_TRY(sv_comm_split(world, color, key, shard));
+    sv_fsdp_group_color(rank, G, 1, &color, &key);
+    SV_TRY(sv_comm_split(world, color, key, repl));
     return SV_OK;
+}
+
+void sv_fsdp_group_color(int rank, int G, int repl, int *color, int *key) {
+    /* shard groups: consecutive ranks (one node when ranks are packed per node); replica
+     * groups: the ranks holding the same shard, one per shard group */
+    *color = repl ? rank % G : rank / G;
+    *key = repl ? rank / G : rank % G;
 }
 
 sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, int shard_rank, int shard_size,

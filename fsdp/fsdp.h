@@ -166,6 +166,10 @@ sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend 
 sv_status sv_fsdp_shard_size(sv_strategy s, int shard_group, int world, int *shard_size);
 /* Create shard/repl communicators for the strategy from `world` (caller destroys them). */
 sv_status sv_fsdp_make_comms(sv_comm *world, sv_strategy s, int shard_group, sv_comm **shard, sv_comm **repl);
+/* The group membership rule sv_fsdp_make_comms splits by (MPI_Comm_split color and key), for a
+ * shard group size G: shard groups (repl = 0) are G consecutive ranks, replica groups (repl = 1)
+ * the ranks r with equal r % G. Pure: the step-time simulator forms its groups with it too. */
+void sv_fsdp_group_color(int rank, int G, int repl, int *color, int *key);
 /* Carve every FSDP buffer from the device arena (dry run when the arena has no base). */
 sv_status sv_fsdp_carve(sv_fsdp *f, sv_arena *dev, sv_arena *host);
 /* Initialise master shards from the deterministic init (every world size gives the same model);

@@ -11,9 +11,4 @@ sv_status sv_cuda_backend_create(const sv_backend_config *cfg, sv_backend **out)
     return no_cuda();
 }
 
-sv_status sv_cuda_sizes(const sv_backend_config *cfg, int B, int T, int D, int H, sv_be_sizes *out) {
-    (void)cfg, (void)B, (void)T, (void)D, (void)H, (void)out;
-    return no_cuda();
-}
-
 int sv_cuda_backend_available(void) { return 0; }

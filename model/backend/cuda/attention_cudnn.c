@@ -61,19 +61,6 @@ void sv_cuda_attn_free(sv_cuda_backend *cb) {
     cb->dnn = NULL;
 }
 
-/* sv_be_sizes_query for CUDA: compute buffers are stored in the compute dtype; both attention
- * paths save the (B,H,T) f32 softmax statistics, and the fallback also needs (B,H,T) f32
- * scratch for the dO.O row terms. Pure: no device is touched (the planner calls it). */
-sv_status sv_cuda_sizes(const sv_backend_config *cfg, int B, int T, int D, int H, sv_be_sizes *out) {
-    (void)D;
-    if (cfg->compute_dtype != SV_F32 && cfg->compute_dtype != SV_BF16)
-        return SV_FAIL(SV_ERR_INVALID, "CUDA backend: unknown compute dtype %d", (int)cfg->compute_dtype);
-    out->compute_elem = sv_dtype_size(cfg->compute_dtype);
-    out->attention_saved = (size_t)B * H * T * sizeof(float);
-    out->attention_scratch = (size_t)B * H * T * sizeof(float);
-    return SV_OK;
-}
-
 static sv_status make_desc(desc_list *l, cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t *out) {
     SV_ASSERT(l->n < (int)(sizeof l->d / sizeof l->d[0]));
     SV_CUDNN_TRY(cudnnBackendCreateDescriptor(type, out));

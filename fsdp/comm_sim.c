@@ -1,0 +1,125 @@
+/* The virtual-time communicator (comm_sim.h). */
+#include "fsdp/comm_sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fsdp/comm_impl.h"
+
+typedef struct sim_comm {
+    sv_comm base;
+    sv_sim_net net;
+    sv_sim_group g;
+    double *now;
+    sv_sim_busy *busy;
+    double free_at;                      /* when the previous collective of this comm ends */
+    double done_at[SV_COMM_MAX_INFLIGHT]; /* per slot */
+} sim_comm;
+
+static double log2_ceil(int n) {
+    int k = 0;
+    while ((1 << k) < n) k++;
+    return k;
+}
+
+double sv_sim_coll_seconds(const sv_sim_net *net, const sv_sim_group *g, int kind, size_t bytes) {
+    int n = g->size;
+    if (n <= 1) return 0.0;
+    double a = net->intra.alpha_s, bw = net->intra.bw_Bps;
+    if (g->nodes > 1) {
+        int rpn = net->ranks_per_node > 0 ? net->ranks_per_node : 1;
+        double share = net->inter.bw_Bps * (double)g->ranks_per_node / rpn;
+        a = net->inter.alpha_s;
+        if (g->ranks_per_node <= 1 || share < bw) bw = share;
+    }
+    double S = (double)bytes, f = (double)(n - 1) / n, t;
+    switch (kind) {
+    case SV_COLL_ALL_GATHER:
+    case SV_COLL_REDUCE_SCATTER: t = (n - 1) * a + S * f / bw; break;
+    case SV_COLL_ALL_REDUCE: {
+        double ring = 2.0 * (n - 1) * a + 2.0 * S * f / bw, tree = 2.0 * log2_ceil(n) * a + 2.0 * S / bw;
+        t = ring < tree ? ring : tree;
+        break;
+    }
+    case SV_COLL_BROADCAST: t = (n - 1) * a + S / bw; break;
+    default: t = 2.0 * log2_ceil(n) * a; break; /* barrier */
+    }
+    return net->base_s + t;
+}
+
+static size_t full_bytes(const sv_comm *c, const sv_comm_slot *s) {
+    size_t b = s->count * sv_comm_dtype_size(s->dt);
+    if (s->kind == SV_COLL_ALL_GATHER || s->kind == SV_COLL_REDUCE_SCATTER) b *= (size_t)c->size;
+    if (s->kind == SV_COLL_BARRIER) b = 0;
+    return b;
+}
+
+static sv_status sim_issue(sv_comm *c, int idx, int *done) {
+    sim_comm *m = (sim_comm *)c;
+    const sv_comm_slot *s = &c->slots[idx];
+    double t = sv_sim_coll_seconds(&m->net, &m->g, (int)s->kind, full_bytes(c, s));
+    if (t <= 0) {
+        *done = 1;
+        return SV_OK;
+    }
+    double start = *m->now > m->free_at ? *m->now : m->free_at;
+    m->done_at[idx] = m->free_at = start + t;
+    if (m->busy) {
+        unsigned k = m->busy->n++ % 64;
+        m->busy->start[k] = start;
+        m->busy->end[k] = start + t;
+    }
+    *done = 0;
+    return SV_OK;
+}
+
+static sv_status sim_test(sv_comm *c, int idx, int *done) {
+    sim_comm *m = (sim_comm *)c;
+    *done = *m->now >= m->done_at[idx];
+    return SV_OK;
+}
+
+static void sim_wait_hint(sv_comm *c, int idx) {
+    sim_comm *m = (sim_comm *)c;
+    if (*m->now < m->done_at[idx]) *m->now = m->done_at[idx];
+}
+
+static sv_status sim_split(sv_comm *parent, int color, int key, sv_comm **out) {
+    (void)color;
+    (void)key;
+    *out = NULL;
+    return SV_FAIL(SV_ERR_UNSUPPORTED, "comm '%s': the simulated communicator cannot split (the simulator builds its "
+                   "groups itself)", parent->label);
+}
+
+static void sim_destroy(sv_comm *c) { free(c); }
+
+static const sv_comm_ops sim_ops = {
+    .name = "sim",
+    .destroy = sim_destroy,
+    .split = sim_split,
+    .issue = sim_issue,
+    .test = sim_test,
+    .wait_hint = sim_wait_hint,
+};
+
+sv_status sv_comm_sim_create(const sv_comm_config *cfg, const sv_sim_net *net, const sv_sim_group *g, double *now,
+                             sv_sim_busy *busy, const char *label, sv_comm **out) {
+    *out = NULL;
+    if (g->size < 1 || g->rank < 0 || g->rank >= g->size || g->nodes < 1 || g->ranks_per_node < 1)
+        return SV_FAIL(SV_ERR_INVALID, "simulated group %s: size %d rank %d nodes %d ranks/node %d", label, g->size,
+                       g->rank, g->nodes, g->ranks_per_node);
+    if (!(net->intra.bw_Bps > 0) || !(net->inter.bw_Bps > 0) || net->intra.alpha_s < 0 || net->inter.alpha_s < 0 ||
+        net->base_s < 0)
+        return SV_FAIL(SV_ERR_INVALID, "simulated network: bandwidths must be > 0 and latencies >= 0");
+    sim_comm *m = calloc(1, sizeof *m);
+    if (!m) return SV_FAIL(SV_ERR_OOM, "simulated comm");
+    sv_comm_base_init(&m->base, &sim_ops, cfg, g->rank, g->size, label);
+    m->net = *net;
+    m->g = *g;
+    m->now = now;
+    m->busy = busy;
+    *out = &m->base;
+    return SV_OK;
+}

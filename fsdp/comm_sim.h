@@ -1,0 +1,69 @@
+/* A communicator on a virtual clock: the network half of the step-time simulator
+ * (`shardvit plan --simulate`, docs/simulate.md). It moves no data. Each collective gets a
+ * completion time from an alpha-beta model of the link its group crosses, and comm.c's wait
+ * (through the transport's wait_hint) advances the clock to it, so the engine's own schedule,
+ * run on this communicator and the virtual-time backend (model/backend/sim/sim_backend.h),
+ * produces a simulated timeline, exposed-communication time and collective counts.
+ *
+ * Model (nccl-tests' definitions: busbw = algbw x factor):
+ *   all_gather / reduce_scatter (ring): t = base + (n-1) a + S (n-1)/n / bw
+ *   all_reduce: the faster of ring  base + 2(n-1) a + 2 S (n-1)/n / bw
+ *                           and tree base + 2 ceil(log2 n) a + 2 S / bw
+ *   broadcast (pipelined ring):       t = base + (n-1) a + S / bw
+ *   barrier:                          t = base + 2 ceil(log2 n) a
+ * S = bytes of the full buffer (all_gather's output, reduce_scatter's input, the all_reduce /
+ * broadcast buffer); n = group size. A group inside one node uses the intra-node link (a, bw =
+ * per-rank bus bandwidth). A group that spans nodes is bounded by the nodes' network: its ring
+ * crosses every node boundary, so bw = min(intra bw, node NIC bandwidth x g / ranks_per_node),
+ * where g = the group's ranks per node (the groups of one kind communicate at the same time and
+ * share the node's NICs: full_shard over all ranks gets all of them, a hybrid_shard replica
+ * group with one rank per node gets one node's share), and a = the inter-node latency.
+ * Collectives of one communicator run one after another in issue order (as NCCL's stream and
+ * MPI's ordering rule make them); different communicators do not contend (an assumption that
+ * holds when they use different links, as hybrid_shard's intra-node shard groups and
+ * inter-node replica groups do).
+ *
+ * The simulated process is one rank standing for all of them: ranks run the same schedule on
+ * the same shapes (SPMD), so every rank issues a collective at the same simulated time and it
+ * completes at the model's time. Stragglers and jitter are not modelled. */
+#ifndef SV_FSDP_COMM_SIM_H
+#define SV_FSDP_COMM_SIM_H
+
+#include "fsdp/comm.h"
+#include "model/backend/sim/sim_backend.h" /* sv_sim_busy */
+
+typedef struct sv_sim_link {
+    double alpha_s; /* latency per ring step (one hop) */
+    double bw_Bps;  /* intra: per-rank bus bandwidth; inter: one node's network bandwidth */
+} sv_sim_link;
+
+typedef struct sv_sim_net {
+    sv_sim_link intra, inter;
+    double base_s;      /* fixed cost of every collective (launch, protocol set-up) */
+    int ranks_per_node; /* >= 1 */
+    /* CPU transports (MPI over shared memory) copy on the rank's own core: the fraction of a
+     * collective's busy time that the rank's compute loses while both overlap (0 for GPUs,
+     * whose copies run on the interconnect's engines). Applied by the virtual-time backend. */
+    double core_share;
+} sv_sim_net;
+
+/* Shape of one communicator's group in the simulated world. */
+typedef struct sv_sim_group {
+    int size;           /* ranks in the group */
+    int rank;           /* this rank's index in it */
+    int nodes;          /* distinct nodes its ranks sit on */
+    int ranks_per_node; /* the group's ranks on one node (size / nodes) */
+} sv_sim_group;
+
+/* Seconds one collective takes on `net` for group `g` (the model above). `bytes`: S. */
+double sv_sim_coll_seconds(const sv_sim_net *net, const sv_sim_group *g, int kind, size_t bytes);
+
+/* Create a communicator for group `g` on `net`. `now` is the simulator's virtual clock (the
+ * value sv_clock_set_virtual points at); `busy` (may be NULL) records each collective's busy
+ * interval. `label` names it in messages and statistics ("world", "shard", "repl"). split is
+ * not supported: the simulator builds its groups itself (app/simulate.c, from the rule
+ * sv_fsdp_make_comms uses). */
+sv_status sv_comm_sim_create(const sv_comm_config *cfg, const sv_sim_net *net, const sv_sim_group *g, double *now,
+                             sv_sim_busy *busy, const char *label, sv_comm **out);
+
+#endif

@@ -1,0 +1,71 @@
+/* The virtual-time backend: the compute half of the step-time simulator (`shardvit plan
+ * --simulate`, docs/simulate.md). It implements every op of the backend interface by charging
+ * the op's time to a virtual clock instead of computing, so the model and FSDP code run
+ * unchanged on it (together with fsdp/comm_sim.h) and their own schedule yields the simulated
+ * timeline.
+ *
+ * An op's time comes from one of two models:
+ * - calibrated (`real` set: a real backend of this machine, e.g. the CPU backend with the
+ *   threads a rank of the simulated run would have): the first time an op is seen with a given
+ *   shape (op + every size argument + which optional buffers are present), it is run for real
+ *   on the real backend, once to warm up and three times timed (sv_now_real_s), and the median
+ *   is the op's time from then on. The buffers must then be real memory: sv_sim alloc maps
+ *   readable, writable, lazily committed pages (MAP_NORESERVE), and only the buffers of the ops
+ *   actually timed are ever touched. Values are whatever the zero-filled buffers give (finite:
+ *   zeros through every op); they are never looked at.
+ * - analytic (`dev` set): roofline time = launch + max(FLOPs / (peak x gemm_eff),
+ *   bytes / (memory bandwidth x mem_eff)); attention counts FlashAttention's FLOPs (forward
+ *   4 B T^2 D, backward 2.5 x that) and no T^2 memory traffic. Buffers are address space only
+ *   (PROT_NONE): nothing may touch them, which also proves that the engine never reads device
+ *   memory on the host.
+ * Either way the charged time is multiplied by `slowdown` (ranks oversubscribing the cores)
+ * and stretched by core_share x (time a simulated collective was busy during the op) (CPU
+ * transports copy on the compute core; see sv_sim_net.core_share).
+ *
+ * Sizes (compute_elem, attention buffers) are those of a real backend of cfg.device, so the
+ * carved arena equals the planner's. Host-visible results: sumsq writes 0 in the analytic model
+ * (the real value of the zero buffers when calibrated); download fills the host buffer with
+ * zeros. */
+#ifndef SV_MODEL_BACKEND_SIM_H
+#define SV_MODEL_BACKEND_SIM_H
+
+#include "model/backend/backend.h"
+
+/* Analytic device model. */
+typedef struct sv_sim_device {
+    const char *name;  /* e.g. "h200" */
+    double peak_flops; /* dense FLOP/s in the compute dtype (also the MFU denominator) */
+    double mem_Bps;    /* device memory bandwidth */
+    double gemm_eff;   /* fraction of peak_flops GEMM-like ops reach */
+    double mem_eff;    /* fraction of mem_Bps memory-bound ops reach */
+    double launch_s;   /* fixed cost per op */
+    double h2d_Bps;    /* host <-> device copies (upload / download) */
+} sv_sim_device;
+
+/* Busy intervals of the simulated collectives (written by fsdp/comm_sim.c), for core_share. */
+typedef struct sv_sim_busy {
+    double start[64], end[64]; /* ring of the latest collectives' [start, end) */
+    unsigned n;
+} sv_sim_busy;
+
+typedef struct sv_sim_backend_config {
+    sv_backend_config bc;     /* device kind and compute dtype the run would use (sizes) */
+    const sv_sim_device *dev; /* analytic model, or NULL when `real` is set */
+    sv_backend *real;         /* calibrated model: ops timed on this backend (not owned) */
+    double *now;              /* the virtual clock (seconds) */
+    double slowdown;          /* >= 1 */
+    double core_share;        /* >= 0 */
+    const sv_sim_busy *busy;  /* of the simulated comms, or NULL */
+} sv_sim_backend_config;
+
+sv_status sv_sim_backend_create(const sv_sim_backend_config *cfg, sv_backend **out);
+
+typedef struct sv_sim_backend_stats {
+    double compute_s;    /* virtual seconds charged */
+    double gemm_flops;   /* FLOPs of linear and attention ops charged */
+    int shapes;          /* distinct (op, shape) entries */
+    double calibrate_s;  /* real seconds spent timing ops */
+} sv_sim_backend_stats;
+void sv_sim_backend_get_stats(const sv_backend *be, sv_sim_backend_stats *out);
+
+#endif

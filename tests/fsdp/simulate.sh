@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The step-time simulator (`plan --simulate`, docs/simulate.md) runs the engine's own schedule:
+# its collective counts per communicator equal the trainer's counters for the same configuration,
+# its memory equals `plan`'s, its timeline is a valid trace, and its model is monotonic (more
+# bandwidth never slows a step; a bigger unit never lowers memory). Also --suggest-wrap,
+# --sweep and the flag errors.
+SHARDVIT=$1
+source "$(dirname "$0")/lib.sh"
+S=2
+PLAN_TINY="--model vit-28 --dim 36 --depth 3 --heads 3 --batch-size 24"
+sim_json() { "$SHARDVIT" plan --simulate --json "$@" 2>"$WORK/sim.err" || { cat "$WORK/sim.err"; exit 1; }; }
+
+# 1. counts: trainer (S steps, real MPI ranks) vs simulator (per step) for each strategy and for
+#    multi-block units, accumulation and recompute
+CASES=("fs|2|--strategy full_shard" "sgo|2|--strategy shard_grad_op" "ns|2|--strategy no_shard"
+    "hy|4|--strategy hybrid_shard --shard-group 2" "wrap2|2|--wrap auto:0.13" "acc|2|--accum 2 --accum-mode local"
+    "rc|2|--recompute --param-dtype bf16 --reduce-dtype bf16")
+for c in "${CASES[@]}"; do
+    IFS='|' read -r name world args <<<"$c"
+    run "$name" "$world" --steps $S $args </dev/null
+    line=$(logline "$name" "collectives:")
+    sim_json $PLAN_TINY --world "$world" --device cpu $args >"$WORK/$name.sim.json"
+    "$PY" - "$line" "$WORK/$name.sim.json" $S <<'PYEOF' || exit 1
+import json, re, sys
+line, path, S = sys.argv[1], sys.argv[2], int(sys.argv[3])
+m = re.search(r"shard all_gather (\d+) reduce_scatter (\d+) all_reduce (\d+); replica all_reduce (\d+)", line)
+real = tuple(int(x) for x in m.groups())
+c = json.load(open(path))["collectives"]
+sim = (S * c["shard"]["all_gather"], S * c["shard"]["reduce_scatter"], S * c["shard"]["all_reduce"],
+       S * c["repl"]["all_reduce"])
+assert real == sim, f"trainer {real} != simulated {sim}"
+assert sum(sim) > 0
+print("ok counts", path.rsplit("/", 1)[1], sim)
+PYEOF
+done
+
+# 2. memory: the simulated arena is the planner's, byte for byte (CPU and GPU sizes)
+for dev in "cpu|cpu" "h200|cuda"; do
+    sd=${dev%|*} pd=${dev#*|}
+    for args in "--strategy full_shard" "--strategy shard_grad_op --param-dtype bf16" "--recompute"; do
+        want=$("$SHARDVIT" plan $PLAN_TINY --world 4 --device "$pd" $args | grep -E "^  total" | grep -oE "[0-9]+ bytes")
+        got=$(sim_json $PLAN_TINY --world 4 --device "$sd" $args | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["mem_total_bytes"], "bytes")')
+        [ "$want" = "$got" ] || { echo "FAIL: simulated memory ($sd $args) $got != plan $want"; exit 1; }
+    done
+done
+echo "ok memory = plan"
+
+# 3. the simulated timeline is a trace in the training format with well-nested tracks
+sim_json $PLAN_TINY --world 2 --device cpu --trace "$WORK/sim_trace.json" >/dev/null
+"$PY" "$HERE/check_trace.py" --tracks-only "$WORK/sim_trace.json" 1 3
+echo "ok simulated trace"
+
+# 4. monotonic model on a GPU cluster (analytic device, nothing touches the buffers)
+BIG="--model vit-b16 --world 64 --batch-size 2048 --param-dtype bf16 --device h200"
+prev=""
+for bw in 25 50 100 200 400 800; do
+    t=$(sim_json $BIG --inter 5,$bw | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])')
+    if [ -n "$prev" ]; then
+        "$PY" -c "import sys; a,b=$prev,$t; sys.exit(0 if b <= a * (1 + 1e-12) else 1)" ||
+            { echo "FAIL: more bandwidth ($bw GB/s) slowed the step: $prev -> $t"; exit 1; }
+    fi
+    prev=$t
+done
+"$PY" -c "import sys; sys.exit(0 if $prev > 0 else 1)"
+prevm=0
+for mb in 0.1 40 80 160 400; do
+    w=auto:$mb
+    m=$(sim_json $BIG --wrap "$w" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d["mem_total_bytes"], d["units"])')
+    set -- $m
+    [ "$1" -ge "$prevm" ] || { echo "FAIL: bigger units ($w, $2 units) lowered memory $prevm -> $1"; exit 1; }
+    prevm=$1
+done
+echo "ok monotonic (bandwidth -> step time, unit size -> memory)"
+# the roofline bounds: step time >= model FLOPs / peak; MFU in (0, 1); exposed fraction in [0, 1]
+sim_json $BIG | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+assert 0 < d["mfu"] < 1, d["mfu"]
+assert 0 <= d["comm_exposed_frac"] <= 1
+assert d["step_time_s"] >= d["compute_s"] > 0
+print("ok bounds: step %.4f s, MFU %.3f, exposed %.3f" % (d["step_time_s"], d["mfu"], d["comm_exposed_frac"]))'
+
+# 5. --suggest-wrap: the chosen candidate fits the budget and is the fastest of those that fit
+out=$("$SHARDVIT" plan --suggest-wrap --model vit-h14 --world 64 --batch-size 2048 --param-dtype bf16 --device h200 --mem 12G 2>/dev/null)
+"$PY" - "$out" <<'PYEOF' || { echo "$out"; exit 1; }
+import re, sys
+rows, chosen = [], None
+for l in sys.argv[1].splitlines():
+    m = re.match(r"\s+(\w+)\s+(\d+)\s+(\d+)\s+(\d)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s*(.*)$", l)
+    if m:
+        r = dict(s=m[1], img=float(m[5]), mib=float(m[8]), over="over budget" in m[9], chosen="chosen" in m[9])
+        rows.append(r)
+fit = [r for r in rows if not r["over"]]
+best = [r for r in rows if r["chosen"]]
+assert len(rows) > 10 and fit and len(best) == 1, (len(rows), len(fit), len(best))
+assert best[0]["mib"] <= 12 * 1024, best
+assert best[0]["img"] == max(r["img"] for r in fit), best
+assert any(r["over"] for r in rows), "budget excluded nothing"
+print("ok suggest-wrap:", best[0])
+PYEOF
+
+# 6. --sweep: one row per configuration; persistent state per rank falls ~1/N
+"$SHARDVIT" plan --sweep "world=8,16,32 batch-per-rank=16" --model vit-b16 --param-dtype bf16 --device h200 \
+    --format csv >"$WORK/sweep.csv" 2>"$WORK/sweep.err"
+"$PY" - "$WORK/sweep.csv" <<'PYEOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [int(r["world"]) for r in rows] == [8, 16, 32], rows
+assert all(r["status"] == "ok" for r in rows)
+assert [int(r["batch_size"]) for r in rows] == [128, 256, 512]
+assert all(float(r["train_samples_per_sec"]) > 0 for r in rows)
+print("ok sweep", [(r["world"], r["mem_per_rank_bytes"]) for r in rows])
+PYEOF
+"$SHARDVIT" plan --sweep "world=8,16,32" --model vit-b16 --batch-size 256 --device h200 >"$WORK/sweep.jsonl" 2>/dev/null
+"$PY" - "$WORK/sweep.jsonl" <<'PYEOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 3
+p = [r["mem_params_bytes"] for r in rows]
+assert abs(p[1] / p[0] - 0.5) < 0.02 and abs(p[2] / p[0] - 0.25) < 0.02, p
+print("ok sweep jsonl: fp32 master shard per rank", p)
+PYEOF
+
+# 7. bad flags: a clear error and exit 2
+bad() {
+    local rc=0
+    "$SHARDVIT" plan "$@" >"$WORK/bad.out" 2>&1 || rc=$?
+    [ "$rc" -eq 2 ] || { echo "FAIL: plan $* exited $rc (want 2)"; cat "$WORK/bad.out"; exit 1; }
+    grep -qF -- "$BADMSG" "$WORK/bad.out" || { echo "FAIL: plan $*: no '$BADMSG'"; cat "$WORK/bad.out"; exit 1; }
+}
+BADMSG="name the simulated device" bad --simulate --device cuda
+BADMSG="must divide" bad --simulate --device h200 --world 8 --nodes 3
+BADMSG="--net 'bogus'" bad --simulate --device h200 --world 8 --net bogus
+BADMSG="ALPHA_US,GBPS" bad --simulate --device h200 --world 8 --intra fast
+BADMSG="needs an inter-node network" bad --simulate --device cpu --world 4 --nodes 2
+BADMSG="unknown key" bad --sweep "colour=red" --device h200
+BADMSG="need --simulate" bad --net nvlink
+echo "simulate: all passed"
