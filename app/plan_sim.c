@@ -31,8 +31,8 @@ static int do_simulate(sv_plan_sim_args *a) {
         sv_sim_print(stdout, &a->sim, &r);
         if (a->mem >= 0)
             printf("fits in %.1f GiB: %s\n", a->mem / 1073741824.0, (long long)r.mem.total <= a->mem ? "yes" : "NO");
-        if (a->sim.trace) printf("simulated timeline: %s (open in Perfetto next to a --trace of the real run)\n",
-                                 a->sim.trace);
+        if (a->sim.trace)
+            printf("simulated timeline: %s (open in Perfetto next to a --trace of the real run)\n", a->sim.trace);
     }
     return 0;
 }
@@ -75,7 +75,7 @@ static int do_suggest(sv_plan_sim_args *a) {
     int ns = 0;
     strat[ns++] = (strat_choice){"full_shard", 0};
     strat[ns++] = (strat_choice){"shard_grad_op", 0};
-    for (int g = rpn; g < N && ns < 5; g *= 2)
+    for (int g = K > 1 ? rpn : 2; g < N && ns < 5; g *= 2) /* one node, two, four (one node: 2, 4, ...) */
         if (N % g == 0 && g > 1) strat[ns++] = (strat_choice){"hybrid_shard", g};
     strat[ns++] = (strat_choice){"no_shard", 0};
     int blocks[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
@@ -148,8 +148,7 @@ static int do_suggest(sv_plan_sim_args *a) {
     const cand *ref = &cs[0]; /* full_shard, one block per unit, no recompute */
     printf("chosen: --strategy %s%s%.0d --wrap %s%s: %.1f img/s", b->strategy, b->group ? " --shard-group " : "",
            b->group, b->wrap, b->recompute ? " --recompute" : "", b->r.img_s);
-    if (ref->ok && best != 0)
-        printf(" (%.2fx full_shard with one block per unit)", b->r.img_s / ref->r.img_s);
+    if (ref->ok && best != 0) printf(" (%.2fx full_shard with one block per unit)", b->r.img_s / ref->r.img_s);
     printf("\nwhy: the highest simulated throughput among the candidates that fit; its exposed communication is "
            "%.1f%% of the step and it needs %.1f MiB per rank\n",
            100 * b->r.comm_exposed_s / b->r.step_s, b->r.mem.total / 1048576.0);
@@ -167,21 +166,23 @@ typedef struct sweep_key {
     int n;
 } sweep_key;
 
-static const char *k_sweep_keys[] = {"world", "batch", "batch-per-rank", "model", "strategy", "shard-group",
+static const char *k_sweep_keys[] = {"world", "batch", "batch-per-rank", "model", "strategy",   "shard-group",
                                      "wrap",  "net",   "nodes",          "accum", "param-dtype"};
 
 static sv_status parse_sweep(char *spec, sweep_key *keys, int *nk) {
     *nk = 0;
     for (char *tok = strtok(spec, " "); tok; tok = strtok(NULL, " ")) {
         char *eq = strchr(tok, '=');
-        if (!eq || eq == tok || !eq[1])
-            return SV_FAIL(SV_ERR_INVALID, "--sweep: '%s' is not KEY=V1,V2,...", tok);
+        if (!eq || eq == tok || !eq[1]) return SV_FAIL(SV_ERR_INVALID, "--sweep: '%s' is not KEY=V1,V2,...", tok);
         *eq = 0;
         int known = 0;
-        for (size_t i = 0; i < sizeof k_sweep_keys / sizeof k_sweep_keys[0]; i++) known |= !strcmp(tok, k_sweep_keys[i]);
+        for (size_t i = 0; i < sizeof k_sweep_keys / sizeof k_sweep_keys[0]; i++)
+            known |= !strcmp(tok, k_sweep_keys[i]);
         if (!known)
-            return SV_FAIL(SV_ERR_INVALID, "--sweep: unknown key '%s' (world batch batch-per-rank model strategy "
-                           "shard-group wrap net nodes accum param-dtype)", tok);
+            return SV_FAIL(SV_ERR_INVALID,
+                           "--sweep: unknown key '%s' (world batch batch-per-rank model strategy "
+                           "shard-group wrap net nodes accum param-dtype)",
+                           tok);
         if (*nk == SWEEP_KEYS) return SV_FAIL(SV_ERR_INVALID, "--sweep: at most %d keys", SWEEP_KEYS);
         sweep_key *k = &keys[(*nk)++];
         snprintf(k->name, sizeof k->name, "%s", tok);
@@ -323,7 +324,8 @@ static int do_sweep(sv_plan_sim_args *a) {
     quiet(0);
     free(spec);
     if (st != SV_OK) return fail(st);
-    fprintf(stderr, "plan: %ld rows%s\n", total, failed ? " (some configurations are not possible: see their rows)" : "");
+    fprintf(stderr, "plan: %ld rows%s\n", total,
+            failed ? " (some configurations are not possible: see their rows)" : "");
     return 0;
 }
 

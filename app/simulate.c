@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "app/train_step.h"
+#include "core/fileio.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "model/backend/cpu/isa_peak.h"
@@ -34,7 +35,7 @@ const char *const sv_sim_device_names = "cpu (times the ops on this machine), h2
 typedef struct link_preset {
     const char *name;
     sv_sim_link link;
-    double base_s, core_share;
+    double base_s, progress_s, reduce_factor;
 } link_preset;
 
 /* Intra-node links (per-rank bus bandwidth) and inter-node networks (one node's NIC
@@ -45,15 +46,12 @@ typedef struct link_preset {
  * 100gbe: one 100 GbE NIC per node at 80%. Latencies per ring step: the usual published
  * small-message figures (NVLink ~2 us, InfiniBand ~5 us, RoCE ~8 us, TCP 100 GbE ~15 us). */
 static const link_preset k_intra[] = {
-    {"shm", {2.0e-6, 5.0e9}, 5e-6, 1.0},
-    {"nvlink", {2.0e-6, 370e9}, 10e-6, 0.0},
+    {"shm", {2.0e-6, 5.0e9}, 5e-6, 50e-6, 0.5},
+    {"nvlink", {2.0e-6, 370e9}, 10e-6, 0.0, 1.0},
 };
 static const link_preset k_inter[] = {
-    {"ndr", {5e-6, 320e9}, 0, 0},
-    {"hdr", {5e-6, 160e9}, 0, 0},
-    {"400gbe", {8e-6, 300e9}, 0, 0},
-    {"100gbe", {15e-6, 10e9}, 0, 0},
-    {"none", {0, 1e30}, 0, 0},
+    {"ndr", {5e-6, 320e9}, 0, 0, 0},    {"hdr", {5e-6, 160e9}, 0, 0, 0}, {"400gbe", {8e-6, 300e9}, 0, 0, 0},
+    {"100gbe", {15e-6, 10e9}, 0, 0, 0}, {"none", {0, 1e30}, 0, 0, 0},
 };
 const char *const sv_sim_net_names =
     "INTRA[+INTER] with INTRA = shm | nvlink and INTER = ndr | hdr | 400gbe | 100gbe (e.g. nvlink+ndr)";
@@ -82,8 +80,68 @@ static sv_status parse_link(const char *flag, const char *s, sv_sim_link *out) {
             return SV_OK;
         }
     }
-    return SV_FAIL(SV_ERR_INVALID, "--%s '%s' (expected ALPHA_US,GBPS: latency per ring step in microseconds and "
-                   "bandwidth in GB/s, e.g. 5,50)", flag, s);
+    return SV_FAIL(SV_ERR_INVALID,
+                   "--%s '%s' (expected ALPHA_US,GBPS: latency per ring step in microseconds and "
+                   "bandwidth in GB/s, e.g. 5,50)",
+                   flag, s);
+}
+
+/* Least squares t = c0 + c1 x over the rows of one collective kind (sizes >= 64 KiB). */
+static int fit_line(const double *x, const double *t, int n, double *c0, double *c1) {
+    double sx = 0, st = 0, sxx = 0, sxt = 0;
+    for (int i = 0; i < n; i++) sx += x[i], st += t[i], sxx += x[i] * x[i], sxt += x[i] * t[i];
+    double d = n * sxx - sx * sx;
+    if (n < 2 || d <= 0) return 0;
+    *c1 = (n * sxt - sx * st) / d;
+    *c0 = (st - *c1 * sx) / n;
+    return *c1 > 0;
+}
+
+sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_net *net) {
+    char *text;
+    size_t len;
+    SV_TRY(sv_fileio_read_small(path, 16u << 20, &text, &len));
+    sv_json_doc doc;
+    sv_status st = sv_json_parse(&doc, text, len, path, NULL);
+    free(text);
+    SV_TRY(st);
+    const sv_json *res = NULL;
+    int64_t world = 0;
+    st = sv_json_get_i64(&doc.root, "world", &world);
+    if (st == SV_OK) st = sv_json_get(&doc.root, "results", SV_JSON_ARRAY, &res);
+    if (st == SV_OK && world < 2)
+        st = SV_FAIL(SV_ERR_INVALID, "%s: a bench --comm result of world %lld (at least 2 ranks needed to fit a link)",
+                     path, (long long)world);
+    double x[2][64], t[2][64];
+    int n[2] = {0, 0};
+    for (size_t i = 0; st == SV_OK && i < sv_json_count(res); i++) {
+        const sv_json *r = sv_json_index(res, i);
+        const char *op;
+        double size, us;
+        st = sv_json_get_str(r, "op", &op, NULL);
+        if (st == SV_OK) st = sv_json_get_f64(r, "size_bytes", &size);
+        if (st == SV_OK) st = sv_json_get_f64(r, "time_us", &us);
+        if (st != SV_OK) break;
+        int k = !strcmp(op, "all_gather") ? 0 : !strcmp(op, "reduce_scatter") ? 1 : -1;
+        if (k < 0 || size < 65536 || n[k] == 64) continue;
+        x[k][n[k]] = size;
+        t[k][n[k]++] = us * 1e-6;
+    }
+    double a0 = 0, a1 = 0, r0 = 0, r1 = 0;
+    if (st == SV_OK && !fit_line(x[0], t[0], n[0], &a0, &a1))
+        st = SV_FAIL(SV_ERR_INVALID,
+                     "%s: need all_gather rows of at least two sizes >= 64 KiB with time growing "
+                     "with size to fit a link",
+                     path);
+    if (st == SV_OK) {
+        double f = (double)(world - 1) / (double)world;
+        net->intra.bw_Bps = f / a1;
+        net->intra.alpha_s = a0 > 0 ? a0 / (double)(world - 1) : 0;
+        net->base_s = 0;
+        if (fit_line(x[1], t[1], n[1], &r0, &r1)) net->reduce_factor = a1 / r1;
+    }
+    sv_json_doc_free(&doc);
+    return st;
 }
 
 sv_status sv_sim_resolve_net(const sv_sim_opts *o, sv_sim_net *net, int *nodes) {
@@ -101,7 +159,9 @@ sv_status sv_sim_resolve_net(const sv_sim_opts *o, sv_sim_net *net, int *nodes) 
     net->intra = in->link;
     net->inter = ex->link;
     net->base_s = in->base_s;
-    net->core_share = in->core_share;
+    net->progress_s = in->progress_s;
+    net->reduce_factor = in->reduce_factor;
+    if (o->net_from) SV_TRY(sv_sim_fit_bench_comm(o->net_from, net));
     if (o->intra) SV_TRY(parse_link("intra", o->intra, &net->intra));
     if (o->inter) SV_TRY(parse_link("inter", o->inter, &net->inter));
     int K = o->nodes;
@@ -112,8 +172,10 @@ sv_status sv_sim_resolve_net(const sv_sim_opts *o, sv_sim_net *net, int *nodes) 
     if (K > o->world || o->world % K)
         return SV_FAIL(SV_ERR_INVALID, "--nodes %d must divide --world %d (ranks are packed per node)", K, o->world);
     if (K > 1 && !plus && !o->inter)
-        return SV_FAIL(SV_ERR_INVALID, "--nodes %d needs an inter-node network: --net %.*s+ndr (or hdr, 400gbe, "
-                       "100gbe) or --inter ALPHA_US,GBPS", K, (int)n1, spec);
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--nodes %d needs an inter-node network: --net %.*s+ndr (or hdr, 400gbe, "
+                       "100gbe) or --inter ALPHA_US,GBPS",
+                       K, (int)n1, spec);
     net->ranks_per_node = o->world / K;
     *nodes = K;
     return SV_OK;
@@ -166,7 +228,6 @@ static void stats_delta(sv_comm *c, const sv_comm_stats *before, int steps, sv_c
 
 typedef struct sim_ctx {
     double now;
-    sv_sim_busy busy;
     sv_backend *real;
     sv_run r;
     int have_run;
@@ -195,7 +256,7 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
     int G;
     SV_TRY(sv_fsdp_shard_size(fc.strategy, fc.shard_group, N, &G));
 
-    sv_sim_backend_config sc = {.bc = bc, .now = &x->now, .slowdown = 1.0, .busy = &x->busy};
+    sv_sim_backend_config sc = {.bc = bc, .now = &x->now, .slowdown = 1.0};
     sv_sim_device dev = {0};
     if (cpu) {
         if (!o->run.threads) bc.threads = (int)(cores / rpn) > 0 ? (int)(cores / rpn) : 1;
@@ -203,7 +264,6 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
         sc.real = x->real;
         double used = (double)rpn * bc.threads;
         sc.slowdown = used > cores ? used / cores : 1.0;
-        sc.core_share = net.core_share;
         res->threads = bc.threads;
         /* MFU against the hardware, as `bench` computes it: the ISA peak of one core x cores used
          * (measured on the real clock, before the virtual one is installed) */
@@ -212,12 +272,11 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
         double per_core = engine[0] ? sv_cpu_isa_peak_flops(engine, 0.05) : 0;
         res->peak_flops = per_core > 0 ? per_core * bc.threads / sc.slowdown : 0;
     } else {
-        dev = (sv_sim_device){dp->name,      bc.compute_dtype == SV_BF16 ? dp->bf16_flops : dp->f32_flops,
-                              dp->mem_Bps,   dp->gemm_eff,
-                              dp->mem_eff,   dp->launch_s,
+        dev = (sv_sim_device){dp->name,    bc.compute_dtype == SV_BF16 ? dp->bf16_flops : dp->f32_flops,
+                              dp->mem_Bps, dp->gemm_eff,
+                              dp->mem_eff, dp->launch_s,
                               dp->h2d_Bps};
         sc.dev = &dev;
-        sc.core_share = 0;
         res->peak_flops = dev.peak_flops;
     }
     res->slowdown = sc.slowdown;
@@ -230,9 +289,9 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
     sv_sim_group gw = {.size = N, .rank = 0, .nodes = K, .ranks_per_node = rpn};
     sv_sim_group gs = group_of(N, G, rpn, 0), gr = group_of(N, G, rpn, 1);
     sv_run_parts parts = {.be = be, .init_params = 0};
-    sv_status st = sv_comm_sim_create(&cc, &net, &gw, &x->now, &x->busy, "world", &parts.world);
-    if (st == SV_OK) st = sv_comm_sim_create(&cc, &net, &gs, &x->now, &x->busy, "shard", &parts.shard);
-    if (st == SV_OK) st = sv_comm_sim_create(&cc, &net, &gr, &x->now, &x->busy, "repl", &parts.repl);
+    sv_status st = sv_comm_sim_create(&cc, &net, &gw, &x->now, "world", &parts.world);
+    if (st == SV_OK) st = sv_comm_sim_create(&cc, &net, &gs, &x->now, "shard", &parts.shard);
+    if (st == SV_OK) st = sv_comm_sim_create(&cc, &net, &gr, &x->now, "repl", &parts.repl);
     if (st != SV_OK) {
         if (parts.world) sv_comm_destroy(parts.world);
         if (parts.shard) sv_comm_destroy(parts.shard);
@@ -321,7 +380,8 @@ sv_status sv_simulate(const sv_sim_opts *o, sv_sim_result *res) {
     sv_status st = run_sim(x, o, res);
     sv_clock_set_virtual(NULL);
     if (x->have_run) {
-        if (st == SV_OK) sv_run_teardown(&x->r);
+        if (st == SV_OK)
+            sv_run_teardown(&x->r);
         else
             sv_err_frame(__FILE__, __LINE__);
     }
@@ -333,31 +393,36 @@ sv_status sv_simulate(const sv_sim_opts *o, sv_sim_result *res) {
 /* ---- reports -------------------------------------------------------------------------------- */
 
 static void print_comm(FILE *f, const char *name, int size, const sv_comm_stats *s) {
-    fprintf(f, "  %-6s %5d ranks: %3llu all_gather  %3llu reduce_scatter  %3llu all_reduce  %8.1f MiB sent  %.3f ms "
-               "exposed\n",
+    fprintf(f,
+            "  %-6s %5d ranks: %3llu all_gather  %3llu reduce_scatter  %3llu all_reduce  %8.1f MiB sent  %.3f ms "
+            "exposed\n",
             name, size, (unsigned long long)s->all_gathers, (unsigned long long)s->reduce_scatters,
             (unsigned long long)s->all_reduces, s->bytes_sent / 1048576.0, s->wait_seconds * 1e3);
 }
 
 void sv_sim_print(FILE *f, const sv_sim_opts *o, const sv_sim_result *r) {
-    fprintf(f, "simulated: %s, world %d (%d node%s x %d ranks), %s%s, wrap %s, %d units, batch %d (%d per rank x %d "
-               "accum), %s\n",
-            o->run.model.model, r->world_size, r->nodes, r->nodes == 1 ? "" : "s", r->ranks_per_node,
-            o->run.strategy, o->run.shard_group ? " (group)" : "", o->run.wrap, r->units, o->run.batch_size,
-            r->micro_batch, o->run.accum, o->run.param_dtype);
+    fprintf(f,
+            "simulated: %s, world %d (%d node%s x %d ranks), %s%s, wrap %s, %d units, batch %d (%d per rank x %d "
+            "accum), %s\n",
+            o->run.model.model, r->world_size, r->nodes, r->nodes == 1 ? "" : "s", r->ranks_per_node, o->run.strategy,
+            o->run.shard_group ? " (group)" : "", o->run.wrap, r->units, o->run.batch_size, r->micro_batch,
+            o->run.accum, o->run.param_dtype);
     fprintf(f, "  device: %s", r->device_name);
     if (r->threads) fprintf(f, ", %d thread%s per rank", r->threads, r->threads == 1 ? "" : "s");
     if (r->slowdown > 1) fprintf(f, ", oversubscribed x%.2f", r->slowdown);
-    fprintf(f, "\n  network: intra %.1f us + %.1f GB/s, inter %.1f us + %.3g GB/s per node, %.1f us per collective\n",
-            r->net.intra.alpha_s * 1e6, r->net.intra.bw_Bps / 1e9, r->net.inter.alpha_s * 1e6,
-            r->net.inter.bw_Bps / 1e9, r->net.base_s * 1e6);
+    fprintf(f,
+            "\n  network: intra %.1f us + %.2f GB/s (reductions x%.2f), inter %.1f us + %.3g GB/s per node, %.1f us "
+            "per collective%s\n",
+            r->net.intra.alpha_s * 1e6, r->net.intra.bw_Bps / 1e9, r->net.reduce_factor, r->net.inter.alpha_s * 1e6,
+            r->net.inter.bw_Bps / 1e9, r->net.base_s * 1e6,
+            r->net.progress_s > 0 ? ", progress-driven (CPU transport)" : "");
     double T = r->step_s;
     fprintf(f, "step time %.4f s, %.1f img/s; compute %.1f%%, exposed comm %.1f%%, optimizer %.1f%%, other %.1f%%\n", T,
             r->img_s, 100 * r->compute_s / T, 100 * r->comm_exposed_s / T, 100 * r->optim_s / T, 100 * r->other_s / T);
-    if (r->mfu >= 0)
-        fprintf(f, "MFU %.1f%% (of %.3g TFLOP/s per rank)\n", 100 * r->mfu, r->peak_flops / 1e12);
-    fprintf(f, "memory per rank: %.1f MiB (params %.1f, grads %.1f, optimizer %.1f, gathered %.1f, grad buffers %.1f, "
-               "activations %.1f)\n",
+    if (r->mfu >= 0) fprintf(f, "MFU %.1f%% (of %.3g TFLOP/s per rank)\n", 100 * r->mfu, r->peak_flops / 1e12);
+    fprintf(f,
+            "memory per rank: %.1f MiB (params %.1f, grads %.1f, optimizer %.1f, gathered %.1f, grad buffers %.1f, "
+            "activations %.1f)\n",
             r->mem.total / 1048576.0, r->mem.fsdp.params / 1048576.0, r->mem.fsdp.grads / 1048576.0,
             r->mem.fsdp.optimizer / 1048576.0, r->mem.fsdp.gathered / 1048576.0, r->mem.fsdp.grad_buffers / 1048576.0,
             r->mem.activations / 1048576.0);
@@ -415,6 +480,8 @@ void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r
     sv_json_key(w, "mem_activations_bytes"), sv_json_u64(w, r->mem.activations);
     sv_json_key(w, "intra_alpha_us"), sv_json_f64(w, r->net.intra.alpha_s * 1e6);
     sv_json_key(w, "intra_gbps"), sv_json_f64(w, r->net.intra.bw_Bps / 1e9);
+    sv_json_key(w, "reduce_factor"), sv_json_f64(w, r->net.reduce_factor);
+    sv_json_key(w, "progress_us"), sv_json_f64(w, r->net.progress_s * 1e6);
     sv_json_key(w, "inter_alpha_us"), sv_json_f64(w, r->net.inter.alpha_s * 1e6);
     sv_json_key(w, "inter_gbps"), sv_json_f64(w, r->net.inter.bw_Bps / 1e9);
     sv_json_key(w, "op_shapes"), sv_json_i64(w, r->shapes);

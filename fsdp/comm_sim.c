@@ -12,9 +12,9 @@ typedef struct sim_comm {
     sv_sim_net net;
     sv_sim_group g;
     double *now;
-    sv_sim_busy *busy;
-    double free_at;                      /* when the previous collective of this comm ends */
-    double done_at[SV_COMM_MAX_INFLIGHT]; /* per slot */
+    double free_at;                       /* asynchronous: when the previous collective ends */
+    double done_at[SV_COMM_MAX_INFLIGHT]; /* asynchronous: per slot */
+    double left[SV_COMM_MAX_INFLIGHT];    /* progress-driven: transfer seconds still to move */
 } sim_comm;
 
 static double log2_ceil(int n) {
@@ -33,6 +33,8 @@ double sv_sim_coll_seconds(const sv_sim_net *net, const sv_sim_group *g, int kin
         a = net->inter.alpha_s;
         if (g->ranks_per_node <= 1 || share < bw) bw = share;
     }
+    if ((kind == SV_COLL_REDUCE_SCATTER || kind == SV_COLL_ALL_REDUCE) && net->reduce_factor > 0)
+        bw *= net->reduce_factor;
     double S = (double)bytes, f = (double)(n - 1) / n, t;
     switch (kind) {
     case SV_COLL_ALL_GATHER:
@@ -59,38 +61,63 @@ static sv_status sim_issue(sv_comm *c, int idx, int *done) {
     sim_comm *m = (sim_comm *)c;
     const sv_comm_slot *s = &c->slots[idx];
     double t = sv_sim_coll_seconds(&m->net, &m->g, (int)s->kind, full_bytes(c, s));
-    if (t <= 0) {
-        *done = 1;
+    *done = t <= 0;
+    if (*done) return SV_OK;
+    if (m->net.progress_s > 0) {
+        m->left[idx] = t;
         return SV_OK;
     }
     double start = *m->now > m->free_at ? *m->now : m->free_at;
     m->done_at[idx] = m->free_at = start + t;
-    if (m->busy) {
-        unsigned k = m->busy->n++ % 64;
-        m->busy->start[k] = start;
-        m->busy->end[k] = start + t;
-    }
-    *done = 0;
     return SV_OK;
+}
+
+/* Progress-driven: the oldest unfinished collective of the comm (they move in issue order). */
+static int head_slot(const sv_comm *c, const sim_comm *m) {
+    int h = -1;
+    for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++)
+        if (sv_comm_slot_busy(c, i) && !c->slots[i].completed && m->left[i] > 0 &&
+            (h < 0 || c->slots[i].seq < c->slots[h].seq))
+            h = i;
+    return h;
 }
 
 static sv_status sim_test(sv_comm *c, int idx, int *done) {
     sim_comm *m = (sim_comm *)c;
-    *done = *m->now >= m->done_at[idx];
+    if (m->net.progress_s <= 0) {
+        *done = *m->now >= m->done_at[idx];
+        return SV_OK;
+    }
+    if (m->left[idx] > 0 && head_slot(c, m) == idx) { /* one progress poll: the rank copies */
+        double d = m->left[idx] < m->net.progress_s ? m->left[idx] : m->net.progress_s;
+        m->left[idx] -= d;
+        *m->now += d;
+    }
+    *done = m->left[idx] <= 0;
     return SV_OK;
 }
 
 static void sim_wait_hint(sv_comm *c, int idx) {
     sim_comm *m = (sim_comm *)c;
-    if (*m->now < m->done_at[idx]) *m->now = m->done_at[idx];
+    if (m->net.progress_s <= 0) {
+        if (*m->now < m->done_at[idx]) *m->now = m->done_at[idx];
+        return;
+    }
+    /* blocked in the wait: everything issued before it, then it, move at full speed */
+    for (int h; m->left[idx] > 0 && (h = head_slot(c, m)) >= 0;) {
+        *m->now += m->left[h];
+        m->left[h] = 0;
+    }
 }
 
 static sv_status sim_split(sv_comm *parent, int color, int key, sv_comm **out) {
     (void)color;
     (void)key;
     *out = NULL;
-    return SV_FAIL(SV_ERR_UNSUPPORTED, "comm '%s': the simulated communicator cannot split (the simulator builds its "
-                   "groups itself)", parent->label);
+    return SV_FAIL(SV_ERR_UNSUPPORTED,
+                   "comm '%s': the simulated communicator cannot split (the simulator builds its "
+                   "groups itself)",
+                   parent->label);
 }
 
 static void sim_destroy(sv_comm *c) { free(c); }
@@ -105,13 +132,13 @@ static const sv_comm_ops sim_ops = {
 };
 
 sv_status sv_comm_sim_create(const sv_comm_config *cfg, const sv_sim_net *net, const sv_sim_group *g, double *now,
-                             sv_sim_busy *busy, const char *label, sv_comm **out) {
+                             const char *label, sv_comm **out) {
     *out = NULL;
     if (g->size < 1 || g->rank < 0 || g->rank >= g->size || g->nodes < 1 || g->ranks_per_node < 1)
         return SV_FAIL(SV_ERR_INVALID, "simulated group %s: size %d rank %d nodes %d ranks/node %d", label, g->size,
                        g->rank, g->nodes, g->ranks_per_node);
     if (!(net->intra.bw_Bps > 0) || !(net->inter.bw_Bps > 0) || net->intra.alpha_s < 0 || net->inter.alpha_s < 0 ||
-        net->base_s < 0)
+        net->base_s < 0 || net->progress_s < 0)
         return SV_FAIL(SV_ERR_INVALID, "simulated network: bandwidths must be > 0 and latencies >= 0");
     sim_comm *m = calloc(1, sizeof *m);
     if (!m) return SV_FAIL(SV_ERR_OOM, "simulated comm");
@@ -119,7 +146,6 @@ sv_status sv_comm_sim_create(const sv_comm_config *cfg, const sv_sim_net *net, c
     m->net = *net;
     m->g = *g;
     m->now = now;
-    m->busy = busy;
     *out = &m->base;
     return SV_OK;
 }

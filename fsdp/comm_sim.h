@@ -19,7 +19,8 @@
  * share the node's NICs: full_shard over all ranks gets all of them, a hybrid_shard replica
  * group with one rank per node gets one node's share), and a = the inter-node latency.
  * Collectives of one communicator run one after another in issue order (as NCCL's stream and
- * MPI's ordering rule make them); different communicators do not contend (an assumption that
+ * MPI's ordering rule make them); with progress_s > 0 the head of that queue advances only in
+ * progress polls and waits (see sv_sim_net.progress_s); different communicators do not contend (an assumption that
  * holds when they use different links, as hybrid_shard's intra-node shard groups and
  * inter-node replica groups do).
  *
@@ -30,7 +31,6 @@
 #define SV_FSDP_COMM_SIM_H
 
 #include "fsdp/comm.h"
-#include "model/backend/sim/sim_backend.h" /* sv_sim_busy */
 
 typedef struct sv_sim_link {
     double alpha_s; /* latency per ring step (one hop) */
@@ -39,12 +39,19 @@ typedef struct sv_sim_link {
 
 typedef struct sv_sim_net {
     sv_sim_link intra, inter;
-    double base_s;      /* fixed cost of every collective (launch, protocol set-up) */
+    double base_s; /* fixed cost of every collective (launch, protocol set-up) */
+    /* reductions (reduce_scatter, all_reduce) run at bw x reduce_factor: 1 where the adds are
+     * free (NCCL), < 1 on CPU transports, where the rank's core adds (MPICH over shared memory
+     * reduce_scatters at a fraction of its all_gather bandwidth) */
+    double reduce_factor;
     int ranks_per_node; /* >= 1 */
-    /* CPU transports (MPI over shared memory) copy on the rank's own core: the fraction of a
-     * collective's busy time that the rank's compute loses while both overlap (0 for GPUs,
-     * whose copies run on the interconnect's engines). Applied by the virtual-time backend. */
-    double core_share;
+    /* 0: collectives progress by themselves (NCCL on its own stream, GPUs' copy engines): a
+     * collective completes at its start + the model's time. > 0: a CPU transport (MPI over
+     * shared memory), where a nonblocking collective moves only while its rank is inside an
+     * MPI call and the rank's own core does the copying: each progress poll the engine makes
+     * between layer ops (sv_comm_progress) moves up to `progress_s` seconds of the collective's
+     * transfer and takes that long, and a wait moves the rest at full speed. */
+    double progress_s;
 } sv_sim_net;
 
 /* Shape of one communicator's group in the simulated world. */
@@ -59,11 +66,11 @@ typedef struct sv_sim_group {
 double sv_sim_coll_seconds(const sv_sim_net *net, const sv_sim_group *g, int kind, size_t bytes);
 
 /* Create a communicator for group `g` on `net`. `now` is the simulator's virtual clock (the
- * value sv_clock_set_virtual points at); `busy` (may be NULL) records each collective's busy
- * interval. `label` names it in messages and statistics ("world", "shard", "repl"). split is
+ * value sv_clock_set_virtual points at). `label` names it in messages and statistics ("world",
+ * "shard", "repl"). split is
  * not supported: the simulator builds its groups itself (app/simulate.c, from the rule
  * sv_fsdp_make_comms uses). */
 sv_status sv_comm_sim_create(const sv_comm_config *cfg, const sv_sim_net *net, const sv_sim_group *g, double *now,
-                             sv_sim_busy *busy, const char *label, sv_comm **out);
+                             const char *label, sv_comm **out);
 
 #endif

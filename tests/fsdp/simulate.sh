@@ -121,7 +121,31 @@ assert abs(p[1] / p[0] - 0.5) < 0.02 and abs(p[2] / p[0] - 0.25) < 0.02, p
 print("ok sweep jsonl: fp32 master shard per rank", p)
 PYEOF
 
-# 7. bad flags: a clear error and exit 2
+# 7. --net-from fits the link to a bench --comm result: exact on rows that follow a known
+#    alpha-beta law, usable on a real measurement of this machine's MPI
+"$PY" - "$WORK/law.json" <<'PYEOF'
+import json, sys
+n, a, bw, rbw = 2, 20e-6, 3e9, 1.5e9  # latency per step, all_gather and reduce_scatter bandwidth
+rows = []
+for s in [65536 * 4 ** k for k in range(5)]:
+    for op, b in (("all_gather", bw), ("reduce_scatter", rbw)):
+        rows.append({"op": op, "size_bytes": s, "time_us": ((n - 1) * a + s * (n - 1) / n / b) * 1e6})
+json.dump({"mode": "comm", "world": n, "results": rows}, open(sys.argv[1], "w"))
+PYEOF
+sim_json $PLAN_TINY --world 2 --device cpu --net-from "$WORK/law.json" | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+assert abs(d["intra_alpha_us"] - 20) < 1e-6 and abs(d["intra_gbps"] - 3) < 1e-9, d
+assert abs(d["reduce_factor"] - 0.5) < 1e-9, d["reduce_factor"]
+print("ok net-from: exact fit of a known law")'
+timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" bench --comm --comm-min 64K --comm-max 4M --json "$WORK/comm.json" </dev/null >/dev/null 2>&1
+sim_json $PLAN_TINY --world 2 --device cpu --net-from "$WORK/comm.json" | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["intra_gbps"] > 0 and d["intra_alpha_us"] >= 0 and d["step_time_s"] > 0, d
+print("ok net-from this machine: %.1f us + %.2f GB/s" % (d["intra_alpha_us"], d["intra_gbps"]))'
+
+# 8. bad flags: a clear error and exit 2
 bad() {
     local rc=0
     "$SHARDVIT" plan "$@" >"$WORK/bad.out" 2>&1 || rc=$?
@@ -135,4 +159,6 @@ BADMSG="ALPHA_US,GBPS" bad --simulate --device h200 --world 8 --intra fast
 BADMSG="needs an inter-node network" bad --simulate --device cpu --world 4 --nodes 2
 BADMSG="unknown key" bad --sweep "colour=red" --device h200
 BADMSG="need --simulate" bad --net nvlink
+echo '{"mode":"comm","world":1,"results":[]}' >"$WORK/w1.json"
+BADMSG="at least 2 ranks" bad --simulate --device cpu --net-from "$WORK/w1.json"
 echo "simulate: all passed"

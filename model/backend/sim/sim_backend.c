@@ -143,19 +143,8 @@ static double analytic(const sim_be *s, double flops, double bytes, int host_cop
 
 /* Advance the virtual clock by an op of (uncontended) time t. */
 static sv_status charge(sim_be *s, double t, double flops) {
-    double *now = s->cfg.now;
     t *= s->cfg.slowdown;
-    const sv_sim_busy *b = s->cfg.busy;
-    if (b && s->cfg.core_share > 0) {
-        double lo = *now, hi = *now + t, ov = 0;
-        unsigned n = b->n < 64 ? b->n : 64;
-        for (unsigned i = 0; i < n; i++) {
-            double a = b->start[i] > lo ? b->start[i] : lo, z = b->end[i] < hi ? b->end[i] : hi;
-            if (z > a) ov += z - a;
-        }
-        t += s->cfg.core_share * ov;
-    }
-    *now += t;
+    *s->cfg.now += t;
     s->st.compute_s += t;
     s->st.gemm_flops += flops;
     return SV_OK;
@@ -234,8 +223,8 @@ static sv_status s_sumsq(sv_backend *be, const float *p, size_t n, double *out) 
     *out = 0.0;
     SIM_OP(OP_SUMSQ, 0, 4.0 * n, 0, 0, sv_be_sumsq_f32(rb_, p, n, out), (long long)n);
 }
-static sv_status s_linear_fwd(sv_backend *be, void *out, void *pre, const void *in, const void *W, const void *b,
-                              int M, int N, int K) {
+static sv_status s_linear_fwd(sv_backend *be, void *out, void *pre, const void *in, const void *W, const void *b, int M,
+                              int N, int K) {
     SIM_OP(OP_LINEAR_FWD, 2.0 * M * N * K, E * ((double)M * K + (double)N * K + (double)M * N * (pre ? 2 : 1)), 0, 1,
            sv_be_linear_fwd(rb_, out, pre, in, W, b, M, N, K), M, N, K, pre != NULL, b != NULL);
 }
@@ -310,12 +299,12 @@ static sv_status s_scale(sv_backend *be, void *out, const void *x, const void *g
 }
 static sv_status s_scale_bwd(sv_backend *be, void *d_x, float *d_gamma, const void *d_out, const void *x,
                              const void *gamma, int M, int D) {
-    SIM_OP(OP_SCALE_BWD, 0, 3.0 * E * M * D, 0, 0, sv_be_scale_cols_bwd(rb_, d_x, d_gamma, d_out, x, gamma, M, D), M,
-           D, d_x != NULL);
+    SIM_OP(OP_SCALE_BWD, 0, 3.0 * E * M * D, 0, 0, sv_be_scale_cols_bwd(rb_, d_x, d_gamma, d_out, x, gamma, M, D), M, D,
+           d_x != NULL);
 }
 static sv_status s_token_mean(sv_backend *be, void *out, const void *x, int B, int T, int D, int first) {
-    SIM_OP(OP_TOKEN_MEAN, 0, E * ((double)B * T * D + B * D), 0, 0, sv_be_token_mean(rb_, out, x, B, T, D, first), B,
-           T, D, first);
+    SIM_OP(OP_TOKEN_MEAN, 0, E * ((double)B * T * D + B * D), 0, 0, sv_be_token_mean(rb_, out, x, B, T, D, first), B, T,
+           D, first);
 }
 static sv_status s_token_mean_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D, int first) {
     SIM_OP(OP_TOKEN_MEAN_BWD, 0, E * ((double)B * T * D + B * D), 0, 0,
@@ -388,14 +377,14 @@ static const sv_backend_ops sim_ops = {
 sv_status sv_sim_backend_create(const sv_sim_backend_config *cfg, sv_backend **out) {
     *out = NULL;
     if (!cfg->now || (!cfg->dev == !cfg->real))
-        return SV_FAIL(SV_ERR_INVALID, "simulated backend: needs a clock and exactly one of a device model or a real "
+        return SV_FAIL(SV_ERR_INVALID,
+                       "simulated backend: needs a clock and exactly one of a device model or a real "
                        "backend");
-    if (!(cfg->slowdown >= 1.0) || cfg->core_share < 0)
-        return SV_FAIL(SV_ERR_INVALID, "simulated backend: slowdown %g (>= 1) core share %g (>= 0)", cfg->slowdown,
-                       cfg->core_share);
+    if (!(cfg->slowdown >= 1.0)) return SV_FAIL(SV_ERR_INVALID, "simulated backend: slowdown %g (>= 1)", cfg->slowdown);
     const sv_sim_device *d = cfg->dev;
-    if (d && !(d->peak_flops > 0 && d->mem_Bps > 0 && d->gemm_eff > 0 && d->mem_eff > 0 && d->h2d_Bps > 0 &&
-               d->launch_s >= 0))
+    if (d &&
+        !(d->peak_flops > 0 && d->mem_Bps > 0 && d->gemm_eff > 0 && d->mem_eff > 0 && d->h2d_Bps > 0 &&
+          d->launch_s >= 0))
         return SV_FAIL(SV_ERR_INVALID, "simulated device '%s': peak, bandwidths and efficiencies must be > 0", d->name);
     sv_be_sizes sz;
     const sv_backend_config *bc = cfg->real ? &cfg->real->cfg : &cfg->bc;

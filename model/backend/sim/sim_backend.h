@@ -18,9 +18,7 @@
  *   4 B T^2 D, backward 2.5 x that) and no T^2 memory traffic. Buffers are address space only
  *   (PROT_NONE): nothing may touch them, which also proves that the engine never reads device
  *   memory on the host.
- * Either way the charged time is multiplied by `slowdown` (ranks oversubscribing the cores)
- * and stretched by core_share x (time a simulated collective was busy during the op) (CPU
- * transports copy on the compute core; see sv_sim_net.core_share).
+ * Either way the charged time is multiplied by `slowdown` (ranks oversubscribing the cores).
  *
  * Sizes (compute_elem, attention buffers) are those of a real backend of cfg.device, so the
  * carved arena equals the planner's. Host-visible results: sumsq writes 0 in the analytic model
@@ -42,29 +40,21 @@ typedef struct sv_sim_device {
     double h2d_Bps;    /* host <-> device copies (upload / download) */
 } sv_sim_device;
 
-/* Busy intervals of the simulated collectives (written by fsdp/comm_sim.c), for core_share. */
-typedef struct sv_sim_busy {
-    double start[64], end[64]; /* ring of the latest collectives' [start, end) */
-    unsigned n;
-} sv_sim_busy;
-
 typedef struct sv_sim_backend_config {
     sv_backend_config bc;     /* device kind and compute dtype the run would use (sizes) */
     const sv_sim_device *dev; /* analytic model, or NULL when `real` is set */
     sv_backend *real;         /* calibrated model: ops timed on this backend (not owned) */
     double *now;              /* the virtual clock (seconds) */
     double slowdown;          /* >= 1 */
-    double core_share;        /* >= 0 */
-    const sv_sim_busy *busy;  /* of the simulated comms, or NULL */
 } sv_sim_backend_config;
 
 sv_status sv_sim_backend_create(const sv_sim_backend_config *cfg, sv_backend **out);
 
 typedef struct sv_sim_backend_stats {
-    double compute_s;    /* virtual seconds charged */
-    double gemm_flops;   /* FLOPs of linear and attention ops charged */
-    int shapes;          /* distinct (op, shape) entries */
-    double calibrate_s;  /* real seconds spent timing ops */
+    double compute_s;   /* virtual seconds charged */
+    double gemm_flops;  /* FLOPs of linear and attention ops charged */
+    int shapes;         /* distinct (op, shape) entries */
+    double calibrate_s; /* real seconds spent timing ops */
 } sv_sim_backend_stats;
 void sv_sim_backend_get_stats(const sv_backend *be, sv_sim_backend_stats *out);
 
