@@ -298,6 +298,8 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
         sv_backend_destroy(be);
         return st;
     }
+    sv_comm *all[3] = {parts.world, parts.shard, parts.repl};
+    for (int i = 0; i < 3; i++) sv_comm_sim_set_untouchable(all[i], sv_sim_backend_untouchable, be);
     x->have_run = 1;
     SV_TRY(sv_run_setup_parts(&x->r, &ro, 0, N, 0, rpn, &parts));
     sv_run *r = &x->r;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fsdp/comm_impl.h"
 
@@ -15,7 +16,27 @@ typedef struct sim_comm {
     double free_at;                       /* asynchronous: when the previous collective ends */
     double done_at[SV_COMM_MAX_INFLIGHT]; /* asynchronous: per slot */
     double left[SV_COMM_MAX_INFLIGHT];    /* progress-driven: transfer seconds still to move */
+    int (*untouchable)(void *ctx, const void *p);
+    void *untouchable_ctx;
 } sim_comm;
+
+void sv_comm_sim_set_untouchable(sv_comm *c, int (*untouchable)(void *ctx, const void *p), void *ctx) {
+    sim_comm *m = (sim_comm *)c;
+    m->untouchable = untouchable;
+    m->untouchable_ctx = ctx;
+}
+
+/* identical ranks: every block of an all_gather is this rank's */
+static void fill_all_gather(sim_comm *m, const sv_comm_slot *s) {
+    if (s->kind != SV_COLL_ALL_GATHER || !s->count) return;
+    if (m->untouchable && (m->untouchable(m->untouchable_ctx, s->recv) || m->untouchable(m->untouchable_ctx, s->send)))
+        return;
+    size_t b = s->count * sv_comm_dtype_size(s->dt);
+    for (int r = 0; r < m->base.size; r++) {
+        char *dst = (char *)s->recv + (size_t)r * b;
+        if (dst != (const char *)s->send) memmove(dst, s->send, b);
+    }
+}
 
 static double log2_ceil(int n) {
     int k = 0;
@@ -60,6 +81,7 @@ static size_t full_bytes(const sv_comm *c, const sv_comm_slot *s) {
 static sv_status sim_issue(sv_comm *c, int idx, int *done) {
     sim_comm *m = (sim_comm *)c;
     const sv_comm_slot *s = &c->slots[idx];
+    fill_all_gather(m, s);
     double t = sv_sim_coll_seconds(&m->net, &m->g, (int)s->kind, full_bytes(c, s));
     *done = t <= 0;
     if (*done) return SV_OK;

@@ -73,4 +73,11 @@ double sv_sim_coll_seconds(const sv_sim_net *net, const sv_sim_group *g, int kin
 sv_status sv_comm_sim_create(const sv_comm_config *cfg, const sv_sim_net *net, const sv_sim_group *g, double *now,
                              const char *label, sv_comm **out);
 
+/* Data: the simulated ranks are identical, so an all_gather's result is this rank's block in
+ * every position; the communicator writes that into the receive buffer when it may touch it
+ * (host buffers such as the gradient-norm partials, which the engine reads). `untouchable`
+ * (may be NULL) tells which buffers it must not touch (the analytic backend's address-space-only
+ * memory: sv_sim_backend_untouchable). Reductions leave their buffers as they are. */
+void sv_comm_sim_set_untouchable(sv_comm *c, int (*untouchable)(void *ctx, const void *p), void *ctx);
+
 #endif

@@ -405,3 +405,13 @@ sv_status sv_sim_backend_create(const sv_sim_backend_config *cfg, sv_backend **o
 }
 
 void sv_sim_backend_get_stats(const sv_backend *be, sv_sim_backend_stats *out) { *out = ((const sim_be *)be)->st; }
+
+int sv_sim_backend_untouchable(void *be, const void *p) {
+    const sim_be *s = be;
+    if (s->cfg.real) return 0;
+    for (int i = 0; i < 64; i++)
+        if (s->maps[i].p && (const char *)p >= (const char *)s->maps[i].p &&
+            (const char *)p < (const char *)s->maps[i].p + s->maps[i].bytes)
+            return 1;
+    return 0;
+}

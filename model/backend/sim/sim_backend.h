@@ -58,4 +58,8 @@ typedef struct sv_sim_backend_stats {
 } sv_sim_backend_stats;
 void sv_sim_backend_get_stats(const sv_backend *be, sv_sim_backend_stats *out);
 
+/* 1 when p lies in memory of this backend that nothing may touch (the analytic model's
+ * address-space-only buffers). `be` is an sv_backend* of this kind (void* for callbacks). */
+int sv_sim_backend_untouchable(void *be, const void *p);
+
 #endif
