@@ -162,10 +162,11 @@ sv_status sv_fsdp_carve(sv_fsdp *f, sv_arena *dev, sv_arena *host) {
         if (f->cfg.accum_mode == SV_ACCUM_LOCAL)
             SV_TRY(carve_to(dev, &mm->grad_buffers, f->L.units[u].padded * 4, (void **)&s->local_grad));
     }
-    for (int i = 0; i < 2; i++) { /* current + prefetched block unit; two staging buffers */
-        if (f->reshard_after_forward) SV_TRY(carve_pool_buf(dev, &mm->gathered, f->L.max_padded * e, &f->gathered));
-        SV_TRY(carve_pool_buf(dev, &mm->gathered, max_shard * e, &f->staging));
-    }
+    for (int i = 0; i < 2 && f->reshard_after_forward; i++) /* current + prefetched block unit */
+        SV_TRY(carve_pool_buf(dev, &mm->gathered, f->L.max_padded * e, &f->gathered));
+    /* One staging buffer: all-gathers are issued one at a time (unit u's is waited for, and its
+     * staging released, before u+1's is issued; the root's before the first block's). */
+    SV_TRY(carve_pool_buf(dev, &mm->gathered, max_shard * e, &f->staging));
     for (int i = 0; i < 3; i++) {
         sv_grad_slot *g = &f->gslot[i];
         if (f->cfg.accum_mode == SV_ACCUM_SHARD)
@@ -176,10 +177,6 @@ sv_status sv_fsdp_carve(sv_fsdp *f, sv_arena *dev, sv_arena *host) {
         }
         SV_TRY(carve_to(dev, &mm->grad_buffers, max_shard * 4, (void **)&g->recv));
     }
-    /* A third staging buffer (once the root's own). All-gathers are issued one at a time (unit
-     * u is waited for before u+1 is issued), so only the first staging buffer is ever taken;
-     * the other two stay so that the memory plan is unchanged. */
-    SV_TRY(carve_pool_buf(dev, &mm->gathered, f->L.units[0].shard * e, &f->staging));
     for (int u = 0; u < f->L.n_units; u++) /* --model-ema (fsdp/ema.h): after everything else */
         f->us[u].ema = NULL;
     for (int u = 0; u < f->L.n_units && f->cfg.ema; u++)
