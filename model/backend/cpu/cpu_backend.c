@@ -117,28 +117,28 @@ static sv_status cpu_sumsq_f32(sv_backend *be, const float *p, size_t n, double 
     return SV_OK;
 }
 
+/* The element-wise optimizer ops: [0, n) cut into one equal range [a, b) per worker (the
+ * worker count from the op's cost), BODY run on each. */
+#define CPU_SPLIT(c, n, cost, BODY) \
+    do { \
+        int nt_ = sv_cpu_nt(c, cost); \
+        _Pragma("omp parallel for num_threads(nt_) schedule(static)") for (int t_ = 0; t_ < nt_; t_++) { \
+            size_t a, b; \
+            sv_cpu_range(n, nt_, t_, &a, &b); \
+            BODY; \
+        } \
+    } while (0)
+
 static sv_status cpu_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
                            const sv_adamw_hparams *h, float weight_decay) {
     const sv_cpu_backend *c = sv_cpu(be);
-    int nt = sv_cpu_nt(c, 8 * n);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int t = 0; t < nt; t++) {
-        size_t a, b;
-        sv_cpu_range(n, nt, t, &a, &b);
-        c->k->adamw(p + a, g + a, m + a, v + a, b - a, h, weight_decay);
-    }
+    CPU_SPLIT(c, n, 8 * n, c->k->adamw(p + a, g + a, m + a, v + a, b - a, h, weight_decay));
     return SV_OK;
 }
 
 static sv_status cpu_ema(sv_backend *be, float *e, const float *x, size_t n, float w) {
     const sv_cpu_backend *c = sv_cpu(be);
-    int nt = sv_cpu_nt(c, 2 * n);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int t = 0; t < nt; t++) {
-        size_t a, b;
-        sv_cpu_range(n, nt, t, &a, &b);
-        c->k->ema(e + a, x + a, b - a, w);
-    }
+    CPU_SPLIT(c, n, 2 * n, c->k->ema(e + a, x + a, b - a, w));
     return SV_OK;
 }
 
@@ -165,13 +165,7 @@ static void optim_range(int op, float *p, float *g, float *m, float *v, size_t a
 static sv_status cpu_optim_elem(sv_backend *be, int op, float *p, float *g, float *m, float *v, size_t n,
                                 const sv_optim_hparams *h, float weight_decay) {
     const sv_cpu_backend *c = sv_cpu(be);
-    int nt = sv_cpu_nt(c, 8 * n);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int t = 0; t < nt; t++) {
-        size_t a, b;
-        sv_cpu_range(n, nt, t, &a, &b);
-        optim_range(op, p, g, m, v, a, b, h, weight_decay);
-    }
+    CPU_SPLIT(c, n, 8 * n, optim_range(op, p, g, m, v, a, b, h, weight_decay));
     return SV_OK;
 }
 
