@@ -101,11 +101,13 @@ static sv_status bad(const char *src, const sv_json *at, const char *what) {
     return SV_FAIL(SV_ERR_FORMAT, "%s: %s: %s", src, p, what);
 }
 
-static sv_status get_vec(const sv_json *o, const char *key, int n, double *out, const char *src) {
+sv_status sv_ckpt_channel_vec(const sv_json *o, const char *key, int n, int allow_one, double *out, const char *src) {
     const sv_json *a;
     SV_TRY(sv_json_get(o, key, SV_JSON_ARRAY, &a));
-    if (sv_json_count(a) != (size_t)n) return bad(src, a, "needs one value per channel");
-    for (int c = 0; c < n; c++) SV_TRY(sv_json_as_f64(sv_json_index(a, (size_t)c), &out[c]));
+    size_t k = sv_json_count(a);
+    if (k != (size_t)n && !(allow_one && k == 1))
+        return bad(src, a, allow_one ? "needs one value, or one per channel" : "needs one value per channel");
+    for (int c = 0; c < n; c++) SV_TRY(sv_json_as_f64(sv_json_index(a, k == 1 ? 0 : (size_t)c), &out[c]));
     return SV_OK;
 }
 
@@ -149,8 +151,8 @@ sv_status sv_ckpt_meta_parse(const sv_json *root, sv_ckpt_meta *m, const char *s
         SV_TRY(sv_json_get_str(x, "interpolation", &interp, &ilen));
         if (ilen >= sizeof t->interp) return bad(src, x, "interpolation is not bilinear or bicubic");
         snprintf(t->interp, sizeof t->interp, "%s", interp);
-        SV_TRY(get_vec(x, "mean", t->channels, t->mean, src));
-        SV_TRY(get_vec(x, "std", t->channels, t->std, src));
+        SV_TRY(sv_ckpt_channel_vec(x, "mean", t->channels, 0, t->mean, src));
+        SV_TRY(sv_ckpt_channel_vec(x, "std", t->channels, 0, t->std, src));
         char what[256];
         snprintf(what, sizeof what, "%.200s: eval_transform", src);
         SV_TRY(sv_ckpt_xform_check(t, what));

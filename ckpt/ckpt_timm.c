@@ -303,16 +303,6 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
 
 /* ---- reading config.json back ------------------------------------------------------------ */
 
-static sv_status pcfg_vec(const sv_json *p, const char *key, int C, double *out, const char *src) {
-    const sv_json *a;
-    SV_TRY(sv_json_get(p, key, SV_JSON_ARRAY, &a));
-    size_t n = sv_json_count(a);
-    if (n != 1 && n != (size_t)C)
-        return SV_FAIL(SV_ERR_FORMAT, "%s: pretrained_cfg.%s has %zu values for %d channels", src, key, n, C);
-    for (int c = 0; c < C; c++) SV_TRY(sv_json_as_f64(sv_json_index(a, n == 1 ? 0 : (size_t)c), &out[c]));
-    return SV_OK;
-}
-
 static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const char *src) {
     const sv_json *in;
     const char *interp, *mode;
@@ -336,8 +326,8 @@ static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const 
     SV_TRY(sv_json_get_f64(p, "crop_pct", &x->crop_pct));
     SV_TRY(sv_json_get_str(p, "interpolation", &interp, &ilen));
     snprintf(x->interp, sizeof x->interp, "%s", ilen < sizeof x->interp ? interp : "?");
-    SV_TRY(pcfg_vec(p, "mean", x->channels, x->mean, src));
-    SV_TRY(pcfg_vec(p, "std", x->channels, x->std, src));
+    SV_TRY(sv_ckpt_channel_vec(p, "mean", x->channels, 1, x->mean, src));
+    SV_TRY(sv_ckpt_channel_vec(p, "std", x->channels, 1, x->std, src));
     char what[256];
     snprintf(what, sizeof what, "%.200s: pretrained_cfg", src);
     SV_TRY(sv_ckpt_xform_check(x, what));
