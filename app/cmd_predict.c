@@ -19,7 +19,7 @@
 typedef struct predict_opts {
     sv_run_opts run;
     const char *weights, *ckpt, *classes;
-    int topk, json;
+    int topk, json, ema;
     sv_xform_flags xf; /* unset unless given: the model's transform applies */
 } predict_opts;
 
@@ -113,7 +113,7 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
                 r.vcfg.num_classes);
         if (n_names > r.vcfg.num_classes) n_names = r.vcfg.num_classes;
     }
-    st = sv_app_load_model(&r, o->weights, o->ckpt, 0);
+    st = sv_app_load_model(&r, o->weights, o->ckpt, o->ema);
     const sv_vit_config *c = &r.vcfg;
     int K = c->num_classes;
     size_t per = (size_t)c->in_chans * c->img * c->img;
@@ -180,6 +180,7 @@ int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
         SV_MODEL_FLAGS(o.run.model),
         {"weights", SV_FLAG_STR, &o.weights, 0, 0, "timm-named safetensors file (config.json beside it is read)", 0},
         {"ckpt", SV_FLAG_STR, &o.ckpt, 0, 0, "shardvit checkpoint: run dir, checkpoint root or step dir", 0},
+        {"ema", SV_FLAG_BOOL, &o.ema, 0, 1, "use the checkpoint's weight EMA (train --model-ema; needs --ckpt)", 0},
         {"classes", SV_FLAG_STR, &o.classes, 0, 0,
          "class names, one per line (default: classes.txt beside the weights)", 0},
         {"topk", SV_FLAG_INT, &o.topk, 0, 1000000, "classes shown per image (0 = all)", 0},
@@ -209,6 +210,13 @@ int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
     if (!o.weights == !o.ckpt || npos == 0) {
         fprintf(stderr, "shardvit predict: %s\n",
                 npos == 0 ? "no image files given" : "--weights / --ckpt: give exactly one of them");
+        free(pos);
+        return 2;
+    }
+    if (o.ema && !o.ckpt) {
+        fprintf(stderr,
+                "shardvit predict: --ema needs --ckpt (a --weights file holds one set of weights; write the "
+                "EMA as one with shardvit export --ema)\n");
         free(pos);
         return 2;
     }

@@ -144,7 +144,28 @@ assert raw["top1"] == train["top1"], ("train's final raw top1 differs from eval"
 print("ok eval --ema: loss %.6f (raw %.6f) = export --ema evaluated; top1 %.4f = train's final EMA eval"
       % (ema["loss"], raw["loss"], ema["top1"]))
 PYEOF
+# predict --ckpt --ema: the EMA's probabilities, the same as predicting with the EMA export
+"$SHARDVIT" prep synthetic --out "$WORK/pimg" --classes 1 --per-class 3 --test-per-class 0 --width 28 --height 28 \
+    >/dev/null 2>&1 || fail "prep synthetic for predict"
+IMGS=$(find "$WORK/pimg" -name '*.jpg' | sort)
+[ -n "$IMGS" ] || fail "no JPEG for predict"
+"$SHARDVIT" predict --ckpt "$WORK/ev" --ema --json --topk 0 $IMGS >"$WORK/p_ema.jsonl" 2>/dev/null || fail "predict --ema"
+"$SHARDVIT" predict --weights "$WORK/evx/model.safetensors" --json --topk 0 $IMGS >"$WORK/p_exp.jsonl" 2>/dev/null ||
+    fail "predict of the EMA export"
+"$SHARDVIT" predict --ckpt "$WORK/ev" --json --topk 0 $IMGS >"$WORK/p_raw.jsonl" 2>/dev/null || fail "predict raw"
+# (class names: the run directory's classes.txt for --ckpt, none beside the export: compare
+# indices and probabilities)
+"$PY" - "$WORK/p_ema.jsonl" "$WORK/p_exp.jsonl" "$WORK/p_raw.jsonl" <<'PYEOF' || fail "predict --ema"
+import json, sys
+ema, exp, raw = ([[(t["index"], t["prob"]) for t in json.loads(l)["top"]] for l in open(p)] for p in sys.argv[1:])
+assert len(ema) == 3 and ema == exp, "predict --ema != predict of export --ema"
+assert ema != raw, "predict --ema equals the raw weights"
+PYEOF
+echo "ok predict --ema ($(wc -l <"$WORK/p_ema.jsonl") images) = the EMA export's predictions, not the raw ones"
 # errors
+rc=0
+"$SHARDVIT" predict --weights "$WORK/evx/model.safetensors" --ema $IMGS >"$WORK/err6.log" 2>&1 || rc=$?
+[ $rc -eq 2 ] && grep -q "\-\-ema needs --ckpt" "$WORK/err6.log" || fail "predict --weights --ema: rc $rc"
 rc=0
 "$SHARDVIT" eval --ckpt "$WORK/plain2" --ema $EV >"$WORK/err1.log" 2>&1 || rc=$?
 [ $rc -ne 0 ] || fail "eval --ema of a checkpoint without EMA succeeded"
