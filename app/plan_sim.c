@@ -13,7 +13,8 @@ static int fail(sv_status st) {
     return st == SV_ERR_INVALID ? 2 : 1;
 }
 
-static void quiet(int on) { sv_log_setup(0, on ? SV_LOG_WARN : SV_LOG_INFO, 0); }
+static int g_quiet_floor = SV_LOG_INFO; /* launcher ranks > 0 print errors only */
+static void quiet(int on) { sv_log_setup(0, on && g_quiet_floor < SV_LOG_WARN ? SV_LOG_WARN : g_quiet_floor, 0); }
 
 /* ---- --simulate ------------------------------------------------------------------------------ */
 
@@ -329,7 +330,21 @@ static int do_sweep(sv_plan_sim_args *a) {
     return 0;
 }
 
+/* Under `mpiexec -n R` every process runs the same simulation, so `--device cpu` times its ops
+ * with R ranks running at once, as in the real run (memory bandwidth, caches and clocks are
+ * shared); only the process of launcher rank 0 reports. */
+static int launcher_rank(void) {
+    const char *v = getenv("PMI_RANK");
+    if (!v) v = getenv("OMPI_COMM_WORLD_RANK");
+    return v ? atoi(v) : 0;
+}
+
 int sv_plan_sim_run(sv_plan_sim_args *a) {
+    if (launcher_rank() != 0) {
+        if (!freopen("/dev/null", "w", stdout)) return 1;
+        g_quiet_floor = SV_LOG_ERROR;
+        sv_log_setup(0, SV_LOG_ERROR, 0);
+    }
     if (a->sweep) return do_sweep(a);
     if (a->suggest) return do_suggest(a);
     return do_simulate(a);
