@@ -7,7 +7,9 @@
 #   env MODEL (default vit-28), BATCH (global batch, default 64), DTYPE (fp32|bf16, default bf16),
 #       STEPS (timed steps, default 4), WARMUP (default 2), REPEATS (measured runs per case, best kept;
 #       default 2), CASES (one per line: "WORLD|flags"; default: worlds 1, 2, 4, every strategy,
-#       blocks and pairs of blocks as units), NET (plan --net/--intra flags, default the shm preset)
+#       blocks and pairs of blocks as units), NET (plan --net/--intra flags, default the shm preset),
+#       SIM_CORUN (1: simulate under mpiexec -n min(W, cores) so ops are timed with co-running
+#       ranks, as in the measured run; 0: one process)
 # Prints one row per case: measured and predicted step time, their ratio, exposed communication
 # (% of the step) measured and predicted and the difference in points; world 4 on a 2-core
 # machine is oversubscribed and labelled so. Every JSON is kept in OUT_DIR.
@@ -64,7 +66,9 @@ print(sys.argv[1])
 PYEOF
 )
     done
-    "$SV" plan --simulate --json --device cpu --model "$MODEL" --batch-size "$BATCH" --param-dtype "$DTYPE" \
+    R=$(( W < CORES ? W : CORES ))
+    [ "${SIM_CORUN:-1}" = 1 ] || R=1
+    mpiexec -n "$R" "$SV" plan --simulate --json --device cpu --model "$MODEL" --batch-size "$BATCH" --param-dtype "$DTYPE" \
         --world "$W" $NET $FLAGS >"$OUT/$tag.sim.json" 2>/dev/null </dev/null || { echo "simulate failed: w$W $FLAGS"; continue; }
     [ -n "$best" ] || continue
     "$PY" - "$best" "$OUT/$tag.sim.json" "$W" "$FLAGS" "$CORES" <<'PYEOF' | tee -a "$OUT/table.txt"
