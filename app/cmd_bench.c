@@ -22,18 +22,21 @@
 
 #include "app/backend_env.h"
 #include "app/bench_ops.h"
+#include "app/cpu_peak.h"
 #include "app/commands.h"
 #include "app/mpi_env.h"
+#include "app/provenance.h"
 #include "app/run.h"
 #include "app/train_step.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "data/loader.h"
-#include "model/backend/cpu/isa_peak.h"
 
 typedef struct bench_opts {
     sv_run_opts run;
+    const sv_flag *flags; /* the resolved flag table, for the provenance's "config" */
+    sv_provenance prov;   /* rank 0: written into every result */
     long long steps;
     int warmup, synthetic, comm, workers;
     const char *data, *json, *op;
@@ -73,9 +76,40 @@ static double cpu_seconds(void) {
         1e-6 * ru.ru_stime.tv_usec;
 }
 
-static sv_status write_json(const bench_opts *o, sv_json_writer *w) {
+static sv_status write_text(const bench_opts *o, const char *text);
+
+/* The result object of w with "provenance" appended, as text in out (free with sv_json_writer_free). */
+static sv_status with_provenance(const bench_opts *o, sv_json_writer *w, sv_json_writer *out) {
     const char *text;
-    SV_TRY(sv_json_writer_finish(w, &text, NULL));
+    size_t len;
+    SV_TRY(sv_json_writer_finish(w, &text, &len));
+    sv_json_doc doc;
+    SV_TRY(sv_json_parse(&doc, text, len, "bench result", NULL));
+    sv_json_writer_init(out, 0);
+    sv_json_obj_begin(out);
+    for (size_t i = 0; i < sv_json_count(&doc.root); i++) {
+        sv_json_key(out, doc.root.u.obj.members[i].key);
+        sv_json_value(out, &doc.root.u.obj.members[i].value);
+    }
+    sv_json_key(out, "provenance");
+    sv_provenance_write(out, &o->prov, o->flags);
+    sv_json_obj_end(out);
+    sv_json_doc_free(&doc);
+    return SV_OK;
+}
+
+/* Every bench result leaves through here: the object with its provenance, to --json or stdout. */
+static sv_status write_json(const bench_opts *o, sv_json_writer *res) {
+    sv_json_writer pw;
+    const char *text;
+    sv_status st = with_provenance(o, res, &pw);
+    if (st == SV_OK) st = sv_json_writer_finish(&pw, &text, NULL);
+    if (st == SV_OK) st = write_text(o, text);
+    sv_json_writer_free(&pw);
+    return st;
+}
+
+static sv_status write_text(const bench_opts *o, const char *text) {
     FILE *f = o->json ? fopen(o->json, "w") : stdout;
     if (!f) return SV_FAIL(SV_ERR_IO, "--json %s: cannot write: %s", o->json, strerror(errno));
     fprintf(f, "%s\n", text);
@@ -134,24 +168,6 @@ static sv_status calibrate(const bench_opts *o, double *flops) {
     if (st == SV_OK) st = sv_comm_all_reduce_sync(cm, flops, 1, SV_COMM_F64, SV_COMM_MAX);
     sv_comm_destroy(cm);
     return st;
-}
-
-/* The hardware ceiling: the per-core ISA peak of the GEMM engine the run's CPU backend uses
- * (named in its device name; none named = OpenBLAS sgemm = the widest fp32 FMA), measured like
- * calibrate(): every rank at once between barriers, the best rank's figure kept. 0 when this
- * CPU lacks the engine's instruction (then MFU falls back to the measured GEMM peak). */
-typedef struct hw_peak {
-    char engine[32];
-    double per_core;
-} hw_peak;
-
-static sv_status calibrate_hw(sv_run *r, const bench_opts *o, hw_peak *hw) {
-    if (!sv_cpu_gemm_engine_of_device(sv_be_device_name(r->be), hw->engine, sizeof hw->engine))
-        snprintf(hw->engine, sizeof hw->engine, "openblas");
-    SV_TRY(sv_comm_barrier_sync(r->world_comm));
-    hw->per_core = sv_cpu_isa_peak_flops(hw->engine, o->calib_s);
-    SV_TRY(sv_comm_all_reduce_sync(r->world_comm, &hw->per_core, 1, SV_COMM_F64, SV_COMM_MAX));
-    return sv_comm_barrier_sync(r->world_comm);
 }
 
 /* ---- micro-batch sources ---- */
@@ -308,7 +324,7 @@ static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double
 }
 
 /* Rank 0: the JSON result and the summary lines from every rank's figures (all: world x R_N). */
-static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const hw_peak *hw, const double *all,
+static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const sv_cpu_peak *hw, const double *all,
                         double step_min, double loss_first, double loss_last) {
     const sv_vit_config *c = &r->vcfg;
     sv_status st;
@@ -324,18 +340,13 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     double flops_img = 3.0 * sv_vit_flops_fwd(c);
     double img_s = (double)o->steps * o->run.batch_size / wall_max;
     double achieved = img_s * flops_img;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads_rank = sv_be_name(r->be)[0] == 'c'
-        ? (o->run.threads ? o->run.threads : (int)(cores / (r->local_size > 0 ? r->local_size : 1)))
-        : 1;
-    if (threads_rank < 1) threads_rank = 1;
-    int nodes = r->world / (r->local_size > 0 ? r->local_size : 1);
-    long used_node = (long)threads_rank * (r->local_size > 0 ? r->local_size : 1);
-    int oversub = used_node > cores;
-    double cores_used = (double)(oversub ? cores : used_node) * (nodes > 0 ? nodes : 1);
+    sv_cpu_peak pc;
+    sv_cpu_peak_cores(r, o->run.threads, &pc);
+    int threads_rank = pc.threads_rank, oversub = pc.oversub;
+    double cores_used = pc.cores_used;
     double peak = sv_be_peak_flops(r->be) * r->world;
     const char *peak_kind = "device";
-    double hw_flops = hw->per_core > 0 ? hw->per_core * cores_used : 0;
+    double hw_flops = sv_cpu_peak_flops(hw);
     double gemm_flops = gemm_core > 0 ? gemm_core * cores_used : 0;
     if (peak <= 0 && hw_flops > 0) {
         peak = hw_flops;
@@ -454,7 +465,7 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     return st;
 }
 
-static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, const hw_peak *hw) {
+static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, const sv_cpu_peak *hw) {
     bench_input in = {0};
     double acc[R_N] = {0}, step_min = INFINITY, loss_first = NAN, loss_last = NAN;
     sv_status st = input_open(r, o, &in);
@@ -525,6 +536,10 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
         return 2;
     }
     int threads = resolve_threads(&o, proc);
+    o.flags = flags;
+    int on_cuda =
+        !strcmp(o.run.device, "cuda") || (!strcmp(o.run.device, "auto") && sv_backend_available(SV_DEVICE_CUDA));
+    sv_provenance_fill(&o.prov, "bench", proc, on_cuda ? 1 : threads, on_cuda ? proc->local_rank : -1);
     sv_status st = SV_OK;
     if (o.op || o.comm) {
         sv_json_writer w;
@@ -553,8 +568,9 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
         sv_run r;
         memset(&r, 0, sizeof r);
         if (st == SV_OK) st = sv_run_setup(&r, &o.run, proc->rank, proc->world, proc->local_rank, proc->local_size);
-        hw_peak hw = {{0}, 0};
-        if (st == SV_OK && dk == SV_DEVICE_CPU && o.calib_s > 0) st = calibrate_hw(&r, &o, &hw);
+        sv_cpu_peak hw = {{0}, 0, 0, 0, 0};
+        if (st == SV_OK && dk == SV_DEVICE_CPU && o.calib_s > 0)
+            st = sv_cpu_peak_measure(&r, o.run.threads, o.calib_s, &hw);
         if (st == SV_OK) st = bench_train(&r, &o, gemm, &hw);
         if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace);
         if (st == SV_OK) sv_run_teardown(&r);
