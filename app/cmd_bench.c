@@ -22,6 +22,7 @@
 
 #include "app/backend_env.h"
 #include "app/bench_ops.h"
+#include "app/bench_sweep.h"
 #include "app/cpu_peak.h"
 #include "app/commands.h"
 #include "app/mpi_env.h"
@@ -41,7 +42,8 @@ typedef struct bench_opts {
     int warmup, synthetic, comm, workers;
     const char *data, *json, *op;
     double smoothing, calib_s;
-    const char *comm_min, *comm_max;
+    const char *comm_min, *comm_max, *comm_group;
+    const char *sweep, *sweep_csv, *sweep_jsonl;
 } bench_opts;
 
 /* What each rank contributes to the report (gathered as doubles). */
@@ -82,10 +84,10 @@ static sv_status write_text(const bench_opts *o, const char *text);
 static sv_status with_provenance(const bench_opts *o, sv_json_writer *w, sv_json_writer *out) {
     const char *text;
     size_t len;
+    sv_json_writer_init(out, 0);
     SV_TRY(sv_json_writer_finish(w, &text, &len));
     sv_json_doc doc;
     SV_TRY(sv_json_parse(&doc, text, len, "bench result", NULL));
-    sv_json_writer_init(out, 0);
     sv_json_obj_begin(out);
     for (size_t i = 0; i < sv_json_count(&doc.root); i++) {
         sv_json_key(out, doc.root.u.obj.members[i].key);
@@ -100,7 +102,7 @@ static sv_status with_provenance(const bench_opts *o, sv_json_writer *w, sv_json
 
 /* Every bench result leaves through here: the object with its provenance, to --json or stdout. */
 static sv_status write_json(const bench_opts *o, sv_json_writer *res) {
-    sv_json_writer pw;
+    sv_json_writer pw = {0};
     const char *text;
     sv_status st = with_provenance(o, res, &pw);
     if (st == SV_OK) st = sv_json_writer_finish(&pw, &text, NULL);
@@ -325,7 +327,7 @@ static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double
 
 /* Rank 0: the JSON result and the summary lines from every rank's figures (all: world x R_N). */
 static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const sv_cpu_peak *hw, const double *all,
-                        double step_min, double loss_first, double loss_last) {
+                        double step_min, double loss_first, double loss_last, sv_json_writer *out) {
     const sv_vit_config *c = &r->vcfg;
     sv_status st;
     double wall_max = 0, mem_max = 0, rss_max = 0, split[5] = {0}, cpu_sum = 0;
@@ -427,7 +429,7 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     }
     sv_json_arr_end(&w);
     sv_json_obj_end(&w);
-    st = write_json(o, &w);
+    st = with_provenance(o, &w, out);
     sv_json_writer_free(&w);
     fprintf(stderr,
             "bench %s (%zu params) batch %d on %d rank%s x %d thread%s%s, %lld steps after %d warm-up:\n"
@@ -465,7 +467,8 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     return st;
 }
 
-static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, const sv_cpu_peak *hw) {
+static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, const sv_cpu_peak *hw,
+                             sv_json_writer *out) {
     bench_input in = {0};
     double acc[R_N] = {0}, step_min = INFINITY, loss_first = NAN, loss_last = NAN;
     sv_status st = input_open(r, o, &in);
@@ -475,9 +478,79 @@ static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, c
     sv_comm_req q;
     if (st == SV_OK) st = sv_comm_all_gather(r->world_comm, all, acc, R_N, SV_COMM_F64, &q);
     if (st == SV_OK) st = sv_comm_wait(r->world_comm, &q);
-    if (st == SV_OK && r->rank == 0) st = report(r, o, gemm_core, hw, all, step_min, loss_first, loss_last);
+    if (st == SV_OK && r->rank == 0) st = report(r, o, gemm_core, hw, all, step_min, loss_first, loss_last, out);
     free(all);
     input_close(r, &in);
+    return st;
+}
+
+/* One training-step benchmark of o's configuration; rank 0 gets the result (with provenance) in
+ * `res` (the caller frees it). */
+static sv_status train_once(bench_opts *o, const sv_proc *proc, sv_json_writer *res) {
+    double gemm = 0;
+    sv_device_kind dk = SV_DEVICE_CPU;
+    if (!strcmp(o->run.device, "cuda") || (!strcmp(o->run.device, "auto") && sv_backend_available(SV_DEVICE_CUDA)))
+        dk = SV_DEVICE_CUDA;
+    sv_status st = SV_OK;
+    if (dk == SV_DEVICE_CPU && o->calib_s > 0) st = calibrate(o, &gemm);
+    sv_run r;
+    memset(&r, 0, sizeof r);
+    if (st == SV_OK) st = sv_run_setup(&r, &o->run, proc->rank, proc->world, proc->local_rank, proc->local_size);
+    sv_cpu_peak hw = {{0}, 0, 0, 0, 0};
+    if (st == SV_OK && dk == SV_DEVICE_CPU && o->calib_s > 0)
+        st = sv_cpu_peak_measure(&r, o->run.threads, o->calib_s, &hw);
+    if (st == SV_OK) st = bench_train(&r, o, gemm, &hw, res);
+    if (st == SV_OK && o->run.trace) st = sv_run_finish_trace(&r, o->run.trace);
+    if (st == SV_OK) sv_run_teardown(&r);
+    return st;
+}
+
+/* --sweep: train_once for every configuration of the grid, one row each (app/bench_sweep.h). */
+static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *pos, int npos) {
+    const char *items[8];
+    int n = 0;
+    items[n++] = o->sweep;
+    for (int i = 0; i < npos && n < 8; i++) items[n++] = pos[i];
+    sv_sweep sw;
+    SV_TRY(sv_sweep_parse(&sw, items, n));
+    FILE *csv = NULL, *jsonl = NULL;
+    sv_status st = SV_OK;
+    if (proc->rank == 0) {
+        if (o->sweep_csv && !(csv = fopen(o->sweep_csv, "w")))
+            st = SV_FAIL(SV_ERR_IO, "--sweep-csv %s: cannot write: %s", o->sweep_csv, strerror(errno));
+        if (st == SV_OK && o->sweep_jsonl && !(jsonl = fopen(o->sweep_jsonl, "w")))
+            st = SV_FAIL(SV_ERR_IO, "--sweep-jsonl %s: cannot write: %s", o->sweep_jsonl, strerror(errno));
+        if (st == SV_OK && !csv && !jsonl) jsonl = stdout;
+    }
+    int rows = sv_sweep_count(&sw);
+    for (int i = 0; st == SV_OK && i < rows; i++) {
+        const char *v[SV_SWEEP_KEYS];
+        sv_sweep_config(&sw, i, v);
+        if (v[SV_SWEEP_MODELS]) o->run.model.model = v[SV_SWEEP_MODELS];
+        if (v[SV_SWEEP_DTYPE]) o->run.param_dtype = v[SV_SWEEP_DTYPE];
+        if (v[SV_SWEEP_STRATEGY]) o->run.strategy = v[SV_SWEEP_STRATEGY];
+        if (v[SV_SWEEP_BATCH]) {
+            char *end;
+            long b = strtol(v[SV_SWEEP_BATCH], &end, 10);
+            if (*end || b < 1 || b > (1 << 20)) {
+                st = SV_FAIL(SV_ERR_INVALID, "--sweep: batch '%s' (an integer in [1, 1048576])", v[SV_SWEEP_BATCH]);
+                break;
+            }
+            o->run.batch_size = (int)b;
+        }
+        if (proc->rank == 0)
+            fprintf(stderr, "sweep %d/%d: model %s batch %d param-dtype %s strategy %s\n", i + 1, rows,
+                    o->run.model.model, o->run.batch_size, o->run.param_dtype, o->run.strategy);
+        sv_json_writer res = {0};
+        st = train_once(o, proc, &res);
+        const char *text;
+        if (st == SV_OK && proc->rank == 0 && (st = sv_json_writer_finish(&res, &text, NULL)) == SV_OK)
+            st = sv_sweep_write_row(text, csv, jsonl, i == 0);
+        sv_json_writer_free(&res);
+    }
+    if (csv && fclose(csv) && st == SV_OK) st = SV_FAIL(SV_ERR_IO, "--sweep-csv %s: write failed", o->sweep_csv);
+    if (jsonl && jsonl != stdout && fclose(jsonl) && st == SV_OK)
+        st = SV_FAIL(SV_ERR_IO, "--sweep-jsonl %s: write failed", o->sweep_jsonl);
     return st;
 }
 
@@ -510,9 +583,22 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
          0},
         {"op", SV_FLAG_STR, &o.op, 0, 0,
          "time one backend op: matmul | attention | layernorm | gelu | softmax_xent | adamw", 0},
-        {"comm", SV_FLAG_BOOL, &o.comm, 0, 0, "collective bandwidth: all_gather / reduce_scatter algbw and busbw", 0},
+        {"comm", SV_FLAG_BOOL, &o.comm, 0, 0,
+         "collective bandwidth: all_gather / reduce_scatter / all_reduce / broadcast algbw and busbw (nccl-tests)", 0},
         {"comm-min", SV_FLAG_STR, &o.comm_min, 0, 0, "--comm: smallest buffer (bytes of the full buffer, e.g. 64K)", 0},
         {"comm-max", SV_FLAG_STR, &o.comm_max, 0, 0, "--comm: largest buffer (e.g. 64M)", 0},
+        {"sweep", SV_FLAG_STR, &o.sweep, 0, 0,
+         "benchmark a grid: KEY=V1,V2 items (this value and further positional ones), KEY models | batch | "
+         "param-dtype | strategy; one row per configuration (--sweep-csv, --sweep-jsonl; JSONL on stdout when neither)",
+         0},
+        {"sweep-csv", SV_FLAG_STR, &o.sweep_csv, 0, 0,
+         "--sweep: write the rows as CSV here (timm benchmark columns first)", 0},
+        {"sweep-jsonl", SV_FLAG_STR, &o.sweep_jsonl, 0, 0,
+         "--sweep: write each row's full JSON result (one per line) here", 0},
+        {"comm-group", SV_FLAG_STR, &o.comm_group, 0, 0,
+         "--comm: world (default) | intra | inter | intra:G | inter:G | G (= intra:G): groups of G consecutive ranks "
+         "(G = ranks per node when omitted) or the ranks across them, as hybrid_shard forms them",
+         0},
         SV_FLAG_END};
     /* clang-format on */
     sv_cmd_spec spec = {
@@ -521,12 +607,20 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
         "object (keys img_per_s tflops mfu peak_mem_bytes time_split per_rank ...) and a summary on stderr. "
         "FLOPs per image = 3 x forward FLOPs (6 x matmul params x tokens + attention QK^T and PV terms). "
         "MFU on the CPU is the fraction of the per-core ISA peak of the run's GEMM engine x cores used (mfu_gemm: of a "
-        "measured single-core GEMM in the run's dtype x cores used).",
-        0};
-    char *pos[1];
+        "measured single-core GEMM in the run's dtype x cores used). Every result carries a \"provenance\" object "
+        "(shardvit version --json; docs/performance.md). --sweep runs a grid, e.g. --sweep models=vit-ti16,vit-s16 "
+        "batch=32,64 --sweep-csv results.csv.",
+        4};
+    char *pos[4];
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
+    if (npos && !o.sweep)
+        return sv_cmd_usage_error(&spec, "unexpected argument '%s' (KEY=V1,V2 items follow --sweep)", pos[0]);
+    if ((o.sweep_csv || o.sweep_jsonl) && !o.sweep)
+        return sv_cmd_usage_error(&spec, "--sweep-csv and --sweep-jsonl need --sweep");
+    if (o.sweep && (o.op || o.comm))
+        return sv_cmd_usage_error(&spec, "--sweep times the training step: not with --op or --comm");
     if (o.data && o.synthetic) {
         fprintf(stderr, "shardvit bench: --synthetic and --data exclude each other\n");
         return 2;
@@ -555,25 +649,19 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
                 st = sv_bench_op(o.op, &c, o.run.batch_size / per, threads, o.run.param_dtype, o.run.device,
                                  (int)o.steps, o.warmup, &w);
         } else {
-            st = sv_bench_comm(&o.run, proc, threads, o.comm_min, o.comm_max, &w);
+            st = sv_bench_comm(&o.run, proc, threads, o.comm_min, o.comm_max, o.comm_group, &w);
         }
         if (st == SV_OK && proc->rank == 0) st = write_json(&o, &w);
         sv_json_writer_free(&w);
+    } else if (!o.sweep) {
+        sv_json_writer res = {0};
+        st = train_once(&o, proc, &res);
+        const char *text;
+        if (st == SV_OK && proc->rank == 0 && (st = sv_json_writer_finish(&res, &text, NULL)) == SV_OK)
+            st = write_text(&o, text);
+        sv_json_writer_free(&res);
     } else {
-        double gemm = 0;
-        sv_device_kind dk = SV_DEVICE_CPU;
-        if (!strcmp(o.run.device, "cuda") || (!strcmp(o.run.device, "auto") && sv_backend_available(SV_DEVICE_CUDA)))
-            dk = SV_DEVICE_CUDA;
-        if (dk == SV_DEVICE_CPU && o.calib_s > 0) st = calibrate(&o, &gemm);
-        sv_run r;
-        memset(&r, 0, sizeof r);
-        if (st == SV_OK) st = sv_run_setup(&r, &o.run, proc->rank, proc->world, proc->local_rank, proc->local_size);
-        sv_cpu_peak hw = {{0}, 0, 0, 0, 0};
-        if (st == SV_OK && dk == SV_DEVICE_CPU && o.calib_s > 0)
-            st = sv_cpu_peak_measure(&r, o.run.threads, o.calib_s, &hw);
-        if (st == SV_OK) st = bench_train(&r, &o, gemm, &hw);
-        if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace);
-        if (st == SV_OK) sv_run_teardown(&r);
+        st = sweep(&o, proc, (const char *const *)pos, npos);
     }
     if (st == SV_ERR_INVALID) {
         fprintf(stderr, "shardvit bench: %s\n", sv_err_msg());

@@ -95,6 +95,12 @@ static sv_status require_same(const result *a, const result *b, const sv_json *o
     return SV_OK;
 }
 
+/* A string member, or "?" when absent or not a string. */
+static const char *str_of(const sv_json *obj, const char *key) {
+    const sv_json *v = sv_json_member_get(obj, key);
+    return v && v->type == SV_JSON_STRING ? v->u.str.s : "?";
+}
+
 static void ratio_line(const char *name, const sv_json *va, const sv_json *vb) {
     if (!va || !vb || va->type != SV_JSON_NUMBER || vb->type != SV_JSON_NUMBER) return;
     double x = va->u.num.d, y = vb->u.num.d;
@@ -103,8 +109,9 @@ static void ratio_line(const char *name, const sv_json *va, const sv_json *vb) {
 
 /* Provenance fields whose difference is reported (not refused). */
 static void provenance_notes(const result *a, const result *b) {
-    static const char *const keys[] = {"commit", "dirty", "version", "host", "world_size", "ranks_per_node",
-                                       "threads_per_rank", "cpu", "gpu", "libraries", "build", NULL};
+    static const char *const keys[] = {
+        "commit",           "dirty", "version", "host",      "world_size", "ranks_per_node",
+        "threads_per_rank", "cpu",   "gpu",     "libraries", "build",      NULL};
     if (!a->prov || !b->prov) {
         printf("note: %s carries no provenance\n", !a->prov ? a->path : b->path);
         return;
@@ -128,12 +135,14 @@ static sv_status compare(const result *a, const result *b) {
     if (strcmp(ma, mb))
         return SV_FAIL(SV_ERR_INVALID, "refusing to compare: mode differs (%s: %s, %s: %s)", a->path, ma, b->path, mb);
     if (!strcmp(ma, "train")) {
-        static const char *const id[] = {"model", "img",        "patch",  "dim",         "depth",
-                                         "heads", "batch_size", "accum",  "param_dtype", NULL};
+        static const char *const id[] = {"model", "img",        "patch", "dim",         "depth",
+                                         "heads", "batch_size", "accum", "param_dtype", NULL};
         SV_TRY(require_same(a, b, a->root, b->root, id, ""));
         provenance_notes(a, b);
-        printf("train %s batch %s %s:            %14s %14s\n", sv_json_member_get(a->root, "model")->u.str.s,
-               "", sv_json_member_get(a->root, "param_dtype")->u.str.s, "A", "B");
+        char batch[64];
+        scalar_text(sv_json_member_get(a->root, "batch_size"), batch, sizeof batch);
+        printf("train %s, batch %s, %s:%*s%14s %14s\n", str_of(a->root, "model"), batch, str_of(a->root, "param_dtype"),
+               4, "", "A", "B");
         static const char *const m[] = {"img_per_s", "step_time_s", "step_time_min_s", "img_per_cpu_s", "tflops",
                                         "mfu",       "mfu_gemm",    "peak_mem_bytes",  "max_rss_bytes", NULL};
         for (size_t i = 0; m[i]; i++)
@@ -141,12 +150,12 @@ static sv_status compare(const result *a, const result *b) {
         return SV_OK;
     }
     if (!strcmp(ma, "op")) {
-        static const char *const id[] = {"op", "model", "tokens", "dim", "heads", "hidden", "micro_batch",
-                                         "param_dtype", NULL};
+        static const char *const id[] = {"op",     "model",       "tokens",      "dim", "heads",
+                                         "hidden", "micro_batch", "param_dtype", NULL};
         SV_TRY(require_same(a, b, a->root, b->root, id, ""));
         provenance_notes(a, b);
         const sv_json *ra = sv_json_member_get(a->root, "results"), *rb = sv_json_member_get(b->root, "results");
-        printf("op %s:                          %14s %14s\n", sv_json_member_get(a->root, "op")->u.str.s, "A", "B");
+        printf("op %s:                          %14s %14s\n", str_of(a->root, "op"), "A", "B");
         for (size_t i = 0; i < sv_json_count(ra) && i < sv_json_count(rb); i++) {
             const sv_json *x = sv_json_index(ra, i), *y = sv_json_index(rb, i);
             const sv_json *vx = sv_json_member_get(x, "variant"), *vy = sv_json_member_get(y, "variant");

@@ -223,7 +223,20 @@ void sv_provenance_write(sv_json_writer *w, const sv_provenance *p, const sv_fla
     sv_json_obj_end(w);
 }
 
+char *sv_provenance_json(const sv_provenance *p, const sv_flag *flags) {
+    sv_json_writer w;
+    sv_json_writer_init(&w, 0);
+    sv_provenance_write(&w, p, flags);
+    const char *text;
+    char *out = NULL;
+    if (sv_json_writer_finish(&w, &text, NULL) == SV_OK) out = strdup(text);
+    sv_json_writer_free(&w);
+    return out;
+}
+
 void sv_provenance_version_line(char *buf, size_t cap) {
     snprintf(buf, cap, "shardvit %s (commit %s%s)", SV_BUILD_VERSION, SV_BUILD_COMMIT,
-             SV_BUILD_DIRTY > 0 ? ", dirty" : SV_BUILD_DIRTY < 0 ? ", dirty unknown" : "");
+             SV_BUILD_DIRTY > 0       ? ", dirty"
+                 : SV_BUILD_DIRTY < 0 ? ", dirty unknown"
+                                      : "");
 }

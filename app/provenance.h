@@ -41,8 +41,8 @@ typedef struct sv_provenance {
     const char *kernels_compiled, *kernels_dispatch;
     const char *command;
     int world, ranks_per_node, threads_per_rank;
-    double start_unix; /* UTC start of the process (sv_provenance_mark_start), seconds */
-    char start_utc[32];  /* the same, ISO 8601 "2026-01-02T03:04:05.678Z" */
+    double start_unix;  /* UTC start of the process (sv_provenance_mark_start), seconds */
+    char start_utc[32]; /* the same, ISO 8601 "2026-01-02T03:04:05.678Z" */
 } sv_provenance;
 
 /* Record the process start time (main calls it first; later calls do nothing). */
@@ -59,6 +59,8 @@ void sv_provenance_fill(sv_provenance *p, const char *command, const sv_proc *pr
 /* Write the provenance object (a value: call after sv_json_key). `flags` (nullable): the command's
  * resolved flag table, written as "config". */
 void sv_provenance_write(sv_json_writer *w, const sv_provenance *p, const sv_flag *flags);
+/* The same as one line of compact JSON text (malloc'd; the caller frees it), NULL when out of memory. */
+char *sv_provenance_json(const sv_provenance *p, const sv_flag *flags);
 /* "shardvit 0.1.0 (commit 67c3eeb9d..., dirty)" into buf. */
 void sv_provenance_version_line(char *buf, size_t cap);
 

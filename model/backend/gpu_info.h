@@ -8,10 +8,10 @@
 #include <stddef.h>
 
 typedef struct sv_gpu_info {
-    int present;         /* 1: a CUDA device `device` was queried */
-    char name[128];      /* cudaDeviceProp.name */
-    int driver_version;  /* cudaDriverGetVersion: 1000 * major + 10 * minor (e.g. 12040) */
-    int runtime_version; /* cudaRuntimeGetVersion, same encoding */
+    int present;             /* 1: a CUDA device `device` was queried */
+    char name[256];          /* cudaDeviceProp.name */
+    int driver_version;      /* cudaDriverGetVersion: 1000 * major + 10 * minor (e.g. 12040) */
+    int runtime_version;     /* cudaRuntimeGetVersion, same encoding */
     size_t cudnn_version;    /* cudnnGetVersion, e.g. 90100 */
     size_t cublaslt_version; /* cublasLtGetVersion, e.g. 120402 */
 } sv_gpu_info;
