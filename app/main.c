@@ -16,7 +16,8 @@ typedef struct {
 
 static const command k_commands[] = {
     {"train", sv_cmd_train, 1, "train a ViT with FSDP (use mpiexec -n N for N ranks)"},
-    {"bench", sv_cmd_bench, 1, "throughput (img/s, TFLOP/s, MFU, memory), single ops (--op), collectives (--comm)"},
+    {"bench", sv_cmd_bench, 1,
+     "throughput (img/s, TFLOP/s, MFU, memory), single ops (--op), collectives (--comm), grids (--sweep)"},
     {"info", sv_cmd_info, 0, "parameter table, counts and FLOPs of a model"},
     {"plan", sv_cmd_plan, 0, "per-rank memory plan of a run and whether it fits"},
     {"prep", sv_cmd_prep, 0, "import Fashion-MNIST/MNIST/CIFAR or generate a synthetic JPEG set"},
