@@ -56,8 +56,8 @@ void sv_sweep_config(const sv_sweep *sw, int i, const char *out[SV_SWEEP_KEYS]) 
 /* ---- rows ---- */
 typedef enum { F_NUM, F_STR, F_MS, F_MILLIONS, F_GMACS } fmt;
 typedef struct column {
-    const char *name;  /* CSV header */
-    const char *path;  /* key in the result, "provenance.x" / "provenance.cpu.model" for nested */
+    const char *name; /* CSV header */
+    const char *path; /* key in the result, "provenance.x" / "provenance.cpu.model" for nested */
     fmt f;
 } column;
 

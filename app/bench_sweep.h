@@ -17,9 +17,9 @@ enum { SV_SWEEP_MODELS, SV_SWEEP_BATCH, SV_SWEEP_DTYPE, SV_SWEEP_STRATEGY, SV_SW
 #define SV_SWEEP_MAX_VALUES 32
 
 typedef struct sv_sweep {
-    char buf[4096];                                  /* the values, NUL-separated */
+    char buf[4096];                                    /* the values, NUL-separated */
     const char *v[SV_SWEEP_KEYS][SV_SWEEP_MAX_VALUES]; /* into buf */
-    int n[SV_SWEEP_KEYS];                            /* 0: key not swept */
+    int n[SV_SWEEP_KEYS];                              /* 0: key not swept */
 } sv_sweep;
 
 /* Parse the items (SV_ERR_INVALID naming --sweep and the item on a bad key or an empty list). */
