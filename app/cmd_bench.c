@@ -513,6 +513,12 @@ static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *po
     for (int i = 0; i < npos && n < 8; i++) items[n++] = pos[i];
     sv_sweep sw;
     SV_TRY(sv_sweep_parse(&sw, items, n));
+    for (int i = 0; i < sw.n[SV_SWEEP_BATCH]; i++) { /* every value checked before the first row runs */
+        char *end;
+        long b = strtol(sw.v[SV_SWEEP_BATCH][i], &end, 10);
+        if (*end || b < 1 || b > (1 << 20))
+            return SV_FAIL(SV_ERR_INVALID, "--sweep: batch '%s' (an integer in [1, 1048576])", sw.v[SV_SWEEP_BATCH][i]);
+    }
     FILE *csv = NULL, *jsonl = NULL;
     sv_status st = SV_OK;
     if (proc->rank == 0) {
@@ -529,15 +535,7 @@ static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *po
         if (v[SV_SWEEP_MODELS]) o->run.model.model = v[SV_SWEEP_MODELS];
         if (v[SV_SWEEP_DTYPE]) o->run.param_dtype = v[SV_SWEEP_DTYPE];
         if (v[SV_SWEEP_STRATEGY]) o->run.strategy = v[SV_SWEEP_STRATEGY];
-        if (v[SV_SWEEP_BATCH]) {
-            char *end;
-            long b = strtol(v[SV_SWEEP_BATCH], &end, 10);
-            if (*end || b < 1 || b > (1 << 20)) {
-                st = SV_FAIL(SV_ERR_INVALID, "--sweep: batch '%s' (an integer in [1, 1048576])", v[SV_SWEEP_BATCH]);
-                break;
-            }
-            o->run.batch_size = (int)b;
-        }
+        if (v[SV_SWEEP_BATCH]) o->run.batch_size = (int)strtol(v[SV_SWEEP_BATCH], NULL, 10);
         if (proc->rank == 0)
             fprintf(stderr, "sweep %d/%d: model %s batch %d param-dtype %s strategy %s\n", i + 1, rows,
                     o->run.model.model, o->run.batch_size, o->run.param_dtype, o->run.strategy);
