@@ -6,6 +6,7 @@
 
 #include "app/backend_env.h"
 #include "app/mpi_env.h"
+#include "fsdp/fsdp.h"
 #include "core/log.h"
 #include "core/rng.h"
 
@@ -259,29 +260,71 @@ sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, i
 
 /* ---- collectives ---- */
 
-/* Mean seconds per collective on the slowest rank. */
-static sv_status time_coll(sv_comm *cm, int rs, void *recv, void *send, size_t count, int iters, double *t) {
-    SV_TRY(sv_comm_barrier_sync(cm));
+/* The collectives timed, in output order, with nccl-tests' bus-bandwidth factors for a group of n:
+ * all_gather / reduce_scatter (n-1)/n, all_reduce 2(n-1)/n, broadcast 1. */
+enum { C_ALL_GATHER, C_REDUCE_SCATTER, C_ALL_REDUCE, C_BROADCAST, C_N };
+static const char *const k_coll[C_N] = {"all_gather", "reduce_scatter", "all_reduce", "broadcast"};
+
+double sv_bench_busbw_factor(const char *collective, int n) {
+    if (n < 1) return 0;
+    if (!strcmp(collective, "all_reduce")) return 2.0 * (n - 1) / n;
+    if (!strcmp(collective, "broadcast")) return 1.0;
+    return (double)(n - 1) / n; /* all_gather, reduce_scatter */
+}
+
+/* Mean seconds per collective on the slowest rank of the world (every group runs at once).
+ * count: per-rank elements for all_gather / reduce_scatter, the whole buffer otherwise. */
+static sv_status time_coll(sv_comm *cm, sv_comm *world, int kind, void *recv, void *send, size_t count, int iters,
+                           double *t) {
+    SV_TRY(sv_comm_barrier_sync(world));
     double t0 = sv_now_s();
     for (int i = 0; i < iters; i++) {
         sv_comm_req q;
-        if (rs)
+        if (kind == C_REDUCE_SCATTER)
             SV_TRY(sv_comm_reduce_scatter(cm, recv, send, count, SV_COMM_F32, SV_COMM_SUM, &q));
-        else
+        else if (kind == C_ALL_GATHER)
             SV_TRY(sv_comm_all_gather(cm, recv, send, count, SV_COMM_F32, &q));
+        else if (kind == C_ALL_REDUCE)
+            SV_TRY(sv_comm_all_reduce(cm, recv, count, SV_COMM_F32, SV_COMM_SUM, &q));
+        else
+            SV_TRY(sv_comm_broadcast(cm, recv, count, SV_COMM_F32, 0, &q));
         SV_TRY(sv_comm_wait(cm, &q));
     }
     double dt = (sv_now_s() - t0) / iters;
-    SV_TRY(sv_comm_all_reduce_sync(cm, &dt, 1, SV_COMM_F64, SV_COMM_MAX));
+    SV_TRY(sv_comm_all_reduce_sync(world, &dt, 1, SV_COMM_F64, SV_COMM_MAX));
     *t = dt;
     return SV_OK;
 }
 
+/* --comm-group: world | intra | inter | intra:G | inter:G | G (= intra:G). *G = 0: the world. */
+static sv_status parse_group(const char *g, const sv_proc *p, int *intra, int *G) {
+    *intra = 1;
+    *G = 0;
+    if (!g || !strcmp(g, "world")) return SV_OK;
+    const char *num = g;
+    if (!strncmp(g, "intra", 5) || !strncmp(g, "inter", 5)) {
+        *intra = !strncmp(g, "intra", 5);
+        num = g[5] == ':' ? g + 6 : g[5] ? NULL : "";
+    }
+    char *end = NULL;
+    long v = num && *num ? strtol(num, &end, 10) : 0;
+    if (!num || (*num && (*end || v < 1)))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--comm-group '%s' (choose world | intra | inter | intra:G | inter:G | G, G a group size)", g);
+    *G = *num ? (int)v : (p->local_size > 0 ? p->local_size : 1);
+    if (p->world % *G)
+        return SV_FAIL(SV_ERR_INVALID, "--comm-group '%s': group size %d must divide the world size %d", g, *G,
+                       p->world);
+    return SV_OK;
+}
+
 sv_status sv_bench_comm(const sv_run_opts *ro, const sv_proc *p, int threads, const char *min_s, const char *max_s,
-                        sv_json_writer *w) {
+                        const char *group, sv_json_writer *w) {
     long long lo = sv_parse_bytes(min_s), hi = sv_parse_bytes(max_s);
     if (lo < 4) return SV_FAIL(SV_ERR_INVALID, "--comm-min '%s' (a size such as 64K, at least 4 bytes)", min_s);
     if (hi < lo) return SV_FAIL(SV_ERR_INVALID, "--comm-max '%s' (a size such as 64M, >= --comm-min)", max_s);
+    int intra, G;
+    SV_TRY(parse_group(group, p, &intra, &G));
     sv_backend_config bc = {.threads = threads, .compute_dtype = SV_F32, .device_index = p->local_rank};
     bc.device = !strcmp(ro->device, "cuda") || (!strcmp(ro->device, "auto") && sv_backend_available(SV_DEVICE_CUDA))
         ? SV_DEVICE_CUDA
@@ -294,10 +337,13 @@ sv_status sv_bench_comm(const sv_run_opts *ro, const sv_proc *p, int threads, co
         cc.backend_stream = sv_be_native_stream(be);
         cc.device_index = p->local_rank;
     }
-    sv_comm *cm = NULL;
+    sv_comm *world = NULL, *shard = NULL, *repl = NULL, *cm = NULL;
     void *a = NULL, *b = NULL;
-    sv_status st = sv_comm_create_world(&cc, &cm);
-    int n = p->world;
+    sv_status st = sv_comm_create_world(&cc, &world);
+    /* the groups hybrid_shard forms: consecutive ranks (intra), and across them (inter) */
+    if (st == SV_OK && G > 0) st = sv_fsdp_make_comms(world, SV_HYBRID_SHARD, G, &shard, &repl);
+    cm = G > 0 ? (intra ? shard : repl) : world;
+    int n = st == SV_OK ? sv_comm_size(cm) : 1;
     size_t cap = (size_t)hi + 4 * (size_t)n;
     if (st == SV_OK) st = sv_be_alloc(be, cap, &a);
     if (st == SV_OK) st = sv_be_alloc(be, cap, &b);
@@ -306,37 +352,49 @@ sv_status sv_bench_comm(const sv_run_opts *ro, const sv_proc *p, int threads, co
     if (st == SV_OK) {
         sv_json_obj_begin(w);
         sv_json_key(w, "mode"), sv_json_str(w, "comm");
-        sv_json_key(w, "world"), sv_json_i64(w, n);
+        sv_json_key(w, "world"), sv_json_i64(w, p->world);
         sv_json_key(w, "comm"), sv_json_str(w, sv_comm_name(cm));
+        sv_json_key(w, "group"), sv_json_str(w, G == 0 ? "world" : intra ? "intra" : "inter");
+        sv_json_key(w, "group_size"), sv_json_i64(w, n);
+        sv_json_key(w, "groups"), sv_json_i64(w, p->world / n);
+        sv_json_key(w, "dtype"), sv_json_str(w, "f32");
         sv_json_key(w, "results");
         sv_json_arr_begin(w);
         if (p->rank == 0)
-            fprintf(stderr, "%14s %12s %12s %12s %10s %10s\n", "collective", "size(B)", "count/rank", "time(us)",
-                    "algbw GB/s", "busbw GB/s");
+            fprintf(stderr, "group %s of %d ranks (%d groups)\n%14s %12s %12s %12s %10s %10s\n",
+                    G == 0      ? "world"
+                        : intra ? "intra"
+                                : "inter",
+                    n, p->world / n, "collective", "size(B)", "count/rank", "time(us)", "algbw GB/s", "busbw GB/s");
     }
     for (size_t size = (size_t)lo; st == SV_OK && size <= (size_t)hi; size *= 4) {
-        size_t count = size / 4 / (size_t)n;
-        if (count == 0) continue;
-        size_t full = count * 4 * (size_t)n;
-        int iters = (int)((256u << 20) / full);
-        iters = iters < 3 ? 3 : iters > 100 ? 100 : iters;
-        for (int rs = 0; st == SV_OK && rs < 2; rs++) {
+        for (int k = 0; st == SV_OK && k < C_N; k++) {
+            /* all_gather / reduce_scatter: `count` per rank, n x count in all; else the whole buffer */
+            int per_rank = k == C_ALL_GATHER || k == C_REDUCE_SCATTER;
+            size_t count = per_rank ? size / 4 / (size_t)n : size / 4;
+            if (count == 0) continue;
+            size_t full = count * 4 * (per_rank ? (size_t)n : 1);
+            int iters = (int)((256u << 20) / full);
+            iters = iters < 3 ? 3 : iters > 100 ? 100 : iters;
+            void *recv = k == C_REDUCE_SCATTER ? b : a, *send = k == C_REDUCE_SCATTER ? a : b;
             double t;
-            st = time_coll(cm, rs, rs ? b : a, rs ? a : b, count, 1, &t); /* warm-up */
-            if (st == SV_OK) st = time_coll(cm, rs, rs ? b : a, rs ? a : b, count, iters, &t);
+            st = time_coll(cm, world, k, recv, send, count, 1, &t); /* warm-up */
+            if (st == SV_OK) st = time_coll(cm, world, k, recv, send, count, iters, &t);
             if (st != SV_OK) break;
-            double alg = (double)full / t / 1e9, bus = alg * (n - 1) / n;
-            const char *name = rs ? "reduce_scatter" : "all_gather";
+            double factor = sv_bench_busbw_factor(k_coll[k], n);
+            double alg = (double)full / t / 1e9, bus = alg * factor;
             sv_json_obj_begin(w);
-            sv_json_key(w, "op"), sv_json_str(w, name);
+            sv_json_key(w, "op"), sv_json_str(w, k_coll[k]);
             sv_json_key(w, "size_bytes"), sv_json_u64(w, full);
             sv_json_key(w, "count_per_rank"), sv_json_u64(w, count);
+            sv_json_key(w, "iters"), sv_json_i64(w, iters);
             sv_json_key(w, "time_us"), sv_json_f64(w, t * 1e6);
             sv_json_key(w, "algbw_gbps"), sv_json_f64(w, alg);
+            sv_json_key(w, "busbw_factor"), sv_json_f64(w, factor);
             sv_json_key(w, "busbw_gbps"), sv_json_f64(w, bus);
             sv_json_obj_end(w);
             if (p->rank == 0)
-                fprintf(stderr, "%14s %12zu %12zu %12.1f %10.3f %10.3f\n", name, full, count, t * 1e6, alg, bus);
+                fprintf(stderr, "%14s %12zu %12zu %12.1f %10.3f %10.3f\n", k_coll[k], full, count, t * 1e6, alg, bus);
         }
     }
     if (st == SV_OK) {
@@ -345,7 +403,9 @@ sv_status sv_bench_comm(const sv_run_opts *ro, const sv_proc *p, int threads, co
     }
     if (a) sv_be_free(be, a);
     if (b) sv_be_free(be, b);
-    if (cm) sv_comm_destroy(cm);
+    if (shard) sv_comm_destroy(shard);
+    if (repl) sv_comm_destroy(repl);
+    if (world) sv_comm_destroy(world);
     sv_backend_destroy(be);
     return st;
 }

@@ -16,10 +16,18 @@
 sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, int threads, const char *dtype,
                       const char *device, int iters, int warmup, sv_json_writer *w);
 
-/* All-gather and reduce-scatter (f32) over all ranks through fsdp/comm.h for full-buffer sizes
- * min..max (x4 steps). algbw = size / time, busbw = algbw * (n-1)/n (nccl-tests), time = the
- * slowest rank's mean. Collective: every rank calls; only rank 0's writer is meant for output. */
+/* Collective bandwidth the nccl-tests way (f32 through fsdp/comm.h) for buffer sizes min..max
+ * (x4 steps): all_gather and reduce_scatter (size = n x count per rank), all_reduce and broadcast
+ * (root 0; size = the buffer). algbw = size / time, busbw = algbw x sv_bench_busbw_factor, time =
+ * the slowest rank's mean. `group` (--comm-group): "world" or NULL (all ranks), "intra[:G]" /
+ * "G" (groups of G consecutive ranks; G = ranks per node when omitted) or "inter[:G]" (the ranks
+ * at the same position of every such group): the shard and replica groups hybrid_shard forms
+ * (sv_fsdp_make_comms); all groups run at once and the slowest rank's time is reported.
+ * Collective: every rank calls; only rank 0's writer is meant for output. */
 sv_status sv_bench_comm(const sv_run_opts *ro, const sv_proc *p, int threads, const char *min_s, const char *max_s,
-                        sv_json_writer *w);
+                        const char *group, sv_json_writer *w);
+/* nccl-tests' bus-bandwidth factor of a collective over n ranks: all_gather, reduce_scatter
+ * (n-1)/n; all_reduce 2(n-1)/n; broadcast 1. */
+double sv_bench_busbw_factor(const char *collective, int n);
 
 #endif

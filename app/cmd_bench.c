@@ -22,23 +22,28 @@
 
 #include "app/backend_env.h"
 #include "app/bench_ops.h"
+#include "app/bench_sweep.h"
+#include "app/cpu_peak.h"
 #include "app/commands.h"
 #include "app/mpi_env.h"
+#include "app/provenance.h"
 #include "app/run.h"
 #include "app/train_step.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "data/loader.h"
-#include "model/backend/cpu/isa_peak.h"
 
 typedef struct bench_opts {
     sv_run_opts run;
+    const sv_flag *flags; /* the resolved flag table, for the provenance's "config" */
+    sv_provenance prov;   /* rank 0: written into every result */
     long long steps;
     int warmup, synthetic, comm, workers;
     const char *data, *json, *op;
     double smoothing, calib_s;
-    const char *comm_min, *comm_max;
+    const char *comm_min, *comm_max, *comm_group;
+    const char *sweep, *sweep_csv, *sweep_jsonl;
 } bench_opts;
 
 /* What each rank contributes to the report (gathered as doubles). */
@@ -73,9 +78,40 @@ static double cpu_seconds(void) {
         1e-6 * ru.ru_stime.tv_usec;
 }
 
-static sv_status write_json(const bench_opts *o, sv_json_writer *w) {
+static sv_status write_text(const bench_opts *o, const char *text);
+
+/* The result object of w with "provenance" appended, as text in out (free with sv_json_writer_free). */
+static sv_status with_provenance(const bench_opts *o, sv_json_writer *w, sv_json_writer *out) {
     const char *text;
-    SV_TRY(sv_json_writer_finish(w, &text, NULL));
+    size_t len;
+    sv_json_writer_init(out, 0);
+    SV_TRY(sv_json_writer_finish(w, &text, &len));
+    sv_json_doc doc;
+    SV_TRY(sv_json_parse(&doc, text, len, "bench result", NULL));
+    sv_json_obj_begin(out);
+    for (size_t i = 0; i < sv_json_count(&doc.root); i++) {
+        sv_json_key(out, doc.root.u.obj.members[i].key);
+        sv_json_value(out, &doc.root.u.obj.members[i].value);
+    }
+    sv_json_key(out, "provenance");
+    sv_provenance_write(out, &o->prov, o->flags);
+    sv_json_obj_end(out);
+    sv_json_doc_free(&doc);
+    return SV_OK;
+}
+
+/* Every bench result leaves through here: the object with its provenance, to --json or stdout. */
+static sv_status write_json(const bench_opts *o, sv_json_writer *res) {
+    sv_json_writer pw = {0};
+    const char *text;
+    sv_status st = with_provenance(o, res, &pw);
+    if (st == SV_OK) st = sv_json_writer_finish(&pw, &text, NULL);
+    if (st == SV_OK) st = write_text(o, text);
+    sv_json_writer_free(&pw);
+    return st;
+}
+
+static sv_status write_text(const bench_opts *o, const char *text) {
     FILE *f = o->json ? fopen(o->json, "w") : stdout;
     if (!f) return SV_FAIL(SV_ERR_IO, "--json %s: cannot write: %s", o->json, strerror(errno));
     fprintf(f, "%s\n", text);
@@ -134,24 +170,6 @@ static sv_status calibrate(const bench_opts *o, double *flops) {
     if (st == SV_OK) st = sv_comm_all_reduce_sync(cm, flops, 1, SV_COMM_F64, SV_COMM_MAX);
     sv_comm_destroy(cm);
     return st;
-}
-
-/* The hardware ceiling: the per-core ISA peak of the GEMM engine the run's CPU backend uses
- * (named in its device name; none named = OpenBLAS sgemm = the widest fp32 FMA), measured like
- * calibrate(): every rank at once between barriers, the best rank's figure kept. 0 when this
- * CPU lacks the engine's instruction (then MFU falls back to the measured GEMM peak). */
-typedef struct hw_peak {
-    char engine[32];
-    double per_core;
-} hw_peak;
-
-static sv_status calibrate_hw(sv_run *r, const bench_opts *o, hw_peak *hw) {
-    if (!sv_cpu_gemm_engine_of_device(sv_be_device_name(r->be), hw->engine, sizeof hw->engine))
-        snprintf(hw->engine, sizeof hw->engine, "openblas");
-    SV_TRY(sv_comm_barrier_sync(r->world_comm));
-    hw->per_core = sv_cpu_isa_peak_flops(hw->engine, o->calib_s);
-    SV_TRY(sv_comm_all_reduce_sync(r->world_comm, &hw->per_core, 1, SV_COMM_F64, SV_COMM_MAX));
-    return sv_comm_barrier_sync(r->world_comm);
 }
 
 /* ---- micro-batch sources ---- */
@@ -308,8 +326,8 @@ static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double
 }
 
 /* Rank 0: the JSON result and the summary lines from every rank's figures (all: world x R_N). */
-static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const hw_peak *hw, const double *all,
-                        double step_min, double loss_first, double loss_last) {
+static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const sv_cpu_peak *hw, const double *all,
+                        double step_min, double loss_first, double loss_last, sv_json_writer *out) {
     const sv_vit_config *c = &r->vcfg;
     sv_status st;
     double wall_max = 0, mem_max = 0, rss_max = 0, split[5] = {0}, cpu_sum = 0;
@@ -324,18 +342,13 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     double flops_img = 3.0 * sv_vit_flops_fwd(c);
     double img_s = (double)o->steps * o->run.batch_size / wall_max;
     double achieved = img_s * flops_img;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads_rank = sv_be_name(r->be)[0] == 'c'
-        ? (o->run.threads ? o->run.threads : (int)(cores / (r->local_size > 0 ? r->local_size : 1)))
-        : 1;
-    if (threads_rank < 1) threads_rank = 1;
-    int nodes = r->world / (r->local_size > 0 ? r->local_size : 1);
-    long used_node = (long)threads_rank * (r->local_size > 0 ? r->local_size : 1);
-    int oversub = used_node > cores;
-    double cores_used = (double)(oversub ? cores : used_node) * (nodes > 0 ? nodes : 1);
+    sv_cpu_peak pc;
+    sv_cpu_peak_cores(r, o->run.threads, &pc);
+    int threads_rank = pc.threads_rank, oversub = pc.oversub;
+    double cores_used = pc.cores_used;
     double peak = sv_be_peak_flops(r->be) * r->world;
     const char *peak_kind = "device";
-    double hw_flops = hw->per_core > 0 ? hw->per_core * cores_used : 0;
+    double hw_flops = sv_cpu_peak_flops(hw);
     double gemm_flops = gemm_core > 0 ? gemm_core * cores_used : 0;
     if (peak <= 0 && hw_flops > 0) {
         peak = hw_flops;
@@ -416,7 +429,7 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     }
     sv_json_arr_end(&w);
     sv_json_obj_end(&w);
-    st = write_json(o, &w);
+    st = with_provenance(o, &w, out);
     sv_json_writer_free(&w);
     fprintf(stderr,
             "bench %s (%zu params) batch %d on %d rank%s x %d thread%s%s, %lld steps after %d warm-up:\n"
@@ -454,7 +467,8 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     return st;
 }
 
-static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, const hw_peak *hw) {
+static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, const sv_cpu_peak *hw,
+                             sv_json_writer *out) {
     bench_input in = {0};
     double acc[R_N] = {0}, step_min = INFINITY, loss_first = NAN, loss_last = NAN;
     sv_status st = input_open(r, o, &in);
@@ -464,9 +478,77 @@ static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, c
     sv_comm_req q;
     if (st == SV_OK) st = sv_comm_all_gather(r->world_comm, all, acc, R_N, SV_COMM_F64, &q);
     if (st == SV_OK) st = sv_comm_wait(r->world_comm, &q);
-    if (st == SV_OK && r->rank == 0) st = report(r, o, gemm_core, hw, all, step_min, loss_first, loss_last);
+    if (st == SV_OK && r->rank == 0) st = report(r, o, gemm_core, hw, all, step_min, loss_first, loss_last, out);
     free(all);
     input_close(r, &in);
+    return st;
+}
+
+/* One training-step benchmark of o's configuration; rank 0 gets the result (with provenance) in
+ * `res` (the caller frees it). */
+static sv_status train_once(bench_opts *o, const sv_proc *proc, sv_json_writer *res) {
+    double gemm = 0;
+    sv_device_kind dk = SV_DEVICE_CPU;
+    if (!strcmp(o->run.device, "cuda") || (!strcmp(o->run.device, "auto") && sv_backend_available(SV_DEVICE_CUDA)))
+        dk = SV_DEVICE_CUDA;
+    sv_status st = SV_OK;
+    if (dk == SV_DEVICE_CPU && o->calib_s > 0) st = calibrate(o, &gemm);
+    sv_run r;
+    memset(&r, 0, sizeof r);
+    if (st == SV_OK) st = sv_run_setup(&r, &o->run, proc->rank, proc->world, proc->local_rank, proc->local_size);
+    sv_cpu_peak hw = {{0}, 0, 0, 0, 0};
+    if (st == SV_OK && dk == SV_DEVICE_CPU && o->calib_s > 0)
+        st = sv_cpu_peak_measure(&r, o->run.threads, o->calib_s, &hw);
+    if (st == SV_OK) st = bench_train(&r, o, gemm, &hw, res);
+    if (st == SV_OK && o->run.trace) st = sv_run_finish_trace(&r, o->run.trace);
+    if (st == SV_OK) sv_run_teardown(&r);
+    return st;
+}
+
+/* --sweep: train_once for every configuration of the grid, one row each (app/bench_sweep.h). */
+static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *pos, int npos) {
+    const char *items[8];
+    int n = 0;
+    items[n++] = o->sweep;
+    for (int i = 0; i < npos && n < 8; i++) items[n++] = pos[i];
+    sv_sweep sw;
+    SV_TRY(sv_sweep_parse(&sw, items, n));
+    for (int i = 0; i < sw.n[SV_SWEEP_BATCH]; i++) { /* every value checked before the first row runs */
+        char *end;
+        long b = strtol(sw.v[SV_SWEEP_BATCH][i], &end, 10);
+        if (*end || b < 1 || b > (1 << 20))
+            return SV_FAIL(SV_ERR_INVALID, "--sweep: batch '%s' (an integer in [1, 1048576])", sw.v[SV_SWEEP_BATCH][i]);
+    }
+    FILE *csv = NULL, *jsonl = NULL;
+    sv_status st = SV_OK;
+    if (proc->rank == 0) {
+        if (o->sweep_csv && !(csv = fopen(o->sweep_csv, "w")))
+            st = SV_FAIL(SV_ERR_IO, "--sweep-csv %s: cannot write: %s", o->sweep_csv, strerror(errno));
+        if (st == SV_OK && o->sweep_jsonl && !(jsonl = fopen(o->sweep_jsonl, "w")))
+            st = SV_FAIL(SV_ERR_IO, "--sweep-jsonl %s: cannot write: %s", o->sweep_jsonl, strerror(errno));
+        if (st == SV_OK && !csv && !jsonl) jsonl = stdout;
+    }
+    int rows = sv_sweep_count(&sw);
+    for (int i = 0; st == SV_OK && i < rows; i++) {
+        const char *v[SV_SWEEP_KEYS];
+        sv_sweep_config(&sw, i, v);
+        if (v[SV_SWEEP_MODELS]) o->run.model.model = v[SV_SWEEP_MODELS];
+        if (v[SV_SWEEP_DTYPE]) o->run.param_dtype = v[SV_SWEEP_DTYPE];
+        if (v[SV_SWEEP_STRATEGY]) o->run.strategy = v[SV_SWEEP_STRATEGY];
+        if (v[SV_SWEEP_BATCH]) o->run.batch_size = (int)strtol(v[SV_SWEEP_BATCH], NULL, 10);
+        if (proc->rank == 0)
+            fprintf(stderr, "sweep %d/%d: model %s batch %d param-dtype %s strategy %s\n", i + 1, rows,
+                    o->run.model.model, o->run.batch_size, o->run.param_dtype, o->run.strategy);
+        sv_json_writer res = {0};
+        st = train_once(o, proc, &res);
+        const char *text;
+        if (st == SV_OK && proc->rank == 0 && (st = sv_json_writer_finish(&res, &text, NULL)) == SV_OK)
+            st = sv_sweep_write_row(text, csv, jsonl, i == 0);
+        sv_json_writer_free(&res);
+    }
+    if (csv && fclose(csv) && st == SV_OK) st = SV_FAIL(SV_ERR_IO, "--sweep-csv %s: write failed", o->sweep_csv);
+    if (jsonl && jsonl != stdout && fclose(jsonl) && st == SV_OK)
+        st = SV_FAIL(SV_ERR_IO, "--sweep-jsonl %s: write failed", o->sweep_jsonl);
     return st;
 }
 
@@ -499,9 +581,22 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
          0},
         {"op", SV_FLAG_STR, &o.op, 0, 0,
          "time one backend op: matmul | attention | layernorm | gelu | softmax_xent | adamw", 0},
-        {"comm", SV_FLAG_BOOL, &o.comm, 0, 0, "collective bandwidth: all_gather / reduce_scatter algbw and busbw", 0},
+        {"comm", SV_FLAG_BOOL, &o.comm, 0, 0,
+         "collective bandwidth: all_gather / reduce_scatter / all_reduce / broadcast algbw and busbw (nccl-tests)", 0},
         {"comm-min", SV_FLAG_STR, &o.comm_min, 0, 0, "--comm: smallest buffer (bytes of the full buffer, e.g. 64K)", 0},
         {"comm-max", SV_FLAG_STR, &o.comm_max, 0, 0, "--comm: largest buffer (e.g. 64M)", 0},
+        {"sweep", SV_FLAG_STR, &o.sweep, 0, 0,
+         "benchmark a grid: KEY=V1,V2 items (this value and further positional ones), KEY models | batch | "
+         "param-dtype | strategy; one row per configuration (--sweep-csv, --sweep-jsonl; JSONL on stdout when neither)",
+         0},
+        {"sweep-csv", SV_FLAG_STR, &o.sweep_csv, 0, 0,
+         "--sweep: write the rows as CSV here (timm benchmark columns first)", 0},
+        {"sweep-jsonl", SV_FLAG_STR, &o.sweep_jsonl, 0, 0,
+         "--sweep: write each row's full JSON result (one per line) here", 0},
+        {"comm-group", SV_FLAG_STR, &o.comm_group, 0, 0,
+         "--comm: world (default) | intra | inter | intra:G | inter:G | G (= intra:G): groups of G consecutive ranks "
+         "(G = ranks per node when omitted) or the ranks across them, as hybrid_shard forms them",
+         0},
         SV_FLAG_END};
     /* clang-format on */
     sv_cmd_spec spec = {
@@ -510,12 +605,20 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
         "object (keys img_per_s tflops mfu peak_mem_bytes time_split per_rank ...) and a summary on stderr. "
         "FLOPs per image = 3 x forward FLOPs (6 x matmul params x tokens + attention QK^T and PV terms). "
         "MFU on the CPU is the fraction of the per-core ISA peak of the run's GEMM engine x cores used (mfu_gemm: of a "
-        "measured single-core GEMM in the run's dtype x cores used).",
-        0};
-    char *pos[1];
+        "measured single-core GEMM in the run's dtype x cores used). Every result carries a \"provenance\" object "
+        "(shardvit version --json; docs/performance.md). --sweep runs a grid, e.g. --sweep models=vit-ti16,vit-s16 "
+        "batch=32,64 --sweep-csv results.csv.",
+        4};
+    char *pos[4];
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
+    if (npos && !o.sweep)
+        return sv_cmd_usage_error(&spec, "unexpected argument '%s' (KEY=V1,V2 items follow --sweep)", pos[0]);
+    if ((o.sweep_csv || o.sweep_jsonl) && !o.sweep)
+        return sv_cmd_usage_error(&spec, "--sweep-csv and --sweep-jsonl need --sweep");
+    if (o.sweep && (o.op || o.comm))
+        return sv_cmd_usage_error(&spec, "--sweep times the training step: not with --op or --comm");
     if (o.data && o.synthetic) {
         fprintf(stderr, "shardvit bench: --synthetic and --data exclude each other\n");
         return 2;
@@ -525,6 +628,10 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
         return 2;
     }
     int threads = resolve_threads(&o, proc);
+    o.flags = flags;
+    int on_cuda =
+        !strcmp(o.run.device, "cuda") || (!strcmp(o.run.device, "auto") && sv_backend_available(SV_DEVICE_CUDA));
+    sv_provenance_fill(&o.prov, "bench", proc, on_cuda ? 1 : threads, on_cuda ? proc->local_rank : -1);
     sv_status st = SV_OK;
     if (o.op || o.comm) {
         sv_json_writer w;
@@ -540,24 +647,19 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
                 st = sv_bench_op(o.op, &c, o.run.batch_size / per, threads, o.run.param_dtype, o.run.device,
                                  (int)o.steps, o.warmup, &w);
         } else {
-            st = sv_bench_comm(&o.run, proc, threads, o.comm_min, o.comm_max, &w);
+            st = sv_bench_comm(&o.run, proc, threads, o.comm_min, o.comm_max, o.comm_group, &w);
         }
         if (st == SV_OK && proc->rank == 0) st = write_json(&o, &w);
         sv_json_writer_free(&w);
+    } else if (!o.sweep) {
+        sv_json_writer res = {0};
+        st = train_once(&o, proc, &res);
+        const char *text;
+        if (st == SV_OK && proc->rank == 0 && (st = sv_json_writer_finish(&res, &text, NULL)) == SV_OK)
+            st = write_text(&o, text);
+        sv_json_writer_free(&res);
     } else {
-        double gemm = 0;
-        sv_device_kind dk = SV_DEVICE_CPU;
-        if (!strcmp(o.run.device, "cuda") || (!strcmp(o.run.device, "auto") && sv_backend_available(SV_DEVICE_CUDA)))
-            dk = SV_DEVICE_CUDA;
-        if (dk == SV_DEVICE_CPU && o.calib_s > 0) st = calibrate(&o, &gemm);
-        sv_run r;
-        memset(&r, 0, sizeof r);
-        if (st == SV_OK) st = sv_run_setup(&r, &o.run, proc->rank, proc->world, proc->local_rank, proc->local_size);
-        hw_peak hw = {{0}, 0};
-        if (st == SV_OK && dk == SV_DEVICE_CPU && o.calib_s > 0) st = calibrate_hw(&r, &o, &hw);
-        if (st == SV_OK) st = bench_train(&r, &o, gemm, &hw);
-        if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace);
-        if (st == SV_OK) sv_run_teardown(&r);
+        st = sweep(&o, proc, (const char *const *)pos, npos);
     }
     if (st == SV_ERR_INVALID) {
         fprintf(stderr, "shardvit bench: %s\n", sv_err_msg());

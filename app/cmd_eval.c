@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "app/commands.h"
+#include "app/cpu_peak.h"
+#include "app/provenance.h"
 #include "app/model_load.h"
 #include "app/run.h"
 #include "app/xform.h"
@@ -15,8 +17,9 @@ typedef struct eval_opts {
     sv_run_opts run;
     const char *data, *out, *weights, *ckpt, *classes;
     int workers, synth_samples, ignore_class_names;
-    int ema;           /* --ema: the checkpoint's weight EMA */
-    sv_xform_flags xf; /* unset unless given: the model's transform applies */
+    int ema;              /* --ema: the checkpoint's weight EMA */
+    sv_xform_flags xf;    /* unset unless given: the model's transform applies */
+    const sv_flag *flags; /* the resolved flag table (eval.json provenance "config") */
 } eval_opts;
 
 static void print_summary(const sv_evaluator *e, const char *data, char **names, int n_names) {
@@ -127,7 +130,14 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     if (st == SV_OK) st = sv_eval_run(&ev);
     if (st == SV_OK && r.rank == 0) {
         print_summary(&ev, o->data, names, n_names);
+        sv_provenance p;
+        sv_cpu_peak pc;
+        sv_cpu_peak_cores(&r, o->run.threads, &pc);
+        sv_provenance_fill(&p, "eval", proc, pc.threads_rank, strcmp(sv_be_name(r.be), "cuda") ? -1 : r.local_rank);
+        char *prov = sv_provenance_json(&p, o->flags);
+        ev.provenance_json = prov;
         st = sv_eval_write_outputs(&ev, o->out, (const char *const *)names);
+        free(prov);
         if (st == SV_OK) SV_INFO("wrote %s/eval.json and %s/confusion.csv", o->out, o->out);
     }
     if (ev.f) sv_eval_free(&ev);
@@ -183,6 +193,7 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
+    o.flags = flags;
     if (!o.weights == !o.ckpt) {
         fprintf(stderr, "shardvit eval: --weights / --ckpt: give exactly one of them\n");
         return 2;

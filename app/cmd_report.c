@@ -1,14 +1,15 @@
 /* shardvit report: one self-contained HTML file (inline SVG, no scripts, no network) from a run
  * directory: curves from metrics.jsonl, the evaluation, and the per-rank trace summary. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "app/commands.h"
 #include "app/flags.h"
+#include "app/provenance.h"
 #include "core/log.h"
 #include "eval/report.h"
 
 int sv_cmd_report(int argc, char **argv, const sv_proc *proc) {
-    (void)proc;
     const char *out = NULL, *trace = NULL;
     /* clang-format off: one flag per line */
     sv_flag flags[] = {
@@ -30,7 +31,11 @@ int sv_cmd_report(int argc, char **argv, const sv_proc *proc) {
         snprintf(def, sizeof def, "%s/report.html", pos[0]);
         out = def;
     }
-    sv_status st = sv_report_write(pos[0], trace, out);
+    sv_provenance p;
+    sv_provenance_fill(&p, "report", proc, 1, -1);
+    char *prov = sv_provenance_json(&p, flags);
+    sv_status st = sv_report_write(pos[0], trace, out, prov);
+    free(prov);
     if (st != SV_OK) return sv_app_fail("report", st);
     SV_INFO("wrote %s", out);
     return 0;

@@ -8,6 +8,8 @@
 #include <signal.h>
 
 #include "app/commands.h"
+#include "app/cpu_peak.h"
+#include "app/provenance.h"
 #include "app/mpi_env.h"
 #include "app/run.h"
 #include "app/train_step.h"
@@ -52,6 +54,8 @@ typedef struct train_opts {
     double bce_thresh;                 /* --bce-target-thresh (0 = off) */
     sv_train_ema_flags ema;            /* --model-ema ... (app/train_ema.h) */
     sv_train_optim_flags of;           /* --opt, --sched and their parameters (app/train_optim.h) */
+    double mfu_calib_s;                /* --mfu-calib-seconds (app/cpu_peak.h) */
+    const sv_flag *flags;              /* the resolved flag table (provenance "config") */
 } train_opts;
 
 /* What ended the loop early: a preemption signal (its number; 0: none). */
@@ -210,6 +214,8 @@ typedef struct trainer {
     /* throughput window of the log line */
     double t_log, wait_log, t_train, flops_step, peak, final_loss;
     long steps_since_log;
+    sv_cpu_peak cpu_peak; /* the CPU ISA peak MFU is stated against (peak_kind "isa"), when measured */
+    char *prov_json;      /* rank 0: the run's provenance (metrics.jsonl header, eval.json) */
 } trainer;
 
 /* The recorded transform: flags, else the --init-from file's normalisation, else defaults. */
@@ -287,6 +293,37 @@ static sv_status alloc_batch(trainer *t) {
     return sv_be_alloc(t->r->be, B * (size_t)c->num_classes * 4, (void **)&t->d_soft);
 }
 
+/* MFU's peak on the CPU (the device's own on a GPU; collective), the provenance and the
+ * metrics.jsonl header record (rank 0). */
+static sv_status provenance_begin(trainer *t) {
+    const train_opts *o = t->o;
+    sv_run *r = t->r;
+    int cpu = !strcmp(sv_be_name(r->be), "cpu");
+    const char *kind = t->peak > 0 ? "device" : NULL;
+    if (t->peak <= 0 && cpu && o->mfu_calib_s > 0) {
+        SV_TRY(sv_cpu_peak_measure(r, o->run.threads, o->mfu_calib_s, &t->cpu_peak));
+        t->peak = sv_cpu_peak_flops(&t->cpu_peak);
+        if (t->peak > 0) kind = "isa";
+    }
+    sv_cpu_peak_cores(r, o->run.threads, &t->cpu_peak);
+    if (r->rank != 0) return SV_OK;
+    sv_proc proc = {r->rank, r->world, r->local_rank, r->local_size};
+    sv_provenance p;
+    sv_provenance_fill(&p, "train", &proc, t->cpu_peak.threads_rank, cpu ? -1 : r->local_rank);
+    if (!(t->prov_json = sv_provenance_json(&p, o->flags))) return SV_FAIL(SV_ERR_OOM, "provenance");
+    char peak[512];
+    if (kind && !strcmp(kind, "isa"))
+        snprintf(peak, sizeof peak,
+                 "{\"kind\":\"isa\",\"engine\":\"%s\",\"per_core_flops\":%.6g,\"cores_used\":%g,\"flops\":%.6g,"
+                 "\"calib_seconds\":%g}",
+                 t->cpu_peak.engine, t->cpu_peak.per_core, t->cpu_peak.cores_used, t->peak, o->mfu_calib_s);
+    else if (kind)
+        snprintf(peak, sizeof peak, "{\"kind\":\"device\",\"flops\":%.6g}", t->peak);
+    else
+        snprintf(peak, sizeof peak, "null");
+    return sv_train_log_header(&t->lg, t->prov_json, peak);
+}
+
 /* Logs, evaluator and checkpoints; --resume / --init-from applied. *start: the first step. */
 static sv_status begin(trainer *t, long *start) {
     const train_opts *o = t->o;
@@ -317,8 +354,10 @@ static sv_status begin(trainer *t, long *start) {
                        .seed = (uint64_t)o->run.seed,
                        .xform = &t->tx};
     SV_TRY(sv_train_log_open(&t->lg, r->rank, o->out, o->resume != NULL));
+    SV_TRY(provenance_begin(t));
     SV_TRY(record_labels(t->ds, &t->ck.meta));
     if (t->vds) SV_TRY(sv_eval_init(&t->ev, &r->fsdp, t->vds, &eo));
+    t->ev.provenance_json = t->prov_json;
     SV_TRY(sv_train_ckpt_setup(&t->ck, o->ckpt_dir, o->out));
     SV_TRY(sv_train_ckpt_begin(r, &t->ck, t->ld, start));
     if (o->resume) SV_TRY(sv_train_log_resume(&t->lg, *start));
@@ -418,6 +457,7 @@ static sv_status close_trainer(trainer *t) {
     if (t->ev.f) sv_eval_free(&t->ev);
     free(t->ck.meta.labels);
     free(t->lr_scale);
+    free(t->prov_json);
     sv_train_ckpt_free(&t->ck);
     sv_status st = sv_train_log_close(&t->lg);
     if (t->ld) sv_loader_destroy(t->ld);
@@ -578,7 +618,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                     .ckpt_minutes = 30,
                     .ema = {.decay = SV_EMA_DEFAULT_DECAY},
                     .preempt_signal = "TERM,INT,USR1",
-                    .of = SV_TRAIN_OPTIM_FLAGS_DEFAULT};
+                    .of = SV_TRAIN_OPTIM_FLAGS_DEFAULT,
+                    .mfu_calib_s = 0.05};
     /* clang-format off: one flag per line */
     sv_flag flags[] = {
         SV_RUN_FLAGS(o.run),
@@ -662,6 +703,10 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
          "warm the EMA decay up: min(decay, 1 - (1 + n)^(-2/3)) at update n + 1 (timm ModelEmaV3)", 0},
         {"save-ema-params", SV_FLAG_STR, &o.ema.save_path, 0, 0,
          "write all final fp32 weight-EMA values (canonical order, as --save-params) here", 0},
+        {"mfu-calib-seconds", SV_FLAG_DOUBLE, &o.mfu_calib_s, 0, 60,
+         "CPU: seconds of the start-up measurement of the per-core ISA peak that the logged MFU is stated against "
+         "(bench's calibration, app/cpu_peak.h; 0 = no CPU MFU)",
+         0},
         SV_FLAG_END};
     /* clang-format on */
     sv_cmd_spec spec = {"train", "[mpiexec -n N] shardvit train [flags]",
@@ -670,6 +715,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
+    o.flags = flags;
     if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic")) {
         fprintf(stderr, "shardvit train: --interp: invalid value '%s' (expected bilinear or bicubic)\n", o.xf.interp);
         return 2;

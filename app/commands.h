@@ -20,6 +20,8 @@ int sv_cmd_report(int argc, char **argv, const sv_proc *proc);
 int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc);
 int sv_cmd_export(int argc, char **argv, const sv_proc *proc);
 int sv_cmd_import(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_version(int argc, char **argv, const sv_proc *proc);
+int sv_cmd_bench_compare(int argc, char **argv, const sv_proc *proc);
 
 /* Print "shardvit CMD: error: <message> (<status>) [trace]" and return 1. */
 int sv_app_fail(const char *cmd, sv_status st);

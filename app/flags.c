@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/json.h"
 
 static sv_flag *find(sv_flag *flags, const char *name, size_t len) {
     for (sv_flag *f = flags; f->name; f++)
@@ -222,6 +223,26 @@ void sv_flags_dump(const sv_flag *flags, FILE *out) {
         case SV_FLAG_BOOL: fprintf(out, "%s = %s\n", f->name, *(int *)f->ptr ? "true" : "false"); break;
         }
     }
+}
+
+void sv_flags_dump_json(const sv_flag *flags, sv_json_writer *w) {
+    sv_json_obj_begin(w);
+    for (const sv_flag *f = flags; f->name; f++) {
+        sv_json_key(w, f->name);
+        switch (f->type) {
+        case SV_FLAG_INT: sv_json_i64(w, *(int *)f->ptr); break;
+        case SV_FLAG_I64: sv_json_i64(w, *(long long *)f->ptr); break;
+        case SV_FLAG_DOUBLE: sv_json_f64(w, *(double *)f->ptr); break;
+        case SV_FLAG_STR:
+            if (*(const char **)f->ptr)
+                sv_json_str(w, *(const char **)f->ptr);
+            else
+                sv_json_null(w);
+            break;
+        case SV_FLAG_BOOL: sv_json_bool(w, *(int *)f->ptr); break;
+        }
+    }
+    sv_json_obj_end(w);
 }
 
 long long sv_parse_bytes(const char *s) {

@@ -53,6 +53,10 @@ void sv_flags_help(const sv_cmd_spec *spec, const sv_flag *flags, FILE *out);
 /* Print the resolved configuration (every flag and its value) as "key = value" lines. */
 void sv_flags_dump(const sv_flag *flags, FILE *out);
 
+/* The same as one JSON object {"name": value, ...} in table order (unset strings are null). */
+struct sv_json_writer;
+void sv_flags_dump_json(const sv_flag *flags, struct sv_json_writer *w);
+
 /* Look up whether a flag was given explicitly. */
 int sv_flag_seen(const sv_flag *flags, const char *name);
 

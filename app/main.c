@@ -4,6 +4,7 @@
 
 #include "app/commands.h"
 #include "app/mpi_env.h"
+#include "app/provenance.h"
 #include "core/log.h"
 
 typedef struct {
@@ -15,7 +16,8 @@ typedef struct {
 
 static const command k_commands[] = {
     {"train", sv_cmd_train, 1, "train a ViT with FSDP (use mpiexec -n N for N ranks)"},
-    {"bench", sv_cmd_bench, 1, "throughput (img/s, TFLOP/s, MFU, memory), single ops (--op), collectives (--comm)"},
+    {"bench", sv_cmd_bench, 1,
+     "throughput (img/s, TFLOP/s, MFU, memory), single ops (--op), collectives (--comm), grids (--sweep)"},
     {"info", sv_cmd_info, 0, "parameter table, counts and FLOPs of a model"},
     {"plan", sv_cmd_plan, 0, "per-rank memory plan of a run and whether it fits"},
     {"prep", sv_cmd_prep, 0, "import Fashion-MNIST/MNIST/CIFAR or generate a synthetic JPEG set"},
@@ -25,6 +27,8 @@ static const command k_commands[] = {
     {"reshard", sv_cmd_reshard, 0, "rewrite a checkpoint for another world size (offline, bounded memory)"},
     {"export", sv_cmd_export, 0, "checkpoint -> timm safetensors (+ config.json)"},
     {"import", sv_cmd_import, 0, "check a timm safetensors file against a model (use with train --init-from)"},
+    {"bench-compare", sv_cmd_bench_compare, 0, "ratio of two bench results (refuses unlike model/batch/precision)"},
+    {"version", sv_cmd_version, 0, "version, git commit, build options, loaded libraries (also --version)"},
 };
 
 int sv_app_fail(const char *cmd, sv_status st) {
@@ -35,10 +39,13 @@ int sv_app_fail(const char *cmd, sv_status st) {
 static void usage(FILE *out) {
     fprintf(out, "usage: shardvit <command> [flags]   (shardvit <command> --help for its flags)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
-        fprintf(out, "  %-10s %s\n", k_commands[i].name, k_commands[i].help);
+        fprintf(out, "  %-13s %s\n", k_commands[i].name, k_commands[i].help);
 }
 
 int main(int argc, char **argv) {
+    sv_provenance_mark_start();
+    static char version_cmd[] = "version";
+    if (argc >= 2 && !strcmp(argv[1], "--version")) argv[1] = version_cmd;
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 void sv_mpi_env_init(int *argc, char ***argv, int *rank, int *size) {
@@ -43,4 +44,22 @@ void sv_mpi_env_local(int *local_rank, int *local_size) {
     MPI_Comm_rank(node, local_rank);
     MPI_Comm_size(node, local_size);
     MPI_Comm_free(&node);
+}
+
+void sv_mpi_env_library_version(char *buf, size_t n) {
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    if (n == 0) return;
+    buf[0] = 0;
+    if (MPI_Get_library_version(v, &len) != MPI_SUCCESS) return;
+    v[len < (int)sizeof v ? len : (int)sizeof v - 1] = 0;
+    /* the first line, runs of blanks as one space ("MPICH Version:\t4.0.2" -> "MPICH Version: 4.0.2") */
+    size_t o = 0;
+    for (const char *c = v; *c && *c != '\n' && o + 1 < n; c++) {
+        int blank = *c == ' ' || *c == '\t';
+        if (blank && (o == 0 || buf[o - 1] == ' ')) continue;
+        buf[o++] = blank ? ' ' : *c;
+    }
+    while (o > 0 && buf[o - 1] == ' ') o--;
+    buf[o] = 0;
 }

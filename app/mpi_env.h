@@ -15,5 +15,8 @@ void sv_mpi_env_finalize(void);
 void sv_mpi_env_abort(int code) __attribute__((noreturn));
 /* Local rank on this node (for device selection / thread defaults) and ranks on this node. */
 void sv_mpi_env_local(int *local_rank, int *local_size);
+/* The MPI library this process loaded (first line of MPI_Get_library_version, which works before
+ * MPI_Init), e.g. "MPICH Version: 4.0.2"; "" in single-process builds. */
+void sv_mpi_env_library_version(char *buf, size_t n);
 
 #endif

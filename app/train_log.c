@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/provenance.h"
 #include "core/log.h"
 #include "core/trace.h"
 
@@ -34,6 +35,18 @@ static sv_status metrics_flush(sv_train_log *lg) {
         return SV_FAIL(SV_ERR_IO, "cannot write %s: %s", lg->metrics_path, strerror(err ? err : EIO));
     }
     return SV_OK;
+}
+
+sv_status sv_train_log_header(sv_train_log *lg, const char *prov_json, const char *peak_json) {
+    if (!lg->metrics) return SV_OK;
+    SV_TRY(metrics_flush(lg));
+    struct stat sb;
+    if (fstat(fileno(lg->metrics), &sb) != 0) return SV_FAIL(SV_ERR_IO, "%s: %s", lg->metrics_path, strerror(errno));
+    if (sb.st_size > 0) return SV_OK;
+    fprintf(lg->metrics, "{\"record\":\"header\",\"format\":1,\"provenance\":%s", prov_json);
+    if (peak_json) fprintf(lg->metrics, ",\"mfu_peak\":%s", peak_json);
+    fputs("}\n", lg->metrics);
+    return metrics_flush(lg);
 }
 
 /* Step of a metrics.jsonl line ({"step":N,...}), or -1. */
@@ -125,8 +138,8 @@ sv_status sv_train_log_record(sv_train_log *lg, const sv_train_log_step *s) {
     json_num(f, s->grad_norm);
     fprintf(f, ",\"img_per_s\":%.6g,\"tflops\":%.6g,\"mfu\":", s->img_per_s, s->tflops);
     json_num(f, s->mfu);
-    fprintf(f, ",\"mem_bytes\":%zu,\"data_wait_frac\":%.4f,\"skipped_steps\":%llu}\n", s->mem_bytes, s->data_wait_frac,
-            s->skipped_steps);
+    fprintf(f, ",\"mem_bytes\":%zu,\"data_wait_frac\":%.4f,\"skipped_steps\":%llu,\"time\":%.3f}\n", s->mem_bytes,
+            s->data_wait_frac, s->skipped_steps, sv_wall_time());
     return metrics_flush(lg);
 }
 
@@ -182,7 +195,8 @@ sv_status sv_train_log_eval_as(sv_train_log *lg, sv_evaluator *ev, long step, co
         json_num(lg->metrics, t5);
         fprintf(lg->metrics, ",\"%s_loss\":", k);
         json_num(lg->metrics, loss);
-        fprintf(lg->metrics, ",\"%s_samples\":%lld}\n", k, (long long)sv_metrics_samples(m));
+        fprintf(lg->metrics, ",\"%s_samples\":%lld,\"time\":%.3f}\n", k, (long long)sv_metrics_samples(m),
+                sv_wall_time());
         SV_TRY(metrics_flush(lg));
     }
     char tag[32];

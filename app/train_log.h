@@ -9,6 +9,12 @@
  * without it (metrics.jsonl stays the record); a metrics.jsonl write failure (ENOSPC, EIO, EFBIG)
  * is an error naming the file and errno.
  *
+ * Records: the first line of a metrics.jsonl is a header record {"record":"header", "format":1,
+ * "provenance":{...}, ...} (sv_train_log_header; app/provenance.h) without a "step" key, so readers
+ * that take the lines with a "step" see only steps and evaluations, and the resume cut-back keeps
+ * it. Every step and evaluation record ends with "time": wall-clock seconds since the epoch (UTC,
+ * millisecond resolution) when it was written, for time-to-accuracy.
+ *
  * Resume: sv_train_log_resume(step) cuts metrics.jsonl back to the records of steps <= step (the
  * run that the checkpoint outlived may have logged further) and writes a TensorBoard restart
  * marker at step + 1, which makes TensorBoard hide that run's later events: after any number of
@@ -45,6 +51,10 @@ typedef struct sv_train_log_step {
 /* out: run directory (NULL: nothing is written). Rank 0 opens OUT/metrics.jsonl (appending when
  * `append`, i.e. the run may resume) and a new TensorBoard event file. */
 sv_status sv_train_log_open(sv_train_log *lg, int rank, const char *out, int append);
+/* Rank 0 with --out: when metrics.jsonl is empty (a fresh run, or a resumed one whose log was
+ * lost), write the header record: {"record":"header","format":1,"provenance":PROV[,"mfu_peak":PEAK]}
+ * where PROV and PEAK (nullable) are JSON object texts. A non-empty log keeps its header. */
+sv_status sv_train_log_header(sv_train_log *lg, const char *prov_json, const char *peak_json);
 /* After a resume at `step` (rank 0; others no-op): see the header comment. */
 sv_status sv_train_log_resume(sv_train_log *lg, long step);
 /* metrics.jsonl line + TensorBoard scalars of one logged step. */

@@ -140,6 +140,13 @@ static void write_xform(sv_json_writer *w, const void *ctx) {
         sv_json_key(w, "samples"), sv_json_i64(w, e->ema_samples);
         sv_json_obj_end(w);
     }
+    sv_json_doc prov;
+    if (e->provenance_json &&
+        sv_json_parse(&prov, e->provenance_json, strlen(e->provenance_json), "provenance", NULL) == SV_OK) {
+        sv_json_key(w, "provenance");
+        sv_json_value(w, &prov.root);
+        sv_json_doc_free(&prov);
+    }
     if (!e->xform.present) return;
     sv_ckpt_meta m = {.xform = e->xform};
     sv_ckpt_meta_write(w, &m);

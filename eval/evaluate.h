@@ -55,6 +55,9 @@ typedef struct sv_evaluator {
     int has_ema;
     double ema_top1, ema_top5, ema_loss;
     long long ema_samples;
+    /* nullable: a JSON object text that eval.json carries as "provenance" (app/provenance.h; set
+       by the caller, owned by it) */
+    const char *provenance_json;
 } sv_evaluator;
 
 /* Create the loader and buffers for f's micro-batch (f->model->B) and model shape.

@@ -23,6 +23,7 @@ static const char *const k_keys[S_N] = {"loss", "eval_loss", "eval_top1",      "
 typedef struct metrics_data {
     sv_rp_series s[S_N];
     long lines, bad_lines;
+    char *header; /* the header record's line (app/train_log.h), if any */
 } metrics_data;
 
 static sv_status load_metrics(const char *path, metrics_data *md) {
@@ -41,6 +42,10 @@ static sv_status load_metrics(const char *path, metrics_data *md) {
                 md->bad_lines++; /* e.g. a line cut by a crash */
             else {
                 const sv_json *step = sv_json_member_get(&doc.root, "step");
+                const sv_json *rec = sv_json_member_get(&doc.root, "record");
+                if (!step && !md->header && rec && rec->type == SV_JSON_STRING && !strcmp(rec->u.str.s, "header") &&
+                    !(md->header = strndup(line, n)))
+                    st = SV_FAIL(SV_ERR_OOM, "report: metrics.jsonl header");
                 for (int k = 0; k < S_N && step && step->type == SV_JSON_NUMBER && st == SV_OK; k++) {
                     const sv_json *v = sv_json_member_get(&doc.root, k_keys[k]);
                     if (v && v->type == SV_JSON_NUMBER) st = sv_rp_series_add(&md->s[k], step->u.num.d, v->u.num.d);
@@ -66,6 +71,7 @@ typedef struct eval_data {
     long long *correct, *total;
     long long *conf; /* [K*K] or NULL */
     char xform[512]; /* the evaluation preprocessing, as a sentence ("" = not recorded) */
+    char *prov;      /* eval.json's "provenance" as JSON text, or NULL */
     char xform_src[SV_CKPT_PATH_MAX + 256];
 } eval_data;
 
@@ -76,6 +82,7 @@ static void eval_data_free(eval_data *e) {
     free(e->correct);
     free(e->total);
     free(e->conf);
+    free(e->prov);
 }
 
 static double num_or_nan(const sv_json *o, const char *key) {
@@ -199,6 +206,16 @@ static sv_status load_eval(const char *path, const char *run_dir, eval_data *e) 
         e->total[k] = (long long)num_or_nan(c, "total");
     }
     if (st == SV_OK) load_xform(run_dir, &doc.root, e);
+    const sv_json *pv = sv_json_member_get(&doc.root, "provenance");
+    if (st == SV_OK && pv && pv->type == SV_JSON_OBJECT) {
+        sv_json_writer w;
+        const char *t;
+        sv_json_writer_init(&w, 0);
+        sv_json_value(&w, pv);
+        if (sv_json_writer_finish(&w, &t, NULL) == SV_OK && !(e->prov = strdup(t)))
+            st = SV_FAIL(SV_ERR_OOM, "report: eval.json provenance");
+        sv_json_writer_free(&w);
+    }
     sv_json_doc_free(&doc);
     e->have = st == SV_OK;
     return st;
@@ -402,7 +419,24 @@ static void eval_section(sv_rp_buf *b, const eval_data *e) {
     if (e->conf) sv_rp_heatmap(b, e->names, e->conf, e->K);
 }
 
-sv_status sv_report_write(const char *run_dir, const char *trace_path, const char *out_path) {
+/* One provenance section per JSON text that parses as an object (the header record's
+ * "provenance" member for the run). */
+static void provenance_one(sv_rp_buf *b, const char *id, const char *title, const char *text, int member) {
+    sv_json_doc doc;
+    if (!text || sv_json_parse(&doc, text, strlen(text), id, NULL) != SV_OK) return;
+    const sv_json *v = member ? sv_json_member_get(&doc.root, "provenance") : &doc.root;
+    if (v && v->type == SV_JSON_OBJECT) sv_rp_provenance(b, id, title, v);
+    sv_json_doc_free(&doc);
+}
+
+static void provenance_sections(sv_rp_buf *b, const char *header, const char *eval_prov, const char *generator) {
+    provenance_one(b, "provenance-run", "Provenance: training run (metrics.jsonl header)", header, 1);
+    provenance_one(b, "provenance-eval", "Provenance: evaluation (eval.json)", eval_prov, 0);
+    provenance_one(b, "provenance-report", "Provenance: this report (shardvit report)", generator, 0);
+}
+
+sv_status sv_report_write(const char *run_dir, const char *trace_path, const char *out_path,
+                          const char *generator_json) {
     char p[4096];
     metrics_data md;
     memset(&md, 0, sizeof md);
@@ -444,6 +478,7 @@ sv_status sv_report_write(const char *run_dir, const char *trace_path, const cha
         if (tp) st = sv_rp_trace_section(&b, tp);
     }
     if (st == SV_OK) {
+        provenance_sections(&b, md.header, ev.prov, generator_json);
         snprintf(p, sizeof p, "%s/config.toml", run_dir);
         char *cfg = NULL;
         size_t len;
@@ -459,6 +494,7 @@ sv_status sv_report_write(const char *run_dir, const char *trace_path, const cha
     if (st == SV_OK) st = sv_fileio_write_atomic(out_path, b.p, b.n);
     free(b.p);
     for (int k = 0; k < S_N; k++) sv_rp_series_free(&md.s[k]);
+    free(md.header);
     eval_data_free(&ev);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return st;

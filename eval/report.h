@@ -9,6 +9,8 @@
  *   trace.json      (train --trace) per-rank time per category (compute / comm / data / optim)
  *                   and an SVG timeline of the first optimizer steps, one lane group per rank
  *   config.toml     the resolved configuration (collapsed)
+ * and shows three provenance sections (app/provenance.h): the run's (metrics.jsonl header
+ * record), the evaluation's (eval.json "provenance") and the report writer's own.
  * metrics.jsonl is required; everything else is optional and its section is left out.
  *
  * Every chart series is one SVG <path class="series" data-series="NAME" data-points="N">, so
@@ -19,7 +21,9 @@
 #include "core/status.h"
 
 /* Write the report for run_dir to out_path atomically. trace_path: a trace JSON to use, or NULL
- * for RUN_DIR/trace.json when present. */
-sv_status sv_report_write(const char *run_dir, const char *trace_path, const char *out_path);
+ * for RUN_DIR/trace.json when present. generator_json: the provenance object (JSON text) of the
+ * process writing the report, or NULL. */
+sv_status sv_report_write(const char *run_dir, const char *trace_path, const char *out_path,
+                          const char *generator_json);
 
 #endif

@@ -19,6 +19,13 @@ void sv_rp_printf(sv_rp_buf *b, const char *fmt, ...) __attribute__((format(prin
 void sv_rp_esc(sv_rp_buf *b, const char *s);
 int sv_rp_exists(const char *path);
 
+/* A provenance section (app/provenance.h's object, parsed): a table of the facts that decide
+ * whether two results are comparable (version, commit, dirty, build, libraries, CPU, GPU, world,
+ * threads, start) and the whole object, pretty-printed, in a collapsed <details>. `id` is the
+ * section's element id ("provenance-run", ...). report_prov.c. */
+struct sv_json;
+void sv_rp_provenance(sv_rp_buf *b, const char *id, const char *title, const struct sv_json *prov);
+
 typedef struct sv_rp_series {
     const char *name;
     double *x, *y;

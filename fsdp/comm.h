@@ -80,6 +80,9 @@ void sv_comm_destroy(sv_comm *c);
 int sv_comm_rank(const sv_comm *c);
 int sv_comm_size(const sv_comm *c);
 const char *sv_comm_name(const sv_comm *c); /* "mpi", "local", "nccl" */
+/* The NCCL library this process loaded (ncclGetVersion: major*10000 + minor*100 + patch for NCCL
+ * >= 2.9), or 0 when the build has no NCCL transport. */
+int sv_comm_nccl_version(void);
 
 sv_status sv_comm_all_gather(sv_comm *c, void *recv, const void *send, size_t count, sv_comm_dtype dt,
                              sv_comm_req *req);

@@ -9,3 +9,5 @@ sv_status sv_comm_nccl_create(const sv_comm_config *cfg, sv_comm **out) {
                    "NCCL comm requested, but this build has no CUDA/NCCL support "
                    "(configure with -DSHARDVIT_CUDA=ON on a machine with nvcc and NCCL)");
 }
+
+int sv_comm_nccl_version(void) { return 0; }

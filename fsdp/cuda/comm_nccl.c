@@ -321,3 +321,8 @@ static sv_status nccl_split(sv_comm *parent, int color, int key, sv_comm **out) 
     *out = &n->base;
     return SV_OK;
 }
+
+int sv_comm_nccl_version(void) {
+    int v = 0;
+    return ncclGetVersion(&v) == ncclSuccess ? v : 0;
+}

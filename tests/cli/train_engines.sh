@@ -27,7 +27,7 @@ run() {
     fi
     grep -q "gemm $eng," "$tmp/$name.log" ||
         { grep arena "$tmp/$name.log"; echo "FAIL: the log does not name engine $eng"; exit 1; }
-    sed -E 's/.*"step":([0-9]+).*"loss":([0-9.eE+-]+).*/\1 \2/' "$tmp/$name/metrics.jsonl" >"$tmp/$name.loss"
+    grep '"loss":' "$tmp/$name/metrics.jsonl" | sed -E 's/.*"step":([0-9]+).*"loss":([0-9.eE+-]+).*/\1 \2/' >"$tmp/$name.loss"
 }
 
 # compare REF OTHER TOL: per-step loss difference

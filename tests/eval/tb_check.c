@@ -70,6 +70,14 @@ int main(int argc, char **argv) {
         size_t n = nl ? (size_t)(nl - line) : strlen(line);
         sv_json_doc doc;
         CHECK_OK(sv_json_parse(&doc, line, n, mpath, NULL));
+        const char *rec = NULL;
+        CHECK_OK(sv_json_opt_str(&doc.root, "record", NULL, &rec));
+        if (rec) { /* the header record (app/train_log.h): the first line only, no step, no scalars */
+            CHECK(!strcmp(rec, "header") && line == text && !sv_json_member_get(&doc.root, "step"));
+            sv_json_doc_free(&doc);
+            line += n + (nl ? 1 : 0);
+            continue;
+        }
         int64_t step;
         CHECK_OK(sv_json_get_i64(&doc.root, "step", &step));
         for (size_t k = 0; k < NMAP; k++) {

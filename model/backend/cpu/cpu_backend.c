@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/backend/cpu/cpu_info.h"
 #include "model/backend/cpu/cpu_backend.h"
 #include "core/log.h"
 
@@ -237,27 +238,6 @@ static const sv_backend_ops sv_cpu_ops = {
     .optim_elem = cpu_optim_elem,
 };
 
-/* "model name" from /proc/cpuinfo; "unknown CPU" where it is unreadable (not an error: the
- * name is informational). */
-static void cpu_model_name(char *buf, size_t cap) {
-    snprintf(buf, cap, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) != 0) continue;
-        char *colon = strchr(line, ':');
-        if (!colon) continue;
-        char *s = colon + 1;
-        while (*s == ' ' || *s == '\t') s++;
-        size_t len = strcspn(s, "\n");
-        while (len > 0 && s[len - 1] == ' ') len--;
-        if (len > 0) snprintf(buf, cap, "%.*s", (int)len, s);
-        break;
-    }
-    fclose(f);
-}
-
 /* What a configuration selects on this CPU: one function for creation and for the size
  * queries, so a plan sizes exactly what the backend then uses. Error messages name the
  * setting by its documented environment override (the users' way to set it). */
@@ -354,7 +334,7 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
     c->base.cfg.cpu.gemm = c->gemm ? c->gemm->name : ch.threaded_blas ? "blas" : "openblas";
     c->base.cfg.cpu.isa = c->k->isa;
     char model[64]; /* leaves room for the thread count and the kernel/GEMM bracket */
-    cpu_model_name(model, sizeof model);
+    sv_cpu_model_name(model, sizeof model);
     /* the bracket names the element-wise kernels, the GEMM engine of the linear layers and the
      * one attention uses */
     snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s) [%s, gemm %s, attn %s]", model,

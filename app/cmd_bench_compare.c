@@ -1,0 +1,225 @@
+/* shardvit bench-compare A.json B.json: the ratio B / A of two `shardvit bench` results (train,
+ * --op or --comm JSON), refusing results that do not measure the same thing (docs/performance.md
+ * "Comparing results").
+ *
+ * Same thing: the same mode, and for train results the same model (name and shape), global batch
+ * and precision (param_dtype); for --op results the same op, model shape, micro-batch and
+ * precision; --comm results are matched row by row on (collective, size). A mismatch is an error
+ * naming the field and both values (exit 1). Differences in provenance that do not change what is
+ * measured (commit, dirty tree, CPU, libraries, world size, threads) are listed as notes, since
+ * they are usually what a comparison is about. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/commands.h"
+#include "app/flags.h"
+#include "core/fileio.h"
+#include "core/json.h"
+
+typedef struct result {
+    const char *path;
+    sv_json_doc doc;
+    const sv_json *root, *prov;
+} result;
+
+static sv_status load(result *r, const char *path) {
+    char *text = NULL;
+    size_t len = 0;
+    r->path = path;
+    SV_TRY(sv_fileio_read_small(path, (size_t)64 << 20, &text, &len));
+    sv_status st = sv_json_parse(&r->doc, text, len, path, NULL);
+    free(text);
+    SV_TRY(st);
+    r->root = &r->doc.root;
+    if (r->root->type != SV_JSON_OBJECT)
+        return SV_FAIL(SV_ERR_FORMAT, "%s: not a shardvit bench result (expected one JSON object)", path);
+    const sv_json *mode = sv_json_member_get(r->root, "mode");
+    if (!mode || mode->type != SV_JSON_STRING)
+        return SV_FAIL(SV_ERR_FORMAT, "%s: not a shardvit bench result (no \"mode\")", path);
+    r->prov = sv_json_member_get(r->root, "provenance");
+    return SV_OK;
+}
+
+/* A scalar as text for messages (strings bare, numbers %.6g). */
+static void scalar_text(const sv_json *v, char *buf, size_t cap) {
+    if (!v)
+        snprintf(buf, cap, "(absent)");
+    else if (v->type == SV_JSON_STRING)
+        snprintf(buf, cap, "%s", v->u.str.s);
+    else if (v->type == SV_JSON_NUMBER)
+        snprintf(buf, cap, "%.6g", v->u.num.d);
+    else if (v->type == SV_JSON_BOOL)
+        snprintf(buf, cap, "%s", v->u.boolean ? "true" : "false");
+    else if (v->type == SV_JSON_NULL)
+        snprintf(buf, cap, "null");
+    else
+        snprintf(buf, cap, "(%s)", sv_json_type_name(v->type));
+}
+
+static int same_value(const sv_json *a, const sv_json *b) {
+    if (!a || !b) return !a && !b;
+    if (a->type != b->type) return 0;
+    switch (a->type) {
+    case SV_JSON_NULL: return 1;
+    case SV_JSON_BOOL: return a->u.boolean == b->u.boolean;
+    case SV_JSON_NUMBER: return a->u.num.d == b->u.num.d;
+    case SV_JSON_STRING: return a->u.str.len == b->u.str.len && !memcmp(a->u.str.s, b->u.str.s, a->u.str.len);
+    default: break;
+    }
+    if (sv_json_count(a) != sv_json_count(b)) return 0;
+    for (size_t i = 0; i < sv_json_count(a); i++) {
+        if (a->type == SV_JSON_ARRAY && !same_value(sv_json_index(a, i), sv_json_index(b, i))) return 0;
+        if (a->type == SV_JSON_OBJECT) {
+            const sv_json_member *m = &a->u.obj.members[i];
+            if (!same_value(&m->value, sv_json_member_get(b, m->key))) return 0;
+        }
+    }
+    return 1;
+}
+
+/* The fields that define what is measured must agree. */
+static sv_status require_same(const result *a, const result *b, const sv_json *oa, const sv_json *ob,
+                              const char *const *keys, const char *what) {
+    for (size_t i = 0; keys[i]; i++) {
+        const sv_json *va = sv_json_member_get(oa, keys[i]), *vb = sv_json_member_get(ob, keys[i]);
+        if (!same_value(va, vb)) {
+            char ta[128], tb[128];
+            scalar_text(va, ta, sizeof ta);
+            scalar_text(vb, tb, sizeof tb);
+            return SV_FAIL(SV_ERR_INVALID, "refusing to compare: %s%s differs (%s: %s, %s: %s)", what, keys[i], a->path,
+                           ta, b->path, tb);
+        }
+    }
+    return SV_OK;
+}
+
+/* A string member, or "?" when absent or not a string. */
+static const char *str_of(const sv_json *obj, const char *key) {
+    const sv_json *v = sv_json_member_get(obj, key);
+    return v && v->type == SV_JSON_STRING ? v->u.str.s : "?";
+}
+
+static void ratio_line(const char *name, const sv_json *va, const sv_json *vb) {
+    if (!va || !vb || va->type != SV_JSON_NUMBER || vb->type != SV_JSON_NUMBER) return;
+    double x = va->u.num.d, y = vb->u.num.d;
+    printf("  %-28s %14.6g %14.6g   B/A %.4f\n", name, x, y, x != 0 ? y / x : NAN);
+}
+
+/* Provenance fields whose difference is reported (not refused). */
+static void provenance_notes(const result *a, const result *b) {
+    static const char *const keys[] = {
+        "commit",           "dirty", "version", "host",      "world_size", "ranks_per_node",
+        "threads_per_rank", "cpu",   "gpu",     "libraries", "build",      NULL};
+    if (!a->prov || !b->prov) {
+        printf("note: %s carries no provenance\n", !a->prov ? a->path : b->path);
+        return;
+    }
+    for (size_t i = 0; keys[i]; i++) {
+        const sv_json *va = sv_json_member_get(a->prov, keys[i]), *vb = sv_json_member_get(b->prov, keys[i]);
+        if (same_value(va, vb)) continue;
+        if (va && vb && va->type != SV_JSON_OBJECT && vb->type != SV_JSON_OBJECT) {
+            char ta[128], tb[128];
+            scalar_text(va, ta, sizeof ta);
+            scalar_text(vb, tb, sizeof tb);
+            printf("note: provenance %s differs: A %s, B %s\n", keys[i], ta, tb);
+        } else {
+            printf("note: provenance %s differs\n", keys[i]);
+        }
+    }
+}
+
+static sv_status compare(const result *a, const result *b) {
+    const char *ma = sv_json_member_get(a->root, "mode")->u.str.s, *mb = sv_json_member_get(b->root, "mode")->u.str.s;
+    if (strcmp(ma, mb))
+        return SV_FAIL(SV_ERR_INVALID, "refusing to compare: mode differs (%s: %s, %s: %s)", a->path, ma, b->path, mb);
+    if (!strcmp(ma, "train")) {
+        static const char *const id[] = {"model", "img",        "patch", "dim",         "depth",
+                                         "heads", "batch_size", "accum", "param_dtype", NULL};
+        SV_TRY(require_same(a, b, a->root, b->root, id, ""));
+        provenance_notes(a, b);
+        char batch[64];
+        scalar_text(sv_json_member_get(a->root, "batch_size"), batch, sizeof batch);
+        printf("train %s, batch %s, %s:%*s%14s %14s\n", str_of(a->root, "model"), batch, str_of(a->root, "param_dtype"),
+               4, "", "A", "B");
+        static const char *const m[] = {"img_per_s", "step_time_s", "step_time_min_s", "img_per_cpu_s", "tflops",
+                                        "mfu",       "mfu_gemm",    "peak_mem_bytes",  "max_rss_bytes", NULL};
+        for (size_t i = 0; m[i]; i++)
+            ratio_line(m[i], sv_json_member_get(a->root, m[i]), sv_json_member_get(b->root, m[i]));
+        return SV_OK;
+    }
+    if (!strcmp(ma, "op")) {
+        static const char *const id[] = {"op",     "model",       "tokens",      "dim", "heads",
+                                         "hidden", "micro_batch", "param_dtype", NULL};
+        SV_TRY(require_same(a, b, a->root, b->root, id, ""));
+        provenance_notes(a, b);
+        const sv_json *ra = sv_json_member_get(a->root, "results"), *rb = sv_json_member_get(b->root, "results");
+        printf("op %s:                          %14s %14s\n", str_of(a->root, "op"), "A", "B");
+        for (size_t i = 0; i < sv_json_count(ra) && i < sv_json_count(rb); i++) {
+            const sv_json *x = sv_json_index(ra, i), *y = sv_json_index(rb, i);
+            const sv_json *vx = sv_json_member_get(x, "variant"), *vy = sv_json_member_get(y, "variant");
+            if (!vx || !vy || vx->type != SV_JSON_STRING || !same_value(vx, vy)) continue;
+            char name[64];
+            snprintf(name, sizeof name, "%s rate_best", vx->u.str.s);
+            ratio_line(name, sv_json_member_get(x, "rate_best"), sv_json_member_get(y, "rate_best"));
+            snprintf(name, sizeof name, "%s best_s", vx->u.str.s);
+            ratio_line(name, sv_json_member_get(x, "best_s"), sv_json_member_get(y, "best_s"));
+        }
+        return SV_OK;
+    }
+    if (!strcmp(ma, "comm")) {
+        static const char *const id[] = {"group", "group_size", NULL};
+        SV_TRY(require_same(a, b, a->root, b->root, id, ""));
+        provenance_notes(a, b);
+        const sv_json *ra = sv_json_member_get(a->root, "results"), *rb = sv_json_member_get(b->root, "results");
+        printf("comm busbw (GB/s):              %14s %14s\n", "A", "B");
+        int matched = 0;
+        for (size_t i = 0; i < sv_json_count(ra); i++) {
+            const sv_json *x = sv_json_index(ra, i);
+            for (size_t j = 0; j < sv_json_count(rb); j++) {
+                const sv_json *y = sv_json_index(rb, j);
+                if (!same_value(sv_json_member_get(x, "op"), sv_json_member_get(y, "op")) ||
+                    !same_value(sv_json_member_get(x, "size_bytes"), sv_json_member_get(y, "size_bytes")))
+                    continue;
+                const sv_json *op = sv_json_member_get(x, "op"), *sz = sv_json_member_get(x, "size_bytes");
+                char name[64];
+                snprintf(name, sizeof name, "%s %.0f B", op && op->type == SV_JSON_STRING ? op->u.str.s : "?",
+                         sz && sz->type == SV_JSON_NUMBER ? sz->u.num.d : 0.0);
+                ratio_line(name, sv_json_member_get(x, "busbw_gbps"), sv_json_member_get(y, "busbw_gbps"));
+                matched++;
+            }
+        }
+        if (!matched) return SV_FAIL(SV_ERR_INVALID, "refusing to compare: no (collective, size) row in common");
+        return SV_OK;
+    }
+    return SV_FAIL(SV_ERR_INVALID, "%s: unknown bench mode '%s'", a->path, ma);
+}
+
+int sv_cmd_bench_compare(int argc, char **argv, const sv_proc *proc) {
+    (void)proc;
+    sv_flag flags[] = {SV_FLAG_END};
+    sv_cmd_spec spec = {"bench-compare", "shardvit bench-compare A.json B.json",
+                        "Print B / A for the figures of two `shardvit bench` results (train, --op or --comm JSON). "
+                        "Refuses (exit 1) results that measure different things: another mode, model (name or "
+                        "shape), batch size, accumulation or precision (param_dtype); --op: another op or "
+                        "micro-batch; --comm: another group. Provenance differences (commit, dirty tree, CPU, "
+                        "libraries, world size, threads) are printed as notes.",
+                        2};
+    char *pos[2];
+    int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, NULL, 2, "expects two result files: A.json B.json");
+    if (rc >= 0) return rc;
+    result a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    sv_status st = load(&a, pos[0]);
+    if (st == SV_OK) st = load(&b, pos[1]);
+    if (st == SV_OK) st = compare(&a, &b);
+    sv_json_doc_free(&a.doc);
+    sv_json_doc_free(&b.doc);
+    if (st != SV_OK) {
+        fprintf(stderr, "shardvit bench-compare: error: %s\n", sv_err_msg());
+        return 1;
+    }
+    return 0;
+}
