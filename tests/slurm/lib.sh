@@ -37,7 +37,7 @@ sv_slurm_stop() { # idempotent: cancel every job, end the daemons, end whatever 
     [ -f "$SL/slurm.conf" ] && [ -z "${SL_STOPPED:-}" ] || return 0
     SL_STOPPED=1
     local left
-    if kill -0 "${SL_PIDS[0]:-0}" 2>/dev/null; then
+    if [ -n "${SL_PIDS[0]:-}" ] && kill -0 "${SL_PIDS[0]}" 2>/dev/null; then # slurmctld is up
         scancel --quiet --user=root 2>/dev/null
         for _ in $(seq 40); do
             [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
@@ -98,11 +98,12 @@ sv_free_port() { # a TCP port that nothing listens on now
     "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# sv_slurm_wait_idle SECONDS: the node is up and idle
+# sv_slurm_wait_idle SECONDS: the node is up and idle (1 at once when a daemon has exited)
 sv_slurm_wait_idle() {
     local st=""
     for _ in $(seq $(($1 * 4))); do
-        st=$(sinfo -h -n "$SL_NODE" -o %T 2>/dev/null)
+        kill -0 "${SL_PIDS[0]}" 2>/dev/null && kill -0 "${SL_PIDS[1]}" 2>/dev/null || return 1
+        st=$(timeout 5 sinfo -h -n "$SL_NODE" -o %T 2>/dev/null)
         [ "$st" = idle ] && return 0
         sleep 0.25
     done
@@ -161,6 +162,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SwitchType=switch/none
 MpiDefault=none
+SlurmdParameters=config_overrides
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/builtin
