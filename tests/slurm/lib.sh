@@ -66,6 +66,9 @@ sv_slurm_stop_checked() {
     echo "slurm: stopped; no process of the cluster is left"
 }
 
+# world_of LOG: the world size of each shardvit run in LOG, one line per run
+world_of() { sed -nE 's/.*info training .* global batch [0-9]+ = ([0-9]+) ranks x .*/\1/p' "$1"; }
+
 # sv_job JOB FIELD: a field of `scontrol show job` (JobState, Reason, Restarts, ExitCode, Requeue)
 sv_job() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 

@@ -56,6 +56,8 @@ second_run() {
     test "$(sv_job "$job" JobState) $(sv_job "$job" ExitCode) $(sv_job "$job" Restarts)" = "COMPLETED 0:0 1" ||
         fail "$1: job ended $(sv_job "$job" JobState), exit $(sv_job "$job" ExitCode), restarts $(sv_job "$job" Restarts)"
     grep -q "train.sbatch: job $job run 2 on" "$WORK/$1.log" || fail "$1: no second run in the output"
+    test "$(world_of "$WORK/$1.log" | tr '\n' ' ')" = "2 2 " ||
+        fail "$1: worlds '$(world_of "$WORK/$1.log" | tr '\n' ' ')', expected two runs of world 2"
     grep -q "resumed from $WORK/$1/checkpoints/step_$(printf %08d "$saved")" "$WORK/$1.log" ||
         fail "$1: the second run did not resume from step $saved"
     cmp "$WORK/$1.bin" "$WORK/ref.bin" || fail "$1: final parameters differ from the uninterrupted run"

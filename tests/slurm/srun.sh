@@ -12,8 +12,6 @@ sv_slurm_start
 STEPS=40
 RUN="$TINY --steps $STEPS --log-every 1 --comm-timeout 60"
 
-# world_of LOG: the world size(s) the run(s) of LOG logged, one line per run
-world_of() { sed -nE 's/.*info training .* global batch [0-9]+ = ([0-9]+) ranks x .*/\1/p' "$1"; }
 # loss_at LOG STEP
 loss_at() { sed -nE "s/.*info step $2\/$STEPS .* loss ([0-9.]+) .*/\1/p" "$1" | head -1; }
 
