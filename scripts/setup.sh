@@ -3,10 +3,12 @@
 # The CUDA toolkit, cuDNN and NCCL are optional and not installed here (found under
 # /usr/local/cuda or CUDAToolkit_ROOT when present). python3-torchvision and python3-venv are for
 # the test venv of the third-party readers (scripts/test_venv.sh: tensorboard, webdataset, timm).
+# slurm-wlm and munge are for the single-node Slurm of tests/slurm (docs/slurm.md); the tests start
+# and stop their own daemons (the packages' services are not used).
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config mpich libmpich-dev libturbojpeg0-dev libjpeg62-turbo-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 python3-numpy python3-torch
-      python3-torchvision python3-venv clang-format-14)
+      python3-torchvision python3-venv clang-format-14 slurm-wlm munge)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
