@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "app/plan_sim.h"
+#include "app/provenance.h"
 #include "app/run.h"
 
 static void row(const char *what, size_t bytes, size_t total, const char *note) {
@@ -12,7 +13,6 @@ static void row(const char *what, size_t bytes, size_t total, const char *note) 
 }
 
 int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
-    (void)proc;
     sv_run_opts o = SV_RUN_OPTS_DEFAULT;
     o.device = "cpu";
     int world = 1;
@@ -85,6 +85,10 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         sa.sim.device = o.device;
         sa.sim.trace = o.trace;
         sa.mem = mem_bytes;
+        sv_provenance prov;
+        sv_provenance_fill(&prov, "plan", proc, 1, -1);
+        sa.prov = &prov;
+        sa.flags = flags;
         return sv_plan_sim_run(&sa);
     }
     if (sa.format || sa.json || sa.sim.nodes || sa.sim.net || sa.sim.intra || sa.sim.inter || sa.sim.net_from ||

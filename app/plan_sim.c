@@ -25,7 +25,7 @@ static int do_simulate(sv_plan_sim_args *a) {
     if (a->json) {
         sv_json_writer w;
         sv_json_writer_init(&w, 2);
-        sv_sim_json(&w, &a->sim, &r);
+        sv_sim_json(&w, &a->sim, &r, a->prov, a->flags);
         printf("%s\n", w.buf);
         sv_json_writer_free(&w);
     } else {
@@ -311,7 +311,7 @@ static int do_sweep(sv_plan_sim_args *a) {
         } else {
             sv_json_writer w;
             sv_json_writer_init(&w, 0);
-            sv_sim_json(&w, &o, &r);
+            sv_sim_json(&w, &o, &r, a->prov, a->flags);
             printf("%s\n", w.buf);
             sv_json_writer_free(&w);
         }

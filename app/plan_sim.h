@@ -8,9 +8,11 @@
 typedef struct sv_plan_sim_args {
     sv_sim_opts sim;
     int simulate, suggest, json;
-    const char *sweep;  /* "key=v1,v2 key=..." or NULL */
-    const char *format; /* sweep rows: jsonl | csv */
-    long long mem;      /* bytes per rank, < 0 = no budget */
+    const char *sweep;                /* "key=v1,v2 key=..." or NULL */
+    const char *format;               /* sweep rows: jsonl | csv */
+    long long mem;                    /* bytes per rank, < 0 = no budget */
+    const struct sv_provenance *prov; /* written into --json / --sweep jsonl results (nullable) */
+    const sv_flag *flags;             /* the command's flags, the provenance's config */
 } sv_plan_sim_args;
 
 /* Runs the requested mode; returns the process exit code (0 ok, 2 bad flags, 1 failure). */

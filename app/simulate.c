@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "app/provenance.h"
 #include "app/train_step.h"
 #include "core/fileio.h"
 #include "core/clock.h"
@@ -447,7 +448,8 @@ static void json_comm(sv_json_writer *w, const char *key, int size, const sv_com
     sv_json_obj_end(w);
 }
 
-void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r) {
+void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r, const struct sv_provenance *prov,
+                 const sv_flag *flags) {
     sv_json_obj_begin(w);
     sv_json_key(w, "mode"), sv_json_str(w, "simulate");
     sv_json_key(w, "model"), sv_json_str(w, o->run.model.model);
@@ -494,5 +496,9 @@ void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r
     json_comm(w, "shard", r->shard_size, &r->shard);
     json_comm(w, "repl", r->repl_size, &r->repl);
     sv_json_obj_end(w);
+    if (prov) {
+        sv_json_key(w, "provenance");
+        sv_provenance_write(w, prov, flags);
+    }
     sv_json_obj_end(w);
 }

@@ -67,7 +67,11 @@ sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_net *net);
 
 /* Human-readable report and one JSON object. */
 void sv_sim_print(FILE *f, const sv_sim_opts *o, const sv_sim_result *r);
-void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r);
+/* `prov` (nullable): the provenance of the command (app/provenance.h), written as "provenance"
+ * with `flags` (nullable) as its config. */
+struct sv_provenance;
+void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r, const struct sv_provenance *prov,
+                 const sv_flag *flags);
 
 /* Names of the presets, for --help and errors. */
 extern const char *const sv_sim_device_names;
