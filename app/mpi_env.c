@@ -1,6 +1,7 @@
 #include "app/mpi_env.h"
 
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,16 @@ void sv_mpi_env_finalize(void) {
     if (inited && !fin) MPI_Finalize();
 }
 
+/* MPI_Abort asks the process manager to kill the job and waits for it to do so (MPICH's PMI-1
+ * abort blocks reading the reply). A rank whose host is cut off from mpiexec (its link is down)
+ * would wait there forever; after this many seconds it leaves on its own. */
+#define SV_ABORT_WAIT_S 3
+static volatile sig_atomic_t g_abort_code = 1;
+static void abort_watchdog(int sig) {
+    (void)sig;
+    _exit(g_abort_code);
+}
+
 void sv_mpi_env_abort(int code) {
     int inited = 0, fin = 0;
     MPI_Initialized(&inited);
@@ -34,7 +45,12 @@ void sv_mpi_env_abort(int code) {
     fflush(stderr);
     /* Give the launcher a moment to forward this rank's last lines before it tears the job down. */
     usleep(300 * 1000);
-    if (inited && !fin) MPI_Abort(MPI_COMM_WORLD, code);
+    if (inited && !fin) {
+        g_abort_code = code;
+        signal(SIGALRM, abort_watchdog);
+        alarm(SV_ABORT_WAIT_S);
+        MPI_Abort(MPI_COMM_WORLD, code);
+    }
     exit(code);
 }
 

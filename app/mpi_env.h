@@ -11,7 +11,9 @@ void sv_mpi_env_init(int *argc, char ***argv, int *rank, int *size);
 sv_comm_kind sv_mpi_env_comm_kind(void);
 /* Finalise MPI (normal exit). */
 void sv_mpi_env_finalize(void);
-/* Abort every rank with `code` (runtime failure: never leave peers hanging). */
+/* Abort every rank with `code` (runtime failure: never leave peers hanging). Returns to nobody:
+ * MPI_Abort, or _exit(code) if the process manager has not ended this process 3 s later (it is
+ * unreachable, e.g. this host's link to mpiexec is down). */
 void sv_mpi_env_abort(int code) __attribute__((noreturn));
 /* Local rank on this node (for device selection / thread defaults) and ranks on this node. */
 void sv_mpi_env_local(int *local_rank, int *local_size);

@@ -214,6 +214,8 @@ static sv_status setup_rest(sv_run *r, const sv_run_opts *o, const sv_fsdp_confi
     sv_run_mem plan = {r->fsdp.mem, r->bytes_act, cnt_dev.used};
     sv_run_log_plan(&plan);
     SV_INFO("arena: %.1f MiB on %s (%s) per rank", dev_bytes / 1048576.0, sv_be_name(r->be), sv_be_device_name(r->be));
+    SV_INFO("ranks: world %d, %d on this node (MPI_COMM_TYPE_SHARED), node-local rank %d", world, local_size,
+            local_rank);
     return SV_OK;
 }
 

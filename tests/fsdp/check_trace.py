@@ -7,7 +7,11 @@ Track layout (docs/fsdp.md "Trace tracks"): complete ("X") events on one (pid, t
 be disjoint, as the Chrome trace format requires (Perfetto drops or mis-draws the others), so
 collectives that are in flight at the same time must sit on different tracks; every track used
 is named by a thread_name metadata event, and compute slices have a track of their own.
-usage: check_trace.py [--tracks-only] TRACE WORLD DEPTH   (--tracks-only: the track checks alone)"""
+With --all-reduce STEPS (hybrid_shard / no_shard): every rank has one cross-replica all_reduce per
+unit (root + DEPTH blocks) per step, each starting after a reduce_scatter of its unit has ended
+(it reduces the shard that the reduce-scatter produced).
+usage: check_trace.py [--tracks-only] [--all-reduce STEPS] TRACE WORLD DEPTH
+       (--tracks-only: the track checks alone)"""
 import json
 import sys
 from collections import defaultdict
@@ -64,10 +68,38 @@ def self_test():
     assert not partial_overlaps([X(0, 100), X(0, 50), X(10, 10), X(60, 40)])
 
 
+def check_all_reduce(rank, mine, depth, steps):
+    """One all_reduce per unit (0 = root, 1..depth blocks) per step, each after a reduce_scatter
+    of the same unit has completed."""
+    ars = [e for e in mine if e["name"] == "all_reduce"]
+    per_unit = defaultdict(int)
+    for e in ars:
+        per_unit[e["args"]["unit"]] += 1
+    want = {u: steps for u in range(depth + 1)}
+    assert dict(per_unit) == want, f"rank {rank}: all_reduce events per unit {dict(per_unit)}, expected {want}"
+    rs_end = defaultdict(list)
+    for e in mine:
+        if e["name"] == "reduce_scatter":
+            rs_end[e["args"]["unit"]].append(e["ts"] + e["dur"])
+    # the all-reduce is issued right after the reduce-scatter's wait returns, so the two can be
+    # less than a microsecond apart: ts and dur are each rounded to 0.1 us, an end up to 0.1 us
+    for e in ars:
+        u = e["args"]["unit"]
+        assert any(z <= e["ts"] + 0.2 for z in rs_end[u]), \
+            (f"rank {rank}: all_reduce of unit {u} at {e['ts']} before any reduce_scatter of it ended "
+             f"(first end {min(rs_end[u], default=None)})")
+    print(f"rank {rank}: {len(ars)} all_reduce events ({steps} per unit), each after its unit's reduce_scatter")
+
+
 def main():
     args = sys.argv[1:]
     tracks_only = "--tracks-only" in args
     args = [a for a in args if a != "--tracks-only"]
+    ar_steps = None
+    if "--all-reduce" in args:
+        i = args.index("--all-reduce")
+        ar_steps = int(args[i + 1])
+        del args[i:i + 2]
     path, world, depth = args[0], int(args[1]), int(args[2])
     self_test()
     with open(path) as f:
@@ -100,6 +132,8 @@ def main():
                 overlapped += 1
         assert overlapped > 0, f"rank {r}: no all-gather issued before the previous unit's forward"
         print(f"rank {r}: {len(mine)} events, {overlapped} forward units overlapped by the next unit's all-gather")
+        if ar_steps is not None:
+            check_all_reduce(r, mine, depth, ar_steps)
     return 0
 
 

@@ -2,20 +2,21 @@
 """Compare two shardvit training runs: loss sequences (metrics.jsonl) and final parameters
 (--save-params files, raw little-endian float32 in canonical order). Standard library only.
 
-usage: compare_runs.py RUN_A RUN_B PARAMS_A PARAMS_B --loss-rtol X --param-atol Y [--bitwise]
-Exit 0 when within tolerance (or bitwise identical with --bitwise), 1 otherwise."""
+usage: compare_runs.py RUN_A RUN_B PARAMS_A PARAMS_B --loss-rtol X --param-atol Y [--bitwise] [--first-step N]
+--first-step N compares the losses of steps >= N only (a resumed run logs only the steps after
+its checkpoint). Exit 0 when within tolerance (or bitwise identical with --bitwise), 1 otherwise."""
 import argparse
 import json
 import struct
 import sys
 
 
-def losses(run_dir):
+def losses(run_dir, first=0):
     out = []
     with open(f"{run_dir}/metrics.jsonl") as f:
         for line in f:
             rec = json.loads(line)
-            if "loss" in rec:
+            if "loss" in rec and rec["step"] >= first:
                 out.append((rec["step"], rec["loss"]))
     return out
 
@@ -35,8 +36,9 @@ def main():
     ap.add_argument("--loss-rtol", type=float, default=1e-4)
     ap.add_argument("--param-atol", type=float, default=1e-4)
     ap.add_argument("--bitwise", action="store_true")
+    ap.add_argument("--first-step", type=int, default=0)
     a = ap.parse_args()
-    la, lb = losses(a.run_a), losses(a.run_b)
+    la, lb = losses(a.run_a, a.first_step), losses(a.run_b, a.first_step)
     if [s for s, _ in la] != [s for s, _ in lb] or not la:
         print(f"FAIL: logged steps differ or empty: {len(la)} vs {len(lb)}")
         return 1
