@@ -47,7 +47,7 @@ typedef struct link_preset {
  * 100gbe: one 100 GbE NIC per node at 80%. Latencies per ring step: the usual published
  * small-message figures (NVLink ~2 us, InfiniBand ~5 us, RoCE ~8 us, TCP 100 GbE ~15 us). */
 static const link_preset k_intra[] = {
-    {"shm", {2.0e-6, 5.0e9}, 5e-6, 50e-6, 0.5},
+    {"shm", {1.5e-6, 3.45e9}, 0.0, 50e-6, 0.52},
     {"nvlink", {2.0e-6, 370e9}, 10e-6, 0.0, 1.0},
 };
 static const link_preset k_inter[] = {
