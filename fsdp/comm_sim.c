@@ -16,6 +16,7 @@ typedef struct sim_comm {
     double free_at;                       /* asynchronous: when the previous collective ends */
     double done_at[SV_COMM_MAX_INFLIGHT]; /* asynchronous: per slot */
     double left[SV_COMM_MAX_INFLIGHT];    /* progress-driven: transfer seconds still to move */
+    double ready_at[SV_COMM_MAX_INFLIGHT]; /* progress-driven: every rank has arrived (sched_lag_s) */
     int (*untouchable)(void *ctx, const void *p);
     void *untouchable_ctx;
 } sim_comm;
@@ -85,11 +86,13 @@ static sv_status sim_issue(sv_comm *c, int idx, int *done) {
     double t = sv_sim_coll_seconds(&m->net, &m->g, (int)s->kind, full_bytes(c, s));
     *done = t <= 0;
     if (*done) return SV_OK;
+    double ready = *m->now + m->net.sched_lag_s;
     if (m->net.progress_s > 0) {
         m->left[idx] = t;
+        m->ready_at[idx] = ready;
         return SV_OK;
     }
-    double start = *m->now > m->free_at ? *m->now : m->free_at;
+    double start = ready > m->free_at ? ready : m->free_at;
     m->done_at[idx] = m->free_at = start + t;
     return SV_OK;
 }
@@ -110,7 +113,7 @@ static sv_status sim_test(sv_comm *c, int idx, int *done) {
         *done = *m->now >= m->done_at[idx];
         return SV_OK;
     }
-    if (m->left[idx] > 0 && head_slot(c, m) == idx) { /* one progress poll: the rank copies */
+    if (m->left[idx] > 0 && *m->now >= m->ready_at[idx] && head_slot(c, m) == idx) { /* one poll: the rank copies */
         double d = m->left[idx] < m->net.progress_s ? m->left[idx] : m->net.progress_s;
         m->left[idx] -= d;
         *m->now += d;
@@ -127,6 +130,7 @@ static void sim_wait_hint(sv_comm *c, int idx) {
     }
     /* blocked in the wait: everything issued before it, then it, move at full speed */
     for (int h; m->left[idx] > 0 && (h = head_slot(c, m)) >= 0;) {
+        if (*m->now < m->ready_at[h]) *m->now = m->ready_at[h];
         *m->now += m->left[h];
         m->left[h] = 0;
     }
@@ -160,7 +164,7 @@ sv_status sv_comm_sim_create(const sv_comm_config *cfg, const sv_sim_net *net, c
         return SV_FAIL(SV_ERR_INVALID, "simulated group %s: size %d rank %d nodes %d ranks/node %d", label, g->size,
                        g->rank, g->nodes, g->ranks_per_node);
     if (!(net->intra.bw_Bps > 0) || !(net->inter.bw_Bps > 0) || net->intra.alpha_s < 0 || net->inter.alpha_s < 0 ||
-        net->base_s < 0 || net->progress_s < 0)
+        net->base_s < 0 || net->progress_s < 0 || net->sched_lag_s < 0)
         return SV_FAIL(SV_ERR_INVALID, "simulated network: bandwidths must be > 0 and latencies >= 0");
     sim_comm *m = calloc(1, sizeof *m);
     if (!m) return SV_FAIL(SV_ERR_OOM, "simulated comm");

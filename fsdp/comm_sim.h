@@ -52,6 +52,12 @@ typedef struct sv_sim_net {
      * between layer ops (sv_comm_progress) moves up to `progress_s` seconds of the collective's
      * transfer and takes that long, and a wait moves the rest at full speed. */
     double progress_s;
+    /* Oversubscribed CPU nodes (more ranks x threads than cores, time-shared by the kernel): a
+     * collective cannot start before every rank of its group has arrived, and the last one may
+     * be waiting for a core while the others spin in their waits. Each collective starts this
+     * much after its issue (the simulator sets (ranks x threads / cores - 1) x the scheduler's
+     * time slice; 0 otherwise). */
+    double sched_lag_s;
 } sv_sim_net;
 
 /* Shape of one communicator's group in the simulated world. */

@@ -47,10 +47,13 @@ enum {
 };
 
 #define SIM_KEYS 7
+#define SIM_SAMPLES 3
 typedef struct sim_entry {
     int op;
     long long k[SIM_KEYS];
-    double t;
+    double t;                    /* the op's time once known (analytic, or the samples' median) */
+    double sample[SIM_SAMPLES]; /* calibrated: real times of its first occurrences in the step */
+    int n;
 } sim_entry;
 
 typedef struct sim_map { /* one mapping handed out by alloc */
@@ -64,6 +67,7 @@ typedef struct sim_be {
     sim_entry *ent;
     int n_ent, cap_ent;
     sim_map maps[64];
+    int warmup; /* calibrated: every op runs for real, nothing is recorded */
     sv_sim_backend_stats st;
 } sim_be;
 
@@ -161,32 +165,35 @@ static double median3(const double *t) {
     return a > b ? a : b;
 }
 
-/* The body of every op: key by op and shape; on a new shape time the real op (calibrated) or
- * evaluate the roofline (analytic); then charge. GEMM: 1 when FLOPS count towards MFU. */
+/* The body of every op, keyed by op and shape. Analytic: the roofline, evaluated once per shape.
+ * Calibrated: in the warm-up step every op runs for real (first touches, caches as a real step
+ * leaves them; nothing recorded); afterwards each shape's first SIM_SAMPLES occurrences run for
+ * real where they fall in the step (buffers, caches and the ops before them as in a real step),
+ * each timed once and charged its own time; later occurrences are charged the samples' median
+ * without running. GEMM: 1 when FLOPS count towards MFU. */
 #define SIM_OP(ID, FLOPS, BYTES, HOSTCOPY, GEMM, REAL_CALL, ...) \
     do { \
         sim_be *s_ = S(be); \
         sim_entry k_ = {.op = ID, .k = {__VA_ARGS__}}; \
         sim_entry *e_ = lookup(s_, &k_); \
         if (!e_) { \
-            double t_ = 0; \
-            if (s_->cfg.real) { \
-                sv_backend *rb_ = s_->cfg.real; \
-                double ts_[3], c0_ = sv_now_real_s(); \
-                for (int r_ = 0; r_ < 4; r_++) { \
-                    double t0_ = sv_now_real_s(); \
-                    SV_TRY(REAL_CALL); \
-                    SV_TRY(sv_be_sync(rb_)); \
-                    if (r_) ts_[r_ - 1] = sv_now_real_s() - t0_; \
-                } \
-                t_ = median3(ts_); \
-                s_->st.calibrate_s += sv_now_real_s() - c0_; \
-            } else { \
-                t_ = analytic(s_, (double)(FLOPS), (double)(BYTES), HOSTCOPY); \
-            } \
+            double t_ = s_->cfg.real ? 0.0 : analytic(s_, (double)(FLOPS), (double)(BYTES), HOSTCOPY); \
             SV_TRY(insert(s_, &k_, t_, &e_)); \
         } \
-        return charge(s_, e_->t, (GEMM) ? (double)(FLOPS) : 0.0); \
+        double c_ = e_->t; \
+        if (s_->cfg.real && (s_->warmup || e_->n < SIM_SAMPLES)) { \
+            sv_backend *rb_ = s_->cfg.real; \
+            double t0_ = sv_now_real_s(); \
+            SV_TRY(REAL_CALL); \
+            SV_TRY(sv_be_sync(rb_)); \
+            c_ = sv_now_real_s() - t0_; \
+            s_->st.calibrate_s += c_; \
+            if (!s_->warmup) { \
+                e_->sample[e_->n++] = c_; \
+                if (e_->n == SIM_SAMPLES) e_->t = median3(e_->sample); \
+            } \
+        } \
+        return charge(s_, c_, (GEMM) ? (double)(FLOPS) : 0.0); \
     } while (0)
 
 #define E ((double)be->compute_elem)
@@ -405,6 +412,8 @@ sv_status sv_sim_backend_create(const sv_sim_backend_config *cfg, sv_backend **o
 }
 
 void sv_sim_backend_get_stats(const sv_backend *be, sv_sim_backend_stats *out) { *out = ((const sim_be *)be)->st; }
+
+void sv_sim_backend_set_warmup(sv_backend *be, int on) { S(be)->warmup = on; }
 
 int sv_sim_backend_untouchable(void *be, const void *p) {
     const sim_be *s = be;

@@ -6,12 +6,14 @@
  *
  * An op's time comes from one of two models:
  * - calibrated (`real` set: a real backend of this machine, e.g. the CPU backend with the
- *   threads a rank of the simulated run would have): the first time an op is seen with a given
- *   shape (op + every size argument + which optional buffers are present), it is run for real
- *   on the real backend, once to warm up and three times timed (sv_now_real_s), and the median
- *   is the op's time from then on. The buffers must then be real memory: sv_sim alloc maps
- *   readable, writable, lazily committed pages (MAP_NORESERVE), and only the buffers of the ops
- *   actually timed are ever touched. Values are whatever the zero-filled buffers give (finite:
+ *   threads a rank of the simulated run would have): during a warm-up step
+ *   (sv_sim_backend_set_warmup) every op runs for real on the real backend; afterwards the
+ *   first three occurrences of each shape (op + every size argument + which optional buffers
+ *   are present) run for real where they fall in the step, so buffers, caches and the ops
+ *   before them are those of a real step, each timed once (sv_now_real_s) and charged its own
+ *   time, and the median of the three is charged for every later occurrence, which does not
+ *   run. The buffers must then be real memory: sv_sim alloc maps readable, writable, lazily
+ *   committed pages (MAP_NORESERVE). Values are whatever the zero-filled buffers give (finite:
  *   zeros through every op); they are never looked at.
  * - analytic (`dev` set): roofline time = launch + max(FLOPs / (peak x gemm_eff),
  *   bytes / (memory bandwidth x mem_eff)); attention counts FlashAttention's FLOPs (forward
@@ -57,6 +59,8 @@ typedef struct sv_sim_backend_stats {
     double calibrate_s; /* real seconds spent timing ops */
 } sv_sim_backend_stats;
 void sv_sim_backend_get_stats(const sv_backend *be, sv_sim_backend_stats *out);
+/* Calibrated: 1 = every op runs for real and nothing is recorded (the warm-up step). */
+void sv_sim_backend_set_warmup(sv_backend *be, int on);
 
 /* 1 when p lies in memory of this backend that nothing may touch (the analytic model's
  * address-space-only buffers). `be` is an sv_backend* of this kind (void* for callbacks). */
