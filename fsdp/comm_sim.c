@@ -13,9 +13,9 @@ typedef struct sim_comm {
     sv_sim_net net;
     sv_sim_group g;
     double *now;
-    double free_at;                       /* asynchronous: when the previous collective ends */
-    double done_at[SV_COMM_MAX_INFLIGHT]; /* asynchronous: per slot */
-    double left[SV_COMM_MAX_INFLIGHT];    /* progress-driven: transfer seconds still to move */
+    double free_at;                        /* asynchronous: when the previous collective ends */
+    double done_at[SV_COMM_MAX_INFLIGHT];  /* asynchronous: per slot */
+    double left[SV_COMM_MAX_INFLIGHT];     /* progress-driven: transfer seconds still to move */
     double ready_at[SV_COMM_MAX_INFLIGHT]; /* progress-driven: every rank has arrived (sched_lag_s) */
     int (*untouchable)(void *ctx, const void *p);
     void *untouchable_ctx;

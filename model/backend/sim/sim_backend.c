@@ -51,7 +51,7 @@ enum {
 typedef struct sim_entry {
     int op;
     long long k[SIM_KEYS];
-    double t;                    /* the op's time once known (analytic, or the samples' median) */
+    double t;                   /* the op's time once known (analytic, or the samples' median) */
     double sample[SIM_SAMPLES]; /* calibrated: real times of its first occurrences in the step */
     int n;
 } sim_entry;
