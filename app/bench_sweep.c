@@ -92,18 +92,6 @@ static const column k_cols[] = {
     {"start_utc", "provenance.start_utc", F_STR},
 };
 
-static const sv_json *at_path(const sv_json *root, const char *path) {
-    char part[64];
-    const sv_json *v = root;
-    while (v && *path) {
-        size_t n = strcspn(path, ".");
-        snprintf(part, sizeof part, "%.*s", (int)n, path);
-        v = sv_json_member_get(v, part);
-        path += n + (path[n] == '.');
-    }
-    return v;
-}
-
 static void csv_field(FILE *f, const char *s) {
     if (!strpbrk(s, ",\"\n")) {
         fputs(s, f);
@@ -126,7 +114,7 @@ sv_status sv_sweep_write_row(const char *result_json, FILE *csv, FILE *jsonl, in
         for (size_t c = 0; header && c < nc; c++) fprintf(csv, "%s%s", c ? "," : "", k_cols[c].name);
         if (header) fputc('\n', csv);
         for (size_t c = 0; c < nc; c++) {
-            const sv_json *v = at_path(&doc.root, k_cols[c].path);
+            const sv_json *v = sv_json_at_path(&doc.root, k_cols[c].path);
             char b[64] = "";
             if (c) fputc(',', csv);
             if (v && v->type == SV_JSON_STRING) {

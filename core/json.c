@@ -538,6 +538,17 @@ const char *sv_json_type_name(sv_json_type t) {
     return "?";
 }
 
+const sv_json *sv_json_at_path(const sv_json *v, const char *path) {
+    char part[64];
+    while (v && *path) {
+        size_t n = strcspn(path, ".");
+        snprintf(part, sizeof part, "%.*s", (int)n, path);
+        v = sv_json_member_get(v, part);
+        path += n + (path[n] == '.');
+    }
+    return v;
+}
+
 const sv_json *sv_json_member_get(const sv_json *obj, const char *key) {
     if (!obj || obj->type != SV_JSON_OBJECT) return NULL;
     size_t kl = strlen(key);

@@ -90,8 +90,10 @@ void sv_json_doc_free(sv_json_doc *doc);
 /* ---- lookup (no error state; NULL when absent or when the node has the wrong type) ---- */
 const char *sv_json_type_name(sv_json_type t);
 const sv_json *sv_json_member_get(const sv_json *obj, const char *key); /* NULL if not object */
-const sv_json *sv_json_index(const sv_json *arr, size_t i);             /* NULL if out of range */
-size_t sv_json_count(const sv_json *v); /* items/members of an array/object; 0 otherwise */
+/* The member at a dotted path ("build.compiler"; keys of at most 63 bytes), or NULL. */
+const sv_json *sv_json_at_path(const sv_json *obj, const char *path);
+const sv_json *sv_json_index(const sv_json *arr, size_t i); /* NULL if out of range */
+size_t sv_json_count(const sv_json *v);                     /* items/members of an array/object; 0 otherwise */
 
 /* Write the node's path ("units[3].name", "(root)") into buf (always NUL-terminated). */
 void sv_json_path(const sv_json *v, char *buf, size_t cap);

@@ -5,18 +5,6 @@
 #include "core/json.h"
 #include "eval/report_svg.h"
 
-/* The member at a dotted path, or NULL. */
-static const sv_json *at(const sv_json *v, const char *path) {
-    char part[64];
-    while (v && *path) {
-        size_t n = strcspn(path, ".");
-        snprintf(part, sizeof part, "%.*s", (int)n, path);
-        v = sv_json_member_get(v, part);
-        path += n + (path[n] == '.');
-    }
-    return v;
-}
-
 /* A value as table text: strings bare, arrays of strings comma-joined, null as "null". */
 static void cell(sv_rp_buf *b, const sv_json *v) {
     char num[64];
@@ -74,7 +62,7 @@ void sv_rp_provenance(sv_rp_buf *b, const char *id, const char *title, const sv_
     sv_rp_printf(b, "</h2><table class=\"provenance\">\n");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         sv_rp_printf(b, "<tr><th>%s</th><td>", rows[i][0]);
-        cell(b, at(prov, rows[i][1]));
+        cell(b, sv_json_at_path(prov, rows[i][1]));
         sv_rp_printf(b, "</td></tr>\n");
     }
     sv_rp_printf(b, "</table>\n");
