@@ -226,8 +226,8 @@ static sv_status input_open(sv_run *r, const bench_opts *o, bench_input *in) {
     const sv_vit_config *c = &r->vcfg;
     int B = r->micro_batch;
     size_t img_elems = (size_t)B * c->in_chans * c->img * c->img;
-    SV_TRY(sv_be_alloc(r->be, img_elems * 4, (void **)&in->d_images));
-    SV_TRY(sv_be_alloc(r->be, (size_t)B * 4, (void **)&in->d_labels));
+    in->d_images = r->batch.images; /* carved with the arena (app/run.h) */
+    in->d_labels = r->batch.labels;
     in->sf = (synth_feed){in->d_images, in->d_labels};
     in->lf = (loader_feed){r, NULL, in->d_images, in->d_labels};
     in->next = synth_next;
@@ -268,11 +268,9 @@ static sv_status input_open(sv_run *r, const bench_opts *o, bench_input *in) {
     return st;
 }
 
-static void input_close(sv_run *r, bench_input *in) {
+static void input_close(bench_input *in) {
     if (in->ld) sv_loader_destroy(in->ld);
     if (in->ds) sv_dataset_close(in->ds);
-    sv_be_free(r->be, in->d_images);
-    sv_be_free(r->be, in->d_labels);
 }
 
 /* Warm-up, then --steps timed steps: this rank's figures into acc[R_N]. */
@@ -480,7 +478,7 @@ static sv_status bench_train(sv_run *r, const bench_opts *o, double gemm_core, c
     if (st == SV_OK) st = sv_comm_wait(r->world_comm, &q);
     if (st == SV_OK && r->rank == 0) st = report(r, o, gemm_core, hw, all, step_min, loss_first, loss_last, out);
     free(all);
-    input_close(r, &in);
+    input_close(&in);
     return st;
 }
 

@@ -129,8 +129,9 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     row("grad buffers", m.fsdp.grad_buffers, T, "full-size fp32 unit gradients being reduced");
     if (m.fsdp.ema) row("weight EMA", m.fsdp.ema, T, "fp32 EMA shard of the masters (--model-ema)");
     row("activations", m.activations, T, "one micro-batch's saved activations + backward scratch");
+    row("input batch", m.batch, T, "the micro-batch's images, labels and soft targets");
     size_t other = T - m.fsdp.params - m.fsdp.grads - m.fsdp.optimizer - m.fsdp.gathered - m.fsdp.grad_buffers -
-        m.fsdp.ema - m.activations;
+        m.fsdp.ema - m.activations - m.batch;
     if (other) row("alignment", other, T, "padding between buffers");
     printf("  %-16s %12.1f MiB  (%zu bytes)\n", "total", T / 1048576.0, T);
     if (mem_bytes >= 0) {

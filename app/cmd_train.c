@@ -284,13 +284,12 @@ static sv_status open_data(trainer *t) {
     return SV_OK;
 }
 
-/* Device buffers of one micro-batch: images, labels, soft targets. */
+/* Device buffers of one micro-batch: the run's (carved with the arena, app/run.h). */
 static sv_status alloc_batch(trainer *t) {
-    const sv_vit_config *c = &t->r->vcfg;
-    size_t B = (size_t)t->r->micro_batch;
-    SV_TRY(sv_be_alloc(t->r->be, B * c->in_chans * c->img * c->img * 4, (void **)&t->d_images));
-    SV_TRY(sv_be_alloc(t->r->be, B * 4, (void **)&t->d_labels));
-    return sv_be_alloc(t->r->be, B * (size_t)c->num_classes * 4, (void **)&t->d_soft);
+    t->d_images = t->r->batch.images;
+    t->d_labels = t->r->batch.labels;
+    t->d_soft = t->r->batch.soft;
+    return SV_OK;
 }
 
 /* MFU's peak on the CPU (the device's own on a GPU; collective), the provenance and the
@@ -451,9 +450,6 @@ static sv_status finish(trainer *t) {
 }
 
 static sv_status close_trainer(trainer *t) {
-    sv_be_free(t->r->be, t->d_images);
-    sv_be_free(t->r->be, t->d_labels);
-    sv_be_free(t->r->be, t->d_soft);
     if (t->ev.f) sv_eval_free(&t->ev);
     free(t->ck.meta.labels);
     free(t->lr_scale);

@@ -109,6 +109,14 @@ sv_status sv_run_resolve(const sv_run_opts *o, int world, sv_vit_config *vcfg, s
     return SV_OK;
 }
 
+/* The input batch, carved after the model (counting or real arena). */
+static sv_status carve_batch(sv_arena *a, const sv_vit_config *c, int B, sv_run_batch *b) {
+    size_t n = (size_t)B;
+    SV_TRY(sv_arena_alloc(a, n * c->in_chans * c->img * c->img * 4, 64, (void **)&b->images));
+    SV_TRY(sv_arena_alloc(a, n * 4, 64, (void **)&b->labels));
+    return sv_arena_alloc(a, n * (size_t)c->num_classes * 4, 64, (void **)&b->soft);
+}
+
 sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_backend *be, int world, int micro_batch,
                       int recompute, sv_run_mem *out) {
     int shard_size;
@@ -122,8 +130,12 @@ sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_ba
     size_t fsdp_bytes = dev.used;
     sv_vit m;
     if (st == SV_OK) st = sv_vit_init(&m, vcfg, be, micro_batch, recompute, &dev, &host);
+    size_t model_end = dev.used;
+    sv_run_batch b;
+    if (st == SV_OK) st = carve_batch(&dev, vcfg, micro_batch, &b);
     out->fsdp = f.mem;
-    out->activations = dev.used - fsdp_bytes;
+    out->activations = model_end - fsdp_bytes;
+    out->batch = dev.used - model_end;
     out->total = dev.used;
     sv_fsdp_free(&f);
     return st;
@@ -132,9 +144,9 @@ sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_ba
 void sv_run_log_plan(const sv_run_mem *m) {
     const double MiB = 1048576.0;
     SV_INFO("memory plan per rank: params %.1f MiB, grads %.1f MiB, optimizer %.1f MiB, gathered params %.1f MiB, "
-            "grad buffers %.1f MiB, activations %.1f MiB, total %.1f MiB (%zu bytes)",
+            "grad buffers %.1f MiB, activations %.1f MiB, input batch %.1f MiB, total %.1f MiB (%zu bytes)",
             m->fsdp.params / MiB, m->fsdp.grads / MiB, m->fsdp.optimizer / MiB, m->fsdp.gathered / MiB,
-            m->fsdp.grad_buffers / MiB, m->activations / MiB, m->total / MiB, m->total);
+            m->fsdp.grad_buffers / MiB, m->activations / MiB, m->batch / MiB, m->total / MiB, m->total);
     if (m->fsdp.ema) SV_INFO("memory plan per rank: of which weight EMA %.1f MiB (--model-ema)", m->fsdp.ema / MiB);
 }
 
@@ -198,6 +210,8 @@ static sv_status setup_rest(sv_run *r, const sv_run_opts *o, const sv_fsdp_confi
     r->bytes_fsdp = cnt_dev.used;
     SV_TRY(sv_vit_init(&r->model, &r->vcfg, r->be, r->micro_batch, o->recompute, &cnt_dev, &cnt_host));
     r->bytes_act = cnt_dev.used - r->bytes_fsdp;
+    SV_TRY(carve_batch(&cnt_dev, &r->vcfg, r->micro_batch, &r->batch));
+    r->bytes_batch = cnt_dev.used - r->bytes_fsdp - r->bytes_act;
     r->bytes_total = cnt_dev.used;
     size_t dev_bytes = cnt_dev.used + 4096, host_bytes = cnt_host.used + 4096;
     SV_TRY(sv_be_alloc(r->be, dev_bytes, &r->dev_block));
@@ -208,10 +222,11 @@ static sv_status setup_rest(sv_run *r, const sv_run_opts *o, const sv_fsdp_confi
     /* Refresh the FSDP slot state before the real carve (the counting pass wrote NULLs). */
     SV_TRY(sv_fsdp_carve(&r->fsdp, &r->dev, &r->host));
     SV_TRY(sv_vit_init(&r->model, &r->vcfg, r->be, r->micro_batch, o->recompute, &r->dev, &r->host));
+    SV_TRY(carve_batch(&r->dev, &r->vcfg, r->micro_batch, &r->batch));
     SV_TRY(sv_trace_init(&r->trace, o->trace ? (size_t)1 << 20 : 0, rank));
     sv_fsdp_attach(&r->fsdp, &r->model, o->trace ? &r->trace : NULL);
     if (init_params) SV_TRY(sv_fsdp_init_params(&r->fsdp));
-    sv_run_mem plan = {r->fsdp.mem, r->bytes_act, cnt_dev.used};
+    sv_run_mem plan = {r->fsdp.mem, r->bytes_act, r->bytes_batch, cnt_dev.used};
     sv_run_log_plan(&plan);
     SV_INFO("arena: %.1f MiB on %s (%s) per rank", dev_bytes / 1048576.0, sv_be_name(r->be), sv_be_device_name(r->be));
     SV_INFO("ranks: world %d, %d on this node (MPI_COMM_TYPE_SHARED), node-local rank %d", world, local_size,

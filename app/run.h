@@ -106,6 +106,15 @@ typedef struct sv_run_opts {
     }
 /* clang-format on */
 
+/* One micro-batch's device input, carved from the arena after the model so the memory plan
+ * counts it: images (B, C, img, img) f32, labels (B) int32, soft targets (B, K) f32 (mixup /
+ * cutmix / BCE targets). B = the run's micro_batch. */
+typedef struct sv_run_batch {
+    float *images;
+    int32_t *labels;
+    float *soft;
+} sv_run_batch;
+
 typedef struct sv_run {
     int rank, world, local_rank, local_size;
     sv_comm *world_comm, *shard_comm, *repl_comm;
@@ -116,7 +125,8 @@ typedef struct sv_run {
     int micro_batch; /* per rank per micro-step */
     void *dev_block, *host_block;
     sv_arena dev, host;
-    size_t bytes_fsdp, bytes_act, bytes_total; /* arena regions, for the memory report */
+    sv_run_batch batch;
+    size_t bytes_fsdp, bytes_act, bytes_batch, bytes_total; /* arena regions, for the memory report */
     sv_trace trace;
     float *host_losses; /* (micro_batch) per-sample losses of a micro-step, host (app/train_step.c) */
 } sv_run;
@@ -130,6 +140,7 @@ sv_status sv_run_resolve(const sv_run_opts *o, int world, sv_vit_config *vcfg, s
 typedef struct sv_run_mem {
     sv_fsdp_mem fsdp;
     size_t activations; /* model activations + backward scratch for one micro-batch */
+    size_t batch;       /* the micro-batch's input buffers (sv_run_batch) */
     size_t total;       /* everything carved from the arena */
 } sv_run_mem;
 /* Plan a run without communicators or device memory: the same carving code in counting mode.

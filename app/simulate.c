@@ -310,11 +310,7 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
     SV_TRY(sv_run_setup_parts(&x->r, &ro, 0, N, 0, rpn, &parts));
     sv_run *r = &x->r;
 
-    size_t img_elems = (size_t)r->micro_batch * vcfg.in_chans * vcfg.img * vcfg.img;
-    void *images, *labels;
-    SV_TRY(sv_be_alloc(be, img_elems * 4, &images));
-    SV_TRY(sv_be_alloc(be, (size_t)r->micro_batch * 4, &labels));
-    x->feed.mb = (sv_micro_batch){.images = images, .labels = labels};
+    x->feed.mb = (sv_micro_batch){.images = r->batch.images, .labels = r->batch.labels};
 
     /* what `bench` runs: AdamW with clipping and label smoothing 0.1 */
     sv_optim_config oc = {
@@ -357,7 +353,7 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
     res->comm_exposed_s = res->world.wait_seconds + res->shard.wait_seconds + res->repl.wait_seconds;
     res->optim_s = optim / steps;
     res->other_s = res->step_s - res->compute_s - res->comm_exposed_s - res->optim_s;
-    res->mem = (sv_run_mem){r->fsdp.mem, r->bytes_act, r->bytes_total};
+    res->mem = (sv_run_mem){r->fsdp.mem, r->bytes_act, r->bytes_batch, r->bytes_total};
     res->world_size = N;
     res->shard_size = r->fsdp.shard_size;
     res->repl_size = r->fsdp.repl_size;
