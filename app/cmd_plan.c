@@ -7,6 +7,7 @@
 #include "app/plan_sim.h"
 #include "app/provenance.h"
 #include "app/run.h"
+#include "ckpt/ckpt_out.h"
 
 static void row(const char *what, size_t bytes, size_t total, const char *note) {
     printf("  %-16s %12.1f MiB  %5.1f%%  %s\n", what, bytes / 1048576.0, total ? 100.0 * bytes / total : 0.0, note);
@@ -79,6 +80,16 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
             fprintf(stderr, "shardvit plan: --device %s: name the simulated device (%s)\n", o.device,
                     sv_sim_device_names);
             return 2;
+        }
+        if (o.trace) { /* the trainer's rule for outputs: a FIFO would block, a device be written */
+            char part[4096];
+            snprintf(part, sizeof part, "%s.rank0", o.trace);
+            sv_status ts = sv_ckpt_out_check(o.trace, NULL, 0, "--trace");
+            if (ts == SV_OK) ts = sv_ckpt_out_check(part, NULL, 0, "--trace part");
+            if (ts != SV_OK) {
+                fprintf(stderr, "shardvit plan: %s\n", sv_err_msg());
+                return 2;
+            }
         }
         sa.sim.run = o;
         sa.sim.world = world;

@@ -159,6 +159,8 @@ BADMSG="ALPHA_US,GBPS" bad --simulate --device h200 --world 8 --intra fast
 BADMSG="needs an inter-node network" bad --simulate --device cpu --world 4 --nodes 2
 BADMSG="unknown key" bad --sweep "colour=red" --device h200
 BADMSG="need --simulate" bad --net nvlink
+mkfifo "$WORK/fifo"
+BADMSG="--trace" bad --simulate --device h200 --world 8 --trace "$WORK/fifo"
 echo '{"mode":"comm","world":1,"results":[]}' >"$WORK/w1.json"
 BADMSG="at least 2 ranks" bad --simulate --device cpu --net-from "$WORK/w1.json"
 echo "simulate: all passed"
