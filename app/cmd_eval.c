@@ -125,7 +125,8 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     if (st == SV_OK) {
         SV_INFO("evaluating %s (%d classes) on %s: %zu samples, global batch %d over %d ranks", r.vcfg.name,
                 r.vcfg.num_classes, o->data, sv_dataset_len(ds), o->run.batch_size, r.world);
-        st = sv_eval_init(&ev, &r.fsdp, ds, &eo);
+        sv_eval_bufs eb = sv_run_eval_bufs(&r);
+        st = sv_eval_init(&ev, &r.fsdp, ds, &eo, &eb);
     }
     if (st == SV_OK) st = sv_eval_run(&ev);
     if (st == SV_OK && r.rank == 0) {

@@ -120,13 +120,8 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         return 2;
     }
     bc.threads = 1;
-    sv_backend *be;
-    if ((st = sv_backend_create_sizing(&bc, &be)) != SV_OK) return sv_app_fail("plan", st);
     sv_run_mem m;
-    if ((st = sv_run_plan(&vcfg, &fc, be, world, micro, o.recompute, &m)) != SV_OK) {
-        sv_backend_destroy(be);
-        return sv_app_fail("plan", st);
-    }
+    if ((st = sv_run_plan(&vcfg, &fc, &bc, world, micro, o.recompute, &m)) != SV_OK) return sv_app_fail("plan", st);
     printf("plan: %s (%zu params), world %d, %s, param dtype %s, reduce dtype %s, global batch %d "
            "(%d per rank x %d accum), device %s%s\n",
            vcfg.name, sv_vit_param_count(&vcfg), world, o.strategy, o.param_dtype, o.reduce_dtype, o.batch_size, micro,
@@ -140,7 +135,7 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     row("grad buffers", m.fsdp.grad_buffers, T, "full-size fp32 unit gradients being reduced");
     if (m.fsdp.ema) row("weight EMA", m.fsdp.ema, T, "fp32 EMA shard of the masters (--model-ema)");
     row("activations", m.activations, T, "one micro-batch's saved activations + backward scratch");
-    row("input batch", m.batch, T, "the micro-batch's images, labels and soft targets");
+    row("input batch", m.batch, T, "the micro-batch's images, labels, soft targets, eval metric staging");
     size_t other = T - m.fsdp.params - m.fsdp.grads - m.fsdp.optimizer - m.fsdp.gathered - m.fsdp.grad_buffers -
         m.fsdp.ema - m.activations - m.batch;
     if (other) row("alignment", other, T, "padding between buffers");
@@ -151,12 +146,12 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         /* Largest micro-batch per rank that still fits: activations grow linearly with it. */
         int lo = 0, hi = 1;
         sv_run_mem t;
-        while (hi < (1 << 20) && sv_run_plan(&vcfg, &fc, be, world, hi, o.recompute, &t) == SV_OK &&
+        while (hi < (1 << 20) && sv_run_plan(&vcfg, &fc, &bc, world, hi, o.recompute, &t) == SV_OK &&
                (long long)t.total <= mem_bytes)
             lo = hi, hi *= 2;
         while (hi - lo > 1) {
             int mid = (lo + hi) / 2;
-            if (sv_run_plan(&vcfg, &fc, be, world, mid, o.recompute, &t) == SV_OK && (long long)t.total <= mem_bytes)
+            if (sv_run_plan(&vcfg, &fc, &bc, world, mid, o.recompute, &t) == SV_OK && (long long)t.total <= mem_bytes)
                 lo = mid;
             else
                 hi = mid;
@@ -167,6 +162,5 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         else
             printf("even a micro-batch of 1 does not fit: shard more (more ranks, full_shard) or use --recompute\n");
     }
-    sv_backend_destroy(be);
     return 0;
 }

@@ -355,7 +355,8 @@ static sv_status begin(trainer *t, long *start) {
     SV_TRY(sv_train_log_open(&t->lg, r->rank, o->out, o->resume != NULL));
     SV_TRY(provenance_begin(t));
     SV_TRY(record_labels(t->ds, &t->ck.meta));
-    if (t->vds) SV_TRY(sv_eval_init(&t->ev, &r->fsdp, t->vds, &eo));
+    sv_eval_bufs eb = sv_run_eval_bufs(r);
+    if (t->vds) SV_TRY(sv_eval_init(&t->ev, &r->fsdp, t->vds, &eo, &eb));
     t->ev.provenance_json = t->prov_json;
     SV_TRY(sv_train_ckpt_setup(&t->ck, o->ckpt_dir, o->out));
     SV_TRY(sv_train_ckpt_begin(r, &t->ck, t->ld, start));
@@ -442,10 +443,12 @@ static sv_status finish(trainer *t) {
     sv_loader_stats_get(t->ld, &ls);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    size_t dev_peak;
+    sv_be_mem_stats(r->be, NULL, &dev_peak);
     SV_INFO("done: final loss %.4f, skipped steps %llu, substituted samples %llu; measured peak per rank: arena "
-            "%.1f MiB (planned %.1f MiB), process RSS %.1f MiB",
+            "%.1f MiB (planned %.1f MiB), device memory allocated %zu bytes (plan %zu bytes), process RSS %.1f MiB",
             t->final_loss, (unsigned long long)r->fsdp.ctr.skipped_steps, (unsigned long long)ls.substituted,
-            r->dev.peak / 1048576.0, r->dev.cap / 1048576.0, ru.ru_maxrss / 1024.0);
+            r->dev.peak / 1048576.0, r->dev.cap / 1048576.0, dev_peak, r->bytes_total, ru.ru_maxrss / 1024.0);
     return SV_OK;
 }
 

@@ -114,22 +114,27 @@ static sv_status carve_batch(sv_arena *a, const sv_vit_config *c, int B, sv_run_
     size_t n = (size_t)B;
     SV_TRY(sv_arena_alloc(a, n * c->in_chans * c->img * c->img * 4, 64, (void **)&b->images));
     SV_TRY(sv_arena_alloc(a, n * 4, 64, (void **)&b->labels));
-    return sv_arena_alloc(a, n * (size_t)c->num_classes * 4, 64, (void **)&b->soft);
+    SV_TRY(sv_arena_alloc(a, n * (size_t)c->num_classes * 4, 64, (void **)&b->soft));
+    return sv_arena_alloc(a, sv_eval_metrics_bytes(c->num_classes), 64, &b->metrics);
 }
 
-sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_backend *be, int world, int micro_batch,
-                      int recompute, sv_run_mem *out) {
+sv_eval_bufs sv_run_eval_bufs(const sv_run *r) {
+    return (sv_eval_bufs){.images = r->batch.images, .logits32 = r->batch.soft, .metrics = r->batch.metrics};
+}
+
+sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, const sv_backend_config *bc, int world,
+                      int micro_batch, int recompute, sv_run_mem *out) {
     int shard_size;
     SV_TRY(sv_fsdp_shard_size(fc->strategy, fc->shard_group, world, &shard_size));
     sv_fsdp f;
-    SV_TRY(sv_fsdp_setup_sizes(&f, fc, be, 0, shard_size, world / shard_size, vcfg));
+    SV_TRY(sv_fsdp_setup_sizes(&f, fc, bc, 0, shard_size, world / shard_size, vcfg));
     sv_arena dev, host;
     sv_arena_init(&dev, "count", NULL, 0);
     sv_arena_init(&host, "count", NULL, 0);
     sv_status st = sv_fsdp_carve(&f, &dev, &host);
     size_t fsdp_bytes = dev.used;
     sv_vit m;
-    if (st == SV_OK) st = sv_vit_init(&m, vcfg, be, micro_batch, recompute, &dev, &host);
+    if (st == SV_OK) st = sv_vit_carve(&m, vcfg, bc, micro_batch, recompute, &dev, &host);
     size_t model_end = dev.used;
     sv_run_batch b;
     if (st == SV_OK) st = carve_batch(&dev, vcfg, micro_batch, &b);

@@ -6,6 +6,7 @@
 #include "app/flags.h"
 #include "core/arena.h"
 #include "core/trace.h"
+#include "eval/evaluate.h"
 #include "fsdp/fsdp.h"
 #include "model/vit.h"
 
@@ -108,11 +109,14 @@ typedef struct sv_run_opts {
 
 /* One micro-batch's device input, carved from the arena after the model so the memory plan
  * counts it: images (B, C, img, img) f32, labels (B) int32, soft targets (B, K) f32 (mixup /
- * cutmix / BCE targets). B = the run's micro_batch. */
+ * cutmix / BCE targets), and the evaluation's metric staging (sv_eval_metrics_bytes(K)).
+ * B = the run's micro_batch. An evaluator borrows images, soft (as its f32 logits) and metrics
+ * between steps (sv_run_eval_bufs). */
 typedef struct sv_run_batch {
     float *images;
     int32_t *labels;
     float *soft;
+    void *metrics;
 } sv_run_batch;
 
 typedef struct sv_run {
@@ -143,10 +147,10 @@ typedef struct sv_run_mem {
     size_t batch;       /* the micro-batch's input buffers (sv_run_batch) */
     size_t total;       /* everything carved from the arena */
 } sv_run_mem;
-/* Plan a run without communicators or device memory: the same carving code in counting mode.
- * `be` may be a planning handle (sv_backend_create_sizing: sizes only, no device). */
-sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, sv_backend *be, int world, int micro_batch,
-                      int recompute, sv_run_mem *out);
+/* Plan a run without communicators, a backend or device memory: the same carving code in
+ * counting mode, sized by sv_be_sizes_query of `bc` (so a GPU plan needs no GPU). */
+sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, const sv_backend_config *bc, int world,
+                      int micro_batch, int recompute, sv_run_mem *out);
 void sv_run_log_plan(const sv_run_mem *m);
 
 /* Set up everything for a run: backend, communicators, FSDP state, arena, model. */
@@ -165,6 +169,8 @@ typedef struct sv_run_parts {
 sv_status sv_run_setup_parts(sv_run *r, const sv_run_opts *o, int rank, int world, int local_rank, int local_size,
                              const sv_run_parts *p);
 void sv_run_teardown(sv_run *r);
+/* The run's batch buffers as an evaluator's (eval/evaluate.h): evaluation runs between steps. */
+sv_eval_bufs sv_run_eval_bufs(const sv_run *r);
 /* The end of a command's run: on success tear r down and return SV_OK; on failure add this
  * frame to the error trace and return st with r left as it is (the caller exits and main aborts
  * the other ranks, which a collective teardown would wait for). */

@@ -10,7 +10,10 @@
 #include "ckpt/ckpt_meta.h"
 #include "ckpt/ckpt_out.h"
 
-sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const sv_eval_opts *o) {
+size_t sv_eval_metrics_bytes(int num_classes) { return (sv_metrics_i64_len(num_classes) + SV_METRICS_F64_LEN) * 8; }
+
+sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const sv_eval_opts *o,
+                       const sv_eval_bufs *bufs) {
     memset(e, 0, sizeof *e);
     e->f = f;
     e->ds = ds;
@@ -37,14 +40,12 @@ sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const 
     if (o->xform) e->xform = *o->xform;
     sv_status st = sv_metrics_init(&e->m, K);
     if (st == SV_OK) st = sv_loader_create(&lo, &e->ld);
-    size_t img_bytes = (size_t)B * c->in_chans * c->img * c->img * 4;
-    if (st == SV_OK) st = sv_be_alloc(f->be, img_bytes, (void **)&e->d_images);
-    if (st == SV_OK && sv_be_compute_elem_size(f->be) != 4)
-        st = sv_be_alloc(f->be, (size_t)B * K * 4, (void **)&e->d_logits32);
+    e->d_images = bufs->images;
+    if (sv_be_compute_elem_size(f->be) != 4) e->d_logits32 = bufs->logits32;
+    e->d_i64 = bufs->metrics;
+    if (st == SV_OK) e->d_f64 = (double *)(e->d_i64 + e->m.i64_len);
     if (st == SV_OK && !(e->h_logits = malloc((size_t)B * K * 4)))
         st = SV_FAIL(SV_ERR_OOM, "eval logits (%d x %d)", B, K);
-    if (st == SV_OK) st = sv_be_alloc(f->be, e->m.i64_len * 8, (void **)&e->d_i64);
-    if (st == SV_OK) st = sv_be_alloc(f->be, SV_METRICS_F64_LEN * 8, (void **)&e->d_f64);
     if (st != SV_OK) {
         sv_err_frame(__FILE__, __LINE__);
         sv_eval_free(e);
@@ -183,12 +184,6 @@ sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const ch
 }
 
 void sv_eval_free(sv_evaluator *e) {
-    if (e->f) {
-        sv_be_free(e->f->be, e->d_images);
-        sv_be_free(e->f->be, e->d_logits32);
-        sv_be_free(e->f->be, e->d_i64);
-        sv_be_free(e->f->be, e->d_f64);
-    }
     if (e->ld) sv_loader_destroy(e->ld);
     free(e->h_logits);
     if (e->m.i64) sv_metrics_free(&e->m);

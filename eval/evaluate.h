@@ -42,11 +42,11 @@ typedef struct sv_evaluator {
     const sv_dataset *ds; /* borrowed: outlives the evaluator */
     sv_loader *ld;
     int passes;          /* completed sv_eval_run calls */
-    float *d_images;     /* (B, C, img, img) f32, backend memory */
-    float *d_logits32;   /* (B, K) f32, backend memory; only for a bf16 compute dtype */
+    float *d_images;     /* (B, C, img, img) f32, backend memory (borrowed: sv_eval_bufs) */
+    float *d_logits32;   /* (B, K) f32, backend memory; only for a bf16 compute dtype (borrowed) */
     float *h_logits;     /* (B, K) f32 host */
-    int64_t *d_i64;      /* (metrics.i64_len) backend memory: all-reduce staging */
-    double *d_f64;       /* (SV_METRICS_F64_LEN) backend memory */
+    int64_t *d_i64;      /* (metrics.i64_len) backend memory: all-reduce staging (borrowed) */
+    double *d_f64;       /* (SV_METRICS_F64_LEN) backend memory, right after d_i64 (borrowed) */
     sv_metrics m;        /* merged results of the last pass (identical on every rank) */
     double seconds;      /* wall time of the last pass */
     sv_ckpt_xform xform; /* copy of opts->xform (present = 0: none) */
@@ -60,9 +60,22 @@ typedef struct sv_evaluator {
     const char *provenance_json;
 } sv_evaluator;
 
-/* Create the loader and buffers for f's micro-batch (f->model->B) and model shape.
+/* The device buffers an evaluator works in, lent by the caller for as long as the evaluator
+ * lives and used only inside sv_eval_run (so a trainer can lend the buffers of its training
+ * micro-batch between steps; app/run.h carves them with the arena, so the memory plan counts
+ * them): images (B, C, img, img) f32; logits32 (B, K) f32 (read only when the compute dtype is
+ * stored in 2 bytes); metrics sv_eval_metrics_bytes(K) bytes, 8-byte aligned. B = the model's
+ * micro-batch, K = its classes. */
+typedef struct sv_eval_bufs {
+    float *images, *logits32;
+    void *metrics;
+} sv_eval_bufs;
+size_t sv_eval_metrics_bytes(int num_classes);
+
+/* Create the loader for f's micro-batch (f->model->B) and model shape, in the lent buffers.
  * The data set's labels must be < the model's num_classes (else SV_ERR_INVALID naming both). */
-sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const sv_eval_opts *o);
+sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const sv_eval_opts *o,
+                       const sv_eval_bufs *bufs);
 
 /* One full pass over the data set on every rank of f->world (collective), then merge. Results
  * in e->m. Resets the metrics first. */

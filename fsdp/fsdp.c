@@ -30,8 +30,16 @@
             return SV_FAIL(SV_ERR_INVALID, "fsdp: %s of unit %d from state %s", (transition), (u), \
                            sv_unit_phase_name((f)->us[(u)].state)); \
     } while (0)
+/* A gathered state (UNSHARDING, UNSHARDED) holds a buffer of the gathered pool. */
+#define EXPECT_HOLDS(f, u, transition) \
+    do { \
+        if (!(f)->us[(u)].params) \
+            return SV_FAIL(SV_ERR_INVALID, "fsdp: %s of unit %d: state %s without gathered parameters", (transition), \
+                           (u), sv_unit_phase_name((f)->us[(u)].state)); \
+    } while (0)
 #else
 #define EXPECT_STATE(f, u, transition, cond) ((void)0)
+#define EXPECT_HOLDS(f, u, transition) ((void)0)
 #endif
 
 const char *sv_unit_phase_name(sv_unit_phase p) {
@@ -92,11 +100,13 @@ void sv_fsdp_group_color(int rank, int G, int repl, int *color, int *key) {
     *key = repl ? rank / G : rank % G;
 }
 
-sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, int shard_rank, int shard_size,
-                              int repl_size, const sv_vit_config *vcfg) {
+sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, const sv_backend_config *bc, int shard_rank,
+                              int shard_size, int repl_size, const sv_vit_config *vcfg) {
     memset(f, 0, sizeof *f);
     f->cfg = *cfg;
-    f->be = be;
+    sv_be_sizes sz;
+    SV_TRY(sv_be_sizes_query(bc, 0, 0, 0, 0, &sz));
+    f->compute_elem = sz.compute_elem;
     f->shard_rank = shard_rank;
     f->shard_size = shard_size;
     f->repl_size = repl_size;
@@ -116,7 +126,9 @@ sv_status sv_fsdp_setup(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, s
     if (sv_comm_size(shard) * sv_comm_size(repl) != sv_comm_size(world))
         return SV_FAIL(SV_ERR_INVALID, "communicator sizes %d x %d do not cover world %d", sv_comm_size(shard),
                        sv_comm_size(repl), sv_comm_size(world));
-    SV_TRY(sv_fsdp_setup_sizes(f, cfg, be, sv_comm_rank(shard), sv_comm_size(shard), sv_comm_size(repl), vcfg));
+    SV_TRY(sv_fsdp_setup_sizes(f, cfg, sv_be_config(be), sv_comm_rank(shard), sv_comm_size(shard), sv_comm_size(repl),
+                               vcfg));
+    f->be = be;
     f->world = world;
     f->shard = shard;
     f->repl = repl;
@@ -143,7 +155,7 @@ static sv_status carve_pool_buf(sv_arena *a, size_t *category, size_t bytes, sv_
 
 /* The carving order (and so every byte count and address) is the one the planner reports. */
 sv_status sv_fsdp_carve(sv_fsdp *f, sv_arena *dev, sv_arena *host) {
-    size_t e = sv_be_compute_elem_size(f->be);
+    size_t e = f->compute_elem;
     size_t max_shard = sv_layout_max_shard(&f->L), max_padded = f->L.max_padded;
     sv_fsdp_mem *mm = &f->mem;
     memset(mm, 0, sizeof *mm);
@@ -253,9 +265,7 @@ static void pool_release(sv_buf_pool *p, int u) {
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static sv_comm_dtype param_comm_dtype(const sv_fsdp *f) {
-    return sv_be_compute_elem_size(f->be) == 2 ? SV_COMM_BF16 : SV_COMM_F32;
-}
+static sv_comm_dtype param_comm_dtype(const sv_fsdp *f) { return f->compute_elem == 2 ? SV_COMM_BF16 : SV_COMM_F32; }
 
 /* Trace time (us) at which the collective just waited on really completed. */
 static double comm_done_us(const sv_fsdp *f, const sv_comm *c) {
@@ -287,7 +297,7 @@ static sv_status unshard(sv_fsdp *f, int u) {
     if (s->state == SV_UNIT_UNSHARDING || s->state == SV_UNIT_UNSHARDED) return SV_OK;
     EXPECT_STATE(f, u, "unshard", s->state == SV_UNIT_SHARDED);
     const sv_unit *un = &f->L.units[u];
-    size_t e = sv_be_compute_elem_size(f->be);
+    size_t e = f->compute_elem;
     SV_TRY(pool_acquire(&f->gathered, "gathered", u, un->padded * e, &s->params));
     if (u != 0 && ++f->ctr.live_gathered > f->ctr.max_live_gathered) f->ctr.max_live_gathered = f->ctr.live_gathered;
     s->t_gather = tnow(f);
@@ -309,6 +319,7 @@ static sv_status unshard(sv_fsdp *f, int u) {
 static sv_status wait_unshard(sv_fsdp *f, int u, void **params) {
     sv_unit_state *s = &f->us[u];
     EXPECT_STATE(f, u, "wait_unshard", s->state == SV_UNIT_UNSHARDING || s->state == SV_UNIT_UNSHARDED);
+    EXPECT_HOLDS(f, u, "wait_unshard");
     if (s->state == SV_UNIT_UNSHARDING) {
         if (s->gather_req.slot >= 0) {
             SV_TRY(sv_comm_wait(f->shard, &s->gather_req));
@@ -332,6 +343,7 @@ static sv_status wait_unshard(sv_fsdp *f, int u, void **params) {
 static sv_status reshard(sv_fsdp *f, int u) {
     sv_unit_state *s = &f->us[u];
     EXPECT_STATE(f, u, "reshard", s->state == SV_UNIT_UNSHARDED);
+    EXPECT_HOLDS(f, u, "reshard");
     pool_release(&f->gathered, u);
     s->params = NULL;
     if (u != 0) f->ctr.live_gathered--;
@@ -452,7 +464,7 @@ static sv_status reduce_wait_all(sv_fsdp *f) {
 /* ---- views ------------------------------------------------------------------------------- */
 
 static void root_views(const sv_fsdp *f, const void *base, float *gbase, sv_root_params *rp, sv_root_grads *rg) {
-    size_t e = sv_be_compute_elem_size(f->be);
+    size_t e = f->compute_elem;
     const sv_unit *un = &f->L.units[0];
     if (rp) memset(rp, 0, sizeof *rp); /* absent slots (no class token) stay NULL */
     if (rg) memset(rg, 0, sizeof *rg);
@@ -466,7 +478,7 @@ static void root_views(const sv_fsdp *f, const void *base, float *gbase, sv_root
 
 static void block_views(const sv_fsdp *f, int u, int l, const void *base, float *gbase, sv_block_params *bp,
                         sv_block_grads *bg) {
-    size_t e = sv_be_compute_elem_size(f->be);
+    size_t e = f->compute_elem;
     const sv_unit *un = &f->L.units[u];
     if (bp) memset(bp, 0, sizeof *bp); /* absent slots (no LayerScale) stay NULL */
     if (bg) memset(bg, 0, sizeof *bg);

@@ -131,6 +131,7 @@ typedef struct sv_fsdp_mem {
 typedef struct sv_fsdp {
     sv_fsdp_config cfg;
     sv_backend *be;
+    size_t compute_elem;           /* bytes per gathered-parameter element (sv_be_sizes.compute_elem) */
     sv_comm *world, *shard, *repl; /* not owned */
     int rank, world_size, shard_rank, shard_size, repl_size;
     sv_layout L;
@@ -158,10 +159,11 @@ typedef struct sv_fsdp {
  * match the strategy (see sv_fsdp_make_comms). */
 sv_status sv_fsdp_setup(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, sv_comm *world, sv_comm *shard,
                         sv_comm *repl, const sv_vit_config *vcfg);
-/* The communicator-free part of sv_fsdp_setup (the planner uses it directly): layout and
- * sizes for rank `shard_rank` of a shard group of `shard_size`, `repl_size` groups. */
-sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, sv_backend *be, int shard_rank, int shard_size,
-                              int repl_size, const sv_vit_config *vcfg);
+/* The communicator- and backend-free part of sv_fsdp_setup (the planner uses it directly):
+ * layout and sizes for rank `shard_rank` of a shard group of `shard_size`, `repl_size` groups,
+ * the compute element size from sv_be_sizes_query of `bc`. f->be stays NULL (count only). */
+sv_status sv_fsdp_setup_sizes(sv_fsdp *f, const sv_fsdp_config *cfg, const sv_backend_config *bc, int shard_rank,
+                              int shard_size, int repl_size, const sv_vit_config *vcfg);
 /* Shard group size for a strategy at a world size (validates hybrid's group). */
 sv_status sv_fsdp_shard_size(sv_strategy s, int shard_group, int world, int *shard_size);
 /* Create shard/repl communicators for the strategy from `world` (caller destroys them). */

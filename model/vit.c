@@ -8,15 +8,15 @@
 
 static sv_status carve(sv_arena *a, size_t bytes, void **out) { return sv_arena_alloc(a, bytes, ALIGN, out); }
 
-static sv_status carve_block(sv_vit *m, sv_arena *dev, sv_block_acts *b, int with_out) {
-    size_t e = sv_be_compute_elem_size(m->be);
+static sv_status carve_block(sv_vit *m, const sv_be_sizes *sz, sv_arena *dev, sv_block_acts *b, int with_out) {
+    size_t e = sz->compute_elem;
     size_t BT = (size_t)m->B * m->T, D = m->D, Hd = m->Hd;
     SV_TRY(carve(dev, BT * D * e, &b->ln1));
     SV_TRY(carve(dev, BT * 4, (void **)&b->ln1_mean));
     SV_TRY(carve(dev, BT * 4, (void **)&b->ln1_rstd));
     SV_TRY(carve(dev, BT * 3 * D * e, &b->qkv));
     SV_TRY(carve(dev, BT * D * e, &b->att));
-    SV_TRY(carve(dev, sv_be_attention_saved_bytes(m->be, m->B, m->T, m->D, m->cfg.heads), &b->att_saved));
+    SV_TRY(carve(dev, sz->attention_saved, &b->att_saved));
     SV_TRY(carve(dev, BT * D * e, &b->x_mid));
     SV_TRY(carve(dev, BT * D * e, &b->ln2));
     SV_TRY(carve(dev, BT * 4, (void **)&b->ln2_mean));
@@ -31,20 +31,21 @@ static sv_status carve_block(sv_vit *m, sv_arena *dev, sv_block_acts *b, int wit
     return SV_OK;
 }
 
-sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B, int recompute, sv_arena *dev,
-                      sv_arena *host) {
+sv_status sv_vit_carve(sv_vit *m, const sv_vit_config *cfg, const sv_backend_config *bc, int B, int recompute,
+                       sv_arena *dev, sv_arena *host) {
     memset(m, 0, sizeof *m);
     SV_TRY(sv_vit_config_validate(cfg));
     if (B < 1) return SV_FAIL(SV_ERR_INVALID, "micro-batch per rank must be >= 1 (got %d)", B);
     m->cfg = *cfg;
-    m->be = be;
     m->B = B;
     m->T = sv_vit_tokens(cfg);
     m->D = cfg->dim;
     m->Hd = sv_vit_hidden(cfg);
     m->P = sv_vit_patches(cfg);
     m->recompute = recompute;
-    size_t e = sv_be_compute_elem_size(be);
+    sv_be_sizes sz; /* one attention shape for every block */
+    SV_TRY(sv_be_sizes_query(bc, B, m->T, m->D, cfg->heads, &sz));
+    size_t e = sz.compute_elem;
     size_t BT = (size_t)B * m->T, D = m->D, K = cfg->num_classes;
 
     SV_TRY(sv_arena_alloc(host, sizeof(sv_block_acts) * cfg->depth, 16, (void **)&m->blocks));
@@ -55,10 +56,10 @@ sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B
         if (recompute) {
             SV_TRY(carve(dev, BT * D * e, &b->x_out));
         } else {
-            SV_TRY(carve_block(m, dev, b, 1));
+            SV_TRY(carve_block(m, &sz, dev, b, 1));
         }
     }
-    if (recompute) SV_TRY(carve_block(m, dev, &m->work, 0));
+    if (recompute) SV_TRY(carve_block(m, &sz, dev, &m->work, 0));
 
     SV_TRY(carve(dev, (size_t)B * m->P * sv_vit_patch_dim(cfg) * e, &m->patches));
     SV_TRY(carve(dev, (size_t)B * m->P * D * e, &m->patch_out));
@@ -75,18 +76,16 @@ sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B
     SV_TRY(carve(dev, BT * 3 * D * e, &m->d_qkv));
     SV_TRY(carve(dev, BT * m->Hd * e, &m->d_hidden));
     SV_TRY(carve(dev, (size_t)B * D * e, &m->d_cls));
-    SV_TRY(carve(dev, sv_be_attention_scratch_bytes(be, B, m->T, m->D, cfg->heads), &m->att_scratch));
+    SV_TRY(carve(dev, sz.attention_scratch, &m->att_scratch));
     SV_TRY(carve(dev, BT * D * e, &m->y_tmp));
     return SV_OK;
 }
 
-size_t sv_vit_activation_bytes(const sv_vit_config *cfg, sv_backend *be, int B, int recompute) {
-    sv_arena dev, host;
-    sv_arena_init(&dev, "count", NULL, 0);
-    sv_arena_init(&host, "count", NULL, 0);
-    sv_vit m;
-    if (sv_vit_init(&m, cfg, be, B, recompute, &dev, &host) != SV_OK) return 0;
-    return dev.used;
+sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B, int recompute, sv_arena *dev,
+                      sv_arena *host) {
+    SV_TRY(sv_vit_carve(m, cfg, sv_be_config(be), B, recompute, dev, host));
+    m->be = be;
+    return SV_OK;
 }
 
 /* Run one backend op, then give the caller's progress hook a turn. */

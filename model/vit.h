@@ -107,7 +107,12 @@ typedef struct sv_vit {
 } sv_vit;
 
 /* Carve all activation buffers for micro-batch B from `dev` (device arena) and the block table
- * from `host` (host arena). With base == NULL arenas this only counts bytes (planner). */
+ * from `host` (host arena), sized by sv_be_sizes_query of the backend configuration `bc`; the
+ * model has no backend afterwards (m->be NULL: it can only be counted, never run). With
+ * base == NULL arenas this only counts bytes (the planner: no backend instance needed). */
+sv_status sv_vit_carve(sv_vit *m, const sv_vit_config *cfg, const sv_backend_config *bc, int B, int recompute,
+                       sv_arena *dev, sv_arena *host);
+/* sv_vit_carve with be's configuration, then the model computes through be. */
 sv_status sv_vit_init(sv_vit *m, const sv_vit_config *cfg, sv_backend *be, int B, int recompute, sv_arena *dev,
                       sv_arena *host);
 
@@ -128,8 +133,5 @@ sv_status sv_vit_head_fwd(sv_vit *m, const sv_root_params *rp, const int32_t *la
 sv_status sv_vit_head_bwd(sv_vit *m, const sv_root_params *rp, const sv_root_grads *rg);
 sv_status sv_vit_block_bwd(sv_vit *m, int l, const sv_block_params *bp, const sv_block_grads *bg);
 sv_status sv_vit_embed_bwd(sv_vit *m, const sv_root_params *rp, const sv_root_grads *rg);
-
-/* Bytes of activations (device) for micro-batch B: what sv_vit_init carves. */
-size_t sv_vit_activation_bytes(const sv_vit_config *cfg, sv_backend *be, int B, int recompute);
 
 #endif

@@ -1,5 +1,5 @@
 /* Wrappers over the backend vtable: cheap argument checks, defaults for optional entries,
- * then dispatch. Also the size queries (sv_be_sizes_query) and the planning handle. */
+ * then dispatch. Also the size queries (sv_be_sizes_query). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -86,62 +86,81 @@ sv_status sv_backend_create(const sv_backend_config *cfg, sv_backend **out) {
     return SV_OK;
 }
 
-/* The planning handle: a base struct with a vtable that has nothing but its name and destroy. */
-static void plan_destroy(sv_backend *be) { free(be); }
-static const sv_backend_ops k_plan_ops[] = {
-    [SV_DEVICE_CPU] = {.name = "cpu", .destroy = plan_destroy},
-    [SV_DEVICE_CUDA] = {.name = "cuda", .destroy = plan_destroy},
-};
-
-sv_status sv_backend_create_sizing(const sv_backend_config *cfg, sv_backend **out) {
-    *out = NULL;
-    sv_be_sizes sz;
-    SV_TRY(sv_be_sizes_query(cfg, 0, 0, 0, 0, &sz));
-    sv_backend *be = calloc(1, sizeof *be);
-    if (!be) return SV_FAIL(SV_ERR_OOM, "cannot allocate a planning handle");
-    be->ops = &k_plan_ops[cfg->device];
-    be->cfg = *cfg;
-    be->compute_elem = sz.compute_elem;
-    snprintf(be->device_name, sizeof be->device_name, "%s (planning only)", be->ops->name);
-    *out = be;
-    return SV_OK;
-}
-
 int sv_backend_available(sv_device_kind kind) { return kind == SV_DEVICE_CPU ? 1 : sv_cuda_backend_available(); }
 
 void sv_backend_destroy(sv_backend *be) {
-    if (be) be->ops->destroy(be);
+    if (!be) return;
+    free(be->live);
+    be->live = NULL;
+    be->ops->destroy(be);
 }
 
-/* A mandatory entry that is NULL: only on a planning handle. */
-static sv_status no_entry(const sv_backend *be, const char *entry) {
-    return SV_FAIL(SV_ERR_UNSUPPORTED, "%s backend: %s called on a planning handle (it computes nothing)",
-                   be->ops->name, entry);
-}
-#define CALL(entry, ...) (be->ops->entry ? be->ops->entry(be, __VA_ARGS__) : no_entry(be, #entry))
+/* A mandatory entry (sv_backend_create refused a vtable lacking one). */
+#define CALL(entry, ...) (be->ops->entry(be, __VA_ARGS__))
 
 const char *sv_be_name(const sv_backend *be) { return be->ops->name; }
 const char *sv_be_device_name(const sv_backend *be) { return be->device_name; }
 sv_dtype sv_be_compute_dtype(const sv_backend *be) { return be->cfg.compute_dtype; }
+const sv_backend_config *sv_be_config(const sv_backend *be) { return &be->cfg; }
 size_t sv_be_compute_elem_size(const sv_backend *be) { return be->compute_elem; }
 double sv_be_peak_flops(const sv_backend *be) { return be->ops->peak_flops ? be->ops->peak_flops(be) : 0.0; }
 void *sv_be_native_stream(const sv_backend *be) { return be->ops->native_stream ? be->ops->native_stream(be) : NULL; }
 
+/* Device memory accounting: every live sv_be_alloc block with its size (a handful per run: the
+ * arena and a few small transient buffers), so sv_be_mem_stats reports what was really
+ * allocated, whatever code asked for it. */
+static sv_status track_alloc(sv_backend *be, void *p, size_t bytes) {
+    if (be->n_live == be->cap_live) {
+        int cap = be->cap_live ? 2 * be->cap_live : 16;
+        sv_be_live *t = realloc(be->live, (size_t)cap * sizeof *t);
+        if (!t) return SV_FAIL(SV_ERR_OOM, "backend allocation table (%d entries)", cap);
+        be->live = t, be->cap_live = cap;
+    }
+    be->live[be->n_live++] = (sv_be_live){p, bytes};
+    be->mem_live += bytes;
+    if (be->mem_live > be->mem_peak) be->mem_peak = be->mem_live;
+    return SV_OK;
+}
+static void track_free(sv_backend *be, void *p) {
+    for (int i = be->n_live - 1; i >= 0; i--)
+        if (be->live[i].p == p) {
+            be->mem_live -= be->live[i].bytes;
+            be->live[i] = be->live[--be->n_live];
+            return;
+        }
+}
+
 sv_status sv_be_alloc(sv_backend *be, size_t bytes, void **out) {
     *out = NULL;
-    return CALL(alloc, bytes, out);
+    SV_TRY(CALL(alloc, bytes, out));
+    sv_status st = track_alloc(be, *out, bytes);
+    if (st != SV_OK) {
+        be->ops->free(be, *out);
+        *out = NULL;
+    }
+    return st;
 }
 void sv_be_free(sv_backend *be, void *p) {
-    if (p && be->ops->free) be->ops->free(be, p);
+    if (!p) return;
+    track_free(be, p);
+    be->ops->free(be, p);
+}
+void sv_be_mem_stats(const sv_backend *be, size_t *live, size_t *peak) {
+    if (live) *live = be->mem_live;
+    if (peak) *peak = be->mem_peak;
 }
 sv_status sv_be_host_alloc(sv_backend *be, size_t bytes, void **out) {
-    if (!be->ops->host_alloc) return sv_be_alloc(be, bytes, out);
+    if (!be->ops->host_alloc) { /* ordinary memory from the device allocator: not device memory */
+        *out = NULL;
+        return CALL(alloc, bytes, out);
+    }
     return be->ops->host_alloc(be, bytes, out);
 }
 void sv_be_host_free(sv_backend *be, void *p) {
+    if (!p) return;
     if (!be->ops->host_alloc)
-        sv_be_free(be, p);
-    else if (p)
+        be->ops->free(be, p);
+    else
         be->ops->host_free(be, p);
 }
 sv_status sv_be_upload(sv_backend *be, void *dst, const void *src, size_t bytes) {

@@ -80,17 +80,15 @@ typedef struct sv_backend sv_backend; /* opaque */
  * kind is not built in or no device is usable. */
 sv_status sv_backend_create(const sv_backend_config *cfg, sv_backend **out);
 void sv_backend_destroy(sv_backend *be);
-/* A planning handle (the memory planner): a handle that only describes `cfg`. The size
- * queries below answer from sv_be_sizes_query; every op and memory entry fails cleanly with
- * SV_ERR_UNSUPPORTED (no implementation is involved, no device is needed). Fails as
- * sv_be_sizes_query does. Release with sv_backend_destroy. */
-sv_status sv_backend_create_sizing(const sv_backend_config *cfg, sv_backend **out);
 /* 1 when a backend of this kind is built in and a device is usable right now. */
 int sv_backend_available(sv_device_kind kind);
 
 const char *sv_be_name(const sv_backend *be);        /* "cpu", "cuda" */
 const char *sv_be_device_name(const sv_backend *be); /* e.g. "AMD EPYC (2 threads)", "NVIDIA H200" */
 sv_dtype sv_be_compute_dtype(const sv_backend *be);
+/* The configuration the backend was created with (its sizes are sv_be_sizes_query of it: the
+ * memory planner and the arena carving ask the configuration, never an instance). */
+const sv_backend_config *sv_be_config(const sv_backend *be);
 /* Bytes per element of compute buffers as *stored* (sv_be_sizes.compute_elem; CPU: always 4). */
 size_t sv_be_compute_elem_size(const sv_backend *be);
 /* Dense bf16 peak FLOP/s of the device if known (for MFU), else 0. */
@@ -102,6 +100,10 @@ void *sv_be_native_stream(const sv_backend *be);
 /* ---- memory ---- */
 sv_status sv_be_alloc(sv_backend *be, size_t bytes, void **out); /* 256-byte aligned */
 void sv_be_free(sv_backend *be, void *p);
+/* Device bytes allocated through sv_be_alloc and not yet freed (live), and the most that were
+ * ever live at once (peak), since the backend was created: the measured counterpart of the
+ * memory plan (host memory from sv_be_host_alloc is not counted). Either pointer may be NULL. */
+void sv_be_mem_stats(const sv_backend *be, size_t *live, size_t *peak);
 /* Pinned host memory where the device has it (CUDA), else ordinary aligned host memory. */
 sv_status sv_be_host_alloc(sv_backend *be, size_t bytes, void **out);
 void sv_be_host_free(sv_backend *be, void *p);

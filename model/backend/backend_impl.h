@@ -85,11 +85,20 @@ typedef struct sv_backend_ops {
 } sv_backend_ops;
 
 /* Base of every backend instance (first member of the implementation's struct). */
+typedef struct sv_be_live {
+    void *p;
+    size_t bytes;
+} sv_be_live;
+
 struct sv_backend {
     const sv_backend_ops *ops;
     sv_backend_config cfg; /* as created; the CPU backend stores its resolved engine/kernel names */
     char device_name[128];
     size_t compute_elem; /* sv_be_sizes.compute_elem of cfg, filled by sv_backend_create */
+    /* device memory accounting of the generic layer (backend.c; implementations leave it 0) */
+    sv_be_live *live;
+    int n_live, cap_live;
+    size_t mem_live, mem_peak;
 };
 
 /* Implementation entry points, defined by cpu/ and cuda/ (the latter only when built;

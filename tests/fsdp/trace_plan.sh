@@ -22,6 +22,26 @@ for args in "--strategy full_shard" "--strategy shard_grad_op --param-dtype bf16
     [ "$want" = "$got" ] || { echo "FAIL: plan ($args) says '$got', trainer '$want'"; exit 1; }
     echo "ok plan = trainer ($args): $got"
 done
+# plan vs measured: every byte the trainer allocates through the backend (sv_be_mem_stats, whatever
+# code asked for it) is in the plan, periodic evaluation included (its buffers are the run's batch
+# buffers); the only excess allowed is the arena's 4 KiB alignment reserve plus the transient
+# agreement / checkpoint-CRC exchange buffers of fsdp/agree.c (a few KiB, freed at once). Before the
+# evaluator borrowed the batch buffers, its own images/logits/metrics buffers exceeded this.
+for args in "--strategy full_shard" "--strategy shard_grad_op --param-dtype bf16"; do
+    run pm 2 --steps 2 --val-data synthetic --eval-every 1 $args
+    line=$(logline pm "device memory allocated [0-9]+ bytes \(plan [0-9]+ bytes\)")
+    meas=$(grep -oE "allocated [0-9]+ bytes" <<<"$line" | grep -oE "[0-9]+")
+    logged=$(grep -oE "\(plan [0-9]+ bytes" <<<"$line" | grep -oE "[0-9]+")
+    planned=$("$SHARDVIT" plan $PLAN_TINY --world 2 $args | grep -E "^  total" | grep -oE "[0-9]+ bytes" | grep -oE "[0-9]+")
+    [ "$logged" = "$planned" ] || { echo "FAIL: trainer's plan $logged != plan command's $planned ($args)"; exit 1; }
+    excess=$((meas - planned))
+    if [ "$excess" -lt 0 ] || [ "$excess" -gt 8192 ]; then
+        echo "FAIL: measured device allocation $meas bytes vs plan $planned ($args): excess $excess"
+        exit 1
+    fi
+    grep -q "eval at step 2" "$WORK/pm.log" || { echo "FAIL: no periodic eval in the measured run"; exit 1; }
+    echo "ok measured = plan + $excess bytes ($args, with periodic eval)"
+done
 out=$("$SHARDVIT" plan --model vit-b16 --world 1 --batch-size 4096 --mem 24G)
 grep -q "fits in 24G: NO" <<<"$out" || { echo "FAIL: vit-b16 batch 4096 should not fit 24G"; echo "$out"; exit 1; }
 grep -q "largest micro-batch per rank that fits" <<<"$out" || { echo "FAIL: no fitting batch reported"; exit 1; }
