@@ -51,6 +51,8 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
          "(this machine's MPI)",
          0},
         {"inter", SV_FLAG_STR, &sa.sim.inter, 0, 0, "inter-node link ALPHA_US,GBPS: latency, one node's bandwidth", 0},
+        {"inter-from", SV_FLAG_STR, &sa.sim.inter_from, 0, 0,
+         "fit the inter-node link to a `shardvit bench --comm` JSON measured with one rank per node", 0},
         {"steps", SV_FLAG_INT, &sa.sim.steps, 1, 1000, "simulated steps after the warm-up step", 0},
         {"cores", SV_FLAG_DOUBLE, &sa.sim.cores, 0, 1 << 20,
          "--device cpu: cores of the simulated node (0 = this "
@@ -103,9 +105,10 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         return sv_plan_sim_run(&sa);
     }
     if (sa.format || sa.json || sa.sim.nodes || sa.sim.net || sa.sim.intra || sa.sim.inter || sa.sim.net_from ||
-        sa.sim.cores > 0) {
+        sa.sim.inter_from || sa.sim.cores > 0) {
         fprintf(stderr,
-                "shardvit plan: --format/--json/--nodes/--net/--net-from/--intra/--inter/--cores need --simulate, "
+                "shardvit plan: --format/--json/--nodes/--net/--net-from/--inter-from/--intra/--inter/--cores need "
+                "--simulate, "
                 "--suggest-wrap or --sweep\n");
         return 2;
     }

@@ -36,7 +36,7 @@ const char *const sv_sim_device_names = "cpu (times the ops on this machine), h2
 typedef struct link_preset {
     const char *name;
     sv_sim_link link;
-    double base_s, progress_s, reduce_factor;
+    double base_s, progress_s;
 } link_preset;
 
 /* Intra-node links (per-rank bus bandwidth) and inter-node networks (one node's NIC
@@ -47,12 +47,12 @@ typedef struct link_preset {
  * 100gbe: one 100 GbE NIC per node at 80%. Latencies per ring step: the usual published
  * small-message figures (NVLink ~2 us, InfiniBand ~5 us, RoCE ~8 us, TCP 100 GbE ~15 us). */
 static const link_preset k_intra[] = {
-    {"shm", {1.5e-6, 3.45e9}, 0.0, 50e-6, 0.52},
-    {"nvlink", {2.0e-6, 370e9}, 10e-6, 0.0, 1.0},
+    {"shm", {1.5e-6, 3.45e9, 0.52}, 0.0, 50e-6},
+    {"nvlink", {2.0e-6, 370e9, 1.0}, 10e-6, 0.0},
 };
 static const link_preset k_inter[] = {
-    {"ndr", {5e-6, 320e9}, 0, 0, 0},    {"hdr", {5e-6, 160e9}, 0, 0, 0}, {"400gbe", {8e-6, 300e9}, 0, 0, 0},
-    {"100gbe", {15e-6, 10e9}, 0, 0, 0}, {"none", {0, 1e30}, 0, 0, 0},
+    {"ndr", {5e-6, 320e9, 1.0}, 0, 0},    {"hdr", {5e-6, 160e9, 1.0}, 0, 0}, {"400gbe", {8e-6, 300e9, 1.0}, 0, 0},
+    {"100gbe", {15e-6, 10e9, 1.0}, 0, 0}, {"none", {0, 1e30, 1.0}, 0, 0},
 };
 const char *const sv_sim_net_names =
     "INTRA[+INTER] with INTRA = shm | nvlink and INTER = ndr | hdr | 400gbe | 100gbe (e.g. nvlink+ndr)";
@@ -98,7 +98,7 @@ static int fit_line(const double *x, const double *t, int n, double *c0, double 
     return *c1 > 0;
 }
 
-sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_net *net) {
+sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_link *link) {
     char *text;
     size_t len;
     SV_TRY(sv_fileio_read_small(path, 16u << 20, &text, &len));
@@ -136,10 +136,9 @@ sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_net *net) {
                      path);
     if (st == SV_OK) {
         double f = (double)(world - 1) / (double)world;
-        net->intra.bw_Bps = f / a1;
-        net->intra.alpha_s = a0 > 0 ? a0 / (double)(world - 1) : 0;
-        net->base_s = 0;
-        if (fit_line(x[1], t[1], n[1], &r0, &r1)) net->reduce_factor = a1 / r1;
+        link->bw_Bps = f / a1;
+        link->alpha_s = a0 > 0 ? a0 / (double)(world - 1) : 0;
+        link->reduce_factor = fit_line(x[1], t[1], n[1], &r0, &r1) ? a1 / r1 : 1.0;
     }
     sv_json_doc_free(&doc);
     return st;
@@ -161,8 +160,11 @@ sv_status sv_sim_resolve_net(const sv_sim_opts *o, sv_sim_net *net, int *nodes) 
     net->inter = ex->link;
     net->base_s = in->base_s;
     net->progress_s = in->progress_s;
-    net->reduce_factor = in->reduce_factor;
-    if (o->net_from) SV_TRY(sv_sim_fit_bench_comm(o->net_from, net));
+    if (o->net_from) {
+        SV_TRY(sv_sim_fit_bench_comm(o->net_from, &net->intra));
+        net->base_s = 0; /* the fit's intercept is the latency term */
+    }
+    if (o->inter_from) SV_TRY(sv_sim_fit_bench_comm(o->inter_from, &net->inter));
     if (o->intra) SV_TRY(parse_link("intra", o->intra, &net->intra));
     if (o->inter) SV_TRY(parse_link("inter", o->inter, &net->inter));
     int K = o->nodes;
@@ -172,7 +174,7 @@ sv_status sv_sim_resolve_net(const sv_sim_opts *o, sv_sim_net *net, int *nodes) 
     }
     if (K > o->world || o->world % K)
         return SV_FAIL(SV_ERR_INVALID, "--nodes %d must divide --world %d (ranks are packed per node)", K, o->world);
-    if (K > 1 && !plus && !o->inter)
+    if (K > 1 && !plus && !o->inter && !o->inter_from)
         return SV_FAIL(SV_ERR_INVALID,
                        "--nodes %d needs an inter-node network: --net %.*s+ndr (or hdr, 400gbe, "
                        "100gbe) or --inter ALPHA_US,GBPS",
@@ -419,10 +421,10 @@ void sv_sim_print(FILE *f, const sv_sim_opts *o, const sv_sim_result *r) {
         fprintf(f, ", oversubscribed x%.2f (each collective starts %.2f ms late)", r->slowdown,
                 r->net.sched_lag_s * 1e3);
     fprintf(f,
-            "\n  network: intra %.1f us + %.2f GB/s (reductions x%.2f), inter %.1f us + %.3g GB/s per node, %.1f us "
-            "per collective%s\n",
-            r->net.intra.alpha_s * 1e6, r->net.intra.bw_Bps / 1e9, r->net.reduce_factor, r->net.inter.alpha_s * 1e6,
-            r->net.inter.bw_Bps / 1e9, r->net.base_s * 1e6,
+            "\n  network: intra %.1f us + %.2f GB/s (reductions x%.2f), inter %.1f us + %.3g GB/s per node "
+            "(reductions x%.2f), %.1f us per collective%s\n",
+            r->net.intra.alpha_s * 1e6, r->net.intra.bw_Bps / 1e9, r->net.intra.reduce_factor,
+            r->net.inter.alpha_s * 1e6, r->net.inter.bw_Bps / 1e9, r->net.inter.reduce_factor, r->net.base_s * 1e6,
             r->net.progress_s > 0 ? ", progress-driven (CPU transport)" : "");
     double T = r->step_s;
     fprintf(f, "step time %.4f s, %.1f img/s; compute %.1f%%, exposed comm %.1f%%, optimizer %.1f%%, other %.1f%%\n", T,
@@ -489,11 +491,12 @@ void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r
     sv_json_key(w, "mem_activations_bytes"), sv_json_u64(w, r->mem.activations);
     sv_json_key(w, "intra_alpha_us"), sv_json_f64(w, r->net.intra.alpha_s * 1e6);
     sv_json_key(w, "intra_gbps"), sv_json_f64(w, r->net.intra.bw_Bps / 1e9);
-    sv_json_key(w, "reduce_factor"), sv_json_f64(w, r->net.reduce_factor);
+    sv_json_key(w, "reduce_factor"), sv_json_f64(w, r->net.intra.reduce_factor);
     sv_json_key(w, "progress_us"), sv_json_f64(w, r->net.progress_s * 1e6);
     sv_json_key(w, "sched_lag_us"), sv_json_f64(w, r->net.sched_lag_s * 1e6);
     sv_json_key(w, "inter_alpha_us"), sv_json_f64(w, r->net.inter.alpha_s * 1e6);
     sv_json_key(w, "inter_gbps"), sv_json_f64(w, r->net.inter.bw_Bps / 1e9);
+    sv_json_key(w, "inter_reduce_factor"), sv_json_f64(w, r->net.inter.reduce_factor);
     sv_json_key(w, "op_shapes"), sv_json_i64(w, r->shapes);
     sv_json_key(w, "calibrate_s"), sv_json_f64(w, r->calibrate_s);
     sv_json_key(w, "collectives");

@@ -25,17 +25,18 @@
 #include "fsdp/comm_sim.h"
 
 typedef struct sv_sim_opts {
-    sv_run_opts run;      /* model, batch, accum, strategy, shard group, wrap, dtypes, recompute */
-    int world;            /* ranks */
-    int nodes;            /* 0 = the device's default (cpu: 1; GPUs: 8 per node) */
-    const char *device;   /* cpu | h200 | h100 */
-    const char *net;      /* preset (docs/simulate.md), NULL = the device's default */
-    const char *intra;    /* "ALPHA_US,GBPS": overrides the preset's intra-node link */
-    const char *inter;    /* "ALPHA_US,GBPS": overrides the preset's inter-node link */
-    const char *net_from; /* a `bench --comm` JSON: fit the intra-node link to it */
-    int steps;            /* simulated steps after one warm-up step (>= 1) */
-    const char *trace;    /* write the simulated timeline here (NULL: none) */
-    double cores;         /* cpu: cores of the simulated node (0 = this machine's) */
+    sv_run_opts run;        /* model, batch, accum, strategy, shard group, wrap, dtypes, recompute */
+    int world;              /* ranks */
+    int nodes;              /* 0 = the device's default (cpu: 1; GPUs: 8 per node) */
+    const char *device;     /* cpu | h200 | h100 */
+    const char *net;        /* preset (docs/simulate.md), NULL = the device's default */
+    const char *intra;      /* "ALPHA_US,GBPS": overrides the preset's intra-node link */
+    const char *inter;      /* "ALPHA_US,GBPS": overrides the preset's inter-node link */
+    const char *net_from;   /* a `bench --comm` JSON: fit the intra-node link to it */
+    const char *inter_from; /* a `bench --comm` JSON with one rank per node: fit the inter-node link */
+    int steps;              /* simulated steps after one warm-up step (>= 1) */
+    const char *trace;      /* write the simulated timeline here (NULL: none) */
+    double cores;           /* cpu: cores of the simulated node (0 = this machine's) */
 } sv_sim_opts;
 
 typedef struct sv_sim_result {
@@ -61,9 +62,11 @@ sv_status sv_simulate(const sv_sim_opts *o, sv_sim_result *res);
 /* Resolve the network of a simulation (presets + overrides; nodes / ranks per node). */
 sv_status sv_sim_resolve_net(const sv_sim_opts *o, sv_sim_net *net, int *nodes);
 
-/* Fit net->intra (latency, bandwidth) and net->reduce_factor to a `shardvit bench --comm` JSON
- * (least squares of time = c0 + c1 x bytes over the rows of 64 KiB and more). */
-sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_net *net);
+/* Fit a link (latency per ring step, bandwidth, reduction factor) to a `shardvit bench --comm`
+ * JSON (least squares of time = c0 + c1 x bytes over the rows of 64 KiB and more; the reduction
+ * factor from the reduce_scatter rows, 1 without them). For the inter-node link the result
+ * must have been measured with one rank per node (its per-rank bandwidth is then the node's). */
+sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_link *link);
 
 /* Human-readable report and one JSON object. */
 void sv_sim_print(FILE *f, const sv_sim_opts *o, const sv_sim_result *r);

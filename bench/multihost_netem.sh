@@ -20,30 +20,6 @@ MODEL="--model vit-28 --batch-size 32 --steps 6 --warmup 2 --calib-seconds 0 --c
 SETTINGS=("none|" "rate 1gbit|tbf rate 1gbit burst 512kb latency 200ms" "rate 200mbit|tbf rate 200mbit burst 512kb latency 200ms"
     "delay 1ms|netem delay 1ms" "delay 5ms|netem delay 5ms")
 
-# brun JSON NRANKS PPN ARGS...: shardvit bench across the hosts, JSON result into the file JSON
-brun() {
-    local json=$1 n=$2 ppn=$3 t done_at=""
-    shift 3
-    rm -f "$json"
-    PPN=$ppn "$HMPIEXEC" -n "$n" "$SHARDVIT" bench "$@" --json "$json" >"$json.log" 2>&1 &
-    local mp=$!
-    for t in $(seq 6000); do
-        kill -0 $mp 2>/dev/null || break
-        [ -n "$done_at" ] || { [ -s "$json" ] && "$PY" -c "import json,sys; json.load(open(sys.argv[1]))" "$json" 2>/dev/null && done_at=$t; }
-        [ -z "$done_at" ] || [ $((t - done_at)) -lt 100 ] || { echo "  (finalize hang after the result; job ended)" >&2; kill $mp; break; }
-        sleep 0.1
-    done
-    wait $mp || true
-    [ -s "$json" ] || { echo "bench failed:" >&2; tail -5 "$json.log" >&2; return 1; }
-}
-shape() { # shape "tc args" | shape "": set (or clear) the qdisc on both hosts' eth0
-    local i
-    for i in 0 1; do
-        ip -n "${NETNS_NAME}h$i" link set eth0 up
-        tc -n "${NETNS_NAME}h$i" qdisc del dev eth0 root 2>/dev/null || true
-        [ -z "$1" ] || tc -n "${NETNS_NAME}h$i" qdisc add dev eth0 root $1 2>/dev/null || return 1
-    done
-}
 field() { "$PY" - "$@" <<'PYEOF'
 import json, sys
 path, what = sys.argv[1], sys.argv[2]

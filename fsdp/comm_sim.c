@@ -48,15 +48,14 @@ static double log2_ceil(int n) {
 double sv_sim_coll_seconds(const sv_sim_net *net, const sv_sim_group *g, int kind, size_t bytes) {
     int n = g->size;
     if (n <= 1) return 0.0;
-    double a = net->intra.alpha_s, bw = net->intra.bw_Bps;
+    double a = net->intra.alpha_s, bw = net->intra.bw_Bps, rf = net->intra.reduce_factor;
     if (g->nodes > 1) {
         int rpn = net->ranks_per_node > 0 ? net->ranks_per_node : 1;
         double share = net->inter.bw_Bps * (double)g->ranks_per_node / rpn;
         a = net->inter.alpha_s;
-        if (g->ranks_per_node <= 1 || share < bw) bw = share;
+        if (g->ranks_per_node <= 1 || share < bw) bw = share, rf = net->inter.reduce_factor;
     }
-    if ((kind == SV_COLL_REDUCE_SCATTER || kind == SV_COLL_ALL_REDUCE) && net->reduce_factor > 0)
-        bw *= net->reduce_factor;
+    if ((kind == SV_COLL_REDUCE_SCATTER || kind == SV_COLL_ALL_REDUCE) && rf > 0) bw *= rf;
     double S = (double)bytes, f = (double)(n - 1) / n, t;
     switch (kind) {
     case SV_COLL_ALL_GATHER:

@@ -35,15 +35,15 @@
 typedef struct sv_sim_link {
     double alpha_s; /* latency per ring step (one hop) */
     double bw_Bps;  /* intra: per-rank bus bandwidth; inter: one node's network bandwidth */
+    /* reductions (reduce_scatter, all_reduce) over this link run at bw x reduce_factor: 1 (or
+     * 0: unset) where the adds are free (NCCL), < 1 on CPU transports, where the rank's core
+     * adds (MPICH over shared memory reduce_scatters at a fraction of its all_gather bandwidth) */
+    double reduce_factor;
 } sv_sim_link;
 
 typedef struct sv_sim_net {
     sv_sim_link intra, inter;
-    double base_s; /* fixed cost of every collective (launch, protocol set-up) */
-    /* reductions (reduce_scatter, all_reduce) run at bw x reduce_factor: 1 where the adds are
-     * free (NCCL), < 1 on CPU transports, where the rank's core adds (MPICH over shared memory
-     * reduce_scatters at a fraction of its all_gather bandwidth) */
-    double reduce_factor;
+    double base_s;      /* fixed cost of every collective (launch, protocol set-up) */
     int ranks_per_node; /* >= 1 */
     /* 0: collectives progress by themselves (NCCL on its own stream, GPUs' copy engines): a
      * collective completes at its start + the model's time. > 0: a CPU transport (MPI over

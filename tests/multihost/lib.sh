@@ -8,6 +8,9 @@
 #                       one known MPICH 4.0.2 hang tolerated (below)
 #   host_bytes I        bytes host I has received + sent on its link so far
 #   host_procs I [PAT]  pids of the processes running in host I (whose command matches PAT)
+#   brun JSON N PPN ... `shardvit bench ARGS` across the hosts (N ranks, PPN per host), its JSON
+#                       result into the file JSON (for the bench/ scripts)
+#   shape "TC ARGS"     set (or, with "", clear) a root qdisc on the eth0 of hosts 0 and 1
 MH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$MH/../fsdp/lib.sh"
 bash "$MH/netns_hosts.sh" check || exit $?
@@ -61,7 +64,7 @@ hrun() {
     local name=$1 world=$2 rc=0 t p stuck=0 done_at=""
     shift 2
     "$HMPIEXEC" -n "$world" "$SHARDVIT" train $TINY --out "$WORK/$name" --save-params "$WORK/$name.bin" "$@" \
-        >"$WORK/$name.log" 2>&1 &
+        </dev/null >"$WORK/$name.log" 2>&1 &
     local mp=$!
     for t in $(seq 3000); do
         kill -0 $mp 2>/dev/null || break
@@ -95,4 +98,29 @@ hrun() {
         tail -20 "$WORK/$name.log"
         exit 1
     fi
+}
+
+# brun JSON NRANKS PPN ARGS...: shardvit bench across the hosts, JSON result into the file JSON
+brun() {
+    local json=$1 n=$2 ppn=$3 t done_at=""
+    shift 3
+    rm -f "$json"
+    PPN=$ppn "$HMPIEXEC" -n "$n" "$SHARDVIT" bench "$@" --json "$json" </dev/null >"$json.log" 2>&1 &
+    local mp=$!
+    for t in $(seq 6000); do
+        kill -0 $mp 2>/dev/null || break
+        [ -n "$done_at" ] || { [ -s "$json" ] && "$PY" -c "import json,sys; json.load(open(sys.argv[1]))" "$json" 2>/dev/null && done_at=$t; }
+        [ -z "$done_at" ] || [ $((t - done_at)) -lt 100 ] || { echo "  (finalize hang after the result; job ended)" >&2; kill $mp; break; }
+        sleep 0.1
+    done
+    wait $mp || true
+    [ -s "$json" ] || { echo "bench failed:" >&2; tail -5 "$json.log" >&2; return 1; }
+}
+shape() { # shape "tc args" | shape "": set (or clear) the qdisc on both hosts' eth0
+    local i
+    for i in 0 1; do
+        ip -n "${NETNS_NAME}h$i" link set eth0 up
+        tc -n "${NETNS_NAME}h$i" qdisc del dev eth0 root 2>/dev/null || true
+        [ -z "$1" ] || tc -n "${NETNS_NAME}h$i" qdisc add dev eth0 root $1 2>/dev/null || return 1
+    done
 }
