@@ -36,7 +36,7 @@ const char *const sv_sim_device_names = "cpu (times the ops on this machine), h2
 typedef struct link_preset {
     const char *name;
     sv_sim_link link;
-    double base_s, progress_s;
+    double base_s;
 } link_preset;
 
 /* Intra-node links (per-rank bus bandwidth) and inter-node networks (one node's NIC
@@ -47,12 +47,12 @@ typedef struct link_preset {
  * 100gbe: one 100 GbE NIC per node at 80%. Latencies per ring step: the usual published
  * small-message figures (NVLink ~2 us, InfiniBand ~5 us, RoCE ~8 us, TCP 100 GbE ~15 us). */
 static const link_preset k_intra[] = {
-    {"shm", {1.5e-6, 3.45e9, 0.52}, 0.0, 50e-6},
-    {"nvlink", {2.0e-6, 370e9, 1.0}, 10e-6, 0.0},
+    {"shm", {1.5e-6, 3.45e9, 0.52, 50e-6}, 0.0},
+    {"nvlink", {2.0e-6, 370e9, 1.0, 0.0}, 10e-6},
 };
 static const link_preset k_inter[] = {
-    {"ndr", {5e-6, 320e9, 1.0}, 0, 0},    {"hdr", {5e-6, 160e9, 1.0}, 0, 0}, {"400gbe", {8e-6, 300e9, 1.0}, 0, 0},
-    {"100gbe", {15e-6, 10e9, 1.0}, 0, 0}, {"none", {0, 1e30, 1.0}, 0, 0},
+    {"ndr", {5e-6, 320e9, 1.0, 0.0}, 0},    {"hdr", {5e-6, 160e9, 1.0, 0.0}, 0}, {"400gbe", {8e-6, 300e9, 1.0, 0.0}, 0},
+    {"100gbe", {15e-6, 10e9, 1.0, 0.0}, 0}, {"none", {0, 1e30, 1.0, 0.0}, 0},
 };
 const char *const sv_sim_net_names =
     "INTRA[+INTER] with INTRA = shm | nvlink and INTER = ndr | hdr | 400gbe | 100gbe (e.g. nvlink+ndr)";
@@ -159,7 +159,6 @@ sv_status sv_sim_resolve_net(const sv_sim_opts *o, sv_sim_net *net, int *nodes) 
     net->intra = in->link;
     net->inter = ex->link;
     net->base_s = in->base_s;
-    net->progress_s = in->progress_s;
     if (o->net_from) {
         SV_TRY(sv_sim_fit_bench_comm(o->net_from, &net->intra));
         net->base_s = 0; /* the fit's intercept is the latency term */
@@ -425,7 +424,7 @@ void sv_sim_print(FILE *f, const sv_sim_opts *o, const sv_sim_result *r) {
             "(reductions x%.2f), %.1f us per collective%s\n",
             r->net.intra.alpha_s * 1e6, r->net.intra.bw_Bps / 1e9, r->net.intra.reduce_factor,
             r->net.inter.alpha_s * 1e6, r->net.inter.bw_Bps / 1e9, r->net.inter.reduce_factor, r->net.base_s * 1e6,
-            r->net.progress_s > 0 ? ", progress-driven (CPU transport)" : "");
+            r->net.intra.progress_s > 0 ? ", intra-node progress-driven (CPU transport)" : "");
     double T = r->step_s;
     fprintf(f, "step time %.4f s, %.1f img/s; compute %.1f%%, exposed comm %.1f%%, optimizer %.1f%%, other %.1f%%\n", T,
             r->img_s, 100 * r->compute_s / T, 100 * r->comm_exposed_s / T, 100 * r->optim_s / T, 100 * r->other_s / T);
@@ -492,7 +491,8 @@ void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r
     sv_json_key(w, "intra_alpha_us"), sv_json_f64(w, r->net.intra.alpha_s * 1e6);
     sv_json_key(w, "intra_gbps"), sv_json_f64(w, r->net.intra.bw_Bps / 1e9);
     sv_json_key(w, "reduce_factor"), sv_json_f64(w, r->net.intra.reduce_factor);
-    sv_json_key(w, "progress_us"), sv_json_f64(w, r->net.progress_s * 1e6);
+    sv_json_key(w, "progress_us"), sv_json_f64(w, r->net.intra.progress_s * 1e6);
+    sv_json_key(w, "inter_progress_us"), sv_json_f64(w, r->net.inter.progress_s * 1e6);
     sv_json_key(w, "sched_lag_us"), sv_json_f64(w, r->net.sched_lag_s * 1e6);
     sv_json_key(w, "inter_alpha_us"), sv_json_f64(w, r->net.inter.alpha_s * 1e6);
     sv_json_key(w, "inter_gbps"), sv_json_f64(w, r->net.inter.bw_Bps / 1e9);

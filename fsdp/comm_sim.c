@@ -12,6 +12,7 @@ typedef struct sim_comm {
     sv_comm base;
     sv_sim_net net;
     sv_sim_group g;
+    double progress_s; /* of the link the group uses (comm_sim.h) */
     double *now;
     double free_at;                        /* asynchronous: when the previous collective ends */
     double done_at[SV_COMM_MAX_INFLIGHT];  /* asynchronous: per slot */
@@ -86,7 +87,7 @@ static sv_status sim_issue(sv_comm *c, int idx, int *done) {
     *done = t <= 0;
     if (*done) return SV_OK;
     double ready = *m->now + m->net.sched_lag_s;
-    if (m->net.progress_s > 0) {
+    if (m->progress_s > 0) {
         m->left[idx] = t;
         m->ready_at[idx] = ready;
         return SV_OK;
@@ -108,12 +109,12 @@ static int head_slot(const sv_comm *c, const sim_comm *m) {
 
 static sv_status sim_test(sv_comm *c, int idx, int *done) {
     sim_comm *m = (sim_comm *)c;
-    if (m->net.progress_s <= 0) {
+    if (m->progress_s <= 0) {
         *done = *m->now >= m->done_at[idx];
         return SV_OK;
     }
     if (m->left[idx] > 0 && *m->now >= m->ready_at[idx] && head_slot(c, m) == idx) { /* one poll: the rank copies */
-        double d = m->left[idx] < m->net.progress_s ? m->left[idx] : m->net.progress_s;
+        double d = m->left[idx] < m->progress_s ? m->left[idx] : m->progress_s;
         m->left[idx] -= d;
         *m->now += d;
     }
@@ -123,7 +124,7 @@ static sv_status sim_test(sv_comm *c, int idx, int *done) {
 
 static void sim_wait_hint(sv_comm *c, int idx) {
     sim_comm *m = (sim_comm *)c;
-    if (m->net.progress_s <= 0) {
+    if (m->progress_s <= 0) {
         if (*m->now < m->done_at[idx]) *m->now = m->done_at[idx];
         return;
     }
@@ -163,13 +164,14 @@ sv_status sv_comm_sim_create(const sv_comm_config *cfg, const sv_sim_net *net, c
         return SV_FAIL(SV_ERR_INVALID, "simulated group %s: size %d rank %d nodes %d ranks/node %d", label, g->size,
                        g->rank, g->nodes, g->ranks_per_node);
     if (!(net->intra.bw_Bps > 0) || !(net->inter.bw_Bps > 0) || net->intra.alpha_s < 0 || net->inter.alpha_s < 0 ||
-        net->base_s < 0 || net->progress_s < 0 || net->sched_lag_s < 0)
+        net->base_s < 0 || net->intra.progress_s < 0 || net->inter.progress_s < 0 || net->sched_lag_s < 0)
         return SV_FAIL(SV_ERR_INVALID, "simulated network: bandwidths must be > 0 and latencies >= 0");
     sim_comm *m = calloc(1, sizeof *m);
     if (!m) return SV_FAIL(SV_ERR_OOM, "simulated comm");
     sv_comm_base_init(&m->base, &sim_ops, cfg, g->rank, g->size, label);
     m->net = *net;
     m->g = *g;
+    m->progress_s = g->nodes > 1 ? net->inter.progress_s : net->intra.progress_s;
     m->now = now;
     *out = &m->base;
     return SV_OK;

@@ -39,19 +39,21 @@ typedef struct sv_sim_link {
      * 0: unset) where the adds are free (NCCL), < 1 on CPU transports, where the rank's core
      * adds (MPICH over shared memory reduce_scatters at a fraction of its all_gather bandwidth) */
     double reduce_factor;
+    /* 0: collectives over this link progress by themselves (NCCL on its own stream, GPUs' copy
+     * engines, the kernel's TCP sockets draining their buffers): a collective completes at its
+     * start + the model's time. > 0: a CPU transport where a nonblocking collective moves only
+     * while its rank is inside an MPI call and the rank's own core does the copying (MPI over
+     * shared memory): each progress poll the engine makes between layer ops (sv_comm_progress)
+     * moves up to `progress_s` seconds of the collective's transfer and takes that long, and a
+     * wait moves the rest at full speed. A communicator whose group spans nodes uses the
+     * inter-node link's value, else the intra-node one's. */
+    double progress_s;
 } sv_sim_link;
 
 typedef struct sv_sim_net {
     sv_sim_link intra, inter;
     double base_s;      /* fixed cost of every collective (launch, protocol set-up) */
     int ranks_per_node; /* >= 1 */
-    /* 0: collectives progress by themselves (NCCL on its own stream, GPUs' copy engines): a
-     * collective completes at its start + the model's time. > 0: a CPU transport (MPI over
-     * shared memory), where a nonblocking collective moves only while its rank is inside an
-     * MPI call and the rank's own core does the copying: each progress poll the engine makes
-     * between layer ops (sv_comm_progress) moves up to `progress_s` seconds of the collective's
-     * transfer and takes that long, and a wait moves the rest at full speed. */
-    double progress_s;
     /* Oversubscribed CPU nodes (more ranks x threads than cores, time-shared by the kernel): a
      * collective cannot start before every rank of its group has arrived, and the last one may
      * be waiting for a core while the others spin in their waits. Each collective starts this

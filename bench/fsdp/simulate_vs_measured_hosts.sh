@@ -30,7 +30,9 @@ rate 200mbit|tbf rate 200mbit burst 512kb latency 200ms
 rate 50mbit|tbf rate 50mbit burst 256kb latency 500ms
 delay 2ms|netem delay 2ms"
 SETTINGS=${SETTINGS:-$DEFAULT_SETTINGS}
-RUN="--model $MODEL --batch-size $BATCH --param-dtype $DTYPE --comm-timeout 300"
+# --threads 1: each fake host is alone on its "node", so the default (cores / local ranks) would
+# give every rank all the cores of the one real machine
+RUN="--model $MODEL --batch-size $BATCH --param-dtype $DTYPE --threads 1 --comm-timeout 300"
 
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p') (model $(lscpu | sed -n 's/^Model: *//p')), $(nproc) vCPUs;" \
     "$(date -u +%Y-%m-%dT%H:%MZ); $MODEL batch $BATCH $DTYPE; 2 hosts x 1 rank; load $(cut -d' ' -f1-3 /proc/loadavg)"
