@@ -159,12 +159,11 @@ sv_status sv_train_dump_logits(sv_run *r, const sv_loader_opts *train_lo, const 
     sv_loader *ld;
     SV_TRY(sv_loader_create(&lo, &ld));
     const sv_batch *b = NULL;
-    float *d_img = NULL, *d_f32 = NULL, *logits = malloc((size_t)B * K * 4);
+    sv_eval_bufs eb = sv_run_eval_bufs(r); /* the run's micro-batch buffers, as evaluation uses them */
+    float *d_img = eb.images, *d_f32 = eb.logits32, *logits = malloc((size_t)B * K * 4);
     sv_status st = sv_loader_next(ld, &b);
     if (st == SV_OK && !b) st = SV_FAIL(SV_ERR_INVALID, "--dump-logits: the data set yields no batch");
     if (st == SV_OK && !logits) st = SV_FAIL(SV_ERR_OOM, "logits");
-    if (st == SV_OK) st = sv_be_alloc(r->be, img * 4, (void **)&d_img);
-    if (st == SV_OK) st = sv_be_alloc(r->be, (size_t)B * K * 4, (void **)&d_f32);
     if (st == SV_OK) st = sv_be_upload(r->be, d_img, b->images, img * 4);
     if (st == SV_OK) st = sv_fsdp_forward(&r->fsdp, d_img);
     if (st == SV_OK) {
@@ -183,8 +182,6 @@ sv_status sv_train_dump_logits(sv_run *r, const sv_loader_opts *train_lo, const 
         st = sv_safetensors_write(path, e, 3, NULL, 0, NULL, NULL);
         if (st == SV_OK) SV_INFO("dump-logits: %d images of rank 0 and their logits -> %s", B, path);
     }
-    if (d_img) sv_be_free(r->be, d_img);
-    if (d_f32) sv_be_free(r->be, d_f32);
     free(logits);
     sv_loader_destroy(ld);
     return st;

@@ -117,12 +117,15 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
     const sv_vit_config *c = &r.vcfg;
     int K = c->num_classes;
     size_t per = (size_t)c->in_chans * c->img * c->img;
-    float *h_img = calloc((size_t)micro * per, 4), *h_logits = malloc((size_t)micro * K * 4), *d_img = NULL,
-          *d_l32 = NULL;
+    float *h_img = calloc((size_t)micro * per, 4), *h_logits = malloc((size_t)micro * K * 4);
+    /* the run's micro-batch buffers (r.micro_batch == micro): images, and the soft targets as
+     * the fp32 logits, as the evaluator uses them (sv_run_eval_bufs) */
+    sv_eval_bufs eb = sv_run_eval_bufs(&r);
+    float *d_img = eb.images, *d_l32 = eb.logits32;
     scored *tmp = malloc((size_t)K * sizeof *tmp);
     if (st == SV_OK && (!h_img || !h_logits || !tmp)) st = SV_FAIL(SV_ERR_OOM, "predict buffers");
-    if (st == SV_OK) st = sv_be_alloc(r.be, (size_t)micro * per * 4, (void **)&d_img);
-    if (st == SV_OK) st = sv_be_alloc(r.be, (size_t)micro * K * 4, (void **)&d_l32);
+    if (st == SV_OK && r.micro_batch != micro)
+        st = SV_FAIL(SV_ERR_INVALID, "predict: micro-batch %d != the run's %d", micro, r.micro_batch);
     float mean[3], stdv[3];
     for (int ch = 0; ch < 3; ch++) mean[ch] = (float)xf.mean[ch], stdv[ch] = (float)xf.std[ch];
     sv_image_xform x = {.train = 0,
@@ -166,8 +169,6 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
     free(h_logits);
     free(tmp);
     free(names);
-    sv_be_free(r.be, d_img);
-    sv_be_free(r.be, d_l32);
     return sv_run_end(&r, st);
 }
 
