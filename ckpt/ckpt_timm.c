@@ -326,13 +326,7 @@ static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const 
     SV_TRY(sv_json_get_f64(p, "crop_pct", &x->crop_pct));
     SV_TRY(sv_json_get_str(p, "interpolation", &interp, &ilen));
     snprintf(x->interp, sizeof x->interp, "%s", ilen < sizeof x->interp ? interp : "?");
-    SV_TRY(sv_ckpt_channel_vec(p, "mean", x->channels, 1, x->mean, src));
-    SV_TRY(sv_ckpt_channel_vec(p, "std", x->channels, 1, x->std, src));
-    char what[256];
-    snprintf(what, sizeof what, "%.200s: pretrained_cfg", src);
-    SV_TRY(sv_ckpt_xform_check(x, what));
-    x->present = 1;
-    return SV_OK;
+    return sv_ckpt_xform_norm_parse(p, x, 1, src, "pretrained_cfg");
 }
 
 sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *found) {
