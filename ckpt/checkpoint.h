@@ -260,6 +260,11 @@ sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int *n_load
  * NaN, +Inf or -Inf. Reads the tensor in 1 MiB pieces. Used by every path that loads weights
  * from a safetensors file (import, --init-from, eval/predict --weights). */
 sv_status sv_ckpt_check_finite(const sv_st_file *sf, const sv_st_tensor *t);
+/* After reading n values of tensor t of sf into v (any piece of it): SV_OK when all are finite,
+ * else sv_ckpt_check_finite's error (the tensor's first non-finite element, wherever it is), or
+ * SV_ERR_IO "changed while it was read" when the file no longer holds one. The one check after
+ * every weight read (import, --init-from, resampling, eval/predict --weights). */
+sv_status sv_ckpt_values_finite(const sv_st_file *sf, const sv_st_tensor *t, const float *v, uint64_t n);
 /* The largest pos_embed patch grid (per side) that --init-from resamples (the largest --img);
  * the resampling itself is model/resample.h sv_vit_resample_pos_embed. Agreeing on a status
  * over all ranks is fsdp/agree.h sv_fsdp_agree. */

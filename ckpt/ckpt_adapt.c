@@ -60,11 +60,7 @@ sv_status sv_ckpt_adapt_read(const sv_st_file *sf, const sv_st_tensor *t, const 
     sv_status st =
         in && res ? SV_OK : SV_FAIL(SV_ERR_OOM, "resampling %s (%llu floats)", p->name, (unsigned long long)t->numel);
     if (st == SV_OK) st = sv_safetensors_read_f32(sf, t, 0, t->numel, in);
-    for (uint64_t i = 0; i < t->numel && st == SV_OK; i++)
-        if (!isfinite(in[i])) {
-            st = sv_ckpt_check_finite(sf, t);
-            if (st == SV_OK) st = SV_FAIL(SV_ERR_IO, "%s: tensor %s changed while it was read", sf->path, p->name);
-        }
+    if (st == SV_OK) st = sv_ckpt_values_finite(sf, t, in, t->numel);
     int from = 0, to = 0;
     if (st == SV_OK && kind == SV_ADAPT_POS) {
         int64_t g = 0;

@@ -101,13 +101,27 @@ static sv_status bad(const char *src, const sv_json *at, const char *what) {
     return SV_FAIL(SV_ERR_FORMAT, "%s: %s: %s", src, p, what);
 }
 
-sv_status sv_ckpt_channel_vec(const sv_json *o, const char *key, int n, int allow_one, double *out, const char *src) {
+/* Member `key` of object o: an array of n numbers (one per channel) into out[n]; allow_one: a
+ * single value stands for every channel. Wrong length or type: SV_ERR_FORMAT naming src and the
+ * path. */
+static sv_status channel_vec(const sv_json *o, const char *key, int n, int allow_one, double *out, const char *src) {
     const sv_json *a;
     SV_TRY(sv_json_get(o, key, SV_JSON_ARRAY, &a));
     size_t k = sv_json_count(a);
     if (k != (size_t)n && !(allow_one && k == 1))
         return bad(src, a, allow_one ? "needs one value, or one per channel" : "needs one value per channel");
     for (int c = 0; c < n; c++) SV_TRY(sv_json_as_f64(sv_json_index(a, k == 1 ? 0 : (size_t)c), &out[c]));
+    return SV_OK;
+}
+
+sv_status sv_ckpt_xform_norm_parse(const sv_json *o, sv_ckpt_xform *x, int allow_one, const char *src,
+                                   const char *where) {
+    SV_TRY(channel_vec(o, "mean", x->channels, allow_one, x->mean, src));
+    SV_TRY(channel_vec(o, "std", x->channels, allow_one, x->std, src));
+    char what[256];
+    snprintf(what, sizeof what, "%.200s: %s", src, where);
+    SV_TRY(sv_ckpt_xform_check(x, what));
+    x->present = 1;
     return SV_OK;
 }
 
@@ -151,12 +165,7 @@ sv_status sv_ckpt_meta_parse(const sv_json *root, sv_ckpt_meta *m, const char *s
         SV_TRY(sv_json_get_str(x, "interpolation", &interp, &ilen));
         if (ilen >= sizeof t->interp) return bad(src, x, "interpolation is not bilinear or bicubic");
         snprintf(t->interp, sizeof t->interp, "%s", interp);
-        SV_TRY(sv_ckpt_channel_vec(x, "mean", t->channels, 0, t->mean, src));
-        SV_TRY(sv_ckpt_channel_vec(x, "std", t->channels, 0, t->std, src));
-        char what[256];
-        snprintf(what, sizeof what, "%.200s: eval_transform", src);
-        SV_TRY(sv_ckpt_xform_check(t, what));
-        t->present = 1;
+        SV_TRY(sv_ckpt_xform_norm_parse(x, t, 0, src, "eval_transform"));
     }
     if (l) SV_TRY(sv_ckpt_labels_parse(l, &m->labels, &m->n_labels, src));
     return SV_OK;

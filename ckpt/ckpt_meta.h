@@ -12,10 +12,14 @@ void sv_ckpt_meta_write(sv_json_writer *w, const sv_ckpt_meta *m);
 /* Read the optional members above from object `root` into *m (zeroed first; absent members
  * leave present = 0 / labels = NULL). Malformed values: SV_ERR_FORMAT naming src and the path. */
 sv_status sv_ckpt_meta_parse(const sv_json *root, sv_ckpt_meta *m, const char *src);
-/* Member `key` of object o: an array of n numbers (one per channel) into out[n]; allow_one: a
- * single value stands for every channel (timm's pretrained_cfg writes [0.5] for grey images).
- * Wrong length or type: SV_ERR_FORMAT naming src and the path. */
-sv_status sv_ckpt_channel_vec(const sv_json *o, const char *key, int n, int allow_one, double *out, const char *src);
+/* The tail that index.json's eval_transform and config.json's pretrained_cfg share: members
+ * "mean" and "std" of object o (arrays of x->channels numbers, which must already be set; allow_one:
+ * a single value stands for every channel, as timm's pretrained_cfg writes [0.5] for grey images)
+ * into x->mean / x->std, then the whole of *x checked (sv_ckpt_xform_check, messages prefixed
+ * "src: where") and x->present = 1. Wrong length or type: SV_ERR_FORMAT naming src and the path;
+ * on any error x->present is left unchanged. */
+sv_status sv_ckpt_xform_norm_parse(const sv_json *o, sv_ckpt_xform *x, int allow_one, const char *src,
+                                   const char *where);
 /* Labels from a JSON array of strings into one allocation (*out NULL when the array is empty). */
 sv_status sv_ckpt_labels_parse(const sv_json *arr, char ***out, int *n, const char *src);
 

@@ -326,13 +326,7 @@ static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const 
     SV_TRY(sv_json_get_f64(p, "crop_pct", &x->crop_pct));
     SV_TRY(sv_json_get_str(p, "interpolation", &interp, &ilen));
     snprintf(x->interp, sizeof x->interp, "%s", ilen < sizeof x->interp ? interp : "?");
-    SV_TRY(sv_ckpt_channel_vec(p, "mean", x->channels, 1, x->mean, src));
-    SV_TRY(sv_ckpt_channel_vec(p, "std", x->channels, 1, x->std, src));
-    char what[256];
-    snprintf(what, sizeof what, "%.200s: pretrained_cfg", src);
-    SV_TRY(sv_ckpt_xform_check(x, what));
-    x->present = 1;
-    return SV_OK;
+    return sv_ckpt_xform_norm_parse(p, x, 1, src, "pretrained_cfg");
 }
 
 sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *found) {
@@ -461,9 +455,7 @@ sv_status sv_ckpt_check_finite(const sv_st_file *sf, const sv_st_tensor *t) {
     return st;
 }
 
-/* After reading n values of tensor t into v: SV_OK when all are finite, else the error of
- * sv_ckpt_check_finite (which finds the tensor's first non-finite element, wherever it is). */
-static sv_status finite_or_fail(const sv_st_file *sf, const sv_st_tensor *t, const float *v, uint64_t n) {
+sv_status sv_ckpt_values_finite(const sv_st_file *sf, const sv_st_tensor *t, const float *v, uint64_t n) {
     for (uint64_t i = 0; i < n; i++)
         if (!isfinite(v[i])) {
             sv_status st = sv_ckpt_check_finite(sf, t);
@@ -519,7 +511,7 @@ static sv_status import_piece(void *ctx, int u, int kind, int t, uint64_t tensor
         return SV_OK;
     }
     SV_TRY(sv_safetensors_read_f32(c->sf, c->src[t], tensor_begin, count, dst));
-    return finite_or_fail(c->sf, c->src[t], dst, count);
+    return sv_ckpt_values_finite(c->sf, c->src[t], dst, count);
 }
 
 sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path) {

@@ -226,10 +226,7 @@ static sv_status weights_piece(void *ctx, int u, int kind, int t, uint64_t tenso
     }
     const sv_st_tensor *tt = sv_safetensors_find(c->sf, c->L->params[c->L->entries[t].param].name);
     SV_TRY(sv_safetensors_read_f32(c->sf, tt, tensor_begin, count, dst));
-    sv_status st = SV_OK;
-    for (uint64_t i = 0; i < count && st == SV_OK; i++)
-        if (!isfinite(dst[i])) st = sv_ckpt_check_finite(c->sf, tt);
-    return st;
+    return sv_ckpt_values_finite(c->sf, tt, dst, count);
 }
 
 sv_status sv_weights_load(sv_fsdp *f, const char *path) {

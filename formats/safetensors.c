@@ -291,6 +291,16 @@ static sv_status check_sizes(sv_st_file *f, const uint8_t lenbuf[8], uint64_t *n
     return SV_OK;
 }
 
+/* The file must hold at least the 8-byte header length (f->file_size set). */
+static sv_status check_length_field(const sv_st_file *f) {
+    if (f->file_size < 8)
+        return SV_FAIL(SV_ERR_CORRUPT,
+                       "%s: safetensors file is %llu bytes, too short for the 8-byte "
+                       "header length (truncated file?)",
+                       f->path, (unsigned long long)f->file_size);
+    return SV_OK;
+}
+
 static void init_file(sv_st_file *f, const char *name) {
     memset(f, 0, sizeof *f);
     f->fd = -1;
@@ -301,11 +311,7 @@ sv_status sv_safetensors_open_mem(sv_st_file *f, const void *bytes, size_t len, 
     init_file(f, name);
     f->mem = bytes;
     f->file_size = len;
-    if (len < 8)
-        return SV_FAIL(SV_ERR_CORRUPT,
-                       "%s: safetensors file is %zu bytes, too short for the "
-                       "8-byte header length (truncated file?)",
-                       f->path, len);
+    SV_TRY(check_length_field(f));
     uint64_t n;
     SV_TRY(check_sizes(f, bytes, &n));
     sv_status s = parse_header(f, (const char *)bytes + 8, n);
@@ -325,13 +331,7 @@ sv_status sv_safetensors_open(sv_st_file *f, const char *path) {
     char *hdr = NULL;
     uint64_t n;
     sv_status s = SV_OK;
-    if (f->file_size < 8) {
-        s = SV_FAIL(SV_ERR_CORRUPT,
-                    "%s: safetensors file is %llu bytes, too short for the 8-byte "
-                    "header length (truncated file?)",
-                    path, (unsigned long long)f->file_size);
-        goto fail;
-    }
+    SV_TRY_GOTO(s, check_length_field(f), fail);
     SV_TRY_GOTO(s, sv_fileio_pread_exact(fd, lenbuf, 8, 0, path), fail);
     SV_TRY_GOTO(s, check_sizes(f, lenbuf, &n), fail);
     hdr = malloc((size_t)n);
@@ -361,14 +361,20 @@ const char *sv_safetensors_meta(const sv_st_file *f, const char *key) {
     return NULL;
 }
 
+/* A read of `count` units (unit: "bytes" or "elements") at `off` must lie inside tensor t,
+ * which has `total` of them. */
+static sv_status check_read_range(const sv_st_file *f, const sv_st_tensor *t, uint64_t off, uint64_t count,
+                                  uint64_t total, const char *unit) {
+    if (off > total || count > total - off)
+        return SV_FAIL(SV_ERR_INVALID, "%s: read of %s [%llu, %llu) outside tensor \"%s\" (%llu %s)", f->path, unit,
+                       (unsigned long long)off, (unsigned long long)(off + count), t->name, (unsigned long long)total,
+                       unit);
+    return SV_OK;
+}
+
 sv_status sv_safetensors_read_raw(const sv_st_file *f, const sv_st_tensor *t, uint64_t byte_off, uint64_t nbytes,
                                   void *dst) {
-    if (byte_off > t->nbytes || nbytes > t->nbytes - byte_off)
-        return SV_FAIL(SV_ERR_INVALID,
-                       "%s: read of bytes [%llu, %llu) outside tensor \"%s\" "
-                       "(%llu bytes)",
-                       f->path, (unsigned long long)byte_off, (unsigned long long)(byte_off + nbytes), t->name,
-                       (unsigned long long)t->nbytes);
+    SV_TRY(check_read_range(f, t, byte_off, nbytes, t->nbytes, "bytes"));
     if (f->mem) {
         memcpy(dst, f->mem + t->offset + byte_off, (size_t)nbytes);
         return SV_OK;
@@ -378,12 +384,7 @@ sv_status sv_safetensors_read_raw(const sv_st_file *f, const sv_st_tensor *t, ui
 
 sv_status sv_safetensors_read_f32(const sv_st_file *f, const sv_st_tensor *t, uint64_t elem_off, uint64_t count,
                                   float *dst) {
-    if (elem_off > t->numel || count > t->numel - elem_off)
-        return SV_FAIL(SV_ERR_INVALID,
-                       "%s: read of elements [%llu, %llu) outside tensor \"%s\" "
-                       "(%llu elements)",
-                       f->path, (unsigned long long)elem_off, (unsigned long long)(elem_off + count), t->name,
-                       (unsigned long long)t->numel);
+    SV_TRY(check_read_range(f, t, elem_off, count, t->numel, "elements"));
     if (t->dtype == SV_ST_F32) return sv_safetensors_read_raw(f, t, elem_off * 4, count * 4, dst);
     if (t->dtype != SV_ST_BF16 && t->dtype != SV_ST_F16)
         return SV_FAIL(SV_ERR_UNSUPPORTED,

@@ -78,107 +78,135 @@ static void prefetch_rows(const float *p, int rows, int cols, size_t ld) {
         for (int j = 0; j < cols; j += 16) __builtin_prefetch(p + (size_t)r * ld + j, 0, 2);
 }
 
-sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *scratch, const void *qkv_, int B, int T,
-                               int D, int H) {
-    const sv_cpu_backend *c = sv_cpu(be);
-    float *out = out_, *Pall = saved;
-    const float *qkv = qkv_;
-    const int bfa = c->attn_gemm, dh = D / H, ld = 3 * D, pairs = B * H;
-    const float scale = 1.0f / sqrtf((float)dh);
+/* Offset of pair i's head (batch i / H, head i % H) in a (B, T, row) buffer whose heads are
+ * dh wide: q in qkv (row 3D), the output or dO (row D). */
+static size_t head_off(int i, int H, int T, int row, int dh) {
+    return (size_t)(i / H) * T * row + (size_t)(i % H) * dh;
+}
+
+/* Prefetch the q, k and v heads of one pair (q at qn, row stride 3D) towards L2. */
+static void prefetch_qkv(const float *qn, int T, int D, int dh) {
+    for (int x = 0; x < 3; x++) prefetch_rows(qn + (size_t)x * D, T, dh, (size_t)3 * D);
+}
+
+/* The work of one worker: pairs [i0, i1) on worker t, whose scratch is `tile` (a (T, T) fp32
+ * tile) followed by `pack` (the packed-B area of the engine path). */
+typedef void (*pairs_fn)(const void *ctx, int t, float *tile, void *pack, int i0, int i1);
+
+/* Spread `pairs` (batch, head) pairs over the workers in contiguous ranges (split), each range
+ * run by fn on one worker with its slice of `scratch` (worker_bytes each). On the sgemm path
+ * with several workers, OpenBLAS runs single-threaded meanwhile and gets the backend's default
+ * back after. */
+static void for_pairs(const sv_cpu_backend *c, void *scratch, int pairs, int T, int dh, pairs_fn fn, const void *ctx) {
     const size_t wb = worker_bytes(c, T, dh);
-    int nt = workers(c, pairs);
-    if (nt > 1 && !bfa) sv_cpu_blas_threads(1);
+    const int nt = workers(c, pairs), blas1 = nt > 1 && !c->attn_gemm;
+    if (blas1) sv_cpu_blas_threads(1);
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
     for (int t = 0; t < nt; t++) {
-        void *pack = (char *)scratch + (size_t)t * wb + tile_bytes(T);
+        float *tile = (float *)((char *)scratch + (size_t)t * wb);
         int i0, i1;
         split(pairs, nt, t, &i0, &i1);
-        for (int i = i0; i < i1; i++) {
-            int b = i / H, h = i % H;
-            const float *q = qkv + (size_t)b * T * ld + (size_t)h * dh;
-            const float *k = q + D, *v = q + 2 * D;
-            float *P = Pall + (size_t)i * T * T;
-            float *o = out + (size_t)b * T * D + (size_t)h * dh;
-            if (bfa) {
-                if (i + 1 < i1) { /* q, k, v of the next pair */
-                    const float *qn = qkv + (size_t)((i + 1) / H) * T * ld + (size_t)((i + 1) % H) * dh;
-                    for (int x = 0; x < 3; x++) prefetch_rows(qn + (size_t)x * D, T, dh, (size_t)ld);
-                }
-                const sv_gemm_mat Aq = {q, (size_t)ld, 1}, Bk = {k, (size_t)ld, 1};
-                const sv_gemm_mat Ap = {P, (size_t)T, 1}, Bv = {v, (size_t)ld, 0};
-                sv_gemm_engine_gemm(c->gemm, P, (size_t)T, Aq, T, Bk, T, dh, 0, pack, sv_cpu_gemm_scratch(c, t));
-                scale_strided(0, P, 1, T * T, 0, scale);
-                c->k->softmax_rows(P, T, T);
-                sv_gemm_engine_gemm(c->gemm, o, (size_t)D, Ap, T, Bv, dh, T, 0, pack, sv_cpu_gemm_scratch(c, t));
-            } else {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld, 0.0f, P, T);
-                c->k->softmax_rows(P, T, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, v, ld, 0.0f, o, D);
-            }
-            round_strided(c, o, T, dh, D);
-        }
+        fn(ctx, t, tile, (char *)tile + tile_bytes(T), i0, i1);
     }
-    if (nt > 1 && !bfa) sv_cpu_blas_threads(sv_cpu_blas_default(c));
+    if (blas1) sv_cpu_blas_threads(sv_cpu_blas_default(c));
+}
+
+typedef struct fwd_ctx {
+    const sv_cpu_backend *c;
+    float *out, *Pall;
+    const float *qkv;
+    int T, D, H;
+} fwd_ctx;
+
+static void fwd_pairs(const void *ctx, int t, float *tile, void *pack, int i0, int i1) {
+    const fwd_ctx *x = ctx;
+    const sv_cpu_backend *c = x->c;
+    const int T = x->T, D = x->D, H = x->H, bfa = c->attn_gemm, dh = D / H, ld = 3 * D;
+    const float scale = 1.0f / sqrtf((float)dh);
+    (void)tile; /* the forward needs no tile: P is the saved buffer */
+    for (int i = i0; i < i1; i++) {
+        const float *q = x->qkv + head_off(i, H, T, ld, dh);
+        const float *k = q + D, *v = q + 2 * D;
+        float *P = x->Pall + (size_t)i * T * T;
+        float *o = x->out + head_off(i, H, T, D, dh);
+        if (bfa) {
+            if (i + 1 < i1) prefetch_qkv(x->qkv + head_off(i + 1, H, T, ld, dh), T, D, dh); /* the next pair */
+            const sv_gemm_mat Aq = {q, (size_t)ld, 1}, Bk = {k, (size_t)ld, 1};
+            const sv_gemm_mat Ap = {P, (size_t)T, 1}, Bv = {v, (size_t)ld, 0};
+            sv_gemm_engine_gemm(c->gemm, P, (size_t)T, Aq, T, Bk, T, dh, 0, pack, sv_cpu_gemm_scratch(c, t));
+            scale_strided(0, P, 1, T * T, 0, scale);
+            c->k->softmax_rows(P, T, T);
+            sv_gemm_engine_gemm(c->gemm, o, (size_t)D, Ap, T, Bv, dh, T, 0, pack, sv_cpu_gemm_scratch(c, t));
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld, 0.0f, P, T);
+            c->k->softmax_rows(P, T, T);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, v, ld, 0.0f, o, D);
+        }
+        round_strided(c, o, T, dh, D);
+    }
+}
+
+sv_status sv_cpu_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
+                               int D, int H) {
+    const fwd_ctx x = {sv_cpu(be), out, saved, qkv, T, D, H};
+    for_pairs(x.c, scratch, B * H, T, D / H, fwd_pairs, &x);
     return SV_OK;
 }
 
-sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, const void *d_out_, const void *qkv_,
+typedef struct bwd_ctx {
+    const sv_cpu_backend *c;
+    float *d_qkv;
+    const float *qkv, *d_out, *Pall;
+    int T, D, H;
+} bwd_ctx;
+
+static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int i1) {
+    const bwd_ctx *x = ctx;
+    const sv_cpu_backend *c = x->c;
+    const int T = x->T, D = x->D, H = x->H, bf = c->bf16, bfa = c->attn_gemm, dh = D / H, ld = 3 * D;
+    const float scale = 1.0f / sqrtf((float)dh);
+    for (int i = i0; i < i1; i++) {
+        const size_t qoff = head_off(i, H, T, ld, dh);
+        const float *q = x->qkv + qoff, *k = q + D, *v = q + 2 * D;
+        float *dq = x->d_qkv + qoff, *dk = dq + D, *dv = dq + 2 * D;
+        const float *P = x->Pall + (size_t)i * T * T;
+        const float *dO = x->d_out + head_off(i, H, T, D, dh);
+        if (bfa) {
+            if (i + 1 < i1) { /* q, k, v, dO and P of the next pair */
+                prefetch_qkv(x->qkv + head_off(i + 1, H, T, ld, dh), T, D, dh);
+                prefetch_rows(x->d_out + head_off(i + 1, H, T, D, dh), T, dh, (size_t)D);
+                prefetch_rows(P + (size_t)T * T, 1, T * T, 0);
+            }
+            void *gs = sv_cpu_gemm_scratch(c, t);
+            const size_t L = (size_t)ld;
+            sv_gemm_engine_gemm(c->gemm, dv, L, (sv_gemm_mat){P, (size_t)T, 0}, T, (sv_gemm_mat){dO, (size_t)D, 0}, dh,
+                                T, 0, pack, gs);
+            sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, (sv_gemm_mat){dO, (size_t)D, 1}, T, (sv_gemm_mat){v, L, 1}, T,
+                                dh, 0, pack, gs);
+            c->k->softmax_bwd_rows(dS, P, T, T);
+            sv_gemm_engine_gemm(c->gemm, dq, L, (sv_gemm_mat){dS, (size_t)T, 1}, T, (sv_gemm_mat){k, L, 0}, dh, T, 0,
+                                pack, gs);
+            sv_gemm_engine_gemm(c->gemm, dk, L, (sv_gemm_mat){dS, (size_t)T, 0}, T, (sv_gemm_mat){q, L, 0}, dh, T, 0,
+                                pack, gs);
+            scale_strided(bf, dq, T, dh, ld, scale);
+            scale_strided(bf, dk, T, dh, ld, scale);
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, dO, D, 0.0f, dv, ld);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld, 0.0f, dS, T);
+            c->k->softmax_bwd_rows(dS, P, T, T);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld, 0.0f, dq, ld);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld, 0.0f, dk, ld);
+            round_strided(c, dq, T, dh, ld);
+            round_strided(c, dk, T, dh, ld);
+        }
+        round_strided(c, dv, T, dh, ld);
+    }
+}
+
+sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
                                const void *out, const void *saved, int B, int T, int D, int H) {
     (void)out; /* rowsum(dP * P) is taken from dP and P directly */
-    const sv_cpu_backend *c = sv_cpu(be);
-    float *d_qkv = d_qkv_;
-    const float *qkv = qkv_, *d_out = d_out_, *Pall = saved;
-    const int bf = c->bf16, bfa = c->attn_gemm, dh = D / H, ld = 3 * D, pairs = B * H;
-    const float scale = 1.0f / sqrtf((float)dh);
-    const size_t wb = worker_bytes(c, T, dh);
-    int nt = workers(c, pairs);
-    if (nt > 1 && !bfa) sv_cpu_blas_threads(1);
-#pragma omp parallel for num_threads(nt) schedule(static, 1)
-    for (int t = 0; t < nt; t++) {
-        float *dS = (float *)((char *)scratch + (size_t)t * wb);
-        void *pack = (char *)dS + tile_bytes(T);
-        int i0, i1;
-        split(pairs, nt, t, &i0, &i1);
-        for (int i = i0; i < i1; i++) {
-            int b = i / H, h = i % H;
-            size_t qoff = (size_t)b * T * ld + (size_t)h * dh;
-            const float *q = qkv + qoff, *k = q + D, *v = q + 2 * D;
-            float *dq = d_qkv + qoff, *dk = dq + D, *dv = dq + 2 * D;
-            const float *P = Pall + (size_t)i * T * T;
-            const float *dO = d_out + (size_t)b * T * D + (size_t)h * dh;
-            if (bfa) {
-                if (i + 1 < i1) { /* q, k, v, dO and P of the next pair */
-                    int bn = (i + 1) / H, hn = (i + 1) % H;
-                    const float *qn = qkv + (size_t)bn * T * ld + (size_t)hn * dh;
-                    for (int x = 0; x < 3; x++) prefetch_rows(qn + (size_t)x * D, T, dh, (size_t)ld);
-                    prefetch_rows(d_out + (size_t)bn * T * D + (size_t)hn * dh, T, dh, (size_t)D);
-                    prefetch_rows(P + (size_t)T * T, 1, T * T, 0);
-                }
-                void *gs = sv_cpu_gemm_scratch(c, t);
-                const size_t L = (size_t)ld;
-                sv_gemm_engine_gemm(c->gemm, dv, L, (sv_gemm_mat){P, (size_t)T, 0}, T, (sv_gemm_mat){dO, (size_t)D, 0},
-                                    dh, T, 0, pack, gs);
-                sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, (sv_gemm_mat){dO, (size_t)D, 1}, T, (sv_gemm_mat){v, L, 1},
-                                    T, dh, 0, pack, gs);
-                c->k->softmax_bwd_rows(dS, P, T, T);
-                sv_gemm_engine_gemm(c->gemm, dq, L, (sv_gemm_mat){dS, (size_t)T, 1}, T, (sv_gemm_mat){k, L, 0}, dh, T,
-                                    0, pack, gs);
-                sv_gemm_engine_gemm(c->gemm, dk, L, (sv_gemm_mat){dS, (size_t)T, 0}, T, (sv_gemm_mat){q, L, 0}, dh, T,
-                                    0, pack, gs);
-                scale_strided(bf, dq, T, dh, ld, scale);
-                scale_strided(bf, dk, T, dh, ld, scale);
-            } else {
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, dO, D, 0.0f, dv, ld);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld, 0.0f, dS, T);
-                c->k->softmax_bwd_rows(dS, P, T, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld, 0.0f, dq, ld);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld, 0.0f, dk, ld);
-                round_strided(c, dq, T, dh, ld);
-                round_strided(c, dk, T, dh, ld);
-            }
-            round_strided(c, dv, T, dh, ld);
-        }
-    }
-    if (nt > 1 && !bfa) sv_cpu_blas_threads(sv_cpu_blas_default(c));
+    const bwd_ctx x = {sv_cpu(be), d_qkv, qkv, d_out, saved, T, D, H};
+    for_pairs(x.c, scratch, B * H, T, D / H, bwd_pairs, &x);
     return SV_OK;
 }

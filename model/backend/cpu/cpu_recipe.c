@@ -26,23 +26,24 @@ sv_status sv_cpu_drop(sv_backend *be, void *x_, const sv_drop *d, int B, size_t 
     return SV_OK;
 }
 
-sv_status sv_cpu_scale_cols(sv_backend *be, void *out_, const void *x_, const void *gamma_, int M, int D) {
-    const sv_cpu_backend *c = sv_cpu(be);
-    float *out = out_;
-    const float *x = x_, *g = gamma_;
+/* out (M, D) = store(x * g), g (D) broadcast over the rows; out may be x (in place). The forward
+ * of LayerScale and the d_x of its backward. */
+static void scale_rows_by_cols(const sv_cpu_backend *c, float *out, const float *x, const float *g, int M, int D) {
     const int bf = c->bf16;
 #pragma omp parallel for num_threads(sv_cpu_nt(c, (size_t)M *D)) schedule(static)
     for (int m = 0; m < M; m++)
         for (int d = 0; d < D; d++) out[(size_t)m * D + d] = sv_cpu_store(bf, x[(size_t)m * D + d] * g[d]);
+}
+
+sv_status sv_cpu_scale_cols(sv_backend *be, void *out, const void *x, const void *gamma, int M, int D) {
+    scale_rows_by_cols(sv_cpu(be), out, x, gamma, M, D);
     return SV_OK;
 }
 
-sv_status sv_cpu_scale_cols_bwd(sv_backend *be, void *d_x_, float *d_gamma, const void *d_out_, const void *x_,
-                                const void *gamma_, int M, int D) {
+sv_status sv_cpu_scale_cols_bwd(sv_backend *be, void *d_x, float *d_gamma, const void *d_out_, const void *x_,
+                                const void *gamma, int M, int D) {
     const sv_cpu_backend *c = sv_cpu(be);
-    float *d_x = d_x_;
-    const float *d_out = d_out_, *x = x_, *g = gamma_;
-    const int bf = c->bf16;
+    const float *d_out = d_out_, *x = x_;
     /* d_gamma first (d_x may alias d_out): one column per thread, rows summed in order */
 #pragma omp parallel for num_threads(sv_cpu_nt(c, (size_t)M *D)) schedule(static)
     for (int d = 0; d < D; d++) {
@@ -50,9 +51,7 @@ sv_status sv_cpu_scale_cols_bwd(sv_backend *be, void *d_x_, float *d_gamma, cons
         for (int m = 0; m < M; m++) s += (double)d_out[(size_t)m * D + d] * (double)x[(size_t)m * D + d];
         d_gamma[d] += (float)s;
     }
-#pragma omp parallel for num_threads(sv_cpu_nt(c, (size_t)M *D)) schedule(static)
-    for (int m = 0; m < M; m++)
-        for (int d = 0; d < D; d++) d_x[(size_t)m * D + d] = sv_cpu_store(bf, d_out[(size_t)m * D + d] * g[d]);
+    scale_rows_by_cols(c, d_x, d_out, gamma, M, D);
     return SV_OK;
 }
 

@@ -297,9 +297,7 @@ static void amx_run_ep(float *C, size_t ldc, sv_gemm_mat A, int m, const void *p
     const uint32_t *pb = pb_;
     uint32_t *S = scratch;
     if (m <= 0 || n <= 0) return;
-    if (r <= 0) {
-        if (!accumulate)
-            for (int i = 0; i < m; i++) memset(C + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
+    if (sv_gemm_run_trivial(C, ldc, m, n, r, accumulate)) { /* r <= 0: C zeroed or kept, final */
         if (ep) ep->fn(ep, 0, m);
         return;
     }

@@ -176,12 +176,7 @@ void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb
                       void *scratch) {
     const uint32_t *pb = pb_;
     uint32_t *S = scratch;
-    if (m <= 0 || n <= 0) return;
-    if (r <= 0) {
-        if (!accumulate)
-            for (int i = 0; i < m; i++) memset(C + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
-        return;
-    }
+    if (sv_gemm_run_trivial(C, ldc, m, n, r, accumulate)) return;
     const long rp = (r + 1) / 2;
     const int npan = (n + NR - 1) / NR;
     for (int i0 = 0; i0 < m; i0 += MC) {

@@ -79,6 +79,14 @@ const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int amx_d
     return NULL;
 }
 
+int sv_gemm_run_trivial(float *C, size_t ldc, int m, int n, int r, int accumulate) {
+    if (m <= 0 || n <= 0) return 1;
+    if (r > 0) return 0;
+    if (!accumulate)
+        for (int i = 0; i < m; i++) memset(C + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
+    return 1;
+}
+
 void sv_gemm_engine_gemm(const sv_gemm_engine *e, float *C, size_t ldc, sv_gemm_mat A, int m, sv_gemm_mat B, int n,
                          int r, int accumulate, void *pack, void *scratch) {
     e->pack(pack, B, n, r, 0, n);

@@ -93,6 +93,11 @@ const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int amx_d
  * bytes; may be NULL). A simulated refusal (tests) is sv_gemm_engine_pick's amx_deny. */
 int sv_gemm_amx_permission(char *why, size_t n);
 
+/* The shapes every engine's run handles before its blocking: returns 1 when there is nothing to
+ * multiply (m <= 0 or n <= 0: C untouched; r <= 0: C (m, n), row stride ldc, zeroed unless
+ * accumulate, which leaves it as is), else 0 and does nothing. */
+int sv_gemm_run_trivial(float *C, size_t ldc, int m, int n, int r, int accumulate);
+
 /* Pack all n columns of B into `pack` (e->pack_bytes(n, r) bytes), then run on the calling thread. */
 void sv_gemm_engine_gemm(const sv_gemm_engine *e, float *C, size_t ldc, sv_gemm_mat A, int m, sv_gemm_mat B, int n,
                          int r, int accumulate, void *pack, void *scratch);

@@ -30,7 +30,6 @@
 #include "model/backend/cpu/gemm_f32.h"
 
 #include <stdint.h>
-#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define SV_GEMM_F32_X86 1
@@ -106,12 +105,7 @@ static void prefetch_c(const float *C, size_t ldc, int rows, int cols) {
 
 static void run_common(const f32_isa *I, float *C, size_t ldc, sv_gemm_mat A, int m, const float *pb, int n, int r,
                        int accumulate, float *S) {
-    if (m <= 0 || n <= 0) return;
-    if (r <= 0) {
-        if (!accumulate)
-            for (int i = 0; i < m; i++) memset(C + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
-        return;
-    }
+    if (sv_gemm_run_trivial(C, ldc, m, n, r, accumulate)) return;
     const int MR = I->mr, NR = I->nr, npan = (n + NR - 1) / NR;
     /* reduction blocks of equal length (at most kc): no short last block */
     const int nkb = (r + I->kc - 1) / I->kc, kc = (r + nkb - 1) / nkb;

@@ -43,22 +43,26 @@ enum { ACC512 = 16, ACC256 = 12, ACCBF = 16, ACCAMX = 4 };
 #define REP16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 #define REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
+/* The body of the zmm loops: 16 fp32 accumulators a0..a15 (start values 1 + 0.01 i), `rounds`
+ * rounds of STEP(i) on each (STEP: a macro updating a##i with the one measured instruction),
+ * then their sum into g_sink. Expects `rounds` in scope. */
+#define ZMM_DECL(i) __m512 a##i = _mm512_set1_ps(1.0f + 0.01f * (i));
+#define ZMM_SUM(i) s = _mm512_add_ps(s, a##i);
+#define ZMM16_CHAINS(STEP) \
+    REP16(ZMM_DECL) \
+    for (long r = 0; r < rounds; r++) { \
+        REP16(STEP) \
+    } \
+    __m512 s = _mm512_setzero_ps(); \
+    REP16(ZMM_SUM) \
+    g_sink = _mm512_reduce_add_ps(s);
+
 __attribute__((target("avx512f"))) static void loop_avx512_f32(long rounds) {
     __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-3f);
     __asm__("" : "+v"(x), "+v"(y)); /* opaque to the optimiser */
-#define DECL(i) __m512 a##i = _mm512_set1_ps(1.0f + 0.01f * (i));
-    REP16(DECL)
-#undef DECL
-    for (long r = 0; r < rounds; r++) {
 #define STEP(i) a##i = _mm512_fmadd_ps(a##i, x, y);
-        REP16(STEP)
+    ZMM16_CHAINS(STEP)
 #undef STEP
-    }
-    __m512 s = _mm512_setzero_ps();
-#define SUM(i) s = _mm512_add_ps(s, a##i);
-    REP16(SUM)
-#undef SUM
-    g_sink = _mm512_reduce_add_ps(s);
 }
 
 /* ---- VFMADD231PS ymm: 12 accumulators x 16 FLOP (16 ymm registers: 12 + 2 operands) ---- */
@@ -88,19 +92,9 @@ __attribute__((target("avx512f,avx512bf16"))) static void loop_avx512_bf16(long 
     __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0x1p-10f), _mm512_set1_ps(0x1p-10f));
     __m512bh y = x;
     __asm__("" : "+v"(x), "+v"(y));
-#define DECL(i) __m512 a##i = _mm512_set1_ps(1.0f + 0.01f * (i));
-    REP16(DECL)
-#undef DECL
-    for (long r = 0; r < rounds; r++) {
 #define STEP(i) a##i = _mm512_dpbf16_ps(a##i, x, y);
-        REP16(STEP)
+    ZMM16_CHAINS(STEP)
 #undef STEP
-    }
-    __m512 s = _mm512_setzero_ps();
-#define SUM(i) s = _mm512_add_ps(s, a##i);
-    REP16(SUM)
-#undef SUM
-    g_sink = _mm512_reduce_add_ps(s);
 }
 
 /* ---- TDPBF16PS: 4 tile accumulators x 16384 FLOP (16 x 16 outputs x 32 products x 2) ---- */

@@ -166,49 +166,44 @@ static sv_status finish_plan(sv_cuda_backend *cb, desc_list *l, cudnnBackendDesc
     return sv_cuda_cudnn_fail(last, "execution plan finalisation (every engine config refused)", __FILE__, __LINE__);
 }
 
-static sv_status build_fwd(sv_cuda_backend *cb, sv_cuda_attn_plan *p) {
-    desc_list l = {.n = 0};
-    attn_tensors t;
-    cudnnBackendDescriptor_t op;
-    sv_status st = make_tensors(&l, &t, p->B, p->T, p->D, p->H, 0);
-    if (st == SV_OK) st = make_desc(&l, CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, &op);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, t.q);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, t.k);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, t.v);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, t.o);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, t.stats);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, t.scale);
-    if (st == SV_OK && cudnnBackendFinalize(op) != CUDNN_STATUS_SUCCESS)
-        st = SV_FAIL(SV_ERR_UNSUPPORTED, "cuDNN refused the SDPA forward operation");
-    if (st == SV_OK) st = finish_plan(cb, &l, op, &p->fwd, &p->fwd_ws);
-    if (st == SV_OK)
-        p->fwd_keep = l;
-    else
-        list_free(&l);
-    return st;
-}
+/* One attribute of an SDPA operation and the tensor it names. */
+typedef struct op_attr {
+    cudnnBackendAttributeName_t attr;
+    cudnnBackendDescriptor_t desc;
+} op_attr;
 
-static sv_status build_bwd(sv_cuda_backend *cb, sv_cuda_attn_plan *p) {
+/* The plan of one direction (bwd: 0 forward, 1 backward) for p's shape: the SDPA operation over
+ * the shape's tensors, then finish_plan. On success the plan, its workspace bytes and the
+ * descriptors it needs are stored in p (fwd, fwd_ws, fwd_keep or the bwd ones); on failure
+ * nothing is kept (every descriptor made here is destroyed). */
+static sv_status build_dir(sv_cuda_backend *cb, sv_cuda_attn_plan *p, int bwd) {
     desc_list l = {.n = 0};
-    attn_tensors t;
+    attn_tensors t = {0}; /* the backward's tensors stay NULL for the forward */
     cudnnBackendDescriptor_t op;
-    sv_status st = make_tensors(&l, &t, p->B, p->T, p->D, p->H, 1);
-    if (st == SV_OK) st = make_desc(&l, CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR, &op);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_BWD_QDESC, t.q);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_BWD_KDESC, t.k);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_BWD_VDESC, t.v);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_BWD_ODESC, t.o);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_BWD_STATSDESC, t.stats);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_BWD_SCALEDESC, t.scale);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_BWD_DODDESC, t.dO);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_BWD_DQDESC, t.dq);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_BWD_DKDESC, t.dk);
-    if (st == SV_OK) st = set_desc(op, CUDNN_ATTR_OPERATION_SDPA_BWD_DVDESC, t.dv);
-    if (st == SV_OK && cudnnBackendFinalize(op) != CUDNN_STATUS_SUCCESS)
-        st = SV_FAIL(SV_ERR_UNSUPPORTED, "cuDNN refused the SDPA backward operation");
-    if (st == SV_OK) st = finish_plan(cb, &l, op, &p->bwd, &p->bwd_ws);
+    sv_status st = make_tensors(&l, &t, p->B, p->T, p->D, p->H, bwd);
+    const op_attr fwd_attrs[] = {
+        {CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, t.q},         {CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, t.k},
+        {CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, t.v},         {CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, t.o},
+        {CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, t.stats}, {CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, t.scale},
+    };
+    const op_attr bwd_attrs[] = {
+        {CUDNN_ATTR_OPERATION_SDPA_BWD_QDESC, t.q},         {CUDNN_ATTR_OPERATION_SDPA_BWD_KDESC, t.k},
+        {CUDNN_ATTR_OPERATION_SDPA_BWD_VDESC, t.v},         {CUDNN_ATTR_OPERATION_SDPA_BWD_ODESC, t.o},
+        {CUDNN_ATTR_OPERATION_SDPA_BWD_STATSDESC, t.stats}, {CUDNN_ATTR_OPERATION_SDPA_BWD_SCALEDESC, t.scale},
+        {CUDNN_ATTR_OPERATION_SDPA_BWD_DODDESC, t.dO},      {CUDNN_ATTR_OPERATION_SDPA_BWD_DQDESC, t.dq},
+        {CUDNN_ATTR_OPERATION_SDPA_BWD_DKDESC, t.dk},       {CUDNN_ATTR_OPERATION_SDPA_BWD_DVDESC, t.dv},
+    };
+    const op_attr *attrs = bwd ? bwd_attrs : fwd_attrs;
+    const size_t n_attrs = bwd ? sizeof bwd_attrs / sizeof bwd_attrs[0] : sizeof fwd_attrs / sizeof fwd_attrs[0];
     if (st == SV_OK)
-        p->bwd_keep = l;
+        st = make_desc(
+            &l, bwd ? CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR : CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, &op);
+    for (size_t i = 0; i < n_attrs && st == SV_OK; i++) st = set_desc(op, attrs[i].attr, attrs[i].desc);
+    if (st == SV_OK && cudnnBackendFinalize(op) != CUDNN_STATUS_SUCCESS)
+        st = SV_FAIL(SV_ERR_UNSUPPORTED, "cuDNN refused the SDPA %s operation", bwd ? "backward" : "forward");
+    if (st == SV_OK) st = finish_plan(cb, &l, op, bwd ? &p->bwd : &p->fwd, bwd ? &p->bwd_ws : &p->fwd_ws);
+    if (st == SV_OK)
+        *(bwd ? &p->bwd_keep : &p->fwd_keep) = l;
     else
         list_free(&l);
     return st;
@@ -246,16 +241,12 @@ static sv_status plan_for(sv_cuda_backend *cb, int B, int T, int D, int H, sv_cu
     if (!slot) return SV_OK; /* more shapes than slots: extra shapes take the fallback */
     memset(slot, 0, sizeof *slot);
     slot->B = B, slot->T = T, slot->D = D, slot->H = H, slot->used = 1;
-    if (build_fwd(cb, slot) != SV_OK) {
-        SV_WARN("cuDNN SDPA forward unavailable for B=%d T=%d D=%d H=%d, using the fallback kernel: %s", B, T, D, H,
-                sv_err_msg());
-        sv_err_clear();
-    }
-    if (build_bwd(cb, slot) != SV_OK) {
-        SV_WARN("cuDNN SDPA backward unavailable for B=%d T=%d D=%d H=%d, using the fallback kernel: %s", B, T, D, H,
-                sv_err_msg());
-        sv_err_clear();
-    }
+    for (int bwd = 0; bwd < 2; bwd++)
+        if (build_dir(cb, slot, bwd) != SV_OK) {
+            SV_WARN("cuDNN SDPA %s unavailable for B=%d T=%d D=%d H=%d, using the fallback kernel: %s",
+                    bwd ? "backward" : "forward", B, T, D, H, sv_err_msg());
+            sv_err_clear();
+        }
     int64_t ws = slot->fwd_ws > slot->bwd_ws ? slot->fwd_ws : slot->bwd_ws;
     SV_TRY(reserve_ws(cb, ws));
     *out = slot;

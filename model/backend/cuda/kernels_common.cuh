@@ -55,34 +55,37 @@ static inline unsigned sv_cuk_blocks(size_t n) {
 /* Block-wide sum/max of one float per thread (blockDim.x a multiple of 32, <= 1024). The
  * result is returned to every thread. `red` is 32 floats of shared memory; the function ends
  * with a barrier so `red` may be reused right away. The combination order is fixed by thread
- * index (deterministic). */
-static __device__ __forceinline__ float sv_warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+ * index (deterministic): a butterfly within each warp, then the warps' results by warp index.
+ * R (sv_red_sum, sv_red_max) gives the combining op(acc, other) and the value of idle lanes. */
+struct sv_red_sum {
+    static __device__ __forceinline__ float op(float a, float b) { return a + b; }
+    static __device__ __forceinline__ float identity() { return 0.0f; }
+};
+struct sv_red_max {
+    static __device__ __forceinline__ float op(float a, float b) { return fmaxf(a, b); }
+    static __device__ __forceinline__ float identity() { return -INFINITY; }
+};
+template <class R> static __device__ __forceinline__ float sv_warp_reduce(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = R::op(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
-static __device__ __forceinline__ float sv_warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-static __device__ __forceinline__ float sv_block_sum(float v, float *red) {
+template <class R> static __device__ __forceinline__ float sv_block_reduce(float v, float *red) {
     int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = sv_warp_sum(v);
+    v = sv_warp_reduce<R>(v);
     if (lane == 0) red[wid] = v;
     __syncthreads();
-    v = (lane < nw) ? red[lane] : 0.0f;
-    v = sv_warp_sum(v);
+    v = (lane < nw) ? red[lane] : R::identity();
+    v = sv_warp_reduce<R>(v);
     __syncthreads();
     return v;
+}
+static __device__ __forceinline__ float sv_warp_sum(float v) { return sv_warp_reduce<sv_red_sum>(v); }
+static __device__ __forceinline__ float sv_warp_max(float v) { return sv_warp_reduce<sv_red_max>(v); }
+static __device__ __forceinline__ float sv_block_sum(float v, float *red) {
+    return sv_block_reduce<sv_red_sum>(v, red);
 }
 static __device__ __forceinline__ float sv_block_max(float v, float *red) {
-    int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = sv_warp_max(v);
-    if (lane == 0) red[wid] = v;
-    __syncthreads();
-    v = (lane < nw) ? red[lane] : -INFINITY;
-    v = sv_warp_max(v);
-    __syncthreads();
-    return v;
+    return sv_block_reduce<sv_red_max>(v, red);
 }
 
 #endif
