@@ -731,7 +731,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     }
     o.ema.on = o.run.model_ema;
     if ((rc = sv_train_ema_check(&o.ema)) != 0) return rc;
-    if (sv_train_optim_check(&o.of, flags, &o.warmup, &o.beta2, &o.eps) != SV_OK) {
+    if (sv_train_optim_check(&o.of, flags, &o.warmup, o.steps, &o.beta2, &o.eps) != SV_OK) {
         fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
         return 2;
     }
