@@ -11,10 +11,17 @@
  * one-shot on the worker. A bf16 engine rounds its operands to bf16 when packing: q, k, v and dO
  * are already bf16 in bf16 mode (exact), P and dS are not (they get rounded as GEMM inputs; the
  * saved P, the softmax and its backward stay fp32). The scale is applied to the fp32 GEMM
- * result, as sgemm's alpha is. Only O and d_qkv are rounded as outputs in bf16 mode. */
+ * result, as sgemm's alpha is. Only O and d_qkv are rounded as outputs in bf16 mode.
+ *
+ * Attention-probability dropout (drop != NULL, backend.h sv_be_attention_fwd_drop): the forward
+ * writes P' = P * M into the worker's tile and multiplies P' v; the saved P stays the softmax.
+ * The backward rebuilds P' in the tile for dV = P'^T dO, then overwrites it with dP' = dO v^T,
+ * multiplies by M again (dP) and runs the softmax backward against P. M is recomputed from
+ * (key, sample, head, row, column), nothing is stored. */
 #include <cblas.h>
 #include <math.h>
 
+#include "core/elementwise.h"
 #include "model/backend/cpu/cpu_backend.h"
 
 static size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -56,6 +63,13 @@ static void scale_strided(int bf, float *p, int rows, int cols, int ld, float sc
     }
 }
 
+/* dst (T,T) = src * M for pair (b, h): M[i,j] = sv_drop_mult(key, sample0 + b, (h T + i) T + j,
+ * keep). dst may alias src. */
+static void drop_tile(float *dst, const float *src, const sv_drop *d, int b, int h, int T) {
+    uint64_t sample = d->sample0 + (uint64_t)b, unit0 = (uint64_t)h * (uint64_t)T * (uint64_t)T;
+    for (size_t e = 0; e < (size_t)T * T; e++) dst[e] = src[e] * sv_drop_mult(d->key, sample, unit0 + e, d->keep);
+}
+
 /* Split pairs [0, n) into nt contiguous ranges; range t is [*a, *b). */
 static void split(int n, int nt, int t, int *a, int *b) {
     *a = (int)((long)n * t / nt);
@@ -79,7 +93,7 @@ static void prefetch_rows(const float *p, int rows, int cols, size_t ld) {
 }
 
 sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *scratch, const void *qkv_, int B, int T,
-                               int D, int H) {
+                               int D, int H, const sv_drop *drop) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_, *Pall = saved;
     const float *qkv = qkv_;
@@ -90,14 +104,15 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
     if (nt > 1 && !bfa) sv_cpu_blas_threads(1);
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
     for (int t = 0; t < nt; t++) {
-        void *pack = (char *)scratch + (size_t)t * wb + tile_bytes(T);
+        float *tile = (float *)((char *)scratch + (size_t)t * wb);
+        void *pack = (char *)tile + tile_bytes(T);
         int i0, i1;
         split(pairs, nt, t, &i0, &i1);
         for (int i = i0; i < i1; i++) {
             int b = i / H, h = i % H;
             const float *q = qkv + (size_t)b * T * ld + (size_t)h * dh;
             const float *k = q + D, *v = q + 2 * D;
-            float *P = Pall + (size_t)i * T * T;
+            float *P = Pall + (size_t)i * T * T, *Pd = drop ? tile : P; /* Pd: what multiplies v */
             float *o = out + (size_t)b * T * D + (size_t)h * dh;
             if (bfa) {
                 if (i + 1 < i1) { /* q, k, v of the next pair */
@@ -105,15 +120,17 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
                     for (int x = 0; x < 3; x++) prefetch_rows(qn + (size_t)x * D, T, dh, (size_t)ld);
                 }
                 const sv_gemm_mat Aq = {q, (size_t)ld, 1}, Bk = {k, (size_t)ld, 1};
-                const sv_gemm_mat Ap = {P, (size_t)T, 1}, Bv = {v, (size_t)ld, 0};
+                const sv_gemm_mat Ap = {Pd, (size_t)T, 1}, Bv = {v, (size_t)ld, 0};
                 sv_gemm_engine_gemm(c->gemm, P, (size_t)T, Aq, T, Bk, T, dh, 0, pack, sv_cpu_gemm_scratch(c, t));
                 scale_strided(0, P, 1, T * T, 0, scale);
                 c->k->softmax_rows(P, T, T);
+                if (drop) drop_tile(tile, P, drop, b, h, T);
                 sv_gemm_engine_gemm(c->gemm, o, (size_t)D, Ap, T, Bv, dh, T, 0, pack, sv_cpu_gemm_scratch(c, t));
             } else {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld, 0.0f, P, T);
                 c->k->softmax_rows(P, T, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, v, ld, 0.0f, o, D);
+                if (drop) drop_tile(tile, P, drop, b, h, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, Pd, T, v, ld, 0.0f, o, D);
             }
             round_strided(c, o, T, dh, D);
         }
@@ -123,7 +140,7 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out_, void *saved, void *sc
 }
 
 sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, const void *d_out_, const void *qkv_,
-                               const void *out, const void *saved, int B, int T, int D, int H) {
+                               const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop) {
     (void)out; /* rowsum(dP * P) is taken from dP and P directly */
     const sv_cpu_backend *c = sv_cpu(be);
     float *d_qkv = d_qkv_;
@@ -144,8 +161,12 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
             size_t qoff = (size_t)b * T * ld + (size_t)h * dh;
             const float *q = qkv + qoff, *k = q + D, *v = q + 2 * D;
             float *dq = d_qkv + qoff, *dk = dq + D, *dv = dq + 2 * D;
-            const float *P = Pall + (size_t)i * T * T;
+            const float *P = Pall + (size_t)i * T * T, *Pd = P; /* Pd: P' = P * M with dropout */
             const float *dO = d_out + (size_t)b * T * D + (size_t)h * dh;
+            if (drop) {
+                drop_tile(dS, P, drop, b, h, T);
+                Pd = dS; /* used by the dV GEMM before dS is overwritten */
+            }
             if (bfa) {
                 if (i + 1 < i1) { /* q, k, v, dO and P of the next pair */
                     int bn = (i + 1) / H, hn = (i + 1) % H;
@@ -156,10 +177,11 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
                 }
                 void *gs = sv_cpu_gemm_scratch(c, t);
                 const size_t L = (size_t)ld;
-                sv_gemm_engine_gemm(c->gemm, dv, L, (sv_gemm_mat){P, (size_t)T, 0}, T, (sv_gemm_mat){dO, (size_t)D, 0},
+                sv_gemm_engine_gemm(c->gemm, dv, L, (sv_gemm_mat){Pd, (size_t)T, 0}, T, (sv_gemm_mat){dO, (size_t)D, 0},
                                     dh, T, 0, pack, gs);
                 sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, (sv_gemm_mat){dO, (size_t)D, 1}, T, (sv_gemm_mat){v, L, 1},
                                     T, dh, 0, pack, gs);
+                if (drop) drop_tile(dS, dS, drop, b, h, T); /* dP = dP' * M */
                 c->k->softmax_bwd_rows(dS, P, T, T);
                 sv_gemm_engine_gemm(c->gemm, dq, L, (sv_gemm_mat){dS, (size_t)T, 1}, T, (sv_gemm_mat){k, L, 0}, dh, T,
                                     0, pack, gs);
@@ -168,8 +190,9 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv_, void *scratch, cons
                 scale_strided(bf, dq, T, dh, ld, scale);
                 scale_strided(bf, dk, T, dh, ld, scale);
             } else {
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, dO, D, 0.0f, dv, ld);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, Pd, T, dO, D, 0.0f, dv, ld);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld, 0.0f, dS, T);
+                if (drop) drop_tile(dS, dS, drop, b, h, T); /* dP = dP' * M */
                 c->k->softmax_bwd_rows(dS, P, T, T);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld, 0.0f, dq, ld);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld, 0.0f, dk, ld);
