@@ -51,6 +51,11 @@ sv_status sv_aug_flags_check(const sv_aug_flags *f, int mixing, int randaug_n) {
         if (randaug_n > 0)
             return SV_FAIL(SV_ERR_INVALID, "--aa and --randaug-n are two RandAugments: give one of them");
     }
+    if (f->aa_interp) {
+        sv_ra_interp ri;
+        SV_TRY(sv_randaug_interp_parse(f->aa_interp, &ri));
+        if (!f->aa) return SV_FAIL(SV_ERR_INVALID, "--aa-interp needs --aa (it resamples timm RandAugment's geometry)");
+    }
     if (f->train_crop && strcmp(f->train_crop, "rrc") && strcmp(f->train_crop, "simple"))
         return SV_FAIL(SV_ERR_INVALID, "--train-crop: invalid value '%s' (expected rrc or simple)", f->train_crop);
     return SV_OK;
@@ -69,6 +74,7 @@ sv_status sv_aug_flags_apply(const sv_aug_flags *f, sv_loader_opts *lo) {
     lo->mixup_off_epoch = f->mixup_off_epoch;
     if (f->cutmix_minmax) SV_TRY(parse_minmax(f->cutmix_minmax, lo->cutmix_minmax));
     if (f->aa) SV_TRY(sv_randaug_timm_parse(f->aa, &lo->aa));
+    if (f->aa && f->aa_interp) SV_TRY(sv_randaug_interp_parse(f->aa_interp, &lo->aa.interp));
     lo->three_augment = f->three_augment;
     lo->color_jitter = f->color_jitter >= 0 ? (float)f->color_jitter : f->three_augment ? 0.3f : 0.f;
     lo->simple_crop = f->train_crop && !strcmp(f->train_crop, "simple");

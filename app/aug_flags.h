@@ -21,6 +21,7 @@ typedef struct sv_aug_flags {
     int mixup_off_epoch;       /* --mixup-off-epoch */
     const char *cutmix_minmax; /* --cutmix-minmax MIN,MAX */
     const char *aa;            /* --aa rand-... */
+    const char *aa_interp;     /* --aa-interp nearest | bilinear | bicubic | random (NULL: nearest) */
     int three_augment;         /* --three-augment */
     double color_jitter;       /* --color-jitter (< 0: unset, 0.3 with --three-augment, else off) */
     const char *train_crop;    /* --train-crop rrc | simple (NULL: rrc) */
@@ -42,13 +43,14 @@ typedef struct sv_aug_flags {
     {"mixup-off-epoch", SV_FLAG_INT, &(x).mixup_off_epoch, 0, 1 << 30, "stop mixing from this epoch on (0 = never)", 0}, \
     {"cutmix-minmax", SV_FLAG_STR, &(x).cutmix_minmax, 0, 0, "MIN,MAX: CutMix box sides uniform in [MIN, MAX) of the image (turns CutMix on)", 0}, \
     {"aa", SV_FLAG_STR, &(x).aa, 0, 0, "timm RandAugment string, e.g. rand-m9-mstd0.5-inc1 (sections m n mstd mmax inc p)", 0}, \
+    {"aa-interp", SV_FLAG_STR, &(x).aa_interp, 0, 0, "--aa geometry resampling: nearest | bilinear | bicubic | random (timm's default, per op; unset: nearest)", 0}, \
     {"three-augment", SV_FLAG_BOOL, &(x).three_augment, 0, 1, "DeiT III 3-Augment: grayscale | solarize | blur per image, then colour jitter", 0}, \
     {"color-jitter", SV_FLAG_DOUBLE, &(x).color_jitter, -1, 1, "ColorJitter(b, b, b) strength (-1: 0.3 with --three-augment, else off)", 0}, \
     {"train-crop", SV_FLAG_STR, &(x).train_crop, 0, 0, "training crop: rrc (RandomResizedCrop) | simple (DeiT III resize + random crop, reflect pad 4)", 0}
 // clang-format on
 
 /* Check strings and combinations (mixing controls need --mixup/--cutmix/--cutmix-minmax;
- * --remode/--recount need --reprob; --aa excludes --randaug-n). mixing: --mixup or --cutmix > 0;
+ * --remode/--recount need --reprob; --aa excludes --randaug-n; --aa-interp needs --aa). mixing: --mixup or --cutmix > 0;
  * randaug_n: --randaug-n. */
 sv_status sv_aug_flags_check(const sv_aug_flags *f, int mixing, int randaug_n);
 

@@ -59,6 +59,11 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *
     if (strcmp(sv_ckpt_sched_kind(&s.sched), sv_ckpt_sched_kind(&c->state.sched)))
         SV_WARN("resume: the LR schedule changed from %s to %s; continuing with the new one",
                 sv_ckpt_sched_kind(&s.sched), sv_ckpt_sched_kind(&c->state.sched));
+    if (s.sched.on_epochs != c->state.sched.on_epochs)
+        SV_WARN("resume: the LR schedule was stepped per %s, now per %s (--sched-on-updates %d); continuing with the "
+                "new one",
+                s.sched.on_epochs ? "epoch" : "update", c->state.sched.on_epochs ? "epoch" : "update",
+                !c->state.sched.on_epochs);
     if (s.total_steps != c->state.total_steps || s.lr != c->state.lr || s.min_lr != c->state.min_lr ||
         s.warmup != c->state.warmup)
         SV_WARN("resume: the LR schedule changed (checkpoint: %lld steps, lr %g, min-lr %g, warmup %lld; now %lld, %g, "

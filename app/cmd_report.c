@@ -17,11 +17,13 @@ int sv_cmd_report(int argc, char **argv, const sv_proc *proc) {
         {"trace", SV_FLAG_STR, &trace, 0, 0, "trace JSON to summarise (default RUN_DIR/trace.json when present)", 0},
         SV_FLAG_END};
     /* clang-format on */
-    sv_cmd_spec spec = {"report", "shardvit report RUN_DIR [--out FILE.html]",
-                        "Write one self-contained HTML report of a training run: loss, accuracy, learning rate, "
-                        "throughput and memory curves (metrics.jsonl), the evaluation summary and confusion matrix "
-                        "(eval.json, confusion.csv) and, with a trace, compute vs communication per rank.",
-                        1};
+    sv_cmd_spec spec = {
+        "report", "shardvit report RUN_DIR [--out FILE.html]",
+        "Write one self-contained HTML report of a training run: loss, accuracy, learning rate, "
+        "throughput and memory curves (metrics.jsonl; raw and weight-EMA evaluations of a --model-ema run, "
+        "drawn and tabulated side by side), the evaluation summary and confusion matrix "
+        "(eval.json, confusion.csv) and, with a trace, compute vs communication per rank.",
+        1};
     char *pos[1];
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, 1, "missing RUN_DIR (a train --out directory)");

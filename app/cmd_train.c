@@ -45,17 +45,17 @@ typedef struct train_opts {
     int debug_nan_rank;
     const char *ckpt_dir, *resume, *init_from, *dump_logits; /* app/cmd_ckpt.h */
     int ckpt_every, keep;
-    double ckpt_minutes;               /* --ckpt-every-minutes */
-    int async_ckpt;                    /* --async-ckpt */
-    const char *preempt_signal;        /* --preempt-signal */
-    int eval_every;                    /* evaluate --val-data every N steps (0: at the end only) */
-    double drop_path, drop, proj_drop; /* --drop-path --drop --proj-drop (sv_vit_drops) */
-    int bce, bce_sum;                  /* --bce-loss --bce-sum */
-    double bce_thresh;                 /* --bce-target-thresh (0 = off) */
-    sv_train_ema_flags ema;            /* --model-ema ... (app/train_ema.h) */
-    sv_train_optim_flags of;           /* --opt, --sched and their parameters (app/train_optim.h) */
-    double mfu_calib_s;                /* --mfu-calib-seconds (app/cpu_peak.h) */
-    const sv_flag *flags;              /* the resolved flag table (provenance "config") */
+    double ckpt_minutes;                          /* --ckpt-every-minutes */
+    int async_ckpt;                               /* --async-ckpt */
+    const char *preempt_signal;                   /* --preempt-signal */
+    int eval_every;                               /* evaluate --val-data every N steps (0: at the end only) */
+    double drop_path, drop, proj_drop, attn_drop; /* --drop-path --drop --proj-drop --attn-drop (sv_vit_drops) */
+    int bce, bce_sum;                             /* --bce-loss --bce-sum */
+    double bce_thresh;                            /* --bce-target-thresh (0 = off) */
+    sv_train_ema_flags ema;                       /* --model-ema ... (app/train_ema.h) */
+    sv_train_optim_flags of;                      /* --opt, --sched and their parameters (app/train_optim.h) */
+    double mfu_calib_s;                           /* --mfu-calib-seconds (app/cpu_peak.h) */
+    const sv_flag *flags;                         /* the resolved flag table (provenance "config") */
 } train_opts;
 
 /* What ended the loop early: a preemption signal (its number; 0: none). */
@@ -647,6 +647,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"drop", SV_FLAG_DOUBLE, &o.drop, 0, 0.999, "dropout before the head (timm --drop, drop_rate)", 0},
         {"proj-drop", SV_FLAG_DOUBLE, &o.proj_drop, 0, 0.999,
          "dropout after attn.proj and in the MLP (timm proj_drop_rate)", 0},
+        {"attn-drop", SV_FLAG_DOUBLE, &o.attn_drop, 0, 0.999,
+         "dropout of the attention probabilities (timm attn_drop_rate; CPU backend only)", 0},
         {"bce-loss", SV_FLAG_BOOL, &o.bce, 0, 1, "binary cross-entropy loss (timm --bce-loss, DeiT III)", 0},
         {"bce-sum", SV_FLAG_BOOL, &o.bce_sum, 0, 1,
          "with --bce-loss: sum over classes instead of the mean (timm --bce-sum)", 0},
@@ -734,7 +736,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     }
     o.ema.on = o.run.model_ema;
     if ((rc = sv_train_ema_check(&o.ema)) != 0) return rc;
-    if (sv_train_optim_check(&o.of, flags, &o.warmup, &o.beta2, &o.eps) != SV_OK) {
+    if (sv_train_optim_check(&o.of, flags, &o.warmup, o.steps, &o.beta2, &o.eps) != SV_OK) {
         fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
         return 2;
     }
@@ -755,8 +757,17 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     if (st == SV_OK) st = sv_run_setup(&r, &o.run, proc->rank, proc->world, proc->local_rank, proc->local_size);
     set_up = st == SV_OK;
     if (st == SV_OK) { /* the recipe's regularisation and loss (model/vit.h); all off by default */
-        sv_vit_set_drops(&r.model, &(sv_vit_drops){(float)o.drop_path, (float)o.proj_drop, (float)o.drop},
+        sv_vit_set_drops(&r.model,
+                         &(sv_vit_drops){.drop_path = (float)o.drop_path,
+                                         .proj_drop = (float)o.proj_drop,
+                                         .head_drop = (float)o.drop,
+                                         .attn_drop = (float)o.attn_drop},
                          (uint64_t)o.run.seed);
+        if (o.attn_drop > 0 && strcmp(sv_be_name(r.be), "cpu"))
+            st = SV_FAIL(SV_ERR_INVALID,
+                         "--attn-drop is implemented in the CPU attention only; the %s backend (cuDNN SDPA / its "
+                         "fallback kernel) has no attention-probability dropout: use --device cpu or --attn-drop 0",
+                         sv_be_name(r.be));
         r.model.loss = (sv_vit_loss){.bce = o.bce, .bce_sum = o.bce_sum, .bce_thresh = (float)o.bce_thresh};
     }
     if (st == SV_OK) st = sv_fsdp_agree(&r.fsdp, proc->rank == 0 ? prepare_out(&o, flags, proc->world, locks) : SV_OK);

@@ -28,8 +28,39 @@ static sv_status parse_milestones(const char *s, double *out, int *n) {
     return SV_OK;
 }
 
-sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *flags, int *warmup, double *beta2,
-                               double *eps) {
+/* --sched-on-updates 0: timm's per-epoch schedule counts whole epochs (its flags are integers). */
+static sv_status check_on_epochs(const sv_train_optim_flags *of, const sv_flag *flags, int warmup, long long steps,
+                                 sv_sched_kind sk) {
+    if (sv_flag_seen(flags, "warmup") && warmup > 0)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--sched-on-updates 0: --warmup %d counts steps; give the warmup in "
+                       "--warmup-epochs (timm's per-epoch warmup)",
+                       warmup);
+    const struct {
+        const char *name;
+        double v;
+    } whole[] = {{"--warmup-epochs", of->warmup_epochs}, {"--cooldown-epochs", of->cooldown_epochs}};
+    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
+        if (whole[i].v != floor(whole[i].v))
+            return SV_FAIL(SV_ERR_INVALID, "--sched-on-updates 0: %s %g is not a whole number of epochs", whole[i].name,
+                           whole[i].v);
+    double ms[SV_SCHED_MAX_MILESTONES];
+    int n = 0;
+    if (sk == SV_SCHED_MULTISTEP) SV_TRY(parse_milestones(of->milestones, ms, &n));
+    for (int i = 0; i < n; i++)
+        if (ms[i] != floor(ms[i]))
+            return SV_FAIL(SV_ERR_INVALID, "--sched-on-updates 0: --decay-milestones '%s' has %g, not a whole epoch",
+                           of->milestones, ms[i]);
+    if (steps >= 0)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--sched-on-updates 0 steps the LR per epoch of --epochs; --steps %lld counts "
+                       "optimizer steps (drop it, or use --sched-on-updates 1)",
+                       steps);
+    return SV_OK;
+}
+
+sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *flags, int *warmup, long long steps,
+                               double *beta2, double *eps) {
     sv_opt_kind k;
     sv_sched_kind sk;
     SV_TRY(sv_opt_parse(of->opt, &k));
@@ -50,7 +81,8 @@ sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *fl
     if (sk == SV_SCHED_MULTISTEP) SV_TRY(parse_milestones(of->milestones, ms, &n));
     if (sk == SV_SCHED_POLY && of->poly_power == 0 && of->decay_rate == 0)
         return SV_FAIL(SV_ERR_INVALID, "--sched poly: the power (--poly-power, else --decay-rate) must be > 0");
-    if (of->warmup_epochs > 0) *warmup = 0;
+    if (!of->sched_on_updates) SV_TRY(check_on_epochs(of, flags, *warmup, steps, sk));
+    if (of->warmup_epochs > 0 || !of->sched_on_updates) *warmup = 0;
     if (k == SV_OPT_LION && !sv_flag_seen(flags, "beta2")) *beta2 = 0.99;
     if (k == SV_OPT_LAMB && !sv_flag_seen(flags, "eps")) *eps = 1e-6;
     return SV_OK;
@@ -58,10 +90,38 @@ sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *fl
 
 static int64_t epochs_to_steps(double e, uint64_t spe) { return (int64_t)llround(e * (double)spe); }
 
+/* --sched-on-updates 0: timm's create_scheduler_v2(step_on_epochs=True), every count in epochs
+ * (whole numbers, sv_train_optim_check); *total = the epochs it returns x spe. */
+static sv_status sched_build_epochs(const sv_train_optim_flags *of, double lr, double min_lr, int epochs, uint64_t spe,
+                                    long *total, sv_lr_sched *s) {
+    s->on_epochs = 1;
+    s->spe = (int64_t)spe;
+    s->lr = lr;
+    s->min_lr = min_lr;
+    s->warmup_lr = of->warmup_lr;
+    s->form = SV_WARMUP_TIMM;
+    s->warmup = (int64_t)of->warmup_epochs;
+    s->warmup_prefix = of->warmup_prefix;
+    s->cooldown = (int64_t)of->cooldown_epochs;
+    s->decay_steps = of->decay_epochs;
+    s->decay_rate = of->decay_rate;
+    s->power = of->poly_power > 0 ? of->poly_power : of->decay_rate;
+    double ms[SV_SCHED_MAX_MILESTONES];
+    if (s->kind == SV_SCHED_MULTISTEP) {
+        SV_TRY(parse_milestones(of->milestones, ms, &s->n_milestones));
+        for (int i = 0; i < s->n_milestones; i++) s->milestones[i] = (int64_t)ms[i];
+    }
+    s->t_initial = epochs > 0 ? epochs : 1;
+    int64_t run_epochs = s->t_initial + s->cooldown + (s->warmup_prefix ? s->warmup : 0);
+    *total = (long)(run_epochs * s->spe);
+    return SV_OK;
+}
+
 sv_status sv_train_sched_build(const sv_train_optim_flags *of, double lr, double min_lr, int warmup, long long steps,
                                int epochs, uint64_t spe, long *total, sv_lr_sched *s) {
     memset(s, 0, sizeof *s);
     SV_TRY(sv_sched_parse(of->sched, &s->kind));
+    if (!of->sched_on_updates) return sched_build_epochs(of, lr, min_lr, epochs, spe, total, s);
     s->lr = lr;
     s->min_lr = min_lr;
     s->warmup_lr = of->warmup_lr;

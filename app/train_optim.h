@@ -14,12 +14,13 @@ typedef struct sv_train_optim_flags {
     int nesterov;
     double warmup_epochs, warmup_lr, cooldown_epochs, decay_epochs, decay_rate, poly_power;
     int warmup_prefix;
+    int sched_on_updates; /* 1: the LR is set per optimizer step [default]; 0: per epoch (timm's default) */
 } sv_train_optim_flags;
 
 #define SV_TRAIN_OPTIM_FLAGS_DEFAULT \
     { \
         .opt = "adamw", .sched = "cosine", .milestones = "90,180,270", .momentum = 0.9, .decay_epochs = 90, \
-        .decay_rate = 0.1 \
+        .decay_rate = 0.1, .sched_on_updates = 1 \
     }
 
 /* clang-format off */
@@ -28,7 +29,8 @@ typedef struct sv_train_optim_flags {
     {"momentum", SV_FLAG_DOUBLE, &(o).momentum, 0, 0.999999, "SGD momentum (timm --momentum)", 0}, \
     {"nesterov", SV_FLAG_BOOL, &(o).nesterov, 0, 1, "SGD: Nesterov momentum (timm --opt sgd / nesterov; plain = timm momentum)", 0}, \
     {"layer-decay", SV_FLAG_DOUBLE, &(o).layer_decay, 0, 1, "layer-wise LR decay: lr x F^(depth+1-layer) (0 = off; timm --layer-decay)", 0}, \
-    {"sched", SV_FLAG_STR, &(o).sched, 0, 0, "LR schedule: cosine | step | multistep | poly | constant (per optimizer step)", 0}, \
+    {"sched", SV_FLAG_STR, &(o).sched, 0, 0, "LR schedule: cosine | step | multistep | poly | constant (see --sched-on-updates)", 0}, \
+    {"sched-on-updates", SV_FLAG_INT, &(o).sched_on_updates, 0, 1, "1: set the LR every optimizer step; 0: once per epoch, timm's default (timm --sched-on-updates = 1)", 0}, \
     {"warmup-epochs", SV_FLAG_DOUBLE, &(o).warmup_epochs, 0, 1e6, "timm-form linear warmup over this many epochs (instead of --warmup steps)", 0}, \
     {"warmup-lr", SV_FLAG_DOUBLE, &(o).warmup_lr, 0, 10, "learning rate the warmup starts from", 0}, \
     {"warmup-prefix", SV_FLAG_BOOL, &(o).warmup_prefix, 0, 1, "with --warmup-epochs: the decay starts after the warmup, which adds to the epochs", 0}, \
@@ -41,13 +43,18 @@ typedef struct sv_train_optim_flags {
 
 /* Right after parsing: checks values and combinations (message names the flag) and fills the
  * update rule's own defaults where the flag was not given (Lion beta2 0.99, LAMB eps 1e-6, as
- * timm's optimizer classes). *warmup is --warmup, set to 0 when --warmup-epochs is used. */
-sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *flags, int *warmup, double *beta2,
-                               double *eps);
+ * timm's optimizer classes). *warmup is --warmup, set to 0 when --warmup-epochs or
+ * --sched-on-updates 0 is used (per-epoch stepping has timm's epoch warmup only; an explicit
+ * --warmup N > 0 with it is an error, as are --steps and non-integer epoch counts, which timm's
+ * epoch schedule does not have). */
+sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *flags, int *warmup, long long steps,
+                               double *beta2, double *eps);
 
-/* The schedule in optimizer steps for `spe` steps per epoch, and the run's length *total:
- * --steps when >= 0, else (epochs [+ warmup epochs with --warmup-prefix] + cooldown epochs) x spe.
- * lr/min_lr/warmup are --lr, --min-lr, --warmup. */
+/* The schedule for `spe` steps per epoch, and the run's length *total in steps: --steps when
+ * >= 0, else (epochs [+ warmup epochs with --warmup-prefix] + cooldown epochs) x spe.
+ * lr/min_lr/warmup are --lr, --min-lr, --warmup. With --sched-on-updates 1 its counts are steps
+ * (epoch flags x spe, rounded); with 0 they are epochs and the schedule is stepped per epoch
+ * (core/lr_sched.h on_epochs). */
 sv_status sv_train_sched_build(const sv_train_optim_flags *of, double lr, double min_lr, int warmup, long long steps,
                                int epochs, uint64_t spe, long *total, sv_lr_sched *out);
 

@@ -22,6 +22,10 @@ void sv_ckpt_sched_write(sv_json_writer *w, const sv_lr_sched *s) {
     sv_json_arr_end(w);
     sv_json_key(w, "decay_rate"), sv_json_f64(w, s->decay_rate);
     sv_json_key(w, "power"), sv_json_f64(w, s->power);
+    if (s->on_epochs) { /* --sched-on-updates 0 only, so per-update indexes keep their bytes */
+        sv_json_key(w, "sched_on_updates"), sv_json_bool(w, 0);
+        sv_json_key(w, "steps_per_epoch"), sv_json_i64(w, s->spe);
+    }
 }
 
 void sv_ckpt_optim_write(sv_json_writer *w, const sv_ckpt_optim *o) {
@@ -55,6 +59,12 @@ sv_status sv_ckpt_sched_parse(const sv_json *lr, sv_lr_sched *s) {
     SV_TRY(sv_json_opt_f64(lr, "decay_steps", 0.0, &s->decay_steps));
     SV_TRY(sv_json_opt_f64(lr, "decay_rate", 0.1, &s->decay_rate));
     SV_TRY(sv_json_opt_f64(lr, "power", 0.0, &s->power));
+    int on_updates;
+    SV_TRY(sv_json_opt_bool(lr, "sched_on_updates", 1, &on_updates));
+    s->on_epochs = !on_updates;
+    SV_TRY(sv_json_opt_i64(lr, "steps_per_epoch", 0, &s->spe));
+    if (s->on_epochs && s->spe <= 0)
+        return SV_FAIL(SV_ERR_FORMAT, "lr_schedule.steps_per_epoch must be > 0 with sched_on_updates false");
     const sv_json *ms = sv_json_member_get(lr, "decay_milestones");
     s->n_milestones = 0;
     if (ms) {

@@ -2,7 +2,8 @@
  *
  *   "lr_schedule": {..., "warmup_form": "steps"|"timm", "warmup_lr", "warmup_prefix",
  *                   "t_initial", "cooldown", "decay_steps", "decay_milestones": [...],
- *                   "decay_rate", "power"}   (beside the original kind/total_steps/lr/min_lr/warmup;
+ *                   "decay_rate", "power", and with --sched-on-updates 0 only
+ *                   "sched_on_updates": false, "steps_per_epoch"}   (beside the original kind/total_steps/lr/min_lr/warmup;
  *                   "kind" is "warmup_cosine" for the --warmup-steps cosine, else the --sched name)
  *   "optimizer":   {"kind": "adamw"|"lamb"|"sgd"|"lion", "beta1", "beta2", "eps",
  *                   "weight_decay", "momentum", "nesterov", "layer_decay"}

@@ -42,6 +42,7 @@ static double decayed(const sv_lr_sched *s, int64_t t) {
 }
 
 double sv_lr_sched_at(const sv_lr_sched *s, int64_t step) {
+    if (s->on_epochs) step /= s->spe > 0 ? s->spe : 1; /* timm's step(epoch): the schedule's time is the epoch */
     if (s->form == SV_WARMUP_STEPS) {
         if (step < s->warmup) return s->warmup_lr + (s->lr - s->warmup_lr) * (double)(step + 1) / (double)s->warmup;
         if (s->kind == SV_SCHED_COSINE) { /* the original expression, kept bit for bit */

@@ -1,7 +1,7 @@
 /* Learning-rate schedules evaluated per optimizer step (docs/training.md "Learning-rate
  * schedule"), with the formulas of timm's scheduler classes (timm.scheduler CosineLRScheduler,
  * StepLRScheduler, MultiStepLRScheduler, PolyLRScheduler; "constant" is timm's StepLRScheduler
- * that never decays) stepped per update (timm --sched-on-updates, t_in_epochs=False).
+ * that never decays) stepped per update (timm --sched-on-updates, t_in_epochs=False) or per epoch.
  *
  * Two warmup forms:
  *   SV_WARMUP_STEPS (shardvit's --warmup N): step k < N gets warmup_lr + (lr - warmup_lr)(k+1)/N,
@@ -9,7 +9,13 @@
  *     warmup_prefix): its time is k - N over a length of total - cooldown - N.
  *   SV_WARMUP_TIMM (--warmup-epochs): timm's ramp warmup_lr + k (lr - warmup_lr)/N for k < N; the
  *     decay time is k (k - N with warmup_prefix) over t_initial.
- * With no warmup both are timm's schedule exactly. Pure functions, no state. */
+ * With no warmup both are timm's schedule exactly.
+ *
+ * Per-epoch stepping (on_epochs, timm's default without --sched-on-updates, t_in_epochs=True):
+ * the LR of step k is timm's _get_lr(t) at the epoch t = k / spe (integer division: constant
+ * inside an epoch, as timm's step(epoch) at each epoch end), with warmup, t_initial,
+ * decay_steps, milestones and cooldown counted in epochs; always the SV_WARMUP_TIMM form.
+ * Pure functions, no state. */
 #ifndef SV_CORE_LR_SCHED_H
 #define SV_CORE_LR_SCHED_H
 
@@ -41,6 +47,8 @@ typedef struct sv_lr_sched {
     double decay_rate; /* step, multistep */
     double power;      /* poly */
     int64_t cooldown;  /* steps at lr's end value after t_initial (recorded; timm cooldown_epochs) */
+    int on_epochs;     /* 1: stepped per epoch; the counts above are epochs (see the top) */
+    int64_t spe;       /* on_epochs: optimizer steps per epoch (> 0) */
 } sv_lr_sched;
 
 /* "cosine" | "step" | "multistep" | "poly" | "constant". */

@@ -122,13 +122,76 @@ static void put(uint8_t *img, int side, int c, int x, int y, const uint8_t *scra
     for (int ch = 0; ch < c; ch++) d[ch] = s[ch];
 }
 
+static int clip_side(int v, int side) { return v < 0 ? 0 : v < side ? v : side - 1; } /* XCLIP / YCLIP */
+
+/* Pillow's BILINEAR / BICUBIC of one line of samples (Geometry.c; exact in double for bytes). */
+static double lerp_px(double a, double b, double d) { return a + (b - a) * d; }
+static double cubic_px(double v1, double v2, double v3, double v4, double d) {
+    double p1 = v2, p2 = -v1 + v3, p3 = 2 * (v1 - v2) + v3 - v4, p4 = -v1 + v2 - v3 + v4;
+    return p1 + d * (p2 + d * (p3 + d * p4));
+}
+
+/* Channel ch of src at Pillow input point (xin, yin): 0 when it is outside the image (the
+ * caller keeps the fill), else 1 with the filtered byte in *out. Pillow's bilinear_filter8 /
+ * bicubic_filter8 (and their 32RGB twins, per band): taps clipped to the image in x, in y the
+ * first row clipped and later rows outside it repeating the previous row's value. */
+static int filter_px(const uint8_t *src, int side, int c, int ch, double xin, double yin, sv_ra_interp f,
+                     uint8_t *out) {
+    if (xin < 0.0 || xin >= side || yin < 0.0 || yin >= side) return 0;
+    xin -= 0.5;
+    yin -= 0.5;
+    int x = xin < 0.0 ? (int)floor(xin) : (int)xin, y = yin < 0.0 ? (int)floor(yin) : (int)yin; /* FLOOR */
+    double dx = xin - x, dy = yin - y;
+    int taps = f == SV_RA_BICUBIC ? 4 : 2;
+    if (taps == 4) x--, y--;
+    double row[4];
+    for (int r = 0; r < taps; r++) {
+        int yy = r == 0 ? clip_side(y, side) : y + r;
+        if (r > 0 && (yy < 0 || yy >= side)) {
+            row[r] = row[r - 1];
+            continue;
+        }
+        double v[4];
+        for (int k = 0; k < taps; k++)
+            v[k] = src[((size_t)yy * (size_t)side + (size_t)clip_side(x + k, side)) * (size_t)c + (size_t)ch];
+        row[r] = taps == 4 ? cubic_px(v[0], v[1], v[2], v[3], dx) : lerp_px(v[0], v[1], dx);
+    }
+    if (taps == 2) {
+        *out = (uint8_t)lerp_px(row[0], row[1], dy);
+        return 1;
+    }
+    double v = cubic_px(row[0], row[1], row[2], row[3], dy);
+    *out = v <= 0.0 ? 0 : v >= 255.0 ? 255 : (uint8_t)v;
+    return 1;
+}
+
+/* Pillow's ImagingGenericTransform with affine_transform: the input point of every output pixel
+ * computed afresh, a0 (x + .5) + a1 (y + .5) + a2, and filtered; outside points keep `fill`. */
+static void affine_filtered(uint8_t *img, int side, int c, const double m[6], const uint8_t *fill,
+                            const uint8_t *scratch, sv_ra_interp f) {
+    for (int y = 0; y < side; y++)
+        for (int x = 0; x < side; x++) {
+            double xi = x + 0.5, yi = y + 0.5;
+            double xx = m[0] * xi + m[1] * yi + m[2], yy = m[3] * xi + m[4] * yi + m[5];
+            uint8_t *d = img + ((size_t)y * (size_t)side + (size_t)x) * (size_t)c;
+            for (int ch = 0; ch < c; ch++)
+                if (!filter_px(scratch, side, c, ch, xx, yy, f, d + ch)) d[ch] = fill[ch];
+        }
+}
+
 /* Sample img through the PIL affine map (output pixel centre (x+.5, y+.5) -> input
- * (a x + b y + c, d x + e y + f)), nearest pixel, fill outside. The arithmetic is Pillow's
- * ImagingTransformAffine for NEAREST: a pure scale/translate walks doubles per axis; otherwise
- * 16.16 fixed point stepped per pixel when the coordinates fit, else doubles stepped likewise. */
-static void affine(uint8_t *img, int side, int c, const double m[6], const uint8_t *fill, uint8_t *scratch) {
+ * (a x + b y + c, d x + e y + f)), fill outside. Bilinear / bicubic: affine_filtered. Nearest:
+ * the arithmetic of Pillow's ImagingTransformAffine for NEAREST: a pure scale/translate walks
+ * doubles per axis; otherwise 16.16 fixed point stepped per pixel when the coordinates fit,
+ * else doubles stepped likewise. */
+static void affine(uint8_t *img, int side, int c, const double m[6], const uint8_t *fill, uint8_t *scratch,
+                   sv_ra_interp f) {
     size_t n = (size_t)side * (size_t)side * (size_t)c;
     memcpy(scratch, img, n);
+    if (f == SV_RA_BILINEAR || f == SV_RA_BICUBIC) {
+        affine_filtered(img, side, c, m, fill, scratch, f);
+        return;
+    }
     if (m[1] == 0 && m[3] == 0) {
         double yo = m[5] + m[4] * 0.5;
         for (int y = 0; y < side; y++, yo += m[4]) {
@@ -163,7 +226,8 @@ static double round15(double v) { return nearbyint(v * 1e15) / 1e15; } /* Python
 /* One op with its final argument: bits kept (Posterize), threshold (Solarize), addend
  * (SolarizeAdd), blend factor (Color, Contrast, Brightness, Sharpness), degrees (Rotate), shear,
  * pixels (Translate). The magnitude -> argument mappings (legacy and timm) live in their callers. */
-static void apply_arg(sv_ra_op op, double arg, uint8_t *img, int side, int c, const uint8_t *fill, uint8_t *scratch) {
+static void apply_arg(sv_ra_op op, double arg, uint8_t *img, int side, int c, const uint8_t *fill, uint8_t *scratch,
+                      sv_ra_interp interp) {
     size_t npx = (size_t)side * (size_t)side, n = npx * (size_t)c;
     uint8_t lut[3][256];
     switch (op) {
@@ -220,27 +284,27 @@ static void apply_arg(sv_ra_op op, double arg, uint8_t *img, int side, int c, co
         double ang = -arg * 3.14159265358979323846 / 180.0;
         double a = round15(cos(ang)), b = round15(sin(ang)), d = round15(-sin(ang)), e = a, cx = side / 2.0;
         double mtx[6] = {a, b, a * -cx + b * -cx + cx, d, e, d * -cx + e * -cx + cx};
-        affine(img, side, c, mtx, fill, scratch);
+        affine(img, side, c, mtx, fill, scratch, interp);
         return;
     }
     case SV_RA_SHEAR_X: {
         double mtx[6] = {1, arg, 0, 0, 1, 0};
-        affine(img, side, c, mtx, fill, scratch);
+        affine(img, side, c, mtx, fill, scratch, interp);
         return;
     }
     case SV_RA_SHEAR_Y: {
         double mtx[6] = {1, 0, 0, arg, 1, 0};
-        affine(img, side, c, mtx, fill, scratch);
+        affine(img, side, c, mtx, fill, scratch, interp);
         return;
     }
     case SV_RA_TRANSLATE_X: {
         double mtx[6] = {1, 0, arg, 0, 1, 0};
-        affine(img, side, c, mtx, fill, scratch);
+        affine(img, side, c, mtx, fill, scratch, interp);
         return;
     }
     case SV_RA_TRANSLATE_Y: {
         double mtx[6] = {1, 0, 0, 0, 1, arg};
-        affine(img, side, c, mtx, fill, scratch);
+        affine(img, side, c, mtx, fill, scratch, interp);
         return;
     }
     }
@@ -268,16 +332,16 @@ void sv_randaug_apply(sv_ra_op op, double m, int negate, uint8_t *img, int side,
     case SV_RA_TRANSLATE_Y: arg = sgn * 0.45 * f * side; break;
     default: break;
     }
-    apply_arg(op, arg, img, side, c, fill, scratch);
+    apply_arg(op, arg, img, side, c, fill, scratch, SV_RA_NEAREST);
 }
 
 void sv_image_enhance(sv_ra_op op, double factor, uint8_t *img, int side, int c, uint8_t *scratch) {
     if (op == SV_RA_COLOR || op == SV_RA_CONTRAST || op == SV_RA_BRIGHTNESS || op == SV_RA_SHARPNESS)
-        apply_arg(op, (float)factor, img, side, c, NULL, scratch);
+        apply_arg(op, (float)factor, img, side, c, NULL, scratch, SV_RA_NEAREST);
 }
 
 void sv_image_solarize(uint8_t *img, int side, int c, int thresh) {
-    apply_arg(SV_RA_SOLARIZE, thresh, img, side, c, NULL, NULL);
+    apply_arg(SV_RA_SOLARIZE, thresh, img, side, c, NULL, NULL, SV_RA_NEAREST);
 }
 
 void sv_image_grayscale(uint8_t *img, int side, int c) {
@@ -333,16 +397,53 @@ double sv_randaug_timm_magnitude(const sv_randaug_timm *t, uint64_t key, uint64_
     return m < 0 ? 0 : m > hi ? hi : m;
 }
 
+static int is_geometric(sv_ra_op op) {
+    return op == SV_RA_ROTATE || op == SV_RA_SHEAR_X || op == SV_RA_SHEAR_Y || op == SV_RA_TRANSLATE_X ||
+        op == SV_RA_TRANSLATE_Y;
+}
+
+/* Layer i of t for stream key: 1 and *l when it is applied, 0 when skipped (p). */
+static int plan_layer(const sv_randaug_timm *t, uint64_t key, int side, uint64_t k, sv_ra_layer *l) {
+    sv_ra_op op = k_timm_ops[sv_rand_u64(key, 4 * k) % SV_RA_TIMM_NUM_OPS];
+    if (!(sv_rand_unit(key, 4 * k + 1) < t->p)) return 0;
+    double mag = sv_randaug_timm_magnitude(t, key, k);
+    int neg = sv_rand_unit(key, 4 * k + 3) > 0.5;
+    sv_ra_interp f = is_geometric(op) ? t->interp : SV_RA_NEAREST;
+    if (f == SV_RA_RANDOM) f = sv_rand_unit(sv_hash2(key, 0x1e7bull), k) < 0.5 ? SV_RA_BILINEAR : SV_RA_BICUBIC;
+    *l = (sv_ra_layer){op, sv_randaug_timm_arg(op, mag, t->inc, neg, side), f};
+    return 1;
+}
+
+int sv_randaug_timm_plan(const sv_randaug_timm *t, uint64_t key, int side, sv_ra_layer *out) {
+    int n = 0;
+    for (int i = 0; i < t->n; i++) n += plan_layer(t, key, side, (uint64_t)i, &out[n]);
+    return n;
+}
+
+void sv_randaug_layer_apply(const sv_ra_layer *l, uint8_t *img, int side, int c, const uint8_t *fill,
+                            uint8_t *scratch) {
+    apply_arg(l->op, l->arg, img, side, c, fill, scratch, l->interp);
+}
+
 void sv_randaug_timm_run(const sv_randaug_timm *t, uint64_t key, uint8_t *img, int side, int c, const uint8_t *fill,
                          uint8_t *scratch) {
-    for (int i = 0; i < t->n; i++) {
-        uint64_t k = (uint64_t)i;
-        sv_ra_op op = k_timm_ops[sv_rand_u64(key, 4 * k) % SV_RA_TIMM_NUM_OPS];
-        if (!(sv_rand_unit(key, 4 * k + 1) < t->p)) continue;
-        double mag = sv_randaug_timm_magnitude(t, key, k);
-        int neg = sv_rand_unit(key, 4 * k + 3) > 0.5;
-        apply_arg(op, sv_randaug_timm_arg(op, mag, t->inc, neg, side), img, side, c, fill, scratch);
-    }
+    sv_ra_layer l;
+    for (int i = 0; i < t->n; i++)
+        if (plan_layer(t, key, side, (uint64_t)i, &l)) sv_randaug_layer_apply(&l, img, side, c, fill, scratch);
+}
+
+static const char *const k_interp_names[] = {"nearest", "bilinear", "bicubic", "random"};
+
+const char *sv_randaug_interp_name(sv_ra_interp i) { return (unsigned)i < 4 ? k_interp_names[i] : "?"; }
+
+sv_status sv_randaug_interp_parse(const char *s, sv_ra_interp *out) {
+    for (int i = 0; i < 4; i++)
+        if (s && !strcmp(s, k_interp_names[i])) {
+            *out = (sv_ra_interp)i;
+            return SV_OK;
+        }
+    return SV_FAIL(SV_ERR_INVALID, "--aa-interp: invalid value '%s' (expected nearest, bilinear, bicubic or random)",
+                   s ? s : "");
 }
 
 static int parse_num(const char *s, size_t len, int integer, double *v) {

@@ -78,17 +78,37 @@ void sv_randaug(uint64_t key, int n, double m, uint8_t *img, int side, int c, co
  *   (inc1: 256 minus that); SolarizeAdd min(128, int(110 f)) below 128;
  *   Color/Contrast/Brightness/Sharpness factor 1.8 f + 0.1 (inc1: max(0.1, 1 +- 0.9 f));
  *   AutoContrast, Equalize, Invert take none.
- * Pixel work is the same code as the ops above (nearest-pixel geometry, fill = the mean). */
+ * Pixel work is the same code as the ops above (fill = the mean). The geometric ops (Rotate,
+ * ShearX/Y, TranslateX/Y) resample with `interp`: nearest (shardvit's original, the default),
+ * bilinear or bicubic as Pillow's Image.transform / rotate with BILINEAR / BICUBIC (its
+ * ImagingGenericTransform filters: bilinear truncated to a byte, the a = -1 cubic clipped to
+ * [0, 255]; a source point outside the image keeps the fill), or random: per applied geometric
+ * op one of bilinear / bicubic with probability 1/2 each, timm's _RANDOM_INTERPOLATION (what its
+ * RandAugment does when the training interpolation is 'random', timm's train.py default). */
 enum { SV_RA_TIMM_NUM_OPS = 15 };
 
+typedef enum { SV_RA_NEAREST = 0, SV_RA_BILINEAR, SV_RA_BICUBIC, SV_RA_RANDOM } sv_ra_interp;
+
+/* "nearest" | "bilinear" | "bicubic" | "random" (SV_ERR_INVALID naming --aa-interp otherwise). */
+sv_status sv_randaug_interp_parse(const char *s, sv_ra_interp *out);
+const char *sv_randaug_interp_name(sv_ra_interp i);
+
 typedef struct sv_randaug_timm {
-    int n;       /* ops per image [2]; 0 = off */
-    double m;    /* magnitude [10] */
-    double mstd; /* magnitude noise std [0]; INFINITY = uniform */
-    double p;    /* per-op probability [0.5] */
-    double mmax; /* magnitude upper bound, 0 = 10 */
-    int inc;     /* 1: increasing-severity op set */
+    int n;               /* ops per image [2]; 0 = off */
+    double m;            /* magnitude [10] */
+    double mstd;         /* magnitude noise std [0]; INFINITY = uniform */
+    double p;            /* per-op probability [0.5] */
+    double mmax;         /* magnitude upper bound, 0 = 10 */
+    int inc;             /* 1: increasing-severity op set */
+    sv_ra_interp interp; /* geometric ops' resampling [SV_RA_NEAREST] (not part of the string) */
 } sv_randaug_timm;
+
+/* One applied layer: the op, its final argument and (geometric ops) its resampling. */
+typedef struct sv_ra_layer {
+    sv_ra_op op;
+    double arg;
+    sv_ra_interp interp; /* never SV_RA_RANDOM: the drawn choice */
+} sv_ra_layer;
 
 /* Parse timm's "rand-..." string: sections m<int> n<int> mstd<float> mmax<int> inc<0|1>
  * p<float> in any order, unset ones at timm's defaults (m10 n2 mstd0 p0.5 inc0). Errors
@@ -105,8 +125,18 @@ double sv_randaug_timm_arg(sv_ra_op op, double mag, int increasing, int negate, 
  * on key counter 4i+2) then clipping, as timm's AugmentOp. */
 double sv_randaug_timm_magnitude(const sv_randaug_timm *t, uint64_t key, uint64_t i);
 
-/* Apply t to img from the random stream key: layer i uses counters 4i (op), 4i+1 (apply when
- * < p), 4i+2 (magnitude noise), 4i+3 (negate when > 0.5). */
+/* The layers t applies for the random stream key, in order (at most t->n into out); returns
+ * their count. Layer i uses counters 4i (op), 4i+1 (apply when < p), 4i+2 (magnitude noise),
+ * 4i+3 (negate when > 0.5); with SV_RA_RANDOM a geometric op is bicubic when
+ * sv_rand_unit(sv_hash2(key, 0x1e7b), i) >= 0.5, else bilinear (a stream of its own, so the other
+ * draws are those of every other interp). Non-geometric ops carry SV_RA_NEAREST. */
+int sv_randaug_timm_plan(const sv_randaug_timm *t, uint64_t key, int side, sv_ra_layer *out);
+
+/* Apply one layer to img (scratch: side*side*c bytes; fill: c bytes). */
+void sv_randaug_layer_apply(const sv_ra_layer *l, uint8_t *img, int side, int c, const uint8_t *fill, uint8_t *scratch);
+
+/* Apply t to img from the random stream key: the layers of sv_randaug_timm_plan, one after
+ * another. */
 void sv_randaug_timm_run(const sv_randaug_timm *t, uint64_t key, uint8_t *img, int side, int c, const uint8_t *fill,
                          uint8_t *scratch);
 

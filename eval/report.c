@@ -15,10 +15,29 @@
 
 /* ---- metrics.jsonl ------------------------------------------------------------------------ */
 
-enum { S_LOSS, S_EVAL_LOSS, S_TOP1, S_TOP5, S_LR, S_GNORM, S_IPS, S_TFLOPS, S_MFU, S_MEM, S_WAIT, S_SKIP, S_N };
-static const char *const k_keys[S_N] = {"loss", "eval_loss", "eval_top1",      "eval_top5",
-                                        "lr",   "grad_norm", "img_per_s",      "tflops",
-                                        "mfu",  "mem_bytes", "data_wait_frac", "skipped_steps"};
+/* S_EMA_*: the weight-EMA evaluation records of train --model-ema (docs/training.md "Weight EMA"). */
+enum {
+    S_LOSS,
+    S_EVAL_LOSS,
+    S_TOP1,
+    S_TOP5,
+    S_LR,
+    S_GNORM,
+    S_IPS,
+    S_TFLOPS,
+    S_MFU,
+    S_MEM,
+    S_WAIT,
+    S_SKIP,
+    S_EMA_TOP1,
+    S_EMA_TOP5,
+    S_EMA_LOSS,
+    S_N
+};
+static const char *const k_keys[S_N] = {
+    "loss",           "eval_loss",     "eval_top1",     "eval_top5",     "lr",
+    "grad_norm",      "img_per_s",     "tflops",        "mfu",           "mem_bytes",
+    "data_wait_frac", "skipped_steps", "eval_ema_top1", "eval_ema_top5", "eval_ema_loss"};
 
 typedef struct metrics_data {
     sv_rp_series s[S_N];
@@ -65,6 +84,9 @@ typedef struct eval_data {
     int have;
     double top1, top5, loss;
     long long samples;
+    int have_ema; /* eval.json "ema": the weight EMA's metrics on the same data */
+    double ema_top1, ema_top5, ema_loss;
+    long long ema_samples;
     int K;
     char **names; /* [K] */
     double *acc;  /* [K], NaN for classes without samples */
@@ -187,6 +209,14 @@ static sv_status load_eval(const char *path, const char *run_dir, eval_data *e) 
     e->top5 = num_or_nan(&doc.root, "top5");
     e->loss = num_or_nan(&doc.root, "loss");
     e->samples = (long long)num_or_nan(&doc.root, "num_samples");
+    const sv_json *ema = sv_json_member_get(&doc.root, "ema");
+    if (ema && ema->type == SV_JSON_OBJECT) {
+        e->have_ema = 1;
+        e->ema_top1 = num_or_nan(ema, "top1");
+        e->ema_top5 = num_or_nan(ema, "top5");
+        e->ema_loss = num_or_nan(ema, "loss");
+        e->ema_samples = (long long)num_or_nan(ema, "samples");
+    }
     const sv_json *pc = sv_json_member_get(&doc.root, "per_class");
     int K = (int)sv_json_count(pc);
     e->K = K;
@@ -340,6 +370,11 @@ static void summary_cards(sv_rp_buf *b, const metrics_data *md, const eval_data 
         snprintf(v, sizeof v, "%.2f%%", 100 * t5);
         card(b, "eval top-5", v);
     }
+    double e1 = ev->have && ev->have_ema ? ev->ema_top1 : last_of(&S[S_EMA_TOP1]);
+    if (!isnan(e1)) {
+        snprintf(v, sizeof v, "%.2f%%", 100 * e1);
+        card(b, "EMA top-1", v);
+    }
     if (S[S_IPS].n) {
         snprintf(v, sizeof v, "%.1f", median_of(&S[S_IPS]));
         card(b, "images / s (median)", v);
@@ -362,11 +397,14 @@ static void summary_cards(sv_rp_buf *b, const metrics_data *md, const eval_data 
 static void curves(sv_rp_buf *b, const metrics_data *md) {
     const sv_rp_series *S = md->s;
     sv_rp_printf(b, "<h2>Training curves</h2>\n<div class=\"grid\">\n");
-    const sv_rp_series *loss[2] = {&S[S_LOSS], &S[S_EVAL_LOSS]};
-    sv_rp_chart(b, "Loss", (const char *[]){"train loss", "eval loss"}, loss, 2, SV_RP_PLAIN);
-    if (S[S_TOP1].n || S[S_TOP5].n) {
-        const sv_rp_series *acc[2] = {&S[S_TOP1], &S[S_TOP5]};
-        sv_rp_chart(b, "Eval accuracy", (const char *[]){"top-1", "top-5"}, acc, 2, SV_RP_PERCENT);
+    int ema = S[S_EMA_TOP1].n || S[S_EMA_TOP5].n || S[S_EMA_LOSS].n;
+    const sv_rp_series *loss[3] = {&S[S_LOSS], &S[S_EVAL_LOSS], &S[S_EMA_LOSS]};
+    sv_rp_chart(b, "Loss", (const char *[]){"train loss", "eval loss", "EMA eval loss"}, loss, ema ? 3 : 2,
+                SV_RP_PLAIN);
+    if (S[S_TOP1].n || S[S_TOP5].n || ema) {
+        const sv_rp_series *acc[4] = {&S[S_TOP1], &S[S_TOP5], &S[S_EMA_TOP1], &S[S_EMA_TOP5]};
+        sv_rp_chart(b, ema ? "Eval accuracy (raw and weight-EMA)" : "Eval accuracy",
+                    (const char *[]){"top-1", "top-5", "EMA top-1", "EMA top-5"}, acc, ema ? 4 : 2, SV_RP_PERCENT);
     }
     const sv_rp_series *lr[1] = {&S[S_LR]};
     sv_rp_chart(b, "Learning rate", (const char *[]){"lr"}, lr, 1, SV_RP_PLAIN);
@@ -388,12 +426,63 @@ static void curves(sv_rp_buf *b, const metrics_data *md) {
     sv_rp_printf(b, "</div>\n");
 }
 
-static void eval_section(sv_rp_buf *b, const eval_data *e) {
+/* The value of series s at step x, NaN when it has none there. */
+static double at_step(const sv_rp_series *s, double x) {
+    for (size_t i = 0; i < s->n; i++)
+        if (s->x[i] == x) return s->y[i];
+    return NAN;
+}
+
+static void cell(sv_rp_buf *b, double v, const char *fmt, double scale) {
+    if (isnan(v))
+        sv_rp_printf(b, "<td class=\"muted\">&ndash;</td>");
+    else {
+        char t[64];
+        snprintf(t, sizeof t, fmt, scale * v);
+        sv_rp_printf(b, "<td>%s</td>", t);
+    }
+}
+
+/* Every evaluation of the run (metrics.jsonl eval records) as a table; with --model-ema the
+ * EMA's top-1 / top-5 / loss at the same step beside the raw weights'. Steps are those of either. */
+static void eval_table(sv_rp_buf *b, const metrics_data *md) {
+    const sv_rp_series *S = md->s;
+    int ema = S[S_EMA_TOP1].n > 0;
+    const sv_rp_series *steps = S[S_TOP1].n ? &S[S_TOP1] : &S[S_EMA_TOP1];
+    if (!steps->n) return;
     sv_rp_printf(b,
-                 "<h2>Evaluation</h2>\n<div class=\"panel\"><table><tr><th>metric</th><th>value</th></tr>"
-                 "<tr><td>top-1</td><td>%.2f%%</td></tr><tr><td>top-5</td><td>%.2f%%</td></tr>"
-                 "<tr><td>loss</td><td>%.4f</td></tr><tr><td>samples</td><td>%lld</td></tr></table></div>\n",
-                 100 * e->top1, 100 * e->top5, e->loss, e->samples);
+                 "<h2>Evaluations during training</h2>\n<div class=\"panel\"><table class=\"evals\"><tr>"
+                 "<th>step</th><th>top-1</th>%s<th>top-5</th>%s<th>loss</th>%s</tr>\n",
+                 ema ? "<th>EMA top-1</th>" : "", ema ? "<th>EMA top-5</th>" : "", ema ? "<th>EMA loss</th>" : "");
+    for (size_t i = 0; i < steps->n; i++) {
+        double x = steps->x[i];
+        sv_rp_printf(b, "<tr data-step=\"%.0f\"><td>%.0f</td>", x, x);
+        cell(b, at_step(&S[S_TOP1], x), "%.2f%%", 100);
+        if (ema) cell(b, at_step(&S[S_EMA_TOP1], x), "%.2f%%", 100);
+        cell(b, at_step(&S[S_TOP5], x), "%.2f%%", 100);
+        if (ema) cell(b, at_step(&S[S_EMA_TOP5], x), "%.2f%%", 100);
+        cell(b, at_step(&S[S_EVAL_LOSS], x), "%.4f", 1);
+        if (ema) cell(b, at_step(&S[S_EMA_LOSS], x), "%.4f", 1);
+        sv_rp_printf(b, "</tr>\n");
+    }
+    sv_rp_printf(b, "</table></div>\n");
+}
+
+static void eval_section(sv_rp_buf *b, const eval_data *e) {
+    if (e->have_ema)
+        sv_rp_printf(b,
+                     "<h2>Evaluation</h2>\n<div class=\"panel\"><table><tr><th>metric</th><th>weights</th>"
+                     "<th>weight EMA</th></tr><tr><td>top-1</td><td>%.2f%%</td><td>%.2f%%</td></tr>"
+                     "<tr><td>top-5</td><td>%.2f%%</td><td>%.2f%%</td></tr><tr><td>loss</td><td>%.4f</td>"
+                     "<td>%.4f</td></tr><tr><td>samples</td><td>%lld</td><td>%lld</td></tr></table></div>\n",
+                     100 * e->top1, 100 * e->ema_top1, 100 * e->top5, 100 * e->ema_top5, e->loss, e->ema_loss,
+                     e->samples, e->ema_samples);
+    else
+        sv_rp_printf(b,
+                     "<h2>Evaluation</h2>\n<div class=\"panel\"><table><tr><th>metric</th><th>value</th></tr>"
+                     "<tr><td>top-1</td><td>%.2f%%</td></tr><tr><td>top-5</td><td>%.2f%%</td></tr>"
+                     "<tr><td>loss</td><td>%.4f</td></tr><tr><td>samples</td><td>%lld</td></tr></table></div>\n",
+                     100 * e->top1, 100 * e->top5, e->loss, e->samples);
     sv_rp_printf(b, "<p class=\"xform\"><b>Preprocessing:</b> ");
     if (e->xform[0]) {
         sv_rp_esc(b, e->xform);
@@ -468,6 +557,7 @@ sv_status sv_report_write(const char *run_dir, const char *trace_path, const cha
                          md.bad_lines);
         summary_cards(&b, &md, &ev);
         curves(&b, &md);
+        eval_table(&b, &md);
         if (ev.have) eval_section(&b, &ev);
         const char *tp = trace_path;
         char tbuf[4096];

@@ -2,7 +2,8 @@
  * inline CSS and SVG only, so it opens anywhere and can be mailed or archived as one file).
  *
  * Reads from RUN_DIR whatever is there:
- *   metrics.jsonl   training curves: loss, eval top-1/top-5 and eval loss, lr, grad norm,
+ *   metrics.jsonl   training curves: loss, eval top-1/top-5 and eval loss (and the weight EMA's,
+ *                   train --model-ema: curves beside the raw ones and a table of every evaluation), lr, grad norm,
  *                   throughput (img/s, TFLOP/s, MFU), memory, data-wait fraction
  *   eval.json       summary (top-1, top-5, loss, samples) and per-class accuracy bars
  *   confusion.csv   confusion matrix heat map (row-normalised colour, counts in tooltips)

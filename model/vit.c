@@ -123,7 +123,7 @@ void sv_vit_set_batch(sv_vit *m, int train, uint64_t epoch, uint64_t sample0) {
 }
 
 /* Mask sites of a block (and the head, as block `depth`). */
-enum { SITE_PATH_ATTN = 0, SITE_PATH_MLP, SITE_PROJ_ATTN, SITE_PROJ_MLP1, SITE_PROJ_MLP2, SITE_HEAD };
+enum { SITE_PATH_ATTN = 0, SITE_PATH_MLP, SITE_PROJ_ATTN, SITE_PROJ_MLP1, SITE_PROJ_MLP2, SITE_HEAD, SITE_ATTN_PROBS };
 
 /* The mask of (block, site) for the current micro-batch; 0 when that drop is off. */
 static int drop_for(const sv_vit *m, int block, int site, sv_drop *out) {
@@ -133,6 +133,8 @@ static int drop_for(const sv_vit *m, int block, int site, sv_drop *out) {
         rate = m->cfg.depth > 1 ? m->drops.drop_path * (float)block / (float)(m->cfg.depth - 1) : 0.0f;
     else if (site == SITE_HEAD)
         rate = m->drops.head_drop;
+    else if (site == SITE_ATTN_PROBS)
+        rate = m->drops.attn_drop;
     else
         rate = m->drops.proj_drop;
     if (!(rate > 0.0f)) return 0;
@@ -197,7 +199,10 @@ static sv_status block_forward(sv_vit *m, int l, const void *x, sv_block_acts *a
        sv_be_layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, x, bp->t[SV_BLK_NORM1_W], bp->t[SV_BLK_NORM1_B], M,
                            D));
     OP(m, sv_be_linear_fwd(be, a->qkv, NULL, a->ln1, bp->t[SV_BLK_QKV_W], bp->t[SV_BLK_QKV_B], M, 3 * D, D));
-    OP(m, sv_be_attention_fwd(be, a->att, a->att_saved, m->att_scratch, a->qkv, m->B, m->T, D, m->cfg.heads));
+    int ad = drop_for(m, l, SITE_ATTN_PROBS, &d); /* attention-probability dropout */
+    OP(m,
+       sv_be_attention_fwd_drop(be, a->att, a->att_saved, m->att_scratch, a->qkv, m->B, m->T, D, m->cfg.heads,
+                                ad ? &d : NULL));
     OP(m, sv_be_linear_fwd(be, y1, NULL, a->att, bp->t[SV_BLK_PROJ_W], bp->t[SV_BLK_PROJ_B], M, D, D));
     SV_TRY(branch_fwd(m, l, SITE_PROJ_ATTN, SITE_PATH_ATTN, y1, g1));
     OP(m, sv_be_residual_add(be, a->x_mid, x, m->y_tmp, n));
@@ -296,9 +301,11 @@ sv_status sv_vit_block_bwd(sv_vit *m, int l, const sv_block_params *bp, const sv
     OP(m,
        sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_PROJ_W], bg->t[SV_BLK_PROJ_B], (void *)g, a->att,
                         bp->t[SV_BLK_PROJ_W], NULL, M, D, D));
+    sv_drop ad;
+    int ad_on = drop_for(m, l, SITE_ATTN_PROBS, &ad); /* the forward's mask, drawn again */
     OP(m,
-       sv_be_attention_bwd(be, m->d_qkv, m->att_scratch, m->d_tmp, a->qkv, a->att, a->att_saved, m->B, m->T, D,
-                           m->cfg.heads));
+       sv_be_attention_bwd_drop(be, m->d_qkv, m->att_scratch, m->d_tmp, a->qkv, a->att, a->att_saved, m->B, m->T, D,
+                                m->cfg.heads, ad_on ? &ad : NULL));
     OP(m,
        sv_be_linear_bwd(be, m->d_tmp, bg->t[SV_BLK_QKV_W], bg->t[SV_BLK_QKV_B], m->d_qkv, a->ln1, bp->t[SV_BLK_QKV_W],
                         NULL, M, 3 * D, D));

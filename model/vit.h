@@ -57,9 +57,11 @@ typedef struct sv_block_acts {
  * drop_path: stochastic depth on both residual branches, block l at drop_path * l / (depth - 1)
  * (timm's linear rule), per sample; proj_drop: dropout after attn.proj, after the MLP
  * activation and after mlp.fc2 (timm proj_drop_rate); head_drop: dropout of the pooled
- * features before the head (timm drop_rate). */
+ * features before the head (timm drop_rate); attn_drop: dropout of the attention probabilities
+ * (timm attn_drop_rate: softmax, then dropout, then times v), per (sample, head, query, key);
+ * CPU backend only (the CUDA attention refuses it). */
 typedef struct sv_vit_drops {
-    float drop_path, proj_drop, head_drop;
+    float drop_path, proj_drop, head_drop, attn_drop;
 } sv_vit_drops;
 
 /* Training loss of sv_vit_head_fwd: softmax cross-entropy (default) or timm's

@@ -238,15 +238,28 @@ size_t sv_be_attention_scratch_bytes(const sv_backend *be, int B, int T, int D, 
     sv_be_sizes sz;
     return sv_be_sizes_query(&be->cfg, B, T, D, H, &sz) == SV_OK ? sz.attention_scratch : 0;
 }
+sv_status sv_be_attention_fwd_drop(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
+                                   int D, int H, const sv_drop *drop) {
+    SV_CHECK_DIMS(B > 0 && T > 0 && H > 0 && D % H == 0, "attention_fwd");
+    if (drop && !(drop->keep > 0.0f && drop->keep <= 1.0f))
+        return SV_FAIL(SV_ERR_INVALID, "attention dropout: keep probability %g not in (0, 1]", (double)drop->keep);
+    return CALL(attention_fwd, out, saved, scratch, qkv, B, T, D, H, drop);
+}
+sv_status sv_be_attention_bwd_drop(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
+                                   const void *out, const void *saved, int B, int T, int D, int H,
+                                   const sv_drop *drop) {
+    SV_CHECK_DIMS(B > 0 && T > 0 && H > 0 && D % H == 0, "attention_bwd");
+    if (drop && !(drop->keep > 0.0f && drop->keep <= 1.0f))
+        return SV_FAIL(SV_ERR_INVALID, "attention dropout: keep probability %g not in (0, 1]", (double)drop->keep);
+    return CALL(attention_bwd, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H, drop);
+}
 sv_status sv_be_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
                               int D, int H) {
-    SV_CHECK_DIMS(B > 0 && T > 0 && H > 0 && D % H == 0, "attention_fwd");
-    return CALL(attention_fwd, out, saved, scratch, qkv, B, T, D, H);
+    return sv_be_attention_fwd_drop(be, out, saved, scratch, qkv, B, T, D, H, NULL);
 }
 sv_status sv_be_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
                               const void *out, const void *saved, int B, int T, int D, int H) {
-    SV_CHECK_DIMS(B > 0 && T > 0 && H > 0 && D % H == 0, "attention_bwd");
-    return CALL(attention_bwd, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H);
+    return sv_be_attention_bwd_drop(be, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H, NULL);
 }
 sv_status sv_be_gelu_fwd(sv_backend *be, void *out, const void *x, size_t n) {
     return n ? CALL(gelu_fwd, out, x, n) : SV_OK;

@@ -224,6 +224,16 @@ typedef struct sv_drop {
  * per sample (stochastic depth, timm drop_path); group == 1: per element (dropout). The
  * backward of the op is the op itself (same mask). */
 sv_status sv_be_drop(sv_backend *be, void *x, const sv_drop *d, int B, size_t n, size_t group);
+/* sv_be_attention_fwd / _bwd with attention-probability dropout (timm attn_drop): the forward
+ * computes P = softmax(q k^T scale) (saved as before), then O = (P * M) v with
+ * M[b,h,i,j] = sv_drop_mult(drop->key, drop->sample0 + b, (h T + i) T + j, drop->keep); the
+ * backward is exact for that: dV = (P M)^T dO, dP = (dO v^T) * M, then the softmax backward with P.
+ * drop == NULL: the plain op, bit for bit. The CPU backend implements it; the CUDA backend
+ * refuses a non-NULL drop (SV_ERR_UNSUPPORTED). */
+sv_status sv_be_attention_fwd_drop(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
+                                   int D, int H, const sv_drop *drop);
+sv_status sv_be_attention_bwd_drop(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
+                                   const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop);
 /* LayerScale: out (M,D) = x (M,D) * gamma (D), compute dtype; out may alias x. */
 sv_status sv_be_scale_cols(sv_backend *be, void *out, const void *x, const void *gamma, int M, int D);
 /* Its backward: d_gamma (D) += sum_m d_out[m,:] * x[m,:] (f32, fixed summation order), then

@@ -52,10 +52,11 @@ typedef struct sv_backend_ops {
                                const void *b, int M, int C);
     sv_status (*layernorm_bwd)(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out, const void *x,
                                const void *w, const float *mean, const float *rstd, int M, int C);
+    /* drop: attention-probability dropout (sv_be_attention_fwd_drop), NULL = off */
     sv_status (*attention_fwd)(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
-                               int D, int H);
+                               int D, int H, const sv_drop *drop);
     sv_status (*attention_bwd)(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
-                               const void *out, const void *saved, int B, int T, int D, int H);
+                               const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop);
     sv_status (*gelu_fwd)(sv_backend *be, void *out, const void *x, size_t n);
     sv_status (*gelu_bwd)(sv_backend *be, void *d_x, const void *d_out, const void *x, size_t n);
     sv_status (*residual_add)(sv_backend *be, void *out, const void *a, const void *b, size_t n);

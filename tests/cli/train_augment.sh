@@ -25,6 +25,8 @@ bad "--aa" --aa rand-m9-foo
 bad "--aa" --aa rand-m9.5
 bad "--aa" --aa augmix-m5
 bad "--aa and --randaug-n" --aa rand-m9 --randaug-n 2
+bad "--aa-interp: invalid value 'lanczos'" --aa rand-m9 --aa-interp lanczos
+bad "--aa-interp needs --aa" --aa-interp random
 bad "--remode" --reprob 0.25 --remode blue
 bad "--remode/--recount need --reprob" --recount 3
 bad "--reprob" --reprob 1.5
@@ -52,5 +54,12 @@ if grep -qi 'nan\|inf' "$tmp/a.loss"; then echo "FAIL: non-finite loss with the 
 cmp -s "$tmp/a.loss" "$tmp/b.loss" || { echo "FAIL: recipe run not repeatable"; fail=1; }
 if cmp -s "$tmp/a.loss" "$tmp/plain.loss"; then echo "FAIL: recipe flags changed nothing"; fail=1; fi
 grep -q '^aa = "rand-m9-mstd0.5-inc1"' "$tmp/a/config.toml" || { echo "FAIL: config.toml lacks --aa"; fail=1; }
-[ $fail -eq 0 ] && echo "ok: recipe run finite, bitwise repeatable, different from the plain run"
+# --aa-interp random (timm's per-op bilinear/bicubic draw): repeatable, and not nearest's bits
+for run in c d; do
+    "$SV" train $A $R --aa-interp random --out "$tmp/$run" >"$tmp/$run.log" 2>&1 || { tail "$tmp/$run.log"; exit 1; }
+    grep -o '"loss":[^,]*' "$tmp/$run/metrics.jsonl" >"$tmp/$run.loss"
+done
+cmp -s "$tmp/c.loss" "$tmp/d.loss" || { echo "FAIL: --aa-interp random run not repeatable"; fail=1; }
+if cmp -s "$tmp/a.loss" "$tmp/c.loss"; then echo "FAIL: --aa-interp random trained like nearest"; fail=1; fi
+[ $fail -eq 0 ] && echo "ok: recipe run finite, bitwise repeatable, different from the plain run; --aa-interp random too"
 exit $fail

@@ -430,6 +430,66 @@ static void aa(void) {
     CHECK(changed >= 18);
 }
 
+/* --aa-interp: bilinear / bicubic at whole-pixel shifts and the identity reproduce the source
+ * exactly (Pillow's filters at fraction 0), differ from nearest at a fractional shift; random
+ * draws both, per layer, deterministically, and leaves the other draws (ops, arguments) alone.
+ * (Byte equality with Pillow / timm: tests/data/ra_interp_check.py.) */
+static void aa_interp(void) {
+    enum { SIDE = 20, N = SIDE * SIDE * 3 };
+    static uint8_t orig[N], a[N], b[N], scr[N];
+    const uint8_t fill[3] = {124, 116, 104};
+    for (int i = 0; i < N; i++) orig[i] = (uint8_t)sv_rand_u64(91, (uint64_t)i);
+    sv_ra_interp f;
+    CHECK_OK(sv_randaug_interp_parse("random", &f));
+    CHECK(f == SV_RA_RANDOM && !strcmp(sv_randaug_interp_name(SV_RA_BICUBIC), "bicubic"));
+    CHECK(sv_randaug_interp_parse("lanczos", &f) == SV_ERR_INVALID);
+    sv_err_clear();
+    for (int fi = SV_RA_BILINEAR; fi <= SV_RA_BICUBIC; fi++) {
+        sv_ra_layer id = {SV_RA_ROTATE, 0, (sv_ra_interp)fi}, sh = {SV_RA_TRANSLATE_X, 3, (sv_ra_interp)fi};
+        memcpy(a, orig, N);
+        sv_randaug_layer_apply(&id, a, SIDE, 3, fill, scr);
+        CHECK(!memcmp(a, orig, N));
+        memcpy(a, orig, N), memcpy(b, orig, N);
+        sv_randaug_layer_apply(&sh, a, SIDE, 3, fill, scr);
+        sh.interp = SV_RA_NEAREST;
+        sv_randaug_layer_apply(&sh, b, SIDE, 3, fill, scr);
+        CHECK(!memcmp(a, b, N));                                                 /* whole pixels: as nearest */
+        CHECK(!memcmp(a, orig + 9, 3 * (SIDE - 3)) && a[3 * (SIDE - 1)] == 124); /* row 0 moved left, filled */
+        sv_ra_layer fr = {SV_RA_TRANSLATE_X, 2.5, (sv_ra_interp)fi};
+        memcpy(a, orig, N), memcpy(b, orig, N);
+        sv_randaug_layer_apply(&fr, a, SIDE, 3, fill, scr);
+        fr.interp = SV_RA_NEAREST;
+        sv_randaug_layer_apply(&fr, b, SIDE, 3, fill, scr);
+        CHECK(memcmp(a, b, N) != 0);
+    }
+    sv_randaug_timm t;
+    CHECK_OK(sv_randaug_timm_parse("rand-n6-m9-p1", &t));
+    int drawn[4] = {0}, geometric = 0;
+    for (uint64_t key = 0; key < 200; key++) {
+        sv_ra_layer r[6], n[6], r2[6];
+        t.interp = SV_RA_RANDOM;
+        int k = sv_randaug_timm_plan(&t, key, SIDE, r);
+        CHECK(k == 6 && sv_randaug_timm_plan(&t, key, SIDE, r2) == 6);
+        for (int i = 0; i < k; i++) CHECK(r[i].op == r2[i].op && r[i].arg == r2[i].arg && r[i].interp == r2[i].interp);
+        t.interp = SV_RA_NEAREST;
+        CHECK(sv_randaug_timm_plan(&t, key, SIDE, n) == 6);
+        for (int i = 0; i < k; i++) {
+            CHECK(r[i].op == n[i].op && r[i].arg == n[i].arg && n[i].interp == SV_RA_NEAREST);
+            int geo = r[i].op == SV_RA_ROTATE || r[i].op == SV_RA_SHEAR_X || r[i].op == SV_RA_SHEAR_Y ||
+                r[i].op == SV_RA_TRANSLATE_X || r[i].op == SV_RA_TRANSLATE_Y;
+            geometric += geo;
+            drawn[r[i].interp]++;
+            CHECK(geo ? r[i].interp == SV_RA_BILINEAR || r[i].interp == SV_RA_BICUBIC : r[i].interp == SV_RA_NEAREST);
+        }
+        t.interp = SV_RA_RANDOM; /* run = plan applied in order */
+        memcpy(a, orig, N), memcpy(b, orig, N);
+        sv_randaug_timm_run(&t, key, a, SIDE, 3, fill, scr);
+        for (int i = 0; i < k; i++) sv_randaug_layer_apply(&r[i], b, SIDE, 3, fill, scr);
+        CHECK(!memcmp(a, b, N));
+    }
+    CHECK(geometric > 300 && drawn[SV_RA_BILINEAR] > geometric / 3 && drawn[SV_RA_BICUBIC] > geometric / 3);
+}
+
 /* ---------------- three-augment, colour jitter ---------------- */
 static uint8_t luma(const uint8_t *p) {
     return (uint8_t)((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
@@ -581,6 +641,7 @@ int main(void) {
     erase_loader();
     repeats();
     aa();
+    aa_interp();
     three();
     simple_crop();
     return 0;

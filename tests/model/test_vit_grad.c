@@ -46,7 +46,8 @@ static double fd_loss(rig *r, const int32_t *labels, float *logits) {
 /* variant 0: classic ViT; 1: timm's LayerScale (init 0.3, large enough to carry signal), average
  * pooling with fc_norm and no class token (DeiT III / "avg" heads); 2: variant 1 with stochastic
  * depth, proj dropout and head dropout on (their masks are fixed functions of the sample, so the
- * loss stays a deterministic function of the weights and finite differences apply). */
+ * loss stays a deterministic function of the weights and finite differences apply); 3: variant 1
+ * with attention-probability dropout (attn_drop 0.4) alone. */
 static void finite_difference_case(int in_chans, int variant) {
     const int B = 3;
     sv_vit_config vc = tiny_config(in_chans, 2);
@@ -55,7 +56,9 @@ static void finite_difference_case(int in_chans, int variant) {
         vc.global_pool = SV_POOL_AVG;
         vc.no_class_token = 1;
         printf("variant: LayerScale 0.3, global_pool avg, no class token%s\n",
-               variant == 2 ? ", drop-path 0.6, proj-drop 0.3, head drop 0.3" : "");
+               variant == 2       ? ", drop-path 0.6, proj-drop 0.3, head drop 0.3"
+                   : variant == 3 ? ", attention dropout 0.4"
+                                  : "");
     }
     rig r;
     rig_opts o = {.B = B, .recompute = 0, .wrap_bytes = 0, .seed = 1234, .threads = 1};
@@ -71,6 +74,10 @@ static void finite_difference_case(int in_chans, int variant) {
         /* block 1 of 2 drops its branches with p 0.6: some samples keep them, some do not */
         sv_vit_set_drops(&r.m, &(sv_vit_drops){.drop_path = 0.6f, .proj_drop = 0.3f, .head_drop = 0.3f}, 77);
         sv_vit_set_batch(&r.m, 1, 3, 1000);
+    }
+    if (variant == 3) {
+        sv_vit_set_drops(&r.m, &(sv_vit_drops){.attn_drop = 0.4f}, 78);
+        sv_vit_set_batch(&r.m, 1, 2, 500);
     }
     rig_make_batch(&r, 7 + (uint64_t)in_chans, images, labels);
     rig_set_batch(&r, images, labels);
@@ -220,6 +227,7 @@ int main(void) {
     finite_difference_case(3, 0);
     finite_difference_case(3, 1);
     finite_difference_case(3, 2);
+    finite_difference_case(3, 3);
     bitwise_variants_case(1, 2);
     bitwise_variants_case(3, 3);
     printf("test_vit_grad: OK\n");

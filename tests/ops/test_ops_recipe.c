@@ -8,7 +8,12 @@
  *   (another key draws another mask); keep = 1 is the identity.
  * - LayerScale (scale_cols / scale_cols_bwd), average pooling (token_mean / _bwd) and the sigmoid
  *   binary cross-entropy against double-precision formulas, in fp32 and bf16 compute; the BCE
- *   gradient also against a finite difference of its own loss. */
+ *   gradient also against a finite difference of its own loss.
+ * - attention-probability dropout (sv_be_attention_fwd_drop / _bwd_drop): out = (P * M) v and
+ *   the exact backward against double formulas on the same mask M (sv_drop_mult of (key,
+ *   sample, (h T + i) T + j)), fp32 and bf16, 1 and 2 threads; the saved P is the plain softmax;
+ *   the dropped fraction matches the rate; a batch split in two calls with shifted sample0 gives
+ *   the same bits (world-size independence); keep = 1 and drop = NULL are the plain op bitwise. */
 #include "ops_util.h"
 
 static void test_drop_statistics(void) {
@@ -199,8 +204,126 @@ static void test_bce(void) {
     ops_ctx_free(&c);
 }
 
+/* dq/dk/dv (in a (B,T,3D) buffer) of O = (P*M) v for d_out, in double; P (B,H,T,T), M likewise. */
+static void ref_attn_drop_bwd(double *dqkv, const double *qkv, const double *P, const double *M, const double *dO_all,
+                              int B, int T, int D, int H) {
+    const int dh = D / H, ld = 3 * D;
+    const double scale = 1.0 / sqrt((double)dh);
+    double *dS = dalloc((size_t)T * T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t po = ((size_t)b * H + h) * T * T;
+            const double *q = qkv + (size_t)b * T * ld + (size_t)h * dh, *k = q + D, *v = q + 2 * D;
+            const double *dO = dO_all + (size_t)b * T * D + (size_t)h * dh;
+            double *dq = dqkv + (size_t)b * T * ld + (size_t)h * dh, *dk = dq + D, *dv = dq + 2 * D;
+            for (int i = 0; i < T; i++) {
+                double dot = 0;
+                for (int j = 0; j < T; j++) {
+                    double dp = 0;
+                    for (int e = 0; e < dh; e++) dp += dO[(size_t)i * D + e] * v[(size_t)j * ld + e];
+                    dp *= M[po + (size_t)i * T + j]; /* dP = dP' * M */
+                    dS[(size_t)i * T + j] = dp;
+                    dot += dp * P[po + (size_t)i * T + j];
+                }
+                for (int j = 0; j < T; j++)
+                    dS[(size_t)i * T + j] = P[po + (size_t)i * T + j] * (dS[(size_t)i * T + j] - dot);
+            }
+            for (int i = 0; i < T; i++)
+                for (int e = 0; e < dh; e++) {
+                    double a = 0, bk = 0, c = 0;
+                    for (int j = 0; j < T; j++) {
+                        a += dS[(size_t)i * T + j] * k[(size_t)j * ld + e];
+                        bk += dS[(size_t)j * T + i] * q[(size_t)j * ld + e];
+                        c += P[po + (size_t)j * T + i] * M[po + (size_t)j * T + i] * dO[(size_t)j * D + e];
+                    }
+                    dq[(size_t)i * ld + e] = a * scale;
+                    dk[(size_t)i * ld + e] = bk * scale;
+                    dv[(size_t)i * ld + e] = c;
+                }
+        }
+    free(dS);
+}
+
+/* attn_sgemm: the attention GEMMs on sgemm (else the backend's GEMM engine, when it has one). */
+static void test_attn_drop(sv_dtype dt, int threads, int attn_sgemm) {
+    ops_ctx c = {.bf16 = dt == SV_BF16, .threads = threads};
+    sv_backend_config cfg = {
+        .device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = threads, .cpu = {.attn_sgemm = attn_sgemm}};
+    CHECK_OK(sv_backend_create(&cfg, &c.be));
+    const int B = 3, T = 9, D = 12, H = 3;
+    const size_t nq = (size_t)B * T * 3 * D, no = (size_t)B * T * D, np = (size_t)B * H * T * T;
+    const sv_drop d = {.key = 0xa77d, .sample0 = 40, .keep = 0.6f};
+    double *hq = dalloc(nq), *hdo = dalloc(no), *rp = dalloc(np), *M = dalloc(np), *ro = dalloc(no), *rdq = dalloc(nq);
+    float *qkv = dev_rand_c(&c, nq, 701, 1.0, hq), *d_out = dev_rand_c(&c, no, 702, 1.0, hdo);
+    size_t sb = sv_be_attention_saved_bytes(c.be, B, T, D, H), xb = sv_be_attention_scratch_bytes(c.be, B, T, D, H);
+    float *out = dev_alloc(&c, no * 4), *saved = dev_alloc(&c, sb), *scratch = dev_alloc(&c, xb);
+    float *dqkv = dev_alloc(&c, nq * 4), *out0 = dev_alloc(&c, no * 4), *saved0 = dev_alloc(&c, sb);
+    ref_attention(ro, rp, hq, B, T, D, H);
+    int dropped = 0;
+    for (int b = 0; b < B; b++)
+        for (size_t u = 0; u < (size_t)H * T * T; u++) {
+            M[(size_t)b * H * T * T + u] = sv_drop_mult(d.key, d.sample0 + (uint64_t)b, u, d.keep);
+            dropped += M[(size_t)b * H * T * T + u] == 0;
+        }
+    double sd = sqrt((double)np * 0.4 * 0.6);
+    CHECK(fabs(dropped - 0.4 * (double)np) < 4 * sd && dropped > 0);
+    for (int b = 0; b < B; b++) /* reference out = (P * M) v */
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < T; i++)
+                for (int e = 0; e < D / H; e++) {
+                    double o = 0;
+                    for (int j = 0; j < T; j++) {
+                        size_t pi = (((size_t)b * H + h) * T + i) * T + j;
+                        o += rp[pi] * M[pi] * hq[((size_t)b * T + j) * 3 * D + 2 * D + (size_t)h * (D / H) + e];
+                    }
+                    ro[((size_t)b * T + i) * D + (size_t)h * (D / H) + e] = o;
+                }
+    CHECK_OK(sv_be_attention_fwd_drop(c.be, out, saved, scratch, qkv, B, T, D, H, &d));
+    float *go = dl(&c, out, no), *gp = dl(&c, saved, np);
+    check_vec("attn-drop out", go, ro, no, tol_of(&c) * 2, c.bf16);
+    check_vec("attn-drop saved P (the plain softmax)", gp, rp, np, 2e-5, 0);
+    CHECK_OK(sv_be_attention_bwd_drop(c.be, dqkv, scratch, d_out, qkv, out, saved, B, T, D, H, &d));
+    ref_attn_drop_bwd(rdq, hq, rp, M, hdo, B, T, D, H);
+    float *gq = dl(&c, dqkv, nq);
+    check_vec("attn-drop d_qkv", gq, rdq, nq, tol_of(&c) * 4, c.bf16);
+    /* the batch in two calls (rows 0 and 1..2, sample0 shifted): the same bits */
+    const size_t q1 = (size_t)T * 3 * D, o1 = (size_t)T * D;
+    const sv_drop d1 = {.key = d.key, .sample0 = d.sample0 + 1, .keep = d.keep};
+    float *dq2 = dev_alloc(&c, nq * 4);
+    CHECK_OK(sv_be_attention_fwd_drop(c.be, out0, saved0, scratch, qkv, 1, T, D, H, &d));
+    CHECK_OK(sv_be_attention_fwd_drop(c.be, out0 + o1, saved0, scratch, qkv + q1, 2, T, D, H, &d1));
+    CHECK(!memcmp(dl(&c, out0, no), go, no * 4));
+    CHECK_OK(sv_be_attention_fwd_drop(c.be, out0, saved0, scratch, qkv, 1, T, D, H, &d));
+    CHECK_OK(sv_be_attention_bwd_drop(c.be, dq2, scratch, d_out, qkv, out0, saved0, 1, T, D, H, &d));
+    CHECK_OK(sv_be_attention_fwd_drop(c.be, out0 + o1, saved0, scratch, qkv + q1, 2, T, D, H, &d1));
+    CHECK_OK(
+        sv_be_attention_bwd_drop(c.be, dq2 + q1, scratch, d_out + o1, qkv + q1, out0 + o1, saved0, 2, T, D, H, &d1));
+    CHECK(!memcmp(dl(&c, dq2, nq), gq, nq * 4));
+    /* keep = 1 and NULL: the plain op, bitwise */
+    const sv_drop one = {.key = d.key, .sample0 = d.sample0, .keep = 1.0f};
+    CHECK_OK(sv_be_attention_fwd(c.be, out0, saved0, scratch, qkv, B, T, D, H));
+    float *plain = dl(&c, out0, no);
+    CHECK_OK(sv_be_attention_fwd_drop(c.be, out, saved, scratch, qkv, B, T, D, H, &one));
+    CHECK(!memcmp(dl(&c, out, no), plain, no * 4));
+    CHECK(memcmp(go, plain, no * 4) != 0);
+    const sv_drop bad = {.key = 1, .sample0 = 0, .keep = 0.0f};
+    CHECK(sv_be_attention_fwd_drop(c.be, out, saved, scratch, qkv, B, T, D, H, &bad) == SV_ERR_INVALID);
+    sv_err_clear();
+    printf(
+        "attention dropout (%s, threads %d, %s GEMMs): out and d_qkv match the double formulas on the mask, %d of %zu "
+        "probabilities dropped at rate 0.4, split batch bitwise, keep 1 = plain op\n",
+        c.bf16 ? "bf16" : "fp32", threads, attn_sgemm ? "sgemm" : "engine", dropped, np);
+    free(hq), free(hdo), free(rp), free(M), free(ro), free(rdq);
+    ops_ctx_free(&c);
+}
+
 int main(void) {
     test_drop_statistics();
+    for (int sg = 0; sg < 2; sg++) {
+        test_attn_drop(SV_F32, 1, sg);
+        test_attn_drop(SV_F32, 2, sg);
+        test_attn_drop(SV_BF16, 2, sg);
+    }
     test_layer_scale_and_pool(SV_F32);
     test_layer_scale_and_pool(SV_BF16);
     test_bce();

@@ -8,7 +8,7 @@ SMALL="--model vit-28 --dim 12 --depth 1 --heads 2 --batch-size 24 --synth-sampl
 fail=0
 help=$("$SHARDVIT" train --help 2>&1)
 for f in opt momentum nesterov layer-decay sched warmup-epochs warmup-lr warmup-prefix cooldown-epochs decay-epochs \
-    decay-milestones decay-rate poly-power; do
+    decay-milestones decay-rate poly-power sched-on-updates; do
     grep -q -- "--$f " <<<"$help" || { echo "FAIL: --help lacks --$f"; fail=1; }
 done
 # bad NAME EXPECTED-TEXT flags...: exit status 2 and the text on stderr
@@ -38,6 +38,13 @@ bad "--layer-decay" --layer-decay 1.5
 bad "--momentum" --opt sgd --momentum 1.5
 bad "--sched poly: the power" --sched poly --decay-rate 0
 bad "no steps left to decay over" --sched cosine --steps 4 --warmup-epochs 1 --warmup-prefix
+# --sched-on-updates 0 (per-epoch LR): whole epochs only, no step-valued warmup or run length
+bad "--sched-on-updates" --sched-on-updates 2
+bad "--sched-on-updates 0: --warmup 5 counts steps" --sched-on-updates 0 --warmup 5
+bad "--sched-on-updates 0: --warmup-epochs 1.5 is not a whole number" --sched-on-updates 0 --warmup-epochs 1.5
+bad "--sched-on-updates 0: --cooldown-epochs 0.5 is not a whole number" --sched-on-updates 0 --cooldown-epochs 0.5
+bad "has 2.5, not a whole epoch" --sched-on-updates 0 --sched multistep --decay-milestones 1,2.5
+bad "--sched-on-updates 0 steps the LR per epoch of --epochs; --steps 1" --sched-on-updates 0
 
 # the index records the optimizer and the schedule
 A=$WORK/a
@@ -63,5 +70,20 @@ fi
 "$SHARDVIT" train $SMALL --steps 6 --opt lamb --layer-decay 0.75 --sched step --decay-epochs 0.5 --out "$A" \
     --resume auto >"$WORK/a2.log" 2>&1 || { echo "FAIL: resume with the same --opt"; tail -5 "$WORK/a2.log"; fail=1; }
 grep -q "resume: step 4" "$WORK/a2.log" || { echo "FAIL: no resume from step 4"; fail=1; }
+# a per-epoch schedule is recorded as such; resuming it per update is warned about
+E=$WORK/e
+"$SHARDVIT" train $SMALL --sched-on-updates 0 --epochs 2 --warmup-epochs 1 --out "$E" >"$WORK/e.log" 2>&1 ||
+    { echo "FAIL: per-epoch run"; tail -5 "$WORK/e.log"; exit 1; }
+"$PY" - "$E/checkpoints/step_00000008/index.json" <<'PYEOF' || fail=1
+import json, sys
+s = json.load(open(sys.argv[1]))["lr_schedule"]
+ok = s.get("sched_on_updates") is False and s.get("steps_per_epoch") == 4 and s["t_initial"] == 2 \
+    and s["warmup"] == 0 and s["warmup_form"] == "timm"
+print(("" if ok else "FAIL: ") + f"per-epoch index records {s}")
+sys.exit(0 if ok else 1)
+PYEOF
+"$SHARDVIT" train $SMALL --epochs 3 --out "$E" --resume auto >"$WORK/e2.log" 2>&1 ||
+    { echo "FAIL: per-update resume of a per-epoch run"; tail -5 "$WORK/e2.log"; fail=1; }
+grep -qF "stepped per epoch, now per update" "$WORK/e2.log" || { echo "FAIL: no warning for the changed stepping"; fail=1; }
 [ "$fail" = 0 ] && echo "optim_cli: all passed"
 exit $fail

@@ -39,4 +39,21 @@ sched cos_default steps cosine "--epochs 5" warmup=10 min_lr=1e-5
 sched cos_steps_wlr steps cosine "--steps 14 --warmup 4 --warmup-lr 1e-4 --min-lr 0" warmup=4 warmup_lr=1e-4 min_lr=0
 sched step_steps steps step "--sched step --steps 14 --warmup 3 --decay-epochs 1 --decay-rate 0.5" \
     warmup=3 decay_steps=4 decay_rate=0.5
+# --sched-on-updates 0: timm's default, the schedule stepped once per epoch (constant inside one)
+sched ep_cos timm-epochs cosine "--sched-on-updates 0 --epochs 6 --warmup-epochs 2 --warmup-lr 1e-4 --min-lr 1e-5" \
+    num_epochs=6 warmup_epochs=2 warmup_lr=1e-4 min_lr=1e-5
+sched ep_cos_prefix_cool timm-epochs cosine "--sched-on-updates 0 --epochs 5 --warmup-epochs 1 --warmup-prefix --cooldown-epochs 2 --min-lr 2e-5" \
+    num_epochs=5 warmup_epochs=1 warmup_prefix=1 cooldown_epochs=2 min_lr=2e-5 warmup_lr=0
+sched ep_cos_nowarm timm-epochs cosine "--sched-on-updates 0 --epochs 4 --min-lr 1e-5" num_epochs=4 min_lr=1e-5 warmup_lr=0
+sched ep_step timm-epochs step "--sched-on-updates 0 --sched step --epochs 6 --decay-epochs 2 --decay-rate 0.5 --warmup-epochs 1 --warmup-lr 1e-5" \
+    num_epochs=6 decay_epochs=2 decay_rate=0.5 warmup_epochs=1 warmup_lr=1e-5
+sched ep_multistep timm-epochs multistep "--sched-on-updates 0 --sched multistep --epochs 6 --decay-milestones 2,3,5 --decay-rate 0.3 --warmup-epochs 1 --warmup-prefix --warmup-lr 1e-6" \
+    num_epochs=6 decay_milestones=2,3,5 decay_rate=0.3 warmup_epochs=1 warmup_prefix=1 warmup_lr=1e-6
+sched ep_poly timm-epochs poly "--sched-on-updates 0 --sched poly --epochs 5 --decay-rate 2 --warmup-epochs 1 --cooldown-epochs 1 --min-lr 1e-5" \
+    num_epochs=5 decay_rate=2 warmup_epochs=1 cooldown_epochs=1 min_lr=1e-5 warmup_lr=0
+# the same cosine stepped per update, asked for explicitly (the default), against timm's per-update curve
+sched up_cos timm cosine "--sched-on-updates 1 --epochs 6 --warmup-epochs 2 --warmup-lr 1e-4 --min-lr 1e-5" \
+    num_epochs=6 warmup_epochs=2 warmup_lr=1e-4 min_lr=1e-5
+cmp <(grep -o '"lr":[^,]*' "$WORK/ep_cos/metrics.jsonl") <(grep -o '"lr":[^,]*' "$WORK/up_cos/metrics.jsonl") >/dev/null &&
+    { echo "FAIL: per-epoch and per-update cosine logged the same LRs"; exit 1; }
 echo "sched_timm: $n schedules passed"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The recipe's model options through real training runs (docs/training.md "Model"):
-# - stochastic depth, proj dropout and head dropout with LayerScale, average pooling and no class
-#   token: world 1, 2 and 3, recompute and 2 micro-steps give the same losses and parameters
+# - stochastic depth, proj dropout, head dropout and attention-probability dropout with
+#   LayerScale, average pooling and no class token: world 1, 2 and 3, recompute and 2
+#   micro-steps give the same losses and parameters
 #   (the fp32 tolerances of tests/fsdp/equivalence.sh), so every rank draws the masks of its own
 #   global samples; the same run without drop-path is far outside that tolerance (the masks
-#   matter), and --drop-path 0 reproduces the classic run bitwise;
+#   matter; likewise without --attn-drop), and rates of 0 reproduce the classic run bitwise;
 # - the export of such a model loads back bitwise (--init-from) and `shardvit eval` infers the
 #   architecture from the file (no flags) and reproduces the training run's own final eval;
 # - bad combinations are refused with exit 2 and a message naming the flag; a checkpoint does not
@@ -12,7 +13,7 @@
 SHARDVIT=$1
 source "$(dirname "$0")/../fsdp/lib.sh"
 fail() { echo "FAIL: $*"; exit 1; }
-OPTS="--layer-scale 0.1 --global-pool avg --class-token 0 --drop-path 0.5 --proj-drop 0.2 --drop 0.2"
+OPTS="--layer-scale 0.1 --global-pool avg --class-token 0 --drop-path 0.5 --proj-drop 0.2 --drop 0.2 --attn-drop 0.3"
 run ref 1 --steps 8 $OPTS
 for W in 2 3; do
     run "w$W" "$W" --steps 8 $OPTS
@@ -23,11 +24,13 @@ compare w2_rc ref --loss-rtol 1e-5 --param-atol 5e-5 || fail "recompute draws ot
 run w2_acc 2 --steps 8 $OPTS --accum 2
 compare w2_acc ref --loss-rtol 1e-5 --param-atol 5e-5 || fail "micro-batching draws other masks"
 # the masks change the run: without drop-path it is far from the tolerance above
-run nodp 1 --steps 8 --layer-scale 0.1 --global-pool avg --class-token 0 --proj-drop 0.2 --drop 0.2
+run nodp 1 --steps 8 --layer-scale 0.1 --global-pool avg --class-token 0 --proj-drop 0.2 --drop 0.2 --attn-drop 0.3
 if compare nodp ref --loss-rtol 1e-3 --param-atol 5e-4 >/dev/null; then fail "drop-path had no effect"; fi
+run noad 1 --steps 8 --layer-scale 0.1 --global-pool avg --class-token 0 --drop-path 0.5 --proj-drop 0.2 --drop 0.2
+if compare noad ref --loss-rtol 1e-3 --param-atol 5e-4 >/dev/null; then fail "--attn-drop had no effect"; fi
 # rates of 0 are the classic model, bit for bit
 run plain 2 --steps 4
-run zero 2 --steps 4 --drop-path 0 --drop 0 --proj-drop 0
+run zero 2 --steps 4 --drop-path 0 --drop 0 --proj-drop 0 --attn-drop 0
 cmp "$WORK/plain.bin" "$WORK/zero.bin" || fail "rates of 0 changed the run"
 # export -> import round trip and eval with the architecture read from the file
 run ev 2 --steps 6 --layer-scale 0.1 --global-pool avg --class-token 0 --drop-path 0.3 --val-data synthetic
@@ -58,6 +61,7 @@ expect_usage "--global-pool 'max': choose token or avg" --global-pool max
 expect_usage "--class-token '2': choose 1 or 0" --class-token 2
 expect_usage "--bce-sum and --bce-target-thresh apply to --bce-loss only" --bce-sum
 expect_usage "drop-path" --drop-path 1.5
+expect_usage "attn-drop" --attn-drop 1
 rc=0
 timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $TINY --steps 8 --out "$WORK/ev" --resume auto >"$WORK/res.log" 2>&1 < /dev/null || rc=$?
 test $rc -ne 0 && grep -q "LayerScale on, global pool avg, class token 0 but this run has off, token, 1" "$WORK/res.log" ||

@@ -11,10 +11,17 @@
  * one-shot on the worker. A bf16 engine rounds its operands to bf16 when packing: q, k, v and dO
  * are already bf16 in bf16 mode (exact), P and dS are not (they get rounded as GEMM inputs; the
  * saved P, the softmax and its backward stay fp32). The scale is applied to the fp32 GEMM
- * result, as sgemm's alpha is. Only O and d_qkv are rounded as outputs in bf16 mode. */
+ * result, as sgemm's alpha is. Only O and d_qkv are rounded as outputs in bf16 mode.
+ *
+ * Attention-probability dropout (drop != NULL, backend.h sv_be_attention_fwd_drop): the forward
+ * writes P' = P * M into the worker's tile and multiplies P' v; the saved P stays the softmax.
+ * The backward rebuilds P' in the tile for dV = P'^T dO, then overwrites it with dP' = dO v^T,
+ * multiplies by M again (dP) and runs the softmax backward against P. M is recomputed from
+ * (key, sample, head, row, column), nothing is stored. */
 #include <cblas.h>
 #include <math.h>
 
+#include "core/elementwise.h"
 #include "model/backend/cpu/cpu_backend.h"
 
 static size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -54,6 +61,13 @@ static void scale_strided(int bf, float *p, int rows, int cols, int ld, float sc
         float *row = p + (size_t)r * ld;
         for (int j = 0; j < cols; j++) row[j] = sv_cpu_store(bf, row[j] * scale);
     }
+}
+
+/* dst (T,T) = src * M for pair (b, h): M[i,j] = sv_drop_mult(key, sample0 + b, (h T + i) T + j,
+ * keep). dst may alias src. */
+static void drop_tile(float *dst, const float *src, const sv_drop *d, int b, int h, int T) {
+    uint64_t sample = d->sample0 + (uint64_t)b, unit0 = (uint64_t)h * (uint64_t)T * (uint64_t)T;
+    for (size_t e = 0; e < (size_t)T * T; e++) dst[e] = src[e] * sv_drop_mult(d->key, sample, unit0 + e, d->keep);
 }
 
 /* Split pairs [0, n) into nt contiguous ranges; range t is [*a, *b). */
@@ -116,39 +130,42 @@ typedef struct fwd_ctx {
     float *out, *Pall;
     const float *qkv;
     int T, D, H;
+    const sv_drop *drop;
 } fwd_ctx;
 
 static void fwd_pairs(const void *ctx, int t, float *tile, void *pack, int i0, int i1) {
     const fwd_ctx *x = ctx;
     const sv_cpu_backend *c = x->c;
+    const sv_drop *drop = x->drop;
     const int T = x->T, D = x->D, H = x->H, bfa = c->attn_gemm, dh = D / H, ld = 3 * D;
     const float scale = 1.0f / sqrtf((float)dh);
-    (void)tile; /* the forward needs no tile: P is the saved buffer */
     for (int i = i0; i < i1; i++) {
         const float *q = x->qkv + head_off(i, H, T, ld, dh);
         const float *k = q + D, *v = q + 2 * D;
-        float *P = x->Pall + (size_t)i * T * T;
+        float *P = x->Pall + (size_t)i * T * T, *Pd = drop ? tile : P; /* Pd: what multiplies v */
         float *o = x->out + head_off(i, H, T, D, dh);
         if (bfa) {
             if (i + 1 < i1) prefetch_qkv(x->qkv + head_off(i + 1, H, T, ld, dh), T, D, dh); /* the next pair */
             const sv_gemm_mat Aq = {q, (size_t)ld, 1}, Bk = {k, (size_t)ld, 1};
-            const sv_gemm_mat Ap = {P, (size_t)T, 1}, Bv = {v, (size_t)ld, 0};
+            const sv_gemm_mat Ap = {Pd, (size_t)T, 1}, Bv = {v, (size_t)ld, 0};
             sv_gemm_engine_gemm(c->gemm, P, (size_t)T, Aq, T, Bk, T, dh, 0, pack, sv_cpu_gemm_scratch(c, t));
             scale_strided(0, P, 1, T * T, 0, scale);
             c->k->softmax_rows(P, T, T);
+            if (drop) drop_tile(tile, P, drop, i / H, i % H, T);
             sv_gemm_engine_gemm(c->gemm, o, (size_t)D, Ap, T, Bv, dh, T, 0, pack, sv_cpu_gemm_scratch(c, t));
         } else {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld, 0.0f, P, T);
             c->k->softmax_rows(P, T, T);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, v, ld, 0.0f, o, D);
+            if (drop) drop_tile(tile, P, drop, i / H, i % H, T);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, Pd, T, v, ld, 0.0f, o, D);
         }
         round_strided(c, o, T, dh, D);
     }
 }
 
 sv_status sv_cpu_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
-                               int D, int H) {
-    const fwd_ctx x = {sv_cpu(be), out, saved, qkv, T, D, H};
+                               int D, int H, const sv_drop *drop) {
+    const fwd_ctx x = {sv_cpu(be), out, saved, qkv, T, D, H, drop};
     for_pairs(x.c, scratch, B * H, T, D / H, fwd_pairs, &x);
     return SV_OK;
 }
@@ -158,19 +175,26 @@ typedef struct bwd_ctx {
     float *d_qkv;
     const float *qkv, *d_out, *Pall;
     int T, D, H;
+    const sv_drop *drop;
 } bwd_ctx;
 
 static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int i1) {
     const bwd_ctx *x = ctx;
     const sv_cpu_backend *c = x->c;
+    const sv_drop *drop = x->drop;
     const int T = x->T, D = x->D, H = x->H, bf = c->bf16, bfa = c->attn_gemm, dh = D / H, ld = 3 * D;
     const float scale = 1.0f / sqrtf((float)dh);
     for (int i = i0; i < i1; i++) {
+        const int b = i / H, h = i % H;
         const size_t qoff = head_off(i, H, T, ld, dh);
         const float *q = x->qkv + qoff, *k = q + D, *v = q + 2 * D;
         float *dq = x->d_qkv + qoff, *dk = dq + D, *dv = dq + 2 * D;
-        const float *P = x->Pall + (size_t)i * T * T;
+        const float *P = x->Pall + (size_t)i * T * T, *Pd = P; /* Pd: P' = P * M with dropout */
         const float *dO = x->d_out + head_off(i, H, T, D, dh);
+        if (drop) {
+            drop_tile(dS, P, drop, b, h, T);
+            Pd = dS; /* used by the dV GEMM before dS is overwritten */
+        }
         if (bfa) {
             if (i + 1 < i1) { /* q, k, v, dO and P of the next pair */
                 prefetch_qkv(x->qkv + head_off(i + 1, H, T, ld, dh), T, D, dh);
@@ -179,10 +203,11 @@ static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int
             }
             void *gs = sv_cpu_gemm_scratch(c, t);
             const size_t L = (size_t)ld;
-            sv_gemm_engine_gemm(c->gemm, dv, L, (sv_gemm_mat){P, (size_t)T, 0}, T, (sv_gemm_mat){dO, (size_t)D, 0}, dh,
+            sv_gemm_engine_gemm(c->gemm, dv, L, (sv_gemm_mat){Pd, (size_t)T, 0}, T, (sv_gemm_mat){dO, (size_t)D, 0}, dh,
                                 T, 0, pack, gs);
             sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, (sv_gemm_mat){dO, (size_t)D, 1}, T, (sv_gemm_mat){v, L, 1}, T,
                                 dh, 0, pack, gs);
+            if (drop) drop_tile(dS, dS, drop, b, h, T); /* dP = dP' * M */
             c->k->softmax_bwd_rows(dS, P, T, T);
             sv_gemm_engine_gemm(c->gemm, dq, L, (sv_gemm_mat){dS, (size_t)T, 1}, T, (sv_gemm_mat){k, L, 0}, dh, T, 0,
                                 pack, gs);
@@ -191,8 +216,9 @@ static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int
             scale_strided(bf, dq, T, dh, ld, scale);
             scale_strided(bf, dk, T, dh, ld, scale);
         } else {
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, P, T, dO, D, 0.0f, dv, ld);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, Pd, T, dO, D, 0.0f, dv, ld);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld, 0.0f, dS, T);
+            if (drop) drop_tile(dS, dS, drop, b, h, T); /* dP = dP' * M */
             c->k->softmax_bwd_rows(dS, P, T, T);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld, 0.0f, dq, ld);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld, 0.0f, dk, ld);
@@ -204,9 +230,9 @@ static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int
 }
 
 sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
-                               const void *out, const void *saved, int B, int T, int D, int H) {
+                               const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop) {
     (void)out; /* rowsum(dP * P) is taken from dP and P directly */
-    const bwd_ctx x = {sv_cpu(be), d_qkv, qkv, d_out, saved, T, D, H};
+    const bwd_ctx x = {sv_cpu(be), d_qkv, qkv, d_out, saved, T, D, H, drop};
     for_pairs(x.c, scratch, B * H, T, D / H, bwd_pairs, &x);
     return SV_OK;
 }

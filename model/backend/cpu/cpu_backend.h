@@ -115,9 +115,9 @@ sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits, con
 size_t sv_cpu_attention_saved_for(int B, int T, int H);
 size_t sv_cpu_attention_scratch_for(const sv_gemm_engine *attn, int workers, int T, int dh);
 sv_status sv_cpu_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
-                               int D, int H);
+                               int D, int H, const sv_drop *drop);
 sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
-                               const void *out, const void *saved, int B, int T, int D, int H);
+                               const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop);
 /* cpu_embed.c */
 sv_status sv_cpu_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg, int Wimg, int p);
 sv_status sv_cpu_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *pos, int B,

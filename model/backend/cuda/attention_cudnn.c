@@ -273,8 +273,17 @@ static sv_status execute(sv_cuda_backend *cb, cudnnBackendDescriptor_t plan, int
     return SV_OK;
 }
 
+/* --attn-drop is a CPU-backend feature (docs/training.md "Model"); the trainer refuses it earlier. */
+static sv_status no_attn_drop(const sv_drop *drop) {
+    if (!drop) return SV_OK;
+    return SV_FAIL(SV_ERR_UNSUPPORTED,
+                   "attention-probability dropout (--attn-drop) is not implemented on the CUDA backend (cuDNN SDPA "
+                   "and the fallback kernel); use --device cpu or --attn-drop 0");
+}
+
 sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
-                                int D, int H) {
+                                int D, int H, const sv_drop *drop) {
+    SV_TRY(no_attn_drop(drop));
     sv_cuda_backend *cb = sv_cuda_be(be);
     (void)scratch;
     sv_cuda_attn_plan *p;
@@ -298,7 +307,8 @@ sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *sc
 }
 
 sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
-                                const void *out, const void *saved, int B, int T, int D, int H) {
+                                const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop) {
+    SV_TRY(no_attn_drop(drop));
     sv_cuda_backend *cb = sv_cuda_be(be);
     sv_cuda_attn_plan *p;
     SV_TRY(plan_for(cb, B, T, D, H, &p));

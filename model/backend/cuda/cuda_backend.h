@@ -121,9 +121,11 @@ sv_status sv_cuda_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, v
 /* attention_cudnn.c */
 sv_status sv_cuda_attn_init(sv_cuda_backend *cb);
 void sv_cuda_attn_free(sv_cuda_backend *cb);
+/* drop: attention-probability dropout is not implemented here; non-NULL is refused
+ * (SV_ERR_UNSUPPORTED) before anything is enqueued. */
 sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
-                                int D, int H);
+                                int D, int H, const sv_drop *drop);
 sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
-                                const void *out, const void *saved, int B, int T, int D, int H);
+                                const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop);
 
 #endif

@@ -253,14 +253,14 @@ static sv_status s_ln_bwd(sv_backend *be, void *d_x, float *dw, float *db, const
            sv_be_layernorm_bwd(rb_, d_x, dw, db, d_out, x, w, mean, rstd, M, C), M, C);
 }
 static sv_status s_attn_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T, int D,
-                            int H) {
+                            int H, const sv_drop *drop) {
     SIM_OP(OP_ATTN_FWD, 4.0 * B * (double)T * T * D, E * 4.0 * B * T * D, 0, 1,
-           sv_be_attention_fwd(rb_, out, saved, scratch, qkv, B, T, D, H), B, T, D, H);
+           sv_be_attention_fwd_drop(rb_, out, saved, scratch, qkv, B, T, D, H, drop), B, T, D, H);
 }
 static sv_status s_attn_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
-                            const void *out, const void *saved, int B, int T, int D, int H) {
+                            const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop) {
     SIM_OP(OP_ATTN_BWD, 10.0 * B * (double)T * T * D, E * 8.0 * B * T * D, 0, 1,
-           sv_be_attention_bwd(rb_, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H), B, T, D, H);
+           sv_be_attention_bwd_drop(rb_, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H, drop), B, T, D, H);
 }
 static sv_status s_gelu_fwd(sv_backend *be, void *out, const void *x, size_t n) {
     SIM_OP(OP_GELU_FWD, 0, 2.0 * E * n, 0, 0, sv_be_gelu_fwd(rb_, out, x, n), (long long)n);
