@@ -66,35 +66,42 @@ static uint32_t gelu_pattern(uint32_t i) {
 }
 
 /* One chunk of the GELU bit check: bias_gelu (no bias and with bias), gelu and gelu_bwd of table
- * k in both store modes against kstore of sv_gelu / sv_gelu_grad. Returns the lanes that differ. */
+ * k in both store modes against kstore of sv_gelu / sv_gelu_grad (`ref`: scratch, 3n floats).
+ * Returns the lanes that differ. */
 static size_t gelu_bits_chunk(const sv_cpu_kernels *k, const float *x, const float *d, const float *bias, size_t n,
-                              float *o, float *pre) {
+                              float *o, float *pre, float *ref) {
+    float *g_x = ref, *g_z = ref + n, *g_d = ref + 2 * n;
+    for (size_t e = 0; e < n; e++) {
+        g_x[e] = sv_gelu(x[e]);
+        g_z[e] = sv_gelu(x[e] + bias[e]);
+        g_d[e] = d[e] * sv_gelu_grad(x[e]);
+    }
     size_t bad = 0;
     for (int bf = 0; bf < 2; bf++) {
 #define KST(v) (bf ? sv_round_bf16(v) : (v))
+#define DIFF(got, want) \
+    do { \
+        float want_ = KST(want); \
+        bad += !same_bits(&(got), &want_, 1); \
+    } while (0)
         memcpy(o, x, n * 4);
         k->bias_gelu(bf, o, pre, NULL, n);
         for (size_t e = 0; e < n; e++) {
-            float want_o = KST(sv_gelu(x[e])), want_p = KST(x[e]);
-            bad += !same_bits(&o[e], &want_o, 1) + !same_bits(&pre[e], &want_p, 1);
+            DIFF(o[e], g_x[e]);
+            DIFF(pre[e], x[e]);
         }
         memcpy(o, x, n * 4);
         k->bias_gelu(bf, o, pre, bias, n);
         for (size_t e = 0; e < n; e++) {
-            float z = x[e] + bias[e], want_o = KST(sv_gelu(z)), want_p = KST(z);
-            bad += !same_bits(&o[e], &want_o, 1) + !same_bits(&pre[e], &want_p, 1);
+            DIFF(o[e], g_z[e]);
+            DIFF(pre[e], x[e] + bias[e]);
         }
         k->gelu(bf, o, x, n);
-        for (size_t e = 0; e < n; e++) {
-            float want = KST(sv_gelu(x[e]));
-            bad += !same_bits(&o[e], &want, 1);
-        }
+        for (size_t e = 0; e < n; e++) DIFF(o[e], g_x[e]);
         memcpy(o, d, n * 4);
         k->gelu_bwd(bf, o, o, x, n); /* in place, as linear_bwd calls it */
-        for (size_t e = 0; e < n; e++) {
-            float want = KST(d[e] * sv_gelu_grad(x[e]));
-            bad += !same_bits(&o[e], &want, 1);
-        }
+        for (size_t e = 0; e < n; e++) DIFF(o[e], g_d[e]);
+#undef DIFF
 #undef KST
     }
     return bad;
@@ -107,8 +114,8 @@ static void check_gelu_bits(int exhaustive) {
     const char *isas[] = {"generic", "avx2", "avx512"};
     enum { CH = 4096 + 127 };
     float *x = malloc(CH * 4), *d = malloc(CH * 4), *bias = malloc(CH * 4), *o = malloc(CH * 4);
-    float *pre = malloc(CH * 4);
-    CHECK(x && d && bias && o && pre);
+    float *pre = malloc(CH * 4), *ref = malloc(3 * CH * 4);
+    CHECK(x && d && bias && o && pre && ref);
     for (int t = exhaustive ? 2 : 0; t < 3; t++) {
         const sv_cpu_kernels *k = exhaustive ? sv_cpu_kernels_pick("auto") : sv_cpu_kernels_pick(isas[t]);
         if (!k) continue;
@@ -123,14 +130,14 @@ static void check_gelu_bits(int exhaustive) {
                 d[e] = i % 3 == 0 ? 1.0f : (float)(2.0 * sv_rand_normal(31, i));
                 bias[e] = (float)(0.5 * sv_rand_normal(32, i));
             }
-            bad += gelu_bits_chunk(k, x, d, bias, n, o, pre);
+            bad += gelu_bits_chunk(k, x, d, bias, n, o, pre, ref);
             done += n;
         }
         printf("gelu kernels %s: %llu inputs x 2 store modes, bitwise as the scalar formulas: %s\n", k->isa,
                (unsigned long long)total, bad ? "NO" : "yes");
         CHECK(bad == 0);
     }
-    free(x), free(d), free(bias), free(o), free(pre);
+    free(x), free(d), free(bias), free(o), free(pre), free(ref);
 }
 
 static void check_kernels(void) {
