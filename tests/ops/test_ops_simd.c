@@ -4,7 +4,7 @@
  * not depend on which. The GELU kernels (the AVX-512 table's are hand-written intrinsics) are
  * compared bit for bit with the scalar formulas on every bf16 bit pattern and 2^22 fp32
  * patterns spread over all exponents; `test_ops_simd --exhaustive` does all 2^32 fp32 inputs
- * on the table this CPU dispatches to (a few minutes). Also checks that the GEMM split across
+ * on the table this CPU dispatches to (about 10 minutes). Also checks that the GEMM split across
  * workers gives the same bits as one threaded-BLAS call and as one thread. */
 #include "model/backend/cpu/cpu_backend.h"
 #include "ops_util.h"
