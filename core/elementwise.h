@@ -44,24 +44,53 @@ SV_HD float sv_round_bf16(float f) { return sv_bf16_to_f32(sv_f32_to_bf16(f)); }
  * arithmetic (no FMA, no branches: selects only), which vectorises and gives the same bits
  * on every instruction set. */
 
+/* The constants of sv_exp2_parts and sv_two_phi, named once: the scalar forms below and the
+ * AVX-512 intrinsics forms of the CPU GELU kernels (model/backend/cpu/gelu_avx512.h) evaluate
+ * the same operations with them. */
+#define SV_EXP_LO (-86.0f) /* below: exp is 0 */
+#define SV_EXP_LOG2E 1.44269504088896341f
+#define SV_EXP_RND 12582912.0f     /* 1.5 * 2^23: (f + it) - it rounds f to an integer */
+#define SV_EXP_LN2_HI 0.693359375f /* ln2 = HI - LO_NEG, HI with few bits (fn * HI exact) */
+#define SV_EXP_LN2_LO_NEG (-2.12194440e-4f)
+#define SV_EXP_P0 1.9875691500e-4f /* Cephes expf polynomial, highest degree first */
+#define SV_EXP_P1 1.3981999507e-3f
+#define SV_EXP_P2 8.3334519073e-3f
+#define SV_EXP_P3 4.1665795894e-2f
+#define SV_EXP_P4 1.6666665459e-1f
+#define SV_EXP_P5 5.0000001201e-1f
+#define SV_ERFC_AX_MAX 20.0f             /* |x| clamp of sv_two_phi */
+#define SV_RSQRT2 0.70710678118654752f   /* 1/sqrt(2) */
+#define SV_RSQRT2PI 0.39894228040143268f /* 1/sqrt(2 pi) */
+#define SV_ERFC_C9 0.17087277f           /* Numerical Recipes erfcc, highest degree first */
+#define SV_ERFC_C8 (-0.82215223f)
+#define SV_ERFC_C7 1.48851587f
+#define SV_ERFC_C6 (-1.13520398f)
+#define SV_ERFC_C5 0.27886807f
+#define SV_ERFC_C4 (-0.18628806f)
+#define SV_ERFC_C3 0.09678418f
+#define SV_ERFC_C2 0.37409196f
+#define SV_ERFC_C1 1.00002368f
+#define SV_ERFC_C0 (-1.26551223f)
+#define SV_SPLIT12_MASK 0xfffff000u /* sv_split12: keep the top 12 significand bits */
+
 /* exp(a + b) where a carries the large part exactly and b is a small correction (|b| < ~4):
  * the range reduction subtracts n*ln2 from a before b is added, so the rounding error of a
  * large a + b does not reach the result. Cephes expf polynomial on [-ln2/2, ln2/2] (about
  * 1 ulp); 0 for a + b below about -86 (no denormals); Inf above about 88.7; NaN stays NaN. */
 SV_HD float sv_exp2_parts(float a, float b) {
-    const float lo = -86.0f;
+    const float lo = SV_EXP_LO;
     float ac = a < lo ? lo : a;
-    float fn = (ac + b) * 1.44269504088896341f;
-    fn = (fn + 12582912.0f) - 12582912.0f; /* round to nearest integer (|fn| < 2^22) */
-    float r = ac - fn * 0.693359375f;      /* ln2 high part: fn * it is exact */
-    r = r - fn * -2.12194440e-4f;          /* ln2 low part */
+    float fn = (ac + b) * SV_EXP_LOG2E;
+    fn = (fn + SV_EXP_RND) - SV_EXP_RND; /* round to nearest integer (|fn| < 2^22) */
+    float r = ac - fn * SV_EXP_LN2_HI;   /* ln2 high part: fn * it is exact */
+    r = r - fn * SV_EXP_LN2_LO_NEG;      /* ln2 low part */
     r = r + b;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
+    float p = SV_EXP_P0;
+    p = p * r + SV_EXP_P1;
+    p = p * r + SV_EXP_P2;
+    p = p * r + SV_EXP_P3;
+    p = p * r + SV_EXP_P4;
+    p = p * r + SV_EXP_P5;
     float e = (p * r) * r + r + 1.0f;
     /* NaN or overflow (a + b > ~88.7): exponent 255, so the result is Inf (NaN stays NaN: a
      * NaN fn fails the comparison) and no out-of-range conversion or signed shift happens.
@@ -80,7 +109,7 @@ SV_HD float sv_exp_fast(float x) { return sv_exp2_parts(x, 0.0f); }
 SV_HD void sv_split12(float x, float *hi, float *lo) {
     uint32_t u;
     memcpy(&u, &x, 4);
-    u &= 0xfffff000u;
+    u &= SV_SPLIT12_MASK;
     memcpy(hi, &u, 4);
     *lo = x - *hi;
 }
@@ -93,19 +122,20 @@ SV_HD void sv_split12(float x, float *hi, float *lo) {
  * *gauss (optional) receives exp(-x^2/2) for the GELU derivative. */
 SV_HD float sv_two_phi(float x, float *gauss) {
     float ax = x < 0.0f ? -x : x;
-    ax = ax < 20.0f ? ax : 20.0f; /* erfc(20/sqrt2) ~ 1e-89: 0 in float; keeps inf out of the split */
-    float z = ax * 0.70710678118654752f;
+    /* erfc(20/sqrt2) ~ 1e-89: 0 in float; keeps inf (and NaN) out of the split */
+    ax = ax < SV_ERFC_AX_MAX ? ax : SV_ERFC_AX_MAX;
+    float z = ax * SV_RSQRT2;
     float t = 1.0f / (1.0f + 0.5f * z);
-    float p = 0.17087277f;
-    p = p * t + -0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t + -1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t + -0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t + -1.26551223f;
+    float p = SV_ERFC_C9;
+    p = p * t + SV_ERFC_C8;
+    p = p * t + SV_ERFC_C7;
+    p = p * t + SV_ERFC_C6;
+    p = p * t + SV_ERFC_C5;
+    p = p * t + SV_ERFC_C4;
+    p = p * t + SV_ERFC_C3;
+    p = p * t + SV_ERFC_C2;
+    p = p * t + SV_ERFC_C1;
+    p = p * t + SV_ERFC_C0;
     float h, l;
     sv_split12(ax, &h, &l);
     float a = -0.5f * (h * h);              /* exact */
@@ -124,7 +154,7 @@ SV_HD float sv_gelu(float x) { return 0.5f * x * sv_two_phi(x, 0); }
 SV_HD float sv_gelu_grad(float x) {
     float g;
     float two_phi = sv_two_phi(x, &g);
-    return 0.5f * two_phi + x * (0.39894228040143268f * g);
+    return 0.5f * two_phi + x * (SV_RSQRT2PI * g);
 }
 
 /* Reference forms through libm's erff/expf (tests compare the fast forms against these). */

@@ -1,8 +1,12 @@
-/* Element-wise kernels compiled for AVX-512 (F/BW/DQ/VL; no FMA, same bits as generic). */
+/* Element-wise kernels compiled for AVX-512 (F/BW/DQ/VL; no FMA, same bits as generic); the GELU
+ * kernels are hand-written intrinsics of the same operations (gelu_avx512.h). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
 #endif
 #pragma GCC optimize("no-trapping-math", "no-math-errno", "fp-contract=off")
 #define SV_CPU_KERNELS_NAME sv_cpu_kernels_avx512
 #define SV_CPU_KERNELS_ISA "avx512"
+#if defined(__x86_64__) && defined(__GNUC__)
+#include "model/backend/cpu/gelu_avx512.h" /* bias_gelu, gelu, gelu_bwd in intrinsics (same bits) */
+#endif
 #include "model/backend/cpu/cpu_kernels_impl.h"

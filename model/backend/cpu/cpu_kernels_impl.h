@@ -8,6 +8,7 @@
 
 static inline float kstore(int bf, float v) { return bf ? sv_round_bf16(v) : v; }
 
+#ifndef SV_CPU_GELU_KERNELS /* an ISA file may bring its own (same bits: gelu_avx512.h) */
 static void k_bias_gelu(int bf, float *o, float *pre, const float *bias, size_t n) {
     if (bias) {
         for (size_t i = 0; i < n; i++) {
@@ -23,6 +24,7 @@ static void k_bias_gelu(int bf, float *o, float *pre, const float *bias, size_t 
         }
     }
 }
+#endif
 
 static void k_bias_store(int bf, float *o, const float *bias, size_t n) {
     if (bias)
@@ -39,6 +41,7 @@ static void k_round_bf16(float *p, size_t n) {
     for (size_t i = 0; i < n; i++) p[i] = sv_round_bf16(p[i]);
 }
 
+#ifndef SV_CPU_GELU_KERNELS
 static void k_gelu(int bf, float *out, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = kstore(bf, sv_gelu(x[i]));
 }
@@ -46,6 +49,7 @@ static void k_gelu(int bf, float *out, const float *x, size_t n) {
 static void k_gelu_bwd(int bf, float *d_x, const float *d_out, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) d_x[i] = kstore(bf, d_out[i] * sv_gelu_grad(x[i]));
 }
+#endif
 
 /* The fixed pairwise tree that ends every 16-lane reduction here: lane l += lane l + w for
  * w = 8, 4, 2, 1; returns the total (lane 0). The order never depends on the vector width. */
