@@ -292,19 +292,25 @@ static void test_attn_drop(sv_dtype dt, int threads, int attn_sgemm) {
     float *dq2 = dev_alloc(&c, nq * 4);
     CHECK_OK(sv_be_attention_fwd_drop(c.be, out0, saved0, scratch, qkv, 1, T, D, H, &d));
     CHECK_OK(sv_be_attention_fwd_drop(c.be, out0 + o1, saved0, scratch, qkv + q1, 2, T, D, H, &d1));
-    CHECK(!memcmp(dl(&c, out0, no), go, no * 4));
+    float *g2 = dl(&c, out0, no);
+    CHECK(!memcmp(g2, go, no * 4));
+    free(g2);
     CHECK_OK(sv_be_attention_fwd_drop(c.be, out0, saved0, scratch, qkv, 1, T, D, H, &d));
     CHECK_OK(sv_be_attention_bwd_drop(c.be, dq2, scratch, d_out, qkv, out0, saved0, 1, T, D, H, &d));
     CHECK_OK(sv_be_attention_fwd_drop(c.be, out0 + o1, saved0, scratch, qkv + q1, 2, T, D, H, &d1));
     CHECK_OK(
         sv_be_attention_bwd_drop(c.be, dq2 + q1, scratch, d_out + o1, qkv + q1, out0 + o1, saved0, 2, T, D, H, &d1));
-    CHECK(!memcmp(dl(&c, dq2, nq), gq, nq * 4));
+    float *g3 = dl(&c, dq2, nq);
+    CHECK(!memcmp(g3, gq, nq * 4));
+    free(g3);
     /* keep = 1 and NULL: the plain op, bitwise */
     const sv_drop one = {.key = d.key, .sample0 = d.sample0, .keep = 1.0f};
     CHECK_OK(sv_be_attention_fwd(c.be, out0, saved0, scratch, qkv, B, T, D, H));
     float *plain = dl(&c, out0, no);
     CHECK_OK(sv_be_attention_fwd_drop(c.be, out, saved, scratch, qkv, B, T, D, H, &one));
-    CHECK(!memcmp(dl(&c, out, no), plain, no * 4));
+    float *g4 = dl(&c, out, no);
+    CHECK(!memcmp(g4, plain, no * 4));
+    free(g4);
     CHECK(memcmp(go, plain, no * 4) != 0);
     const sv_drop bad = {.key = 1, .sample0 = 0, .keep = 0.0f};
     CHECK(sv_be_attention_fwd_drop(c.be, out, saved, scratch, qkv, B, T, D, H, &bad) == SV_ERR_INVALID);
@@ -314,6 +320,9 @@ static void test_attn_drop(sv_dtype dt, int threads, int attn_sgemm) {
         "probabilities dropped at rate 0.4, split batch bitwise, keep 1 = plain op\n",
         c.bf16 ? "bf16" : "fp32", threads, attn_sgemm ? "sgemm" : "engine", dropped, np);
     free(hq), free(hdo), free(rp), free(M), free(ro), free(rdq);
+    free(go), free(gp), free(gq), free(plain);
+    float *dev[] = {qkv, d_out, out, saved, scratch, dqkv, out0, saved0, dq2};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) sv_be_free(c.be, dev[i]);
     ops_ctx_free(&c);
 }
 
