@@ -11,4 +11,5 @@ void sv_backend_env_apply(sv_backend_config *bc) {
     if ((v = getenv("SHARDVIT_CPU_ATTN_GEMM"))) bc->cpu.attn_sgemm = !strcmp(v, "0");
     if ((v = getenv("SHARDVIT_CPU_FUSED_EPI"))) bc->cpu.unfused_epi = !strcmp(v, "0");
     if ((v = getenv("SHARDVIT_CPU_AMX_DENY"))) bc->cpu.amx_deny = !strcmp(v, "1");
+    if ((v = getenv("SHARDVIT_CPU_BF16_STORAGE"))) bc->cpu.f32_storage = !strcmp(v, "0") ? 1 : !strcmp(v, "1") ? -1 : 0;
 }

@@ -10,10 +10,11 @@
  * stream; sv_be_sync waits for all of them. Host-visible results (sv_be_sumsq) synchronise.
  *
  * Dtypes: "compute" buffers (activations, gathered parameters, activation gradients) hold the
- * backend's compute dtype (sv_be_compute_dtype): fp32 or bf16. On the CPU backend compute
- * buffers are always fp32 *storage*; with compute dtype bf16 every op rounds the values it
- * writes to compute buffers to the nearest bf16 (round-to-nearest-even), so CPU numerics
- * track a GPU computing in bf16. "f32" buffers are always float: master weights, optimizer
+ * backend's compute dtype (sv_be_compute_dtype): fp32 or bf16, *stored* in
+ * sv_be_compute_elem_size bytes per element. With compute dtype bf16 every op rounds the values
+ * it writes to compute buffers to the nearest bf16 (round-to-nearest-even), so CPU numerics
+ * track a GPU computing in bf16; the CPU backend stores them as bf16 (2 bytes) when its GEMM
+ * engines read bf16 operands, else as fp32 holding bf16 values (4 bytes): the same bits. "f32" buffers are always float: master weights, optimizer
  * state, parameter gradients, statistics, losses. Parameter gradients are always fp32 and are
  * always ACCUMULATED (+=) into; the caller zeroes them.
  *
@@ -48,6 +49,10 @@ typedef struct sv_cpu_config {
                         * when an engine runs the linear layers */
     int unfused_epi;  /* SHARDVIT_CPU_FUSED_EPI=0: 1 = linear epilogues as a separate pass */
     int amx_deny;     /* SHARDVIT_CPU_AMX_DENY=1: 1 = act as if the kernel refused AMX (tests) */
+    int f32_storage;  /* SHARDVIT_CPU_BF16_STORAGE=0: 1 = bf16 mode keeps fp32 storage of the
+                        * compute buffers (the bits are the same; A/B runs and tests);
+                        * SHARDVIT_CPU_BF16_STORAGE=1 sets -1 = bf16 storage wherever the
+                        * engines allow it (docs/backend_cpu.md "Storage") */
     int op_threads;   /* OpenMP workers for the backend's own loops (0 = threads): a benchmark
                         * knob ("single-threaded ops + threaded BLAS"), not for training */
 } sv_cpu_config;
@@ -89,7 +94,8 @@ sv_dtype sv_be_compute_dtype(const sv_backend *be);
 /* The configuration the backend was created with (its sizes are sv_be_sizes_query of it: the
  * memory planner and the arena carving ask the configuration, never an instance). */
 const sv_backend_config *sv_be_config(const sv_backend *be);
-/* Bytes per element of compute buffers as *stored* (sv_be_sizes.compute_elem; CPU: always 4). */
+/* Bytes per element of compute buffers as *stored* (sv_be_sizes.compute_elem; CPU fp32 mode: 4;
+ * CPU bf16 mode: 2 with bf16 storage, 4 with fp32 storage, docs/backend_cpu.md "Storage"). */
 size_t sv_be_compute_elem_size(const sv_backend *be);
 /* Dense bf16 peak FLOP/s of the device if known (for MFU), else 0. */
 double sv_be_peak_flops(const sv_backend *be);

@@ -45,7 +45,8 @@ static size_t worker_bytes(const sv_cpu_backend *c, int T, int dh) {
 size_t sv_cpu_attention_saved_for(int B, int T, int H) {
     return (size_t)B * H * T * T * sizeof(float); /* probabilities P (B,H,T,T) f32 */
 }
-size_t sv_cpu_attention_scratch_for(const sv_gemm_engine *attn, int workers, int T, int dh) {
+size_t sv_cpu_attention_scratch_for(const sv_gemm_engine *attn, int act16, int workers, int T, int dh) {
+    (void)act16;
     return worker_bytes_for(attn, T, dh) * (size_t)workers;
 }
 

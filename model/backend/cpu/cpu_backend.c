@@ -242,7 +242,7 @@ static const sv_backend_ops sv_cpu_ops = {
  * queries, so a plan sizes exactly what the backend then uses. Error messages name the
  * setting by its documented environment override (the users' way to set it). */
 typedef struct cpu_choice {
-    int threads, op_threads, bf16;
+    int threads, op_threads, bf16, act16;
     const sv_cpu_kernels *k;
     const sv_gemm_engine *gemm; /* NULL: OpenBLAS */
     int threaded_blas;          /* cpu.gemm "blas" */
@@ -279,17 +279,23 @@ static sv_status cpu_resolve(const sv_backend_config *cfg, cpu_choice *ch) {
     if (!ch->gemm && why[0] && !ch->threaded_blas)
         return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_GEMM=%s: %s", gm, why);
     ch->attn_gemm = ch->gemm && !cfg->cpu.attn_sgemm;
+    if (cfg->cpu.f32_storage < -1 || cfg->cpu.f32_storage > 1)
+        return SV_FAIL(SV_ERR_INVALID, "cpu backend: f32_storage=%d out of range [-1, 1]", cfg->cpu.f32_storage);
+    /* bf16 storage needs every GEMM on a bf16 engine (they read bf16 operands; sgemm and the
+     * fp32 engines read fp32) */
+    ch->act16 = ch->bf16 && ch->gemm && ch->gemm->bf16 && ch->attn_gemm && cfg->cpu.f32_storage < 0;
     return SV_OK;
 }
 
 sv_status sv_cpu_sizes(const sv_backend_config *cfg, int B, int T, int D, int H, sv_be_sizes *out) {
     cpu_choice ch;
     SV_TRY(cpu_resolve(cfg, &ch));
-    out->compute_elem = 4; /* compute buffers are fp32 storage in both modes */
+    out->compute_elem = ch.act16 ? 2 : 4; /* bf16 or fp32 storage (cpu_backend.h) */
     if (B && T && D && H) {
         int workers = ch.threads > ch.op_threads ? ch.threads : ch.op_threads;
         out->attention_saved = sv_cpu_attention_saved_for(B, T, H);
-        out->attention_scratch = sv_cpu_attention_scratch_for(ch.attn_gemm ? ch.gemm : NULL, workers, T, D / H);
+        out->attention_scratch =
+            sv_cpu_attention_scratch_for(ch.attn_gemm ? ch.gemm : NULL, ch.act16, workers, T, D / H);
     }
     return SV_OK;
 }
@@ -311,6 +317,7 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
     c->threads = ch.threads;
     c->op_threads = ch.op_threads;
     c->bf16 = ch.bf16;
+    c->act16 = ch.act16;
     c->k = ch.k;
     /* GEMM engine: chosen here once, buffers allocated here once (the step never allocates) */
     c->gemm = ch.gemm;
@@ -337,8 +344,9 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
     sv_cpu_model_name(model, sizeof model);
     /* the bracket names the element-wise kernels, the GEMM engine of the linear layers and the
      * one attention uses */
-    snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s) [%s, gemm %s, attn %s]", model,
-             c->threads, c->threads == 1 ? "" : "s", c->k->isa, gname, c->attn_gemm ? gname : "openblas");
+    snprintf(c->base.device_name, sizeof c->base.device_name, "%s (%d thread%s) [%s, gemm %s, attn %s%s]", model,
+             c->threads, c->threads == 1 ? "" : "s", c->k->isa, gname, c->attn_gemm ? gname : "openblas",
+             c->act16 ? ", bf16 storage" : "");
     sv_cpu_blas_threads(sv_cpu_blas_default(c));
     *out = &c->base;
     return SV_OK;

@@ -1,9 +1,18 @@
 /* CPU backend internals: shared by the cpu_*.c files only (model code uses backend.h).
  *
- * Storage: every compute buffer is fp32. With compute dtype bf16 each op rounds the values it
- * writes to compute buffers with sv_round_bf16, inside its own output loop (cpu_store below),
- * so no op needs an extra rounding pass except after a BLAS call, where the pass runs over
- * the block the GEMM just produced while it is still in cache.
+ * Values: with compute dtype bf16 each op rounds the values it writes to compute buffers with
+ * sv_round_bf16, inside its own output loop (cpu_store below), so no op needs an extra rounding
+ * pass except after a BLAS call, where the pass runs over the block the GEMM just produced while
+ * it is still in cache.
+ *
+ * Storage (docs/backend_cpu.md "Storage"): compute buffers are fp32 arrays, except with
+ * `act16` (bf16 mode whose linear and attention GEMMs all run a bf16 engine, the default there),
+ * where they are bf16 arrays (uint16_t, the high half of the fp32 pattern). An act16 op computes
+ * exactly what the fp32-storage op computes, in fp32: it widens its compute inputs (exact), runs
+ * the same kernels with rounding on, and narrows its compute outputs (exact: they are already bf16
+ * values), in chunks of SV_CPU_CHUNK elements or whole rows on the stack, or the GEMM engines read
+ * the bf16 operands directly (gemm_engine.h, sv_gemm_mat.h16). So both storages give the same bits
+ * (tests/ops/test_ops_storage.c compares every op); bf16 storage moves half the bytes.
  *
  * Threading (see docs/backend_cpu.md for the measurements behind it): `threads` OpenMP
  * workers for the element-wise, row-wise and per-(batch, head) loops; OpenBLAS gets the same
@@ -29,6 +38,7 @@ typedef struct sv_cpu_backend {
     int threads;             /* worker threads for OpenBLAS (>= 1) */
     int op_threads;          /* OpenMP workers for the backend's own loops (cfg.cpu.op_threads, else threads) */
     int bf16;                /* 1: round every value written to a compute buffer to bf16 */
+    int act16;               /* 1: compute buffers are stored as bf16 (see the top of this file) */
     double *sumsq_partials;  /* SV_CPU_SUMSQ_PARTIALS doubles, allocated in create */
     const sv_cpu_kernels *k; /* element-wise kernels for this CPU (cpu_kernels.h) */
     /* The packed-GEMM engine of the linear layers (gemm_engine.h), chosen at creation from the
@@ -64,6 +74,11 @@ static inline const sv_cpu_backend *sv_cpu_c(const sv_backend *be) { return (con
 /* Worker t's slot of gemm_scratch (t < gemm_slots; gemm != NULL only). */
 void *sv_cpu_gemm_scratch(const sv_cpu_backend *c, int t);
 
+/* Elements per stack chunk of an act16 element-wise op (widen, compute, narrow). */
+#define SV_CPU_CHUNK 2048
+/* Longest row an act16 row-wise op (LayerNorm, softmax) widens onto the stack. */
+#define SV_CPU_ROW_MAX 16384
+
 /* The value an op stores into a compute buffer: v itself (fp32) or its nearest bf16. */
 static inline float sv_cpu_store(int bf16, float v) { return bf16 ? sv_round_bf16(v) : v; }
 
@@ -97,6 +112,7 @@ sv_status sv_cpu_linear_fwd(sv_backend *be, void *out, void *pre_gelu, const voi
                             int M, int N, int K);
 sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, void *d_out, const void *in,
                             const void *W, const void *pre_gelu, int M, int N, int K);
+/* cpu_eltwise.c */
 sv_status sv_cpu_gelu_fwd(sv_backend *be, void *out, const void *x, size_t n);
 sv_status sv_cpu_gelu_bwd(sv_backend *be, void *d_x, const void *d_out, const void *x, size_t n);
 sv_status sv_cpu_residual_add(sv_backend *be, void *out, const void *a, const void *b, size_t n);
@@ -111,9 +127,9 @@ sv_status sv_cpu_check_labels(const char *op, const int32_t *labels, int B, int 
 sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
                               const float *soft_targets, int B, int K, float smoothing, float grad_scale);
 /* cpu_attention.c. Sizes (sv_cpu_sizes): `attn` is the engine running the attention GEMMs
- * (NULL: sgemm), `workers` = max(threads, op_threads). */
+ * (NULL: sgemm), `act16` bf16 storage, `workers` = max(threads, op_threads). */
 size_t sv_cpu_attention_saved_for(int B, int T, int H);
-size_t sv_cpu_attention_scratch_for(const sv_gemm_engine *attn, int workers, int T, int dh);
+size_t sv_cpu_attention_scratch_for(const sv_gemm_engine *attn, int act16, int workers, int T, int dh);
 sv_status sv_cpu_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
                                int D, int H, const sv_drop *drop);
 sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,

@@ -12,6 +12,7 @@
 #define SV_MODEL_BACKEND_CPU_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/elementwise.h"
 
@@ -25,6 +26,10 @@ typedef struct sv_cpu_kernels {
     void (*add_store)(int bf, float *out, const float *a, const float *b, size_t n);
     /* p = nearest bf16 of p, in place  (n) */
     void (*round_bf16)(float *p, size_t n);
+    /* bf16 storage (cpu_backend.h act16): dst = the fp32 value of src (exact)  (n) */
+    void (*widen)(float *dst, const uint16_t *src, size_t n);
+    /* dst = nearest bf16 of src (round to nearest even; exact on bf16 values)  (n) */
+    void (*narrow)(uint16_t *dst, const float *src, size_t n);
     /* out = gelu(x)  (n) */
     void (*gelu)(int bf, float *out, const float *x, size_t n);
     /* d_x = d_out * gelu'(x); d_x may alias d_out  (n) */

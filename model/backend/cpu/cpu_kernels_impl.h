@@ -41,6 +41,14 @@ static void k_round_bf16(float *p, size_t n) {
     for (size_t i = 0; i < n; i++) p[i] = sv_round_bf16(p[i]);
 }
 
+static void k_widen(float *dst, const uint16_t *src, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = sv_bf16_to_f32(src[i]);
+}
+
+static void k_narrow(uint16_t *dst, const float *src, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = sv_f32_to_bf16(src[i]);
+}
+
 #ifndef SV_CPU_GELU_KERNELS
 static void k_gelu(int bf, float *out, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = kstore(bf, sv_gelu(x[i]));
@@ -177,6 +185,8 @@ const sv_cpu_kernels SV_CPU_KERNELS_NAME = {
     .bias_store = k_bias_store,
     .add_store = k_add_store,
     .round_bf16 = k_round_bf16,
+    .widen = k_widen,
+    .narrow = k_narrow,
     .gelu = k_gelu,
     .gelu_bwd = k_gelu_bwd,
     .softmax_rows = k_softmax_rows,
