@@ -55,31 +55,31 @@ static double time_case(const sv_gemm_engine *e, const shape *s, const float *in
     double best = 1e30;
     if (e && g_run_only) {
         if (s->L == FWD)
-            e->pack(pack, (sv_gemm_mat){W, (size_t)K, 1}, N, K, 0, N);
+            e->pack(pack, sv_gemm_f32(W, (size_t)K, 1), N, K, 0, N);
         else if (s->L == DIN)
-            e->pack(pack, (sv_gemm_mat){W, (size_t)K, 0}, K, N, 0, K);
+            e->pack(pack, sv_gemm_f32(W, (size_t)K, 0), K, N, 0, K);
         else
-            e->pack(pack, (sv_gemm_mat){in, (size_t)K, 0}, K, M, 0, K);
+            e->pack(pack, sv_gemm_f32(in, (size_t)K, 0), K, M, 0, K);
     }
     for (int it = 0; it < reps + 1; it++) { /* the first call warms caches and pages */
         double t0 = now();
         if (e && g_run_only) {
             if (s->L == FWD)
-                e->run(C, (size_t)N, (sv_gemm_mat){in, (size_t)K, 1}, M, pack, N, K, 0, scratch);
+                e->run(C, (size_t)N, sv_gemm_f32(in, (size_t)K, 1), M, pack, N, K, 0, scratch);
             else if (s->L == DIN)
-                e->run(C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 1}, M, pack, K, N, 0, scratch);
+                e->run(C, (size_t)K, sv_gemm_f32(dout, (size_t)N, 1), M, pack, K, N, 0, scratch);
             else
-                e->run(C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 0}, N, pack, K, M, 1, scratch);
+                e->run(C, (size_t)K, sv_gemm_f32(dout, (size_t)N, 0), N, pack, K, M, 1, scratch);
         } else if (e) {
             if (s->L == FWD)
-                sv_gemm_engine_gemm(e, C, (size_t)N, (sv_gemm_mat){in, (size_t)K, 1}, M, (sv_gemm_mat){W, (size_t)K, 1},
-                                    N, K, 0, pack, scratch);
+                sv_gemm_engine_gemm(e, C, (size_t)N, sv_gemm_f32(in, (size_t)K, 1), M, sv_gemm_f32(W, (size_t)K, 1), N,
+                                    K, 0, pack, scratch);
             else if (s->L == DIN)
-                sv_gemm_engine_gemm(e, C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 1}, M,
-                                    (sv_gemm_mat){W, (size_t)K, 0}, K, N, 0, pack, scratch);
+                sv_gemm_engine_gemm(e, C, (size_t)K, sv_gemm_f32(dout, (size_t)N, 1), M, sv_gemm_f32(W, (size_t)K, 0),
+                                    K, N, 0, pack, scratch);
             else
-                sv_gemm_engine_gemm(e, C, (size_t)K, (sv_gemm_mat){dout, (size_t)N, 0}, N,
-                                    (sv_gemm_mat){in, (size_t)K, 0}, K, M, 1, pack, scratch);
+                sv_gemm_engine_gemm(e, C, (size_t)K, sv_gemm_f32(dout, (size_t)N, 0), N, sv_gemm_f32(in, (size_t)K, 0),
+                                    K, M, 1, pack, scratch);
         } else {
             if (s->L == FWD)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.f, in, K, W, K, 0.f, C, N);

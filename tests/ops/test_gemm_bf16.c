@@ -69,11 +69,11 @@ static float b_at(int L, const float *B, int M, int N, int K, int r, int j) {
 /* Operand views for the two-step API (as cpu_linear.c builds them). */
 static void views(int L, const float *A, const float *B, int N, int K, sv_gemm_mat *a, sv_gemm_mat *b) {
     if (L == NT)
-        *a = (sv_gemm_mat){A, (size_t)K, 1}, *b = (sv_gemm_mat){B, (size_t)K, 1};
+        *a = sv_gemm_f32(A, (size_t)K, 1), *b = sv_gemm_f32(B, (size_t)K, 1);
     else if (L == NN)
-        *a = (sv_gemm_mat){A, (size_t)N, 1}, *b = (sv_gemm_mat){B, (size_t)K, 0};
+        *a = sv_gemm_f32(A, (size_t)N, 1), *b = sv_gemm_f32(B, (size_t)K, 0);
     else
-        *a = (sv_gemm_mat){A, (size_t)N, 0}, *b = (sv_gemm_mat){B, (size_t)K, 0};
+        *a = sv_gemm_f32(A, (size_t)N, 0), *b = sv_gemm_f32(B, (size_t)K, 0);
 }
 
 /* One-shot C = A B (nt, nn) or C += A^T B (tn) on the calling thread. */
@@ -144,11 +144,23 @@ static void check_case(int L, int M, int N, int K, int raw, uint64_t seed) {
     for (int s = 0; s + 1 < (int)(sizeof cuts / sizeof cuts[0]); s++) {
         int r0 = cuts[s] < rows ? cuts[s] : rows, r1 = cuts[s + 1] < rows ? cuts[s + 1] : rows;
         if (r1 <= r0) continue;
-        sv_gemm_mat as = a;
-        as.p += a.red_contig ? (size_t)r0 * a.ld : (size_t)r0;
+        sv_gemm_mat as = sv_gemm_mat_off(a, a.red_contig ? (size_t)r0 * a.ld : (size_t)r0);
         E->run(C2 + (size_t)r0 * cols, (size_t)cols, as, r1 - r0, pack, cols, red, L == TN, scratch);
     }
     CHECK(memcmp(C, C2, (size_t)rows * cols * sizeof(float)) == 0);
+
+    /* bf16 storage (sv_gemm_h16 views, as the CPU backend's bf16 storage passes them): the same
+     * bits as packing the fp32 operands, which rounds them to these bf16 values */
+    uint16_t *Ah = xalloc(na * 2 + 2), *Bh = xalloc(nb * 2 + 2);
+    for (size_t i = 0; i < na; i++) Ah[i] = sv_f32_to_bf16(A[i]);
+    for (size_t i = 0; i < nb; i++) Bh[i] = sv_f32_to_bf16(B[i]);
+    sv_gemm_mat ah = sv_gemm_h16(Ah, a.ld, a.red_contig), bh = sv_gemm_h16(Bh, b.ld, b.red_contig);
+    memset(pack, 0x5A, pbytes);
+    memcpy(C2, C0, (size_t)rows * cols * sizeof(float));
+    if (L != TN) C2[(size_t)rows * cols - 1] = NAN;
+    sv_gemm_engine_gemm(E, C2, (size_t)cols, ah, rows, bh, cols, red, L == TN, pack, scratch);
+    CHECK(memcmp(C, C2, (size_t)rows * cols * sizeof(float)) == 0);
+    free(Ah), free(Bh);
 
     free(A), free(B), free(C0), free(C), free(C2), free(pack), free(scratch);
 }
@@ -167,7 +179,7 @@ static void check_accumulate(void) {
     gemm_tn(C2, A + (size_t)64 * N, B + (size_t)64 * K, M - 64, N, K, pack, scratch);
     CHECK(memcmp(C1, C2, (size_t)N * K * 4) == 0);
     /* beta 0 (via the two-step API) on the same operands matches accumulating onto zeros */
-    sv_gemm_mat a = {A, (size_t)N, 0}, b = {B, (size_t)K, 0};
+    sv_gemm_mat a = sv_gemm_f32(A, (size_t)N, 0), b = sv_gemm_f32(B, (size_t)K, 0);
     E->pack(pack, b, K, M, 0, K);
     for (size_t i = 0; i < (size_t)N * K; i++) C3[i] = 1e30f;
     E->run(C3, (size_t)K, a, N, pack, K, M, 0, scratch);

@@ -103,7 +103,7 @@ static void check_case(const gcase *t, uint64_t seed) {
     float *A = ga.p, *B = gb.p;
     for (size_t i = 0; i < na; i++) A[i] = (float)sv_rand_normal(seed, i);
     for (size_t i = 0; i < nb; i++) B[i] = (float)(0.1 * sv_rand_normal(seed + 1, i));
-    const sv_gemm_mat a = {A, lda, t->a_contig}, b = {B, ldb, t->b_contig};
+    const sv_gemm_mat a = sv_gemm_f32(A, lda, t->a_contig), b = sv_gemm_f32(B, ldb, t->b_contig);
 #define AT(i, k) (t->a_contig ? A[(size_t)(i)*lda + (k)] : A[(size_t)(k)*lda + (i)])
 #define BT(j, k) (t->b_contig ? B[(size_t)(j)*ldb + (k)] : B[(size_t)(k)*ldb + (j)])
 
@@ -225,7 +225,7 @@ static void check_empty(void) {
     float C[(R + 2) * LD], ref[(R + 2) * LD], A[4] = {1, 2, 3, 4}, B[4] = {1, 2, 3, 4};
     void *pack = xalloc(E->pack_bytes(N, 1) + 64), *scratch = xalloc(E->scratch_bytes);
     for (int i = 0; i < (R + 2) * LD; i++) C[i] = ref[i] = (float)i;
-    sv_gemm_mat a = {A, 1, 1}, b = {B, 1, 1};
+    sv_gemm_mat a = sv_gemm_f32(A, 1, 1), b = sv_gemm_f32(B, 1, 1);
     CHECK(E->pack_bytes(N, 0) == 0 && E->pack_bytes(0, 5) == 0);
     E->pack(pack, b, N, 0, 0, N);
     E->run(C + LD, LD, a, R, pack, N, 0, 1, scratch); /* accumulate: unchanged */

@@ -8,6 +8,9 @@
 
 #include <immintrin.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "model/backend/cpu/gemm_engine.h"
 
 static inline __mmask16 mask16(long cnt) {
     return cnt >= 16 ? (__mmask16)0xFFFF : cnt <= 0 ? (__mmask16)0 : (__mmask16)((1u << cnt) - 1u);
@@ -29,6 +32,30 @@ static inline __m512i pairs16_rows(const float *row0, const float *row1, long cn
     if (!row1) return lo;
     __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, row1)));
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* The same from bf16 storage: 32 consecutive bf16 (the first `cnt` valid) are 16 pairs as
+ * they lie in memory. */
+static inline __m512i pairs16_contig_h(const uint16_t *p, long cnt) {
+    __mmask32 k = cnt >= 32 ? (__mmask32)0xFFFFFFFFu : cnt <= 0 ? (__mmask32)0 : (__mmask32)((1u << cnt) - 1u);
+    return _mm512_maskz_loadu_epi16(k, p);
+}
+static inline __m512i pairs16_rows_h(const uint16_t *row0, const uint16_t *row1, long cnt) {
+    __mmask16 k = mask16(cnt);
+    __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, row0));
+    if (!row1) return lo;
+    __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, row1));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* On an operand view (gemm_engine.h, fp32 or bf16 storage) at element offset `off`:
+ * pairs16_contig, and pairs16_rows of the rows at off and (when row1) off + M->ld. */
+static inline __m512i pairs16_at(const sv_gemm_mat *M, size_t off, long cnt) {
+    return M->h ? pairs16_contig_h(M->h + off, cnt) : pairs16_contig(M->p + off, cnt);
+}
+static inline __m512i pairs16_rows_at(const sv_gemm_mat *M, size_t off, int row1, long cnt) {
+    if (M->h) return pairs16_rows_h(M->h + off, row1 ? M->h + off + M->ld : NULL, cnt);
+    return pairs16_rows(M->p + off, row1 ? M->p + off + M->ld : NULL, cnt);
 }
 
 /* 16 x 16 transpose of 32-bit words: on return r[j] holds column j of the input rows. */

@@ -28,26 +28,28 @@ static size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 /* Per-worker scratch: a (T,T) fp32 tile (dP, then dS in place), followed, when the GEMM engine
  * runs attention, by the packed B operand of one head GEMM (k or v for the forward; dO, v, k,
- * q for the backward: at most max(pack(T, dh), pack(dh, T)) bytes). Both 256-byte aligned. */
+ * q for the backward: at most max(pack(T, dh), pack(dh, T)) bytes), and with bf16 storage by a
+ * (T, dh) fp32 stage that a head's output GEMM writes before it is narrowed into the bf16
+ * output (O, dQ, dK, dV). All 256-byte aligned. */
 static size_t tile_bytes(int T) { return align256((size_t)T * T * sizeof(float)); }
 static size_t pack_area_bytes(const sv_gemm_engine *e, int T, int dh) {
     size_t a = e->pack_bytes(T, dh), b = e->pack_bytes(dh, T);
     return align256(a > b ? a : b);
 }
-/* attn: the engine that runs the attention GEMMs, NULL for sgemm. */
-static size_t worker_bytes_for(const sv_gemm_engine *attn, int T, int dh) {
-    return tile_bytes(T) + (attn ? pack_area_bytes(attn, T, dh) : 0);
+static size_t stage_bytes(int T, int dh) { return align256((size_t)T * dh * sizeof(float)); }
+/* attn: the engine that runs the attention GEMMs, NULL for sgemm; act16: bf16 storage. */
+static size_t worker_bytes_for(const sv_gemm_engine *attn, int act16, int T, int dh) {
+    return tile_bytes(T) + (attn ? pack_area_bytes(attn, T, dh) : 0) + (act16 ? stage_bytes(T, dh) : 0);
 }
 static size_t worker_bytes(const sv_cpu_backend *c, int T, int dh) {
-    return worker_bytes_for(c->attn_gemm ? c->gemm : NULL, T, dh);
+    return worker_bytes_for(c->attn_gemm ? c->gemm : NULL, c->act16, T, dh);
 }
 
 size_t sv_cpu_attention_saved_for(int B, int T, int H) {
     return (size_t)B * H * T * T * sizeof(float); /* probabilities P (B,H,T,T) f32 */
 }
 size_t sv_cpu_attention_scratch_for(const sv_gemm_engine *attn, int act16, int workers, int T, int dh) {
-    (void)act16;
-    return worker_bytes_for(attn, T, dh) * (size_t)workers;
+    return worker_bytes_for(attn, act16, T, dh) * (size_t)workers;
 }
 
 /* Round a (rows, cols) block with row stride ld in place (bf16 mode only). */
@@ -85,12 +87,22 @@ static int workers(const sv_cpu_backend *c, int pairs) {
     return nt;
 }
 
-/* Prefetch rows [0, rows) x cols floats (row stride ld) towards L2. The engine path reads each
- * head's operands first in its packing loops, which stall on every new row of a buffer too
- * large for the cache; fetching the next pair's rows while this one computes hides that. */
-static void prefetch_rows(const float *p, int rows, int cols, size_t ld) {
+/* Prefetch rows [0, rows) x cols elements of es bytes (row stride ld elements) towards L2. The
+ * engine path reads each head's operands first in its packing loops, which stall on every new
+ * row of a buffer too large for the cache; fetching the next pair's rows while this one
+ * computes hides that. */
+static void prefetch_rows(const void *p, int rows, int cols, size_t ld, size_t es) {
+    const char *b = p;
     for (int r = 0; r < rows; r++)
-        for (int j = 0; j < cols; j += 16) __builtin_prefetch(p + (size_t)r * ld + j, 0, 2);
+        for (size_t j = 0; j < (size_t)cols * es; j += 64) __builtin_prefetch(b + ((size_t)r * ld) * es + j, 0, 2);
+}
+
+/* Element `off` of a compute buffer in its storage (es bytes per element). */
+static const void *cat(const void *p, size_t off, size_t es) { return (const char *)p + off * es; }
+
+/* Narrow a (T, dh) fp32 stage (row stride dh) into rows of a bf16 buffer (row stride ld). */
+static void narrow_rows(const sv_cpu_backend *c, uint16_t *dst, size_t ld, const float *stage, int T, int dh) {
+    for (int r = 0; r < T; r++) c->k->narrow(dst + (size_t)r * ld, stage + (size_t)r * dh, (size_t)dh);
 }
 
 /* Offset of pair i's head (batch i / H, head i % H) in a (B, T, row) buffer whose heads are
@@ -100,8 +112,8 @@ static size_t head_off(int i, int H, int T, int row, int dh) {
 }
 
 /* Prefetch the q, k and v heads of one pair (q at qn, row stride 3D) towards L2. */
-static void prefetch_qkv(const float *qn, int T, int D, int dh) {
-    for (int x = 0; x < 3; x++) prefetch_rows(qn + (size_t)x * D, T, dh, (size_t)3 * D);
+static void prefetch_qkv(const void *qn, int T, int D, int dh, size_t es) {
+    for (int x = 0; x < 3; x++) prefetch_rows(cat(qn, (size_t)x * D, es), T, dh, (size_t)3 * D, es);
 }
 
 /* The work of one worker: pairs [i0, i1) on worker t, whose scratch is `tile` (a (T, T) fp32
@@ -128,8 +140,9 @@ static void for_pairs(const sv_cpu_backend *c, void *scratch, int pairs, int T, 
 
 typedef struct fwd_ctx {
     const sv_cpu_backend *c;
-    float *out, *Pall;
-    const float *qkv;
+    void *out;
+    float *Pall;
+    const void *qkv;
     int T, D, H;
     const sv_drop *drop;
 } fwd_ctx;
@@ -139,28 +152,39 @@ static void fwd_pairs(const void *ctx, int t, float *tile, void *pack, int i0, i
     const sv_cpu_backend *c = x->c;
     const sv_drop *drop = x->drop;
     const int T = x->T, D = x->D, H = x->H, bfa = c->attn_gemm, dh = D / H, ld = 3 * D;
+    const size_t es = c->act16 ? 2 : 4;
     const float scale = 1.0f / sqrtf((float)dh);
+    float *stage = c->act16 ? (float *)((char *)pack + pack_area_bytes(c->gemm, T, dh)) : NULL;
     for (int i = i0; i < i1; i++) {
-        const float *q = x->qkv + head_off(i, H, T, ld, dh);
-        const float *k = q + D, *v = q + 2 * D;
+        const size_t qoff = head_off(i, H, T, ld, dh), ooff = head_off(i, H, T, D, dh);
         float *P = x->Pall + (size_t)i * T * T, *Pd = drop ? tile : P; /* Pd: what multiplies v */
-        float *o = x->out + head_off(i, H, T, D, dh);
         if (bfa) {
-            if (i + 1 < i1) prefetch_qkv(x->qkv + head_off(i + 1, H, T, ld, dh), T, D, dh); /* the next pair */
-            const sv_gemm_mat Aq = {q, (size_t)ld, 1}, Bk = {k, (size_t)ld, 1};
-            const sv_gemm_mat Ap = {Pd, (size_t)T, 1}, Bv = {v, (size_t)ld, 0};
+            if (i + 1 < i1)
+                prefetch_qkv(cat(x->qkv, head_off(i + 1, H, T, ld, dh), es), T, D, dh, es); /* the next pair */
+            const sv_gemm_mat Aq = sv_cpu_cmat(c, cat(x->qkv, qoff, es), (size_t)ld, 1);
+            const sv_gemm_mat Bk = sv_cpu_cmat(c, cat(x->qkv, qoff + D, es), (size_t)ld, 1);
+            const sv_gemm_mat Ap = sv_gemm_f32(Pd, (size_t)T, 1);
+            const sv_gemm_mat Bv = sv_cpu_cmat(c, cat(x->qkv, qoff + 2 * (size_t)D, es), (size_t)ld, 0);
             sv_gemm_engine_gemm(c->gemm, P, (size_t)T, Aq, T, Bk, T, dh, 0, pack, sv_cpu_gemm_scratch(c, t));
             scale_strided(0, P, 1, T * T, 0, scale);
             c->k->softmax_rows(P, T, T);
             if (drop) drop_tile(tile, P, drop, i / H, i % H, T);
-            sv_gemm_engine_gemm(c->gemm, o, (size_t)D, Ap, T, Bv, dh, T, 0, pack, sv_cpu_gemm_scratch(c, t));
+            if (c->act16) {
+                sv_gemm_engine_gemm(c->gemm, stage, (size_t)dh, Ap, T, Bv, dh, T, 0, pack, sv_cpu_gemm_scratch(c, t));
+                narrow_rows(c, (uint16_t *)x->out + ooff, (size_t)D, stage, T, dh);
+                continue;
+            }
+            sv_gemm_engine_gemm(c->gemm, (float *)x->out + ooff, (size_t)D, Ap, T, Bv, dh, T, 0, pack,
+                                sv_cpu_gemm_scratch(c, t));
         } else {
+            const float *q = (const float *)x->qkv + qoff, *k = q + D, *v = q + 2 * D;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld, 0.0f, P, T);
             c->k->softmax_rows(P, T, T);
             if (drop) drop_tile(tile, P, drop, i / H, i % H, T);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, Pd, T, v, ld, 0.0f, o, D);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, Pd, T, v, ld, 0.0f,
+                        (float *)x->out + ooff, D);
         }
-        round_strided(c, o, T, dh, D);
+        round_strided(c, (float *)x->out + ooff, T, dh, D);
     }
 }
 
@@ -173,47 +197,83 @@ sv_status sv_cpu_attention_fwd(sv_backend *be, void *out, void *saved, void *scr
 
 typedef struct bwd_ctx {
     const sv_cpu_backend *c;
-    float *d_qkv;
-    const float *qkv, *d_out, *Pall;
+    void *d_qkv;
+    const void *qkv, *d_out;
+    const float *Pall;
     int T, D, H;
     const sv_drop *drop;
 } bwd_ctx;
+
+/* The bf16-storage engine path of one pair: each output GEMM goes through the fp32 stage and
+ * is narrowed into d_qkv (the scale applied to the fp32 result, rounded once by the narrowing). */
+static void bwd_pair16(const sv_cpu_backend *c, int t, float *dS, void *pack, const bwd_ctx *x, int i,
+                       const float *Pd) {
+    const int T = x->T, D = x->D, H = x->H, dh = D / H, ld = 3 * D;
+    const float scale = 1.0f / sqrtf((float)dh);
+    const size_t qoff = head_off(i, H, T, ld, dh), L = (size_t)ld;
+    const uint16_t *q = (const uint16_t *)x->qkv + qoff, *k = q + D, *v = q + 2 * D;
+    const uint16_t *dO = (const uint16_t *)x->d_out + head_off(i, H, T, D, dh);
+    uint16_t *dq = (uint16_t *)x->d_qkv + qoff, *dk = dq + D, *dv = dq + 2 * D;
+    float *stage = (float *)((char *)pack + pack_area_bytes(c->gemm, T, dh));
+    void *gs = sv_cpu_gemm_scratch(c, t);
+    const size_t dhs = (size_t)dh;
+    sv_gemm_engine_gemm(c->gemm, stage, dhs, sv_gemm_f32(Pd, (size_t)T, 0), T, sv_gemm_h16(dO, (size_t)D, 0), dh, T, 0,
+                        pack, gs);
+    narrow_rows(c, dv, L, stage, T, dh);
+    sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, sv_gemm_h16(dO, (size_t)D, 1), T, sv_gemm_h16(v, L, 1), T, dh, 0, pack,
+                        gs);
+    if (x->drop) drop_tile(dS, dS, x->drop, i / H, i % H, T); /* dP = dP' * M */
+    c->k->softmax_bwd_rows(dS, x->Pall + (size_t)i * T * T, T, T);
+    sv_gemm_engine_gemm(c->gemm, stage, dhs, sv_gemm_f32(dS, (size_t)T, 1), T, sv_gemm_h16(k, L, 0), dh, T, 0, pack,
+                        gs);
+    scale_strided(0, stage, T, dh, dh, scale);
+    narrow_rows(c, dq, L, stage, T, dh);
+    sv_gemm_engine_gemm(c->gemm, stage, dhs, sv_gemm_f32(dS, (size_t)T, 0), T, sv_gemm_h16(q, L, 0), dh, T, 0, pack,
+                        gs);
+    scale_strided(0, stage, T, dh, dh, scale);
+    narrow_rows(c, dk, L, stage, T, dh);
+}
 
 static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int i1) {
     const bwd_ctx *x = ctx;
     const sv_cpu_backend *c = x->c;
     const sv_drop *drop = x->drop;
     const int T = x->T, D = x->D, H = x->H, bf = c->bf16, bfa = c->attn_gemm, dh = D / H, ld = 3 * D;
+    const size_t es = c->act16 ? 2 : 4;
     const float scale = 1.0f / sqrtf((float)dh);
     for (int i = i0; i < i1; i++) {
         const int b = i / H, h = i % H;
         const size_t qoff = head_off(i, H, T, ld, dh);
-        const float *q = x->qkv + qoff, *k = q + D, *v = q + 2 * D;
-        float *dq = x->d_qkv + qoff, *dk = dq + D, *dv = dq + 2 * D;
         const float *P = x->Pall + (size_t)i * T * T, *Pd = P; /* Pd: P' = P * M with dropout */
-        const float *dO = x->d_out + head_off(i, H, T, D, dh);
         if (drop) {
             drop_tile(dS, P, drop, b, h, T);
             Pd = dS; /* used by the dV GEMM before dS is overwritten */
         }
+        if (bfa && i + 1 < i1) { /* q, k, v, dO and P of the next pair */
+            prefetch_qkv(cat(x->qkv, head_off(i + 1, H, T, ld, dh), es), T, D, dh, es);
+            prefetch_rows(cat(x->d_out, head_off(i + 1, H, T, D, dh), es), T, dh, (size_t)D, es);
+            prefetch_rows(P + (size_t)T * T, 1, T * T, 0, sizeof(float));
+        }
+        if (c->act16) {
+            bwd_pair16(c, t, dS, pack, x, i, Pd);
+            continue;
+        }
+        const float *q = (const float *)x->qkv + qoff, *k = q + D, *v = q + 2 * D;
+        float *dq = (float *)x->d_qkv + qoff, *dk = dq + D, *dv = dq + 2 * D;
+        const float *dO = (const float *)x->d_out + head_off(i, H, T, D, dh);
         if (bfa) {
-            if (i + 1 < i1) { /* q, k, v, dO and P of the next pair */
-                prefetch_qkv(x->qkv + head_off(i + 1, H, T, ld, dh), T, D, dh);
-                prefetch_rows(x->d_out + head_off(i + 1, H, T, D, dh), T, dh, (size_t)D);
-                prefetch_rows(P + (size_t)T * T, 1, T * T, 0);
-            }
             void *gs = sv_cpu_gemm_scratch(c, t);
             const size_t L = (size_t)ld;
-            sv_gemm_engine_gemm(c->gemm, dv, L, (sv_gemm_mat){Pd, (size_t)T, 0}, T, (sv_gemm_mat){dO, (size_t)D, 0}, dh,
-                                T, 0, pack, gs);
-            sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, (sv_gemm_mat){dO, (size_t)D, 1}, T, (sv_gemm_mat){v, L, 1}, T,
-                                dh, 0, pack, gs);
+            sv_gemm_engine_gemm(c->gemm, dv, L, sv_gemm_f32(Pd, (size_t)T, 0), T, sv_gemm_f32(dO, (size_t)D, 0), dh, T,
+                                0, pack, gs);
+            sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, sv_gemm_f32(dO, (size_t)D, 1), T, sv_gemm_f32(v, L, 1), T, dh,
+                                0, pack, gs);
             if (drop) drop_tile(dS, dS, drop, b, h, T); /* dP = dP' * M */
             c->k->softmax_bwd_rows(dS, P, T, T);
-            sv_gemm_engine_gemm(c->gemm, dq, L, (sv_gemm_mat){dS, (size_t)T, 1}, T, (sv_gemm_mat){k, L, 0}, dh, T, 0,
-                                pack, gs);
-            sv_gemm_engine_gemm(c->gemm, dk, L, (sv_gemm_mat){dS, (size_t)T, 0}, T, (sv_gemm_mat){q, L, 0}, dh, T, 0,
-                                pack, gs);
+            sv_gemm_engine_gemm(c->gemm, dq, L, sv_gemm_f32(dS, (size_t)T, 1), T, sv_gemm_f32(k, L, 0), dh, T, 0, pack,
+                                gs);
+            sv_gemm_engine_gemm(c->gemm, dk, L, sv_gemm_f32(dS, (size_t)T, 0), T, sv_gemm_f32(q, L, 0), dh, T, 0, pack,
+                                gs);
             scale_strided(bf, dq, T, dh, ld, scale);
             scale_strided(bf, dk, T, dh, ld, scale);
         } else {

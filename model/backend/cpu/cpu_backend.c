@@ -191,6 +191,7 @@ static void cpu_destroy(sv_backend *be) {
     free(sv_cpu(be)->sumsq_partials);
     free(sv_cpu(be)->gemm_pack);
     free(sv_cpu(be)->gemm_scratch);
+    free(sv_cpu(be)->act16_buf);
     free(be);
 }
 
@@ -335,6 +336,14 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
         }
         c->attn_gemm = ch.attn_gemm;
         c->no_fused_epi = cfg->cpu.unfused_epi != 0;
+        if (c->act16) {
+            size_t ab = SV_CPU_ACT16_FLOATS * sizeof(float) * (size_t)c->gemm_slots;
+            c->act16_buf = aligned_alloc(SV_CPU_ALIGN, ab);
+            if (!c->act16_buf) {
+                cpu_destroy(&c->base);
+                return SV_FAIL(SV_ERR_OOM, "cpu backend: cannot allocate %zu bytes of bf16-storage buffers", ab);
+            }
+        }
     }
     /* the stored configuration names what was chosen (static strings: the caller's may go) */
     const char *gname = c->gemm ? c->gemm->name : ch.threaded_blas ? "openblas-threaded" : "openblas";

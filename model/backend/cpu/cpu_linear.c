@@ -2,6 +2,7 @@
  * epilogues). */
 #include <cblas.h>
 #include <omp.h>
+#include <string.h>
 
 #include "model/backend/cpu/cpu_backend.h"
 
@@ -67,9 +68,10 @@ static void eng_pack_share(const sv_cpu_backend *c, sv_gemm_mat B, int n, int rl
 
 /* Offset a view to reduction index r0. */
 static sv_gemm_mat eng_at(sv_gemm_mat v, int r0) {
-    v.p += v.red_contig ? (size_t)r0 : (size_t)r0 * v.ld;
-    return v;
+    return sv_gemm_mat_off(v, v.red_contig ? (size_t)r0 : (size_t)r0 * v.ld);
 }
+/* Offset a view to row (or column) i. */
+static sv_gemm_mat eng_row(sv_gemm_mat v, size_t i) { return sv_gemm_mat_off(v, v.red_contig ? i * v.ld : i); }
 
 /* The epilogue callback of the engine's run_ep (gemm_engine.h): rows [i, i + rows) of the call's
  * C (ep->out, ep->pre: row 0 of the call), the same kernels as epilogue_rows. */
@@ -122,8 +124,7 @@ static void eng_rows_chunked(const sv_cpu_backend *c, float *C, size_t ldc, sv_g
         eng_pack_share(c, eng_at(B, r0), n, rl, t, nt);
 #pragma omp barrier
         if (b > a) {
-            sv_gemm_mat Am = eng_at(A, r0);
-            Am.p += A.red_contig ? a * A.ld : a; /* first row of this worker */
+            sv_gemm_mat Am = eng_row(eng_at(A, r0), a); /* first row of this worker */
             eng_run(c, C + a * ldc, ldc, Am, (int)(b - a), n, rl, accumulate || r0 > 0, scratch,
                     r0 + rl == r ? ep : NULL);
         }
@@ -133,7 +134,7 @@ static void eng_rows_chunked(const sv_cpu_backend *c, float *C, size_t ldc, sv_g
 
 static void linear_fwd_eng(const sv_cpu_backend *c, float *out, float *pre_gelu, const float *in, const float *W,
                            const float *bias, int M, int N, int K) {
-    const sv_gemm_mat Bw = {W, (size_t)K, 1}, Ai = {in, (size_t)K, 1};
+    const sv_gemm_mat Bw = sv_gemm_f32(W, (size_t)K, 1), Ai = sv_gemm_f32(in, (size_t)K, 1);
     const int nt = eng_threads(c, M, (double)M * N * K), kc = eng_chunk(c, N, K);
 #pragma omp parallel num_threads(nt)
     {
@@ -153,8 +154,7 @@ static void linear_fwd_eng(const sv_cpu_backend *c, float *out, float *pre_gelu,
                 /* row slices so the epilogue reads each block of the output while it is cache-hot */
                 for (int m0 = (int)a; m0 < (int)b; m0 += SV_CPU_LINEAR_ROWS) {
                     int mr = (int)b - m0 < SV_CPU_LINEAR_ROWS ? (int)b - m0 : SV_CPU_LINEAR_ROWS;
-                    sv_gemm_mat Am = eng_at(Ai, r0);
-                    Am.p += (size_t)m0 * Am.ld;
+                    sv_gemm_mat Am = eng_row(eng_at(Ai, r0), (size_t)m0);
                     c->gemm->run(out + (size_t)m0 * N, (size_t)N, Am, mr, c->gemm_pack, N, rl, r0 > 0,
                                  sv_cpu_gemm_scratch(c, t));
                     if (last) epilogue_rows(c, out, pre_gelu, bias, m0, m0 + mr, N);
@@ -173,8 +173,8 @@ static void linear_bwd_eng(const sv_cpu_backend *c, float *d_in, float *dW, cons
     const int nt_w = eng_threads(c, N, (double)M * N * K);
     const int nt = nt_in > nt_w ? nt_in : nt_w;
     const int kc_in = eng_chunk(c, K, N), kc_w = eng_chunk(c, K, M);
-    const sv_gemm_mat Bw = {W, (size_t)K, 0}, Ad = {d_out, (size_t)N, 1};
-    const sv_gemm_mat Bi = {in, (size_t)K, 0}, Adt = {d_out, (size_t)N, 0};
+    const sv_gemm_mat Bw = sv_gemm_f32(W, (size_t)K, 0), Ad = sv_gemm_f32(d_out, (size_t)N, 1);
+    const sv_gemm_mat Bi = sv_gemm_f32(in, (size_t)K, 0), Adt = sv_gemm_f32(d_out, (size_t)N, 0);
 #pragma omp parallel num_threads(nt)
     {
         int t = nt > 1 ? omp_get_thread_num() : 0;
@@ -194,12 +194,190 @@ static void linear_bwd_eng(const sv_cpu_backend *c, float *d_in, float *dW, cons
     }
 }
 
+/* ---- bf16 storage (act16; cpu_backend.h) ----
+ * The engines write fp32 C; a bf16 output gets it through the worker's fp32 strip
+ * (act16_buf): each call computes a strip of rows into it, and the epilogue (bias, GELU, the
+ * bf16 rounding as the narrowing) writes the strip's rows to the bf16 output and
+ * pre-activations. The kernels run with rounding off and the narrowing rounds once (round to
+ * nearest even is idempotent), so every stored value is the one fp32 storage stores. */
+
+/* Rows per strip for outputs of n columns: whole AMX strips (32 rows) where they fit. */
+static int strip_rows(int n) {
+    size_t r = SV_CPU_ACT16_STRIP / (size_t)n;
+    if (r >= 256) return 256;
+    return r >= 32 ? (int)(r / 32 * 32) : (int)(r / 8 * 8);
+}
+
+/* The act16 epilogue: rows [i, i + rows) of the strip (ep->out, row stride ep->ld) -> bias,
+ * GELU (pre-activations through ep->prow), narrowed to ep->out16 / ep->pre16 (same rows). */
+static void eng_epi16(const sv_gemm_epi *ep, int i, int rows) {
+    const sv_cpu_kernels *k = ep->k;
+    const size_t n = (size_t)ep->n;
+    for (int m = i; m < i + rows; m++) {
+        float *o = ep->out + (size_t)m * ep->ld;
+        if (ep->pre16) {
+            k->bias_gelu(0, o, ep->prow, ep->bias, n);
+            k->narrow(ep->pre16 + (size_t)m * n, ep->prow, n);
+        } else if (ep->bias) {
+            k->bias_store(0, o, ep->bias, n);
+        }
+        k->narrow(ep->out16 + (size_t)m * n, o, n);
+    }
+}
+
+/* Inside a parallel region of nt workers, worker t: rows [a, b) of the bf16 output (n
+ * columns; ep: out16/pre16 at row 0 of the whole output, bias widened or NULL) = A B over
+ * reduction r, strip by strip through the worker's fp32 strip. Every worker walks the same
+ * number of strips (`strips`, from the largest row range) so that they meet at the packing
+ * barriers; with one reduction chunk B is packed once. */
+static void eng_strips16(const sv_cpu_backend *c, const sv_gemm_epi *ep, sv_gemm_mat A, size_t a, size_t b,
+                         sv_gemm_mat B, int n, int r, int kc, int strips, int t, int nt, float *strip) {
+    const int sr = strip_rows(n);
+    void *sc = sv_cpu_gemm_scratch(c, t);
+    const int fuse = c->gemm->run_ep && !c->no_fused_epi;
+    if (kc >= r) {
+        eng_pack_share(c, B, n, r, t, nt);
+#pragma omp barrier
+    }
+    for (int s = 0; s < strips; s++) {
+        size_t m0 = a + (size_t)s * sr;
+        int mr = m0 < b ? (b - m0 < (size_t)sr ? (int)(b - m0) : sr) : 0;
+        sv_gemm_epi e = *ep;
+        e.out = strip;
+        e.ld = (size_t)n;
+        e.out16 = ep->out16 + m0 * (size_t)n;
+        e.pre16 = ep->pre16 ? ep->pre16 + m0 * (size_t)n : NULL;
+        sv_gemm_mat Am = eng_row(A, m0);
+        for (int r0 = 0; r0 < r; r0 += kc) {
+            int rl = r - r0 < kc ? r - r0 : kc, last = r0 + rl == r;
+            if (kc < r) {
+                eng_pack_share(c, eng_at(B, r0), n, rl, t, nt);
+#pragma omp barrier
+            }
+            if (mr > 0) {
+                if (fuse)
+                    c->gemm->run_ep(strip, (size_t)n, eng_at(Am, r0), mr, c->gemm_pack, n, rl, r0 > 0, sc,
+                                    last ? &e : NULL);
+                else
+                    c->gemm->run(strip, (size_t)n, eng_at(Am, r0), mr, c->gemm_pack, n, rl, r0 > 0, sc);
+                if (last && !fuse) eng_epi16(&e, 0, mr);
+            }
+            if (kc < r) {
+#pragma omp barrier
+            }
+        }
+        if (r <= 0 && mr > 0) { /* no reduction: the output is the bias (or zero) */
+            for (int i = 0; i < mr; i++) memset(strip + (size_t)i * n, 0, (size_t)n * sizeof(float));
+            eng_epi16(&e, 0, mr);
+        }
+    }
+    if (kc >= r) {
+        /* the packed B is read until here; the caller's next GEMM packs over it */
+#pragma omp barrier
+    }
+}
+
+/* Strips per worker: of the largest of nt near-equal row ranges of m rows. */
+static int strips_for(int m, int nt, int n) {
+    int most = (m + nt - 1) / nt, sr = strip_rows(n);
+    return (most + sr - 1) / sr;
+}
+
+/* The worker's act16 buffer: the widened bias (or NULL), one pre-activation row, the strip. */
+static sv_gemm_epi epi16_setup(const sv_cpu_backend *c, int t, uint16_t *out, uint16_t *pre, const uint16_t *bias,
+                               int n, float **strip) {
+    float *buf = c->act16_buf + (size_t)t * SV_CPU_ACT16_FLOATS;
+    if (bias) c->k->widen(buf, bias, (size_t)n);
+    *strip = buf + 2 * (size_t)SV_CPU_ACT16_WIDE;
+    return (sv_gemm_epi){.fn = eng_epi16,
+                         .bias = bias ? buf : NULL,
+                         .n = n,
+                         .k = c->k,
+                         .out16 = out,
+                         .pre16 = pre,
+                         .prow = buf + SV_CPU_ACT16_WIDE};
+}
+
+static sv_status wide_check(int n, const char *what) {
+    if (n > SV_CPU_ACT16_WIDE)
+        return SV_FAIL(SV_ERR_UNSUPPORTED,
+                       "cpu backend: %s with %d output columns exceeds the bf16-storage limit of %d "
+                       "(SHARDVIT_CPU_BF16_STORAGE=0 keeps fp32 storage)",
+                       what, n, SV_CPU_ACT16_WIDE);
+    return SV_OK;
+}
+
+static void linear_fwd_eng16(const sv_cpu_backend *c, uint16_t *out, uint16_t *pre, const uint16_t *in,
+                             const uint16_t *W, const uint16_t *bias, int M, int N, int K) {
+    const sv_gemm_mat Bw = sv_gemm_h16(W, (size_t)K, 1), Ai = sv_gemm_h16(in, (size_t)K, 1);
+    const int nt = eng_threads(c, M, (double)M * N * K), kc = eng_chunk(c, N, K), strips = strips_for(M, nt, N);
+#pragma omp parallel num_threads(nt)
+    {
+        int t = nt > 1 ? omp_get_thread_num() : 0;
+        size_t a, b;
+        sv_cpu_range((size_t)M, nt, t, &a, &b);
+        float *strip;
+        sv_gemm_epi ep = epi16_setup(c, t, out, pre, bias, N, &strip);
+        eng_strips16(c, &ep, Ai, a, b, Bw, N, K, kc, strips, t, nt, strip);
+    }
+}
+
+/* d_in (M,K) = d_out W through the strips, then dW += d_out^T in (fp32, as with fp32 storage). */
+static void linear_bwd_eng16(const sv_cpu_backend *c, uint16_t *d_in, float *dW, const uint16_t *d_out,
+                             const uint16_t *in, const uint16_t *W, int M, int N, int K) {
+    const int nt_in = d_in ? eng_threads(c, M, (double)M * N * K) : 1;
+    const int nt_w = eng_threads(c, N, (double)M * N * K);
+    const int nt = nt_in > nt_w ? nt_in : nt_w;
+    const int kc_in = eng_chunk(c, K, N), kc_w = eng_chunk(c, K, M), strips = strips_for(M, nt_in, K);
+    const sv_gemm_mat Bw = sv_gemm_h16(W, (size_t)K, 0), Ad = sv_gemm_h16(d_out, (size_t)N, 1);
+    const sv_gemm_mat Bi = sv_gemm_h16(in, (size_t)K, 0), Adt = sv_gemm_h16(d_out, (size_t)N, 0);
+#pragma omp parallel num_threads(nt)
+    {
+        int t = nt > 1 ? omp_get_thread_num() : 0;
+        size_t a, b;
+        if (d_in) {
+            sv_cpu_range((size_t)M, nt_in, t, &a, &b);
+            if (t >= nt_in) a = b = 0;
+            float *strip;
+            sv_gemm_epi ep = epi16_setup(c, t, d_in, NULL, NULL, K, &strip);
+            eng_strips16(c, &ep, Ad, a, b, Bw, K, N, kc_in, strips, t, nt, strip);
+        }
+        sv_cpu_range((size_t)N, nt_w, t, &a, &b);
+        if (t >= nt_w) a = b = 0;
+        eng_rows_chunked(c, dW, (size_t)K, Adt, a, b, Bi, K, M, kc_w, 1, t, nt, sv_cpu_gemm_scratch(c, t), NULL);
+    }
+}
+
+/* GELU backward in place on bf16 d_out (columns [n0, n1) of every row, chunked on the stack)
+ * and the bias-gradient column sums, in the order of the fp32-storage loop. */
+static void gelu_db16(const sv_cpu_backend *c, uint16_t *d_out, float *db, const uint16_t *pre, int M, int N, int n0,
+                      int n1) {
+    float d[SV_CPU_CHUNK], x[SV_CPU_CHUNK];
+    for (int m = 0; m < M; m++)
+        for (int j0 = n0; j0 < n1; j0 += SV_CPU_CHUNK) {
+            size_t len = (size_t)(n1 - j0 < SV_CPU_CHUNK ? n1 - j0 : SV_CPU_CHUNK), off = (size_t)m * N + j0;
+            c->k->widen(d, d_out + off, len);
+            if (pre) {
+                c->k->widen(x, pre + off, len);
+                c->k->gelu_bwd(1, d, d, x, len);
+                c->k->narrow(d_out + off, d, len);
+            }
+            if (db)
+                for (size_t j = 0; j < len; j++) db[j0 + j] += d[j];
+        }
+}
+
 sv_status sv_cpu_linear_fwd(sv_backend *be, void *out_, void *pre_gelu, const void *in_, const void *W_,
                             const void *bias, int M, int N, int K) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *out = out_;
     const float *in = in_, *W = W_;
     int need_epilogue = bias || pre_gelu || c->bf16;
+    if (c->act16) {
+        SV_TRY(wide_check(N, "linear_fwd"));
+        linear_fwd_eng16(c, out_, pre_gelu, in_, W_, bias, M, N, K);
+        return SV_OK;
+    }
     if (c->gemm) {
         linear_fwd_eng(c, out, pre_gelu, in, W, bias, M, N, K);
         return SV_OK;
@@ -230,6 +408,7 @@ sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, v
     float *d_in = d_in_, *d_out = d_out_;
     const float *in = in_, *W = W_, *pre = pre_gelu_;
     const int bf = c->bf16;
+    if (c->act16 && d_in) SV_TRY(wide_check(K, "linear_bwd")); /* before d_out is touched */
 
     /* GELU backward in place, fused with the bias-gradient column sums. Threads split the
      * columns, each summing its columns over all rows in row order, so db is the same for
@@ -243,6 +422,10 @@ sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, v
             int nv = (N + 15) / 16;
             int n0 = 16 * (int)((long)nv * t / nt), n1 = 16 * (int)((long)nv * (t + 1) / nt);
             if (n1 > N) n1 = N;
+            if (c->act16) {
+                gelu_db16(c, d_out_, db, pre_gelu_, M, N, n0, n1);
+                continue;
+            }
             for (int m = 0; m < M; m++) {
                 float *d = d_out + (size_t)m * N;
                 if (pre && n1 > n0) c->k->gelu_bwd(bf, d + n0, d + n0, pre + (size_t)m * N + n0, (size_t)(n1 - n0));
@@ -250,6 +433,10 @@ sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, v
                     for (int n = n0; n < n1; n++) db[n] += d[n];
             }
         }
+    }
+    if (c->act16) {
+        linear_bwd_eng16(c, d_in_, dW, d_out_, in_, W_, M, N, K);
+        return SV_OK;
     }
     if (c->gemm) {
         linear_bwd_eng(c, d_in, dW, d_out, in, W, M, N, K);

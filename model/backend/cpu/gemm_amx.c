@@ -10,7 +10,7 @@
  * tile is 16 consecutive pair rows at a stride of 128 bytes), with the pairs of every panel
  * padded with zeros to a multiple of 16. A is packed per block of MC rows x KC pairs into 1 KiB
  * tiles (16 rows x 16 pairs, row stride 64 bytes), rows past m and pairs past the reduction
- * zero. A reduction-strided A (the dW GEMM: A = d_out^T) is transposed 16 x 16 words in
+ * zero; an fp32 operand is rounded to bf16 there, a bf16 one (sv_gemm_mat.h) copied. A reduction-strided A (the dW GEMM: A = d_out^T) is transposed 16 x 16 words in
  * registers while packing.
  *
  * Blocking (one thread): A is packed per block of MC rows x KC pairs (MC x KC x 4 bytes = 128 KiB
@@ -133,10 +133,10 @@ static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, l
                 uint32_t *tile = S + ((size_t)g * nks + s) * 256;
                 const long p0 = q0 + s * KS; /* first pair of this tile */
                 for (int i = 0; i < 16; i++)
-                    _mm512_store_si512(
-                        tile + i * 16,
-                        i < rows ? pairs16_contig(A.p + (size_t)(i0 + 16 * g + i) * A.ld + 2 * p0, (long)r - 2 * p0)
-                                 : _mm512_setzero_si512());
+                    _mm512_store_si512(tile + i * 16,
+                                       i < rows
+                                           ? pairs16_at(&A, (size_t)(i0 + 16 * g + i) * A.ld + 2 * p0, (long)r - 2 * p0)
+                                           : _mm512_setzero_si512());
             }
         }
         return;
@@ -157,8 +157,7 @@ static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, l
                     v[t] = _mm512_setzero_si512();
                     continue;
                 }
-                const float *row0 = A.p + (size_t)rr * A.ld + i0 + 16 * g;
-                v[t] = pairs16_rows(row0, rr + 1 < r ? row0 + A.ld : NULL, rows);
+                v[t] = pairs16_rows_at(&A, (size_t)rr * A.ld + i0 + 16 * g, rr + 1 < r, rows);
             }
             transpose16(v);
             for (int i = 0; i < 16; i++) _mm512_store_si512(tile + i * 16, v[i]);

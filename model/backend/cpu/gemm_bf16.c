@@ -58,14 +58,13 @@ void sv_gemm_bf16_pack_padded(void *pb_, sv_gemm_mat B, int n, int r, int j0, in
          * Each pair of source rows is read once, left to right across all panels of the range
          * (sequential reads; the panels are written as parallel streams). */
         for (long q = 0; q < rp; q++) {
-            const float *row0 = B.p + (size_t)(2 * q) * B.ld;
-            const float *row1 = 2 * q + 1 < r ? row0 + B.ld : NULL;
+            const size_t row0 = (size_t)(2 * q) * B.ld;
+            const int row1 = 2 * q + 1 < r;
             for (int jp = jp0; jp < jp1; jp++) {
                 uint32_t *dst = pb + (size_t)jp * rp_alloc * NR + q * NR;
                 const int jbase = jp * NR, nj = n - jbase < NR ? n - jbase : NR;
-                _mm512_storeu_si512(dst, pairs16_rows(row0 + jbase, row1 ? row1 + jbase : NULL, nj));
-                _mm512_storeu_si512(dst + 16,
-                                    pairs16_rows(row0 + jbase + 16, row1 ? row1 + jbase + 16 : NULL, nj - 16));
+                _mm512_storeu_si512(dst, pairs16_rows_at(&B, row0 + jbase, row1, nj));
+                _mm512_storeu_si512(dst + 16, pairs16_rows_at(&B, row0 + jbase + 16, row1, nj - 16));
             }
         }
         if (rp_alloc > rp)
@@ -82,9 +81,8 @@ void sv_gemm_bf16_pack_padded(void *pb_, sv_gemm_mat B, int n, int r, int j0, in
             for (long q = 0; q < rp; q += 16) {
                 __m512i v[16];
                 for (int j = 0; j < 16; j++)
-                    v[j] = j16 + j < nj
-                        ? pairs16_contig(B.p + (size_t)(jbase + j16 + j) * B.ld + 2 * q, (long)r - 2 * q)
-                        : _mm512_setzero_si512();
+                    v[j] = j16 + j < nj ? pairs16_at(&B, (size_t)(jbase + j16 + j) * B.ld + 2 * q, (long)r - 2 * q)
+                                        : _mm512_setzero_si512();
                 transpose16(v);
                 long nq = rp - q < 16 ? rp - q : 16;
                 for (long t = 0; t < nq; t++) _mm512_storeu_si512(dst + (q + t) * NR + j16, v[t]);
@@ -106,11 +104,11 @@ static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, l
     if (A.red_contig) {
         for (int i = 0; i < mcp; i++) {
             uint32_t *d = S + (size_t)i * kq;
-            const float *row = A.p + (size_t)(i0 + i) * A.ld;
+            const size_t row = (size_t)(i0 + i) * A.ld;
             for (long t = 0; t < kq; t += 16) {
                 __mmask16 k = mask16(kq - t);
                 long cnt = i < mc ? (long)r - 2 * (q0 + t) : 0;
-                __m512i v = i < mc ? pairs16_contig(row + 2 * (q0 + t), cnt) : _mm512_setzero_si512();
+                __m512i v = i < mc ? pairs16_at(&A, row + 2 * (q0 + t), cnt) : _mm512_setzero_si512();
                 _mm512_mask_storeu_epi32(d + t, k, v);
             }
         }
@@ -118,17 +116,17 @@ static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, l
         /* pair-major: walk each pair of source rows once, 16 columns (two MR groups) at a time */
         for (long t = 0; t < kq; t++) {
             long rr = 2 * (q0 + t);
-            const float *row0 = A.p + (size_t)rr * A.ld + i0;
-            const float *row1 = rr + 1 < r ? row0 + A.ld : NULL;
+            const size_t row0 = (size_t)rr * A.ld + i0;
+            const int row1 = rr + 1 < r;
             int g = 0;
             for (; g + 2 * MR <= mcp; g += 2 * MR) {
-                __m512i v = pairs16_rows(row0 + g, row1 ? row1 + g : NULL, mc - g);
+                __m512i v = pairs16_rows_at(&A, row0 + g, row1, mc - g);
                 _mm256_storeu_si256((__m256i *)(S + (size_t)g * kq + t * MR), _mm512_castsi512_si256(v));
                 _mm256_storeu_si256((__m256i *)(S + (size_t)(g + MR) * kq + t * MR), _mm512_extracti64x4_epi64(v, 1));
             }
             if (g < mcp) /* one MR group left: at most MR valid columns, so the low half */
                 _mm256_storeu_si256((__m256i *)(S + (size_t)g * kq + t * MR),
-                                    _mm512_castsi512_si256(pairs16_rows(row0 + g, row1 ? row1 + g : NULL, mc - g)));
+                                    _mm512_castsi512_si256(pairs16_rows_at(&A, row0 + g, row1, mc - g)));
         }
     }
 }

@@ -29,14 +29,34 @@
 #define SV_MODEL_BACKEND_CPU_GEMM_ENGINE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-/* A strided fp32 matrix seen as (rows/columns i, reduction r): element (i, r) is
- * p[i * ld + r] when red_contig, else p[r * ld + i]. */
+/* A strided matrix seen as (rows/columns i, reduction r): element (i, r) is at offset
+ * i * ld + r when red_contig, else r * ld + i, of the fp32 array p, or, when h != NULL, of the
+ * bf16 array h (bf16 storage: cpu_backend.h act16; then p is unused). Only the bf16 engines
+ * accept bf16 operands (packing them is a copy, no rounding). */
 typedef struct sv_gemm_mat {
     const float *p;
     size_t ld;
     int red_contig;
+    const uint16_t *h;
 } sv_gemm_mat;
+
+static inline sv_gemm_mat sv_gemm_f32(const float *p, size_t ld, int red_contig) {
+    return (sv_gemm_mat){.p = p, .ld = ld, .red_contig = red_contig, .h = NULL};
+}
+static inline sv_gemm_mat sv_gemm_h16(const uint16_t *h, size_t ld, int red_contig) {
+    return (sv_gemm_mat){.p = NULL, .ld = ld, .red_contig = red_contig, .h = h};
+}
+
+/* The view moved by `elems` elements (along rows or reduction: the caller computes the offset). */
+static inline sv_gemm_mat sv_gemm_mat_off(sv_gemm_mat v, size_t elems) {
+    if (v.h)
+        v.h += elems;
+    else
+        v.p += elems;
+    return v;
+}
 
 /* An epilogue that an engine with run_ep applies to finished rows of C while they are still in
  * cache: fn(ep, i, rows) is called exactly once for every row i .. i + rows - 1 of the call's C
@@ -49,6 +69,8 @@ typedef struct sv_gemm_epi {
     size_t ld;
     int n, bf;
     const void *k;
+    uint16_t *out16, *pre16; /* bf16 storage: where the finished rows go (cpu_linear.c) */
+    float *prow;             /* bf16 storage: one fp32 row of pre-activations */
 } sv_gemm_epi;
 
 typedef struct sv_gemm_engine {
