@@ -50,8 +50,8 @@ typedef struct sv_cpu_config {
     int unfused_epi;  /* SHARDVIT_CPU_FUSED_EPI=0: 1 = linear epilogues as a separate pass */
     int amx_deny;     /* SHARDVIT_CPU_AMX_DENY=1: 1 = act as if the kernel refused AMX (tests) */
     int f32_storage;  /* SHARDVIT_CPU_BF16_STORAGE=0: 1 = bf16 mode keeps fp32 storage of the
-                        * compute buffers (the bits are the same; A/B runs and tests);
-                        * SHARDVIT_CPU_BF16_STORAGE=1 sets -1 = bf16 storage wherever the
+                        * compute buffers (the bits are the same; A/B runs and tests); 0 (and
+                        * -1, SHARDVIT_CPU_BF16_STORAGE=1) = bf16 storage wherever the GEMM
                         * engines allow it (docs/backend_cpu.md "Storage") */
     int op_threads;   /* OpenMP workers for the backend's own loops (0 = threads): a benchmark
                         * knob ("single-threaded ops + threaded BLAS"), not for training */

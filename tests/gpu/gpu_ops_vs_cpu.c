@@ -510,7 +510,7 @@ static void run_variant(sv_dtype dt, int attn_fallback, int attention_only) {
     memset(&P, 0, sizeof P);
     sv_backend_config gcfg = {
         .device = SV_DEVICE_CUDA, .compute_dtype = dt, .device_index = 0, .attn_fallback = attn_fallback};
-    sv_backend_config ccfg = {.device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = 2};
+    sv_backend_config ccfg = {.device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = 2, .cpu = {.f32_storage = 1}};
     CHECK_OK(sv_backend_create(&gcfg, &P.c[0].be));
     CHECK_OK(sv_backend_create(&ccfg, &P.c[1].be));
     char variant[32];

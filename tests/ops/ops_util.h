@@ -189,6 +189,50 @@ static inline void ref_attention(double *out, double *P, const double *qkv, int 
     free(s);
 }
 
+/* dq/dk/dv (in a (B,T,3D) buffer) of O = (P * M) v for d_out dO (B,T,D), in double, on the
+ * probabilities P (B,H,T,T); M (same shape) is the attention-dropout multiplier, NULL = none:
+ * dV = (P M)^T dO, dP = (dO v^T) * M, dS = P * (dP - rowsum(dP * P)), dQ = dS k scale,
+ * dK = dS^T q scale. */
+static inline void ref_attention_bwd(double *dqkv, const double *qkv, const double *P, const double *M,
+                                     const double *dO_all, int B, int T, int D, int H) {
+    const int dh = D / H, ld = 3 * D;
+    const double scale = 1.0 / sqrt((double)dh);
+    double *dS = dalloc((size_t)T * T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const size_t po = ((size_t)b * H + h) * T * T;
+            const double *q = qkv + (size_t)b * T * ld + (size_t)h * dh, *k = q + D, *v = q + 2 * D;
+            const double *dO = dO_all + (size_t)b * T * D + (size_t)h * dh;
+            double *dq = dqkv + (size_t)b * T * ld + (size_t)h * dh, *dk = dq + D, *dv = dq + 2 * D;
+            for (int i = 0; i < T; i++) {
+                double dot = 0;
+                for (int j = 0; j < T; j++) {
+                    double dp = 0;
+                    for (int e = 0; e < dh; e++) dp += dO[(size_t)i * D + e] * v[(size_t)j * ld + e];
+                    if (M) dp *= M[po + (size_t)i * T + j];
+                    dS[(size_t)i * T + j] = dp;
+                    dot += dp * P[po + (size_t)i * T + j];
+                }
+                for (int j = 0; j < T; j++)
+                    dS[(size_t)i * T + j] = P[po + (size_t)i * T + j] * (dS[(size_t)i * T + j] - dot);
+            }
+            for (int i = 0; i < T; i++)
+                for (int e = 0; e < dh; e++) {
+                    double a = 0, bk = 0, c = 0;
+                    for (int j = 0; j < T; j++) {
+                        const size_t ji = po + (size_t)j * T + i;
+                        a += dS[(size_t)i * T + j] * k[(size_t)j * ld + e];
+                        bk += dS[(size_t)j * T + i] * q[(size_t)j * ld + e];
+                        c += P[ji] * (M ? M[ji] : 1.0) * dO[(size_t)j * D + e];
+                    }
+                    dq[(size_t)i * ld + e] = a * scale;
+                    dk[(size_t)i * ld + e] = bk * scale;
+                    dv[(size_t)i * ld + e] = c;
+                }
+        }
+    free(dS);
+}
+
 /* losses (B) and d_logits (B,K) = (softmax - target) * grad_scale. */
 static inline void ref_xent(double *loss, double *dlog, const double *z, const int32_t *labels, const double *soft,
                             int B, int K, double smoothing, double gs) {

@@ -223,7 +223,7 @@ static void run_linear(int mode, int M, int N, int K, float *res[LIN_N]) {
     sv_backend_config cfg = {.device = SV_DEVICE_CPU,
                              .compute_dtype = SV_BF16,
                              .threads = mode == 0 ? 1 : 2,
-                             .cpu = {.gemm = E->name, .unfused_epi = mode == 3}};
+                             .cpu = {.gemm = E->name, .unfused_epi = mode == 3, .f32_storage = 1}};
     sv_backend *be;
     CHECK_OK(sv_backend_create(&cfg, &be));
     CHECK(sv_cpu(be)->no_fused_epi == (mode == 3));
@@ -306,7 +306,7 @@ static void run_attention(int threads, int bf16_attn, int B, int T, int D, int H
     sv_backend_config cfg = {.device = SV_DEVICE_CPU,
                              .compute_dtype = SV_BF16,
                              .threads = threads,
-                             .cpu = {.gemm = E->name, .attn_sgemm = !bf16_attn}};
+                             .cpu = {.gemm = E->name, .attn_sgemm = !bf16_attn, .f32_storage = 1}};
     sv_backend *be;
     CHECK_OK(sv_backend_create(&cfg, &be));
     CHECK(sv_cpu(be)->gemm == E);

@@ -58,6 +58,8 @@ static void test_info_and_memory(void) {
     CHECK(sv_backend_create(&bg, &be) == SV_ERR_UNSUPPORTED && be == NULL);
     CHECK(strstr(sv_err_msg(), "SHARDVIT_CPU_GEMM=nope: unknown GEMM engine 'nope'") != NULL);
     CHECK(sv_be_sizes_query(&bg, 1, 2, 4, 2, &sz) == SV_ERR_UNSUPPORTED);
+    sv_backend_config bs = {.device = SV_DEVICE_CPU, .cpu = {.f32_storage = 2}};
+    CHECK(sv_backend_create(&bs, &be) == SV_ERR_INVALID);
     sv_backend_config bi = {.device = SV_DEVICE_CPU, .cpu = {.isa = "mmx"}};
     CHECK(sv_backend_create(&bi, &be) == SV_ERR_UNSUPPORTED && be == NULL);
     CHECK(strstr(sv_err_msg(), "SHARDVIT_CPU_ISA=mmx is not available") != NULL);
@@ -67,7 +69,7 @@ static void test_info_and_memory(void) {
  * hands back the configuration it was made from (what the arena carving sizes by). */
 static void test_sizes(void) {
     static const sv_cpu_config variants[] = {
-        {0}, {.gemm = "openblas"}, {.gemm = "blas"}, {.attn_sgemm = 1}, {.op_threads = 3}};
+        {0}, {.gemm = "openblas"}, {.gemm = "blas"}, {.attn_sgemm = 1}, {.op_threads = 3}, {.f32_storage = 1}};
     for (int dt = 0; dt < 2; dt++)
         for (int t = 1; t <= 2; t++)
             for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
@@ -75,11 +77,18 @@ static void test_sizes(void) {
                     .device = SV_DEVICE_CPU, .compute_dtype = dt ? SV_BF16 : SV_F32, .threads = t, .cpu = variants[v]};
                 sv_be_sizes sz;
                 CHECK_OK(sv_be_sizes_query(&cfg, 3, 50, 192, 3, &sz));
-                CHECK(sz.compute_elem == 4);
+                /* bf16 storage (2 bytes) only in bf16 mode with every GEMM on a bf16 engine and
+                 * fp32 storage not asked for; it says so in the device name */
+                const sv_cpu_config *cv = &variants[v];
+                int may16 = dt && !cv->gemm && !cv->attn_sgemm && cv->f32_storage != 1;
+                CHECK(sz.compute_elem == 4 || (may16 && sz.compute_elem == 2));
                 CHECK(sz.attention_saved == (size_t)3 * 3 * 50 * 50 * 4);
                 sv_backend *be;
                 CHECK_OK(sv_backend_create(&cfg, &be));
                 CHECK(sv_be_compute_elem_size(be) == sz.compute_elem);
+                CHECK((strstr(sv_be_device_name(be), "bf16 storage") != NULL) == (sz.compute_elem == 2));
+                if (may16 && strstr(sv_be_device_name(be), "bf16"))
+                    CHECK(sz.compute_elem == 2); /* a bf16 engine runs every GEMM: bf16 storage */
                 CHECK(sv_be_attention_saved_bytes(be, 3, 50, 192, 3) == sz.attention_saved);
                 CHECK(sv_be_attention_scratch_bytes(be, 3, 50, 192, 3) == sz.attention_scratch);
                 sv_be_sizes again;

@@ -204,51 +204,11 @@ static void test_bce(void) {
     ops_ctx_free(&c);
 }
 
-/* dq/dk/dv (in a (B,T,3D) buffer) of O = (P*M) v for d_out, in double; P (B,H,T,T), M likewise. */
-static void ref_attn_drop_bwd(double *dqkv, const double *qkv, const double *P, const double *M, const double *dO_all,
-                              int B, int T, int D, int H) {
-    const int dh = D / H, ld = 3 * D;
-    const double scale = 1.0 / sqrt((double)dh);
-    double *dS = dalloc((size_t)T * T);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            size_t po = ((size_t)b * H + h) * T * T;
-            const double *q = qkv + (size_t)b * T * ld + (size_t)h * dh, *k = q + D, *v = q + 2 * D;
-            const double *dO = dO_all + (size_t)b * T * D + (size_t)h * dh;
-            double *dq = dqkv + (size_t)b * T * ld + (size_t)h * dh, *dk = dq + D, *dv = dq + 2 * D;
-            for (int i = 0; i < T; i++) {
-                double dot = 0;
-                for (int j = 0; j < T; j++) {
-                    double dp = 0;
-                    for (int e = 0; e < dh; e++) dp += dO[(size_t)i * D + e] * v[(size_t)j * ld + e];
-                    dp *= M[po + (size_t)i * T + j]; /* dP = dP' * M */
-                    dS[(size_t)i * T + j] = dp;
-                    dot += dp * P[po + (size_t)i * T + j];
-                }
-                for (int j = 0; j < T; j++)
-                    dS[(size_t)i * T + j] = P[po + (size_t)i * T + j] * (dS[(size_t)i * T + j] - dot);
-            }
-            for (int i = 0; i < T; i++)
-                for (int e = 0; e < dh; e++) {
-                    double a = 0, bk = 0, c = 0;
-                    for (int j = 0; j < T; j++) {
-                        a += dS[(size_t)i * T + j] * k[(size_t)j * ld + e];
-                        bk += dS[(size_t)j * T + i] * q[(size_t)j * ld + e];
-                        c += P[po + (size_t)j * T + i] * M[po + (size_t)j * T + i] * dO[(size_t)j * D + e];
-                    }
-                    dq[(size_t)i * ld + e] = a * scale;
-                    dk[(size_t)i * ld + e] = bk * scale;
-                    dv[(size_t)i * ld + e] = c;
-                }
-        }
-    free(dS);
-}
-
 /* attn_sgemm: the attention GEMMs on sgemm (else the backend's GEMM engine, when it has one). */
 static void test_attn_drop(sv_dtype dt, int threads, int attn_sgemm) {
     ops_ctx c = {.bf16 = dt == SV_BF16, .threads = threads};
     sv_backend_config cfg = {
-        .device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = threads, .cpu = {.attn_sgemm = attn_sgemm}};
+        .device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = threads, .cpu = {.attn_sgemm = attn_sgemm, .f32_storage = 1}};
     CHECK_OK(sv_backend_create(&cfg, &c.be));
     const int B = 3, T = 9, D = 12, H = 3;
     const size_t nq = (size_t)B * T * 3 * D, no = (size_t)B * T * D, np = (size_t)B * H * T * T;
@@ -283,7 +243,7 @@ static void test_attn_drop(sv_dtype dt, int threads, int attn_sgemm) {
     check_vec("attn-drop out", go, ro, no, tol_of(&c) * 2, c.bf16);
     check_vec("attn-drop saved P (the plain softmax)", gp, rp, np, 2e-5, 0);
     CHECK_OK(sv_be_attention_bwd_drop(c.be, dqkv, scratch, d_out, qkv, out, saved, B, T, D, H, &d));
-    ref_attn_drop_bwd(rdq, hq, rp, M, hdo, B, T, D, H);
+    ref_attention_bwd(rdq, hq, rp, M, hdo, B, T, D, H);
     float *gq = dl(&c, dqkv, nq);
     check_vec("attn-drop d_qkv", gq, rdq, nq, tol_of(&c) * 4, c.bf16);
     /* the batch in two calls (rows 0 and 1..2, sample0 shifted): the same bits */
