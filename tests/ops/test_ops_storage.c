@@ -14,7 +14,8 @@
  * The bf16-storage buffers carry a guard of 2n bytes after their 2n bytes, which must stay
  * untouched.
  *
- * Usage: test_ops_storage [case-substring]: only the cases whose name contains it. Skips (77)
+ * Usage: test_ops_storage [CASE...]: only the cases named (a trailing '*' matches a prefix:
+ * 'layernorm*'); no argument runs them all. Skips (77)
  * when this CPU has no bf16 GEMM engine (no bf16 storage possible). Each failing case prints its
  * name and the first differing element; the exit status is 1 when any case failed. */
 #include "ops_util.h"
@@ -206,11 +207,19 @@ static void case_casts(void) {
 static void case_optim(void) {
     const size_t n = 70001;
     fb p = fb_rand(n, 10, 1.0), g = fb_rand(n, 11, 0.1), m = fb_rand(n, 12, 0.1), v = fb_rand(n, 13, 0.0);
-    sv_adamw_hparams ah = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .bc1 = 0.1f, .bc2 = 0.001f,
-                           .grad_scale = 0.5f};
+    sv_adamw_hparams ah = {
+        .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .bc1 = 0.1f, .bc2 = 0.001f, .grad_scale = 0.5f};
     BOTH(sv_be_adamw(be, F(p), F(g), F(m), F(v), n, &ah, 0.05f));
-    sv_optim_hparams oh = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-6f, .bc1 = 0.1f, .bc2_sqrt = 0.1f,
-                           .grad_scale = 1.0f, .momentum = 0.9f, .nesterov = 1, .trust = 0.7f};
+    sv_optim_hparams oh = {.lr = 1e-2f,
+                           .beta1 = 0.9f,
+                           .beta2 = 0.99f,
+                           .eps = 1e-6f,
+                           .bc1 = 0.1f,
+                           .bc2_sqrt = 0.1f,
+                           .grad_scale = 1.0f,
+                           .momentum = 0.9f,
+                           .nesterov = 1,
+                           .trust = 0.7f};
     for (int op = SV_OPTIM_OP_SGD; op <= SV_OPTIM_OP_LAMB_APPLY; op++)
         BOTH(sv_be_optim_elem(be, op, F(p), F(g), F(m), F(v), n, &oh, 0.01f));
     BOTH(sv_be_ema(be, F(m), F(p), n, 0.01f));
@@ -446,15 +455,15 @@ static void case_layernorm_row_limit(void) {
     for (int S = 0; S < 2; S++) {
         sv_status st = sv_be_layernorm_fwd(S ? P.h : P.f, C(out), F(mean), F(rstd), C(x), C(w), C(w), M, Cc);
         if (S == 0 && st != SV_OK) fail("fp32 storage refused: %s%s", sv_err_msg(), "");
-        if (S == 1 && (st != SV_ERR_UNSUPPORTED || !strstr(sv_err_msg(), "layernorm_fwd") ||
-                       !strstr(sv_err_msg(), "16384")))
-            fail("bf16 storage: want SV_ERR_UNSUPPORTED naming layernorm_fwd and 16384, got %s: %s",
-                 sv_status_str(st), sv_err_msg());
+        if (S == 1 &&
+            (st != SV_ERR_UNSUPPORTED || !strstr(sv_err_msg(), "layernorm_fwd") || !strstr(sv_err_msg(), "16384")))
+            fail("bf16 storage: want SV_ERR_UNSUPPORTED naming layernorm_fwd and 16384, got %s: %s", sv_status_str(st),
+                 sv_err_msg());
         if (S == 0) continue;
         st = sv_be_layernorm_bwd(P.h, out.h, NULL, NULL, x.h, x.h, w.h, mean.h, rstd.h, M, Cc); /* refused first */
         if (st != SV_ERR_UNSUPPORTED || !strstr(sv_err_msg(), "layernorm_bwd"))
-            fail("bf16 storage backward: want SV_ERR_UNSUPPORTED naming layernorm_bwd, got %s: %s",
-                 sv_status_str(st), sv_err_msg());
+            fail("bf16 storage backward: want SV_ERR_UNSUPPORTED naming layernorm_bwd, got %s: %s", sv_status_str(st),
+                 sv_err_msg());
     }
     cb_free(x);
     cb_free(w);
@@ -673,17 +682,24 @@ static const struct {
 };
 
 static sv_backend *make(int threads, int f32_storage) {
-    sv_backend_config cfg = {.device = SV_DEVICE_CPU,
-                             .compute_dtype = SV_BF16,
-                             .threads = threads,
-                             .cpu.f32_storage = f32_storage};
+    sv_backend_config cfg = {
+        .device = SV_DEVICE_CPU, .compute_dtype = SV_BF16, .threads = threads, .cpu.f32_storage = f32_storage};
     sv_backend *be = NULL;
     CHECK_OK(sv_backend_create(&cfg, &be));
     return be;
 }
 
+/* 1 when case `name` is selected by the arguments (none: every case). */
+static int selected(const char *name, int argc, char **argv) {
+    if (argc < 2) return 1;
+    for (int i = 1; i < argc; i++) {
+        size_t n = strlen(argv[i]);
+        if (!strcmp(argv[i], name) || (n && argv[i][n - 1] == '*' && !strncmp(argv[i], name, n - 1))) return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    const char *filter = argc > 1 ? argv[1] : NULL;
     sv_backend *probe = make(1, -1);
     if (sv_be_compute_elem_size(probe) != 2) {
         sv_backend_destroy(probe);
@@ -697,7 +713,7 @@ int main(int argc, char **argv) {
         P.threads = threads;
         CHECK(sv_be_compute_elem_size(P.f) == 4 && sv_be_compute_elem_size(P.h) == 2);
         for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-            if (filter && !strstr(CASES[i].name, filter)) continue;
+            if (!selected(CASES[i].name, argc, argv)) continue;
             g_case = CASES[i].name;
             g_case_failed = 0;
             CASES[i].fn();
