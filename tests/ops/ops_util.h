@@ -22,7 +22,9 @@ typedef struct ops_ctx {
 } ops_ctx;
 
 static inline void ops_ctx_init(ops_ctx *c, sv_dtype dt, int threads) {
-    sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = threads};
+    /* fp32 storage: these tests compare its numerics with references; bf16 storage gives the same
+     * bits (test_ops_storage.c) */
+    sv_backend_config cfg = {.device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = threads, .cpu.f32_storage = 1};
     CHECK_OK(sv_backend_create(&cfg, &c->be));
     c->bf16 = dt == SV_BF16;
     c->threads = threads;

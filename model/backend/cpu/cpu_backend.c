@@ -43,9 +43,17 @@ static sv_status cpu_zero(sv_backend *be, void *p, size_t bytes) {
 
 /* ---- casts and vector ops ---- */
 
+static sv_status cpu_f32_to_bf16(sv_backend *be, uint16_t *dst, const float *src, size_t n);
+static sv_status cpu_bf16_to_f32(sv_backend *be, float *dst, const uint16_t *src, size_t n);
+
+/* With fp32 storage dst may be src (in place); with bf16 storage (act16) they must not overlap
+ * (as on the CUDA backend), and the casts are the raw bf16 ones: narrowing src gives the bits of
+ * narrowing its bf16 rounding (rounding to nearest even is idempotent; NaNs keep their quiet
+ * pattern), widening is exact. */
 static sv_status cpu_f32_to_compute(sv_backend *be, void *dst, const float *src, size_t n) {
     const sv_cpu_backend *c = sv_cpu(be);
     float *d = dst;
+    if (c->act16) return cpu_f32_to_bf16(be, dst, src, n);
     if (!c->bf16) {
         if (d != src) memmove(d, src, n * sizeof(float));
         return SV_OK;
@@ -55,7 +63,7 @@ static sv_status cpu_f32_to_compute(sv_backend *be, void *dst, const float *src,
     return SV_OK;
 }
 static sv_status cpu_compute_to_f32(sv_backend *be, float *dst, const void *src, size_t n) {
-    (void)be;
+    if (sv_cpu(be)->act16) return cpu_bf16_to_f32(be, dst, src, n);
     if ((const void *)dst != src) memmove(dst, src, n * sizeof(float));
     return SV_OK;
 }

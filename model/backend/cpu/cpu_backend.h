@@ -93,6 +93,37 @@ void *sv_cpu_gemm_scratch(const sv_cpu_backend *c, int t);
 /* Longest row an act16 row-wise op (LayerNorm, softmax) widens onto the stack. */
 #define SV_CPU_ROW_MAX 16384
 
+/* The act16 loop: BODY runs once per chunk [o, o + len) of [i0, i1), len <= SV_CPU_CHUNK, in
+ * order (o and len are size_t names the macro declares). A BODY widens the chunk's compute
+ * inputs into stack buffers (sv_cpu_widen), runs the fp32 kernel on them and narrows its
+ * outputs (sv_cpu_narrow); chunks never change a result (the kernels are element-wise, and
+ * any reduction a BODY carries across chunks keeps its element order). */
+#define SV_CPU_CHUNKS(i0, i1, o, len, BODY) \
+    for (size_t o = (i0), len = 0; o < (size_t)(i1); o += len) { \
+        len = (size_t)(i1)-o < SV_CPU_CHUNK ? (size_t)(i1)-o : SV_CPU_CHUNK; \
+        BODY; \
+    }
+
+/* act16: buf (n) = the fp32 values of elements [off, off + n) of the bf16 buffer src; returns buf. */
+static inline float *sv_cpu_widen(const sv_cpu_backend *c, float *buf, const void *src, size_t off, size_t n) {
+    c->k->widen(buf, (const uint16_t *)src + off, n);
+    return buf;
+}
+/* act16: elements [off, off + n) of the bf16 buffer dst = buf (n), already bf16 values (exact). */
+static inline void sv_cpu_narrow(const sv_cpu_backend *c, void *dst, size_t off, const float *buf, size_t n) {
+    c->k->narrow((uint16_t *)dst + off, buf, n);
+}
+/* act16 row-wise ops widen whole rows onto the stack: SV_ERR_UNSUPPORTED naming `op` when a
+ * row of `len` elements is longer than SV_CPU_ROW_MAX; SV_OK otherwise and without act16. */
+static inline sv_status sv_cpu_row_fits(const sv_cpu_backend *c, const char *op, int len) {
+    if (c->act16 && len > SV_CPU_ROW_MAX)
+        return SV_FAIL(SV_ERR_UNSUPPORTED,
+                       "cpu backend: %s: rows of %d elements exceed the %d that bf16 storage supports "
+                       "(SHARDVIT_CPU_BF16_STORAGE=0 keeps fp32 storage)",
+                       op, len, SV_CPU_ROW_MAX);
+    return SV_OK;
+}
+
 /* The value an op stores into a compute buffer: v itself (fp32) or its nearest bf16. */
 static inline float sv_cpu_store(int bf16, float v) { return bf16 ? sv_round_bf16(v) : v; }
 
