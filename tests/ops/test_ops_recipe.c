@@ -207,8 +207,10 @@ static void test_bce(void) {
 /* attn_sgemm: the attention GEMMs on sgemm (else the backend's GEMM engine, when it has one). */
 static void test_attn_drop(sv_dtype dt, int threads, int attn_sgemm) {
     ops_ctx c = {.bf16 = dt == SV_BF16, .threads = threads};
-    sv_backend_config cfg = {
-        .device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = threads, .cpu = {.attn_sgemm = attn_sgemm, .f32_storage = 1}};
+    sv_backend_config cfg = {.device = SV_DEVICE_CPU,
+                             .compute_dtype = dt,
+                             .threads = threads,
+                             .cpu = {.attn_sgemm = attn_sgemm, .f32_storage = 1}};
     CHECK_OK(sv_backend_create(&cfg, &c.be));
     const int B = 3, T = 9, D = 12, H = 3;
     const size_t nq = (size_t)B * T * 3 * D, no = (size_t)B * T * D, np = (size_t)B * H * T * T;
