@@ -197,12 +197,22 @@ static void stage_out(const ctile *t, float *C, size_t ldc, int ri, int ci) {
     for (int i = 0; i < t->rows; i++) _mm512_mask_storeu_ps(dst + (size_t)i * ldc, k, _mm512_load_ps(t->p + 16 * i));
 }
 
+/* Where the A tiles of a block are: tile (group g of 16 rows, k-step s) starts at
+ * a + g * g_words + s * s_words (32-bit words) and its rows are row_bytes apart. Packed (pack_a):
+ * g_words = nks * 256, s_words = 256, row_bytes = 64. Direct (a bf16 reduction-contiguous A
+ * whose rows hold whole k-steps, read in place by the tile loads): the rows of A itself. */
+typedef struct atiles {
+    const uint32_t *a;
+    size_t g_words, s_words, row_bytes;
+} atiles;
+
 /* C block (mr <= 32 rows, nr <= 32 columns) = / += A rows (tiles at a, the second 16 rows at
- * a + a2 words) x the panel b (pair rows of 32 words), over nks k-steps. R2/C2: whether a second
+ * a + a2 words, k-steps as = s_words apart, rows ab bytes apart) x the panel b (pair rows of 32
+ * words), over nks k-steps. R2/C2: whether a second
  * tile row / column exists (compile-time constants after inlining, so the tile numbers are). */
-static inline __attribute__((always_inline)) void kernel(long nks, const uint32_t *a, size_t a2, const uint32_t *b,
-                                                         float *C, size_t ldc, int mr, int nr, int load_c, int R2,
-                                                         int C2) {
+static inline __attribute__((always_inline)) void kernel(long nks, const uint32_t *a, size_t a2, size_t as, size_t ab,
+                                                         const uint32_t *b, float *C, size_t ldc, int mr, int nr,
+                                                         int load_c, int R2, int C2) {
     float stage[4][256] __attribute__((aligned(64)));
     ctile t00 = c_tile(C, ldc, mr, nr, 0, 0, stage[0]), t01 = c_tile(C, ldc, mr, nr, 0, 1, stage[1]);
     ctile t10 = c_tile(C, ldc, mr, nr, 1, 0, stage[2]), t11 = c_tile(C, ldc, mr, nr, 1, 1, stage[3]);
@@ -226,7 +236,7 @@ static inline __attribute__((always_inline)) void kernel(long nks, const uint32_
     }
     for (long s = 0; s < nks; s++) {
         const uint32_t *bs = b + (size_t)s * KS * NR;
-        _tile_loadd(4, a + (size_t)s * 256, 64);
+        _tile_loadd(4, a + (size_t)s * as, ab);
         _tile_loadd(6, bs, NR * sizeof(uint32_t));
         _tile_dpbf16ps(0, 4, 6);
         if (C2) {
@@ -234,7 +244,7 @@ static inline __attribute__((always_inline)) void kernel(long nks, const uint32_
             _tile_dpbf16ps(1, 4, 7);
         }
         if (R2) {
-            _tile_loadd(5, a + a2 + (size_t)s * 256, 64);
+            _tile_loadd(5, a + a2 + (size_t)s * as, ab);
             _tile_dpbf16ps(2, 5, 6);
             if (C2) _tile_dpbf16ps(3, 5, 7);
         }
@@ -249,31 +259,42 @@ static inline __attribute__((always_inline)) void kernel(long nks, const uint32_
     if (R2 && C2) stage_out(&t11, C, ldc, 1, 1);
 }
 
-/* One packed A block (rows [i0, i0 + mc), k-steps [q0, q0 + nks * KS) of pairs, tiles in S) times
+/* One A block (rows [i0, i0 + mc), k-steps [q0, q0 + nks * KS) of pairs, tiles at A) times
  * every panel of the packed B: strip by strip of 32 rows, each strip's tiles (nks KiB per 16
  * rows) staying in L1 while the panels of B stream past it from L2. `ep`: this is the last
  * reduction block; each finished strip goes to the epilogue at once. */
-static void amx_block(float *C, size_t ldc, const uint32_t *S, int i0, int mc, const uint32_t *pb, int n, long rpa,
-                      long q0, long nks, int load_c, const sv_gemm_epi *ep) {
-    const size_t a2 = (size_t)nks * 256; /* words from one 16-row tile group to the next */
+/* One strip's kernels over every panel of B (always inlined, so that the packed layout's
+ * constant strides stay constants in the tile loads). */
+static inline __attribute__((always_inline)) void strip_panels(long nks, const uint32_t *a, size_t a2, size_t as,
+                                                               size_t ab, const uint32_t *pb, long rpa, long q0,
+                                                               float *Cr, size_t ldc, int mr, int n, int load_c) {
     const int npan = (n + NR - 1) / NR;
+    for (int jp = 0; jp < npan; jp++) {
+        const uint32_t *bpan = pb + ((size_t)jp * rpa + q0) * NR;
+        const int nr = n - jp * NR < NR ? n - jp * NR : NR;
+        float *Cb = Cr + jp * NR;
+        if (mr > 16 && nr > 16)
+            kernel(nks, a, a2, as, ab, bpan, Cb, ldc, mr, nr, load_c, 1, 1);
+        else if (mr > 16)
+            kernel(nks, a, a2, as, ab, bpan, Cb, ldc, mr, nr, load_c, 1, 0);
+        else if (nr > 16)
+            kernel(nks, a, a2, as, ab, bpan, Cb, ldc, mr, nr, load_c, 0, 1);
+        else
+            kernel(nks, a, a2, as, ab, bpan, Cb, ldc, mr, nr, load_c, 0, 0);
+    }
+}
+
+static void amx_block(float *C, size_t ldc, atiles A, int i0, int mc, const uint32_t *pb, int n, long rpa, long q0,
+                      long nks, int load_c, const sv_gemm_epi *ep) {
+    const int packed = A.s_words == 256 && A.row_bytes == 64;
     for (int g = 0; g < mc; g += 32) {
         const int mr = mc - g < 32 ? mc - g : 32;
-        const uint32_t *a = S + (size_t)(g / 16) * a2;
+        const uint32_t *a = A.a + (size_t)(g / 16) * A.g_words;
         float *Cr = C + (size_t)(i0 + g) * ldc;
-        for (int jp = 0; jp < npan; jp++) {
-            const uint32_t *bpan = pb + ((size_t)jp * rpa + q0) * NR;
-            const int nr = n - jp * NR < NR ? n - jp * NR : NR;
-            float *Cb = Cr + jp * NR;
-            if (mr > 16 && nr > 16)
-                kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 1);
-            else if (mr > 16)
-                kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 1, 0);
-            else if (nr > 16)
-                kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 1);
-            else
-                kernel(nks, a, a2, bpan, Cb, ldc, mr, nr, load_c, 0, 0);
-        }
+        if (packed)
+            strip_panels(nks, a, A.g_words, 256, 64, pb, rpa, q0, Cr, ldc, mr, n, load_c);
+        else
+            strip_panels(nks, a, A.g_words, A.s_words, A.row_bytes, pb, rpa, q0, Cr, ldc, mr, n, load_c);
         /* the strip's 32 rows are finished and still in L1/L2: the epilogue runs on them in C */
         if (ep) ep->fn(ep, i0 + g, mr);
     }
@@ -290,6 +311,23 @@ static void amx_block(float *C, size_t ldc, const uint32_t *S, int i0, int mc, c
 #ifndef SV_AMX_C_RESIDENT
 #define SV_AMX_C_RESIDENT ((size_t)1 << 20)
 #endif
+
+/* Shortest reduction whose A is read in place (measured: at K = 192 packing A first is faster,
+ * at K = 768 reading it in place is). */
+#ifndef SV_AMX_DIRECT_MIN
+#define SV_AMX_DIRECT_MIN 512
+#endif
+
+/* The A tiles of one block: read in place where A is bf16, reduction-contiguous, with an even
+ * row stride, whole k-steps (r a multiple of 32) and whole 16-row groups (mc a multiple of 16),
+ * so every tile row lies inside A; else packed into S (pack_a). Same values either way. */
+static atiles a_tiles(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, long nks) {
+    if (A.h && A.red_contig && A.ld % 2 == 0 && r % (2 * KS) == 0 && r >= SV_AMX_DIRECT_MIN && mc % 16 == 0)
+        return (atiles){(const uint32_t *)(A.h + (size_t)i0 * A.ld + 2 * (size_t)q0), 8 * A.ld, KS,
+                        A.ld * sizeof(uint16_t)};
+    pack_a(S, A, r, i0, mc, q0, nks);
+    return (atiles){S, (size_t)nks * 256, 256, 64};
+}
 
 static void amx_run_ep(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_, int n, int r, int accumulate,
                        void *scratch, const sv_gemm_epi *ep) {
@@ -311,8 +349,8 @@ static void amx_run_ep(float *C, size_t ldc, sv_gemm_mat A, int m, const void *p
             const int last = q0 + KC >= rp;
             for (int i0 = 0; i0 < m; i0 += MC) {
                 const int mc = m - i0 < MC ? m - i0 : MC;
-                pack_a(S, A, r, i0, mc, q0, nks);
-                amx_block(C, ldc, S, i0, mc, pb, n, rpa, q0, nks, accumulate || q0 > 0, last ? ep : NULL);
+                const atiles at = a_tiles(S, A, r, i0, mc, q0, nks);
+                amx_block(C, ldc, at, i0, mc, pb, n, rpa, q0, nks, accumulate || q0 > 0, last ? ep : NULL);
             }
         }
     } else {
@@ -321,8 +359,8 @@ static void amx_run_ep(float *C, size_t ldc, sv_gemm_mat A, int m, const void *p
             for (long q0 = 0; q0 < rp; q0 += KC) {
                 const long nks = round_ks(rp - q0 < KC ? rp - q0 : KC) / KS;
                 const int last = q0 + KC >= rp;
-                pack_a(S, A, r, i0, mc, q0, nks);
-                amx_block(C, ldc, S, i0, mc, pb, n, rpa, q0, nks, accumulate || q0 > 0, last ? ep : NULL);
+                const atiles at = a_tiles(S, A, r, i0, mc, q0, nks);
+                amx_block(C, ldc, at, i0, mc, pb, n, rpa, q0, nks, accumulate || q0 > 0, last ? ep : NULL);
             }
         }
     }
