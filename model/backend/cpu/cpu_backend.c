@@ -126,18 +126,6 @@ static sv_status cpu_sumsq_f32(sv_backend *be, const float *p, size_t n, double 
     return SV_OK;
 }
 
-/* The element-wise optimizer ops: [0, n) cut into one equal range [a, b) per worker (the
- * worker count from the op's cost), BODY run on each. */
-#define CPU_SPLIT(c, n, cost, BODY) \
-    do { \
-        int nt_ = sv_cpu_nt(c, cost); \
-        _Pragma("omp parallel for num_threads(nt_) schedule(static)") for (int t_ = 0; t_ < nt_; t_++) { \
-            size_t a, b; \
-            sv_cpu_range(n, nt_, t_, &a, &b); \
-            BODY; \
-        } \
-    } while (0)
-
 static sv_status cpu_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n,
                            const sv_adamw_hparams *h, float weight_decay) {
     const sv_cpu_backend *c = sv_cpu(be);

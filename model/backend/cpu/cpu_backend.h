@@ -144,6 +144,18 @@ static inline void sv_cpu_range(size_t n, int nt, int t, size_t *a, size_t *b) {
     *b = n * (size_t)(t + 1) / (size_t)nt;
 }
 
+/* The element-wise ops: [0, n) cut into one equal range [a, b) per worker (the worker count from
+ * the op's cost, sv_cpu_nt), BODY run on each (it may use a, b and t_). */
+#define CPU_SPLIT(c, n, cost, BODY) \
+    do { \
+        int nt_ = sv_cpu_nt(c, cost); \
+        _Pragma("omp parallel for num_threads(nt_) schedule(static)") for (int t_ = 0; t_ < nt_; t_++) { \
+            size_t a, b; \
+            sv_cpu_range(n, nt_, t_, &a, &b); \
+            BODY; \
+        } \
+    } while (0)
+
 /* OpenBLAS's thread count outside parallel regions for this backend's GEMM mode. */
 static inline int sv_cpu_blas_default(const sv_cpu_backend *c) { return c->gemm_split ? 1 : c->threads; }
 
