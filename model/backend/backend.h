@@ -234,8 +234,9 @@ sv_status sv_be_drop(sv_backend *be, void *x, const sv_drop *d, int B, size_t n,
  * computes P = softmax(q k^T scale) (saved as before), then O = (P * M) v with
  * M[b,h,i,j] = sv_drop_mult(drop->key, drop->sample0 + b, (h T + i) T + j, drop->keep); the
  * backward is exact for that: dV = (P M)^T dO, dP = (dO v^T) * M, then the softmax backward with P.
- * drop == NULL: the plain op, bit for bit. The CPU backend implements it; the CUDA backend
- * refuses a non-NULL drop (SV_ERR_UNSUPPORTED). */
+ * drop == NULL: the plain op, bit for bit. Both backends implement it; the CUDA backend runs a
+ * call with a non-NULL drop, forward and backward, on its plain attention kernels (not cuDNN;
+ * model/backend/cuda/attention_cudnn.c). */
 sv_status sv_be_attention_fwd_drop(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
                                    int D, int H, const sv_drop *drop);
 sv_status sv_be_attention_bwd_drop(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,

@@ -6,7 +6,11 @@
  * ops must agree exactly.
  *
  * Runs for compute dtypes fp32 and bf16, and for attention with cuDNN (where cuDNN accepts the
- * shape) and with the fallback kernel, at T = 65, 197 and 50.
+ * shape) and with the fallback kernel, at T = 65, 197 and 50; attention-probability dropout
+ * (sv_be_attention_fwd_drop / _bwd_drop, always the fallback kernels on CUDA) at the model shape
+ * B2 T50 D192 H3 and an odd one (T 131 > the kernels' 128 threads, head dim 12).
+ * A failing op call is recorded as a failed check (with its message) where the op group allows
+ * it, and the JSON is closed even when a CHECK stops the run (then with "aborted": true).
  * Usage: gpu_ops_vs_cpu [--json FILE]. Exit 77 when no CUDA device is usable. */
 #include <math.h>
 #include <stdio.h>
@@ -71,7 +75,7 @@ static float *hzero(size_t n) {
 }
 
 /* ---- comparison and report ---- */
-static int failures = 0, checks = 0;
+static int failures = 0, checks = 0, finished = 0;
 static FILE *json = NULL;
 
 static void report(const char *op, const char *variant, const char *what, const float *gpu, const float *cpu, size_t n,
@@ -92,6 +96,55 @@ static void report(const char *op, const char *variant, const char *what, const 
     if (json)
         fprintf(json, "%s{\"op\":\"%s\",\"variant\":\"%s\",\"output\":\"%s\",\"rel_err\":%.6e,\"tol\":%.1e,\"ok\":%s}",
                 checks > 1 ? ",\n" : "", op, variant, what, rel, tol, ok ? "true" : "false");
+}
+
+/* A JSON string of s (quotes, backslashes and control characters escaped). */
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* Record an op call's status: SV_OK -> 1; otherwise a failed check naming the call and its
+ * error message (printed and in the JSON) -> 0, and the caller skips what depended on it. */
+static int op_ok(const char *op, const char *variant, const char *call, const char *backend, sv_status st) {
+    if (st == SV_OK) return 1;
+    char what[32];
+    snprintf(what, sizeof what, "%s on %s", call, backend);
+    checks++;
+    failures++;
+    printf("%-22s %-18s %-10s %s: %s  FAIL\n", op, variant, what, sv_status_str(st), sv_err_msg());
+    if (json) {
+        fprintf(json, "%s{\"op\":", checks > 1 ? ",\n" : "");
+        json_str(json, op);
+        fprintf(json, ",\"variant\":");
+        json_str(json, variant);
+        fprintf(json, ",\"output\":");
+        json_str(json, what);
+        fprintf(json, ",\"error\":");
+        json_str(json, sv_err_msg());
+        fprintf(json, ",\"ok\":false}");
+    }
+    sv_err_clear();
+    return 0;
+}
+
+/* Close the JSON: from main after the last check, or at exit when a CHECK stopped the run. */
+static void json_close(void) {
+    if (!json) return;
+    /* an aborted run counts the stopping CHECK as one more failure */
+    fprintf(json, "\n],\"checks\":%d,\"failures\":%d%s}\n", checks, failures + !finished,
+            finished ? "" : ",\"aborted\":true");
+    fclose(json);
+    json = NULL;
 }
 
 /* Run `body` on both backends: it must fill `out[b]` (host arrays) from ctx `c`. */
@@ -245,6 +298,43 @@ static void test_attention(pair *P, int B, int T, int D, int H) {
     });
     CMP(P, op, "out", out, no, P->tol);
     CMP(P, op, "d_qkv", dq, nq, P->tol);
+    FREE2(out), FREE2(dq);
+    free(qkv), free(go);
+}
+
+/* Attention with attention-probability dropout: forward and backward with the same mask on
+ * both backends (CUDA: the fallback kernels whatever the variant; CPU: sv_cpu_attention with
+ * the mask), compared as test_attention. The mask comes from sv_drop_mult on both, so the
+ * dropped entries are the same ones; a CUDA op that ignored or misplaced the mask would differ
+ * from the CPU's by the dropped terms and the 1/keep scaling, well above the fp32 tolerance. */
+static void test_attention_drop(pair *P, int B, int T, int D, int H, float keep) {
+    char op[64];
+    snprintf(op, sizeof op, "attn-drop %.2f B%d T%d D%d H%d", (double)keep, B, T, D, H);
+    const sv_drop d = {.key = 0x5eed0a77e17ull, .sample0 = 1234, .keep = keep};
+    size_t nq = (size_t)B * T * 3 * D, no = (size_t)B * T * D;
+    float *qkv = hrand(nq, 1.0f), *go = hrand(no, 1.0f);
+    OUT(out, no);
+    OUT(dq, nq);
+    int ok_fwd = 1, ok_bwd = 1;
+    BOTH(P, c, {
+        const char *who = b_ ? "cpu" : "cuda";
+        void *dqkv = cbuf(c, qkv, nq), *o = dalloc(c, no * 4), *g = cbuf(c, go, no), *gq = dalloc(c, nq * 4);
+        void *saved = dalloc(c, sv_be_attention_saved_bytes(c->be, B, T, D, H));
+        void *scratch = dalloc(c, sv_be_attention_scratch_bytes(c->be, B, T, D, H));
+        if (op_ok(op, P->variant, "fwd", who,
+                  sv_be_attention_fwd_drop(c->be, o, saved, scratch, dqkv, B, T, D, H, &d))) {
+            get_c(c, out[b_], o, no);
+            if (op_ok(op, P->variant, "bwd", who,
+                      sv_be_attention_bwd_drop(c->be, gq, scratch, g, dqkv, o, saved, B, T, D, H, &d)))
+                get_c(c, dq[b_], gq, nq);
+            else
+                ok_bwd = 0;
+        } else {
+            ok_fwd = ok_bwd = 0;
+        }
+    });
+    if (ok_fwd) CMP(P, op, "out", out, no, P->tol);
+    if (ok_bwd) CMP(P, op, "d_qkv", dq, nq, P->tol);
     FREE2(out), FREE2(dq);
     free(qkv), free(go);
 }
@@ -533,9 +623,11 @@ static void run_variant(sv_dtype dt, int attn_fallback, int attention_only) {
         test_ema(&P);
         test_optim_elem(&P);
     }
-    test_attention(&P, 2, 65, 128, 4);  /* dh 32 */
-    test_attention(&P, 2, 197, 192, 3); /* ViT-Ti/16 at 224: dh 64 */
-    test_attention(&P, 3, 50, 128, 2);  /* dh 64, T = 50 */
+    test_attention(&P, 2, 65, 128, 4);            /* dh 32 */
+    test_attention(&P, 2, 197, 192, 3);           /* ViT-Ti/16 at 224: dh 64 */
+    test_attention(&P, 3, 50, 128, 2);            /* dh 64, T = 50 */
+    test_attention_drop(&P, 2, 50, 192, 3, 0.9f); /* DeiT-Ti/ViT-Ti width at T = 50, dh 64 */
+    test_attention_drop(&P, 3, 131, 60, 5, 0.6f); /* odd: T > 128 threads, dh 12, heavy dropout */
     sv_backend_destroy(P.c[0].be);
     sv_backend_destroy(P.c[1].be);
 }
@@ -547,15 +639,14 @@ int main(int argc, char **argv) {
             json = fopen(argv[++i], "w");
             CHECK(json);
             fprintf(json, "{\"results\":[\n");
+            atexit(json_close);
         }
     }
     run_variant(SV_F32, 0, 0);
     run_variant(SV_BF16, 0, 0);
     run_variant(SV_BF16, 1, 1);
     printf("%d of %d checks failed\n", failures, checks);
-    if (json) {
-        fprintf(json, "\n],\"checks\":%d,\"failures\":%d}\n", checks, failures);
-        fclose(json);
-    }
+    finished = 1;
+    json_close();
     return failures ? 1 : 0;
 }

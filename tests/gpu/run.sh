@@ -8,7 +8,8 @@
 # 2. every backend op, CUDA vs CPU (tests/gpu/gpu_ops_vs_cpu, relative error per op), and the
 #    NCCL transport on the node's GPUs (tests/gpu/gpu_comm_nccl, one rank per GPU);
 # 3. tiny ViT, fp32: loss (forward) and grad norm (backward) per step, CUDA vs CPU;
-# 4. FSDP training steps (2 blocks, bf16), CUDA vs CPU loss sequences;
+# 4. FSDP training steps (2 blocks, bf16), CUDA vs CPU loss sequences; the same with
+#    --attn-drop (fp32 loss + grad norm, bf16 losses: the CUDA fallback kernels' dropout);
 # 5. `shardvit bench` on vit-b16 and vit-s16, bf16;
 # then writes OUT/report.md and OUT/report.json. BUILD_DIR may also be a slim directory made by
 # tests/gpu/pack.sh on another machine (binaries + the non-CUDA shared libraries they need).
@@ -172,6 +173,16 @@ if [ -n "$SV" ]; then
     if run_pair fsdp_bf16 $TINY --param-dtype bf16 --steps 20 --lr 1e-3 --warmup 2; then
         compare fsdp_bf16_loss loss 5e-2 fsdp_bf16_cuda fsdp_bf16_cpu
     fi
+    # ---- 4b. attention-probability dropout: on CUDA the fallback kernels with the mask ----
+    t0=$(date +%s)
+    if run_pair attn_drop_fp32 $TINY --param-dtype fp32 --steps 4 --lr 1e-3 --warmup 0 --attn-drop 0.2; then
+        compare attn_drop_fwd_loss loss 1e-3 attn_drop_fp32_cuda attn_drop_fp32_cpu
+        compare attn_drop_bwd_grad_norm grad_norm 1e-3 attn_drop_fp32_cuda attn_drop_fp32_cpu
+    fi
+    t0=$(date +%s)
+    if run_pair attn_drop_bf16 $TINY --param-dtype bf16 --steps 10 --lr 1e-3 --warmup 2 --attn-drop 0.2; then
+        compare attn_drop_bf16_loss loss 5e-2 attn_drop_bf16_cuda attn_drop_bf16_cpu
+    fi
     # ---- 5. benchmarks ----
     for m in vit-b16 vit-s16; do
         t0=$(date +%s)
@@ -185,7 +196,8 @@ if [ -n "$SV" ]; then
         fi
     done
 else
-    for s in tiny_fwd_loss tiny_bwd_grad_norm fsdp_bf16_loss bench_vit-b16 bench_vit-s16; do
+    for s in tiny_fwd_loss tiny_bwd_grad_norm fsdp_bf16_loss attn_drop_fwd_loss attn_drop_bwd_grad_norm \
+             attn_drop_bf16_loss bench_vit-b16 bench_vit-s16; do
         record "$s" skip 0 "no shardvit binary (build failed)"
     done
 fi
@@ -208,7 +220,9 @@ def load(name):
 env = open(os.path.join(out, "environment.txt")).read()
 report = {"environment": env, "total_seconds": total, "steps": steps,
           "ops": load("ops.json"),
-          "comparisons": {n: load(n + ".json") for n in ("tiny_fwd_loss", "tiny_bwd_grad_norm", "fsdp_bf16_loss")},
+          "comparisons": {n: load(n + ".json") for n in ("tiny_fwd_loss", "tiny_bwd_grad_norm", "fsdp_bf16_loss",
+                                                          "attn_drop_fwd_loss", "attn_drop_bwd_grad_norm",
+                                                          "attn_drop_bf16_loss")},
           "bench": {m: load("bench_%s.json" % m) for m in ("vit-b16", "vit-s16")},
           "failed": sum(s["status"] == "fail" for s in steps)}
 with open(os.path.join(out, "report.json"), "w") as f:
@@ -220,8 +234,15 @@ ops = report["ops"]
 if ops:
     md += ["", "## Ops, CUDA vs CPU (relative error max|cuda-cpu|/max|cpu|)", "",
            "| op | variant | output | rel err | tol | ok |", "|---|---|---|---|---|---|"]
-    md += ["| %s | %s | %s | %.2e | %.0e | %s |" % (r["op"], r["variant"], r["output"], r["rel_err"], r["tol"],
-                                                  "ok" if r["ok"] else "**FAIL**") for r in ops.get("results", [])]
+    def row(r):  # a compared output, or an op call that failed ("error": its message)
+        if "error" in r:
+            return "| %s | %s | %s | error: %s | | **FAIL** |" % (r["op"], r["variant"], r["output"],
+                                                                 r["error"].replace("|", "/"))
+        return "| %s | %s | %s | %.2e | %.0e | %s |" % (r["op"], r["variant"], r["output"], r["rel_err"], r["tol"],
+                                                       "ok" if r["ok"] else "**FAIL**")
+    md += [row(r) for r in ops.get("results", [])]
+    if ops.get("aborted"):
+        md += ["", "**The op test stopped early (a CHECK failed; see logs/ops.log).**"]
 md += ["", "Total time: %d s. Failed steps: %d." % (total, report["failed"])]
 with open(os.path.join(out, "report.md"), "w") as f:
     f.write("\n".join(md) + "\n")

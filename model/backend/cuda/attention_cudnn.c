@@ -12,7 +12,17 @@
  * a direction (fp32 compute, head dim not a multiple of 8, an engine missing for the shape or
  * this cuDNN version), that direction runs the fallback kernels instead; the refusal is logged
  * once per shape. Both paths save the same statistics, so a cuDNN forward pairs with a
- * fallback backward. cfg->attn_fallback forces the kernels for both. */
+ * fallback backward. cfg->attn_fallback forces the kernels for both.
+ *
+ * Attention-probability dropout (a non-NULL sv_drop, backend.h sv_be_attention_fwd_drop):
+ * both directions of such a call run the fallback kernels, whatever cuDNN would accept. cuDNN
+ * SDPA's own dropout draws its mask from its own Philox generator (seed and offset tensors),
+ * which cannot reproduce our mask sv_drop_mult(key, sample, (h T + i) T + j, keep): that mask is
+ * what makes the backward, activation recompute, the CPU backend and every world size agree.
+ * The pairing is therefore always fallback forward -> fallback backward: the forward saves the
+ * softmax log-sum-exp and writes O = (P M) v, which is exactly what the fallback backward with
+ * the same mask consumes (a cuDNN forward could not have produced that O). Calls without a
+ * mask (evaluation, rate 0) take the paths above unchanged. */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -273,21 +283,45 @@ static sv_status execute(sv_cuda_backend *cb, cudnnBackendDescriptor_t plan, int
     return SV_OK;
 }
 
-/* --attn-drop is a CPU-backend feature (docs/training.md "Model"); the trainer refuses it earlier. */
-static sv_status no_attn_drop(const sv_drop *drop) {
-    if (!drop) return SV_OK;
-    return SV_FAIL(SV_ERR_UNSUPPORTED,
-                   "attention-probability dropout (--attn-drop) is not implemented on the CUDA backend (cuDNN SDPA "
-                   "and the fallback kernel); use --device cpu or --attn-drop 0");
+/* The fallback kernels' dropout arguments: drop's mask, or keep 1 (plain kernels) for NULL. */
+static float drop_keep(const sv_drop *drop) { return drop ? drop->keep : 1.0f; }
+static uint64_t drop_key(const sv_drop *drop) { return drop ? drop->key : 0; }
+static uint64_t drop_sample0(const sv_drop *drop) { return drop ? drop->sample0 : 0; }
+
+/* Say once per backend that the masked attention runs the slower fallback kernels. */
+static void note_drop_route(sv_cuda_backend *cb) {
+    if (cb->attn_drop_noted || !cb->dnn) return;
+    cb->attn_drop_noted = 1;
+    SV_INFO("attention dropout: training attention runs the plain CUDA kernels (cuDNN SDPA's dropout draws "
+            "another mask); evaluation keeps cuDNN");
+}
+
+static sv_status fallback_fwd(sv_cuda_backend *cb, void *out, void *saved, const void *qkv, int B, int T, int D, int H,
+                              const sv_drop *drop) {
+    return sv_cuda_launch_check(sv_cuk_attn_fwd(cb->stream, cb->bf16, out, saved, qkv, B, T, D, H, drop_key(drop),
+                                                drop_sample0(drop), drop_keep(drop)),
+                                "attention forward (fallback)");
+}
+
+static sv_status fallback_bwd(sv_cuda_backend *cb, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
+                              const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop) {
+    return sv_cuda_launch_check(sv_cuk_attn_bwd(cb->stream, cb->bf16, d_qkv, d_out, qkv, out, saved, scratch, B, T, D,
+                                                H, drop_key(drop), drop_sample0(drop), drop_keep(drop)),
+                                "attention backward (fallback)");
 }
 
 sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
                                 int D, int H, const sv_drop *drop) {
-    SV_TRY(no_attn_drop(drop));
     sv_cuda_backend *cb = sv_cuda_be(be);
     (void)scratch;
     sv_cuda_attn_plan *p;
+    /* Planned with or without a mask: the shape's cuDNN plans and workspace are then made in the
+     * first training step as before (evaluation, without a mask, runs them). */
     SV_TRY(plan_for(cb, B, T, D, H, &p));
+    if (drop) { /* the mask exists only in the fallback kernels (file comment) */
+        note_drop_route(cb);
+        return fallback_fwd(cb, out, saved, qkv, B, T, D, H, drop);
+    }
     if (p->fwd && aligned16(qkv, out, saved, NULL)) {
         const char *base = qkv;
         size_t e = 2; /* bf16 bytes */
@@ -302,14 +336,14 @@ sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *sc
         sv_err_clear();
         plan_drop(&p->fwd, &p->fwd_keep);
     }
-    return sv_cuda_launch_check(sv_cuk_attn_fwd(cb->stream, cb->bf16, out, saved, qkv, B, T, D, H),
-                                "attention forward (fallback)");
+    return fallback_fwd(cb, out, saved, qkv, B, T, D, H, NULL);
 }
 
 sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
                                 const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop) {
-    SV_TRY(no_attn_drop(drop));
     sv_cuda_backend *cb = sv_cuda_be(be);
+    if (drop) /* the forward with this mask ran the fallback too (file comment) */
+        return fallback_bwd(cb, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H, drop);
     sv_cuda_attn_plan *p;
     SV_TRY(plan_for(cb, B, T, D, H, &p));
     if (p->bwd && aligned16(qkv, out, saved, d_out) && aligned16(d_qkv, NULL, NULL, NULL)) {
@@ -334,7 +368,5 @@ sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, cons
         sv_err_clear();
         plan_drop(&p->bwd, &p->bwd_keep);
     }
-    return sv_cuda_launch_check(
-        sv_cuk_attn_bwd(cb->stream, cb->bf16, d_qkv, d_out, qkv, out, saved, scratch, B, T, D, H),
-        "attention backward (fallback)");
+    return fallback_bwd(cb, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H, NULL);
 }

@@ -94,6 +94,7 @@ typedef struct sv_cuda_backend {
     void *dnn_ws;      /* cuDNN workspace: grown only when a new attention shape is planned */
     size_t dnn_ws_bytes;
     sv_cuda_attn_plan attn[SV_CUDA_ATTN_PLANS];
+    int attn_drop_noted; /* the "dropout runs the fallback kernels" note was logged */
 
     float *red; /* column-reduction partials (bias / LayerNorm grads), grown per new shape */
     size_t red_floats;
@@ -121,8 +122,8 @@ sv_status sv_cuda_linear_bwd(sv_backend *be, void *d_in, float *dW, float *db, v
 /* attention_cudnn.c */
 sv_status sv_cuda_attn_init(sv_cuda_backend *cb);
 void sv_cuda_attn_free(sv_cuda_backend *cb);
-/* drop: attention-probability dropout is not implemented here; non-NULL is refused
- * (SV_ERR_UNSUPPORTED) before anything is enqueued. */
+/* drop: attention-probability dropout (backend.h sv_be_attention_fwd_drop); a non-NULL drop runs
+ * both directions on the fallback kernels (attention_fallback.cu), never cuDNN. */
 sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
                                 int D, int H, const sv_drop *drop);
 sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,

@@ -88,12 +88,16 @@ cudaError_t sv_cuk_optim_elem(cudaStream_t s, int op, float *p, float *g, float 
 
 /* Plain attention (attention_fallback.cu). qkv (B,T,3D), out (B,T,D) compute dtype;
  * lse (B,H,T) f32 = natural-log log-sum-exp of the scaled scores per query row (the same
- * statistics cuDNN saves, so either backward can consume either forward's output). */
+ * statistics cuDNN saves, so without dropout either backward can consume either forward's
+ * output). drop_*: attention-probability dropout with the mask of backend.h
+ * sv_be_attention_fwd_drop (key, sample0, keep of its sv_drop); drop_keep >= 1 = no dropout,
+ * the plain kernels. A forward with dropout pairs only with a backward given the same mask. */
 cudaError_t sv_cuk_attn_fwd(cudaStream_t s, int bf16, void *out, float *lse, const void *qkv, int B, int T, int D,
-                            int H);
+                            int H, uint64_t drop_key, uint64_t drop_sample0, float drop_keep);
 /* d_qkv (B,T,3D) overwritten; rowdot: (B,H,T) f32 scratch. */
 cudaError_t sv_cuk_attn_bwd(cudaStream_t s, int bf16, void *d_qkv, const void *d_out, const void *qkv, const void *out,
-                            const float *lse, float *rowdot, int B, int T, int D, int H);
+                            const float *lse, float *rowdot, int B, int T, int D, int H, uint64_t drop_key,
+                            uint64_t drop_sample0, float drop_keep);
 
 #ifdef __cplusplus
 }
