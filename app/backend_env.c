@@ -11,5 +11,6 @@ void sv_backend_env_apply(sv_backend_config *bc) {
     if ((v = getenv("SHARDVIT_CPU_ATTN_GEMM"))) bc->cpu.attn_sgemm = !strcmp(v, "0");
     if ((v = getenv("SHARDVIT_CPU_FUSED_EPI"))) bc->cpu.unfused_epi = !strcmp(v, "0");
     if ((v = getenv("SHARDVIT_CPU_AMX_DENY"))) bc->cpu.amx_deny = !strcmp(v, "1");
-    if ((v = getenv("SHARDVIT_CPU_BF16_STORAGE"))) bc->cpu.f32_storage = !strcmp(v, "0") ? 1 : !strcmp(v, "1") ? -1 : 0;
+    if ((v = getenv("SHARDVIT_CPU_BF16_STORAGE"))) /* any other value: refused at creation */
+        bc->cpu.f32_storage = !strcmp(v, "0") ? 1 : !strcmp(v, "1") ? -1 : 2;
 }

@@ -5,7 +5,8 @@
 # the GEMMs sum in other orders, so bf16 roundings of the outputs differ now and then). Engines
 # the CPU lacks are skipped with a line naming them. On an AMX machine: the kernel refusing the
 # tile state (simulated) makes the automatic choice fall back to the next engine and log why, and
-# forcing amx-bf16 then fails with a clear error.
+# forcing amx-bf16 then fails with a clear error. bf16 storage and fp32 storage give the same
+# loss bits, and a bad SHARDVIT_CPU_BF16_STORAGE is refused.
 set -euo pipefail
 SV=$1
 tmp=$(mktemp -d)
@@ -78,4 +79,24 @@ if [ -f "$tmp/bf16-amx-bf16.loss" ]; then
 else
     echo "SKIP AMX refusal check: this CPU has no AMX-BF16"
 fi
+# bf16 storage (docs/backend_cpu.md "Storage"): with a bf16 engine the compute buffers are bf16
+# arrays by default; SHARDVIT_CPU_BF16_STORAGE=0 keeps fp32 arrays: the same loss bits either way
+for eng in amx-bf16 avx512-bf16; do
+    [ -f "$tmp/bf16-$eng.loss" ] || continue
+    grep -q "gemm $eng, attn $eng, bf16 storage" "$tmp/bf16-$eng.log" ||
+        { grep arena "$tmp/bf16-$eng.log"; echo "FAIL: $eng (bf16) does not use bf16 storage"; exit 1; }
+    SHARDVIT_CPU_BF16_STORAGE=0 SHARDVIT_CPU_GEMM=$eng "$SV" train $A --param-dtype bf16 --out "$tmp/f32s-$eng" \
+        >"$tmp/f32s-$eng.log" 2>&1 || { tail "$tmp/f32s-$eng.log"; echo "FAIL: fp32 storage run ($eng)"; exit 1; }
+    if grep -q "bf16 storage" "$tmp/f32s-$eng.log"; then echo "FAIL: SHARDVIT_CPU_BF16_STORAGE=0 ignored"; exit 1; fi
+    grep '"loss":' "$tmp/f32s-$eng/metrics.jsonl" | sed -E 's/.*"step":([0-9]+).*"loss":([0-9.eE+-]+).*/\1 \2/' \
+        >"$tmp/f32s-$eng.loss"
+    cmp -s "$tmp/bf16-$eng.loss" "$tmp/f32s-$eng.loss" ||
+        { echo "FAIL: $eng: bf16 and fp32 storage give different losses"; exit 1; }
+    echo "$eng: bf16 storage and fp32 storage give the same loss bits"
+done
+if SHARDVIT_CPU_BF16_STORAGE=yes "$SV" train $A --param-dtype bf16 --out "$tmp/badstore" >"$tmp/badstore.log" 2>&1; then
+    echo "FAIL: SHARDVIT_CPU_BF16_STORAGE=yes accepted"; exit 1
+fi
+grep -q "SHARDVIT_CPU_BF16_STORAGE must be 0 or 1" "$tmp/badstore.log" ||
+    { cat "$tmp/badstore.log"; echo "FAIL: unclear error for a bad SHARDVIT_CPU_BF16_STORAGE"; exit 1; }
 echo "ok: $ran engine/precision combinations"

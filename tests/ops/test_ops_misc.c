@@ -59,7 +59,8 @@ static void test_info_and_memory(void) {
     CHECK(strstr(sv_err_msg(), "SHARDVIT_CPU_GEMM=nope: unknown GEMM engine 'nope'") != NULL);
     CHECK(sv_be_sizes_query(&bg, 1, 2, 4, 2, &sz) == SV_ERR_UNSUPPORTED);
     sv_backend_config bs = {.device = SV_DEVICE_CPU, .cpu = {.f32_storage = 2}};
-    CHECK(sv_backend_create(&bs, &be) == SV_ERR_INVALID);
+    CHECK(sv_backend_create(&bs, &be) == SV_ERR_INVALID && be == NULL);
+    CHECK(strstr(sv_err_msg(), "SHARDVIT_CPU_BF16_STORAGE must be 0 or 1") != NULL);
     sv_backend_config bi = {.device = SV_DEVICE_CPU, .cpu = {.isa = "mmx"}};
     CHECK(sv_backend_create(&bi, &be) == SV_ERR_UNSUPPORTED && be == NULL);
     CHECK(strstr(sv_err_msg(), "SHARDVIT_CPU_ISA=mmx is not available") != NULL);
