@@ -127,6 +127,20 @@ static inline sv_status sv_cpu_row_fits(const sv_cpu_backend *c, const char *op,
 /* The value an op stores into a compute buffer: v itself (fp32) or its nearest bf16. */
 static inline float sv_cpu_store(int bf16, float v) { return bf16 ? sv_round_bf16(v) : v; }
 
+/* Element i of a compute buffer in either storage, for the ops whose loops are not in the kernel
+ * tables (losses, embedding, recipe ops): its fp32 value (exact), and storing v as every op
+ * stores it (sv_cpu_store; with bf16 storage the narrowing is that same rounding, so both
+ * storages hold the same value). One loop serves both storages. */
+static inline float sv_cpu_ld(const sv_cpu_backend *c, const void *p, size_t i) {
+    return c->act16 ? sv_bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+static inline void sv_cpu_st(const sv_cpu_backend *c, void *p, size_t i, float v) {
+    if (c->act16)
+        ((uint16_t *)p)[i] = sv_f32_to_bf16(v);
+    else
+        ((float *)p)[i] = sv_cpu_store(c->bf16, v);
+}
+
 /* Threads worth using for a loop of `work` scalar operations: forking costs a few
  * microseconds, so small loops stay on the calling thread. */
 static inline int sv_cpu_nt(const sv_cpu_backend *c, size_t work) {

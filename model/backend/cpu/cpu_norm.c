@@ -123,82 +123,35 @@ sv_status sv_cpu_check_labels(const char *op, const int32_t *labels, int B, int 
     return SV_OK;
 }
 
-/* act16 softmax_xent of sample b: the passes of the fp32 loop below (max, sum of exponentials,
- * loss, gradient), each walking the row in index order over widened chunks, so the row length is
- * not limited and every sum sees its terms in the same order. */
-static void xent_row16(const sv_cpu_backend *c, float *losses, void *d_logits, const void *logits,
-                       const int32_t *labels, const float *soft_targets, int b, int K, float smoothing,
-                       float grad_scale) {
-    _Alignas(64) float zs[SV_CPU_CHUNK], ds[SV_CPU_CHUNK];
-    const size_t r0 = (size_t)b * K, r1 = r0 + (size_t)K;
-    const float *st = soft_targets ? soft_targets + r0 : NULL;
-    float mx = sv_bf16_to_f32(((const uint16_t *)logits)[r0]); /* z[0] > mx below is false */
-    SV_CPU_CHUNKS(r0, r1, o, len, {
-        sv_cpu_widen(c, zs, logits, o, len);
-        for (size_t j = 0; j < len; j++) mx = zs[j] > mx ? zs[j] : mx;
-    });
-    double s = 0.0;
-    SV_CPU_CHUNKS(r0, r1, o, len, {
-        sv_cpu_widen(c, zs, logits, o, len);
-        for (size_t j = 0; j < len; j++) s += (double)expf(zs[j] - mx);
-    });
-    double lse = (double)mx + log(s);
-    double loss = 0.0;
-    SV_CPU_CHUNKS(r0, r1, o, len, {
-        sv_cpu_widen(c, zs, logits, o, len);
-        for (size_t j = 0; j < len; j++) {
-            int k = (int)(o - r0 + j);
-            float t = st ? st[k] : sv_smooth_target(k, labels[b], smoothing, K);
-            loss += (double)t * (lse - (double)zs[j]);
-        }
-    });
-    losses[b] = (float)loss;
-    if (!d_logits) return;
-    float inv = (float)(1.0 / s);
-    SV_CPU_CHUNKS(r0, r1, o, len, {
-        sv_cpu_widen(c, zs, logits, o, len);
-        for (size_t j = 0; j < len; j++) {
-            int k = (int)(o - r0 + j);
-            float t = st ? st[k] : sv_smooth_target(k, labels[b], smoothing, K);
-            ds[j] = sv_cpu_store(c->bf16, (expf(zs[j] - mx) * inv - t) * grad_scale);
-        }
-        sv_cpu_narrow(c, d_logits, o, ds, len);
-    });
-}
-
-sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits_, const void *logits_,
-                              const int32_t *labels, const float *soft_targets, int B, int K, float smoothing,
-                              float grad_scale) {
+/* Logits are read through sv_cpu_ld and d_logits written through sv_cpu_st (cpu_backend.h): one
+ * loop for both storages, walking each row in index order (no limit on the class count). */
+sv_status sv_cpu_softmax_xent(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
+                              const float *soft_targets, int B, int K, float smoothing, float grad_scale) {
     const sv_cpu_backend *c = sv_cpu(be);
-    float *d_logits = d_logits_;
-    const float *logits = logits_;
-    const int bf = c->bf16;
     SV_TRY(sv_cpu_check_labels("softmax_xent", labels, B, K));
 #pragma omp parallel for num_threads(sv_cpu_nt(c, (size_t)B *K * 8)) schedule(static)
     for (int b = 0; b < B; b++) {
-        if (c->act16) {
-            xent_row16(c, losses, d_logits_, logits_, labels, soft_targets, b, K, smoothing, grad_scale);
-            continue;
+        const size_t r = (size_t)b * K;
+        const float *st = soft_targets ? soft_targets + r : NULL;
+        float mx = sv_cpu_ld(c, logits, r);
+        for (int k = 1; k < K; k++) {
+            float z = sv_cpu_ld(c, logits, r + k);
+            mx = z > mx ? z : mx;
         }
-        const float *z = logits + (size_t)b * K;
-        const float *st = soft_targets ? soft_targets + (size_t)b * K : NULL;
-        float mx = z[0];
-        for (int k = 1; k < K; k++) mx = z[k] > mx ? z[k] : mx;
         double s = 0.0;
-        for (int k = 0; k < K; k++) s += (double)expf(z[k] - mx);
+        for (int k = 0; k < K; k++) s += (double)expf(sv_cpu_ld(c, logits, r + k) - mx);
         double lse = (double)mx + log(s);
         double loss = 0.0;
         for (int k = 0; k < K; k++) {
             float t = st ? st[k] : sv_smooth_target(k, labels[b], smoothing, K);
-            loss += (double)t * (lse - (double)z[k]);
+            loss += (double)t * (lse - (double)sv_cpu_ld(c, logits, r + k));
         }
         losses[b] = (float)loss;
         if (d_logits) {
-            float *d = d_logits + (size_t)b * K;
             float inv = (float)(1.0 / s);
             for (int k = 0; k < K; k++) {
                 float t = st ? st[k] : sv_smooth_target(k, labels[b], smoothing, K);
-                d[k] = sv_cpu_store(bf, (expf(z[k] - mx) * inv - t) * grad_scale);
+                sv_cpu_st(c, d_logits, r + k, (expf(sv_cpu_ld(c, logits, r + k) - mx) * inv - t) * grad_scale);
             }
         }
     }
