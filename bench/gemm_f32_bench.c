@@ -4,7 +4,9 @@
  * Usage: gemm_f32_bench [REPS] [SHAPE-FILTER | LAYOUT:M,N,K]
  *   Environment: GEMM_BENCH_ENGINES=name,name,... (default: all four engines);
  *   GEMM_BENCH_RUN_ONLY=1 times the engine's `run` alone (B packed once before the timing);
- *   GEMM_BENCH_NO_BLAS=1 skips OpenBLAS (for profiling an engine).
+ *   GEMM_BENCH_NO_BLAS=1 skips OpenBLAS (for profiling an engine);
+ *   GEMM_BENCH_BF16=1 hands the bf16 engines bf16 operands (sv_gemm_h16 views of the same values
+ *   rounded to bf16), as the CPU backend's bf16 storage does, instead of fp32 arrays to round.
  *   REPS: timed repetitions per case, the best is reported (default 7); the filter keeps the
  *   cases whose label contains the string (e.g. "1024", "fwd", "M=6400"); LAYOUT:M,N,K (LAYOUT
  *   fwd, din or dW) runs that one case instead.
@@ -49,37 +51,60 @@ typedef struct {
 /* Best time of reps calls of engine e (e == NULL: OpenBLAS) on one case. */
 static int g_run_only;
 
+/* GEMM_BENCH_BF16: bf16 copies of in, W, dout, used by the bf16 engines. */
+static const float *g_f[3];
+static uint16_t *g_h[3];
+static const sv_gemm_engine *g_e;
+
+static sv_gemm_mat mat(const float *p, size_t ld, int red_contig) {
+    for (int i = 0; i < 3; i++)
+        if (g_h[i] && g_e && g_e->bf16 && p == g_f[i]) return sv_gemm_h16(g_h[i], ld, red_contig);
+    return sv_gemm_f32(p, ld, red_contig);
+}
+
+static uint16_t *to_bf16(const float *f, size_t n) {
+    uint16_t *h = aligned_alloc(64, (n * 2 + 63) / 64 * 64);
+    if (!h) exit(1);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &f[i], 4);
+        h[i] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16); /* round to nearest even */
+    }
+    return h;
+}
+
 static double time_case(const sv_gemm_engine *e, const shape *s, const float *in, const float *W, const float *dout,
                         float *C, void *pack, void *scratch, int reps) {
     const int M = s->M, N = s->N, K = s->K;
     double best = 1e30;
+    g_e = e;
     if (e && g_run_only) {
         if (s->L == FWD)
-            e->pack(pack, sv_gemm_f32(W, (size_t)K, 1), N, K, 0, N);
+            e->pack(pack, mat(W, (size_t)K, 1), N, K, 0, N);
         else if (s->L == DIN)
-            e->pack(pack, sv_gemm_f32(W, (size_t)K, 0), K, N, 0, K);
+            e->pack(pack, mat(W, (size_t)K, 0), K, N, 0, K);
         else
-            e->pack(pack, sv_gemm_f32(in, (size_t)K, 0), K, M, 0, K);
+            e->pack(pack, mat(in, (size_t)K, 0), K, M, 0, K);
     }
     for (int it = 0; it < reps + 1; it++) { /* the first call warms caches and pages */
         double t0 = now();
         if (e && g_run_only) {
             if (s->L == FWD)
-                e->run(C, (size_t)N, sv_gemm_f32(in, (size_t)K, 1), M, pack, N, K, 0, scratch);
+                e->run(C, (size_t)N, mat(in, (size_t)K, 1), M, pack, N, K, 0, scratch);
             else if (s->L == DIN)
-                e->run(C, (size_t)K, sv_gemm_f32(dout, (size_t)N, 1), M, pack, K, N, 0, scratch);
+                e->run(C, (size_t)K, mat(dout, (size_t)N, 1), M, pack, K, N, 0, scratch);
             else
-                e->run(C, (size_t)K, sv_gemm_f32(dout, (size_t)N, 0), N, pack, K, M, 1, scratch);
+                e->run(C, (size_t)K, mat(dout, (size_t)N, 0), N, pack, K, M, 1, scratch);
         } else if (e) {
             if (s->L == FWD)
-                sv_gemm_engine_gemm(e, C, (size_t)N, sv_gemm_f32(in, (size_t)K, 1), M, sv_gemm_f32(W, (size_t)K, 1), N,
-                                    K, 0, pack, scratch);
+                sv_gemm_engine_gemm(e, C, (size_t)N, mat(in, (size_t)K, 1), M, mat(W, (size_t)K, 1), N, K, 0, pack,
+                                    scratch);
             else if (s->L == DIN)
-                sv_gemm_engine_gemm(e, C, (size_t)K, sv_gemm_f32(dout, (size_t)N, 1), M, sv_gemm_f32(W, (size_t)K, 0),
-                                    K, N, 0, pack, scratch);
+                sv_gemm_engine_gemm(e, C, (size_t)K, mat(dout, (size_t)N, 1), M, mat(W, (size_t)K, 0), K, N, 0, pack,
+                                    scratch);
             else
-                sv_gemm_engine_gemm(e, C, (size_t)K, sv_gemm_f32(dout, (size_t)N, 0), N, sv_gemm_f32(in, (size_t)K, 0),
-                                    K, M, 1, pack, scratch);
+                sv_gemm_engine_gemm(e, C, (size_t)K, mat(dout, (size_t)N, 0), N, mat(in, (size_t)K, 0), K, M, 1, pack,
+                                    scratch);
         } else {
             if (s->L == FWD)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.f, in, K, W, K, 0.f, C, N);
@@ -158,12 +183,17 @@ int main(int argc, char **argv) {
     for (int i = 0; i < ne; i++)
         if (eng[i]->scratch_bytes > maxs) maxs = eng[i]->scratch_bytes;
     float *in = randm(maxa, 1), *W = randm(maxa, 2), *dout = randm(maxa, 3), *C = randm(maxa, 4);
+    if (getenv("GEMM_BENCH_BF16") && atoi(getenv("GEMM_BENCH_BF16"))) {
+        g_f[0] = in, g_f[1] = W, g_f[2] = dout;
+        for (int i = 0; i < 3; i++) g_h[i] = to_bf16(g_f[i], maxa);
+    }
     void *pack = aligned_alloc(64, (maxp + 63) / 64 * 64), *scratch = aligned_alloc(64, (maxs + 63) / 64 * 64);
     if (!pack || !scratch) return 1;
     memset(pack, 0, maxp);
 
     printf("single thread, best of %d, GFLOP/s (%s); in-register peaks, GFLOP/s:", reps,
            g_run_only ? "engine run only, B packed before" : "packing included");
+    if (g_h[0]) printf("; bf16 engines read bf16 operands");
     for (int i = 0; i < ne; i++) printf(" %s %.1f", eng[i]->name, pk[i] * 1e-9);
     printf("\n%-28s", "case");
     for (int i = 0; i < ne; i++) printf(" %11s %5s", eng[i]->name, "%pk");
@@ -188,6 +218,7 @@ int main(int argc, char **argv) {
         printf(" %11.1f %8.2f\n", gb, gb > 0 ? best / gb : 0.0);
         fflush(stdout);
     }
+    for (int i = 0; i < 3; i++) free(g_h[i]);
     free(in), free(W), free(dout), free(C), free(pack), free(scratch);
     return 0;
 }

@@ -193,6 +193,24 @@ static void check_accumulate(void) {
     free(A), free(B), free(C1), free(C2), free(C3), free(pack), free(scratch);
 }
 
+/* A reduction in two calls, the second accumulating, equals one call bit for bit, at a size
+ * where amx-bf16 carries C in its packed buffer (C over 1 MiB, both parts longer than 256): the
+ * accumulating call must start the buffer from C. Split at a whole number of red_block. */
+static void check_accumulate_long(void) {
+    const int M = 1100, N = 333, K = 600, K1 = 320;
+    float *A = randm((size_t)M * K, 81, 1.0, 0), *B = randm((size_t)N * K, 82, 0.05, 0);
+    float *C1 = xalloc((size_t)M * N * 4), *C2 = xalloc((size_t)M * N * 4);
+    void *pack = xalloc(E->pack_bytes(N, K)), *scratch = xalloc(E->scratch_bytes);
+    E->pack(pack, sv_gemm_f32(B, (size_t)K, 1), N, K, 0, N);
+    E->run(C1, (size_t)N, sv_gemm_f32(A, (size_t)K, 1), M, pack, N, K, 0, scratch);
+    E->pack(pack, sv_gemm_f32(B, (size_t)K, 1), N, K1, 0, N);
+    E->run(C2, (size_t)N, sv_gemm_f32(A, (size_t)K, 1), M, pack, N, K1, 0, scratch);
+    E->pack(pack, sv_gemm_f32(B + K1, (size_t)K, 1), N, K - K1, 0, N);
+    E->run(C2, (size_t)N, sv_gemm_f32(A + K1, (size_t)K, 1), M, pack, N, K - K1, 1, scratch);
+    CHECK(memcmp(C1, C2, (size_t)M * N * 4) == 0);
+    free(A), free(B), free(C1), free(C2), free(pack), free(scratch);
+}
+
 /* Denormals are flushed: a denormal input counts as zero, and a result below FLT_MIN is zero
  * (VDPBF16PS ignores MXCSR). Normal inputs whose product is below FLT_MIN contribute zero. */
 static void check_denormals(void) {
@@ -483,7 +501,15 @@ static void check_engine(void) {
                                    {129, 95, 513}, {200, 192, 577}, {16, 48, 3},  {257, 64, 1}};
     /* real shapes: vit-28 (M = 3200 rows per rank), vit-ti16 / s16 (M = 16*197) */
     static const int real[][3] = {
-        {3200, 576, 192}, {3200, 768, 192}, {3200, 192, 768}, {3152, 1152, 384}, {3152, 384, 1536}};
+        {3200, 576, 192},
+        {3200, 768, 192},
+        {3200, 192, 768},
+        {3152, 1152, 384},
+        {3152, 384, 1536},
+        /* amx-bf16's blocked path (nt and nn: C over 1 MiB, reduction over 256): partial panels
+         * and strips, packed A (K = 600) and A read in place (K = 1024, last row block 16 rows) */
+        {1100, 333, 600},
+        {1040, 300, 1024}};
     uint64_t seed = 10;
     for (int L = 0; L < 3; L++) {
         for (size_t s = 0; s < sizeof small / sizeof small[0]; s++, seed += 3)
@@ -496,6 +522,7 @@ static void check_engine(void) {
         g_worst = 0;
     }
     check_accumulate();
+    check_accumulate_long();
     check_denormals();
     check_backend(1000, 96, 200);  /* rows split across 2 workers */
     check_backend(5000, 64, 840);  /* dW: packed `in` exceeds the pack buffer, reduction in chunks */

@@ -17,9 +17,14 @@
  * of scratch, in L2); inside a block, strip by strip of 32 rows (its A tiles, 16 KiB, stay in L1),
  * every 32-column panel of B (KC x 128 bytes = 16 KiB, streamed from L2): the kernel loads the C
  * block into tmm0..3 (or zeroes them on the first reduction block without accumulate), runs the
- * k-steps, stores it back in fp32. Blocks go row-block-outer (the packed weight stays in L2) or,
- * when C is small and the reduction long (dW), reduction-block-outer (C stays in L2); see
- * amx_run_ep. Partial tiles at the edges go through a 16 x 16 staging buffer on the stack.
+ * k-steps, stores it back in fp32. Three loop orders (amx_run_ep):
+ *  - one reduction block (the linear layers' K = 192): row blocks, C written once by the tiles;
+ *  - C small and the reduction long (dW): reduction-block-outer, C stays in L2 between blocks;
+ *  - otherwise, a long reduction over many rows (wide layers' forward and d_in, the 1024^3
+ *    calibration): amx_run_blocked carries C in a packed buffer (rows 128 bytes apart) across
+ *    the reduction blocks instead of in C itself, whose row stride can alias cache sets (1024
+ *    fp32 columns = 4 KiB: all 16 rows of a tile in one set) and which may not fit in L2.
+ * Partial tiles at the edges go through a 16 x 16 staging buffer on the stack.
  *
  * Numerics: every output is one fp32 accumulator (a tile element) adding k-steps of 32
  * products in reduction order; within a step the hardware adds the pairs in its fixed order.
@@ -67,6 +72,26 @@ enum {
 #else
     KC = SV_AMX_KC,
 #endif
+};
+
+/* The blocked path for long reductions (amx_run_blocked): A packed for the whole reduction of
+ * up to MB rows (at most A_BUDGET bytes), C accumulated in a packed buffer of MB x NB fp32
+ * (whole 32 x 32 blocks, 128-byte rows) over reduction blocks of KC pairs. */
+#ifndef SV_AMX_MB
+#define SV_AMX_MB 256
+#endif
+#ifndef SV_AMX_NB
+#define SV_AMX_NB 256
+#endif
+#ifndef SV_AMX_KB
+#define SV_AMX_KB 128
+#endif
+enum {
+    MB = SV_AMX_MB,         /* rows per block (multiple of 32) */
+    NB = SV_AMX_NB,         /* columns per block (multiple of NR) */
+    KB = SV_AMX_KB,         /* pairs per reduction block (multiple of KS) */
+    A_BUDGET = 512 * 1024,  /* bytes of packed A per block */
+    CB_BYTES = MB * NB * 4, /* the packed C block */
 };
 
 static long round_ks(long pairs) { return (pairs + KS - 1) / KS * KS; }
@@ -181,8 +206,7 @@ static ctile c_tile(float *C, size_t ldc, int mr, int nr, int ri, int ci, float 
     return (ctile){stage, 64, rows, cols};
 }
 
-static void stage_in(const ctile *t, const float *C, size_t ldc, int ri, int ci, int load) {
-    if (t->rows == 16 && t->cols == 16) return;
+static void stage_in_part(const ctile *t, const float *C, size_t ldc, int ri, int ci, int load) {
     const float *src = C + (size_t)16 * ri * ldc + 16 * ci;
     __mmask16 k = mask16(t->cols);
     for (int i = 0; i < 16; i++)
@@ -190,11 +214,21 @@ static void stage_in(const ctile *t, const float *C, size_t ldc, int ri, int ci,
                         load && i < t->rows ? _mm512_maskz_loadu_ps(k, src + (size_t)i * ldc) : _mm512_setzero_ps());
 }
 
-static void stage_out(const ctile *t, float *C, size_t ldc, int ri, int ci) {
-    if (t->rows == 16 && t->cols == 16) return;
+static void stage_out_part(const ctile *t, float *C, size_t ldc, int ri, int ci) {
     float *dst = C + (size_t)16 * ri * ldc + 16 * ci;
     __mmask16 k = mask16(t->cols);
     for (int i = 0; i < t->rows; i++) _mm512_mask_storeu_ps(dst + (size_t)i * ldc, k, _mm512_load_ps(t->p + 16 * i));
+}
+
+/* Staging of partial tiles only; whole tiles are read and written in place (the test inlined, so
+ * the kernel makes no call for them). */
+static inline __attribute__((always_inline)) void stage_in(const ctile *t, const float *C, size_t ldc, int ri, int ci,
+                                                           int load) {
+    if (t->rows != 16 || t->cols != 16) stage_in_part(t, C, ldc, ri, ci, load);
+}
+
+static inline __attribute__((always_inline)) void stage_out(const ctile *t, float *C, size_t ldc, int ri, int ci) {
+    if (t->rows != 16 || t->cols != 16) stage_out_part(t, C, ldc, ri, ci);
 }
 
 /* Where the A tiles of a block are: tile (group g of 16 rows, k-step s) starts at
@@ -257,6 +291,41 @@ static inline __attribute__((always_inline)) void kernel(long nks, const uint32_
     if (C2) stage_out(&t01, C, ldc, 0, 1);
     if (R2) stage_out(&t10, C, ldc, 1, 0);
     if (R2 && C2) stage_out(&t11, C, ldc, 1, 1);
+}
+
+/* The blocked path's kernel: a 32 x 32 block of the packed C buffer (whole tiles, rows 128 bytes
+ * apart), no staging; otherwise kernel(). R2: whether the second 16-row group exists. */
+static inline __attribute__((always_inline)) void kernel_cb(long nks, const uint32_t *a, size_t a2, size_t as,
+                                                            size_t ab, const uint32_t *b, float *cb, int load_c,
+                                                            int R2) {
+    if (load_c) {
+        _tile_loadd(0, cb, 128);
+        _tile_loadd(1, cb + 16, 128);
+        if (R2) _tile_loadd(2, cb + 512, 128);
+        if (R2) _tile_loadd(3, cb + 528, 128);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        if (R2) _tile_zero(2);
+        if (R2) _tile_zero(3);
+    }
+    for (long s = 0; s < nks; s++) {
+        const uint32_t *bs = b + (size_t)s * KS * NR;
+        _tile_loadd(4, a + (size_t)s * as, ab);
+        _tile_loadd(6, bs, NR * sizeof(uint32_t));
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(7, bs + 16, NR * sizeof(uint32_t));
+        _tile_dpbf16ps(1, 4, 7);
+        if (R2) {
+            _tile_loadd(5, a + a2 + (size_t)s * as, ab);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
+    }
+    _tile_stored(0, cb, 128);
+    _tile_stored(1, cb + 16, 128);
+    if (R2) _tile_stored(2, cb + 512, 128);
+    if (R2) _tile_stored(3, cb + 528, 128);
 }
 
 /* One A block (rows [i0, i0 + mc), k-steps [q0, q0 + nks * KS) of pairs, tiles at A) times
@@ -329,6 +398,72 @@ static atiles a_tiles(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0
     return (atiles){S, (size_t)nks * 256, 256, 64};
 }
 
+/* Rows of the block that A_BUDGET holds with the whole reduction packed (multiple of 32, at most
+ * MB); 0 when not even 32 rows fit (the reduction is then blocked with C in place). */
+static int blocked_rows(long rpa) {
+    long rows = (long)A_BUDGET / (rpa * (long)sizeof(uint32_t)) / 32 * 32;
+    return (int)(rows > MB ? MB : rows);
+}
+
+/* Long reductions with many rows (the forward and d_in of wide layers, the 1024^3 calibration):
+ * per block of mb rows, A packed once for the whole reduction; per block of NB columns, C is
+ * carried in the packed buffer CB (32 x 32 blocks of 4 KiB, rows 128 bytes apart: no cache-set
+ * aliasing whatever C's row stride, and in L2 together with the B slab) across reduction blocks
+ * of KC pairs, each strip's A tiles in L1 while the panels of the slab pass; the finished block
+ * is copied out to C (masked at the edges) and the block's rows go to the epilogue. Same
+ * k-steps in the same order per output as the other paths (C carried exactly in fp32): the same
+ * bits. */
+static void amx_run_blocked(float *C, size_t ldc, sv_gemm_mat A, int m, const uint32_t *pb, int n, int r,
+                            int accumulate, uint32_t *S, float *CB, int mb, const sv_gemm_epi *ep) {
+    const long rp = (r + 1) / 2, rpa = round_ks(rp), nks_all = rpa / KS;
+    for (int i0 = 0; i0 < m; i0 += mb) {
+        const int mc = m - i0 < mb ? m - i0 : mb;
+        const atiles at = a_tiles(S, A, r, i0, mc, 0, nks_all);
+        const int packed = at.s_words == 256 && at.row_bytes == 64;
+        for (int j0 = 0; j0 < n; j0 += NB) {
+            const int nc = n - j0 < NB ? n - j0 : NB, npan = (nc + NR - 1) / NR;
+            /* CB block (strip g, panel p) at CB + (g / 32 * npan + p) * 1024 */
+            if (accumulate)
+                for (int i = 0; i < mc; i++)
+                    for (int p = 0; p < npan; p++) {
+                        float *d = CB + ((size_t)(i / 32) * npan + p) * 1024 + (i % 32) * 32;
+                        const float *src = C + (size_t)(i0 + i) * ldc + j0 + p * NR;
+                        const int cols = nc - p * NR;
+                        _mm512_store_ps(d, _mm512_maskz_loadu_ps(mask16(cols), src));
+                        _mm512_store_ps(d + 16, _mm512_maskz_loadu_ps(mask16(cols - 16), src + 16));
+                    }
+            for (long q0 = 0; q0 < rp; q0 += KB) {
+                const long nks = round_ks(rp - q0 < KB ? rp - q0 : KB) / KS;
+                const int load_c = accumulate || q0 > 0;
+                for (int g = 0; g < mc; g += 32) {
+                    const int mr = mc - g < 32 ? mc - g : 32;
+                    const uint32_t *a = at.a + (size_t)(g / 16) * at.g_words + (size_t)(q0 / KS) * at.s_words;
+                    float *cb = CB + (size_t)(g / 32) * npan * 1024;
+                    for (int p = 0; p < npan; p++) {
+                        const uint32_t *bpan = pb + ((size_t)(j0 / NR + p) * rpa + q0) * NR;
+                        float *c = cb + p * 1024;
+                        if (packed && mr > 16)
+                            kernel_cb(nks, a, at.g_words, 256, 64, bpan, c, load_c, 1);
+                        else if (packed)
+                            kernel_cb(nks, a, at.g_words, 256, 64, bpan, c, load_c, 0);
+                        else /* direct A: whole 16-row groups */
+                            kernel_cb(nks, a, at.g_words, at.s_words, at.row_bytes, bpan, c, load_c, mr > 16);
+                    }
+                }
+            }
+            for (int i = 0; i < mc; i++)
+                for (int p = 0; p < npan; p++) {
+                    const float *src = CB + ((size_t)(i / 32) * npan + p) * 1024 + (i % 32) * 32;
+                    float *d = C + (size_t)(i0 + i) * ldc + j0 + p * NR;
+                    const int cols = nc - p * NR;
+                    _mm512_mask_storeu_ps(d, mask16(cols), _mm512_load_ps(src));
+                    _mm512_mask_storeu_ps(d + 16, mask16(cols - 16), _mm512_load_ps(src + 16));
+                }
+        }
+        if (ep) ep->fn(ep, i0, mc);
+    }
+}
+
 static void amx_run_ep(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_, int n, int r, int accumulate,
                        void *scratch, const sv_gemm_epi *ep) {
     const uint32_t *pb = pb_;
@@ -343,7 +478,10 @@ static void amx_run_ep(float *C, size_t ldc, sv_gemm_mat A, int m, const void *p
     _tile_loadconfig(&cfg);
     const long rp = (r + 1) / 2, rpa = round_ks(rp);
     const int c_resident = rp > KC && (size_t)m * (size_t)n * sizeof(float) <= SV_AMX_C_RESIDENT;
-    if (c_resident) {
+    const int mb = blocked_rows(rpa);
+    if (!c_resident && A.red_contig && rp > KB && mb >= 32) {
+        amx_run_blocked(C, ldc, A, m, pb, n, r, accumulate, S, (float *)(S + A_BUDGET / sizeof(uint32_t)), mb, ep);
+    } else if (c_resident) {
         for (long q0 = 0; q0 < rp; q0 += KC) {
             const long nks = round_ks(rp - q0 < KC ? rp - q0 : KC) / KS;
             const int last = q0 + KC >= rp;
@@ -398,7 +536,7 @@ const sv_gemm_engine sv_gemm_engine_amx_bf16 = {
     .red_block = 2 * KS, /* chunks of whole k-steps: the same k-steps, C carried exactly in fp32 */
     .available = amx_available,
     .pack_bytes = amx_pack_bytes,
-    .scratch_bytes = (size_t)MC * KC * sizeof(uint32_t),
+    .scratch_bytes = (size_t)A_BUDGET + CB_BYTES, /* >= MC x KC words for the other paths */
     .pack = amx_pack,
     .run = amx_run,
     .run_ep = amx_run_ep,
