@@ -26,8 +26,10 @@ run="$WORK/run"
 ARGS="train $TINY --steps 1000000 --comm-timeout $TO --out $run"
 # host 0's ranks 0, 1 report through mpiexec; host 1's ranks 2, 3 (hydra's MPMD form, -ppn 2)
 # write stderr into rank<R>.err and, once shardvit has exited, its status into rank<R>.rc
+# (written aside and renamed: the proxy may kill the wrapper mid-write, which must leave no
+# empty status file behind but no file at all, the "killed by the proxy" case below)
 "$HMPIEXEC" -n 2 "$SHARDVIT" $ARGS : \
-    -n 2 sh -c 'r=$PMI_RANK; "$0" "$@" 2>"'"$WORK"'/rank$r.err"; echo $? >"'"$WORK"'/rank$r.rc"' "$SHARDVIT" $ARGS \
+    -n 2 sh -c 'r=$PMI_RANK; "$0" "$@" 2>"'"$WORK"'/rank$r.err"; echo $? >"'"$WORK"'/rank$r.rc.part" && mv "'"$WORK"'/rank$r.rc.part" "'"$WORK"'/rank$r.rc"' "$SHARDVIT" $ARGS \
     >"$WORK/out" 2>&1 &
 mpid=$!
 for _ in $(seq 600); do
