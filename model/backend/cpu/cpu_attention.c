@@ -204,41 +204,72 @@ typedef struct bwd_ctx {
     const sv_drop *drop;
 } bwd_ctx;
 
-/* The bf16-storage engine path of one pair: each output GEMM goes through the fp32 stage and
- * is narrowed into d_qkv (the scale applied to the fp32 result, rounded once by the narrowing). */
-static void bwd_pair16(const sv_cpu_backend *c, int t, float *dS, void *pack, const bwd_ctx *x, int i,
-                       const float *Pd) {
+/* One pair on the attention GEMM engine, for either storage. Each output GEMM writes fp32:
+ * with fp32 storage into d_qkv itself (row stride 3D), then scaled / rounded in place; with bf16
+ * storage into the fp32 stage, scaled there and narrowed into d_qkv (rounded once by the
+ * narrowing). Operands are fp32 or bf16 views of the same values. */
+typedef struct pair_io {
+    const sv_cpu_backend *c;
+    float *stage; /* bf16 storage: (T, dh) fp32; fp32 storage: NULL */
+    int T, dh, ld;
+} pair_io;
+
+static sv_gemm_mat io_view(const pair_io *io, const void *p, size_t ld, int red_contig) {
+    return io->stage ? sv_gemm_h16(p, ld, red_contig) : sv_gemm_f32(p, ld, red_contig);
+}
+
+/* where an output GEMM writes (C, ldc) */
+static float *io_out(const pair_io *io, void *dst, size_t *ldc) {
+    *ldc = io->stage ? (size_t)io->dh : (size_t)io->ld;
+    return io->stage ? io->stage : (float *)dst;
+}
+
+/* the output GEMM's result -> dst: times `scale` unless it is 1, rounded to the compute dtype */
+static void io_finish(const pair_io *io, void *dst, float scale) {
+    const sv_cpu_backend *c = io->c;
+    if (!io->stage) {
+        if (scale != 1.0f)
+            scale_strided(c->bf16, dst, io->T, io->dh, io->ld, scale);
+        else
+            round_strided(c, dst, io->T, io->dh, io->ld);
+        return;
+    }
+    if (scale != 1.0f) scale_strided(0, io->stage, io->T, io->dh, io->dh, scale);
+    narrow_rows(c, dst, (size_t)io->ld, io->stage, io->T, io->dh);
+}
+
+static void bwd_pair_eng(const sv_cpu_backend *c, int t, float *dS, void *pack, const bwd_ctx *x, int i,
+                         const float *Pd) {
     const int T = x->T, D = x->D, H = x->H, dh = D / H, ld = 3 * D;
     const float scale = 1.0f / sqrtf((float)dh);
-    const size_t qoff = head_off(i, H, T, ld, dh), L = (size_t)ld;
-    const uint16_t *q = (const uint16_t *)x->qkv + qoff, *k = q + D, *v = q + 2 * D;
-    const uint16_t *dO = (const uint16_t *)x->d_out + head_off(i, H, T, D, dh);
-    uint16_t *dq = (uint16_t *)x->d_qkv + qoff, *dk = dq + D, *dv = dq + 2 * D;
-    float *stage = (float *)((char *)pack + pack_area_bytes(c->gemm, T, dh));
+    const size_t es = c->act16 ? 2 : 4, qoff = head_off(i, H, T, ld, dh), L = (size_t)ld;
+    const void *q = cat(x->qkv, qoff, es), *k = cat(q, D, es), *v = cat(q, 2 * (size_t)D, es);
+    const void *dO = cat(x->d_out, head_off(i, H, T, D, dh), es);
+    void *dq = (char *)x->d_qkv + qoff * es, *dk = (char *)dq + (size_t)D * es, *dv = (char *)dq + 2 * (size_t)D * es;
+    const pair_io io = {c, c->act16 ? (float *)((char *)pack + pack_area_bytes(c->gemm, T, dh)) : NULL, T, dh, ld};
     void *gs = sv_cpu_gemm_scratch(c, t);
-    const size_t dhs = (size_t)dh;
-    sv_gemm_engine_gemm(c->gemm, stage, dhs, sv_gemm_f32(Pd, (size_t)T, 0), T, sv_gemm_h16(dO, (size_t)D, 0), dh, T, 0,
+    size_t ldc;
+    float *C = io_out(&io, dv, &ldc);
+    sv_gemm_engine_gemm(c->gemm, C, ldc, sv_gemm_f32(Pd, (size_t)T, 0), T, io_view(&io, dO, (size_t)D, 0), dh, T, 0,
                         pack, gs);
-    narrow_rows(c, dv, L, stage, T, dh);
-    sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, sv_gemm_h16(dO, (size_t)D, 1), T, sv_gemm_h16(v, L, 1), T, dh, 0, pack,
-                        gs);
+    io_finish(&io, dv, 1.0f);
+    sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, io_view(&io, dO, (size_t)D, 1), T, io_view(&io, v, L, 1), T, dh, 0,
+                        pack, gs);
     if (x->drop) drop_tile(dS, dS, x->drop, i / H, i % H, T); /* dP = dP' * M */
     c->k->softmax_bwd_rows(dS, x->Pall + (size_t)i * T * T, T, T);
-    sv_gemm_engine_gemm(c->gemm, stage, dhs, sv_gemm_f32(dS, (size_t)T, 1), T, sv_gemm_h16(k, L, 0), dh, T, 0, pack,
-                        gs);
-    scale_strided(0, stage, T, dh, dh, scale);
-    narrow_rows(c, dq, L, stage, T, dh);
-    sv_gemm_engine_gemm(c->gemm, stage, dhs, sv_gemm_f32(dS, (size_t)T, 0), T, sv_gemm_h16(q, L, 0), dh, T, 0, pack,
-                        gs);
-    scale_strided(0, stage, T, dh, dh, scale);
-    narrow_rows(c, dk, L, stage, T, dh);
+    C = io_out(&io, dq, &ldc);
+    sv_gemm_engine_gemm(c->gemm, C, ldc, sv_gemm_f32(dS, (size_t)T, 1), T, io_view(&io, k, L, 0), dh, T, 0, pack, gs);
+    io_finish(&io, dq, scale);
+    C = io_out(&io, dk, &ldc);
+    sv_gemm_engine_gemm(c->gemm, C, ldc, sv_gemm_f32(dS, (size_t)T, 0), T, io_view(&io, q, L, 0), dh, T, 0, pack, gs);
+    io_finish(&io, dk, scale);
 }
 
 static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int i1) {
     const bwd_ctx *x = ctx;
     const sv_cpu_backend *c = x->c;
     const sv_drop *drop = x->drop;
-    const int T = x->T, D = x->D, H = x->H, bf = c->bf16, bfa = c->attn_gemm, dh = D / H, ld = 3 * D;
+    const int T = x->T, D = x->D, H = x->H, bfa = c->attn_gemm, dh = D / H, ld = 3 * D;
     const size_t es = c->act16 ? 2 : 4;
     const float scale = 1.0f / sqrtf((float)dh);
     for (int i = i0; i < i1; i++) {
@@ -254,38 +285,21 @@ static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int
             prefetch_rows(cat(x->d_out, head_off(i + 1, H, T, D, dh), es), T, dh, (size_t)D, es);
             prefetch_rows(P + (size_t)T * T, 1, T * T, 0, sizeof(float));
         }
-        if (c->act16) {
-            bwd_pair16(c, t, dS, pack, x, i, Pd);
+        if (bfa) {
+            bwd_pair_eng(c, t, dS, pack, x, i, Pd);
             continue;
         }
         const float *q = (const float *)x->qkv + qoff, *k = q + D, *v = q + 2 * D;
         float *dq = (float *)x->d_qkv + qoff, *dk = dq + D, *dv = dq + 2 * D;
         const float *dO = (const float *)x->d_out + head_off(i, H, T, D, dh);
-        if (bfa) {
-            void *gs = sv_cpu_gemm_scratch(c, t);
-            const size_t L = (size_t)ld;
-            sv_gemm_engine_gemm(c->gemm, dv, L, sv_gemm_f32(Pd, (size_t)T, 0), T, sv_gemm_f32(dO, (size_t)D, 0), dh, T,
-                                0, pack, gs);
-            sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, sv_gemm_f32(dO, (size_t)D, 1), T, sv_gemm_f32(v, L, 1), T, dh,
-                                0, pack, gs);
-            if (drop) drop_tile(dS, dS, drop, b, h, T); /* dP = dP' * M */
-            c->k->softmax_bwd_rows(dS, P, T, T);
-            sv_gemm_engine_gemm(c->gemm, dq, L, sv_gemm_f32(dS, (size_t)T, 1), T, sv_gemm_f32(k, L, 0), dh, T, 0, pack,
-                                gs);
-            sv_gemm_engine_gemm(c->gemm, dk, L, sv_gemm_f32(dS, (size_t)T, 0), T, sv_gemm_f32(q, L, 0), dh, T, 0, pack,
-                                gs);
-            scale_strided(bf, dq, T, dh, ld, scale);
-            scale_strided(bf, dk, T, dh, ld, scale);
-        } else {
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, Pd, T, dO, D, 0.0f, dv, ld);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld, 0.0f, dS, T);
-            if (drop) drop_tile(dS, dS, drop, b, h, T); /* dP = dP' * M */
-            c->k->softmax_bwd_rows(dS, P, T, T);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld, 0.0f, dq, ld);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld, 0.0f, dk, ld);
-            round_strided(c, dq, T, dh, ld);
-            round_strided(c, dk, T, dh, ld);
-        }
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, Pd, T, dO, D, 0.0f, dv, ld);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld, 0.0f, dS, T);
+        if (drop) drop_tile(dS, dS, drop, b, h, T); /* dP = dP' * M */
+        c->k->softmax_bwd_rows(dS, P, T, T);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld, 0.0f, dq, ld);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld, 0.0f, dk, ld);
+        round_strided(c, dq, T, dh, ld);
+        round_strided(c, dk, T, dh, ld);
         round_strided(c, dv, T, dh, ld);
     }
 }
