@@ -76,7 +76,7 @@ enum {
 
 /* The blocked path for long reductions (amx_run_blocked): A packed for the whole reduction of
  * up to MB rows (at most A_BUDGET bytes), C accumulated in a packed buffer of MB x NB fp32
- * (whole 32 x 32 blocks, 128-byte rows) over reduction blocks of KC pairs. */
+ * (whole 32 x 32 blocks, 128-byte rows) over reduction blocks of KB pairs. */
 #ifndef SV_AMX_MB
 #define SV_AMX_MB 256
 #endif
@@ -293,41 +293,6 @@ static inline __attribute__((always_inline)) void kernel(long nks, const uint32_
     if (R2 && C2) stage_out(&t11, C, ldc, 1, 1);
 }
 
-/* The blocked path's kernel: a 32 x 32 block of the packed C buffer (whole tiles, rows 128 bytes
- * apart), no staging; otherwise kernel(). R2: whether the second 16-row group exists. */
-static inline __attribute__((always_inline)) void kernel_cb(long nks, const uint32_t *a, size_t a2, size_t as,
-                                                            size_t ab, const uint32_t *b, float *cb, int load_c,
-                                                            int R2) {
-    if (load_c) {
-        _tile_loadd(0, cb, 128);
-        _tile_loadd(1, cb + 16, 128);
-        if (R2) _tile_loadd(2, cb + 512, 128);
-        if (R2) _tile_loadd(3, cb + 528, 128);
-    } else {
-        _tile_zero(0);
-        _tile_zero(1);
-        if (R2) _tile_zero(2);
-        if (R2) _tile_zero(3);
-    }
-    for (long s = 0; s < nks; s++) {
-        const uint32_t *bs = b + (size_t)s * KS * NR;
-        _tile_loadd(4, a + (size_t)s * as, ab);
-        _tile_loadd(6, bs, NR * sizeof(uint32_t));
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_loadd(7, bs + 16, NR * sizeof(uint32_t));
-        _tile_dpbf16ps(1, 4, 7);
-        if (R2) {
-            _tile_loadd(5, a + a2 + (size_t)s * as, ab);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-        }
-    }
-    _tile_stored(0, cb, 128);
-    _tile_stored(1, cb + 16, 128);
-    if (R2) _tile_stored(2, cb + 512, 128);
-    if (R2) _tile_stored(3, cb + 528, 128);
-}
-
 /* One A block (rows [i0, i0 + mc), k-steps [q0, q0 + nks * KS) of pairs, tiles at A) times
  * every panel of the packed B: strip by strip of 32 rows, each strip's tiles (nks KiB per 16
  * rows) staying in L1 while the panels of B stream past it from L2. `ep`: this is the last
@@ -409,7 +374,7 @@ static int blocked_rows(long rpa) {
  * per block of mb rows, A packed once for the whole reduction; per block of NB columns, C is
  * carried in the packed buffer CB (32 x 32 blocks of 4 KiB, rows 128 bytes apart: no cache-set
  * aliasing whatever C's row stride, and in L2 together with the B slab) across reduction blocks
- * of KC pairs, each strip's A tiles in L1 while the panels of the slab pass; the finished block
+ * of KB pairs, each strip's A tiles in L1 while the panels of the slab pass; the finished block
  * is copied out to C (masked at the edges) and the block's rows go to the epilogue. Same
  * k-steps in the same order per output as the other paths (C carried exactly in fp32): the same
  * bits. */
@@ -441,13 +406,15 @@ static void amx_run_blocked(float *C, size_t ldc, sv_gemm_mat A, int m, const ui
                     float *cb = CB + (size_t)(g / 32) * npan * 1024;
                     for (int p = 0; p < npan; p++) {
                         const uint32_t *bpan = pb + ((size_t)(j0 / NR + p) * rpa + q0) * NR;
+                        /* a 32 x 32 block of the buffer: whole tiles, rows 128 bytes apart */
                         float *c = cb + p * 1024;
                         if (packed && mr > 16)
-                            kernel_cb(nks, a, at.g_words, 256, 64, bpan, c, load_c, 1);
+                            kernel(nks, a, at.g_words, 256, 64, bpan, c, 32, 32, 32, load_c, 1, 1);
                         else if (packed)
-                            kernel_cb(nks, a, at.g_words, 256, 64, bpan, c, load_c, 0);
+                            kernel(nks, a, at.g_words, 256, 64, bpan, c, 32, 16, 32, load_c, 0, 1);
                         else /* direct A: whole 16-row groups */
-                            kernel_cb(nks, a, at.g_words, at.s_words, at.row_bytes, bpan, c, load_c, mr > 16);
+                            kernel(nks, a, at.g_words, at.s_words, at.row_bytes, bpan, c, 32, mr > 16 ? 32 : 16, 32,
+                                   load_c, mr > 16, 1);
                     }
                 }
             }
