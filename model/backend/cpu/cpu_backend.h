@@ -113,6 +113,21 @@ static inline float *sv_cpu_widen(const sv_cpu_backend *c, float *buf, const voi
 static inline void sv_cpu_narrow(const sv_cpu_backend *c, void *dst, size_t off, const float *buf, size_t n) {
     c->k->narrow((uint16_t *)dst + off, buf, n);
 }
+/* One loop for both storages: elements [off, off + n) of a compute buffer as fp32 values to read:
+ * the buffer itself with fp32 storage, buf holding them widened with bf16 storage. */
+static inline const float *sv_cpu_rd(const sv_cpu_backend *c, float *buf, const void *src, size_t off, size_t n) {
+    return c->act16 ? sv_cpu_widen(c, buf, src, off, n) : (const float *)src + off;
+}
+/* ... and to write: the buffer itself (fp32), or buf (bf16; holding the widened values when
+ * `load`, for ops that update in place) that sv_cpu_wr_end then narrows into the buffer. */
+static inline float *sv_cpu_wr(const sv_cpu_backend *c, float *buf, void *dst, size_t off, size_t n, int load) {
+    if (!c->act16) return (float *)dst + off;
+    if (load) sv_cpu_widen(c, buf, dst, off, n);
+    return buf;
+}
+static inline void sv_cpu_wr_end(const sv_cpu_backend *c, void *dst, size_t off, const float *buf, size_t n) {
+    if (c->act16) sv_cpu_narrow(c, dst, off, buf, n);
+}
 /* act16 row-wise ops widen whole rows onto the stack: SV_ERR_UNSUPPORTED naming `op` when a
  * row of `len` elements is longer than SV_CPU_ROW_MAX; SV_OK otherwise and without act16. */
 static inline sv_status sv_cpu_row_fits(const sv_cpu_backend *c, const char *op, int len) {

@@ -348,23 +348,22 @@ static void linear_bwd_eng16(const sv_cpu_backend *c, uint16_t *d_in, float *dW,
     }
 }
 
-/* GELU backward in place on bf16 d_out (columns [n0, n1) of every row, chunked on the stack)
- * and the bias-gradient column sums, in the order of the fp32-storage loop. */
-static void gelu_db16(const sv_cpu_backend *c, uint16_t *d_out, float *db, const uint16_t *pre, int M, int N, int n0,
-                      int n1) {
-    float d[SV_CPU_CHUNK], x[SV_CPU_CHUNK];
+/* GELU backward in place on d_out (columns [n0, n1) of every row, in stack chunks with bf16
+ * storage: sv_cpu_wr) and the bias-gradient column sums, each column summed in row order. */
+static void gelu_db_cols(const sv_cpu_backend *c, void *d_out, float *db, const void *pre, int M, int N, int n0,
+                         int n1) {
+    _Alignas(64) float ds[SV_CPU_CHUNK], xs[SV_CPU_CHUNK];
     for (int m = 0; m < M; m++)
-        for (int j0 = n0; j0 < n1; j0 += SV_CPU_CHUNK) {
-            size_t len = (size_t)(n1 - j0 < SV_CPU_CHUNK ? n1 - j0 : SV_CPU_CHUNK), off = (size_t)m * N + j0;
-            c->k->widen(d, d_out + off, len);
+        SV_CPU_CHUNKS(n0, n1, o, len, {
+            const size_t off = (size_t)m * N + o;
+            float *d = sv_cpu_wr(c, ds, d_out, off, len, 1);
             if (pre) {
-                c->k->widen(x, pre + off, len);
-                c->k->gelu_bwd(1, d, d, x, len);
-                c->k->narrow(d_out + off, d, len);
+                c->k->gelu_bwd(c->bf16, d, d, sv_cpu_rd(c, xs, pre, off, len), len);
+                sv_cpu_wr_end(c, d_out, off, d, len);
             }
             if (db)
-                for (size_t j = 0; j < len; j++) db[j0 + j] += d[j];
-        }
+                for (size_t j = 0; j < len; j++) db[o + j] += d[j];
+        });
 }
 
 sv_status sv_cpu_linear_fwd(sv_backend *be, void *out_, void *pre_gelu, const void *in_, const void *W_,
@@ -422,16 +421,7 @@ sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, v
             int nv = (N + 15) / 16;
             int n0 = 16 * (int)((long)nv * t / nt), n1 = 16 * (int)((long)nv * (t + 1) / nt);
             if (n1 > N) n1 = N;
-            if (c->act16) {
-                gelu_db16(c, d_out_, db, pre_gelu_, M, N, n0, n1);
-                continue;
-            }
-            for (int m = 0; m < M; m++) {
-                float *d = d_out + (size_t)m * N;
-                if (pre && n1 > n0) c->k->gelu_bwd(bf, d + n0, d + n0, pre + (size_t)m * N + n0, (size_t)(n1 - n0));
-                if (db)
-                    for (int n = n0; n < n1; n++) db[n] += d[n];
-            }
+            gelu_db_cols(c, d_out_, db, pre_gelu_, M, N, n0, n1);
         }
     }
     if (c->act16) {

@@ -6,62 +6,60 @@
 /* LayerNorm rows run in the ISA-dispatched kernels (cpu_kernels.h: 16 fixed summation lanes,
  * so every variant and every row split gives the same bits). */
 
-/* act16 (bf16 storage): the kernels run on whole rows widened onto the stack, one row per call
- * (each row's result does not depend on the rows around it); w and b are widened once per
- * worker. Rows longer than SV_CPU_ROW_MAX are refused (sv_cpu_row_fits). */
-static void ln_fwd_rows16(const sv_cpu_backend *c, void *out, float *mean, float *rstd, const void *x, const void *w,
-                          const void *b, size_t m0, size_t m1, int C) {
+/* Both storages run the same row loops: each row goes to the kernel through sv_cpu_rd / sv_cpu_wr
+ * (cpu_backend.h), as it is with fp32 storage, widened onto the stack with bf16 storage (each
+ * row's result does not depend on the rows around it); w and b are read once per worker. Rows
+ * longer than SV_CPU_ROW_MAX are refused with bf16 storage (sv_cpu_row_fits). */
+static void ln_fwd_rows(const sv_cpu_backend *c, void *out, float *mean, float *rstd, const void *x, const void *w,
+                        const void *b, size_t m0, size_t m1, int C) {
     _Alignas(64) float xs[SV_CPU_ROW_MAX], os[SV_CPU_ROW_MAX], ws[SV_CPU_ROW_MAX], bs[SV_CPU_ROW_MAX];
-    sv_cpu_widen(c, ws, w, 0, (size_t)C);
-    sv_cpu_widen(c, bs, b, 0, (size_t)C);
+    const float *wf = sv_cpu_rd(c, ws, w, 0, (size_t)C), *bf = sv_cpu_rd(c, bs, b, 0, (size_t)C);
     for (size_t m = m0; m < m1; m++) {
-        c->k->layernorm_fwd_rows(c->bf16, os, mean + m, rstd + m, sv_cpu_widen(c, xs, x, m * C, (size_t)C), ws, bs, 1,
-                                 C);
-        sv_cpu_narrow(c, out, m * C, os, (size_t)C);
+        float *o = sv_cpu_wr(c, os, out, m * C, (size_t)C, 0);
+        c->k->layernorm_fwd_rows(c->bf16, o, mean + m, rstd + m, sv_cpu_rd(c, xs, x, m * C, (size_t)C), wf, bf, 1, C);
+        sv_cpu_wr_end(c, out, m * C, o, (size_t)C);
     }
 }
 
-sv_status sv_cpu_layernorm_fwd(sv_backend *be, void *out_, float *mean, float *rstd, const void *x_, const void *w_,
-                               const void *b_, int M, int C) {
+sv_status sv_cpu_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd, const void *x, const void *w,
+                               const void *b, int M, int C) {
     const sv_cpu_backend *c = sv_cpu(be);
-    float *out = out_;
-    const float *x = x_, *w = w_, *b = b_;
     SV_TRY(sv_cpu_row_fits(c, "layernorm_fwd", C));
     const int nt = sv_cpu_nt(c, (size_t)M * C * 4);
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
     for (int t = 0; t < nt; t++) {
         size_t m0, m1;
         sv_cpu_range((size_t)M, nt, t, &m0, &m1);
-        if (m1 > m0 && c->act16)
-            ln_fwd_rows16(c, out_, mean, rstd, x_, w_, b_, m0, m1, C);
-        else if (m1 > m0)
-            c->k->layernorm_fwd_rows(c->bf16, out + m0 * C, mean + m0, rstd + m0, x + m0 * C, w, b, (int)(m1 - m0), C);
+        ln_fwd_rows(c, out, mean, rstd, x, w, b, m0, m1, C);
     }
     return SV_OK;
 }
 
-/* act16 rows [m0, m1) of the backward: d_x += the row's input gradient; with `params` also each
- * row's dw/db terms while it is widened (the single-worker order of the fp32 path). */
-static void ln_bwd_rows16(const sv_cpu_backend *c, void *d_x, float *dw, float *db, const void *dy, const void *x,
-                          const void *w, const float *mean, const float *rstd, size_t m0, size_t m1, int C,
-                          int params) {
+/* Rows [m0, m1) of the backward: d_x += the row's input gradient; with `params` also each row's
+ * dw/db terms while it is in cache (the single-worker order). */
+static void ln_bwd_rows(const sv_cpu_backend *c, void *d_x, float *dw, float *db, const void *dy, const void *x,
+                        const void *w, const float *mean, const float *rstd, size_t m0, size_t m1, int C, int params) {
     _Alignas(64) float dxs[SV_CPU_ROW_MAX], dys[SV_CPU_ROW_MAX], xs[SV_CPU_ROW_MAX], ws[SV_CPU_ROW_MAX];
-    sv_cpu_widen(c, ws, w, 0, (size_t)C);
+    const float *wf = sv_cpu_rd(c, ws, w, 0, (size_t)C);
     for (size_t m = m0; m < m1; m++) {
         const size_t off = m * C;
-        sv_cpu_widen(c, dys, dy, off, (size_t)C);
-        sv_cpu_widen(c, xs, x, off, (size_t)C);
-        c->k->layernorm_bwd_rows(c->bf16, sv_cpu_widen(c, dxs, d_x, off, (size_t)C), dys, xs, ws, mean + m, rstd + m, 1,
-                                 C);
-        sv_cpu_narrow(c, d_x, off, dxs, (size_t)C);
-        if (params) c->k->layernorm_bwd_params(dw, db, dys, xs, mean + m, rstd + m, 1, C, 0, C);
+        const float *dyf = sv_cpu_rd(c, dys, dy, off, (size_t)C), *xf = sv_cpu_rd(c, xs, x, off, (size_t)C);
+        float *dxf = sv_cpu_wr(c, dxs, d_x, off, (size_t)C, 1);
+        c->k->layernorm_bwd_rows(c->bf16, dxf, dyf, xf, wf, mean + m, rstd + m, 1, C);
+        sv_cpu_wr_end(c, d_x, off, dxf, (size_t)C);
+        if (params) c->k->layernorm_bwd_params(dw, db, dyf, xf, mean + m, rstd + m, 1, C, 0, C);
     }
 }
 
-/* act16 dw/db of columns [c0, c1): column chunks widened row by row, rows in order for every
- * column (the bits of layernorm_bwd_params over all rows). */
-static void ln_bwd_params16(const sv_cpu_backend *c, float *dw, float *db, const void *dy, const void *x,
-                            const float *mean, const float *rstd, int M, int C, int c0, int c1) {
+/* dw/db of columns [c0, c1), every column summed over the rows in row order: in one call over
+ * the buffers with fp32 storage; in column chunks widened row by row with bf16 storage (the
+ * same bits). */
+static void ln_bwd_params(const sv_cpu_backend *c, float *dw, float *db, const void *dy, const void *x,
+                          const float *mean, const float *rstd, int M, int C, int c0, int c1) {
+    if (!c->act16) {
+        c->k->layernorm_bwd_params(dw, db, dy, x, mean, rstd, M, C, c0, c1);
+        return;
+    }
     _Alignas(64) float dys[SV_CPU_CHUNK], xs[SV_CPU_CHUNK];
     SV_CPU_CHUNKS(c0, c1, o, len, {
         for (int m = 0; m < M; m++) {
@@ -72,34 +70,20 @@ static void ln_bwd_params16(const sv_cpu_backend *c, float *dw, float *db, const
     });
 }
 
-sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x_, float *dw, float *db, const void *d_out_, const void *x_,
-                               const void *w_, const float *mean, const float *rstd, int M, int C) {
+sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x, float *dw, float *db, const void *d_out, const void *x,
+                               const void *w, const float *mean, const float *rstd, int M, int C) {
     const sv_cpu_backend *c = sv_cpu(be);
-    float *d_x = d_x_;
-    const float *dy = d_out_, *x = x_, *w = w_;
     SV_TRY(sv_cpu_row_fits(c, "layernorm_bwd", C));
     const int nt = sv_cpu_nt(c, (size_t)M * C * 4);
-    if (nt == 1 && c->act16) {
-        ln_bwd_rows16(c, d_x_, dw, db, d_out_, x_, w_, mean, rstd, 0, (size_t)M, C, 1);
-        return SV_OK;
-    }
     if (nt == 1) { /* row by row: each row's d_x and its dw/db terms while it is in cache */
-        for (int m = 0; m < M; m++) {
-            size_t off = (size_t)m * C;
-            c->k->layernorm_bwd_rows(c->bf16, d_x + off, dy + off, x + off, w, mean + m, rstd + m, 1, C);
-            c->k->layernorm_bwd_params(dw, db, dy + off, x + off, mean + m, rstd + m, 1, C, 0, C);
-        }
+        ln_bwd_rows(c, d_x, dw, db, d_out, x, w, mean, rstd, 0, (size_t)M, C, 1);
         return SV_OK;
     }
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
     for (int t = 0; t < nt; t++) {
         size_t m0, m1;
         sv_cpu_range((size_t)M, nt, t, &m0, &m1);
-        if (m1 > m0 && c->act16)
-            ln_bwd_rows16(c, d_x_, NULL, NULL, d_out_, x_, w_, mean, rstd, m0, m1, C, 0);
-        else if (m1 > m0)
-            c->k->layernorm_bwd_rows(c->bf16, d_x + m0 * C, dy + m0 * C, x + m0 * C, w, mean + m0, rstd + m0,
-                                     (int)(m1 - m0), C);
+        ln_bwd_rows(c, d_x, NULL, NULL, d_out, x, w, mean, rstd, m0, m1, C, 0);
     }
     int ntc = C >= 32 * nt ? nt : 1;
 #pragma omp parallel for num_threads(ntc) schedule(static, 1)
@@ -107,10 +91,7 @@ sv_status sv_cpu_layernorm_bwd(sv_backend *be, void *d_x_, float *dw, float *db,
         int nv = (C + 15) / 16;
         int c0 = 16 * (int)((long)nv * t / ntc), c1 = 16 * (int)((long)nv * (t + 1) / ntc);
         if (c1 > C) c1 = C;
-        if (c->act16)
-            ln_bwd_params16(c, dw, db, d_out_, x_, mean, rstd, M, C, c0, c1);
-        else
-            c->k->layernorm_bwd_params(dw, db, dy, x, mean, rstd, M, C, c0, c1);
+        ln_bwd_params(c, dw, db, d_out, x, mean, rstd, M, C, c0, c1);
     }
     return SV_OK;
 }
