@@ -14,8 +14,7 @@ static void gelu_fwd_range(const sv_cpu_backend *c, void *out, const void *x, si
         sv_cpu_wr_end(c, out, o, y, len);
     });
 }
-static void gelu_bwd_range(const sv_cpu_backend *c, void *d_x, const void *d_out, const void *x, size_t a,
-                           size_t b) {
+static void gelu_bwd_range(const sv_cpu_backend *c, void *d_x, const void *d_out, const void *x, size_t a, size_t b) {
     _Alignas(64) float ds[SV_CPU_CHUNK], xs[SV_CPU_CHUNK];
     SV_CPU_CHUNKS(a, b, o, len, { /* d_x may alias d_out: each chunk is read before it is written */
                                   float *dx = sv_cpu_wr(c, ds, d_x, o, len, 0);
