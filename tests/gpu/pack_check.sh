@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# The archive of tests/gpu/pack.sh is self-contained: made from BUILD_DIR, unpacked into an empty
+# folder, and then
+#   pack_check.sh ldd BUILD_DIR   with LD_LIBRARY_PATH unset, every dependency of every packed
+#       binary and library resolves inside the archive's lib/, except the C runtime (glibc,
+#       libstdc++, libgcc_s: from the system) and the CUDA libraries (not shipped: not found, or
+#       found outside Debian's folders); every file carries an $ORIGIN run path; the packed
+#       run.sh (stages libs and device, on the CPU) uses the archive's binaries and lib/;
+#   pack_check.sh run BUILD_DIR   the unpacked binaries run in a chroot that holds only the
+#       archive and the C runtime, plus this machine's CUDA library folders bind-mounted and put
+#       on LD_LIBRARY_PATH, as tests/gpu/run.sh does on a GPU machine: `shardvit --version` reports
+#       the archive's libjpeg-turbo, a 3-step CPU training run loads the archive's OpenBLAS (and
+#       MPICH), gpu_ops_vs_cpu and gpu_comm_nccl start (0, or 77 without a GPU). Control: without
+#       LD_LIBRARY_PATH the same chroot cannot start shardvit (the host's libraries are really
+#       out of reach). Needs root and unshare -m (exit 77 otherwise).
+# Exit 77 when patchelf (for pack.sh) is missing.
+set -u
+[ $# -eq 2 ] && { [ "$1" = ldd ] || [ "$1" = run ]; } || { echo "usage: $0 ldd|run BUILD_DIR" >&2; exit 2; }
+MODE=$1 BUILD=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+command -v patchelf > /dev/null || { echo "SKIP: patchelf is not installed (scripts/setup.sh installs it)"; exit 77; }
+if [ "$MODE" = run ]; then
+    [ "$(id -u)" -eq 0 ] || { echo "SKIP: the chroot check needs root"; exit 77; }
+    unshare -m true 2> /dev/null || { echo "SKIP: unshare -m is not permitted here"; exit 77; }
+fi
+T=$(mktemp -d "${TMPDIR:-/tmp}/sv-pack-check.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+bash "$HERE/pack.sh" "$BUILD" "$T/a.tgz" > "$T/pack.log" 2>&1 || fail "pack.sh: $(tail -5 "$T/pack.log")"
+size=$(stat -c %s "$T/a.tgz")
+echo "archive: $size bytes"
+[ "$size" -lt $((60 * 1024 * 1024)) ] || fail "the archive is $size bytes, over 60 MiB"
+mkdir "$T/u"
+tar -xzf "$T/a.tgz" -C "$T/u" || fail "cannot unpack the archive"
+P=$T/u/shardvit-gpu
+for f in app/shardvit tests/gpu/gpu_ops_vs_cpu tests/gpu/run.sh tests/gpu/compare_losses.py tests/gpu/gpu_report.py \
+    build-info.txt; do
+    [ -s "$P/$f" ] || fail "the archive lacks $f"
+done
+[ ! -x "$BUILD/tests/gpu/gpu_comm_nccl" ] || [ -x "$P/tests/gpu/gpu_comm_nccl" ] || fail "the archive lacks gpu_comm_nccl"
+BINS=("$P/app/shardvit" "$P/tests/gpu/gpu_ops_vs_cpu")
+[ -x "$P/tests/gpu/gpu_comm_nccl" ] && BINS+=("$P/tests/gpu/gpu_comm_nccl")
+
+# the C runtime, which every Linux provides, and the CUDA libraries, which the GPU machine provides
+is_crt() {
+    case "$1" in
+        linux-vdso.so.1 | ld-linux-x86-64.so.2 | libc.so.6 | libm.so.6 | libmvec.so.1 | libpthread.so.0 | libdl.so.2 | \
+            librt.so.1 | libresolv.so.2 | libstdc++.so.6 | libgcc_s.so.1) return 0 ;;
+    esac
+    return 1
+}
+is_cuda() {
+    case "$1" in
+        libcuda.so.1 | libcudart.so.1[0-9] | libcublas.so.1[0-9] | libcublasLt.so.1[0-9] | libcudnn*.so.[0-9] | \
+            libnccl.so.2 | libnvrtc.so.1[0-9]) return 0 ;;
+    esac
+    return 1
+}
+deps() { # FILE: "name<TAB>path" per dependency, no LD_LIBRARY_PATH
+    env -u LD_LIBRARY_PATH ldd "$1" 2>&1 | awk '
+        $2 == "=>" && $3 == "not" { printf "%s\tnot found\n", $1; next }
+        $2 == "=>" { printf "%s\t%s\n", $1, $3; next }
+        $1 ~ /^\// { n = split($1, a, "/"); printf "%s\t%s\n", a[n], $1 }'
+}
+
+if [ "$MODE" = ldd ]; then
+    bad=0 in_lib=0 cuda_seen=0 n=0
+    for f in "${BINS[@]}" "$P"/lib/*; do
+        n=$((n + 1))
+        readelf -d "$f" | grep -qE '(RUNPATH|RPATH).*\$ORIGIN' || { echo "no \$ORIGIN run path: ${f#"$P"/}" >&2 && bad=1; }
+        while IFS=$'\t' read -r name path; do
+            real=$(readlink -f "$path" 2> /dev/null || echo "$path")
+            if is_crt "$name"; then
+                case "$real" in /lib/* | /usr/lib/* | /lib64/* | "") ;; *) echo "${f#"$P"/}: $name from $real" >&2 && bad=1 ;; esac
+            elif is_cuda "$name"; then
+                cuda_seen=1
+                case "$real" in
+                    /lib/x86_64-linux-gnu/* | /usr/lib/x86_64-linux-gnu/*)
+                        echo "${f#"$P"/}: CUDA library $name from Debian's $real" >&2 && bad=1 ;;
+                esac
+            elif [ "$path" = "not found" ]; then
+                echo "${f#"$P"/}: $name not found (not shipped, not a CUDA library)" >&2 && bad=1
+            else
+                case "$real" in
+                    "$P"/lib/*) in_lib=$((in_lib + 1)) ;;
+                    *) echo "${f#"$P"/}: $name resolves to $real, outside the archive's lib/" >&2 && bad=1 ;;
+                esac
+            fi
+        done < <(deps "$f")
+    done
+    for lib in "$P"/lib/*; do is_cuda "${lib##*/}" && echo "the archive ships the CUDA library ${lib##*/}" >&2 && bad=1; done
+    [ "$in_lib" -gt 0 ] || { echo "nothing resolved into the archive's lib/" >&2 && bad=1; }
+    [ $bad -eq 0 ] || fail "the archive is not self-contained (above)"
+    # the packed run.sh finds its binaries and lib/ in the archive
+    OUT=$T/report bash "$P/tests/gpu/run.sh" --device cpu --only libs,device --deadline 60 > "$T/run.log" 2>&1 ||
+        fail "the packed run.sh (libs, device on the CPU): $(tail -5 "$T/run.log")"
+    grep -q "^binaries: $P\$" "$T/report/environment.txt" || fail "the packed run.sh did not use the archive's binaries"
+    grep -qE "libopenblas.so.0 => $P/(app/\.\./)?lib/libopenblas.so.0" "$T/report/environment.txt" ||
+        fail "the packed run.sh's ldd does not show the archive's OpenBLAS"
+    echo "ok: $n files, $in_lib dependencies resolved inside lib/ ($(ls "$P"/lib | wc -l) libraries)," \
+        "CUDA libraries $([ $cuda_seen = 1 ] && echo "left to the GPU machine" || echo "not used (build without CUDA)")"
+    exit 0
+fi
+
+# ---- run: a chroot with the archive, the C runtime and (bind-mounted) the CUDA library folders ----
+CH=$T/root
+mkdir -p "$CH/opt" "$CH/lib/x86_64-linux-gnu" "$CH/lib64" "$CH/proc" "$CH/sys" "$CH/dev" "$CH/tmp"
+chmod 1777 "$CH/tmp"
+cp -a "$P" "$CH/opt/"
+cuda_dirs=()
+while IFS=$'\t' read -r name path; do
+    [ "$path" = "not found" ] && continue
+    if is_crt "$name"; then
+        case "$name" in
+            ld-linux-x86-64.so.2) cp -L "$path" "$CH/lib64/$name" ;;
+            linux-vdso.so.1) ;;
+            *) cp -L "$path" "$CH/lib/x86_64-linux-gnu/$name" ;;
+        esac
+    elif is_cuda "$name"; then
+        d=$(dirname "$(readlink -f "$path")")
+        [[ " ${cuda_dirs[*]} " == *" $d "* ]] || cuda_dirs+=("$d")
+    fi
+done < <(for b in "${BINS[@]}"; do deps "$b"; done | sort -u)
+[ -e "$CH/lib64/ld-linux-x86-64.so.2" ] || fail "no dynamic loader found for the chroot"
+[ ${#cuda_dirs[@]} -gt 0 ] || echo "note: the binaries use no CUDA library (build without CUDA)"
+# a CUDA folder that also held a shipped library would hide its absence from the archive
+for d in "${cuda_dirs[@]}"; do
+    for lib in "$P"/lib/*; do [ ! -e "$d/${lib##*/}" ] || fail "$d also holds ${lib##*/}: no proof it comes from the archive"; done
+done
+llp=""
+for i in "${!cuda_dirs[@]}"; do mkdir -p "$CH/cuda/$i" && llp="$llp${llp:+:}/cuda/$i"; done
+unshare -m bash -s "$CH" "$llp" "${cuda_dirs[@]}" > "$T/chroot.log" 2>&1 << 'EOF'
+CH=$1 LLP=$2
+shift 2
+for m in proc sys dev; do mount --bind "/$m" "$CH/$m" || exit 3; done
+i=0
+for d in "$@"; do mount --bind -o ro "$d" "$CH/cuda/$i" || exit 3; i=$((i + 1)); done
+SV=/opt/shardvit-gpu/app/shardvit
+env -u LD_LIBRARY_PATH chroot "$CH" "$SV" --version > "$CH/tmp/control.txt" 2>&1
+echo $? > "$CH/tmp/control.rc"
+export LD_LIBRARY_PATH=$LLP
+chroot "$CH" "$SV" --version > "$CH/tmp/version.txt" 2>&1
+echo $? > "$CH/tmp/version.rc"
+chroot "$CH" "$SV" train --device cpu --data synthetic --out /tmp/run --log-every 1 --seed 7 --workers 2 --model vit-28 \
+    --dim 32 --depth 1 --heads 2 --batch-size 16 --synth-samples 64 --steps 3 > "$CH/tmp/train.txt" 2>&1
+echo $? > "$CH/tmp/train.rc"
+chroot "$CH" /opt/shardvit-gpu/tests/gpu/gpu_ops_vs_cpu > "$CH/tmp/ops.txt" 2>&1
+echo $? > "$CH/tmp/ops.rc"
+if [ -x "$CH/opt/shardvit-gpu/tests/gpu/gpu_comm_nccl" ]; then
+    chroot "$CH" /opt/shardvit-gpu/tests/gpu/gpu_comm_nccl > "$CH/tmp/nccl.txt" 2>&1
+    echo $? > "$CH/tmp/nccl.rc"
+fi
+EOF
+rc=$?
+[ $rc -eq 0 ] || fail "the chroot could not be prepared (rc $rc): $(tail -3 "$T/chroot.log")"
+out() { cat "$CH/tmp/$1" 2> /dev/null; }
+show() { echo "--- $1 (rc $(out "$1.rc"))" && out "$1.txt" | tail -5; }
+
+if [ ${#cuda_dirs[@]} -gt 0 ]; then
+    [ "$(out control.rc)" != 0 ] && grep -q 'cannot open shared object file' "$CH/tmp/control.txt" ||
+        fail "control: shardvit started in the chroot without the CUDA folders: $(out control.txt | head -2)"
+    echo "control ok: $(head -1 "$CH/tmp/control.txt")"
+fi
+[ "$(out version.rc)" = 0 ] || { show version; fail "shardvit --version does not run from the archive"; }
+grep -q 'libjpeg-turbo: .*(/opt/shardvit-gpu/lib/libturbojpeg' "$CH/tmp/version.txt" ||
+    { show version; fail "shardvit --version does not report the archive's libjpeg-turbo"; }
+[ "$(out train.rc)" = 0 ] || { show train; fail "a CPU training run does not run from the archive"; }
+steps=$(grep -c '"step":' "$CH/tmp/run/metrics.jsonl" 2> /dev/null)
+[ "$steps" = 3 ] || fail "the training run logged ${steps:-no} steps, not 3"
+head -1 "$CH/tmp/run/metrics.jsonl" | grep -q '"openblas":{[^}]*"file":"/opt/shardvit-gpu/lib/' ||
+    fail "the training run did not load the archive's OpenBLAS: $(head -c 600 "$CH/tmp/run/metrics.jsonl")"
+if grep -q '"mpi":true' "$CH/tmp/run/metrics.jsonl"; then
+    head -1 "$CH/tmp/run/metrics.jsonl" | grep -q '"mpi":{[^}]*"file":"/opt/shardvit-gpu/lib/libmpich' ||
+        fail "the training run did not load the archive's MPICH"
+fi
+case "$(out ops.rc)" in 0 | 77) ;; *) show ops && fail "gpu_ops_vs_cpu does not start from the archive" ;; esac
+if [ -e "$CH/tmp/nccl.rc" ]; then
+    case "$(out nccl.rc)" in 0 | 77) ;; *) show nccl && fail "gpu_comm_nccl does not start from the archive" ;; esac
+fi
+echo "ok: in a chroot of the archive + the C runtime (+ CUDA folders: ${cuda_dirs[*]:-none}):" \
+    "--version, a 3-step CPU training run (archive's OpenBLAS), gpu_ops_vs_cpu rc $(out ops.rc)," \
+    "gpu_comm_nccl rc $(out nccl.rc || echo absent)"
