@@ -253,7 +253,6 @@ void sv_run_teardown(sv_run *r) {
     sv_trace_free(&r->trace);
     if (r->be) sv_be_free(r->be, r->dev_block);
     free(r->host_block);
-    free(r->host_losses);
     if (r->repl_comm) sv_comm_destroy(r->repl_comm);
     if (r->shard_comm) sv_comm_destroy(r->shard_comm);
     if (r->world_comm) sv_comm_destroy(r->world_comm);

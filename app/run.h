@@ -132,7 +132,6 @@ typedef struct sv_run {
     sv_run_batch batch;
     size_t bytes_fsdp, bytes_act, bytes_batch, bytes_total; /* arena regions, for the memory report */
     sv_trace trace;
-    float *host_losses; /* (micro_batch) per-sample losses of a micro-step, host (app/train_step.c) */
 } sv_run;
 
 /* Flags -> model, FSDP and backend configurations and the per-rank micro-batch (no side

@@ -1,7 +1,6 @@
 #include "app/train_step.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 /* --debug-nan-step/--debug-nan-rank, installed as the FSDP grad hook: at optimizer step
  * `step`, rank `rank` poisons the first element of the last unit's full gradient right before
@@ -18,6 +17,7 @@ static sv_status debug_nan_hook(void *ctx, sv_fsdp *f, int unit, float *grad, si
     (void)n;
     if (f->step != d->step || f->rank != d->rank || unit != f->L.n_units - 1) return SV_OK;
     float nanv = NAN;
+    SV_TRY(sv_fsdp_fence(f)); /* the upload synchronises the compute stream */
     return sv_be_upload(f->be, grad, &nanv, sizeof nanv);
 }
 
@@ -28,14 +28,16 @@ void sv_train_debug_nan(sv_run *r, long step, int rank) {
     r->fsdp.grad_hook_ctx = &g_debug_nan;
 }
 
-/* Sum of this rank's per-sample losses of the micro-step just run (host staging `host`). */
-static sv_status micro_loss_sum(sv_run *r, float *host, double *sum) {
-    const sv_vit *m = r->fsdp.model;
-    SV_TRY(sv_be_download(r->be, host, m->losses, (size_t)m->B * 4));
-    double s = 0;
-    for (int i = 0; i < m->B; i++) s += host[i];
-    *sum = s;
-    return SV_OK;
+/* Sum of this rank's per-sample losses of a step: `accum` micro-steps of B losses each (host),
+ * each micro-step summed in sample order, the micro-step sums in micro-step order. */
+static double step_loss_sum(const float *losses, int accum, int B) {
+    double total = 0;
+    for (int micro = 0; micro < accum; micro++) {
+        double s = 0;
+        for (int i = 0; i < B; i++) s += losses[(size_t)micro * (size_t)B + (size_t)i];
+        total += s;
+    }
+    return total;
 }
 
 double sv_run_comm_wait_s(const sv_run *r) {
@@ -57,10 +59,20 @@ sv_status sv_train_step(sv_run *r, const sv_optim_config *oc, float smoothing, i
     res->data_wait_s = 0;
     res->epoch = 0;
     SV_TRY(sv_fsdp_zero_grad(&r->fsdp));
-    /* the host staging of the losses: allocated on the first step, kept in r (freed by teardown) */
-    if (!r->host_losses && !(r->host_losses = malloc((size_t)r->fsdp.model->B * sizeof(float))))
-        return SV_FAIL(SV_ERR_OOM, "loss staging of %d floats", r->fsdp.model->B);
+    /* Each micro-step's per-sample losses go to their slot of a device buffer (a device copy:
+     * no host sync); the optimizer step downloads them with the gradient norm, in its one host
+     * synchronisation. */
+    const int B = r->fsdp.model->B;
+    float *losses;
+    SV_TRY(sv_fsdp_step_floats(&r->fsdp, (size_t)accum * (size_t)B, &losses));
+    sv_fsdp_mark before_prev_next = sv_fsdp_comm_mark(&r->fsdp);
     for (int micro = 0; micro < accum; micro++) {
+        /* `next` may wait for the device work enqueued before the previous `next` (see
+         * sv_micro_batch_fn): fence the collectives that work can wait on, so that a hung peer
+         * is a comm timeout there rather than a host blocked in the device runtime. No extra
+         * wait: only collectives of micro-steps <= micro - 2, which that wait covers anyway. */
+        SV_TRY(sv_fsdp_fence_to(&r->fsdp, before_prev_next));
+        before_prev_next = sv_fsdp_comm_mark(&r->fsdp);
         sv_micro_batch mb = {0};
         double tw = sv_now_s(), tw_us = tr ? sv_trace_now(tr) : 0;
         SV_TRY(next(ctx, micro, &mb));
@@ -68,11 +80,9 @@ sv_status sv_train_step(sv_run *r, const sv_optim_config *oc, float smoothing, i
         if (tr) sv_trace_add(tr, "data_wait", "data", SV_TRACE_DATA, -1, tw_us, sv_trace_now(tr));
         res->epoch = mb.epoch;
         sv_vit_set_batch(r->fsdp.model, 1, mb.epoch, mb.sample0);
-        double ls;
         SV_TRY(sv_fsdp_forward_backward(&r->fsdp, mb.images, mb.soft ? NULL : mb.labels, mb.soft, smoothing,
                                         1.0f / (float)batch_size, micro, accum));
-        SV_TRY(micro_loss_sum(r, r->host_losses, &ls));
-        res->loss_sum += ls;
+        SV_TRY(sv_be_copy(r->be, losses + (size_t)micro * (size_t)B, r->fsdp.model->losses, (size_t)B * 4));
     }
     sv_vit_set_batch(r->fsdp.model, 0, 0, 0); /* evaluation between steps runs without drops */
     double t0 = sv_now_s(), w0 = sv_run_comm_wait_s(r);
@@ -80,6 +90,8 @@ sv_status sv_train_step(sv_run *r, const sv_optim_config *oc, float smoothing, i
     if (tr) SV_TRY(sv_be_sync(r->be)); /* attribute queued device work to the optimizer */
     res->optim_s = sv_now_s() - t0;
     res->optim_wait_s = sv_run_comm_wait_s(r) - w0;
+    res->loss_sum = step_loss_sum(sv_fsdp_step_floats_host(&r->fsdp), accum, B);
+    /* host buffer: NCCL stages it and does not wait for the optimizer's queued kernels */
     SV_TRY(sv_comm_all_reduce_sync(r->world_comm, &res->loss_sum, 1, SV_COMM_F64, SV_COMM_SUM));
     return SV_OK;
 }

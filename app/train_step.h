@@ -1,5 +1,10 @@
 /* One FSDP training step (zero grads, forward/backward per micro-step, optimizer, global loss),
- * shared by `shardvit train` and `shardvit bench` so both time the very same sequence. */
+ * shared by `shardvit train` and `shardvit bench` so both time the very same sequence.
+ *
+ * Host synchronisation: one per step (two with LAMB), inside sv_fsdp_optimizer_step: the
+ * per-sample losses of every micro-step are copied on the device into the FSDP step-floats
+ * region and downloaded with the gradient-norm partials; nothing in the micro-steps waits for
+ * the device. */
 #ifndef SV_APP_TRAIN_STEP_H
 #define SV_APP_TRAIN_STEP_H
 
@@ -18,7 +23,9 @@ typedef struct sv_micro_batch {
 } sv_micro_batch;
 
 /* Fills *out for micro-step `micro` of the current step (loads, uploads). The pointers must
- * stay valid until the next call. */
+ * stay valid until the next call. It may wait on the host for the device work enqueued before
+ * its previous call (the trainer's feed fences its asynchronous uploads, which run after that
+ * work), not for later work. */
 typedef sv_status (*sv_micro_batch_fn)(void *ctx, int micro, sv_micro_batch *out);
 
 typedef struct sv_step_result {
@@ -27,8 +34,11 @@ typedef struct sv_step_result {
     int skipped;         /* 1: non-finite gradients, step skipped */
     uint64_t epoch;      /* epoch of the last micro-batch */
     double data_wait_s;  /* seconds this rank spent inside `next` */
-    double optim_s;      /* seconds in sv_fsdp_optimizer_step (device-synchronised when tracing) ... */
-    double optim_wait_s; /* ... of which blocked in sv_comm_wait (the grad-norm all-reduce) */
+    double optim_s;      /* seconds in sv_fsdp_optimizer_step (device-synchronised when tracing; on a GPU
+                          * it holds the step's one host sync, so it includes draining the queued
+                          * forward/backward) ... */
+    double optim_wait_s; /* ... of which blocked in sv_comm_wait / sv_comm_fence (the grad-norm
+                          * all-gather; on NCCL the fence of the step's collectives) */
 } sv_step_result;
 
 /* Seconds this rank has spent blocked in sv_comm_wait on the run's world, shard and replica

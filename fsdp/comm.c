@@ -118,6 +118,10 @@ void sv_comm_destroy(sv_comm *c) {
         SV_WARN("comm '%s' destroyed with %d collective(s) still in flight; abandoning them", c->label, busy);
         c->broken = 1;
     }
+    /* Collectives already waited on the device: let them finish (under the timeout) so the
+     * transport is torn down quiescent; a failure breaks the communicator (then aborted). */
+    if (c->ordered && !c->broken && sv_comm_fence(c) != SV_OK)
+        SV_WARN("comm '%s': device-side collectives did not finish before destroy: %s", c->label, sv_err_msg());
     c->ops->destroy(c);
 }
 
@@ -191,7 +195,11 @@ static void describe(const sv_comm *c, const sv_comm_slot *s, char *buf, size_t 
              s->kind == SV_COLL_BARRIER ? (size_t)0 : bytes, extra);
 }
 
-static void release_slot(sv_comm *c, const sv_comm_slot *s) { c->busy &= ~(1u << (unsigned)(s - c->slots)); }
+static void release_slot(sv_comm *c, const sv_comm_slot *s) {
+    uint32_t bit = 1u << (unsigned)(s - c->slots);
+    c->busy &= ~bit;
+    c->ordered &= ~bit;
+}
 
 static void finish_slot_at(sv_comm *c, sv_comm_slot *s, sv_status st, double now) {
     sv_comm_ring_entry *e = ring_of_slot(c, s);
@@ -204,8 +212,35 @@ static void finish_slot_at(sv_comm *c, sv_comm_slot *s, sv_status st, double now
 
 static void finish_slot(sv_comm *c, sv_comm_slot *s, sv_status st) { finish_slot_at(c, s, st, sv_now_s()); }
 
+/* Slot s failed with `st` (SV_ERR_TIMEOUT, or a library error whose message is current): break
+ * the communicator, dump the ring log and return the failure with a message naming the
+ * collective. */
+static sv_status fail_slot(sv_comm *c, sv_comm_slot *s, sv_status st) {
+    int device_side = (int)((c->ordered >> (unsigned)(s - c->slots)) & 1u);
+    char what[192], ranks[160];
+    describe(c, s, what, sizeof what);
+    format_world_ranks(c, ranks, sizeof ranks);
+    char msg[704];
+    if (st == SV_ERR_TIMEOUT)
+        snprintf(msg, sizeof msg,
+                 "%s on comm '%s' (%s, %d ranks: world ranks %s; this is rank %d) did not "
+                 "complete within %.3g s%s: some rank has not issued it (skipped or reordered "
+                 "collective) or has died; %s cannot tell which peer is missing",
+                 what, c->label, c->ops->name, c->size, ranks, c->rank, c->cfg.timeout_s,
+                 device_side ? " (waited on the device stream; checked by the host fence)" : "", c->ops->name);
+    else
+        snprintf(msg, sizeof msg, "%s on comm '%s' (%s, %d ranks: world ranks %s) failed: %s", what, c->label,
+                 c->ops->name, c->size, ranks, sv_err_msg());
+    sv_comm_ring_entry *e = ring_of_slot(c, s);
+    if (e) e->status = st;
+    c->broken = 1;
+    sv_comm_dump_log(c, msg);
+    return SV_FAIL(st, "%s", msg);
+}
+
 /* Poll slot `idx` until it completes (until_issued = 0) or until all its library calls are
- * issued (until_issued = 1). Timeout and library errors break the communicator. */
+ * issued (until_issued = 1). Timeout and library errors break the communicator. Also the host
+ * wait for a device-side (ordered) slot: sv_comm_fence, a full pool. */
 static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
     sv_comm_slot *s = &c->slots[idx];
     if (s->completed) { /* already finished during sv_comm_progress */
@@ -227,8 +262,8 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
         if (st != SV_OK) break;
         if (done) {
             now = sv_now_s();
+            if (!((c->ordered >> idx) & 1u)) c->last_complete = now; /* a wait, not a fence */
             finish_slot_at(c, s, SV_OK, now);
-            c->last_complete = now;
             break;
         }
         if (until_issued && !(c->ops->issue_pending && c->ops->issue_pending(c, idx))) break;
@@ -242,26 +277,53 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
     }
     if (st != SV_OK || !done) now = sv_now_s();
     c->stats.wait_seconds += now - start;
-    if (st == SV_OK) return SV_OK;
+    return st == SV_OK ? SV_OK : fail_slot(c, s, st);
+}
 
-    char what[192], ranks[160];
-    describe(c, s, what, sizeof what);
-    format_world_ranks(c, ranks, sizeof ranks);
-    char msg[640];
-    if (st == SV_ERR_TIMEOUT)
-        snprintf(msg, sizeof msg,
-                 "%s on comm '%s' (%s, %d ranks: world ranks %s; this is rank %d) did not "
-                 "complete within %.3g s: some rank has not issued it (skipped or reordered "
-                 "collective) or has died; %s cannot tell which peer is missing",
-                 what, c->label, c->ops->name, c->size, ranks, c->rank, c->cfg.timeout_s, c->ops->name);
-    else
-        snprintf(msg, sizeof msg, "%s on comm '%s' (%s, %d ranks: world ranks %s) failed: %s", what, c->label,
-                 c->ops->name, c->size, ranks, sv_err_msg());
-    sv_comm_ring_entry *e = ring_of_slot(c, s);
-    if (e) e->status = st;
-    c->broken = 1;
-    sv_comm_dump_log(c, msg);
-    return SV_FAIL(st, "%s", msg);
+/* The device-side slot with the oldest collective (lowest seq); c->ordered must be nonzero. */
+static int oldest_ordered(const sv_comm *c) {
+    int best = -1;
+    for (uint32_t m = c->ordered; m; m &= m - 1) {
+        int i = __builtin_ctz(m);
+        if (best < 0 || c->slots[i].seq < c->slots[best].seq) best = i;
+    }
+    return best;
+}
+
+/* Test every device-side slot once and release those done (a query: never waits). */
+static sv_status reap_ordered(sv_comm *c) {
+    for (uint32_t m = c->ordered; m; m &= m - 1) {
+        int i = __builtin_ctz(m), done = 0;
+        sv_status st = c->ops->test(c, i, &done);
+        if (st != SV_OK) return fail_slot(c, &c->slots[i], st);
+        if (done) finish_slot(c, &c->slots[i], SV_OK);
+    }
+    return SV_OK;
+}
+
+/* sv_comm_wait on a transport with `order`: one query; if the collective is already complete,
+ * retire it (no stream ordering needed), else let the transport order the compute stream after
+ * it and keep the slot as `ordered`. *retired = 0: the host has to wait (poll_slot). */
+static sv_status wait_device_side(sv_comm *c, int idx, int *retired) {
+    sv_comm_slot *s = &c->slots[idx];
+    int done = 0, ordered = 0;
+    *retired = 0;
+    if (s->completed) return SV_OK; /* poll_slot retires it without polling */
+    sv_status st = c->ops->test(c, idx, &done);
+    if (st == SV_OK && !done) st = c->ops->order(c, idx, &ordered);
+    if (st != SV_OK) return fail_slot(c, s, st);
+    double now = sv_now_s();
+    if (done) {
+        finish_slot_at(c, s, SV_OK, now);
+    } else if (ordered) {
+        c->busy &= ~(1u << (unsigned)idx);
+        c->ordered |= 1u << (unsigned)idx;
+    } else {
+        return SV_OK;
+    }
+    c->last_complete = now;
+    *retired = 1;
+    return SV_OK;
 }
 
 static sv_status drain_issue(sv_comm *c) {
@@ -299,10 +361,23 @@ static sv_status check_count(const sv_comm *c, const char *what, size_t count, s
     return SV_OK;
 }
 
+#define SLOT_MASK ((uint32_t)((1ull << SV_COMM_MAX_INFLIGHT) - 1))
+
+/* When every free slot is held by a device-side collective, release the finished ones; if none
+ * has finished, the host waits (under the timeout) for the oldest. This bounds how far the host
+ * runs ahead of the device: at most SV_COMM_MAX_INFLIGHT collectives. */
+static sv_status free_ordered_slot(sv_comm *c) {
+    if (!c->ordered || (~(c->busy | c->ordered) & SLOT_MASK)) return SV_OK;
+    SV_TRY(reap_ordered(c));
+    if (~(c->busy | c->ordered) & SLOT_MASK) return SV_OK;
+    return poll_slot(c, oldest_ordered(c), 0);
+}
+
 static sv_status issue(sv_comm *c, sv_comm_coll kind, void *recv, const void *send, size_t count, sv_comm_dtype dt,
                        sv_comm_op op, int root, sv_comm_req *req) {
     SV_TRY(drain_issue(c));
-    uint32_t free_slots = ~c->busy & (uint32_t)((1ull << SV_COMM_MAX_INFLIGHT) - 1);
+    SV_TRY(free_ordered_slot(c));
+    uint32_t free_slots = ~(c->busy | c->ordered) & SLOT_MASK;
     int idx = free_slots ? __builtin_ctz(free_slots) : -1;
     if (idx < 0)
         return SV_FAIL(SV_ERR_INVALID,
@@ -455,10 +530,28 @@ sv_status sv_comm_wait(sv_comm *c, sv_comm_req *req) {
                        "another communicator",
                        c->label, req->slot, (unsigned long long)req->seq);
     SV_TRY(check_usable(c, "wait"));
-    SV_TRY(poll_slot(c, req->slot, 0));
+    int retired = 0;
+    if (c->ops->order) SV_TRY(wait_device_side(c, req->slot, &retired));
+    if (!retired) SV_TRY(poll_slot(c, req->slot, 0));
     req->slot = -1;
     return SV_OK;
 }
+
+sv_status sv_comm_fence_to(sv_comm *c, uint64_t seq) {
+    SV_ASSERT(c);
+    if (!c->ordered) return SV_OK;
+    SV_TRY(check_usable(c, "fence"));
+    while (c->ordered) {
+        int i = oldest_ordered(c);
+        if (c->slots[i].seq > seq) break;
+        SV_TRY(poll_slot(c, i, 0));
+    }
+    return SV_OK;
+}
+
+sv_status sv_comm_fence(sv_comm *c) { return sv_comm_fence_to(c, UINT64_MAX); }
+
+uint64_t sv_comm_issued(const sv_comm *c) { return c->next_seq - 1; }
 
 /* ---- blocking conveniences and stats -------------------------------------------------------- */
 
@@ -500,7 +593,7 @@ sv_status sv_comm_progress(sv_comm *c) {
             s->completed = 1;
         }
     }
-    return SV_OK;
+    return reap_ordered(c);
 }
 
 double sv_comm_last_complete_time(const sv_comm *c) { return c->last_complete; }

@@ -12,13 +12,29 @@
  *   come from a fixed pool of SV_COMM_MAX_INFLIGHT slots (no allocation per collective);
  *   issuing with a full pool is a programmer error.
  * - Buffers must stay valid and untouched until the wait returns.
+ * - What "the wait returned" guarantees depends on where the collective runs:
+ *   MPI, local, and NCCL collectives with a host buffer (or a barrier): the host has seen it
+ *   finish; the buffers are final for the host.
+ *   NCCL on device buffers: the wait does not block the host. It makes the backend's compute
+ *   stream wait for the collective, so every op enqueued on that stream afterwards (including
+ *   sv_be_download) sees the result and may reuse the buffers; nothing else may (no host
+ *   access to those buffers except through the compute stream). The host learns of the
+ *   completion later: sv_comm_progress, sv_comm_fence, or an issue that finds the pool full.
+ *   If the host had already seen the collective complete, the wait orders nothing.
+ * - sv_comm_progress only queries (it never waits and never orders streams).
+ * - sv_comm_fence makes the host wait, under the timeout, for every collective whose wait was
+ *   device-side. Call it before a host synchronisation on the compute stream (a download), so a
+ *   hung peer becomes SV_ERR_TIMEOUT instead of a host blocked forever inside the device
+ *   runtime (fsdp/fsdp_optim.c does so once per optimizer step).
  * - `count` is in elements of `dtype`, per rank: all_gather sends `count` and receives
  *   size*count (rank r's contribution at offset r*count); reduce_scatter sends size*count and
  *   receives the reduced block r (`count` elements); all_reduce is in place.
  * - bf16 reductions (SV_COMM_BF16: uint16 storage) sum in fp32 and round the result to bf16.
- * - A wait that exceeds the communicator's timeout (seconds; 0 = wait forever) fails with
- *   SV_ERR_TIMEOUT after logging the ring log of recent collectives (issue/complete times,
- *   sizes, which are still pending) so a hang is diagnosable; app/ then aborts all ranks.
+ * - A wait or fence that exceeds the communicator's timeout (seconds; 0 = wait forever) fails
+ *   with SV_ERR_TIMEOUT after logging the ring log of recent collectives (issue/complete times,
+ *   sizes, which are still pending) so a hang is diagnosable; app/ then aborts all ranks. The
+ *   timeout counts from the start of that host wait; for a fence it therefore also covers the
+ *   device work queued ahead of the collectives (up to one step's compute on a GPU).
  * - A failed collective returns SV_ERR_COMM with the library's message. */
 #ifndef SV_FSDP_COMM_H
 #define SV_FSDP_COMM_H
@@ -58,7 +74,7 @@ typedef struct sv_comm_req {
 typedef struct sv_comm_stats {
     uint64_t all_gathers, reduce_scatters, all_reduces, broadcasts, barriers;
     uint64_t bytes_sent; /* payload bytes this rank contributed */
-    double wait_seconds; /* time spent blocked inside sv_comm_wait */
+    double wait_seconds; /* time spent blocked inside sv_comm_wait and sv_comm_fence */
 } sv_comm_stats;
 
 /* MPI world communicator. MPI must already be initialised by app/ (MPI_Init_thread with
@@ -96,12 +112,27 @@ sv_status sv_comm_wait(sv_comm *c, sv_comm_req *req);
 /* Drive in-flight collectives without blocking (MPI makes progress on nonblocking collectives
  * only inside MPI calls): tests every pending request once and issues queued chunks. The FSDP
  * engine calls it between layer ops so a prefetched all-gather or a reduce-scatter advances
- * while compute runs. A request completed here is retired by its sv_comm_wait as usual. */
+ * while compute runs. A request completed here is retired by its sv_comm_wait as usual (which
+ * then orders nothing on the device). Tests also the collectives whose wait was device-side
+ * and releases their slots when done. A query only: it never blocks the host or a stream. */
 sv_status sv_comm_progress(sv_comm *c);
+
+/* Host wait, under the communicator's timeout, until every collective whose sv_comm_wait was
+ * device-side (NCCL on device buffers) has completed; a no-op on transports whose waits are
+ * host waits (MPI, local) and when there are none. Timeout or failure: as sv_comm_wait (the
+ * ring log is dumped, the communicator is broken). sv_comm_destroy fences a healthy
+ * communicator itself. */
+sv_status sv_comm_fence(sv_comm *c);
+/* As sv_comm_fence, for the collectives with sequence number <= seq only (those issued up to
+ * the moment sv_comm_issued returned seq): what device work enqueued by then can wait on. */
+sv_status sv_comm_fence_to(sv_comm *c, uint64_t seq);
+/* Sequence number of the latest collective issued on c (0: none yet). */
+uint64_t sv_comm_issued(const sv_comm *c);
 
 /* When (CLOCK_MONOTONIC seconds, as sv_now_s) the request retired by the latest sv_comm_wait
  * actually completed: earlier than the wait when sv_comm_progress saw it finish. Traces use it
- * to show a collective's real span rather than issue-to-wait. */
+ * to show a collective's real span rather than issue-to-wait. After a device-side wait the host
+ * does not know yet; it is then the time of the wait. */
 double sv_comm_last_complete_time(const sv_comm *c);
 
 /* Blocking conveniences: issue + wait. */

@@ -5,7 +5,8 @@
  * - comm.c owns everything that is the same for every transport: argument checks, the request
  *   pool (SV_COMM_MAX_INFLIGHT slots with sequence numbers, stale-handle detection), the ring
  *   log, stats, the wait loop (poll + backoff + timeout), timeout messages and log dumps, the
- *   "broken" state after a timeout or error, and the ordering rule below.
+ *   "broken" state after a timeout or error, the ordering rule below, and the bookkeeping of
+ *   device-side waits (`order`, the `ordered` mask, sv_comm_fence).
  * - An implementation only starts and polls collectives described by a slot.
  *
  * Implementations: comm_mpi.c, comm_local.c, cuda/comm_nccl.c, and comm_sim.c (virtual time: the
@@ -98,6 +99,15 @@ typedef struct sv_comm_ops {
      * advances the clock to the collective's completion here, so the following `test` says
      * done and the wait lasts exactly the simulated exposed time. Real transports leave it NULL. */
     void (*wait_hint)(sv_comm *c, int slot);
+    /* Optional (NULL = the host always waits): device-side completion. Called by sv_comm_wait for
+     * a slot that `test` has just reported not done. Set *ordered = 1 after making every op the
+     * compute stream runs from now on wait for the collective (cuda/comm_nccl.c:
+     * cudaStreamWaitEvent); sv_comm_wait then returns at once and comm.c keeps the slot in
+     * `ordered` until a later `test` (sv_comm_progress, sv_comm_fence, a full pool) reports it
+     * done. Set *ordered = 0 when the host itself must see the collective finish (host buffers,
+     * barriers): comm.c then polls `test` as usual. `test` must never order streams; it only
+     * queries. */
+    sv_status (*order)(sv_comm *c, int slot, int *ordered);
 } sv_comm_ops;
 
 /* Base of every communicator (first member of the implementation's struct). */
@@ -116,6 +126,10 @@ struct sv_comm {
     uint64_t next_seq;
     uint64_t ring_next; /* total collectives ever logged; entry = ring[ring_next % N] */
     uint32_t busy;      /* bit i set while slots[i] holds an unretired collective */
+    /* bit i set while slots[i] holds a collective retired by sv_comm_wait through ops->order
+     * (device-side) whose completion the host has not seen yet; the slot is not reused until a
+     * `test` says done. Always 0 for transports without `order`. */
+    uint32_t ordered;
     sv_comm_slot slots[SV_COMM_MAX_INFLIGHT];
     sv_comm_ring_entry ring[SV_COMM_RING_LOG];
     sv_comm_stats stats;
@@ -133,7 +147,8 @@ void sv_comm_base_init(sv_comm *c, const sv_comm_ops *ops, const sv_comm_config 
  * sv_comm_nccl_create: cuda/comm_nccl.c in CUDA builds, comm_nccl_absent.c (returns
  *   SV_ERR_UNSUPPORTED) otherwise. It should bootstrap by MPI_Bcast of the ncclUniqueId over
  *   MPI_COMM_WORLD, issue on its own comm stream ordered against cfg->backend_stream with
- *   events, implement `test` with cudaEventQuery, and leave `issue_pending` NULL. */
+ *   events, implement `test` with cudaEventQuery (a query only), `order` with a stream wait,
+ *   and leave `issue_pending` NULL. */
 sv_status sv_comm_mpi_create(const sv_comm_config *cfg, sv_comm **out);
 sv_status sv_comm_local_create(const sv_comm_config *cfg, sv_comm **out);
 sv_status sv_comm_nccl_create(const sv_comm_config *cfg, sv_comm **out);

@@ -212,7 +212,30 @@ void sv_fsdp_attach(sv_fsdp *f, sv_vit *model, sv_trace *trace) {
     f->trace = trace;
 }
 
-void sv_fsdp_free(sv_fsdp *f) { sv_layout_free(&f->L); }
+void sv_fsdp_free(sv_fsdp *f) {
+    sv_fsdp_readback_release(f, &f->rb);
+    sv_fsdp_readback_release(f, &f->rb_lamb);
+    sv_layout_free(&f->L);
+}
+
+sv_fsdp_mark sv_fsdp_comm_mark(const sv_fsdp *f) {
+    return (sv_fsdp_mark){f->shard ? sv_comm_issued(f->shard) : 0, f->repl ? sv_comm_issued(f->repl) : 0};
+}
+
+sv_status sv_fsdp_fence_to(sv_fsdp *f, sv_fsdp_mark m) {
+    if (f->shard) SV_TRY(sv_comm_fence_to(f->shard, m.shard));
+    if (f->repl) SV_TRY(sv_comm_fence_to(f->repl, m.repl));
+    return SV_OK;
+}
+
+sv_status sv_fsdp_fence(sv_fsdp *f) { return sv_fsdp_fence_to(f, (sv_fsdp_mark){UINT64_MAX, UINT64_MAX}); }
+
+/* --trace: wait for the compute enqueued so far, to time a unit. The fence first (for the
+ * collectives issued up to `m`, which that compute can wait on), so a hung peer is a timeout. */
+static sv_status trace_sync(sv_fsdp *f, sv_fsdp_mark m) {
+    SV_TRY(sv_fsdp_fence_to(f, m));
+    return sv_be_sync(f->be);
+}
 
 size_t sv_fsdp_persistent_bytes(const sv_fsdp *f) {
     size_t n = 0;
@@ -505,7 +528,8 @@ static sv_status forward_blocks(sv_fsdp *f) {
     for (int u = 1; u < U; u++) {
         void *params;
         SV_TRY(wait_unshard(f, u, &params)); /* issued by the previous iteration (prefetch) */
-        SV_TRY(unshard(f, u + 1));           /* forward prefetch: issued before u computes */
+        sv_fsdp_mark before_prefetch = sv_fsdp_comm_mark(f);
+        SV_TRY(unshard(f, u + 1)); /* forward prefetch: issued before u computes */
         double t = tnow(f);
         for (int l = f->L.units[u].first_block; l <= f->L.units[u].last_block; l++) {
             sv_block_params bp;
@@ -513,7 +537,7 @@ static sv_status forward_blocks(sv_fsdp *f) {
             SV_TRY(sv_vit_block_fwd(f->model, l, &bp));
         }
         if (f->trace) {
-            SV_TRY(sv_be_sync(f->be));
+            SV_TRY(trace_sync(f, before_prefetch));
             sv_trace_add(f->trace, "forward", "compute", SV_TRACE_COMPUTE, u, t, sv_trace_now(f->trace));
         }
         if (f->reshard_after_forward) SV_TRY(reshard(f, u));
@@ -532,7 +556,8 @@ sv_status sv_fsdp_forward(sv_fsdp *f, const float *images) {
     /* no backward follows: reshard the root and whatever reshard_after_forward = 0 kept */
     for (int u = 0; u < f->L.n_units; u++)
         if (f->us[u].state == SV_UNIT_UNSHARDED) SV_TRY(reshard(f, u));
-    return SV_OK;
+    /* the caller downloads the logits next: a hung peer must be a timeout, not a stuck download */
+    return sv_fsdp_fence(f);
 }
 
 sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_t *labels, const float *soft,
@@ -562,9 +587,11 @@ sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_
     for (int u = U - 1; u >= 1; u--) {
         void *params;
         SV_TRY(wait_unshard(f, u, &params));
+        sv_fsdp_mark before_prefetch = sv_fsdp_comm_mark(f);
         if (u > 1) SV_TRY(unshard(f, u - 1)); /* BACKWARD_PRE: fetch u-1 before computing u */
         float *gbuf;
         SV_TRY(grad_acquire(f, u, last, &gbuf));
+        if (f->repl) before_prefetch.repl = sv_comm_issued(f->repl); /* u's compute follows its all-reduces */
         t = tnow(f);
         for (int l = f->L.units[u].last_block; l >= f->L.units[u].first_block; l--) {
             sv_block_params bp;
@@ -573,7 +600,7 @@ sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_
             SV_TRY(sv_vit_block_bwd(m, l, &bp, &bg));
         }
         if (f->trace) {
-            SV_TRY(sv_be_sync(f->be));
+            SV_TRY(trace_sync(f, before_prefetch));
             sv_trace_add(f->trace, "backward", "compute", SV_TRACE_COMPUTE, u, t, sv_trace_now(f->trace));
         }
         SV_TRY(post_backward(f, u)); /* reduce-scatter as soon as the unit's backward ends */

@@ -128,6 +128,14 @@ typedef struct sv_fsdp_mem {
     size_t ema;          /* fp32 weight-EMA shards (cfg.ema; carved last) */
 } sv_fsdp_mem;
 
+/* A small device block and its host copy for what the host reads once per optimizer step
+ * (fsdp_optim.c): allocated through the backend on first use, outside the arena (a few KiB). */
+typedef struct sv_fsdp_readback {
+    void *dev;  /* device block (sv_be_alloc) */
+    void *host; /* host copy (malloc) */
+    size_t cap; /* bytes of each */
+} sv_fsdp_readback;
+
 typedef struct sv_fsdp {
     sv_fsdp_config cfg;
     sv_backend *be;
@@ -153,6 +161,11 @@ typedef struct sv_fsdp {
     sv_fsdp_grad_hook grad_hook; /* optional (NULL) */
     void *grad_hook_ctx;
     long step; /* optimizer steps taken (incl. skipped) */
+    /* The optimizer step's one host synchronisation: [step_floats caller floats, padded to 8
+     * bytes | shard_size x n_units gradient sums of squares (double)], downloaded at once. */
+    sv_fsdp_readback rb;
+    size_t step_floats;
+    sv_fsdp_readback rb_lamb; /* LAMB's per-piece sums of squares (2 doubles per piece) */
 } sv_fsdp;
 
 /* Build the layout (no allocation of device memory yet). world/shard/repl communicators must
@@ -188,8 +201,20 @@ sv_status sv_fsdp_zero_grad(sv_fsdp *f);
  * f->model->losses (device). */
 sv_status sv_fsdp_forward_backward(sv_fsdp *f, const float *images, const int32_t *labels, const float *soft,
                                    float smoothing, float grad_scale, int micro, int n_micro);
-/* Forward only (evaluation): logits left in f->model->logits. */
+/* Forward only (evaluation): logits left in f->model->logits. Ends with sv_fsdp_fence, so the
+ * caller's download of the logits cannot block on a hung peer. */
 sv_status sv_fsdp_forward(sv_fsdp *f, const float *images);
+/* Host wait, under the comm timeout, for every collective of the shard and replica
+ * communicators that was waited on the device (sv_comm_fence; a no-op on MPI). Due before any
+ * host synchronisation on the compute stream that follows such waits. */
+sv_status sv_fsdp_fence(sv_fsdp *f);
+/* The collectives issued so far on the shard and replica communicators (sv_comm_issued), and
+ * the fence for those only: what device work enqueued up to the mark can wait on. */
+typedef struct sv_fsdp_mark {
+    uint64_t shard, repl;
+} sv_fsdp_mark;
+sv_fsdp_mark sv_fsdp_comm_mark(const sv_fsdp *f);
+sv_status sv_fsdp_fence_to(sv_fsdp *f, sv_fsdp_mark m);
 
 /* The update rule (fsdp/optim.h: names, SGD / Lion / LAMB on the shards). */
 typedef enum sv_opt_kind { SV_OPT_ADAMW = 0, SV_OPT_LAMB, SV_OPT_SGD, SV_OPT_LION } sv_opt_kind;
@@ -203,8 +228,24 @@ typedef struct sv_optim_config {
 } sv_optim_config;
 
 /* Global gradient norm (deterministic), non-finite check (skip: state untouched), clipping,
- * the update rule on the shards. *grad_norm: the pre-clip norm; *skipped: 1 when skipped. */
+ * the update rule on the shards. *grad_norm: the pre-clip norm; *skipped: 1 when skipped.
+ * Host synchronisation: exactly one (two with LAMB), where the host reads the gradient norm:
+ * the per-unit sums of squares stay on the device, are all-gathered there, the shard and replica
+ * communicators are fenced (sv_comm_fence: a hung peer is a timeout, not a hang), then one
+ * download brings the partials and the sv_fsdp_step_floats region to the host. */
 sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *grad_norm, int *skipped);
+
+/* Device room for `n` floats that every following sv_fsdp_optimizer_step downloads together
+ * with its gradient-norm partials, in its one host synchronisation (the trainer writes each
+ * micro-step's per-sample losses there). *dev stays valid until the next call; afterwards
+ * sv_fsdp_step_floats_host is the host copy of the last optimizer step's download. */
+sv_status sv_fsdp_step_floats(sv_fsdp *f, size_t n, float **dev);
+const float *sv_fsdp_step_floats_host(const sv_fsdp *f);
+
+/* Grow rb to `bytes` (device and host; contents are lost when it grows), or free it. Internal
+ * to fsdp/ (fsdp_optim.c, optim.c). */
+sv_status sv_fsdp_readback_reserve(sv_fsdp *f, sv_fsdp_readback *rb, size_t bytes);
+void sv_fsdp_readback_release(sv_fsdp *f, sv_fsdp_readback *rb);
 
 /* Bytes of persistent per-rank state (master + m + v + grad shards) by formula. */
 size_t sv_fsdp_persistent_bytes(const sv_fsdp *f);

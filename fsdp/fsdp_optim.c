@@ -35,25 +35,69 @@ static sv_status adamw_piece(void *vctx, sv_fsdp *f, int u, const sv_flat_entry 
     return sv_be_adamw(f->be, s->master + o, s->grad + o, s->m + o, s->v + o, p.count, &hp, wd);
 }
 
+/* ---- the step's readback ------------------------------------------------------------------ */
+
+sv_status sv_fsdp_readback_reserve(sv_fsdp *f, sv_fsdp_readback *rb, size_t bytes) {
+    if (rb->cap >= bytes) return SV_OK;
+    sv_fsdp_readback_release(f, rb);
+    SV_TRY(sv_be_alloc(f->be, bytes, &rb->dev));
+    if (!(rb->host = malloc(bytes))) return SV_FAIL(SV_ERR_OOM, "fsdp readback of %zu bytes", bytes);
+    rb->cap = bytes;
+    return SV_OK;
+}
+
+void sv_fsdp_readback_release(sv_fsdp *f, sv_fsdp_readback *rb) {
+    if (rb->dev) sv_be_free(f->be, rb->dev);
+    free(rb->host);
+    *rb = (sv_fsdp_readback){0};
+}
+
+/* Layout of f->rb: the caller's floats (padded to 8 bytes), then shard_size x n_units doubles. */
+static size_t floats_bytes(size_t n) { return (n * 4 + 7) & ~(size_t)7; }
+static size_t rb_bytes(const sv_fsdp *f, size_t n_floats) {
+    return floats_bytes(n_floats) + (size_t)f->shard_size * (size_t)f->L.n_units * sizeof(double);
+}
+
+sv_status sv_fsdp_step_floats(sv_fsdp *f, size_t n, float **dev) {
+    SV_TRY(sv_fsdp_readback_reserve(f, &f->rb, rb_bytes(f, n)));
+    f->step_floats = n;
+    *dev = f->rb.dev;
+    return SV_OK;
+}
+
+const float *sv_fsdp_step_floats_host(const sv_fsdp *f) { return f->rb.host; }
+
+/* Deterministic global norm: this rank's per-unit sums of squares, then every rank's, summed
+ * in unit order per rank and the ranks' partials in rank order (the same on all ranks,
+ * independent of the reduction algorithm). Replicas hold identical shards, so only the shard
+ * group sums. The sums stay on the device until the step's one download (with the caller's
+ * floats), after the all-gather and the fences. */
+static sv_status global_grad_norm(sv_fsdp *f, double *norm) {
+    size_t U = (size_t)f->L.n_units;
+    SV_TRY(sv_fsdp_readback_reserve(f, &f->rb, rb_bytes(f, f->step_floats)));
+    size_t off = floats_bytes(f->step_floats);
+    double *all = (double *)((char *)f->rb.dev + off), *mine = all + (size_t)f->shard_rank * U;
+    for (size_t u = 0; u < U; u++) SV_TRY(sv_be_sumsq_f32_dev(f->be, f->us[u].grad, f->L.units[u].shard, mine + u));
+    sv_comm_req req;
+    SV_TRY(sv_comm_all_gather(f->shard, all, mine, U, SV_COMM_F64, &req)); /* in place */
+    SV_TRY(sv_comm_wait(f->shard, &req));
+    SV_TRY(sv_fsdp_fence(f));
+    SV_TRY(sv_be_download(f->be, f->rb.host, f->rb.dev, rb_bytes(f, f->step_floats))); /* the host sync */
+    const double *h = (const double *)((const char *)f->rb.host + off);
+    double total = 0.0;
+    for (int r = 0; r < f->shard_size; r++) {
+        double partial = 0.0;
+        for (size_t u = 0; u < U; u++) partial += h[(size_t)r * U + u];
+        total += partial;
+    }
+    *norm = sqrt(total);
+    return SV_OK;
+}
+
 sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *grad_norm, int *skipped) {
     double t0 = f->trace ? sv_trace_now(f->trace) : 0.0;
-    /* Deterministic global norm: this rank's partial sums in unit order, then every rank's
-     * partial gathered and summed in rank order (the same on all ranks, independent of the
-     * reduction algorithm). Replicas hold identical shards, so only the shard group sums. */
-    double partial = 0.0;
-    for (int u = 0; u < f->L.n_units; u++) {
-        double s;
-        SV_TRY(sv_be_sumsq_f32(f->be, f->us[u].grad, f->L.units[u].shard, &s));
-        partial += s;
-    }
-    double parts[4096];
-    if (f->shard_size > 4096) return SV_FAIL(SV_ERR_UNSUPPORTED, "shard group of %d ranks", f->shard_size);
-    sv_comm_req req;
-    SV_TRY(sv_comm_all_gather(f->shard, parts, &partial, 1, SV_COMM_F64, &req));
-    SV_TRY(sv_comm_wait(f->shard, &req));
-    double total = 0.0;
-    for (int r = 0; r < f->shard_size; r++) total += parts[r];
-    double norm = sqrt(total);
+    double norm;
+    SV_TRY(global_grad_norm(f, &norm));
     *grad_norm = norm;
     long step = f->step++;
     if (!isfinite(norm)) {

@@ -59,14 +59,40 @@ static sv_status each_piece(sv_fsdp *f, const sv_optim_config *oc, int op, const
     return sv_fsdp_each_piece(f, rule_piece, &c);
 }
 
-/* Per-tensor partial sums of squares of the weights [2k] and of the update [2k + 1]. */
+/* Sums of squares of piece i's weights and update into dev[2i], dev[2i + 1] (device, no host
+ * sync); param[i] records the piece's tensor. */
+typedef struct norm_ctx {
+    double *dev;
+    int *param;
+    int n;
+} norm_ctx;
+
 static sv_status norm_piece(void *vctx, sv_fsdp *f, int u, const sv_flat_entry *e, sv_shard_piece p) {
-    double *loc = vctx, w2, u2;
-    SV_TRY(sv_be_sumsq_f32(f->be, f->us[u].master + p.shard_offset, p.count, &w2));
-    SV_TRY(sv_be_sumsq_f32(f->be, f->us[u].grad + p.shard_offset, p.count, &u2));
-    loc[2 * e->param] += w2;
-    loc[2 * e->param + 1] += u2;
+    norm_ctx *c = vctx;
+    SV_TRY(sv_be_sumsq_f32_dev(f->be, f->us[u].master + p.shard_offset, p.count, c->dev + 2 * c->n));
+    SV_TRY(sv_be_sumsq_f32_dev(f->be, f->us[u].grad + p.shard_offset, p.count, c->dev + 2 * c->n + 1));
+    c->param[c->n++] = e->param;
     return SV_OK;
+}
+
+/* Per-tensor partial sums of squares of the weights loc[2k] and of the update loc[2k + 1]: the
+ * pieces' sums computed on the device, downloaded at once (LAMB's one extra host sync), added
+ * per tensor in piece order. A rank holds at most one piece per tensor (n_params pieces). */
+static sv_status lamb_local_norms(sv_fsdp *f, double *loc) {
+    size_t n = (size_t)f->L.n_params;
+    norm_ctx c = {.param = malloc(n * sizeof(int))};
+    sv_status st = c.param ? sv_fsdp_readback_reserve(f, &f->rb_lamb, 2 * n * sizeof(double))
+                           : SV_FAIL(SV_ERR_OOM, "LAMB piece table of %zu tensors", n);
+    c.dev = f->rb_lamb.dev;
+    if (st == SV_OK) st = sv_fsdp_each_piece(f, norm_piece, &c);
+    if (st == SV_OK) st = sv_be_download(f->be, f->rb_lamb.host, c.dev, 2 * (size_t)c.n * sizeof(double));
+    const double *h = f->rb_lamb.host;
+    for (int i = 0; i < c.n && st == SV_OK; i++) {
+        loc[2 * c.param[i]] += h[2 * i];
+        loc[2 * c.param[i] + 1] += h[2 * i + 1];
+    }
+    free(c.param);
+    return st;
 }
 
 /* LAMB's trust ratio of every tensor from the per-tensor squared norms of the weights and of the
@@ -77,7 +103,7 @@ static sv_status lamb_trust(sv_fsdp *f, const sv_optim_config *oc, float *trust)
     double *loc = calloc((size_t)2 * n, sizeof *loc);
     double *all = malloc((size_t)2 * n * (size_t)f->shard_size * sizeof *all);
     sv_status st = loc && all ? SV_OK : SV_FAIL(SV_ERR_OOM, "LAMB norm partials of %d tensors", n);
-    if (st == SV_OK) st = sv_fsdp_each_piece(f, norm_piece, loc);
+    if (st == SV_OK) st = lamb_local_norms(f, loc);
     sv_comm_req req;
     if (st == SV_OK) st = sv_comm_all_gather(f->shard, all, loc, (size_t)2 * n, SV_COMM_F64, &req);
     if (st == SV_OK) st = sv_comm_wait(f->shard, &req);

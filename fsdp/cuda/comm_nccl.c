@@ -6,20 +6,32 @@
  *          wait on it, enqueue the NCCL call on the comm stream, record `done` there. So the
  *          collective sees everything compute enqueued before the issue, and compute enqueued
  *          after the issue runs concurrently with it (this is what makes prefetch overlap).
- *   test:  on the first test of a slot, make the compute stream wait on `done`, so compute
- *          enqueued after the wait sees the result; then poll `done` with cudaEventQuery.
- *          While it is pending, ncclCommGetAsyncError is polled so an asynchronous NCCL error
- *          becomes SV_ERR_COMM at once; comm.c enforces the timeout. A broken communicator
- *          (timeout or error) is torn down with ncclCommAbort, which also frees ranks stuck in
- *          NCCL kernels; a healthy one with ncclCommDestroy.
+ *          A collective on host buffers only reads and writes host memory: it does not wait
+ *          for compute (no `ready`), so e.g. the trainer's loss all-reduce never waits for the
+ *          optimizer kernels queued before it.
+ *   test:  a query only: cudaEventQuery on `done`, and while it is pending
+ *          ncclCommGetAsyncError, so an asynchronous NCCL error becomes SV_ERR_COMM at once.
+ *          It never orders streams: sv_comm_progress calls it after every layer op, and the
+ *          compute of unit u must not wait for the prefetch of unit u+1.
+ *   order: sv_comm_wait on a collective not yet seen complete: the compute stream waits on
+ *          `done` (cudaStreamWaitEvent) and the host returns at once; compute enqueued after the
+ *          wait sees the result. Collectives with a host buffer, and barriers, must complete on
+ *          the host: order declines them and comm.c polls `test` under the timeout.
+ *   comm.c keeps device-waited slots until a `test` reports them done; the host checks them
+ *   under the timeout in sv_comm_fence (the FSDP optimizer step fences before its one host
+ *   synchronisation) and when the request pool is full. A broken communicator (timeout or
+ *   error) is torn down with ncclCommAbort, which also frees ranks stuck in NCCL kernels; a
+ *   healthy one with ncclCommDestroy.
  * Every NCCL call is issued at once (no chunking), so issue_pending stays NULL.
  *
- * Host buffers (the trainer's loss sum, the optimizer's per-rank norm partials, full-parameter
- * gathers for export) are staged through a per-slot device buffer: copied in on the comm stream
- * before the NCCL call and back out after it, before `done` is recorded. The staging buffer
- * grows on first use of a larger size only, so a training step allocates nothing after its
- * first iteration. Copies from/to pageable memory make the issue block like a synchronous
- * call; those collectives are tiny and waited on at once anyway.
+ * Host buffers (the trainer's loss sum, LAMB's per-tensor norm partials, full-parameter gathers
+ * for export) are staged per slot through pinned host memory and a device buffer: at issue the
+ * input is copied (host memcpy) into the pinned stage and from there to the device stage on the
+ * comm stream, the NCCL call runs on the device stage, the output goes back to the pinned stage
+ * on the comm stream, and the `test` that sees `done` copies it into the caller's buffer. So no
+ * CUDA call blocks on pageable memory, and a hung peer surfaces as SV_ERR_TIMEOUT of the wait.
+ * Both stages grow on first use of a larger size only, so a training step allocates nothing
+ * after its first iteration.
  *
  * bf16 reductions use ncclBfloat16: NCCL adds in fp32 per step but stores bf16 between ring
  * steps, so a world of W ranks rounds up to W-1 times (comm_mpi.c rounds once). Barrier is a
@@ -42,11 +54,15 @@ typedef struct sv_comm_nccl {
     cudaStream_t compute; /* borrowed from the backend */
     cudaStream_t stream;  /* owned comm stream */
     cudaEvent_t ready[SV_COMM_MAX_INFLIGHT], done[SV_COMM_MAX_INFLIGHT];
-    int ordered[SV_COMM_MAX_INFLIGHT]; /* compute already waits on done[slot] */
-    float *barrier_word;               /* device scratch for barriers */
-    void *stage[SV_COMM_MAX_INFLIGHT]; /* device staging for host buffers, per slot */
+    float *barrier_word; /* device scratch for barriers */
+    /* Staging of host buffers, per slot: device and pinned host blocks of the same capacity,
+     * laid out as [send bytes | recv bytes]. */
+    void *stage[SV_COMM_MAX_INFLIGHT], *hstage[SV_COMM_MAX_INFLIGHT];
     size_t stage_cap[SV_COMM_MAX_INFLIGHT];
-    int *world_ranks; /* owned; NULL for split communicators */
+    int host_wait[SV_COMM_MAX_INFLIGHT];    /* the host must see it finish: host buffer or barrier */
+    size_t out_bytes[SV_COMM_MAX_INFLIGHT]; /* > 0: copy this many bytes from hstage + out_off */
+    size_t out_off[SV_COMM_MAX_INFLIGHT];   /* to the slot's host recv once `done` is seen */
+    int *world_ranks;                       /* owned; NULL for split communicators */
 } sv_comm_nccl;
 
 #define NCCL_OF(c) ((sv_comm_nccl *)(c))
@@ -99,10 +115,10 @@ static void nccl_destroy(sv_comm *c) {
     for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++) {
         if (n->ready[i]) cudaEventDestroy(n->ready[i]);
         if (n->done[i]) cudaEventDestroy(n->done[i]);
+        if (n->stage[i]) cudaFree(n->stage[i]);
+        if (n->hstage[i]) cudaFreeHost(n->hstage[i]);
     }
     if (n->barrier_word) cudaFree(n->barrier_word);
-    for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++)
-        if (n->stage[i]) cudaFree(n->stage[i]);
     if (n->stream) cudaStreamDestroy(n->stream);
     free(n->world_ranks);
     free(n);
@@ -119,56 +135,62 @@ static int is_host_ptr(const void *p) {
     return a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeUnregistered;
 }
 
+/* Grow slot idx's device and pinned stages to `bytes` (only ever grows; the slot is idle). */
 static sv_status stage_reserve(sv_comm_nccl *n, int idx, size_t bytes) {
     if (n->stage_cap[idx] >= bytes) return SV_OK;
     if (n->stage[idx]) CUDA_TRY(cudaFree(n->stage[idx]));
-    n->stage[idx] = NULL;
+    if (n->hstage[idx]) CUDA_TRY(cudaFreeHost(n->hstage[idx]));
+    n->stage[idx] = n->hstage[idx] = NULL;
     n->stage_cap[idx] = 0;
     CUDA_TRY(cudaMalloc(&n->stage[idx], bytes));
+    CUDA_TRY(cudaMallocHost(&n->hstage[idx], bytes));
     n->stage_cap[idx] = bytes;
     return SV_OK;
 }
 
-static sv_status nccl_issue(sv_comm *c, int idx, int *done) {
-    sv_comm_nccl *n = NCCL_OF(c);
-    const sv_comm_slot *s = &c->slots[idx];
-    *done = 0;
+/* Byte sizes of this rank's send and receive buffers of slot s (count is per rank). */
+static void buffer_bytes(const sv_comm *c, const sv_comm_slot *s, size_t *send_b, size_t *recv_b) {
+    size_t per = s->count * sv_comm_dtype_size(s->dt), all = per * (size_t)c->size;
+    *send_b = *recv_b = 0;
+    switch (s->kind) {
+    case SV_COLL_ALL_GATHER: *send_b = per, *recv_b = all; break;
+    case SV_COLL_REDUCE_SCATTER: *send_b = all, *recv_b = per; break;
+    case SV_COLL_ALL_REDUCE:
+    case SV_COLL_BROADCAST: *recv_b = per; break;
+    case SV_COLL_BARRIER: break;
+    }
+}
+
+/* Host buffers of slot idx into its stages: host input is copied into the pinned stage here and
+ * to the device stage on the comm stream; *send / *recv then point into the device stage. The
+ * host output is copied back by nccl_test (out_bytes / out_off). */
+static sv_status stage_in(sv_comm_nccl *n, int idx, size_t send_b, size_t recv_b, int host_send, int host_recv,
+                          const void **send, void **recv) {
+    const sv_comm_slot *s = &n->base.slots[idx];
+    SV_TRY(stage_reserve(n, idx, send_b + recv_b));
+    char *d = n->stage[idx], *h = n->hstage[idx];
+    if (host_send) {
+        memcpy(h, s->send, send_b);
+        CUDA_TRY(cudaMemcpyAsync(d, h, send_b, cudaMemcpyHostToDevice, n->stream));
+        *send = d;
+    }
+    if (host_recv) {
+        if (s->kind == SV_COLL_ALL_REDUCE || s->kind == SV_COLL_BROADCAST) { /* in place: also the input */
+            memcpy(h + send_b, s->recv, recv_b);
+            CUDA_TRY(cudaMemcpyAsync(d + send_b, h + send_b, recv_b, cudaMemcpyHostToDevice, n->stream));
+        }
+        *recv = d + send_b;
+        n->out_off[idx] = send_b;
+    }
+    return SV_OK;
+}
+
+/* The NCCL call of slot s on the comm stream, on the (possibly staged) buffers. */
+static sv_status nccl_call(sv_comm_nccl *n, const sv_comm_slot *s, const void *send, void *recv) {
     ncclDataType_t dt = ncclFloat32;
     ncclRedOp_t op = ncclSum;
     if (s->kind != SV_COLL_BARRIER) SV_TRY(map_dtype(s->dt, &dt));
     if (s->kind == SV_COLL_REDUCE_SCATTER || s->kind == SV_COLL_ALL_REDUCE) SV_TRY(map_op(s->op, &op));
-    CUDA_TRY(cudaSetDevice(n->device));
-    CUDA_TRY(cudaEventRecord(n->ready[idx], n->compute));
-    CUDA_TRY(cudaStreamWaitEvent(n->stream, n->ready[idx], 0));
-
-    /* Byte sizes of this rank's send and receive buffers (count is per rank). */
-    size_t es = sv_comm_dtype_size(s->dt), per = s->count * es, all = per * (size_t)c->size;
-    size_t send_b = 0, recv_b = 0;
-    const void *send = s->send;
-    void *recv = s->recv;
-    switch (s->kind) {
-    case SV_COLL_ALL_GATHER: send_b = per, recv_b = all; break;
-    case SV_COLL_REDUCE_SCATTER: send_b = all, recv_b = per; break;
-    case SV_COLL_ALL_REDUCE:
-    case SV_COLL_BROADCAST: recv_b = per; break;
-    case SV_COLL_BARRIER: break;
-    }
-    int host_send = send_b && is_host_ptr(s->send), host_recv = recv_b && is_host_ptr(s->recv);
-    if (host_send || host_recv) {
-        SV_TRY(stage_reserve(n, idx, send_b + recv_b));
-        char *dsend = n->stage[idx], *drecv = dsend + send_b;
-        if (send_b) {
-            if (host_send)
-                CUDA_TRY(cudaMemcpyAsync(dsend, s->send, send_b, cudaMemcpyHostToDevice, n->stream));
-            else
-                CUDA_TRY(cudaMemcpyAsync(dsend, s->send, send_b, cudaMemcpyDeviceToDevice, n->stream));
-            send = dsend;
-        }
-        if (recv_b && (s->kind == SV_COLL_ALL_REDUCE || s->kind == SV_COLL_BROADCAST))
-            CUDA_TRY(cudaMemcpyAsync(drecv, s->recv, recv_b,
-                                     host_recv ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice, n->stream));
-        if (recv_b) recv = drecv;
-    }
     switch (s->kind) {
     case SV_COLL_ALL_GATHER: NCCL_TRY(n->nccl, ncclAllGather(send, recv, s->count, dt, n->nccl, n->stream)); break;
     case SV_COLL_REDUCE_SCATTER:
@@ -182,23 +204,48 @@ static sv_status nccl_issue(sv_comm *c, int idx, int *done) {
         NCCL_TRY(n->nccl, ncclAllReduce(n->barrier_word, n->barrier_word, 1, ncclFloat32, ncclSum, n->nccl, n->stream));
         break;
     }
-    if (recv != s->recv)
-        CUDA_TRY(cudaMemcpyAsync(s->recv, recv, recv_b, host_recv ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice,
-                                 n->stream));
-    CUDA_TRY(cudaEventRecord(n->done[idx], n->stream));
-    n->ordered[idx] = 0;
     return SV_OK;
 }
 
+static sv_status nccl_issue(sv_comm *c, int idx, int *done) {
+    sv_comm_nccl *n = NCCL_OF(c);
+    const sv_comm_slot *s = &c->slots[idx];
+    *done = 0;
+    CUDA_TRY(cudaSetDevice(n->device));
+    size_t send_b, recv_b;
+    buffer_bytes(c, s, &send_b, &recv_b);
+    int host_send = send_b && is_host_ptr(s->send), host_recv = recv_b && is_host_ptr(s->recv);
+    int dev_send = send_b && !host_send, dev_recv = recv_b && !host_recv;
+    /* Device buffers (and barriers) follow the compute enqueued before the issue. */
+    if (dev_send || dev_recv || s->kind == SV_COLL_BARRIER) {
+        CUDA_TRY(cudaEventRecord(n->ready[idx], n->compute));
+        CUDA_TRY(cudaStreamWaitEvent(n->stream, n->ready[idx], 0));
+    }
+    n->host_wait[idx] = host_send || host_recv || s->kind == SV_COLL_BARRIER;
+    n->out_bytes[idx] = 0;
+    const void *send = s->send;
+    void *recv = s->recv;
+    if (host_send || host_recv) SV_TRY(stage_in(n, idx, send_b, recv_b, host_send, host_recv, &send, &recv));
+    SV_TRY(nccl_call(n, s, send, recv));
+    if (host_recv) {
+        CUDA_TRY(
+            cudaMemcpyAsync((char *)n->hstage[idx] + n->out_off[idx], recv, recv_b, cudaMemcpyDeviceToHost, n->stream));
+        n->out_bytes[idx] = recv_b;
+    }
+    CUDA_TRY(cudaEventRecord(n->done[idx], n->stream));
+    return SV_OK;
+}
+
+/* A query: never waits and never orders streams (sv_comm_progress calls it after every op). */
 static sv_status nccl_test(sv_comm *c, int idx, int *done) {
     sv_comm_nccl *n = NCCL_OF(c);
     *done = 0;
-    if (!n->ordered[idx]) {
-        CUDA_TRY(cudaStreamWaitEvent(n->compute, n->done[idx], 0));
-        n->ordered[idx] = 1;
-    }
     cudaError_t e = cudaEventQuery(n->done[idx]);
     if (e == cudaSuccess) {
+        if (n->out_bytes[idx]) { /* staged host output: now final in the pinned stage */
+            memcpy(c->slots[idx].recv, (const char *)n->hstage[idx] + n->out_off[idx], n->out_bytes[idx]);
+            n->out_bytes[idx] = 0;
+        }
         *done = 1;
         return SV_OK;
     }
@@ -211,6 +258,17 @@ static sv_status nccl_test(sv_comm *c, int idx, int *done) {
     return SV_OK;
 }
 
+/* sv_comm_wait's device-side completion: the compute stream waits on `done`, the host does not.
+ * Declined for collectives the host must see finish (host buffers, barriers). */
+static sv_status nccl_order(sv_comm *c, int idx, int *ordered) {
+    sv_comm_nccl *n = NCCL_OF(c);
+    *ordered = 0;
+    if (n->host_wait[idx]) return SV_OK;
+    CUDA_TRY(cudaStreamWaitEvent(n->compute, n->done[idx], 0));
+    *ordered = 1;
+    return SV_OK;
+}
+
 static sv_status nccl_split(sv_comm *parent, int color, int key, sv_comm **out);
 
 static const sv_comm_ops nccl_ops = {
@@ -220,6 +278,7 @@ static const sv_comm_ops nccl_ops = {
     .issue = nccl_issue,
     .test = nccl_test,
     .issue_pending = NULL,
+    .order = nccl_order,
 };
 
 /* Everything but the NCCL communicator itself. */

@@ -202,6 +202,12 @@ sv_status sv_be_sumsq_f32(sv_backend *be, const float *p, size_t n, double *out)
     }
     return CALL(sumsq_f32, p, n, out);
 }
+sv_status sv_be_sumsq_f32_dev(sv_backend *be, const float *p, size_t n, double *out_dev) {
+    if (be->ops->sumsq_f32_dev) return CALL(sumsq_f32_dev, p, n, out_dev);
+    double s;
+    SV_TRY(sv_be_sumsq_f32(be, p, n, &s));
+    return CALL(upload, out_dev, &s, sizeof s);
+}
 
 #define SV_CHECK_DIMS(cond, what) \
     do { \

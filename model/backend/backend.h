@@ -139,6 +139,10 @@ sv_status sv_be_add_f32(sv_backend *be, float *y, const float *x, size_t n);
 /* Sum of squares of an f32 buffer, summed in a fixed order independent of thread count
  * (deterministic); returned in double on the host (synchronises). */
 sv_status sv_be_sumsq_f32(sv_backend *be, const float *p, size_t n, double *out);
+/* The same sum (the same bits) written to *out_dev, one double of device memory (sv_be_alloc),
+ * in stream order: enqueued like any op, no host synchronisation. The FSDP optimizer step
+ * gathers such per-unit partials and reads them with one download per step. */
+sv_status sv_be_sumsq_f32_dev(sv_backend *be, const float *p, size_t n, double *out_dev);
 
 /* ---- layers ---- */
 

@@ -43,6 +43,8 @@ typedef struct sv_backend_ops {
     sv_status (*bf16_to_f32)(sv_backend *be, float *dst, const uint16_t *src, size_t n);
     sv_status (*add_f32)(sv_backend *be, float *y, const float *x, size_t n);
     sv_status (*sumsq_f32)(sv_backend *be, const float *p, size_t n, double *out);
+    /* optional: NULL = sumsq_f32 on the host, then upload of the double (synchronises) */
+    sv_status (*sumsq_f32_dev)(sv_backend *be, const float *p, size_t n, double *out_dev);
 
     sv_status (*linear_fwd)(sv_backend *be, void *out, void *pre_gelu, const void *in, const void *W, const void *bias,
                             int M, int N, int K);

@@ -209,6 +209,7 @@ static const sv_backend_ops sv_cpu_ops = {
     .bf16_to_f32 = cpu_bf16_to_f32,
     .add_f32 = cpu_add_f32,
     .sumsq_f32 = cpu_sumsq_f32,
+    .sumsq_f32_dev = cpu_sumsq_f32, /* device memory is host memory */
     .linear_fwd = sv_cpu_linear_fwd,
     .linear_bwd = sv_cpu_linear_bwd,
     .layernorm_fwd = sv_cpu_layernorm_fwd,

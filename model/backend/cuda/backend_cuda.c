@@ -190,6 +190,9 @@ static sv_status cuda_sumsq_f32(sv_backend *be, const float *p, size_t n, double
     *out = *cb->sumsq_host;
     return SV_OK;
 }
+static sv_status cuda_sumsq_f32_dev(sv_backend *be, const float *p, size_t n, double *out_dev) {
+    return sv_cuda_launch_check(sv_cuk_sumsq(CB->stream, p, n, CB->sumsq_dev, out_dev), "sumsq_f32_dev");
+}
 
 /* ---- layers other than GEMM and attention ---- */
 static sv_status cuda_layernorm_fwd(sv_backend *be, void *out, float *mean, float *rstd, const void *x, const void *w,
@@ -298,6 +301,7 @@ static const sv_backend_ops cuda_ops = {
     .bf16_to_f32 = cuda_bf16_to_f32,
     .add_f32 = cuda_add_f32,
     .sumsq_f32 = cuda_sumsq_f32,
+    .sumsq_f32_dev = cuda_sumsq_f32_dev,
     .linear_fwd = sv_cuda_linear_fwd,
     .linear_bwd = sv_cuda_linear_bwd,
     .layernorm_fwd = cuda_layernorm_fwd,
