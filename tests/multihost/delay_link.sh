@@ -19,16 +19,13 @@ S=6         # training steps
 D=5         # ms, one way
 R=200       # Mbit/s
 BYTES=16000000
-PORT=5201
 RUNDIR=/run/shardvit-netns
 fail() { echo "FAIL: $*"; exit 1; }
 
-# serve: tcp_probe.py's server in host 1 (ends with the host, or after 120 s)
-serve() { (ip netns exec "${NETNS_NAME}h1" "$PY" "$MH/tcp_probe.py" serve $PORT 120 </dev/null >/dev/null 2>&1 &); }
-# probe rtt N | probe bulk BYTES: tcp_probe.py from host 0 to host 1, its JSON into $WORK/probe.json
+# probe rtt N | probe bulk BYTES: lib.sh's tcp_probe from host 0 to host 1, its JSON into
+# $WORK/probe.json
 probe() {
-    ip netns exec "${NETNS_NAME}h0" "$PY" "$MH/tcp_probe.py" "$1" "${NETNS_SUBNET%.0/24}.2" $PORT "$2" \
-        >"$WORK/probe.json" || fail "tcp_probe.py $1 failed: $(cat "$WORK/probe.json")"
+    tcp_probe "$1" "$2" >"$WORK/probe.json" || fail "tcp_probe.py $1 failed: $(cat "$WORK/probe.json")"
     cat "$WORK/probe.json"
 }
 # js EXPR: a Python expression over the last probe's JSON (as j), printed
@@ -37,7 +34,6 @@ js() { "$PY" -c "import json; j = json.load(open('$WORK/probe.json')); print($1)
 forwarders() { ps -eo args | grep -c -- "[d]elaylink .*--pidfile $RUNDIR/$1h" || true; }
 is_tap() { [ -e "/sys/class/net/$1/tun_flags" ]; }
 
-serve
 probe rtt 200
 [ "$(js "j['median_ms'] < 1")" = True ] || fail "0-ms delay links: median round trip $(js "j['median_ms']") ms (>= 1 ms)"
 echo "ok 0-ms delay links: round trip median $(js "round(j['median_ms'], 3)") ms"
@@ -47,7 +43,6 @@ echo "ok 0-ms delay links: $BYTES bytes intact at $(js "round(j['mbit_s'])") Mbi
 
 mh_relink --delay-ms $D --rate-mbit $R --queue-mb 1
 is_tap "${NETNS_NAME}v0" || fail "host 0's link is not a delay link (no TAP ${NETNS_NAME}v0)"
-serve
 probe rtt 50
 [ "$(js "j['min_ms'] >= 2 * $D")" = True ] || fail "$D-ms links: a round trip took $(js "j['min_ms']") ms (< 2 x $D)"
 [ "$(js "j['median_ms'] < 2 * $D + 3")" = True ] ||

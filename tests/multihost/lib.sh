@@ -15,6 +15,9 @@
 #   brun JSON N PPN ... `shardvit bench ARGS` across the hosts (N ranks, PPN per host), its JSON
 #                       result into the file JSON (for the bench/ scripts)
 #   shape "TC ARGS"     set (or, with "", clear) a root qdisc on the eth0 of hosts 0 and 1
+#   tcp_probe rtt N | tcp_probe bulk BYTES
+#                       tests/multihost/tcp_probe.py from host 0 to a server it starts in host 1
+#                       (and stops after); prints the client's JSON, fails when the client does
 MH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$MH/../fsdp/lib.sh"
 MH_LINK=${MH_LINK:-}
@@ -140,4 +143,12 @@ shape() { # shape "tc args" | shape "": set (or clear) the qdisc on both hosts' 
         tc -n "${NETNS_NAME}h$i" qdisc del dev eth0 root 2>/dev/null || true
         [ -z "$1" ] || tc -n "${NETNS_NAME}h$i" qdisc add dev eth0 root $1 2>/dev/null || return 1
     done
+}
+tcp_probe() {
+    local port=5201 rc=0 p
+    (ip netns exec "${NETNS_NAME}h1" "$PY" "$MH/tcp_probe.py" serve $port 120 </dev/null >/dev/null 2>&1 &)
+    ip netns exec "${NETNS_NAME}h0" "$PY" "$MH/tcp_probe.py" "$1" "${NETNS_SUBNET%.0/24}.2" $port "$2" || rc=$?
+    for p in $(host_procs 1 "tcp_probe.py serve"); do kill "$p" 2>/dev/null || true; done
+    for _ in $(seq 50); do [ -n "$(host_procs 1 "tcp_probe.py serve")" ] || break; sleep 0.05; done
+    return $rc
 }
