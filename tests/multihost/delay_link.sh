@@ -31,7 +31,7 @@ probe() {
 # js EXPR: a Python expression over the last probe's JSON (as j), printed
 js() { "$PY" -c "import json; j = json.load(open('$WORK/probe.json')); print($1)"; }
 # forwarders NAME: how many delay-link forwarders of the hosts of NAME run
-forwarders() { ps -eo args | grep -c -- "[d]elaylink .*--pidfile $RUNDIR/$1h" || true; }
+forwarders() { ps -eo args | grep -c -- "[-]-pidfile $RUNDIR/$1h" || true; }
 is_tap() { [ -e "/sys/class/net/$1/tun_flags" ]; }
 
 probe rtt 200
@@ -59,6 +59,7 @@ echo "ok $D-ms delay links, $R Mbit/s: $BYTES bytes intact in $(js "round(j['sec
 b0=$(host_bytes 0)
 hrun dl 4 --steps $S
 b1=$(host_bytes 0)
+[ "$(forwarders "$NETNS_NAME")" = 2 ] || fail "$(forwarders "$NETNS_NAME") forwarders run for 2 hosts"
 bash "$MH/netns_hosts.sh" down "$NETNS_NAME"
 [ "$(forwarders "$NETNS_NAME")" = 0 ] || fail "forwarders still run after down"
 left=$(ip -o link show | grep -c -- "$NETNS_NAME" || true)

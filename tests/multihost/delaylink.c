@@ -385,10 +385,12 @@ int main(int argc, char **argv) {
     prctl(PR_SET_TIMERSLACK, 1UL); // wake up at the release time, not up to 50 us later
     int sigfd = stop_signals();
     const char *why = forward(d, sigfd, ownerfd);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         msg("%s %s: %llu frames, %llu bytes forwarded, %llu dropped, at most %llu bytes queued", o.a, d[i].name,
             (unsigned long long)d[i].frames, (unsigned long long)d[i].fwd_bytes, (unsigned long long)d[i].drops,
             (unsigned long long)d[i].max_bytes);
+        free(d[i].buf);
+    }
     msg("%s: stopped (%s)", o.a, why);
     return strcmp(why, "input device failed") == 0;
 }
