@@ -1,9 +1,13 @@
 # Shared helpers for the multi-host tests: tests/fsdp/lib.sh (WORK, TINY, run, compare, logline)
 # plus MH_HOSTS fake hosts from netns_hosts.sh (default 2), removed again when the test exits,
-# however it exits. Source after setting SHARDVIT; set MH_HOSTS first for another host count.
+# however it exits. Source after setting SHARDVIT; set MH_HOSTS first for another host count, and
+# MH_LINK for links other than veth pairs (netns_hosts.sh up's link options, e.g. "--delay-ms 5";
+# delay links need DELAYLINK, the delaylink program).
 #
 #   HMPIEXEC            an mpiexec that places ranks on the hosts, PPN (default 2) per host, in
 #                       host order: rank r runs on host r / PPN
+#   mh_relink [OPTS]    replace the hosts by new ones whose links have netns_hosts.sh up's
+#                       options OPTS (none: veth pairs); same names, HMPIEXEC follows
 #   hrun NAME W [flags] tests/fsdp/lib.sh's `run` across the hosts (W ranks, PPN per host), with
 #                       one known MPICH 4.0.2 hang tolerated (below)
 #   host_bytes I        bytes host I has received + sent on its link so far
@@ -11,9 +15,13 @@
 #   brun JSON N PPN ... `shardvit bench ARGS` across the hosts (N ranks, PPN per host), its JSON
 #                       result into the file JSON (for the bench/ scripts)
 #   shape "TC ARGS"     set (or, with "", clear) a root qdisc on the eth0 of hosts 0 and 1
+#   tcp_probe rtt N | tcp_probe bulk BYTES
+#                       tests/multihost/tcp_probe.py from host 0 to a server it starts in host 1
+#                       (and stops after); prints the client's JSON, fails when the client does
 MH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$MH/../fsdp/lib.sh"
-bash "$MH/netns_hosts.sh" check || exit $?
+MH_LINK=${MH_LINK:-}
+bash "$MH/netns_hosts.sh" check ${MH_LINK:+--delay-link} || exit $?
 LOCAL_MPIEXEC=$MPIEXEC
 NETNS_NAME=svn$$
 MH_HOSTS=${MH_HOSTS:-2}
@@ -25,18 +33,30 @@ mh_cleanup() {
 trap mh_cleanup EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
-eval "$(bash "$MH/netns_hosts.sh" up "$NETNS_NAME" "$MH_HOSTS")"
 export NETNS_NAME PPN
 HMPIEXEC=$WORK/mpiexec-hosts
-cat >"$HMPIEXEC" <<EOF
+
+# mh_up [OPTS]: make the hosts (link options OPTS) and the HMPIEXEC that reaches them
+mh_up() {
+    local vars
+    vars=$(bash "$MH/netns_hosts.sh" up "$NETNS_NAME" "$MH_HOSTS" "$@")
+    eval "$vars"
+    cat >"$HMPIEXEC" <<EOF
 #!/bin/sh
 # mpiexec across the fake hosts (hydra's ssh launcher, entering each host by netns_launch.sh);
 # -localhost: the address the hosts reach mpiexec at (the bridge), for the proxies' control port.
 exec "$LOCAL_MPIEXEC" -launcher ssh -launcher-exec "$NETNS_LAUNCHER" -localhost "$NETNS_SERVER" \\
     -hosts "$NETNS_HOSTS" -ppn "\${PPN:-2}" "\$@"
 EOF
-chmod +x "$HMPIEXEC"
-echo "hosts $NETNS_HOSTS ($NETNS_SUBNET, mpiexec reached at $NETNS_SERVER), namespaces ${NETNS_NAME}h*"
+    chmod +x "$HMPIEXEC"
+    echo "hosts $NETNS_HOSTS ($NETNS_SUBNET, mpiexec reached at $NETNS_SERVER), namespaces ${NETNS_NAME}h*," \
+        "links: ${*:-veth}"
+}
+mh_relink() {
+    bash "$MH/netns_hosts.sh" down "$NETNS_NAME"
+    mh_up "$@"
+}
+mh_up $MH_LINK
 
 host_bytes() {
     local v s=/sys/class/net/$(bash "$MH/netns_hosts.sh" veth "$NETNS_NAME" "$1")/statistics
@@ -123,4 +143,12 @@ shape() { # shape "tc args" | shape "": set (or clear) the qdisc on both hosts' 
         tc -n "${NETNS_NAME}h$i" qdisc del dev eth0 root 2>/dev/null || true
         [ -z "$1" ] || tc -n "${NETNS_NAME}h$i" qdisc add dev eth0 root $1 2>/dev/null || return 1
     done
+}
+tcp_probe() {
+    local port=5201 rc=0 p
+    (ip netns exec "${NETNS_NAME}h1" "$PY" "$MH/tcp_probe.py" serve $port 120 </dev/null >/dev/null 2>&1 &)
+    ip netns exec "${NETNS_NAME}h0" "$PY" "$MH/tcp_probe.py" "$1" "${NETNS_SUBNET%.0/24}.2" $port "$2" || rc=$?
+    for p in $(host_procs 1 "tcp_probe.py serve"); do kill "$p" 2>/dev/null || true; done
+    for _ in $(seq 50); do [ -n "$(host_procs 1 "tcp_probe.py serve")" ] || break; sleep 0.05; done
+    return $rc
 }
