@@ -684,11 +684,11 @@ static void run_variant(sv_dtype dt, int attn_fallback, int attention_only) {
         test_vector_ops(&P);
         test_linear(&P, 130, 384, 128, 1, 0);
         test_linear(&P, 130, 512, 128, 1, 1);
-        test_linear(&P, 64, 10, 96, 1, 0);        /* classifier head: odd N (ld 20 bytes in bf16) */
-        test_linear(&P, 65, 96, 48, 0, 0);        /* no bias, odd M */
-        test_linear(&P, 4160, 2176, 64, 1, 1);    /* bf16: the fp32 result in two staged row chunks */
-        test_linear_epilogue(&P, 64, 1000, 1);    /* bias + GELU epilogue, bit for bit */
-        test_linear_epilogue(&P, 64, 1000, 0);    /* bias epilogue, bit for bit */
+        test_linear(&P, 64, 10, 96, 1, 0);     /* classifier head: odd N (ld 20 bytes in bf16) */
+        test_linear(&P, 65, 96, 48, 0, 0);     /* no bias, odd M */
+        test_linear(&P, 4160, 2176, 64, 1, 1); /* bf16: the fp32 result in two staged row chunks */
+        test_linear_epilogue(&P, 64, 1000, 1); /* bias + GELU epilogue, bit for bit */
+        test_linear_epilogue(&P, 64, 1000, 0); /* bias epilogue, bit for bit */
         test_layernorm(&P, 130, 192);
         test_pointwise(&P);
         test_xent(&P, 16, 37);

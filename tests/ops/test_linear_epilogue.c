@@ -95,7 +95,8 @@ static int check_config(sv_dtype dt, const char *isa, const char *gemm, int unfu
             float want_pre = store(z, bf16), want_out = store(g, bf16);
             size_t i = (size_t)m * N + n;
             if (bits_of(out[i]) != bits_of(want_out) || bits_of(pre[i]) != bits_of(want_pre)) {
-                fprintf(stderr, "%s isa=%s gemm=%s unfused=%d f32_storage=%d bias=%d: row %d col %d acc %.9g bias %.9g"
+                fprintf(stderr,
+                        "%s isa=%s gemm=%s unfused=%d f32_storage=%d bias=%d: row %d col %d acc %.9g bias %.9g"
                         ": out %.9g pre %.9g, expected out %.9g pre %.9g\n",
                         sv_dtype_name(dt), isa, gemm ? gemm : "auto", unfused, f32_storage, with_bias, m, n,
                         (double)W[n], (double)bias[n], (double)out[i], (double)pre[i], (double)want_out,

@@ -168,13 +168,14 @@ static cudnnStatus_t try_plan(cudnnHandle_t dnn, cudnnBackendDescriptor_t cfg, c
     cudnnBackendDescriptor_t plan;
     cudnnStatus_t st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan);
     if (st != CUDNN_STATUS_SUCCESS) return st;
-    st = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
+    st =
+        cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
     if (st == CUDNN_STATUS_SUCCESS)
         st = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn);
     if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(plan);
     if (st == CUDNN_STATUS_SUCCESS)
-        st = cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, NULL,
-                                      ws_out);
+        st =
+            cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, NULL, ws_out);
     if (st == CUDNN_STATUS_SUCCESS)
         *plan_out = plan;
     else
@@ -226,9 +227,10 @@ static sv_status finish_plan(sv_cuda_backend *cb, desc_list *l, cudnnBackendDesc
         }
         last = try_plan(cb->dnn, cfgs[i], plan_out, ws_out);
         if (last == CUDNN_STATUS_SUCCESS) {
-            snprintf(why, why_len, "cudnn engine %lld (heuristic %lld of %lld; skipped: %d nondeterministic, %d "
-                     "unreadable notes, %d refused)", (long long)index, (long long)i + 1, (long long)got, nondet,
-                     unreadable, refused);
+            snprintf(why, why_len,
+                     "cudnn engine %lld (heuristic %lld of %lld; skipped: %d nondeterministic, %d "
+                     "unreadable notes, %d refused)",
+                     (long long)index, (long long)i + 1, (long long)got, nondet, unreadable, refused);
             return SV_OK;
         }
         cudnnGetLastErrorString(detail, sizeof detail);
@@ -494,8 +496,9 @@ sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, cons
     size_t off = (size_t)D * 2;
     float scale = 1.0f / sqrtf((float)(D / H));
     int64_t uids[] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_DO, UID_DQ, UID_DK, UID_DV};
-    void *ptrs[] = {(void *)base,  (void *)(base + off), (void *)(base + 2 * off), (void *)out, (void *)saved, &scale,
-                    (void *)d_out, dbase,                dbase + off,              dbase + 2 * off};
+    void *ptrs[] = {
+        (void *)base, (void *)(base + off), (void *)(base + 2 * off), (void *)out, (void *)saved, &scale, (void *)d_out,
+        dbase,        dbase + off,          dbase + 2 * off};
     int aligned = aligned16(qkv, out, saved, d_out) && aligned16(d_qkv, NULL, NULL, NULL);
     if (run_cudnn(cb, p, 1, aligned, 10, uids, ptrs)) return SV_OK;
     return fallback_bwd(cb, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H, NULL);

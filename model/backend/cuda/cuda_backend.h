@@ -129,8 +129,8 @@ typedef struct sv_cuda_backend {
     void *dnn_ws;      /* cuDNN workspace: grown only when a new attention shape is planned */
     size_t dnn_ws_bytes;
     sv_cuda_attn_plan attn[SV_CUDA_ATTN_PLANS];
-    int attn_drop_noted;            /* the "dropout runs the fallback kernels" note was logged */
-    char dnn_off[SV_CUDA_NOTE];     /* why cuDNN is not used at all (dnn == NULL), else "" */
+    int attn_drop_noted;                       /* the "dropout runs the fallback kernels" note was logged */
+    char dnn_off[SV_CUDA_NOTE];                /* why cuDNN is not used at all (dnn == NULL), else "" */
     char note[SV_BE_PATH_KINDS][SV_CUDA_NOTE]; /* sv_be_last_path, per kind */
 
     float *red; /* column-reduction partials (bias / LayerNorm grads), grown per new shape */
@@ -143,7 +143,8 @@ static inline sv_cuda_backend *sv_cuda_be(sv_backend *be) { return (sv_cuda_back
 static inline const sv_cuda_backend *sv_cuda_cbe(const sv_backend *be) { return (const sv_cuda_backend *)be; }
 
 /* Set the path note of `kind` (sv_be_last_path), printf-style. */
-void sv_cuda_note(sv_cuda_backend *cb, sv_be_path_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void sv_cuda_note(sv_cuda_backend *cb, sv_be_path_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Turn a kernel launcher's result into a status naming the op. */
 sv_status sv_cuda_launch_check(cudaError_t e, const char *op);

@@ -155,8 +155,7 @@ static sv_status plan_build(sv_cuda_backend *cb, sv_cuda_gemm_plan *p, const sv_
             p->algo[p->n_algo++] = res[i].algo;
     if (p->n_algo == 0) {
         SV_DEBUG("cuBLASLt: no %salgorithm for the %s GEMM M=%d N=%d K=%d (alignment %d): %s",
-                 key->bias ? "bias-epilogue " : "",
-                 kind_name[key->kind], key->M, key->N, key->K, key->align,
+                 key->bias ? "bias-epilogue " : "", kind_name[key->kind], key->M, key->N, key->K, key->align,
                  st != CUBLAS_STATUS_SUCCESS ? cublasLtGetStatusString(st) : "no heuristic result");
         p->no_bias_epi = key->bias;
     }
@@ -194,8 +193,9 @@ static void note_algo(sv_cuda_gemm_plan *p, int i) {
     cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
     cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
     cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &w);
-    snprintf(p->note, sizeof p->note, "cublasLt algo %d tile %d stages %d splitK %d reduction %u (heuristic %d of %d)%s",
-             id, tile, stages, splitk, (unsigned)red, i + 1, p->n_algo, p->key.bias ? ", bias epilogue" : "");
+    snprintf(p->note, sizeof p->note,
+             "cublasLt algo %d tile %d stages %d splitK %d reduction %u (heuristic %d of %d)%s", id, tile, stages,
+             splitk, (unsigned)red, i + 1, p->n_algo, p->key.bias ? ", bias epilogue" : "");
 }
 
 /* The cublasGemmEx handle, created on first need on the compute stream, sharing lt_ws
@@ -273,8 +273,8 @@ static sv_status gemm(sv_cuda_backend *cb, sv_cuda_gemm_key key, const void *A, 
 }
 
 /* A GEMM without the bias epilogue: always runs (cublasGemmEx at worst). */
-static sv_status gemm_plain(sv_cuda_backend *cb, sv_cuda_gemm_key key, const void *A, const void *B, void *D, float beta,
-                            const char *how) {
+static sv_status gemm_plain(sv_cuda_backend *cb, sv_cuda_gemm_key key, const void *A, const void *B, void *D,
+                            float beta, const char *how) {
     int ran;
     SV_ASSERT(!key.bias);
     SV_TRY(gemm(cb, key, A, B, D, NULL, beta, how, &ran));

@@ -129,8 +129,8 @@ __global__ void k_linear_epilogue(void *out, void *pre, const float *acc, const 
 }
 extern "C" cudaError_t sv_cuk_linear_epilogue(cudaStream_t s, int bf16, void *out, void *pre, const float *acc,
                                               const void *bias, int M, int N) {
-    SV_CUK_DISPATCH(bf16, k_linear_epilogue, sv_cuk_blocks((size_t)M * N), SV_CUK_THREADS, 0, s, out, pre, acc, bias,
-                    M, N);
+    SV_CUK_DISPATCH(bf16, k_linear_epilogue, sv_cuk_blocks((size_t)M * N), SV_CUK_THREADS, 0, s, out, pre, acc, bias, M,
+                    N);
     return cudaGetLastError();
 }
 
