@@ -1,7 +1,15 @@
 /* shardvit core: per-element formulas shared by the CPU (C11) and CUDA backends.
  *
  * Everything here is `static inline` and, under nvcc, `__host__ __device__`, so the CPU and
- * GPU kernels evaluate the very same expressions and cannot drift apart. No state, no I/O. */
+ * GPU kernels evaluate the very same expressions and cannot drift apart. No state, no I/O.
+ *
+ * Same expressions give the same bits only when both compilers round every operation on its
+ * own: the CPU kernel files compile with fp-contract off, and the CUDA kernel file that
+ * evaluates the fp32 formulas here (model/backend/cuda/kernels_elem.cu: GELU, its gradient,
+ * the linear epilogue, AdamW, SGD, Lion, LAMB) compiles with -fmad=false, since nvcc fuses
+ * a*b+c into one FMA by default. Other CUDA files use only the bit-exact helpers here
+ * (conversions, the dropout hash, the smoothing target) or libm functions whose GPU results
+ * differ from glibc's anyway (sv_bce_*: compared with a tolerance). */
 #ifndef SV_CORE_ELEMENTWISE_H
 #define SV_CORE_ELEMENTWISE_H
 
@@ -155,6 +163,18 @@ SV_HD float sv_gelu_grad(float x) {
     float g;
     float two_phi = sv_two_phi(x, &g);
     return 0.5f * two_phi + x * (SV_RSQRT2PI * g);
+}
+
+/* One element of a linear layer's bias + GELU epilogue (sv_be_linear_fwd with pre_gelu) from
+ * the GEMM's fp32 result `acc`: z = acc + bias (has_bias), else z = acc (no "+ 0", which would
+ * turn -0 into +0); *pre = z, and the return value is gelu(z) of the same unrounded z. The
+ * caller rounds each of the two to the storage dtype on its own. The CUDA backend's epilogue
+ * kernel evaluates this function; the CPU backend's bias_gelu kernels (cpu_kernels_impl.h,
+ * gelu_avx512.h) compute the same bits in their own loops (tests/ops/test_linear_epilogue.c). */
+SV_HD float sv_bias_gelu_elem(float acc, float bias, int has_bias, float *pre) {
+    float z = has_bias ? acc + bias : acc;
+    *pre = z;
+    return sv_gelu(z);
 }
 
 /* Reference forms through libm's erff/expf (tests compare the fast forms against these). */

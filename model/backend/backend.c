@@ -105,6 +105,11 @@ const sv_backend_config *sv_be_config(const sv_backend *be) { return &be->cfg; }
 size_t sv_be_compute_elem_size(const sv_backend *be) { return be->compute_elem; }
 double sv_be_peak_flops(const sv_backend *be) { return be->ops->peak_flops ? be->ops->peak_flops(be) : 0.0; }
 void *sv_be_native_stream(const sv_backend *be) { return be->ops->native_stream ? be->ops->native_stream(be) : NULL; }
+const char *sv_be_last_path(const sv_backend *be, sv_be_path_kind kind) {
+    if (!be->ops->last_path || (unsigned)kind >= (unsigned)SV_BE_PATH_KINDS) return "";
+    const char *s = be->ops->last_path(be, kind);
+    return s ? s : "";
+}
 
 /* Device memory accounting: every live sv_be_alloc block with its size (a handful per run: the
  * arena and a few small transient buffers), so sv_be_mem_stats reports what was really

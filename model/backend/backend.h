@@ -102,6 +102,20 @@ double sv_be_peak_flops(const sv_backend *be);
 /* Native stream handle (cudaStream_t for CUDA, NULL for CPU): lets the NCCL comm order itself
  * against compute. */
 void *sv_be_native_stream(const sv_backend *be);
+/* What the backend's most recent call of one kind of work ran, as text for reports
+ * (tests/gpu/gpu_ops_vs_cpu writes it per op): the CUDA backend names the cuBLASLt algorithm
+ * (or the cuBLAS fallback) of each GEMM kind and the attention path (cuDNN engine, or the
+ * fallback kernels and why). "" when the backend records nothing (the CPU backend) or that
+ * kind has not run yet. The text stays valid until the next call of that kind of work. */
+typedef enum sv_be_path_kind {
+    SV_BE_PATH_GEMM_FWD = 0, /* sv_be_linear_fwd's GEMM */
+    SV_BE_PATH_GEMM_DGRAD,   /* sv_be_linear_bwd's d_in GEMM */
+    SV_BE_PATH_GEMM_WGRAD,   /* sv_be_linear_bwd's dW GEMM */
+    SV_BE_PATH_ATTN_FWD,     /* sv_be_attention_fwd(_drop) */
+    SV_BE_PATH_ATTN_BWD,     /* sv_be_attention_bwd(_drop) */
+    SV_BE_PATH_KINDS
+} sv_be_path_kind;
+const char *sv_be_last_path(const sv_backend *be, sv_be_path_kind kind);
 
 /* ---- memory ---- */
 sv_status sv_be_alloc(sv_backend *be, size_t bytes, void **out); /* 256-byte aligned */

@@ -22,6 +22,8 @@ typedef struct sv_backend_ops {
     void (*destroy)(sv_backend *be);
     double (*peak_flops)(const sv_backend *be);   /* optional: NULL = unknown (0) */
     void *(*native_stream)(const sv_backend *be); /* optional: NULL = no native stream */
+    /* optional: NULL = nothing recorded ("") */
+    const char *(*last_path)(const sv_backend *be, sv_be_path_kind kind);
 
     sv_status (*alloc)(sv_backend *be, size_t bytes, void **out);
     void (*free)(sv_backend *be, void *p);

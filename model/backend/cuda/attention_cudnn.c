@@ -8,11 +8,16 @@
  * [T*D, dh, D, 1]; Stats [B,H,T,1] f32 = natural-log log-sum-exp of each scaled score row.
  *
  * Planning happens on the first call for a (B,T,D,H) shape (warm-up step): operation graph,
- * heuristics (mode A), first engine config whose execution plan finalises. When cuDNN refuses
- * a direction (fp32 compute, head dim not a multiple of 8, an engine missing for the shape or
- * this cuDNN version), that direction runs the fallback kernels instead; the refusal is logged
- * once per shape. Both paths save the same statistics, so a cuDNN forward pairs with a
- * fallback backward. cfg->attn_fallback forces the kernels for both.
+ * heuristics (mode A), then the first engine config that cuDNN does not note as
+ * nondeterministic (CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC; an engine whose notes cannot be read
+ * is skipped too) and whose execution plan finalises. When cuDNN refuses a direction (fp32
+ * compute, head dim not a multiple of 8, no engine for the shape or this cuDNN version, only
+ * nondeterministic engines), that direction runs the fallback kernels instead; the refusal is
+ * logged once per shape with cuDNN's last-error text and kept for sv_be_last_path. Both paths
+ * save the same statistics, so a cuDNN forward pairs with a fallback backward.
+ * cfg->attn_fallback forces the kernels for both.
+ *
+ * Every call notes which path ran (sv_be_last_path: "cudnn engine N ..." or "fallback: why"). 
  *
  * Attention-probability dropout (a non-NULL sv_drop, backend.h sv_be_attention_fwd_drop):
  * both directions of such a call run the fallback kernels, whatever cuDNN would accept. cuDNN
@@ -25,6 +30,7 @@
  * mask (evaluation, rate 0) take the paths above unchanged. */
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -47,10 +53,16 @@ static void plan_drop(cudnnBackendDescriptor_t *plan, desc_list *keep) {
 
 sv_status sv_cuda_attn_init(sv_cuda_backend *cb) {
     memset(cb->attn, 0, sizeof cb->attn);
-    if (cb->base.cfg.attn_fallback || !cb->bf16) return SV_OK; /* cuDNN never used */
+    cb->dnn_off[0] = 0;
+    if (cb->base.cfg.attn_fallback || !cb->bf16) { /* cuDNN never used */
+        snprintf(cb->dnn_off, sizeof cb->dnn_off, "%s",
+                 cb->base.cfg.attn_fallback ? "forced (attn_fallback)" : "fp32 compute (cuDNN SDPA is bf16 here)");
+        return SV_OK;
+    }
     cudnnStatus_t st = cudnnCreate(&cb->dnn);
     if (st != CUDNN_STATUS_SUCCESS) {
         SV_WARN("cuDNN unavailable (%s); attention uses the fallback kernels", cudnnGetErrorString(st));
+        snprintf(cb->dnn_off, sizeof cb->dnn_off, "cuDNN unavailable: %s", cudnnGetErrorString(st));
         cb->dnn = NULL;
         return SV_OK;
     }
@@ -128,10 +140,54 @@ static sv_status make_tensors(desc_list *l, attn_tensors *t, int B, int T, int D
     return SV_OK;
 }
 
-/* Operation graph -> heuristics -> first execution plan that finalises. The plan itself is not
- * in the list; the caller keeps the list alive as long as the plan. */
+/* The engine behind engine config `cfg`: its global index and whether cuDNN notes it as
+ * nondeterministic. */
+static sv_status engine_info(cudnnBackendDescriptor_t cfg, int64_t *index, int *nondet) {
+    cudnnBackendDescriptor_t eng;
+    SV_CUDNN_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng));
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    int64_t n = 0, n_notes = 0;
+    cudnnStatus_t st =
+        cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eng);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, index);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                      CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n_notes, notes);
+    cudnnBackendDestroyDescriptor(eng);
+    if (st != CUDNN_STATUS_SUCCESS) return sv_cuda_cudnn_fail(st, "engine numerical notes", __FILE__, __LINE__);
+    *nondet = 0;
+    for (int64_t i = 0; i < n_notes && i < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; i++)
+        if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) *nondet = 1;
+    return SV_OK;
+}
+
+/* An execution plan for engine config `cfg`, finalised, and its workspace bytes. */
+static cudnnStatus_t try_plan(cudnnHandle_t dnn, cudnnBackendDescriptor_t cfg, cudnnBackendDescriptor_t *plan_out,
+                              int64_t *ws_out) {
+    cudnnBackendDescriptor_t plan;
+    cudnnStatus_t st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    st =
+        cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(plan);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st =
+            cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, NULL, ws_out);
+    if (st == CUDNN_STATUS_SUCCESS)
+        *plan_out = plan;
+    else
+        cudnnBackendDestroyDescriptor(plan);
+    return st;
+}
+
+/* Operation graph -> heuristics -> the first engine config that is not noted nondeterministic
+ * and whose execution plan finalises. The plan itself is not in the list; the caller keeps the
+ * list alive as long as the plan. `why` receives the engine chosen, or on failure the reasons. */
 static sv_status finish_plan(sv_cuda_backend *cb, desc_list *l, cudnnBackendDescriptor_t op,
-                             cudnnBackendDescriptor_t *plan_out, int64_t *ws_out) {
+                             cudnnBackendDescriptor_t *plan_out, int64_t *ws_out, char *why, size_t why_len) {
     cudnnBackendDescriptor_t graph, heur;
     SV_TRY(make_desc(l, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph));
     SV_CUDNN_TRY(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));
@@ -153,27 +209,38 @@ static sv_status finish_plan(sv_cuda_backend *cb, desc_list *l, cudnnBackendDesc
     int64_t got = 0;
     SV_CUDNN_TRY(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
                                           &got, cfgs));
+    int nondet = 0, unreadable = 0, refused = 0;
     cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
+    char detail[256] = "";
     for (int64_t i = 0; i < got; i++) {
-        cudnnBackendDescriptor_t plan;
-        SV_CUDNN_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
-        last = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                        &cfgs[i]);
-        if (last == CUDNN_STATUS_SUCCESS)
-            last = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &cb->dnn);
-        if (last == CUDNN_STATUS_SUCCESS) last = cudnnBackendFinalize(plan);
-        int64_t ws = 0;
-        if (last == CUDNN_STATUS_SUCCESS)
-            last = cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, NULL,
-                                            &ws);
+        int64_t index = -1;
+        int nd = 1;
+        if (engine_info(cfgs[i], &index, &nd) != SV_OK) { /* notes unknown: no determinism claim */
+            snprintf(detail, sizeof detail, "%s", sv_err_msg());
+            sv_err_clear();
+            unreadable++;
+            continue;
+        }
+        if (nd) {
+            nondet++;
+            continue;
+        }
+        last = try_plan(cb->dnn, cfgs[i], plan_out, ws_out);
         if (last == CUDNN_STATUS_SUCCESS) {
-            *plan_out = plan;
-            *ws_out = ws;
+            snprintf(why, why_len,
+                     "cudnn engine %lld (heuristic %lld of %lld; skipped: %d nondeterministic, %d "
+                     "unreadable notes, %d refused)",
+                     (long long)index, (long long)i + 1, (long long)got, nondet, unreadable, refused);
             return SV_OK;
         }
-        cudnnBackendDestroyDescriptor(plan);
+        cudnnGetLastErrorString(detail, sizeof detail);
+        refused++;
     }
-    return sv_cuda_cudnn_fail(last, "execution plan finalisation (every engine config refused)", __FILE__, __LINE__);
+    return SV_FAIL(SV_ERR_UNSUPPORTED,
+                   "no usable cuDNN engine among %lld heuristic results (%d nondeterministic, %d with unreadable "
+                   "notes, %d refused at plan finalisation: %s%s%s)",
+                   (long long)got, nondet, unreadable, refused, cudnnGetErrorString(last), detail[0] ? ": " : "",
+                   detail);
 }
 
 /* One attribute of an SDPA operation and the tensor it names. */
@@ -209,9 +276,15 @@ static sv_status build_dir(sv_cuda_backend *cb, sv_cuda_attn_plan *p, int bwd) {
         st = make_desc(
             &l, bwd ? CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR : CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, &op);
     for (size_t i = 0; i < n_attrs && st == SV_OK; i++) st = set_desc(op, attrs[i].attr, attrs[i].desc);
-    if (st == SV_OK && cudnnBackendFinalize(op) != CUDNN_STATUS_SUCCESS)
-        st = SV_FAIL(SV_ERR_UNSUPPORTED, "cuDNN refused the SDPA %s operation", bwd ? "backward" : "forward");
-    if (st == SV_OK) st = finish_plan(cb, &l, op, bwd ? &p->bwd : &p->fwd, bwd ? &p->bwd_ws : &p->fwd_ws);
+    if (st == SV_OK) {
+        cudnnStatus_t fs = cudnnBackendFinalize(op);
+        if (fs != CUDNN_STATUS_SUCCESS)
+            st = sv_cuda_cudnn_fail(fs, bwd ? "SDPA_BWD operation finalisation" : "SDPA_FWD operation finalisation",
+                                    __FILE__, __LINE__);
+    }
+    if (st == SV_OK)
+        st = finish_plan(cb, &l, op, bwd ? &p->bwd : &p->fwd, bwd ? &p->bwd_ws : &p->fwd_ws, p->why[bwd],
+                         sizeof p->why[bwd]);
     if (st == SV_OK)
         *(bwd ? &p->bwd_keep : &p->fwd_keep) = l;
     else
@@ -233,12 +306,21 @@ static sv_status reserve_ws(sv_cuda_backend *cb, int64_t bytes) {
     return SV_OK;
 }
 
-/* The plan for a shape, building it on first use. Returns NULL plans (fallback) when cuDNN is
- * off or refuses; fails only on real errors (out of memory). */
-static sv_status plan_for(sv_cuda_backend *cb, int B, int T, int D, int H, sv_cuda_attn_plan **out) {
-    static const sv_cuda_attn_plan none = {0};
-    *out = (sv_cuda_attn_plan *)&none;
-    if (!cb->dnn || (D / H) % 8 != 0) return SV_OK;
+/* The plan for a shape, building it on first use. *out is NULL (both directions fall back) when
+ * cuDNN is off, the head dim is not a multiple of 8 or the plan cache is full; `why` then says
+ * which. A direction cuDNN refused has a NULL plan and its reason in p->why. Fails only on real
+ * errors (the workspace cannot be allocated: then the shape's plans are dropped). */
+static sv_status plan_for(sv_cuda_backend *cb, int B, int T, int D, int H, sv_cuda_attn_plan **out, char *why,
+                          size_t why_len) {
+    *out = NULL;
+    if (!cb->dnn) {
+        snprintf(why, why_len, "fallback: %.200s", cb->dnn_off);
+        return SV_OK;
+    }
+    if ((D / H) % 8 != 0) {
+        snprintf(why, why_len, "fallback: head dim %d is not a multiple of 8", D / H);
+        return SV_OK;
+    }
     sv_cuda_attn_plan *slot = NULL;
     for (int i = 0; i < SV_CUDA_ATTN_PLANS; i++) {
         sv_cuda_attn_plan *p = &cb->attn[i];
@@ -248,17 +330,27 @@ static sv_status plan_for(sv_cuda_backend *cb, int B, int T, int D, int H, sv_cu
         }
         if (!p->used && !slot) slot = p;
     }
-    if (!slot) return SV_OK; /* more shapes than slots: extra shapes take the fallback */
+    if (!slot) { /* more shapes than slots: extra shapes take the fallback */
+        snprintf(why, why_len, "fallback: more than %d attention shapes planned", SV_CUDA_ATTN_PLANS);
+        return SV_OK;
+    }
     memset(slot, 0, sizeof *slot);
     slot->B = B, slot->T = T, slot->D = D, slot->H = H, slot->used = 1;
     for (int bwd = 0; bwd < 2; bwd++)
         if (build_dir(cb, slot, bwd) != SV_OK) {
             SV_WARN("cuDNN SDPA %s unavailable for B=%d T=%d D=%d H=%d, using the fallback kernel: %s",
                     bwd ? "backward" : "forward", B, T, D, H, sv_err_msg());
+            snprintf(slot->why[bwd], sizeof slot->why[bwd], "fallback: cuDNN refused: %s", sv_err_msg());
             sv_err_clear();
         }
     int64_t ws = slot->fwd_ws > slot->bwd_ws ? slot->fwd_ws : slot->bwd_ws;
-    SV_TRY(reserve_ws(cb, ws));
+    sv_status st = reserve_ws(cb, ws);
+    if (st != SV_OK) { /* never execute a plan without its workspace */
+        plan_drop(&slot->fwd, &slot->fwd_keep);
+        plan_drop(&slot->bwd, &slot->bwd_keep);
+        slot->used = 0;
+        return st;
+    }
     *out = slot;
     return SV_OK;
 }
@@ -296,8 +388,21 @@ static void note_drop_route(sv_cuda_backend *cb) {
             "another mask); evaluation keeps cuDNN");
 }
 
+/* The plain kernels keep a row of scores (forward, dQ) or two columns (dK/dV) in shared memory,
+ * at most 48 KiB without opting in to more: refuse longer sequences with a clear error. */
+static sv_status fallback_fits(int T, int D, int H) {
+    size_t need = (size_t)(2 * (D / H) + 2 * T) * sizeof(float);
+    if (need > 48u * 1024u)
+        return SV_FAIL(SV_ERR_UNSUPPORTED,
+                       "CUDA attention fallback kernels: T=%d, head dim %d need %zu bytes of shared memory per block "
+                       "(limit 49152)",
+                       T, D / H, need);
+    return SV_OK;
+}
+
 static sv_status fallback_fwd(sv_cuda_backend *cb, void *out, void *saved, const void *qkv, int B, int T, int D, int H,
                               const sv_drop *drop) {
+    SV_TRY(fallback_fits(T, D, H));
     return sv_cuda_launch_check(sv_cuk_attn_fwd(cb->stream, cb->bf16, out, saved, qkv, B, T, D, H, drop_key(drop),
                                                 drop_sample0(drop), drop_keep(drop)),
                                 "attention forward (fallback)");
@@ -305,9 +410,44 @@ static sv_status fallback_fwd(sv_cuda_backend *cb, void *out, void *saved, const
 
 static sv_status fallback_bwd(sv_cuda_backend *cb, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
                               const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop) {
+    SV_TRY(fallback_fits(T, D, H));
     return sv_cuda_launch_check(sv_cuk_attn_bwd(cb->stream, cb->bf16, d_qkv, d_out, qkv, out, saved, scratch, B, T, D,
                                                 H, drop_key(drop), drop_sample0(drop), drop_keep(drop)),
                                 "attention backward (fallback)");
+}
+
+static const char *const dir_name[2] = {"forward", "backward"};
+
+/* Run direction `bwd` of plan p through cuDNN: 1 when it ran (noted); otherwise 0, the reason
+ * is noted and the caller runs the fallback kernels. A failure at execution (nothing enqueued)
+ * drops that direction's plan for good. */
+static int run_cudnn(sv_cuda_backend *cb, sv_cuda_attn_plan *p, int bwd, int aligned, int n, int64_t *uids,
+                     void **ptrs) {
+    const sv_be_path_kind kind = bwd ? SV_BE_PATH_ATTN_BWD : SV_BE_PATH_ATTN_FWD;
+    cudnnBackendDescriptor_t plan = bwd ? p->bwd : p->fwd;
+    if (!plan) {
+        sv_cuda_note(cb, kind, "%s", p->why[bwd]);
+        return 0;
+    }
+    if (!aligned) {
+        sv_cuda_note(cb, kind, "fallback: buffers not 16-byte aligned");
+        return 0;
+    }
+    if (execute(cb, plan, n, uids, ptrs) == SV_OK) {
+        sv_cuda_note(cb, kind, "%s", p->why[bwd]);
+        return 1;
+    }
+    SV_WARN("cuDNN SDPA %s failed for B=%d T=%d D=%d H=%d, switching to the fallback kernel: %s", dir_name[bwd], p->B,
+            p->T, p->D, p->H, sv_err_msg());
+    snprintf(p->why[bwd], sizeof p->why[bwd], "fallback: cuDNN failed at execution: %s", sv_err_msg());
+    sv_err_clear();
+    cudaGetLastError(); /* a refused launch may set the runtime's last error (see gemm.c) */
+    if (bwd)
+        plan_drop(&p->bwd, &p->bwd_keep);
+    else
+        plan_drop(&p->fwd, &p->fwd_keep);
+    sv_cuda_note(cb, kind, "%s", p->why[bwd]);
+    return 0;
 }
 
 sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
@@ -315,58 +455,51 @@ sv_status sv_cuda_attention_fwd(sv_backend *be, void *out, void *saved, void *sc
     sv_cuda_backend *cb = sv_cuda_be(be);
     (void)scratch;
     sv_cuda_attn_plan *p;
+    char why[SV_CUDA_NOTE];
     /* Planned with or without a mask: the shape's cuDNN plans and workspace are then made in the
      * first training step as before (evaluation, without a mask, runs them). */
-    SV_TRY(plan_for(cb, B, T, D, H, &p));
+    SV_TRY(plan_for(cb, B, T, D, H, &p, why, sizeof why));
     if (drop) { /* the mask exists only in the fallback kernels (file comment) */
         note_drop_route(cb);
+        sv_cuda_note(cb, SV_BE_PATH_ATTN_FWD, "fallback: attention dropout (cuDNN SDPA cannot draw this mask)");
         return fallback_fwd(cb, out, saved, qkv, B, T, D, H, drop);
     }
-    if (p->fwd && aligned16(qkv, out, saved, NULL)) {
-        const char *base = qkv;
-        size_t e = 2; /* bf16 bytes */
-        float scale = 1.0f / sqrtf((float)(D / H));
-        int64_t uids[] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE};
-        void *ptrs[] = {(void *)base, (void *)(base + (size_t)D * e), (void *)(base + 2 * (size_t)D * e), out, saved,
-                        &scale};
-        if (execute(cb, p->fwd, 6, uids, ptrs) == SV_OK) return SV_OK;
-        /* Refused at execution (nothing was enqueued): use the kernels from now on. */
-        SV_WARN("cuDNN SDPA forward failed for B=%d T=%d D=%d H=%d, switching to the fallback kernel: %s", B, T, D, H,
-                sv_err_msg());
-        sv_err_clear();
-        plan_drop(&p->fwd, &p->fwd_keep);
+    if (!p) {
+        sv_cuda_note(cb, SV_BE_PATH_ATTN_FWD, "%s", why);
+        return fallback_fwd(cb, out, saved, qkv, B, T, D, H, NULL);
     }
+    const char *base = qkv;
+    size_t off = (size_t)D * 2; /* bf16 bytes from q to k, k to v */
+    float scale = 1.0f / sqrtf((float)(D / H));
+    int64_t uids[] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE};
+    void *ptrs[] = {(void *)base, (void *)(base + off), (void *)(base + 2 * off), out, saved, &scale};
+    if (run_cudnn(cb, p, 0, aligned16(qkv, out, saved, NULL), 6, uids, ptrs)) return SV_OK;
     return fallback_fwd(cb, out, saved, qkv, B, T, D, H, NULL);
 }
 
 sv_status sv_cuda_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
                                 const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop) {
     sv_cuda_backend *cb = sv_cuda_be(be);
-    if (drop) /* the forward with this mask ran the fallback too (file comment) */
+    if (drop) { /* the forward with this mask ran the fallback too (file comment) */
+        sv_cuda_note(cb, SV_BE_PATH_ATTN_BWD, "fallback: attention dropout (cuDNN SDPA cannot draw this mask)");
         return fallback_bwd(cb, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H, drop);
-    sv_cuda_attn_plan *p;
-    SV_TRY(plan_for(cb, B, T, D, H, &p));
-    if (p->bwd && aligned16(qkv, out, saved, d_out) && aligned16(d_qkv, NULL, NULL, NULL)) {
-        const char *base = qkv;
-        char *dbase = d_qkv;
-        size_t off = (size_t)D * 2;
-        float scale = 1.0f / sqrtf((float)(D / H));
-        int64_t uids[] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_DO, UID_DQ, UID_DK, UID_DV};
-        void *ptrs[] = {(void *)base,
-                        (void *)(base + off),
-                        (void *)(base + 2 * off),
-                        (void *)out,
-                        (void *)saved,
-                        &scale,
-                        (void *)d_out,
-                        dbase,
-                        dbase + off,
-                        dbase + 2 * off};
-        if (execute(cb, p->bwd, 10, uids, ptrs) == SV_OK) return SV_OK;
-        SV_WARN("cuDNN SDPA backward failed for B=%d T=%d D=%d H=%d, switching to the fallback kernel: %s", B, T, D, H,
-                sv_err_msg());
-        sv_err_clear();
-        plan_drop(&p->bwd, &p->bwd_keep);
     }
+    sv_cuda_attn_plan *p;
+    char why[SV_CUDA_NOTE];
+    SV_TRY(plan_for(cb, B, T, D, H, &p, why, sizeof why));
+    if (!p) {
+        sv_cuda_note(cb, SV_BE_PATH_ATTN_BWD, "%s", why);
+        return fallback_bwd(cb, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H, NULL);
+    }
+    const char *base = qkv;
+    char *dbase = d_qkv;
+    size_t off = (size_t)D * 2;
+    float scale = 1.0f / sqrtf((float)(D / H));
+    int64_t uids[] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_DO, UID_DQ, UID_DK, UID_DV};
+    void *ptrs[] = {
+        (void *)base, (void *)(base + off), (void *)(base + 2 * off), (void *)out, (void *)saved, &scale, (void *)d_out,
+        dbase,        dbase + off,          dbase + 2 * off};
+    int aligned = aligned16(qkv, out, saved, d_out) && aligned16(d_qkv, NULL, NULL, NULL);
+    if (run_cudnn(cb, p, 1, aligned, 10, uids, ptrs)) return SV_OK;
     return fallback_bwd(cb, d_qkv, scratch, d_out, qkv, out, saved, B, T, D, H, NULL);
 }

@@ -6,6 +6,7 @@
  * (upload, download, sumsq) return only when the host buffer may be reused/read: they enqueue
  * on the compute stream and synchronise it, which keeps the backend.h contract identical to the
  * CPU backend's. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,15 @@
 #include "model/backend/cuda/cuda_backend.h"
 
 #define SV_CUDA_LT_WORKSPACE (32u << 20) /* cuBLASLt's recommendation for Hopper */
+
+void sv_cuda_note(sv_cuda_backend *cb, sv_be_path_kind kind, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cb->note[kind], sizeof cb->note[kind], fmt, ap);
+    va_end(ap);
+}
+
+static const char *cuda_last_path(const sv_backend *be, sv_be_path_kind kind) { return sv_cuda_cbe(be)->note[kind]; }
 
 sv_status sv_cuda_launch_check(cudaError_t e, const char *op) {
     if (e == cudaSuccess) return SV_OK;
@@ -78,6 +88,7 @@ static void cuda_destroy(sv_backend *be) {
     sv_cuda_gemm_free(cb);
     if (cb->lt) cublasLtDestroy(cb->lt);
     cudaFree(cb->lt_ws);
+    cudaFree(cb->stage);
     cudaFree(cb->red);
     cudaFree(cb->sumsq_dev);
     cudaFreeHost(cb->sumsq_host);
@@ -284,6 +295,7 @@ static const sv_backend_ops cuda_ops = {
     .destroy = cuda_destroy,
     .peak_flops = cuda_peak_flops,
     .native_stream = cuda_native_stream,
+    .last_path = cuda_last_path,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .host_alloc = cuda_host_alloc,
@@ -357,6 +369,7 @@ static sv_status cuda_init(sv_cuda_backend *cb, const sv_backend_config *cfg) {
     SV_CUBLAS_TRY(cublasLtCreate(&cb->lt));
     cb->lt_ws_bytes = SV_CUDA_LT_WORKSPACE;
     SV_CUDA_TRY(cudaMalloc(&cb->lt_ws, cb->lt_ws_bytes));
+    if (cb->bf16) SV_CUDA_TRY(cudaMalloc((void **)&cb->stage, SV_CUDA_STAGE_BYTES)); /* gemm.c: fp32 GEMM results */
     SV_TRY(sv_cuda_gemm_init(cb));
     SV_CUDA_TRY(cudaMalloc((void **)&cb->sumsq_dev, (SV_CUDA_SUMSQ_BLOCKS + 1) * sizeof(double)));
     SV_CUDA_TRY(cudaMallocHost((void **)&cb->sumsq_host, sizeof(double)));

@@ -4,6 +4,7 @@
 #define SV_MODEL_BACKEND_CUDA_BACKEND_H
 
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -34,26 +35,55 @@ sv_status sv_cuda_cudnn_fail(cudnnStatus_t st, const char *call, const char *fil
         if (sv_ds_ != CUDNN_STATUS_SUCCESS) return sv_cuda_cudnn_fail(sv_ds_, #call, __FILE__, __LINE__); \
     } while (0)
 
-/* Cached cuBLASLt GEMM: descriptors and the heuristic's algorithm for one problem signature. */
+#define SV_CUBLAS_V2_TRY(call) \
+    do { \
+        cublasStatus_t sv_bs_ = (call); \
+        if (sv_bs_ != CUBLAS_STATUS_SUCCESS) \
+            return SV_FAIL(SV_ERR_BACKEND, "cuBLAS error in %s: %s", #call, cublasGetStatusString(sv_bs_)); \
+    } while (0)
+
+/* Cached GEMM: descriptors and the heuristic's algorithms for one problem signature. */
 typedef struct sv_cuda_gemm_key {
     int kind; /* SV_GEMM_FWD, SV_GEMM_DGRAD, SV_GEMM_WGRAD */
     int M, N, K;
     int bias;  /* bias epilogue requested */
+    int d_f32; /* D (and C) fp32 whatever the compute dtype: wgrad, and the staged forward */
     int align; /* common alignment (bytes, power of two <= 256) of the operand pointers */
 } sv_cuda_gemm_key;
 
-enum { SV_GEMM_FWD = 1, SV_GEMM_DGRAD = 2, SV_GEMM_WGRAD = 3 };
+enum { SV_GEMM_FWD = 0, SV_GEMM_DGRAD = 1, SV_GEMM_WGRAD = 2 };
+
+/* The column-major problem a plan computes: D(m x n) = op(A) op(B) (+ beta C), as both
+ * cuBLASLt's layouts and the cublasGemmEx fallback take it. */
+typedef struct sv_cuda_gemm_dims {
+    cublasOperation_t ta, tb;
+    int m, n, k, lda, ldb, ldc;
+    cudaDataType_t ab, dt; /* A/B and C/D types */
+} sv_cuda_gemm_dims;
+
+#define SV_CUDA_GEMM_ALGOS 8 /* heuristic results kept per plan, tried in order */
+#define SV_CUDA_NOTE 256     /* bytes of a path note (sv_be_last_path) */
 
 typedef struct sv_cuda_gemm_plan {
     sv_cuda_gemm_key key;
     int used;
-    int bias_by_kernel; /* cuBLASLt had no algorithm with the bias epilogue: add it separately */
+    sv_cuda_gemm_dims dims;
+    /* key.bias only: no algorithm ran the BIAS epilogue (none offered, or every one failed), so
+     * the forward takes the staged path (fp32 GEMM, then the epilogue kernel) instead. */
+    int no_bias_epi;
+    int n_algo;   /* heuristic results in algo[] */
+    int cur;      /* the algorithm in use; cur == n_algo: the cublasGemmEx fallback */
+    int verified; /* algorithm `cur` has run once: a later failure is an error, not a refusal */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c;
-    cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulAlgo_t algo[SV_CUDA_GEMM_ALGOS];
+    char note[SV_CUDA_NOTE]; /* what runs (set when it first ran) */
 } sv_cuda_gemm_plan;
 
 #define SV_CUDA_GEMM_PLANS 64
+/* Staging buffer of the forward's epilogue kernel (bf16 compute: the GEMM's fp32 result, in row
+ * chunks that fit): allocated once at create, like the cuBLASLt workspace. */
+#define SV_CUDA_STAGE_BYTES (32u << 20)
 
 /* Attention plan for one (B, T, D, H): the cuDNN execution plans when cuDNN accepted the graph,
  * otherwise NULL (that direction runs the fallback kernels). Both directions save/consume the
@@ -71,6 +101,9 @@ typedef struct sv_cuda_attn_plan {
     cudnnBackendDescriptor_t fwd, bwd;
     int64_t fwd_ws, bwd_ws;
     sv_cuda_desc_list fwd_keep, bwd_keep;
+    /* per direction: the cuDNN engine that runs, or why the fallback kernels run instead (the
+     * refusal with cuDNN's own last-error text) */
+    char why[2][SV_CUDA_NOTE];
 } sv_cuda_attn_plan;
 
 #define SV_CUDA_ATTN_PLANS 16
@@ -89,12 +122,16 @@ typedef struct sv_cuda_backend {
     size_t lt_ws_bytes;
     sv_cuda_gemm_plan gemm[SV_CUDA_GEMM_PLANS];
     int gemm_next_evict;
+    cublasHandle_t blas; /* cublasGemmEx fallback: created on first need, shares lt_ws */
+    float *stage;        /* SV_CUDA_STAGE_BYTES: fp32 GEMM results for the epilogue kernel */
 
     cudnnHandle_t dnn; /* NULL when cuDNN could not be initialised (fallback attention only) */
     void *dnn_ws;      /* cuDNN workspace: grown only when a new attention shape is planned */
     size_t dnn_ws_bytes;
     sv_cuda_attn_plan attn[SV_CUDA_ATTN_PLANS];
-    int attn_drop_noted; /* the "dropout runs the fallback kernels" note was logged */
+    int attn_drop_noted;                       /* the "dropout runs the fallback kernels" note was logged */
+    char dnn_off[SV_CUDA_NOTE];                /* why cuDNN is not used at all (dnn == NULL), else "" */
+    char note[SV_BE_PATH_KINDS][SV_CUDA_NOTE]; /* sv_be_last_path, per kind */
 
     float *red; /* column-reduction partials (bias / LayerNorm grads), grown per new shape */
     size_t red_floats;
@@ -104,6 +141,10 @@ typedef struct sv_cuda_backend {
 
 static inline sv_cuda_backend *sv_cuda_be(sv_backend *be) { return (sv_cuda_backend *)be; }
 static inline const sv_cuda_backend *sv_cuda_cbe(const sv_backend *be) { return (const sv_cuda_backend *)be; }
+
+/* Set the path note of `kind` (sv_be_last_path), printf-style. */
+void sv_cuda_note(sv_cuda_backend *cb, sv_be_path_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Turn a kernel launcher's result into a status naming the op. */
 sv_status sv_cuda_launch_check(cudaError_t e, const char *op);

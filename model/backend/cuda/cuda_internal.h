@@ -39,8 +39,11 @@ cudaError_t sv_cuk_add_f32(cudaStream_t s, float *y, const float *x, size_t n);
 cudaError_t sv_cuk_gelu_fwd(cudaStream_t s, int bf16, void *out, const void *x, size_t n);
 cudaError_t sv_cuk_gelu_bwd(cudaStream_t s, int bf16, void *d_x, const void *d_out, const void *x, size_t n);
 cudaError_t sv_cuk_residual_add(cudaStream_t s, int bf16, void *out, const void *a, const void *b, size_t n);
-/* out (M,N) += bias (N) (compute dtype; used when the cuBLASLt bias epilogue is unavailable). */
-cudaError_t sv_cuk_add_bias(cudaStream_t s, int bf16, void *out, const void *bias, int M, int N);
+/* The linear forward's epilogue from the GEMM's fp32 result acc (M,N): with pre (GELU), per
+ * element sv_bias_gelu_elem -> pre and out; without, out = acc + bias (bias may be NULL). out,
+ * pre, bias: compute dtype. acc may alias pre (GELU) or out (no GELU) when bf16 == 0. */
+cudaError_t sv_cuk_linear_epilogue(cudaStream_t s, int bf16, void *out, void *pre, const float *acc, const void *bias,
+                                   int M, int N);
 /* db (N) += column sums of d_out (M,N), deterministic: `partials` holds
  * sv_cuk_colsum_partials(M,N) floats. */
 size_t sv_cuk_colsum_partials(int M, int N);

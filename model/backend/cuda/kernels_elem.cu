@@ -1,5 +1,8 @@
-/* CUDA backend: element-wise kernels, casts, f32 vector ops, deterministic reductions, AdamW.
- * Every per-element formula comes from core/elementwise.h. */
+/* CUDA backend: element-wise kernels, casts, f32 vector ops, deterministic reductions, the
+ * linear epilogue, AdamW and the other optimizers. Every per-element formula comes from
+ * core/elementwise.h. This file compiles with -fmad=false (CMakeLists.txt): each operation of
+ * those formulas is rounded on its own, as on the CPU backend, so the per-element results are
+ * the CPU backend's bits for the same inputs. */
 #include "model/backend/cuda/kernels_common.cuh"
 
 /* ---- casts ---- */
@@ -103,16 +106,31 @@ extern "C" cudaError_t sv_cuk_residual_add(cudaStream_t s, int bf16, void *out, 
     return cudaGetLastError();
 }
 
-/* ---- bias add and deterministic column sums ---- */
-template <int BF> __global__ void k_add_bias(void *out, const void *bias, int M, int N) {
+/* ---- linear epilogue and deterministic column sums ---- */
+
+/* Row m of out/pre (M,N) from row m of acc (M,N, fp32): sv_bias_gelu_elem with pre, else
+ * z = acc (+ bias) into out. acc may be pre (GELU) or out (no GELU) itself: each element is read
+ * before the same thread writes it. */
+template <int BF>
+__global__ void k_linear_epilogue(void *out, void *pre, const float *acc, const void *bias, int M, int N) {
     size_t n = (size_t)M * N;
     SV_CUK_FOR(i, n) {
-        float v = sv_ct<BF>::ld(out, i) + sv_ct<BF>::ld(bias, i % (size_t)N);
-        sv_ct<BF>::st(out, i, v);
+        float b = bias ? sv_ct<BF>::ld(bias, i % (size_t)N) : 0.0f;
+        float a = acc[i];
+        if (pre) {
+            float z;
+            float g = sv_bias_gelu_elem(a, b, bias != NULL, &z);
+            sv_ct<BF>::st(pre, i, z);
+            sv_ct<BF>::st(out, i, g);
+        } else {
+            sv_ct<BF>::st(out, i, bias ? a + b : a);
+        }
     }
 }
-extern "C" cudaError_t sv_cuk_add_bias(cudaStream_t s, int bf16, void *out, const void *bias, int M, int N) {
-    SV_CUK_DISPATCH(bf16, k_add_bias, sv_cuk_blocks((size_t)M * N), SV_CUK_THREADS, 0, s, out, bias, M, N);
+extern "C" cudaError_t sv_cuk_linear_epilogue(cudaStream_t s, int bf16, void *out, void *pre, const float *acc,
+                                              const void *bias, int M, int N) {
+    SV_CUK_DISPATCH(bf16, k_linear_epilogue, sv_cuk_blocks((size_t)M * N), SV_CUK_THREADS, 0, s, out, pre, acc, bias, M,
+                    N);
     return cudaGetLastError();
 }
 
