@@ -99,9 +99,21 @@ def ops_per_op(rows):
             p["worst_ratio"], p["worst"] = ratio, r
         for k, val in r.items():
             item = "%s=%s" % (k, val)
-            if k not in STANDARD_OP_KEYS and item not in p["extra"] and len(p["extra"]) < 6:
+            if k not in STANDARD_OP_KEYS and val not in ("", None) and item not in p["extra"] and len(p["extra"]) < 6:
                 p["extra"].append(item)
     return list(per.values())
+
+
+def worst_text(w, limit):
+    """One row of ops.json as "op variant output: what went wrong": the failing call's message,
+    a non-finite result (rel_err null), or rel_err against its tolerance."""
+    where = "%s %s %s" % (w.get("op"), w.get("variant"), w.get("output"))
+    if "error" in w:
+        return "%s: error: %s" % (where, str(w["error"])[:limit])
+    rel, tol = w.get("rel_err"), w.get("tol")
+    if not isinstance(rel, (int, float)):
+        return "%s: non-finite result (%s non-finite values)" % (where, w.get("nonfinite", "?"))
+    return "%s: %.2e (tol %s)" % (where, rel, fmt(tol, "%.0e"))
 
 
 def line_ops(path):
@@ -116,11 +128,7 @@ def line_ops(path):
         s += ", output cut off"
     worst = max(ops_per_op(rows), key=lambda p: p["worst_ratio"], default=None)
     if worst and worst["worst"]:
-        w = worst["worst"]
-        if "error" in w:
-            s += "; first failing call: %s %s %s: %s" % (w["op"], w["variant"], w["output"], w["error"][:120])
-        else:
-            s += "; worst rel/tol: %s %s %s %.2e (tol %.0e)" % (w["op"], w["variant"], w["output"], w["rel_err"], w["tol"])
+        s += "; worst: " + worst_text(worst["worst"], 120)
     return s
 
 
@@ -362,9 +370,7 @@ def render_md(rep):
                                                else "", ", output cut off (killed)" if ops["truncated"] else ""), ""]
         md += table(["op", "checks", "failed", "max rel err", "worst vs tol (variant, output)", "extra fields"], [
             [p["op"], p["checks"], p["failures"], fmt(p["max_rel_err"], "%.2e"),
-             ("error: %s" % p["worst"]["error"][:100] if "error" in p["worst"] else
-              "%.2e / %.0e (%s, %s)" % (p["worst"]["rel_err"], p["worst"]["tol"], p["worst"]["variant"],
-                                        p["worst"]["output"])) if p["worst"] else "-",
+             worst_text(p["worst"], 100) if p["worst"] else "-",
              ", ".join(p["extra"])] for p in ops["per_op"]])
         if ops["failing"]:
             md += ["", "Failing checks:", ""]
