@@ -310,17 +310,13 @@ static sv_status provenance_begin(trainer *t) {
     sv_provenance p;
     sv_provenance_fill(&p, "train", &proc, t->cpu_peak.threads_rank, cpu ? -1 : r->local_rank);
     if (!(t->prov_json = sv_provenance_json(&p, o->flags))) return SV_FAIL(SV_ERR_OOM, "provenance");
-    char peak[512];
-    if (kind && !strcmp(kind, "isa"))
-        snprintf(peak, sizeof peak,
-                 "{\"kind\":\"isa\",\"engine\":\"%s\",\"per_core_flops\":%.6g,\"cores_used\":%g,\"flops\":%.6g,"
-                 "\"calib_seconds\":%g}",
-                 t->cpu_peak.engine, t->cpu_peak.per_core, t->cpu_peak.cores_used, t->peak, o->mfu_calib_s);
-    else if (kind)
-        snprintf(peak, sizeof peak, "{\"kind\":\"device\",\"flops\":%.6g}", t->peak);
-    else
-        snprintf(peak, sizeof peak, "null");
-    return sv_train_log_header(&t->lg, t->prov_json, peak);
+    sv_train_log_peak peak = {.kind = kind,
+                              .engine = t->cpu_peak.engine,
+                              .per_core_flops = t->cpu_peak.per_core,
+                              .cores_used = t->cpu_peak.cores_used,
+                              .flops = t->peak,
+                              .calib_seconds = o->mfu_calib_s};
+    return sv_train_log_header(&t->lg, t->prov_json, &peak);
 }
 
 /* Logs, evaluator and checkpoints; --resume / --init-from applied. *start: the first step. */
