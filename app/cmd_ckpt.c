@@ -154,44 +154,6 @@ void sv_train_ckpt_free(sv_train_ckpt *c) {
     c->aw = NULL;
 }
 
-sv_status sv_train_dump_logits(sv_run *r, const sv_loader_opts *train_lo, const char *path) {
-    sv_loader_opts lo = *train_lo;
-    lo.mode = SV_TRANSFORM_EVAL;
-    lo.mixup_alpha = lo.cutmix_alpha = 0;
-    const sv_vit_config *c = &r->vcfg;
-    int B = r->micro_batch, K = c->num_classes;
-    size_t img = (size_t)B * c->in_chans * c->img * c->img;
-    sv_loader *ld;
-    SV_TRY(sv_loader_create(&lo, &ld));
-    const sv_batch *b = NULL;
-    sv_eval_bufs eb = sv_run_eval_bufs(r); /* the run's micro-batch buffers, as evaluation uses them */
-    float *d_img = eb.images, *d_f32 = eb.logits32, *logits = malloc((size_t)B * K * 4);
-    sv_status st = sv_loader_next(ld, &b);
-    if (st == SV_OK && !b) st = SV_FAIL(SV_ERR_INVALID, "--dump-logits: the data set yields no batch");
-    if (st == SV_OK && !logits) st = SV_FAIL(SV_ERR_OOM, "logits");
-    if (st == SV_OK) st = sv_be_upload(r->be, d_img, b->images, img * 4);
-    if (st == SV_OK) st = sv_fsdp_forward(&r->fsdp, d_img);
-    if (st == SV_OK) {
-        if (sv_be_compute_elem_size(r->be) == 4)
-            st = sv_be_download(r->be, logits, r->model.logits, (size_t)B * K * 4);
-        else {
-            st = sv_be_compute_to_f32(r->be, d_f32, r->model.logits, (size_t)B * K);
-            if (st == SV_OK) st = sv_be_download(r->be, logits, d_f32, (size_t)B * K * 4);
-        }
-    }
-    if (st == SV_OK && r->rank == 0) {
-        int64_t si[4] = {B, c->in_chans, c->img, c->img}, sl[2] = {B, K}, sb[1] = {B};
-        sv_st_entry e[3] = {{"images", SV_ST_F32, 4, si, b->images},
-                            {"labels", SV_ST_I32, 1, sb, b->labels},
-                            {"logits", SV_ST_F32, 2, sl, logits}};
-        st = sv_safetensors_write(path, e, 3, NULL, 0, NULL, NULL);
-        if (st == SV_OK) SV_INFO("dump-logits: %d images of rank 0 and their logits -> %s", B, path);
-    }
-    free(logits);
-    sv_loader_destroy(ld);
-    return st;
-}
-
 /* ---- offline subcommands ------------------------------------------------------------------- */
 
 int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc) {
