@@ -579,19 +579,13 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     if (npos && !o.sweep)
-        return sv_cmd_usage_error(&spec, "unexpected argument '%s' (KEY=V1,V2 items follow --sweep)", pos[0]);
+        return sv_cmd_usage_error(spec.name, "unexpected argument '%s' (KEY=V1,V2 items follow --sweep)", pos[0]);
     if ((o.sweep_csv || o.sweep_jsonl) && !o.sweep)
-        return sv_cmd_usage_error(&spec, "--sweep-csv and --sweep-jsonl need --sweep");
+        return sv_cmd_usage_error(spec.name, "--sweep-csv and --sweep-jsonl need --sweep");
     if (o.sweep && (o.op || o.comm))
-        return sv_cmd_usage_error(&spec, "--sweep times the training step: not with --op or --comm");
-    if (o.data && o.synthetic) {
-        fprintf(stderr, "shardvit bench: --synthetic and --data exclude each other\n");
-        return 2;
-    }
-    if (o.op && o.comm) {
-        fprintf(stderr, "shardvit bench: --op and --comm exclude each other\n");
-        return 2;
-    }
+        return sv_cmd_usage_error(spec.name, "--sweep times the training step: not with --op or --comm");
+    if (o.data && o.synthetic) return sv_cmd_usage_error("bench", "--synthetic and --data exclude each other");
+    if (o.op && o.comm) return sv_cmd_usage_error("bench", "--op and --comm exclude each other");
     int threads = resolve_threads(&o, proc);
     o.flags = flags;
     int on_cuda =
@@ -626,10 +620,5 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
     } else {
         st = sweep(&o, proc, (const char *const *)pos, npos);
     }
-    if (st == SV_ERR_INVALID) {
-        fprintf(stderr, "shardvit bench: %s\n", sv_err_msg());
-        return 2;
-    }
-    if (st != SV_OK) return sv_app_fail("bench", st);
-    return 0;
+    return sv_cmd_exit("bench", st, 1);
 }

@@ -177,7 +177,7 @@ int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc) {
     const char *usage = "expected IN OUT and --world M (M >= 1); see --help";
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, 2, usage);
     if (rc >= 0) return rc;
-    if (world < 1) return sv_cmd_usage_error(&spec, "%s", usage);
+    if (world < 1) return sv_cmd_usage_error(spec.name, "%s", usage);
     sv_status st = sv_ckpt_reshard(pos[0], pos[1], world);
     if (st != SV_OK) return sv_app_fail("reshard", st);
     printf("resharded %s -> %s for %d ranks\n", pos[0], pos[1], world);
@@ -212,10 +212,8 @@ int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
         dt = SV_ST_F32;
     else if (!strcmp(dtype, "bf16"))
         dt = SV_ST_BF16;
-    else {
-        fprintf(stderr, "shardvit export: --dtype: invalid value '%s' (expected fp32 or bf16)\n", dtype);
-        return 2;
-    }
+    else
+        return sv_cmd_usage_error("export", "--dtype: invalid value '%s' (expected fp32 or bf16)", dtype);
     sv_status st = sv_ckpt_export(pos[0], pos[1], dt, ema);
     if (st != SV_OK) return sv_app_fail("export", st);
     return 0;
@@ -243,10 +241,7 @@ int sv_cmd_import(int argc, char **argv, const sv_proc *proc) {
     if (rc >= 0) return rc;
     sv_vit_config c;
     sv_status st = sv_model_opts_resolve(&mo, &c);
-    if (st != SV_OK) {
-        fprintf(stderr, "shardvit import: %s\n", sv_err_msg());
-        return 2;
-    }
+    if (st != SV_OK) return sv_cmd_usage_error("import", "%s", sv_err_msg());
     sv_layout L;
     st = sv_layout_build(&L, &c, head_zero, 1, 0);
     int loaded = 0;

@@ -679,34 +679,21 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     o.flags = flags;
-    if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic")) {
-        fprintf(stderr, "shardvit train: --interp: invalid value '%s' (expected bilinear or bicubic)\n", o.xf.interp);
-        return 2;
-    }
-    if (sv_aug_flags_check(&o.aug, o.mixup > 0 || o.cutmix > 0, o.randaug_n) != SV_OK) {
-        fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
-        return 2;
-    }
-    if (o.run.accum_mode && strcmp(o.run.accum_mode, "shard") && strcmp(o.run.accum_mode, "local")) {
-        fprintf(stderr, "shardvit train: --accum-mode: invalid value '%s' (expected shard or local)\n",
-                o.run.accum_mode);
-        return 2;
-    }
-    if (!o.bce && (o.bce_sum || o.bce_thresh > 0)) {
-        fprintf(stderr, "shardvit train: --bce-sum and --bce-target-thresh apply to --bce-loss only\n");
-        return 2;
-    }
+    if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic"))
+        return sv_cmd_usage_error("train", "--interp: invalid value '%s' (expected bilinear or bicubic)", o.xf.interp);
+    if (sv_aug_flags_check(&o.aug, o.mixup > 0 || o.cutmix > 0, o.randaug_n) != SV_OK)
+        return sv_cmd_usage_error("train", "%s", sv_err_msg());
+    if (o.run.accum_mode && strcmp(o.run.accum_mode, "shard") && strcmp(o.run.accum_mode, "local"))
+        return sv_cmd_usage_error("train", "--accum-mode: invalid value '%s' (expected shard or local)",
+                                  o.run.accum_mode);
+    if (!o.bce && (o.bce_sum || o.bce_thresh > 0))
+        return sv_cmd_usage_error("train", "--bce-sum and --bce-target-thresh apply to --bce-loss only");
     o.ema.on = o.run.model_ema;
     if ((rc = sv_train_ema_check(&o.ema)) != 0) return rc;
-    if (sv_train_optim_check(&o.of, flags, &o.warmup, o.steps, &o.beta2, &o.eps) != SV_OK) {
-        fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
-        return 2;
-    }
+    if (sv_train_optim_check(&o.of, flags, &o.warmup, o.steps, &o.beta2, &o.eps) != SV_OK)
+        return sv_cmd_usage_error("train", "%s", sv_err_msg());
     sv_preempt pre;
-    if (sv_preempt_parse(o.preempt_signal, &pre) != SV_OK) {
-        fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
-        return 2;
-    }
+    if (sv_preempt_parse(o.preempt_signal, &pre) != SV_OK) return sv_cmd_usage_error("train", "%s", sv_err_msg());
     sv_run r;
     sv_run_lock locks[2] = {{-1}, {-1}};
     /* Handlers first: a signal during set-up stops the run at the first step boundary. */
@@ -733,12 +720,12 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace);
     sv_preempt_uninstall();
     for (int i = 0; i < 2; i++) sv_run_dir_unlock(&locks[i]);
-    if (st == SV_ERR_INVALID) { /* a bad flag value found while setting up: a usage error */
-        fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
-        if (set_up) sv_run_teardown(&r); /* every rank got the same agreed error: a collective teardown is safe */
-        return 2;
+    if (st != SV_OK) { /* SV_ERR_INVALID: a bad flag value found while setting up, a usage error */
+        rc = sv_cmd_exit("train", st, 1);
+        /* every rank got the same agreed usage error: a collective teardown is safe */
+        if (rc == 2 && set_up) sv_run_teardown(&r);
+        return rc;
     }
-    if (st != SV_OK) return sv_app_fail("train", st);
     sv_run_teardown(&r);
     if (end.signal && end.saved) {
         SV_INFO("stopped by %s after step %ld with its checkpoint saved: continue with the same command and "

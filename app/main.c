@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "app/commands.h"
+#include "app/flags.h"
 #include "app/mpi_env.h"
 #include "app/provenance.h"
 #include "core/log.h"
@@ -34,6 +35,12 @@ static const command k_commands[] = {
 int sv_app_fail(const char *cmd, sv_status st) {
     fprintf(stderr, "shardvit %s: error: %s (%s) [at %s]\n", cmd, sv_err_msg(), sv_status_str(st), sv_err_trace());
     return 1;
+}
+
+int sv_cmd_exit(const char *cmd, sv_status st, int usage) {
+    if (st == SV_OK) return 0;
+    if (st == SV_ERR_INVALID && usage) return sv_cmd_usage_error(cmd, "%s", sv_err_msg());
+    return sv_app_fail(cmd, st);
 }
 
 static void usage(FILE *out) {
