@@ -25,7 +25,7 @@
 #include "app/bench_sweep.h"
 #include "app/cpu_peak.h"
 #include "app/commands.h"
-#include "app/mpi_env.h"
+#include "app/env_overrides.h"
 #include "app/provenance.h"
 #include "app/run.h"
 #include "app/train_step.h"
@@ -162,7 +162,7 @@ static sv_dtype calib_dtype(const bench_opts *o) { return strcmp(o->run.param_dt
 /* All ranks measure at once (a barrier before and after), each on its own core, so the figure
  * reflects every core busy; the best rank's value is the per-core peak (noise only lowers it). */
 static sv_status calibrate(const bench_opts *o, double *flops) {
-    sv_comm_config cc = {.kind = sv_mpi_env_comm_kind(), .timeout_s = o->run.comm_timeout};
+    sv_comm_config cc = sv_env_comm_config(o->run.comm_timeout);
     sv_comm *cm;
     SV_TRY(sv_comm_create_world(&cc, &cm));
     sv_status st = sv_comm_barrier_sync(cm);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "app/commands.h"
+#include "app/env_overrides.h"
 #include "app/flags.h"
 #include "app/mpi_env.h"
 #include "app/provenance.h"
@@ -64,6 +65,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "shardvit: unknown command '%s' (see shardvit --help)\n", argv[1]);
         return 2;
     }
+    if (sv_env_overrides_apply() != SV_OK) return sv_cmd_usage_error(cmd->name, "%s", sv_err_msg());
     sv_proc proc = {0, 1, 0, 1};
     if (cmd->uses_mpi) {
         sv_mpi_env_init(&argc, &argv, &proc.rank, &proc.world);

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "app/backend_env.h"
-#include "app/mpi_env.h"
+#include "app/env_overrides.h"
 #include "core/log.h"
 
 sv_status sv_model_opts_resolve(const sv_model_opts *o, sv_vit_config *c) {
@@ -170,7 +170,7 @@ sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int
     SV_TRY(sv_backend_create(&bc, &be));
     r->be = be; /* owned by r from here: teardown destroys it */
 
-    sv_comm_config cc = {.kind = sv_mpi_env_comm_kind(), .timeout_s = o->comm_timeout};
+    sv_comm_config cc = sv_env_comm_config(o->comm_timeout);
     if (bc.device == SV_DEVICE_CUDA) {
         cc.kind = SV_COMM_KIND_NCCL;
         cc.backend_stream = sv_be_native_stream(be);
