@@ -176,7 +176,12 @@ sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int
         cc.backend_stream = sv_be_native_stream(be);
         cc.device_index = local_rank;
     }
-    SV_TRY(sv_comm_create_world(&cc, &r->world_comm));
+    sv_status st = sv_comm_create_world(&cc, &r->world_comm);
+    if (st != SV_OK) { /* nothing collective exists yet: the backend goes back at once */
+        sv_backend_destroy(be);
+        r->be = NULL;
+        return st;
+    }
     SV_TRY(sv_fsdp_make_comms(r->world_comm, fc.strategy, fc.shard_group, &r->shard_comm, &r->repl_comm));
     r->vcfg = vcfg;
     r->micro_batch = micro;
