@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "app/backend_env.h"
-#include "app/mpi_env.h"
+#include "app/env_overrides.h"
 #include "fsdp/fsdp.h"
 #include "core/log.h"
 #include "core/rng.h"
@@ -331,7 +331,7 @@ sv_status sv_bench_comm(const sv_run_opts *ro, const sv_proc *p, int threads, co
         : SV_DEVICE_CPU;
     sv_backend *be;
     SV_TRY(sv_backend_create(&bc, &be));
-    sv_comm_config cc = {.kind = sv_mpi_env_comm_kind(), .timeout_s = ro->comm_timeout};
+    sv_comm_config cc = sv_env_comm_config(ro->comm_timeout);
     if (bc.device == SV_DEVICE_CUDA) {
         cc.kind = SV_COMM_KIND_NCCL;
         cc.backend_stream = sv_be_native_stream(be);

@@ -25,7 +25,7 @@
 #include "app/bench_sweep.h"
 #include "app/cpu_peak.h"
 #include "app/commands.h"
-#include "app/mpi_env.h"
+#include "app/env_overrides.h"
 #include "app/provenance.h"
 #include "app/run.h"
 #include "app/train_step.h"
@@ -162,7 +162,7 @@ static sv_dtype calib_dtype(const bench_opts *o) { return strcmp(o->run.param_dt
 /* All ranks measure at once (a barrier before and after), each on its own core, so the figure
  * reflects every core busy; the best rank's value is the per-core peak (noise only lowers it). */
 static sv_status calibrate(const bench_opts *o, double *flops) {
-    sv_comm_config cc = {.kind = sv_mpi_env_comm_kind(), .timeout_s = o->run.comm_timeout};
+    sv_comm_config cc = sv_env_comm_config(o->run.comm_timeout);
     sv_comm *cm;
     SV_TRY(sv_comm_create_world(&cc, &cm));
     sv_status st = sv_comm_barrier_sync(cm);
@@ -186,38 +186,14 @@ static sv_status synth_next(void *ctx, int micro, sv_micro_batch *mb) {
     return SV_OK;
 }
 
-typedef struct loader_feed {
-    sv_run *r;
-    sv_loader *ld;
-    float *images;
-    int32_t *labels;
-} loader_feed;
-
-static sv_status loader_next(void *ctx, int micro, sv_micro_batch *mb) {
-    (void)micro;
-    loader_feed *f = ctx;
-    const sv_vit_config *c = &f->r->vcfg;
-    size_t B = (size_t)f->r->micro_batch;
-    const sv_batch *b;
-    SV_TRY(sv_loader_next(f->ld, &b));
-    SV_TRY(sv_be_upload(f->r->be, f->images, b->images, B * c->in_chans * c->img * c->img * 4));
-    SV_TRY(sv_be_upload(f->r->be, f->labels, b->labels, B * 4));
-    mb->images = f->images;
-    mb->labels = f->labels;
-    mb->epoch = b->epoch;
-    return SV_OK;
-}
-
 /* ---- train mode ---- */
 /* The step's input: a loader over --data, or one fixed random batch per rank (the step without
  * any input pipeline). */
 typedef struct bench_input {
-    float *d_images;
-    int32_t *d_labels;
     sv_dataset *ds;
     sv_loader *ld;
     synth_feed sf;
-    loader_feed lf;
+    sv_loader_feed lf;
     sv_micro_batch_fn next;
     void *ctx;
 } bench_input;
@@ -226,10 +202,7 @@ static sv_status input_open(sv_run *r, const bench_opts *o, bench_input *in) {
     const sv_vit_config *c = &r->vcfg;
     int B = r->micro_batch;
     size_t img_elems = (size_t)B * c->in_chans * c->img * c->img;
-    in->d_images = r->batch.images; /* carved with the arena (app/run.h) */
-    in->d_labels = r->batch.labels;
-    in->sf = (synth_feed){in->d_images, in->d_labels};
-    in->lf = (loader_feed){r, NULL, in->d_images, in->d_labels};
+    in->sf = (synth_feed){r->batch.images, r->batch.labels}; /* carved with the arena (app/run.h) */
     in->next = synth_next;
     in->ctx = &in->sf;
     if (o->data) {
@@ -238,19 +211,13 @@ static sv_status input_open(sv_run *r, const bench_opts *o, bench_input *in) {
         dopts.synth_img = c->img;
         dopts.synth_channels = c->in_chans;
         SV_TRY(sv_dataset_open(o->data, &dopts, &in->ds));
-        sv_loader_opts lo = sv_loader_opts_default();
-        lo.dataset = in->ds;
-        lo.batch_local = B;
-        lo.rank = r->rank;
-        lo.world = r->world;
-        lo.seed = (uint64_t)o->run.seed;
-        lo.img = c->img;
-        lo.channels = c->in_chans;
-        lo.norm = c->in_chans == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
+        sv_loader_opts lo = sv_loader_opts_for(in->ds, SV_TRANSFORM_TRAIN, B, r->rank, r->world, (uint64_t)o->run.seed,
+                                               c->img, c->in_chans);
         lo.threads = o->workers;
+        sv_loader_opts_host_alloc(&lo, r->be); /* train's batch memory and feed: the step train times */
         SV_TRY(sv_loader_create(&lo, &in->ld));
-        in->lf.ld = in->ld;
-        in->next = loader_next;
+        in->lf = (sv_loader_feed){.r = r, .ld = in->ld};
+        in->next = sv_loader_feed_next;
         in->ctx = &in->lf;
         return SV_OK;
     }
@@ -261,8 +228,8 @@ static sv_status input_open(sv_run *r, const bench_opts *o, bench_input *in) {
     for (size_t i = 0; st == SV_OK && i < img_elems; i++) h[i] = (float)sv_rand_normal(key, i);
     for (int i = 0; st == SV_OK && i < B; i++)
         hl[i] = (int32_t)(sv_rand_u64(key + 1, (uint64_t)i) % (uint64_t)c->num_classes);
-    if (st == SV_OK) st = sv_be_upload(r->be, in->d_images, h, img_elems * 4);
-    if (st == SV_OK) st = sv_be_upload(r->be, in->d_labels, hl, (size_t)B * 4);
+    if (st == SV_OK) st = sv_be_upload(r->be, r->batch.images, h, img_elems * 4);
+    if (st == SV_OK) st = sv_be_upload(r->be, r->batch.labels, hl, (size_t)B * 4);
     free(h);
     free(hl);
     return st;
@@ -612,19 +579,13 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     if (npos && !o.sweep)
-        return sv_cmd_usage_error(&spec, "unexpected argument '%s' (KEY=V1,V2 items follow --sweep)", pos[0]);
+        return sv_cmd_usage_error(spec.name, "unexpected argument '%s' (KEY=V1,V2 items follow --sweep)", pos[0]);
     if ((o.sweep_csv || o.sweep_jsonl) && !o.sweep)
-        return sv_cmd_usage_error(&spec, "--sweep-csv and --sweep-jsonl need --sweep");
+        return sv_cmd_usage_error(spec.name, "--sweep-csv and --sweep-jsonl need --sweep");
     if (o.sweep && (o.op || o.comm))
-        return sv_cmd_usage_error(&spec, "--sweep times the training step: not with --op or --comm");
-    if (o.data && o.synthetic) {
-        fprintf(stderr, "shardvit bench: --synthetic and --data exclude each other\n");
-        return 2;
-    }
-    if (o.op && o.comm) {
-        fprintf(stderr, "shardvit bench: --op and --comm exclude each other\n");
-        return 2;
-    }
+        return sv_cmd_usage_error(spec.name, "--sweep times the training step: not with --op or --comm");
+    if (o.data && o.synthetic) return sv_cmd_usage_error("bench", "--synthetic and --data exclude each other");
+    if (o.op && o.comm) return sv_cmd_usage_error("bench", "--op and --comm exclude each other");
     int threads = resolve_threads(&o, proc);
     o.flags = flags;
     int on_cuda =
@@ -659,10 +620,5 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
     } else {
         st = sweep(&o, proc, (const char *const *)pos, npos);
     }
-    if (st == SV_ERR_INVALID) {
-        fprintf(stderr, "shardvit bench: %s\n", sv_err_msg());
-        return 2;
-    }
-    if (st != SV_OK) return sv_app_fail("bench", st);
-    return 0;
+    return sv_cmd_exit("bench", st, 1);
 }

@@ -154,44 +154,6 @@ void sv_train_ckpt_free(sv_train_ckpt *c) {
     c->aw = NULL;
 }
 
-sv_status sv_train_dump_logits(sv_run *r, const sv_loader_opts *train_lo, const char *path) {
-    sv_loader_opts lo = *train_lo;
-    lo.mode = SV_TRANSFORM_EVAL;
-    lo.mixup_alpha = lo.cutmix_alpha = 0;
-    const sv_vit_config *c = &r->vcfg;
-    int B = r->micro_batch, K = c->num_classes;
-    size_t img = (size_t)B * c->in_chans * c->img * c->img;
-    sv_loader *ld;
-    SV_TRY(sv_loader_create(&lo, &ld));
-    const sv_batch *b = NULL;
-    sv_eval_bufs eb = sv_run_eval_bufs(r); /* the run's micro-batch buffers, as evaluation uses them */
-    float *d_img = eb.images, *d_f32 = eb.logits32, *logits = malloc((size_t)B * K * 4);
-    sv_status st = sv_loader_next(ld, &b);
-    if (st == SV_OK && !b) st = SV_FAIL(SV_ERR_INVALID, "--dump-logits: the data set yields no batch");
-    if (st == SV_OK && !logits) st = SV_FAIL(SV_ERR_OOM, "logits");
-    if (st == SV_OK) st = sv_be_upload(r->be, d_img, b->images, img * 4);
-    if (st == SV_OK) st = sv_fsdp_forward(&r->fsdp, d_img);
-    if (st == SV_OK) {
-        if (sv_be_compute_elem_size(r->be) == 4)
-            st = sv_be_download(r->be, logits, r->model.logits, (size_t)B * K * 4);
-        else {
-            st = sv_be_compute_to_f32(r->be, d_f32, r->model.logits, (size_t)B * K);
-            if (st == SV_OK) st = sv_be_download(r->be, logits, d_f32, (size_t)B * K * 4);
-        }
-    }
-    if (st == SV_OK && r->rank == 0) {
-        int64_t si[4] = {B, c->in_chans, c->img, c->img}, sl[2] = {B, K}, sb[1] = {B};
-        sv_st_entry e[3] = {{"images", SV_ST_F32, 4, si, b->images},
-                            {"labels", SV_ST_I32, 1, sb, b->labels},
-                            {"logits", SV_ST_F32, 2, sl, logits}};
-        st = sv_safetensors_write(path, e, 3, NULL, 0, NULL, NULL);
-        if (st == SV_OK) SV_INFO("dump-logits: %d images of rank 0 and their logits -> %s", B, path);
-    }
-    free(logits);
-    sv_loader_destroy(ld);
-    return st;
-}
-
 /* ---- offline subcommands ------------------------------------------------------------------- */
 
 int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc) {
@@ -215,7 +177,7 @@ int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc) {
     const char *usage = "expected IN OUT and --world M (M >= 1); see --help";
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, 2, usage);
     if (rc >= 0) return rc;
-    if (world < 1) return sv_cmd_usage_error(&spec, "%s", usage);
+    if (world < 1) return sv_cmd_usage_error(spec.name, "%s", usage);
     sv_status st = sv_ckpt_reshard(pos[0], pos[1], world);
     if (st != SV_OK) return sv_app_fail("reshard", st);
     printf("resharded %s -> %s for %d ranks\n", pos[0], pos[1], world);
@@ -250,10 +212,8 @@ int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
         dt = SV_ST_F32;
     else if (!strcmp(dtype, "bf16"))
         dt = SV_ST_BF16;
-    else {
-        fprintf(stderr, "shardvit export: --dtype: invalid value '%s' (expected fp32 or bf16)\n", dtype);
-        return 2;
-    }
+    else
+        return sv_cmd_usage_error("export", "--dtype: invalid value '%s' (expected fp32 or bf16)", dtype);
     sv_status st = sv_ckpt_export(pos[0], pos[1], dt, ema);
     if (st != SV_OK) return sv_app_fail("export", st);
     return 0;
@@ -281,10 +241,7 @@ int sv_cmd_import(int argc, char **argv, const sv_proc *proc) {
     if (rc >= 0) return rc;
     sv_vit_config c;
     sv_status st = sv_model_opts_resolve(&mo, &c);
-    if (st != SV_OK) {
-        fprintf(stderr, "shardvit import: %s\n", sv_err_msg());
-        return 2;
-    }
+    if (st != SV_OK) return sv_cmd_usage_error("import", "%s", sv_err_msg());
     sv_layout L;
     st = sv_layout_build(&L, &c, head_zero, 1, 0);
     int loaded = 0;

@@ -46,9 +46,5 @@ sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done, int *
 sv_status sv_train_ckpt_end(sv_run *r, sv_train_ckpt *c, long done);
 /* Release the writer (joins a thread still running; nothing published). */
 void sv_train_ckpt_free(sv_train_ckpt *c);
-/* Debug (collective): forward the first evaluation-transform batch of the loader described by
- * `lo` (training data, identity order) and have rank 0 write PATH as safetensors with
- * "images" (B, C, H, W) F32, "labels" (B) I32 and "logits" (B, K) F32 of its micro-batch. */
-sv_status sv_train_dump_logits(sv_run *r, const sv_loader_opts *lo, const char *path);
 
 #endif

@@ -15,9 +15,9 @@
 
 typedef struct eval_opts {
     sv_run_opts run;
-    const char *data, *out, *weights, *ckpt, *classes;
+    const char *data, *out, *classes;
+    sv_model_source src; /* --weights | --ckpt [--ema] */
     int workers, synth_samples, ignore_class_names;
-    int ema;              /* --ema: the checkpoint's weight EMA */
     sv_xform_flags xf;    /* unset unless given: the model's transform applies */
     const sv_flag *flags; /* the resolved flag table (eval.json provenance "config") */
 } eval_opts;
@@ -51,19 +51,19 @@ static void print_summary(const sv_evaluator *e, const char *data, char **names,
 static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     sv_model_opts mo;
     *usage = 1;
-    SV_TRY(sv_app_model_config(&o->run.model, o->weights, o->ckpt, &mo));
+    SV_TRY(sv_app_model_config(&o->run.model, o->src.weights, o->src.ckpt, &mo));
     o->run.model = mo;
     SV_TRY(sv_xform_flags_check(&o->xf, mo.in_chans));
     sv_ckpt_meta meta;
     sv_ckpt_xform xf;
     char msrc[4200];
     *usage = 0;
-    SV_TRY(sv_app_model_meta(o->weights, o->ckpt, &meta, msrc, sizeof msrc));
+    SV_TRY(sv_app_model_meta(o->src.weights, o->src.ckpt, &meta, msrc, sizeof msrc));
     sv_status mst = sv_xform_resolve(&o->xf, &meta.xform, msrc, mo.img, mo.in_chans, &xf);
     if (mst == SV_OK) { /* outputs must not go into the checkpoint or replace a non-file */
         char step_dir[SV_CKPT_PATH_MAX];
-        mst = o->ckpt ? sv_ckpt_resolve(o->ckpt, step_dir, sizeof step_dir) : SV_OK;
-        if (mst == SV_OK) mst = sv_eval_check_outputs(o->out, o->ckpt ? step_dir : NULL);
+        mst = o->src.ckpt ? sv_ckpt_resolve(o->src.ckpt, step_dir, sizeof step_dir) : SV_OK;
+        if (mst == SV_OK) mst = sv_eval_check_outputs(o->out, o->src.ckpt ? step_dir : NULL);
     }
     if (mst != SV_OK) {
         free(meta.labels);
@@ -88,7 +88,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     sv_evaluator ev = {0};
     char **names = NULL;
     int n_names = 0;
-    sv_status st = sv_app_load_model(&r, o->weights, o->ckpt, o->ema);
+    sv_status st = sv_app_load_model(&r, o->src.weights, o->src.ckpt, o->src.ema);
     sv_dataset_opts dopts = sv_dataset_opts_default();
     dopts.classes_file = o->classes;
     dopts.synth_samples = (uint64_t)o->synth_samples;
@@ -99,7 +99,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     if (st == SV_OK) st = sv_dataset_open(o->data, &dopts, &ds);
     if (st == SV_OK && meta.labels) { /* label k of the data must be class k of the model */
         char lsrc[4300];
-        snprintf(lsrc, sizeof lsrc, "%s%s", o->weights ? "config.json beside " : "", msrc);
+        snprintf(lsrc, sizeof lsrc, "%s%s", o->src.weights ? "config.json beside " : "", msrc);
         sv_status cst = sv_eval_check_class_names(ds, meta.labels, meta.n_labels, lsrc);
         if (cst != SV_OK && o->ignore_class_names)
             SV_WARN("--ignore-class-names: %s", sv_err_msg());
@@ -154,10 +154,7 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
     /* clang-format off: one flag per line */
     sv_flag flags[] = {
         SV_MODEL_FLAGS(o.run.model),
-        {"weights", SV_FLAG_STR, &o.weights, 0, 0, "timm-named safetensors file (config.json beside it is read)", 0},
-        {"ckpt", SV_FLAG_STR, &o.ckpt, 0, 0, "shardvit checkpoint: run dir, checkpoint root or step dir", 0},
-        {"ema", SV_FLAG_BOOL, &o.ema, 0, 1, "evaluate the checkpoint's weight EMA (train --model-ema; needs --ckpt)",
-         0},
+        SV_MODEL_SOURCE_FLAGS(o.src),
         {"data", SV_FLAG_STR, &o.data, 0, 0, "evaluation data: ImageFolder dir | tar pattern | synthetic", 0},
         {"out", SV_FLAG_STR, &o.out, 0, 0, "directory for eval.json and confusion.csv", 0},
         {"classes", SV_FLAG_STR, &o.classes, 0, 0, "class names, one per line (default: the data set's)", 0},
@@ -195,25 +192,9 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     o.flags = flags;
-    if (!o.weights == !o.ckpt) {
-        fprintf(stderr, "shardvit eval: --weights / --ckpt: give exactly one of them\n");
-        return 2;
-    }
-    if (o.ema && !o.ckpt) {
-        fprintf(stderr,
-                "shardvit eval: --ema needs --ckpt (a --weights file holds one set of weights; write the EMA "
-                "as one with shardvit export --ema)\n");
-        return 2;
-    }
-    if (!o.data) {
-        fprintf(stderr, "shardvit eval: --data: missing (ImageFolder dir, tar pattern or synthetic)\n");
-        return 2;
-    }
+    if ((rc = sv_model_source_check("eval", &o.src)) != 0) return rc;
+    if (!o.data) return sv_cmd_usage_error("eval", "--data: missing (ImageFolder dir, tar pattern or synthetic)");
     int usage;
     sv_status st = run_eval(&o, proc, &usage);
-    if (st == SV_ERR_INVALID && usage) {
-        fprintf(stderr, "shardvit eval: %s\n", sv_err_msg());
-        return 2;
-    }
-    return st == SV_OK ? 0 : sv_app_fail("eval", st);
+    return sv_cmd_exit("eval", st, usage);
 }

@@ -48,10 +48,7 @@ int sv_cmd_info(int argc, char **argv, const sv_proc *proc) {
     if (models) return list_models();
     sv_vit_config c;
     sv_status st = sv_model_opts_resolve(&mo, &c);
-    if (st != SV_OK) {
-        fprintf(stderr, "shardvit info: %s\n", sv_err_msg());
-        return 2;
-    }
+    if (st != SV_OK) return sv_cmd_usage_error("info", "%s", sv_err_msg());
     int n = sv_vit_num_params(&c);
     sv_param_info *p = calloc((size_t)n, sizeof *p);
     if (!p) return sv_app_fail("info", SV_FAIL(SV_ERR_OOM, "parameter table"));

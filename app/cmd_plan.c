@@ -73,25 +73,18 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     long long mem_bytes = -1;
-    if (mem && (mem_bytes = sv_parse_bytes(mem)) < 0) {
-        fprintf(stderr, "shardvit plan: --mem: invalid value '%s' (expected bytes like 24G, 512M)\n", mem);
-        return 2;
-    }
+    if (mem && (mem_bytes = sv_parse_bytes(mem)) < 0)
+        return sv_cmd_usage_error("plan", "--mem: invalid value '%s' (expected bytes like 24G, 512M)", mem);
     if (sa.simulate || sa.suggest || sa.sweep) {
-        if (!strcmp(o.device, "cuda") || !strcmp(o.device, "auto")) {
-            fprintf(stderr, "shardvit plan: --device %s: name the simulated device (%s)\n", o.device,
-                    sv_sim_device_names);
-            return 2;
-        }
+        if (!strcmp(o.device, "cuda") || !strcmp(o.device, "auto"))
+            return sv_cmd_usage_error("plan", "--device %s: name the simulated device (%s)", o.device,
+                                      sv_sim_device_names);
         if (o.trace) { /* the trainer's rule for outputs: a FIFO would block, a device be written */
             char part[4096];
             snprintf(part, sizeof part, "%s.rank0", o.trace);
             sv_status ts = sv_ckpt_out_check(o.trace, NULL, 0, "--trace");
             if (ts == SV_OK) ts = sv_ckpt_out_check(part, NULL, 0, "--trace part");
-            if (ts != SV_OK) {
-                fprintf(stderr, "shardvit plan: %s\n", sv_err_msg());
-                return 2;
-            }
+            if (ts != SV_OK) return sv_cmd_usage_error("plan", "%s", sv_err_msg());
         }
         sa.sim.run = o;
         sa.sim.world = world;
@@ -105,23 +98,17 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         return sv_plan_sim_run(&sa);
     }
     if (sa.format || sa.json || sa.sim.nodes || sa.sim.net || sa.sim.intra || sa.sim.inter || sa.sim.net_from ||
-        sa.sim.inter_from || sa.sim.cores > 0) {
-        fprintf(stderr,
-                "shardvit plan: --format/--json/--nodes/--net/--net-from/--inter-from/--intra/--inter/--cores need "
-                "--simulate, "
-                "--suggest-wrap or --sweep\n");
-        return 2;
-    }
+        sa.sim.inter_from || sa.sim.cores > 0)
+        return sv_cmd_usage_error("plan",
+                                  "--format/--json/--nodes/--net/--net-from/--inter-from/--intra/--inter/"
+                                  "--cores need --simulate, --suggest-wrap or --sweep");
     if (!strcmp(o.device, "auto")) o.device = "cpu";
     sv_vit_config vcfg;
     sv_fsdp_config fc;
     sv_backend_config bc;
     int micro;
     sv_status st = sv_run_resolve(&o, world, &vcfg, &fc, &bc, 1, &micro);
-    if (st != SV_OK) {
-        fprintf(stderr, "shardvit plan: %s\n", sv_err_msg());
-        return 2;
-    }
+    if (st != SV_OK) return sv_cmd_usage_error("plan", "%s", sv_err_msg());
     bc.threads = 1;
     sv_run_mem m;
     if ((st = sv_run_plan(&vcfg, &fc, &bc, world, micro, o.recompute, &m)) != SV_OK) return sv_app_fail("plan", st);

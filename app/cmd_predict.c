@@ -18,8 +18,9 @@
 
 typedef struct predict_opts {
     sv_run_opts run;
-    const char *weights, *ckpt, *classes;
-    int topk, json, ema;
+    const char *classes;
+    sv_model_source src; /* --weights | --ckpt [--ema] */
+    int topk, json;
     sv_xform_flags xf; /* unset unless given: the model's transform applies */
 } predict_opts;
 
@@ -83,7 +84,7 @@ static void print_one(const predict_opts *o, const char *img, const float *z, in
 static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_proc *proc, int *usage) {
     sv_model_opts mo;
     *usage = 1;
-    SV_TRY(sv_app_model_config(&o->run.model, o->weights, o->ckpt, &mo));
+    SV_TRY(sv_app_model_config(&o->run.model, o->src.weights, o->src.ckpt, &mo));
     o->run.model = mo;
     int W = proc->world;
     int micro = n_imgs < o->run.batch_size ? n_imgs : o->run.batch_size;
@@ -95,9 +96,9 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
     sv_ckpt_xform xf;
     char msrc[4200];
     *usage = 0;
-    SV_TRY(sv_app_model_meta(o->weights, o->ckpt, &meta, msrc, sizeof msrc));
+    SV_TRY(sv_app_model_meta(o->src.weights, o->src.ckpt, &meta, msrc, sizeof msrc));
     sv_status mst = sv_xform_resolve(&o->xf, &meta.xform, msrc, mo.img, mo.in_chans, &xf);
-    if (mst == SV_OK) mst = sv_app_class_names(o->classes, o->weights, o->ckpt, &meta, &names, &n_names);
+    if (mst == SV_OK) mst = sv_app_class_names(o->classes, o->src.weights, o->src.ckpt, &meta, &names, &n_names);
     free(meta.labels);
     SV_TRY(mst);
     *usage = 1;
@@ -113,7 +114,7 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
                 r.vcfg.num_classes);
         if (n_names > r.vcfg.num_classes) n_names = r.vcfg.num_classes;
     }
-    st = sv_app_load_model(&r, o->weights, o->ckpt, o->ema);
+    st = sv_app_load_model(&r, o->src.weights, o->src.ckpt, o->src.ema);
     const sv_vit_config *c = &r.vcfg;
     int K = c->num_classes;
     size_t per = (size_t)c->in_chans * c->img * c->img;
@@ -177,21 +178,18 @@ int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
     o.run.model.model = NULL;
     o.run.batch_size = 16;
     /* clang-format off: one flag per line */
-    sv_flag flags[] = {
-        SV_MODEL_FLAGS(o.run.model),
-        {"weights", SV_FLAG_STR, &o.weights, 0, 0, "timm-named safetensors file (config.json beside it is read)", 0},
-        {"ckpt", SV_FLAG_STR, &o.ckpt, 0, 0, "shardvit checkpoint: run dir, checkpoint root or step dir", 0},
-        {"ema", SV_FLAG_BOOL, &o.ema, 0, 1, "use the checkpoint's weight EMA (train --model-ema; needs --ckpt)", 0},
-        {"classes", SV_FLAG_STR, &o.classes, 0, 0,
-         "class names, one per line (default: classes.txt beside the weights)", 0},
-        {"topk", SV_FLAG_INT, &o.topk, 0, 1000000, "classes shown per image (0 = all)", 0},
-        {"json", SV_FLAG_BOOL, &o.json, 0, 0, "one JSON object per image instead of text", 0},
-        {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 4096, "images per forward pass", 0},
-        SV_XFORM_FLAGS(o.xf),
-        {"param-dtype", SV_FLAG_STR, &o.run.param_dtype, 0, 0, "compute dtype fp32 | bf16", 0},
-        {"device", SV_FLAG_STR, &o.run.device, 0, 0, "auto | cpu | cuda", 0},
-        {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024, "CPU threads (0 = cores)", 0},
-        SV_FLAG_END};
+    sv_flag flags[] = {SV_MODEL_FLAGS(o.run.model),
+                       SV_MODEL_SOURCE_FLAGS(o.src),
+                       {"classes", SV_FLAG_STR, &o.classes, 0, 0,
+                        "class names, one per line (default: classes.txt beside the weights)", 0},
+                       {"topk", SV_FLAG_INT, &o.topk, 0, 1000000, "classes shown per image (0 = all)", 0},
+                       {"json", SV_FLAG_BOOL, &o.json, 0, 0, "one JSON object per image instead of text", 0},
+                       {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 4096, "images per forward pass", 0},
+                       SV_XFORM_FLAGS(o.xf),
+                       {"param-dtype", SV_FLAG_STR, &o.run.param_dtype, 0, 0, "compute dtype fp32 | bf16", 0},
+                       {"device", SV_FLAG_STR, &o.run.device, 0, 0, "auto | cpu | cuda", 0},
+                       {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024, "CPU threads (0 = cores)", 0},
+                       SV_FLAG_END};
     /* clang-format on */
     sv_cmd_spec spec = {"predict", "shardvit predict --weights FILE.safetensors | --ckpt PATH [flags] IMG.jpg...",
                         "Print the top-k classes with probabilities for each image. Class names come from --classes, "
@@ -203,30 +201,15 @@ int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
                         1 << 16};
     char **pos = malloc((size_t)(argc + 1) * sizeof *pos);
     if (!pos) return 1;
-    int npos = 0, rc = sv_flags_parse(&spec, flags, argc, argv, pos, &npos);
-    if (rc) {
+    int npos = 0, rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
+    if (rc < 0 && npos == 0) rc = sv_cmd_usage_error("predict", "no image files given");
+    if (rc < 0 && sv_model_source_check("predict", &o.src) != 0) rc = 2;
+    if (rc >= 0) {
         free(pos);
-        return rc == 1 ? 0 : 2;
-    }
-    if (!o.weights == !o.ckpt || npos == 0) {
-        fprintf(stderr, "shardvit predict: %s\n",
-                npos == 0 ? "no image files given" : "--weights / --ckpt: give exactly one of them");
-        free(pos);
-        return 2;
-    }
-    if (o.ema && !o.ckpt) {
-        fprintf(stderr,
-                "shardvit predict: --ema needs --ckpt (a --weights file holds one set of weights; write the "
-                "EMA as one with shardvit export --ema)\n");
-        free(pos);
-        return 2;
+        return rc;
     }
     int usage;
     sv_status st = run_predict(&o, pos, npos, proc, &usage);
     free(pos);
-    if (st == SV_ERR_INVALID && usage) {
-        fprintf(stderr, "shardvit predict: %s\n", sv_err_msg());
-        return 2;
-    }
-    return st == SV_OK ? 0 : sv_app_fail("predict", st);
+    return sv_cmd_exit("predict", st, usage);
 }

@@ -38,18 +38,13 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, 1,
                           "missing dataset (fashion-mnist|mnist|cifar10|cifar100|synthetic)");
     if (rc >= 0) return rc;
-    if (!o.out) {
-        fprintf(stderr, "shardvit prep: --out: missing (output directory)\n");
-        return 2;
-    }
+    if (!o.out) return sv_cmd_usage_error("prep", "--out: missing (output directory)");
     if (!strcmp(format, "folder"))
         o.format = SV_PREP_FOLDER;
     else if (!strcmp(format, "tar"))
         o.format = SV_PREP_TAR;
-    else {
-        fprintf(stderr, "shardvit prep: --format: invalid value '%s' (expected folder or tar)\n", format);
-        return 2;
-    }
+    else
+        return sv_cmd_usage_error("prep", "--format: invalid value '%s' (expected folder or tar)", format);
     o.limit = (uint64_t)limit;
     o.seed = (uint64_t)seed;
     const char *what = pos[0];
@@ -57,23 +52,16 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
     if (!strcmp(what, "fashion-mnist"))
         st = sv_prep_idx(&o, 1);
     else if (!strcmp(what, "mnist")) {
-        if (!o.src) {
-            fprintf(stderr, "shardvit prep: --src: required for mnist (directory of the IDX files)\n");
-            return 2;
-        }
+        if (!o.src) return sv_cmd_usage_error("prep", "--src: required for mnist (directory of the IDX files)");
         st = sv_prep_idx(&o, 0);
     } else if (!strcmp(what, "cifar10") || !strcmp(what, "cifar100")) {
-        if (!o.src) {
-            fprintf(stderr, "shardvit prep: --src: required for %s (directory of the binary batches)\n", what);
-            return 2;
-        }
+        if (!o.src) return sv_cmd_usage_error("prep", "--src: required for %s (directory of the binary batches)", what);
         st = sv_prep_cifar(&o, !strcmp(what, "cifar10") ? 10 : 100);
     } else if (!strcmp(what, "synthetic"))
         st = sv_prep_synthetic(&o);
-    else {
-        fprintf(stderr, "shardvit prep: unknown dataset '%s' (fashion-mnist|mnist|cifar10|cifar100|synthetic)\n", what);
-        return 2;
-    }
+    else
+        return sv_cmd_usage_error("prep", "unknown dataset '%s' (fashion-mnist|mnist|cifar10|cifar100|synthetic)",
+                                  what);
     if (st != SV_OK) return sv_app_fail("prep", st);
     SV_INFO("prep %s: %llu train + %llu test images in %s", what, (unsigned long long)o.n_train,
             (unsigned long long)o.n_test, o.out);

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <signal.h>
 
 #include "app/commands.h"
 #include "app/cpu_peak.h"
@@ -26,6 +25,7 @@
 #include "data/loader.h"
 #include "ckpt/ckpt_out.h"
 #include "fsdp/agree.h"
+#include "formats/safetensors.h"
 
 typedef struct train_opts {
     sv_run_opts run;
@@ -43,7 +43,8 @@ typedef struct train_opts {
     const char *save_params;
     long long debug_nan_step;
     int debug_nan_rank;
-    const char *ckpt_dir, *resume, *init_from, *dump_logits; /* app/cmd_ckpt.h */
+    const char *ckpt_dir, *resume, *init_from; /* app/cmd_ckpt.h */
+    const char *dump_logits;                   /* --dump-logits (dump_logits) */
     int ckpt_every, keep;
     double ckpt_minutes;                          /* --ckpt-every-minutes */
     int async_ckpt;                               /* --async-ckpt */
@@ -65,31 +66,13 @@ typedef struct train_end {
     int saved;
 } train_end;
 
-/* Batch memory for the loader from the backend's host allocator (pinned on CUDA, so copies to
- * the device can run at full bandwidth). */
-static void *batch_alloc(void *ctx, size_t bytes) {
-    void *p = NULL;
-    return sv_be_host_alloc((sv_backend *)ctx, bytes, &p) == SV_OK ? p : NULL;
-}
-static void batch_free(void *ctx, void *p) { sv_be_host_free((sv_backend *)ctx, p); }
-
 /* Loader options shared by training and evaluation for this run's shapes and ranks. */
 static sv_loader_opts loader_opts(const sv_run *r, const train_opts *o, const sv_dataset *ds, sv_transform_mode mode) {
-    sv_loader_opts lo = sv_loader_opts_default();
-    lo.dataset = ds;
-    lo.batch_local = r->micro_batch;
-    lo.rank = r->rank;
-    lo.world = r->world;
-    lo.seed = (uint64_t)o->run.seed;
-    lo.img = r->vcfg.img;
-    lo.channels = r->vcfg.in_chans;
-    lo.mode = mode;
-    lo.norm = r->vcfg.in_chans == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
+    sv_loader_opts lo = sv_loader_opts_for(ds, mode, r->micro_batch, r->rank, r->world, (uint64_t)o->run.seed,
+                                           r->vcfg.img, r->vcfg.in_chans);
     lo.threads = o->workers;
     lo.interp = o->xf.interp && !strcmp(o->xf.interp, "bicubic") ? SV_INTERP_BICUBIC : SV_INTERP_BILINEAR;
-    lo.alloc = batch_alloc;
-    lo.free = batch_free;
-    lo.alloc_ctx = r->be;
+    sv_loader_opts_host_alloc(&lo, r->be);
     return lo;
 }
 
@@ -101,42 +84,6 @@ static sv_status open_dataset(const char *spec, const sv_run *r, const train_opt
     dopts.synth_channels = r->vcfg.in_chans;
     dopts.synth_seed = 1234;
     return sv_dataset_open(spec, &dopts, ds);
-}
-
-/* Micro-batch source of a training step: the next loader batch, uploaded to the device. */
-typedef struct train_feed {
-    sv_run *r;
-    sv_loader *ld;
-    float *images, *soft;
-    int32_t *labels;
-    long step, poison_step; /* test hook SHARDVIT_TEST_POISON_BATCH: step to poison, -1 = never */
-    int poison_rank;
-    long signal_step; /* test hook SHARDVIT_TEST_SIGNAL_AT: step during which to raise, -1 = never */
-    int signal_rank, signal_sig;
-    uint64_t next_epoch, next_cursor; /* loader resume point after the last batch (checkpoints) */
-} train_feed;
-
-static sv_status train_feed_next(void *ctx, int micro, sv_micro_batch *mb) {
-    train_feed *f = ctx;
-    const sv_vit_config *c = &f->r->vcfg;
-    size_t B = (size_t)f->r->micro_batch, K = (size_t)c->num_classes;
-    const sv_batch *b;
-    /* the previous batch's host buffers go back to the loader: its uploads must have read them */
-    SV_TRY(sv_be_upload_fence(f->r->be));
-    SV_TRY(sv_loader_next(f->ld, &b));
-    f->next_epoch = b->next_epoch;
-    f->next_cursor = b->next_cursor;
-    if (f->step == f->poison_step && f->r->rank == f->poison_rank) b->images[0] = NAN;                 /* test hook */
-    if (f->step == f->signal_step && f->r->rank == f->signal_rank && micro == 0) raise(f->signal_sig); /* test hook */
-    SV_TRY(sv_be_upload_async(f->r->be, f->images, b->images, B * c->in_chans * c->img * c->img * 4));
-    SV_TRY(sv_be_upload_async(f->r->be, f->labels, b->labels, B * 4));
-    if (b->soft_targets) SV_TRY(sv_be_upload_async(f->r->be, f->soft, b->soft_targets, B * K * 4));
-    mb->images = f->images;
-    mb->labels = f->labels;
-    mb->soft = b->soft_targets ? f->soft : NULL;
-    mb->epoch = b->epoch;
-    mb->sample0 = b->cursor + (uint64_t)f->r->rank * B; /* global epoch position of row 0 */
-    return SV_OK;
 }
 
 /* The label names of the training data (none for synthetic data) into meta (an array of
@@ -171,19 +118,17 @@ static sv_status same_classes(const sv_dataset *a, const sv_dataset *b, const ch
 
 static sv_status flush_logs(void *lg) { return sv_train_log_sync(lg); }
 
-/* Test hooks read from the environment (docs/reliability.md), in one place:
+/* The run's test hooks (app/train_step.h), in one place: --debug-nan-step/--debug-nan-rank, and
+ * from the environment (docs/reliability.md):
  *   SHARDVIT_TEST_POISON_BATCH=STEP[:RANK]          NaN into the first pixel of that rank's batch
  *                                                   (default rank 0) at 0-based step STEP;
  *   SHARDVIT_TEST_SIGNAL_AT=STEP[:RANK[:SIGNAL]]    raise SIGNAL (default SIGTERM) in that rank
  *                                                   while it loads step STEP's first batch.
- * -1: off. Each active hook is announced with a WARN line. */
-typedef struct train_hooks {
-    long poison_step, signal_step;
-    int poison_rank, signal_rank, signal_sig;
-} train_hooks;
-
-static train_hooks hooks_from_env(void) {
-    train_hooks h = {-1, -1, 0, 0, SIGTERM};
+ * Each active environment hook is announced with a WARN line. */
+static sv_train_hooks hooks_for(const train_opts *o) {
+    sv_train_hooks h = sv_train_hooks_off();
+    h.debug_nan_step = (long)o->debug_nan_step;
+    h.debug_nan_rank = o->debug_nan_rank;
     const char *poison = getenv("SHARDVIT_TEST_POISON_BATCH"), *sigat = getenv("SHARDVIT_TEST_SIGNAL_AT");
     if (poison && sscanf(poison, "%ld:%d", &h.poison_step, &h.poison_rank) < 1) h.poison_step = -1;
     if (h.poison_step >= 0) SV_WARN("test hook SHARDVIT_TEST_POISON_BATCH=%s active", poison);
@@ -201,13 +146,11 @@ typedef struct trainer {
     sv_loader_opts lo;
     sv_ckpt_xform tx; /* the evaluation transform of this run, recorded in its checkpoints */
     float mean[3], stdv[3];
-    float *d_images, *d_soft;
-    int32_t *d_labels;
     uint64_t spe; /* optimizer steps per epoch */
     sv_lr_sched sched;
     float *lr_scale; /* --layer-decay: per-tensor LR multipliers (NULL: off) */
     long total, last_eval;
-    train_hooks hooks;
+    sv_train_hooks hooks;
     sv_train_ckpt ck;
     sv_train_log lg;
     sv_evaluator ev;
@@ -284,14 +227,6 @@ static sv_status open_data(trainer *t) {
     return SV_OK;
 }
 
-/* Device buffers of one micro-batch: the run's (carved with the arena, app/run.h). */
-static sv_status alloc_batch(trainer *t) {
-    t->d_images = t->r->batch.images;
-    t->d_labels = t->r->batch.labels;
-    t->d_soft = t->r->batch.soft;
-    return SV_OK;
-}
-
 /* MFU's peak on the CPU (the device's own on a GPU; collective), the provenance and the
  * metrics.jsonl header record (rank 0). */
 static sv_status provenance_begin(trainer *t) {
@@ -310,17 +245,13 @@ static sv_status provenance_begin(trainer *t) {
     sv_provenance p;
     sv_provenance_fill(&p, "train", &proc, t->cpu_peak.threads_rank, cpu ? -1 : r->local_rank);
     if (!(t->prov_json = sv_provenance_json(&p, o->flags))) return SV_FAIL(SV_ERR_OOM, "provenance");
-    char peak[512];
-    if (kind && !strcmp(kind, "isa"))
-        snprintf(peak, sizeof peak,
-                 "{\"kind\":\"isa\",\"engine\":\"%s\",\"per_core_flops\":%.6g,\"cores_used\":%g,\"flops\":%.6g,"
-                 "\"calib_seconds\":%g}",
-                 t->cpu_peak.engine, t->cpu_peak.per_core, t->cpu_peak.cores_used, t->peak, o->mfu_calib_s);
-    else if (kind)
-        snprintf(peak, sizeof peak, "{\"kind\":\"device\",\"flops\":%.6g}", t->peak);
-    else
-        snprintf(peak, sizeof peak, "null");
-    return sv_train_log_header(&t->lg, t->prov_json, peak);
+    sv_train_log_peak peak = {.kind = kind,
+                              .engine = t->cpu_peak.engine,
+                              .per_core_flops = t->cpu_peak.per_core,
+                              .cores_used = t->cpu_peak.cores_used,
+                              .flops = t->peak,
+                              .calib_seconds = o->mfu_calib_s};
+    return sv_train_log_header(&t->lg, t->prov_json, &peak);
 }
 
 /* Logs, evaluator and checkpoints; --resume / --init-from applied. *start: the first step. */
@@ -421,6 +352,48 @@ static void log_summary(const trainer *t) {
             sv_fsdp_persistent_bytes(&r->fsdp), sv_fsdp_persistent_bytes(&r->fsdp) / 16, r->fsdp.ctr.max_live_gathered);
 }
 
+/* --dump-logits (collective): forward the first evaluation-transform batch of the loader
+ * described by `train_lo` (training data, identity order) and have rank 0 write PATH as
+ * safetensors with "images" (B, C, H, W) F32, "labels" (B) I32 and "logits" (B, K) F32 of its
+ * micro-batch. */
+static sv_status dump_logits(sv_run *r, const sv_loader_opts *train_lo, const char *path) {
+    sv_loader_opts lo = *train_lo;
+    lo.mode = SV_TRANSFORM_EVAL;
+    lo.mixup_alpha = lo.cutmix_alpha = 0;
+    const sv_vit_config *c = &r->vcfg;
+    int B = r->micro_batch, K = c->num_classes;
+    size_t img = (size_t)B * c->in_chans * c->img * c->img;
+    sv_loader *ld;
+    SV_TRY(sv_loader_create(&lo, &ld));
+    const sv_batch *b = NULL;
+    sv_eval_bufs eb = sv_run_eval_bufs(r); /* the run's micro-batch buffers, as evaluation uses them */
+    float *d_img = eb.images, *d_f32 = eb.logits32, *logits = malloc((size_t)B * K * 4);
+    sv_status st = sv_loader_next(ld, &b);
+    if (st == SV_OK && !b) st = SV_FAIL(SV_ERR_INVALID, "--dump-logits: the data set yields no batch");
+    if (st == SV_OK && !logits) st = SV_FAIL(SV_ERR_OOM, "logits");
+    if (st == SV_OK) st = sv_be_upload(r->be, d_img, b->images, img * 4);
+    if (st == SV_OK) st = sv_fsdp_forward(&r->fsdp, d_img);
+    if (st == SV_OK) {
+        if (sv_be_compute_elem_size(r->be) == 4)
+            st = sv_be_download(r->be, logits, r->model.logits, (size_t)B * K * 4);
+        else {
+            st = sv_be_compute_to_f32(r->be, d_f32, r->model.logits, (size_t)B * K);
+            if (st == SV_OK) st = sv_be_download(r->be, logits, d_f32, (size_t)B * K * 4);
+        }
+    }
+    if (st == SV_OK && r->rank == 0) {
+        int64_t si[4] = {B, c->in_chans, c->img, c->img}, sl[2] = {B, K}, sb[1] = {B};
+        sv_st_entry e[3] = {{"images", SV_ST_F32, 4, si, b->images},
+                            {"labels", SV_ST_I32, 1, sb, b->labels},
+                            {"logits", SV_ST_F32, 2, sl, logits}};
+        st = sv_safetensors_write(path, e, 3, NULL, 0, NULL, NULL);
+        if (st == SV_OK) SV_INFO("dump-logits: %d images of rank 0 and their logits -> %s", B, path);
+    }
+    free(logits);
+    sv_loader_destroy(ld);
+    return st;
+}
+
 /* After the last step: final checkpoint, final evaluation and its outputs, --save-params,
  * --dump-logits, the closing line. */
 static sv_status finish(trainer *t) {
@@ -438,7 +411,7 @@ static sv_status finish(trainer *t) {
         SV_TRY(st);
     }
     if (o->ema.save_path) SV_TRY(sv_train_ema_save_params(r, o->ema.save_path));
-    if (o->dump_logits) SV_TRY(sv_train_dump_logits(r, &t->lo, o->dump_logits));
+    if (o->dump_logits) SV_TRY(dump_logits(r, &t->lo, o->dump_logits));
     sv_loader_stats ls;
     sv_loader_stats_get(t->ld, &ls);
     struct rusage ru;
@@ -453,6 +426,7 @@ static sv_status finish(trainer *t) {
 }
 
 static sv_status close_trainer(trainer *t) {
+    sv_train_hooks_remove(t->r);
     if (t->ev.f) sv_eval_free(&t->ev);
     free(t->ck.meta.labels);
     free(t->lr_scale);
@@ -469,7 +443,6 @@ static sv_status close_trainer(trainer *t) {
 static sv_status run_steps(trainer *t, long start, train_end *end) {
     const train_opts *o = t->o;
     sv_run *r = t->r;
-    const train_hooks *h = &t->hooks;
     for (long step = start; step < t->total; step++) {
         double lr = sv_lr_sched_at(&t->sched, step);
         sv_optim_config oc = {.lr = (float)lr,
@@ -482,22 +455,10 @@ static sv_status run_steps(trainer *t, long start, train_end *end) {
                               .momentum = (float)o->of.momentum,
                               .nesterov = o->of.nesterov,
                               .lr_scale = t->lr_scale};
-        train_feed feed = {r,
-                           t->ld,
-                           t->d_images,
-                           t->d_soft,
-                           t->d_labels,
-                           step,
-                           h->poison_step,
-                           h->poison_rank,
-                           h->signal_step,
-                           h->signal_rank,
-                           h->signal_sig,
-                           0,
-                           0};
+        sv_loader_feed feed = {.r = r, .ld = t->ld, .hooks = &t->hooks, .step = step};
         sv_step_result sr;
-        SV_TRY(
-            sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, train_feed_next, &feed, &sr));
+        SV_TRY(sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, sv_loader_feed_next, &feed,
+                             &sr));
         SV_TRY(sv_ema_update(&r->fsdp, &(sv_ema_opts){o->ema.decay, o->ema.warmup}, sr.skipped)); /* --model-ema */
         t->ck.state.epoch = feed.next_epoch;
         t->ck.state.cursor = feed.next_cursor;
@@ -527,10 +488,9 @@ static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
     long start = 0;
     sv_status st = resolve_transform(&t);
     if (st == SV_OK) st = open_data(&t);
-    if (st == SV_OK) st = alloc_batch(&t);
     if (st == SV_OK) {
-        t.hooks = hooks_from_env();
-        sv_train_debug_nan(r, (long)o->debug_nan_step, o->debug_nan_rank);
+        t.hooks = hooks_for(o);
+        sv_train_hooks_install(r, &t.hooks);
         t.flops_step = 3.0 * sv_vit_flops_fwd(c) * o->run.batch_size;
         t.peak = sv_be_peak_flops(r->be) * r->world;
         SV_INFO("training %s (%zu params) for %ld steps (%llu per epoch), global batch %d = %d ranks x %d micro x %d "
@@ -719,34 +679,21 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     o.flags = flags;
-    if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic")) {
-        fprintf(stderr, "shardvit train: --interp: invalid value '%s' (expected bilinear or bicubic)\n", o.xf.interp);
-        return 2;
-    }
-    if (sv_aug_flags_check(&o.aug, o.mixup > 0 || o.cutmix > 0, o.randaug_n) != SV_OK) {
-        fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
-        return 2;
-    }
-    if (o.run.accum_mode && strcmp(o.run.accum_mode, "shard") && strcmp(o.run.accum_mode, "local")) {
-        fprintf(stderr, "shardvit train: --accum-mode: invalid value '%s' (expected shard or local)\n",
-                o.run.accum_mode);
-        return 2;
-    }
-    if (!o.bce && (o.bce_sum || o.bce_thresh > 0)) {
-        fprintf(stderr, "shardvit train: --bce-sum and --bce-target-thresh apply to --bce-loss only\n");
-        return 2;
-    }
+    if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic"))
+        return sv_cmd_usage_error("train", "--interp: invalid value '%s' (expected bilinear or bicubic)", o.xf.interp);
+    if (sv_aug_flags_check(&o.aug, o.mixup > 0 || o.cutmix > 0, o.randaug_n) != SV_OK)
+        return sv_cmd_usage_error("train", "%s", sv_err_msg());
+    if (o.run.accum_mode && strcmp(o.run.accum_mode, "shard") && strcmp(o.run.accum_mode, "local"))
+        return sv_cmd_usage_error("train", "--accum-mode: invalid value '%s' (expected shard or local)",
+                                  o.run.accum_mode);
+    if (!o.bce && (o.bce_sum || o.bce_thresh > 0))
+        return sv_cmd_usage_error("train", "--bce-sum and --bce-target-thresh apply to --bce-loss only");
     o.ema.on = o.run.model_ema;
     if ((rc = sv_train_ema_check(&o.ema)) != 0) return rc;
-    if (sv_train_optim_check(&o.of, flags, &o.warmup, o.steps, &o.beta2, &o.eps) != SV_OK) {
-        fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
-        return 2;
-    }
+    if (sv_train_optim_check(&o.of, flags, &o.warmup, o.steps, &o.beta2, &o.eps) != SV_OK)
+        return sv_cmd_usage_error("train", "%s", sv_err_msg());
     sv_preempt pre;
-    if (sv_preempt_parse(o.preempt_signal, &pre) != SV_OK) {
-        fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
-        return 2;
-    }
+    if (sv_preempt_parse(o.preempt_signal, &pre) != SV_OK) return sv_cmd_usage_error("train", "%s", sv_err_msg());
     sv_run r;
     sv_run_lock locks[2] = {{-1}, {-1}};
     /* Handlers first: a signal during set-up stops the run at the first step boundary. */
@@ -773,12 +720,12 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace);
     sv_preempt_uninstall();
     for (int i = 0; i < 2; i++) sv_run_dir_unlock(&locks[i]);
-    if (st == SV_ERR_INVALID) { /* a bad flag value found while setting up: a usage error */
-        fprintf(stderr, "shardvit train: %s\n", sv_err_msg());
-        if (set_up) sv_run_teardown(&r); /* every rank got the same agreed error: a collective teardown is safe */
-        return 2;
+    if (st != SV_OK) { /* SV_ERR_INVALID: a bad flag value found while setting up, a usage error */
+        rc = sv_cmd_exit("train", st, 1);
+        /* every rank got the same agreed usage error: a collective teardown is safe */
+        if (rc == 2 && set_up) sv_run_teardown(&r);
+        return rc;
     }
-    if (st != SV_OK) return sv_app_fail("train", st);
     sv_run_teardown(&r);
     if (end.signal && end.saved) {
         SV_INFO("stopped by %s after step %ld with its checkpoint saved: continue with the same command and "

@@ -26,4 +26,9 @@ int sv_cmd_bench_compare(int argc, char **argv, const sv_proc *proc);
 /* Print "shardvit CMD: error: <message> (<status>) [trace]" and return 1. */
 int sv_app_fail(const char *cmd, sv_status st);
 
+/* A command's exit code for the status its work ended with: 0 for SV_OK; 2 with the usage line
+ * "shardvit CMD: <message>" (sv_cmd_usage_error) when st is SV_ERR_INVALID and `usage` (a bad
+ * flag value or combination found while setting up); else sv_app_fail's 1. */
+int sv_cmd_exit(const char *cmd, sv_status st, int usage);
+
 #endif

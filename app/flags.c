@@ -71,8 +71,7 @@ static int set_value(const char *cmd, sv_flag *f, const char *val) {
     f->seen = 1;
     return 0;
 bad:
-    fprintf(stderr, "shardvit %s: --%s: invalid value '%s' (expected %s)\n", cmd, f->name, val, range);
-    return 2;
+    return sv_cmd_usage_error(cmd, "--%s: invalid value '%s' (expected %s)", f->name, val, range);
 }
 
 #define CONFIG_MAX_BYTES ((size_t)1 << 20)
@@ -87,10 +86,7 @@ static int config_line(const char *cmd, sv_flag *flags, const char *path, int li
     while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
     if (!n || s[0] == '[') return 0; /* blank line or TOML table header */
     char *eq = strchr(s, '=');
-    if (!eq) {
-        fprintf(stderr, "shardvit %s: --config %s:%d: expected 'key = value'\n", cmd, path, lineno);
-        return 2;
-    }
+    if (!eq) return sv_cmd_usage_error(cmd, "--config %s:%d: expected 'key = value'", path, lineno);
     char *k = s, *ke = eq;
     while (ke > k && isspace((unsigned char)ke[-1])) ke--;
     char *v = eq + 1;
@@ -103,10 +99,7 @@ static int config_line(const char *cmd, sv_flag *flags, const char *path, int li
     for (char *p = k; p < ke; p++)
         if (*p == '_') *p = '-';
     sv_flag *f = find(flags, k, (size_t)(ke - k));
-    if (!f) {
-        fprintf(stderr, "shardvit %s: --config %s:%d: unknown key '%.*s'\n", cmd, path, lineno, (int)(ke - k), k);
-        return 2;
-    }
+    if (!f) return sv_cmd_usage_error(cmd, "--config %s:%d: unknown key '%.*s'", path, lineno, (int)(ke - k), k);
     char *copy = strdup(v); /* lives for the process: flags point into it */
     if (!copy || set_value(cmd, f, copy)) return 2;
     return 0;
@@ -118,10 +111,8 @@ static int config_line(const char *cmd, sv_flag *flags, const char *path, int li
 static int read_config(const char *cmd, sv_flag *flags, const char *path) {
     char *text;
     size_t len;
-    if (sv_fileio_read_small(path, CONFIG_MAX_BYTES, &text, &len) != SV_OK) {
-        fprintf(stderr, "shardvit %s: --config: %s\n", cmd, sv_err_msg());
-        return 2;
-    }
+    if (sv_fileio_read_small(path, CONFIG_MAX_BYTES, &text, &len) != SV_OK)
+        return sv_cmd_usage_error(cmd, "--config: %s", sv_err_msg());
     int lineno = 0, rc = 0;
     for (char *line = text, *next; line < text + len && !rc; line = next) {
         char *nl = memchr(line, '\n', (size_t)(text + len - line));
@@ -146,21 +137,16 @@ int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **arg
         const char *a = argv[i];
         if (!strncmp(a, "--config=", 9) || !strcmp(a, "--config")) {
             const char *path = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[i + 1] : NULL);
-            if (!path) {
-                fprintf(stderr, "shardvit %s: --config: missing file name\n", spec->name);
-                return 2;
-            }
+            if (!path) return sv_cmd_usage_error(spec->name, "--config: missing file name");
             if (read_config(spec->name, flags, path)) return 2;
         }
     }
     for (int i = 1; i < argc; i++) {
         char *a = argv[i];
         if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
-            if (*npos >= spec->max_positional) {
-                fprintf(stderr, "shardvit %s: unexpected argument '%s' (see shardvit %s --help)\n", spec->name, a,
-                        spec->name);
-                return 2;
-            }
+            if (*npos >= spec->max_positional)
+                return sv_cmd_usage_error(spec->name, "unexpected argument '%s' (see shardvit %s --help)", a,
+                                          spec->name);
             pos[(*npos)++] = a;
             continue;
         }
@@ -172,11 +158,9 @@ int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **arg
             continue;
         }
         sv_flag *f = find(flags, name, len);
-        if (!f) {
-            fprintf(stderr, "shardvit %s: unknown flag --%.*s (see shardvit %s --help)\n", spec->name, (int)len, name,
-                    spec->name);
-            return 2;
-        }
+        if (!f)
+            return sv_cmd_usage_error(spec->name, "unknown flag --%.*s (see shardvit %s --help)", (int)len, name,
+                                      spec->name);
         const char *val;
         if (eq)
             val = eq + 1;
@@ -187,8 +171,7 @@ int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **arg
         else {
             char range[96];
             range_text(f, range, sizeof range);
-            fprintf(stderr, "shardvit %s: --%s: missing value (expected %s)\n", spec->name, f->name, range);
-            return 2;
+            return sv_cmd_usage_error(spec->name, "--%s: missing value (expected %s)", f->name, range);
         }
         if (set_value(spec->name, f, val)) return 2;
     }
@@ -275,16 +258,17 @@ int sv_cmd_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv,
     int rc = sv_flags_parse(spec, flags, argc, argv, pos, &n);
     if (npos) *npos = n;
     if (rc) return rc == 1 ? 0 : 2;
-    if (npos_want >= 0 && n != npos_want) return sv_cmd_usage_error(spec, "%s", wrong_count);
+    if (npos_want >= 0 && n != npos_want) return sv_cmd_usage_error(spec->name, "%s", wrong_count);
     return -1;
 }
 
-int sv_cmd_usage_error(const sv_cmd_spec *spec, const char *fmt, ...) {
-    char msg[1024];
+int sv_cmd_usage_error(const char *cmd, const char *fmt, ...) {
+    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
     va_end(ap);
-    fprintf(stderr, "shardvit %s: %s\n", spec->name, msg);
+    fprintf(stderr, "shardvit %s: %s\n", cmd, msg ? msg : fmt);
+    free(msg);
     return 2;
 }

@@ -44,8 +44,9 @@ int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **arg
  * exit code: 0 after --help, 2 for a usage error. *npos (nullable) receives the count. */
 int sv_cmd_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos, int npos_want,
                  const char *wrong_count);
-/* "shardvit <cmd>: <formatted message>" on stderr; returns 2 (the usage-error exit code). */
-int sv_cmd_usage_error(const sv_cmd_spec *spec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "shardvit <cmd>: <formatted message>" on stderr as one line (one write, whatever its length);
+ * returns 2 (the usage-error exit code). Every usage error of every command goes through here. */
+int sv_cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Print the help text of a subcommand. */
 void sv_flags_help(const sv_cmd_spec *spec, const sv_flag *flags, FILE *out);

@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "app/commands.h"
+#include "app/env_overrides.h"
+#include "app/flags.h"
 #include "app/mpi_env.h"
 #include "app/provenance.h"
 #include "core/log.h"
@@ -36,6 +38,12 @@ int sv_app_fail(const char *cmd, sv_status st) {
     return 1;
 }
 
+int sv_cmd_exit(const char *cmd, sv_status st, int usage) {
+    if (st == SV_OK) return 0;
+    if (st == SV_ERR_INVALID && usage) return sv_cmd_usage_error(cmd, "%s", sv_err_msg());
+    return sv_app_fail(cmd, st);
+}
+
 static void usage(FILE *out) {
     fprintf(out, "usage: shardvit <command> [flags]   (shardvit <command> --help for its flags)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
@@ -57,6 +65,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "shardvit: unknown command '%s' (see shardvit --help)\n", argv[1]);
         return 2;
     }
+    if (sv_env_overrides_apply() != SV_OK) return sv_cmd_usage_error(cmd->name, "%s", sv_err_msg());
     sv_proc proc = {0, 1, 0, 1};
     if (cmd->uses_mpi) {
         sv_mpi_env_init(&argc, &argv, &proc.rank, &proc.world);

@@ -131,3 +131,12 @@ sv_status sv_app_class_names(const char *classes, const char *weights, const cha
     }
     return SV_OK;
 }
+
+int sv_model_source_check(const char *cmd, const sv_model_source *s) {
+    if (!s->weights == !s->ckpt) return sv_cmd_usage_error(cmd, "--weights / --ckpt: give exactly one of them");
+    if (s->ema && !s->ckpt)
+        return sv_cmd_usage_error(cmd,
+                                  "--ema needs --ckpt (a --weights file holds one set of weights; write the EMA "
+                                  "as one with shardvit export --ema)");
+    return 0;
+}

@@ -6,6 +6,25 @@
 #include "app/run.h"
 #include "ckpt/checkpoint.h"
 
+/* Where eval and predict take the trained model from: --weights FILE | --ckpt PATH [--ema]. */
+typedef struct sv_model_source {
+    const char *weights; /* timm-named safetensors file */
+    const char *ckpt;    /* shardvit checkpoint: run dir, checkpoint root or step dir */
+    int ema;             /* the checkpoint's weight EMA instead of its weights */
+} sv_model_source;
+
+/* The flag rows of a sv_model_source lvalue `s`, for a command's flag table. */
+#define SV_MODEL_SOURCE_FLAGS(s) \
+    {"weights", SV_FLAG_STR, &(s).weights, 0, 0, "timm-named safetensors file (config.json beside it is read)", 0}, \
+        {"ckpt", SV_FLAG_STR, &(s).ckpt, 0, 0, "shardvit checkpoint: run dir, checkpoint root or step dir", 0}, { \
+        "ema", SV_FLAG_BOOL, &(s).ema, 0, 1, \
+            "the checkpoint's weight EMA instead of its weights (train --model-ema; needs --ckpt)", 0 \
+    }
+
+/* The rules of those flags: exactly one of --weights / --ckpt, and --ema only with --ckpt. 0 when
+ * they hold, else the usage line "shardvit CMD: ..." on stderr and 2 (sv_cmd_usage_error). */
+int sv_model_source_check(const char *cmd, const sv_model_source *s);
+
 /* Model shape for --weights/--ckpt: the preset named by mo->model, then what the weights say
  * (eval/weights.h: config.json next to the file, tensor shapes), then every field the user set
  * explicitly (non-zero in *mo). The result has every field filled (no 0 = "preset"), ready for

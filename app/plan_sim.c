@@ -256,10 +256,8 @@ static void csv_row(const sv_sim_opts *o, const sv_sim_result *r, const char *er
 
 static int do_sweep(sv_plan_sim_args *a) {
     int csv = a->format && !strcmp(a->format, "csv");
-    if (a->format && !csv && strcmp(a->format, "jsonl")) {
-        fprintf(stderr, "shardvit plan: --format '%s' (choose jsonl|csv)\n", a->format);
-        return 2;
-    }
+    if (a->format && !csv && strcmp(a->format, "jsonl"))
+        return sv_cmd_usage_error("plan", "--format '%s' (choose jsonl|csv)", a->format);
     char *spec = strdup(a->sweep);
     sweep_key keys[SWEEP_KEYS];
     int nk = 0;
@@ -272,8 +270,7 @@ static int do_sweep(sv_plan_sim_args *a) {
     for (int i = 0; i < nk; i++) total *= keys[i].n;
     if (total > 100000) {
         free(spec);
-        fprintf(stderr, "shardvit plan: --sweep has %ld rows (at most 100000)\n", total);
-        return 2;
+        return sv_cmd_usage_error("plan", "--sweep has %ld rows (at most 100000)", total);
     }
     if (csv) printf("%s\n", k_csv_cols);
     int failed = 0;

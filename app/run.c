@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "app/backend_env.h"
-#include "app/mpi_env.h"
+#include "app/env_overrides.h"
 #include "core/log.h"
 
 sv_status sv_model_opts_resolve(const sv_model_opts *o, sv_vit_config *c) {
@@ -170,13 +170,18 @@ sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int
     SV_TRY(sv_backend_create(&bc, &be));
     r->be = be; /* owned by r from here: teardown destroys it */
 
-    sv_comm_config cc = {.kind = sv_mpi_env_comm_kind(), .timeout_s = o->comm_timeout};
+    sv_comm_config cc = sv_env_comm_config(o->comm_timeout);
     if (bc.device == SV_DEVICE_CUDA) {
         cc.kind = SV_COMM_KIND_NCCL;
         cc.backend_stream = sv_be_native_stream(be);
         cc.device_index = local_rank;
     }
-    SV_TRY(sv_comm_create_world(&cc, &r->world_comm));
+    sv_status st = sv_comm_create_world(&cc, &r->world_comm);
+    if (st != SV_OK) { /* nothing collective exists yet: the backend goes back at once */
+        sv_backend_destroy(be);
+        r->be = NULL;
+        return st;
+    }
     SV_TRY(sv_fsdp_make_comms(r->world_comm, fc.strategy, fc.shard_group, &r->shard_comm, &r->repl_comm));
     r->vcfg = vcfg;
     r->micro_batch = micro;

@@ -152,7 +152,10 @@ sv_status sv_run_plan(const sv_vit_config *vcfg, const sv_fsdp_config *fc, const
                       int micro_batch, int recompute, sv_run_mem *out);
 void sv_run_log_plan(const sv_run_mem *m);
 
-/* Set up everything for a run: backend, communicators, FSDP state, arena, model. */
+/* Set up everything for a run: backend, communicators, FSDP state, arena, model. When the world
+ * communicator cannot be created (e.g. ranks that disagree on its chunk size) the backend is
+ * released again and r holds nothing; after a later failure r holds what was made, for
+ * sv_run_teardown (collective: only when every rank failed alike). */
 sv_status sv_run_setup(sv_run *r, const sv_run_opts *o, int rank, int world, int local_rank, int local_size);
 
 /* The parts sv_run_setup creates itself, for a caller that brings its own: the step-time

@@ -13,8 +13,7 @@ int sv_train_ema_check(const sv_train_ema_flags *e) {
         : e->decay != SV_EMA_DEFAULT_DECAY ? "--model-ema-decay"
                                            : NULL;
     if (!need) return 0;
-    fprintf(stderr, "shardvit train: %s needs --model-ema\n", need);
-    return 2;
+    return sv_cmd_usage_error("train", "%s needs --model-ema", need);
 }
 
 sv_status sv_train_ema_eval(sv_train_log *lg, sv_evaluator *ev, sv_fsdp *f, long step, const char *data_name) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "app/provenance.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/trace.h"
 
@@ -37,16 +38,67 @@ static sv_status metrics_flush(sv_train_log *lg) {
     return SV_OK;
 }
 
-sv_status sv_train_log_header(sv_train_log *lg, const char *prov_json, const char *peak_json) {
+/* The writer's one record as a metrics.jsonl line, flushed (metrics_flush); frees the writer. */
+static sv_status metrics_put(sv_train_log *lg, sv_json_writer *w) {
+    const char *text;
+    size_t n;
+    sv_status st = sv_json_writer_finish(w, &text, &n);
+    if (st == SV_OK) {
+        fwrite(text, 1, n, lg->metrics);
+        fputc('\n', lg->metrics);
+        st = metrics_flush(lg);
+    }
+    sv_json_writer_free(w);
+    return st;
+}
+
+/* The "mfu_peak" value of the header (see sv_train_log_peak). */
+static void peak_json(sv_json_writer *w, const sv_train_log_peak *p) {
+    if (!p->kind) {
+        sv_json_null(w);
+        return;
+    }
+    sv_json_obj_begin(w);
+    sv_json_key(w, "kind");
+    sv_json_str(w, p->kind);
+    if (!strcmp(p->kind, "isa")) {
+        sv_json_key(w, "engine");
+        sv_json_str(w, p->engine ? p->engine : "");
+        sv_json_key(w, "per_core_flops");
+        sv_json_f64_sig(w, p->per_core_flops, 6);
+        sv_json_key(w, "cores_used");
+        sv_json_f64_sig(w, p->cores_used, 6);
+    }
+    sv_json_key(w, "flops");
+    sv_json_f64_sig(w, p->flops, 6);
+    if (!strcmp(p->kind, "isa")) {
+        sv_json_key(w, "calib_seconds");
+        sv_json_f64_sig(w, p->calib_seconds, 6);
+    }
+    sv_json_obj_end(w);
+}
+
+sv_status sv_train_log_header(sv_train_log *lg, const char *prov_json, const sv_train_log_peak *peak) {
     if (!lg->metrics) return SV_OK;
     SV_TRY(metrics_flush(lg));
     struct stat sb;
     if (fstat(fileno(lg->metrics), &sb) != 0) return SV_FAIL(SV_ERR_IO, "%s: %s", lg->metrics_path, strerror(errno));
     if (sb.st_size > 0) return SV_OK;
-    fprintf(lg->metrics, "{\"record\":\"header\",\"format\":1,\"provenance\":%s", prov_json);
-    if (peak_json) fprintf(lg->metrics, ",\"mfu_peak\":%s", peak_json);
-    fputs("}\n", lg->metrics);
-    return metrics_flush(lg);
+    sv_json_writer w;
+    sv_json_writer_init(&w, 0);
+    sv_json_obj_begin(&w);
+    sv_json_key(&w, "record");
+    sv_json_str(&w, "header");
+    sv_json_key(&w, "format");
+    sv_json_i64(&w, 1);
+    sv_json_key(&w, "provenance");
+    sv_json_raw(&w, prov_json);
+    if (peak) {
+        sv_json_key(&w, "mfu_peak");
+        peak_json(&w, peak);
+    }
+    sv_json_obj_end(&w);
+    return metrics_put(lg, &w);
 }
 
 /* Step of a metrics.jsonl line ({"step":N,...}), or -1. */
@@ -112,11 +164,26 @@ static void scalar(sv_train_log *lg, const char *tag, long step, double v) {
     }
 }
 
-static void json_num(FILE *f, double v) {
-    if (isfinite(v))
-        fprintf(f, "%.9g", v);
-    else
-        fputs("null", f);
+/* Start a step or evaluation record: {"step":N (the first key: sv_train_log_resume reads it). */
+static void record_begin(sv_json_writer *w, long step) {
+    sv_json_writer_init(w, 0);
+    sv_json_obj_begin(w);
+    sv_json_key(w, "step");
+    sv_json_i64(w, step);
+}
+
+/* End a record with "time": wall-clock seconds (millisecond resolution), and write it. */
+static sv_status record_end(sv_train_log *lg, sv_json_writer *w) {
+    sv_json_key(w, "time");
+    sv_json_f64_fixed(w, sv_wall_time(), 3);
+    sv_json_obj_end(w);
+    return metrics_put(lg, w);
+}
+
+/* "key": v with 9 significant digits (null when not finite). */
+static void num9(sv_json_writer *w, const char *key, double v) {
+    sv_json_key(w, key);
+    sv_json_f64_sig(w, v, 9);
 }
 
 sv_status sv_train_log_record(sv_train_log *lg, const sv_train_log_step *s) {
@@ -129,18 +196,27 @@ sv_status sv_train_log_record(sv_train_log *lg, const sv_train_log_step *s) {
     scalar(lg, "perf/mfu", s->step, s->mfu);
     scalar(lg, "perf/mem_bytes", s->step, (double)s->mem_bytes);
     scalar(lg, "perf/data_wait_frac", s->step, s->data_wait_frac);
-    FILE *f = lg->metrics;
-    if (!f) return SV_OK;
+    if (!lg->metrics) return SV_OK;
     /* a skipped step has a NaN/Inf loss and norm: JSON has no NaN, so they are null */
-    fprintf(f, "{\"step\":%ld,\"epoch\":%llu,\"loss\":", s->step, s->epoch);
-    json_num(f, s->loss);
-    fprintf(f, ",\"lr\":%.9g,\"grad_norm\":", s->lr);
-    json_num(f, s->grad_norm);
-    fprintf(f, ",\"img_per_s\":%.6g,\"tflops\":%.6g,\"mfu\":", s->img_per_s, s->tflops);
-    json_num(f, s->mfu);
-    fprintf(f, ",\"mem_bytes\":%zu,\"data_wait_frac\":%.4f,\"skipped_steps\":%llu,\"time\":%.3f}\n", s->mem_bytes,
-            s->data_wait_frac, s->skipped_steps, sv_wall_time());
-    return metrics_flush(lg);
+    sv_json_writer w;
+    record_begin(&w, s->step);
+    sv_json_key(&w, "epoch");
+    sv_json_u64(&w, s->epoch);
+    num9(&w, "loss", s->loss);
+    num9(&w, "lr", s->lr);
+    num9(&w, "grad_norm", s->grad_norm);
+    sv_json_key(&w, "img_per_s");
+    sv_json_f64_sig(&w, s->img_per_s, 6);
+    sv_json_key(&w, "tflops");
+    sv_json_f64_sig(&w, s->tflops, 6);
+    num9(&w, "mfu", s->mfu);
+    sv_json_key(&w, "mem_bytes");
+    sv_json_u64(&w, s->mem_bytes);
+    sv_json_key(&w, "data_wait_frac");
+    sv_json_f64_fixed(&w, s->data_wait_frac, 4);
+    sv_json_key(&w, "skipped_steps");
+    sv_json_u64(&w, s->skipped_steps);
+    return record_end(lg, &w);
 }
 
 static void fmt_duration(double s, char *buf, size_t cap) {
@@ -188,18 +264,21 @@ sv_status sv_train_log_eval_as(sv_train_log *lg, sv_evaluator *ev, long step, co
     SV_INFO("%s at step %ld: top1 %.4f top5 %.4f loss %.4f on %lld samples of %s (%.1f s)",
             ema ? "eval (weight EMA)" : "eval", step, t1, t5, loss, (long long)sv_metrics_samples(m), data_name,
             ev->seconds);
-    if (lg->metrics) {
-        fprintf(lg->metrics, "{\"step\":%ld,\"%s_top1\":", step, k);
-        json_num(lg->metrics, t1);
-        fprintf(lg->metrics, ",\"%s_top5\":", k);
-        json_num(lg->metrics, t5);
-        fprintf(lg->metrics, ",\"%s_loss\":", k);
-        json_num(lg->metrics, loss);
-        fprintf(lg->metrics, ",\"%s_samples\":%lld,\"time\":%.3f}\n", k, (long long)sv_metrics_samples(m),
-                sv_wall_time());
-        SV_TRY(metrics_flush(lg));
-    }
     char tag[32];
+    if (lg->metrics) {
+        sv_json_writer w;
+        record_begin(&w, step);
+        snprintf(tag, sizeof tag, "%s_top1", k);
+        num9(&w, tag, t1);
+        snprintf(tag, sizeof tag, "%s_top5", k);
+        num9(&w, tag, t5);
+        snprintf(tag, sizeof tag, "%s_loss", k);
+        num9(&w, tag, loss);
+        snprintf(tag, sizeof tag, "%s_samples", k);
+        sv_json_key(&w, tag);
+        sv_json_i64(&w, sv_metrics_samples(m));
+        SV_TRY(record_end(lg, &w));
+    }
     snprintf(tag, sizeof tag, "%s/top1", k);
     scalar(lg, tag, step, t1);
     snprintf(tag, sizeof tag, "%s/top5", k);

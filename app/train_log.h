@@ -51,10 +51,23 @@ typedef struct sv_train_log_step {
 /* out: run directory (NULL: nothing is written). Rank 0 opens OUT/metrics.jsonl (appending when
  * `append`, i.e. the run may resume) and a new TensorBoard event file. */
 sv_status sv_train_log_open(sv_train_log *lg, int rank, const char *out, int append);
+/* The peak MFU is stated against (the header's "mfu_peak"). kind NULL: unknown, written as null;
+ * "device": the backend's own peak, {"kind":"device","flops":F}; "isa": the CPU ISA peak
+ * measured at start-up (app/cpu_peak.h), {"kind":"isa","engine":E,"per_core_flops":P,
+ * "cores_used":C,"flops":F,"calib_seconds":S}. Numbers are written with 6 significant digits. */
+typedef struct sv_train_log_peak {
+    const char *kind, *engine;
+    double per_core_flops, cores_used, flops, calib_seconds;
+} sv_train_log_peak;
+
 /* Rank 0 with --out: when metrics.jsonl is empty (a fresh run, or a resumed one whose log was
  * lost), write the header record: {"record":"header","format":1,"provenance":PROV[,"mfu_peak":PEAK]}
- * where PROV and PEAK (nullable) are JSON object texts. A non-empty log keeps its header. */
-sv_status sv_train_log_header(sv_train_log *lg, const char *prov_json, const char *peak_json);
+ * where PROV is a JSON object text and PEAK (nullable: no key) is as sv_train_log_peak says. A
+ * non-empty log keeps its header. Records are written with core/json.h's writer; step and
+ * evaluation records start with "step" and print their numbers in fixed printf forms (loss, lr,
+ * grad_norm, mfu and the eval values as %.9g, img_per_s and tflops %.6g, data_wait_frac %.4f,
+ * time %.3f). */
+sv_status sv_train_log_header(sv_train_log *lg, const char *prov_json, const sv_train_log_peak *peak);
 /* After a resume at `step` (rank 0; others no-op): see the header comment. */
 sv_status sv_train_log_resume(sv_train_log *lg, long step);
 /* metrics.jsonl line + TensorBoard scalars of one logged step. */

@@ -1,31 +1,78 @@
 #include "app/train_step.h"
 
 #include <math.h>
+#include <signal.h>
+
+sv_train_hooks sv_train_hooks_off(void) {
+    return (sv_train_hooks){.poison_step = -1, .signal_step = -1, .debug_nan_step = -1, .signal_sig = SIGTERM};
+}
 
 /* --debug-nan-step/--debug-nan-rank, installed as the FSDP grad hook: at optimizer step
  * `step`, rank `rank` poisons the first element of the last unit's full gradient right before
  * its reduction, so the reduced shard (and, across replica groups, every copy of it) holds a
  * NaN, the global norm is NaN on every rank and the step is skipped everywhere. */
-typedef struct debug_nan {
-    long step;
-    int rank;
-} debug_nan;
-static debug_nan g_debug_nan = {-1, 0}; /* one run per process */
-
 static sv_status debug_nan_hook(void *ctx, sv_fsdp *f, int unit, float *grad, size_t n) {
-    const debug_nan *d = ctx;
+    const sv_train_hooks *h = ctx;
     (void)n;
-    if (f->step != d->step || f->rank != d->rank || unit != f->L.n_units - 1) return SV_OK;
+    if (f->step != h->debug_nan_step || f->rank != h->debug_nan_rank || unit != f->L.n_units - 1) return SV_OK;
     float nanv = NAN;
     SV_TRY(sv_fsdp_fence(f)); /* the upload synchronises the compute stream */
     return sv_be_upload(f->be, grad, &nanv, sizeof nanv);
 }
 
-void sv_train_debug_nan(sv_run *r, long step, int rank) {
-    if (step < 0) return;
-    g_debug_nan = (debug_nan){step, rank};
+void sv_train_hooks_install(sv_run *r, const sv_train_hooks *h) {
+    if (h->debug_nan_step < 0) return;
     r->fsdp.grad_hook = debug_nan_hook;
-    r->fsdp.grad_hook_ctx = &g_debug_nan;
+    r->fsdp.grad_hook_ctx = (void *)h; /* read only (debug_nan_hook) */
+}
+
+void sv_train_hooks_remove(sv_run *r) {
+    if (r->fsdp.grad_hook != debug_nan_hook) return;
+    r->fsdp.grad_hook = NULL;
+    r->fsdp.grad_hook_ctx = NULL;
+}
+
+static void *host_alloc(void *ctx, size_t bytes) {
+    void *p = NULL;
+    return sv_be_host_alloc((sv_backend *)ctx, bytes, &p) == SV_OK ? p : NULL;
+}
+static void host_free(void *ctx, void *p) { sv_be_host_free((sv_backend *)ctx, p); }
+
+void sv_loader_opts_host_alloc(sv_loader_opts *lo, sv_backend *be) {
+    lo->alloc = host_alloc;
+    lo->free = host_free;
+    lo->alloc_ctx = be;
+}
+
+/* The poison and signal hooks of the batch of micro-step `micro`. */
+static void feed_hooks(const sv_loader_feed *f, int micro, const sv_batch *b) {
+    const sv_train_hooks *h = f->hooks;
+    if (!h) return;
+    if (f->step == h->poison_step && f->r->rank == h->poison_rank) b->images[0] = NAN;
+    if (f->step == h->signal_step && f->r->rank == h->signal_rank && micro == 0) raise(h->signal_sig);
+}
+
+sv_status sv_loader_feed_next(void *ctx, int micro, sv_micro_batch *mb) {
+    sv_loader_feed *f = ctx;
+    const sv_vit_config *c = &f->r->vcfg;
+    const sv_run_batch *d = &f->r->batch;
+    size_t B = (size_t)f->r->micro_batch, K = (size_t)c->num_classes;
+    const sv_batch *b;
+    /* the previous batch's host buffers go back to the loader: its uploads must have read them */
+    SV_TRY(sv_be_upload_fence(f->r->be));
+    SV_TRY(sv_loader_next(f->ld, &b));
+    f->next_epoch = b->next_epoch;
+    f->next_cursor = b->next_cursor;
+    feed_hooks(f, micro, b);
+    SV_TRY(sv_be_upload_async(f->r->be, d->images, b->images, B * c->in_chans * c->img * c->img * 4));
+    SV_TRY(sv_be_upload_async(f->r->be, d->labels, b->labels, B * 4));
+    if (b->soft_targets) SV_TRY(sv_be_upload_async(f->r->be, d->soft, b->soft_targets, B * K * 4));
+    mb->images = d->images;
+    mb->labels = d->labels;
+    mb->soft = b->soft_targets ? d->soft : NULL;
+    mb->epoch = b->epoch;
+    mb->sample0 = b->cursor + (uint64_t)f->r->rank * B; /* global epoch position of row 0 */
+    return SV_OK;
 }
 
 /* Sum of this rank's per-sample losses of a step: `accum` micro-steps of B losses each (host),

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "app/run.h"
+#include "data/loader.h"
 
 /* Device pointers of one micro-batch (micro_batch samples on this rank). Exactly one of
  * labels (B) int32 / soft (B,K) f32 is non-NULL. images (B,C,img,img) f32. */
@@ -51,9 +52,46 @@ double sv_run_comm_wait_s(const sv_run *r);
 sv_status sv_train_step(sv_run *r, const sv_optim_config *oc, float smoothing, int accum, int batch_size,
                         sv_micro_batch_fn next, void *ctx, sv_step_result *res);
 
-/* Testing (--debug-nan-step/--debug-nan-rank): at optimizer step `step` (0-based; < 0: off) rank
- * `rank` poisons one element of the last unit's gradient before its reduction, through the
- * FSDP grad hook, so the step is skipped on every rank. */
-void sv_train_debug_nan(sv_run *r, long step, int rank);
+/* The test hooks of a training run, in one struct (docs/reliability.md); a step < 0 is off:
+ *   poison_step, poison_rank    (SHARDVIT_TEST_POISON_BATCH) NaN into the first pixel of that
+ *                               rank's batch at 0-based step poison_step (sv_loader_feed);
+ *   signal_step, signal_rank,   (SHARDVIT_TEST_SIGNAL_AT) raise signal_sig in that rank while it
+ *   signal_sig                  loads step signal_step's first batch (sv_loader_feed);
+ *   debug_nan_step,             (--debug-nan-step/--debug-nan-rank) at optimizer step
+ *   debug_nan_rank              debug_nan_step that rank poisons one element of the last unit's
+ *                               gradient before its reduction, through the FSDP grad hook, so
+ *                               the step is skipped on every rank (sv_train_hooks_install). */
+typedef struct sv_train_hooks {
+    long poison_step, signal_step, debug_nan_step;
+    int poison_rank, signal_rank, signal_sig, debug_nan_rank;
+} sv_train_hooks;
+
+/* Every hook off. */
+sv_train_hooks sv_train_hooks_off(void);
+
+/* Install h's gradient hook (debug_nan_*) on r's FSDP state; nothing when it is off. h is
+ * borrowed: it must outlive the training steps (sv_train_hooks_remove before it goes). */
+void sv_train_hooks_install(sv_run *r, const sv_train_hooks *h);
+void sv_train_hooks_remove(sv_run *r);
+
+/* Loader batch memory from the backend's host allocator (pinned on CUDA, so the uploads of
+ * sv_loader_feed run at full bandwidth): sets lo->alloc, lo->free and lo->alloc_ctx. */
+void sv_loader_opts_host_alloc(sv_loader_opts *lo, sv_backend *be);
+
+/* The micro-batch source of a step that reads a loader (train, bench --data): the next loader
+ * batch, uploaded asynchronously into the run's micro-batch buffers (r->batch). Before taking
+ * a batch it waits for the previous batch's uploads to have read their host buffers (which the
+ * loader then reuses). mb->soft is set when the loader makes soft targets (mixup / cutmix),
+ * mb->sample0 is the global epoch position of the rank's first row. */
+typedef struct sv_loader_feed {
+    sv_run *r;
+    sv_loader *ld;
+    const sv_train_hooks *hooks;      /* the poison / signal hooks (nullable: none) */
+    long step;                        /* the step being fed (0-based; for the hooks) */
+    uint64_t next_epoch, next_cursor; /* out: loader resume point after the last batch (checkpoints) */
+} sv_loader_feed;
+
+/* sv_micro_batch_fn over a sv_loader_feed (ctx). */
+sv_status sv_loader_feed_next(void *ctx, int micro, sv_micro_batch *mb);
 
 #endif

@@ -36,7 +36,13 @@
 #define SV_CKPT_CHUNK_ELEMS ((size_t)1 << 20)        /* writer's chunk split (4 MiB of fp32) */
 #define SV_CKPT_MAX_CHUNK_BYTES ((uint64_t)16 << 20) /* reader's limit for any chunk */
 #define SV_CKPT_PATH_MAX 4096
-#define SV_CKPT_CRASH_ENV "SHARDVIT_TEST_CRASH_AT"
+#define SV_CKPT_CRASH_ENV "SHARDVIT_TEST_CRASH_AT" /* what app/ reads into sv_ckpt_set_crash_point */
+
+/* Test hook (docs/checkpoints.md): spec "POINT" or "POINT@STEP" makes the process kill itself
+ * with SIGKILL when a save (of step STEP) reaches POINT, to prove a crash never damages the
+ * previous checkpoint; NULL: off (the default). Borrowed: the string must outlive the saves.
+ * app/ sets it from SHARDVIT_TEST_CRASH_AT (app/env_overrides.h). */
+void sv_ckpt_set_crash_point(const char *spec);
 
 enum { SV_CKPT_MASTER = SV_FSDP_MASTER, SV_CKPT_M = SV_FSDP_M, SV_CKPT_V = SV_FSDP_V, SV_CKPT_KINDS = SV_FSDP_KINDS };
 enum { SV_CKPT_EMA = SV_FSDP_EMA }; /* the weight EMA: a fourth range after v when state.ema */

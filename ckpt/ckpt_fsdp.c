@@ -19,11 +19,13 @@
 #include "ckpt/checkpoint.h"
 #include "fsdp/agree.h"
 
-/* Test hook (docs/checkpoints.md): SHARDVIT_TEST_CRASH_AT=POINT or POINT@STEP kills this
- * process with SIGKILL at that point of a save, to prove a crash never damages the previous
- * checkpoint. */
+static const char *g_crash_at; /* sv_ckpt_set_crash_point */
+
+void sv_ckpt_set_crash_point(const char *spec) { g_crash_at = spec; }
+
+/* The test hook of sv_ckpt_set_crash_point at `point` of the save of `step`. */
 static void crash_point(const char *point, int64_t step) {
-    const char *e = getenv(SV_CKPT_CRASH_ENV);
+    const char *e = g_crash_at;
     if (!e) return;
     size_t n = strlen(point);
     if (strncmp(e, point, n)) return;

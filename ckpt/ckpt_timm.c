@@ -1,5 +1,6 @@
 /* timm-compatible export (checkpoint -> safetensors + config.json) and import (safetensors ->
- * master shards), including timm's pos_embed resampling. */
+ * master shards). A file of another image or patch size is adapted on import as timm does
+ * (pos_embed / patch_embed resampling): ckpt/ckpt_adapt.c, on model/resample.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>

@@ -30,10 +30,9 @@ static double mono_now(void) {
 #define SV_CLOCK_ANCHOR_S 1e-3  /* re-anchor on CLOCK_MONOTONIC after this long */
 #define SV_CLOCK_RESYNC_S 20e-6 /* a re-anchor this far (+1% of the anchor's age) off restarts calibration */
 
-/* 1 = TSC, 0 = clock_gettime; decided once per process (racing first calls agree). */
+/* 1 = TSC, 0 = clock_gettime; decided once per process (racing first calls agree) unless
+ * sv_clock_use_mono decided first. */
 static int decide_tsc(void) {
-    const char *e = getenv("SHARDVIT_CLOCK");
-    if (e && !strcmp(e, "mono")) return 0;
     FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
     if (!f) return 0;
     char buf[32] = "";
@@ -128,6 +127,12 @@ double sv_now_s(void) {
     if (mode()) return tsc_now();
 #endif
     return mono_now();
+}
+
+void sv_clock_use_mono(void) {
+#if SV_HAVE_TSC
+    __atomic_store_n(&g_mode, 0, __ATOMIC_RELAXED);
+#endif
 }
 
 int sv_clock_uses_tsc(void) {

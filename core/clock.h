@@ -20,7 +20,8 @@
  * it costs one clock_gettime plus two rdtsc (slightly more than clock_gettime alone).
  *
  * Elsewhere (other architectures, or a kernel on another clocksource) sv_now_s() is
- * clock_gettime(CLOCK_MONOTONIC). SHARDVIT_CLOCK=mono forces that (read at first use). */
+ * clock_gettime(CLOCK_MONOTONIC). sv_clock_use_mono forces that (app/ calls it for
+ * SHARDVIT_CLOCK=mono, app/env_overrides.h). */
 #ifndef SV_CORE_CLOCK_H
 #define SV_CORE_CLOCK_H
 
@@ -33,6 +34,11 @@ double sv_now_s(void); /* monotonic seconds (CLOCK_MONOTONIC base), or the virtu
  * simulator's calibration use sv_now_real_s(). */
 void sv_clock_set_virtual(const double *now_s);
 double sv_now_real_s(void); /* the real clock, whatever sv_clock_set_virtual says */
+
+/* Run sv_now_s() on clock_gettime(CLOCK_MONOTONIC) even where the TSC would be used. Call it
+ * before the process's first clock read (a switch later may step a thread's values back by the
+ * TSC estimate's sub-microsecond error). */
+void sv_clock_use_mono(void);
 
 /* 1 if sv_now_s() runs on the TSC in this process, 0 if on clock_gettime. */
 int sv_clock_uses_tsc(void);

@@ -112,21 +112,17 @@ sv_status sv_fileio_open_read(const char *path, int *fd_out, uint64_t *size_out)
 
 /* ---- output files ---------------------------------------------------------------------- */
 
+static long long g_fail_after = -1; /* sv_fileio_inject_write_fault */
+
+void sv_fileio_inject_write_fault(long long after_bytes) { g_fail_after = after_bytes < 0 ? -1 : after_bytes; }
+
 sv_status sv_fileio_out_open(sv_fileio_out *f, const char *path, int exclusive) {
     f->fd = -1;
     f->written = 0;
-    f->fail_after = -1;
+    f->fail_after = g_fail_after;
     if (strlen(path) >= sizeof f->path)
         return SV_FAIL(SV_ERR_INVALID, "path too long (%zu bytes): %.200s...", strlen(path), path);
     snprintf(f->path, sizeof f->path, "%s", path);
-    const char *fault = getenv(SV_FILEIO_FAULT_ENV);
-    if (fault && *fault) {
-        char *end;
-        long long v = strtoll(fault, &end, 10);
-        if (*end || v < 0)
-            return SV_FAIL(SV_ERR_INVALID, "%s=%s: expected a non-negative byte count", SV_FILEIO_FAULT_ENV, fault);
-        f->fail_after = v;
-    }
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
     int fd = open(path, flags, 0644);
     if (fd < 0) return io_fail("create", path, errno);

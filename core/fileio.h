@@ -4,10 +4,11 @@
  * on EINTR and short writes; reads report truncation as SV_ERR_CORRUPT with the range asked for
  * and the bytes that were there.
  *
- * Fault injection for tests: when the environment variable SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES
- * is set to N (decimal) at the time a file is opened with sv_fileio_out_open, that file accepts
- * N bytes in total and every write beyond fails with ENOSPC ("No space left on device"), as a
- * full disk would. The variable is read once per open; nothing else consults it. */
+ * Fault injection for tests: after sv_fileio_inject_write_fault(N), every file opened with
+ * sv_fileio_out_open accepts N bytes in total and every write beyond fails with ENOSPC ("No
+ * space left on device"), as a full disk would. app/ sets it from the environment variable
+ * SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES (SV_FILEIO_FAULT_ENV, named in the injected error;
+ * app/env_overrides.h); nothing in core reads the environment. */
 #ifndef SV_CORE_FILEIO_H
 #define SV_CORE_FILEIO_H
 
@@ -18,6 +19,10 @@
 #include "core/status.h"
 
 #define SV_FILEIO_FAULT_ENV "SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES"
+
+/* Files opened from now on fail their writes after `after_bytes` bytes (see above); < 0: off
+ * (the default). Process-wide; set it before the threads that write files start. */
+void sv_fileio_inject_write_fault(long long after_bytes);
 
 /* An output file being written (caller-owned struct, initialised by _open). */
 typedef struct sv_fileio_out {

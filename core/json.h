@@ -155,8 +155,16 @@ void sv_json_strn(sv_json_writer *w, const char *s, size_t n);
 void sv_json_i64(sv_json_writer *w, int64_t v);
 void sv_json_u64(sv_json_writer *w, uint64_t v);
 void sv_json_f64(sv_json_writer *w, double v);
+/* A double in a fixed printf form, for records whose number format is part of their contract
+ * (metrics.jsonl): `digits` significant digits as %.*g, or `decimals` after the point as %.*f
+ * (both clamped to 0..40). Non-finite values are written as null, like sv_json_f64. */
+void sv_json_f64_sig(sv_json_writer *w, double v, int digits);
+void sv_json_f64_fixed(sv_json_writer *w, double v, int decimals);
 void sv_json_bool(sv_json_writer *w, int v);
 void sv_json_null(sv_json_writer *w);
+/* A value given as JSON text, written as is: the caller guarantees that `json` is one complete
+ * JSON value (e.g. the output of another writer); nothing checks it. */
+void sv_json_raw(sv_json_writer *w, const char *json);
 /* Re-emit a parsed node (deep copy as text). */
 void sv_json_value(sv_json_writer *w, const sv_json *v);
 

@@ -172,20 +172,23 @@ void sv_json_strn(sv_json_writer *w, const char *s, size_t n) {
 
 void sv_json_str(sv_json_writer *w, const char *s) { sv_json_strn(w, s, strlen(s)); }
 
+/* A value given as its text (a number literal, a literal, or caller-checked JSON). */
+static void wtext(sv_json_writer *w, const char *s, size_t n) {
+    wpre(w, 0);
+    wput(w, s, n);
+    wpost(w);
+}
+
 void sv_json_i64(sv_json_writer *w, int64_t v) {
     char b[32];
     int n = snprintf(b, sizeof b, "%lld", (long long)v);
-    wpre(w, 0);
-    wput(w, b, (size_t)n);
-    wpost(w);
+    wtext(w, b, (size_t)n);
 }
 
 void sv_json_u64(sv_json_writer *w, uint64_t v) {
     char b[32];
     int n = snprintf(b, sizeof b, "%llu", (unsigned long long)v);
-    wpre(w, 0);
-    wput(w, b, (size_t)n);
-    wpost(w);
+    wtext(w, b, (size_t)n);
 }
 
 void sv_json_f64(sv_json_writer *w, double v) {
@@ -199,22 +202,31 @@ void sv_json_f64(sv_json_writer *w, double v) {
         n = snprintf(b, sizeof b, "%.*g", prec, v);
         if (strtod(b, NULL) == v) break;
     }
-    wpre(w, 0);
-    wput(w, b, (size_t)n);
-    wpost(w);
+    wtext(w, b, (size_t)n);
 }
 
-void sv_json_bool(sv_json_writer *w, int v) {
-    wpre(w, 0);
-    wput(w, v ? "true" : "false", v ? 4 : 5);
-    wpost(w);
+/* A finite double as printf's %.*g (fixed = 0) or %.*f (fixed = 1) writes it; else null. The
+ * output of both is a JSON number for finite values (digits, '.', 'e', sign only). */
+static void wf64_printf(sv_json_writer *w, double v, int prec, int fixed) {
+    if (!isfinite(v)) {
+        sv_json_null(w);
+        return;
+    }
+    if (prec < 0) prec = 0;
+    if (prec > 40) prec = 40;
+    char b[400]; /* %.40f of DBL_MAX: 309 integer digits + '.' + 40 */
+    int n = fixed ? snprintf(b, sizeof b, "%.*f", prec, v) : snprintf(b, sizeof b, "%.*g", prec, v);
+    wtext(w, b, (size_t)n);
 }
 
-void sv_json_null(sv_json_writer *w) {
-    wpre(w, 0);
-    wput(w, "null", 4);
-    wpost(w);
-}
+void sv_json_f64_sig(sv_json_writer *w, double v, int digits) { wf64_printf(w, v, digits, 0); }
+void sv_json_f64_fixed(sv_json_writer *w, double v, int decimals) { wf64_printf(w, v, decimals, 1); }
+
+void sv_json_raw(sv_json_writer *w, const char *json) { wtext(w, json, strlen(json)); }
+
+void sv_json_bool(sv_json_writer *w, int v) { wtext(w, v ? "true" : "false", v ? 4 : 5); }
+
+void sv_json_null(sv_json_writer *w) { wtext(w, "null", 4); }
 
 void sv_json_value(sv_json_writer *w, const sv_json *v) {
     switch (v->type) {

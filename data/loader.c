@@ -106,6 +106,21 @@ sv_loader_opts sv_loader_opts_default(void) {
     return o;
 }
 
+sv_loader_opts sv_loader_opts_for(const sv_dataset *ds, sv_transform_mode mode, int batch_local, int rank, int world,
+                                  uint64_t seed, int img, int channels) {
+    sv_loader_opts o = sv_loader_opts_default();
+    o.dataset = ds;
+    o.mode = mode;
+    o.batch_local = batch_local;
+    o.rank = rank;
+    o.world = world;
+    o.seed = seed;
+    o.img = img;
+    o.channels = channels;
+    o.norm = channels == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
+    return o;
+}
+
 static uint64_t sample_key(uint64_t seed, uint64_t epoch, uint64_t idx) {
     return sv_hash2(sv_hash2(sv_hash2(seed, 0xa06ull), epoch), idx);
 }

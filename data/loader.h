@@ -112,6 +112,13 @@ typedef struct sv_loader_stats {
 /* Defaults for every field except dataset/batch_local/img (others as documented above). */
 sv_loader_opts sv_loader_opts_default(void);
 
+/* The defaults with a rank's place filled in: dataset `ds`, `mode`, batch_local samples per
+ * rank on rank `rank` of `world`, img x img outputs with `channels` channels, sampler `seed`,
+ * and the normalisation of that channel count (SV_NORM_HALF for 1 channel, SV_NORM_IMAGENET
+ * otherwise). What training, evaluation and bench share; each sets the rest itself. */
+sv_loader_opts sv_loader_opts_for(const sv_dataset *ds, sv_transform_mode mode, int batch_local, int rank, int world,
+                                  uint64_t seed, int img, int channels);
+
 /* Validate options, allocate slots and start workers positioned at (epoch 0, cursor 0).
  * Errors: world/rank/batch/img/channels out of range, even batch_local required for mixup,
  * eval/train with an empty dataset, train with fewer samples than one global batch. */

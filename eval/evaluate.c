@@ -22,16 +22,9 @@ sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const 
     if (sv_dataset_num_classes(ds) > K)
         return SV_FAIL(SV_ERR_INVALID, "evaluation data has %d classes but the model has --num-classes %d",
                        sv_dataset_num_classes(ds), K);
-    sv_loader_opts lo = sv_loader_opts_default();
-    lo.dataset = ds;
-    lo.batch_local = B;
-    lo.rank = f->rank;
-    lo.world = f->world_size;
-    lo.seed = o->seed;
-    lo.img = c->img;
-    lo.channels = c->in_chans;
-    lo.mode = SV_TRANSFORM_EVAL;
-    lo.norm = o->norm >= 0 ? (sv_norm_preset)o->norm : c->in_chans == 1 ? SV_NORM_HALF : SV_NORM_IMAGENET;
+    sv_loader_opts lo =
+        sv_loader_opts_for(ds, SV_TRANSFORM_EVAL, B, f->rank, f->world_size, o->seed, c->img, c->in_chans);
+    if (o->norm >= 0) lo.norm = (sv_norm_preset)o->norm;
     if (o->crop_pct > 0) lo.crop_pct = o->crop_pct;
     lo.mean = o->mean;
     lo.std = o->std;

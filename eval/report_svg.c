@@ -222,6 +222,24 @@ const char *sv_rp_fit(const char *s, double font_px, double max_w, char *buf, si
 
 enum { CW = 580, CH = 240, MT = 12, MB = 34, TICK_FONT = 11 };
 
+/* How the ticks of one axis look: the label's class ("tick-x" / "tick-y"), the line's colour and
+ * the label's text-anchor. */
+typedef struct tick_style {
+    const char *cls, *stroke, *anchor;
+} tick_style;
+static const tick_style k_tick_y = {"tick-y", "#e5e7eb", "end"}, k_tick_x = {"tick-x", "#9ca3af", "middle"};
+
+/* One axis tick: its line from (x1, y1) to (x2, y2) and its label `t` at (tx, ty), coordinates
+ * with one decimal. */
+static void tick(sv_rp_buf *b, const tick_style *st, double x1, double y1, double x2, double y2, double tx, double ty,
+                 const char *t) {
+    sv_rp_printf(b,
+                 "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>"
+                 "<text class=\"%s\" x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" fill=\"#667085\" "
+                 "text-anchor=\"%s\">%s</text>\n",
+                 x1, x2, y1, y2, st->stroke, st->cls, tx, ty, TICK_FONT, st->anchor, t);
+}
+
 void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, const sv_rp_series *const *s, int ns,
                  sv_rp_fmt fmt) {
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
@@ -275,23 +293,15 @@ void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, con
                  "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
                  "role=\"img\">\n",
                  CW, CH, CW, CH);
-    for (int i = 0; i < ya.n; i++) {
+    for (int i = 0; i < ya.n; i++) { /* grid line across the plot, label left of it */
         double y = sv_rp_axis_tick(&ya, i);
         sv_rp_axis_label(&ya, y, t, sizeof t);
-        sv_rp_printf(b,
-                     "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e7eb\"/>"
-                     "<text class=\"tick-y\" x=\"%.0f\" y=\"%.1f\" font-size=\"%d\" fill=\"#667085\" "
-                     "text-anchor=\"end\">%s</text>\n",
-                     ML, CW - MR, PY(y), PY(y), ML - 6, PY(y) + 4, TICK_FONT, t);
+        tick(b, &k_tick_y, ML, PY(y), CW - MR, PY(y), ML - 6, PY(y) + 4, t);
     }
-    for (int i = 0; i < xa.n; i++) {
+    for (int i = 0; i < xa.n; i++) { /* mark below the x axis, label under it */
         double x = sv_rp_axis_tick(&xa, i);
         sv_rp_axis_label(&xa, x, t, sizeof t);
-        sv_rp_printf(b,
-                     "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#9ca3af\"/>"
-                     "<text class=\"tick-x\" x=\"%.1f\" y=\"%d\" font-size=\"%d\" fill=\"#667085\" "
-                     "text-anchor=\"middle\">%s</text>\n",
-                     PX(x), PX(x), CH - MB, CH - MB + 4, PX(x), CH - MB + 17, TICK_FONT, t);
+        tick(b, &k_tick_x, PX(x), CH - MB, PX(x), CH - MB + 4, PX(x), CH - MB + 17, t);
     }
     sv_rp_printf(b,
                  "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%d\" y2=\"%d\" stroke=\"#9ca3af\"/>"

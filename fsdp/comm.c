@@ -51,15 +51,10 @@ const char *sv_comm_coll_name(sv_comm_coll k) {
     return "?";
 }
 
-size_t sv_comm_chunk_bytes_from_env(void) {
-    const char *e = getenv("SHARDVIT_COMM_CHUNK_BYTES");
-    if (!e || !*e) return SV_COMM_CHUNK_BYTES;
-    char *end = NULL;
-    unsigned long long v = strtoull(e, &end, 10);
-    if (end == e || *end != 0) return SV_COMM_CHUNK_BYTES;
-    if (v < 64) v = 64;
-    if (v > SV_COMM_CHUNK_BYTES) v = SV_COMM_CHUNK_BYTES;
-    return (size_t)v;
+size_t sv_comm_chunk_bytes(const sv_comm_config *cfg) {
+    size_t v = cfg->chunk_bytes;
+    if (v == 0 || v > SV_COMM_CHUNK_BYTES) return SV_COMM_CHUNK_BYTES;
+    return v < 64 ? 64 : v;
 }
 
 void sv_comm_base_init(sv_comm *c, const sv_comm_ops *ops, const sv_comm_config *cfg, int rank, int size,

@@ -85,6 +85,11 @@ typedef struct sv_comm_config {
     double timeout_s;     /* 0 = no timeout */
     void *backend_stream; /* NCCL only: cudaStream_t of the compute backend */
     int device_index;     /* NCCL only */
+    /* MPI only: bytes per MPI call of a chunked collective; 0 = SV_COMM_CHUNK_BYTES, else clamped
+     * to [64, SV_COMM_CHUNK_BYTES] (app/ sets it from SHARDVIT_COMM_CHUNK_BYTES, which tests and
+     * benchmarks use to exercise the chunked paths). Every rank must give the same value;
+     * creating the communicator checks that. Split communicators inherit it. */
+    size_t chunk_bytes;
 } sv_comm_config;
 
 sv_status sv_comm_create_world(const sv_comm_config *cfg, sv_comm **out);

@@ -153,10 +153,9 @@ sv_status sv_comm_mpi_create(const sv_comm_config *cfg, sv_comm **out);
 sv_status sv_comm_local_create(const sv_comm_config *cfg, sv_comm **out);
 sv_status sv_comm_nccl_create(const sv_comm_config *cfg, sv_comm **out);
 
-/* Chunk size in bytes that a chunking transport uses: SV_COMM_CHUNK_BYTES, or a smaller value
- * from the environment variable SHARDVIT_COMM_CHUNK_BYTES (tests/benchmarks exercise the
- * chunked paths with it; clamped to [64, SV_COMM_CHUNK_BYTES]). Every rank must see the same
- * value; comm_mpi.c verifies that at create. */
-size_t sv_comm_chunk_bytes_from_env(void);
+/* Chunk size in bytes that a chunking transport uses: cfg->chunk_bytes clamped to
+ * [64, SV_COMM_CHUNK_BYTES], SV_COMM_CHUNK_BYTES when 0. Every rank must use the same value;
+ * comm_mpi.c verifies that at create. */
+size_t sv_comm_chunk_bytes(const sv_comm_config *cfg);
 
 #endif

@@ -387,7 +387,7 @@ static sv_status wrap(const sv_comm_config *cfg, MPI_Comm comm, const char *labe
             goto fail;
         }
     /* Chunk boundaries decide which MPI calls are made; ranks disagreeing would deadlock. */
-    unsigned long long chunk = sv_comm_chunk_bytes_from_env(), lo = 0, hi = 0;
+    unsigned long long chunk = sv_comm_chunk_bytes(cfg), lo = 0, hi = 0;
     if ((rc = MPI_Allreduce(&chunk, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm)) != MPI_SUCCESS ||
         (rc = MPI_Allreduce(&chunk, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm)) != MPI_SUCCESS) {
         st = mpi_fail(rc, "MPI_Allreduce (chunk size agreement)");
@@ -395,8 +395,8 @@ static sv_status wrap(const sv_comm_config *cfg, MPI_Comm comm, const char *labe
     }
     if (lo != hi) {
         st = SV_FAIL(SV_ERR_INVALID,
-                     "comm '%s': ranks disagree on SHARDVIT_COMM_CHUNK_BYTES (%llu vs %llu); "
-                     "set it identically on every rank",
+                     "comm '%s': ranks disagree on the chunk size (%llu vs %llu bytes; "
+                     "SHARDVIT_COMM_CHUNK_BYTES); set it identically on every rank",
                      label, lo, hi);
         goto fail;
     }

@@ -156,11 +156,10 @@ static sv_status carve_pool_buf(sv_arena *a, size_t *category, size_t bytes, sv_
 /* The carving order (and so every byte count and address) is the one the planner reports. */
 sv_status sv_fsdp_carve(sv_fsdp *f, sv_arena *dev, sv_arena *host) {
     size_t e = f->compute_elem;
-    size_t max_shard = sv_layout_max_shard(&f->L), max_padded = f->L.max_padded;
+    size_t max_shard = sv_layout_max_shard(&f->L), max_padded = sv_layout_max_padded(&f->L);
     sv_fsdp_mem *mm = &f->mem;
     memset(mm, 0, sizeof *mm);
     f->gathered.n = f->staging.n = 0;
-    if (f->L.units[0].padded > max_padded) max_padded = f->L.units[0].padded;
     for (int u = 0; u < f->L.n_units; u++) {
         sv_unit_state *s = &f->us[u];
         size_t sh = f->L.units[u].shard;

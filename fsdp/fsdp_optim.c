@@ -137,9 +137,7 @@ done:
 }
 
 sv_status sv_fsdp_gather_full_params(sv_fsdp *f, float *dst) {
-    size_t max_padded = 0, max_shard = sv_layout_max_shard(&f->L);
-    for (int u = 0; u < f->L.n_units; u++)
-        if (f->L.units[u].padded > max_padded) max_padded = f->L.units[u].padded;
+    size_t max_padded = sv_layout_max_padded(&f->L), max_shard = sv_layout_max_shard(&f->L);
     float *full = malloc(max_padded * 4), *shard = malloc(max_shard * 4);
     if (!full || !shard) {
         free(full);

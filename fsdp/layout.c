@@ -100,3 +100,10 @@ size_t sv_layout_max_shard(const sv_layout *L) {
         if (L->units[u].shard > m) m = L->units[u].shard;
     return m;
 }
+
+size_t sv_layout_max_padded(const sv_layout *L) {
+    size_t m = 0;
+    for (int u = 0; u < L->n_units; u++)
+        if (L->units[u].padded > m) m = L->units[u].padded;
+    return m;
+}

@@ -65,4 +65,8 @@ int sv_layout_unit_of_block(const sv_layout *L, int l);
  * one-unit host staging buffer. */
 size_t sv_layout_max_shard(const sv_layout *L);
 
+/* The largest padded unit (elements) over all units, the root included (the field max_padded
+ * leaves the root out): the size of any one-unit full buffer. */
+size_t sv_layout_max_padded(const sv_layout *L);
+
 #endif

@@ -302,10 +302,10 @@ int main(int argc, char **argv) {
     check_broadcast(c, SV_COMM_F64, 2500001, wn - 1);
 
     /* A 4 KB chunk: hundreds of pieces, more than the in-flight window, last pieces short. */
-    setenv("SHARDVIT_COMM_CHUNK_BYTES", "4096", 1);
+    sv_comm_config small_cfg = cfg;
+    small_cfg.chunk_bytes = 4096;
     sv_comm *small_chunks = NULL;
-    CHECK_OK(sv_comm_create_world(&cfg, &small_chunks));
-    unsetenv("SHARDVIT_COMM_CHUNK_BYTES");
+    CHECK_OK(sv_comm_create_world(&small_cfg, &small_chunks));
     static const size_t mid[] = {1, 333, 1025, 20011};
     matrix(small_chunks, mid, 4);
     check_out_of_order(small_chunks);

@@ -105,7 +105,7 @@ int main(void) {
     CHECK(count_entries(dir) == 1);
 
     /* simulated ENOSPC: the replace fails, the old content survives, the temp file is gone */
-    setenv(SV_FILEIO_FAULT_ENV, "5", 1);
+    sv_fileio_inject_write_fault(5);
     CHECK_FAILS(sv_fileio_write_atomic(p, "step_00000300\n", 14), SV_ERR_IO, "No space left on device",
                 SV_FILEIO_FAULT_ENV, "latest.tmp.");
     expect_content(p, "step_00000200\n");
@@ -118,9 +118,7 @@ int main(void) {
     CHECK_FAILS(sv_fileio_out_write(&f, "defg", 4), SV_ERR_IO, "No space left on device", "partial.bin");
     CHECK_OK(sv_fileio_out_close(&f));
     expect_content(q, "abcde");
-    setenv(SV_FILEIO_FAULT_ENV, "lots", 1);
-    CHECK_FAILS(sv_fileio_out_open(&f, q, 0), SV_ERR_INVALID, SV_FILEIO_FAULT_ENV, "lots");
-    unsetenv(SV_FILEIO_FAULT_ENV);
+    sv_fileio_inject_write_fault(-1);
     CHECK_FAILS(sv_fileio_out_open(&f, q, 1), SV_ERR_IO, "partial.bin", "File exists");
     CHECK_OK(sv_fileio_out_open(&f, q, 0));
     CHECK_OK(sv_fileio_out_write(&f, "0123456789", 10));

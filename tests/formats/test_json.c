@@ -152,6 +152,30 @@ static void test_doubles(void) {
     CHECK_OK(sv_json_writer_finish(&w, &text, NULL));
     CHECK(!strcmp(text, "[0.1,null,null,-9223372036854775808,18446744073709551615]"));
     sv_json_writer_free(&w);
+
+    /* fixed printf forms: exactly what %.*g / %.*f print, null when not finite; raw text as is */
+    sv_json_writer_init(&w, 0);
+    sv_json_arr_begin(&w);
+    sv_json_f64_sig(&w, 1.0 / 3.0, 9);
+    sv_json_f64_sig(&w, 2.5e-8, 6);
+    sv_json_f64_sig(&w, -0.0, 9);
+    sv_json_f64_fixed(&w, 0.12345, 4);
+    sv_json_f64_fixed(&w, 1700000000.1234, 3);
+    sv_json_f64_sig(&w, NAN, 9);
+    sv_json_f64_fixed(&w, -INFINITY, 3);
+    sv_json_f64_fixed(&w, -DBL_MAX, 99); /* clamped to 40 decimals, fits the buffer */
+    sv_json_raw(&w, "{\"a\":[1,2]}");
+    sv_json_arr_end(&w);
+    CHECK_OK(sv_json_writer_finish(&w, &text, NULL));
+    char want[512];
+    snprintf(want, sizeof want, "[0.333333333,2.5e-08,-0,0.1235,1700000000.123,null,null,%.40f,{\"a\":[1,2]}]",
+             -DBL_MAX);
+    CHECK(!strcmp(text, want));
+    sv_json_doc d;
+    parse_ok(&d, text);
+    CHECK(sv_json_count(&d.root) == 9);
+    sv_json_doc_free(&d);
+    sv_json_writer_free(&w);
 }
 
 static void test_rejects(void) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/elementwise.h"
+#include "core/fileio.h"
 #include "fmt_util.h"
 #include "formats/safetensors.h"
 
@@ -249,9 +250,9 @@ static void test_writer_errors(const char *dir) {
     sv_st_entry one = {"a", SV_ST_F32, 1, s4, x};
     CHECK_OK(sv_safetensors_write(p, &one, 1, NULL, 0, NULL, NULL));
     sv_st_entry two[2] = {{"a", SV_ST_F32, 1, s4, x}, {"b", SV_ST_F32, 1, s4, x}};
-    setenv("SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES", "100", 1);
+    sv_fileio_inject_write_fault(100);
     CHECK_FAILS(sv_safetensors_write(p, two, 2, NULL, 0, NULL, NULL), SV_ERR_IO, "No space left on device");
-    unsetenv("SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES");
+    sv_fileio_inject_write_fault(-1);
     char tmp[700];
     snprintf(tmp, sizeof tmp, "%s.tmp", p);
     CHECK(access(tmp, F_OK) != 0);

@@ -138,27 +138,52 @@ static void for_pairs(const sv_cpu_backend *c, void *scratch, int pairs, int T, 
     if (blas1) sv_cpu_blas_threads(sv_cpu_blas_default(c));
 }
 
-typedef struct fwd_ctx {
+/* What every pair of one attention call shares, built once by the driver (call_of): the
+ * backend, the dropout (nullable), sequence T, width D, heads H, head width dh = D / H, qkv row
+ * stride ld = 3D, whether the GEMM engine runs the pair GEMMs (bfa), the storage bytes per
+ * element es (2 with bf16 storage) and the score scale 1/sqrt(dh). */
+typedef struct attn_call {
     const sv_cpu_backend *c;
+    const sv_drop *drop;
+    int T, D, H, dh, ld, bfa;
+    size_t es;
+    float scale;
+} attn_call;
+
+static attn_call call_of(sv_backend *be, int T, int D, int H, const sv_drop *drop) {
+    const sv_cpu_backend *c = sv_cpu(be);
+    const int dh = D / H;
+    return (attn_call){.c = c,
+                       .drop = drop,
+                       .T = T,
+                       .D = D,
+                       .H = H,
+                       .dh = dh,
+                       .ld = 3 * D,
+                       .bfa = c->attn_gemm,
+                       .es = c->act16 ? 2 : 4,
+                       .scale = 1.0f / sqrtf((float)dh)};
+}
+
+typedef struct fwd_ctx {
+    attn_call a;
     void *out;
     float *Pall;
     const void *qkv;
-    int T, D, H;
-    const sv_drop *drop;
 } fwd_ctx;
 
 static void fwd_pairs(const void *ctx, int t, float *tile, void *pack, int i0, int i1) {
     const fwd_ctx *x = ctx;
-    const sv_cpu_backend *c = x->c;
-    const sv_drop *drop = x->drop;
-    const int T = x->T, D = x->D, H = x->H, bfa = c->attn_gemm, dh = D / H, ld = 3 * D;
-    const size_t es = c->act16 ? 2 : 4;
-    const float scale = 1.0f / sqrtf((float)dh);
+    const attn_call *a = &x->a;
+    const sv_cpu_backend *c = a->c;
+    const sv_drop *drop = a->drop;
+    const int T = a->T, D = a->D, H = a->H, dh = a->dh, ld = a->ld;
+    const size_t es = a->es;
     float *stage = c->act16 ? (float *)((char *)pack + pack_area_bytes(c->gemm, T, dh)) : NULL;
     for (int i = i0; i < i1; i++) {
         const size_t qoff = head_off(i, H, T, ld, dh), ooff = head_off(i, H, T, D, dh);
         float *P = x->Pall + (size_t)i * T * T, *Pd = drop ? tile : P; /* Pd: what multiplies v */
-        if (bfa) {
+        if (a->bfa) {
             if (i + 1 < i1)
                 prefetch_qkv(cat(x->qkv, head_off(i + 1, H, T, ld, dh), es), T, D, dh, es); /* the next pair */
             const sv_gemm_mat Aq = sv_cpu_cmat(c, cat(x->qkv, qoff, es), (size_t)ld, 1);
@@ -166,7 +191,7 @@ static void fwd_pairs(const void *ctx, int t, float *tile, void *pack, int i0, i
             const sv_gemm_mat Ap = sv_gemm_f32(Pd, (size_t)T, 1);
             const sv_gemm_mat Bv = sv_cpu_cmat(c, cat(x->qkv, qoff + 2 * (size_t)D, es), (size_t)ld, 0);
             sv_gemm_engine_gemm(c->gemm, P, (size_t)T, Aq, T, Bk, T, dh, 0, pack, sv_cpu_gemm_scratch(c, t));
-            scale_strided(0, P, 1, T * T, 0, scale);
+            scale_strided(0, P, 1, T * T, 0, a->scale);
             c->k->softmax_rows(P, T, T);
             if (drop) drop_tile(tile, P, drop, i / H, i % H, T);
             if (c->act16) {
@@ -178,7 +203,7 @@ static void fwd_pairs(const void *ctx, int t, float *tile, void *pack, int i0, i
                                 sv_cpu_gemm_scratch(c, t));
         } else {
             const float *q = (const float *)x->qkv + qoff, *k = q + D, *v = q + 2 * D;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q, ld, k, ld, 0.0f, P, T);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, a->scale, q, ld, k, ld, 0.0f, P, T);
             c->k->softmax_rows(P, T, T);
             if (drop) drop_tile(tile, P, drop, i / H, i % H, T);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, Pd, T, v, ld, 0.0f,
@@ -190,18 +215,16 @@ static void fwd_pairs(const void *ctx, int t, float *tile, void *pack, int i0, i
 
 sv_status sv_cpu_attention_fwd(sv_backend *be, void *out, void *saved, void *scratch, const void *qkv, int B, int T,
                                int D, int H, const sv_drop *drop) {
-    const fwd_ctx x = {sv_cpu(be), out, saved, qkv, T, D, H, drop};
-    for_pairs(x.c, scratch, B * H, T, D / H, fwd_pairs, &x);
+    const fwd_ctx x = {call_of(be, T, D, H, drop), out, saved, qkv};
+    for_pairs(x.a.c, scratch, B * H, T, x.a.dh, fwd_pairs, &x);
     return SV_OK;
 }
 
 typedef struct bwd_ctx {
-    const sv_cpu_backend *c;
+    attn_call a;
     void *d_qkv;
     const void *qkv, *d_out;
     const float *Pall;
-    int T, D, H;
-    const sv_drop *drop;
 } bwd_ctx;
 
 /* One pair on the attention GEMM engine, for either storage. Each output GEMM writes fp32:
@@ -238,11 +261,11 @@ static void io_finish(const pair_io *io, void *dst, float scale) {
     narrow_rows(c, dst, (size_t)io->ld, io->stage, io->T, io->dh);
 }
 
-static void bwd_pair_eng(const sv_cpu_backend *c, int t, float *dS, void *pack, const bwd_ctx *x, int i,
-                         const float *Pd) {
-    const int T = x->T, D = x->D, H = x->H, dh = D / H, ld = 3 * D;
-    const float scale = 1.0f / sqrtf((float)dh);
-    const size_t es = c->act16 ? 2 : 4, qoff = head_off(i, H, T, ld, dh), L = (size_t)ld;
+static void bwd_pair_eng(int t, float *dS, void *pack, const bwd_ctx *x, int i, const float *Pd) {
+    const attn_call *a = &x->a;
+    const sv_cpu_backend *c = a->c;
+    const int T = a->T, D = a->D, H = a->H, dh = a->dh, ld = a->ld;
+    const size_t es = a->es, qoff = head_off(i, H, T, ld, dh), L = (size_t)ld;
     const void *q = cat(x->qkv, qoff, es), *k = cat(q, D, es), *v = cat(q, 2 * (size_t)D, es);
     const void *dO = cat(x->d_out, head_off(i, H, T, D, dh), es);
     void *dq = (char *)x->d_qkv + qoff * es, *dk = (char *)dq + (size_t)D * es, *dv = (char *)dq + 2 * (size_t)D * es;
@@ -255,23 +278,23 @@ static void bwd_pair_eng(const sv_cpu_backend *c, int t, float *dS, void *pack, 
     io_finish(&io, dv, 1.0f);
     sv_gemm_engine_gemm(c->gemm, dS, (size_t)T, io_view(&io, dO, (size_t)D, 1), T, io_view(&io, v, L, 1), T, dh, 0,
                         pack, gs);
-    if (x->drop) drop_tile(dS, dS, x->drop, i / H, i % H, T); /* dP = dP' * M */
+    if (a->drop) drop_tile(dS, dS, a->drop, i / H, i % H, T); /* dP = dP' * M */
     c->k->softmax_bwd_rows(dS, x->Pall + (size_t)i * T * T, T, T);
     C = io_out(&io, dq, &ldc);
     sv_gemm_engine_gemm(c->gemm, C, ldc, sv_gemm_f32(dS, (size_t)T, 1), T, io_view(&io, k, L, 0), dh, T, 0, pack, gs);
-    io_finish(&io, dq, scale);
+    io_finish(&io, dq, a->scale);
     C = io_out(&io, dk, &ldc);
     sv_gemm_engine_gemm(c->gemm, C, ldc, sv_gemm_f32(dS, (size_t)T, 0), T, io_view(&io, q, L, 0), dh, T, 0, pack, gs);
-    io_finish(&io, dk, scale);
+    io_finish(&io, dk, a->scale);
 }
 
 static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int i1) {
     const bwd_ctx *x = ctx;
-    const sv_cpu_backend *c = x->c;
-    const sv_drop *drop = x->drop;
-    const int T = x->T, D = x->D, H = x->H, bfa = c->attn_gemm, dh = D / H, ld = 3 * D;
-    const size_t es = c->act16 ? 2 : 4;
-    const float scale = 1.0f / sqrtf((float)dh);
+    const attn_call *a = &x->a;
+    const sv_cpu_backend *c = a->c;
+    const sv_drop *drop = a->drop;
+    const int T = a->T, D = a->D, H = a->H, dh = a->dh, ld = a->ld;
+    const size_t es = a->es;
     for (int i = i0; i < i1; i++) {
         const int b = i / H, h = i % H;
         const size_t qoff = head_off(i, H, T, ld, dh);
@@ -280,13 +303,13 @@ static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int
             drop_tile(dS, P, drop, b, h, T);
             Pd = dS; /* used by the dV GEMM before dS is overwritten */
         }
-        if (bfa && i + 1 < i1) { /* q, k, v, dO and P of the next pair */
+        if (a->bfa && i + 1 < i1) { /* q, k, v, dO and P of the next pair */
             prefetch_qkv(cat(x->qkv, head_off(i + 1, H, T, ld, dh), es), T, D, dh, es);
             prefetch_rows(cat(x->d_out, head_off(i + 1, H, T, D, dh), es), T, dh, (size_t)D, es);
             prefetch_rows(P + (size_t)T * T, 1, T * T, 0, sizeof(float));
         }
-        if (bfa) {
-            bwd_pair_eng(c, t, dS, pack, x, i, Pd);
+        if (a->bfa) {
+            bwd_pair_eng(t, dS, pack, x, i, Pd);
             continue;
         }
         const float *q = (const float *)x->qkv + qoff, *k = q + D, *v = q + 2 * D;
@@ -296,8 +319,8 @@ static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dO, D, v, ld, 0.0f, dS, T);
         if (drop) drop_tile(dS, dS, drop, b, h, T); /* dP = dP' * M */
         c->k->softmax_bwd_rows(dS, P, T, T);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, dS, T, k, ld, 0.0f, dq, ld);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, dS, T, q, ld, 0.0f, dk, ld);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, a->scale, dS, T, k, ld, 0.0f, dq, ld);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, a->scale, dS, T, q, ld, 0.0f, dk, ld);
         round_strided(c, dq, T, dh, ld);
         round_strided(c, dk, T, dh, ld);
         round_strided(c, dv, T, dh, ld);
@@ -307,7 +330,7 @@ static void bwd_pairs(const void *ctx, int t, float *dS, void *pack, int i0, int
 sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const void *d_out, const void *qkv,
                                const void *out, const void *saved, int B, int T, int D, int H, const sv_drop *drop) {
     (void)out; /* rowsum(dP * P) is taken from dP and P directly */
-    const bwd_ctx x = {sv_cpu(be), d_qkv, qkv, d_out, saved, T, D, H, drop};
-    for_pairs(x.c, scratch, B * H, T, D / H, bwd_pairs, &x);
+    const bwd_ctx x = {call_of(be, T, D, H, drop), d_qkv, qkv, d_out, saved};
+    for_pairs(x.a.c, scratch, B * H, T, x.a.dh, bwd_pairs, &x);
     return SV_OK;
 }

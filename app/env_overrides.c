@@ -1,0 +1,39 @@
+/* Environment overrides -> library setters and configuration (see env_overrides.h). */
+#include "app/env_overrides.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/mpi_env.h"
+#include "ckpt/checkpoint.h"
+#include "core/clock.h"
+#include "core/fileio.h"
+
+/* The variable's value, NULL when unset or empty. */
+static const char *env(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+sv_status sv_env_overrides_apply(void) {
+    const char *v;
+    if ((v = env("SHARDVIT_CLOCK")) && !strcmp(v, "mono")) sv_clock_use_mono();
+    sv_ckpt_set_crash_point(env(SV_CKPT_CRASH_ENV));
+    if ((v = env(SV_FILEIO_FAULT_ENV))) {
+        char *end;
+        long long n = strtoll(v, &end, 10);
+        if (*end || n < 0)
+            return SV_FAIL(SV_ERR_INVALID, "%s=%s: expected a non-negative byte count", SV_FILEIO_FAULT_ENV, v);
+        sv_fileio_inject_write_fault(n);
+    }
+    return SV_OK;
+}
+
+sv_comm_config sv_env_comm_config(double timeout_s) {
+    sv_comm_config cc = {.kind = sv_mpi_env_comm_kind(), .timeout_s = timeout_s};
+    const char *v = env("SHARDVIT_COMM_CHUNK_BYTES");
+    char *end = NULL;
+    unsigned long long n = v ? strtoull(v, &end, 10) : 0;
+    if (v && end != v && *end == 0) cc.chunk_bytes = n < 64 ? 64 : (size_t)n;
+    return cc;
+}
