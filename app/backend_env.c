@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sv_backend_env_apply(sv_backend_config *bc) {
+void sv_backend_env_apply(sv_backend_config *bc, const char *cpu_gemm) {
     const char *v;
     if ((v = getenv("SHARDVIT_CPU_GEMM"))) bc->cpu.gemm = v;
     if ((v = getenv("SHARDVIT_CPU_ISA"))) bc->cpu.isa = v;
@@ -13,4 +13,5 @@ void sv_backend_env_apply(sv_backend_config *bc) {
     if ((v = getenv("SHARDVIT_CPU_AMX_DENY"))) bc->cpu.amx_deny = !strcmp(v, "1");
     if ((v = getenv("SHARDVIT_CPU_BF16_STORAGE"))) /* any other value: refused at creation */
         bc->cpu.f32_storage = !strcmp(v, "0") ? 1 : !strcmp(v, "1") ? -1 : 2;
+    if (cpu_gemm) bc->cpu.gemm = cpu_gemm;
 }

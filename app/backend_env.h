@@ -5,11 +5,12 @@
 #include "model/backend/backend.h"
 
 /* Apply the SHARDVIT_CPU_* variables that are set to bc->cpu (a set variable replaces the
- * field): SHARDVIT_CPU_GEMM -> gemm, SHARDVIT_CPU_ISA -> isa, SHARDVIT_CPU_ATTN_GEMM=0 ->
+ * field), then the `--cpu-gemm` flag's value `cpu_gemm` (NULL = not given; it wins over
+ * SHARDVIT_CPU_GEMM): SHARDVIT_CPU_GEMM -> gemm, SHARDVIT_CPU_ISA -> isa, SHARDVIT_CPU_ATTN_GEMM=0 ->
  * attn_sgemm, SHARDVIT_CPU_FUSED_EPI=0 -> unfused_epi, SHARDVIT_CPU_AMX_DENY=1 -> amx_deny,
  * SHARDVIT_CPU_BF16_STORAGE=0 / 1 -> f32_storage 1 / -1.
  * Values are checked when the backend is created or sized, whose error messages name the
  * variable. The only place in shardvit that reads these variables. */
-void sv_backend_env_apply(sv_backend_config *bc);
+void sv_backend_env_apply(sv_backend_config *bc, const char *cpu_gemm);
 
 #endif

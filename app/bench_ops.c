@@ -172,7 +172,7 @@ static sv_status alloc_op(const op_desc *d, op_ctx *x, op_bufs *p) {
 }
 
 sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, int threads, const char *dtype,
-                      const char *device, int iters, int warmup, sv_json_writer *w) {
+                      const char *device, const char *cpu_gemm, int iters, int warmup, sv_json_writer *w) {
     const op_desc *d = NULL;
     for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
         if (!strcmp(op, k_ops[i].name)) d = &k_ops[i];
@@ -192,7 +192,7 @@ sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, i
         bc.device = sv_backend_available(SV_DEVICE_CUDA) ? SV_DEVICE_CUDA : SV_DEVICE_CPU;
     else
         return SV_FAIL(SV_ERR_INVALID, "--device '%s' (choose auto|cpu|cuda)", device);
-    sv_backend_env_apply(&bc); /* SHARDVIT_CPU_GEMM=... A/B runs of one op */
+    sv_backend_env_apply(&bc, cpu_gemm); /* --cpu-gemm / SHARDVIT_CPU_GEMM: A/B runs of one op */
     op_ctx x = {0};
     SV_TRY(sv_backend_create(&bc, &x.be));
     x.B = micro_batch;

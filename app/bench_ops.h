@@ -14,7 +14,7 @@
  * the best and mean seconds per call and GFLOP/s (GEMM-like ops) or GB/s of compulsory
  * traffic (memory-bound ops). Runs on the calling process only. */
 sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, int threads, const char *dtype,
-                      const char *device, int iters, int warmup, sv_json_writer *w);
+                      const char *device, const char *cpu_gemm, int iters, int warmup, sv_json_writer *w);
 
 /* Collective bandwidth the nccl-tests way (f32 through fsdp/comm.h) for buffer sizes min..max
  * (x4 steps): all_gather and reduce_scatter (size = n x count per rank), all_reduce and broadcast

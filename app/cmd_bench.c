@@ -128,10 +128,10 @@ static int resolve_threads(const bench_opts *o, const sv_proc *p) {
 
 /* ---- CPU GEMM peak: best rate of single-threaded 1024^3 linear-layer calls over `seconds`, in
  * the run's compute dtype (fp32: sgemm; bf16: the AVX-512 BF16 GEMM where the CPU has it) ---- */
-static sv_status gemm_peak_per_core(double seconds, sv_dtype dt, double *flops) {
+static sv_status gemm_peak_per_core(double seconds, sv_dtype dt, const char *cpu_gemm, double *flops) {
     const int n = 1024;
     sv_backend_config bc = {.device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = 1};
-    sv_backend_env_apply(&bc); /* the peak of the engine the run uses */
+    sv_backend_env_apply(&bc, cpu_gemm); /* the peak of the engine the run uses */
     sv_backend *be;
     SV_TRY(sv_backend_create(&bc, &be));
     float *a = NULL, *b = NULL, *c = NULL;
@@ -166,7 +166,7 @@ static sv_status calibrate(const bench_opts *o, double *flops) {
     sv_comm *cm;
     SV_TRY(sv_comm_create_world(&cc, &cm));
     sv_status st = sv_comm_barrier_sync(cm);
-    if (st == SV_OK) st = gemm_peak_per_core(o->calib_s, calib_dtype(o), flops);
+    if (st == SV_OK) st = gemm_peak_per_core(o->calib_s, calib_dtype(o), o->run.cpu_gemm, flops);
     if (st == SV_OK) st = sv_comm_all_reduce_sync(cm, flops, 1, SV_COMM_F64, SV_COMM_MAX);
     sv_comm_destroy(cm);
     return st;
@@ -604,7 +604,7 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
                              o.run.batch_size, per);
             if (st == SV_OK)
                 st = sv_bench_op(o.op, &c, o.run.batch_size / per, threads, o.run.param_dtype, o.run.device,
-                                 (int)o.steps, o.warmup, &w);
+                                 o.run.cpu_gemm, (int)o.steps, o.warmup, &w);
         } else {
             st = sv_bench_comm(&o.run, proc, threads, o.comm_min, o.comm_max, o.comm_group, &w);
         }

@@ -105,7 +105,7 @@ sv_status sv_run_resolve(const sv_run_opts *o, int world, sv_vit_config *vcfg, s
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     bc->threads = o->threads ? o->threads : (int)(cores / (local_size > 0 ? local_size : 1));
     if (bc->threads < 1) bc->threads = 1;
-    sv_backend_env_apply(bc); /* the documented SHARDVIT_CPU_* overrides */
+    sv_backend_env_apply(bc, o->cpu_gemm); /* the documented SHARDVIT_CPU_* overrides, --cpu-gemm */
     return SV_OK;
 }
 

@@ -64,6 +64,7 @@ typedef struct sv_run_opts {
     const char *reduce_dtype; /* fp32 | bf16 */
     const char *device;       /* auto | cpu | cuda */
     int threads;              /* CPU threads per rank; 0 = cores / ranks on this node */
+    const char *cpu_gemm;     /* --cpu-gemm: CPU GEMM engine (NULL: SHARDVIT_CPU_GEMM or automatic) */
     const char *wrap;         /* block | auto:<MB> */
     int recompute;
     long long seed;
@@ -92,6 +93,7 @@ typedef struct sv_run_opts {
         {"reduce-dtype", SV_FLAG_STR, &(o).reduce_dtype, 0, 0, "gradient reduction dtype fp32 | bf16", 0}, \
         {"device", SV_FLAG_STR, &(o).device, 0, 0, "auto | cpu | cuda", 0}, \
         {"threads", SV_FLAG_INT, &(o).threads, 0, 1024, "CPU threads per rank (0 = cores / local ranks)", 0}, \
+        {"cpu-gemm", SV_FLAG_STR, &(o).cpu_gemm, 0, 0, "CPU GEMM engine: auto | NAME (docs/backend_cpu.md)", 0}, \
         {"wrap", SV_FLAG_STR, &(o).wrap, 0, 0, "FSDP units: block | auto:<MB>", 0}, \
         {"recompute", SV_FLAG_BOOL, &(o).recompute, 0, 0, "recompute block activations in backward", 0}, \
         {"seed", SV_FLAG_I64, &(o).seed, 0, 9.2e18, "global seed (init, data order, augmentation)", 0}, \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A short training run with every CPU GEMM engine this machine has (SHARDVIT_CPU_GEMM forces
-# one; docs/backend_cpu.md): each engine gives a bitwise-identical loss sequence run to run, and
+# A short training run with every CPU GEMM engine this machine has (SHARDVIT_CPU_GEMM or the
+# --cpu-gemm flag forces one; docs/backend_cpu.md): each engine gives a bitwise-identical loss
+# sequence run to run (the second run chooses it by the flag over another SHARDVIT_CPU_GEMM), and
 # the same loss curve as OpenBLAS within tolerance (fp32 mode: 1e-4 per step; bf16 mode: 1e-2,
 # the GEMMs sum in other orders, so bf16 roundings of the outputs differ now and then). Engines
 # the CPU lacks are skipped with a line naming them. On an AMX machine: the kernel refusing the
@@ -14,10 +15,13 @@ trap 'rm -rf "$tmp"' EXIT
 A="--model vit-28 --dim 48 --depth 2 --heads 3 --batch-size 32 --steps 25 --lr 2e-3 --warmup 3 --smoothing 0.1
    --synth-samples 512 --log-every 1 --seed 5 --workers 1 --threads 2"
 
-# run NAME DTYPE ENGINE: trains into $tmp/NAME; returns 3 when the engine is not available here
+# run NAME DTYPE ENGINE: trains into $tmp/NAME with SHARDVIT_CPU_GEMM=ENGINE (and --cpu-gemm
+# $CPU_GEMM_FLAG when that is set: the engine expected in the log); returns 3 when the engine is
+# not available here
 run() {
-    local name=$1 dt=$2 eng=$3
-    if ! SHARDVIT_CPU_GEMM=$eng "$SV" train $A --param-dtype "$dt" --out "$tmp/$name" >"$tmp/$name.log" 2>&1; then
+    local name=$1 dt=$2 eng=$3 flag=()
+    if [ -n "${CPU_GEMM_FLAG:-}" ]; then flag=(--cpu-gemm "$CPU_GEMM_FLAG"); eng=$CPU_GEMM_FLAG; fi
+    if ! SHARDVIT_CPU_GEMM=$3 "$SV" train $A "${flag[@]}" --param-dtype "$dt" --out "$tmp/$name" >"$tmp/$name.log" 2>&1; then
         if grep -q "not available on this CPU\|not usable here" "$tmp/$name.log"; then
             echo "SKIP engine $eng ($dt): $(grep -o 'GEMM engine.*' "$tmp/$name.log" | head -1)"
             return 3
@@ -51,10 +55,11 @@ for dt in fp32 bf16; do
         rc=0
         run "$dt-$eng" "$dt" "$eng" || rc=$?
         [ $rc -eq 3 ] && continue
-        run "$dt-$eng-again" "$dt" "$eng"
+        # the same engine chosen by the flag, which wins over the variable
+        CPU_GEMM_FLAG=$eng run "$dt-$eng-again" "$dt" openblas
         cmp -s "$tmp/$dt-$eng.loss" "$tmp/$dt-$eng-again.loss" ||
             { echo "FAIL: $eng ($dt): same seed, different loss sequence"; exit 1; }
-        echo "$eng ($dt): bitwise-identical loss sequence run to run"
+        echo "$eng ($dt): bitwise-identical loss sequence run to run (SHARDVIT_CPU_GEMM=$eng, then --cpu-gemm $eng over SHARDVIT_CPU_GEMM=openblas)"
         compare "$dt-openblas" "$dt-$eng" "$tol"
         ran=$((ran + 1))
     done
@@ -94,6 +99,13 @@ for eng in amx-bf16 avx512-bf16; do
         { echo "FAIL: $eng: bf16 and fp32 storage give different losses"; exit 1; }
     echo "$eng: bf16 storage and fp32 storage give the same loss bits"
 done
+# an unknown engine named by the flag: refused, naming the value and the choices
+if "$SV" train $A --cpu-gemm nope --out "$tmp/badgemm" >"$tmp/badgemm.log" 2>&1; then
+    echo "FAIL: --cpu-gemm nope accepted"; exit 1
+fi
+grep -q "GEMM engine 'nope' (--cpu-gemm / SHARDVIT_CPU_GEMM): unknown GEMM engine 'nope' (amx-bf16|" "$tmp/badgemm.log" ||
+    { cat "$tmp/badgemm.log"; echo "FAIL: unclear error for --cpu-gemm nope"; exit 1; }
+echo "--cpu-gemm nope: refused with the choices"
 if SHARDVIT_CPU_BF16_STORAGE=yes "$SV" train $A --param-dtype bf16 --out "$tmp/badstore" >"$tmp/badstore.log" 2>&1; then
     echo "FAIL: SHARDVIT_CPU_BF16_STORAGE=yes accepted"; exit 1
 fi

@@ -56,7 +56,8 @@ static void test_info_and_memory(void) {
     sv_be_sizes sz;
     sv_backend_config bg = {.device = SV_DEVICE_CPU, .cpu = {.gemm = "nope"}};
     CHECK(sv_backend_create(&bg, &be) == SV_ERR_UNSUPPORTED && be == NULL);
-    CHECK(strstr(sv_err_msg(), "SHARDVIT_CPU_GEMM=nope: unknown GEMM engine 'nope'") != NULL);
+    CHECK(strstr(sv_err_msg(), "GEMM engine 'nope' (--cpu-gemm / SHARDVIT_CPU_GEMM): unknown GEMM engine 'nope'") !=
+          NULL);
     CHECK(sv_be_sizes_query(&bg, 1, 2, 4, 2, &sz) == SV_ERR_UNSUPPORTED);
     sv_backend_config bs = {.device = SV_DEVICE_CPU, .cpu = {.f32_storage = 2}};
     CHECK(sv_backend_create(&bs, &be) == SV_ERR_INVALID && be == NULL);

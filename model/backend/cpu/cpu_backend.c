@@ -275,7 +275,8 @@ static sv_status cpu_resolve(const sv_backend_config *cfg, cpu_choice *ch) {
         ch->threaded_blas ? NULL : sv_gemm_engine_pick(ch->bf16, gm, cfg->cpu.amx_deny, &forced_blas, why, ch->note);
     if (ch->threaded_blas) ch->note[0] = '\0';
     if (!ch->gemm && why[0] && !ch->threaded_blas)
-        return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: SHARDVIT_CPU_GEMM=%s: %s", gm, why);
+        return SV_FAIL(SV_ERR_UNSUPPORTED, "cpu backend: GEMM engine '%s' (--cpu-gemm / SHARDVIT_CPU_GEMM): %s", gm,
+                       why);
     ch->attn_gemm = ch->gemm && !cfg->cpu.attn_sgemm;
     if (cfg->cpu.f32_storage < -1 || cfg->cpu.f32_storage > 1)
         return SV_FAIL(SV_ERR_INVALID, "cpu backend: SHARDVIT_CPU_BF16_STORAGE must be 0 or 1 (f32_storage=%d)",
