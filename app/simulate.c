@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "app/flags.h"
 #include "app/provenance.h"
 #include "app/train_step.h"
 #include "core/fileio.h"
@@ -86,6 +87,28 @@ static sv_status parse_link(const char *flag, const char *s, sv_sim_link *out) {
                    "--%s '%s' (expected ALPHA_US,GBPS: latency per ring step in microseconds and "
                    "bandwidth in GB/s, e.g. 5,50)",
                    flag, s);
+}
+
+/* --inter-burst BYTES,PEAK_GBPS: a token bucket of BYTES draining at PEAK_GBPS (> the link's rate) */
+static sv_status parse_burst(const char *s, sv_sim_link *out) {
+    char bytes[64];
+    const char *comma = strchr(s, ',');
+    if (comma && (size_t)(comma - s) < sizeof bytes) {
+        memcpy(bytes, s, (size_t)(comma - s));
+        bytes[comma - s] = 0;
+        long long b = sv_parse_bytes(bytes);
+        char *end;
+        double peak = strtod(comma + 1, &end);
+        if (b > 0 && end != comma + 1 && !*end && peak * 1e9 > out->bw_Bps && peak < 1e6) {
+            out->burst_bytes = (double)b;
+            out->peak_Bps = peak * 1e9;
+            return SV_OK;
+        }
+    }
+    return SV_FAIL(SV_ERR_INVALID,
+                   "--inter-burst '%s' (expected BYTES,PEAK_GBPS: the bucket, e.g. 512K, and the rate its "
+                   "tokens leave at in GB/s, above the link's %.3g GB/s)",
+                   s, out->bw_Bps / 1e9);
 }
 
 /* Least squares t = c0 + c1 x over the rows of one collective kind (sizes >= 64 KiB). */
@@ -175,6 +198,7 @@ sv_status sv_sim_resolve_net(const sv_sim_opts *o, sv_sim_net *net, int *nodes) 
     if (o->intra) SV_TRY(parse_link("intra", o->intra, &net->intra));
     if (o->inter) SV_TRY(parse_link("inter", o->inter, &net->inter));
     if (o->inter_cpu_ns > 0) net->inter.cpu_s_per_byte = o->inter_cpu_ns * 1e-9;
+    if (o->inter_burst) SV_TRY(parse_burst(o->inter_burst, &net->inter));
     int K = o->nodes;
     if (K <= 0) {
         int rpn = cpu ? o->world : d->ranks_per_node;
@@ -443,6 +467,8 @@ void sv_sim_print(FILE *f, const sv_sim_opts *o, const sv_sim_result *r) {
             r->net.inter.alpha_s * 1e6, r->net.inter.bw_Bps / 1e9, r->net.inter.reduce_factor,
             r->net.inter.shared ? "collectives share it" : "one at a time");
     if (r->net.inter.cpu_s_per_byte > 0) fprintf(f, ", %.2f ns CPU per byte", r->net.inter.cpu_s_per_byte * 1e9);
+    if (r->net.inter.burst_bytes > 0)
+        fprintf(f, ", bursts of %.0f KiB at %.3g GB/s", r->net.inter.burst_bytes / 1024, r->net.inter.peak_Bps / 1e9);
     fprintf(f, "), %.1f us per collective%s\n", r->net.base_s * 1e6,
             r->net.intra.progress_s > 0 ? ", intra-node progress-driven (CPU transport)" : "");
     double T = r->step_s;
@@ -523,6 +549,8 @@ void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r
     sv_json_key(w, "inter_shared"), sv_json_bool(w, r->net.inter.shared);
     sv_json_key(w, "inter_cpu_ns_per_byte"), sv_json_f64(w, r->net.inter.cpu_s_per_byte * 1e9);
     sv_json_key(w, "transport_cpu_s"), sv_json_f64(w, r->transport_cpu_s);
+    sv_json_key(w, "inter_burst_bytes"), sv_json_f64(w, r->net.inter.burst_bytes);
+    sv_json_key(w, "inter_peak_gbps"), sv_json_f64(w, r->net.inter.peak_Bps / 1e9);
     sv_json_key(w, "op_shapes"), sv_json_i64(w, r->shapes);
     sv_json_key(w, "calibrate_s"), sv_json_f64(w, r->calibrate_s);
     sv_json_key(w, "collectives");

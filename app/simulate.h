@@ -25,19 +25,20 @@
 #include "fsdp/comm_sim.h"
 
 typedef struct sv_sim_opts {
-    sv_run_opts run;        /* model, batch, accum, strategy, shard group, wrap, dtypes, recompute */
-    int world;              /* ranks */
-    int nodes;              /* 0 = the device's default (cpu: 1; GPUs: 8 per node) */
-    const char *device;     /* cpu | h200 | h100 */
-    const char *net;        /* preset (docs/simulate.md), NULL = the device's default */
-    const char *intra;      /* "ALPHA_US,GBPS": overrides the preset's intra-node link */
-    const char *inter;      /* "ALPHA_US,GBPS": overrides the preset's inter-node link */
-    const char *net_from;   /* a `bench --comm` JSON: fit the intra-node link to it */
-    const char *inter_from; /* a `bench --comm` JSON with one rank per node: fit the inter-node link */
-    double inter_cpu_ns;    /* > 0: the inter-node link's transport CPU cost, ns per byte sent or received */
-    int steps;              /* simulated steps after one warm-up step (>= 1) */
-    const char *trace;      /* write the simulated timeline here (NULL: none) */
-    double cores;           /* cpu: cores of the simulated node (0 = this machine's) */
+    sv_run_opts run;         /* model, batch, accum, strategy, shard group, wrap, dtypes, recompute */
+    int world;               /* ranks */
+    int nodes;               /* 0 = the device's default (cpu: 1; GPUs: 8 per node) */
+    const char *device;      /* cpu | h200 | h100 */
+    const char *net;         /* preset (docs/simulate.md), NULL = the device's default */
+    const char *intra;       /* "ALPHA_US,GBPS": overrides the preset's intra-node link */
+    const char *inter;       /* "ALPHA_US,GBPS": overrides the preset's inter-node link */
+    const char *net_from;    /* a `bench --comm` JSON: fit the intra-node link to it */
+    const char *inter_from;  /* a `bench --comm` JSON with one rank per node: fit the inter-node link */
+    double inter_cpu_ns;     /* > 0: the inter-node link's transport CPU cost, ns per byte sent or received */
+    const char *inter_burst; /* "BYTES,PEAK_GBPS": a token bucket in front of the inter-node link */
+    int steps;               /* simulated steps after one warm-up step (>= 1) */
+    const char *trace;       /* write the simulated timeline here (NULL: none) */
+    double cores;            /* cpu: cores of the simulated node (0 = this machine's) */
 } sv_sim_opts;
 
 typedef struct sv_sim_result {

@@ -83,6 +83,9 @@ struct sv_sim_fabric {
     double t;     /* the jobs' state is that of this time (<= *now between calls) */
     double cpu_s; /* transport CPU time charged to compute (per thread) */
     int has_cpu;  /* some link has a CPU cost */
+    /* token buckets per link (0 intra, 1 inter; mult 0 = none): tokens and burst in seconds of
+     * transfer at the link's rate, mult = peak / rate */
+    double tokens[2], burst_s[2], mult[2];
     int n_comms;
     int used[SIM_MAX_COMMS];
     int link[SIM_MAX_COMMS]; /* 0 intra, 1 inter */
@@ -92,9 +95,9 @@ struct sv_sim_fabric {
 static const sv_sim_link *link_of(const sv_sim_fabric *f, int l) { return l ? &f->net.inter : &f->net.intra; }
 
 /* The rate (fraction of its link's full rate) at which every job moves at time f->t; 0 for
- * those not in flight. Returns how many move. */
-static int job_rates(const sv_sim_fabric *f, double rate[SIM_MAX_COMMS][SV_COMM_MAX_INFLIGHT]) {
-    int k_link[2] = {0, 0}, moving = 0;
+ * those not in flight. */
+static void job_rates(const sv_sim_fabric *f, double rate[SIM_MAX_COMMS][SV_COMM_MAX_INFLIGHT]) {
+    int k_link[2] = {0, 0};
     for (int c = 0; c < f->n_comms; c++) {
         int head = -1; /* serial links: the oldest job of the communicator in flight */
         for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++) {
@@ -108,17 +111,18 @@ static int job_rates(const sv_sim_fabric *f, double rate[SIM_MAX_COMMS][SV_COMM_
                 head = i;
             }
         }
-        if (head >= 0) rate[c][head] = 1, moving++;
+        if (head >= 0) rate[c][head] = 1;
     }
     for (int c = 0; c < f->n_comms; c++)
         for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++)
-            if (rate[c][i] > 0 && link_of(f, f->link[c])->shared) rate[c][i] = 1.0 / k_link[f->link[c]], moving++;
-    return moving;
+            if (rate[c][i] > 0 && link_of(f, f->link[c])->shared) rate[c][i] = 1.0 / k_link[f->link[c]];
 }
 
 /* Advance the jobs from f->t: up to time `until`, or until job `stop` has moved its last byte,
  * or (op != NULL) until *op seconds of compute have run on the rank's threads besides the
- * transport's CPU time (the transport first: its kernel work preempts the computing threads). */
+ * transport's CPU time (the transport first: its kernel work preempts the computing threads).
+ * A link with a token bucket moves peak / bw times faster while it has tokens; they drain by
+ * what it moves beyond its rate and refill at the rate (in seconds of transfer at the rate). */
 static void advance(sv_sim_fabric *f, double until, const sim_job *stop, double *op) {
     double rate[SIM_MAX_COMMS][SV_COMM_MAX_INFLIGHT];
     for (;;) {
@@ -126,21 +130,32 @@ static void advance(sv_sim_fabric *f, double until, const sim_job *stop, double 
         if (op && *op <= 0) return;
         if (!stop && !op && f->t >= until) return;
         job_rates(f, rate);
-        double next = INFINITY, dt = until - f->t, busy_cpu = 0;
+        double next = INFINITY, dt = until - f->t, busy_cpu = 0, load[2] = {0, 0}, m[2];
         for (int c = 0; c < f->n_comms; c++)
             for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++) {
                 const sim_job *j = &f->job[c][i];
                 if (!f->used[c] || !j->busy || j->work <= 0) continue;
                 if (j->ready > f->t && j->ready < next) next = j->ready;
-                if (rate[c][i] > 0) {
-                    if (j->work / rate[c][i] < dt) dt = j->work / rate[c][i];
-                    busy_cpu += rate[c][i] * j->cpu;
-                }
+                load[f->link[c]] += rate[c][i];
             }
-        if (next - f->t < dt) dt = next - f->t;
+        int drains = -1; /* the link whose tokens run out at the end of this step */
+        for (int l = 0; l < 2; l++) {
+            m[l] = f->tokens[l] > 0 && f->mult[l] > 1 ? f->mult[l] : 1;
+            if (m[l] > 1 && m[l] * load[l] > 1 && f->tokens[l] / (m[l] * load[l] - 1) < dt)
+                dt = f->tokens[l] / (m[l] * load[l] - 1), drains = l;
+        }
+        for (int c = 0; c < f->n_comms; c++)
+            for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++) {
+                const sim_job *j = &f->job[c][i];
+                rate[c][i] *= m[f->link[c]];
+                if (rate[c][i] <= 0) continue;
+                if (j->work / rate[c][i] < dt) dt = j->work / rate[c][i], drains = -1;
+                busy_cpu += rate[c][i] * j->cpu;
+            }
+        if (next - f->t < dt) dt = next - f->t, drains = -1;
         double speed = 1.0 - busy_cpu / f->threads; /* of the op, beside the transport */
         if (speed < 0) speed = 0;
-        if (op && speed > 0 && *op / speed < dt) dt = *op / speed;
+        if (op && speed > 0 && *op / speed < dt) dt = *op / speed, drains = -1;
         if (!(dt < INFINITY)) return; /* nothing moves and nothing arrives: the stop job cannot be here */
         /* the time the step ends at, exactly (an arrival or `until` reached by rounding could
          * leave f->t a hair short of it and the loop stepping by nothing) */
@@ -156,6 +171,10 @@ static void advance(sv_sim_fabric *f, double until, const sim_job *stop, double 
                     j->work -= rate[c][i] * dt;
                 }
             }
+        for (int l = 0; l < 2; l++) {
+            double tk = f->tokens[l] + (1 - m[l] * load[l]) * dt;
+            f->tokens[l] = l == drains || tk < 0 ? 0 : tk > f->burst_s[l] ? f->burst_s[l] : tk;
+        }
         if (op) {
             if (speed > 0 && *op / speed <= dt)
                 *op = 0;
@@ -171,7 +190,8 @@ sv_status sv_sim_fabric_create(const sv_sim_net *net, double *now, int threads, 
     *out = NULL;
     if (!(net->intra.bw_Bps > 0) || !(net->inter.bw_Bps > 0) || net->intra.alpha_s < 0 || net->inter.alpha_s < 0 ||
         net->base_s < 0 || net->intra.progress_s < 0 || net->inter.progress_s < 0 || net->sched_lag_s < 0 ||
-        net->intra.cpu_s_per_byte < 0 || net->inter.cpu_s_per_byte < 0)
+        net->intra.cpu_s_per_byte < 0 || net->inter.cpu_s_per_byte < 0 || net->intra.burst_bytes < 0 ||
+        net->inter.burst_bytes < 0 || net->intra.peak_Bps < 0 || net->inter.peak_Bps < 0)
         return SV_FAIL(SV_ERR_INVALID, "simulated network: bandwidths must be > 0, latencies and costs >= 0");
     if (!now || threads < 1) return SV_FAIL(SV_ERR_INVALID, "simulated fabric: a clock and >= 1 thread needed");
     sv_sim_fabric *f = calloc(1, sizeof *f);
@@ -181,6 +201,13 @@ sv_status sv_sim_fabric_create(const sv_sim_net *net, double *now, int threads, 
     f->threads = threads;
     f->t = *now;
     f->has_cpu = net->intra.cpu_s_per_byte > 0 || net->inter.cpu_s_per_byte > 0;
+    for (int l = 0; l < 2; l++) { /* token buckets start full (the link has idled) */
+        const sv_sim_link *k = link_of(f, l);
+        if (k->burst_bytes > 0 && k->peak_Bps > k->bw_Bps) {
+            f->mult[l] = k->peak_Bps / k->bw_Bps;
+            f->tokens[l] = f->burst_s[l] = k->burst_bytes / k->bw_Bps;
+        }
+    }
     *out = f;
     return SV_OK;
 }

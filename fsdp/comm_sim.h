@@ -34,6 +34,10 @@
  *     once. The ring collectives load every direction of a rank's full-duplex link equally
  *     (each rank sends as much as it receives), so one shared server per link stands for both
  *     directions.
+ * Token bucket (burst_bytes > 0, peak_Bps > bw_Bps): the link moves peak / bw times faster
+ * while its bucket holds tokens; tokens are seconds of transfer at the rate, the bucket holds
+ * burst_bytes / bw of them, drains by what the link moves beyond its rate and refills at the
+ * rate while it moves less (idle, between collectives); it starts full.
  * Transport CPU cost (cpu_s_per_byte > 0): a transfer costs the rank that CPU time per byte it
  * sends or receives over the link (the kernel's TCP/IP stack and socket copies run on the rank's
  * cores); while an op computes, the transfers then moving take that time from it: an op of t
@@ -72,6 +76,10 @@ typedef struct sv_sim_link {
      * TCP/IP stack and the socket copies run on its cores), taken from its compute while its
      * transfers move (see above); 0 = free (NCCL, RDMA, copy engines). */
     double cpu_s_per_byte;
+    /* a token bucket in front of a self-progressing link (a rate limiter: tc's tbf, a cloud
+     * instance's bandwidth allowance): after the link idles, up to burst_bytes each way leave at
+     * peak_Bps; the bucket refills at bw_Bps. 0 = none (a plain link of rate bw_Bps) */
+    double burst_bytes, peak_Bps;
 } sv_sim_link;
 
 typedef struct sv_sim_net {

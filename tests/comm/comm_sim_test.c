@@ -9,7 +9,9 @@
  * communicators' side by side; the split of a collective into latency and transfer adds up to its
  * time; a transport CPU cost lengthens an op that overlaps a transfer by exactly the CPU time of
  * the bytes moved meanwhile (divided over the rank's threads), and nothing while the rank waits;
- * without a cost an op takes its own time. */
+ * without a cost an op takes its own time; a token bucket in front of the link (tc's tbf with a
+ * peak rate) sends min(peak t, burst + rate t) bytes by time t after idling, refills at the rate
+ * while the link idles (its latency terms included) and is never fuller than its burst. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -166,12 +168,74 @@ static void test_cpu_cost(void) {
            cpu * 1e3, cpu / 2 * 1e3);
 }
 
+/* 1 MB each way through a bucket of `burst` bytes at `peak_gbps`, the link's rate 1 GB/s */
+static sv_sim_fabric *bucket_fabric(double burst, double peak_gbps) {
+    sv_sim_net n = net(1, 0);
+    n.inter.burst_bytes = burst;
+    n.inter.peak_Bps = peak_gbps * 1e9;
+    sv_sim_fabric *f;
+    g_now = 0;
+    CHECK_OK(sv_sim_fabric_create(&n, &g_now, 1, &f));
+    return f;
+}
+
+static void test_token_bucket(void) {
+    /* bucket 0.5 MB, peak 4 GB/s: tokens last until 4 t = 0.5 MB + 1 GB/s t, t = 1/6 ms, 2/3 MB
+     * sent; the last 1/3 MB at the rate: 1/3 ms; the transfer takes 0.5 ms */
+    sv_sim_fabric *f = bucket_fabric(0.5e6, 4);
+    sv_comm *a = comm(f, "a");
+    sv_comm_req q;
+    rs(a, &q);
+    CHECK_CLOSE(wait_at(a, &q), 0.5e-3 + LAT, EPS);
+    /* the bucket refilled during the latency (10 us) and now for 240 us more: 0.25 MB. Tokens
+     * last 1/12 ms (1/3 MB sent), the other 2/3 MB at the rate */
+    g_now += 0.24e-3;
+    double t0 = g_now;
+    rs(a, &q);
+    CHECK_CLOSE(wait_at(a, &q) - t0, 0.25e-3 / 3 + 2.0e-3 / 3 + LAT, EPS);
+    /* idle far longer than the bucket needs: full again, not fuller (0.5 ms again) */
+    g_now += 1.0;
+    t0 = g_now;
+    rs(a, &q);
+    CHECK_CLOSE(wait_at(a, &q) - t0, 0.5e-3 + LAT, EPS);
+    /* two collectives in flight share the peak as they share the rate: 2 MB at once through a
+     * full bucket: 4 t = 0.5 MB + t, t = 1/6 ms (2/3 MB), 4/3 MB left at the rate; both end together */
+    g_now += 1.0;
+    sv_comm *b = comm(f, "b");
+    sv_comm_req q2;
+    t0 = g_now;
+    rs(a, &q);
+    rs(b, &q2);
+    CHECK_CLOSE(wait_at(a, &q) - t0, 1e-3 / 6 + 4e-3 / 3 + LAT, EPS);
+    CHECK_CLOSE(wait_at(b, &q2) - t0, 1e-3 / 6 + 4e-3 / 3 + LAT, EPS);
+    sv_comm_destroy(b);
+    sv_comm_destroy(a);
+    sv_sim_fabric_destroy(f);
+    /* a bucket larger than the transfer: all of it at the peak */
+    f = bucket_fabric(2e6, 4);
+    a = comm(f, "a");
+    rs(a, &q);
+    CHECK_CLOSE(wait_at(a, &q), XFER / 4 + LAT, EPS);
+    sv_comm_destroy(a);
+    sv_sim_fabric_destroy(f);
+    /* a peak not above the rate is no bucket */
+    f = bucket_fabric(2e6, 1);
+    a = comm(f, "a");
+    rs(a, &q);
+    CHECK_CLOSE(wait_at(a, &q), XFER + LAT, EPS);
+    sv_comm_destroy(a);
+    sv_sim_fabric_destroy(f);
+    printf("ok token bucket: 1 MB through a full 0.5 MB bucket at 4x the rate in %.3f ms (%.3f ms without)\n",
+           0.5, XFER * 1e3);
+}
+
 int main(void) {
     sv_clock_set_virtual(&g_now);
     test_parts();
     test_fair_share();
     test_serial();
     test_cpu_cost();
+    test_token_bucket();
     sv_clock_set_virtual(NULL);
     printf("comm_sim: all passed\n");
     return 0;

@@ -199,6 +199,11 @@ assert k1 - k0 <= c1 * (1 + 1e-9), (k1 - k0, c1)
 print("ok shared inter-node link: monotonic in bandwidth; --inter-cpu 2: compute %.6f -> %.6f s, transport CPU %.6f s"
       % (k0, k1, c1))
 PYEOF
+# a token bucket in front of the link (--inter-burst) only ever speeds the step, more the larger it is
+b0=$(step --inter-from "$WORK/mpi1.json" | cut -d' ' -f2)
+b1=$(step --inter-from "$WORK/mpi1.json" --inter-burst 64K,1000 | cut -d' ' -f2)
+b2=$(step --inter-from "$WORK/mpi1.json" --inter-burst 64M,1000 | cut -d' ' -f2)
+"$PY" -c "import sys; a, b, c = map(float, sys.argv[1:]); assert c < a and b <= a and c <= b, (a, b, c); print('ok inter-burst: step %.6f -> %.6f (64K bucket) -> %.6f s (64M)' % (a, b, c))" "$b0" "$b1" "$b2"
 timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" bench --comm --comm-min 64K --comm-max 4M --json "$WORK/comm.json" </dev/null >/dev/null 2>&1
 sim_json $PLAN_TINY --world 2 --device cpu --net-from "$WORK/comm.json" | "$PY" -c '
 import json, sys
@@ -220,6 +225,9 @@ BADMSG="ALPHA_US,GBPS" bad --simulate --device h200 --world 8 --intra fast
 BADMSG="needs an inter-node network" bad --simulate --device cpu --world 4 --nodes 2
 BADMSG="unknown key" bad --sweep "colour=red" --device h200
 BADMSG="need --simulate" bad --net nvlink
+BADMSG="need --simulate" bad --inter-burst 64K,100
+BADMSG="--inter-burst 'x'" bad --simulate --device h200 --world 16 --nodes 2 --inter-burst x
+BADMSG="above the link" bad --simulate --device h200 --world 16 --nodes 2 --inter-burst 64K,0.001
 mkfifo "$WORK/fifo"
 BADMSG="--trace" bad --simulate --device h200 --world 8 --trace "$WORK/fifo"
 echo '{"mode":"comm","world":1,"results":[]}' >"$WORK/w1.json"
