@@ -225,8 +225,8 @@ static void test_token_bucket(void) {
     CHECK_CLOSE(wait_at(a, &q), XFER + LAT, EPS);
     sv_comm_destroy(a);
     sv_sim_fabric_destroy(f);
-    printf("ok token bucket: 1 MB through a full 0.5 MB bucket at 4x the rate in %.3f ms (%.3f ms without)\n",
-           0.5, XFER * 1e3);
+    printf("ok token bucket: 1 MB through a full 0.5 MB bucket at 4x the rate in %.3f ms (%.3f ms without)\n", 0.5,
+           XFER * 1e3);
 }
 
 int main(void) {
