@@ -53,6 +53,14 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         {"inter", SV_FLAG_STR, &sa.sim.inter, 0, 0, "inter-node link ALPHA_US,GBPS: latency, one node's bandwidth", 0},
         {"inter-from", SV_FLAG_STR, &sa.sim.inter_from, 0, 0,
          "fit the inter-node link to a `shardvit bench --comm` JSON measured with one rank per node", 0},
+        {"inter-cpu", SV_FLAG_DOUBLE, &sa.sim.inter_cpu_ns, 0, 1e6,
+         "transport CPU cost of the inter-node link: ns of a rank's CPU per byte it sends or receives "
+         "(TCP on the compute cores; 0 = none)",
+         0},
+        {"inter-burst", SV_FLAG_STR, &sa.sim.inter_burst, 0, 0,
+         "a token bucket in front of the inter-node link, BYTES,PEAK_GBPS: after idling, up to BYTES each way "
+         "leave at PEAK_GBPS (a rate limiter such as tc's tbf)",
+         0},
         {"steps", SV_FLAG_INT, &sa.sim.steps, 1, 1000, "simulated steps after the warm-up step", 0},
         {"cores", SV_FLAG_DOUBLE, &sa.sim.cores, 0, 1 << 20,
          "--device cpu: cores of the simulated node (0 = this "
@@ -98,10 +106,10 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         return sv_plan_sim_run(&sa);
     }
     if (sa.format || sa.json || sa.sim.nodes || sa.sim.net || sa.sim.intra || sa.sim.inter || sa.sim.net_from ||
-        sa.sim.inter_from || sa.sim.cores > 0)
+        sa.sim.inter_from || sa.sim.cores > 0 || sa.sim.inter_cpu_ns > 0 || sa.sim.inter_burst)
         return sv_cmd_usage_error("plan",
                                   "--format/--json/--nodes/--net/--net-from/--inter-from/--intra/--inter/"
-                                  "--cores need --simulate, --suggest-wrap or --sweep");
+                                  "--inter-cpu/--inter-burst/--cores need --simulate, --suggest-wrap or --sweep");
     if (!strcmp(o.device, "auto")) o.device = "cpu";
     sv_vit_config vcfg;
     sv_fsdp_config fc;

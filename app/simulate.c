@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "app/flags.h"
 #include "app/provenance.h"
 #include "app/train_step.h"
 #include "core/fileio.h"
@@ -47,12 +48,13 @@ typedef struct link_preset {
  * 100gbe: one 100 GbE NIC per node at 80%. Latencies per ring step: the usual published
  * small-message figures (NVLink ~2 us, InfiniBand ~5 us, RoCE ~8 us, TCP 100 GbE ~15 us). */
 static const link_preset k_intra[] = {
-    {"shm", {1.5e-6, 3.45e9, 0.52, 50e-6}, 0.0},
-    {"nvlink", {2.0e-6, 370e9, 1.0, 0.0}, 10e-6},
+    {"shm", {1.5e-6, 3.45e9, 0.52, 50e-6, 0, 0}, 0.0},
+    {"nvlink", {2.0e-6, 370e9, 1.0, 0.0, 0, 0}, 10e-6},
 };
 static const link_preset k_inter[] = {
-    {"ndr", {5e-6, 320e9, 1.0, 0.0}, 0},    {"hdr", {5e-6, 160e9, 1.0, 0.0}, 0}, {"400gbe", {8e-6, 300e9, 1.0, 0.0}, 0},
-    {"100gbe", {15e-6, 10e9, 1.0, 0.0}, 0}, {"none", {0, 1e30, 1.0, 0.0}, 0},
+    {"ndr", {5e-6, 320e9, 1.0, 0.0, 0, 0}, 0},    {"hdr", {5e-6, 160e9, 1.0, 0.0, 0, 0}, 0},
+    {"400gbe", {8e-6, 300e9, 1.0, 0.0, 0, 0}, 0}, {"100gbe", {15e-6, 10e9, 1.0, 0.0, 0, 0}, 0},
+    {"none", {0, 1e30, 1.0, 0.0, 0, 0}, 0},
 };
 const char *const sv_sim_net_names =
     "INTRA[+INTER] with INTRA = shm | nvlink and INTER = ndr | hdr | 400gbe | 100gbe (e.g. nvlink+ndr)";
@@ -87,6 +89,28 @@ static sv_status parse_link(const char *flag, const char *s, sv_sim_link *out) {
                    flag, s);
 }
 
+/* --inter-burst BYTES,PEAK_GBPS: a token bucket of BYTES draining at PEAK_GBPS (> the link's rate) */
+static sv_status parse_burst(const char *s, sv_sim_link *out) {
+    char bytes[64];
+    const char *comma = strchr(s, ',');
+    if (comma && (size_t)(comma - s) < sizeof bytes) {
+        memcpy(bytes, s, (size_t)(comma - s));
+        bytes[comma - s] = 0;
+        long long b = sv_parse_bytes(bytes);
+        char *end;
+        double peak = strtod(comma + 1, &end);
+        if (b > 0 && end != comma + 1 && !*end && peak * 1e9 > out->bw_Bps && peak < 1e6) {
+            out->burst_bytes = (double)b;
+            out->peak_Bps = peak * 1e9;
+            return SV_OK;
+        }
+    }
+    return SV_FAIL(SV_ERR_INVALID,
+                   "--inter-burst '%s' (expected BYTES,PEAK_GBPS: the bucket, e.g. 512K, and the rate its "
+                   "tokens leave at in GB/s, above the link's %.3g GB/s)",
+                   s, out->bw_Bps / 1e9);
+}
+
 /* Least squares t = c0 + c1 x over the rows of one collective kind (sizes >= 64 KiB). */
 static int fit_line(const double *x, const double *t, int n, double *c0, double *c1) {
     double sx = 0, st = 0, sxx = 0, sxt = 0;
@@ -113,6 +137,11 @@ sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_link *link) {
     if (st == SV_OK && world < 2)
         st = SV_FAIL(SV_ERR_INVALID, "%s: a bench --comm result of world %lld (at least 2 ranks needed to fit a link)",
                      path, (long long)world);
+    const char *transport = NULL;
+    if (st == SV_OK && sv_json_get_str(&doc.root, "comm", &transport, NULL) != SV_OK) {
+        sv_err_clear(); /* older results: the transport unknown, serial */
+        transport = NULL;
+    }
     double x[2][64], t[2][64];
     int n[2] = {0, 0};
     for (size_t i = 0; st == SV_OK && i < sv_json_count(res); i++) {
@@ -139,6 +168,8 @@ sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_link *link) {
         link->bw_Bps = f / a1;
         link->alpha_s = a0 > 0 ? a0 / (double)(world - 1) : 0;
         link->reduce_factor = fit_line(x[1], t[1], n[1], &r0, &r1) ? a1 / r1 : 1.0;
+        /* MPI's nonblocking collectives progress side by side (NCCL's run in stream order) */
+        link->shared = transport && !strcmp(transport, "mpi");
     }
     sv_json_doc_free(&doc);
     return st;
@@ -166,6 +197,8 @@ sv_status sv_sim_resolve_net(const sv_sim_opts *o, sv_sim_net *net, int *nodes) 
     if (o->inter_from) SV_TRY(sv_sim_fit_bench_comm(o->inter_from, &net->inter));
     if (o->intra) SV_TRY(parse_link("intra", o->intra, &net->intra));
     if (o->inter) SV_TRY(parse_link("inter", o->inter, &net->inter));
+    if (o->inter_cpu_ns > 0) net->inter.cpu_s_per_byte = o->inter_cpu_ns * 1e-9;
+    if (o->inter_burst) SV_TRY(parse_burst(o->inter_burst, &net->inter));
     int K = o->nodes;
     if (K <= 0) {
         int rpn = cpu ? o->world : d->ranks_per_node;
@@ -230,11 +263,14 @@ static void stats_delta(sv_comm *c, const sv_comm_stats *before, int steps, sv_c
 
 typedef struct sim_ctx {
     double now;
+    sv_sim_fabric *fab;
     sv_backend *real;
     sv_run r;
     int have_run;
     sim_feed feed;
 } sim_ctx;
+
+static double op_seconds(void *fab, double t) { return sv_sim_fabric_op_seconds(fab, t); }
 
 static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
     memset(res, 0, sizeof *res);
@@ -290,15 +326,18 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
 
     x->now = 0;
     sv_clock_set_virtual(&x->now);
+    SV_TRY(sv_sim_fabric_create(&net, &x->now, cpu ? bc.threads : 1, &x->fab));
+    sc.op_seconds = op_seconds;
+    sc.op_ctx = x->fab;
     sv_backend *be;
     SV_TRY(sv_sim_backend_create(&sc, &be));
     sv_comm_config cc = {.kind = SV_COMM_KIND_LOCAL, .timeout_s = 0};
     sv_sim_group gw = {.size = N, .rank = 0, .nodes = K, .ranks_per_node = rpn};
     sv_sim_group gs = group_of(N, G, rpn, 0), gr = group_of(N, G, rpn, 1);
     sv_run_parts parts = {.be = be, .init_params = 0};
-    sv_status st = sv_comm_sim_create(&cc, &net, &gw, &x->now, "world", &parts.world);
-    if (st == SV_OK) st = sv_comm_sim_create(&cc, &net, &gs, &x->now, "shard", &parts.shard);
-    if (st == SV_OK) st = sv_comm_sim_create(&cc, &net, &gr, &x->now, "repl", &parts.repl);
+    sv_status st = sv_comm_sim_create(&cc, x->fab, &gw, "world", &parts.world);
+    if (st == SV_OK) st = sv_comm_sim_create(&cc, x->fab, &gs, "shard", &parts.shard);
+    if (st == SV_OK) st = sv_comm_sim_create(&cc, x->fab, &gr, "repl", &parts.repl);
     if (st != SV_OK) {
         if (parts.world) sv_comm_destroy(parts.world);
         if (parts.shard) sv_comm_destroy(parts.shard);
@@ -330,7 +369,7 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
     sv_comm_stats s0[3];
     sv_comm *cs[3] = {r->world_comm, r->shard_comm, r->repl_comm};
     for (int i = 0; i < 3; i++) sv_comm_get_stats(cs[i], &s0[i]);
-    double t0 = x->now, t0_us = sv_trace_now(&r->trace), optim = 0;
+    double t0 = x->now, t0_us = sv_trace_now(&r->trace), optim = 0, cpu0 = sv_sim_fabric_cpu_seconds(x->fab);
     int steps = o->steps > 0 ? o->steps : 1;
     for (int s = 0; s < steps; s++) {
         SV_TRY(sv_train_step(r, &oc, 0.1f, ro.accum, ro.batch_size, feed_next, &x->feed, &sr));
@@ -353,6 +392,7 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
     res->comm_busy_s = busy / steps;
     res->comm_exposed_s = res->world.wait_seconds + res->shard.wait_seconds + res->repl.wait_seconds;
     res->optim_s = optim / steps;
+    res->transport_cpu_s = (sv_sim_fabric_cpu_seconds(x->fab) - cpu0) / steps;
     res->other_s = res->step_s - res->compute_s - res->comm_exposed_s - res->optim_s;
     res->mem = (sv_run_mem){r->fsdp.mem, r->bytes_act, r->bytes_batch, r->bytes_total};
     res->world_size = N;
@@ -393,6 +433,7 @@ sv_status sv_simulate(const sv_sim_opts *o, sv_sim_result *res) {
             sv_err_frame(__FILE__, __LINE__);
     }
     if (x->real) sv_backend_destroy(x->real);
+    if (x->fab) sv_sim_fabric_destroy(x->fab); /* after its communicators (sv_run_teardown) */
     free(x);
     return st;
 }
@@ -421,13 +462,21 @@ void sv_sim_print(FILE *f, const sv_sim_opts *o, const sv_sim_result *r) {
                 r->net.sched_lag_s * 1e3);
     fprintf(f,
             "\n  network: intra %.1f us + %.2f GB/s (reductions x%.2f), inter %.1f us + %.3g GB/s per node "
-            "(reductions x%.2f), %.1f us per collective%s\n",
+            "(reductions x%.2f, %s",
             r->net.intra.alpha_s * 1e6, r->net.intra.bw_Bps / 1e9, r->net.intra.reduce_factor,
-            r->net.inter.alpha_s * 1e6, r->net.inter.bw_Bps / 1e9, r->net.inter.reduce_factor, r->net.base_s * 1e6,
+            r->net.inter.alpha_s * 1e6, r->net.inter.bw_Bps / 1e9, r->net.inter.reduce_factor,
+            r->net.inter.shared ? "collectives share it" : "one at a time");
+    if (r->net.inter.cpu_s_per_byte > 0) fprintf(f, ", %.2f ns CPU per byte", r->net.inter.cpu_s_per_byte * 1e9);
+    if (r->net.inter.burst_bytes > 0)
+        fprintf(f, ", bursts of %.0f KiB at %.3g GB/s", r->net.inter.burst_bytes / 1024, r->net.inter.peak_Bps / 1e9);
+    fprintf(f, "), %.1f us per collective%s\n", r->net.base_s * 1e6,
             r->net.intra.progress_s > 0 ? ", intra-node progress-driven (CPU transport)" : "");
     double T = r->step_s;
     fprintf(f, "step time %.4f s, %.1f img/s; compute %.1f%%, exposed comm %.1f%%, optimizer %.1f%%, other %.1f%%\n", T,
             r->img_s, 100 * r->compute_s / T, 100 * r->comm_exposed_s / T, 100 * r->optim_s / T, 100 * r->other_s / T);
+    if (r->transport_cpu_s > 0)
+        fprintf(f, "  of the compute, %.4f s per step is the transport's CPU time (TCP on the compute cores)\n",
+                r->transport_cpu_s);
     if (r->mfu >= 0) fprintf(f, "MFU %.1f%% (of %.3g TFLOP/s per rank)\n", 100 * r->mfu, r->peak_flops / 1e12);
     fprintf(f,
             "memory per rank: %.1f MiB (params %.1f, grads %.1f, optimizer %.1f, gathered %.1f, grad buffers %.1f, "
@@ -497,6 +546,11 @@ void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r
     sv_json_key(w, "inter_alpha_us"), sv_json_f64(w, r->net.inter.alpha_s * 1e6);
     sv_json_key(w, "inter_gbps"), sv_json_f64(w, r->net.inter.bw_Bps / 1e9);
     sv_json_key(w, "inter_reduce_factor"), sv_json_f64(w, r->net.inter.reduce_factor);
+    sv_json_key(w, "inter_shared"), sv_json_bool(w, r->net.inter.shared);
+    sv_json_key(w, "inter_cpu_ns_per_byte"), sv_json_f64(w, r->net.inter.cpu_s_per_byte * 1e9);
+    sv_json_key(w, "transport_cpu_s"), sv_json_f64(w, r->transport_cpu_s);
+    sv_json_key(w, "inter_burst_bytes"), sv_json_f64(w, r->net.inter.burst_bytes);
+    sv_json_key(w, "inter_peak_gbps"), sv_json_f64(w, r->net.inter.peak_Bps / 1e9);
     sv_json_key(w, "op_shapes"), sv_json_i64(w, r->shapes);
     sv_json_key(w, "calibrate_s"), sv_json_f64(w, r->calibrate_s);
     sv_json_key(w, "collectives");

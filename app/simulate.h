@@ -25,26 +25,29 @@
 #include "fsdp/comm_sim.h"
 
 typedef struct sv_sim_opts {
-    sv_run_opts run;        /* model, batch, accum, strategy, shard group, wrap, dtypes, recompute */
-    int world;              /* ranks */
-    int nodes;              /* 0 = the device's default (cpu: 1; GPUs: 8 per node) */
-    const char *device;     /* cpu | h200 | h100 */
-    const char *net;        /* preset (docs/simulate.md), NULL = the device's default */
-    const char *intra;      /* "ALPHA_US,GBPS": overrides the preset's intra-node link */
-    const char *inter;      /* "ALPHA_US,GBPS": overrides the preset's inter-node link */
-    const char *net_from;   /* a `bench --comm` JSON: fit the intra-node link to it */
-    const char *inter_from; /* a `bench --comm` JSON with one rank per node: fit the inter-node link */
-    int steps;              /* simulated steps after one warm-up step (>= 1) */
-    const char *trace;      /* write the simulated timeline here (NULL: none) */
-    double cores;           /* cpu: cores of the simulated node (0 = this machine's) */
+    sv_run_opts run;         /* model, batch, accum, strategy, shard group, wrap, dtypes, recompute */
+    int world;               /* ranks */
+    int nodes;               /* 0 = the device's default (cpu: 1; GPUs: 8 per node) */
+    const char *device;      /* cpu | h200 | h100 */
+    const char *net;         /* preset (docs/simulate.md), NULL = the device's default */
+    const char *intra;       /* "ALPHA_US,GBPS": overrides the preset's intra-node link */
+    const char *inter;       /* "ALPHA_US,GBPS": overrides the preset's inter-node link */
+    const char *net_from;    /* a `bench --comm` JSON: fit the intra-node link to it */
+    const char *inter_from;  /* a `bench --comm` JSON with one rank per node: fit the inter-node link */
+    double inter_cpu_ns;     /* > 0: the inter-node link's transport CPU cost, ns per byte sent or received */
+    const char *inter_burst; /* "BYTES,PEAK_GBPS": a token bucket in front of the inter-node link */
+    int steps;               /* simulated steps after one warm-up step (>= 1) */
+    const char *trace;       /* write the simulated timeline here (NULL: none) */
+    double cores;            /* cpu: cores of the simulated node (0 = this machine's) */
 } sv_sim_opts;
 
 typedef struct sv_sim_result {
     double step_s, img_s;
     double compute_s, comm_exposed_s, optim_s, other_s; /* per step, as `bench` splits a step */
     double comm_busy_s;                                 /* issue -> complete of every collective */
-    double mfu;                                         /* model FLOPs / (step time x peak), -1 unknown */
-    double peak_flops;                                  /* per rank */
+    double transport_cpu_s; /* per step: compute time lost to the transport's CPU cost (in compute_s) */
+    double mfu;             /* model FLOPs / (step time x peak), -1 unknown */
+    double peak_flops;      /* per rank */
     sv_run_mem mem;
     sv_comm_stats world, shard, repl; /* collectives of one step per communicator */
     int world_size, shard_size, repl_size, nodes, ranks_per_node, units, micro_batch;
@@ -64,7 +67,8 @@ sv_status sv_sim_resolve_net(const sv_sim_opts *o, sv_sim_net *net, int *nodes);
 
 /* Fit a link (latency per ring step, bandwidth, reduction factor) to a `shardvit bench --comm`
  * JSON (least squares of time = c0 + c1 x bytes over the rows of 64 KiB and more; the reduction
- * factor from the reduce_scatter rows, 1 without them). For the inter-node link the result
+ * factor from the reduce_scatter rows, 1 without them). A result measured over MPI makes the link
+ * shared (its nonblocking collectives progress side by side, comm_sim.h). For the inter-node link the result
  * must have been measured with one rank per node (its per-rank bandwidth is then the node's). */
 sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_link *link);
 

@@ -8,14 +8,231 @@
 
 #include "fsdp/comm_impl.h"
 
+static double log2_ceil(int n) {
+    int k = 0;
+    while ((1 << k) < n) k++;
+    return k;
+}
+
+void sv_sim_coll_parts(const sv_sim_net *net, const sv_sim_group *g, int kind, size_t bytes, double *latency_s,
+                       double *transfer_s, double *net_bytes) {
+    *latency_s = *transfer_s = *net_bytes = 0;
+    int n = g->size;
+    if (n <= 1) return;
+    double a = net->intra.alpha_s, bw = net->intra.bw_Bps, rf = net->intra.reduce_factor;
+    if (g->nodes > 1) {
+        int rpn = net->ranks_per_node > 0 ? net->ranks_per_node : 1;
+        double share = net->inter.bw_Bps * (double)g->ranks_per_node / rpn;
+        a = net->inter.alpha_s;
+        if (g->ranks_per_node <= 1 || share < bw) bw = share, rf = net->inter.reduce_factor;
+    }
+    if ((kind == SV_COLL_REDUCE_SCATTER || kind == SV_COLL_ALL_REDUCE) && rf > 0) bw *= rf;
+    double S = (double)bytes, f = (double)(n - 1) / n, lat, xfer, dir; /* dir: bytes each way */
+    switch (kind) {
+    case SV_COLL_ALL_GATHER:
+    case SV_COLL_REDUCE_SCATTER: lat = (n - 1) * a, xfer = S * f / bw, dir = S * f; break;
+    case SV_COLL_ALL_REDUCE: {
+        double ring = 2.0 * (n - 1) * a + 2.0 * S * f / bw, tree = 2.0 * log2_ceil(n) * a + 2.0 * S / bw;
+        if (ring < tree)
+            lat = 2.0 * (n - 1) * a, xfer = 2.0 * S * f / bw, dir = 2.0 * S * f;
+        else
+            lat = 2.0 * log2_ceil(n) * a, xfer = 2.0 * S / bw, dir = 2.0 * S;
+        break;
+    }
+    case SV_COLL_BROADCAST: lat = (n - 1) * a, xfer = S / bw, dir = S; break;
+    default: lat = 2.0 * log2_ceil(n) * a, xfer = 0, dir = 0; break; /* barrier */
+    }
+    *latency_s = net->base_s + lat;
+    *transfer_s = xfer;
+    /* sent + received; spanning nodes, only the hops across a node boundary use the network */
+    *net_bytes = 2.0 * dir * (g->nodes > 1 ? (double)g->nodes / n : 1.0);
+}
+
+double sv_sim_coll_seconds(const sv_sim_net *net, const sv_sim_group *g, int kind, size_t bytes) {
+    double lat, xfer, nb;
+    sv_sim_coll_parts(net, g, kind, bytes, &lat, &xfer, &nb);
+    return g->size <= 1 ? 0.0 : lat + xfer;
+}
+
+static size_t full_bytes(const sv_comm *c, const sv_comm_slot *s) {
+    size_t b = s->count * sv_comm_dtype_size(s->dt);
+    if (s->kind == SV_COLL_ALL_GATHER || s->kind == SV_COLL_REDUCE_SCATTER) b *= (size_t)c->size;
+    if (s->kind == SV_COLL_BARRIER) b = 0;
+    return b;
+}
+
+/* ---- the fabric: transfers in flight on self-progressing links ------------------------------ */
+
+#define SIM_MAX_COMMS 8
+
+/* One collective in flight on a self-progressing link. */
+typedef struct sim_job {
+    int busy;       /* issued and not yet reported done */
+    uint64_t seq;   /* its communicator's sequence number (serial links: issue order) */
+    double ready;   /* it enters the link (issue + sched_lag_s) */
+    double work;    /* seconds of transfer at the link's full rate still to move */
+    double tail;    /* after the transfer: its latency terms (fair-share links) */
+    double cpu;     /* transport CPU seconds per second of transfer at the full rate */
+    double done_at; /* completion, once work is 0 */
+} sim_job;
+
+struct sv_sim_fabric {
+    sv_sim_net net;
+    double *now;
+    int threads;
+    double t;     /* the jobs' state is that of this time (<= *now between calls) */
+    double cpu_s; /* transport CPU time charged to compute (per thread) */
+    int has_cpu;  /* some link has a CPU cost */
+    /* token buckets per link (0 intra, 1 inter; mult 0 = none): tokens and burst in seconds of
+     * transfer at the link's rate, mult = peak / rate */
+    double tokens[2], burst_s[2], mult[2];
+    int n_comms;
+    int used[SIM_MAX_COMMS];
+    int link[SIM_MAX_COMMS]; /* 0 intra, 1 inter */
+    sim_job job[SIM_MAX_COMMS][SV_COMM_MAX_INFLIGHT];
+};
+
+static const sv_sim_link *link_of(const sv_sim_fabric *f, int l) { return l ? &f->net.inter : &f->net.intra; }
+
+/* The rate (fraction of its link's full rate) at which every job moves at time f->t; 0 for
+ * those not in flight. */
+static void job_rates(const sv_sim_fabric *f, double rate[SIM_MAX_COMMS][SV_COMM_MAX_INFLIGHT]) {
+    int k_link[2] = {0, 0};
+    for (int c = 0; c < f->n_comms; c++) {
+        int head = -1; /* serial links: the oldest job of the communicator in flight */
+        for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++) {
+            const sim_job *j = &f->job[c][i];
+            rate[c][i] = 0;
+            if (!f->used[c] || !j->busy || j->work <= 0 || j->ready > f->t) continue;
+            if (link_of(f, f->link[c])->shared) {
+                rate[c][i] = 1; /* divided by the link's count below */
+                k_link[f->link[c]]++;
+            } else if (head < 0 || j->seq < f->job[c][head].seq) {
+                head = i;
+            }
+        }
+        if (head >= 0) rate[c][head] = 1;
+    }
+    for (int c = 0; c < f->n_comms; c++)
+        for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++)
+            if (rate[c][i] > 0 && link_of(f, f->link[c])->shared) rate[c][i] = 1.0 / k_link[f->link[c]];
+}
+
+/* Advance the jobs from f->t: up to time `until`, or until job `stop` has moved its last byte,
+ * or (op != NULL) until *op seconds of compute have run on the rank's threads besides the
+ * transport's CPU time (the transport first: its kernel work preempts the computing threads).
+ * A link with a token bucket moves peak / bw times faster while it has tokens; they drain by
+ * what it moves beyond its rate and refill at the rate (in seconds of transfer at the rate). */
+static void advance(sv_sim_fabric *f, double until, const sim_job *stop, double *op) {
+    double rate[SIM_MAX_COMMS][SV_COMM_MAX_INFLIGHT];
+    for (;;) {
+        if (stop && stop->work <= 0) return;
+        if (op && *op <= 0) return;
+        if (!stop && !op && f->t >= until) return;
+        job_rates(f, rate);
+        double next = INFINITY, dt = until - f->t, busy_cpu = 0, load[2] = {0, 0}, m[2];
+        for (int c = 0; c < f->n_comms; c++)
+            for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++) {
+                const sim_job *j = &f->job[c][i];
+                if (!f->used[c] || !j->busy || j->work <= 0) continue;
+                if (j->ready > f->t && j->ready < next) next = j->ready;
+                load[f->link[c]] += rate[c][i];
+            }
+        int drains = -1; /* the link whose tokens run out at the end of this step */
+        for (int l = 0; l < 2; l++) {
+            m[l] = f->tokens[l] > 0 && f->mult[l] > 1 ? f->mult[l] : 1;
+            if (m[l] > 1 && m[l] * load[l] > 1 && f->tokens[l] / (m[l] * load[l] - 1) < dt)
+                dt = f->tokens[l] / (m[l] * load[l] - 1), drains = l;
+        }
+        for (int c = 0; c < f->n_comms; c++)
+            for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++) {
+                const sim_job *j = &f->job[c][i];
+                rate[c][i] *= m[f->link[c]];
+                if (rate[c][i] <= 0) continue;
+                if (j->work / rate[c][i] < dt) dt = j->work / rate[c][i], drains = -1;
+                busy_cpu += rate[c][i] * j->cpu;
+            }
+        if (next - f->t < dt) dt = next - f->t, drains = -1;
+        double speed = 1.0 - busy_cpu / f->threads; /* of the op, beside the transport */
+        if (speed < 0) speed = 0;
+        if (op && speed > 0 && *op / speed < dt) dt = *op / speed, drains = -1;
+        if (!(dt < INFINITY)) return; /* nothing moves and nothing arrives: the stop job cannot be here */
+        /* the time the step ends at, exactly (an arrival or `until` reached by rounding could
+         * leave f->t a hair short of it and the loop stepping by nothing) */
+        double t1 = dt == next - f->t ? next : dt == until - f->t ? until : f->t + dt;
+        for (int c = 0; c < f->n_comms; c++)
+            for (int i = 0; i < SV_COMM_MAX_INFLIGHT; i++) {
+                sim_job *j = &f->job[c][i];
+                if (rate[c][i] <= 0) continue;
+                if (j->work / rate[c][i] <= dt) {
+                    j->work = 0;
+                    j->done_at = f->t + dt + j->tail;
+                } else {
+                    j->work -= rate[c][i] * dt;
+                }
+            }
+        for (int l = 0; l < 2; l++) {
+            double tk = f->tokens[l] + (1 - m[l] * load[l]) * dt;
+            f->tokens[l] = l == drains || tk < 0 ? 0 : tk > f->burst_s[l] ? f->burst_s[l] : tk;
+        }
+        if (op) {
+            if (speed > 0 && *op / speed <= dt)
+                *op = 0;
+            else
+                *op -= speed * dt;
+            f->cpu_s += (busy_cpu / f->threads < 1 ? busy_cpu / f->threads : 1) * dt;
+        }
+        f->t = t1;
+    }
+}
+
+sv_status sv_sim_fabric_create(const sv_sim_net *net, double *now, int threads, sv_sim_fabric **out) {
+    *out = NULL;
+    if (!(net->intra.bw_Bps > 0) || !(net->inter.bw_Bps > 0) || net->intra.alpha_s < 0 || net->inter.alpha_s < 0 ||
+        net->base_s < 0 || net->intra.progress_s < 0 || net->inter.progress_s < 0 || net->sched_lag_s < 0 ||
+        net->intra.cpu_s_per_byte < 0 || net->inter.cpu_s_per_byte < 0 || net->intra.burst_bytes < 0 ||
+        net->inter.burst_bytes < 0 || net->intra.peak_Bps < 0 || net->inter.peak_Bps < 0)
+        return SV_FAIL(SV_ERR_INVALID, "simulated network: bandwidths must be > 0, latencies and costs >= 0");
+    if (!now || threads < 1) return SV_FAIL(SV_ERR_INVALID, "simulated fabric: a clock and >= 1 thread needed");
+    sv_sim_fabric *f = calloc(1, sizeof *f);
+    if (!f) return SV_FAIL(SV_ERR_OOM, "simulated fabric");
+    f->net = *net;
+    f->now = now;
+    f->threads = threads;
+    f->t = *now;
+    f->has_cpu = net->intra.cpu_s_per_byte > 0 || net->inter.cpu_s_per_byte > 0;
+    for (int l = 0; l < 2; l++) { /* token buckets start full (the link has idled) */
+        const sv_sim_link *k = link_of(f, l);
+        if (k->burst_bytes > 0 && k->peak_Bps > k->bw_Bps) {
+            f->mult[l] = k->peak_Bps / k->bw_Bps;
+            f->tokens[l] = f->burst_s[l] = k->burst_bytes / k->bw_Bps;
+        }
+    }
+    *out = f;
+    return SV_OK;
+}
+
+void sv_sim_fabric_destroy(sv_sim_fabric *f) { free(f); }
+
+double sv_sim_fabric_cpu_seconds(const sv_sim_fabric *f) { return f->cpu_s; }
+
+double sv_sim_fabric_op_seconds(sv_sim_fabric *f, double t) {
+    if (!f->has_cpu || !(t > 0)) return t;
+    advance(f, *f->now, NULL, NULL); /* moved while the rank waited: free */
+    double op = t;
+    advance(f, INFINITY, NULL, &op);
+    return f->t - *f->now;
+}
+
+/* ---- the communicator ----------------------------------------------------------------------- */
+
 typedef struct sim_comm {
     sv_comm base;
-    sv_sim_net net;
+    sv_sim_fabric *fab;
     sv_sim_group g;
+    int id;            /* its index in the fabric */
     double progress_s; /* of the link the group uses (comm_sim.h) */
     double *now;
-    double free_at;                        /* asynchronous: when the previous collective ends */
-    double done_at[SV_COMM_MAX_INFLIGHT];  /* asynchronous: per slot */
     double left[SV_COMM_MAX_INFLIGHT];     /* progress-driven: transfer seconds still to move */
     double ready_at[SV_COMM_MAX_INFLIGHT]; /* progress-driven: every rank has arrived (sched_lag_s) */
     int (*untouchable)(void *ctx, const void *p);
@@ -40,60 +257,30 @@ static void fill_all_gather(sim_comm *m, const sv_comm_slot *s) {
     }
 }
 
-static double log2_ceil(int n) {
-    int k = 0;
-    while ((1 << k) < n) k++;
-    return k;
-}
-
-double sv_sim_coll_seconds(const sv_sim_net *net, const sv_sim_group *g, int kind, size_t bytes) {
-    int n = g->size;
-    if (n <= 1) return 0.0;
-    double a = net->intra.alpha_s, bw = net->intra.bw_Bps, rf = net->intra.reduce_factor;
-    if (g->nodes > 1) {
-        int rpn = net->ranks_per_node > 0 ? net->ranks_per_node : 1;
-        double share = net->inter.bw_Bps * (double)g->ranks_per_node / rpn;
-        a = net->inter.alpha_s;
-        if (g->ranks_per_node <= 1 || share < bw) bw = share, rf = net->inter.reduce_factor;
-    }
-    if ((kind == SV_COLL_REDUCE_SCATTER || kind == SV_COLL_ALL_REDUCE) && rf > 0) bw *= rf;
-    double S = (double)bytes, f = (double)(n - 1) / n, t;
-    switch (kind) {
-    case SV_COLL_ALL_GATHER:
-    case SV_COLL_REDUCE_SCATTER: t = (n - 1) * a + S * f / bw; break;
-    case SV_COLL_ALL_REDUCE: {
-        double ring = 2.0 * (n - 1) * a + 2.0 * S * f / bw, tree = 2.0 * log2_ceil(n) * a + 2.0 * S / bw;
-        t = ring < tree ? ring : tree;
-        break;
-    }
-    case SV_COLL_BROADCAST: t = (n - 1) * a + S / bw; break;
-    default: t = 2.0 * log2_ceil(n) * a; break; /* barrier */
-    }
-    return net->base_s + t;
-}
-
-static size_t full_bytes(const sv_comm *c, const sv_comm_slot *s) {
-    size_t b = s->count * sv_comm_dtype_size(s->dt);
-    if (s->kind == SV_COLL_ALL_GATHER || s->kind == SV_COLL_REDUCE_SCATTER) b *= (size_t)c->size;
-    if (s->kind == SV_COLL_BARRIER) b = 0;
-    return b;
-}
+static sim_job *job_of(sim_comm *m, int idx) { return &m->fab->job[m->id][idx]; }
 
 static sv_status sim_issue(sv_comm *c, int idx, int *done) {
     sim_comm *m = (sim_comm *)c;
     const sv_comm_slot *s = &c->slots[idx];
     fill_all_gather(m, s);
-    double t = sv_sim_coll_seconds(&m->net, &m->g, (int)s->kind, full_bytes(c, s));
-    *done = t <= 0;
+    const sv_sim_net *net = &m->fab->net;
+    double lat, xfer, nb;
+    sv_sim_coll_parts(net, &m->g, (int)s->kind, full_bytes(c, s), &lat, &xfer, &nb);
+    *done = lat + xfer <= 0;
     if (*done) return SV_OK;
-    double ready = *m->now + m->net.sched_lag_s;
+    double ready = *m->now + net->sched_lag_s;
     if (m->progress_s > 0) {
-        m->left[idx] = t;
+        m->left[idx] = lat + xfer;
         m->ready_at[idx] = ready;
         return SV_OK;
     }
-    double start = ready > m->free_at ? ready : m->free_at;
-    m->done_at[idx] = m->free_at = start + t;
+    const sv_sim_link *l = link_of(m->fab, m->fab->link[m->id]);
+    advance(m->fab, *m->now, NULL, NULL);
+    sim_job *j = job_of(m, idx);
+    *j = (sim_job){
+        .busy = 1, .seq = s->seq, .ready = ready, .work = l->shared ? xfer : lat + xfer, .tail = l->shared ? lat : 0};
+    j->cpu = j->work > 0 ? l->cpu_s_per_byte * nb / j->work : 0;
+    if (j->work <= 0) j->done_at = ready + j->tail;
     return SV_OK;
 }
 
@@ -110,7 +297,10 @@ static int head_slot(const sv_comm *c, const sim_comm *m) {
 static sv_status sim_test(sv_comm *c, int idx, int *done) {
     sim_comm *m = (sim_comm *)c;
     if (m->progress_s <= 0) {
-        *done = *m->now >= m->done_at[idx];
+        sim_job *j = job_of(m, idx);
+        advance(m->fab, *m->now, NULL, NULL);
+        *done = j->work <= 0 && *m->now >= j->done_at;
+        if (*done) j->busy = 0;
         return SV_OK;
     }
     if (m->left[idx] > 0 && *m->now >= m->ready_at[idx] && head_slot(c, m) == idx) { /* one poll: the rank copies */
@@ -125,7 +315,10 @@ static sv_status sim_test(sv_comm *c, int idx, int *done) {
 static void sim_wait_hint(sv_comm *c, int idx) {
     sim_comm *m = (sim_comm *)c;
     if (m->progress_s <= 0) {
-        if (*m->now < m->done_at[idx]) *m->now = m->done_at[idx];
+        sim_job *j = job_of(m, idx);
+        advance(m->fab, *m->now, NULL, NULL);
+        advance(m->fab, INFINITY, j, NULL); /* blocked: nothing new is issued meanwhile */
+        if (*m->now < j->done_at) *m->now = j->done_at;
         return;
     }
     /* blocked in the wait: everything issued before it, then it, move at full speed */
@@ -146,7 +339,11 @@ static sv_status sim_split(sv_comm *parent, int color, int key, sv_comm **out) {
                    parent->label);
 }
 
-static void sim_destroy(sv_comm *c) { free(c); }
+static void sim_destroy(sv_comm *c) {
+    sim_comm *m = (sim_comm *)c;
+    m->fab->used[m->id] = 0;
+    free(c);
+}
 
 static const sv_comm_ops sim_ops = {
     .name = "sim",
@@ -157,22 +354,28 @@ static const sv_comm_ops sim_ops = {
     .wait_hint = sim_wait_hint,
 };
 
-sv_status sv_comm_sim_create(const sv_comm_config *cfg, const sv_sim_net *net, const sv_sim_group *g, double *now,
-                             const char *label, sv_comm **out) {
+sv_status sv_comm_sim_create(const sv_comm_config *cfg, sv_sim_fabric *fab, const sv_sim_group *g, const char *label,
+                             sv_comm **out) {
     *out = NULL;
     if (g->size < 1 || g->rank < 0 || g->rank >= g->size || g->nodes < 1 || g->ranks_per_node < 1)
         return SV_FAIL(SV_ERR_INVALID, "simulated group %s: size %d rank %d nodes %d ranks/node %d", label, g->size,
                        g->rank, g->nodes, g->ranks_per_node);
-    if (!(net->intra.bw_Bps > 0) || !(net->inter.bw_Bps > 0) || net->intra.alpha_s < 0 || net->inter.alpha_s < 0 ||
-        net->base_s < 0 || net->intra.progress_s < 0 || net->inter.progress_s < 0 || net->sched_lag_s < 0)
-        return SV_FAIL(SV_ERR_INVALID, "simulated network: bandwidths must be > 0 and latencies >= 0");
+    int id = 0;
+    while (id < fab->n_comms && fab->used[id]) id++;
+    if (id == SIM_MAX_COMMS)
+        return SV_FAIL(SV_ERR_INVALID, "simulated fabric: at most %d communicators", SIM_MAX_COMMS);
     sim_comm *m = calloc(1, sizeof *m);
     if (!m) return SV_FAIL(SV_ERR_OOM, "simulated comm");
     sv_comm_base_init(&m->base, &sim_ops, cfg, g->rank, g->size, label);
-    m->net = *net;
+    m->fab = fab;
     m->g = *g;
-    m->progress_s = g->nodes > 1 ? net->inter.progress_s : net->intra.progress_s;
-    m->now = now;
+    m->id = id;
+    if (id == fab->n_comms) fab->n_comms++;
+    fab->used[id] = 1;
+    fab->link[id] = g->nodes > 1;
+    memset(fab->job[id], 0, sizeof fab->job[id]);
+    m->progress_s = link_of(fab, fab->link[id])->progress_s;
+    m->now = fab->now;
     *out = &m->base;
     return SV_OK;
 }

@@ -2,8 +2,9 @@
 # The step-time simulator (`plan --simulate`, docs/simulate.md) runs the engine's own schedule:
 # its collective counts per communicator equal the trainer's counters for the same configuration,
 # its memory equals `plan`'s, its timeline is a valid trace, and its model is monotonic (more
-# bandwidth never slows a step; a bigger unit never lowers memory). Also --suggest-wrap,
-# --sweep and the flag errors.
+# bandwidth never slows a step, on serial and on shared links; a bigger unit never lowers
+# memory; a transport CPU cost lengthens compute). Also --suggest-wrap, --sweep and the flag
+# errors.
 SHARDVIT=$1
 source "$(dirname "$0")/lib.sh"
 S=2
@@ -157,6 +158,52 @@ PYEOF
 fast=$(sim_json $PLAN_TINY --world 2 --nodes 2 --device h200 --inter-from "$WORK/law.json" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])')
 slow=$(sim_json $PLAN_TINY --world 2 --nodes 2 --device h200 --inter-from "$WORK/slow.json" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])')
 "$PY" -c "import sys; f, s = float(sys.argv[1]), float(sys.argv[2]); assert s > f, (f, s); print('ok inter-from: 50x slower link, step %.4f -> %.4f s' % (f, s))" "$fast" "$slow"
+# a bench --comm result of MPI makes the link shared (its collectives in flight share the
+# bandwidth); one of unknown transport keeps them one at a time. On the shared link too, more
+# bandwidth never slows the step; a transport CPU cost (--inter-cpu) lengthens compute and is
+# reported
+"$PY" - "$WORK/law.json" "$WORK" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["comm"] = "mpi"
+for k in (1, 2, 4, 8, 16, 32):
+    e = json.loads(json.dumps(d))
+    for r in e["results"]:
+        r["time_us"] *= 64 / k
+    json.dump(e, open("%s/mpi%d.json" % (sys.argv[2], k), "w"))
+PYEOF
+step() { sim_json $PLAN_TINY --world 4 --nodes 2 --device h200 "$@" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d["inter_shared"], d["step_time_s"], d["transport_cpu_s"], d["compute_s"])'; }
+set -- $(step --inter-from "$WORK/law.json")
+[ "$1" = False ] || { echo "FAIL: a bench --comm result without a transport made the link shared"; exit 1; }
+prev=""
+for k in 1 2 4 8 16 32; do
+    set -- $(step --inter-from "$WORK/mpi$k.json")
+    [ "$1" = True ] || { echo "FAIL: an MPI bench --comm result did not make the link shared"; exit 1; }
+    [ "$3" = 0 ] || { echo "FAIL: transport CPU time $3 without --inter-cpu"; exit 1; }
+    if [ -n "$prev" ]; then
+        "$PY" -c "import sys; a,b=$prev,$2; sys.exit(0 if b <= a * (1 + 1e-12) else 1)" ||
+            { echo "FAIL: shared link: more bandwidth (x$k) slowed the step: $prev -> $2"; exit 1; }
+    fi
+    prev=$2
+done
+base=$(step --inter-from "$WORK/mpi1.json")
+cost=$(step --inter-from "$WORK/mpi1.json" --inter-cpu 2)
+"$PY" - $base $cost <<'PYEOF'
+import sys
+_, s0, c0, k0, _, s1, c1, k1 = sys.argv[1:]
+s0, c0, k0, s1, c1, k1 = map(float, (s0, c0, k0, s1, c1, k1))
+# compute (the traced compute spans) grows, by at most the transport's CPU time (some ops, such
+# as the optimizer's, lie outside those spans); the step may not: later issues can share less
+assert c0 == 0 and c1 > 0 and k1 > k0, (s0, c0, k0, s1, c1, k1)
+assert k1 - k0 <= c1 * (1 + 1e-9), (k1 - k0, c1)
+print("ok shared inter-node link: monotonic in bandwidth; --inter-cpu 2: compute %.6f -> %.6f s, transport CPU %.6f s"
+      % (k0, k1, c1))
+PYEOF
+# a token bucket in front of the link (--inter-burst) only ever speeds the step, more the larger it is
+b0=$(step --inter-from "$WORK/mpi1.json" | cut -d' ' -f2)
+b1=$(step --inter-from "$WORK/mpi1.json" --inter-burst 64K,1000 | cut -d' ' -f2)
+b2=$(step --inter-from "$WORK/mpi1.json" --inter-burst 64M,1000 | cut -d' ' -f2)
+"$PY" -c "import sys; a, b, c = map(float, sys.argv[1:]); assert c < a and b <= a and c <= b, (a, b, c); print('ok inter-burst: step %.6f -> %.6f (64K bucket) -> %.6f s (64M)' % (a, b, c))" "$b0" "$b1" "$b2"
 timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" bench --comm --comm-min 64K --comm-max 4M --json "$WORK/comm.json" </dev/null >/dev/null 2>&1
 sim_json $PLAN_TINY --world 2 --device cpu --net-from "$WORK/comm.json" | "$PY" -c '
 import json, sys
@@ -178,6 +225,9 @@ BADMSG="ALPHA_US,GBPS" bad --simulate --device h200 --world 8 --intra fast
 BADMSG="needs an inter-node network" bad --simulate --device cpu --world 4 --nodes 2
 BADMSG="unknown key" bad --sweep "colour=red" --device h200
 BADMSG="need --simulate" bad --net nvlink
+BADMSG="need --simulate" bad --inter-burst 64K,100
+BADMSG="--inter-burst 'x'" bad --simulate --device h200 --world 16 --nodes 2 --inter-burst x
+BADMSG="above the link" bad --simulate --device h200 --world 16 --nodes 2 --inter-burst 64K,0.001
 mkfifo "$WORK/fifo"
 BADMSG="--trace" bad --simulate --device h200 --world 8 --trace "$WORK/fifo"
 echo '{"mode":"comm","world":1,"results":[]}' >"$WORK/w1.json"

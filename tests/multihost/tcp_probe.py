@@ -4,12 +4,22 @@ Standard library only.
 
   tcp_probe.py serve PORT [SECONDS]     answer connections until SECONDS (default 120) have passed:
                                         "echo" connections get every byte back, "sink" connections
-                                        get the SHA-256 and length of everything they sent
+                                        get the SHA-256 and length of everything they sent,
+                                        "drain" connections (no hashing) only the length
   tcp_probe.py rtt HOST PORT N          N round trips of 1 byte (TCP_NODELAY); prints JSON
                                         {"min_ms", "median_ms", "max_ms"}
   tcp_probe.py bulk HOST PORT BYTES     send BYTES random bytes, compare the server's SHA-256 and
                                         length with our own; prints JSON {"intact", "seconds",
                                         "mbit_s"}; exit 1 if they differ
+  tcp_probe.py cpu HOST PORT SECONDS    the CPU cost of TCP between the hosts: stream zeros from one
+                                        buffer for SECONDS to a "drain" connection, and count the
+                                        machine's busy CPU time meanwhile (/proc/stat: user, nice,
+                                        system, irq, softirq of every CPU) less the busy rate of a
+                                        quiet second before; prints JSON {"bytes", "seconds",
+                                        "mbit_s", "busy_cpu_s", "idle_cpu_s_per_s",
+                                        "cpu_ns_per_byte"}: CPU time per byte sent or received by
+                                        one host (both hosts run on this machine: the busy time
+                                        over 2 x bytes)
 
 The clients retry connecting for 10 s (the server may still be starting); every socket operation
 times out after 60 s, so nothing waits forever."""
@@ -49,6 +59,11 @@ def handle(conn):
                 h.update(b)
                 n += len(b)
             conn.sendall(f"{h.hexdigest()} {n}\n".encode())
+        elif kind == b"drain":
+            buf, n = bytearray(1 << 20), 0
+            while k := conn.recv_into(buf):
+                n += k
+            conn.sendall(f"{n}\n".encode())
 
 
 def serve(port, seconds):
@@ -107,6 +122,37 @@ def bulk(host, port, nbytes):
     return 0 if ok else 1
 
 
+def busy_cpu_s():
+    """Busy CPU seconds of the whole machine so far (user + nice + system + irq + softirq)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu(host, port, seconds):
+    b0 = busy_cpu_s()
+    time.sleep(1.0)
+    idle_rate = busy_cpu_s() - b0  # what the machine burns without the transfer, per second
+    s = connect(host, port, b"drain")
+    buf = memoryview(bytearray(1 << 20))
+    b0, t0, n = busy_cpu_s(), time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        s.sendall(buf)
+        n += len(buf)
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while b := s.recv(4096):
+        got += b
+    secs, busy = time.perf_counter() - t0, busy_cpu_s() - b0
+    if int(got.decode().strip()) != n:
+        print(json.dumps({"error": f"sent {n} bytes, the server counted {got.decode().strip()}"}))
+        return 1
+    cost = max(busy - idle_rate * secs, 0.0)
+    print(json.dumps({"bytes": n, "seconds": secs, "mbit_s": n * 8 / secs / 1e6, "busy_cpu_s": busy,
+                      "idle_cpu_s_per_s": idle_rate, "cpu_ns_per_byte": cost / (2 * n) * 1e9}))
+    return 0
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "serve":
@@ -115,6 +161,8 @@ def main():
         rtt(args[0], int(args[1]), int(args[2]))
     elif cmd == "bulk":
         return bulk(args[0], int(args[1]), int(args[2]))
+    elif cmd == "cpu":
+        return cpu(args[0], int(args[1]), float(args[2]))
     else:
         sys.exit(__doc__)
     return 0

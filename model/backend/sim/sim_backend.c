@@ -148,6 +148,7 @@ static double analytic(const sim_be *s, double flops, double bytes, int host_cop
 /* Advance the virtual clock by an op of (uncontended) time t. */
 static sv_status charge(sim_be *s, double t, double flops) {
     t *= s->cfg.slowdown;
+    if (s->cfg.op_seconds) t = s->cfg.op_seconds(s->cfg.op_ctx, t);
     *s->cfg.now += t;
     s->st.compute_s += t;
     s->st.gemm_flops += flops;

@@ -20,7 +20,8 @@
  *   4 B T^2 D, backward 2.5 x that) and no T^2 memory traffic. Buffers are address space only
  *   (PROT_NONE): nothing may touch them, which also proves that the engine never reads device
  *   memory on the host.
- * Either way the charged time is multiplied by `slowdown` (ranks oversubscribing the cores).
+ * Either way the charged time is multiplied by `slowdown` (ranks oversubscribing the cores), and
+ * `op_seconds`, when set, turns it into the op's wall time (the transport's CPU cost).
  *
  * Sizes (compute_elem, attention buffers) are those of a real backend of cfg.device, so the
  * carved arena equals the planner's. Host-visible results: sumsq writes 0 in the analytic model
@@ -48,6 +49,11 @@ typedef struct sv_sim_backend_config {
     sv_backend *real;         /* calibrated model: ops timed on this backend (not owned) */
     double *now;              /* the virtual clock (seconds) */
     double slowdown;          /* >= 1 */
+    /* optional: the wall seconds of an op of t seconds (after the slowdown) starting now, e.g. t
+     * plus the transport CPU time the collectives in flight take from it meanwhile
+     * (sv_sim_fabric_op_seconds); NULL = t */
+    double (*op_seconds)(void *ctx, double t);
+    void *op_ctx;
 } sv_sim_backend_config;
 
 sv_status sv_sim_backend_create(const sv_sim_backend_config *cfg, sv_backend **out);
