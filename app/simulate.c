@@ -48,13 +48,13 @@ typedef struct link_preset {
  * 100gbe: one 100 GbE NIC per node at 80%. Latencies per ring step: the usual published
  * small-message figures (NVLink ~2 us, InfiniBand ~5 us, RoCE ~8 us, TCP 100 GbE ~15 us). */
 static const link_preset k_intra[] = {
-    {"shm", {1.5e-6, 3.45e9, 0.52, 50e-6, 0, 0}, 0.0},
-    {"nvlink", {2.0e-6, 370e9, 1.0, 0.0, 0, 0}, 10e-6},
+    {"shm", {1.5e-6, 3.45e9, 0.52, 50e-6, 0, 0, 0, 0}, 0.0},
+    {"nvlink", {2.0e-6, 370e9, 1.0, 0.0, 0, 0, 0, 0}, 10e-6},
 };
 static const link_preset k_inter[] = {
-    {"ndr", {5e-6, 320e9, 1.0, 0.0, 0, 0}, 0},    {"hdr", {5e-6, 160e9, 1.0, 0.0, 0, 0}, 0},
-    {"400gbe", {8e-6, 300e9, 1.0, 0.0, 0, 0}, 0}, {"100gbe", {15e-6, 10e9, 1.0, 0.0, 0, 0}, 0},
-    {"none", {0, 1e30, 1.0, 0.0, 0, 0}, 0},
+    {"ndr", {5e-6, 320e9, 1.0, 0.0, 0, 0, 0, 0}, 0},    {"hdr", {5e-6, 160e9, 1.0, 0.0, 0, 0, 0, 0}, 0},
+    {"400gbe", {8e-6, 300e9, 1.0, 0.0, 0, 0, 0, 0}, 0}, {"100gbe", {15e-6, 10e9, 1.0, 0.0, 0, 0, 0, 0}, 0},
+    {"none", {0, 1e30, 1.0, 0.0, 0, 0, 0, 0}, 0},
 };
 const char *const sv_sim_net_names =
     "INTRA[+INTER] with INTRA = shm | nvlink and INTER = ndr | hdr | 400gbe | 100gbe (e.g. nvlink+ndr)";
