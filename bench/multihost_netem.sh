@@ -51,34 +51,7 @@ else:  # step time, exposed-comm share of the time split
 PYEOF
 }
 
-# the mechanisms this machine has: netem (probed on the veth hosts), delay links (or why not)
-NETEM=0
-shape "netem delay 1ms" && NETEM=1
-shape ""
-NO_LINK=$(bash "$MH/netns_hosts.sh" check --delay-link 2>&1 | tail -1) && NO_LINK=""
-HOSTS_LINK="" # the link options of the hosts now (netns_hosts.sh up's; "" = veth)
-
-# setup HOW WHAT: bring the hosts into the setting; sets MECH (the mechanism) and UNAVAILABLE
-# (why the setting cannot be made here, or "")
-setup() {
-    local how=$1 what=$2 link="" qdisc="$2"
-    UNAVAILABLE=""
-    case "$how" in
-    tc) MECH=${what%% *} MECH=${MECH:-veth} ;;
-    link) link=$what qdisc="" MECH="delay link" ;;
-    delay) if [ $NETEM = 1 ]; then qdisc="netem delay ${what}ms" MECH=netem; else
-        link="--delay-ms $what" qdisc="" MECH="delay link"; fi ;;
-    esac
-    if [ -n "$link" ] && [ -n "$NO_LINK" ]; then
-        UNAVAILABLE="no netem in this kernel, and no delay link ($NO_LINK)"
-        return
-    fi
-    if [ "$link" != "$HOSTS_LINK" ]; then
-        mh_relink $link >&2
-        HOSTS_LINK=$link
-    fi
-    shape "$qdisc" || UNAVAILABLE="this kernel has no '${qdisc%% *}' qdisc"
-}
+mh_probe_mechanisms # NETEM, NO_LINK (tests/multihost/lib.sh)
 
 {
     echo "| link (each direction) | shaped by | TCP h0-h1: round trip, median ms | TCP h0->h1: 64 MB, Mbit/s | bench --comm busbw GB/s, 4 MiB all_gather / reduce_scatter (1 rank per host) | full_shard 2x2: step, exposed comm | hybrid_shard 2x2 (--shard-group 2): step, exposed comm |"
@@ -86,7 +59,7 @@ setup() {
 } >"$WORK/table"
 for s in "${SETTINGS[@]}"; do
     IFS='|' read -r name how what <<<"$s"
-    setup "$how" "$what"
+    mh_setting "$how" "$what"
     if [ -n "$UNAVAILABLE" ]; then
         echo "| $name | not measured: $UNAVAILABLE | | | | | |" >>"$WORK/table"
         echo "$name: $UNAVAILABLE" >&2

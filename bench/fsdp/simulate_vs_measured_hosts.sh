@@ -48,40 +48,18 @@ SETTINGS=${SETTINGS:-$DEFAULT_SETTINGS}
 # give every rank all the cores of the one real machine
 RUN="--model $MODEL --batch-size $BATCH --param-dtype $DTYPE --threads 1 --comm-timeout 300"
 
-# the mechanisms this machine has: netem (probed on the veth hosts), delay links (or why not)
-NETEM=0
-shape "netem delay 1ms" && NETEM=1
-shape ""
-NO_LINK=$(bash "$MH/netns_hosts.sh" check --delay-link 2>&1 | tail -1) && NO_LINK=""
-HOSTS_LINK="" # the link options of the hosts now (netns_hosts.sh up's; "" = veth)
+mh_probe_mechanisms # NETEM, NO_LINK (tests/multihost/lib.sh)
 VETH_GBPS="" # the unshaped link's fitted rate (the "none" row; tbf buckets leave at it)
 
-# setup HOW WHAT: bring the hosts into the setting; sets MECH (what shapes the link) and
-# UNAVAILABLE (why the setting cannot be made here, or "")
+# setup HOW WHAT: mh_setting (MECH, UNAVAILABLE), and BURST_ARG: tbf without a peak rate lets a
+# full bucket leave at the link's own speed, so a tbf setting's simulated link gets its bucket
+# (tc's "kb" = KiB) at the unshaped row's fitted rate
 setup() {
-    local how=$1 what=$2 link="" qdisc="$2"
-    UNAVAILABLE=""
+    mh_setting "$1" "$2"
     BURST_ARG=""
-    case "$how" in
-    tc) MECH=${what%% *} MECH=${MECH:-veth}
-        # tbf without a peak rate lets a full bucket leave at the link's own speed: the simulated
-        # link gets the bucket (tc's "kb" = KiB) at the unshaped row's fitted rate
-        local b
-        b=$(sed -n 's/.*burst \([0-9]*\)kb.*/\1/p' <<<"$what")
-        if [ -n "$b" ] && [ -n "$VETH_GBPS" ]; then BURST_ARG="--inter-burst ${b}K,$VETH_GBPS"; fi ;;
-    link) link=$what qdisc="" MECH="delay link" ;;
-    delay) if [ $NETEM = 1 ]; then qdisc="netem delay ${what}ms" MECH=netem; else
-        link="--delay-ms $what" qdisc="" MECH="delay link"; fi ;;
-    esac
-    if [ -n "$link" ] && [ -n "$NO_LINK" ]; then
-        UNAVAILABLE="no netem in this kernel, and no delay link ($NO_LINK)"
-        return
-    fi
-    if [ "$link" != "$HOSTS_LINK" ]; then
-        mh_relink $link >&2
-        HOSTS_LINK=$link
-    fi
-    shape "$qdisc" || UNAVAILABLE="this kernel has no '${qdisc%% *}' qdisc"
+    local b
+    b=$(sed -n 's/.*tbf .*burst \([0-9]*\)kb.*/\1/p' <<<"$2")
+    if [ "$1" = tc ] && [ -n "$b" ] && [ -n "$VETH_GBPS" ]; then BURST_ARG="--inter-burst ${b}K,$VETH_GBPS"; fi
 }
 
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p'), model" \

@@ -15,9 +15,15 @@
 #   brun JSON N PPN ... `shardvit bench ARGS` across the hosts (N ranks, PPN per host), its JSON
 #                       result into the file JSON (for the bench/ scripts)
 #   shape "TC ARGS"     set (or, with "", clear) a root qdisc on the eth0 of hosts 0 and 1
-#   tcp_probe rtt N | tcp_probe bulk BYTES
+#   tcp_probe rtt N | tcp_probe bulk BYTES | tcp_probe cpu SECONDS
 #                       tests/multihost/tcp_probe.py from host 0 to a server it starts in host 1
 #                       (and stops after); prints the client's JSON, fails when the client does
+#   mh_setting HOW WHAT bring hosts 0 and 1 into a link setting of the bench/ scripts: HOW = tc
+#                       (root qdisc WHAT on both eth0; "" = none), link (hosts on delay links
+#                       with netns_hosts.sh up's options WHAT), delay (one-way delay WHAT ms:
+#                       netem where the kernel has it, else delay links); sets MECH (what shapes
+#                       the link) and UNAVAILABLE (why the setting cannot be made here, or "").
+#                       Call mh_probe_mechanisms once before.
 MH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$MH/../fsdp/lib.sh"
 MH_LINK=${MH_LINK:-}
@@ -151,4 +157,34 @@ tcp_probe() {
     for p in $(host_procs 1 "tcp_probe.py serve"); do kill "$p" 2>/dev/null || true; done
     for _ in $(seq 50); do [ -n "$(host_procs 1 "tcp_probe.py serve")" ] || break; sleep 0.05; done
     return $rc
+}
+
+# mh_probe_mechanisms: which link shapers this machine has (NETEM=1 when the kernel has netem;
+# NO_LINK = why delay links cannot run, or ""); the hosts are on veth links afterwards
+mh_probe_mechanisms() {
+    NETEM=0
+    shape "netem delay 1ms" && NETEM=1
+    shape ""
+    NO_LINK=$(bash "$MH/netns_hosts.sh" check --delay-link 2>&1 | tail -1) && NO_LINK=""
+    MH_HOSTS_LINK="" # the link options of the hosts now (netns_hosts.sh up's; "" = veth)
+}
+
+mh_setting() {
+    local how=$1 what=$2 link="" qdisc="$2"
+    UNAVAILABLE=""
+    case "$how" in
+    tc) MECH=${what%% *} MECH=${MECH:-veth} ;;
+    link) link=$what qdisc="" MECH="delay link" ;;
+    delay) if [ "$NETEM" = 1 ]; then qdisc="netem delay ${what}ms" MECH=netem; else
+        link="--delay-ms $what" qdisc="" MECH="delay link"; fi ;;
+    esac
+    if [ -n "$link" ] && [ -n "$NO_LINK" ]; then
+        UNAVAILABLE="no netem in this kernel, and no delay link ($NO_LINK)"
+        return
+    fi
+    if [ "$link" != "$MH_HOSTS_LINK" ]; then
+        mh_relink $link >&2
+        MH_HOSTS_LINK=$link
+    fi
+    shape "$qdisc" || UNAVAILABLE="this kernel has no '${qdisc%% *}' qdisc"
 }
