@@ -47,15 +47,20 @@ typedef struct link_preset {
  * NICs per node (400 / 200 Gb/s each) at 80% of line rate; 400gbe: 8 x 400 GbE RoCE at 75%;
  * 100gbe: one 100 GbE NIC per node at 80%. Latencies per ring step: the usual published
  * small-message figures (NVLink ~2 us, InfiniBand ~5 us, RoCE ~8 us, TCP 100 GbE ~15 us). */
+/* LINK(alpha_s, bw_Bps, reduce_factor, progress_s): the fields a preset sets; the others
+ * (shared, transport CPU cost, token bucket) stay 0 */
+#define LINK(a, bw, rf, prog) \
+    { .alpha_s = (a), .bw_Bps = (bw), .reduce_factor = (rf), .progress_s = (prog) }
 static const link_preset k_intra[] = {
-    {"shm", {1.5e-6, 3.45e9, 0.52, 50e-6, 0, 0, 0, 0}, 0.0},
-    {"nvlink", {2.0e-6, 370e9, 1.0, 0.0, 0, 0, 0, 0}, 10e-6},
+    {"shm", LINK(1.5e-6, 3.45e9, 0.52, 50e-6), 0.0},
+    {"nvlink", LINK(2.0e-6, 370e9, 1.0, 0.0), 10e-6},
 };
 static const link_preset k_inter[] = {
-    {"ndr", {5e-6, 320e9, 1.0, 0.0, 0, 0, 0, 0}, 0},    {"hdr", {5e-6, 160e9, 1.0, 0.0, 0, 0, 0, 0}, 0},
-    {"400gbe", {8e-6, 300e9, 1.0, 0.0, 0, 0, 0, 0}, 0}, {"100gbe", {15e-6, 10e9, 1.0, 0.0, 0, 0, 0, 0}, 0},
-    {"none", {0, 1e30, 1.0, 0.0, 0, 0, 0, 0}, 0},
+    {"ndr", LINK(5e-6, 320e9, 1.0, 0.0), 0},    {"hdr", LINK(5e-6, 160e9, 1.0, 0.0), 0},
+    {"400gbe", LINK(8e-6, 300e9, 1.0, 0.0), 0}, {"100gbe", LINK(15e-6, 10e9, 1.0, 0.0), 0},
+    {"none", LINK(0, 1e30, 1.0, 0.0), 0},
 };
+#undef LINK
 const char *const sv_sim_net_names =
     "INTRA[+INTER] with INTRA = shm | nvlink and INTER = ndr | hdr | 400gbe | 100gbe (e.g. nvlink+ndr)";
 
