@@ -16,7 +16,8 @@
  *    so 1.01 covers both; a wrong product or a lost term is far outside.
  *  - bitwise against the contract itself: c = fmaf(a_k, b_k, c) for k = 0, 1, ... starting
  *    from C0 (accumulate) or +0.
- * Also: bitwise identity when rows are computed in slices (separate run calls, as worker
+ * Full row groups of A are read in place by the AVX-512 engine and packed otherwise; both
+ * paths meet the same checks. Also: bitwise identity when rows are computed in slices (separate run calls, as worker
  * threads do) and when B is packed in column ranges by several pack calls; reduction chunks
  * (a multiple of red_block, then accumulate) equal one call bitwise; r == 0 zeroes C or leaves it
  * (accumulate); m == 0 / n == 0 touch nothing; C outside the m x n region (ldc > n, rows around
@@ -255,6 +256,9 @@ static void check_engine(void) {
     }
     check_all_layouts(257, 191, 577, 400);
     check_all_layouts(577, 65, 300, 410);
+    /* rows of a reduction-contiguous A 4 KiB apart (packed, not read in place) and 4 KiB + 12 B
+     * apart (the padded variant: read in place) */
+    check_all_layouts(37, 40, 1024, 420);
     /* ViT shapes: rows 2*197 and 3*50, 10 classes, patch of 48 pixels, D = 192, 3D, 4D */
     const int vit[][3] = {{394, 10, 192},  {150, 192, 48},  {394, 576, 192},
                           {150, 768, 192}, {150, 192, 768}, {394, 192, 192}};
