@@ -77,11 +77,26 @@ static float k_sum16(const float *s, int T) {
     return k_tree16(acc);
 }
 
+/* max of s[0 .. T) (T >= 1) in 16 lanes, so that it vectorises (a serial max over one variable
+ * does not: it was a third of the softmax's time at T = 197). The maximum of a set does not
+ * depend on the order it is taken in (ties between +0 and -0 aside, which the softmax's
+ * s - max then maps to the same exp), so the result is that of the serial loop. */
+static float k_max16(const float *s, int T) {
+    float m[16];
+    for (int l = 0; l < 16; l++) m[l] = s[0];
+    int j = 0;
+    for (; j + 16 <= T; j += 16)
+        for (int l = 0; l < 16; l++) m[l] = s[j + l] > m[l] ? s[j + l] : m[l];
+    for (; j < T; j++) m[j & 15] = s[j] > m[j & 15] ? s[j] : m[j & 15];
+    float mx = m[0];
+    for (int l = 1; l < 16; l++) mx = m[l] > mx ? m[l] : mx;
+    return mx;
+}
+
 static void k_softmax_rows(float *S, int rows, int T) {
     for (int r = 0; r < rows; r++) {
         float *s = S + (size_t)r * T;
-        float mx = s[0];
-        for (int j = 1; j < T; j++) mx = s[j] > mx ? s[j] : mx;
+        const float mx = k_max16(s, T);
         for (int j = 0; j < T; j++) s[j] = sv_exp_fast(s[j] - mx);
         float inv = 1.0f / k_sum16(s, T);
         for (int j = 0; j < T; j++) s[j] *= inv;
