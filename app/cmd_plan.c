@@ -62,6 +62,10 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
          "leave at PEAK_GBPS (a rate limiter such as tc's tbf)",
          0},
         {"steps", SV_FLAG_INT, &sa.sim.steps, 1, 1000, "simulated steps after the warm-up step", 0},
+        {"sched-quantum", SV_FLAG_DOUBLE, &sa.sim.sched_quantum_ms, 0, 1000,
+         "--device cpu, oversubscribed: the scheduler's time-sharing quantum in ms, the wait of a "
+         "collective's round that overlaps compute (0 = measure it here)",
+         0},
         {"cores", SV_FLAG_DOUBLE, &sa.sim.cores, 0, 1 << 20,
          "--device cpu: cores of the simulated node (0 = this "
          "machine's)",
@@ -106,10 +110,12 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         return sv_plan_sim_run(&sa);
     }
     if (sa.format || sa.json || sa.sim.nodes || sa.sim.net || sa.sim.intra || sa.sim.inter || sa.sim.net_from ||
-        sa.sim.inter_from || sa.sim.cores > 0 || sa.sim.inter_cpu_ns > 0 || sa.sim.inter_burst)
+        sa.sim.inter_from || sa.sim.cores > 0 || sa.sim.inter_cpu_ns > 0 || sa.sim.inter_burst ||
+        sa.sim.sched_quantum_ms > 0)
         return sv_cmd_usage_error("plan",
                                   "--format/--json/--nodes/--net/--net-from/--inter-from/--intra/--inter/"
-                                  "--inter-cpu/--inter-burst/--cores need --simulate, --suggest-wrap or --sweep");
+                                  "--inter-cpu/--inter-burst/--cores/--sched-quantum need --simulate, --suggest-wrap "
+                                  "or --sweep");
     if (!strcmp(o.device, "auto")) o.device = "cpu";
     sv_vit_config vcfg;
     sv_fsdp_config fc;

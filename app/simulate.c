@@ -8,6 +8,7 @@
 
 #include "app/flags.h"
 #include "app/provenance.h"
+#include "app/sched_quantum.h"
 #include "app/train_step.h"
 #include "core/fileio.h"
 #include "core/clock.h"
@@ -312,6 +313,10 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
         int lg = 0;
         for (int c = (int)cores < 8 ? (int)cores : 8; c > 1; c >>= 1) lg++;
         net.sched_lag_s = (sc.slowdown - 1.0) * 0.75e-3 * (1 + lg);
+        /* a round of a collective that overlaps compute waits for the partner's next quantum
+         * (measured on the real clock, before the virtual one is installed) */
+        if (sc.slowdown > 1.0)
+            net.sched_round_s = o->sched_quantum_ms > 0 ? o->sched_quantum_ms * 1e-3 : sv_sched_quantum_s(0.1);
         res->threads = bc.threads;
         /* MFU against the hardware, as `bench` computes it: the ISA peak of one core x cores used
          * (measured on the real clock, before the virtual one is installed) */
@@ -463,8 +468,10 @@ void sv_sim_print(FILE *f, const sv_sim_opts *o, const sv_sim_result *r) {
     fprintf(f, "  device: %s", r->device_name);
     if (r->threads) fprintf(f, ", %d thread%s per rank", r->threads, r->threads == 1 ? "" : "s");
     if (r->slowdown > 1)
-        fprintf(f, ", oversubscribed x%.2f (each collective starts %.2f ms late)", r->slowdown,
-                r->net.sched_lag_s * 1e3);
+        fprintf(f,
+                ", oversubscribed x%.2f (each collective starts %.2f ms late; each round of one that overlaps "
+                "compute waits a %.2f ms scheduler quantum)",
+                r->slowdown, r->net.sched_lag_s * 1e3, r->net.sched_round_s * 1e3);
     fprintf(f,
             "\n  network: intra %.1f us + %.2f GB/s (reductions x%.2f), inter %.1f us + %.3g GB/s per node "
             "(reductions x%.2f, %s",
@@ -548,6 +555,7 @@ void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r
     sv_json_key(w, "progress_us"), sv_json_f64(w, r->net.intra.progress_s * 1e6);
     sv_json_key(w, "inter_progress_us"), sv_json_f64(w, r->net.inter.progress_s * 1e6);
     sv_json_key(w, "sched_lag_us"), sv_json_f64(w, r->net.sched_lag_s * 1e6);
+    sv_json_key(w, "sched_round_us"), sv_json_f64(w, r->net.sched_round_s * 1e6);
     sv_json_key(w, "inter_alpha_us"), sv_json_f64(w, r->net.inter.alpha_s * 1e6);
     sv_json_key(w, "inter_gbps"), sv_json_f64(w, r->net.inter.bw_Bps / 1e9);
     sv_json_key(w, "inter_reduce_factor"), sv_json_f64(w, r->net.inter.reduce_factor);

@@ -39,6 +39,7 @@ typedef struct sv_sim_opts {
     int steps;               /* simulated steps after one warm-up step (>= 1) */
     const char *trace;       /* write the simulated timeline here (NULL: none) */
     double cores;            /* cpu: cores of the simulated node (0 = this machine's) */
+    double sched_quantum_ms; /* cpu, oversubscribed: the scheduler's quantum (0 = measure it: app/sched_quantum.h) */
 } sv_sim_opts;
 
 typedef struct sv_sim_result {

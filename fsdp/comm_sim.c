@@ -15,8 +15,9 @@ static double log2_ceil(int n) {
 }
 
 void sv_sim_coll_parts(const sv_sim_net *net, const sv_sim_group *g, int kind, size_t bytes, double *latency_s,
-                       double *transfer_s, double *net_bytes) {
+                       double *transfer_s, double *net_bytes, int *rounds) {
     *latency_s = *transfer_s = *net_bytes = 0;
+    if (rounds) *rounds = 0;
     int n = g->size;
     if (n <= 1) return;
     double a = net->intra.alpha_s, bw = net->intra.bw_Bps, rf = net->intra.reduce_factor;
@@ -27,22 +28,24 @@ void sv_sim_coll_parts(const sv_sim_net *net, const sv_sim_group *g, int kind, s
         if (g->ranks_per_node <= 1 || share < bw) bw = share, rf = net->inter.reduce_factor;
     }
     if ((kind == SV_COLL_REDUCE_SCATTER || kind == SV_COLL_ALL_REDUCE) && rf > 0) bw *= rf;
-    double S = (double)bytes, f = (double)(n - 1) / n, lat, xfer, dir; /* dir: bytes each way */
+    double S = (double)bytes, f = (double)(n - 1) / n, xfer, dir; /* dir: bytes each way */
+    int steps; /* sequential message rounds: each costs one alpha */
     switch (kind) {
     case SV_COLL_ALL_GATHER:
-    case SV_COLL_REDUCE_SCATTER: lat = (n - 1) * a, xfer = S * f / bw, dir = S * f; break;
+    case SV_COLL_REDUCE_SCATTER: steps = n - 1, xfer = S * f / bw, dir = S * f; break;
     case SV_COLL_ALL_REDUCE: {
         double ring = 2.0 * (n - 1) * a + 2.0 * S * f / bw, tree = 2.0 * log2_ceil(n) * a + 2.0 * S / bw;
         if (ring < tree)
-            lat = 2.0 * (n - 1) * a, xfer = 2.0 * S * f / bw, dir = 2.0 * S * f;
+            steps = 2 * (n - 1), xfer = 2.0 * S * f / bw, dir = 2.0 * S * f;
         else
-            lat = 2.0 * log2_ceil(n) * a, xfer = 2.0 * S / bw, dir = 2.0 * S;
+            steps = 2 * (int)log2_ceil(n), xfer = 2.0 * S / bw, dir = 2.0 * S;
         break;
     }
-    case SV_COLL_BROADCAST: lat = (n - 1) * a, xfer = S / bw, dir = S; break;
-    default: lat = 2.0 * log2_ceil(n) * a, xfer = 0, dir = 0; break; /* barrier */
+    case SV_COLL_BROADCAST: steps = n - 1, xfer = S / bw, dir = S; break;
+    default: steps = 2 * (int)log2_ceil(n), xfer = 0, dir = 0; break; /* barrier */
     }
-    *latency_s = net->base_s + lat;
+    if (rounds) *rounds = steps;
+    *latency_s = net->base_s + steps * a;
     *transfer_s = xfer;
     /* sent + received; spanning nodes, only the hops across a node boundary use the network */
     *net_bytes = 2.0 * dir * (g->nodes > 1 ? (double)g->nodes / n : 1.0);
@@ -50,7 +53,7 @@ void sv_sim_coll_parts(const sv_sim_net *net, const sv_sim_group *g, int kind, s
 
 double sv_sim_coll_seconds(const sv_sim_net *net, const sv_sim_group *g, int kind, size_t bytes) {
     double lat, xfer, nb;
-    sv_sim_coll_parts(net, g, kind, bytes, &lat, &xfer, &nb);
+    sv_sim_coll_parts(net, g, kind, bytes, &lat, &xfer, &nb, NULL);
     return g->size <= 1 ? 0.0 : lat + xfer;
 }
 
@@ -83,6 +86,7 @@ struct sv_sim_fabric {
     double t;     /* the jobs' state is that of this time (<= *now between calls) */
     double cpu_s; /* transport CPU time charged to compute (per thread) */
     int has_cpu;  /* some link has a CPU cost */
+    long ops;     /* compute ops run so far (sv_sim_fabric_op_seconds calls) */
     /* token buckets per link (0 intra, 1 inter; mult 0 = none): tokens and burst in seconds of
      * transfer at the link's rate, mult = peak / rate */
     double tokens[2], burst_s[2], mult[2];
@@ -189,7 +193,7 @@ static void advance(sv_sim_fabric *f, double until, const sim_job *stop, double 
 sv_status sv_sim_fabric_create(const sv_sim_net *net, double *now, int threads, sv_sim_fabric **out) {
     *out = NULL;
     if (!(net->intra.bw_Bps > 0) || !(net->inter.bw_Bps > 0) || net->intra.alpha_s < 0 || net->inter.alpha_s < 0 ||
-        net->base_s < 0 || net->intra.progress_s < 0 || net->inter.progress_s < 0 || net->sched_lag_s < 0 ||
+        net->base_s < 0 || net->intra.progress_s < 0 || net->inter.progress_s < 0 || net->sched_lag_s < 0 || net->sched_round_s < 0 ||
         net->intra.cpu_s_per_byte < 0 || net->inter.cpu_s_per_byte < 0 || net->intra.burst_bytes < 0 ||
         net->inter.burst_bytes < 0 || net->intra.peak_Bps < 0 || net->inter.peak_Bps < 0)
         return SV_FAIL(SV_ERR_INVALID, "simulated network: bandwidths must be > 0, latencies and costs >= 0");
@@ -217,6 +221,7 @@ void sv_sim_fabric_destroy(sv_sim_fabric *f) { free(f); }
 double sv_sim_fabric_cpu_seconds(const sv_sim_fabric *f) { return f->cpu_s; }
 
 double sv_sim_fabric_op_seconds(sv_sim_fabric *f, double t) {
+    f->ops++;
     if (!f->has_cpu || !(t > 0)) return t;
     advance(f, *f->now, NULL, NULL); /* moved while the rank waited: free */
     double op = t;
@@ -235,6 +240,10 @@ typedef struct sim_comm {
     double *now;
     double left[SV_COMM_MAX_INFLIGHT];     /* progress-driven: transfer seconds still to move */
     double ready_at[SV_COMM_MAX_INFLIGHT]; /* progress-driven: every rank has arrived (sched_lag_s) */
+    /* Oversubscribed (sched_round_s): the earliest completion of a collective the rank computed
+     * through (issue + rounds x sched_round_s), and the fabric's op count at its issue. */
+    double floor_at[SV_COMM_MAX_INFLIGHT];
+    long ops_at[SV_COMM_MAX_INFLIGHT];
     int (*untouchable)(void *ctx, const void *p);
     void *untouchable_ctx;
 } sim_comm;
@@ -265,10 +274,13 @@ static sv_status sim_issue(sv_comm *c, int idx, int *done) {
     fill_all_gather(m, s);
     const sv_sim_net *net = &m->fab->net;
     double lat, xfer, nb;
-    sv_sim_coll_parts(net, &m->g, (int)s->kind, full_bytes(c, s), &lat, &xfer, &nb);
+    int rounds;
+    sv_sim_coll_parts(net, &m->g, (int)s->kind, full_bytes(c, s), &lat, &xfer, &nb, &rounds);
     *done = lat + xfer <= 0;
     if (*done) return SV_OK;
     double ready = *m->now + net->sched_lag_s;
+    m->floor_at[idx] = *m->now + rounds * net->sched_round_s;
+    m->ops_at[idx] = m->fab->ops;
     if (m->progress_s > 0) {
         m->left[idx] = lat + xfer;
         m->ready_at[idx] = ready;
@@ -282,6 +294,13 @@ static sv_status sim_issue(sv_comm *c, int idx, int *done) {
     j->cpu = j->work > 0 ? l->cpu_s_per_byte * nb / j->work : 0;
     if (j->work <= 0) j->done_at = ready + j->tail;
     return SV_OK;
+}
+
+/* The time before which collective idx cannot complete: its round floor if the rank has run an
+ * op since its issue (it progressed while the ranks computed, drifting apart on time-shared
+ * cores), else 0 (issued and waited for at once: a synchronisation the ranks meet together). */
+static double floor_of(const sim_comm *m, int idx) {
+    return m->fab->ops > m->ops_at[idx] ? m->floor_at[idx] : 0;
 }
 
 /* Progress-driven: the oldest unfinished collective of the comm (they move in issue order). */
@@ -299,7 +318,7 @@ static sv_status sim_test(sv_comm *c, int idx, int *done) {
     if (m->progress_s <= 0) {
         sim_job *j = job_of(m, idx);
         advance(m->fab, *m->now, NULL, NULL);
-        *done = j->work <= 0 && *m->now >= j->done_at;
+        *done = j->work <= 0 && *m->now >= j->done_at && *m->now >= floor_of(m, idx);
         if (*done) j->busy = 0;
         return SV_OK;
     }
@@ -308,7 +327,7 @@ static sv_status sim_test(sv_comm *c, int idx, int *done) {
         m->left[idx] -= d;
         *m->now += d;
     }
-    *done = m->left[idx] <= 0;
+    *done = m->left[idx] <= 0 && *m->now >= floor_of(m, idx);
     return SV_OK;
 }
 
@@ -319,6 +338,7 @@ static void sim_wait_hint(sv_comm *c, int idx) {
         advance(m->fab, *m->now, NULL, NULL);
         advance(m->fab, INFINITY, j, NULL); /* blocked: nothing new is issued meanwhile */
         if (*m->now < j->done_at) *m->now = j->done_at;
+        if (*m->now < floor_of(m, idx)) *m->now = floor_of(m, idx);
         return;
     }
     /* blocked in the wait: everything issued before it, then it, move at full speed */
@@ -327,6 +347,7 @@ static void sim_wait_hint(sv_comm *c, int idx) {
         *m->now += m->left[h];
         m->left[h] = 0;
     }
+    if (*m->now < floor_of(m, idx)) *m->now = floor_of(m, idx);
 }
 
 static sv_status sim_split(sv_comm *parent, int color, int key, sv_comm **out) {

@@ -92,6 +92,13 @@ typedef struct sv_sim_net {
      * much after its issue (the simulator sets (ranks x threads / cores - 1) x the scheduler's
      * time slice; 0 otherwise). */
     double sched_lag_s;
+    /* Oversubscribed, the other half: a collective that progresses while the ranks compute (the
+     * rank runs an op between its issue and its completion) moves one round of its algorithm
+     * (sv_sim_coll_parts' rounds: a ring step) each time the partner rank gets a core back, so
+     * it completes no earlier than issue + rounds x this: the scheduler's time-sharing quantum
+     * (app/sched_quantum.h; 0 = no floor). One issued and waited for at once is a
+     * synchronisation the ranks meet together: sched_lag_s only. */
+    double sched_round_s;
 } sv_sim_net;
 
 /* Shape of one communicator's group in the simulated world. */
@@ -106,9 +113,12 @@ typedef struct sv_sim_group {
 double sv_sim_coll_seconds(const sv_sim_net *net, const sv_sim_group *g, int kind, size_t bytes);
 /* The same split into its latency terms (base + the alpha terms) and its bandwidth term, and the
  * bytes one rank sends plus receives for it over the link the group uses (a group spanning nodes:
- * its share of the ring hops that cross a node boundary, nodes / n of them). */
+ * its share of the ring hops that cross a node boundary, nodes / n of them). rounds (nullable):
+ * the sequential message rounds of the algorithm, one per alpha term (ring all_gather,
+ * reduce_scatter, broadcast: n - 1; all_reduce: 2 (n - 1) ring or 2 ceil(log2 n) tree, whichever
+ * the model picked; barrier 2 ceil(log2 n); 0 for a group of one). */
 void sv_sim_coll_parts(const sv_sim_net *net, const sv_sim_group *g, int kind, size_t bytes, double *latency_s,
-                       double *transfer_s, double *net_bytes);
+                       double *transfer_s, double *net_bytes, int *rounds);
 
 /* The links of a simulated world and the collectives in flight on them: every simulated
  * communicator of one run belongs to one fabric, which decides when each of its collectives

@@ -11,7 +11,13 @@
  * the bytes moved meanwhile (divided over the rank's threads), and nothing while the rank waits;
  * without a cost an op takes its own time; a token bucket in front of the link (tc's tbf with a
  * peak rate) sends min(peak t, burst + rate t) bytes by time t after idling, refills at the rate
- * while the link idles (its latency terms included) and is never fuller than its burst. */
+ * while the link idles (its latency terms included) and is never fuller than its burst.
+ * Oversubscribed ranks (sched_round_s): a collective the rank computed through (an op ran
+ * between its issue and its wait) completes no earlier than issue + rounds x sched_round_s
+ * (rounds: 1 for 2 ranks, 3 for a 4-rank ring), on a self-progressing link and on a
+ * progress-driven one; one issued and waited for at once, and any collective with
+ * sched_round_s = 0, completes as before; a rank that computes past the floor sees it done. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -65,7 +71,7 @@ static double wait_at(sv_comm *c, sv_comm_req *q) {
 static void test_parts(void) {
     sv_sim_net n = net(1, 0);
     double lat, xfer, bytes;
-    sv_sim_coll_parts(&n, &k_g, 1 /* reduce_scatter */, sizeof g_send, &lat, &xfer, &bytes);
+    sv_sim_coll_parts(&n, &k_g, 1 /* reduce_scatter */, sizeof g_send, &lat, &xfer, &bytes, NULL);
     CHECK_CLOSE(lat, LAT, EPS);
     CHECK_CLOSE(xfer, XFER, EPS);
     CHECK_CLOSE(bytes, 2e6, 1e-6); /* 1 MB sent + 1 MB received */
@@ -229,6 +235,61 @@ static void test_token_bucket(void) {
            XFER * 1e3);
 }
 
+/* A collective on comm c issued at the current time, an op of `op_s` seconds run (the virtual
+ * clock moved past it as the backend would), then waited for: the time it completed after its
+ * issue. op_s < 0: no op (issued and waited for at once). */
+static double after_op(sv_sim_fabric *f, sv_comm *c, int count, double op_s) {
+    sv_comm_req q;
+    const double t0 = g_now;
+    CHECK_OK(sv_comm_reduce_scatter(c, g_recv, g_send, (size_t)count, SV_COMM_F32, SV_COMM_SUM, &q));
+    if (op_s >= 0) g_now += sv_sim_fabric_op_seconds(f, op_s);
+    return wait_at(c, &q) - t0;
+}
+
+static void test_sched_round(void) {
+    const double Q = 5e-3; /* the quantum: longer than the 1.01 ms collective */
+    for (int mode = 0; mode < 2; mode++) {
+        /* mode 0: the self-progressing inter-node link (two nodes); mode 1: a progress-driven
+         * intra-node link (polls move the data), one node */
+        for (int q = 0; q < 2; q++) {
+            sv_sim_net n = net(1, 0);
+            n.sched_round_s = q ? Q : 0;
+            n.intra.progress_s = 1e-4;
+            n.intra.bw_Bps = 1e9, n.intra.alpha_s = LAT; /* the same 1.01 ms as the inter link */
+            sv_sim_fabric *f;
+            g_now = 0;
+            CHECK_OK(sv_sim_fabric_create(&n, &g_now, 1, &f));
+            const sv_sim_group g2 = {.size = 2, .rank = 0, .nodes = mode ? 1 : 2, .ranks_per_node = mode ? 2 : 1};
+            const sv_sim_group g4m = {.size = 4, .rank = 0, .nodes = mode ? 1 : 4, .ranks_per_node = mode ? 4 : 1};
+            sv_comm_config cfg = {.kind = SV_COMM_KIND_LOCAL, .timeout_s = 0};
+            sv_comm *a, *b;
+            CHECK_OK(sv_comm_sim_create(&cfg, f, &g2, "a", &a));
+            CHECK_OK(sv_comm_sim_create(&cfg, f, &g4m, "b", &b));
+            /* without the floor: the link moves the data during the op (mode 0), or the wait
+             * does after it (mode 1: nothing polls during the op) */
+#define EXPECT(op, plain, rounds)                                                                                     \
+    (fmax(mode ? (op) + (plain) : fmax((op), (plain)), q ? (rounds) * Q : 0))
+            const double plain = XFER + LAT, plain4 = 1.5 * XFER + 3 * LAT; /* 2 ranks; 4 ranks: 3 ring steps */
+            /* issued and waited for at once: no floor */
+            CHECK_CLOSE(after_op(f, a, N_PER_RANK, -1), plain, 1e-9);
+            CHECK_CLOSE(after_op(f, b, N_PER_RANK / 2, -1), plain4, 1e-9);
+            /* computed through for 0.1 ms: done at the floor (1 round; 3 for 4 ranks) */
+            CHECK_CLOSE(after_op(f, a, N_PER_RANK, 0.1e-3), EXPECT(0.1e-3, plain, 1), 1e-9);
+            CHECK_CLOSE(after_op(f, b, N_PER_RANK / 2, 0.1e-3), EXPECT(0.1e-3, plain4, 3), 1e-9);
+            /* computed through for 7 ms: past the 1-round floor */
+            CHECK_CLOSE(after_op(f, a, N_PER_RANK, 7e-3), EXPECT(7e-3, plain, 1), 1e-9);
+            if (q) CHECK(EXPECT(0.1e-3, plain, 1) == Q && EXPECT(0.1e-3, plain4, 3) == 3 * Q); /* the floor binds */
+#undef EXPECT
+            sv_comm_destroy(a);
+            sv_comm_destroy(b);
+            sv_sim_fabric_destroy(f);
+        }
+    }
+    printf("ok oversubscribed rounds: a collective computed through ends >= issue + rounds x %.0f ms (1 round for 2 "
+           "ranks, 3 for 4); one waited for at once, or with no quantum, as before\n",
+           Q * 1e3);
+}
+
 int main(void) {
     sv_clock_set_virtual(&g_now);
     test_parts();
@@ -236,6 +297,7 @@ int main(void) {
     test_serial();
     test_cpu_cost();
     test_token_bucket();
+    test_sched_round();
     sv_clock_set_virtual(NULL);
     printf("comm_sim: all passed\n");
     return 0;

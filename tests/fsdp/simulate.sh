@@ -3,8 +3,8 @@
 # its collective counts per communicator equal the trainer's counters for the same configuration,
 # its memory equals `plan`'s, its timeline is a valid trace, and its model is monotonic (more
 # bandwidth never slows a step, on serial and on shared links; a bigger unit never lowers
-# memory; a transport CPU cost lengthens compute). Also --suggest-wrap, --sweep and the flag
-# errors.
+# memory; a transport CPU cost lengthens compute; a longer scheduler quantum never shortens an
+# oversubscribed step). Also --suggest-wrap, --sweep and the flag errors.
 SHARDVIT=$1
 source "$(dirname "$0")/lib.sh"
 S=2
@@ -211,6 +211,24 @@ d = json.load(sys.stdin)
 assert d["intra_gbps"] > 0 and d["intra_alpha_us"] >= 0 and d["step_time_s"] > 0, d
 print("ok net-from this machine: %.1f us + %.2f GB/s" % (d["intra_alpha_us"], d["intra_gbps"]))'
 
+# 7b. oversubscribed CPU ranks (--cores 1: world 2 shares one core): the scheduler quantum is
+#     measured here and reported; a longer --sched-quantum never shortens the step (each round of a
+#     collective that overlaps compute waits one); without oversubscription there is no quantum
+OV="$PLAN_TINY --world 2 --cores 1 --device cpu"
+ov() { sim_json $OV "$@" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d["step_time_s"], d["sched_round_us"])'; }
+set -- $(ov)
+"$PY" -c "import sys; q = float(sys.argv[1]); assert 50 < q < 1e6, q; print('ok probed scheduler quantum: %.2f ms' % (q / 1e3))" "$2"
+prev=""
+for q in 0.5 4 32; do
+    set -- $(ov --sched-quantum $q)
+    "$PY" -c "import sys; t, r, q = map(float, sys.argv[1:4]); assert abs(r - 1e3 * q) < 1e-6, (r, q); p = sys.argv[4]; assert not p or t >= float(p) * (1 - 1e-12), (t, p)" "$1" "$2" "$q" "$prev"
+    prev=$1
+done
+"$PY" -c "import sys; assert float(sys.argv[1]) > 0; print('ok --sched-quantum 0.5 .. 32 ms: step non-decreasing, last %.4f s' % float(sys.argv[1]))" "$prev"
+q0=$(sim_json $PLAN_TINY --world 2 --device cpu --cores 2 | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["sched_round_us"])')
+[ "$q0" = 0 ] || [ "$q0" = 0.0 ] || { echo "FAIL: a quantum ($q0 us) without oversubscription"; exit 1; }
+echo "ok no quantum without oversubscription"
+
 # 8. bad flags: a clear error and exit 2
 bad() {
     local rc=0
@@ -226,6 +244,8 @@ BADMSG="needs an inter-node network" bad --simulate --device cpu --world 4 --nod
 BADMSG="unknown key" bad --sweep "colour=red" --device h200
 BADMSG="need --simulate" bad --net nvlink
 BADMSG="need --simulate" bad --inter-burst 64K,100
+BADMSG="need --simulate" bad --sched-quantum 4
+BADMSG="--sched-quantum: invalid value" bad --simulate --device cpu --sched-quantum -1
 BADMSG="--inter-burst 'x'" bad --simulate --device h200 --world 16 --nodes 2 --inter-burst x
 BADMSG="above the link" bad --simulate --device h200 --world 16 --nodes 2 --inter-burst 64K,0.001
 mkfifo "$WORK/fifo"

@@ -153,8 +153,8 @@ static void run_common(const f32_isa *I, float *C, size_t ldc, sv_gemm_mat A, in
                     if (ni0 < m) prefetch_a(A, ni0, nmc, nk0, nkq, call, outer * inner);
                     const float *bt = pb + ((size_t)jp * r + k0) * NR;
                     if (g < full) {
-                        const float *a = A.red_contig ? A.p + (size_t)(i0 + g) * A.ld + k0
-                                                      : A.p + (size_t)k0 * A.ld + (i0 + g);
+                        const float *a =
+                            A.red_contig ? A.p + (size_t)(i0 + g) * A.ld + k0 : A.p + (size_t)k0 * A.ld + (i0 + g);
                         I->kernel_direct(kq, a, A.ld, A.red_contig, bt, Ct, ldc, nr, load_c);
                     } else
                         I->kernel(kq, S + (size_t)(g - full) * kq, bt, Ct, ldc, mr, nr, load_c);
@@ -297,8 +297,8 @@ static void kernel_512(int kq, const float *a, const float *b, float *C, size_t 
 
 /* kernel_512 for a full group of MR512 rows of A read in place (f32_isa.kernel_direct): the
  * same FMAs in the same order, so the same bits as packing A first. */
-static void kernel_512_direct(int kq, const float *a, size_t lda, int red_contig, const float *b, float *C,
-                              size_t ldc, int nr, int load_c) {
+static void kernel_512_direct(int kq, const float *a, size_t lda, int red_contig, const float *b, float *C, size_t ldc,
+                              int nr, int load_c) {
     __m512 c0[MR512], c1[MR512];
     const __mmask16 k0 = mask16(nr), k1 = mask16(nr - 16);
 #pragma GCC unroll 16
