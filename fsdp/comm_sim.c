@@ -29,7 +29,7 @@ void sv_sim_coll_parts(const sv_sim_net *net, const sv_sim_group *g, int kind, s
     }
     if ((kind == SV_COLL_REDUCE_SCATTER || kind == SV_COLL_ALL_REDUCE) && rf > 0) bw *= rf;
     double S = (double)bytes, f = (double)(n - 1) / n, xfer, dir; /* dir: bytes each way */
-    int steps; /* sequential message rounds: each costs one alpha */
+    int steps;                                                    /* sequential message rounds: each costs one alpha */
     switch (kind) {
     case SV_COLL_ALL_GATHER:
     case SV_COLL_REDUCE_SCATTER: steps = n - 1, xfer = S * f / bw, dir = S * f; break;
@@ -193,9 +193,9 @@ static void advance(sv_sim_fabric *f, double until, const sim_job *stop, double 
 sv_status sv_sim_fabric_create(const sv_sim_net *net, double *now, int threads, sv_sim_fabric **out) {
     *out = NULL;
     if (!(net->intra.bw_Bps > 0) || !(net->inter.bw_Bps > 0) || net->intra.alpha_s < 0 || net->inter.alpha_s < 0 ||
-        net->base_s < 0 || net->intra.progress_s < 0 || net->inter.progress_s < 0 || net->sched_lag_s < 0 || net->sched_round_s < 0 ||
-        net->intra.cpu_s_per_byte < 0 || net->inter.cpu_s_per_byte < 0 || net->intra.burst_bytes < 0 ||
-        net->inter.burst_bytes < 0 || net->intra.peak_Bps < 0 || net->inter.peak_Bps < 0)
+        net->base_s < 0 || net->intra.progress_s < 0 || net->inter.progress_s < 0 || net->sched_lag_s < 0 ||
+        net->sched_round_s < 0 || net->intra.cpu_s_per_byte < 0 || net->inter.cpu_s_per_byte < 0 ||
+        net->intra.burst_bytes < 0 || net->inter.burst_bytes < 0 || net->intra.peak_Bps < 0 || net->inter.peak_Bps < 0)
         return SV_FAIL(SV_ERR_INVALID, "simulated network: bandwidths must be > 0, latencies and costs >= 0");
     if (!now || threads < 1) return SV_FAIL(SV_ERR_INVALID, "simulated fabric: a clock and >= 1 thread needed");
     sv_sim_fabric *f = calloc(1, sizeof *f);
@@ -299,9 +299,7 @@ static sv_status sim_issue(sv_comm *c, int idx, int *done) {
 /* The time before which collective idx cannot complete: its round floor if the rank has run an
  * op since its issue (it progressed while the ranks computed, drifting apart on time-shared
  * cores), else 0 (issued and waited for at once: a synchronisation the ranks meet together). */
-static double floor_of(const sim_comm *m, int idx) {
-    return m->fab->ops > m->ops_at[idx] ? m->floor_at[idx] : 0;
-}
+static double floor_of(const sim_comm *m, int idx) { return m->fab->ops > m->ops_at[idx] ? m->floor_at[idx] : 0; }
 
 /* Progress-driven: the oldest unfinished collective of the comm (they move in issue order). */
 static int head_slot(const sv_comm *c, const sim_comm *m) {

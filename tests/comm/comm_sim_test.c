@@ -267,8 +267,7 @@ static void test_sched_round(void) {
             CHECK_OK(sv_comm_sim_create(&cfg, f, &g4m, "b", &b));
             /* without the floor: the link moves the data during the op (mode 0), or the wait
              * does after it (mode 1: nothing polls during the op) */
-#define EXPECT(op, plain, rounds)                                                                                     \
-    (fmax(mode ? (op) + (plain) : fmax((op), (plain)), q ? (rounds) * Q : 0))
+#define EXPECT(op, plain, rounds) (fmax(mode ? (op) + (plain) : fmax((op), (plain)), q ? (rounds)*Q : 0))
             const double plain = XFER + LAT, plain4 = 1.5 * XFER + 3 * LAT; /* 2 ranks; 4 ranks: 3 ring steps */
             /* issued and waited for at once: no floor */
             CHECK_CLOSE(after_op(f, a, N_PER_RANK, -1), plain, 1e-9);
