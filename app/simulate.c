@@ -117,6 +117,11 @@ static sv_status parse_burst(const char *s, sv_sim_link *out) {
                    s, out->bw_Bps / 1e9);
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* Least squares t = c0 + c1 x over the rows of one collective kind (sizes >= 64 KiB). */
 static int fit_line(const double *x, const double *t, int n, double *c0, double *c1) {
     double sx = 0, st = 0, sxx = 0, sxt = 0;
@@ -148,8 +153,8 @@ sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_link *link) {
         sv_err_clear(); /* older results: the transport unknown, serial */
         transport = NULL;
     }
-    double x[2][64], t[2][64];
-    int n[2] = {0, 0};
+    double x[2][64], t[2][64], small_x[64], small_t[64], small_max = 0;
+    int n[2] = {0, 0}, n_small = 0;
     for (size_t i = 0; st == SV_OK && i < sv_json_count(res); i++) {
         const sv_json *r = sv_json_index(res, i);
         const char *op;
@@ -159,6 +164,11 @@ sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_link *link) {
         if (st == SV_OK) st = sv_json_get_f64(r, "time_us", &us);
         if (st != SV_OK) break;
         int k = !strcmp(op, "all_gather") ? 0 : !strcmp(op, "reduce_scatter") ? 1 : -1;
+        if (k == 0 && size < 65536 && n_small < 64) { /* the small-message regime */
+            small_x[n_small] = size;
+            small_t[n_small++] = us * 1e-6;
+            if (size > small_max) small_max = size;
+        }
         if (k < 0 || size < 65536 || n[k] == 64) continue;
         x[k][n[k]] = size;
         t[k][n[k]++] = us * 1e-6;
@@ -174,6 +184,17 @@ sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_link *link) {
         link->bw_Bps = f / a1;
         link->alpha_s = a0 > 0 ? a0 / (double)(world - 1) : 0;
         link->reduce_factor = fit_line(x[1], t[1], n[1], &r0, &r1) ? a1 / r1 : 1.0;
+        /* all_gather rows below 64 KiB: their own latency per step (MPI sends them eagerly, the
+         * large ones after a rendezvous handshake), the median of time / (world - 1) less the
+         * transfer at the fitted rate, for collectives up to the largest of them */
+        if (n_small) {
+            for (int i = 0; i < n_small; i++)
+                small_t[i] = (small_t[i] - small_x[i] * f / link->bw_Bps) / (double)(world - 1);
+            qsort(small_t, (size_t)n_small, sizeof small_t[0], cmp_double);
+            double med = small_t[n_small / 2];
+            link->small_alpha_s = med > 0 ? med : 0;
+            link->small_bytes = small_max;
+        }
         /* MPI's nonblocking collectives progress side by side (NCCL's run in stream order) */
         link->shared = transport && !strcmp(transport, "mpi");
     }
@@ -473,11 +494,15 @@ void sv_sim_print(FILE *f, const sv_sim_opts *o, const sv_sim_result *r) {
                 "compute waits a %.2f ms scheduler quantum)",
                 r->slowdown, r->net.sched_lag_s * 1e3, r->net.sched_round_s * 1e3);
     fprintf(f,
-            "\n  network: intra %.1f us + %.2f GB/s (reductions x%.2f), inter %.1f us + %.3g GB/s per node "
+            "\n  network: intra %.1f us + %.2f GB/s (reductions x%.2f%s), inter %.1f us + %.3g GB/s per node "
             "(reductions x%.2f, %s",
             r->net.intra.alpha_s * 1e6, r->net.intra.bw_Bps / 1e9, r->net.intra.reduce_factor,
-            r->net.inter.alpha_s * 1e6, r->net.inter.bw_Bps / 1e9, r->net.inter.reduce_factor,
+            r->net.intra.small_bytes > 0 ? ", small messages faster" : "", r->net.inter.alpha_s * 1e6,
+            r->net.inter.bw_Bps / 1e9, r->net.inter.reduce_factor,
             r->net.inter.shared ? "collectives share it" : "one at a time");
+    if (r->net.inter.small_bytes > 0)
+        fprintf(f, ", %.1f us per step up to %.0f KiB", r->net.inter.small_alpha_s * 1e6,
+                r->net.inter.small_bytes / 1024);
     if (r->net.inter.cpu_s_per_byte > 0) fprintf(f, ", %.2f ns CPU per byte", r->net.inter.cpu_s_per_byte * 1e9);
     if (r->net.inter.burst_bytes > 0)
         fprintf(f, ", bursts of %.0f KiB at %.3g GB/s", r->net.inter.burst_bytes / 1024, r->net.inter.peak_Bps / 1e9);
@@ -550,6 +575,8 @@ void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r
     sv_json_key(w, "mem_gathered_bytes"), sv_json_u64(w, r->mem.fsdp.gathered);
     sv_json_key(w, "mem_activations_bytes"), sv_json_u64(w, r->mem.activations);
     sv_json_key(w, "intra_alpha_us"), sv_json_f64(w, r->net.intra.alpha_s * 1e6);
+    sv_json_key(w, "intra_small_alpha_us"), sv_json_f64(w, r->net.intra.small_alpha_s * 1e6);
+    sv_json_key(w, "intra_small_bytes"), sv_json_f64(w, r->net.intra.small_bytes);
     sv_json_key(w, "intra_gbps"), sv_json_f64(w, r->net.intra.bw_Bps / 1e9);
     sv_json_key(w, "reduce_factor"), sv_json_f64(w, r->net.intra.reduce_factor);
     sv_json_key(w, "progress_us"), sv_json_f64(w, r->net.intra.progress_s * 1e6);
@@ -557,6 +584,8 @@ void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r
     sv_json_key(w, "sched_lag_us"), sv_json_f64(w, r->net.sched_lag_s * 1e6);
     sv_json_key(w, "sched_round_us"), sv_json_f64(w, r->net.sched_round_s * 1e6);
     sv_json_key(w, "inter_alpha_us"), sv_json_f64(w, r->net.inter.alpha_s * 1e6);
+    sv_json_key(w, "inter_small_alpha_us"), sv_json_f64(w, r->net.inter.small_alpha_s * 1e6);
+    sv_json_key(w, "inter_small_bytes"), sv_json_f64(w, r->net.inter.small_bytes);
     sv_json_key(w, "inter_gbps"), sv_json_f64(w, r->net.inter.bw_Bps / 1e9);
     sv_json_key(w, "inter_reduce_factor"), sv_json_f64(w, r->net.inter.reduce_factor);
     sv_json_key(w, "inter_shared"), sv_json_bool(w, r->net.inter.shared);

@@ -20,16 +20,19 @@ void sv_sim_coll_parts(const sv_sim_net *net, const sv_sim_group *g, int kind, s
     if (rounds) *rounds = 0;
     int n = g->size;
     if (n <= 1) return;
-    double a = net->intra.alpha_s, bw = net->intra.bw_Bps, rf = net->intra.reduce_factor;
+    const sv_sim_link *l = &net->intra;
+    double a = l->alpha_s, bw = l->bw_Bps, rf = l->reduce_factor;
     if (g->nodes > 1) {
         int rpn = net->ranks_per_node > 0 ? net->ranks_per_node : 1;
         double share = net->inter.bw_Bps * (double)g->ranks_per_node / rpn;
-        a = net->inter.alpha_s;
+        l = &net->inter;
+        a = l->alpha_s;
         if (g->ranks_per_node <= 1 || share < bw) bw = share, rf = net->inter.reduce_factor;
     }
     if ((kind == SV_COLL_REDUCE_SCATTER || kind == SV_COLL_ALL_REDUCE) && rf > 0) bw *= rf;
-    double S = (double)bytes, f = (double)(n - 1) / n, xfer, dir; /* dir: bytes each way */
-    int steps;                                                    /* sequential message rounds: each costs one alpha */
+    if (l->small_bytes > 0 && (double)bytes <= l->small_bytes) a = l->small_alpha_s; /* eager */
+    double S = (double)bytes, f = (double)(n - 1) / n, xfer, dir;                    /* dir: bytes each way */
+    int steps; /* sequential message rounds: each costs one alpha */
     switch (kind) {
     case SV_COLL_ALL_GATHER:
     case SV_COLL_REDUCE_SCATTER: steps = n - 1, xfer = S * f / bw, dir = S * f; break;

@@ -54,7 +54,11 @@
 
 typedef struct sv_sim_link {
     double alpha_s; /* latency per ring step (one hop) */
-    double bw_Bps;  /* intra: per-rank bus bandwidth; inter: one node's network bandwidth */
+    /* Small messages (MPI's eager protocol: the data leaves with the first packet, no
+     * rendezvous handshake): a collective of at most small_bytes (its full buffer, S) pays
+     * small_alpha_s per step instead of alpha_s. 0 = one regime (alpha_s for every size). */
+    double small_alpha_s, small_bytes;
+    double bw_Bps; /* intra: per-rank bus bandwidth; inter: one node's network bandwidth */
     /* reductions (reduce_scatter, all_reduce) over this link run at bw x reduce_factor: 1 (or
      * 0: unset) where the adds are free (NCCL), < 1 on CPU transports, where the rank's core
      * adds (MPICH over shared memory reduce_scatters at a fraction of its all_gather bandwidth) */

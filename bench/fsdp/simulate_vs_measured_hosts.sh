@@ -2,7 +2,8 @@
 # Predicted vs measured across fake hosts (docs/simulate.md "Across nodes"): two hosts, network
 # namespaces on a bridge (tests/multihost/netns_hosts.sh), one rank per host, so every
 # collective crosses the link between them. For each link setting:
-#   1. `shardvit bench --comm` across the hosts (all_gather / reduce_scatter, 64 KiB .. 4 MiB);
+#   1. `shardvit bench --comm` across the hosts (all_gather / reduce_scatter, 1 KiB .. 4 MiB: the
+#      sizes below 64 KiB give the small-message latency, the larger ones the latency and rate);
 #   2. the CPU cost of TCP over that link: `tcp_probe.py cpu` streams for CPU_SECONDS from host 0
 #      to host 1 and counts the machine's busy CPU time per byte sent or received by one host;
 #   3. `shardvit bench` of the training step across the hosts (measured step, exposed comm);
@@ -76,7 +77,7 @@ while IFS='|' read -r name how what; do
         echo "| $name | not measured: $UNAVAILABLE | | | | | | | | |"
         continue
     fi
-    brun "$OUTDIR/$tag.comm.json" 2 1 --comm --comm-min 64K --comm-max 4M $RUN
+    brun "$OUTDIR/$tag.comm.json" 2 1 --comm --comm-min 1K --comm-max 4M $RUN
     tcp_probe cpu "$CPU_SECONDS" >"$OUTDIR/$tag.cpu.json"
     cpu_ns=$("$PY" -c 'import json, sys; print("%.4f" % json.load(open(sys.argv[1]))["cpu_ns_per_byte"])' \
         "$OUTDIR/$tag.cpu.json")
@@ -93,6 +94,8 @@ me = sp["comm_exposed_s"] / sum(sp[k] for k in ("compute_s", "comm_exposed_s", "
 pe = p["comm_exposed_frac"]
 link = "%.0f us + %.3f GB/s, red x%.2f, %.2f ns/B" % (p["inter_alpha_us"], p["inter_gbps"], p["inter_reduce_factor"],
                                                    p["inter_cpu_ns_per_byte"])
+if p.get("inter_small_bytes", 0) > 0:
+    link += ", <= %.0fK: %.0f us" % (p["inter_small_bytes"] / 1024, p["inter_small_alpha_us"])
 if p.get("inter_burst_bytes", 0) > 0:
     link += ", bucket %.0fK at %.2f GB/s" % (p["inter_burst_bytes"] / 1024, p["inter_peak_gbps"])
 ms, ps = m["step_time_s"], p["step_time_s"]

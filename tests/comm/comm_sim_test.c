@@ -3,7 +3,8 @@
  * collective crosses the inter-node link: a reduce_scatter of 2 MB (1 MB per rank) moves 1 MB
  * each way, 1 ms at 1 GB/s, plus 10 us of latency.
  *
- * Checked: a shared (fair-share) link serves two collectives in flight at half the rate each,
+ * Checked: the latency terms take the link's small-message latency up to its size (eager
+ * protocol) and its own above; a shared (fair-share) link serves two collectives in flight at half the rate each,
  * whatever their communicator, also when the second arrives while the first is half done; a
  * serial link runs one communicator's collectives one after the other and different
  * communicators' side by side; the split of a collective into latency and transfer adds up to its
@@ -76,6 +77,13 @@ static void test_parts(void) {
     CHECK_CLOSE(xfer, XFER, EPS);
     CHECK_CLOSE(bytes, 2e6, 1e-6); /* 1 MB sent + 1 MB received */
     CHECK_CLOSE(lat + xfer, sv_sim_coll_seconds(&n, &k_g, 1, sizeof g_send), EPS);
+    /* a small-message latency applies up to its size, the link's own above it */
+    n.inter.small_alpha_s = 2e-6, n.inter.small_bytes = 4096;
+    sv_sim_coll_parts(&n, &k_g, 1, 4096, &lat, &xfer, &bytes, NULL);
+    CHECK_CLOSE(lat, 2e-6, EPS);
+    sv_sim_coll_parts(&n, &k_g, 1, 4097, &lat, &xfer, &bytes, NULL);
+    CHECK_CLOSE(lat, LAT, EPS);
+    sv_sim_coll_parts(&n, &k_g, 1, sizeof g_send, &lat, &xfer, &bytes, NULL);
     printf("ok parts: latency %.0f us + transfer %.3f ms, %.0f bytes through the rank's link\n", lat * 1e6, xfer * 1e3,
            bytes);
 }
