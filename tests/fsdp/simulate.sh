@@ -243,13 +243,15 @@ OV="$PLAN_TINY --world 2 --cores 1 --device cpu"
 ov() { sim_json $OV "$@" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d["step_time_s"], d["sched_round_us"])'; }
 set -- $(ov)
 "$PY" -c "import sys; q = float(sys.argv[1]); assert 50 < q < 1e6, q; print('ok probed scheduler quantum: %.2f ms' % (q / 1e3))" "$2"
+# (the ops are timed for real in every run, so the quanta are far apart: each step between them
+# adds far more than the timing noise of a sanitizer build)
 prev=""
-for q in 0.5 4 32; do
+for q in 0.01 50 400; do
     set -- $(ov --sched-quantum $q)
-    "$PY" -c "import sys; t, r, q = map(float, sys.argv[1:4]); assert abs(r - 1e3 * q) < 1e-6, (r, q); p = sys.argv[4]; assert not p or t >= float(p) * (1 - 1e-12), (t, p)" "$1" "$2" "$q" "$prev"
+    "$PY" -c "import sys; t, r, q = map(float, sys.argv[1:4]); assert abs(r - 1e3 * q) < 1e-6, (r, q); p = sys.argv[4]; assert not p or t > float(p), (t, p)" "$1" "$2" "$q" "$prev"
     prev=$1
 done
-"$PY" -c "import sys; assert float(sys.argv[1]) > 0; print('ok --sched-quantum 0.5 .. 32 ms: step non-decreasing, last %.4f s' % float(sys.argv[1]))" "$prev"
+"$PY" -c "import sys; assert float(sys.argv[1]) > 0; print('ok --sched-quantum 0.01 .. 400 ms: step increasing, last %.4f s' % float(sys.argv[1]))" "$prev"
 q0=$(sim_json $PLAN_TINY --world 2 --device cpu --cores 2 | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["sched_round_us"])')
 [ "$q0" = 0 ] || [ "$q0" = 0.0 ] || { echo "FAIL: a quantum ($q0 us) without oversubscription"; exit 1; }
 echo "ok no quantum without oversubscription"
