@@ -1,8 +1,9 @@
 /* The scheduler's time-sharing quantum, measured (sched_quantum.h). */
 #include "app/sched_quantum.h"
 
-#include <stdlib.h>
 #include <time.h>
+
+#include "core/stats.h"
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -27,11 +28,6 @@ static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 double sv_sched_quantum_s(double seconds) {
@@ -66,10 +62,7 @@ double sv_sched_quantum_s(double seconds) {
         }
         atomic_store(&a.stop, 1);
         pthread_join(th, NULL);
-        if (n) {
-            qsort(gaps, (size_t)n, sizeof gaps[0], cmp_d);
-            q = gaps[n / 2];
-        }
+        q = sv_median_inplace(gaps, (size_t)n);
     }
     sched_setaffinity(0, sizeof saved, &saved);
     return q;

@@ -12,6 +12,7 @@
 #include "app/train_step.h"
 #include "core/fileio.h"
 #include "core/clock.h"
+#include "core/stats.h"
 #include "core/log.h"
 #include "model/backend/cpu/isa_peak.h"
 #include "model/backend/sim/sim_backend.h"
@@ -117,11 +118,6 @@ static sv_status parse_burst(const char *s, sv_sim_link *out) {
                    s, out->bw_Bps / 1e9);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Least squares t = c0 + c1 x over the rows of one collective kind (sizes >= 64 KiB). */
 static int fit_line(const double *x, const double *t, int n, double *c0, double *c1) {
     double sx = 0, st = 0, sxx = 0, sxt = 0;
@@ -190,8 +186,7 @@ sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_link *link) {
         if (n_small) {
             for (int i = 0; i < n_small; i++)
                 small_t[i] = (small_t[i] - small_x[i] * f / link->bw_Bps) / (double)(world - 1);
-            qsort(small_t, (size_t)n_small, sizeof small_t[0], cmp_double);
-            double med = small_t[n_small / 2];
+            double med = sv_median_inplace(small_t, (size_t)n_small);
             link->small_alpha_s = med > 0 ? med : 0;
             link->small_bytes = small_max;
         }
