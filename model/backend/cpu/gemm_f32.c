@@ -258,32 +258,30 @@ static void pack_b_512(float *dst, sv_gemm_mat B, size_t jb, int nj, int r) {
     }
 }
 
-static void kernel_512(int kq, const float *a, const float *b, float *C, size_t ldc, int mr, int nr, int load_c) {
+/* The AVX-512 microkernel body: C[i][j] (i < mr, j < nr) = or += per load_c, over kq reduction
+ * steps, A(i, t) at a[i * si + t * st], B's step t at b + t * NR512; pf_a: A's one stream
+ * (si = 1) fetched a few steps ahead. Inlined with constants into each layout. */
+static inline __attribute__((always_inline)) void kernel_512_body(int kq, const float *a, size_t si, size_t st,
+                                                                  int pf_a, const float *b, float *C, size_t ldc,
+                                                                  int mr, int nr, int load_c) {
     __m512 c0[MR512], c1[MR512];
     const __mmask16 k0 = mask16(nr), k1 = mask16(nr - 16);
 #pragma GCC unroll 16
     for (int i = 0; i < MR512; i++) {
-        if (load_c && i < mr) {
-            c0[i] = _mm512_maskz_loadu_ps(k0, C + i * ldc);
-            c1[i] = _mm512_maskz_loadu_ps(k1, C + i * ldc + 16);
-        } else {
-            c0[i] = _mm512_setzero_ps();
-            c1[i] = _mm512_setzero_ps();
-        }
+        c0[i] = load_c && i < mr ? _mm512_maskz_loadu_ps(k0, C + i * ldc) : _mm512_setzero_ps();
+        c1[i] = load_c && i < mr ? _mm512_maskz_loadu_ps(k1, C + i * ldc + 16) : _mm512_setzero_ps();
     }
     for (int t = 0; t < kq; t++) {
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-        /* B and A a few steps ahead (they stream from L2 when they outgrow L1) */
         _mm_prefetch((const char *)(b + PD * NR512), _MM_HINT_T0);
         _mm_prefetch((const char *)(b + PD * NR512 + 16), _MM_HINT_T0);
-        _mm_prefetch((const char *)(a + PD * MR512), _MM_HINT_T0);
+        if (pf_a) _mm_prefetch((const char *)(a + (size_t)(t + PD) * st), _MM_HINT_T0);
 #pragma GCC unroll 16
         for (int i = 0; i < MR512; i++) {
-            __m512 av = _mm512_set1_ps(a[i]);
+            __m512 av = _mm512_set1_ps(a[i * si + (size_t)t * st]);
             c0[i] = _mm512_fmadd_ps(av, b0, c0[i]);
             c1[i] = _mm512_fmadd_ps(av, b1, c1[i]);
         }
-        a += MR512;
         b += NR512;
     }
 #pragma GCC unroll 16
@@ -295,53 +293,16 @@ static void kernel_512(int kq, const float *a, const float *b, float *C, size_t 
     }
 }
 
-/* kernel_512 for a full group of MR512 rows of A read in place (f32_isa.kernel_direct): the
- * same FMAs in the same order, so the same bits as packing A first. Kept as its own loops: one
- * always-inlined body for the three A layouts (packed, strided, contiguous) measured 3-5%
- * slower on the forward and d_in at the ViT shapes (GCC 12, Zen 4). */
+static void kernel_512(int kq, const float *a, const float *b, float *C, size_t ldc, int mr, int nr, int load_c) {
+    kernel_512_body(kq, a, 1, MR512, 1, b, C, ldc, mr, nr, load_c);
+}
+
 static void kernel_512_direct(int kq, const float *a, size_t lda, int red_contig, const float *b, float *C, size_t ldc,
                               int nr, int load_c) {
-    __m512 c0[MR512], c1[MR512];
-    const __mmask16 k0 = mask16(nr), k1 = mask16(nr - 16);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR512; i++) {
-        c0[i] = load_c ? _mm512_maskz_loadu_ps(k0, C + i * ldc) : _mm512_setzero_ps();
-        c1[i] = load_c ? _mm512_maskz_loadu_ps(k1, C + i * ldc + 16) : _mm512_setzero_ps();
-    }
-    if (red_contig) {
-        for (int t = 0; t < kq; t++) {
-            __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-            _mm_prefetch((const char *)(b + PD * NR512), _MM_HINT_T0);
-            _mm_prefetch((const char *)(b + PD * NR512 + 16), _MM_HINT_T0);
-#pragma GCC unroll 16
-            for (int i = 0; i < MR512; i++) {
-                __m512 av = _mm512_set1_ps(a[i * lda + t]);
-                c0[i] = _mm512_fmadd_ps(av, b0, c0[i]);
-                c1[i] = _mm512_fmadd_ps(av, b1, c1[i]);
-            }
-            b += NR512;
-        }
-    } else {
-        for (int t = 0; t < kq; t++) {
-            __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-            _mm_prefetch((const char *)(b + PD * NR512), _MM_HINT_T0);
-            _mm_prefetch((const char *)(b + PD * NR512 + 16), _MM_HINT_T0);
-            _mm_prefetch((const char *)(a + PD * lda), _MM_HINT_T0);
-#pragma GCC unroll 16
-            for (int i = 0; i < MR512; i++) {
-                __m512 av = _mm512_set1_ps(a[i]);
-                c0[i] = _mm512_fmadd_ps(av, b0, c0[i]);
-                c1[i] = _mm512_fmadd_ps(av, b1, c1[i]);
-            }
-            a += lda;
-            b += NR512;
-        }
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < MR512; i++) {
-        _mm512_mask_storeu_ps(C + i * ldc, k0, c0[i]);
-        _mm512_mask_storeu_ps(C + i * ldc + 16, k1, c1[i]);
-    }
+    if (red_contig)
+        kernel_512_body(kq, a, lda, 1, 0, b, C, ldc, MR512, nr, load_c);
+    else
+        kernel_512_body(kq, a, 1, lda, 1, b, C, ldc, MR512, nr, load_c);
 }
 
 #ifdef __clang__
