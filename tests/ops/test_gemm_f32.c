@@ -259,9 +259,10 @@ static void check_engine(void) {
     /* rows of a reduction-contiguous A 4 KiB apart (packed, not read in place) and 4 KiB + 12 B
      * apart (the padded variant: read in place) */
     check_all_layouts(37, 40, 1024, 420);
-    /* ViT shapes: rows 2*197 and 3*50, 10 classes, patch of 48 pixels, D = 192, 3D, 4D */
-    const int vit[][3] = {{394, 10, 192},  {150, 192, 48},  {394, 576, 192},
-                          {150, 768, 192}, {150, 192, 768}, {394, 192, 192}};
+    /* ViT shapes: rows 2*197 and 3*50, 10 classes, patch of 48 pixels, D = 192, 3D, 4D; one
+     * attention head at T = 197 and 50 (QK^T: N = T, K = 64; PV: N = 64, K = T) */
+    const int vit[][3] = {{394, 10, 192},  {150, 192, 48}, {394, 576, 192}, {150, 768, 192}, {150, 192, 768},
+                          {394, 192, 192}, {197, 197, 64}, {197, 64, 197},  {50, 50, 64},    {50, 64, 50}};
     for (int s = 0; s < (int)(sizeof vit / sizeof vit[0]); s++) {
         int M = vit[s][0], N = vit[s][1], K = vit[s][2];
         gcase fwd = {M, N, K, 1, 1, 0, 0, 0, 0}, din = {M, K, N, 1, 0, 0, 0, 0, 0}, dw = {N, K, M, 0, 0, 0, 0, 0, 1};

@@ -140,6 +140,44 @@ static void check_gelu_bits(int exhaustive) {
     free(x), free(d), free(bias), free(o), free(pre), free(ref);
 }
 
+/* The attention's softmax rows (T = 197 and 50 as in vit-ti16 / vit-28, 16 and 4000, 1 and 3
+ * rows) at the scales 1/sqrt(dh) it uses: the table `k` gives the bits of the generic table
+ * `base`, and each gives the bits of scaling the row in place first and taking the softmax at
+ * scale 1 (the fused scale changes no bit). Rows hold logit-sized values and a -inf (a
+ * masked-out score: exp gives 0); the backward on the result. */
+static void check_softmax_scaled(const sv_cpu_kernels *base, const sv_cpu_kernels *k) {
+    const int Ts[] = {197, 50, 16, 4000};
+    const float scales[] = {0.125f, 0.17677669f, 1.0f};
+    for (int ti = 0; ti < 4; ti++)
+        for (int si = 0; si < 3; si++) {
+            const int T = Ts[ti], rows = T > 1000 ? 1 : 3;
+            const size_t n = (size_t)rows * T;
+            const float sc = scales[si];
+            float *s[3], *d[3];
+            for (int v = 0; v < 3; v++) {
+                s[v] = malloc(n * 4), d[v] = malloc(n * 4);
+                for (size_t e = 0; e < n; e++) {
+                    s[v][e] = (float)(6.0 * sv_rand_normal(31 + ti, e));
+                    d[v][e] = (float)sv_rand_normal(41 + ti, e);
+                }
+                s[v][T / 3] = -INFINITY;
+            }
+            base->softmax_rows(s[0], rows, T, sc);
+            k->softmax_rows(s[1], rows, T, sc);
+            for (size_t e = 0; e < n; e++) s[2][e] *= sc;
+            k->softmax_rows(s[2], rows, T, 1.0f);
+            CHECK(same_bits(s[0], s[1], n) && same_bits(s[1], s[2], n));
+            CHECK(s[1][T / 3] == 0.0f);
+            double sum = 0;
+            for (int e = 0; e < T; e++) sum += s[1][e];
+            CHECK(fabs(sum - 1.0) < 1e-5);
+            base->softmax_bwd_rows(d[0], s[0], rows, T);
+            k->softmax_bwd_rows(d[1], s[1], rows, T);
+            CHECK(same_bits(d[0], d[1], n));
+            for (int v = 0; v < 3; v++) free(s[v]), free(d[v]);
+        }
+}
+
 static void check_kernels(void) {
     const char *isas[] = {"generic", "avx2", "avx512"};
     const sv_cpu_kernels *base = sv_cpu_kernels_pick("generic");
@@ -175,8 +213,8 @@ static void check_kernels(void) {
                 for (size_t e = 0; e < n; e++) d[j][e] = b[e];
                 ks[j]->gelu_bwd(bf, d[j], d[j], x, n);
                 for (size_t e = 0; e < n; e++) S[j][e] = x[e + 5 < n ? e + 5 : 5];
-                ks[j]->softmax_rows(S[j], 1, 4000);
-                ks[j]->softmax_rows(S[j] + 4000, 3, 33); /* short rows: lane tails */
+                ks[j]->softmax_rows(S[j], 1, 4000, 1.0f);
+                ks[j]->softmax_rows(S[j] + 4000, 3, 33, 1.0f); /* short rows: lane tails */
                 for (size_t e = 0; e < 99; e++) dP[j][e] = x[e + 5] * 0.5f;
                 ks[j]->softmax_bwd_rows(dP[j], S[j] + 4000, 3, 33);
                 for (size_t e = 0; e < n; e++) {
@@ -190,6 +228,7 @@ static void check_kernels(void) {
             CHECK(same_bits(d[0], d[1], n));
             CHECK(same_bits(S[0], S[1], 4000 + 99));
             CHECK(same_bits(dP[0], dP[1], 99));
+            check_softmax_scaled(base, k);
             CHECK(same_bits(pm[0], pm[1], n) && same_bits(mm[0], mm[1], n) && same_bits(vm[0], vm[1], n));
             /* bias/residual stores and rounding (x has NaN, Inf, -0, a denormal-range value) */
             {

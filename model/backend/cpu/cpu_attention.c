@@ -191,8 +191,7 @@ static void fwd_pairs(const void *ctx, int t, float *tile, void *pack, int i0, i
             const sv_gemm_mat Ap = sv_gemm_f32(Pd, (size_t)T, 1);
             const sv_gemm_mat Bv = sv_cpu_cmat(c, cat(x->qkv, qoff + 2 * (size_t)D, es), (size_t)ld, 0);
             sv_gemm_engine_gemm(c->gemm, P, (size_t)T, Aq, T, Bk, T, dh, 0, pack, sv_cpu_gemm_scratch(c, t));
-            scale_strided(0, P, 1, T * T, 0, a->scale);
-            c->k->softmax_rows(P, T, T);
+            c->k->softmax_rows(P, T, T, a->scale);
             if (drop) drop_tile(tile, P, drop, i / H, i % H, T);
             if (c->act16) {
                 sv_gemm_engine_gemm(c->gemm, stage, (size_t)dh, Ap, T, Bv, dh, T, 0, pack, sv_cpu_gemm_scratch(c, t));
@@ -204,7 +203,7 @@ static void fwd_pairs(const void *ctx, int t, float *tile, void *pack, int i0, i
         } else {
             const float *q = (const float *)x->qkv + qoff, *k = q + D, *v = q + 2 * D;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, a->scale, q, ld, k, ld, 0.0f, P, T);
-            c->k->softmax_rows(P, T, T);
+            c->k->softmax_rows(P, T, T, 1.0f);
             if (drop) drop_tile(tile, P, drop, i / H, i % H, T);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, Pd, T, v, ld, 0.0f,
                         (float *)x->out + ooff, D);

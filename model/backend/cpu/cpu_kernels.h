@@ -34,8 +34,10 @@ typedef struct sv_cpu_kernels {
     void (*gelu)(int bf, float *out, const float *x, size_t n);
     /* d_x = d_out * gelu'(x); d_x may alias d_out  (n) */
     void (*gelu_bwd)(int bf, float *d_x, const float *d_out, const float *x, size_t n);
-    /* In-place softmax of each of `rows` rows of length T (row stride T), max-subtracted. */
-    void (*softmax_rows)(float *S, int rows, int T);
+    /* In-place softmax of each of `rows` rows of length T (row stride T) of S * scale (scale > 0),
+     * max-subtracted: the bits of scaling S in place and then taking the softmax at scale 1. Row
+     * sums in 16 fixed lanes. */
+    void (*softmax_rows)(float *S, int rows, int T, float scale);
     /* Softmax backward in place over `rows` rows of T: dS = P * (dS - rowsum(dS * P)), where
      * dS holds dP on entry and P the probabilities (row stride T, 16 fixed summation lanes). */
     void (*softmax_bwd_rows)(float *dS, const float *P, int rows, int T);

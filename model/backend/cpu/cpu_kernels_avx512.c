@@ -1,5 +1,6 @@
 /* Element-wise kernels compiled for AVX-512 (F/BW/DQ/VL; no FMA, same bits as generic); the GELU
- * kernels are hand-written intrinsics of the same operations (gelu_avx512.h). */
+ * and attention softmax kernels are hand-written intrinsics of the same operations
+ * (gelu_avx512.h, softmax_avx512.h). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
 #endif
@@ -7,6 +8,7 @@
 #define SV_CPU_KERNELS_NAME sv_cpu_kernels_avx512
 #define SV_CPU_KERNELS_ISA "avx512"
 #if defined(__x86_64__) && defined(__GNUC__)
-#include "model/backend/cpu/gelu_avx512.h" /* bias_gelu, gelu, gelu_bwd in intrinsics (same bits) */
+#include "model/backend/cpu/gelu_avx512.h"    /* bias_gelu, gelu, gelu_bwd in intrinsics (same bits) */
+#include "model/backend/cpu/softmax_avx512.h" /* softmax_rows (same bits) */
 #endif
 #include "model/backend/cpu/cpu_kernels_impl.h"

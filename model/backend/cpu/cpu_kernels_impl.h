@@ -77,6 +77,7 @@ static float k_sum16(const float *s, int T) {
     return k_tree16(acc);
 }
 
+#ifndef SV_CPU_SOFTMAX_KERNELS /* an ISA file may bring its own (same bits: softmax_avx512.h) */
 /* max of s[0 .. T) (T >= 1) in 16 lanes, so that it vectorises (a serial max over one variable
  * does not: it was a third of the softmax's time at T = 197). The maximum of a set does not
  * depend on the order it is taken in (ties between +0 and -0 aside, which the softmax's
@@ -93,15 +94,19 @@ static float k_max16(const float *s, int T) {
     return mx;
 }
 
-static void k_softmax_rows(float *S, int rows, int T) {
+/* Rounding is monotonic, so for scale > 0 the largest s * scale is max(s) * scale: the maximum
+ * is taken on the unscaled row and scaled once. */
+static void k_softmax_rows(float *S, int rows, int T, float scale) {
     for (int r = 0; r < rows; r++) {
         float *s = S + (size_t)r * T;
-        const float mx = k_max16(s, T);
-        for (int j = 0; j < T; j++) s[j] = sv_exp_fast(s[j] - mx);
+        const float mx = k_max16(s, T) * scale;
+        for (int j = 0; j < T; j++) s[j] = sv_exp_fast(s[j] * scale - mx);
         float inv = 1.0f / k_sum16(s, T);
         for (int j = 0; j < T; j++) s[j] *= inv;
     }
 }
+
+#endif
 
 static void k_softmax_bwd_rows(float *dS, const float *P, int rows, int T) {
     for (int r = 0; r < rows; r++) {

@@ -132,16 +132,19 @@ static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, l
 }
 
 /* MR x 32 tile: C[i][0..nr) for i < mr (= or += per load_c) over kq pairs. A pair of row i at
- * pair t: a[i*ars + t*aps]; B pair t: b[t*32 .. t*32+31]. */
-static void kernel(long kq, const uint32_t *a, size_t ars, size_t aps, const uint32_t *b, float *C, size_t ldc, int mr,
-                   int nr, int load_c) {
+ * pair t: a[i*ars + t*aps]; B pair t: b[t*32 .. t*32+31]. `half` (a constant: nr <= 16) drops
+ * the second 16 columns (the ragged edge of an attention score block, T = 197: 5 columns),
+ * computing the same dot-product chains for the columns kept. */
+static inline __attribute__((always_inline)) void kernel_body(long kq, const uint32_t *a, size_t ars, size_t aps,
+                                                              const uint32_t *b, float *C, size_t ldc, int mr, int half,
+                                                              int nr, int load_c) {
     __m512 c0[MR], c1[MR];
     __mmask16 k0 = mask16(nr), k1 = mask16(nr - 16);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
         if (load_c && i < mr) {
             c0[i] = _mm512_maskz_loadu_ps(k0, C + (size_t)i * ldc);
-            c1[i] = _mm512_maskz_loadu_ps(k1, C + (size_t)i * ldc + 16);
+            c1[i] = half ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k1, C + (size_t)i * ldc + 16);
         } else {
             c0[i] = _mm512_setzero_ps();
             c1[i] = _mm512_setzero_ps();
@@ -152,22 +155,30 @@ static void kernel(long kq, const uint32_t *a, size_t ars, size_t aps, const uin
     for (int i = 0; i < MR; i++) ai[i] = a + i * ars;
     for (long t = 0; t < kq; t++) {
         __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + t * NR);
-        __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + t * NR + 16);
+        __m512bh b1 = half ? b0 : (__m512bh)_mm512_loadu_si512(b + t * NR + 16);
         size_t o = (size_t)t * aps;
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
             __m512bh av = (__m512bh)_mm512_set1_epi32((int)ai[i][o]);
             c0[i] = _mm512_dpbf16_ps(c0[i], av, b0);
-            c1[i] = _mm512_dpbf16_ps(c1[i], av, b1);
+            if (!half) c1[i] = _mm512_dpbf16_ps(c1[i], av, b1);
         }
     }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
         if (i < mr) {
             _mm512_mask_storeu_ps(C + (size_t)i * ldc, k0, c0[i]);
-            _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16, k1, c1[i]);
+            if (!half) _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16, k1, c1[i]);
         }
     }
+}
+
+static void kernel(long kq, const uint32_t *a, size_t ars, size_t aps, const uint32_t *b, float *C, size_t ldc, int mr,
+                   int nr, int load_c) {
+    if (nr <= 16)
+        kernel_body(kq, a, ars, aps, b, C, ldc, mr, 1, nr, load_c);
+    else
+        kernel_body(kq, a, ars, aps, b, C, ldc, mr, 0, nr, load_c);
 }
 
 void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_, int n, int r, int accumulate,

@@ -22,7 +22,8 @@
  * fp32, so every output is one fp32 accumulator walking the reduction in order, whatever the
  * blocking, the rows a call covers or the reduction chunks a caller makes: red_block is 1
  * (nothing is padded along the reduction). Rows past m in the last A group are packed as zeros
- * and their outputs are not stored; columns past n are masked on load and store.
+ * and not computed (the microkernel is instantiated per row count); columns past n are masked
+ * on load and store, and a panel with at most 16 of them computes only the first 16.
  *
  * The blocking driver is plain C shared by both engines; it calls the per-instruction-set
  * packers and microkernel (compiled for their targets) through a small table, so nothing of
@@ -260,27 +261,33 @@ static void pack_b_512(float *dst, sv_gemm_mat B, size_t jb, int nj, int r) {
 
 /* The AVX-512 microkernel body: C[i][j] (i < mr, j < nr) = or += per load_c, over kq reduction
  * steps, A(i, t) at a[i * si + t * st], B's step t at b + t * NR512; pf_a: A's one stream
- * (si = 1) fetched a few steps ahead. Inlined with constants into each layout. */
+ * (si = 1) fetched a few steps ahead. Inlined with constants into each layout; `mr` is a
+ * constant too and `half` (nr <= 16) drops the second 16 columns, so a partial tile computes
+ * only its own rows and (to the nearest 16) columns: the ragged edges of the attention GEMMs
+ * (T = 197: 12 x 5 rows, 5 columns) cost their size, not a full 12 x 32 tile. The outputs
+ * computed are the same FMA chains either way. */
 static inline __attribute__((always_inline)) void kernel_512_body(int kq, const float *a, size_t si, size_t st,
                                                                   int pf_a, const float *b, float *C, size_t ldc,
-                                                                  int mr, int nr, int load_c) {
+                                                                  int mr, int half, int nr, int load_c) {
     __m512 c0[MR512], c1[MR512];
     const __mmask16 k0 = mask16(nr), k1 = mask16(nr - 16);
 #pragma GCC unroll 16
     for (int i = 0; i < MR512; i++) {
         c0[i] = load_c && i < mr ? _mm512_maskz_loadu_ps(k0, C + i * ldc) : _mm512_setzero_ps();
-        c1[i] = load_c && i < mr ? _mm512_maskz_loadu_ps(k1, C + i * ldc + 16) : _mm512_setzero_ps();
+        c1[i] = load_c && i < mr && !half ? _mm512_maskz_loadu_ps(k1, C + i * ldc + 16) : _mm512_setzero_ps();
     }
     for (int t = 0; t < kq; t++) {
-        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+        __m512 b0 = _mm512_loadu_ps(b), b1 = half ? b0 : _mm512_loadu_ps(b + 16);
         _mm_prefetch((const char *)(b + PD * NR512), _MM_HINT_T0);
-        _mm_prefetch((const char *)(b + PD * NR512 + 16), _MM_HINT_T0);
+        if (!half) _mm_prefetch((const char *)(b + PD * NR512 + 16), _MM_HINT_T0);
         if (pf_a) _mm_prefetch((const char *)(a + (size_t)(t + PD) * st), _MM_HINT_T0);
 #pragma GCC unroll 16
         for (int i = 0; i < MR512; i++) {
-            __m512 av = _mm512_set1_ps(a[i * si + (size_t)t * st]);
-            c0[i] = _mm512_fmadd_ps(av, b0, c0[i]);
-            c1[i] = _mm512_fmadd_ps(av, b1, c1[i]);
+            if (i < mr) {
+                __m512 av = _mm512_set1_ps(a[i * si + (size_t)t * st]);
+                c0[i] = _mm512_fmadd_ps(av, b0, c0[i]);
+                if (!half) c1[i] = _mm512_fmadd_ps(av, b1, c1[i]);
+            }
         }
         b += NR512;
     }
@@ -288,21 +295,50 @@ static inline __attribute__((always_inline)) void kernel_512_body(int kq, const 
     for (int i = 0; i < MR512; i++) {
         if (i < mr) {
             _mm512_mask_storeu_ps(C + i * ldc, k0, c0[i]);
-            _mm512_mask_storeu_ps(C + i * ldc + 16, k1, c1[i]);
+            if (!half) _mm512_mask_storeu_ps(C + i * ldc + 16, k1, c1[i]);
         }
     }
 }
 
+/* packed A (the partial last row group), with the tile's rows and half-ness as constants */
+#define SV_K512_PACKED(R, H) kernel_512_body(kq, a, 1, MR512, 1, b, C, ldc, R, H, nr, load_c)
+#define SV_K512_ROWS(H) \
+    switch (mr) { \
+    case 1: SV_K512_PACKED(1, H); break; \
+    case 2: SV_K512_PACKED(2, H); break; \
+    case 3: SV_K512_PACKED(3, H); break; \
+    case 4: SV_K512_PACKED(4, H); break; \
+    case 5: SV_K512_PACKED(5, H); break; \
+    case 6: SV_K512_PACKED(6, H); break; \
+    case 7: SV_K512_PACKED(7, H); break; \
+    case 8: SV_K512_PACKED(8, H); break; \
+    case 9: SV_K512_PACKED(9, H); break; \
+    case 10: SV_K512_PACKED(10, H); break; \
+    case 11: SV_K512_PACKED(11, H); break; \
+    default: SV_K512_PACKED(MR512, H); break; \
+    }
+
 static void kernel_512(int kq, const float *a, const float *b, float *C, size_t ldc, int mr, int nr, int load_c) {
-    kernel_512_body(kq, a, 1, MR512, 1, b, C, ldc, mr, nr, load_c);
+    if (nr <= 16) {
+        SV_K512_ROWS(1)
+    } else {
+        SV_K512_ROWS(0)
+    }
 }
+#undef SV_K512_ROWS
+#undef SV_K512_PACKED
 
 static void kernel_512_direct(int kq, const float *a, size_t lda, int red_contig, const float *b, float *C, size_t ldc,
                               int nr, int load_c) {
-    if (red_contig)
-        kernel_512_body(kq, a, lda, 1, 0, b, C, ldc, MR512, nr, load_c);
+    const int half = nr <= 16;
+    if (red_contig && half)
+        kernel_512_body(kq, a, lda, 1, 0, b, C, ldc, MR512, 1, nr, load_c);
+    else if (red_contig)
+        kernel_512_body(kq, a, lda, 1, 0, b, C, ldc, MR512, 0, nr, load_c);
+    else if (half)
+        kernel_512_body(kq, a, 1, lda, 1, b, C, ldc, MR512, 1, nr, load_c);
     else
-        kernel_512_body(kq, a, 1, lda, 1, b, C, ldc, MR512, nr, load_c);
+        kernel_512_body(kq, a, 1, lda, 1, b, C, ldc, MR512, 0, nr, load_c);
 }
 
 #ifdef __clang__
