@@ -132,9 +132,11 @@ static void pack_a(uint32_t *S, sv_gemm_mat A, int r, int i0, int mc, long q0, l
 }
 
 /* MR x 32 tile: C[i][0..nr) for i < mr (= or += per load_c) over kq pairs. A pair of row i at
- * pair t: a[i*ars + t*aps]; B pair t: b[t*32 .. t*32+31]. `half` (a constant: nr <= 16) drops
- * the second 16 columns (the ragged edge of an attention score block, T = 197: 5 columns),
- * computing the same dot-product chains for the columns kept. */
+ * pair t: a[i*ars + t*aps]; B pair t: b[t*32 .. t*32+31]. `mr` and `half` (nr <= 16) are
+ * constants at each instantiation: a partial last row group computes only its rows and a panel
+ * of at most 16 columns only the first 16 (the ragged edges of an attention score block: T = 50
+ * leaves 2 of 8 rows, T = 197 5 rows and 5 columns), with the same dot-product chains for the
+ * outputs kept. */
 static inline __attribute__((always_inline)) void kernel_body(long kq, const uint32_t *a, size_t ars, size_t aps,
                                                               const uint32_t *b, float *C, size_t ldc, int mr, int half,
                                                               int nr, int load_c) {
@@ -159,9 +161,11 @@ static inline __attribute__((always_inline)) void kernel_body(long kq, const uin
         size_t o = (size_t)t * aps;
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
-            __m512bh av = (__m512bh)_mm512_set1_epi32((int)ai[i][o]);
-            c0[i] = _mm512_dpbf16_ps(c0[i], av, b0);
-            if (!half) c1[i] = _mm512_dpbf16_ps(c1[i], av, b1);
+            if (i < mr) {
+                __m512bh av = (__m512bh)_mm512_set1_epi32((int)ai[i][o]);
+                c0[i] = _mm512_dpbf16_ps(c0[i], av, b0);
+                if (!half) c1[i] = _mm512_dpbf16_ps(c1[i], av, b1);
+            }
         }
     }
 #pragma GCC unroll 8
@@ -173,13 +177,30 @@ static inline __attribute__((always_inline)) void kernel_body(long kq, const uin
     }
 }
 
+/* the tile's row count (a partial last group computes only its rows) and half-ness as constants */
+#define SV_KBF_AT(R, H) kernel_body(kq, a, ars, aps, b, C, ldc, R, H, nr, load_c)
+#define SV_KBF_ROWS(H) \
+    switch (mr) { \
+    case 1: SV_KBF_AT(1, H); break; \
+    case 2: SV_KBF_AT(2, H); break; \
+    case 3: SV_KBF_AT(3, H); break; \
+    case 4: SV_KBF_AT(4, H); break; \
+    case 5: SV_KBF_AT(5, H); break; \
+    case 6: SV_KBF_AT(6, H); break; \
+    case 7: SV_KBF_AT(7, H); break; \
+    default: SV_KBF_AT(MR, H); break; \
+    }
+
 static void kernel(long kq, const uint32_t *a, size_t ars, size_t aps, const uint32_t *b, float *C, size_t ldc, int mr,
                    int nr, int load_c) {
-    if (nr <= 16)
-        kernel_body(kq, a, ars, aps, b, C, ldc, mr, 1, nr, load_c);
-    else
-        kernel_body(kq, a, ars, aps, b, C, ldc, mr, 0, nr, load_c);
+    if (nr <= 16) {
+        SV_KBF_ROWS(1)
+    } else {
+        SV_KBF_ROWS(0)
+    }
 }
+#undef SV_KBF_ROWS
+#undef SV_KBF_AT
 
 void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_, int n, int r, int accumulate,
                       void *scratch) {
