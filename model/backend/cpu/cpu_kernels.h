@@ -59,6 +59,15 @@ typedef struct sv_cpu_kernels {
     void (*ema)(float *e, const float *x, size_t n, float w);
 } sv_cpu_kernels;
 
+/* The fixed pairwise tree that ends every 16-lane reduction of the tables (C loops and
+ * intrinsics alike): lane l += lane l + w for w = 8, 4, 2, 1; returns the total (lane 0). The
+ * order never depends on the vector width. */
+static inline float k_tree16(float *acc) {
+    for (int w = 8; w >= 1; w >>= 1)
+        for (int l = 0; l < w; l++) acc[l] += acc[l + w];
+    return acc[0];
+}
+
 extern const sv_cpu_kernels sv_cpu_kernels_generic;
 extern const sv_cpu_kernels sv_cpu_kernels_avx2;   /* valid only where the CPU has AVX2 */
 extern const sv_cpu_kernels sv_cpu_kernels_avx512; /* valid only where the CPU has AVX-512F/BW/DQ/VL */

@@ -59,14 +59,6 @@ static void k_gelu_bwd(int bf, float *d_x, const float *d_out, const float *x, s
 }
 #endif
 
-/* The fixed pairwise tree that ends every 16-lane reduction here: lane l += lane l + w for
- * w = 8, 4, 2, 1; returns the total (lane 0). The order never depends on the vector width. */
-static inline float k_tree16(float *acc) {
-    for (int w = 8; w >= 1; w >>= 1)
-        for (int l = 0; l < w; l++) acc[l] += acc[l + w];
-    return acc[0];
-}
-
 /* Sum with 16 independent lanes (vectorises without reassociation; fixed order per row). */
 static float k_sum16(const float *s, int T) {
     float acc[16] = {0};

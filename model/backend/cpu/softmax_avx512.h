@@ -20,21 +20,25 @@
 #ifndef SV_MODEL_BACKEND_CPU_SOFTMAX_AVX512_H
 #define SV_MODEL_BACKEND_CPU_SOFTMAX_AVX512_H
 
+#include "model/backend/cpu/cpu_kernels.h"
 #include "model/backend/cpu/gelu_avx512.h"
 
 #define SV_CPU_SOFTMAX_KERNELS 1
 
 enum { SM_W = 4 }; /* exp blocks side by side */
 
-static inline __mmask16 sm_mask(int left) { return (__mmask16)(left >= 16 ? 0xffffu : (1u << left) - 1u); }
+/* lanes [0, min(16, T - j)) of the block at element j */
+static inline __mmask16 sm_mask(int j, int T) {
+    __mmask16 k;
+    gv_masks(1, &k, (size_t)j, (size_t)T);
+    return k;
+}
 
 /* k_tree16 on the lanes of v */
 static inline float sm_tree16(__m512 v) {
     float acc[16];
     _mm512_storeu_ps(acc, v);
-    for (int w = 8; w >= 1; w >>= 1)
-        for (int l = 0; l < w; l++) acc[l] += acc[l + w];
-    return acc[0];
+    return k_tree16(acc);
 }
 
 /* s[j] = exp(s[j] * scale - mx) for w blocks from s (masks m), their sum added into *acc */
@@ -61,7 +65,7 @@ static void k_softmax_rows(float *S, int rows, int T, float scale) {
         int j = 0;
         for (; j + 16 <= T; j += 16) m = _mm512_max_ps(_mm512_loadu_ps(s + j), m);
         if (j < T) {
-            __mmask16 k = sm_mask(T - j);
+            __mmask16 k = sm_mask(j, T);
             m = _mm512_mask_max_ps(m, k, _mm512_maskz_loadu_ps(k, s + j), m);
         }
         float ml[16];
@@ -73,12 +77,12 @@ static void k_softmax_rows(float *S, int rows, int T, float scale) {
         __mmask16 full[SM_W] = {0xffff, 0xffff, 0xffff, 0xffff};
         for (j = 0; j + 16 * SM_W <= T; j += 16 * SM_W) sm_exp_step(SM_W, s + j, full, vs, vmx, &acc);
         for (; j < T; j += 16) {
-            __mmask16 k = sm_mask(T - j);
+            __mmask16 k = sm_mask(j, T);
             sm_exp_step(1, s + j, &k, vs, vmx, &acc);
         }
         const __m512 inv = _mm512_set1_ps(1.0f / sm_tree16(acc));
         for (j = 0; j < T; j += 16) {
-            __mmask16 k = sm_mask(T - j);
+            __mmask16 k = sm_mask(j, T);
             _mm512_mask_storeu_ps(s + j, k, gv_mul(_mm512_maskz_loadu_ps(k, s + j), inv));
         }
     }
