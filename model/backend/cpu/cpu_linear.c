@@ -349,7 +349,8 @@ static void linear_bwd_eng16(const sv_cpu_backend *c, uint16_t *d_in, float *dW,
 }
 
 /* GELU backward in place on d_out (columns [n0, n1) of every row, in stack chunks with bf16
- * storage: sv_cpu_wr) and the bias-gradient column sums, each column summed in row order. */
+ * storage: sv_cpu_wr) and the bias-gradient column sums, each column summed in row order (one
+ * IEEE add per element and row, whatever the vector width). */
 static void gelu_db_cols(const sv_cpu_backend *c, void *d_out, float *db, const void *pre, int M, int N, int n0,
                          int n1) {
     _Alignas(64) float ds[SV_CPU_CHUNK], xs[SV_CPU_CHUNK];
@@ -361,8 +362,7 @@ static void gelu_db_cols(const sv_cpu_backend *c, void *d_out, float *db, const 
                 c->k->gelu_bwd(c->bf16, d, d, sv_cpu_rd(c, xs, pre, off, len), len);
                 sv_cpu_wr_end(c, d_out, off, d, len);
             }
-            if (db)
-                for (size_t j = 0; j < len; j++) db[o + j] += d[j];
+            if (db) c->k->add_store(0, db + o, db + o, d, len); /* db += d, in the table's ISA */
         });
 }
 
