@@ -4,7 +4,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
 #endif
-#pragma GCC optimize("no-trapping-math", "no-math-errno", "fp-contract=off")
+#pragma GCC optimize("no-trapping-math", "fp-contract=off") /* -fno-math-errno: model/CMakeLists.txt */
 #define SV_CPU_KERNELS_NAME sv_cpu_kernels_avx512
 #define SV_CPU_KERNELS_ISA "avx512"
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -1,5 +1,5 @@
 /* Element-wise kernels for any CPU (baseline instruction set of the build). */
-#pragma GCC optimize("no-trapping-math", "no-math-errno", "fp-contract=off")
+#pragma GCC optimize("no-trapping-math", "fp-contract=off") /* -fno-math-errno: model/CMakeLists.txt */
 #define SV_CPU_KERNELS_NAME sv_cpu_kernels_generic
 #define SV_CPU_KERNELS_ISA "generic"
 #include "model/backend/cpu/cpu_kernels_impl.h"

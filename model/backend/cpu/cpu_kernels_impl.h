@@ -2,10 +2,10 @@
  * set by cpu_kernels_<isa>.c, after that file's `#pragma GCC target`, with
  * SV_CPU_KERNELS_NAME set to the table's name. Loops are written so GCC vectorises them:
  * selects instead of branches, libm-free exp/erfc (core/elementwise.h). The including files
- * also set no-trapping-math (lets GCC if-convert the selects; results are unchanged) and
- * no-math-errno (sqrtf becomes one instruction; sqrt is exact either way). The latter must come
- * from the command line (model/CMakeLists.txt): GCC 12 ignores the pragma's no-math-errno for
- * the core/elementwise.h bodies inlined here, and the AdamW loop stayed scalar with a libm call. */
+ * also set no-trapping-math (lets GCC if-convert the selects; results are unchanged), and
+ * model/CMakeLists.txt compiles them with -fno-math-errno (sqrtf becomes one instruction; sqrt
+ * is exact either way): as a `#pragma GCC optimize` GCC 12 ignored it for the core/elementwise.h
+ * bodies inlined here, and the AdamW loop stayed scalar with a libm call. */
 #include "model/backend/cpu/cpu_kernels.h"
 
 static inline float kstore(int bf, float v) { return bf ? sv_round_bf16(v) : v; }
