@@ -11,10 +11,13 @@ model's own initial weights are exported (`shardvit train ... --steps 0 --out RU
 `shardvit train ... --init-from mimetic.safetensors`.
 
 Usage: mimetic_init.py IN.safetensors OUT.safetensors HEADS SEED [A1 B1 A2 B2]
-       (defaults 0.7 0.7 0.4 0.4). Needs numpy; F32 tensors only. numpy's SVD runs on a
-       threaded LAPACK, so two runs may differ in the last bits of a few values (seen: 4e-15).
+       (defaults 0.7 0.7 0.4 0.4). Needs numpy; F32 tensors only; OUT must not exist. numpy's
+       SVD runs on a threaded LAPACK, so two runs may differ in the last bits of a few values
+       (seen: 4e-15). Tested by tests/train/mimetic_init.sh.
 """
 import json
+import os
+import stat
 import struct
 import sys
 
@@ -22,17 +25,28 @@ import numpy as np
 
 
 def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8 : 8 + n])
-    meta = header.pop("__metadata__", None)
-    body = raw[8 + n :]
-    tensors = {}
-    for name, v in header.items():
-        if v["dtype"] != "F32":
-            sys.exit(f"{path}: {name} is {v['dtype']}; export with --dtype fp32")
-        s, e = v["data_offsets"]
-        tensors[name] = np.frombuffer(body[s:e], dtype=np.float32).reshape(v["shape"]).copy()
+    """Tensors, their names in file order and the metadata; exits with a message on anything
+    that is not a regular, well-formed F32 safetensors file (a FIFO is refused, not read)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            sys.exit(f"{path}: not a regular file")
+        raw = open(path, "rb").read()
+        n = struct.unpack("<Q", raw[:8])[0]
+        if n > len(raw) - 8:
+            sys.exit(f"{path}: header length {n} runs past the end of the file ({len(raw)} bytes)")
+        header = json.loads(raw[8 : 8 + n])
+        meta = header.pop("__metadata__", None)
+        body = raw[8 + n :]
+        tensors = {}
+        for name, v in header.items():
+            if v["dtype"] != "F32":
+                sys.exit(f"{path}: {name} is {v['dtype']}; export with --dtype fp32")
+            s, e = v["data_offsets"]
+            if not 0 <= s <= e <= len(body) or e - s != 4 * int(np.prod(v["shape"])):
+                sys.exit(f"{path}: {name}: data_offsets {s}..{e} do not fit shape {v['shape']} in the file")
+            tensors[name] = np.frombuffer(body[s:e], dtype=np.float32).reshape(v["shape"]).copy()
+    except (OSError, struct.error, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"{path}: not a readable safetensors file ({e})")
     return tensors, list(header), meta
 
 
@@ -47,7 +61,7 @@ def write_safetensors(path, tensors, order, meta):
         header["__metadata__"] = meta
     h = json.dumps(header).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
+    with open(path, "xb") as f:  # never replaces anything (main checks first, for the message)
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
@@ -63,12 +77,16 @@ def main():
         sys.exit(__doc__)
     src, dst, heads, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     a1, b1, a2, b2 = (float(x) for x in sys.argv[5:9]) if len(sys.argv) == 9 else (0.7, 0.7, 0.4, 0.4)
+    if os.path.lexists(dst):
+        sys.exit(f"{dst}: exists; will not replace it")
     t, order, meta = read_safetensors(src)
     rng = np.random.default_rng(seed)
     blocks = 0
     while f"blocks.{blocks}.attn.qkv.weight" in t:
         qkv, proj = t[f"blocks.{blocks}.attn.qkv.weight"], t[f"blocks.{blocks}.attn.proj.weight"]
         d = proj.shape[0]
+        if heads < 1 or d % heads or qkv.shape != (3 * d, d) or proj.shape != (d, d):
+            sys.exit(f"{src}: block {blocks}: qkv {qkv.shape} / proj {proj.shape} do not split into {heads} heads")
         k = d // heads
         eye = np.eye(d)
         for h in range(heads):
