@@ -8,7 +8,8 @@
  * 4000, with several scales). What GCC made of those loops at T = 197: a 16-lane body and a
  * scalar tail of T mod 16 elements for each pass (max, exp, sum, scale), the scalar exp taking
  * as long as several vector ones, and no overlap of one exp's latency chain with the next.
- * Here every tail is one masked vector, and the exp pass runs four blocks side by side. The
+ * Here every tail is one masked vector, and the exp pass runs several blocks side by side: two
+ * short rows at a time (k_softmax_rows says how). The
  * lanes do the C code's operations in its order:
  *   - the maximum: 16 lanes m[l] = s > m ? s : m (MAXPS(s, m) is that select, NaN included),
  *     the tail into lanes 0 .. T mod 16 - 1 under a mask, then the lanes folded in lane order;
@@ -25,7 +26,7 @@
 
 #define SV_CPU_SOFTMAX_KERNELS 1
 
-enum { SM_W = 4 }; /* exp blocks side by side */
+enum { SM_W = 4 }; /* exp blocks side by side (the last step of a row takes up to SM_W + 1) */
 
 /* lanes [0, min(16, T - j)) of the block at element j */
 static inline __mmask16 sm_mask(int j, int T) {
@@ -44,7 +45,7 @@ static inline float sm_tree16(__m512 v) {
 /* s[j] = exp(s[j] * scale - mx) for w blocks from s (masks m), their sum added into *acc */
 static inline __attribute__((always_inline)) void sm_exp_step(int w, float *s, const __mmask16 *m, __m512 scale,
                                                               __m512 mx, __m512 *acc) {
-    __m512 a[SM_W], ac[SM_W], z[SM_W], e[SM_W];
+    __m512 a[SM_W + 1], ac[SM_W + 1], z[SM_W + 1], e[SM_W + 1];
     for (int k = 0; k < w; k++) {
         a[k] = gv_sub(gv_mul(_mm512_maskz_loadu_ps(m[k], s + 16 * k), scale), mx);
         ac[k] = _mm512_max_ps(gv_c(SV_EXP_LO), a[k]); /* a < lo ? lo : a */
@@ -57,34 +58,100 @@ static inline __attribute__((always_inline)) void sm_exp_step(int w, float *s, c
     }
 }
 
+/* The same for two rows s0, s1 of equal length (the same masks): their w blocks each, 2w side
+ * by side; s0's blocks add into *acc0, s1's into *acc1, each in block order. */
+static inline __attribute__((always_inline)) void sm_exp_step2(int w, float *s0, float *s1, const __mmask16 *m,
+                                                               __m512 scale, __m512 mx0, __m512 mx1, __m512 *acc0,
+                                                               __m512 *acc1) {
+    __m512 a[2 * SM_W], ac[2 * SM_W], z[2 * SM_W], e[2 * SM_W];
+    for (int k = 0; k < 2 * w; k++) {
+        const int b = k < w ? k : k - w;
+        a[k] = gv_sub(gv_mul(_mm512_maskz_loadu_ps(m[b], (k < w ? s0 : s1) + 16 * b), scale), k < w ? mx0 : mx1);
+        ac[k] = _mm512_max_ps(gv_c(SV_EXP_LO), a[k]);
+        z[k] = _mm512_setzero_ps();
+    }
+    gv_exp2_parts(2 * w, 0, e, a, ac, z);
+    for (int k = 0; k < w; k++) {
+        _mm512_mask_storeu_ps(s0 + 16 * k, m[k], e[k]);
+        *acc0 = _mm512_mask_add_ps(*acc0, m[k], *acc0, e[k]);
+    }
+    for (int k = 0; k < w; k++) {
+        _mm512_mask_storeu_ps(s1 + 16 * k, m[k], e[w + k]);
+        *acc1 = _mm512_mask_add_ps(*acc1, m[k], *acc1, e[w + k]);
+    }
+}
+
+/* max(s[0 .. T)) * scale, broadcast: the lanes' maxima, then the lanes folded in lane order */
+static inline __m512 sm_row_max(const float *s, int T, float scale) {
+    __m512 m = _mm512_set1_ps(s[0]);
+    int j = 0;
+    for (; j + 16 <= T; j += 16) m = _mm512_max_ps(_mm512_loadu_ps(s + j), m);
+    if (j < T) {
+        __mmask16 k = sm_mask(j, T);
+        m = _mm512_mask_max_ps(m, k, _mm512_maskz_loadu_ps(k, s + j), m);
+    }
+    float ml[16];
+    _mm512_storeu_ps(ml, m);
+    float mx = ml[0];
+    for (int l = 1; l < 16; l++) mx = ml[l] > mx ? ml[l] : mx;
+    return _mm512_set1_ps(mx * scale);
+}
+
+/* s[0 .. T) *= 1 / (the lanes of acc summed by k_tree16) */
+static inline void sm_row_scale(float *s, int T, __m512 acc) {
+    const __m512 inv = _mm512_set1_ps(1.0f / sm_tree16(acc));
+    for (int j = 0; j < T; j += 16) {
+        __mmask16 k = sm_mask(j, T);
+        _mm512_mask_storeu_ps(s + j, k, gv_mul(_mm512_maskz_loadu_ps(k, s + j), inv));
+    }
+}
+
+/* Rows of up to SM_W blocks two at a time (a short row alone is one chain of dependent steps;
+ * the two rows' chains side by side), longer rows (and a last odd row) one at a time, the last
+ * step of each taking up to SM_W + 1 blocks. Measured on Zen 4 (bench --op attention, 1 thread,
+ * three interleaved rounds): the fp32 attention forward of vit-28 at batch 64 (T = 50) 2.41-2.53
+ * -> 2.14-2.16 ms; vit-ti16 (T = 197) unchanged (6.38-6.64 / 6.49-6.60 ms), and pairs of long
+ * rows (8 chains) measured slower. */
 static void k_softmax_rows(float *S, int rows, int T, float scale) {
     const __m512 vs = _mm512_set1_ps(scale);
-    for (int r = 0; r < rows; r++) {
+    int r = 0;
+    for (; T <= 16 * SM_W && r + 1 < rows; r += 2) {
+        float *s0 = S + (size_t)r * T, *s1 = s0 + T;
+        const __m512 mx0 = sm_row_max(s0, T, scale), mx1 = sm_row_max(s1, T, scale);
+        __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+        for (int j = 0; j < T;) {
+            const int left = (T - j + 15) / 16, w = left < SM_W ? left : SM_W;
+            __mmask16 mk[SM_W];
+            gv_masks(w, mk, (size_t)j, (size_t)T);
+            switch (w) { /* a constant w per call: the blocks' chains stay in registers */
+            case 1: sm_exp_step2(1, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+            case 2: sm_exp_step2(2, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+            case 3: sm_exp_step2(3, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+            default: sm_exp_step2(4, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+            }
+            j += 16 * w;
+        }
+        sm_row_scale(s0, T, acc0);
+        sm_row_scale(s1, T, acc1);
+    }
+    for (; r < rows; r++) {
         float *s = S + (size_t)r * T;
-        __m512 m = _mm512_set1_ps(s[0]);
-        int j = 0;
-        for (; j + 16 <= T; j += 16) m = _mm512_max_ps(_mm512_loadu_ps(s + j), m);
-        if (j < T) {
-            __mmask16 k = sm_mask(j, T);
-            m = _mm512_mask_max_ps(m, k, _mm512_maskz_loadu_ps(k, s + j), m);
-        }
-        float ml[16];
-        _mm512_storeu_ps(ml, m);
-        float mx = ml[0];
-        for (int l = 1; l < 16; l++) mx = ml[l] > mx ? ml[l] : mx;
-        const __m512 vmx = _mm512_set1_ps(mx * scale);
+        const __m512 vmx = sm_row_max(s, T, scale);
         __m512 acc = _mm512_setzero_ps();
-        __mmask16 full[SM_W] = {0xffff, 0xffff, 0xffff, 0xffff};
-        for (j = 0; j + 16 * SM_W <= T; j += 16 * SM_W) sm_exp_step(SM_W, s + j, full, vs, vmx, &acc);
-        for (; j < T; j += 16) {
-            __mmask16 k = sm_mask(j, T);
-            sm_exp_step(1, s + j, &k, vs, vmx, &acc);
+        for (int j = 0; j < T;) {
+            const int left = (T - j + 15) / 16, w = left <= SM_W + 1 ? left : SM_W;
+            __mmask16 mk[SM_W + 1];
+            gv_masks(w, mk, (size_t)j, (size_t)T);
+            switch (w) {
+            case 1: sm_exp_step(1, s + j, mk, vs, vmx, &acc); break;
+            case 2: sm_exp_step(2, s + j, mk, vs, vmx, &acc); break;
+            case 3: sm_exp_step(3, s + j, mk, vs, vmx, &acc); break;
+            case 4: sm_exp_step(4, s + j, mk, vs, vmx, &acc); break;
+            default: sm_exp_step(5, s + j, mk, vs, vmx, &acc); break;
+            }
+            j += 16 * w;
         }
-        const __m512 inv = _mm512_set1_ps(1.0f / sm_tree16(acc));
-        for (j = 0; j < T; j += 16) {
-            __mmask16 k = sm_mask(j, T);
-            _mm512_mask_storeu_ps(s + j, k, gv_mul(_mm512_maskz_loadu_ps(k, s + j), inv));
-        }
+        sm_row_scale(s, T, acc);
     }
 }
 
