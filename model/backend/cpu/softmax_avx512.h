@@ -9,7 +9,7 @@
  * scalar tail of T mod 16 elements for each pass (max, exp, sum, scale), the scalar exp taking
  * as long as several vector ones, and no overlap of one exp's latency chain with the next.
  * Here every tail is one masked vector, and the exp pass runs several blocks side by side: two
- * short rows at a time (k_softmax_rows says how). The
+ * rows at a time, up to four blocks of each (k_softmax_rows). The
  * lanes do the C code's operations in its order:
  *   - the maximum: 16 lanes m[l] = s > m ? s : m (MAXPS(s, m) is that select, NaN included),
  *     the tail into lanes 0 .. T mod 16 - 1 under a mask, then the lanes folded in lane order;
@@ -106,34 +106,48 @@ static inline void sm_row_scale(float *s, int T, __m512 acc) {
     }
 }
 
-/* Rows of up to SM_W blocks two at a time (a short row alone is one chain of dependent steps;
- * the two rows' chains side by side), longer rows (and a last odd row) one at a time, the last
- * step of each taking up to SM_W + 1 blocks. Measured on Zen 4 (bench --op attention, 1 thread,
- * three interleaved rounds): the fp32 attention forward of vit-28 at batch 64 (T = 50) 2.41-2.53
- * -> 2.14-2.16 ms; vit-ti16 (T = 197) unchanged (6.38-6.64 / 6.49-6.60 ms), and pairs of long
- * rows (8 chains) measured slower. */
+/* The exp pass and the scaling of rows s0 and s1 (both T long, maxima mx0 / mx1 * scale), steps
+ * of up to SM_W blocks of each. */
+static inline __attribute__((always_inline)) void sm_row_pair(float *s0, float *s1, int T, __m512 vs, __m512 mx0,
+                                                              __m512 mx1) {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    for (int j = 0; j < T;) {
+        const int left = (T - j + 15) / 16, w = left < SM_W ? left : SM_W;
+        __mmask16 mk[SM_W];
+        gv_masks(w, mk, (size_t)j, (size_t)T);
+        switch (w) { /* a constant w per call: the blocks' chains stay in registers */
+        case 1: sm_exp_step2(1, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+        case 2: sm_exp_step2(2, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+        case 3: sm_exp_step2(3, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+        default: sm_exp_step2(4, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+        }
+        j += 16 * w;
+    }
+    sm_row_scale(s0, T, acc0);
+    sm_row_scale(s1, T, acc1);
+}
+
+/* Rows [0, rows - rows % 2) in pairs; returns how many were done. */
+static inline __attribute__((always_inline)) int sm_pairs(float *S, int rows, int T, __m512 vs, float scale) {
+    int r = 0;
+    for (; r + 1 < rows; r += 2) {
+        float *s0 = S + (size_t)r * T, *s1 = s0 + T;
+        sm_row_pair(s0, s1, T, vs, sm_row_max(s0, T, scale), sm_row_max(s1, T, scale));
+    }
+    return r;
+}
+
+/* Rows two at a time, both rows' exp chains in one step (a row of T = 50 alone is four dependent
+ * chains, one per block, each a full latency), a last odd row alone, its last step taking up to
+ * SM_W + 1 blocks. Measured on Zen 4 (one thread, the softmax alone, 197 / 50 / 17 rows of
+ * T = 197 / 50 / 17): 29.0 / 4.0 / 1.06 us with one row at a time and every block left over
+ * alone, 24.0 / 2.35 / 0.66 us like this; one row of 6 or 8 blocks at a time gave 27.2 / 30.2 us
+ * at T = 197. */
 static void k_softmax_rows(float *S, int rows, int T, float scale) {
     const __m512 vs = _mm512_set1_ps(scale);
-    int r = 0;
-    for (; T <= 16 * SM_W && r + 1 < rows; r += 2) {
-        float *s0 = S + (size_t)r * T, *s1 = s0 + T;
-        const __m512 mx0 = sm_row_max(s0, T, scale), mx1 = sm_row_max(s1, T, scale);
-        __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-        for (int j = 0; j < T;) {
-            const int left = (T - j + 15) / 16, w = left < SM_W ? left : SM_W;
-            __mmask16 mk[SM_W];
-            gv_masks(w, mk, (size_t)j, (size_t)T);
-            switch (w) { /* a constant w per call: the blocks' chains stay in registers */
-            case 1: sm_exp_step2(1, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
-            case 2: sm_exp_step2(2, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
-            case 3: sm_exp_step2(3, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
-            default: sm_exp_step2(4, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
-            }
-            j += 16 * w;
-        }
-        sm_row_scale(s0, T, acc0);
-        sm_row_scale(s1, T, acc1);
-    }
+    /* a copy for rows of one step per pair, where the compiler drops the step loop: 8% faster
+     * at T = 50 than the general copy */
+    int r = T <= 16 * SM_W ? sm_pairs(S, rows, T, vs, scale) : sm_pairs(S, rows, T, vs, scale);
     for (; r < rows; r++) {
         float *s = S + (size_t)r * T;
         const __m512 vmx = sm_row_max(s, T, scale);
