@@ -3,7 +3,9 @@
 #
 # Usage: bench/compare_pytorch.sh [BUILD_DIR] [OUT_DIR]
 #   env SV (shardvit binary, default BUILD_DIR/app/shardvit), STEPS (timed steps, default 4), WARMUP (default 1),
-#       REPEATS (runs per setting, both frameworks, best kept; default 2),
+#       REPEATS (runs per setting, both frameworks, best kept; default 2), ROUNDS (default 1: per model
+#       and precision, that many rounds of PyTorch's runs followed by shardvit's, the best of all rounds
+#       kept for every setting, so that a slow phase of a shared machine does not fall on one side only),
 #       CASES (default "vit-28:128 vit-ti16:32"), DTYPES (default "fp32 bf16"), SCALING=1 (vit-ti16 at world 1/2/4),
 #       MFU=1 (vit-s16 at 224, batch 32, world 2),
 #       TORCH_PY (the Python interpreter whose torch is compared against; default Debian's /usr/bin/python3
@@ -39,7 +41,9 @@ TORCH_PY=${TORCH_PY:-/usr/bin/python3}
 TORCH_COMPILE=${TORCH_COMPILE:-0}
 PY=$(command -v python3 || echo /usr/bin/python3)
 MPIEXEC=${MPIEXEC:-mpiexec}
+ROUNDS=${ROUNDS:-1}
 case "$REPEATS" in ''|*[!0-9]*|0) echo "REPEATS must be a positive integer (got '$REPEATS')" >&2; exit 2 ;; esac
+case "$ROUNDS" in ''|*[!0-9]*|0) echo "ROUNDS must be a positive integer (got '$ROUNDS')" >&2; exit 2 ;; esac
 [ -x "$SV" ] || { echo "no shardvit binary at $SV (build first, or pass BUILD_DIR)" >&2; exit 2; }
 "$TORCH_PY" -c "import torch" 2>/dev/null || {
     echo "PyTorch missing for TORCH_PY=$TORCH_PY: apt-get install python3-torch, or run bench/torch_venv.sh and" \
@@ -52,6 +56,13 @@ mkdir -p "$OUT"
 : >"$OUT/results.jsonl"
 
 field() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d.get(sys.argv[2]))" "$1" "$2"; }
+keep_best() { # DEST FILE...: copy the JSON with the highest img_per_s (and its .log) to DEST.json / DEST.log
+    local dest=$1 best
+    shift
+    best=$("$PY" -c "import json,sys; print(max(sys.argv[1:], key=lambda f: json.load(open(f))['img_per_s']))" "$@") || return 1
+    cp "$best" "$dest.json"
+    cp "${best%.json}.log" "$dest.log"
+}
 record() { # TAG FILE
     "$PY" -c "import json,sys; d=json.load(open(sys.argv[2])); d['tag']=sys.argv[1]; print(json.dumps(d))" "$1" "$2" \
         >>"$OUT/results.jsonl"
@@ -75,7 +86,8 @@ sv_bench() { # TAG NRANKS THREADS MODEL BATCH [extra flags]; best of REPEATS run
 }
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC')  $(uptime | sed 's/.*load/load/')"
-echo "# img/s: mean over the timed steps, best of $REPEATS runs (both frameworks); ratio: img/s / PyTorch's best;"
+echo "# img/s: mean over the timed steps, best of $REPEATS runs x $ROUNDS round(s) (both frameworks; a round = PyTorch's"
+echo "# runs, then shardvit's, per model and precision); ratio: img/s / PyTorch's best;"
 echo "# mfu: fraction of the hardware peak: cores x the per-core ISA peak of the GEMM engine the run uses"
 echo "# (shardvit bench hw_peak_flops; mfu_gemm in the JSON is the fraction of the measured GEMM peak);"
 echo "# best-step: global batch / fastest step. PyTorch '1 thr' = torch.set_num_threads(1); Debian's torch 1.13"
@@ -99,10 +111,18 @@ for c in $CASES; do
     model=${c%%:*}
     batch=${c##*:}
     for dt in $DTYPES; do
-    "$TORCH_PY" "$HERE/train/torch_vit_train.py" --model "$model" --batch-size "$batch" --steps "$STEPS" \
-        --warmup "$WARMUP" --repeats "$REPEATS" --threads 1,2 --dtypes "$dt" "${TORCH_FLAGS[@]}" \
-        >"$OUT/torch-$model-$dt.json" 2>"$OUT/torch-$model-$dt.log" \
-        || { echo "PyTorch run failed: see $OUT/torch-$model-$dt.log" >&2; exit 1; }
+    rm -f "$OUT/torch-$model-$dt".round*.* "$OUT/sv-$model-$dt-"r?t?.round*.*
+    for round in $(seq "$ROUNDS"); do
+        "$TORCH_PY" "$HERE/train/torch_vit_train.py" --model "$model" --batch-size "$batch" --steps "$STEPS" \
+            --warmup "$WARMUP" --repeats "$REPEATS" --threads 1,2 --dtypes "$dt" "${TORCH_FLAGS[@]}" \
+            >"$OUT/torch-$model-$dt.round$round.json" 2>"$OUT/torch-$model-$dt.round$round.log" \
+            || { echo "PyTorch run failed: see $OUT/torch-$model-$dt.round$round.log" >&2; exit 1; }
+        for cfg in "1 1" "1 2" "2 1"; do
+            set -- $cfg
+            sv_bench "sv-$model-$dt-r$1t$2.round$round" "$1" "$2" "$model" "$batch" --param-dtype "$dt" || true
+        done
+    done
+    keep_best "$OUT/torch-$model-$dt" "$OUT/torch-$model-$dt".round*.json || exit 1
     record "torch-$model-$dt" "$OUT/torch-$model-$dt.json"
     tb=$(field "$OUT/torch-$model-$dt.json" img_per_s)
     tt=$(field "$OUT/torch-$model-$dt.json" best_threads)
@@ -117,7 +137,9 @@ print('%-10s %s pytorch eager vs torch.compile (img/s per setting): %s; %s won' 
     for cfg in "1 1" "1 2" "2 1"; do
         set -- $cfg
         tag="sv-$model-$dt-r$1t$2"
-        sv_bench "$tag" "$1" "$2" "$model" "$batch" --param-dtype "$dt" || continue
+        rm -f "$OUT/$tag.json" "$OUT/$tag.log"
+        ls "$OUT/$tag".round*.json >/dev/null 2>&1 || continue # every round of this setting failed
+        keep_best "$OUT/$tag" "$OUT/$tag".round*.json || continue
         ips=$(field "$OUT/$tag.json" img_per_s)
         mfu=$(field "$OUT/$tag.json" mfu)
         best=$(field "$OUT/$tag.json" img_per_s_best_step)
