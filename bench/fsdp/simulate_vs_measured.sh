@@ -58,21 +58,17 @@ while IFS='|' read -r W FLAGS; do
     # after the run it is compared with, and the row compares the medians over the rounds, so one
     # round caught in a slow phase of the machine does not decide the row.
     meas=() sims=()
-    for rep in $(seq "$REPEATS"); do
-        if timeout 600 mpiexec -n "$W" "$SV" bench --model "$MODEL" --batch-size "$BATCH" --param-dtype "$DTYPE" \
-            --steps "$STEPS" --warmup "$WARMUP" $FLAGS --json "$OUT/$tag.meas$rep.json" </dev/null >/dev/null 2>&1; then
-            meas+=("$OUT/$tag.meas$rep.json")
-        else
-            echo "measure failed: w$W $FLAGS"
-        fi
-        if timeout 600 mpiexec -n "$R" "$SV" plan --simulate --json --device cpu --model "$MODEL" --batch-size "$BATCH" \
-            --param-dtype "$DTYPE" --world "$W" $NET $FLAGS >"$OUT/$tag.sim$rep.json" 2>/dev/null </dev/null; then
-            sims+=("$OUT/$tag.sim$rep.json")
-        else
-            echo "simulate failed: w$W $FLAGS"
-        fi
+    for rep in $(seq "$REPEATS"); do # a round counts only when both halves ran (the pairs stay aligned)
+        timeout 600 mpiexec -n "$W" "$SV" bench --model "$MODEL" --batch-size "$BATCH" --param-dtype "$DTYPE" \
+            --steps "$STEPS" --warmup "$WARMUP" $FLAGS --json "$OUT/$tag.meas$rep.json" </dev/null >/dev/null 2>&1 ||
+            { echo "measure failed: w$W $FLAGS"; continue; }
+        timeout 600 mpiexec -n "$R" "$SV" plan --simulate --json --device cpu --model "$MODEL" --batch-size "$BATCH" \
+            --param-dtype "$DTYPE" --world "$W" $NET $FLAGS >"$OUT/$tag.sim$rep.json" 2>/dev/null </dev/null ||
+            { echo "simulate failed: w$W $FLAGS"; continue; }
+        meas+=("$OUT/$tag.meas$rep.json")
+        sims+=("$OUT/$tag.sim$rep.json")
     done
-    [ ${#meas[@]} -gt 0 ] && [ ${#sims[@]} -gt 0 ] || continue
+    [ ${#meas[@]} -gt 0 ] || continue
     "$PY" - "$W" "$FLAGS" "$CORES" "${meas[*]}" "${sims[*]}" "$OUT/results.jsonl" <<'PYEOF' | tee -a "$OUT/table.txt"
 import json, statistics, sys
 w, flags, cores = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])

@@ -26,7 +26,7 @@
 
 #define SV_CPU_SOFTMAX_KERNELS 1
 
-enum { SM_W = 4 }; /* exp blocks side by side (the last step of a row takes up to SM_W + 1) */
+enum { SM_W = 4 }; /* exp blocks of one row side by side */
 
 /* lanes [0, min(16, T - j)) of the block at element j */
 static inline __mmask16 sm_mask(int j, int T) {
@@ -42,40 +42,25 @@ static inline float sm_tree16(__m512 v) {
     return k_tree16(acc);
 }
 
-/* s[j] = exp(s[j] * scale - mx) for w blocks from s (masks m), their sum added into *acc */
-static inline __attribute__((always_inline)) void sm_exp_step(int w, float *s, const __mmask16 *m, __m512 scale,
-                                                              __m512 mx, __m512 *acc) {
-    __m512 a[SM_W + 1], ac[SM_W + 1], z[SM_W + 1], e[SM_W + 1];
-    for (int k = 0; k < w; k++) {
-        a[k] = gv_sub(gv_mul(_mm512_maskz_loadu_ps(m[k], s + 16 * k), scale), mx);
+/* s_r[j] = exp(s_r[j] * scale - mx_r) for w blocks of each of nr rows s_0 = s0, s_1 = s1 (the
+ * same masks m, the same length; s1, mx1 and acc1 unused when nr = 1), nr * w blocks side by
+ * side; row r's blocks add into *acc_r in block order. nr and w are constants at every call. */
+static inline __attribute__((always_inline)) void sm_exp_step(int nr, int w, float *s0, float *s1, const __mmask16 *m,
+                                                              __m512 scale, __m512 mx0, __m512 mx1, __m512 *acc0,
+                                                              __m512 *acc1) {
+    __m512 a[2 * SM_W], ac[2 * SM_W], z[2 * SM_W], e[2 * SM_W];
+    for (int k = 0; k < nr * w; k++) {
+        const int b = k < w ? k : k - w;
+        a[k] = gv_sub(gv_mul(_mm512_maskz_loadu_ps(m[b], (k < w ? s0 : s1) + 16 * b), scale), k < w ? mx0 : mx1);
         ac[k] = _mm512_max_ps(gv_c(SV_EXP_LO), a[k]); /* a < lo ? lo : a */
         z[k] = _mm512_setzero_ps();
     }
-    gv_exp2_parts(w, 0, e, a, ac, z);
-    for (int k = 0; k < w; k++) {
-        _mm512_mask_storeu_ps(s + 16 * k, m[k], e[k]);
-        *acc = _mm512_mask_add_ps(*acc, m[k], *acc, e[k]);
-    }
-}
-
-/* The same for two rows s0, s1 of equal length (the same masks): their w blocks each, 2w side
- * by side; s0's blocks add into *acc0, s1's into *acc1, each in block order. */
-static inline __attribute__((always_inline)) void sm_exp_step2(int w, float *s0, float *s1, const __mmask16 *m,
-                                                               __m512 scale, __m512 mx0, __m512 mx1, __m512 *acc0,
-                                                               __m512 *acc1) {
-    __m512 a[2 * SM_W], ac[2 * SM_W], z[2 * SM_W], e[2 * SM_W];
-    for (int k = 0; k < 2 * w; k++) {
-        const int b = k < w ? k : k - w;
-        a[k] = gv_sub(gv_mul(_mm512_maskz_loadu_ps(m[b], (k < w ? s0 : s1) + 16 * b), scale), k < w ? mx0 : mx1);
-        ac[k] = _mm512_max_ps(gv_c(SV_EXP_LO), a[k]);
-        z[k] = _mm512_setzero_ps();
-    }
-    gv_exp2_parts(2 * w, 0, e, a, ac, z);
+    gv_exp2_parts(nr * w, 0, e, a, ac, z);
     for (int k = 0; k < w; k++) {
         _mm512_mask_storeu_ps(s0 + 16 * k, m[k], e[k]);
         *acc0 = _mm512_mask_add_ps(*acc0, m[k], *acc0, e[k]);
     }
-    for (int k = 0; k < w; k++) {
+    for (int k = 0; nr > 1 && k < w; k++) {
         _mm512_mask_storeu_ps(s1 + 16 * k, m[k], e[w + k]);
         *acc1 = _mm512_mask_add_ps(*acc1, m[k], *acc1, e[w + k]);
     }
@@ -97,7 +82,7 @@ static inline __m512 sm_row_max(const float *s, int T, float scale) {
     return _mm512_set1_ps(mx * scale);
 }
 
-/* s[0 .. T) *= 1 / (the lanes of acc summed by k_tree16) */
+/* s *= 1 / (the lanes of acc summed by k_tree16), T elements */
 static inline void sm_row_scale(float *s, int T, __m512 acc) {
     const __m512 inv = _mm512_set1_ps(1.0f / sm_tree16(acc));
     for (int j = 0; j < T; j += 16) {
@@ -106,67 +91,46 @@ static inline void sm_row_scale(float *s, int T, __m512 acc) {
     }
 }
 
-/* The exp pass and the scaling of rows s0 and s1 (both T long, maxima mx0 / mx1 * scale), steps
- * of up to SM_W blocks of each. */
-static inline __attribute__((always_inline)) void sm_row_pair(float *s0, float *s1, int T, __m512 vs, __m512 mx0,
-                                                              __m512 mx1) {
+/* The softmax of nr (a constant: 1 or 2) rows of T elements starting at S, row stride T: their
+ * maxima, the exp pass in steps of up to SM_W blocks of each row, the scaling. */
+static inline __attribute__((always_inline)) void sm_rows(int nr, float *S, int T, __m512 vs, float scale) {
+    float *s0 = S, *s1 = S + (nr > 1 ? T : 0);
+    const __m512 mx0 = sm_row_max(s0, T, scale), mx1 = nr > 1 ? sm_row_max(s1, T, scale) : mx0;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     for (int j = 0; j < T;) {
         const int left = (T - j + 15) / 16, w = left < SM_W ? left : SM_W;
         __mmask16 mk[SM_W];
         gv_masks(w, mk, (size_t)j, (size_t)T);
         switch (w) { /* a constant w per call: the blocks' chains stay in registers */
-        case 1: sm_exp_step2(1, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
-        case 2: sm_exp_step2(2, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
-        case 3: sm_exp_step2(3, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
-        default: sm_exp_step2(4, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+        case 1: sm_exp_step(nr, 1, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+        case 2: sm_exp_step(nr, 2, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+        case 3: sm_exp_step(nr, 3, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
+        default: sm_exp_step(nr, 4, s0 + j, s1 + j, mk, vs, mx0, mx1, &acc0, &acc1); break;
         }
         j += 16 * w;
     }
     sm_row_scale(s0, T, acc0);
-    sm_row_scale(s1, T, acc1);
+    if (nr > 1) sm_row_scale(s1, T, acc1);
 }
 
 /* Rows [0, rows - rows % 2) in pairs; returns how many were done. */
 static inline __attribute__((always_inline)) int sm_pairs(float *S, int rows, int T, __m512 vs, float scale) {
     int r = 0;
-    for (; r + 1 < rows; r += 2) {
-        float *s0 = S + (size_t)r * T, *s1 = s0 + T;
-        sm_row_pair(s0, s1, T, vs, sm_row_max(s0, T, scale), sm_row_max(s1, T, scale));
-    }
+    for (; r + 1 < rows; r += 2) sm_rows(2, S + (size_t)r * T, T, vs, scale);
     return r;
 }
 
 /* Rows two at a time, both rows' exp chains in one step (a row of T = 50 alone is four dependent
- * chains, one per block, each a full latency), a last odd row alone, its last step taking up to
- * SM_W + 1 blocks. Measured on Zen 4 (one thread, the softmax alone, 197 / 50 / 17 rows of
- * T = 197 / 50 / 17): 29.0 / 4.0 / 1.06 us with one row at a time and every block left over
- * alone, 24.0 / 2.35 / 0.66 us like this; one row of 6 or 8 blocks at a time gave 27.2 / 30.2 us
- * at T = 197. */
+ * chains, one per block, each a full latency), a last odd row alone. Measured on Zen 4 (one
+ * thread, the softmax alone, 197 / 50 / 17 rows of T = 197 / 50 / 17): 29.0 / 4.0 / 1.06 us with
+ * one row at a time, 24.0 / 2.35 / 0.66 us like this; one row of 6 or 8 blocks at a time gave
+ * 27.2 / 30.2 us at T = 197. */
 static void k_softmax_rows(float *S, int rows, int T, float scale) {
     const __m512 vs = _mm512_set1_ps(scale);
     /* a copy for rows of one step per pair, where the compiler drops the step loop: 8% faster
      * at T = 50 than the general copy */
-    int r = T <= 16 * SM_W ? sm_pairs(S, rows, T, vs, scale) : sm_pairs(S, rows, T, vs, scale);
-    for (; r < rows; r++) {
-        float *s = S + (size_t)r * T;
-        const __m512 vmx = sm_row_max(s, T, scale);
-        __m512 acc = _mm512_setzero_ps();
-        for (int j = 0; j < T;) {
-            const int left = (T - j + 15) / 16, w = left <= SM_W + 1 ? left : SM_W;
-            __mmask16 mk[SM_W + 1];
-            gv_masks(w, mk, (size_t)j, (size_t)T);
-            switch (w) {
-            case 1: sm_exp_step(1, s + j, mk, vs, vmx, &acc); break;
-            case 2: sm_exp_step(2, s + j, mk, vs, vmx, &acc); break;
-            case 3: sm_exp_step(3, s + j, mk, vs, vmx, &acc); break;
-            case 4: sm_exp_step(4, s + j, mk, vs, vmx, &acc); break;
-            default: sm_exp_step(5, s + j, mk, vs, vmx, &acc); break;
-            }
-            j += 16 * w;
-        }
-        sm_row_scale(s, T, acc);
-    }
+    const int r = T <= 16 * SM_W ? sm_pairs(S, rows, T, vs, scale) : sm_pairs(S, rows, T, vs, scale);
+    if (r < rows) sm_rows(1, S + (size_t)r * T, T, vs, scale);
 }
 
 #endif
