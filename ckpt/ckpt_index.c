@@ -166,6 +166,7 @@ sv_status sv_ckpt_index_store(const sv_ckpt_index *idx, const char *dir) {
     if (c->global_pool != SV_POOL_TOKEN)
         sv_json_key(&w, "global_pool"), sv_json_str(&w, sv_vit_pool_name(c->global_pool));
     if (c->no_class_token) sv_json_key(&w, "class_token"), sv_json_bool(&w, 0);
+    if (c->reg_tokens > 0) sv_json_key(&w, "reg_tokens"), sv_json_i64(&w, c->reg_tokens);
     sv_json_obj_end(&w);
     sv_json_key(&w, "world_size"), sv_json_i64(&w, idx->world_size);
     sv_json_key(&w, "strategy"), sv_json_str(&w, idx->strategy);
@@ -340,6 +341,14 @@ static sv_status parse_model(const sv_json *root, sv_vit_config *c) {
         int ct;
         SV_TRY(sv_json_get_bool(m, "class_token", &ct));
         c->no_class_token = !ct;
+    }
+    if (sv_json_member_get(m, "reg_tokens")) {
+        int64_t r;
+        SV_TRY(sv_json_get_i64(m, "reg_tokens", &r));
+        if (r < 0 || r > SV_VIT_MAX_REG_TOKENS)
+            return SV_FAIL(SV_ERR_FORMAT, "index.json: reg_tokens %lld out of range [0, %d]", (long long)r,
+                           SV_VIT_MAX_REG_TOKENS);
+        c->reg_tokens = (int)r;
     }
     return sv_vit_config_validate(c);
 }

@@ -100,6 +100,7 @@ static sv_status config_text(const sv_vit_config *c, const sv_ckpt_meta *m, char
     /* timm: fc_norm defaults to (global_pool == 'avg'), i.e. norm.* vs fc_norm.* as exported */
     sv_json_key(&w, "fc_norm"), sv_json_bool(&w, c->global_pool == SV_POOL_AVG);
     if (c->layer_scale > 0) sv_json_key(&w, "init_values"), sv_json_f64(&w, c->layer_scale);
+    if (c->reg_tokens > 0) sv_json_key(&w, "reg_tokens"), sv_json_i64(&w, c->reg_tokens);
     sv_json_obj_end(&w);
     sv_json_key(&w, "pretrained_cfg");
     sv_json_obj_begin(&w);
@@ -377,6 +378,16 @@ static void shape_text(char *o, size_t cap, const int64_t *s, int nd) {
 static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how, sv_adapt_kind *kind,
                              const sv_st_tensor **src) {
     const sv_vit_config *c = &L->cfg;
+    /* register tokens first: their count also shifts pos_embed, and the flag is the better message */
+    const sv_st_tensor *reg = sv_safetensors_find(sf, "reg_token");
+    if (reg && reg->ndim != 3)
+        return SV_FAIL(SV_ERR_FORMAT, "%s: tensor reg_token has %d dimensions, expected 3 (1, R, D)", sf->path,
+                       reg->ndim);
+    int64_t file_reg = reg ? reg->shape[1] : 0;
+    if (file_reg != c->reg_tokens)
+        return SV_FAIL(SV_ERR_FORMAT,
+                       "%s: the file has %lld register tokens (reg_token) but this model has %d (--reg-tokens)",
+                       sf->path, (long long)file_reg, c->reg_tokens);
     for (int k = 0; k < L->n_params; k++) {
         const sv_param_info *p = &L->params[L->entries[k].param];
         const sv_st_tensor *t = sv_safetensors_find(sf, p->name);

@@ -125,13 +125,26 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
         c->num_classes = (int)hw->shape[0];
         /* timm's optional parts, read off the tensor names: no cls_token = class_token False,
          * fc_norm = global_pool avg, blocks.0.ls1.gamma = LayerScale (config.json's init_values
-         * when given; any positive value marks it, the file holds the trained gammas) */
+         * when given; any positive value marks it, the file holds the trained gammas), reg_token =
+         * register tokens */
         c->no_class_token = !sv_safetensors_find(&f, "cls_token");
         c->global_pool = sv_safetensors_find(&f, "fc_norm.weight") ? SV_POOL_AVG : SV_POOL_TOKEN;
         if (!sv_safetensors_find(&f, "blocks.0.ls1.gamma"))
             c->layer_scale = 0;
         else if (!(c->layer_scale > 0))
             c->layer_scale = 1e-5;
+        /* reg_token (1, R, D): timm's register tokens */
+        const sv_st_tensor *reg = sv_safetensors_find(&f, "reg_token");
+        c->reg_tokens = 0;
+        if (reg &&
+            (reg->ndim != 3 || reg->shape[0] != 1 || reg->shape[1] < 1 || reg->shape[1] > SV_VIT_MAX_REG_TOKENS ||
+             reg->shape[2] != pw->shape[0]))
+            st = SV_FAIL(SV_ERR_FORMAT, "%s: reg_token shape is not (1, R, %lld) with 1 <= R <= %d", path,
+                         (long long)pw->shape[0], SV_VIT_MAX_REG_TOKENS);
+        else if (reg)
+            c->reg_tokens = (int)reg->shape[1];
+    }
+    if (st == SV_OK) {
         int prefix = sv_vit_prefix_tokens(c);
         int64_t P = pos->shape[1] - prefix;
         uint64_t g = 0, sq = 0, img = 0;

@@ -1,7 +1,7 @@
 /* ViT configuration and presets (docs/architecture.md; `shardvit info` prints them).
  *
- * Shapes follow timm's VisionTransformer: tokens T = 1 + (img/patch)^2 (class token first; no
- * class token: T = (img/patch)^2),
+ * Shapes follow timm's VisionTransformer: tokens T = 1 + R + (img/patch)^2 (class token first, then
+ * R register tokens, then the patches; no class token: T = R + (img/patch)^2),
  * hidden width of the MLP = dim * mlp_ratio. Every preset field can be overridden from the CLI
  * (--img --patch --in-chans --num-classes --dim --depth --heads --mlp-ratio). */
 #ifndef SV_MODEL_CONFIG_H
@@ -27,9 +27,11 @@ typedef struct sv_vit_config {
     double layer_scale; /* timm init_values: LayerScale gammas blocks.l.ls1/ls2.gamma (D), 0 = off */
     int global_pool;    /* SV_POOL_TOKEN (class token) | SV_POOL_AVG (mean of the patch tokens, fc_norm) */
     int no_class_token; /* 1: no cls_token (timm class_token=False); requires SV_POOL_AVG */
+    int reg_tokens;     /* timm reg_tokens: register tokens after the class token (reg_token (1, R, D)), 0 = none */
 } sv_vit_config;
 
 enum { SV_POOL_TOKEN = 0, SV_POOL_AVG = 1 };
+#define SV_VIT_MAX_REG_TOKENS 256
 /* "token" | "avg" (timm's global_pool names). */
 const char *sv_vit_pool_name(int pool);
 /* Parse a --global-pool value; SV_ERR_INVALID names the flag and the valid values. */
@@ -53,8 +55,9 @@ const char *sv_vit_timm_name(const sv_vit_config *c);
 /* Check internal consistency (img % patch, dim % heads, positive sizes, limits). */
 sv_status sv_vit_config_validate(const sv_vit_config *c);
 
-/* Prefix tokens before the patch tokens: 1 class token, or 0 (timm num_prefix_tokens). */
-static inline int sv_vit_prefix_tokens(const sv_vit_config *c) { return c->no_class_token ? 0 : 1; }
+/* Prefix tokens before the patch tokens (timm num_prefix_tokens): the class token (if any), then
+ * the register tokens. */
+static inline int sv_vit_prefix_tokens(const sv_vit_config *c) { return (c->no_class_token ? 0 : 1) + c->reg_tokens; }
 static inline int sv_vit_patches(const sv_vit_config *c) {
     int g = c->img / c->patch;
     return g * g;

@@ -7,7 +7,9 @@
 #include "core/rng.h"
 
 int sv_vit_slot_present(const sv_vit_config *c, int group, int slot) {
-    if (group < 0) return slot >= 0 && slot < SV_ROOT_NT && !(slot == SV_ROOT_CLS && c->no_class_token);
+    if (group < 0)
+        return slot >= 0 && slot < SV_ROOT_NT && !(slot == SV_ROOT_CLS && c->no_class_token) &&
+            !(slot == SV_ROOT_REG && c->reg_tokens == 0);
     if (slot == SV_BLK_LS1 || slot == SV_BLK_LS2) return c->layer_scale > 0;
     return slot >= 0 && slot < SV_BLK_NT;
 }
@@ -71,6 +73,7 @@ void sv_vit_param_table(const sv_vit_config *c, int head_zero_init, sv_param_inf
     ROOT(SV_ROOT_NORM_B, n, 1, SHAPE(D), 1, SV_INIT_ZEROS, 0);
     ROOT(SV_ROOT_HEAD_W, "head.weight", 2, SHAPE(K, D), 0, head_zero_init ? SV_INIT_ZEROS : SV_INIT_TRUNC_NORMAL, 0.02);
     ROOT(SV_ROOT_HEAD_B, "head.bias", 1, SHAPE(K), 1, SV_INIT_ZEROS, 0);
+    ROOT(SV_ROOT_REG, "reg_token", 3, SHAPE(1, c->reg_tokens, D), 1, SV_INIT_NORMAL, 1e-6); /* timm: normal(1e-6) */
 #undef ROOT
     for (int l = 0; l < c->depth; l++) {
 #define BLK(slot, suffix, ndim, shape, nd, init, std) \
@@ -99,8 +102,8 @@ void sv_vit_param_table(const sv_vit_config *c, int head_zero_init, sv_param_inf
 
 size_t sv_vit_param_count(const sv_vit_config *c) {
     size_t D = c->dim, K = c->num_classes, T = sv_vit_tokens(c), Hd = sv_vit_hidden(c);
-    size_t cls = c->no_class_token ? 0 : D, ls = c->layer_scale > 0 ? 2 * D : 0;
-    size_t root = D * sv_vit_patch_dim(c) + D + cls + T * D + 2 * D + K * D + K;
+    size_t cls = c->no_class_token ? 0 : D, ls = c->layer_scale > 0 ? 2 * D : 0, reg = (size_t)c->reg_tokens * D;
+    size_t root = D * sv_vit_patch_dim(c) + D + cls + reg + T * D + 2 * D + K * D + K;
     size_t block = 4 * D + 3 * D * D + 3 * D + D * D + D + Hd * D + Hd + D * Hd + D + ls;
     return root + (size_t)c->depth * block;
 }

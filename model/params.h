@@ -25,6 +25,7 @@ enum {
     SV_ROOT_NORM_B,      /* norm.bias (D); fc_norm.bias with global_pool avg */
     SV_ROOT_HEAD_W,      /* head.weight (K, D) */
     SV_ROOT_HEAD_B,      /* head.bias (K) */
+    SV_ROOT_REG,         /* reg_token (1, R, D); only with register tokens (last: the classic layout is unchanged) */
     SV_ROOT_NT
 };
 

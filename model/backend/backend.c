@@ -292,15 +292,15 @@ sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, i
     SV_CHECK_DIMS(B > 0 && C > 0 && p > 0 && Himg % p == 0 && Wimg % p == 0, "im2col");
     return CALL(im2col, patches, img, B, C, Himg, Wimg, p);
 }
-sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *pos, int B,
-                          int T, int D) {
-    SV_CHECK_DIMS(B > 0 && T > (cls ? 1 : 0) && D > 0, "embed_fwd");
-    return CALL(embed_fwd, x, patch_out, cls, pos, B, T, D);
+sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *reg, int R,
+                          const void *pos, int B, int T, int D) {
+    SV_CHECK_DIMS(B > 0 && R >= 0 && (R == 0) == (reg == NULL) && T > (cls ? 1 : 0) + R && D > 0, "embed_fwd");
+    return CALL(embed_fwd, x, patch_out, cls, reg, R, pos, B, T, D);
 }
-sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos, const void *dx, int B, int T,
-                          int D) {
-    SV_CHECK_DIMS(B > 0 && T > (d_cls ? 1 : 0) && D > 0, "embed_bwd");
-    return CALL(embed_bwd, d_patch_out, d_cls, d_pos, dx, B, T, D);
+sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos,
+                          const void *dx, int B, int T, int D) {
+    SV_CHECK_DIMS(B > 0 && R >= 0 && (R == 0) == (d_reg == NULL) && T > (d_cls ? 1 : 0) + R && D > 0, "embed_bwd");
+    return CALL(embed_bwd, d_patch_out, d_cls, d_reg, R, d_pos, dx, B, T, D);
 }
 sv_status sv_be_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D) {
     SV_CHECK_DIMS(B > 0 && T > 0 && D > 0, "cls_select");

@@ -219,15 +219,18 @@ sv_status sv_be_softmax_xent(sv_backend *be, float *losses, void *d_logits, cons
  * patches in row-major grid order. */
 sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg, int Wimg, int p);
 
-/* Token assembly: x[b,0,:] = cls + pos[0,:]; x[b,1+i,:] = patch_out[b,i,:] + pos[1+i,:].
- * x (B,T,D), patch_out (B,T-1,D), cls (D), pos (T,D): compute dtype.
- * cls == NULL (no class token): x[b,i,:] = patch_out[b,i,:] + pos[i,:], patch_out (B,T,D). */
-sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *pos, int B,
-                          int T, int D);
-/* d_patch_out (B,T-1,D) overwritten; d_cls (D) += sum_b dx[b,0]; d_pos (T,D) += sum_b dx[b].
- * d_cls == NULL (no class token): d_patch_out (B,T,D) = dx. */
-sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_pos, const void *dx, int B, int T,
-                          int D);
+/* Token assembly with P = (cls ? 1 : 0) + R prefix tokens (timm's order: class token, then the
+ * R register tokens, then the patches): x[b,0,:] = cls + pos[0,:] (with a class token);
+ * x[b,c+r,:] = reg[r,:] + pos[c+r,:] (c = 1 with a class token, else 0; r < R);
+ * x[b,P+i,:] = patch_out[b,i,:] + pos[P+i,:]. x (B,T,D), patch_out (B,T-P,D), cls (D),
+ * reg (R,D), pos (T,D): compute dtype. cls NULL: no class token; reg NULL with R = 0: none. */
+sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *reg, int R,
+                          const void *pos, int B, int T, int D);
+/* d_patch_out (B,T-P,D) overwritten with dx's patch rows; d_cls (D) += sum_b dx[b,0];
+ * d_reg (R,D) += sum_b dx[b,c:c+R]; d_pos (T,D) += sum_b dx[b]; each sum over b in order.
+ * d_cls / d_reg NULL: as cls / reg above. */
+sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos,
+                          const void *dx, int B, int T, int D);
 
 /* out (B,D) = x[:,0,:] from x (B,T,D) (class-token pooling). */
 sv_status sv_be_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D);

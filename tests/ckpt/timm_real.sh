@@ -6,8 +6,8 @@
 # and timm's fp32 logits against shardvit's (--dump-logits); config.json's pretrained_cfg resolved
 # by timm's resolve_data_config (printed). Two shapes: vit-28 (1 channel, mlp_ratio 4) and
 # 32x32 RGB with mlp_ratio 2, 4 heads, and the timm options LayerScale (ls1/ls2.gamma), average
-# pooling (fc_norm) and class_token=False. Skipped (77) only when timm/safetensors/torch are not
-# importable. (tests/ckpt/timm.sh checks the same export against an independent PyTorch twin.)
+# pooling (fc_norm), class_token=False and register tokens (reg_tokens). Skipped (77) only when
+# timm/safetensors/torch are not importable. (tests/ckpt/timm.sh checks the same export against an independent PyTorch twin.)
 SHARDVIT=$1
 source "$(dirname "$0")/../fsdp/lib.sh"
 PYT=${SHARDVIT_TEST_PYTHON:-/usr/bin/python3}
@@ -31,4 +31,7 @@ check rgb --img 32 --in-chans 3 --dim 32 --heads 4 --mlp-ratio 2
 # the dumped evaluation forward): LayerScale + average pooling (fc_norm), and no class token
 check ls_avg --layer-scale 0.1 --global-pool avg --drop-path 0.2 --proj-drop 0.1 --drop 0.1
 check no_cls --img 32 --in-chans 3 --dim 32 --heads 4 --class-token 0 --global-pool avg --layer-scale 1e-5 --bce-loss
+# register tokens (timm reg_tokens) after the class token, and without one (average pooling skips them)
+check reg --reg-tokens 2
+check reg_no_cls --img 32 --in-chans 3 --dim 32 --heads 4 --class-token 0 --global-pool avg --reg-tokens 3
 echo "timm_real: all passed"

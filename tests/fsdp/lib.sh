@@ -30,3 +30,29 @@ compare() {
 
 # logline NAME PATTERN: the first log line of run NAME matching PATTERN
 logline() { grep -m1 -E "$2" "$WORK/$1.log" || { echo "FAIL: no '$2' in $1.log"; exit 1; }; }
+
+# export_roundtrip NAME [architecture flags...]: run NAME (trained with --val-data synthetic) is
+# exported; a world-2 run with the same architecture flags and --init-from the export must hold
+# the same parameters bit for bit; `shardvit eval --weights` (no architecture flags: read off the
+# file) must reproduce the run's final eval; at --img 32 the 7x7 pos_embed grid is resampled.
+export_roundtrip() {
+    local name=$1
+    shift
+    mkdir -p "$WORK/$name-export"
+    "$SHARDVIT" export "$WORK/$name" "$WORK/$name-export/model.safetensors" >"$WORK/$name-export.log" 2>&1 ||
+        { cat "$WORK/$name-export.log"; echo "FAIL: export $name"; exit 1; }
+    run "$name-back" 2 --steps 0 "$@" --init-from "$WORK/$name-export/model.safetensors"
+    cmp "$WORK/$name-back.bin" "$WORK/$name.bin" || { echo "FAIL: export -> import round trip of $name differs"; exit 1; }
+    "$SHARDVIT" eval --weights "$WORK/$name-export/model.safetensors" --data synthetic --synth-samples 480 \
+        --out "$WORK/$name-eval" >"$WORK/$name-eval.log" 2>&1 || { cat "$WORK/$name-eval.log"; echo "FAIL: eval of the export"; exit 1; }
+    local want got
+    want=$("$PY" -c "import json,sys;print(json.load(open(sys.argv[1]))['top1'])" "$WORK/$name/eval.json")
+    got=$("$PY" -c "import json,sys;print(json.load(open(sys.argv[1]))['top1'])" "$WORK/$name-eval/eval.json")
+    echo "final eval of the run: top-1 $want; shardvit eval of its export: $got"
+    test "$want" = "$got" || { echo "FAIL: eval of the export ($got) differs from the run's final eval ($want)"; exit 1; }
+    "$SHARDVIT" eval --weights "$WORK/$name-export/model.safetensors" --data synthetic --synth-samples 96 --img 32 \
+        --out "$WORK/$name-eval32" >"$WORK/$name-eval32.log" 2>&1 ||
+        { cat "$WORK/$name-eval32.log"; echo "FAIL: eval at --img 32"; exit 1; }
+    grep -q "pos_embed grid 7x7 resampled to 8x8" "$WORK/$name-eval32.log" ||
+        { cat "$WORK/$name-eval32.log"; echo "FAIL: no resampling logged"; exit 1; }
+}

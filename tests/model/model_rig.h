@@ -207,10 +207,11 @@ static inline void rig_random_weights(const rig *r, uint64_t seed, float *dst) {
             double z = sv_rand_normal(key, i), v;
             if (is_norm_w)
                 v = 1.0 + 0.3 * z;
-            else if (pi->ndim >= 2 && strcmp(pi->name, "pos_embed") && strcmp(pi->name, "cls_token"))
+            else if (pi->ndim >= 2 && strcmp(pi->name, "pos_embed") && strcmp(pi->name, "cls_token") &&
+                     strcmp(pi->name, "reg_token"))
                 v = z / sqrt(fan_in); /* weights: unit-variance outputs */
             else
-                v = 0.3 * z; /* biases, norm biases, cls_token, pos_embed */
+                v = 0.3 * z; /* biases, norm biases, cls_token, reg_token, pos_embed */
             dst[r->canon_off[p] + i] = (float)v;
         }
     }

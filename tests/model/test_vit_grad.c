@@ -47,11 +47,17 @@ static double fd_loss(rig *r, const int32_t *labels, float *logits) {
  * pooling with fc_norm and no class token (DeiT III / "avg" heads); 2: variant 1 with stochastic
  * depth, proj dropout and head dropout on (their masks are fixed functions of the sample, so the
  * loss stays a deterministic function of the weights and finite differences apply); 3: variant 1
- * with attention-probability dropout (attn_drop 0.4) alone. */
+ * with attention-probability dropout (attn_drop 0.4) alone; 4: the classic ViT with 2 register
+ * tokens (timm reg_tokens) after the class token; 5: variant 1 with 3 register tokens (the average
+ * pool skips them). */
 static void finite_difference_case(int in_chans, int variant) {
     const int B = 3;
     sv_vit_config vc = tiny_config(in_chans, 2);
-    if (variant) {
+    if (variant == 4 || variant == 5) {
+        vc.reg_tokens = variant == 4 ? 2 : 3;
+        printf("variant: %d register tokens\n", vc.reg_tokens);
+    }
+    if (variant && variant != 4) {
         vc.layer_scale = 0.3;
         vc.global_pool = SV_POOL_AVG;
         vc.no_class_token = 1;
@@ -228,6 +234,8 @@ int main(void) {
     finite_difference_case(3, 1);
     finite_difference_case(3, 2);
     finite_difference_case(3, 3);
+    finite_difference_case(1, 4);
+    finite_difference_case(3, 5);
     bitwise_variants_case(1, 2);
     bitwise_variants_case(3, 3);
     printf("test_vit_grad: OK\n");

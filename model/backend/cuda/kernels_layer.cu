@@ -153,27 +153,31 @@ extern "C" cudaError_t sv_cuk_im2col(cudaStream_t s, int bf16, void *patches, co
     return cudaGetLastError();
 }
 
-/* ---- token embedding: class token + positional embedding ---- */
+/* ---- token embedding: class token, register tokens, positional embedding (backend.h) ---- */
 template <int BF>
-__global__ void k_embed_fwd(void *x, const void *patch_out, const void *cls, const void *pos, int B, int T, int D) {
+__global__ void k_embed_fwd(void *x, const void *patch_out, const void *cls, const void *reg, int R, const void *pos,
+                            int B, int T, int D) {
     size_t n = (size_t)B * T * D;
+    const int c1 = cls ? 1 : 0, P = c1 + R;
     SV_CUK_FOR(i, n) {
         int d = (int)(i % (size_t)D);
         size_t bt = i / (size_t)D;
         int t = (int)(bt % (size_t)T);
         size_t b = bt / (size_t)T;
-        /* no class token (cls NULL): token t is patch t */
-        float v = !cls ? sv_ct<BF>::ld(patch_out, bt * D + d)
-            : t == 0   ? sv_ct<BF>::ld(cls, d)
-                       : sv_ct<BF>::ld(patch_out, (b * (size_t)(T - 1) + (size_t)(t - 1)) * D + d);
+        /* token t < c1 is cls, c1 <= t < P register t - c1, t >= P patch t - P */
+        float v = t < c1 ? sv_ct<BF>::ld(cls, d)
+            : t < P      ? sv_ct<BF>::ld(reg, (size_t)(t - c1) * D + d)
+                         : sv_ct<BF>::ld(patch_out, (b * (size_t)(T - P) + (size_t)(t - P)) * D + d);
         sv_ct<BF>::st(x, i, v + sv_ct<BF>::ld(pos, (size_t)t * D + d));
     }
 }
-/* d_patch_out copy; each thread owns one (t, d) of d_pos (and d_cls for t = 0) and sums over b
- * in increasing order (deterministic). */
+/* d_patch_out copy; each thread owns one (t, d) of d_pos (and of d_cls / d_reg for a prefix
+ * token) and sums over b in increasing order (deterministic). */
 template <int BF>
-__global__ void k_embed_bwd(void *d_patch_out, float *d_cls, float *d_pos, const void *dx, int B, int T, int D) {
+__global__ void k_embed_bwd(void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos, const void *dx, int B,
+                            int T, int D) {
     size_t n = (size_t)T * D;
+    const int c1 = d_cls ? 1 : 0, P = c1 + R;
     SV_CUK_FOR(i, n) {
         int d = (int)(i % (size_t)D);
         int t = (int)(i / (size_t)D);
@@ -181,25 +185,25 @@ __global__ void k_embed_bwd(void *d_patch_out, float *d_cls, float *d_pos, const
         for (int b = 0; b < B; b++) {
             float g = sv_ct<BF>::ld(dx, ((size_t)b * T + t) * D + d);
             acc += g;
-            if (!d_cls)
-                sv_ct<BF>::st(d_patch_out, ((size_t)b * T + t) * D + d, g);
-            else if (t > 0)
-                sv_ct<BF>::st(d_patch_out, ((size_t)b * (T - 1) + (t - 1)) * D + d, g);
+            if (t >= P) sv_ct<BF>::st(d_patch_out, ((size_t)b * (T - P) + (t - P)) * D + d, g);
         }
         d_pos[i] += acc;
-        if (t == 0 && d_cls) d_cls[d] += acc;
+        if (t < c1)
+            d_cls[d] += acc;
+        else if (t < P)
+            d_reg[(size_t)(t - c1) * D + d] += acc;
     }
 }
 extern "C" cudaError_t sv_cuk_embed_fwd(cudaStream_t s, int bf16, void *x, const void *patch_out, const void *cls,
-                                        const void *pos, int B, int T, int D) {
-    SV_CUK_DISPATCH(bf16, k_embed_fwd, sv_cuk_blocks((size_t)B * T * D), SV_CUK_THREADS, 0, s, x, patch_out, cls, pos,
-                    B, T, D);
+                                        const void *reg, int R, const void *pos, int B, int T, int D) {
+    SV_CUK_DISPATCH(bf16, k_embed_fwd, sv_cuk_blocks((size_t)B * T * D), SV_CUK_THREADS, 0, s, x, patch_out, cls, reg,
+                    R, pos, B, T, D);
     return cudaGetLastError();
 }
-extern "C" cudaError_t sv_cuk_embed_bwd(cudaStream_t s, int bf16, void *d_patch_out, float *d_cls, float *d_pos,
-                                        const void *dx, int B, int T, int D) {
-    SV_CUK_DISPATCH(bf16, k_embed_bwd, sv_cuk_blocks((size_t)T * D), SV_CUK_THREADS, 0, s, d_patch_out, d_cls, d_pos,
-                    dx, B, T, D);
+extern "C" cudaError_t sv_cuk_embed_bwd(cudaStream_t s, int bf16, void *d_patch_out, float *d_cls, float *d_reg, int R,
+                                        float *d_pos, const void *dx, int B, int T, int D) {
+    SV_CUK_DISPATCH(bf16, k_embed_bwd, sv_cuk_blocks((size_t)T * D), SV_CUK_THREADS, 0, s, d_patch_out, d_cls, d_reg, R,
+                    d_pos, dx, B, T, D);
     return cudaGetLastError();
 }
 
