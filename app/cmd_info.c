@@ -55,8 +55,8 @@ int sv_cmd_info(int argc, char **argv, const sv_proc *proc) {
     sv_vit_param_table(&c, 0, p);
     printf("model %s: img %d patch %d in_chans %d classes %d dim %d depth %d heads %d mlp_ratio %g tokens %d\n", c.name,
            c.img, c.patch, c.in_chans, c.num_classes, c.dim, c.depth, c.heads, c.mlp_ratio, sv_vit_tokens(&c));
-    printf("  global_pool %s, class_token %d, reg_tokens %d, layer_scale %g\n", sv_vit_pool_name(c.global_pool),
-           !c.no_class_token, c.reg_tokens, c.layer_scale);
+    printf("  global_pool %s, class_token %d, reg_tokens %d, no_embed_class %d, layer_scale %g\n",
+           sv_vit_pool_name(c.global_pool), !c.no_class_token, c.reg_tokens, c.no_embed_class, c.layer_scale);
     size_t total = 0;
     for (int i = 0; i < n; i++) {
         total += p[i].numel;

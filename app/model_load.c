@@ -52,6 +52,7 @@ sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, cons
     out->global_pool = mo->global_pool ? mo->global_pool : sv_vit_pool_name(c.global_pool);
     out->class_token = mo->class_token ? mo->class_token : c.no_class_token ? "0" : "1";
     out->reg_tokens = mo->reg_tokens ? mo->reg_tokens : c.reg_tokens;
+    out->no_embed_class = mo->no_embed_class ? mo->no_embed_class : c.no_embed_class;
     return SV_OK;
 }
 

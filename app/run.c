@@ -22,6 +22,7 @@ sv_status sv_model_opts_resolve(const sv_model_opts *o, sv_vit_config *c) {
     OVR(mlp_ratio, o->mlp_ratio);
     OVR(layer_scale, o->layer_scale);
     OVR(reg_tokens, o->reg_tokens);
+    OVR(no_embed_class, o->no_embed_class);
 #undef OVR
     if (o->global_pool) SV_TRY(sv_vit_pool_parse(o->global_pool, &c->global_pool));
     if (o->class_token) {

@@ -18,6 +18,7 @@ typedef struct sv_model_opts {
     const char *global_pool; /* --global-pool token|avg (NULL = token) */
     const char *class_token; /* --class-token 0|1 (NULL = 1) */
     int reg_tokens;          /* --reg-tokens R (0 = none, or as the weights / checkpoint have) */
+    int no_embed_class;      /* --no-embed-class (0 = timm's default, or as the weights / checkpoint have) */
 } sv_model_opts;
 
 /* Flag entries for the model shape (timm's names). 0 means "take the preset's value". */
@@ -48,9 +49,16 @@ typedef struct sv_model_opts {
          0}, \
         {"global-pool", SV_FLAG_STR, &(o).global_pool, 0, 0, "token | avg (timm global_pool; avg uses fc_norm)", 0}, \
         {"class-token", SV_FLAG_STR, &(o).class_token, 0, 0, "1 | 0 (timm class_token; 0 needs --global-pool avg)", 0}, \
+        {"reg-tokens", \
+         SV_FLAG_INT, \
+         &(o).reg_tokens, \
+         0, \
+         SV_VIT_MAX_REG_TOKENS, \
+         "register tokens after the class token (timm reg_tokens: reg_token (1, R, D); 0 = none)", \
+         0}, \
     { \
-        "reg-tokens", SV_FLAG_INT, &(o).reg_tokens, 0, SV_VIT_MAX_REG_TOKENS, \
-            "register tokens after the class token (timm reg_tokens: reg_token (1, R, D); 0 = none)", 0 \
+        "no-embed-class", SV_FLAG_BOOL, &(o).no_embed_class, 0, 1, \
+            "pos_embed for the patch tokens only, none for the class / register tokens (timm no_embed_class)", 0 \
     }
 /* clang-format on */
 

@@ -26,7 +26,7 @@ sv_status sv_ckpt_adapt_kind(const sv_st_file *sf, const sv_st_tensor *t, const 
                              const sv_vit_config *c, sv_adapt_kind *kind) {
     *kind = SV_ADAPT_NONE;
     if (p->group != -1) return SV_OK;
-    const int prefix = sv_vit_prefix_tokens(c);
+    const int prefix = sv_vit_pos_prefix(c); /* positions before the grid */
     if (p->slot == SV_ROOT_POS && t->ndim == 3 && t->shape[0] == 1 && t->shape[2] == c->dim &&
         t->shape[1] >= prefix + 1) {
         int64_t g;
@@ -64,7 +64,7 @@ sv_status sv_ckpt_adapt_read(const sv_st_file *sf, const sv_st_tensor *t, const 
     int from = 0, to = 0;
     if (st == SV_OK && kind == SV_ADAPT_POS) {
         int64_t g = 0;
-        const int prefix = sv_vit_prefix_tokens(c);
+        const int prefix = sv_vit_pos_prefix(c); /* positions before the grid */
         pos_grid(t->shape[1], prefix, &g);
         from = (int)g, to = c->img / c->patch;
         if ((uint64_t)(prefix + (int64_t)to * to) * (uint64_t)c->dim != p->numel)

@@ -352,14 +352,15 @@ static sv_status check_compatible(const sv_fsdp *f, const sv_ckpt_index *idx, in
     {
         const sv_vit_config *a = &idx->cfg, *b = &f->L.cfg;
         if ((a->layer_scale > 0) != (b->layer_scale > 0) || a->global_pool != b->global_pool ||
-            a->no_class_token != b->no_class_token || a->reg_tokens != b->reg_tokens)
+            a->no_class_token != b->no_class_token || a->reg_tokens != b->reg_tokens ||
+            a->no_embed_class != b->no_embed_class)
             return SV_FAIL(SV_ERR_FORMAT,
                            "%s/index.json: the checkpoint's model has LayerScale %s, global pool %s, class token %d, "
-                           "%d register tokens but this run has %s, %s, %d, %d (--layer-scale / --global-pool / "
-                           "--class-token / --reg-tokens)",
+                           "%d register tokens, no_embed_class %d but this run has %s, %s, %d, %d, %d (--layer-scale "
+                           "/ --global-pool / --class-token / --reg-tokens / --no-embed-class)",
                            idx->dir, a->layer_scale > 0 ? "on" : "off", sv_vit_pool_name(a->global_pool),
-                           !a->no_class_token, a->reg_tokens, b->layer_scale > 0 ? "on" : "off",
-                           sv_vit_pool_name(b->global_pool), !b->no_class_token, b->reg_tokens);
+                           !a->no_class_token, a->reg_tokens, a->no_embed_class, b->layer_scale > 0 ? "on" : "off",
+                           sv_vit_pool_name(b->global_pool), !b->no_class_token, b->reg_tokens, b->no_embed_class);
     }
     for (int k = 0; k < f->L.n_params; k++) {
         const sv_param_info *p = &f->L.params[f->L.entries[k].param];

@@ -167,6 +167,7 @@ sv_status sv_ckpt_index_store(const sv_ckpt_index *idx, const char *dir) {
         sv_json_key(&w, "global_pool"), sv_json_str(&w, sv_vit_pool_name(c->global_pool));
     if (c->no_class_token) sv_json_key(&w, "class_token"), sv_json_bool(&w, 0);
     if (c->reg_tokens > 0) sv_json_key(&w, "reg_tokens"), sv_json_i64(&w, c->reg_tokens);
+    if (c->no_embed_class) sv_json_key(&w, "no_embed_class"), sv_json_bool(&w, 1);
     sv_json_obj_end(&w);
     sv_json_key(&w, "world_size"), sv_json_i64(&w, idx->world_size);
     sv_json_key(&w, "strategy"), sv_json_str(&w, idx->strategy);
@@ -350,6 +351,7 @@ static sv_status parse_model(const sv_json *root, sv_vit_config *c) {
                            SV_VIT_MAX_REG_TOKENS);
         c->reg_tokens = (int)r;
     }
+    if (sv_json_member_get(m, "no_embed_class")) SV_TRY(sv_json_get_bool(m, "no_embed_class", &c->no_embed_class));
     return sv_vit_config_validate(c);
 }
 

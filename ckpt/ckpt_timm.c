@@ -101,6 +101,7 @@ static sv_status config_text(const sv_vit_config *c, const sv_ckpt_meta *m, char
     sv_json_key(&w, "fc_norm"), sv_json_bool(&w, c->global_pool == SV_POOL_AVG);
     if (c->layer_scale > 0) sv_json_key(&w, "init_values"), sv_json_f64(&w, c->layer_scale);
     if (c->reg_tokens > 0) sv_json_key(&w, "reg_tokens"), sv_json_i64(&w, c->reg_tokens);
+    if (c->no_embed_class) sv_json_key(&w, "no_embed_class"), sv_json_bool(&w, 1);
     sv_json_obj_end(&w);
     sv_json_key(&w, "pretrained_cfg");
     sv_json_obj_begin(&w);

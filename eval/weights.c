@@ -36,8 +36,17 @@ static sv_status cfg_int(const sv_json *root, const char *key, int *out) {
     return SV_OK;
 }
 
-/* Apply config.json next to `path`, if there is one. */
-static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have_heads) {
+/* 1 when n >= 1 is the square of an integer (exact; n < 2^40). */
+static int is_square(int64_t n) {
+    if (n < 1 || n > 1000000000000LL) return 0;
+    uint64_t g = (uint64_t)sqrt((double)n);
+    while (g > 0 && g * g > (uint64_t)n) g--;
+    while ((g + 1) * (g + 1) <= (uint64_t)n) g++;
+    return g * g == (uint64_t)n;
+}
+
+/* Apply config.json next to `path`, if there is one (*nec_known: it settles no_embed_class). */
+static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have_heads, int *nec_known) {
     char cj[4096];
     const char *slash = strrchr(path, '/');
     if (slash)
@@ -70,6 +79,12 @@ static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have
         if (st == SV_OK && iv) st = sv_json_as_f64(iv, &c->layer_scale);
         if (st == SV_OK && !(c->layer_scale >= 0 && c->layer_scale <= 1e3))
             st = SV_FAIL(SV_ERR_FORMAT, "%s: init_values %g out of range [0, 1000]", cj, c->layer_scale);
+        const sv_json *nec = cfg_value(&doc.root, "no_embed_class");
+        if (st == SV_OK && nec) {
+            st = sv_json_as_bool(nec, &c->no_embed_class);
+            *nec_known = 1;
+        } else if (st == SV_OK && cfg_value(&doc.root, "embed_dim"))
+            *nec_known = 1; /* a config.json without the key: timm's default, False */
     }
     sv_json_doc_free(&doc);
     SV_TRY(st);
@@ -97,7 +112,8 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
     if (have_heads) *have_heads = 0;
     sv_st_file f;
     SV_TRY(sv_safetensors_open(&f, path));
-    sv_status st = apply_config_json(path, c, have_heads);
+    int nec_known = 0; /* config.json said whether pos_embed covers the prefix tokens */
+    sv_status st = apply_config_json(path, c, have_heads, &nec_known);
     const sv_st_tensor *pw = NULL, *pos = NULL, *hw = NULL, *fc1;
     if (st == SV_OK &&
         (!(pw = need(&f, "patch_embed.proj.weight", 4)) || !(pos = need(&f, "pos_embed", 3)) ||
@@ -145,7 +161,14 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
             c->reg_tokens = (int)reg->shape[1];
     }
     if (st == SV_OK) {
-        int prefix = sv_vit_prefix_tokens(c);
+        /* pos_embed covers the prefix tokens (timm's default) or, with no_embed_class, the patches
+         * only; without config.json the shape decides: a square grid behind the prefix rows, else
+         * a square grid alone */
+        if (!nec_known) {
+            int64_t n = pos->shape[1], q = n - sv_vit_prefix_tokens(c);
+            c->no_embed_class = sv_vit_prefix_tokens(c) > 0 && !is_square(q) && is_square(n);
+        }
+        int prefix = sv_vit_pos_prefix(c);
         int64_t P = pos->shape[1] - prefix;
         uint64_t g = 0, sq = 0, img = 0;
         if (P >= 1 && P <= 1000000000000LL) { /* exact integer square root (P < 2^40: no overflow) */

@@ -38,7 +38,9 @@ const char *sv_vit_timm_alias(int i, const char **preset) {
 
 const char *sv_vit_timm_name(const sv_vit_config *c) {
     /* the presets are the classic ViT: LayerScale, average pooling or no class token name none */
-    if (c->layer_scale > 0 || c->global_pool != SV_POOL_TOKEN || c->no_class_token || c->reg_tokens) return NULL;
+    if (c->layer_scale > 0 || c->global_pool != SV_POOL_TOKEN || c->no_class_token || c->reg_tokens ||
+        c->no_embed_class)
+        return NULL;
     for (size_t i = 0; i < N_ALIASES; i++) {
         sv_vit_config p;
         if (sv_vit_preset(k_timm_aliases[i].preset, &p) != SV_OK) continue;
@@ -98,6 +100,8 @@ sv_status sv_vit_config_validate(const sv_vit_config *c) {
         return SV_FAIL(SV_ERR_INVALID, "global pool %d is neither token nor avg", c->global_pool);
     if (c->reg_tokens < 0 || c->reg_tokens > SV_VIT_MAX_REG_TOKENS)
         return SV_FAIL(SV_ERR_INVALID, "--reg-tokens %d out of range [0, %d]", c->reg_tokens, SV_VIT_MAX_REG_TOKENS);
+    if (c->no_embed_class != 0 && c->no_embed_class != 1)
+        return SV_FAIL(SV_ERR_INVALID, "no_embed_class %d is neither 0 nor 1", c->no_embed_class);
     if (c->no_class_token && c->global_pool != SV_POOL_AVG)
         return SV_FAIL(SV_ERR_INVALID, "--class-token 0 needs --global-pool avg (token pooling reads the class token)");
     if (!(c->mlp_ratio > 0.0) || c->mlp_ratio > 64.0 || sv_vit_hidden(c) < 1)

@@ -1,7 +1,8 @@
 /* ViT configuration and presets (docs/architecture.md; `shardvit info` prints them).
  *
  * Shapes follow timm's VisionTransformer: tokens T = 1 + R + (img/patch)^2 (class token first, then
- * R register tokens, then the patches; no class token: T = R + (img/patch)^2),
+ * R register tokens, then the patches; no class token: T = R + (img/patch)^2; pos_embed covers all
+ * T tokens, or with no_embed_class only the patches),
  * hidden width of the MLP = dim * mlp_ratio. Every preset field can be overridden from the CLI
  * (--img --patch --in-chans --num-classes --dim --depth --heads --mlp-ratio). */
 #ifndef SV_MODEL_CONFIG_H
@@ -28,6 +29,7 @@ typedef struct sv_vit_config {
     int global_pool;    /* SV_POOL_TOKEN (class token) | SV_POOL_AVG (mean of the patch tokens, fc_norm) */
     int no_class_token; /* 1: no cls_token (timm class_token=False); requires SV_POOL_AVG */
     int reg_tokens;     /* timm reg_tokens: register tokens after the class token (reg_token (1, R, D)), 0 = none */
+    int no_embed_class; /* 1: timm no_embed_class=True: pos_embed covers the patch tokens only */
 } sv_vit_config;
 
 enum { SV_POOL_TOKEN = 0, SV_POOL_AVG = 1 };
@@ -62,8 +64,12 @@ static inline int sv_vit_patches(const sv_vit_config *c) {
     int g = c->img / c->patch;
     return g * g;
 }
-/* Tokens T = prefix + patches; pos_embed is (1, T, D) (timm no_embed_class=False). */
+/* Tokens T = prefix + patches. */
 static inline int sv_vit_tokens(const sv_vit_config *c) { return sv_vit_prefix_tokens(c) + sv_vit_patches(c); }
+/* Prefix tokens with a pos_embed row: all of them (timm's default no_embed_class=False), or none
+ * (no_embed_class=True); pos_embed is (1, sv_vit_pos_len, D). */
+static inline int sv_vit_pos_prefix(const sv_vit_config *c) { return c->no_embed_class ? 0 : sv_vit_prefix_tokens(c); }
+static inline int sv_vit_pos_len(const sv_vit_config *c) { return sv_vit_pos_prefix(c) + sv_vit_patches(c); }
 static inline int sv_vit_hidden(const sv_vit_config *c) { return (int)(c->dim * c->mlp_ratio); }
 static inline int sv_vit_patch_dim(const sv_vit_config *c) { return c->in_chans * c->patch * c->patch; }
 

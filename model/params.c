@@ -55,7 +55,7 @@ static sv_param_info *entry(const sv_vit_config *c, sv_param_info *out, int grou
 }
 
 void sv_vit_param_table(const sv_vit_config *c, int head_zero_init, sv_param_info *out) {
-    int64_t D = c->dim, K = c->num_classes, T = sv_vit_tokens(c), C = c->in_chans, p = c->patch;
+    int64_t D = c->dim, K = c->num_classes, C = c->in_chans, p = c->patch;
     int64_t Hd = sv_vit_hidden(c);
     double fan_in_bound = 1.0 / sqrt((double)(C * p * p));
     const char *norm = c->global_pool == SV_POOL_AVG ? "fc_norm" : "norm";
@@ -66,7 +66,7 @@ void sv_vit_param_table(const sv_vit_config *c, int head_zero_init, sv_param_inf
     ROOT(SV_ROOT_PATCH_W, "patch_embed.proj.weight", 4, SHAPE(D, C, p, p), 0, SV_INIT_UNIFORM, fan_in_bound);
     ROOT(SV_ROOT_PATCH_B, "patch_embed.proj.bias", 1, SHAPE(D), 1, SV_INIT_UNIFORM, fan_in_bound);
     ROOT(SV_ROOT_CLS, "cls_token", 3, SHAPE(1, 1, D), 1, SV_INIT_NORMAL, 1e-6);
-    ROOT(SV_ROOT_POS, "pos_embed", 3, SHAPE(1, T, D), 1, SV_INIT_TRUNC_NORMAL, 0.02);
+    ROOT(SV_ROOT_POS, "pos_embed", 3, SHAPE(1, sv_vit_pos_len(c), D), 1, SV_INIT_TRUNC_NORMAL, 0.02);
     snprintf(n, sizeof n, "%s.weight", norm);
     ROOT(SV_ROOT_NORM_W, n, 1, SHAPE(D), 1, SV_INIT_ONES, 0);
     snprintf(n, sizeof n, "%s.bias", norm);
@@ -101,9 +101,9 @@ void sv_vit_param_table(const sv_vit_config *c, int head_zero_init, sv_param_inf
 }
 
 size_t sv_vit_param_count(const sv_vit_config *c) {
-    size_t D = c->dim, K = c->num_classes, T = sv_vit_tokens(c), Hd = sv_vit_hidden(c);
+    size_t D = c->dim, K = c->num_classes, Hd = sv_vit_hidden(c);
     size_t cls = c->no_class_token ? 0 : D, ls = c->layer_scale > 0 ? 2 * D : 0, reg = (size_t)c->reg_tokens * D;
-    size_t root = D * sv_vit_patch_dim(c) + D + cls + reg + T * D + 2 * D + K * D + K;
+    size_t root = D * sv_vit_patch_dim(c) + D + cls + reg + (size_t)sv_vit_pos_len(c) * D + 2 * D + K * D + K;
     size_t block = 4 * D + 3 * D * D + 3 * D + D * D + D + Hd * D + Hd + D * Hd + D + ls;
     return root + (size_t)c->depth * block;
 }

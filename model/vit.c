@@ -106,7 +106,7 @@ sv_status sv_vit_embed_fwd(sv_vit *m, const sv_root_params *rp, const float *ima
                             m->D, sv_vit_patch_dim(c)));
     /* rp->t[SV_ROOT_CLS] is NULL without a class token: tokens are the patches alone */
     SV_TRY(sv_be_embed_fwd(m->be, m->x0, m->patch_out, rp->t[SV_ROOT_CLS], rp->t[SV_ROOT_REG], m->cfg.reg_tokens,
-                           rp->t[SV_ROOT_POS], m->B, m->T, m->D));
+                           rp->t[SV_ROOT_POS], m->cfg.no_embed_class, m->B, m->T, m->D));
     return SV_OK;
 }
 
@@ -319,7 +319,7 @@ sv_status sv_vit_block_bwd(sv_vit *m, int l, const sv_block_params *bp, const sv
 sv_status sv_vit_embed_bwd(sv_vit *m, const sv_root_params *rp, const sv_root_grads *rg) {
     const sv_vit_config *c = &m->cfg;
     SV_TRY(sv_be_embed_bwd(m->be, m->d_tmp, rg->t[SV_ROOT_CLS], rg->t[SV_ROOT_REG], m->cfg.reg_tokens,
-                           rg->t[SV_ROOT_POS], m->dx, m->B, m->T, m->D));
+                           rg->t[SV_ROOT_POS], m->cfg.no_embed_class, m->dx, m->B, m->T, m->D));
     SV_TRY(sv_be_linear_bwd(m->be, NULL, rg->t[SV_ROOT_PATCH_W], rg->t[SV_ROOT_PATCH_B], m->d_tmp, m->patches,
                             rp->t[SV_ROOT_PATCH_W], NULL, m->B * m->P, m->D, sv_vit_patch_dim(c)));
     return SV_OK;

@@ -293,14 +293,18 @@ sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, i
     return CALL(im2col, patches, img, B, C, Himg, Wimg, p);
 }
 sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *reg, int R,
-                          const void *pos, int B, int T, int D) {
-    SV_CHECK_DIMS(B > 0 && R >= 0 && (R == 0) == (reg == NULL) && T > (cls ? 1 : 0) + R && D > 0, "embed_fwd");
-    return CALL(embed_fwd, x, patch_out, cls, reg, R, pos, B, T, D);
+                          const void *pos, int no_embed_class, int B, int T, int D) {
+    SV_CHECK_DIMS(B > 0 && R >= 0 && (R == 0) == (reg == NULL) && T > (cls ? 1 : 0) + R && D > 0 &&
+                      (no_embed_class == 0 || no_embed_class == 1),
+                  "embed_fwd");
+    return CALL(embed_fwd, x, patch_out, cls, reg, R, pos, no_embed_class, B, T, D);
 }
 sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos,
-                          const void *dx, int B, int T, int D) {
-    SV_CHECK_DIMS(B > 0 && R >= 0 && (R == 0) == (d_reg == NULL) && T > (d_cls ? 1 : 0) + R && D > 0, "embed_bwd");
-    return CALL(embed_bwd, d_patch_out, d_cls, d_reg, R, d_pos, dx, B, T, D);
+                          int no_embed_class, const void *dx, int B, int T, int D) {
+    SV_CHECK_DIMS(B > 0 && R >= 0 && (R == 0) == (d_reg == NULL) && T > (d_cls ? 1 : 0) + R && D > 0 &&
+                      (no_embed_class == 0 || no_embed_class == 1),
+                  "embed_bwd");
+    return CALL(embed_bwd, d_patch_out, d_cls, d_reg, R, d_pos, no_embed_class, dx, B, T, D);
 }
 sv_status sv_be_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D) {
     SV_CHECK_DIMS(B > 0 && T > 0 && D > 0, "cls_select");

@@ -223,14 +223,16 @@ sv_status sv_be_im2col(sv_backend *be, void *patches, const float *img, int B, i
  * R register tokens, then the patches): x[b,0,:] = cls + pos[0,:] (with a class token);
  * x[b,c+r,:] = reg[r,:] + pos[c+r,:] (c = 1 with a class token, else 0; r < R);
  * x[b,P+i,:] = patch_out[b,i,:] + pos[P+i,:]. x (B,T,D), patch_out (B,T-P,D), cls (D),
- * reg (R,D), pos (T,D): compute dtype. cls NULL: no class token; reg NULL with R = 0: none. */
+ * reg (R,D), pos (T,D): compute dtype. cls NULL: no class token; reg NULL with R = 0: none.
+ * no_embed_class (timm no_embed_class=True): pos is (T-P,D), the patch tokens' rows only
+ * (x[b,P+i,:] = patch_out[b,i,:] + pos[i,:]), and the prefix tokens get no position. */
 sv_status sv_be_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *reg, int R,
-                          const void *pos, int B, int T, int D);
+                          const void *pos, int no_embed_class, int B, int T, int D);
 /* d_patch_out (B,T-P,D) overwritten with dx's patch rows; d_cls (D) += sum_b dx[b,0];
- * d_reg (R,D) += sum_b dx[b,c:c+R]; d_pos (T,D) += sum_b dx[b]; each sum over b in order.
- * d_cls / d_reg NULL: as cls / reg above. */
+ * d_reg (R,D) += sum_b dx[b,c:c+R]; d_pos (T,D) += sum_b dx[b] (no_embed_class: (T-P,D) += the
+ * patch rows); each sum over b in order. d_cls / d_reg NULL: as cls / reg above. */
 sv_status sv_be_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos,
-                          const void *dx, int B, int T, int D);
+                          int no_embed_class, const void *dx, int B, int T, int D);
 
 /* out (B,D) = x[:,0,:] from x (B,T,D) (class-token pooling). */
 sv_status sv_be_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D);

@@ -68,9 +68,9 @@ typedef struct sv_backend_ops {
                               const float *soft_targets, int B, int K, float smoothing, float grad_scale);
     sv_status (*im2col)(sv_backend *be, void *patches, const float *img, int B, int C, int Himg, int Wimg, int p);
     sv_status (*embed_fwd)(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *reg, int R,
-                           const void *pos, int B, int T, int D);
+                           const void *pos, int no_embed_class, int B, int T, int D);
     sv_status (*embed_bwd)(sv_backend *be, void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos,
-                           const void *dx, int B, int T, int D);
+                           int no_embed_class, const void *dx, int B, int T, int D);
     sv_status (*cls_select)(sv_backend *be, void *out, const void *x, int B, int T, int D);
     sv_status (*cls_select_bwd)(sv_backend *be, void *dx, const void *d_out, int B, int T, int D);
     sv_status (*drop)(sv_backend *be, void *x, const sv_drop *d, int B, size_t n, size_t group);

@@ -6,7 +6,7 @@ tests/ckpt/timm_real.sh).
 
 config.json beside EXPORT gives the model; timm.create_model(config's architecture,
 pretrained=False, num_classes, img_size, patch_size, in_chans, embed_dim, depth, num_heads,
-mlp_ratio, plus config's qkv_bias/class_token/global_pool/fc_norm/init_values/reg_tokens) must accept
+mlp_ratio, plus config's qkv_bias/class_token/global_pool/fc_norm/init_values/reg_tokens/no_embed_class) must accept
 safetensors.torch.load_file(EXPORT) with strict=True, and its fp32 logits on the images shardvit
 dumped (train --dump-logits: tensors images, labels, logits) must equal shardvit's within fp32
 tolerance (max |diff| <= 1e-5 * max |logit|, and the same top-1 class). Then the model is built
@@ -35,7 +35,7 @@ def main():
     kw = dict(num_classes=cfg["num_classes"], img_size=cfg["img_size"], patch_size=cfg["patch_size"],
               in_chans=cfg["in_chans"], embed_dim=cfg["embed_dim"], depth=cfg["depth"],
               num_heads=cfg["num_heads"], mlp_ratio=cfg["mlp_ratio"])
-    for k in ("qkv_bias", "class_token", "global_pool", "fc_norm", "init_values", "reg_tokens"):
+    for k in ("qkv_bias", "class_token", "global_pool", "fc_norm", "init_values", "reg_tokens", "no_embed_class"):
         if k in ma:
             kw[k] = ma[k]
     print("timm %s, torch %s: create_model(%r, pretrained=False, %s)"

@@ -6,13 +6,12 @@
 # and timm's fp32 logits against shardvit's (--dump-logits); config.json's pretrained_cfg resolved
 # by timm's resolve_data_config (printed). Two shapes: vit-28 (1 channel, mlp_ratio 4) and
 # 32x32 RGB with mlp_ratio 2, 4 heads, and the timm options LayerScale (ls1/ls2.gamma), average
-# pooling (fc_norm), class_token=False and register tokens (reg_tokens). Skipped (77) only when
-# timm/safetensors/torch are not importable. (tests/ckpt/timm.sh checks the same export against an independent PyTorch twin.)
+# pooling (fc_norm), class_token=False, register tokens (reg_tokens) and no_embed_class. Skipped
+# (77) only when timm/safetensors/torch are not importable. (tests/ckpt/timm.sh checks the same
+# export against an independent PyTorch twin.)
 SHARDVIT=$1
 source "$(dirname "$0")/../fsdp/lib.sh"
-PYT=${SHARDVIT_TEST_PYTHON:-/usr/bin/python3}
-"$PYT" -c "import timm, safetensors.torch, torch" 2>/dev/null || {
-    echo "SKIP: $PYT cannot import timm + safetensors + torch (scripts/test_venv.sh installs them)"; exit 77; }
+need_timm
 fail() { echo "FAIL: $*"; exit 1; }
 check() {  # check NAME TRAIN_FLAGS...
     local name=$1
@@ -34,4 +33,9 @@ check no_cls --img 32 --in-chans 3 --dim 32 --heads 4 --class-token 0 --global-p
 # register tokens (timm reg_tokens) after the class token, and without one (average pooling skips them)
 check reg --reg-tokens 2
 check reg_no_cls --img 32 --in-chans 3 --dim 32 --heads 4 --class-token 0 --global-pool avg --reg-tokens 3
+# timm's vit_*_reg4_gap_* layout: no class token, 4 registers, pos_embed for the patches only
+# (no_embed_class), LayerScale, average pooling; and no_embed_class with a class token alone
+check reg4_gap --img 32 --in-chans 3 --dim 32 --heads 4 --class-token 0 --global-pool avg --reg-tokens 4 \
+    --no-embed-class --layer-scale 1e-5
+check nec_cls --no-embed-class
 echo "timm_real: all passed"

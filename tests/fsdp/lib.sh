@@ -56,3 +56,13 @@ export_roundtrip() {
     grep -q "pos_embed grid 7x7 resampled to 8x8" "$WORK/$name-eval32.log" ||
         { cat "$WORK/$name-eval32.log"; echo "FAIL: no resampling logged"; exit 1; }
 }
+
+# need_timm: PYT = $SHARDVIT_TEST_PYTHON (else /usr/bin/python3), or skip (exit 77) when it cannot
+# import timm + safetensors + torch.
+need_timm() {
+    PYT=${SHARDVIT_TEST_PYTHON:-/usr/bin/python3}
+    "$PYT" -c "import timm, safetensors.torch, torch" 2>/dev/null || {
+        echo "SKIP: $PYT cannot import timm + safetensors + torch (scripts/test_venv.sh installs them)"
+        exit 77
+    }
+}

@@ -483,11 +483,11 @@ static void test_embed(pair *P, int B, int C, int img, int p, int D) {
         get_c(c, &pat, dp);
         void *dpo_in = cbuf(c, po, npo), *dcl = cbuf(c, cls, D), *dps = cbuf(c, pos, (size_t)T * D),
              *dx = dalloc(c, nx * 4);
-        OP(c, sv_be_embed_fwd(c->be, dx, dpo_in, dcl, NULL, 0, dps, B, T, D));
+        OP(c, sv_be_embed_fwd(c->be, dx, dpo_in, dcl, NULL, 0, dps, 0, B, T, D));
         get_c(c, &x, dx);
         void *g = cbuf(c, gx, nx), *gp = dalloc(c, npo * 4);
         float *gc = fbuf(c, gcls0, D), *gps = fbuf(c, gpos0, (size_t)T * D);
-        OP(c, sv_be_embed_bwd(c->be, gp, gc, NULL, 0, gps, g, B, T, D));
+        OP(c, sv_be_embed_bwd(c->be, gp, gc, NULL, 0, gps, 0, g, B, T, D));
         get_c(c, &dpo, gp), get_f(c, &dcls, gc), get_f(c, &dpos, gps);
         void *s = dalloc(c, (size_t)B * D * 4);
         OP(c, sv_be_cls_select(c->be, s, dx, B, T, D));
@@ -507,21 +507,23 @@ static void test_embed(pair *P, int B, int C, int img, int p, int D) {
     free(im), free(po), free(cls), free(pos), free(gx), free(gcls0), free(gpos0), free(gsel);
 }
 
-/* Token assembly with R register tokens after the class token (timm reg_tokens). */
-static void test_embed_reg(pair *P, int B, int T, int D, int R) {
+/* Token assembly with R register tokens after the class token (timm reg_tokens); nec: pos_embed
+ * for the patch tokens only (timm no_embed_class). */
+static void test_embed_reg(pair *P, int B, int T, int D, int R, int nec) {
     const int pre = 1 + R;
-    size_t nx = (size_t)B * T * D, npo = (size_t)B * (T - pre) * D, nr = (size_t)R * D, npos = (size_t)T * D;
+    size_t nx = (size_t)B * T * D, npo = (size_t)B * (T - pre) * D, nr = (size_t)R * D;
+    size_t npos = (size_t)(nec ? T - pre : T) * D;
     float *po = hrand(npo, 1.0f), *cls = hrand(D, 0.1f), *reg = hrand(nr, 0.1f), *pos = hrand(npos, 0.1f);
     float *gx = hrand(nx, 1.0f), *gcls0 = hrand(D, 0.1f), *greg0 = hrand(nr, 0.1f), *gpos0 = hrand(npos, 0.1f);
     outv x = out_new(nx), dpo = out_new(npo), dcls = out_new(D), dreg = out_new(nr), dpos = out_new(npos);
-    BOTH(P, "embed (registers)", c, {
+    BOTH(P, nec ? "embed (registers, no_embed_class)" : "embed (registers)", c, {
         void *dpo_in = cbuf(c, po, npo), *dcl = cbuf(c, cls, D), *drg = cbuf(c, reg, nr), *dps = cbuf(c, pos, npos);
         void *dx = dalloc(c, nx * 4);
-        OP(c, sv_be_embed_fwd(c->be, dx, dpo_in, dcl, drg, R, dps, B, T, D));
+        OP(c, sv_be_embed_fwd(c->be, dx, dpo_in, dcl, drg, R, dps, nec, B, T, D));
         get_c(c, &x, dx);
         void *g = cbuf(c, gx, nx), *gp = dalloc(c, npo * 4);
         float *gc = fbuf(c, gcls0, D), *gr = fbuf(c, greg0, nr), *gps = fbuf(c, gpos0, npos);
-        OP(c, sv_be_embed_bwd(c->be, gp, gc, gr, R, gps, g, B, T, D));
+        OP(c, sv_be_embed_bwd(c->be, gp, gc, gr, R, gps, nec, g, B, T, D));
         get_c(c, &dpo, gp), get_f(c, &dcls, gc), get_f(c, &dreg, gr), get_f(c, &dpos, gps);
     });
     CMP(P, "embed_fwd (registers)", "x", x, P->tol);
@@ -568,8 +570,8 @@ static void test_recipe(pair *P, int B, int T, int D, int K) {
         get_f(c, &bl, loss), get_c(c, &bd, dz);
         void *po = cbuf(c, x, nx), *ps = cbuf(c, pos, nx / B), *xo = dalloc(c, nx * 4), *gpo = dalloc(c, nx * 4);
         float *gpos = fbuf(c, gpos0, nx / B);
-        OP(c, sv_be_embed_fwd(c->be, xo, po, NULL, NULL, 0, ps, B, T, D));
-        OP(c, sv_be_embed_bwd(c->be, gpo, NULL, NULL, 0, gpos, xo, B, T, D));
+        OP(c, sv_be_embed_fwd(c->be, xo, po, NULL, NULL, 0, ps, 0, B, T, D));
+        OP(c, sv_be_embed_bwd(c->be, gpo, NULL, NULL, 0, gpos, 0, xo, B, T, D));
         get_c(c, &ex, xo), get_c(c, &edpo, gpo), get_f(c, &edpos, gpos);
     });
     CMP(P, "drop (per sample)", "x", dp, 0.0);
@@ -719,7 +721,8 @@ static void run_variant(sv_dtype dt, int attn_fallback, int attention_only) {
         test_pointwise(&P);
         test_xent(&P, 16, 37);
         test_embed(&P, 2, 3, 16, 4, 64);
-        test_embed_reg(&P, 2, 1 + 4 + 16, 64, 4);
+        test_embed_reg(&P, 2, 1 + 4 + 16, 64, 4, 0);
+        test_embed_reg(&P, 2, 1 + 4 + 16, 64, 4, 1);
         test_recipe(&P, 3, 50, 96, 37);
         test_adamw(&P);
         test_ema(&P);

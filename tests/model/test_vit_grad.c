@@ -49,13 +49,14 @@ static double fd_loss(rig *r, const int32_t *labels, float *logits) {
  * loss stays a deterministic function of the weights and finite differences apply); 3: variant 1
  * with attention-probability dropout (attn_drop 0.4) alone; 4: the classic ViT with 2 register
  * tokens (timm reg_tokens) after the class token; 5: variant 1 with 3 register tokens (the average
- * pool skips them). */
+ * pool skips them) and pos_embed for the patches only (timm no_embed_class, the reg4_gap models). */
 static void finite_difference_case(int in_chans, int variant) {
     const int B = 3;
     sv_vit_config vc = tiny_config(in_chans, 2);
     if (variant == 4 || variant == 5) {
         vc.reg_tokens = variant == 4 ? 2 : 3;
-        printf("variant: %d register tokens\n", vc.reg_tokens);
+        vc.no_embed_class = variant == 5;
+        printf("variant: %d register tokens%s\n", vc.reg_tokens, vc.no_embed_class ? ", no_embed_class" : "");
     }
     if (variant && variant != 4) {
         vc.layer_scale = 0.3;

@@ -180,7 +180,7 @@ static void grad_xent(ops_ctx *c, int B, int K, float smoothing, int soft) {
 
 /* ---- embed ---- */
 static void embed_fwd(fd_case *f) {
-    CHECK_OK(sv_be_embed_fwd(f->c->be, f->o, f->a, f->b2, NULL, 0, f->b3, f->B, f->T, f->D));
+    CHECK_OK(sv_be_embed_fwd(f->c->be, f->o, f->a, f->b2, NULL, 0, f->b3, 0, f->B, f->T, f->D));
 }
 static void grad_embed(ops_ctx *c, int B, int T, int D) {
     fd_case f = {.c = c, .fwd = embed_fwd, .B = B, .T = T, .D = D};
@@ -193,7 +193,7 @@ static void grad_embed(ops_ctx *c, int B, int T, int D) {
     float *dxo = dev_rand_c(c, nx, 54, 1.0, r);
     f.r = r, f.out = f.o, f.nout = nx;
     float *dpo = dev_fill(c, np, 1e30f), *dcls = dev_rand(c, D, 55, 1, 0, c0), *dpos = dev_rand(c, npos, 56, 1, 0, p0);
-    CHECK_OK(sv_be_embed_bwd(c->be, dpo, dcls, NULL, 0, dpos, dxo, B, T, D));
+    CHECK_OK(sv_be_embed_bwd(c->be, dpo, dcls, NULL, 0, dpos, 0, dxo, B, T, D));
     float *g_p = dl(c, dpo, np), *g_c = delta(c, dcls, c0, D), *g_pos = delta(c, dpos, p0, npos);
     fd_check(&f, "embed d_patch_out", f.a, np, g_p, 1e-2, 40);
     fd_check(&f, "embed d_cls", f.b2, D, g_c, 1e-2, 40);

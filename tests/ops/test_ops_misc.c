@@ -269,7 +269,7 @@ static void test_thread_determinism(void) {
         CHECK_OK(sv_be_attention_bwd(x->be, dq, sc, ao, qkv, ao, sv, B, T, D, H));
         float *dpo = dev_alloc(x, (size_t)B * (T - 1) * D * 4), *dcls = dev_fill(x, D, 0);
         float *dpos = dev_fill(x, (size_t)T * D, 0);
-        CHECK_OK(sv_be_embed_bwd(x->be, dpo, dcls, NULL, 0, dpos, ao, B, T, D));
+        CHECK_OK(sv_be_embed_bwd(x->be, dpo, dcls, NULL, 0, dpos, 0, ao, B, T, D));
         res[k][0] = dl(x, dx, (size_t)M * C);
         res[k][1] = dl(x, dw, C);
         res[k][2] = dl(x, db, C);

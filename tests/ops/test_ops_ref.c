@@ -225,7 +225,7 @@ static void test_embed_cls(ops_ctx *c, int B, int T, int D) {
     float *po = dev_rand_c(c, np, key(), 1.0, hp), *cls = dev_rand_c(c, D, key(), 1.0, hc);
     float *pos = dev_rand_c(c, (size_t)T * D, key(), 1.0, hpos);
     float *x = dev_alloc(c, nx * 4);
-    CHECK_OK(sv_be_embed_fwd(c->be, x, po, cls, NULL, 0, pos, B, T, D));
+    CHECK_OK(sv_be_embed_fwd(c->be, x, po, cls, NULL, 0, pos, 0, B, T, D));
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int d = 0; d < D; d++)
@@ -247,7 +247,7 @@ static void test_embed_cls(ops_ctx *c, int B, int T, int D) {
     double *hsd = dalloc((size_t)B * D);
     float *ddx = dev_rand_c(c, nx, key(), 1.0, hdx), *dpo = dev_fill(c, np, 7.0f);
     float *dcls = dev_fill(c, D, 1.0f), *dpos = dev_fill(c, (size_t)T * D, 2.0f);
-    CHECK_OK(sv_be_embed_bwd(c->be, dpo, dcls, NULL, 0, dpos, ddx, B, T, D));
+    CHECK_OK(sv_be_embed_bwd(c->be, dpo, dcls, NULL, 0, dpos, 0, ddx, B, T, D));
     for (int d = 0; d < D; d++) rdc[d] = 1.0;
     for (size_t i = 0; i < (size_t)T * D; i++) rdpos[i] = 2.0;
     for (int b = 0; b < B; b++)
@@ -279,29 +279,31 @@ static void test_embed_cls(ops_ctx *c, int B, int T, int D) {
 }
 
 /* Register tokens (timm reg_tokens): with_cls ? [cls, reg 0..R-1, patches] : [reg, patches], pos
- * added to every token; embed_bwd writes the patch rows and accumulates d_cls, d_reg and d_pos. */
-static void test_embed_reg(ops_ctx *c, int B, int T, int D, int with_cls, int R) {
-    const int c1 = with_cls ? 1 : 0, P = c1 + R;
-    size_t nx = (size_t)B * T * D, np = (size_t)B * (T - P) * D, nr = (size_t)R * D, npos = (size_t)T * D;
+ * added to every token, or with nec (timm no_embed_class) to the patch tokens only (pos then has
+ * T - P rows); embed_bwd writes the patch rows and accumulates d_cls, d_reg and d_pos. */
+static void test_embed_reg(ops_ctx *c, int B, int T, int D, int with_cls, int R, int nec) {
+    const int c1 = with_cls ? 1 : 0, P = c1 + R, pp = nec ? P : 0; /* pp: tokens before pos row 0 */
+    size_t nx = (size_t)B * T * D, np = (size_t)B * (T - P) * D, nr = (size_t)R * D;
+    size_t npos = (size_t)(T - pp) * D;
     double *hp = dalloc(np), *hc = dalloc(D), *hr = dalloc(nr), *hpos = dalloc(npos), *rx = dalloc(nx);
     float *po = dev_rand_c(c, np, key(), 1.0, hp), *cls = dev_rand_c(c, D, key(), 1.0, hc);
     float *reg = dev_rand_c(c, nr, key(), 1.0, hr), *pos = dev_rand_c(c, npos, key(), 1.0, hpos);
     float *x = dev_alloc(c, nx * 4);
-    CHECK_OK(sv_be_embed_fwd(c->be, x, po, with_cls ? cls : NULL, reg, R, pos, B, T, D));
+    CHECK_OK(sv_be_embed_fwd(c->be, x, po, with_cls ? cls : NULL, R ? reg : NULL, R, pos, nec, B, T, D));
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int d = 0; d < D; d++)
                 rx[((size_t)b * T + t) * D + d] = (t < c1      ? hc[d]
                                                        : t < P ? hr[(size_t)(t - c1) * D + d]
                                                                : hp[((size_t)b * (T - P) + t - P) * D + d]) +
-                    hpos[(size_t)t * D + d];
+                    (t < pp ? 0.0 : hpos[(size_t)(t - pp) * D + d]);
     float *gx = dl(c, x, nx);
     check_vec("embed_fwd (registers)", gx, rx, nx, c->bf16 ? 4e-3 : 1e-7, c->bf16);
 
     double *hdx = dalloc(nx), *rdp = dalloc(np), *rdc = dalloc(D), *rdr = dalloc(nr), *rdpos = dalloc(npos);
     float *ddx = dev_rand_c(c, nx, key(), 1.0, hdx), *dpo = dev_fill(c, np, 7.0f);
     float *dcls = dev_fill(c, D, 1.0f), *dreg = dev_fill(c, nr, 3.0f), *dpos = dev_fill(c, npos, 2.0f);
-    CHECK_OK(sv_be_embed_bwd(c->be, dpo, with_cls ? dcls : NULL, dreg, R, dpos, ddx, B, T, D));
+    CHECK_OK(sv_be_embed_bwd(c->be, dpo, with_cls ? dcls : NULL, R ? dreg : NULL, R, dpos, nec, ddx, B, T, D));
     for (int d = 0; d < D; d++) rdc[d] = 1.0;
     for (size_t i = 0; i < nr; i++) rdr[i] = 3.0;
     for (size_t i = 0; i < npos; i++) rdpos[i] = 2.0;
@@ -309,7 +311,7 @@ static void test_embed_reg(ops_ctx *c, int B, int T, int D, int with_cls, int R)
         for (int t = 0; t < T; t++)
             for (int d = 0; d < D; d++) {
                 double g = hdx[((size_t)b * T + t) * D + d];
-                rdpos[(size_t)t * D + d] += g;
+                if (t >= pp) rdpos[(size_t)(t - pp) * D + d] += g;
                 if (t < c1)
                     rdc[d] += g;
                 else if (t < P)
@@ -395,8 +397,11 @@ static void run_all(sv_dtype dt, int threads) {
     test_im2col(&c, 2, 3, 32, 32, 16);
     test_embed_cls(&c, 2, 197, 40);
     test_embed_cls(&c, 3, 17, 33);
-    test_embed_reg(&c, 2, 1 + 4 + 49, 24, 1, 4);
-    test_embed_reg(&c, 3, 2 + 16, 33, 0, 2);
+    test_embed_reg(&c, 2, 1 + 4 + 49, 24, 1, 4, 0);
+    test_embed_reg(&c, 3, 2 + 16, 33, 0, 2, 0);
+    test_embed_reg(&c, 2, 1 + 4 + 49, 24, 1, 4, 1); /* no_embed_class */
+    test_embed_reg(&c, 3, 2 + 16, 33, 0, 2, 1);
+    test_embed_reg(&c, 2, 1 + 25, 16, 1, 0, 1); /* a class token alone, without a position */
     test_elementwise(&c, 1);
     test_elementwise(&c, 1001);
     test_elementwise(&c, 70001);

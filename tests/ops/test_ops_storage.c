@@ -561,10 +561,10 @@ static void case_embed(void) {
             const int B = TOK[s].B, T = TOK[s].T, D = TOK[s].D, Tp = with_cls ? T - 1 : T;
             cb po = cb_rand((size_t)B * Tp * D, 110, 1.0), cls = cb_rand((size_t)D, 111, 1.0);
             cb pos = cb_rand((size_t)T * D, 112, 0.1), x = cb_rand((size_t)B * T * D, 113, 1.0);
-            BOTH(sv_be_embed_fwd(be, C(x), C(po), with_cls ? C(cls) : NULL, NULL, 0, C(pos), B, T, D));
+            BOTH(sv_be_embed_fwd(be, C(x), C(po), with_cls ? C(cls) : NULL, NULL, 0, C(pos), 0, B, T, D));
             cb_same(with_cls ? "x (cls)" : "x (no cls)", x);
             fb d_cls = fb_rand((size_t)D, 114, 0.1), d_pos = fb_rand((size_t)T * D, 115, 0.1);
-            BOTH(sv_be_embed_bwd(be, C(po), with_cls ? F(d_cls) : NULL, NULL, 0, F(d_pos), C(x), B, T, D));
+            BOTH(sv_be_embed_bwd(be, C(po), with_cls ? F(d_cls) : NULL, NULL, 0, F(d_pos), 0, C(x), B, T, D));
             cb_same("d_patch_out", po);
             fb_same("d_cls", d_cls);
             fb_same("d_pos", d_pos);

@@ -51,6 +51,6 @@ expect_usage "drop-path" --drop-path 1.5
 expect_usage "attn-drop" --attn-drop 1
 rc=0
 timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $TINY --steps 8 --out "$WORK/ev" --resume auto >"$WORK/res.log" 2>&1 < /dev/null || rc=$?
-test $rc -ne 0 && grep -q "LayerScale on, global pool avg, class token 0, 0 register tokens but this run has off, token, 1, 0" "$WORK/res.log" ||
+test $rc -ne 0 && grep -q "LayerScale on, global pool avg, class token 0, 0 register tokens, no_embed_class 0 but this run has off, token, 1, 0, 0" "$WORK/res.log" ||
     { tail -5 "$WORK/res.log"; fail "resume into another architecture not refused clearly (exit $rc)"; }
 echo "recipe_model: all passed"

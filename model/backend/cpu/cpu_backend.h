@@ -223,9 +223,9 @@ sv_status sv_cpu_attention_bwd(sv_backend *be, void *d_qkv, void *scratch, const
 /* cpu_embed.c */
 sv_status sv_cpu_im2col(sv_backend *be, void *patches, const float *img, int B, int C, int Himg, int Wimg, int p);
 sv_status sv_cpu_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *reg, int R,
-                           const void *pos, int B, int T, int D);
+                           const void *pos, int no_embed_class, int B, int T, int D);
 sv_status sv_cpu_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos,
-                           const void *dx, int B, int T, int D);
+                           int no_embed_class, const void *dx, int B, int T, int D);
 sv_status sv_cpu_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D);
 sv_status sv_cpu_cls_select_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D);
 /* cpu_recipe.c */

@@ -24,7 +24,7 @@ sv_status sv_cpu_im2col(sv_backend *be, void *patches, const float *img, int B, 
 }
 
 sv_status sv_cpu_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *reg, int R,
-                           const void *pos, int B, int T, int D) {
+                           const void *pos, int no_embed_class, int B, int T, int D) {
     const sv_cpu_backend *c = sv_cpu(be);
     const int c1 = cls ? 1 : 0, P = c1 + R; /* prefix tokens: cls (if any), then the registers */
 #pragma omp parallel for num_threads(sv_cpu_nt(c, (size_t)B *T *D)) schedule(static)
@@ -33,25 +33,32 @@ sv_status sv_cpu_embed_fwd(sv_backend *be, void *x, const void *patch_out, const
         /* token t < c1 is cls, c1 <= t < P register t - c1, t >= P patch t - P */
         const void *src = t < c1 ? cls : t < P ? reg : patch_out;
         const size_t so = t < c1 ? 0 : t < P ? (size_t)(t - c1) * D : ((size_t)b * (T - P) + (size_t)(t - P)) * D;
-        const size_t xo = (size_t)bt * D, po = (size_t)t * D;
+        const size_t xo = (size_t)bt * D;
+        if (no_embed_class && t < P) { /* a prefix token without a position */
+            for (int d = 0; d < D; d++) sv_cpu_st(c, x, xo + d, sv_cpu_ld(c, src, so + d));
+            continue;
+        }
+        const size_t po = (size_t)(no_embed_class ? t - P : t) * D;
         for (int d = 0; d < D; d++) sv_cpu_st(c, x, xo + d, sv_cpu_ld(c, src, so + d) + sv_cpu_ld(c, pos, po + d));
     }
     return SV_OK;
 }
 
 sv_status sv_cpu_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos,
-                           const void *dx, int B, int T, int D) {
+                           int no_embed_class, const void *dx, int B, int T, int D) {
     const sv_cpu_backend *c = sv_cpu(be);
     const int c1 = d_cls ? 1 : 0, P = c1 + R;
     /* per position t (one thread each): d_pos[t] (and d_cls / d_reg for a prefix token) summed
-     * over b in order, so the result does not depend on the thread count */
+     * over b in order, so the result does not depend on the thread count; with no_embed_class
+     * the prefix tokens have no pos_embed row and patch t - P has row t - P */
 #pragma omp parallel for num_threads(sv_cpu_nt(c, (size_t)B *T *D)) schedule(static)
     for (int t = 0; t < T; t++) {
-        float *dp = d_pos + (size_t)t * D;
+        float *dp = no_embed_class && t < P ? NULL : d_pos + (size_t)(no_embed_class ? t - P : t) * D;
         float *dpre = t < c1 ? d_cls : t < P ? d_reg + (size_t)(t - c1) * D : NULL;
         for (int b = 0; b < B; b++) {
             const size_t g = ((size_t)b * T + t) * D;
-            for (int d = 0; d < D; d++) dp[d] += sv_cpu_ld(c, dx, g + d);
+            if (dp)
+                for (int d = 0; d < D; d++) dp[d] += sv_cpu_ld(c, dx, g + d);
             if (dpre) {
                 for (int d = 0; d < D; d++) dpre[d] += sv_cpu_ld(c, dx, g + d);
             } else {

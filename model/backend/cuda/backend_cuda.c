@@ -238,14 +238,15 @@ static sv_status cuda_im2col(sv_backend *be, void *patches, const float *img, in
     return sv_cuda_launch_check(sv_cuk_im2col(CB->stream, CB->bf16, patches, img, B, C, Himg, Wimg, p), "im2col");
 }
 static sv_status cuda_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *reg, int R,
-                                const void *pos, int B, int T, int D) {
-    return sv_cuda_launch_check(sv_cuk_embed_fwd(CB->stream, CB->bf16, x, patch_out, cls, reg, R, pos, B, T, D),
-                                "embed_fwd");
+                                const void *pos, int no_embed_class, int B, int T, int D) {
+    return sv_cuda_launch_check(
+        sv_cuk_embed_fwd(CB->stream, CB->bf16, x, patch_out, cls, reg, R, pos, no_embed_class, B, T, D), "embed_fwd");
 }
 static sv_status cuda_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos,
-                                const void *dx, int B, int T, int D) {
+                                int no_embed_class, const void *dx, int B, int T, int D) {
     return sv_cuda_launch_check(
-        sv_cuk_embed_bwd(CB->stream, CB->bf16, d_patch_out, d_cls, d_reg, R, d_pos, dx, B, T, D), "embed_bwd");
+        sv_cuk_embed_bwd(CB->stream, CB->bf16, d_patch_out, d_cls, d_reg, R, d_pos, no_embed_class, dx, B, T, D),
+        "embed_bwd");
 }
 static sv_status cuda_cls_select(sv_backend *be, void *out, const void *x, int B, int T, int D) {
     return sv_cuda_launch_check(sv_cuk_cls_select(CB->stream, CB->bf16, out, x, B, T, D), "cls_select");

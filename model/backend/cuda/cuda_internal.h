@@ -62,9 +62,9 @@ cudaError_t sv_cuk_softmax_xent(cudaStream_t s, int bf16, float *losses, void *d
 cudaError_t sv_cuk_im2col(cudaStream_t s, int bf16, void *patches, const float *img, int B, int C, int Himg, int Wimg,
                           int p);
 cudaError_t sv_cuk_embed_fwd(cudaStream_t s, int bf16, void *x, const void *patch_out, const void *cls, const void *reg,
-                             int R, const void *pos, int B, int T, int D);
+                             int R, const void *pos, int no_embed_class, int B, int T, int D);
 cudaError_t sv_cuk_embed_bwd(cudaStream_t s, int bf16, void *d_patch_out, float *d_cls, float *d_reg, int R,
-                             float *d_pos, const void *dx, int B, int T, int D);
+                             float *d_pos, int no_embed_class, const void *dx, int B, int T, int D);
 cudaError_t sv_cuk_cls_select(cudaStream_t s, int bf16, void *out, const void *x, int B, int T, int D);
 cudaError_t sv_cuk_cls_select_bwd(cudaStream_t s, int bf16, void *dx, const void *d_out, int B, int T, int D);
 /* kernels_recipe.cu: the training-recipe ops of backend.h */

@@ -156,7 +156,7 @@ extern "C" cudaError_t sv_cuk_im2col(cudaStream_t s, int bf16, void *patches, co
 /* ---- token embedding: class token, register tokens, positional embedding (backend.h) ---- */
 template <int BF>
 __global__ void k_embed_fwd(void *x, const void *patch_out, const void *cls, const void *reg, int R, const void *pos,
-                            int B, int T, int D) {
+                            int nec, int B, int T, int D) {
     size_t n = (size_t)B * T * D;
     const int c1 = cls ? 1 : 0, P = c1 + R;
     SV_CUK_FOR(i, n) {
@@ -168,14 +168,16 @@ __global__ void k_embed_fwd(void *x, const void *patch_out, const void *cls, con
         float v = t < c1 ? sv_ct<BF>::ld(cls, d)
             : t < P      ? sv_ct<BF>::ld(reg, (size_t)(t - c1) * D + d)
                          : sv_ct<BF>::ld(patch_out, (b * (size_t)(T - P) + (size_t)(t - P)) * D + d);
-        sv_ct<BF>::st(x, i, v + sv_ct<BF>::ld(pos, (size_t)t * D + d));
+        /* nec (no_embed_class): the prefix tokens have no position, patch t - P has row t - P */
+        if (!(nec && t < P)) v += sv_ct<BF>::ld(pos, (size_t)(nec ? t - P : t) * D + d);
+        sv_ct<BF>::st(x, i, v);
     }
 }
 /* d_patch_out copy; each thread owns one (t, d) of d_pos (and of d_cls / d_reg for a prefix
  * token) and sums over b in increasing order (deterministic). */
 template <int BF>
-__global__ void k_embed_bwd(void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos, const void *dx, int B,
-                            int T, int D) {
+__global__ void k_embed_bwd(void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos, int nec, const void *dx,
+                            int B, int T, int D) {
     size_t n = (size_t)T * D;
     const int c1 = d_cls ? 1 : 0, P = c1 + R;
     SV_CUK_FOR(i, n) {
@@ -187,7 +189,7 @@ __global__ void k_embed_bwd(void *d_patch_out, float *d_cls, float *d_reg, int R
             acc += g;
             if (t >= P) sv_ct<BF>::st(d_patch_out, ((size_t)b * (T - P) + (t - P)) * D + d, g);
         }
-        d_pos[i] += acc;
+        if (!(nec && t < P)) d_pos[(size_t)(nec ? t - P : t) * D + d] += acc;
         if (t < c1)
             d_cls[d] += acc;
         else if (t < P)
@@ -195,15 +197,16 @@ __global__ void k_embed_bwd(void *d_patch_out, float *d_cls, float *d_reg, int R
     }
 }
 extern "C" cudaError_t sv_cuk_embed_fwd(cudaStream_t s, int bf16, void *x, const void *patch_out, const void *cls,
-                                        const void *reg, int R, const void *pos, int B, int T, int D) {
+                                        const void *reg, int R, const void *pos, int no_embed_class, int B, int T,
+                                        int D) {
     SV_CUK_DISPATCH(bf16, k_embed_fwd, sv_cuk_blocks((size_t)B * T * D), SV_CUK_THREADS, 0, s, x, patch_out, cls, reg,
-                    R, pos, B, T, D);
+                    R, pos, no_embed_class, B, T, D);
     return cudaGetLastError();
 }
 extern "C" cudaError_t sv_cuk_embed_bwd(cudaStream_t s, int bf16, void *d_patch_out, float *d_cls, float *d_reg, int R,
-                                        float *d_pos, const void *dx, int B, int T, int D) {
+                                        float *d_pos, int no_embed_class, const void *dx, int B, int T, int D) {
     SV_CUK_DISPATCH(bf16, k_embed_bwd, sv_cuk_blocks((size_t)T * D), SV_CUK_THREADS, 0, s, d_patch_out, d_cls, d_reg, R,
-                    d_pos, dx, B, T, D);
+                    d_pos, no_embed_class, dx, B, T, D);
     return cudaGetLastError();
 }
 

@@ -283,14 +283,15 @@ static sv_status s_im2col(sv_backend *be, void *patches, const float *img, int B
            Wi, p);
 }
 static sv_status s_embed_fwd(sv_backend *be, void *x, const void *patch_out, const void *cls, const void *reg, int R,
-                             const void *pos, int B, int T, int D) {
+                             const void *pos, int nec, int B, int T, int D) {
     SIM_OP(OP_EMBED_FWD, 0, E * (2.0 * B * T * D + (double)T * D), 0, 0,
-           sv_be_embed_fwd(rb_, x, patch_out, cls, reg, R, pos, B, T, D), B, T, D, (cls != NULL) + R);
+           sv_be_embed_fwd(rb_, x, patch_out, cls, reg, R, pos, nec, B, T, D), B, T, D, (cls != NULL) + R, nec);
 }
 static sv_status s_embed_bwd(sv_backend *be, void *d_patch_out, float *d_cls, float *d_reg, int R, float *d_pos,
-                             const void *dx, int B, int T, int D) {
+                             int nec, const void *dx, int B, int T, int D) {
     SIM_OP(OP_EMBED_BWD, 0, E * 2.0 * B * T * D + 8.0 * T * D, 0, 0,
-           sv_be_embed_bwd(rb_, d_patch_out, d_cls, d_reg, R, d_pos, dx, B, T, D), B, T, D, (d_cls != NULL) + R);
+           sv_be_embed_bwd(rb_, d_patch_out, d_cls, d_reg, R, d_pos, nec, dx, B, T, D), B, T, D, (d_cls != NULL) + R,
+           nec);
 }
 static sv_status s_cls(sv_backend *be, void *out, const void *x, int B, int T, int D) {
     SIM_OP(OP_CLS, 0, E * 2.0 * B * D, 0, 0, sv_be_cls_select(rb_, out, x, B, T, D), B, T, D);
