@@ -22,8 +22,9 @@ sv_status sv_opt_parse(const char *s, sv_opt_kind *out) {
 
 int sv_layer_decay_layer(const sv_param_info *p, int depth) {
     if (p->group >= 0) return p->group + 1;
-    if (!strncmp(p->name, "patch_embed.", 12) || !strcmp(p->name, "cls_token") || !strcmp(p->name, "pos_embed"))
-        return 0;
+    if (!strncmp(p->name, "patch_embed.", 12) || !strcmp(p->name, "cls_token") || !strcmp(p->name, "reg_token") ||
+        !strcmp(p->name, "pos_embed"))
+        return 0;                                    /* timm's ViT group_matcher: stem */
     if (!strncmp(p->name, "norm.", 5)) return depth; /* timm's ViT group_matcher: MATCH_PREV_GROUP */
     return depth + 1;
 }

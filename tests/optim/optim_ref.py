@@ -50,7 +50,7 @@ def check_case(d):
     i = lambda k: int(cfg[k])
     model = VisionTransformer(img_size=i("img"), patch_size=i("patch"), in_chans=i("in_chans"),
                               num_classes=i("num_classes"), embed_dim=i("dim"), depth=i("depth"),
-                              num_heads=i("heads"), mlp_ratio=f("mlp_ratio"))
+                              num_heads=i("heads"), mlp_ratio=f("mlp_ratio"), reg_tokens=i("reg_tokens"))
     named = dict(model.named_parameters())
     names = [m[0] for m in man]
     if sorted(names) != sorted(named):

@@ -94,7 +94,9 @@ static void write_case(const tcase *tc, const char *dir) {
                         .dim = 24,
                         .depth = 3,
                         .heads = 2,
-                        .mlp_ratio = 2.0};
+                        .mlp_ratio = 2.0,
+                        /* the layer-decay cases with register tokens: timm puts reg_token in the stem */
+                        .reg_tokens = tc->layer_decay > 0 ? 2 : 0};
     rig r;
     rig_opts o = {.B = 2, .seed = 99, .threads = 2};
     rig_init(&r, &vc, &o);
@@ -125,6 +127,7 @@ static void write_case(const tcase *tc, const char *dir) {
     fprintf(f, "nesterov %d\nlayer_decay %.9g\nsteps %d\n", tc->nesterov, tc->layer_decay, STEPS);
     fprintf(f, "img %d\npatch %d\nin_chans %d\nnum_classes %d\ndim %d\ndepth %d\nheads %d\nmlp_ratio %.9g\n", vc.img,
             vc.patch, vc.in_chans, vc.num_classes, vc.dim, vc.depth, vc.heads, vc.mlp_ratio);
+    fprintf(f, "reg_tokens %d\n", vc.reg_tokens);
     CHECK(fclose(f) == 0);
     f = open_in(dir, "manifest.txt", "w");
     for (int p = 0; p < r.f.L.n_params; p++) {
