@@ -1,6 +1,6 @@
 /* FSDP units and flat-parameter layout (docs/fsdp.md).
  *
- * Unit 0 is the root unit (patch embed, cls_token, pos_embed, final norm, head). Units
+ * Unit 0 is the root unit (patch embed, cls_token, reg_token, pos_embed, final norm, head). Units
  * 1..n-1 each hold consecutive transformer blocks: one block per unit with wrap "block", or
  * as many consecutive blocks as fit a byte budget with wrap "auto:<MB>" (at least one).
  *

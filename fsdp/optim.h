@@ -36,7 +36,7 @@ sv_status sv_opt_parse(const char *s, sv_opt_kind *out);
 sv_status sv_fsdp_optim_rule_step(sv_fsdp *f, const sv_optim_config *oc, float clip, long t);
 
 /* Layer index of tensor `p` for layer-wise LR decay (timm param_groups_layer_decay on a ViT):
- * patch_embed.*, cls_token, pos_embed: 0; blocks.i.*: i + 1; the final norm.*: depth (timm's
+ * patch_embed.*, cls_token, reg_token, pos_embed: 0; blocks.i.*: i + 1; the final norm.*: depth (timm's
  * group_matcher puts it in the last block's group, MATCH_PREV_GROUP); everything else (head):
  * depth + 1. */
 int sv_layer_decay_layer(const sv_param_info *p, int depth);

@@ -4,7 +4,7 @@
  * Tensors are grouped: group -1 is the "root" (patch embedding, class token, position
  * embedding, final norm, head); group l >= 0 is transformer block l. Inside a group tensors
  * have a fixed slot order (the enums below) that the FSDP flat layout and checkpoints follow.
- * Optional tensors (cls_token, the LayerScale gammas) are left out of the table when the
+ * Optional tensors (cls_token, reg_token, the LayerScale gammas) are left out of the table when the
  * configuration has none: the table lists present tensors only, in slot order, so the classic
  * ViT's table (and every checkpoint of it) is unchanged. Views indexed by slot (vit.h) hold
  * NULL for an absent slot. */
@@ -63,7 +63,7 @@ typedef struct sv_param_info {
     size_t numel;
     int group;    /* -1 root, else block index */
     int slot;     /* SV_ROOT_* or SV_BLK_* */
-    int no_decay; /* 1: no weight decay (biases, norms, pos_embed, cls_token) */
+    int no_decay; /* 1: no weight decay (biases, norms, pos_embed, cls_token, reg_token) */
     sv_init_kind init;
     double init_std;
 } sv_param_info;

@@ -283,7 +283,7 @@ sv_status sv_be_sigmoid_bce(sv_backend *be, float *losses, void *d_logits, const
                             int sum_classes, float grad_scale);
 
 /* AdamW on a contiguous f32 range (one tensor's slice of a shard): see sv_adamw_elem.
- * `weight_decay` is the decay for this range (0 for biases, norms, pos_embed, cls_token). */
+ * `weight_decay` is the decay for this range (0 for biases, norms, pos_embed, cls_token, reg_token). */
 sv_status sv_be_adamw(sv_backend *be, float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h,
                       float weight_decay);
 /* SGD / Lion / LAMB rule `op` (sv_optim_op, core/elementwise.h) on a contiguous f32 range, element
