@@ -36,13 +36,15 @@ static sv_status cfg_int(const sv_json *root, const char *key, int *out) {
     return SV_OK;
 }
 
-/* 1 when n >= 1 is the square of an integer (exact; n < 2^40). */
-static int is_square(int64_t n) {
+/* 1 when 1 <= n <= 10^12 is the square of an integer, its root in *g (exact: n < 2^40, so no
+ * product overflows); else 0. */
+static int exact_sqrt(int64_t n, uint64_t *g) {
     if (n < 1 || n > 1000000000000LL) return 0;
-    uint64_t g = (uint64_t)sqrt((double)n);
-    while (g > 0 && g * g > (uint64_t)n) g--;
-    while ((g + 1) * (g + 1) <= (uint64_t)n) g++;
-    return g * g == (uint64_t)n;
+    uint64_t r = (uint64_t)sqrt((double)n);
+    while (r > 0 && r * r > (uint64_t)n) r--;
+    while ((r + 1) * (r + 1) <= (uint64_t)n) r++;
+    *g = r;
+    return r * r == (uint64_t)n;
 }
 
 /* Apply config.json next to `path`, if there is one (*nec_known: it settles no_embed_class). */
@@ -166,19 +168,14 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
          * a square grid alone */
         if (!nec_known) {
             int64_t n = pos->shape[1], q = n - sv_vit_prefix_tokens(c);
-            c->no_embed_class = sv_vit_prefix_tokens(c) > 0 && !is_square(q) && is_square(n);
+            uint64_t r;
+            c->no_embed_class = sv_vit_prefix_tokens(c) > 0 && !exact_sqrt(q, &r) && exact_sqrt(n, &r);
         }
         int prefix = sv_vit_pos_prefix(c);
         int64_t P = pos->shape[1] - prefix;
-        uint64_t g = 0, sq = 0, img = 0;
-        if (P >= 1 && P <= 1000000000000LL) { /* exact integer square root (P < 2^40: no overflow) */
-            g = (uint64_t)sqrt((double)P);
-            while (g > 0 && g * g > (uint64_t)P) g--;
-            while ((g + 1) * (g + 1) <= (uint64_t)P) g++;
-            sq = g * g;
-        }
-        if (P < 1 || P > 1000000000000LL || sq != (uint64_t)P || pos->shape[2] != pw->shape[0] ||
-            !sv_mul_u64(g, (uint64_t)c->patch, &img) || img > 1000000)
+        uint64_t g = 0, img = 0;
+        if (!exact_sqrt(P, &g) || pos->shape[2] != pw->shape[0] || !sv_mul_u64(g, (uint64_t)c->patch, &img) ||
+            img > 1000000)
             st = SV_FAIL(SV_ERR_FORMAT,
                          "%s: pos_embed shape (1, %lld, %lld) is not (1, %d + g*g, %d) for an image of at "
                          "most 1000000 pixels per side",
