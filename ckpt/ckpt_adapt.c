@@ -1,7 +1,6 @@
 /* timm tensors adapted to another image / patch size (ckpt/ckpt_adapt.h). */
 #include "ckpt/ckpt_adapt.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -10,14 +9,10 @@
 #include "ckpt/checkpoint.h"
 #include "model/resample.h"
 
-/* T = prefix + g*g positions (class token, if any, + a square grid)? Exact integer square root,
- * no float rounding and no int conversion of a hostile 64-bit count. */
+/* T = prefix + g*g positions (class token, if any, + a square grid)? */
 static int pos_grid(int64_t T, int prefix, int64_t *g_out) {
-    if (T < prefix + 1) return 0;
-    uint64_t P = (uint64_t)T - (uint64_t)prefix, g = (uint64_t)sqrt((double)P), sq;
-    while (g > 0 && (!sv_mul_u64(g, g, &sq) || sq > P)) g--;
-    while (sv_mul_u64(g + 1, g + 1, &sq) && sq <= P) g++;
-    if (!sv_mul_u64(g, g, &sq) || sq != P) return 0;
+    uint64_t g;
+    if (T < prefix + 1 || !sv_exact_sqrt_u64((uint64_t)T - (uint64_t)prefix, &g)) return 0;
     *g_out = (int64_t)g;
     return 1;
 }

@@ -34,4 +34,20 @@ static inline int sv_mul3_u64(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
     return sv_mul_u64(a, b, &ab) && sv_mul_u64(ab, c, out);
 }
 
+/* 1 when n is the square of an integer, with that root in *root; else 0 (*root = floor(sqrt n)).
+ * Exact for every 64-bit n (a pos_embed row count read from a file): integer bisection, no
+ * float rounding, and no product overflows (the root is below 2^32). */
+static inline int sv_exact_sqrt_u64(uint64_t n, uint64_t *root) {
+    uint64_t lo = 0, hi = UINT32_MAX;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (mid * mid <= n)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    *root = lo;
+    return lo * lo == n;
+}
+
 #endif

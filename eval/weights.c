@@ -1,6 +1,5 @@
 #include "eval/weights.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,15 +35,9 @@ static sv_status cfg_int(const sv_json *root, const char *key, int *out) {
     return SV_OK;
 }
 
-/* 1 when 1 <= n <= 10^12 is the square of an integer, its root in *g (exact: n < 2^40, so no
- * product overflows); else 0. */
+/* 1 when 1 <= n <= 10^12 is the square of an integer, its root in *g; else 0. */
 static int exact_sqrt(int64_t n, uint64_t *g) {
-    if (n < 1 || n > 1000000000000LL) return 0;
-    uint64_t r = (uint64_t)sqrt((double)n);
-    while (r > 0 && r * r > (uint64_t)n) r--;
-    while ((r + 1) * (r + 1) <= (uint64_t)n) r++;
-    *g = r;
-    return r * r == (uint64_t)n;
+    return n >= 1 && n <= 1000000000000LL && sv_exact_sqrt_u64((uint64_t)n, g);
 }
 
 /* Apply config.json next to `path`, if there is one (*nec_known: it settles no_embed_class). */

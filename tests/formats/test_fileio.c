@@ -95,6 +95,18 @@ int main(void) {
     const int64_t vit[] = {1, 197, 768};
     CHECK(sv_shape_numel(vit, 3, &r) && r == 197 * 768);
     CHECK(sv_shape_numel(vit, 0, &r) && r == 1);
+    /* exact integer square roots, where a float sqrt would round: (2^32 - 1)^2 is a square,
+     * one more or less is not; 2^53 + 1 rounds to a square as a double */
+    CHECK(sv_exact_sqrt_u64(196, &r) && r == 14);
+    CHECK(!sv_exact_sqrt_u64(197, &r) && r == 14);
+    CHECK(sv_exact_sqrt_u64(0, &r) && r == 0);
+    CHECK(sv_exact_sqrt_u64(1, &r) && r == 1);
+    CHECK(sv_exact_sqrt_u64(0xFFFFFFFE00000001ull, &r) && r == UINT32_MAX);
+    CHECK(!sv_exact_sqrt_u64(0xFFFFFFFE00000002ull, &r) && r == UINT32_MAX);
+    CHECK(!sv_exact_sqrt_u64(0xFFFFFFFE00000000ull, &r) && r == UINT32_MAX - 1);
+    CHECK(!sv_exact_sqrt_u64(UINT64_MAX, &r) && r == UINT32_MAX);
+    CHECK(!sv_exact_sqrt_u64((1ull << 53) + 1, &r));
+    CHECK(sv_exact_sqrt_u64(1ull << 52, &r) && r == 1ull << 26);
 
     /* atomic write: create, replace, no temporary left behind */
     snprintf(p, sizeof p, "%s/latest", dir);
