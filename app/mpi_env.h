@@ -5,7 +5,9 @@
 
 #include "fsdp/comm.h"
 
-/* Initialise MPI (once) and report this process's world rank/size. Without MPI: rank 0 of 1. */
+/* Initialise MPI (once) and report this process's world rank/size. Without MPI: rank 0 of 1.
+ * First sets glibc's malloc to keep freed heap pages (fixed trim / mmap thresholds, unless
+ * GLIBC_TUNABLES sets malloc tunables): MPICH frees collective buffers every call. */
 void sv_mpi_env_init(int *argc, char ***argv, int *rank, int *size);
 /* Communicator kind for the world: MPI when built and initialised, else LOCAL. */
 sv_comm_kind sv_mpi_env_comm_kind(void);
