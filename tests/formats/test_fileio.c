@@ -96,7 +96,8 @@ int main(void) {
     CHECK(sv_shape_numel(vit, 3, &r) && r == 197 * 768);
     CHECK(sv_shape_numel(vit, 0, &r) && r == 1);
     /* exact integer square roots, where a float sqrt would round: (2^32 - 1)^2 is a square,
-     * one more or less is not; 2^53 + 1 rounds to a square as a double */
+     * one more or less is not, and all three are the same double, so a float sqrt cannot tell
+     * them apart; 2^53 + 1 is not a square either */
     CHECK(sv_exact_sqrt_u64(196, &r) && r == 14);
     CHECK(!sv_exact_sqrt_u64(197, &r) && r == 14);
     CHECK(sv_exact_sqrt_u64(0, &r) && r == 0);
