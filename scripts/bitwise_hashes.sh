@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Fingerprints of 11 short training configurations, for refactors that must not change a bit:
+# Fingerprints of 15 short training configurations, for refactors that must not change a bit:
 # SHA-256 (first 16 hex digits) of the final parameters (--save-params) and the step-6 checkpoint
 # shards, and of the logged losses. Run it before and after a change and diff the two outputs.
 #   bash scripts/bitwise_hashes.sh [SHARDVIT] [OUT]   (defaults: build/app/shardvit, stdout only)
-# The configurations cover the strategies, bf16 compute and reduction, accumulation, recompute
-# and auto-wrap at world 1-4 (a tiny vit-28 on synthetic data, 6 steps each, about a minute).
+# The configurations cover the strategies, bf16 compute and reduction, accumulation, recompute,
+# auto-wrap, the optimizers other than AdamW and a 26-token layout at world 1-4 (a tiny vit-28
+# on synthetic data, 6 steps each, about a minute and a half).
 set -euo pipefail
 S=${1:-build/app/shardvit}
 OUT=${2:-/dev/null}
@@ -32,4 +33,8 @@ done <<'CFG' | tee "$OUT"
 3 --recompute
 2 --wrap auto:0.05
 2 --param-dtype bf16 --reduce-dtype bf16
+2 --opt lamb --lr 4e-3
+2 --opt sgd --momentum 0.9 --nesterov --lr 0.05
+2 --opt lion --lr 2e-4 --weight-decay 0.5
+2 --img 30 --patch 6 --param-dtype bf16 --opt lamb --lr 4e-3
 CFG

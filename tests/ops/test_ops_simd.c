@@ -140,16 +140,17 @@ static void check_gelu_bits(int exhaustive) {
     free(x), free(d), free(bias), free(o), free(pre), free(ref);
 }
 
-/* The attention's softmax rows (T = 197 and 50 as in vit-ti16 / vit-28, 16 and 4000, 1 and 3
- * rows) at the scales 1/sqrt(dh) it uses: the table `k` gives the bits of the generic table
+/* The attention's softmax rows (T = 197, 50 and 26 as in vit-ti16 / vit-28 / the main job's
+ * 25-token model, 16, 5, 64, 65 and 4000 (either side of the backward's short-row limit, tails
+ * of every kind), 1 and 3 rows) at the scales 1/sqrt(dh) it uses: the table `k` gives the bits of the generic table
  * `base`, and each gives the bits of scaling the row in place first and taking the softmax at
  * scale 1 (the fused scale changes no bit). Rows hold logit-sized values and a -inf (a
  * masked-out score: exp gives 0); the backward on the result. */
 static void check_softmax_scaled(const sv_cpu_kernels *base, const sv_cpu_kernels *k) {
-    const int Ts[] = {197, 50, 16, 4000};
-    const float scales[] = {0.125f, 0.17677669f, 1.0f};
-    for (int ti = 0; ti < 4; ti++)
-        for (int si = 0; si < 3; si++) {
+    const int Ts[] = {197, 50, 26, 16, 5, 64, 65, 4000};
+    const float scales[] = {0.125f, 0.17677669f, 0.25f, 1.0f};
+    for (int ti = 0; ti < 8; ti++)
+        for (int si = 0; si < 4; si++) {
             const int T = Ts[ti], rows = T > 1000 ? 1 : 3;
             const size_t n = (size_t)rows * T;
             const float sc = scales[si];
@@ -230,6 +231,40 @@ static void check_kernels(void) {
             CHECK(same_bits(dP[0], dP[1], 99));
             check_softmax_scaled(base, k);
             CHECK(same_bits(pm[0], pm[1], n) && same_bits(mm[0], mm[1], n) && same_bits(vm[0], vm[1], n));
+            /* the other optimizer rules (SGD with Nesterov momentum, Lion, LAMB's two passes) and the
+             * sum of squares of the gradient clipping and LAMB's norms */
+            {
+                const sv_optim_hparams oh = {.lr = 1e-3f,
+                                             .beta1 = 0.9f,
+                                             .beta2 = 0.999f,
+                                             .eps = 1e-6f,
+                                             .bc1 = 0.1f,
+                                             .bc2_sqrt = 0.0447f,
+                                             .grad_scale = 0.7f,
+                                             .momentum = 0.9f,
+                                             .nesterov = 1,
+                                             .trust = 1.3f};
+                for (int op = SV_OPTIM_OP_SGD; op <= SV_OPTIM_OP_LAMB_APPLY; op++) {
+                    float *q[2][4];
+                    for (int j = 0; j < 2; j++) {
+                        for (int a = 0; a < 4; a++) q[j][a] = malloc(n * 4);
+                        for (size_t e = 0; e < n; e++) {
+                            q[j][0][e] = b[e];
+                            q[j][1][e] = x[5 + e % (n - 5)]; /* finite gradients */
+                            q[j][2][e] = 0.01f * x[5 + (e + 7) % (n - 5)];
+                            q[j][3][e] = 1e-4f * fabsf(x[5 + (e + 9) % (n - 5)]);
+                        }
+                        ks[j]->optim_elem(op, q[j][0] + 1, q[j][1] + 1, q[j][2] + 1, q[j][3] + 1, n - 1, &oh, 0.05f);
+                    }
+                    for (int a = 0; a < 4; a++) CHECK(same_bits(q[0][a], q[1][a], n));
+                    for (int j = 0; j < 2; j++)
+                        for (int a = 0; a < 4; a++) free(q[j][a]);
+                }
+                for (size_t len = 1; len < 40; len += 7) {
+                    const double s0 = base->sumsq_block(x + 5, n - 5 - len), s1 = k->sumsq_block(x + 5, n - 5 - len);
+                    CHECK(memcmp(&s0, &s1, sizeof s0) == 0);
+                }
+            }
             /* bias/residual stores and rounding (x has NaN, Inf, -0, a denormal-range value) */
             {
                 float *bs[2], *as[2], *rs[2];

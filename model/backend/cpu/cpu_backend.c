@@ -86,18 +86,6 @@ static sv_status cpu_add_f32(sv_backend *be, float *y, const float *x, size_t n)
     return SV_OK;
 }
 
-/* Sum of squares of one block in double; eight interleaved accumulators in a fixed order so
- * the loop pipelines without reassociation freedom (the result is a pure function of the
- * block's contents). */
-static double sumsq_block(const float *p, size_t n) {
-    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) a[j] += (double)p[i + j] * (double)p[i + j];
-    for (; i < n; i++) a[i & 7] += (double)p[i] * (double)p[i];
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
-
 /* Deterministic across thread counts: the buffer is cut into chunks of
  * SV_CPU_SUMSQ_CHUNK_BLOCKS blocks of SV_CPU_SUMSQ_BLOCK elements (fixed sizes); each chunk's
  * sum is its blocks summed in order, whichever thread computes it; chunk sums are then
@@ -117,7 +105,7 @@ static sv_status cpu_sumsq_f32(sv_backend *be, const float *p, size_t n, double 
             size_t end = start + chunk < n ? start + chunk : n;
             double s = 0.0;
             for (size_t b = start; b < end; b += SV_CPU_SUMSQ_BLOCK)
-                s += sumsq_block(p + b, end - b < SV_CPU_SUMSQ_BLOCK ? end - b : SV_CPU_SUMSQ_BLOCK);
+                s += c->k->sumsq_block(p + b, end - b < SV_CPU_SUMSQ_BLOCK ? end - b : SV_CPU_SUMSQ_BLOCK);
             part[ci] = s;
         }
         for (size_t ci = 0; ci < cn; ci++) total += part[ci];
@@ -139,30 +127,10 @@ static sv_status cpu_ema(sv_backend *be, float *e, const float *x, size_t n, flo
     return SV_OK;
 }
 
-/* The rules of sv_optim_op_elem, one loop per rule (the switch hoisted out of the loop). */
-static void optim_range(int op, float *p, float *g, float *m, float *v, size_t a, size_t b, const sv_optim_hparams *h,
-                        float wd) {
-    const sv_optim_hparams hp = *h;
-    switch (op) {
-    case SV_OPTIM_OP_SGD:
-        for (size_t i = a; i < b; i++) sv_sgd_elem(&p[i], &m[i], g[i], &hp, wd);
-        break;
-    case SV_OPTIM_OP_LION:
-        for (size_t i = a; i < b; i++) sv_lion_elem(&p[i], &m[i], g[i], &hp, wd);
-        break;
-    case SV_OPTIM_OP_LAMB_UPDATE:
-        for (size_t i = a; i < b; i++) sv_lamb_update_elem(&p[i], &g[i], &m[i], &v[i], &hp, wd);
-        break;
-    default:
-        for (size_t i = a; i < b; i++) sv_lamb_apply_elem(&p[i], g[i], &hp);
-        break;
-    }
-}
-
 static sv_status cpu_optim_elem(sv_backend *be, int op, float *p, float *g, float *m, float *v, size_t n,
                                 const sv_optim_hparams *h, float weight_decay) {
     const sv_cpu_backend *c = sv_cpu(be);
-    CPU_SPLIT(c, n, 8 * n, optim_range(op, p, g, m, v, a, b, h, weight_decay));
+    CPU_SPLIT(c, n, 8 * n, c->k->optim_elem(op, p + a, g + a, m + a, v + a, b - a, h, weight_decay));
     return SV_OK;
 }
 

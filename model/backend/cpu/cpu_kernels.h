@@ -57,6 +57,11 @@ typedef struct sv_cpu_kernels {
     void (*adamw)(float *p, const float *g, float *m, float *v, size_t n, const sv_adamw_hparams *h, float wd);
     /* weight EMA on n elements (sv_ema_elem). */
     void (*ema)(float *e, const float *x, size_t n, float w);
+    /* rule `op` (sv_optim_op: SGD, Lion, LAMB update / apply) of sv_optim_op_elem on n elements */
+    void (*optim_elem)(int op, float *p, float *g, float *m, float *v, size_t n, const sv_optim_hparams *h, float wd);
+    /* sum of squares of n elements in double: lane l (of 8) adds the elements i = l mod 8 in
+     * order, then ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) */
+    double (*sumsq_block)(const float *p, size_t n);
 } sv_cpu_kernels;
 
 /* The fixed pairwise tree that ends every 16-lane reduction of the tables (C loops and

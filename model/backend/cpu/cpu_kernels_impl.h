@@ -102,6 +102,9 @@ static void k_softmax_rows(float *S, int rows, int T, float scale) {
 
 #endif
 
+#ifndef SV_CPU_SOFTMAX_BWD /* an ISA file may bring its own for some lengths (same bits) */
+#define SV_CPU_SOFTMAX_BWD k_softmax_bwd_rows
+#endif
 static void k_softmax_bwd_rows(float *dS, const float *P, int rows, int T) {
     for (int r = 0; r < rows; r++) {
         float *s = dS + (size_t)r * T;
@@ -193,6 +196,38 @@ static void k_ema(float *e, const float *x, size_t n, float w) {
     for (size_t i = 0; i < n; i++) e[i] = sv_ema_elem(e[i], x[i], w);
 }
 
+/* The rules of sv_optim_op_elem, one loop per rule (the switch hoisted out of the loop). */
+static void k_optim_elem(int op, float *p, float *g, float *m, float *v, size_t n, const sv_optim_hparams *h,
+                         float wd) {
+    const sv_optim_hparams hp = *h;
+    switch (op) {
+    case SV_OPTIM_OP_SGD:
+        for (size_t i = 0; i < n; i++) sv_sgd_elem(&p[i], &m[i], g[i], &hp, wd);
+        break;
+    case SV_OPTIM_OP_LION:
+        for (size_t i = 0; i < n; i++) sv_lion_elem(&p[i], &m[i], g[i], &hp, wd);
+        break;
+    case SV_OPTIM_OP_LAMB_UPDATE:
+        for (size_t i = 0; i < n; i++) sv_lamb_update_elem(&p[i], &g[i], &m[i], &v[i], &hp, wd);
+        break;
+    default:
+        for (size_t i = 0; i < n; i++) sv_lamb_apply_elem(&p[i], g[i], &hp);
+        break;
+    }
+}
+
+/* Sum of squares of one block in double; eight interleaved accumulators in a fixed order so
+ * the loop pipelines without reassociation freedom (the result is a pure function of the
+ * block's contents; each product of two floats is exact in double). */
+static double k_sumsq_block(const float *p, size_t n) {
+    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) a[j] += (double)p[i + j] * (double)p[i + j];
+    for (; i < n; i++) a[i & 7] += (double)p[i] * (double)p[i];
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
 const sv_cpu_kernels SV_CPU_KERNELS_NAME = {
     .isa = SV_CPU_KERNELS_ISA,
     .bias_gelu = k_bias_gelu,
@@ -204,10 +239,12 @@ const sv_cpu_kernels SV_CPU_KERNELS_NAME = {
     .gelu = k_gelu,
     .gelu_bwd = k_gelu_bwd,
     .softmax_rows = k_softmax_rows,
-    .softmax_bwd_rows = k_softmax_bwd_rows,
+    .softmax_bwd_rows = SV_CPU_SOFTMAX_BWD,
     .layernorm_fwd_rows = k_layernorm_fwd_rows,
     .layernorm_bwd_rows = k_layernorm_bwd_rows,
     .layernorm_bwd_params = k_layernorm_bwd_params,
     .adamw = k_adamw,
     .ema = k_ema,
+    .optim_elem = k_optim_elem,
+    .sumsq_block = k_sumsq_block,
 };
