@@ -5,11 +5,12 @@
 # the test venv of the third-party readers (scripts/test_venv.sh: tensorboard, webdataset, timm).
 # slurm-wlm and munge are for the single-node Slurm of tests/slurm (docs/slurm.md); the tests start
 # and stop their own daemons (the packages' services are not used).
-# patchelf is for tests/gpu/pack.sh (run paths of the archive for a GPU machine).
+# patchelf is for tests/gpu/pack.sh (run paths of the archive for a GPU machine); strace for
+# tests/fsdp/heap_kept.sh (the ranks' heap trims, traced).
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config mpich libmpich-dev libturbojpeg0-dev libjpeg62-turbo-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 python3-numpy python3-torch patchelf
-      python3-torchvision python3-venv clang-format-14 slurm-wlm munge)
+      python3-torchvision python3-venv clang-format-14 slurm-wlm munge strace)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
