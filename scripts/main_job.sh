@@ -20,7 +20,7 @@ fi
 # The main job's recipe (docs/results.md "The README main job"): a 838k-parameter ViT whose
 # 28x28 images are resized to 30x30 and cut into 6x6 patches (25 tokens + the class token; dim
 # 160, depth 4, 10 heads, MLP ratio 2), LAMB at 4e-3, 7030 steps (7.5 epochs), no augmentation:
-# 90.08% test top-1 on the AMD EPYC Zen 4 (89.96-90.08% over seeds 0-2), in 3-6% less training
+# 90.08% test top-1 on the AMD EPYC Zen 4 (89.96-90.08% over seeds 0-2), in 1-8% less training
 # time than the earlier 6-epoch AdamW job (88.71%) on the same machine. STEPS=N trains N steps.
 mpiexec -n 2 ./build/app/shardvit train --model vit-28 --img 30 --patch 6 --dim 160 --depth 4 --heads 10 \
     --mlp-ratio 2 --data "$DATA/train" --val-data "$DATA/test" --strategy full_shard --param-dtype bf16 \

@@ -291,10 +291,12 @@ static void check_kernels(void) {
                 }
                 for (int j = 0; j < 2; j++) free(bs[j]), free(as[j]), free(rs[j]);
             }
-            /* LayerNorm rows: 20 rows of 203 (tails at every width), x from the finite part */
-            {
-                enum { R = 20, C = 203 };
-                float ln_o[2][R * C], ln_mu[2][R], ln_rs[2][R], ln_dx[2][R * C], ln_dw[2][C], ln_db[2][C];
+            /* LayerNorm rows: 20 rows of 203 (tails at every width), of the models' widths 192, 160
+             * and 128 (no tail) and of 7 (a tail alone); x from the finite part */
+            for (int ci = 0; ci < 5; ci++) {
+                enum { R = 20, CMAX = 203 };
+                const int C = (const int[]){203, 192, 160, 128, 7}[ci];
+                float ln_o[2][R * CMAX], ln_mu[2][R], ln_rs[2][R], ln_dx[2][R * CMAX], ln_dw[2][CMAX], ln_db[2][CMAX];
                 const float *lx = x + 5, *lw = b + 1000, *lb = b + 2000, *ldy = x + 30;
                 for (int j = 0; j < 2; j++) {
                     ks[j]->layernorm_fwd_rows(bf, ln_o[j], ln_mu[j], ln_rs[j], lx, lw, lb, R, C);

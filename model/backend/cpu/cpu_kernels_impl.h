@@ -61,6 +61,7 @@ static void k_gelu_bwd(int bf, float *d_x, const float *d_out, const float *x, s
 }
 #endif
 
+#if !defined(SV_CPU_SOFTMAX_KERNELS) || !defined(SV_CPU_LN_KERNELS)
 /* Sum with 16 independent lanes (vectorises without reassociation; fixed order per row). */
 static float k_sum16(const float *s, int T) {
     float acc[16] = {0};
@@ -70,6 +71,7 @@ static float k_sum16(const float *s, int T) {
     for (; j < T; j++) acc[j & 15] += s[j];
     return k_tree16(acc);
 }
+#endif
 
 #ifndef SV_CPU_SOFTMAX_KERNELS /* an ISA file may bring its own (same bits: softmax_avx512.h) */
 /* max of s[0 .. T) (T >= 1) in 16 lanes, so that it vectorises (a serial max over one variable
@@ -119,6 +121,7 @@ static void k_softmax_bwd_rows(float *dS, const float *P, int rows, int T) {
     }
 }
 
+#ifndef SV_CPU_LN_KERNELS /* an ISA file may bring its own (same bits: layernorm_avx512.h) */
 static float k_sumsq16_centered(const float *x, int n, float mean) {
     float acc[16] = {0};
     int i = 0;
@@ -174,6 +177,8 @@ static void k_layernorm_bwd_rows(int bf, float *d_x, const float *dy, const floa
         }
     }
 }
+
+#endif
 
 static void k_layernorm_bwd_params(float *dw, float *db, const float *dy, const float *x, const float *mean,
                                    const float *rstd, int M, int C, int c0, int c1) {
