@@ -141,8 +141,8 @@ static void check_gelu_bits(int exhaustive) {
 }
 
 /* The attention's softmax rows (T = 197, 50 and 26 as in vit-ti16 / vit-28 / the main job's
- * 25-token model, 16, 5, 64, 65 and 4000 (either side of the backward's short-row limit, tails
- * of every kind), 1 and 3 rows) at the scales 1/sqrt(dh) it uses: the table `k` gives the bits of the generic table
+ * 25-token model, 16, 5, 64, 65 and 4000 (either side of the short-row limit, tails of every
+ * kind), 1 row or 7 (groups of four or two, then the rows left)) at the scales 1/sqrt(dh) it uses: the table `k` gives the bits of the generic table
  * `base`, and each gives the bits of scaling the row in place first and taking the softmax at
  * scale 1 (the fused scale changes no bit). Rows hold logit-sized values and a -inf (a
  * masked-out score: exp gives 0); the backward on the result. */
@@ -151,7 +151,7 @@ static void check_softmax_scaled(const sv_cpu_kernels *base, const sv_cpu_kernel
     const float scales[] = {0.125f, 0.17677669f, 0.25f, 1.0f};
     for (int ti = 0; ti < 8; ti++)
         for (int si = 0; si < 4; si++) {
-            const int T = Ts[ti], rows = T > 1000 ? 1 : 3;
+            const int T = Ts[ti], rows = T > 1000 ? 1 : 7; /* short rows: groups of 4 or 2, then the rest */
             const size_t n = (size_t)rows * T;
             const float sc = scales[si];
             float *s[3], *d[3];

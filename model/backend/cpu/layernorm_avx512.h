@@ -17,9 +17,6 @@
 
 #define SV_CPU_LN_KERNELS 1
 
-/* v rounded to bf16 when bf (kstore) */
-static inline __m512 ln_store(int bf, __m512 v) { return bf ? gv_round_bf16(v) : v; }
-
 /* out = (x - mean) * rstd * w + b per row, mean / rstd per row (biased variance, SV_LN_EPS). */
 static void k_layernorm_fwd_rows(int bf, float *out, float *mean, float *rstd, const float *x, const float *w,
                                  const float *b, int rows, int C) {
@@ -50,7 +47,7 @@ static void k_layernorm_fwd_rows(int bf, float *out, float *mean, float *rstd, c
             const __m512 y = gv_add(
                 gv_mul(gv_mul(gv_sub(_mm512_maskz_loadu_ps(k, xr + i), vmu), vrs), _mm512_maskz_loadu_ps(k, w + i)),
                 _mm512_maskz_loadu_ps(k, b + i));
-            _mm512_mask_storeu_ps(o + i, k, ln_store(bf, y));
+            _mm512_mask_storeu_ps(o + i, k, gv_store_val(bf, y));
         }
         mean[m] = mu;
         rstd[m] = rs;
@@ -81,7 +78,7 @@ static void k_layernorm_bwd_rows(int bf, float *d_x, const float *dy, const floa
             const __m512 g = gv_mul(_mm512_maskz_loadu_ps(k, dyr + i), _mm512_maskz_loadu_ps(k, w + i));
             const __m512 t = gv_sub(gv_sub(g, mg), gv_mul(xh, mgx));
             const __m512 y = gv_add(_mm512_maskz_loadu_ps(k, dxr + i), gv_mul(vrs, t));
-            _mm512_mask_storeu_ps(dxr + i, k, ln_store(bf, y));
+            _mm512_mask_storeu_ps(dxr + i, k, gv_store_val(bf, y));
         }
     }
 }

@@ -2,7 +2,7 @@
  * only by cpu_kernels_avx512.c, after gelu_avx512.h (whose 16-lane exp it uses); it defines
  * k_softmax_rows and SV_CPU_SOFTMAX_KERNELS, so cpu_kernels_impl.h skips its C loop for it. The
  * backward (softmax_bwd_rows) is GCC's vectorisation of the C loop for rows longer than
- * SMB_SHORT and intrinsics below it (k_softmax_bwd_short, same bits): the C loop's scalar tail
+ * SM_SHORT and intrinsics up to it (k_softmax_bwd_short, same bits): the C loop's scalar tail
  * and memory fold dominate a short row, and a masked tail measured slower at T = 197 (9.8 -> 10.9
  * us per 197 x 197 block).
  *
@@ -30,7 +30,8 @@
 
 #define SV_CPU_SOFTMAX_KERNELS 1
 
-enum { SM_W = 4 }; /* exp blocks of one row side by side */
+enum { SM_W = 4 };             /* exp blocks of one row side by side */
+enum { SM_SHORT = 16 * SM_W }; /* rows up to this length go in groups in registers, both ways */
 
 /* lanes [0, min(16, T - j)) of the block at element j */
 static inline __mmask16 sm_mask(int j, int T) {
@@ -195,17 +196,13 @@ static int sm_groups(float *S, int rows, int T, __m512 vs, float scale) {
  * 27.2 / 30.2 us at T = 197. */
 static void k_softmax_rows(float *S, int rows, int T, float scale) {
     const __m512 vs = _mm512_set1_ps(scale);
-    const int q = T <= 16 * SM_W ? sm_groups(S, rows, T, vs, scale) : 0;
-    S += (size_t)q * T, rows -= q;
-    /* a copy for rows of one step per pair, where the compiler drops the step loop: 8% faster
-     * at T = 50 than the general copy */
-    const int r = T <= 16 * SM_W ? sm_pairs(S, rows, T, vs, scale) : sm_pairs(S, rows, T, vs, scale);
+    const int q = T <= SM_SHORT ? sm_groups(S, rows, T, vs, scale) : 0;
+    S += (size_t)q * T, rows -= q; /* short rows: at most three left */
+    const int r = sm_pairs(S, rows, T, vs, scale);
     if (r < rows) sm_rows(1, S + (size_t)r * T, T, vs, scale);
 }
 
 /* ---- backward: dS = P * (dS - rowsum(dS * P)) ---- */
-
-enum { SMB_SHORT = 64 }; /* rows up to this length take the intrinsics */
 
 static void k_softmax_bwd_rows(float *dS, const float *P, int rows, int T); /* the C loop */
 
@@ -253,7 +250,7 @@ static inline __attribute__((always_inline)) void smb_rows_reg(int nr, int wb, f
 
 /* Measured on Zen 4 (one thread, 320 blocks of T rows): T = 26 / 50: see docs/performance.md. */
 static void k_softmax_bwd_short(float *dS, const float *P, int rows, int T) {
-    if (T > SMB_SHORT) {
+    if (T > SM_SHORT) {
         k_softmax_bwd_rows(dS, P, rows, T);
         return;
     }
