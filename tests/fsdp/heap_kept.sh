@@ -13,10 +13,14 @@
 SHARDVIT=$1
 source "$(dirname "$0")/lib.sh"
 command -v strace >/dev/null || { echo "SKIP: strace not installed (scripts/setup.sh installs it)"; exit 77; }
-if ldd "$SHARDVIT" 2>/dev/null | grep -q 'libasan'; then # scripts/sanitize.sh's build
+# (ldd's whole output first: `ldd | grep -q` under pipefail fails whenever grep exits before ldd
+# has written everything, and the skip was missed now and then)
+case "$(ldd "$SHARDVIT" 2>/dev/null || true)" in
+*libasan*) # scripts/sanitize.sh's build
     echo "SKIP: sanitizer build: ASan's allocator replaces glibc's (no brk heap to keep), LeakSanitizer refuses ptrace"
     exit 77
-fi
+    ;;
+esac
 strace -f -qq -o /dev/null true 2>/dev/null ||
     { echo "SKIP: strace cannot trace here (ptrace not permitted)"; exit 77; }
 "$SHARDVIT" prep synthetic --out "$WORK/set" --classes 10 --per-class 256 --test-per-class 1 --width 28 \
