@@ -22,9 +22,8 @@
 #ifndef SV_MODEL_BACKEND_CPU_GELU_AVX512_H
 #define SV_MODEL_BACKEND_CPU_GELU_AVX512_H
 
-#include <immintrin.h>
-
 #include "core/elementwise.h"
+#include "model/backend/cpu/vec_avx512.h"
 
 #define SV_CPU_GELU_KERNELS 1
 
@@ -41,15 +40,7 @@
 #ifndef GV_W_BWD
 #define GV_W_BWD 8 /* and in gelu_bwd */
 #endif
-#define GV_EACH(k) for (int k = 0; k < w; k++)
 
-static inline __m512 gv_c(float c) { return _mm512_set1_ps(c); }
-static inline __m512 gv_mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
-static inline __m512 gv_add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
-static inline __m512 gv_sub(__m512 a, __m512 b) { return _mm512_sub_ps(a, b); }
-static inline __m512 gv_and(__m512 a, uint32_t m) {
-    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32((int32_t)m)));
-}
 /* p * r + c, two roundings (one Horner step of the scalar code) */
 static inline __m512 gv_step(__m512 p, __m512 r, float c) { return gv_add(gv_mul(p, r), gv_c(c)); }
 
@@ -113,31 +104,6 @@ static inline __attribute__((always_inline)) void gv_two_phi(int w, __m512 *out,
         __m512 erfc_z = gv_mul(t[k], e[k]);
         __mmask16 ge = _mm512_cmp_ps_mask(x[k], _mm512_setzero_ps(), _CMP_GE_OQ); /* x >= 0 */
         out[k] = _mm512_mask_sub_ps(erfc_z, ge, gv_c(2.0f), erfc_z);
-    }
-}
-
-/* sv_round_bf16 per lane: (u + 0x7fff + bit 16 of u) with the low half cleared; NaN: (u |
- * 0x00400000) with the low half cleared (quiet, payload kept). The NaN lanes are rewritten to
- * that value first: its low half is 0, so adding 0x7fff or 0x8000 carries nothing out of it. */
-static inline __m512 gv_round_bf16(__m512 v) {
-    const __m512i hi_half = _mm512_set1_epi32((int32_t)0xffff0000u);
-    __m512i u = _mm512_castps_si512(v);
-    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    /* ternary logic 0xA8 = (A | B) & C: u = (u | quiet bit) & hi_half in the NaN lanes */
-    u = _mm512_mask_ternarylogic_epi32(u, nan, _mm512_set1_epi32(0x00400000), hi_half, 0xA8);
-    __mmask16 odd = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x10000));
-    __m512i r =
-        _mm512_mask_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd, u, _mm512_set1_epi32(0x8000));
-    return _mm512_castsi512_ps(_mm512_and_si512(r, hi_half));
-}
-
-static inline __m512 gv_store_val(int bf, __m512 v) { return bf ? gv_round_bf16(v) : v; }
-
-/* Lane masks of the w blocks starting at element i of n (all-ones for full blocks, 0 past n). */
-static inline __attribute__((always_inline)) void gv_masks(int w, __mmask16 *m, size_t i, size_t n) {
-    GV_EACH(k) {
-        size_t at = i + 16 * (size_t)k, left = at < n ? n - at : 0;
-        m[k] = (__mmask16)(left >= 16 ? 0xffffu : (1u << left) - 1u);
     }
 }
 

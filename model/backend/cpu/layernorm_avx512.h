@@ -1,19 +1,19 @@
 /* The LayerNorm rows of the AVX-512 table (layernorm_fwd_rows, layernorm_bwd_rows) in AVX-512F
- * intrinsics. Included only by cpu_kernels_avx512.c, after softmax_avx512.h (whose mask and
- * 16-lane fold it uses); it defines SV_CPU_LN_KERNELS, so cpu_kernels_impl.h skips its C loops
+ * intrinsics. Included only by cpu_kernels_avx512.c (its mask and 16-lane fold come from
+ * vec_avx512.h); it defines SV_CPU_LN_KERNELS, so cpu_kernels_impl.h skips its C loops
  * for these two.
  *
  * Contract: bit for bit the C loops (test_ops_simd compares the tables on rows of 203, 192, 160
  * and 128, both store modes). Lane l of each row reduction adds the elements i = l (mod 16) in
  * order (the tail into lanes 0 .. C mod 16 - 1 under a mask, masked lanes untouched), then
- * k_tree16's fixed fold, here in registers (sm_tree16); every other operation is the C code's, in
+ * k_tree16's fixed fold, here in registers (gv_hsum16); every other operation is the C code's, in
  * its order, rounded where it rounds (no FMA). What the C loops paid for a row of 128-192 was
  * the fold: GCC stores the 16 lanes and reloads them in narrower pieces, which waits for the
  * store (two folds per row, forward and backward). */
 #ifndef SV_MODEL_BACKEND_CPU_LAYERNORM_AVX512_H
 #define SV_MODEL_BACKEND_CPU_LAYERNORM_AVX512_H
 
-#include "model/backend/cpu/softmax_avx512.h"
+#include "model/backend/cpu/vec_avx512.h"
 
 #define SV_CPU_LN_KERNELS 1
 
@@ -21,14 +21,14 @@
 static void k_layernorm_fwd_rows(int bf, float *out, float *mean, float *rstd, const float *x, const float *w,
                                  const float *b, int rows, int C) {
     const int full = C / 16 * 16;
-    const __mmask16 kt = full < C ? sm_mask(full, C) : 0;
+    const __mmask16 kt = full < C ? gv_mask(full, C) : 0;
     for (int m = 0; m < rows; m++) {
         const float *xr = x + (size_t)m * C;
         float *o = out + (size_t)m * C;
         __m512 acc = _mm512_setzero_ps();
         for (int i = 0; i < full; i += 16) acc = gv_add(acc, _mm512_loadu_ps(xr + i));
         if (kt) acc = _mm512_mask_add_ps(acc, kt, acc, _mm512_maskz_loadu_ps(kt, xr + full));
-        const float mu = sm_tree16(acc) / (float)C;
+        const float mu = gv_hsum16(acc) / (float)C;
         const __m512 vmu = _mm512_set1_ps(mu);
         acc = _mm512_setzero_ps();
         for (int i = 0; i < full; i += 16) {
@@ -39,7 +39,7 @@ static void k_layernorm_fwd_rows(int bf, float *out, float *mean, float *rstd, c
             const __m512 d = gv_sub(_mm512_maskz_loadu_ps(kt, xr + full), vmu);
             acc = _mm512_mask_add_ps(acc, kt, acc, gv_mul(d, d));
         }
-        const float var = sm_tree16(acc) / (float)C; /* biased, as torch */
+        const float var = gv_hsum16(acc) / (float)C; /* biased, as torch */
         const float rs = 1.0f / sqrtf(var + SV_LN_EPS);
         const __m512 vrs = _mm512_set1_ps(rs);
         for (int i = 0; i < C; i += 16) {
@@ -58,7 +58,7 @@ static void k_layernorm_fwd_rows(int bf, float *out, float *mean, float *rstd, c
 static void k_layernorm_bwd_rows(int bf, float *d_x, const float *dy, const float *x, const float *w, const float *mean,
                                  const float *rstd, int rows, int C) {
     const int full = C / 16 * 16;
-    const __mmask16 kt = full < C ? sm_mask(full, C) : 0;
+    const __mmask16 kt = full < C ? gv_mask(full, C) : 0;
     for (int m = 0; m < rows; m++) {
         float *dxr = d_x + (size_t)m * C;
         const float *dyr = dy + (size_t)m * C, *xr = x + (size_t)m * C;
@@ -71,7 +71,7 @@ static void k_layernorm_bwd_rows(int bf, float *d_x, const float *dy, const floa
             a1 = _mm512_mask_add_ps(a1, k, a1, g);
             a2 = _mm512_mask_add_ps(a2, k, a2, gv_mul(g, xh));
         }
-        const __m512 mg = _mm512_set1_ps(sm_tree16(a1) / (float)C), mgx = _mm512_set1_ps(sm_tree16(a2) / (float)C);
+        const __m512 mg = _mm512_set1_ps(gv_hsum16(a1) / (float)C), mgx = _mm512_set1_ps(gv_hsum16(a2) / (float)C);
         for (int i = 0; i < C; i += 16) {
             const __mmask16 k = i < full ? (__mmask16)0xffff : kt;
             const __m512 xh = gv_mul(gv_sub(_mm512_maskz_loadu_ps(k, xr + i), vmu), vrs);

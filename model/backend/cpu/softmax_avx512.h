@@ -16,7 +16,7 @@
  * (sm_rows_reg). The lanes do the C code's operations in its order:
  *   - the maximum: 16 lanes m[l] = s > m ? s : m (MAXPS(s, m) is that select, NaN included),
  *     the tail into lanes 0 .. T mod 16 - 1 under a mask, then the lanes folded pairwise in
- *     registers (sm_max16: the same maximum as the C loop's lane-order fold, see there);
+ *     registers (gv_hmax16: the same maximum as the C loop's lane-order fold, see there);
  *   - exp(s * scale - mx): the mul and the sub rounded separately, then sv_exp_fast per lane
  *     (gv_exp2_parts with b = 0; its argument here is <= 0 or -inf, where gv_exp2_parts'
  *     conditions hold: the power of two stays in [-124, 0]);
@@ -32,37 +32,6 @@
 
 enum { SM_W = 4 };             /* exp blocks of one row side by side */
 enum { SM_SHORT = 16 * SM_W }; /* rows up to this length go in groups in registers, both ways */
-
-/* lanes [0, min(16, T - j)) of the block at element j */
-static inline __mmask16 sm_mask(int j, int T) {
-    __mmask16 k;
-    gv_masks(1, &k, (size_t)j, (size_t)T);
-    return k;
-}
-
-/* k_tree16 on the lanes of v, in registers: lane l += lane l + w for w = 8, 4, 2, 1, the same
- * additions of the same pairs (lanes above w hold sums nobody reads). Through a store and
- * scalar reloads instead, the fold stalled on store forwarding: at T = 26 it was the largest
- * part of a row's time. */
-static inline float sm_tree16(__m512 v) {
-    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E)); /* lanes 0-7 += lanes 8-15 */
-    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1)); /* lanes 0-3 += lanes 4-7 */
-    v = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));       /* lanes 0-1 += lanes 2-3 */
-    v = _mm512_add_ps(v, _mm512_permute_ps(v, 0xB1));       /* lane 0 += lane 1 */
-    return _mm512_cvtss_f32(v);
-}
-
-/* The largest lane of v, folded as sm_tree16 folds (m = a > m ? a : m at each step, which is
- * MAXPS(a, m)): the maximum of a set does not depend on the order it is taken in, ties between
- * +0 and -0 aside, which the softmax's s - max maps to the same exp (k_max16's argument); a NaN
- * outside lane 0 is skipped by either order, one in lane 0 kept by both. */
-static inline float sm_max16(__m512 v) {
-    v = _mm512_max_ps(_mm512_shuffle_f32x4(v, v, 0x4E), v);
-    v = _mm512_max_ps(_mm512_shuffle_f32x4(v, v, 0xB1), v);
-    v = _mm512_max_ps(_mm512_permute_ps(v, 0x4E), v);
-    v = _mm512_max_ps(_mm512_permute_ps(v, 0xB1), v);
-    return _mm512_cvtss_f32(v);
-}
 
 /* s_r[j] = exp(s_r[j] * scale - mx_r) for w blocks of each of nr rows s_0 = s0, s_1 = s1 (the
  * same masks m, the same length; s1, mx1 and acc1 unused when nr = 1), nr * w blocks side by
@@ -88,23 +57,23 @@ static inline __attribute__((always_inline)) void sm_exp_step(int nr, int w, flo
     }
 }
 
-/* max(s[0 .. T)) * scale, broadcast: the lanes' maxima, then the lanes folded (sm_max16) */
+/* max(s[0 .. T)) * scale, broadcast: the lanes' maxima, then the lanes folded (gv_hmax16) */
 static inline __m512 sm_row_max(const float *s, int T, float scale) {
     __m512 m = _mm512_set1_ps(s[0]);
     int j = 0;
     for (; j + 16 <= T; j += 16) m = _mm512_max_ps(_mm512_loadu_ps(s + j), m);
     if (j < T) {
-        __mmask16 k = sm_mask(j, T);
+        __mmask16 k = gv_mask(j, T);
         m = _mm512_mask_max_ps(m, k, _mm512_maskz_loadu_ps(k, s + j), m);
     }
-    return _mm512_set1_ps(sm_max16(m) * scale);
+    return _mm512_set1_ps(gv_hmax16(m) * scale);
 }
 
 /* s *= 1 / (the lanes of acc summed by k_tree16), T elements */
 static inline void sm_row_scale(float *s, int T, __m512 acc) {
-    const __m512 inv = _mm512_set1_ps(1.0f / sm_tree16(acc));
+    const __m512 inv = _mm512_set1_ps(1.0f / gv_hsum16(acc));
     for (int j = 0; j < T; j += 16) {
-        __mmask16 k = sm_mask(j, T);
+        __mmask16 k = gv_mask(j, T);
         _mm512_mask_storeu_ps(s + j, k, gv_mul(_mm512_maskz_loadu_ps(k, s + j), inv));
     }
 }
@@ -163,7 +132,7 @@ static inline __attribute__((always_inline)) void sm_rows_reg(int nr, int wb, fl
         for (int b = 0; b < wb; b++) acc[r] = _mm512_mask_add_ps(acc[r], mk[b], acc[r], e[r * wb + b]);
     }
     for (int r = 0; r < nr; r++) { /* sm_row_scale on the exps still in registers */
-        const __m512 inv = _mm512_set1_ps(1.0f / sm_tree16(acc[r]));
+        const __m512 inv = _mm512_set1_ps(1.0f / gv_hsum16(acc[r]));
         for (int b = 0; b < wb; b++)
             _mm512_mask_storeu_ps(S + (size_t)r * T + 16 * b, mk[b], gv_mul(e[r * wb + b], inv));
     }
@@ -208,18 +177,18 @@ static void k_softmax_bwd_rows(float *dS, const float *P, int rows, int T); /* t
 
 /* One row: the dot in 16 lanes (lane l adds s[j] p[j] for j = l mod 16 in order, the product
  * rounded, then added: the C loop's operations), the masked tail into lanes 0 .. T mod 16 - 1,
- * sm_tree16, then s = p (s - dot). */
+ * gv_hsum16, then s = p (s - dot). */
 static inline void smb_row(float *s, const float *p, int T) {
     __m512 acc = _mm512_setzero_ps();
     int j = 0;
     for (; j + 16 <= T; j += 16) acc = gv_add(acc, gv_mul(_mm512_loadu_ps(s + j), _mm512_loadu_ps(p + j)));
     if (j < T) {
-        const __mmask16 k = sm_mask(j, T);
+        const __mmask16 k = gv_mask(j, T);
         acc = _mm512_mask_add_ps(acc, k, acc, gv_mul(_mm512_maskz_loadu_ps(k, s + j), _mm512_maskz_loadu_ps(k, p + j)));
     }
-    const __m512 dot = _mm512_set1_ps(sm_tree16(acc));
+    const __m512 dot = _mm512_set1_ps(gv_hsum16(acc));
     for (j = 0; j < T; j += 16) {
-        const __mmask16 k = sm_mask(j, T);
+        const __mmask16 k = gv_mask(j, T);
         _mm512_mask_storeu_ps(s + j, k,
                               gv_mul(_mm512_maskz_loadu_ps(k, p + j), gv_sub(_mm512_maskz_loadu_ps(k, s + j), dot)));
     }
@@ -239,7 +208,7 @@ static inline __attribute__((always_inline)) void smb_rows_reg(int nr, int wb, f
             pv[k] = _mm512_maskz_loadu_ps(mk[b], P + (size_t)r * T + 16 * b);
             acc = _mm512_mask_add_ps(acc, mk[b], acc, gv_mul(sv[k], pv[k]));
         }
-        dot[r] = _mm512_set1_ps(sm_tree16(acc));
+        dot[r] = _mm512_set1_ps(gv_hsum16(acc));
     }
     for (int r = 0; r < nr; r++)
         for (int b = 0; b < wb; b++) {
