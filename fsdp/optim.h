@@ -1,4 +1,4 @@
-/* Update rules beside AdamW on the sharded fp32 masters (docs/fsdp.md "Optimizers"), and the
+/* Update rules beside AdamW on the sharded fp32 masters (docs/fsdp.md "Optimizer"), and the
  * per-tensor learning-rate multipliers of layer-wise LR decay.
  *
  * Every rule runs piece by piece over each unit's master shard (sv_layout_piece: the part of one

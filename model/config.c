@@ -72,8 +72,13 @@ sv_status sv_vit_preset(const char *name, sv_vit_config *out) {
     char timm[512] = "";
     for (size_t i = 0, n = 0; i < N_ALIASES && n < sizeof timm; i++)
         n += (size_t)snprintf(timm + n, sizeof timm - n, "%s%s", i ? " " : "", k_timm_aliases[i].timm);
-    const char *why = !strncmp(name, "deit3_", 6) ? "; timm's deit3_* models add LayerScale, not in shardvit's ViT"
-        : strstr(name, "distilled")               ? "; timm's distilled DeiT models add a distillation token and head"
+    const char *why = !strncmp(name, "deit3_", 6)
+        ? "; timm's deit3_* models are a preset with --layer-scale and --no-embed-class (deit3_small_patch16_224 = "
+          "vit-s16 --layer-scale 1e-6 --no-embed-class)"
+        : strstr(name, "distilled") ? "; timm's distilled DeiT models add a distillation token and head"
+        : strstr(name, "_reg") && strstr(name, "_gap")
+        ? "; timm's *_regN_gap_* models are a preset with --reg-tokens N --class-token 0 --global-pool avg "
+          "--no-embed-class (and --img, --layer-scale where timm sets them)"
         : !strncmp(name, "vit_", 4) || !strncmp(name, "deit_", 5)
         ? "; other timm sizes are a listed name with --img/--patch (vit_base_patch16_384 = "
           "vit_base_patch16_224 --img 384)"

@@ -30,4 +30,4 @@ mpiexec -n 2 ./build/app/shardvit train --model vit-28 --img 30 --patch 6 --dim 
 ./build/app/shardvit report "$OUT" --out "$OUT/report.html"
 python3 -c 'import json, sys; e = json.load(open(sys.argv[1])); print("main job: test top-1 %.2f%%, top-5 %.2f%% on %d images" % (100 * e["top1"], 100 * e["top5"], e["num_samples"]))' "$OUT/eval.json"
 echo "main job: outputs in $OUT: metrics.jsonl, eval.json, confusion.csv, events.out.tfevents.*,"
-echo "  checkpoints/, model.safetensors + config.json (timm), report.html"
+echo "  config.toml, classes.txt, checkpoints/, model.safetensors + config.json (timm), report.html"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Predicted (shardvit plan --simulate --device cpu) vs measured (mpiexec -n W shardvit bench) step
 # time and exposed-communication fraction, same machine, same configuration, back to back
-# (docs/simulate.md "Proof"). Never a test: it needs a quiet machine.
+# (docs/simulate.md "Predicted vs measured on this machine"). Never a test: it needs a quiet machine.
 #
 # Usage: bench/fsdp/simulate_vs_measured.sh [BUILD_DIR] [OUT_DIR]
 #   env MODEL (default vit-28), BATCH (global batch, default 64), DTYPE (fp32|bf16, default bf16),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Predicted vs measured across fake hosts (docs/simulate.md "Across nodes"): two hosts, network
+# Predicted vs measured across fake hosts (docs/fsdp.md "Predicted vs measured across hosts"): two hosts, network
 # namespaces on a bridge (tests/multihost/netns_hosts.sh), one rank per host, so every
 # collective crosses the link between them. For each link setting:
 #   1. `shardvit bench --comm` across the hosts (all_gather / reduce_scatter, 1 KiB .. 4 MiB: the

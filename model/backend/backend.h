@@ -7,7 +7,7 @@
  *
  * Memory: every pointer passed to an op is a *device* pointer obtained from sv_be_alloc (on the
  * CPU backend that is ordinary host memory). Ops are enqueued in order on the backend's compute
- * stream; sv_be_sync waits for all of them. Host-visible results (sv_be_sumsq) synchronise.
+ * stream; sv_be_sync waits for all of them. Host-visible results (sv_be_sumsq_f32 / _dev) synchronise.
  *
  * Dtypes: "compute" buffers (activations, gathered parameters, activation gradients) hold the
  * backend's compute dtype (sv_be_compute_dtype): fp32 or bf16, *stored* in

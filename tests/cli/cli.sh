@@ -44,7 +44,8 @@ for pair in vit_tiny_patch16_224:vit-ti16 deit_small_patch16_224:vit-s16 vit_hug
     "$SV" info --models | grep -q "^$m .* $a" || fail "info --models does not list $a under $m"
     echo "ok: $a = $m"
 done
-expect_usage_error "timm's deit3_* models add LayerScale" info --model deit3_small_patch16_224
+expect_usage_error "deit3_small_patch16_224 = vit-s16 --layer-scale 1e-6 --no-embed-class" info --model deit3_small_patch16_224
+expect_usage_error "are a preset with --reg-tokens N --class-token 0 --global-pool avg" info --model vit_base_patch16_reg4_gap_256
 table=$("$SV" info --model vit-b16) || fail "info failed"
 grep -qE "^  blocks\.11\.attn\.qkv\.weight +\(2304, 768\)" <<<"$table" || fail "qkv shape/name"
 

@@ -9,8 +9,10 @@ preset's output, and its tensor names and shapes equal timm.create_model(ALIAS, 
 num_classes=1000).state_dict() (num_classes 1000 because timm's default pretrained_cfg of
 vit_huge_patch14_224 is the in21k trunk without a head; the trunk is what the name fixes).
 Names that are not aliases are refused (exit 2), and their timm tensors indeed match no preset
-(deit3_*: LayerScale; distilled DeiT: a distillation token; *_384 and other patch sizes: other
-shapes, which the listed name with --img / --patch reproduces exactly). Exit 0 pass, 1 fail."""
+(deit3_*: LayerScale and no class position; *_reg4_gap_*: registers, no class token; distilled
+DeiT: a distillation token; *_384 and other patch sizes: other shapes). Where shardvit's flags
+express the model (deit3_* and the register models with the architecture flags, other sizes with
+--img / --patch), those flags reproduce timm's tensors exactly. Exit 0 pass, 1 fail."""
 import re
 import subprocess
 import sys
@@ -19,7 +21,9 @@ import timm
 import torch
 
 NOT_ALIASES = {  # timm name -> shardvit flags that give its shapes (None: no shardvit equivalent)
-    "deit3_small_patch16_224": None,
+    "deit3_small_patch16_224": ["--model", "vit-s16", "--layer-scale", "1e-6", "--no-embed-class"],
+    "vit_base_patch16_reg4_gap_256": ["--model", "vit-b16", "--img", "256", "--reg-tokens", "4", "--class-token", "0",
+                                      "--global-pool", "avg", "--no-embed-class"],
     "deit_base_distilled_patch16_224": None,
     "vit_base_patch16_224_miil": None,  # qkv_bias=False
     "vit_base_patch16_384": ["--model", "vit_base_patch16_224", "--img", "384"],

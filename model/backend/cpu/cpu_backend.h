@@ -1,7 +1,7 @@
 /* CPU backend internals: shared by the cpu_*.c files only (model code uses backend.h).
  *
  * Values: with compute dtype bf16 each op rounds the values it writes to compute buffers with
- * sv_round_bf16, inside its own output loop (cpu_store below), so no op needs an extra rounding
+ * sv_round_bf16, inside its own output loop (sv_cpu_store below), so no op needs an extra rounding
  * pass except after a BLAS call, where the pass runs over the block the GEMM just produced while
  * it is still in cache.
  *
