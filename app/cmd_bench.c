@@ -29,6 +29,7 @@
 #include "app/provenance.h"
 #include "app/run.h"
 #include "app/train_step.h"
+#include "ckpt/ckpt_out.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/rng.h"
@@ -111,12 +112,39 @@ static sv_status write_json(const bench_opts *o, sv_json_writer *res) {
     return st;
 }
 
+/* To stdout, or --json through a fresh temporary renamed over it (checked by check_outputs). */
 static sv_status write_text(const bench_opts *o, const char *text) {
-    FILE *f = o->json ? fopen(o->json, "w") : stdout;
-    if (!f) return SV_FAIL(SV_ERR_IO, "--json %s: cannot write: %s", o->json, strerror(errno));
-    fprintf(f, "%s\n", text);
-    if (f != stdout && fclose(f)) return SV_FAIL(SV_ERR_IO, "--json %s: write failed", o->json);
-    if (f == stdout) fflush(stdout);
+    if (!o->json) {
+        printf("%s\n", text);
+        fflush(stdout);
+        return SV_OK;
+    }
+    size_t n = strlen(text);
+    char *buf = malloc(n + 1);
+    if (!buf) return SV_FAIL(SV_ERR_OOM, "--json %s: %zu bytes", o->json, n + 1);
+    memcpy(buf, text, n);
+    buf[n] = '\n';
+    sv_status st = sv_ckpt_out_write(o->json, buf, n + 1);
+    free(buf);
+    return st;
+}
+
+/* Before anything runs: every output path passes the rules of docs/checkpoints.md "Outputs"
+ * (ckpt/ckpt_out.h, as train's --trace): an existing entry must be a regular file (a FIFO would
+ * block the open, a symbolic link be followed, a device be written) and no path may lie in a
+ * checkpoint. Every rank checks the same paths, so all stop before the first collective. */
+static sv_status check_outputs(const bench_opts *o, int world) {
+    if (o->json) SV_TRY(sv_ckpt_out_check_free(o->json, "--json"));
+    if (o->sweep_csv) SV_TRY(sv_ckpt_out_check_free(o->sweep_csv, "--sweep-csv"));
+    if (o->sweep_jsonl) SV_TRY(sv_ckpt_out_check_free(o->sweep_jsonl, "--sweep-jsonl"));
+    if (o->run.trace) {
+        SV_TRY(sv_ckpt_out_check_free(o->run.trace, "--trace"));
+        char p[4096];
+        for (int r = 0; r < world; r++) {
+            snprintf(p, sizeof p, "%s.rank%d", o->run.trace, r);
+            SV_TRY(sv_ckpt_out_check_free(p, "--trace part"));
+        }
+    }
     return SV_OK;
 }
 
@@ -470,6 +498,40 @@ static sv_status train_once(bench_opts *o, const sv_proc *proc, sv_json_writer *
     return st;
 }
 
+/* A --sweep-csv / --sweep-jsonl file: rows go to a fresh temporary beside path (ckpt/ckpt_out.h),
+ * renamed over path when the sweep ends. */
+typedef struct sweep_out {
+    const char *path, *flag;
+    char tmp[4096];
+    FILE *f;
+} sweep_out;
+
+static sv_status sweep_out_open(sweep_out *s) {
+    int fd;
+    SV_TRY(sv_ckpt_out_tmp_file(s->path, s->tmp, sizeof s->tmp, &fd));
+    if (!(s->f = fdopen(fd, "w"))) {
+        int e = errno;
+        close(fd);
+        unlink(s->tmp);
+        return SV_FAIL(SV_ERR_IO, "%s %s: %s", s->flag, s->tmp, strerror(e));
+    }
+    return SV_OK;
+}
+
+/* keep: flush, fsync and rename the temporary over path; else (or when that fails) remove it. */
+static sv_status sweep_out_close(sweep_out *s, int keep) {
+    if (!s->f) return SV_OK;
+    int bad = fflush(s->f) != 0 || ferror(s->f);
+    if (keep && !bad) bad = fsync(fileno(s->f)) != 0;
+    bad |= fclose(s->f) != 0;
+    s->f = NULL;
+    sv_status st = SV_OK;
+    if (keep && bad) st = SV_FAIL(SV_ERR_IO, "%s %s: write failed (%s)", s->flag, s->tmp, strerror(errno));
+    if (keep && st == SV_OK) st = sv_ckpt_out_commit(s->tmp, s->path, 0);
+    if (!keep || st != SV_OK) unlink(s->tmp);
+    return st;
+}
+
 /* --sweep: train_once for every configuration of the grid, one row each (app/bench_sweep.h). */
 static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *pos, int npos) {
     const char *items[8];
@@ -484,16 +546,17 @@ static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *po
         if (*end || b < 1 || b > (1 << 20))
             return SV_FAIL(SV_ERR_INVALID, "--sweep: batch '%s' (an integer in [1, 1048576])", sw.v[SV_SWEEP_BATCH][i]);
     }
-    FILE *csv = NULL, *jsonl = NULL;
+    sweep_out so[2] = {{.path = o->sweep_csv, .flag = "--sweep-csv"},
+                       {.path = o->sweep_jsonl, .flag = "--sweep-jsonl"}};
+    FILE *jsonl = NULL;
     sv_status st = SV_OK;
     if (proc->rank == 0) {
-        if (o->sweep_csv && !(csv = fopen(o->sweep_csv, "w")))
-            st = SV_FAIL(SV_ERR_IO, "--sweep-csv %s: cannot write: %s", o->sweep_csv, strerror(errno));
-        if (st == SV_OK && o->sweep_jsonl && !(jsonl = fopen(o->sweep_jsonl, "w")))
-            st = SV_FAIL(SV_ERR_IO, "--sweep-jsonl %s: cannot write: %s", o->sweep_jsonl, strerror(errno));
-        if (st == SV_OK && !csv && !jsonl) jsonl = stdout;
+        for (int k = 0; k < 2 && st == SV_OK; k++)
+            if (so[k].path) st = sweep_out_open(&so[k]);
+        jsonl = so[1].f;
+        if (st == SV_OK && !so[0].f && !jsonl) jsonl = stdout;
     }
-    int rows = sv_sweep_count(&sw);
+    int rows = sv_sweep_count(&sw), written = 0;
     for (int i = 0; st == SV_OK && i < rows; i++) {
         const char *v[SV_SWEEP_KEYS];
         sv_sweep_config(&sw, i, v);
@@ -508,12 +571,15 @@ static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *po
         st = train_once(o, proc, &res);
         const char *text;
         if (st == SV_OK && proc->rank == 0 && (st = sv_json_writer_finish(&res, &text, NULL)) == SV_OK)
-            st = sv_sweep_write_row(text, csv, jsonl, i == 0);
+            st = sv_sweep_write_row(text, so[0].f, jsonl, i == 0);
+        if (st == SV_OK && proc->rank == 0) written++;
         sv_json_writer_free(&res);
     }
-    if (csv && fclose(csv) && st == SV_OK) st = SV_FAIL(SV_ERR_IO, "--sweep-csv %s: write failed", o->sweep_csv);
-    if (jsonl && jsonl != stdout && fclose(jsonl) && st == SV_OK)
-        st = SV_FAIL(SV_ERR_IO, "--sweep-jsonl %s: write failed", o->sweep_jsonl);
+    /* the rows finished are kept even when a later configuration fails */
+    for (int k = 0; k < 2; k++) {
+        sv_status cs = sweep_out_close(&so[k], written > 0);
+        if (st == SV_OK) st = cs;
+    }
     return st;
 }
 
@@ -586,6 +652,8 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
         return sv_cmd_usage_error(spec.name, "--sweep times the training step: not with --op or --comm");
     if (o.data && o.synthetic) return sv_cmd_usage_error("bench", "--synthetic and --data exclude each other");
     if (o.op && o.comm) return sv_cmd_usage_error("bench", "--op and --comm exclude each other");
+    sv_status cs = check_outputs(&o, proc->world);
+    if (cs != SV_OK) return sv_cmd_exit("bench", cs, 1);
     int threads = resolve_threads(&o, proc);
     o.flags = flags;
     int on_cuda =

@@ -2,6 +2,7 @@
  * `shardvit train` (docs/checkpoints.md). */
 #include "app/cmd_ckpt.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,24 @@ sv_status sv_train_ckpt_setup(sv_train_ckpt *c, const char *ckpt_dir, const char
     return SV_OK;
 }
 
+/* --resume auto found no `latest` in dir: a fresh start, unless step directories are there (a
+ * `latest` removed by hand): starting over would overwrite them, so that is an error. */
+static sv_status no_latest(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char name[80] = "";
+    while (d && !name[0] && (e = readdir(d)))
+        if (!strncmp(e->d_name, "step_", 5)) sv_log_esc(e->d_name, name, sizeof name);
+    if (d) closedir(d);
+    if (name[0])
+        return SV_FAIL(SV_ERR_INVALID,
+                       "resume auto: %s has step directories (%s, ...) but no `latest`; resume one of them with "
+                       "--resume %s/STEP_DIR, or choose a new directory",
+                       dir, name, dir);
+    SV_INFO("resume auto: no checkpoint in %s; starting from scratch", dir);
+    return SV_OK;
+}
+
 sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *start_step) {
     *start_step = 0;
     char step_dir[SV_CKPT_PATH_MAX];
@@ -41,7 +60,7 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *
         sv_status st;
         if (!strcmp(c->resume, "auto")) {
             st = sv_ckpt_latest(c->dir, step_dir, sizeof step_dir, &found);
-            if (st == SV_OK && !found) SV_INFO("resume auto: no checkpoint in %s; starting from scratch", c->dir);
+            if (st == SV_OK && !found) st = no_latest(c->dir);
         } else {
             st = sv_ckpt_resolve(c->resume, step_dir, sizeof step_dir);
             found = st == SV_OK;

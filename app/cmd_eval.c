@@ -18,6 +18,7 @@ typedef struct eval_opts {
     const char *data, *out, *classes;
     sv_model_source src; /* --weights | --ckpt [--ema] */
     int workers, synth_samples, ignore_class_names;
+    int skip_unreadable;  /* leave unreadable images out (recorded in eval.json) instead of failing */
     sv_xform_flags xf;    /* unset unless given: the model's transform applies */
     const sv_flag *flags; /* the resolved flag table (eval.json provenance "config") */
 } eval_opts;
@@ -26,6 +27,7 @@ static void print_summary(const sv_evaluator *e, const char *data, char **names,
     const sv_metrics *m = &e->m;
     int K = m->num_classes;
     printf("eval on %s: %lld samples in %.1f s\n", data, (long long)sv_metrics_samples(m), e->seconds);
+    if (e->skipped) printf("  (%lld unreadable images left out: --skip-unreadable; listed in eval.json)\n", e->skipped);
     printf("  top-1 %.4f (%lld correct)\n  top-5 %.4f (%lld correct)\n  loss  %.4f\n", sv_metrics_top1(m),
            (long long)sv_metrics_top1_correct(m), sv_metrics_top5(m), (long long)sv_metrics_top5_correct(m),
            sv_metrics_mean_loss(m));
@@ -122,6 +124,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     eo.mean = mean;
     eo.std = stdv;
     eo.seed = (uint64_t)o->run.seed;
+    eo.skip_unreadable = o->skip_unreadable;
     if (st == SV_OK) {
         SV_INFO("evaluating %s (%d classes) on %s: %zu samples, global batch %d over %d ranks", r.vcfg.name,
                 r.vcfg.num_classes, o->data, sv_dataset_len(ds), o->run.batch_size, r.world);
@@ -129,6 +132,14 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
         st = sv_eval_init(&ev, &r.fsdp, ds, &eo, &eb);
     }
     if (st == SV_OK) st = sv_eval_run(&ev);
+    if (st != SV_OK && ev.unreadable_failed) { /* the same on every rank: all fail alike */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", sv_err_msg());
+        st = SV_FAIL(st,
+                     "%s; no eval.json written (fix or remove them, or pass --skip-unreadable to evaluate "
+                     "the readable images only, recorded in eval.json)",
+                     why);
+    }
     if (st == SV_OK && r.rank == 0) {
         print_summary(&ev, o->data, names, n_names);
         sv_provenance p;
@@ -164,6 +175,8 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         {"synth-samples", SV_FLAG_INT, &o.synth_samples, 1, 1 << 30, "samples in --data synthetic", 0},
         {"ignore-class-names", SV_FLAG_BOOL, &o.ignore_class_names, 0, 0,
          "evaluate even when the data set's class names differ from the label names the model recorded", 0},
+        {"skip-unreadable", SV_FLAG_BOOL, &o.skip_unreadable, 0, 0,
+         "leave unreadable images out (counted in eval.json \"skipped\"/\"skipped_files\") instead of failing", 0},
         {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank (0 = cores)", 0},
         {"strategy", SV_FLAG_STR, &o.run.strategy, 0, 0, "full_shard | shard_grad_op | no_shard | hybrid_shard", 0},
         {"shard-group", SV_FLAG_INT, &o.run.shard_group, 0, 1 << 20, "hybrid_shard group size", 0},
@@ -185,7 +198,9 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         "--weights), else the defaults; --crop-pct/--interp/--mean/--std override it, and a line "
         "names each value's source. When the model recorded label names, the data set's class names must "
         "equal them class by class (else an error names the first difference; --ignore-class-names "
-        "overrides).",
+        "overrides). An unreadable image (empty, truncated, not a JPEG, too large) fails the evaluation on every "
+        "rank, naming it: evaluation never replaces it by another sample (--skip-unreadable leaves such images "
+        "out and records them in eval.json).",
         0};
     char *pos[1];
     int npos;

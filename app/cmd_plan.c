@@ -91,11 +91,12 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         if (!strcmp(o.device, "cuda") || !strcmp(o.device, "auto"))
             return sv_cmd_usage_error("plan", "--device %s: name the simulated device (%s)", o.device,
                                       sv_sim_device_names);
-        if (o.trace) { /* the trainer's rule for outputs: a FIFO would block, a device be written */
+        if (o.trace) { /* the rules for outputs (ckpt/ckpt_out.h): a FIFO would block, a device be
+                        * written, a symbolic link be followed; never into a checkpoint */
             char part[4096];
             snprintf(part, sizeof part, "%s.rank0", o.trace);
-            sv_status ts = sv_ckpt_out_check(o.trace, NULL, 0, "--trace");
-            if (ts == SV_OK) ts = sv_ckpt_out_check(part, NULL, 0, "--trace part");
+            sv_status ts = sv_ckpt_out_check_free(o.trace, "--trace");
+            if (ts == SV_OK) ts = sv_ckpt_out_check_free(part, "--trace part");
             if (ts != SV_OK) return sv_cmd_usage_error("plan", "%s", sv_err_msg());
         }
         sa.sim.run = o;

@@ -31,7 +31,9 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
     /* clang-format on */
     sv_cmd_spec spec = {"prep", "shardvit prep fashion-mnist|mnist|cifar10|cifar100|synthetic --out DIR [flags]",
                         "Convert a dataset into JPEG files shardvit trains on: DIR/train/<class>/*.jpg and "
-                        "DIR/test/<class>/*.jpg (or tar shards with --format tar), plus DIR/classes.txt.",
+                        "DIR/test/<class>/*.jpg (or tar shards with --format tar), plus DIR/classes.txt and "
+                        "DIR/" SV_PREP_MARKER " (written last). DIR must be new or empty; a DIR holding the same "
+                        "import is left as it is, anything else is refused.",
                         1};
     char *pos[1];
     int npos;
@@ -48,22 +50,31 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
     o.limit = (uint64_t)limit;
     o.seed = (uint64_t)seed;
     const char *what = pos[0];
-    sv_status st;
-    if (!strcmp(what, "fashion-mnist"))
-        st = sv_prep_idx(&o, 1);
-    else if (!strcmp(what, "mnist")) {
-        if (!o.src) return sv_cmd_usage_error("prep", "--src: required for mnist (directory of the IDX files)");
-        st = sv_prep_idx(&o, 0);
-    } else if (!strcmp(what, "cifar10") || !strcmp(what, "cifar100")) {
-        if (!o.src) return sv_cmd_usage_error("prep", "--src: required for %s (directory of the binary batches)", what);
-        st = sv_prep_cifar(&o, !strcmp(what, "cifar10") ? 10 : 100);
-    } else if (!strcmp(what, "synthetic"))
-        st = sv_prep_synthetic(&o);
-    else
+    if (strcmp(what, "fashion-mnist") && strcmp(what, "mnist") && strcmp(what, "cifar10") && strcmp(what, "cifar100") &&
+        strcmp(what, "synthetic"))
         return sv_cmd_usage_error("prep", "unknown dataset '%s' (fashion-mnist|mnist|cifar10|cifar100|synthetic)",
                                   what);
+    if (!strcmp(what, "mnist") && !o.src)
+        return sv_cmd_usage_error("prep", "--src: required for mnist (directory of the IDX files)");
+    if (!strncmp(what, "cifar", 5) && !o.src)
+        return sv_cmd_usage_error("prep", "--src: required for %s (directory of the binary batches)", what);
+    /* --out must be new, empty, or this very import done before: anything else is refused
+     * before a byte is written (the importers check again) */
+    int done;
+    sv_status st = sv_prep_check_out(&o, what, &done);
+    if (st != SV_OK) {
+        fprintf(stderr, "shardvit prep: error: %s\n", sv_err_msg());
+        return 2;
+    }
+    if (!strcmp(what, "fashion-mnist") || !strcmp(what, "mnist"))
+        st = sv_prep_idx(&o, !strcmp(what, "fashion-mnist"));
+    else if (!strncmp(what, "cifar", 5))
+        st = sv_prep_cifar(&o, !strcmp(what, "cifar10") ? 10 : 100);
+    else
+        st = sv_prep_synthetic(&o);
     if (st != SV_OK) return sv_app_fail("prep", st);
-    SV_INFO("prep %s: %llu train + %llu test images in %s", what, (unsigned long long)o.n_train,
-            (unsigned long long)o.n_test, o.out);
+    if (!o.reused) /* else the importer said "already prepared" */
+        SV_INFO("prep %s: %llu train + %llu test images in %s", what, (unsigned long long)o.n_train,
+                (unsigned long long)o.n_test, o.out);
     return 0;
 }

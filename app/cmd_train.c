@@ -513,24 +513,24 @@ static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
  * (app/run_dir.h), config.toml records the resolved flags. */
 static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int world, sv_run_lock locks[2]) {
     if (o->out) {
-        SV_TRY(sv_run_dir_check(o->out, "--out"));
+        SV_TRY(sv_run_dir_check(o->out, "--out", o->resume != NULL));
         SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
     }
     if (o->ckpt_dir) {
-        SV_TRY(sv_run_dir_check(o->ckpt_dir, "--ckpt-dir"));
+        SV_TRY(sv_run_dir_check(o->ckpt_dir, "--ckpt-dir", o->resume != NULL));
         SV_TRY(sv_run_dir_lock(o->ckpt_dir, &locks[1]));
     }
     /* files written at the end: refused now rather than after the training (a FIFO would block
      * the open, a device would be written) */
-    if (o->save_params) SV_TRY(sv_ckpt_out_check(o->save_params, NULL, 0, "--save-params"));
-    if (o->dump_logits) SV_TRY(sv_ckpt_out_check(o->dump_logits, NULL, 0, "--dump-logits"));
-    if (o->ema.save_path) SV_TRY(sv_ckpt_out_check(o->ema.save_path, NULL, 0, "--save-ema-params"));
+    if (o->save_params) SV_TRY(sv_ckpt_out_check_free(o->save_params, "--save-params"));
+    if (o->dump_logits) SV_TRY(sv_ckpt_out_check_free(o->dump_logits, "--dump-logits"));
+    if (o->ema.save_path) SV_TRY(sv_ckpt_out_check_free(o->ema.save_path, "--save-ema-params"));
     char p[4096];
     if (o->run.trace) {
-        SV_TRY(sv_ckpt_out_check(o->run.trace, NULL, 0, "--trace"));
+        SV_TRY(sv_ckpt_out_check_free(o->run.trace, "--trace"));
         for (int r = 0; r < world; r++) {
             snprintf(p, sizeof p, "%s.rank%d", o->run.trace, r);
-            SV_TRY(sv_ckpt_out_check(p, NULL, 0, "--trace part"));
+            SV_TRY(sv_ckpt_out_check_free(p, "--trace part"));
         }
     }
     if (!o->out) return SV_OK;

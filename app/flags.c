@@ -1,4 +1,5 @@
 #include "app/flags.h"
+#include "core/log.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -76,15 +77,21 @@ bad:
 
 #define CONFIG_MAX_BYTES ((size_t)1 << 20)
 
-/* One line of a config file (NUL-terminated, modified in place): blank, comment, TOML table
- * header, or key = value with an optional pair of quotes around the value. */
+/* One line of a config file (NUL-terminated, modified in place): blank, comment, or key = value
+ * with an optional pair of quotes around the value. A TOML table header ("[name]") is an error:
+ * the keys are flags of one command, and a header would suggest a scope that does not exist. */
 static int config_line(const char *cmd, sv_flag *flags, const char *path, int lineno, char *s) {
     char *hash = strchr(s, '#');
     if (hash) *hash = 0;
     while (isspace((unsigned char)*s)) s++;
     size_t n = strlen(s);
     while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
-    if (!n || s[0] == '[') return 0; /* blank line or TOML table header */
+    if (!n) return 0; /* blank line or comment */
+    if (s[0] == '[')
+        return sv_cmd_usage_error(cmd,
+                                  "--config %s:%d: table headers ('[...]') are not supported: write every key at "
+                                  "the top level",
+                                  path, lineno);
     char *eq = strchr(s, '=');
     if (!eq) return sv_cmd_usage_error(cmd, "--config %s:%d: expected 'key = value'", path, lineno);
     char *k = s, *ke = eq;
@@ -118,7 +125,11 @@ static int read_config(const char *cmd, sv_flag *flags, const char *path) {
         char *nl = memchr(line, '\n', (size_t)(text + len - line));
         next = nl ? nl + 1 : text + len;
         if (nl) *nl = 0;
-        rc = config_line(cmd, flags, path, ++lineno, line);
+        ++lineno;
+        if (memchr(line, 0, (size_t)(next - line) - (nl != NULL)))
+            rc = sv_cmd_usage_error(cmd, "--config %s:%d: a NUL byte in the line (a binary file?)", path, lineno);
+        else
+            rc = config_line(cmd, flags, path, lineno, line);
     }
     free(text);
     return rc;
@@ -268,7 +279,7 @@ int sv_cmd_usage_error(const char *cmd, const char *fmt, ...) {
     va_start(ap, fmt);
     if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
     va_end(ap);
-    fprintf(stderr, "shardvit %s: %s\n", cmd, msg ? msg : fmt);
+    fprintf(stderr, "shardvit %s: %s\n", cmd, msg ? sv_log_term_safe(msg) : fmt);
     free(msg);
     return 2;
 }

@@ -34,7 +34,10 @@ static const command k_commands[] = {
 };
 
 int sv_app_fail(const char *cmd, sv_status st) {
-    fprintf(stderr, "shardvit %s: error: %s (%s) [at %s]\n", cmd, sv_err_msg(), sv_status_str(st), sv_err_trace());
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", sv_err_msg());
+    fprintf(stderr, "shardvit %s: error: %s (%s) [at %s]\n", cmd, sv_log_term_safe(msg), sv_status_str(st),
+            sv_err_trace());
     return 1;
 }
 

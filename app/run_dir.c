@@ -14,11 +14,47 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/log.h"
 
 static const char *const k_system[] = {"/bin",   "/boot",   "/dev",  "/etc",  "/lib", "/lib32",
                                        "/lib64", "/libx32", "/proc", "/sbin", "/sys", "/usr"};
 
-sv_status sv_run_dir_check(const char *dir, const char *flag) {
+/* The first bytes of DIR/NAME (a regular file, opened without following a link or blocking on a
+ * FIFO) into buf (cap bytes, NUL-terminated); -1 when it is not a readable regular file. */
+static long head_of(const char *dir, const char *name, char *buf, size_t cap) {
+    char p[PATH_MAX];
+    buf[0] = 0;
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) >= sizeof p) return -1;
+    int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat sb;
+    ssize_t n = -1;
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) n = pread(fd, buf, cap - 1, 0);
+    close(fd);
+    if (n < 0) return -1;
+    buf[n] = 0;
+    return (long)n;
+}
+
+/* A metrics.jsonl that shardvit wrote starts with its header record. */
+static int metrics_is_ours(const char *dir) {
+    static const char k_head[] = "{\"record\":\"header\"";
+    char buf[sizeof k_head];
+    return head_of(dir, "metrics.jsonl", buf, sizeof buf) == (long)sizeof k_head - 1 && !strcmp(buf, k_head);
+}
+
+/* Does the checkpoint root `ck` hold anything (latest, step directories)? */
+static int has_checkpoints(const char *ck) {
+    DIR *d = opendir(ck);
+    if (!d) return 0;
+    struct dirent *e;
+    int any = 0;
+    while (!any && (e = readdir(d))) any = !strcmp(e->d_name, "latest") || !strncmp(e->d_name, "step_", 5);
+    closedir(d);
+    return any;
+}
+
+sv_status sv_run_dir_check(const char *dir, const char *flag, int resuming) {
     if (!dir || !*dir) return SV_FAIL(SV_ERR_INVALID, "%s: empty path", flag);
     char abs[PATH_MAX];
     SV_TRY(sv_fileio_real_path(dir, abs));
@@ -53,17 +89,36 @@ sv_status sv_run_dir_check(const char *dir, const char *flag) {
         else if (!strcmp(n, "latest") || !strncmp(n, "step_", 5))
             ckpt = 1;
         else if (!other) {
-            snprintf(other_buf, sizeof other_buf, "%.60s", n);
+            sv_log_esc(n, other_buf, sizeof other_buf);
             other = other_buf;
         }
     }
     closedir(d);
-    if (!entries || marker || (config && metrics)) return SV_OK;
-    if (!strcmp(flag, "--ckpt-dir") && ckpt && !other) return SV_OK; /* a checkpoint root of an earlier run */
-    return SV_FAIL(SV_ERR_INVALID,
-                   "%s %s is a non-empty directory that is not a shardvit run directory (no %s; it holds e.g. '%s'): "
-                   "training would overwrite files it did not create; choose a new or empty directory",
-                   flag, dir, SV_RUN_DIR_MARKER, other ? other : "?");
+    if (!entries) return SV_OK;
+    const int ckpt_dir = !strcmp(flag, "--ckpt-dir");
+    /* a run directory: the marker, or (written before the marker existed) config.toml and a
+     * metrics.jsonl that begins with shardvit's header record; for --ckpt-dir also a checkpoint
+     * root of an earlier run */
+    const int run = marker || (config && metrics && metrics_is_ours(dir)) || (ckpt_dir && ckpt && !other);
+    if (!run) {
+        const char *what = other ? other : config ? "config.toml" : metrics ? "metrics.jsonl" : "latest";
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s is a non-empty directory that is not a shardvit run directory (no %s; it holds e.g. "
+                       "'%s'): training would overwrite files it did not create; choose a new or empty directory",
+                       flag, dir, SV_RUN_DIR_MARKER, what);
+    }
+    if (resuming) return SV_OK;
+    /* an earlier run's results: a new run would replace its checkpoints and metrics */
+    char ck[PATH_MAX], head[2];
+    if ((size_t)snprintf(ck, sizeof ck, ckpt_dir ? "%s" : "%s/checkpoints", dir) >= sizeof ck)
+        return SV_FAIL(SV_ERR_INVALID, "%s: path too long: %.200s", flag, dir);
+    const int earlier = has_checkpoints(ck) || (!ckpt_dir && head_of(dir, "metrics.jsonl", head, sizeof head) > 0);
+    if (earlier)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s holds an earlier run (%s): a new run would replace it; continue it with --resume auto, "
+                       "or choose a new directory (nothing was changed)",
+                       flag, dir, has_checkpoints(ck) ? "checkpoints" : "metrics.jsonl");
+    return SV_OK;
 }
 
 sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk) {

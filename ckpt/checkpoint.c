@@ -30,7 +30,13 @@ sv_status sv_ckpt_latest(const char *root, char *out, size_t cap, int *found) {
     char p[SV_CKPT_PATH_MAX + 16];
     snprintf(p, sizeof p, "%s/latest", root);
     *found = 0;
-    if (!exists(p)) return SV_OK;
+    struct stat ls;
+    if (lstat(p, &ls) != 0) {
+        if (errno == ENOENT) return SV_OK; /* no `latest` at all: nothing saved yet */
+        return SV_FAIL(SV_ERR_IO, "%s: %s", p, strerror(errno));
+    }
+    /* `latest` exists (a dangling or looping link included): from here every failure to read
+     * it is an error, never "no checkpoint" (which would start a run over its own) */
     char *text;
     size_t len;
     SV_TRY(sv_fileio_read_small(p, 4096, &text, &len));
@@ -285,6 +291,8 @@ sv_status sv_ckpt_reshard(const char *in, const char *out_arg, int world) {
     /* OUT must be new and outside IN; it is built in a fresh temporary directory of our own
      * (an existing OUT.tmp or OUT.tmp-* is never touched) and renamed without replacing. */
     SV_TRY(sv_ckpt_out_check(out, dir, 1, "reshard output"));
+    /* IN as given may be a run directory or a checkpoint root around that step directory */
+    if (strcmp(in, dir)) SV_TRY(sv_ckpt_out_check(out, in, 1, "reshard output"));
     memcpy(parent, out, n + 1);
     char *slash = strrchr(parent, '/');
     if (slash && slash > parent) {

@@ -161,7 +161,9 @@ int sv_ckpt_find_tensor(const sv_ckpt_index *idx, const char *name);
 /* Resolve PATH (a step directory with index.json, a checkpoint root with `latest`, or a run
  * directory with checkpoints/latest) to a step directory in out. */
 sv_status sv_ckpt_resolve(const char *path, char *out, size_t cap);
-/* The step directory `latest` in ROOT names; *found = 0 (SV_OK) when ROOT has no `latest`. */
+/* The step directory `latest` in ROOT names; *found = 0 (SV_OK) only when ROOT has no entry
+ * named `latest`: one that cannot be read (a dangling or looping link, a FIFO, bad text) is an
+ * error naming it. */
 sv_status sv_ckpt_latest(const char *root, char *out, size_t cap, int *found);
 
 /* ---- reading tensors with CRC verification (any layout -> any layout) ---- */

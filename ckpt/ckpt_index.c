@@ -9,6 +9,7 @@
 #include "core/json.h"
 #include "ckpt/checkpoint.h"
 #include "ckpt/ckpt_meta.h"
+#include "model/params.h"
 
 #define FORMAT_NAME "shardvit-checkpoint"
 
@@ -453,6 +454,30 @@ static sv_status parse_files(sv_ckpt_index *idx, const sv_json *files, const cha
     return SV_OK;
 }
 
+/* The tensors of the index are exactly the parameters of its model (names and shapes): a
+ * damaged name or model field is caught here, before a reader writes it into an export or a
+ * resharded checkpoint. */
+static sv_status check_model_tensors(const sv_ckpt_index *idx, const char *src) {
+    const int n = sv_vit_num_params(&idx->cfg);
+    sv_param_info *p = calloc((size_t)n, sizeof *p);
+    if (!p) return SV_FAIL(SV_ERR_OOM, "parameter table");
+    sv_vit_param_table(&idx->cfg, 0, p);
+    sv_status st = SV_OK;
+    for (int k = 0; k < n && st == SV_OK; k++) {
+        int t = sv_ckpt_find_tensor(idx, p[k].name);
+        int same = t >= 0 && idx->tensors[t].ndim == p[k].ndim;
+        for (int d = 0; same && d < p[k].ndim; d++) same = idx->tensors[t].shape[d] == p[k].shape[d];
+        if (!same)
+            st = SV_FAIL(SV_ERR_FORMAT,
+                         "%s: the model it records (%s, dim %d, depth %d, img %d, patch %d) has tensor %s, which the "
+                         "checkpoint %s",
+                         src, idx->cfg.name, idx->cfg.dim, idx->cfg.depth, idx->cfg.img, idx->cfg.patch, p[k].name,
+                         t < 0 ? "does not list" : "lists with another shape");
+    }
+    free(p);
+    return st;
+}
+
 sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir) {
     memset(idx, 0, sizeof *idx);
     char path[SV_CKPT_PATH_MAX + 16];
@@ -517,6 +542,7 @@ sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir) {
     CHECK(alloc_tables(idx));
     CHECK(parse_units(idx, units, path));
     CHECK(parse_files(idx, files, path));
+    CHECK(check_model_tensors(idx, path));
 #undef CHECK
 out:
     sv_json_doc_free(&doc);

@@ -1,6 +1,7 @@
-/* Output rules shared by export, reshard and eval outputs (ckpt/ckpt_out.h). */
+/* Output rules shared by export, reshard, eval, report, bench and plan outputs (ckpt/ckpt_out.h). */
 #include "ckpt/ckpt_out.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -54,6 +55,87 @@ sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_
                        "%s %s is the `latest` file of the checkpoint root this command reads: choose "
                        "another path",
                        what, path);
+    return SV_OK;
+}
+
+/* A checkpoint step directory: index.json and at least one shard file "shard_NNNNN-of-NNNNN.bin"
+ * (ckpt_index.c names them) in it. */
+static int is_step_dir(const char *dir) {
+    char p[PATH_MAX];
+    struct stat sb;
+    if ((size_t)snprintf(p, sizeof p, "%s/index.json", dir) >= sizeof p || lstat(p, &sb) != 0) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        found = n > 10 && !strncmp(e->d_name, "shard_", 6) && strstr(e->d_name, "-of-") &&
+            !strcmp(e->d_name + n - 4, ".bin");
+    }
+    closedir(d);
+    return found;
+}
+
+/* A checkpoint root: a subdirectory step_* of dir is a step directory. */
+static int is_ckpt_root(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    char p[PATH_MAX];
+    for (struct dirent *e; !found && (e = readdir(d));)
+        found = !strncmp(e->d_name, "step_", 5) && (size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < sizeof p &&
+            is_step_dir(p);
+    closedir(d);
+    return found;
+}
+
+static void put(char *dir, size_t cap, const char *s) {
+    if (dir && cap) snprintf(dir, cap, "%s", s);
+}
+
+int sv_ckpt_out_in_step_dir(const char *path, char *dir, size_t cap) {
+    char o[PATH_MAX];
+    if (!path || !*path || sv_fileio_real_path(path, o) != SV_OK) {
+        sv_err_clear();
+        return 0;
+    }
+    char *base = strrchr(o, '/');
+    if (base && !strcmp(base + 1, "latest")) { /* the root's `latest` (o is absolute) */
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof parent, "%.*s", base == o ? 1 : (int)(base - o), o);
+        if (is_ckpt_root(parent)) {
+            put(dir, cap, parent);
+            return 2;
+        }
+    }
+    for (;;) { /* o itself, then every parent up to "/" */
+        if (is_step_dir(o)) {
+            put(dir, cap, o);
+            return 1;
+        }
+        char *s = strrchr(o, '/');
+        if (!s || (s == o && o[1] == 0)) return 0;
+        if (s == o)
+            o[1] = 0;
+        else
+            *s = 0;
+    }
+}
+
+sv_status sv_ckpt_out_check_free(const char *path, const char *what) {
+    SV_TRY(sv_ckpt_out_check(path, NULL, 0, what));
+    char d[PATH_MAX];
+    int in = sv_ckpt_out_in_step_dir(path, d, sizeof d);
+    if (in == 1)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s is inside the checkpoint step directory %s: refusing to write into a "
+                       "checkpoint; choose a path outside it",
+                       what, path, d);
+    if (in == 2)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s is the `latest` file of the checkpoint root %s: refusing to replace it; "
+                       "choose another path",
+                       what, path, d);
     return SV_OK;
 }
 

@@ -1,5 +1,5 @@
 /* shardvit ckpt: the rules every command follows for the files and directories it writes
- * (export, reshard, eval outputs; docs/checkpoints.md "Outputs"). One place, so that no output
+ * (export, reshard, eval, report, bench and plan outputs; docs/checkpoints.md "Outputs"). One place, so that no output
  * path destroys something the command did not create:
  *   - an output never lies inside the checkpoint the command reads: not in its step directory
  *     (or below it), and not its root's `latest`. Checked on real paths (symbolic links and
@@ -23,6 +23,17 @@
  * nor be `latest` in its parent directory. must_not_exist: any existing entry at path is an
  * error; otherwise an existing entry must be a regular file. SV_ERR_INVALID naming the path. */
 sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_exist, const char *what);
+
+/* 1 when `path` (real path, resolved as above; it need not exist) lies inside a checkpoint step
+ * directory (a directory that holds index.json and a shard_*-of-*.bin file, the layout
+ * ckpt/checkpoint.h writes) or below one; 2 when it is the `latest` file of a checkpoint root (a
+ * directory with a step_* subdirectory that is a step directory); the step directory or root
+ * found goes to dir (nullable, cap bytes). 0 otherwise, and when path cannot be resolved. */
+int sv_ckpt_out_in_step_dir(const char *path, char *dir, size_t cap);
+/* For commands that read no checkpoint (report, bench, plan): sv_ckpt_out_check(path, NULL, 0,
+ * what), and path must not be inside any checkpoint step directory nor a root's `latest`
+ * (sv_ckpt_out_in_step_dir). SV_ERR_INVALID naming the path. */
+sv_status sv_ckpt_out_check_free(const char *path, const char *what);
 
 /* Create a new empty file "<path>.tmp-XXXXXXXX" (mode 0644 less the umask) with O_EXCL next to
  * path; its name into tmp (cap bytes). fd (nullable) receives the open descriptor (write-only),

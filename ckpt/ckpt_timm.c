@@ -172,9 +172,29 @@ static void sidecar_path(const char *st_path, const char *name, char *path, size
         snprintf(path, cap, "%s", name);
 }
 
+/* Is the existing file at path a model config.json, as export (and timm) write it: a JSON
+ * object with an "architecture" string? Read as a regular file only (sv_ckpt_out_check has
+ * refused anything else before this is called). */
+static int is_model_config(const char *path) {
+    char *text;
+    size_t len;
+    if (sv_fileio_read_small(path, (size_t)1 << 20, &text, &len) != SV_OK) return 0;
+    sv_json_doc doc;
+    int ok = sv_json_parse(&doc, text, len, path, NULL) == SV_OK;
+    const char *arch = NULL;
+    if (ok) ok = sv_json_get_str(&doc.root, "architecture", &arch, NULL) == SV_OK;
+    sv_json_doc_free(&doc);
+    free(text);
+    sv_err_clear();
+    return ok;
+}
+
 /* Every output of an export, checked before anything is written (ckpt/ckpt_out.h): none inside
  * the checkpoint, none replacing a non-regular file, an existing OUT only when it is a
- * safetensors file (an earlier export), and OUT not one of its own sidecar names. */
+ * safetensors file (an earlier export), and OUT not one of its own sidecar names. The sidecars
+ * are replaced only when they are an earlier export's: an existing config.json must be a model
+ * config (an "architecture" entry), and an existing classes.txt only beside one (a user's
+ * config.json or classes.txt in that directory is never overwritten). */
 static sv_status check_export_outputs(const char *dir, const char *out, const char *cfg, const char *cls) {
     const char *base = strrchr(out, '/');
     base = base ? base + 1 : out;
@@ -186,6 +206,17 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
     SV_TRY(sv_ckpt_out_check(out, dir, 0, "export output"));
     SV_TRY(sv_ckpt_out_check(cfg, dir, 0, "export output"));
     if (cls) SV_TRY(sv_ckpt_out_check(cls, dir, 0, "export output"));
+    const int cfg_exists = access(cfg, F_OK) == 0;
+    if (cfg_exists && !is_model_config(cfg))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "export: %s exists and is not a model config.json (no \"architecture\"): refusing to replace "
+                       "it; remove it or export into another directory",
+                       cfg);
+    if (cls && access(cls, F_OK) == 0 && !cfg_exists)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "export: %s exists but no earlier export's config.json is beside it: refusing to replace it; "
+                       "remove it or export into another directory",
+                       cls);
     if (access(out, F_OK) == 0) {
         sv_st_file old;
         if (sv_safetensors_open(&old, out) != SV_OK) {

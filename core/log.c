@@ -67,6 +67,12 @@ static int unsafe_cp(unsigned long c) {
         c == 0x2028 || c == 0x2029 || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
 }
 
+char *sv_log_term_safe(char *s) {
+    for (char *c = s; c && *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7F) *c = '?';
+    return s;
+}
+
 const char *sv_log_esc(const char *s, char *buf, size_t cap) {
     if (!buf || cap == 0) return "";
     if (!s) s = "(null)";

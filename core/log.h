@@ -25,6 +25,10 @@ void sv_log(sv_log_level lvl, const char *fmt, ...) __attribute__((format(printf
  * Use it for every file-provided name printed in a log line or an error message. */
 #define SV_ESC_CAP 256
 const char *sv_log_esc(const char *s, char *buf, size_t cap);
+/* Replace, in place, every ASCII control character (bytes 0x00-0x1F and 0x7F) of s by '?', so a
+ * message that quotes user input (a flag, a config key) cannot drive the terminal: the last step
+ * before the command-line layer prints an error line. Returns s. */
+char *sv_log_term_safe(char *s);
 
 #define SV_DEBUG(...) sv_log(SV_LOG_DEBUG, __VA_ARGS__)
 #define SV_INFO(...) sv_log(SV_LOG_INFO, __VA_ARGS__)

@@ -58,7 +58,7 @@ struct sv_loader {
     uint64_t perm_epoch;
     int perm_valid;
     _Atomic uint8_t *bad; /* (n) 1 once a file failed to decode */
-    _Atomic uint64_t substituted, bad_files;
+    _Atomic uint64_t substituted, bad_files, unreadable;
 
     pthread_mutex_t mu;
     pthread_cond_t work_cv, ready_cv, idle_cv;
@@ -125,8 +125,11 @@ static uint64_t sample_key(uint64_t seed, uint64_t epoch, uint64_t idx) {
     return sv_hash2(sv_hash2(sv_hash2(seed, 0xa06ull), epoch), idx);
 }
 
-/* Produce sample of dataset index idx into img; returns the index used, or -1 on a fatal
- * error (message in the thread's error state). Substitution: idx+1, idx+2, ... mod n. */
+enum { SAMPLE_FATAL = -1, SAMPLE_UNREADABLE = -2 };
+
+/* Produce sample of dataset index idx into img; returns the index used, SAMPLE_FATAL on a fatal
+ * error (message in the thread's error state), or SAMPLE_UNREADABLE when idx's file is
+ * unreadable and no_substitute forbids a replacement. Substitution: idx+1, idx+2, ... mod n. */
 static int64_t make_sample(worker *w, uint64_t epoch, uint64_t idx, uint32_t copy, float *img, int *label) {
     sv_loader *l = w->l;
     const sv_loader_opts *o = &l->o;
@@ -180,7 +183,8 @@ static int64_t make_sample(worker *w, uint64_t epoch, uint64_t idx, uint32_t cop
         if (l->train) sv_augment_f32(&x, key, img, o->img, o->channels);
         return (int64_t)idx;
     }
-    for (uint64_t t = 0; t < MAX_SUBSTITUTE && t < l->n; t++) {
+    uint64_t tries = o->no_substitute ? 1 : MAX_SUBSTITUTE; /* no_substitute: idx itself only */
+    for (uint64_t t = 0; t < tries && t < l->n; t++) {
         uint64_t k = (idx + t) % l->n;
         if (atomic_load(&l->bad[k])) continue;
         size_t len = 0;
@@ -191,20 +195,27 @@ static int64_t make_sample(worker *w, uint64_t epoch, uint64_t idx, uint32_t cop
             *label = sv_dataset_label(l->d, k);
             return (int64_t)k;
         }
-        if (s == SV_ERR_OOM) return -1;
+        if (s == SV_ERR_OOM) return SAMPLE_FATAL;
         uint8_t was = atomic_exchange(&l->bad[k], 1);
         if (!was) {
             char name[1024];
             atomic_fetch_add(&l->bad_files, 1);
             sv_dataset_sample_name(l->d, k, name, sizeof name);
-            SV_WARN("data: skipping unreadable image %s (%s); substituting the next sample", name, sv_err_msg());
+            if (o->no_substitute)
+                SV_WARN("data: unreadable image %s (%s); not substituted", name, sv_err_msg());
+            else
+                SV_WARN("data: skipping unreadable image %s (%s); substituting the next sample", name, sv_err_msg());
         }
         sv_err_clear();
+    }
+    if (o->no_substitute) {
+        *label = 0;
+        return SAMPLE_UNREADABLE;
     }
     char name[1024];
     sv_dataset_sample_name(l->d, idx, name, sizeof name);
     SV_FAIL(SV_ERR_CORRUPT, "data: %d images in a row from %s are unreadable", MAX_SUBSTITUTE, name);
-    return -1;
+    return SAMPLE_FATAL;
 }
 
 /* Plan the next batch into slot si (under the lock). */
@@ -222,6 +233,7 @@ static void plan_batch(sv_loader *l, int si) {
     b->step_in_epoch = l->plan_cursor / l->G;
     uint64_t base = l->plan_cursor + (uint64_t)l->o.rank * (uint64_t)B;
     b->n_valid = 0;
+    b->n_unreadable = 0;
     for (int j = 0; j < B; j++) {
         uint64_t p = base + (uint64_t)j;
         if (p < l->n) {
@@ -262,6 +274,17 @@ static void fill_pair(worker *w, slot *s, int j0, int cnt) {
         }
         int label = 0;
         int64_t used = make_sample(w, b->epoch, (uint64_t)b->sample_index[j], b->repeat[j], img, &label);
+        if (used == SAMPLE_UNREADABLE) { /* no_substitute: a hole the caller sees (valid 0, index kept) */
+            memset(img, 0, isz * sizeof(float));
+            b->labels[j] = 0;
+            pthread_mutex_lock(&l->mu); /* the slot's counters; read by the consumer under it */
+            b->valid[j] = 0;
+            b->n_valid--;
+            b->n_unreadable++;
+            pthread_mutex_unlock(&l->mu);
+            atomic_fetch_add(&l->unreadable, 1);
+            continue;
+        }
         if (used < 0) {
             pthread_mutex_lock(&l->mu);
             if (l->fatal == SV_OK) {
@@ -401,6 +424,10 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
                        "multiple of it",
                        o->aug_repeats, o->batch_local, o->world,
                        (unsigned long long)o->batch_local * (unsigned long long)o->world);
+    if (o->no_substitute && o->mode != SV_TRANSFORM_EVAL)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "loader: no_substitute is for evaluation (training substitutes unreadable "
+                       "files to keep batches full)");
     if (mixing && o->batch_local % 2)
         return SV_FAIL(SV_ERR_INVALID,
                        "loader: mixup/cutmix pair neighbouring samples and need an even per-rank batch, got %d",
@@ -565,6 +592,7 @@ void sv_loader_stats_get(const sv_loader *l, sv_loader_stats *s) {
     pthread_mutex_lock(&m->mu);
     s->substituted = atomic_load(&m->substituted);
     s->bad_files = atomic_load(&m->bad_files);
+    s->unreadable = atomic_load(&m->unreadable);
     s->batches = m->batches;
     s->wait_s = m->wait_s;
     pthread_mutex_unlock(&m->mu);

@@ -18,9 +18,15 @@
  * mixes pairs of neighbouring global positions (2k, 2k+1) with a pair-keyed lambda, so it is
  * world-size independent too (requires an even batch_local).
  *
- * Corrupt/unreadable images are replaced by the next readable sample in dataset order
+ * Corrupt/unreadable images (training): replaced by the next readable sample in dataset order
  * (i+1, i+2, ... mod N), counted (stats.substituted) and logged once per file. If 64 files in a
- * row are unreadable, sv_loader_next fails with SV_ERR_CORRUPT instead of looping.
+ * row are unreadable, sv_loader_next fails with SV_ERR_CORRUPT instead of looping. Substitution
+ * keeps training batches full; it would be wrong for evaluation (the substitute is counted under
+ * its own label, so per-class totals change), so opts.no_substitute (eval mode only, what
+ * eval/evaluate.c sets) turns it off: an unreadable sample is then handed out as a hole —
+ * valid[j] = 0 with sample_index[j] >= 0 (its dataset index; padding has -1), zero image,
+ * label 0 — and counted in batch->n_unreadable and stats.unreadable. The caller decides (the
+ * evaluator fails or leaves it out, docs/evaluation.md).
  *
  * Memory: batch slots (prefetch of them) are allocated once at create time, through
  * opts.alloc/free when given (e.g. pinned host memory); sv_loader_next never allocates. */
@@ -79,6 +85,8 @@ typedef struct sv_loader_opts {
     int threads;             /* worker threads; 0 = number of online cores */
     int prefetch;            /* ready/in-flight batch slots; 0 = max(2, threads/2 + 2) */
     uint64_t max_pixels;     /* decompression-bomb guard on width*height [89478485, PIL's] */
+    int no_substitute;       /* eval mode only: never replace an unreadable file by another sample; mark
+                                it (valid 0, sample_index kept, batch->n_unreadable) [0] */
     /* Batch memory: alloc(ctx, bytes) returns 64-byte aligned memory or NULL; free(ctx, p).
      * NULL = aligned_alloc/free. Used for images, labels, valid and soft targets. */
     void *(*alloc)(void *ctx, size_t bytes);
@@ -92,9 +100,12 @@ typedef struct sv_batch {
     float *images;                    /* (n, channels, img, img), normalised */
     int32_t *labels;                  /* (n) hard labels (for mixed samples: the first of the pair) */
     float *soft_targets;              /* (n, num_classes) mixup/cutmix targets with smoothing, or NULL */
-    uint8_t *valid;                   /* (n) 1 = real sample, 0 = eval padding */
+    uint8_t *valid;                   /* (n) 1 = real sample, 0 = eval padding or (no_substitute) unreadable */
     int32_t n_valid;                  /* number of valid entries */
-    int64_t *sample_index;            /* (n) dataset index actually used (after substitution), -1 pad */
+    int32_t n_unreadable;             /* no_substitute: entries left out because their file is
+                                         unreadable (valid 0, sample_index >= 0); else 0 */
+    int64_t *sample_index;            /* (n) dataset index actually used (after substitution; the unreadable
+                                         one under no_substitute), -1 pad */
     uint32_t *repeat;                 /* (n) copy 0..K-1 of the sample under aug_repeats K, else 0 */
     uint64_t epoch;                   /* epoch of this batch */
     uint64_t step_in_epoch;           /* cursor / G */
@@ -105,6 +116,7 @@ typedef struct sv_batch {
 typedef struct sv_loader_stats {
     uint64_t substituted; /* samples replaced because their file was unreadable */
     uint64_t bad_files;   /* distinct unreadable files seen */
+    uint64_t unreadable;  /* no_substitute: samples handed out as unreadable holes */
     uint64_t batches;     /* batches handed out */
     double wait_s;        /* time sv_loader_next spent waiting for workers */
 } sv_loader_stats;

@@ -1,6 +1,8 @@
 #include "data/prep.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,23 +52,277 @@ sv_prep_opts sv_prep_opts_default(void) {
     return o;
 }
 
-static sv_status mkdir_p(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", buf, strerror(errno));
-        *p = '/';
+/* ---- the output directory --------------------------------------------------------------
+ *
+ * prep writes only into a directory it owns: o->out missing (created) or an empty directory.
+ * Every file is created with O_CREAT | O_EXCL, so no existing file, symlink or FIFO is ever
+ * opened, followed or replaced, and no open can block. SV_PREP_MARKER is written last, after
+ * classes.txt; it records the dataset and options, so a complete earlier import with the same
+ * options is recognised (nothing to do) and one with other options is refused. A failed import
+ * removes what it created (the split trees and shards it made, classes.txt, the directory if it
+ * made it). */
+
+typedef struct prep_job {
+    sv_prep_opts *o;
+    char marker[8192]; /* the options part of the marker */
+    int created_out;   /* this import made o->out */
+    int split_made[2]; /* folder: made OUT/train, OUT/test */
+    int shards[2];     /* tar: shards created per split */
+    int classes_made;  /* made OUT/classes.txt */
+} prep_job;
+
+static int is_idx(const char *what) { return !strcmp(what, "fashion-mnist") || !strcmp(what, "mnist"); }
+
+/* The options part of the marker; -1 when it does not fit (a --src path of ~8 KiB). */
+static int marker_opts(const sv_prep_opts *o, const char *what, char *buf, size_t cap) {
+    int synth = !strcmp(what, "synthetic");
+    const char *src = o->src ? o->src : is_idx(what) ? SV_FASHION_MNIST_DIR : "";
+    int n = snprintf(buf, cap, "shardvit-prep 1\ndataset %s\n", what);
+    if (!synth && n >= 0 && (size_t)n < cap) n += snprintf(buf + n, cap - (size_t)n, "src %s\n", src);
+    if (n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, "format %s\nquality %d\n", o->format == SV_PREP_TAR ? "tar" : "folder",
+                      o->quality);
+    if (o->format == SV_PREP_TAR && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, "shard-size %d\n", o->shard_size > 0 ? o->shard_size : 10000);
+    if (!synth && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, "limit %llu\n", (unsigned long long)o->limit);
+    if (synth && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n,
+                      "classes %d\nper-class %d\ntest-per-class %d\nwidth %d\nheight %d\nseed %llu\n", o->classes,
+                      o->per_class, o->test_per_class, o->width, o->height, (unsigned long long)o->seed);
+    return n >= 0 && (size_t)n < cap ? n : -1;
+}
+
+/* A directory entry's name for a message: at most 80 bytes, control bytes as '?'. */
+static void printable(char *dst, size_t cap, const char *name) {
+    size_t i = 0;
+    for (; name[i] && i + 1 < cap && i < 80; i++)
+        dst[i] = (unsigned char)name[i] < 0x20 || name[i] == 0x7f ? '?' : name[i];
+    dst[i] = 0;
+}
+
+/* The marker OUT/SV_PREP_MARKER when it is a regular file of at most 16 KiB (never followed
+ * through a symlink, never a blocking open): *text malloc'd, NULL when there is none. */
+static void marker_read(const char *out, char **text) {
+    char p[4200];
+    *text = NULL;
+    if (snprintf(p, sizeof p, "%s/%s", out, SV_PREP_MARKER) >= (int)sizeof p) return;
+    int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= 16384 && (buf = malloc((size_t)st.st_size + 1))) {
+        ssize_t got = read(fd, buf, (size_t)st.st_size);
+        if (got == (ssize_t)st.st_size) {
+            buf[got] = 0;
+            *text = buf;
+        } else
+            free(buf);
     }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", buf, strerror(errno));
+    close(fd);
+}
+
+/* The marker of a complete import is the options part, then "train N\ntest M\n". */
+static int marker_complete(const char *text, const char *opts, uint64_t *n_train, uint64_t *n_test) {
+    size_t n = strlen(opts);
+    if (strncmp(text, opts, n) != 0) return 0;
+    unsigned long long a, b;
+    int end = -1;
+    if (sscanf(text + n, "train %llu\ntest %llu\n%n", &a, &b, &end) != 2 || end < 0 || text[n + (size_t)end]) return 0;
+    *n_train = a;
+    *n_test = b;
+    return 1;
+}
+
+/* The first line of `text` that differs from the same line of `opts` (for the message). */
+static void first_difference(const char *text, const char *opts, char *was, char *now, size_t cap) {
+    const char *a = text, *b = opts;
+    while (*a && *b) {
+        size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+        if (la != lb || memcmp(a, b, la) != 0) {
+            snprintf(was, cap, "%.*s", (int)(la < 200 ? la : 200), a);
+            snprintf(now, cap, "%.*s", (int)(lb < 200 ? lb : 200), b);
+            return;
+        }
+        a += la + (a[la] == '\n');
+        b += lb + (b[lb] == '\n');
+    }
+    snprintf(was, cap, "%s", *a ? "(more lines)" : "(end)");
+    snprintf(now, cap, "%s", *b ? "(more lines)" : "(end)");
+}
+
+static sv_status check_out(sv_prep_opts *o, const char *opts, int *done) {
+    const char *out = o->out;
+    *done = 0;
+    struct stat st;
+    if (stat(out, &st) != 0) {
+        int e = errno;
+        if (e != ENOENT) return SV_FAIL(SV_ERR_IO, "--out %s: %s", out, strerror(e));
+        if (lstat(out, &st) == 0)
+            return SV_FAIL(SV_ERR_INVALID, "--out %s is a symbolic link to a missing directory; choose another --out",
+                           out);
+        return SV_OK; /* created by the import */
+    }
+    if (!S_ISDIR(st.st_mode))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--out %s exists and is not a directory; prep writes only into a new or empty directory: "
+                       "choose another --out",
+                       out);
+    DIR *d = opendir(out);
+    if (!d) return SV_FAIL(SV_ERR_IO, "--out %s: %s", out, strerror(errno));
+    char first[96] = "";
+    int entries = 0, has_marker = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        entries++;
+        if (!strcmp(de->d_name, SV_PREP_MARKER))
+            has_marker = 1;
+        else if (!first[0])
+            printable(first, sizeof first, de->d_name);
+    }
+    closedir(d);
+    if (!entries) return SV_OK;
+    char *text = NULL;
+    if (has_marker) marker_read(out, &text);
+    if (text) {
+        if (marker_complete(text, opts, &o->n_train, &o->n_test)) {
+            free(text);
+            *done = 1;
+            return SV_OK;
+        }
+        char was[256], now[256];
+        first_difference(text, opts, was, now, sizeof was);
+        free(text);
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--out %s holds another prep (%s/%s says '%s', this one would be '%s'); prep never replaces "
+                       "files: remove %s or choose another --out",
+                       out, out, SV_PREP_MARKER, was, now, out);
+    }
+    return SV_FAIL(SV_ERR_INVALID,
+                   "--out %s is not empty (it holds '%s'%s) and is not a complete prep output (no valid %s/%s); prep "
+                   "writes only into a new or empty directory and never replaces a file: remove %s or choose another "
+                   "--out",
+                   out, first[0] ? first : SV_PREP_MARKER, entries > 1 ? " and more" : "", out, SV_PREP_MARKER, out);
+}
+
+sv_status sv_prep_check_out(sv_prep_opts *o, const char *what, int *done) {
+    char opts[8192];
+    *done = 0;
+    if (!o->out || !o->out[0]) return SV_FAIL(SV_ERR_INVALID, "prep %s: no output directory", what);
+    if (marker_opts(o, what, opts, sizeof opts) < 0) return SV_FAIL(SV_ERR_INVALID, "prep %s: --src too long", what);
+    return check_out(o, opts, done);
+}
+
+/* Claim o->out for this import: *done = 1 when it already holds it (nothing to do). */
+static sv_status prep_begin(prep_job *j, sv_prep_opts *o, const char *what, int *done) {
+    memset(j, 0, sizeof *j);
+    j->o = o;
+    o->reused = 0;
+    if (!o->out || !o->out[0]) return SV_FAIL(SV_ERR_INVALID, "prep %s: no output directory", what);
+    if (marker_opts(o, what, j->marker, sizeof j->marker) < 0)
+        return SV_FAIL(SV_ERR_INVALID, "prep %s: --src too long", what);
+    SV_TRY(check_out(o, j->marker, done));
+    if (*done) {
+        o->reused = 1;
+        SV_INFO("prep %s: already prepared: %s holds this import (%llu train + %llu test images, %s/%s); nothing "
+                "written",
+                what, o->out, (unsigned long long)o->n_train, (unsigned long long)o->n_test, o->out, SV_PREP_MARKER);
+        return SV_OK;
+    }
+    struct stat st;
+    if (stat(o->out, &st) != 0) {
+        SV_TRY(sv_fileio_mkdirs(o->out, 0755));
+        j->created_out = 1;
+    }
+    SV_TRY(check_out(o, j->marker, done)); /* still empty (nothing appeared meanwhile) */
+    if (*done) return SV_FAIL(SV_ERR_INVALID, "--out %s: filled by another prep meanwhile", o->out);
     return SV_OK;
+}
+
+/* Create `path`, which must not exist in any form (O_EXCL: a symlink, FIFO or file there is
+ * refused, never followed, opened or replaced). */
+static sv_status create_new(const char *path, int *fd) {
+    *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (*fd >= 0) return SV_OK;
+    if (errno == EEXIST) return SV_FAIL(SV_ERR_IO, "%s already exists; prep never replaces a file", path);
+    return SV_FAIL(SV_ERR_IO, "create %s: %s", path, strerror(errno));
+}
+
+static sv_status write_new(const char *path, const void *buf, size_t n) {
+    int fd;
+    SV_TRY(create_new(path, &fd));
+    sv_status s = sv_fileio_write_all(fd, buf, n, path);
+    if (close(fd) != 0 && s == SV_OK) s = SV_FAIL(SV_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    return s;
+}
+
+/* mkdir one directory below o->out; fresh = 1: it must not exist, else an existing real
+ * directory (not a symlink) is fine. */
+static sv_status make_dir(const char *path, int fresh) {
+    if (mkdir(path, 0755) == 0) return SV_OK;
+    int e = errno;
+    struct stat st;
+    if (e == EEXIST && !fresh && lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) return SV_OK;
+    if (e == EEXIST)
+        return SV_FAIL(SV_ERR_IO, "%s already exists; prep never writes into what it did not create", path);
+    return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", path, strerror(e));
+}
+
+/* classes.txt, then the marker: the last file, so its presence means a complete import. */
+static sv_status prep_finish(prep_job *j, const char *const *names, int K) {
+    const sv_prep_opts *o = j->o;
+    char p[4200];
+    size_t len = 0;
+    for (int k = 0; k < K; k++) len += strlen(names[k]) + 1;
+    char *text = malloc(len + 1), *q = text;
+    if (!text) return SV_FAIL(SV_ERR_OOM, "prep: class list");
+    for (int k = 0; k < K; k++) q += sprintf(q, "%s\n", names[k]);
+    snprintf(p, sizeof p, "%s/classes.txt", o->out);
+    sv_status s = write_new(p, text, len);
+    free(text);
+    SV_TRY(s);
+    j->classes_made = 1;
+    char m[8400];
+    int n = snprintf(m, sizeof m, "%strain %llu\ntest %llu\n", j->marker, (unsigned long long)o->n_train,
+                     (unsigned long long)o->n_test);
+    snprintf(p, sizeof p, "%s/%s", o->out, SV_PREP_MARKER);
+    return write_new(p, m, (size_t)n);
+}
+
+/* A failed import: remove what it created (see above), keep the error message. */
+static sv_status prep_abort(prep_job *j, sv_status st) {
+    const char *out = j->o->out;
+    char p[4200], msg[2048];
+    snprintf(msg, sizeof msg, "%s", sv_err_msg());
+    int left = 0;
+    static const char *const split[2] = {"train", "test"};
+    for (int s = 0; s < 2; s++) {
+        if (j->split_made[s]) {
+            snprintf(p, sizeof p, "%s/%s", out, split[s]);
+            left |= sv_fileio_remove_tree(p) != SV_OK;
+        }
+        for (int k = 0; k < j->shards[s]; k++) {
+            snprintf(p, sizeof p, "%s/%s-%06d.tar", out, split[s], k);
+            left |= unlink(p) != 0 && errno != ENOENT;
+        }
+    }
+    if (j->classes_made) {
+        snprintf(p, sizeof p, "%s/classes.txt", out);
+        left |= unlink(p) != 0 && errno != ENOENT;
+    }
+    if (j->created_out) left |= rmdir(out) != 0;
+    if (left) return SV_FAIL(st, "%s (the partial output in %s could not all be removed: remove it by hand)", msg, out);
+    if (strcmp(sv_err_msg(), msg) != 0) return SV_FAIL(st, "%s", msg);
+    return st;
 }
 
 /* ---- output sink: ImageFolder tree or WebDataset tar shards ----------------------------- */
 
 typedef struct sink {
     const sv_prep_opts *o;
+    prep_job *job;
+    int split_ix; /* 0 train, 1 test */
     const char *split;
     const char *const *names;
     int K;
@@ -77,27 +333,28 @@ typedef struct sink {
     int width; /* digits of the index */
 } sink;
 
-static sv_status sink_open(sink *s, const sv_prep_opts *o, const char *split, const char *const *names, int K,
-                           uint64_t total) {
+static sv_status sink_open(sink *s, prep_job *j, int split_ix, const char *const *names, int K, uint64_t total) {
     memset(s, 0, sizeof *s);
-    s->o = o;
-    s->split = split;
+    s->o = j->o;
+    s->job = j;
+    s->split_ix = split_ix;
+    s->split = split_ix ? "test" : "train";
     s->names = names;
     s->K = K;
     s->width = 5;
     for (uint64_t t = total; t >= 100000; t /= 10) s->width++;
     sv_jpeg_ctx_init(&s->jc);
-    SV_TRY(mkdir_p(o->out));
-    if (o->format == SV_PREP_FOLDER) {
+    if (s->o->format == SV_PREP_FOLDER) {
         char p[4096];
+        snprintf(p, sizeof p, "%s/%s", s->o->out, s->split);
+        SV_TRY(make_dir(p, 1));
+        j->split_made[split_ix] = 1;
         for (int k = 0; k < K; k++) {
-            snprintf(p, sizeof p, "%s/%s/%s", o->out, split, names[k]);
-            SV_TRY(mkdir_p(p));
+            snprintf(p, sizeof p, "%s/%s/%s", s->o->out, s->split, names[k]);
+            SV_TRY(make_dir(p, 0)); /* a class name listed twice shares its directory */
         }
     }
-    char cp[4096];
-    snprintf(cp, sizeof cp, "%s/classes.txt", o->out);
-    return sv_classes_write_names(cp, names, K);
+    return SV_OK;
 }
 
 static void tar_header(uint8_t h[512], const char *name, uint64_t size) {
@@ -150,16 +407,18 @@ static sv_status sink_put(sink *s, const uint8_t *pix, int w, int h, int channel
     if (s->o->format == SV_PREP_FOLDER) {
         snprintf(p, sizeof p, "%s/%s/%s/%0*llu.jpg", s->o->out, s->split, s->names[label], s->width,
                  (unsigned long long)s->count);
-        FILE *f = fopen(p, "wb");
-        if (!f) return SV_FAIL(SV_ERR_IO, "%s: %s", p, strerror(errno));
-        int bad = fwrite(jpg, 1, len, f) != len;
-        bad |= fclose(f) != 0;
-        if (bad) return SV_FAIL(SV_ERR_IO, "%s: write failed", p);
+        SV_TRY(write_new(p, jpg, len));
     } else {
         if (s->tar && s->in_shard >= (uint64_t)(s->o->shard_size > 0 ? s->o->shard_size : 10000)) SV_TRY(tar_close(s));
         if (!s->tar) {
             snprintf(p, sizeof p, "%s/%s-%06d.tar", s->o->out, s->split, s->shard);
-            if (!(s->tar = fopen(p, "wb"))) return SV_FAIL(SV_ERR_IO, "%s: %s", p, strerror(errno));
+            int fd;
+            SV_TRY(create_new(p, &fd));
+            s->job->shards[s->split_ix] = s->shard + 1;
+            if (!(s->tar = fdopen(fd, "wb"))) {
+                close(fd);
+                return SV_FAIL(SV_ERR_IO, "%s: %s", p, strerror(errno));
+            }
             s->in_shard = 0;
         }
         char name[64], cls[16];
@@ -237,8 +496,9 @@ static uint32_t be32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static sv_status idx_split(sv_prep_opts *o, const char *src, const char *prefix, const char *split,
-                           const char *const *names, uint64_t *count) {
+static sv_status idx_split(prep_job *j, const char *src, const char *prefix, int split, const char *const *names,
+                           uint64_t *count) {
+    const sv_prep_opts *o = j->o;
     char ipath[4096], lpath[4096], base[128];
     gzFile fi = NULL, fl = NULL;
     uint8_t *img = NULL;
@@ -277,7 +537,7 @@ static sv_status idx_split(sv_prep_opts *o, const char *src, const char *prefix,
         st = SV_FAIL(SV_ERR_OOM, "prep");
         goto done;
     }
-    SV_TRY_GOTO(st, sink_open(&s, o, split, names, 10, take), done);
+    SV_TRY_GOTO(st, sink_open(&s, j, split, names, 10, take), done);
     for (uint64_t i = 0; i < take && st == SV_OK; i++) {
         uint8_t lab;
         SV_TRY_GOTO(st, gz_read(fi, img, (size_t)rows * cols, ipath), done);
@@ -296,11 +556,16 @@ done:
 sv_status sv_prep_idx(sv_prep_opts *o, int fashion) {
     const char *src = o->src ? o->src : SV_FASHION_MNIST_DIR;
     const char *const *names = fashion ? sv_fashion_mnist_classes : mnist_classes;
-    if (!o->out) return SV_FAIL(SV_ERR_INVALID, "prep: no output directory");
-    SV_INFO("prep %s: %s -> %s (%s)", fashion ? "fashion-mnist" : "mnist", src, o->out,
-            o->format == SV_PREP_TAR ? "tar shards" : "image folders");
-    SV_TRY(idx_split(o, src, "train", "train", names, &o->n_train));
-    SV_TRY(idx_split(o, src, "t10k", "test", names, &o->n_test));
+    const char *what = fashion ? "fashion-mnist" : "mnist";
+    prep_job j;
+    int done;
+    SV_TRY(prep_begin(&j, o, what, &done));
+    if (done) return SV_OK;
+    SV_INFO("prep %s: %s -> %s (%s)", what, src, o->out, o->format == SV_PREP_TAR ? "tar shards" : "image folders");
+    sv_status st = idx_split(&j, src, "train", 0, names, &o->n_train);
+    if (st == SV_OK) st = idx_split(&j, src, "t10k", 1, names, &o->n_test);
+    if (st == SV_OK) st = prep_finish(&j, names, 10);
+    if (st != SV_OK) return prep_abort(&j, st);
     SV_INFO("prep: wrote %llu train + %llu test images", (unsigned long long)o->n_train, (unsigned long long)o->n_test);
     return SV_OK;
 }
@@ -370,12 +635,21 @@ sv_status sv_prep_cifar(sv_prep_opts *o, int classes) {
     if (!o->src || !o->out) return SV_FAIL(SV_ERR_INVALID, "prep cifar%d: --src and --out are required", classes);
     char **owned;
     const char *const *names;
-    SV_TRY(cifar_names(o->src, classes, &owned, &names));
-    sv_status st = SV_OK;
+    SV_TRY(cifar_names(o->src, classes, &owned, &names)); /* the source's names first: nothing written yet */
+    prep_job j;
+    int done;
+    sv_status st = prep_begin(&j, o, classes == 10 ? "cifar10" : "cifar100", &done);
+    if (st != SV_OK || done) {
+        free(owned);
+        return st;
+    }
     for (int split = 0; split < 2 && st == SV_OK; split++) {
         sink s;
         uint64_t left = o->limit ? o->limit : UINT64_MAX;
-        if ((st = sink_open(&s, o, split ? "test" : "train", names, classes, 60000)) != SV_OK) break;
+        if ((st = sink_open(&s, &j, split, names, classes, 60000)) != SV_OK) {
+            st = sink_close(&s, st);
+            break;
+        }
         char p[4096];
         if (classes == 10 && !split) {
             for (int b = 1; b <= 5 && st == SV_OK; b++) {
@@ -389,6 +663,8 @@ sv_status sv_prep_cifar(sv_prep_opts *o, int classes) {
         *(split ? &o->n_test : &o->n_train) = s.count;
         st = sink_close(&s, st);
     }
+    if (st == SV_OK) st = prep_finish(&j, names, classes);
+    if (st != SV_OK) st = prep_abort(&j, st);
     free(owned);
     if (st == SV_OK)
         SV_INFO("prep cifar%d: wrote %llu train + %llu test images", classes, (unsigned long long)o->n_train,
@@ -399,18 +675,21 @@ sv_status sv_prep_cifar(sv_prep_opts *o, int classes) {
 /* ---- synthetic -------------------------------------------------------------------------- */
 
 sv_status sv_prep_synthetic(sv_prep_opts *o) {
-    if (!o->out) return SV_FAIL(SV_ERR_INVALID, "prep synthetic: no output directory");
     if (o->classes < 1 || o->classes > 100000 || o->per_class < 0 || o->test_per_class < 0 || o->width < 8 ||
         o->height < 8 || o->width > 8192 || o->height > 8192)
         return SV_FAIL(SV_ERR_INVALID, "prep synthetic: classes %d, per-class %d/%d, size %dx%d out of range",
                        o->classes, o->per_class, o->test_per_class, o->width, o->height);
+    prep_job j;
+    int done;
+    SV_TRY(prep_begin(&j, o, "synthetic", &done));
+    if (done) return SV_OK;
     int K = o->classes;
     char **names = malloc((size_t)K * (sizeof(char *) + 24)); /* 24: room for any int, no truncation */
     uint8_t *pix = malloc((size_t)o->width * (size_t)o->height * 3);
     if (!names || !pix) {
         free(names);
         free(pix);
-        return SV_FAIL(SV_ERR_OOM, "prep synthetic");
+        return prep_abort(&j, SV_FAIL(SV_ERR_OOM, "prep synthetic"));
     }
     char *store = (char *)(names + K);
     for (int k = 0; k < K; k++) {
@@ -422,7 +701,10 @@ sv_status sv_prep_synthetic(sv_prep_opts *o) {
         int per = split ? o->test_per_class : o->per_class;
         sink s;
         uint64_t total = (uint64_t)K * (uint64_t)per;
-        if ((st = sink_open(&s, o, split ? "test" : "train", (const char *const *)names, K, total)) != SV_OK) break;
+        if ((st = sink_open(&s, &j, split, (const char *const *)names, K, total)) != SV_OK) {
+            st = sink_close(&s, st);
+            break;
+        }
         /* test samples use indices after all train ones, so they are new images */
         uint64_t base = split ? (uint64_t)K * (uint64_t)o->per_class : 0;
         for (uint64_t i = 0; i < total && st == SV_OK; i++) {
@@ -433,6 +715,8 @@ sv_status sv_prep_synthetic(sv_prep_opts *o) {
         *(split ? &o->n_test : &o->n_train) = s.count;
         st = sink_close(&s, st);
     }
+    if (st == SV_OK) st = prep_finish(&j, (const char *const *)names, K);
+    if (st != SV_OK) st = prep_abort(&j, st);
     free(names);
     free(pix);
     if (st == SV_OK)

@@ -8,7 +8,17 @@
  *                   <index>.jpg + <index>.cls, shard_size samples per shard), plus
  *                   OUT/classes.txt (found automatically by the tar reader)
  * Grayscale sources stay 1-channel JPEGs. Class names are documented in docs/data.md. Each
- * function logs progress through core/log.h and fails with a message naming the file. */
+ * function logs progress through core/log.h and fails with a message naming the file.
+ *
+ * The output directory: OUT must be missing (created, parents too) or an empty directory; any
+ * other OUT is refused (SV_ERR_INVALID naming it) before anything is written, so no file there
+ * is ever replaced. Every file is created with O_CREAT | O_EXCL: a symlink, FIFO or file in the
+ * way is never followed, opened or overwritten. OUT/SV_PREP_MARKER is written last (after
+ * classes.txt) and records the dataset and options (src, format, quality, shard size, limit, the
+ * synthetic settings) and the counts: an OUT holding a complete import with the same options is
+ * left as it is (SV_OK, opts.reused = 1, counts from the marker), one with other options or
+ * without the marker is refused. A failed import removes what it created (its split trees or
+ * shards, classes.txt, OUT when it made it). */
 #ifndef SV_DATA_PREP_H
 #define SV_DATA_PREP_H
 
@@ -21,7 +31,7 @@ typedef enum { SV_PREP_FOLDER = 0, SV_PREP_TAR = 1 } sv_prep_format;
 
 typedef struct sv_prep_opts {
     const char *src; /* source directory (idx/cifar); NULL = Debian's fashion-mnist dir */
-    const char *out; /* output directory (created) */
+    const char *out; /* output directory: missing or empty (see above) */
     sv_prep_format format;
     int quality;    /* JPEG quality 1..100 [95] */
     int shard_size; /* tar: samples per shard [10000] */
@@ -34,11 +44,23 @@ typedef struct sv_prep_opts {
     uint64_t seed;
     /* out: what was written */
     uint64_t n_train, n_test;
+    int reused; /* 1: OUT already held this import (its marker), nothing was written */
 } sv_prep_opts;
 
 sv_prep_opts sv_prep_opts_default(void);
 
 #define SV_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+/* The last file an import writes in OUT (see above). */
+#define SV_PREP_MARKER ".shardvit-prep"
+
+/* What an import of `what` ("fashion-mnist", "mnist", "cifar10", "cifar100", "synthetic") with
+ * these options would do with o->out, changing nothing: SV_OK with *done = 0 when OUT is missing
+ * or an empty directory, SV_OK with *done = 1 (n_train, n_test filled) when it holds that
+ * complete import, else SV_ERR_INVALID (or SV_ERR_IO) with a message naming OUT. The importers
+ * check the same themselves; `shardvit prep` calls this first to tell a refused OUT (exit 2)
+ * from a failed import. */
+sv_status sv_prep_check_out(sv_prep_opts *o, const char *what, int *done);
 
 /* IDX: reads SRC/{train,t10k}-{images-idx3,labels-idx1}-ubyte, gzipped (.gz) or plain.
  * fashion = 1: Fashion-MNIST class names, 0: MNIST digits "0".."9". */

@@ -1,5 +1,6 @@
 #include "eval/evaluate.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "core/trace.h"
 #include "ckpt/ckpt_meta.h"
 #include "ckpt/ckpt_out.h"
+#include "fsdp/agree.h"
 
 size_t sv_eval_metrics_bytes(int num_classes) { return (sv_metrics_i64_len(num_classes) + SV_METRICS_F64_LEN) * 8; }
 
@@ -30,6 +32,8 @@ sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const 
     lo.std = o->std;
     lo.interp = o->interp;
     lo.threads = o->workers;
+    lo.no_substitute = 1; /* evaluation never counts another sample in place of an unreadable one */
+    e->skip_unreadable = o->skip_unreadable != 0;
     if (o->xform) e->xform = *o->xform;
     sv_status st = sv_metrics_init(&e->m, K);
     if (st == SV_OK) st = sv_loader_create(&lo, &e->ld);
@@ -59,6 +63,51 @@ static sv_status merge(sv_evaluator *e) {
     return sv_be_sync(be);
 }
 
+/* v[0..n) reduced over f->world (SV_COMM_SUM or SV_COMM_MIN), staged through the metrics
+ * buffer (n <= its i64_len, which is >= 6): no allocation, so no rank can fail alone here. */
+static sv_status reduce_i64(sv_evaluator *e, int64_t *v, size_t n, sv_comm_op op) {
+    sv_backend *be = e->f->be;
+    SV_TRY(sv_be_upload(be, e->d_i64, v, n * 8));
+    SV_TRY(sv_comm_all_reduce_sync(e->f->world, e->d_i64, n, SV_COMM_I64, op));
+    SV_TRY(sv_be_download(be, v, e->d_i64, n * 8));
+    return sv_be_sync(be);
+}
+
+/* The unreadable samples every rank found, agreed: e->skipped_idx = the first
+ * SV_EVAL_SKIPPED_SHOWN dataset indices over all ranks, one MIN all-reduce each (a rank's own
+ * first ones, local_idx, ascending: its samples come in dataset order, so the global first ones
+ * are among them). Collective; only called when some rank found one. */
+static sv_status agree_unreadable(sv_evaluator *e, const int64_t *local_idx, int n_local) {
+    int taken = 0; /* local_idx[0..taken) are already in e->skipped_idx */
+    e->n_skipped_idx = 0;
+    while (e->n_skipped_idx < SV_EVAL_SKIPPED_SHOWN) {
+        int64_t v = taken < n_local ? local_idx[taken] : INT64_MAX;
+        SV_TRY(reduce_i64(e, &v, 1, SV_COMM_MIN));
+        if (v == INT64_MAX) break; /* the same on every rank */
+        e->skipped_idx[e->n_skipped_idx++] = v;
+        if (taken < n_local && local_idx[taken] == v) taken++; /* each index lives on one rank */
+    }
+    return SV_OK;
+}
+
+/* "NAME, NAME, ..." of e->skipped_idx into buf (escaped, at most about cap bytes). */
+static void unreadable_names(const sv_evaluator *e, char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < e->n_skipped_idx; i++) {
+        char name[1024], esc[SV_ESC_CAP];
+        sv_dataset_sample_name(e->ds, (size_t)e->skipped_idx[i], name, sizeof name);
+        sv_log_esc(name, esc, sizeof esc);
+        size_t need = strlen(esc) + (i ? 2 : 0);
+        if (used + need + 6 >= cap) {
+            snprintf(buf + used, cap - used, "%s...", i ? ", " : "");
+            return;
+        }
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", esc);
+    }
+    if (e->skipped > e->n_skipped_idx) snprintf(buf + used, cap - used, ", ...");
+}
+
 sv_status sv_eval_run(sv_evaluator *e) {
     double t0 = sv_now_s();
     sv_fsdp *f = e->f;
@@ -66,13 +115,40 @@ sv_status sv_eval_run(sv_evaluator *e) {
     int B = f->model->B, K = c->num_classes;
     size_t img_bytes = (size_t)B * c->in_chans * c->img * c->img * 4;
     sv_metrics_reset(&e->m);
+    e->skipped = 0;
+    e->n_skipped_idx = 0;
+    e->unreadable_failed = 0;
     if (e->passes > 0) SV_TRY(sv_loader_seek(e->ld, 0, 0)); /* an eval pass starts at position 0 */
-    for (;;) {
-        const sv_batch *b;
-        SV_TRY(sv_loader_next(e->ld, &b));
-        if (!b) break;
-        SV_TRY(sv_be_upload(f->be, e->d_images, b->images, img_bytes));
+    /* Every rank runs all `steps` forward passes (each all-gathers the units), whatever its data
+     * does: a data error here is kept (lst) and the rank goes on with zero images, so the others
+     * are never left waiting; the ranks agree on it after the pass. */
+    uint64_t steps = sv_loader_steps_per_epoch(e->ld);
+    sv_status lst = SV_OK;
+    char lmsg[1024] = "";
+    long long bad = 0; /* unreadable samples of this rank */
+    int n_idx = 0;
+    int64_t idx[SV_EVAL_SKIPPED_SHOWN];
+    for (uint64_t step = 0; step < steps; step++) {
+        const sv_batch *b = NULL;
+        if (lst == SV_OK) {
+            lst = sv_loader_next(e->ld, &b);
+            if (lst == SV_OK && !b)
+                lst = SV_FAIL(SV_ERR_INVALID, "eval: the loader ended after %llu of %llu batches",
+                              (unsigned long long)step, (unsigned long long)steps);
+            if (lst != SV_OK) {
+                snprintf(lmsg, sizeof lmsg, "%s", sv_err_msg());
+                SV_TRY(sv_be_zero(f->be, e->d_images, img_bytes));
+            }
+        }
+        if (lst == SV_OK) {
+            bad += b->n_unreadable;
+            for (int j = 0; j < b->n && b->n_unreadable; j++)
+                if (!b->valid[j] && b->sample_index[j] >= 0 && n_idx < SV_EVAL_SKIPPED_SHOWN)
+                    idx[n_idx++] = b->sample_index[j];
+            SV_TRY(sv_be_upload(f->be, e->d_images, b->images, img_bytes));
+        }
         SV_TRY(sv_fsdp_forward(f, e->d_images));
+        if (lst != SV_OK) continue;
         if (e->d_logits32) {
             SV_TRY(sv_be_compute_to_f32(f->be, e->d_logits32, f->model->logits, (size_t)B * K));
             SV_TRY(sv_be_download(f->be, e->h_logits, e->d_logits32, (size_t)B * K * 4));
@@ -80,10 +156,40 @@ sv_status sv_eval_run(sv_evaluator *e) {
             SV_TRY(sv_be_download(f->be, e->h_logits, f->model->logits, (size_t)B * K * 4));
         }
         SV_TRY(sv_be_sync(f->be));
-        SV_TRY(sv_metrics_add_batch(&e->m, e->h_logits, b->labels, b->valid, B));
+        /* unreadable samples are holes (valid 0): not counted, under no label */
+        lst = sv_metrics_add_batch(&e->m, e->h_logits, b->labels, b->valid, B);
+        if (lst != SV_OK) snprintf(lmsg, sizeof lmsg, "%s", sv_err_msg());
+    }
+    e->passes++; /* the loader has moved: the next pass seeks back to 0 */
+    /* (ranks with a data error, unreadable samples) summed over the ranks, staged through the
+     * metrics buffer: no allocation when all is well */
+    int64_t v[2] = {lst != SV_OK, bad};
+    SV_TRY(reduce_i64(e, v, 2, SV_COMM_SUM));
+    if (v[0] > 0) { /* every rank returns the lowest failing rank's error */
+        if (lst != SV_OK) lst = SV_FAIL(lst, "%s", lmsg);
+        sv_status ast = sv_fsdp_agree(f, lst);
+        if (ast == SV_OK)
+            ast = SV_FAIL(SV_ERR_COMM, "eval: %lld ranks reported a data error, none agreed", (long long)v[0]);
+        sv_err_frame(__FILE__, __LINE__);
+        return ast;
+    }
+    if (v[1] > 0) {
+        SV_TRY(agree_unreadable(e, idx, n_idx));
+        e->skipped = (long long)v[1];
+        char names[640];
+        unreadable_names(e, names, sizeof names);
+        if (!e->skip_unreadable) {
+            e->unreadable_failed = 1;
+            return SV_FAIL(SV_ERR_CORRUPT,
+                           "%lld unreadable image%s in the evaluation data (evaluation substitutes no other sample "
+                           "and leaves none out silently): %s",
+                           e->skipped, e->skipped == 1 ? "" : "s", names);
+        }
+        if (f->rank == 0) /* the same on every rank */
+            SV_WARN("eval: left out %lld unreadable image%s (recorded as \"skipped\" in eval.json): %s", e->skipped,
+                    e->skipped == 1 ? "" : "s", names);
     }
     SV_TRY(merge(e));
-    e->passes++;
     e->seconds = sv_now_s() - t0;
     return SV_OK;
 }
@@ -125,6 +231,16 @@ sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, i
 /* eval.json's "eval_transform": what the pass computed with (docs/evaluation.md). */
 static void write_xform(sv_json_writer *w, const void *ctx) {
     const sv_evaluator *e = ctx;
+    /* unreadable images left out (skip_unreadable; always 0 otherwise, the pass fails instead) */
+    sv_json_key(w, "skipped"), sv_json_i64(w, e->skipped);
+    sv_json_key(w, "skipped_files");
+    sv_json_arr_begin(w);
+    for (int i = 0; i < e->n_skipped_idx; i++) {
+        char name[1024];
+        sv_dataset_sample_name(e->ds, (size_t)e->skipped_idx[i], name, sizeof name);
+        sv_json_str(w, name);
+    }
+    sv_json_arr_end(w);
     if (e->has_ema) {
         sv_json_key(w, "ema");
         sv_json_obj_begin(w);

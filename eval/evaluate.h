@@ -11,9 +11,21 @@
  * integers, hence identical at any world size for identical logits; the loss sum differs only
  * by the order of the floating-point additions.
  *
+ * Unreadable images (docs/evaluation.md "Unreadable images"): evaluation never substitutes another
+ * sample for an unreadable file (the loader runs with no_substitute; substituting would count
+ * the substitute under its own label and change the per-class totals). The pass still runs to
+ * its end on every rank (so no rank is left waiting in a collective), then the ranks agree on the
+ * number of unreadable samples and their first few dataset indices. By default the pass then
+ * fails on EVERY rank with the same SV_ERR_CORRUPT message naming the files (e->unreadable_failed
+ * = 1); with opts.skip_unreadable the readable samples are the result (num_samples, top-1 and
+ * per-class totals over them only) and e->skipped / e->skipped_idx record what was left out
+ * (eval.json "skipped", "skipped_files"). A loader failure on one rank (e.g. out of memory) is
+ * likewise agreed over the ranks after the pass (sv_fsdp_agree) instead of leaving the others
+ * in the next forward pass.
+ *
  * An sv_evaluator owns a loader (worker threads), device buffers for one micro-batch and the
  * metrics; create it once and run it as often as needed (periodic evaluation in training):
- * sv_eval_run never allocates. */
+ * sv_eval_run never allocates (except on the failure / unreadable-image path below). */
 #ifndef SV_EVAL_EVALUATE_H
 #define SV_EVAL_EVALUATE_H
 
@@ -32,16 +44,25 @@ typedef struct sv_eval_opts {
     uint64_t seed;              /* loader seed (eval order does not depend on it) */
     const sv_ckpt_xform *xform; /* the transform the fields above describe, recorded in eval.json
                                    as "eval_transform" (index.json's schema); NULL: not recorded */
+    int skip_unreadable;        /* 0: unreadable images fail the pass (every rank, naming them);
+                                   1: leave them out, counted in e->skipped and eval.json */
 } sv_eval_opts;
 
 #define SV_EVAL_OPTS_DEFAULT \
-    { .workers = 0, .crop_pct = 0.0f, .norm = -1, .mean = NULL, .std = NULL, .interp = 0, .seed = 0 }
+    { \
+        .workers = 0, .crop_pct = 0.0f, .norm = -1, .mean = NULL, .std = NULL, .interp = 0, .seed = 0, \
+        .skip_unreadable = 0 \
+    }
+
+/* Unreadable files named in the error message and eval.json "skipped_files" (the first ones in
+ * dataset order). */
+#define SV_EVAL_SKIPPED_SHOWN 8
 
 typedef struct sv_evaluator {
     sv_fsdp *f;           /* borrowed: set up, carved, model attached */
     const sv_dataset *ds; /* borrowed: outlives the evaluator */
     sv_loader *ld;
-    int passes;          /* completed sv_eval_run calls */
+    int passes;          /* sv_eval_run calls that walked the loader (failed ones too) */
     float *d_images;     /* (B, C, img, img) f32, backend memory (borrowed: sv_eval_bufs) */
     float *d_logits32;   /* (B, K) f32, backend memory; only for a bf16 compute dtype (borrowed) */
     float *h_logits;     /* (B, K) f32 host */
@@ -58,6 +79,15 @@ typedef struct sv_evaluator {
     /* nullable: a JSON object text that eval.json carries as "provenance" (app/provenance.h; set
        by the caller, owned by it) */
     const char *provenance_json;
+    /* Unreadable images of the last pass, agreed over the ranks (identical on every rank):
+       skipped = how many were left out (only with skip_unreadable; the pass fails otherwise),
+       skipped_idx[0..n_skipped_idx) = the first of them in dataset order. unreadable_failed = 1
+       when the last sv_eval_run failed because of unreadable images. */
+    int skip_unreadable;
+    long long skipped;
+    int n_skipped_idx;
+    int64_t skipped_idx[SV_EVAL_SKIPPED_SHOWN];
+    int unreadable_failed;
 } sv_evaluator;
 
 /* The device buffers an evaluator works in, lent by the caller for as long as the evaluator
@@ -78,7 +108,9 @@ sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const 
                        const sv_eval_bufs *bufs);
 
 /* One full pass over the data set on every rank of f->world (collective), then merge. Results
- * in e->m. Resets the metrics first. */
+ * in e->m. Resets the metrics first. Unreadable images: an SV_ERR_CORRUPT naming them on every
+ * rank, or (skip_unreadable) left out and recorded in e->skipped (see above). A data error on
+ * one rank is returned on every rank. */
 sv_status sv_eval_run(sv_evaluator *e);
 
 /* Class name k for outputs: the data set's names for its classes, "k" for head classes the data

@@ -1,13 +1,17 @@
 /* HTML run report: parse the run directory's files, then emit one page of inline CSS + SVG. */
 #include "eval/report.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "ckpt/ckpt_out.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "eval/report_svg.h"
@@ -151,16 +155,11 @@ static int describe_xform(const sv_json *x, char *out, size_t cap) {
     return 1;
 }
 
-/* The transform the evaluation used: eval.json's own "eval_transform" when it records one, else
- * what the run's latest checkpoint recorded (training evaluates with exactly that transform).
- * run_dir's config.toml names a --ckpt-dir elsewhere. Nothing found leaves e->xform empty. */
-static void load_xform(const char *run_dir, const sv_json *eval_root, eval_data *e) {
-    if (describe_xform(sv_json_member_get(eval_root, "eval_transform"), e->xform, sizeof e->xform)) {
-        snprintf(e->xform_src, sizeof e->xform_src, "recorded in eval.json");
-        return;
-    }
-    char root[SV_CKPT_PATH_MAX], step[SV_CKPT_PATH_MAX], p[SV_CKPT_PATH_MAX + 32];
-    snprintf(root, sizeof root, "%s/checkpoints", run_dir);
+/* The run's checkpoint root: run_dir's config.toml `ckpt-dir` when it names one, else
+ * RUN_DIR/checkpoints. */
+static void ckpt_root_of(const char *run_dir, char *root, size_t cap) {
+    char p[SV_CKPT_PATH_MAX + 32];
+    snprintf(root, cap, "%s/checkpoints", run_dir);
     snprintf(p, sizeof p, "%s/config.toml", run_dir);
     char *cfg = NULL;
     size_t len;
@@ -170,10 +169,24 @@ static void load_xform(const char *run_dir, const sv_json *eval_root, eval_data 
         if (k) {
             k += 13;
             const char *q = strchr(k, '"');
-            if (q && (size_t)(q - k) < sizeof root) snprintf(root, sizeof root, "%.*s", (int)(q - k), k);
+            if (q && (size_t)(q - k) < cap) snprintf(root, cap, "%.*s", (int)(q - k), k);
         }
     }
     free(cfg);
+    sv_err_clear();
+}
+
+/* The transform the evaluation used: eval.json's own "eval_transform" when it records one, else
+ * what the run's latest checkpoint recorded (training evaluates with exactly that transform).
+ * run_dir's config.toml names a --ckpt-dir elsewhere. Nothing found leaves e->xform empty. */
+static void load_xform(const char *run_dir, const sv_json *eval_root, eval_data *e) {
+    if (describe_xform(sv_json_member_get(eval_root, "eval_transform"), e->xform, sizeof e->xform)) {
+        snprintf(e->xform_src, sizeof e->xform_src, "recorded in eval.json");
+        return;
+    }
+    char root[SV_CKPT_PATH_MAX], step[SV_CKPT_PATH_MAX], p[SV_CKPT_PATH_MAX + 32];
+    size_t len;
+    ckpt_root_of(run_dir, root, sizeof root);
     int found = 0;
     if (sv_ckpt_latest(root, step, sizeof step, &found) != SV_OK || !found) {
         sv_err_clear();
@@ -524,8 +537,69 @@ static void provenance_sections(sv_rp_buf *b, const char *header, const char *ev
     provenance_one(b, "provenance-report", "Provenance: this report (shardvit report)", generator, 0);
 }
 
+/* The report's first bytes. An existing --out that starts with them is an earlier report: the
+ * only existing file (outside the run's inputs and checkpoints) a report replaces. */
+static const char k_head[] = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                             "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+                             "<title>shardvit report: ";
+
+static int is_report(const char *path) {
+    int fd;
+    if (sv_fileio_open_read(path, &fd, NULL) != SV_OK) {
+        sv_err_clear();
+        return 0;
+    }
+    char buf[sizeof k_head];
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof k_head - 1 && (r = read(fd, buf + n, sizeof k_head - 1 - n)) > 0) n += (size_t)r;
+    close(fd);
+    return n == sizeof k_head - 1 && !memcmp(buf, k_head, n);
+}
+
+/* out_path's rules (docs/checkpoints.md "Outputs"), checked before anything is read: the common
+ * ones (ckpt/ckpt_out.h: only a regular file is replaced, never a path in a checkpoint step
+ * directory), not inside the run's checkpoint root, not one of the report's inputs, and an
+ * existing file only when it is an earlier report. */
+static sv_status check_out(const char *run_dir, const char *trace_path, const char *out) {
+    static const char *const what = "report output";
+    SV_TRY(sv_ckpt_out_check_free(out, what));
+    char o[PATH_MAX], r[PATH_MAX], p[SV_CKPT_PATH_MAX + 32], root[SV_CKPT_PATH_MAX];
+    SV_TRY(sv_fileio_real_path(out, o));
+    ckpt_root_of(run_dir, root, sizeof root);
+    SV_TRY(sv_fileio_real_path(root, r));
+    if (sv_fileio_path_inside(o, r))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s is inside the run's checkpoint directory %s (resolved: %s): choose a path "
+                       "outside it",
+                       what, out, root, o);
+    static const char *const inputs[] = {"metrics.jsonl", "eval.json",   "confusion.csv",
+                                         "config.toml",   "classes.txt", "trace.json"};
+    for (size_t i = 0; i <= sizeof inputs / sizeof inputs[0]; i++) {
+        const char *in = p;
+        if (i < sizeof inputs / sizeof inputs[0])
+            snprintf(p, sizeof p, "%s/%s", run_dir, inputs[i]);
+        else if (!(in = trace_path))
+            break;
+        SV_TRY(sv_fileio_real_path(in, r));
+        if (!strcmp(o, r))
+            return SV_FAIL(SV_ERR_INVALID,
+                           "%s %s is the report's input %s: refusing to replace it (default output: "
+                           "RUN_DIR/report.html)",
+                           what, out, in);
+    }
+    struct stat sb;
+    if (lstat(out, &sb) == 0 && !is_report(out))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s exists and is not an earlier shardvit report: refusing to replace it "
+                       "(remove it or choose another path)",
+                       what, out);
+    return SV_OK;
+}
+
 sv_status sv_report_write(const char *run_dir, const char *trace_path, const char *out_path,
                           const char *generator_json) {
+    SV_TRY(check_out(run_dir, trace_path, out_path));
     char p[4096];
     metrics_data md;
     memset(&md, 0, sizeof md);
@@ -544,10 +618,7 @@ sv_status sv_report_write(const char *run_dir, const char *trace_path, const cha
         time_t now = time(NULL);
         char when[64];
         strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-        sv_rp_printf(&b,
-                     "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                     "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-                     "<title>shardvit report: ");
+        sv_rp_printf(&b, "%s", k_head);
         sv_rp_esc(&b, run_dir);
         sv_rp_printf(&b, "</title><style>%s</style></head><body>\n<header><h1>shardvit run report</h1><p>", k_css);
         sv_rp_esc(&b, run_dir);
@@ -581,7 +652,7 @@ sv_status sv_report_write(const char *run_dir, const char *trace_path, const cha
         sv_rp_printf(&b, "</main></body></html>\n");
         if (b.oom) st = SV_FAIL(SV_ERR_OOM, "report: out of memory building %s", out_path);
     }
-    if (st == SV_OK) st = sv_fileio_write_atomic(out_path, b.p, b.n);
+    if (st == SV_OK) st = sv_ckpt_out_write(out_path, b.p, b.n); /* fresh temporary, rename */
     free(b.p);
     for (int k = 0; k < S_N; k++) sv_rp_series_free(&md.s[k]);
     free(md.header);

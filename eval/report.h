@@ -21,7 +21,12 @@
 
 #include "core/status.h"
 
-/* Write the report for run_dir to out_path atomically. trace_path: a trace JSON to use, or NULL
+/* Write the report for run_dir to out_path through a fresh temporary renamed into place. out_path
+ * is checked first (docs/checkpoints.md "Outputs"; SV_ERR_INVALID naming it): an existing entry
+ * must be a regular file that is an earlier report (it starts as a report does), never a
+ * directory, FIFO, device or symbolic link; not inside the run's checkpoint root or any checkpoint
+ * step directory; not one of the report's inputs (metrics.jsonl, eval.json, confusion.csv,
+ * config.toml, classes.txt, trace.json, trace_path). trace_path: a trace JSON to use, or NULL
  * for RUN_DIR/trace.json when present. generator_json: the provenance object (JSON text) of the
  * process writing the report, or NULL. */
 sv_status sv_report_write(const char *run_dir, const char *trace_path, const char *out_path,

@@ -9,7 +9,15 @@ bash scripts/setup.sh
 bash scripts/build.sh
 OUT=${OUT:-runs/fashion-mnist}
 DATA=${DATA:-data-cache/fashion-mnist}
-if [ ! -f "$DATA/classes.txt" ]; then
+# prep writes its marker .shardvit-prep last and refuses a non-empty --out other than its own
+# finished import: a $DATA without the marker is an interrupted (or older) import, kept aside
+# (as the outputs below) before a new one.
+if [ ! -f "$DATA/.shardvit-prep" ]; then
+    if [ -e "$DATA" ] && [ -n "$(ls -A "$DATA" 2>/dev/null || echo x)" ]; then
+        prev="$DATA.prev-$(date +%Y%m%d-%H%M%S)"
+        mv "$DATA" "$prev"
+        echo "main job: $DATA held an unfinished or older import (no .shardvit-prep); moved it to $prev"
+    fi
     ./build/app/shardvit prep fashion-mnist --out "$DATA"
 fi
 if [ -e "$OUT" ]; then # never mix two runs' checkpoints and logs; keep the old one

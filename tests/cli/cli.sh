@@ -59,5 +59,16 @@ grep -q '^depth = 1$' "$tmp/run/config.toml" || fail "resolved config not saved"
 printf 'bogus = 1\n' >"$tmp/bad.toml"
 err=$("$SV" train --config "$tmp/bad.toml" 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && grep -q "unknown key 'bogus'" <<<"$err" || fail "bad config key: rc $rc $err"
+# a table header and a NUL byte are errors, not silently skipped / cut; control characters of a
+# bad key or flag never reach the terminal
+printf 'lr = 0.1\n[train]\nsteps = 3\n' >"$tmp/sect.toml"
+expect_usage_error "sect.toml:2: table headers ('[...]') are not supported" train --config "$tmp/sect.toml"
+printf 'lr = 0.1\0junk\n' >"$tmp/nul.toml"
+expect_usage_error "nul.toml:1: a NUL byte in the line" train --config "$tmp/nul.toml"
+printf 'lr = 0.1\n\033[31mred = 1\n' >"$tmp/esc.toml"
+err=$("$SV" train --config "$tmp/esc.toml" 2>&1 >/dev/null)
+grep -qF "unknown key '?[31mred'" <<<"$err" && ! grep -q $'\033' <<<"$err" || fail "escape in a config key reached the terminal: $(cat -v <<<"$err")"
+err=$("$SV" train --bogus$'\033[31m' 2>&1 >/dev/null)
+! grep -q $'\033' <<<"$err" || fail "escape in a flag name reached the terminal: $(cat -v <<<"$err")"
 echo "ok: config file"
 echo "cli: all passed"

@@ -184,6 +184,19 @@ int main(void) {
                     o.format = fmt ? SV_PREP_TAR : SV_PREP_FOLDER;
                     CHECK_OK(sv_prep_cifar(&o, K));
                     CHECK(o.n_train == ntr && o.n_test == nte);
+                    /* the same import again: recognised by its marker, nothing written; other options
+                     * are refused naming OUT (tests/data/prep_out.sh covers the CLI) */
+                    o.n_train = o.n_test = 0;
+                    CHECK_OK(sv_prep_cifar(&o, K));
+                    CHECK(o.reused == 1 && o.n_train == ntr && o.n_test == nte);
+                    o.quality = 80;
+                    CHECK(sv_prep_cifar(&o, K) == SV_ERR_INVALID);
+                    CHECK(strstr(sv_err_msg(), out) && strstr(sv_err_msg(), "quality 95"));
+                    int done = 1;
+                    CHECK(sv_prep_check_out(&o, K == 10 ? "cifar10" : "cifar100", &done) == SV_ERR_INVALID);
+                    o.quality = 95;
+                    CHECK_OK(sv_prep_check_out(&o, K == 10 ? "cifar10" : "cifar100", &done));
+                    CHECK(done == 1);
                     if (fmt)
                         snprintf(spec, sizeof spec, "%s/test-000000.tar", out);
                     else
@@ -196,6 +209,22 @@ int main(void) {
             free(all);
             free(labels);
         }
+    }
+    /* a missing --out is free, a non-empty one is refused before anything is written */
+    {
+        sv_prep_opts o = sv_prep_opts_default();
+        int done = 1;
+        snprintf(out, sizeof out, "%s/fresh", root);
+        o.out = out;
+        CHECK_OK(sv_prep_check_out(&o, "synthetic", &done));
+        CHECK(done == 0);
+        o.out = src; /* holds the IDX files */
+        CHECK(sv_prep_check_out(&o, "synthetic", &done) == SV_ERR_INVALID);
+        CHECK(strstr(sv_err_msg(), "is not empty") && strstr(sv_err_msg(), src));
+        o.per_class = 1;
+        o.test_per_class = 1;
+        o.width = o.height = 8;
+        CHECK(sv_prep_synthetic(&o) == SV_ERR_INVALID);
     }
     /* a truncated IDX file is a clear error */
     {

@@ -4,11 +4,13 @@
 # real CLI with real files (docs/reliability.md, docs/checkpoints.md "Outputs"). Every command
 # runs under `timeout`; a failing command must exit 1 or 2 (never a signal); the files it must
 # not touch are compared by sha256 (contents, names and file types) before and after.
-#   1. reshard: an existing OUT.tmp (not shardvit's) survives; OUT inside IN is refused; a failed
-#      reshard leaves no temporary behind;
+#   1. reshard: an existing OUT.tmp (not shardvit's) survives; OUT inside IN (the step directory
+#      or the run directory given) is refused; a failed reshard leaves no temporary behind;
 #   2. export: OUT = a shard file / index.json of the checkpoint / its root's `latest`, a FIFO, a
 #      directory, a symbolic link, a file that is not safetensors, config.json beside OUT being a
-#      directory: each refused, nothing changed; an existing OUT.tmp survives a good export;
+#      directory, a user's config.json or a lone classes.txt beside OUT: each refused, nothing
+#      changed; an existing OUT.tmp survives a good export; an index.json with a damaged tensor
+#      name or model field is refused by export and reshard, which write nothing;
 #   3. export writes classes.txt (the recorded label names) beside the weights; predict prints
 #      names, also from a directory with only model.safetensors + classes.txt (no config.json);
 #   4. predict's error for an undecodable image is not garbled; a class name with an ANSI escape
@@ -93,6 +95,10 @@ expect_fail reshard_inside "reshard output .*/sub is inside the checkpoint" \
 [ ! -e "$CK/sub" ] || fail "reshard created its output inside the checkpoint"
 expect_fail reshard_inside_dotdot "is inside the checkpoint" \
     "${SV[@]}" reshard "$CK" "$WORK/victim/checkpoints/x/../step_00000002/deeper/o" --world 1
+# IN given as the run directory: OUT beside the step directories (inside IN) is refused too
+expect_fail reshard_inside_run "reshard output .*checkpoints/step_new is inside the checkpoint .*victim" \
+    "${SV[@]}" reshard "$WORK/victim" "$WORK/victim/checkpoints/step_new" --world 2
+[ ! -e "$WORK/victim/checkpoints/step_new" ] || fail "reshard created its output inside the run directory"
 ck_intact reshard_inside
 # a failed reshard (damaged input) leaves neither OUT nor a temporary, and still not OUT.tmp's data
 cp -r "$CK" "$WORK/rs/bad"
@@ -133,6 +139,32 @@ S=$(tree_sum "$WORK/ex2")
 expect_fail export_config_dir "config.json is a directory: refusing to replace it" \
     "${SV[@]}" export "$WORK/victim" "$WORK/ex2/model.safetensors"
 [ "$(tree_sum "$WORK/ex2")" = "$S" ] || fail "export wrote something although config.json could not be written"
+# a user's config.json / classes.txt where export would write its own: never replaced (an existing
+# config.json must be a model config, an existing classes.txt must sit beside one)
+mkdir -p "$WORK/ex3" "$WORK/ex4"
+echo "my precious config" >"$WORK/ex3/config.json" && echo "mine" >"$WORK/ex3/classes.txt"
+echo "mine" >"$WORK/ex4/classes.txt"
+S=$(tree_sum "$WORK/ex3" "$WORK/ex4")
+expect_fail export_user_config "ex3/config.json exists and is not a model config.json" \
+    "${SV[@]}" export "$WORK/victim" "$WORK/ex3/model.safetensors"
+expect_fail export_user_classes "ex4/classes.txt exists but no earlier export's config.json is beside it" \
+    "${SV[@]}" export "$WORK/victim" "$WORK/ex4/model.safetensors"
+[ "$(tree_sum "$WORK/ex3" "$WORK/ex4")" = "$S" ] || fail "export replaced a user's config.json or classes.txt"
+# index.json whose tensor names or model fields were damaged (one bit each): refused by export
+# and reshard as by resume, never a file with a wrong tensor name or a config.json that does not
+# fit its weights
+for dmg in "s/blocks.0.mlp.fc1.weight/blocks.0.mlp.fc1\/weight/" 's/"img": *\([0-9]*\)/"img": 20/'; do
+    rm -rf "$WORK/dmg" && cp -r "$WORK/run" "$WORK/dmg"
+    sed -i "$dmg" "$WORK/dmg/checkpoints/step_00000002/index.json"
+    cmp -s "$WORK/dmg/checkpoints/step_00000002/index.json" "$WORK/run/checkpoints/step_00000002/index.json" &&
+        fail "the damage '$dmg' changed nothing (test set-up)"
+    expect_fail export_damaged_index "index.json: the model it records .* has tensor .*, which the checkpoint" \
+        "${SV[@]}" export "$WORK/dmg" "$WORK/dmg.safetensors"
+    [ ! -e "$WORK/dmg.safetensors" ] || fail "export of a damaged index wrote its output"
+    expect_fail reshard_damaged_index "index.json: the model it records" \
+        "${SV[@]}" reshard "$WORK/dmg" "$WORK/dmg_rs" --world 2
+    [ ! -e "$WORK/dmg_rs" ] || fail "reshard of a damaged index wrote its output"
+done
 # a good export next to someone's model.safetensors.tmp: that file survives; nothing temporary left
 mkdir -p "$WORK/w" && echo "precious" >"$WORK/w/model.safetensors.tmp"
 S=$(tree_sum "$WORK/w/model.safetensors.tmp")

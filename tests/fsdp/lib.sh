@@ -12,6 +12,8 @@ MPIEXEC=${MPIEXEC:-mpiexec}
 run() {
     local name=$1 world=$2
     shift 2
+    # a name used again starts a new run: train refuses to start over an earlier run's directory
+    case " $* " in *" --resume "*) ;; *) rm -rf "${WORK:?}/$name" ;; esac
     if ! timeout 300 "$MPIEXEC" -n "$world" "$SHARDVIT" train $TINY --out "$WORK/$name" \
         --save-params "$WORK/$name.bin" "$@" >"$WORK/$name.log" 2>&1; then
         echo "FAIL: run $name (world $world, $*) failed:"

@@ -2,8 +2,10 @@
 # The run directory (docs/checkpoints.md "Run directory"): two trainings on one --out fail fast
 # naming the other process; "/", system directories, a file, and a non-empty directory that is
 # not a run directory are refused before anything is written (their contents byte-identical);
-# new and empty directories and earlier run directories are accepted; --save-params aimed at a
-# FIFO or a directory is refused at the start, not after the training.
+# new and empty directories are accepted, an earlier run directory only to continue it
+# (--resume: a new run there is refused, the earlier run byte-identical); --resume auto refuses a
+# `latest` it cannot read and step directories without a `latest` instead of starting over;
+# --save-params aimed at a FIFO or a directory is refused at the start, not after the training.
 SHARDVIT=$1
 source "$(dirname "$0")/../faults/lib.sh"
 set -e
@@ -42,20 +44,63 @@ mkfifo "$WORK/planted/metrics.jsonl"
 refused "FIFO named metrics.jsonl in the run directory" "metrics.jsonl is a FIFO" --out "$WORK/planted"
 refused "--save-params directory" "train: --save-params .*(directory|refusing)" --out "$WORK/ok0" --save-params "$WORK/home"
 
-# accepted: a new path, an empty directory, a run directory again (fresh and --resume)
+# accepted: a new path, an empty directory, a run directory again with --resume
 mkdir "$WORK/empty"
-for out in "$WORK/new/deeper" "$WORK/empty" "$WORK/new/deeper"; do
+for out in "$WORK/new/deeper" "$WORK/empty"; do
     rc=0
-    timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 2 --out "$out" >"$WORK/ok.log" 2>&1 || rc=$?
+    timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 2 --ckpt-every 1 --out "$out" >"$WORK/ok.log" 2>&1 || rc=$?
     FAIL_LOGS=("$WORK/ok.log")
     test $rc = 0 || fail "--out $out: exit $rc"
     test -f "$out/.shardvit-run" || fail "no run marker in $out"
 done
-# a run directory written before the marker existed (config.toml + metrics.jsonl) is accepted
+# a new run in an earlier run's directory would replace its checkpoints and metrics: refused,
+# with or without its checkpoints (metrics.jsonl alone is an earlier run too)
+before=$(snap "$WORK/new/deeper")
+refused "a new run over an earlier one" "holds an earlier run \(checkpoints\).*--resume auto" --out "$WORK/new/deeper"
+test "$before" = "$(snap "$WORK/new/deeper")" || fail "the earlier run directory changed"
+timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 2 --out "$WORK/nockpt" >"$WORK/ok.log" 2>&1 ||
+    fail "a second fresh run failed"
+rm -r "$WORK/nockpt/checkpoints"
+refused "a new run over an earlier one without checkpoints" "holds an earlier run \(metrics.jsonl\)" --out "$WORK/nockpt"
+timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 3 --out "$WORK/new/deeper" --resume auto >"$WORK/ok.log" 2>&1 ||
+    { FAIL_LOGS=("$WORK/ok.log"); fail "--resume auto on the earlier run was refused"; }
+grep -q "resumed from $WORK/new/deeper/checkpoints/step_00000002" "$WORK/ok.log" ||
+    { FAIL_LOGS=("$WORK/ok.log"); fail "--resume auto did not continue the earlier run"; }
+# a run directory written before the marker existed (config.toml + shardvit's metrics.jsonl) is
+# accepted; the same two names holding someone else's files are not
 rm "$WORK/empty/.shardvit-run"
 timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 3 --out "$WORK/empty" --resume auto >"$WORK/ok.log" 2>&1 ||
     fail "an earlier run directory without the marker was refused"
-echo "accepted: new, empty, again, and an earlier run directory"
+mkdir "$WORK/lookalike"
+echo "keep" >"$WORK/lookalike/config.toml"
+echo "keep too" >"$WORK/lookalike/metrics.jsonl"
+before=$(snap "$WORK/lookalike")
+refused "config.toml + a foreign metrics.jsonl" "not a shardvit run directory .*'(config.toml|metrics.jsonl)'" \
+    --out "$WORK/lookalike" --resume auto
+test "$before" = "$(snap "$WORK/lookalike")" || fail "the look-alike directory changed"
+echo "accepted: new, empty, an earlier run directory to continue it"
+
+# --resume auto never takes an unreadable `latest`, or step directories without one, for "no
+# checkpoint": starting over would overwrite them (checkpoints and metrics.jsonl stay as they
+# were; config.toml records each invocation's flags, a refused resume's too)
+cp -a "$WORK/new/deeper" "$WORK/loop"
+rm "$WORK/loop/checkpoints/latest"
+ln -s latest "$WORK/loop/checkpoints/latest" # a link to itself
+before=$(snap "$WORK/loop/checkpoints"; sha256sum <"$WORK/loop/metrics.jsonl")
+rc=0
+timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 5 --out "$WORK/loop" --resume auto >"$WORK/loop.log" 2>&1 || rc=$?
+FAIL_LOGS=("$WORK/loop.log")
+test $rc != 0 || fail "--resume auto with a looping latest: exit 0"
+grep -q "latest: Too many levels of symbolic links" "$WORK/loop.log" || fail "the looping latest is not named"
+test "$before" = "$(snap "$WORK/loop/checkpoints"; sha256sum <"$WORK/loop/metrics.jsonl")" || fail "the run with a looping latest changed"
+rm "$WORK/loop/checkpoints/latest"
+before=$(snap "$WORK/loop/checkpoints"; sha256sum <"$WORK/loop/metrics.jsonl")
+rc=0
+timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 5 --out "$WORK/loop" --resume auto >"$WORK/loop.log" 2>&1 || rc=$?
+test $rc = 2 || fail "--resume auto with step directories but no latest: exit $rc, expected 2"
+grep -q "has step directories (step_0000000[0-9]" "$WORK/loop.log" || fail "no message naming the step directories"
+test "$before" = "$(snap "$WORK/loop/checkpoints"; sha256sum <"$WORK/loop/metrics.jsonl")" || fail "the run without latest changed"
+echo "resume auto: a looping latest and a missing latest with step directories are errors"
 
 # two trainings on one --out: the second fails within seconds and names the first
 FAIL_LOGS=("$WORK/first.log" "$WORK/second.log")
@@ -65,7 +110,8 @@ for _ in $(seq 3000); do grep -q "info step 2/" "$WORK/first.log" && break; slee
 owner=$(rank_pid "$WORK/busy" 0) || fail "the first training is not running"
 t0=$(date +%s.%N)
 rc=0
-timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 5 --out "$WORK/busy" >"$WORK/second.log" 2>&1 || rc=$?
+timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 5 --out "$WORK/busy" --resume auto >"$WORK/second.log" 2>&1 ||
+    rc=$?
 took=$(echo "$(date +%s.%N) - $t0" | bc)
 test $rc = 2 || fail "second training on a busy --out: exit $rc, expected 2"
 grep -q "run directory $WORK/busy is in use by another training (pid $owner on " "$WORK/second.log" ||

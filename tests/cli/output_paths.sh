@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Output paths of report, bench and plan follow the rules of docs/checkpoints.md "Outputs"
+# (ckpt/ckpt_out.h): a FIFO is refused without blocking, a symbolic link is refused (neither it
+# nor its target changes), nothing is written into a checkpoint step directory or over a root's
+# `latest`, report never replaces its own inputs or an existing file that is not an earlier
+# report; new paths are written, a report is re-written over an earlier one, bench --json is
+# valid JSON, and no temporaries are left behind.
+set -euo pipefail
+SV=$1
+PY=${PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+fails=0
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+# run LOG CMD...: must succeed
+run() {
+    local log=$1
+    shift
+    if ! timeout 120 "$@" >"$log" 2>&1; then
+        echo "FAIL (setup or accepted case): $*"
+        tail -20 "$log"
+        exit 1
+    fi
+}
+# refuse NAME CMD...: must exit non-zero, promptly (124 = it hung until the timeout), with a message
+refuse() {
+    local name=$1 rc=0
+    shift
+    timeout 20 "$@" >out.log 2>&1 || rc=$?
+    if [ "$rc" = 0 ]; then
+        fail "$name: accepted ($*)"
+    elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        fail "$name: hung until the timeout ($*)"
+    elif ! grep -q "refusing\|choose" out.log; then
+        fail "$name: no clear message ($*)"
+        cat out.log
+    fi
+}
+
+run prep.log "$SV" prep synthetic --out data --classes 4 --per-class 4 --test-per-class 2 --width 40 --height 32
+MODEL=(--model vit-32 --img 32 --patch 8 --dim 32 --depth 1 --heads 2 --num-classes 4)
+run train.log "$SV" train "${MODEL[@]}" --data data --batch-size 4 --steps 3 --ckpt-every 1 --threads 1 --workers 1 --out run
+STEP=run/checkpoints/step_00000003
+if [ ! -f "$STEP/index.json" ] || [ ! -f run/checkpoints/latest ]; then
+    echo "FAIL: the training run left no checkpoint"
+    exit 1
+fi
+cp "$STEP/index.json" index.copy
+cp run/checkpoints/latest latest.copy
+cp run/metrics.jsonl metrics.copy
+cp run/config.toml config.copy
+echo "the link's target" >target.copy
+# fixtures: a fresh FIFO, symbolic link and target, and the checkpoint files as they were (so
+# that each case below is checked on its own even when an earlier one failed)
+fixtures() {
+    rm -f fifo link target
+    mkfifo fifo
+    cp target.copy target
+    ln -s target link
+    cp index.copy "$STEP/index.json"
+    cp latest.copy run/checkpoints/latest
+}
+fixtures
+echo "notes the report must not destroy" >notes.txt
+cp notes.txt notes.copy
+
+BENCH=(bench "${MODEL[@]}" --batch-size 4 --steps 1 --warmup 0 --calib-seconds 0 --threads 1)
+PLAN=(plan --simulate --device cpu "${MODEL[@]}" --batch-size 4 --world 2 --strategy full_shard --param-dtype fp32)
+
+# every output flag against a FIFO, a symbolic link and a checkpoint's index.json
+check_refusals() { # NAME CMD... (the output path follows as the last argument)
+    local name=$1
+    shift
+    fixtures
+    refuse "$name FIFO" "$@" fifo
+    [ -p fifo ] || fail "$name: the FIFO is no longer a FIFO"
+    refuse "$name symlink" "$@" link
+    if [ ! -L link ] || [ "$(readlink link)" != target ]; then fail "$name: the symbolic link was replaced"; fi
+    cmp -s target target.copy || fail "$name: the link's target was changed"
+    refuse "$name index.json" "$@" "$STEP/index.json"
+    cmp -s "$STEP/index.json" index.copy || fail "$name: the checkpoint's index.json was changed"
+    refuse "$name latest" "$@" run/checkpoints/latest
+    cmp -s run/checkpoints/latest latest.copy || fail "$name: the checkpoint's latest was changed"
+    refuse "$name new file in a step dir" "$@" "$STEP/new.out"
+    [ ! -e "$STEP/new.out" ] || fail "$name: wrote a new file into a checkpoint step directory"
+}
+check_refusals "report --out" "$SV" report run --out
+check_refusals "bench --json" "$SV" "${BENCH[@]}" --json
+check_refusals "bench --trace" "$SV" "${BENCH[@]}" --trace
+check_refusals "bench --sweep-csv" "$SV" "${BENCH[@]}" --sweep batch=4 --sweep-csv
+check_refusals "bench --sweep-jsonl" "$SV" "${BENCH[@]}" --sweep batch=4 --sweep-jsonl
+check_refusals "plan --trace" "$SV" "${PLAN[@]}" --trace
+
+# report: its own inputs, the run's checkpoint root, an unrelated file
+refuse "report over metrics.jsonl" "$SV" report run --out run/metrics.jsonl
+cmp -s run/metrics.jsonl metrics.copy || fail "report: metrics.jsonl was changed"
+refuse "report over config.toml" "$SV" report run --out run/config.toml
+cmp -s run/config.toml config.copy || fail "report: config.toml was changed"
+refuse "report as eval.json" "$SV" report run --out run/eval.json
+[ ! -e run/eval.json ] || fail "report: wrote run/eval.json, an input of later reports"
+refuse "report into the checkpoint root" "$SV" report run --out run/checkpoints/report.html
+[ ! -e run/checkpoints/report.html ] || fail "report: wrote into the run's checkpoint root"
+refuse "report over an unrelated file" "$SV" report run --out notes.txt
+cmp -s notes.txt notes.copy || fail "report: notes.txt was changed"
+
+# accepted: a new path, the same path again (an earlier report is replaced), the default path
+run rep1.log "$SV" report run --out new.html
+head -c 200 new.html | grep -q "shardvit report" || fail "report: new.html is not a report"
+echo "STALE-MARKER" >>new.html
+run rep2.log "$SV" report run --out new.html
+grep -q "STALE-MARKER" new.html && fail "report: the earlier report was not replaced"
+run rep3.log "$SV" report run
+run rep4.log "$SV" report run
+[ -s run/report.html ] || fail "report: no run/report.html"
+cmp -s run/metrics.jsonl metrics.copy || fail "report: metrics.jsonl changed by a report"
+
+# accepted: bench --json to a new file is valid JSON; --sweep to new CSV / JSONL; --trace
+run bench1.log "$SV" "${BENCH[@]}" --json b.json
+"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert "img_per_s" in d' b.json ||
+    fail "bench --json: b.json is not the JSON result"
+run bench2.log "$SV" "${BENCH[@]}" --json b.json
+"$PY" -c 'import json, sys; json.load(open(sys.argv[1]))' b.json || fail "bench --json: rewritten b.json is not JSON"
+run sweep.log "$SV" "${BENCH[@]}" --sweep batch=4,8 --sweep-csv s.csv --sweep-jsonl s.jsonl
+[ "$(wc -l <s.csv)" = 3 ] || fail "bench --sweep-csv: expected a header and 2 rows"
+[ "$(wc -l <s.jsonl)" = 2 ] || fail "bench --sweep-jsonl: expected 2 lines"
+run btrace.log "$SV" "${BENCH[@]}" --trace bt.json
+"$PY" -c 'import json, sys; json.load(open(sys.argv[1]))' bt.json || fail "bench --trace: bt.json is not JSON"
+run ptrace.log "$SV" "${PLAN[@]}" --trace pt.json
+[ -s pt.json ] || fail "plan --trace: no pt.json"
+
+# nothing was left behind: no temporaries, the protected files as they were
+left=$(find . -name '*.tmp-*' -o -name '*.tmp.*' | head -5)
+[ -z "$left" ] || fail "temporaries left behind: $left"
+cmp -s "$STEP/index.json" index.copy || fail "index.json changed"
+[ -p fifo ] || fail "the FIFO changed"
+
+if [ "$fails" != 0 ]; then
+    echo "$fails check(s) failed"
+    exit 1
+fi
+echo "ok: report, bench and plan outputs follow the output rules"

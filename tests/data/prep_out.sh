@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# `shardvit prep --out DIR` writes only into a new or empty DIR (data/prep.h, docs/data.md):
+#   1. a new DIR gets the expected tree (folder and tar), classes.txt and .shardvit-prep;
+#   2. running the same prep again is "already prepared" (exit 0, nothing rewritten); other
+#      options are refused (exit 2) and the earlier output is left as it was;
+#   3. a DIR holding symlinks to files outside it (a .jpg prep would write, classes.txt, a
+#      dangling classes.txt) is refused with exit 2 naming DIR: the targets are unchanged byte for
+#      byte and nothing is created through a dangling link;
+#   4. a DIR holding a user's file, or a FIFO named classes.txt, is refused at once (exit 2,
+#      never a hang), the file / FIFO unchanged; a --out that is a file is refused;
+#   5. an import that fails half way (an IDX source without its t10k files) removes what it wrote:
+#      a DIR it created is gone, an empty DIR it was given is empty again.
+# Every case runs under `timeout`; all cases run and each failure is reported.
+# Usage: prep_out.sh SHARDVIT
+set -uo pipefail
+SHARDVIT=$1
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/shardvit-prep-out.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+export LC_ALL=C
+NFAIL=0
+fail() { echo "FAIL: $*"; NFAIL=$((NFAIL + 1)); }
+begin() { F0=$NFAIL; }                              # a case starts
+ok() { [ $NFAIL -eq $F0 ] && echo "ok $*"; return 0; } # it passed if nothing failed since begin
+SYN=(prep synthetic --classes 2 --per-class 2 --test-per-class 1 --width 28 --height 28)
+
+# run NAME CMD...: CMD's output in $WORK/NAME.log, within 30 s; sets RC
+run() {
+    local name=$1
+    shift
+    timeout -k 5 30 "$@" >"$WORK/$name.log" 2>&1
+    RC=$?
+    if [ $RC -eq 124 ] || [ $RC -eq 137 ]; then fail "$name: still running after 30 s (hang)"; fi
+}
+# refused NAME PATTERN CMD...: CMD must exit 2 with a message matching PATTERN
+refused() {
+    local name=$1 pat=$2
+    shift 2
+    run "$name" "$@"
+    [ $RC -eq 2 ] || { fail "$name: exit status $RC, want 2 (refused)"; sed 's/^/    /' "$WORK/$name.log"; }
+    grep -Eq -- "$pat" "$WORK/$name.log" || fail "$name: no message matching '$pat'"
+}
+# snap DIR: every entry's type, path, link target, size, mtime and the content of its files
+snap() {
+    (cd "$1" && find . -printf '%y %p -> %l %s %T@\n' | sort && find . -type f -print0 | sort -z |
+        xargs -0 -r sha256sum)
+}
+
+cd "$WORK" || exit 1
+
+# ---- 1. a new DIR ----------------------------------------------------------------------------
+begin
+run new "$SHARDVIT" "${SYN[@]}" --out new
+[ $RC -eq 0 ] || { fail "new: exit status $RC"; cat new.log; }
+want="./.shardvit-prep ./classes.txt ./test/class_000/00000.jpg ./test/class_001/00001.jpg \
+./train/class_000/00000.jpg ./train/class_000/00002.jpg ./train/class_001/00001.jpg ./train/class_001/00003.jpg"
+got=$(cd new 2>/dev/null && find . -type f | sort | tr '\n' ' ' | sed 's/ $//')
+[ "$got" = "$want" ] || fail "new: files '$got', want '$want'"
+[ "$(cat new/classes.txt 2>/dev/null)" = $'class_000\nclass_001' ] || fail "new: classes.txt is not class_000, class_001"
+for f in new/train/class_000/00000.jpg new/test/class_001/00001.jpg; do
+    [ "$(head -c 2 "$f" 2>/dev/null | od -An -tx1 | tr -d ' ')" = ffd8 ] || fail "new: $f is not a JPEG"
+done
+grep -qx "train 4" new/.shardvit-prep 2>/dev/null && grep -qx "test 2" new/.shardvit-prep ||
+    fail "new: .shardvit-prep does not record 4 train + 2 test images"
+run new_tar "$SHARDVIT" "${SYN[@]}" --format tar --shard-size 3 --out newtar
+[ $RC -eq 0 ] || { fail "new_tar: exit status $RC"; cat new_tar.log; }
+got=$(cd newtar 2>/dev/null && find . -type f | sort | tr '\n' ' ' | sed 's/ $//')
+want="./.shardvit-prep ./classes.txt ./test-000000.tar ./train-000000.tar ./train-000001.tar"
+[ "$got" = "$want" ] || fail "new_tar: files '$got', want '$want'"
+ok "1: a new DIR gets the folder tree / tar shards, classes.txt and .shardvit-prep"
+
+# ---- 2. running prep again -------------------------------------------------------------------
+begin
+before=$(snap new)
+sleep 0.05 # a rewrite would show in the mtimes
+run again "$SHARDVIT" "${SYN[@]}" --out new
+[ $RC -eq 0 ] || { fail "again: exit status $RC (the same prep again must be a no-op)"; cat again.log; }
+grep -q "already prepared" again.log || fail "again: no 'already prepared' message"
+[ "$(snap new)" = "$before" ] || fail "again: the earlier output was rewritten"
+refused other "new holds another prep .*'seed 0'.*'seed 7'" "$SHARDVIT" "${SYN[@]}" --seed 7 --out new
+refused other_fmt "new holds another prep" "$SHARDVIT" "${SYN[@]}" --format tar --out new
+[ "$(snap new)" = "$before" ] || fail "other: the earlier output was changed"
+before=$(snap newtar)
+run again_tar "$SHARDVIT" "${SYN[@]}" --format tar --shard-size 3 --out newtar
+[ $RC -eq 0 ] && grep -q "already prepared" again_tar.log || fail "again_tar: exit status $RC, not already prepared"
+refused other_shard "newtar holds another prep .*shard-size" "$SHARDVIT" "${SYN[@]}" --format tar --out newtar
+[ "$(snap newtar)" = "$before" ] || fail "again_tar: the earlier shards were changed"
+ok "2: the same prep again is 'already prepared', other options are refused, nothing changed"
+
+# ---- 3. symlinks inside DIR to files outside it -----------------------------------------------
+begin
+mkdir -p c/train/class_000 outside
+echo precious3 >outside/precious3.txt
+echo precious4 >outside/precious4.txt
+cp outside/precious3.txt keep3
+cp outside/precious4.txt keep4
+ln -s "$WORK/outside/precious3.txt" c/train/class_000/00002.jpg
+ln -s "$WORK/outside/precious4.txt" c/classes.txt
+refused symlinks "--out c is not empty" "$SHARDVIT" "${SYN[@]}" --out c
+cmp -s outside/precious3.txt keep3 || fail "symlinks: the target of c/train/class_000/00002.jpg was changed"
+cmp -s outside/precious4.txt keep4 || fail "symlinks: the target of c/classes.txt was changed"
+[ -L c/classes.txt ] && [ -L c/train/class_000/00002.jpg ] || fail "symlinks: a planted link was replaced"
+[ "$(cd c && find . | sort | tr '\n' ' ')" = ". ./classes.txt ./train ./train/class_000 ./train/class_000/00002.jpg " ] ||
+    fail "symlinks: prep created files in c: $(cd c && find . | tr '\n' ' ')"
+mkdir dangling
+ln -s "$WORK/outside/created.txt" dangling/classes.txt
+refused dangling "--out dangling is not empty" "$SHARDVIT" "${SYN[@]}" --out dangling
+[ ! -e outside/created.txt ] || fail "dangling: prep created a file through the dangling link"
+ok "3: symlinks in DIR refused (exit 2), their targets unchanged, nothing created through them"
+
+# ---- 4. a user's file, a FIFO, a file as --out ------------------------------------------------
+begin
+mkdir b
+echo precious >b/classes.txt
+cp b/classes.txt keepb
+refused user_file "--out b is not empty \(it holds 'classes.txt'\)" "$SHARDVIT" "${SYN[@]}" --out b
+cmp -s b/classes.txt keepb || fail "user_file: b/classes.txt was changed"
+[ "$(ls -A b)" = classes.txt ] || fail "user_file: prep created files in b: $(ls -A b | tr '\n' ' ')"
+mkdir d
+mkfifo d/classes.txt
+refused fifo "--out d is not empty" "$SHARDVIT" "${SYN[@]}" --out d
+[ -p d/classes.txt ] || fail "fifo: d/classes.txt is no longer a FIFO"
+[ "$(ls -A d)" = classes.txt ] || fail "fifo: prep created files in d: $(ls -A d | tr '\n' ' ')"
+echo precious >afile
+refused out_file "--out afile exists and is not a directory" "$SHARDVIT" "${SYN[@]}" --out afile
+[ "$(cat afile)" = precious ] || fail "out_file: afile was changed"
+ok "4: a user's file, a FIFO in DIR and a file as --out are refused at once (exit 2), unchanged"
+
+# ---- 5. a failed import removes what it wrote ---------------------------------------------------
+begin
+mkdir idx
+{
+    printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x08\x00\x00\x00\x08'
+    head -c 128 /dev/zero
+} >idx/train-images-idx3-ubyte
+printf '\x00\x00\x08\x01\x00\x00\x00\x02\x01\x02' >idx/train-labels-idx1-ubyte
+run half "$SHARDVIT" prep mnist --src idx --out half
+[ $RC -eq 1 ] || fail "half: exit status $RC, want 1 (no t10k files)"
+grep -q "t10k-images-idx3-ubyte" half.log || fail "half: the error does not name the missing t10k file"
+[ ! -e half ] || fail "half: the partial output stayed: $(find half | tr '\n' ' ')"
+mkdir half_empty
+run half_empty "$SHARDVIT" prep mnist --src idx --out half_empty
+[ $RC -eq 1 ] || fail "half_empty: exit status $RC, want 1"
+[ -d half_empty ] && [ -z "$(ls -A half_empty)" ] || fail "half_empty: not an empty directory again"
+ok "5: a failed import leaves DIR as it found it"
+
+[ $NFAIL -eq 0 ] || { echo "prep_out: $NFAIL checks failed"; exit 1; }
+echo "prep_out: all passed"

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Unreadable images in evaluation data (docs/evaluation.md "Unreadable images"): evaluation never
+# substitutes another sample for one. The ImageFolder test set of lib.sh (4 classes x 7 images)
+# gets five unreadable extras: an empty file and a PNG renamed .jpg in class 0, a truncated JPEG in
+# class 1, none in class 2, and in class 3 a JPEG whose SOF says 65535x65535 and one whose SOF
+# says 20000x20000 (over the decompression-bomb pixel limit). The weights have head.weight = 0,
+# so every prediction is the class with the largest bias and the per-class counts follow from the
+# labels alone (a substituted sample would move a count to the substitute's class).
+# - eval (world 1 and 2) fails by default: exit 1, an error naming every bad file, no eval.json /
+#   confusion.csv, well within the timeout (no rank left waiting); a single bad file that only
+#   rank 1 reads is reported by rank 0 too (the ranks agree on it);
+# - eval --skip-unreadable (world 1 and 2): exit 0, eval.json "skipped" = 5 and "skipped_files"
+#   the five names, per-class totals = the readable files per class, every count equal to the
+#   clean set's eval;
+# - eval of the clean set still works; predict of an unreadable file fails naming it; training's
+#   periodic evaluation (--val-data) follows the same rule.
+SV=$1
+source "$(dirname "$0")/lib.sh"
+fail() {
+    echo "FAIL: $*"
+    exit 1
+}
+BIAS="0.25 2.0 -1.5 0.75"
+mkdir -p "$WORK/w"
+"$EVAL_TOOL" write init "$WORK/w/model.safetensors" 32 2 2 32 8 3 4 $BIAS
+W="--weights $WORK/w/model.safetensors"
+
+# the clean set evaluates (reference for the counts below)
+for n in 1 2; do
+    run "$WORK/clean$n.log" "$MPIEXEC" -n $n "$SV" eval $W --data "$WORK/data/test" --batch-size 6 \
+        --out "$WORK/clean$n" $COMMON
+    test -s "$WORK/clean$n/eval.json" || fail "clean eval at world $n wrote no eval.json"
+done
+
+# the bad set: the clean one plus five unreadable files
+cp -r "$WORK/data/test" "$WORK/bad"
+T=$WORK/bad
+good=$(ls "$T/class_001"/*.jpg | head -1)
+: >"$T/class_000/zero.jpg"
+printf '\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x08\0\0\0\x08\x08\x02\0\0\0' >"$T/class_000/zz_png.jpg"
+head -c 100 "$good" >"$T/class_001/trunc.jpg"
+"$PY" - "$good" "$T/class_003/huge.jpg" "$T/class_003/bomb.jpg" <<'PYEOF'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+i = next(i for i in range(len(d) - 1) if d[i] == 0xFF and d[i + 1] in (0xC0, 0xC1, 0xC2))
+for path, side in ((sys.argv[2], 65535), (sys.argv[3], 20000)):
+    b = bytearray(d)
+    b[i + 5:i + 9] = struct.pack(">HH", side, side)  # SOF: height, width
+    open(path, "wb").write(bytes(b))
+PYEOF
+BAD="class_000/zero.jpg class_000/zz_png.jpg class_001/trunc.jpg class_003/huge.jpg class_003/bomb.jpg"
+test "$(find "$T" -name '*.jpg' | wc -l)" -eq 33 || fail "bad set has $(find "$T" -name '*.jpg' | wc -l) files, not 33"
+
+# expect_fail NAME TIMEOUT CMD...: CMD must exit 1 (not 0, not a timeout) within TIMEOUT seconds
+expect_fail() {
+    local name=$1 tmo=$2 rc=0 t0=$SECONDS
+    shift 2
+    timeout "$tmo" "$@" >"$WORK/$name.log" 2>&1 </dev/null || rc=$?
+    [ $rc -ne 124 ] && [ $rc -ne 137 ] || fail "$name: still running after ${tmo} s (a rank hangs?)"
+    [ $rc -eq 1 ] || {
+        tail -5 "$WORK/$name.log"
+        fail "$name: exit $rc, expected 1"
+    }
+    echo "ok: $name failed (exit 1) in $((SECONDS - t0)) s"
+}
+# names_in NAME FILE...: the log's error line names every FILE
+names_in() {
+    local name=$1 err
+    shift
+    err=$(grep 'error:' "$WORK/$name.log" | head -1)
+    [ -n "$err" ] || fail "$name: no error line"
+    for f in "$@"; do
+        [[ "$err" == *"$f"* ]] || fail "$name: the error does not name $f: $err"
+    done
+    [[ "$err" == *unreadable* ]] || fail "$name: the error does not say unreadable: $err"
+}
+
+# 1. default: fail, every rank, naming the files, no outputs
+for n in 1 2; do
+    expect_fail strict$n 90 "$MPIEXEC" -n $n "$SV" eval $W --data "$T" --batch-size 6 --out "$WORK/strict$n" $COMMON
+    names_in strict$n $BAD
+    grep -q -- '--skip-unreadable' "$WORK/strict$n.log" || fail "strict$n: the error does not name --skip-unreadable"
+    [ ! -e "$WORK/strict$n/eval.json" ] && [ ! -e "$WORK/strict$n/confusion.csv" ] ||
+        fail "strict$n: eval wrote outputs despite unreadable images"
+done
+
+# 2. one bad file that only rank 1 reads (samples 3..5 of the first global batch of 6 at 2 ranks:
+#    class_000's 4th file in name order): rank 0 reports it too, nobody hangs
+cp -r "$WORK/data/test" "$WORK/one"
+: >"$WORK/one/class_000/$(ls "$WORK/one/class_000" | sed -n 3p | sed 's/\.jpg$/a.jpg/')"
+one=$(cd "$WORK/one" && ls class_000/*a.jpg)
+[ "$(cd "$WORK/one" && ls class_000 | sed -n 4p)" = "${one#class_000/}" ] || fail "test set-up: $one is not 4th"
+rlog() { # run one rank with its output in $WORK/one.rRANK.log
+    local r=${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-x}}}
+    exec "$@" >"$WORK/one.r$r.log" 2>&1
+}
+export -f rlog
+export WORK
+expect_fail one 90 "$MPIEXEC" -n 2 bash -c 'rlog "$@"' rlog "$SV" eval $W --data "$WORK/one" --batch-size 6 \
+    --out "$WORK/one_out" $COMMON
+if [ -f "$WORK/one.r0.log" ] && [ -f "$WORK/one.r1.log" ]; then
+    grep -q "WARN data: unreadable image .*$one" "$WORK/one.r1.log" || fail "one: rank 1 did not read $one"
+    grep -q "unreadable image .*$one" "$WORK/one.r0.log" && ! grep -q "WARN data: unreadable" "$WORK/one.r0.log" ||
+        fail "one: rank 0 did not report rank 1's unreadable $one: $(grep error: "$WORK/one.r0.log")"
+    echo "ok: rank 1's unreadable file is rank 0's error too"
+else
+    fail "one: no per-rank logs (rank variable of this MPI not known: ls $(ls "$WORK" | grep one))"
+fi
+[ ! -e "$WORK/one_out/eval.json" ] || fail "one: eval.json written"
+
+# 3. --skip-unreadable: the readable images only, recorded
+for n in 1 2; do
+    run "$WORK/skip$n.log" "$MPIEXEC" -n $n "$SV" eval $W --data "$T" --batch-size 6 --out "$WORK/skip$n" \
+        --skip-unreadable $COMMON
+    grep -q "left out 5 unreadable images" "$WORK/skip$n.log" || fail "skip$n: the log does not say 5 were left out"
+done
+"$PY" - "$WORK" $BAD <<'PYEOF' || fail "--skip-unreadable counts"
+import csv, json, os, sys
+w, bad = sys.argv[1], sys.argv[2:]
+T = f"{w}/bad"
+classes = sorted(os.listdir(T))
+files = {c: sorted(f for f in os.listdir(f"{T}/{c}") if f.endswith(".jpg")) for c in classes}
+readable = [len([f for f in files[c] if f"{c}/{f}" not in bad]) for c in classes]
+assert readable == [7, 7, 7, 7] and [len(files[c]) for c in classes] == [9, 8, 7, 9], (readable, files)
+clean = json.load(open(f"{w}/clean1/eval.json"))
+for n in (1, 2):
+    e = json.load(open(f"{w}/skip{n}/eval.json"))
+    assert e["skipped"] == len(bad), (n, e["skipped"])
+    got = sorted(os.path.relpath(p, T) for p in e["skipped_files"])
+    assert got == sorted(bad), (n, got)
+    assert e["num_samples"] == sum(readable), (n, e["num_samples"])
+    assert [pc["total"] for pc in e["per_class"]] == readable, (n, e["per_class"])
+    for k in ("num_samples", "top1_correct", "top5_correct", "top1", "top5", "per_class"):
+        assert e[k] == clean[k], (n, k, e[k], clean[k])
+    assert abs(e["loss"] - clean["loss"]) <= 1e-6 * abs(clean["loss"]), (n, e["loss"], clean["loss"])
+    rows = list(csv.reader(open(f"{w}/skip{n}/confusion.csv")))[1:]
+    assert [sum(int(x) for x in r[1:]) for r in rows] == readable, (n, rows)
+for n in (1, 2):
+    assert json.load(open(f"{w}/clean{n}/eval.json"))["skipped"] == 0
+print(f"ok: --skip-unreadable at world 1 and 2: {sum(readable)} samples, per-class totals {readable} "
+      f"(files {[len(files[c]) for c in classes]}), skipped {len(bad)}, counts equal the clean set's")
+PYEOF
+
+# 4. predict of an unreadable file fails naming it (world 1 and 2)
+for n in 1 2; do
+    expect_fail predict$n 90 "$MPIEXEC" -n $n "$SV" predict $W --threads 1 "$good" "$T/class_001/trunc.jpg"
+    grep 'error:' "$WORK/predict$n.log" | grep -q 'class_001/trunc.jpg' || fail "predict$n: error does not name it"
+done
+
+# 5. training's periodic evaluation follows the rule (2 ranks)
+expect_fail train 120 "$MPIEXEC" -n 2 "$SV" train $MODEL $COMMON --data "$WORK/data/train" --val-data "$T" \
+    --eval-every 1 --steps 2 --batch-size 8 --warmup 1 --lr 1e-3 --out "$WORK/run"
+names_in train $BAD
+echo "eval_unreadable: all passed"
