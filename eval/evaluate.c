@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/trace.h"
 #include "ckpt/ckpt_meta.h"
@@ -200,6 +202,30 @@ const char *sv_eval_class_name(const sv_evaluator *e, int k, char *buf, size_t c
     return buf;
 }
 
+/* Is the existing regular file at path an earlier evaluation's output: eval.json a JSON object
+ * with "top1" and "num_samples", confusion.csv starting with its header cell? */
+static int earlier_output(const char *path, int json) {
+    char *text;
+    size_t len;
+    if (sv_fileio_read_small(path, (size_t)64 << 20, &text, &len) != SV_OK) {
+        sv_err_clear();
+        return 0;
+    }
+    int ok;
+    if (json) {
+        sv_json_doc doc;
+        ok = sv_json_parse(&doc, text, len, path, NULL) == SV_OK && sv_json_member_get(&doc.root, "top1") &&
+            sv_json_member_get(&doc.root, "num_samples");
+        sv_json_doc_free(&doc);
+        sv_err_clear();
+    } else {
+        static const char head[] = "true\\predicted,";
+        ok = len >= sizeof head - 1 && !memcmp(text, head, sizeof head - 1);
+    }
+    free(text);
+    return ok;
+}
+
 sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir) {
     char p[4096];
     static const char *const files[] = {"eval.json", "confusion.csv"};
@@ -207,6 +233,12 @@ sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir) {
         if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, files[i]) >= sizeof p)
             return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", dir);
         SV_TRY(sv_ckpt_out_check(p, ckpt_dir, 0, "eval output"));
+        /* an existing file of that name is replaced only when an evaluation wrote it */
+        if (access(p, F_OK) == 0 && !earlier_output(p, i == 0))
+            return SV_FAIL(SV_ERR_INVALID,
+                           "eval output %s exists and is not an earlier evaluation's %s: refusing to replace it; "
+                           "remove it or choose another --out",
+                           p, files[i]);
     }
     return SV_OK;
 }

@@ -124,7 +124,9 @@ sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const ch
 
 /* Could sv_eval_write_outputs write into DIR without destroying anything it did not create?
  * DIR/eval.json and DIR/confusion.csv must be regular files where they exist (never a
- * directory, FIFO, device or symbolic link), and DIR must not be inside the checkpoint step
+ * directory, FIFO, device or symbolic link) and an earlier evaluation's outputs (eval.json a JSON
+ * object with "top1" and "num_samples", confusion.csv starting with its header cell
+ * "true\predicted,"), and DIR must not be inside the checkpoint step
  * directory `ckpt_dir` being evaluated (nullable). ckpt/ckpt_out.h has the rules. Call it
  * before the evaluation so a bad --out fails in seconds, not after the pass. */
 sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir);

@@ -268,6 +268,18 @@ mkdir -p "$WORK/e5" && mkfifo "$WORK/e5/eval.json"
 expect_fail eval_out_fifo "eval.json is a FIFO: refusing to replace it" \
     "${SV[@]}" eval --ckpt "$WORK/run" --data "$WORK/set/test" --threads 1 --out "$WORK/e5"
 [ -p "$WORK/e5/eval.json" ] || fail "eval replaced a FIFO"
+# a user's eval.json / confusion.csv in --out (eval's default --out is the working directory) are
+# not replaced; an earlier evaluation's are (e4 holds one)
+mkdir -p "$WORK/e8" "$WORK/e9"
+echo '{"my": "notes"}' >"$WORK/e8/eval.json" && echo "a,b" >"$WORK/e9/confusion.csv"
+S=$(tree_sum "$WORK/e8" "$WORK/e9")
+expect_fail eval_out_user_json "e8/eval.json exists and is not an earlier evaluation's eval.json" \
+    "${SV[@]}" eval --ckpt "$WORK/run" --data "$WORK/set/test" --threads 1 --ignore-class-names --out "$WORK/e8"
+expect_fail eval_out_user_csv "e9/confusion.csv exists and is not an earlier evaluation's confusion.csv" \
+    "${SV[@]}" eval --ckpt "$WORK/run" --data "$WORK/set/test" --threads 1 --ignore-class-names --out "$WORK/e9"
+[ "$(tree_sum "$WORK/e8" "$WORK/e9")" = "$S" ] || fail "eval replaced a user's eval.json or confusion.csv"
+expect_ok eval_out_again "${SV[@]}" eval --ckpt "$WORK/run" --data "$WORK/set/test" --threads 1 \
+    --ignore-class-names --out "$WORK/e4"
 # non-finite weights: NaN in blocks.0.attn.qkv.weight[17]; -Inf in pos_embed[40] (resampled at --img 32)
 ST "$WORK/w/model.safetensors" "$WORK/nan/model.safetensors" set blocks.0.attn.qkv.weight 17 nan
 ST "$WORK/w/model.safetensors" "$WORK/inf/model.safetensors" set pos_embed 40 -inf
