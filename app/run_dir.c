@@ -19,28 +19,23 @@
 static const char *const k_system[] = {"/bin",   "/boot",   "/dev",  "/etc",  "/lib", "/lib32",
                                        "/lib64", "/libx32", "/proc", "/sbin", "/sys", "/usr"};
 
-/* The first bytes of DIR/NAME (a regular file, opened without following a link or blocking on a
- * FIFO) into buf (cap bytes, NUL-terminated); -1 when it is not a readable regular file. */
-static long head_of(const char *dir, const char *name, char *buf, size_t cap) {
-    char p[PATH_MAX];
-    buf[0] = 0;
-    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) >= sizeof p) return -1;
-    int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return -1;
-    struct stat sb;
-    ssize_t n = -1;
-    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) n = pread(fd, buf, cap - 1, 0);
-    close(fd);
-    if (n < 0) return -1;
-    buf[n] = 0;
-    return (long)n;
+/* DIR/NAME with a check on the length; NULL when it does not fit. */
+static const char *in_dir(char *p, size_t cap, const char *dir, const char *name) {
+    return (size_t)snprintf(p, cap, "%s/%s", dir, name) < cap ? p : NULL;
 }
 
 /* A metrics.jsonl that shardvit wrote starts with its header record. */
 static int metrics_is_ours(const char *dir) {
     static const char k_head[] = "{\"record\":\"header\"";
-    char buf[sizeof k_head];
-    return head_of(dir, "metrics.jsonl", buf, sizeof buf) == (long)sizeof k_head - 1 && !strcmp(buf, k_head);
+    char p[PATH_MAX];
+    return in_dir(p, sizeof p, dir, "metrics.jsonl") && sv_fileio_starts_with(p, k_head, sizeof k_head - 1);
+}
+
+/* A non-empty regular file DIR/NAME (a link is not followed). */
+static int nonempty_file(const char *dir, const char *name) {
+    char p[PATH_MAX];
+    struct stat sb;
+    return in_dir(p, sizeof p, dir, name) && lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
 }
 
 /* Does the checkpoint root `ck` hold anything (latest, step directories)? */
@@ -109,15 +104,17 @@ sv_status sv_run_dir_check(const char *dir, const char *flag, int resuming) {
     }
     if (resuming) return SV_OK;
     /* an earlier run's results: a new run would replace its checkpoints and metrics */
-    char ck[PATH_MAX], head[2];
+    char ck[PATH_MAX];
     if ((size_t)snprintf(ck, sizeof ck, ckpt_dir ? "%s" : "%s/checkpoints", dir) >= sizeof ck)
         return SV_FAIL(SV_ERR_INVALID, "%s: path too long: %.200s", flag, dir);
-    const int earlier = has_checkpoints(ck) || (!ckpt_dir && head_of(dir, "metrics.jsonl", head, sizeof head) > 0);
+    const char *earlier = has_checkpoints(ck)              ? "checkpoints"
+        : !ckpt_dir && nonempty_file(dir, "metrics.jsonl") ? "metrics.jsonl"
+                                                           : NULL;
     if (earlier)
         return SV_FAIL(SV_ERR_INVALID,
                        "%s %s holds an earlier run (%s): a new run would replace it; continue it with --resume auto, "
                        "or choose a new directory (nothing was changed)",
-                       flag, dir, has_checkpoints(ck) ? "checkpoints" : "metrics.jsonl");
+                       flag, dir, earlier);
     return SV_OK;
 }
 

@@ -173,20 +173,10 @@ static void sidecar_path(const char *st_path, const char *name, char *path, size
 }
 
 /* Is the existing file at path a model config.json, as export (and timm) write it: a JSON
- * object with an "architecture" string? Read as a regular file only (sv_ckpt_out_check has
- * refused anything else before this is called). */
+ * object with an "architecture" entry? */
 static int is_model_config(const char *path) {
-    char *text;
-    size_t len;
-    if (sv_fileio_read_small(path, (size_t)1 << 20, &text, &len) != SV_OK) return 0;
-    sv_json_doc doc;
-    int ok = sv_json_parse(&doc, text, len, path, NULL) == SV_OK;
-    const char *arch = NULL;
-    if (ok) ok = sv_json_get_str(&doc.root, "architecture", &arch, NULL) == SV_OK;
-    sv_json_doc_free(&doc);
-    free(text);
-    sv_err_clear();
-    return ok;
+    static const char *const keys[] = {"architecture"};
+    return sv_json_file_has_members(path, (size_t)1 << 20, keys, 1);
 }
 
 /* Every output of an export, checked before anything is written (ckpt/ckpt_out.h): none inside

@@ -370,3 +370,20 @@ int sv_fileio_path_inside(const char *a, const char *dir) {
     if (n == 1 && dir[0] == '/') return 1;
     return !strncmp(a, dir, n) && (a[n] == 0 || a[n] == '/');
 }
+
+int sv_fileio_starts_with(const char *path, const void *prefix, size_t n) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat sb;
+    int same = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size >= n;
+    for (size_t off = 0; same && off < n;) {
+        char buf[256];
+        size_t want = n - off < sizeof buf ? n - off : sizeof buf;
+        ssize_t r = pread(fd, buf, want, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        same = r > 0 && !memcmp(buf, (const char *)prefix + off, (size_t)r);
+        off += r > 0 ? (size_t)r : 0;
+    }
+    close(fd);
+    return same;
+}

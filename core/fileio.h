@@ -85,4 +85,10 @@ sv_status sv_fileio_remove_tree(const char *path);
  * Larger than max_bytes => SV_ERR_INVALID naming the size and limit. */
 sv_status sv_fileio_read_small(const char *path, size_t max_bytes, char **out, size_t *len);
 
+/* Does `path` name a regular file whose first n bytes are prefix[0..n)? 0 for anything else: a
+ * missing or unreadable path, a symbolic link (not followed), a directory, FIFO (the open never
+ * blocks), socket or device, a file shorter than n. No error state is left behind. For
+ * recognising a file this program wrote earlier before replacing it. */
+int sv_fileio_starts_with(const char *path, const void *prefix, size_t n);
+
 #endif

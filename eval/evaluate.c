@@ -205,25 +205,10 @@ const char *sv_eval_class_name(const sv_evaluator *e, int k, char *buf, size_t c
 /* Is the existing regular file at path an earlier evaluation's output: eval.json a JSON object
  * with "top1" and "num_samples", confusion.csv starting with its header cell? */
 static int earlier_output(const char *path, int json) {
-    char *text;
-    size_t len;
-    if (sv_fileio_read_small(path, (size_t)64 << 20, &text, &len) != SV_OK) {
-        sv_err_clear();
-        return 0;
-    }
-    int ok;
-    if (json) {
-        sv_json_doc doc;
-        ok = sv_json_parse(&doc, text, len, path, NULL) == SV_OK && sv_json_member_get(&doc.root, "top1") &&
-            sv_json_member_get(&doc.root, "num_samples");
-        sv_json_doc_free(&doc);
-        sv_err_clear();
-    } else {
-        static const char head[] = "true\\predicted,";
-        ok = len >= sizeof head - 1 && !memcmp(text, head, sizeof head - 1);
-    }
-    free(text);
-    return ok;
+    static const char *const keys[] = {"top1", "num_samples"};
+    static const char head[] = "true\\predicted,";
+    return json ? sv_json_file_has_members(path, (size_t)64 << 20, keys, 2)
+                : sv_fileio_starts_with(path, head, sizeof head - 1);
 }
 
 sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir) {

@@ -543,20 +543,6 @@ static const char k_head[] = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta cha
                              "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
                              "<title>shardvit report: ";
 
-static int is_report(const char *path) {
-    int fd;
-    if (sv_fileio_open_read(path, &fd, NULL) != SV_OK) {
-        sv_err_clear();
-        return 0;
-    }
-    char buf[sizeof k_head];
-    size_t n = 0;
-    ssize_t r;
-    while (n < sizeof k_head - 1 && (r = read(fd, buf + n, sizeof k_head - 1 - n)) > 0) n += (size_t)r;
-    close(fd);
-    return n == sizeof k_head - 1 && !memcmp(buf, k_head, n);
-}
-
 /* out_path's rules (docs/checkpoints.md "Outputs"), checked before anything is read: the common
  * ones (ckpt/ckpt_out.h: only a regular file is replaced, never a path in a checkpoint step
  * directory), not inside the run's checkpoint root, not one of the report's inputs, and an
@@ -589,7 +575,7 @@ static sv_status check_out(const char *run_dir, const char *trace_path, const ch
                            what, out, in);
     }
     struct stat sb;
-    if (lstat(out, &sb) == 0 && !is_report(out))
+    if (lstat(out, &sb) == 0 && !sv_fileio_starts_with(out, k_head, sizeof k_head - 1))
         return SV_FAIL(SV_ERR_INVALID,
                        "%s %s exists and is not an earlier shardvit report: refusing to replace it "
                        "(remove it or choose another path)",

@@ -158,6 +158,37 @@ int main(void) {
     CHECK_FAILS(sv_fileio_read_small(p, 4, &(char *){NULL}, NULL), SV_ERR_INVALID, "latest", "14 bytes",
                 "limit of 4 bytes");
 
+    sv_err_clear();
+    /* starts_with: a regular file's first bytes; never a link, FIFO (no blocking), directory or
+     * device; a shorter file or a missing path is no match */
+    snprintf(q, sizeof q, "%s/head.txt", dir);
+    CHECK_OK(sv_fileio_write_atomic(q, "{\"record\":\"header\",1}", 21));
+    CHECK(sv_fileio_starts_with(q, "{\"record\":\"header\"", 18));
+    CHECK(sv_fileio_starts_with(q, "{\"record\":\"header\",1}", 21));
+    CHECK(sv_fileio_starts_with(q, "", 0));
+    CHECK(!sv_fileio_starts_with(q, "{\"record\":\"header\",1}\n", 22)); /* longer than the file */
+    CHECK(!sv_fileio_starts_with(q, "{\"record\":\"heade?\"", 18));
+    char big[600];
+    memset(big, 'a', sizeof big);
+    snprintf(p, sizeof p, "%s/big.txt", dir);
+    CHECK_OK(sv_fileio_write_atomic(p, big, sizeof big));
+    CHECK(sv_fileio_starts_with(p, big, sizeof big)); /* more than one read */
+    big[sizeof big - 1] = 'b';
+    CHECK(!sv_fileio_starts_with(p, big, sizeof big));
+    CHECK(unlink(p) == 0);
+    snprintf(p, sizeof p, "%s/head.link", dir);
+    CHECK(symlink(q, p) == 0);
+    CHECK(!sv_fileio_starts_with(p, "{", 1));
+    CHECK(unlink(p) == 0);
+    snprintf(p, sizeof p, "%s/head.fifo", dir);
+    CHECK(mkfifo(p, 0600) == 0);
+    CHECK(!sv_fileio_starts_with(p, "", 0));
+    CHECK(unlink(p) == 0);
+    CHECK(!sv_fileio_starts_with(dir, "", 0));
+    CHECK(!sv_fileio_starts_with("/dev/zero", "", 0));
+    CHECK(!sv_fileio_starts_with(p, "", 0)); /* gone */
+    CHECK(!*sv_err_msg());                   /* no error state left behind */
+
     /* mkdir -p */
     snprintf(q, sizeof q, "%s/ckpt/step_00000100.tmp/sub", dir);
     CHECK_OK(sv_fileio_mkdirs(q, 0755));

@@ -5,6 +5,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "core/fileio.h"
 #include "core/json.h"
 #include "fmt_util.h"
 
@@ -378,7 +381,37 @@ static void test_mutations(void) {
     CHECK(parsed_ok > 100); /* some mutations stay valid and round-trip */
 }
 
+/* sv_json_file_has_members: a JSON object file holding every key; anything else is no match and
+ * leaves no error state */
+static void test_file_members(void) {
+    char dir[256], p[512];
+    fmt_tmpdir(dir, sizeof dir, "jsonfile");
+    static const char *const keys[] = {"top1", "num_samples"};
+    snprintf(p, sizeof p, "%s/eval.json", dir);
+    static const char full[] = "{\"top1\": 0.9, \"num_samples\": 10, \"x\": [1]}";
+    CHECK_OK(sv_fileio_write_atomic(p, full, strlen(full)));
+    CHECK(sv_json_file_has_members(p, 1 << 20, keys, 2));
+    CHECK(sv_json_file_has_members(p, 1 << 20, keys, 0));
+    CHECK(!sv_json_file_has_members(p, 8, keys, 2)); /* over the size limit */
+    static const char one[] = "{\"top1\": 0.9}";
+    CHECK_OK(sv_fileio_write_atomic(p, one, strlen(one)));
+    CHECK(sv_json_file_has_members(p, 1 << 20, keys, 1));
+    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, 2));
+    static const char arr[] = "[\"top1\", \"num_samples\"]";
+    CHECK_OK(sv_fileio_write_atomic(p, arr, strlen(arr)));
+    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, 0)); /* not an object */
+    static const char bad[] = "{\"top1\": 0.9, \"num_samples\": }";
+    CHECK_OK(sv_fileio_write_atomic(p, bad, strlen(bad)));
+    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, 1)); /* not JSON */
+    CHECK(!sv_json_file_has_members(dir, 1 << 20, keys, 0));
+    CHECK(unlink(p) == 0);
+    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, 0)); /* missing */
+    CHECK(!*sv_err_msg());
+    fmt_rmdir(dir);
+}
+
 int main(void) {
+    test_file_members();
     test_values();
     test_doubles();
     test_rejects();
