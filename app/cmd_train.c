@@ -1,10 +1,12 @@
 /* shardvit train: FSDP training loop (data -> micro-steps -> optimizer -> logs/outputs). */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "app/commands.h"
 #include "app/cpu_peak.h"
@@ -679,6 +681,17 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     o.flags = flags;
+    /* a relative --ckpt-dir is used, and recorded in config.toml, as an absolute path: `report`
+     * and a later `--config RUN/config.toml` find the checkpoints from any working directory */
+    char ckpt_abs[PATH_MAX], cwd[PATH_MAX];
+    if (o.ckpt_dir && o.ckpt_dir[0] && o.ckpt_dir[0] != '/') {
+        if (!getcwd(cwd, sizeof cwd))
+            return sv_cmd_usage_error("train", "--ckpt-dir %s: the working directory cannot be read (%s)", o.ckpt_dir,
+                                      strerror(errno));
+        if ((size_t)snprintf(ckpt_abs, sizeof ckpt_abs, "%s/%s", cwd, o.ckpt_dir) >= sizeof ckpt_abs)
+            return sv_cmd_usage_error("train", "--ckpt-dir %.200s: path too long", o.ckpt_dir);
+        o.ckpt_dir = ckpt_abs;
+    }
     if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic"))
         return sv_cmd_usage_error("train", "--interp: invalid value '%s' (expected bilinear or bicubic)", o.xf.interp);
     if (sv_aug_flags_check(&o.aug, o.mixup > 0 || o.cutmix > 0, o.randaug_n) != SV_OK)
