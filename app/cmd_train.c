@@ -23,6 +23,7 @@
 #include "app/aug_flags.h"
 #include "app/train_optim.h"
 #include "fsdp/optim.h"
+#include "core/fileio.h"
 #include "core/log.h"
 #include "data/loader.h"
 #include "ckpt/ckpt_out.h"
@@ -542,8 +543,8 @@ static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int worl
         SV_TRY(sv_ckpt_out_check(p, NULL, 0, "run directory file"));
     }
     snprintf(p, sizeof p, "%s/config.toml", o->out);
-    FILE *cf = fopen(p, "w");
-    if (!cf) return SV_FAIL(SV_ERR_IO, "cannot write %s: %s", p, strerror(errno));
+    FILE *cf;
+    SV_TRY(sv_fileio_fopen_write(p, 0, &cf));
     sv_flags_dump(flags, cf);
     int bad = ferror(cf);
     bad |= fclose(cf) != 0;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "app/provenance.h"
+#include "core/fileio.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/trace.h"
@@ -19,8 +20,8 @@ sv_status sv_train_log_open(sv_train_log *lg, int rank, const char *out, int app
     if (rank != 0 || !out) return SV_OK;
     if ((size_t)snprintf(lg->metrics_path, sizeof lg->metrics_path, "%s/metrics.jsonl", out) >= sizeof lg->metrics_path)
         return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", out);
-    lg->metrics = fopen(lg->metrics_path, append ? "a+" : "w"); /* a+: sv_train_log_resume reads it */
-    if (!lg->metrics) return SV_FAIL(SV_ERR_IO, "cannot write %s: %s", lg->metrics_path, strerror(errno));
+    /* append: "a+", as sv_train_log_resume reads it */
+    SV_TRY(sv_fileio_fopen_write(lg->metrics_path, append, &lg->metrics));
     if (sv_tb_open(&lg->tb, out, 0) == SV_OK)
         lg->tb_open = 1;
     else

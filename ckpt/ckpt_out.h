@@ -10,7 +10,8 @@
  *     existing file of that name is never opened), and on failure only the temporaries this
  *     process created are removed.
  * Checks and the final rename are separate steps: a concurrent process that swaps a path in
- * between is not defended against (nothing in shardvit races with itself). */
+ * between is not defended against (nothing in shardvit races with itself); files written in place
+ * open through sv_fileio_fopen_write (core/fileio.h), which never writes through a link or FIFO. */
 #ifndef SV_CKPT_CKPT_OUT_H
 #define SV_CKPT_CKPT_OUT_H
 

@@ -295,6 +295,37 @@ sv_status sv_fileio_remove_tree(const char *path) {
     return SV_OK;
 }
 
+sv_status sv_fileio_fopen_write(const char *path, int append, FILE **out) {
+    *out = NULL;
+    const int flags = O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (append ? O_RDWR | O_APPEND : O_WRONLY | O_TRUNC);
+    int fd = open(path, flags, 0666);
+    if (fd < 0) {
+        if (errno == ELOOP) return SV_FAIL(SV_ERR_INVALID, "%s is a symbolic link: refusing to write through it", path);
+        if (errno == ENXIO) return SV_FAIL(SV_ERR_INVALID, "%s is a FIFO: refusing to write to it", path);
+        return io_fail("cannot write", path, errno);
+    }
+    struct stat st;
+    int fl;
+    if (fstat(fd, &st) != 0 || (fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        return io_fail("cannot write", path, e);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return SV_FAIL(SV_ERR_INVALID, "%s is not a regular file (a FIFO, socket or device): refusing to write to it",
+                       path);
+    }
+    FILE *f = fdopen(fd, append ? "a+" : "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return io_fail("cannot write", path, e);
+    }
+    *out = f;
+    return SV_OK;
+}
+
 sv_status sv_fileio_read_small(const char *path, size_t max_bytes, char **out, size_t *len) {
     int fd = -1;
     uint64_t size = 0;

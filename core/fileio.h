@@ -13,6 +13,7 @@
 #define SV_CORE_FILEIO_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -58,6 +59,14 @@ sv_status sv_fileio_fsync_parent(const char *path);
  * FIFO, socket or device is an SV_ERR_INVALID error naming the path (a FIFO never blocks the
  * open: it is opened non-blocking and refused after fstat). */
 sv_status sv_fileio_open_read(const char *path, int *fd_out, uint64_t *size_out);
+
+/* Open `path` for writing as a stdio stream (created with mode 0666 less the umask; truncated, or
+ * with append set opened "a+": reads from the start, writes at the end). Never through a symbolic
+ * link (O_NOFOLLOW) and never a FIFO, socket or device (refused after fstat; opening a FIFO never
+ * blocks): SV_ERR_INVALID naming the path; other failures SV_ERR_IO with errno's text. For
+ * outputs whose path was checked before (ckpt/ckpt_out.h): a link or FIFO swapped in since is
+ * refused rather than written through. */
+sv_status sv_fileio_fopen_write(const char *path, int append, FILE **out);
 
 /* Atomically replace `path` with `n` bytes: write "<path>.tmp.<pid>", fsync, rename over
  * `path`, fsync the directory. A crash leaves either the old or the new content. */

@@ -76,8 +76,8 @@ static sv_status close_checked(FILE *f, const char *what, const char *path) {
 }
 
 sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
-    FILE *f = fopen(path, "w");
-    if (!f) return SV_FAIL(SV_ERR_IO, "cannot write trace part %s", path);
+    FILE *f;
+    SV_TRY(sv_fileio_fopen_write(path, 0, &f));
     fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}", t->rank, t->rank);
     fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", t->rank,
             t->rank);
@@ -108,8 +108,8 @@ sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
 }
 
 sv_status sv_trace_merge(const char *path, int world) {
-    FILE *out = fopen(path, "w");
-    if (!out) return SV_FAIL(SV_ERR_IO, "cannot write trace %s", path);
+    FILE *out;
+    SV_TRY(sv_fileio_fopen_write(path, 0, &out));
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", out);
     char part[4096];
     char buf[65536];

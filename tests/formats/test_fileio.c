@@ -3,7 +3,7 @@
  * size-limited reads, error messages naming path and errno text, a FIFO or device refused by the
  * read path (and by the trace merge, which reads through it) without blocking (alarm guard: a
  * regression fails instead of hanging); the checked arithmetic of core/checked.h. Real files in
- * a temp dir. */
+ * a temp dir; outputs opened for writing never through a link, FIFO or device. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -188,6 +188,41 @@ int main(void) {
     CHECK(!sv_fileio_starts_with("/dev/zero", "", 0));
     CHECK(!sv_fileio_starts_with(p, "", 0)); /* gone */
     CHECK(!*sv_err_msg());                   /* no error state left behind */
+
+    /* fopen_write: a regular file is truncated (or appended to, readable from the start); a
+     * symbolic link, a FIFO (with or without a reader: never blocks) and a device are refused
+     * naming the path, and nothing is written through them */
+    snprintf(q, sizeof q, "%s/out.txt", dir);
+    CHECK_OK(sv_fileio_write_atomic(q, "old content", 11));
+    FILE *wf;
+    CHECK_OK(sv_fileio_fopen_write(q, 0, &wf));
+    CHECK(fputs("new", wf) >= 0 && fclose(wf) == 0);
+    expect_content(q, "new");
+    CHECK_OK(sv_fileio_fopen_write(q, 1, &wf));
+    char rd[8] = {0};
+    CHECK(fread(rd, 1, 3, wf) == 3 && !strcmp(rd, "new"));
+    CHECK(fputs("+more", wf) >= 0 && fclose(wf) == 0);
+    expect_content(q, "new+more");
+    snprintf(p, sizeof p, "%s/out.link", dir);
+    CHECK(symlink(q, p) == 0);
+    CHECK_FAILS(sv_fileio_fopen_write(p, 0, &wf), SV_ERR_INVALID, "out.link", "symbolic link");
+    CHECK_FAILS(sv_fileio_fopen_write(p, 1, &wf), SV_ERR_INVALID, "out.link", "symbolic link");
+    CHECK(wf == NULL);
+    expect_content(q, "new+more");
+    CHECK(unlink(p) == 0);
+    snprintf(p, sizeof p, "%s/out.fifo", dir);
+    CHECK(mkfifo(p, 0600) == 0);
+    CHECK_FAILS(sv_fileio_fopen_write(p, 0, &wf), SV_ERR_INVALID, "out.fifo", "FIFO");
+    int reader = open(p, O_RDONLY | O_NONBLOCK);
+    CHECK(reader >= 0);
+    CHECK_FAILS(sv_fileio_fopen_write(p, 0, &wf), SV_ERR_INVALID, "out.fifo", "not a regular file");
+    char none[4];
+    CHECK(read(reader, none, sizeof none) == 0); /* nothing was written into it */
+    close(reader);
+    CHECK(unlink(p) == 0);
+    CHECK_FAILS(sv_fileio_fopen_write("/dev/null", 0, &wf), SV_ERR_INVALID, "/dev/null", "not a regular file");
+    snprintf(p, sizeof p, "%s/no/such/dir/out.txt", dir);
+    CHECK_FAILS(sv_fileio_fopen_write(p, 0, &wf), SV_ERR_IO, "out.txt", "No such file or directory");
 
     /* mkdir -p */
     snprintf(q, sizeof q, "%s/ckpt/step_00000100.tmp/sub", dir);
