@@ -552,6 +552,20 @@ static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int worl
     return SV_OK;
 }
 
+/* *path, when relative, becomes the working directory joined with it (in buf, PATH_MAX bytes;
+ * no link is resolved). Returns -1 to go on, else the usage-error exit code. */
+static int make_absolute(const char *flag, const char **path, char *buf) {
+    if (!*path || !**path || **path == '/') return -1;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return sv_cmd_usage_error("train", "%s %s: the working directory cannot be read (%s)", flag, *path,
+                                  strerror(errno));
+    if ((size_t)snprintf(buf, PATH_MAX, "%s/%s", cwd, *path) >= PATH_MAX)
+        return sv_cmd_usage_error("train", "%s %.200s: path too long", flag, *path);
+    *path = buf;
+    return -1;
+}
+
 int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     train_opts o = {.run = SV_RUN_OPTS_DEFAULT,
                     .data = "synthetic",
@@ -682,17 +696,13 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     o.flags = flags;
-    /* a relative --ckpt-dir is used, and recorded in config.toml, as an absolute path: `report`
-     * and a later `--config RUN/config.toml` find the checkpoints from any working directory */
-    char ckpt_abs[PATH_MAX], cwd[PATH_MAX];
-    if (o.ckpt_dir && o.ckpt_dir[0] && o.ckpt_dir[0] != '/') {
-        if (!getcwd(cwd, sizeof cwd))
-            return sv_cmd_usage_error("train", "--ckpt-dir %s: the working directory cannot be read (%s)", o.ckpt_dir,
-                                      strerror(errno));
-        if ((size_t)snprintf(ckpt_abs, sizeof ckpt_abs, "%s/%s", cwd, o.ckpt_dir) >= sizeof ckpt_abs)
-            return sv_cmd_usage_error("train", "--ckpt-dir %.200s: path too long", o.ckpt_dir);
-        o.ckpt_dir = ckpt_abs;
-    }
+    /* a relative --out or --ckpt-dir is used, and recorded in config.toml, as an absolute path:
+     * `report` finds the checkpoints from any working directory, and `--config RUN/config.toml
+     * --resume auto` continues the run in place from anywhere */
+    char out_abs[PATH_MAX], ckpt_abs[PATH_MAX];
+    if ((rc = make_absolute("--out", &o.out, out_abs)) >= 0 ||
+        (rc = make_absolute("--ckpt-dir", &o.ckpt_dir, ckpt_abs)) >= 0)
+        return rc;
     if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic"))
         return sv_cmd_usage_error("train", "--interp: invalid value '%s' (expected bilinear or bicubic)", o.xf.interp);
     if (sv_aug_flags_check(&o.aug, o.mixup > 0 || o.cutmix > 0, o.randaug_n) != SV_OK)

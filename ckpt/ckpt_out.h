@@ -10,8 +10,9 @@
  *     existing file of that name is never opened), and on failure only the temporaries this
  *     process created are removed.
  * Checks and the final rename are separate steps: a concurrent process that swaps a path in
- * between is not defended against (nothing in shardvit races with itself); files written in place
- * open through sv_fileio_fopen_write (core/fileio.h), which never writes through a link or FIFO. */
+ * between is not defended against (nothing in shardvit races with itself). Train's config.toml,
+ * metrics.jsonl and classes.txt and the --trace files open through sv_fileio_fopen_write
+ * (core/fileio.h), which never writes through a link or FIFO swapped in since the check. */
 #ifndef SV_CKPT_CKPT_OUT_H
 #define SV_CKPT_CKPT_OUT_H
 

@@ -173,10 +173,11 @@ static void sidecar_path(const char *st_path, const char *name, char *path, size
 }
 
 /* Is the existing file at path a model config.json, as export (and timm) write it: a JSON
- * object with an "architecture" entry? */
+ * object with an "architecture" string? */
 static int is_model_config(const char *path) {
     static const char *const keys[] = {"architecture"};
-    return sv_json_file_has_members(path, (size_t)1 << 20, keys, 1);
+    static const sv_json_type types[] = {SV_JSON_STRING};
+    return sv_json_file_has_members(path, (size_t)1 << 20, keys, types, 1);
 }
 
 /* Every output of an export, checked before anything is written (ckpt/ckpt_out.h): none inside

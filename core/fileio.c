@@ -295,14 +295,30 @@ sv_status sv_fileio_remove_tree(const char *path) {
     return SV_OK;
 }
 
+/* What lstat says `path` is, for an error message. */
+static const char *kind_of(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return "not a regular file";
+    return S_ISLNK(sb.st_mode) ? "a symbolic link"
+        : S_ISFIFO(sb.st_mode) ? "a FIFO"
+        : S_ISSOCK(sb.st_mode) ? "a socket"
+        : S_ISDIR(sb.st_mode)  ? "a directory"
+        : S_ISREG(sb.st_mode)  ? "a regular file"
+                               : "a device";
+}
+
 sv_status sv_fileio_fopen_write(const char *path, int append, FILE **out) {
     *out = NULL;
-    const int flags = O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (append ? O_RDWR | O_APPEND : O_WRONLY | O_TRUNC);
+    const int flags =
+        O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (append ? O_RDWR | O_APPEND : O_WRONLY | O_TRUNC);
     int fd = open(path, flags, 0666);
     if (fd < 0) {
-        if (errno == ELOOP) return SV_FAIL(SV_ERR_INVALID, "%s is a symbolic link: refusing to write through it", path);
-        if (errno == ENXIO) return SV_FAIL(SV_ERR_INVALID, "%s is a FIFO: refusing to write to it", path);
-        return io_fail("cannot write", path, errno);
+        int e = errno;
+        const char *kind = kind_of(path);
+        /* ELOOP: the path is a link (O_NOFOLLOW); ENXIO: a FIFO without a reader, or a socket */
+        if ((e == ELOOP || e == ENXIO) && strcmp(kind, "a regular file"))
+            return SV_FAIL(SV_ERR_INVALID, "%s is %s: refusing to write to it (%s)", path, kind, strerror(e));
+        return io_fail("cannot write", path, e);
     }
     struct stat st;
     int fl;
@@ -313,8 +329,7 @@ sv_status sv_fileio_fopen_write(const char *path, int append, FILE **out) {
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return SV_FAIL(SV_ERR_INVALID, "%s is not a regular file (a FIFO, socket or device): refusing to write to it",
-                       path);
+        return SV_FAIL(SV_ERR_INVALID, "%s is not a regular file (%s): refusing to write to it", path, kind_of(path));
     }
     FILE *f = fdopen(fd, append ? "a+" : "w");
     if (!f) {

@@ -698,7 +698,8 @@ JSON_OPT_GETTER(sv_json_opt_f64, double, sv_json_as_f64(v, out))
 JSON_OPT_GETTER(sv_json_opt_bool, int, sv_json_as_bool(v, out))
 JSON_OPT_GETTER(sv_json_opt_str, const char *, sv_json_as_str(v, out, NULL))
 
-int sv_json_file_has_members(const char *path, size_t max_bytes, const char *const *keys, size_t n) {
+int sv_json_file_has_members(const char *path, size_t max_bytes, const char *const *keys, const sv_json_type *types,
+                             size_t n) {
     char *text;
     size_t len;
     if (sv_fileio_read_small(path, max_bytes, &text, &len) != SV_OK) {
@@ -707,7 +708,10 @@ int sv_json_file_has_members(const char *path, size_t max_bytes, const char *con
     }
     sv_json_doc doc;
     int ok = sv_json_parse(&doc, text, len, path, NULL) == SV_OK && doc.root.type == SV_JSON_OBJECT;
-    for (size_t i = 0; ok && i < n; i++) ok = sv_json_member_get(&doc.root, keys[i]) != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        const sv_json *m = sv_json_member_get(&doc.root, keys[i]);
+        ok = m && (!types || m->type == types[i]);
+    }
     sv_json_doc_free(&doc);
     free(text);
     sv_err_clear();

@@ -87,10 +87,13 @@ sv_status sv_json_parse(sv_json_doc *doc, const char *text, size_t len, const ch
 /* Release everything the document owns; the doc becomes an empty null document. Idempotent. */
 void sv_json_doc_free(sv_json_doc *doc);
 
-/* Is the file at `path` (a regular file of at most max_bytes, read with sv_fileio_read_small) a
- * JSON object holding every one of the n member names in keys? 0 for anything else; no error
- * state is left behind. For recognising a JSON file this program wrote earlier. */
-int sv_json_file_has_members(const char *path, size_t max_bytes, const char *const *keys, size_t n);
+/* Is the file at `path` (a regular file of at most max_bytes, read with sv_fileio_read_small,
+ * which follows a symbolic link: callers refuse links first) a JSON object holding every one of
+ * the n member names in keys, member i of type types[i] (types nullable: any type)? 0 for
+ * anything else; no error state is left behind. For recognising a JSON file this program wrote
+ * earlier. */
+int sv_json_file_has_members(const char *path, size_t max_bytes, const char *const *keys, const sv_json_type *types,
+                             size_t n);
 
 /* ---- lookup (no error state; NULL when absent or when the node has the wrong type) ---- */
 const char *sv_json_type_name(sv_json_type t);

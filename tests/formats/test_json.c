@@ -381,8 +381,8 @@ static void test_mutations(void) {
     CHECK(parsed_ok > 100); /* some mutations stay valid and round-trip */
 }
 
-/* sv_json_file_has_members: a JSON object file holding every key; anything else is no match and
- * leaves no error state */
+/* sv_json_file_has_members: a JSON object file holding every key (of the given types, if any);
+ * anything else is no match and leaves no error state */
 static void test_file_members(void) {
     char dir[256], p[512];
     fmt_tmpdir(dir, sizeof dir, "jsonfile");
@@ -390,22 +390,25 @@ static void test_file_members(void) {
     snprintf(p, sizeof p, "%s/eval.json", dir);
     static const char full[] = "{\"top1\": 0.9, \"num_samples\": 10, \"x\": [1]}";
     CHECK_OK(sv_fileio_write_atomic(p, full, strlen(full)));
-    CHECK(sv_json_file_has_members(p, 1 << 20, keys, 2));
-    CHECK(sv_json_file_has_members(p, 1 << 20, keys, 0));
-    CHECK(!sv_json_file_has_members(p, 8, keys, 2)); /* over the size limit */
+    CHECK(sv_json_file_has_members(p, 1 << 20, keys, NULL, 2));
+    CHECK(sv_json_file_has_members(p, 1 << 20, keys, NULL, 0));
+    CHECK(!sv_json_file_has_members(p, 8, keys, NULL, 2)); /* over the size limit */
+    static const sv_json_type num2[] = {SV_JSON_NUMBER, SV_JSON_NUMBER}, str2[] = {SV_JSON_NUMBER, SV_JSON_STRING};
+    CHECK(sv_json_file_has_members(p, 1 << 20, keys, num2, 2));
+    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, str2, 2)); /* num_samples is not a string */
     static const char one[] = "{\"top1\": 0.9}";
     CHECK_OK(sv_fileio_write_atomic(p, one, strlen(one)));
-    CHECK(sv_json_file_has_members(p, 1 << 20, keys, 1));
-    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, 2));
+    CHECK(sv_json_file_has_members(p, 1 << 20, keys, NULL, 1));
+    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, NULL, 2));
     static const char arr[] = "[\"top1\", \"num_samples\"]";
     CHECK_OK(sv_fileio_write_atomic(p, arr, strlen(arr)));
-    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, 0)); /* not an object */
+    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, NULL, 0)); /* not an object */
     static const char bad[] = "{\"top1\": 0.9, \"num_samples\": }";
     CHECK_OK(sv_fileio_write_atomic(p, bad, strlen(bad)));
-    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, 1)); /* not JSON */
-    CHECK(!sv_json_file_has_members(dir, 1 << 20, keys, 0));
+    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, NULL, 1)); /* not JSON */
+    CHECK(!sv_json_file_has_members(dir, 1 << 20, keys, NULL, 0));
     CHECK(unlink(p) == 0);
-    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, 0)); /* missing */
+    CHECK(!sv_json_file_has_members(p, 1 << 20, keys, NULL, 0)); /* missing */
     CHECK(!*sv_err_msg());
     fmt_rmdir(dir);
 }
