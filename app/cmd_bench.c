@@ -30,6 +30,7 @@
 #include "app/run.h"
 #include "app/train_step.h"
 #include "ckpt/ckpt_out.h"
+#include "core/fileio.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/rng.h"
@@ -124,7 +125,7 @@ static sv_status write_text(const bench_opts *o, const char *text) {
     if (!buf) return SV_FAIL(SV_ERR_OOM, "--json %s: %zu bytes", o->json, n + 1);
     memcpy(buf, text, n);
     buf[n] = '\n';
-    sv_status st = sv_ckpt_out_write(o->json, buf, n + 1);
+    sv_status st = sv_fileio_write_atomic(o->json, buf, n + 1);
     free(buf);
     return st;
 }
@@ -508,7 +509,7 @@ typedef struct sweep_out {
 
 static sv_status sweep_out_open(sweep_out *s) {
     int fd;
-    SV_TRY(sv_ckpt_out_tmp_file(s->path, s->tmp, sizeof s->tmp, &fd));
+    SV_TRY(sv_fileio_tmp_file(s->path, s->tmp, sizeof s->tmp, &fd));
     if (!(s->f = fdopen(fd, "w"))) {
         int e = errno;
         close(fd);

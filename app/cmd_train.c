@@ -409,7 +409,7 @@ static sv_status finish(trainer *t) {
         size_t n = sv_vit_param_count(&r->vcfg);
         float *all = malloc(n * 4);
         sv_status st = all ? sv_fsdp_gather_full_params(&r->fsdp, all) : SV_FAIL(SV_ERR_OOM, "parameter dump");
-        if (st == SV_OK && r->rank == 0) st = sv_ckpt_out_write(o->save_params, all, n * 4);
+        if (st == SV_OK && r->rank == 0) st = sv_fileio_write_atomic(o->save_params, all, n * 4);
         free(all);
         SV_TRY(st);
     }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ckpt/ckpt_out.h"
+#include "core/fileio.h"
 
 int sv_train_ema_check(const sv_train_ema_flags *e) {
     if (e->on) return 0;
@@ -42,7 +42,7 @@ sv_status sv_train_ema_save_params(sv_run *r, const char *path) {
     sv_ema_swap(&r->fsdp);
     sv_status st = sv_fsdp_gather_full_params(&r->fsdp, all);
     sv_ema_swap(&r->fsdp);
-    if (st == SV_OK && r->rank == 0) st = sv_ckpt_out_write(path, all, n * 4);
+    if (st == SV_OK && r->rank == 0) st = sv_fileio_write_atomic(path, all, n * 4);
     free(all);
     return st;
 }

@@ -309,7 +309,7 @@ sv_status sv_ckpt_reshard(const char *in, const char *out_arg, int world) {
     sv_ckpt_reader rd;
     memset(&rd, 0, sizeof rd);
     int made = 0;
-    st = sv_ckpt_out_tmp_dir(out, tmp, sizeof tmp);
+    st = sv_fileio_tmp_dir(out, tmp, sizeof tmp);
     if (st == SV_OK) made = 1;
     if (st == SV_OK) st = sv_ckpt_reader_open(&rd, &a);
     for (int r = 0; r < world && st == SV_OK; r++) st = sv_ckpt_write_shard(&b, tmp, r, reshard_src, &rd);

@@ -139,43 +139,6 @@ sv_status sv_ckpt_out_check_free(const char *path, const char *what) {
     return SV_OK;
 }
 
-/* A name "<path>.tmp-XXXXXXXX" that differs per process, call and attempt. */
-static sv_status tmp_name(const char *path, unsigned attempt, char *tmp, size_t cap) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^
-        (uint64_t)attempt * 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
-    if ((size_t)snprintf(tmp, cap, "%s.tmp-%08x", path, (unsigned)(x & 0xFFFFFFFFu)) >= cap)
-        return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", path);
-    return SV_OK;
-}
-
-sv_status sv_ckpt_out_tmp_file(const char *path, char *tmp, size_t cap, int *fd_out) {
-    for (unsigned a = 0; a < 100; a++) {
-        SV_TRY(tmp_name(path, a, tmp, cap));
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            if (fd_out)
-                *fd_out = fd;
-            else
-                close(fd);
-            return SV_OK;
-        }
-        if (errno != EEXIST) return SV_FAIL(SV_ERR_IO, "create %s: %s", tmp, strerror(errno));
-    }
-    return SV_FAIL(SV_ERR_IO, "create a temporary file beside %s: every name tried exists", path);
-}
-
-sv_status sv_ckpt_out_tmp_dir(const char *path, char *tmp, size_t cap) {
-    for (unsigned a = 0; a < 100; a++) {
-        SV_TRY(tmp_name(path, a, tmp, cap));
-        if (mkdir(tmp, 0755) == 0) return SV_OK;
-        if (errno != EEXIST) return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", tmp, strerror(errno));
-    }
-    return SV_FAIL(SV_ERR_IO, "create a temporary directory beside %s: every name tried exists", path);
-}
-
 sv_status sv_ckpt_out_commit(const char *tmp, const char *path, int no_replace) {
     if (no_replace) {
         if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
@@ -189,19 +152,4 @@ sv_status sv_ckpt_out_commit(const char *tmp, const char *path, int no_replace) 
         return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
     }
     return sv_fileio_fsync_parent(path);
-}
-
-sv_status sv_ckpt_out_write(const char *path, const void *buf, size_t n) {
-    char tmp[PATH_MAX];
-    int fd = -1;
-    SV_TRY(sv_ckpt_out_tmp_file(path, tmp, sizeof tmp, &fd));
-    sv_status st = sv_fileio_write_all(fd, buf, n, tmp);
-    if (st == SV_OK) st = sv_fileio_fsync(fd, tmp);
-    if (close(fd) != 0 && st == SV_OK) st = SV_FAIL(SV_ERR_IO, "close %s: %s", tmp, strerror(errno));
-    if (st == SV_OK) st = sv_ckpt_out_commit(tmp, path, 0);
-    if (st != SV_OK) {
-        unlink(tmp);
-        sv_err_frame(__FILE__, __LINE__);
-    }
-    return st;
 }

@@ -37,18 +37,11 @@ int sv_ckpt_out_in_step_dir(const char *path, char *dir, size_t cap);
  * (sv_ckpt_out_in_step_dir). SV_ERR_INVALID naming the path. */
 sv_status sv_ckpt_out_check_free(const char *path, const char *what);
 
-/* Create a new empty file "<path>.tmp-XXXXXXXX" (mode 0644 less the umask) with O_EXCL next to
- * path; its name into tmp (cap bytes). fd (nullable) receives the open descriptor (write-only),
- * else it is closed. The caller owns the file (unlink it on failure). */
-sv_status sv_ckpt_out_tmp_file(const char *path, char *tmp, size_t cap, int *fd);
-/* The same for a new empty directory (mode 0755 less the umask); parents of path must exist. */
-sv_status sv_ckpt_out_tmp_dir(const char *path, char *tmp, size_t cap);
+/* Temporaries beside an output: sv_fileio_tmp_file / sv_fileio_tmp_dir (core/fileio.h); a whole
+ * small output at once: sv_fileio_write_atomic. */
 /* Rename temporary tmp over path (which sv_ckpt_out_check accepted), then fsync path's
  * directory. no_replace: fail instead of replacing an entry that appeared meanwhile (renameat2
  * RENAME_NOREPLACE; where the file system lacks it, an lstat check just before a plain rename). */
 sv_status sv_ckpt_out_commit(const char *tmp, const char *path, int no_replace);
-/* Write n bytes to a fresh temporary beside path, fsync, and commit it over path (path must have
- * passed sv_ckpt_out_check). The temporary is removed on failure. */
-sv_status sv_ckpt_out_write(const char *path, const void *buf, size_t n);
 
 #endif

@@ -244,7 +244,7 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
         t_cls[SV_CKPT_PATH_MAX + 48];
     int made_st = 0, made_wr = 0, made_cfg = 0, made_cls = 0;
     for (int a = 0; a < 100 && st == SV_OK && !made_wr; a++) {
-        st = sv_ckpt_out_tmp_file(out, t_st, sizeof t_st, NULL);
+        st = sv_fileio_tmp_file(out, t_st, sizeof t_st, NULL);
         if (st != SV_OK) break;
         made_st = 1;
         snprintf(t_wr, sizeof t_wr, "%s.tmp", t_st);
@@ -285,7 +285,7 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
     size_t len = 0;
     if (st == SV_OK) st = config_text(&idx.cfg, &idx.meta, &text, &len);
     int fd = -1;
-    if (st == SV_OK) st = sv_ckpt_out_tmp_file(cfg, t_cfg, sizeof t_cfg, &fd);
+    if (st == SV_OK) st = sv_fileio_tmp_file(cfg, t_cfg, sizeof t_cfg, &fd);
     if (st == SV_OK) {
         made_cfg = 1;
         st = sv_fileio_write_all(fd, text, len, t_cfg);
@@ -295,7 +295,7 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
     free(text);
     text = NULL;
     if (st == SV_OK && have_cls) st = classes_text(&idx.meta, &text, &len);
-    if (st == SV_OK && have_cls) st = sv_ckpt_out_tmp_file(cls, t_cls, sizeof t_cls, &fd);
+    if (st == SV_OK && have_cls) st = sv_fileio_tmp_file(cls, t_cls, sizeof t_cls, &fd);
     if (st == SV_OK && have_cls) {
         made_cls = 1;
         st = sv_fileio_write_all(fd, text, len, t_cls);

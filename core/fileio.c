@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define REMOVE_MAX_DEPTH 64
@@ -171,17 +173,49 @@ void sv_fileio_out_abort(sv_fileio_out *f) {
 
 /* ---- whole files ----------------------------------------------------------------------- */
 
-sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n) {
-    char tmp[PATH_MAX];
-    int len = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (len < 0 || (size_t)len >= sizeof tmp) return SV_FAIL(SV_ERR_INVALID, "path too long: %s", path);
-    sv_fileio_out f;
-    sv_status s = sv_fileio_out_open(&f, tmp, 0);
-    if (s != SV_OK) {
-        sv_err_frame(__FILE__, __LINE__);
-        return s;
+/* A name "<path>.tmp-XXXXXXXX" that differs per process, call and attempt. */
+static sv_status tmp_name(const char *path, unsigned attempt, char *tmp, size_t cap) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^
+        (uint64_t)attempt * 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
+    if ((size_t)snprintf(tmp, cap, "%s.tmp-%08x", path, (unsigned)(x & 0xFFFFFFFFu)) >= cap)
+        return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", path);
+    return SV_OK;
+}
+
+sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd_out) {
+    for (unsigned a = 0; a < 100; a++) {
+        SV_TRY(tmp_name(path, a, tmp, cap));
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            if (fd_out)
+                *fd_out = fd;
+            else
+                close(fd);
+            return SV_OK;
+        }
+        if (errno != EEXIST) return SV_FAIL(SV_ERR_IO, "create %s: %s", tmp, strerror(errno));
     }
-    s = sv_fileio_out_write(&f, buf, n);
+    return SV_FAIL(SV_ERR_IO, "create a temporary file beside %s: every name tried exists", path);
+}
+
+sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap) {
+    for (unsigned a = 0; a < 100; a++) {
+        SV_TRY(tmp_name(path, a, tmp, cap));
+        if (mkdir(tmp, 0755) == 0) return SV_OK;
+        if (errno != EEXIST) return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", tmp, strerror(errno));
+    }
+    return SV_FAIL(SV_ERR_IO, "create a temporary directory beside %s: every name tried exists", path);
+}
+
+sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n) {
+    sv_fileio_out f = {.fd = -1, .fail_after = g_fail_after};
+    if (strlen(path) + 16 >= sizeof f.path)
+        return SV_FAIL(SV_ERR_INVALID, "path too long (%zu bytes): %.200s...", strlen(path), path);
+    SV_TRY(sv_fileio_tmp_file(path, f.path, sizeof f.path, &f.fd));
+    sv_status s = sv_fileio_out_write(&f, buf, n);
     if (s == SV_OK) s = sv_fileio_out_sync(&f);
     if (s != SV_OK) {
         sv_fileio_out_abort(&f);
@@ -189,9 +223,10 @@ sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n) {
         return s;
     }
     s = sv_fileio_out_close(&f);
-    if (s == SV_OK && rename(tmp, path) != 0) s = SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
+    if (s == SV_OK && rename(f.path, path) != 0)
+        s = SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", f.path, path, strerror(errno));
     if (s != SV_OK) {
-        unlink(tmp);
+        unlink(f.path);
         sv_err_frame(__FILE__, __LINE__);
         return s;
     }

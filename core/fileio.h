@@ -68,8 +68,19 @@ sv_status sv_fileio_open_read(const char *path, int *fd_out, uint64_t *size_out)
  * refused rather than written through. */
 sv_status sv_fileio_fopen_write(const char *path, int append, FILE **out);
 
-/* Atomically replace `path` with `n` bytes: write "<path>.tmp.<pid>", fsync, rename over
- * `path`, fsync the directory. A crash leaves either the old or the new content. */
+/* Create a new empty file "<path>.tmp-XXXXXXXX" (a name that differs per process, call and
+ * attempt; mode 0644 less the umask) with O_EXCL next to path, so that an existing entry of that
+ * name, a symbolic link included, is never opened; its name into tmp (cap bytes). fd (nullable)
+ * receives the open descriptor (write-only), else it is closed. The caller owns the file (unlink
+ * it on failure). */
+sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd);
+/* The same for a new empty directory (mode 0755 less the umask); parents of path must exist. */
+sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap);
+
+/* Atomically replace `path` with `n` bytes: write a fresh temporary beside it
+ * (sv_fileio_tmp_file), fsync, rename over `path`, fsync the directory. A crash leaves either
+ * the old or the new content (and possibly the temporary); a failure removes the temporary.
+ * Honours the write-fault injection of sv_fileio_out. */
 sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n);
 
 /* mkdir -p with `mode` for created directories; existing directories are fine, an existing

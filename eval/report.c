@@ -638,7 +638,7 @@ sv_status sv_report_write(const char *run_dir, const char *trace_path, const cha
         sv_rp_printf(&b, "</main></body></html>\n");
         if (b.oom) st = SV_FAIL(SV_ERR_OOM, "report: out of memory building %s", out_path);
     }
-    if (st == SV_OK) st = sv_ckpt_out_write(out_path, b.p, b.n); /* fresh temporary, rename */
+    if (st == SV_OK) st = sv_fileio_write_atomic(out_path, b.p, b.n); /* fresh temporary, rename */
     free(b.p);
     for (int k = 0; k < S_N; k++) sv_rp_series_free(&md.s[k]);
     free(md.header);

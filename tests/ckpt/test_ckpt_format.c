@@ -181,10 +181,10 @@ static void test_out_rules(const char *root) {
     CHECK(sv_ckpt_out_check(p, NULL, 1, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "already exists"));
     /* temporaries: fresh names, never an existing file; commit without replace keeps the target */
     snprintf(p, sizeof p, "%s/out/file", root);
-    CHECK_OK(sv_ckpt_out_tmp_file(p, t1, sizeof t1, NULL));
-    CHECK_OK(sv_ckpt_out_tmp_file(p, t2, sizeof t2, NULL));
+    CHECK_OK(sv_fileio_tmp_file(p, t1, sizeof t1, NULL));
+    CHECK_OK(sv_fileio_tmp_file(p, t2, sizeof t2, NULL));
     CHECK(strcmp(t1, t2) && !strncmp(t1, p, strlen(p)) && access(t1, F_OK) == 0 && access(t2, F_OK) == 0);
-    CHECK_OK(sv_ckpt_out_write(p, "new", 3));
+    CHECK_OK(sv_fileio_write_atomic(p, "new", 3));
     CHECK(sv_ckpt_out_commit(t1, p, 1) != SV_OK);
     char *text;
     size_t len;
@@ -194,9 +194,9 @@ static void test_out_rules(const char *root) {
     CHECK_OK(sv_ckpt_out_commit(t1, p, 0)); /* replacing a regular file: allowed */
     unlink(t2);
     snprintf(p, sizeof p, "%s/out/d", root);
-    CHECK_OK(sv_ckpt_out_tmp_dir(p, t1, sizeof t1));
+    CHECK_OK(sv_fileio_tmp_dir(p, t1, sizeof t1));
     CHECK_OK(sv_ckpt_out_commit(t1, p, 1));
-    CHECK_OK(sv_ckpt_out_tmp_dir(p, t2, sizeof t2));
+    CHECK_OK(sv_fileio_tmp_dir(p, t2, sizeof t2));
     CHECK(sv_ckpt_out_commit(t2, p, 1) != SV_OK); /* an empty directory OUT is not replaced either */
     CHECK(rmdir(t2) == 0);
 }

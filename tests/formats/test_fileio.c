@@ -120,7 +120,7 @@ int main(void) {
     /* simulated ENOSPC: the replace fails, the old content survives, the temp file is gone */
     sv_fileio_inject_write_fault(5);
     CHECK_FAILS(sv_fileio_write_atomic(p, "step_00000300\n", 14), SV_ERR_IO, "No space left on device",
-                SV_FILEIO_FAULT_ENV, "latest.tmp.");
+                SV_FILEIO_FAULT_ENV, "latest.tmp-");
     expect_content(p, "step_00000200\n");
     CHECK(count_entries(dir) == 1);
     /* the budget is per file and counts bytes: exactly 5 bytes land in a streamed file */
