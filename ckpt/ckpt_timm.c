@@ -238,28 +238,11 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
     sidecar_path(out, "classes.txt", cls, sizeof cls);
     sv_status st = check_export_outputs(dir, out, cfg, have_cls ? cls : NULL);
     /* Staging: every output goes to a fresh temporary of our own first ("<name>.tmp-XXXXXXXX",
-     * O_EXCL); the safetensors writer adds ".tmp" to the name it is given, so that name is
-     * reserved with O_EXCL too. Only then are they renamed into place. */
-    char t_st[SV_CKPT_PATH_MAX + 48], t_wr[SV_CKPT_PATH_MAX + 64], t_cfg[SV_CKPT_PATH_MAX + 48],
-        t_cls[SV_CKPT_PATH_MAX + 48];
-    int made_st = 0, made_wr = 0, made_cfg = 0, made_cls = 0;
-    for (int a = 0; a < 100 && st == SV_OK && !made_wr; a++) {
-        st = sv_fileio_tmp_file(out, t_st, sizeof t_st, NULL);
-        if (st != SV_OK) break;
-        made_st = 1;
-        snprintf(t_wr, sizeof t_wr, "%s.tmp", t_st);
-        int fd = open(t_wr, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            close(fd);
-            made_wr = 1;
-        } else if (errno == EEXIST) {
-            unlink(t_st); /* ours; try another name */
-            made_st = 0;
-        } else {
-            st = SV_FAIL(SV_ERR_IO, "create %s: %s", t_wr, strerror(errno));
-        }
-    }
-    if (st == SV_OK && !made_wr) st = SV_FAIL(SV_ERR_IO, "create a temporary file beside %s", out);
+     * O_EXCL; the safetensors writer stages its own file the same way and renames it onto t_st).
+     * Only then are they renamed into place. */
+    char t_st[SV_CKPT_PATH_MAX + 48], t_cfg[SV_CKPT_PATH_MAX + 48], t_cls[SV_CKPT_PATH_MAX + 48];
+    int made_st = 0, made_cfg = 0, made_cls = 0;
+    if (st == SV_OK && (st = sv_fileio_tmp_file(out, t_st, sizeof t_st, NULL)) == SV_OK) made_st = 1;
     export_ctx c = {.dtype = dtype, .kind = ema ? SV_CKPT_EMA : SV_CKPT_MASTER};
     sv_st_entry *ents = calloc((size_t)idx.n_tensors, sizeof *ents);
     c.tmp = malloc((size_t)4 << 21); /* the writer asks for <= 4 MiB: <= 2 Mi bf16 elements */
@@ -272,9 +255,7 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
         snprintf(step, sizeof step, "%lld", (long long)idx.state.step);
         const char *meta[] = {"format",         "pt",         "shardvit_step",    step,
                               "shardvit_model", idx.cfg.name, "shardvit_weights", "ema"};
-        st = sv_safetensors_write(t_st, ents, (size_t)idx.n_tensors, meta, ema ? 4 : 3, export_fill,
-                                  &c); /* t_wr -> t_st */
-        if (st == SV_OK) made_wr = 0;  /* renamed onto t_st by the writer */
+        st = sv_safetensors_write(t_st, ents, (size_t)idx.n_tensors, meta, ema ? 4 : 3, export_fill, &c);
         sv_ckpt_reader_close(&c.rd);
     }
     if (st == SV_OK && !idx.meta.xform.present)
@@ -308,7 +289,6 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
     if (st == SV_OK && (st = sv_ckpt_out_commit(t_cfg, cfg, 0)) == SV_OK) made_cfg = 0;
     if (st == SV_OK && have_cls && (st = sv_ckpt_out_commit(t_cls, cls, 0)) == SV_OK) made_cls = 0;
     /* On failure remove exactly the temporaries created above. */
-    if (made_wr) unlink(t_wr);
     if (made_st) unlink(t_st);
     if (made_cfg) unlink(t_cfg);
     if (made_cls) unlink(t_cls);

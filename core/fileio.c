@@ -210,11 +210,18 @@ sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap) {
     return SV_FAIL(SV_ERR_IO, "create a temporary directory beside %s: every name tried exists", path);
 }
 
-sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n) {
-    sv_fileio_out f = {.fd = -1, .fail_after = g_fail_after};
-    if (strlen(path) + 16 >= sizeof f.path)
+sv_status sv_fileio_out_open_tmp(sv_fileio_out *f, const char *path) {
+    f->fd = -1;
+    f->written = 0;
+    f->fail_after = g_fail_after;
+    if (strlen(path) + 16 >= sizeof f->path)
         return SV_FAIL(SV_ERR_INVALID, "path too long (%zu bytes): %.200s...", strlen(path), path);
-    SV_TRY(sv_fileio_tmp_file(path, f.path, sizeof f.path, &f.fd));
+    return sv_fileio_tmp_file(path, f->path, sizeof f->path, &f->fd);
+}
+
+sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n) {
+    sv_fileio_out f;
+    SV_TRY(sv_fileio_out_open_tmp(&f, path));
     sv_status s = sv_fileio_out_write(&f, buf, n);
     if (s == SV_OK) s = sv_fileio_out_sync(&f);
     if (s != SV_OK) {

@@ -36,6 +36,9 @@ typedef struct sv_fileio_out {
 /* Create/truncate `path` for writing (mode 0644). exclusive != 0: fail with SV_ERR_IO if the
  * file exists (O_EXCL). Path longer than the struct holds => SV_ERR_INVALID. */
 sv_status sv_fileio_out_open(sv_fileio_out *f, const char *path, int exclusive);
+/* Open a fresh temporary beside `path` for writing (sv_fileio_tmp_file: "<path>.tmp-XXXXXXXX",
+ * O_EXCL); f->path holds its name, to be renamed over `path` once written and synced. */
+sv_status sv_fileio_out_open_tmp(sv_fileio_out *f, const char *path);
 /* Write all n bytes (EINTR and short writes handled). */
 sv_status sv_fileio_out_write(sv_fileio_out *f, const void *buf, size_t n);
 /* fsync the file's data and metadata. */

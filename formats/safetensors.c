@@ -519,10 +519,9 @@ sv_status sv_safetensors_write(const char *path, const sv_st_entry *entries, siz
         sv_err_frame(__FILE__, __LINE__);
         return s;
     }
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     sv_fileio_out out;
-    s = sv_fileio_out_open(&out, tmp, 0);
+    s = sv_fileio_out_open_tmp(&out, path); /* a fresh "<path>.tmp-XXXXXXXX" */
+    const char *tmp = out.path;
     if (s == SV_OK) {
         s = write_body(&out, hdr, hlen, entries, n, fill, ctx);
         if (s == SV_OK) s = sv_fileio_out_sync(&out);

@@ -117,7 +117,8 @@ typedef struct sv_st_entry {
  * chunks of at most 4 MiB, only for entries whose `data` is NULL. */
 typedef sv_status (*sv_st_fill_fn)(void *ctx, size_t index, uint64_t byte_off, void *buf, size_t n);
 
-/* Write `path` atomically (to "<path>.tmp", fsync, rename, fsync the directory): the header
+/* Write `path` atomically (to a fresh "<path>.tmp-XXXXXXXX" created with O_EXCL, so no existing
+ * file is opened; fsync, rename, fsync the directory): the header
  * from entries[0..n) and metadata pairs meta_kv[2*i] -> meta_kv[2*i+1] (n_meta pairs; none:
  * meta_kv may be NULL), then the data. Names must be unique and non-empty and must not be
  * "__metadata__". `fill`/`ctx` are needed only if some entry has data == NULL. */

@@ -173,6 +173,16 @@ expect_ok export_again "${SV[@]}" export "$WORK/run" "$WORK/w/model.safetensors"
 [ "$(tree_sum "$WORK/w/model.safetensors.tmp")" = "$S" ] || fail "export destroyed an existing model.safetensors.tmp"
 no_tmp_left "$WORK/w" export
 ck_intact export
+# the same for train --dump-logits (the safetensors writer's own temporary): a foreign
+# logits.safetensors.tmp survives
+mkdir -p "$WORK/dl" && echo "precious" >"$WORK/dl/logits.safetensors.tmp"
+S=$(tree_sum "$WORK/dl/logits.safetensors.tmp")
+expect_ok dump_logits "${SV[@]}" train $ARGS --steps 0 --data synthetic --synth-samples 8 \
+    --dump-logits "$WORK/dl/logits.safetensors"
+[ -s "$WORK/dl/logits.safetensors" ] || fail "train --dump-logits wrote no file"
+[ "$(tree_sum "$WORK/dl/logits.safetensors.tmp")" = "$S" ] ||
+    fail "train --dump-logits destroyed an existing logits.safetensors.tmp"
+no_tmp_left "$WORK/dl" dump_logits
 echo "ok export_outputs: refused outputs changed nothing; a foreign OUT.tmp survives; no temporaries left"
 
 # ---- 3. classes.txt beside the weights; predict prints names ------------------------------------
