@@ -515,6 +515,10 @@ static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
 /* Rank 0, before training: --out and --ckpt-dir pass the run-directory rules and are locked
  * (app/run_dir.h), config.toml records the resolved flags. */
 static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int world, sv_run_lock locks[2]) {
+    const char *bad_flag = o->out ? sv_flags_unrecordable(flags) : NULL;
+    if (bad_flag)
+        return SV_FAIL(SV_ERR_INVALID, "--%s: the value holds a line break, which config.toml cannot record: rename it",
+                       bad_flag);
     if (o->out) {
         SV_TRY(sv_run_dir_check(o->out, "--out", o->resume != NULL));
         SV_TRY(sv_run_dir_lock(o->out, &locks[0]));

@@ -78,30 +78,44 @@ bad:
 #define CONFIG_MAX_BYTES ((size_t)1 << 20)
 
 /* One line of a config file (NUL-terminated, modified in place): blank, comment, or key = value
- * with an optional pair of quotes around the value. A TOML table header ("[name]") is an error:
- * the keys are flags of one command, and a header would suggest a scope that does not exist. */
+ * with an optional pair of quotes around the value. A quoted value runs to the last quote of its
+ * kind that only blanks or a comment follow, so it may hold '#' and quotes (config.toml writes
+ * every string so); an unquoted value ends at '#'. A TOML table header ("[name]") is an
+ * error: the keys are flags of one command, and a header would suggest a scope that does not
+ * exist. */
 static int config_line(const char *cmd, sv_flag *flags, const char *path, int lineno, char *s) {
-    char *hash = strchr(s, '#');
-    if (hash) *hash = 0;
     while (isspace((unsigned char)*s)) s++;
-    size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
-    if (!n) return 0; /* blank line or comment */
+    if (!*s || *s == '#') return 0; /* blank line or comment */
     if (s[0] == '[')
         return sv_cmd_usage_error(cmd,
                                   "--config %s:%d: table headers ('[...]') are not supported: write every key at "
                                   "the top level",
                                   path, lineno);
     char *eq = strchr(s, '=');
-    if (!eq) return sv_cmd_usage_error(cmd, "--config %s:%d: expected 'key = value'", path, lineno);
+    char *hash = strchr(s, '#');
+    if (!eq || (hash && hash < eq))
+        return sv_cmd_usage_error(cmd, "--config %s:%d: expected 'key = value'", path, lineno);
     char *k = s, *ke = eq;
     while (ke > k && isspace((unsigned char)ke[-1])) ke--;
     char *v = eq + 1;
     while (isspace((unsigned char)*v)) v++;
-    size_t vl = strlen(v);
-    if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
-        v[vl - 1] = 0;
+    if (*v == '"' || *v == '\'') {
+        /* the closing quote: the last one of its kind that only blanks or a comment follow */
+        char *close = NULL;
+        for (char *q = strchr(v + 1, *v); q; q = strchr(q + 1, *v)) {
+            const char *rest = q + 1;
+            while (isspace((unsigned char)*rest)) rest++;
+            if (!*rest || *rest == '#') close = q;
+        }
+        if (!close)
+            return sv_cmd_usage_error(cmd, "--config %s:%d: the quoted value has no closing quote (or text follows it)",
+                                      path, lineno);
+        *close = 0;
         v++;
+    } else {
+        if ((hash = strchr(v, '#'))) *hash = 0;
+        size_t vl = strlen(v);
+        while (vl && isspace((unsigned char)v[vl - 1])) v[--vl] = 0;
     }
     for (char *p = k; p < ke; p++)
         if (*p == '_') *p = '-';
@@ -217,6 +231,12 @@ void sv_flags_dump(const sv_flag *flags, FILE *out) {
         case SV_FLAG_BOOL: fprintf(out, "%s = %s\n", f->name, *(int *)f->ptr ? "true" : "false"); break;
         }
     }
+}
+
+const char *sv_flags_unrecordable(const sv_flag *flags) {
+    for (const sv_flag *f = flags; f->name; f++)
+        if (f->type == SV_FLAG_STR && *(const char **)f->ptr && strpbrk(*(const char **)f->ptr, "\n\r")) return f->name;
+    return NULL;
 }
 
 void sv_flags_dump_json(const sv_flag *flags, sv_json_writer *w) {

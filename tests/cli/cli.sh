@@ -70,5 +70,20 @@ err=$("$SV" train --config "$tmp/esc.toml" 2>&1 >/dev/null)
 grep -qF "unknown key '?[31mred'" <<<"$err" && ! grep -q $'\033' <<<"$err" || fail "escape in a config key reached the terminal: $(cat -v <<<"$err")"
 err=$("$SV" train --bogus$'\033[31m' 2>&1 >/dev/null)
 ! grep -q $'\033' <<<"$err" || fail "escape in a flag name reached the terminal: $(cat -v <<<"$err")"
+# config.toml reads back what it recorded: a path with '#' and quotes (a comment after a quoted
+# value still allowed); a value with a line break is refused before anything is written
+mkdir -p "$tmp/a#b\"c"
+"$SV" train --config "$tmp/run.toml" --steps 1 --out "$tmp/a#b\"c/run" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train into a#b\"c"; }
+"$SV" train --config "$tmp/a#b\"c/run/config.toml" --steps 2 --resume auto >"$tmp/log2" 2>&1 ||
+    { cat "$tmp/log2"; fail "--config of a path with # and a quote"; }
+grep -qF "resumed from $tmp/a#b\"c/run/checkpoints/step_00000001" "$tmp/log2" || fail "config.toml did not read back its --out"
+printf 'model = "vit-28" # the "small" one\ndepth = 1 # one block\n' >"$tmp/cmt.toml"
+"$SV" train --config "$tmp/cmt.toml" --dim 24 --heads 2 --batch-size 16 --steps 0 --synth-samples 64 >"$tmp/log3" 2>&1 ||
+    { cat "$tmp/log3"; fail "comments after values"; }
+printf 'model = "vit-28\n' >"$tmp/open.toml"
+expect_usage_error "open.toml:1: the quoted value has no closing quote" train --config "$tmp/open.toml"
+err=$("$SV" train --config "$tmp/run.toml" --steps 1 --out "$tmp/line"$'\n'"break" 2>&1 >/dev/null) && fail "a line break in --out was accepted"
+grep -q "line break, which config.toml cannot record" <<<"$err" || fail "line break in --out: $err"
+[ ! -e "$tmp/line"$'\n'"break" ] || fail "the refused --out was created"
 echo "ok: config file"
 echo "cli: all passed"
