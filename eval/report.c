@@ -166,9 +166,11 @@ static void ckpt_root_of(const char *run_dir, char *root, size_t cap) {
     if (sv_rp_exists(p) && sv_fileio_read_small(p, 1 << 20, &cfg, &len) == SV_OK) {
         const char *k = strstr(cfg, "\nckpt-dir = \"");
         if (!k && !strncmp(cfg, "ckpt-dir = \"", 12)) k = cfg - 1;
-        if (k) {
+        if (k) { /* the value runs to the line's last quote (app/flags.h: config.toml quotes strings) */
             k += 13;
-            const char *q = strchr(k, '"');
+            const char *nl = strchr(k, '\n'), *q = NULL;
+            for (const char *p2 = k; *p2 && (!nl || p2 < nl); p2++)
+                if (*p2 == '"') q = p2;
             if (q && (size_t)(q - k) < cap) snprintf(root, cap, "%.*s", (int)(q - k), k);
         }
     }

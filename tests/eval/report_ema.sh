@@ -20,26 +20,27 @@ run "$WORK/report2.log" "$SV" report "$WORK/run2" --out "$WORK/report2.html"
 # a relative --out / --ckpt-dir is recorded as an absolute path in config.toml: a report made
 # from another working directory still knows the run's checkpoint root and refuses to write
 # into it, and the run's own config.toml continues it in place from there
-mkdir -p "$WORK/cwd" "$WORK/elsewhere"
-(cd "$WORK/cwd" && run "$WORK/train3.log" "$SV" train $MODEL $COMMON --data "$WORK/data/train" \
+RUNS="$WORK/c\"w#d" # config.toml records paths with quotes and #
+mkdir -p "$RUNS" "$WORK/elsewhere"
+(cd "$RUNS" && run "$WORK/train3.log" "$SV" train $MODEL $COMMON --data "$WORK/data/train" \
     --val-data "$WORK/data/test" --steps 3 --batch-size 8 --warmup 1 --out run3 --ckpt-dir ck3)
-CWD=$(cd "$WORK/cwd" && pwd -P)
+CWD=$(cd "$RUNS" && pwd -P)
 for kv in "out = \"$CWD/run3\"" "ckpt-dir = \"$CWD/ck3\""; do
-    grep -Fqx "$kv" "$WORK/cwd/run3/config.toml" ||
-        { echo "FAIL: config.toml does not record $kv"; grep "^out\|^ckpt-dir" "$WORK/cwd/run3/config.toml"; exit 1; }
+    grep -Fqx "$kv" "$RUNS/run3/config.toml" ||
+        { echo "FAIL: config.toml does not record $kv"; grep "^out\|^ckpt-dir" "$RUNS/run3/config.toml"; exit 1; }
 done
 rc=0
-(cd "$WORK/elsewhere" && timeout 60 "$SV" report "$WORK/cwd/run3" --out "$WORK/cwd/ck3/report.html") \
+(cd "$WORK/elsewhere" && timeout 60 "$SV" report "$RUNS/run3" --out "$RUNS/ck3/report.html") \
     >"$WORK/report3.log" 2>&1 || rc=$?
-if [ "$rc" = 0 ] || ! grep -q "inside the run's checkpoint directory" "$WORK/report3.log" || [ -e "$WORK/cwd/ck3/report.html" ]; then
+if [ "$rc" = 0 ] || ! grep -q "inside the run's checkpoint directory" "$WORK/report3.log" || [ -e "$RUNS/ck3/report.html" ]; then
     echo "FAIL: a report made elsewhere wrote into the run's relative --ckpt-dir (exit $rc)"
     cat "$WORK/report3.log"
     exit 1
 fi
-(cd "$WORK/elsewhere" && run "$WORK/report4.log" "$SV" report "$WORK/cwd/run3" --out report3.html)
-(cd "$WORK/elsewhere" && run "$WORK/train4.log" "$SV" train --config "$WORK/cwd/run3/config.toml" --steps 4 \
+(cd "$WORK/elsewhere" && run "$WORK/report4.log" "$SV" report "$RUNS/run3" --out report3.html)
+(cd "$WORK/elsewhere" && run "$WORK/train4.log" "$SV" train --config "$RUNS/run3/config.toml" --steps 4 \
     --resume auto)
-grep -q "resumed from $CWD/ck3/step_00000003" "$WORK/train4.log" || { echo "FAIL: --config did not resume in place"; exit 1; }
+grep -qF "resumed from $CWD/ck3/step_00000003" "$WORK/train4.log" || { echo "FAIL: --config did not resume in place"; exit 1; }
 [ ! -e "$WORK/elsewhere/run3" ] && [ ! -e "$WORK/elsewhere/ck3" ] ||
     { echo "FAIL: --config from elsewhere wrote a second run directory"; ls -R "$WORK/elsewhere"; exit 1; }
 echo "report_ema: ok"
