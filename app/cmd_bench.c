@@ -143,7 +143,7 @@ static sv_status check_outputs(const bench_opts *o, int world) {
         char p[4096];
         for (int r = 0; r < world; r++) {
             snprintf(p, sizeof p, "%s.rank%d", o->run.trace, r);
-            SV_TRY(sv_ckpt_out_check_free(p, "--trace part"));
+            SV_TRY(sv_ckpt_out_check(p, NULL, 1, "--trace part"));
         }
     }
     return SV_OK;
@@ -499,7 +499,7 @@ static sv_status train_once(bench_opts *o, const sv_proc *proc, sv_json_writer *
     return st;
 }
 
-/* A --sweep-csv / --sweep-jsonl file: rows go to a fresh temporary beside path (ckpt/ckpt_out.h),
+/* A --sweep-csv / --sweep-jsonl file: rows go to a fresh temporary beside path (core/fileio.h),
  * renamed over path when the sweep ends. */
 typedef struct sweep_out {
     const char *path, *flag;

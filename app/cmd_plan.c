@@ -96,7 +96,7 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
             char part[4096];
             snprintf(part, sizeof part, "%s.rank0", o.trace);
             sv_status ts = sv_ckpt_out_check_free(o.trace, "--trace");
-            if (ts == SV_OK) ts = sv_ckpt_out_check_free(part, "--trace part");
+            if (ts == SV_OK) ts = sv_ckpt_out_check(part, NULL, 1, "--trace part");
             if (ts != SV_OK) return sv_cmd_usage_error("plan", "%s", sv_err_msg());
         }
         sa.sim.run = o;

@@ -515,10 +515,6 @@ static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
 /* Rank 0, before training: --out and --ckpt-dir pass the run-directory rules and are locked
  * (app/run_dir.h), config.toml records the resolved flags. */
 static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int world, sv_run_lock locks[2]) {
-    const char *bad_flag = o->out ? sv_flags_unrecordable(flags) : NULL;
-    if (bad_flag)
-        return SV_FAIL(SV_ERR_INVALID, "--%s: the value holds a line break, which config.toml cannot record: rename it",
-                       bad_flag);
     if (o->out) {
         SV_TRY(sv_run_dir_check(o->out, "--out", o->resume != NULL));
         SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
@@ -537,7 +533,7 @@ static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int worl
         SV_TRY(sv_ckpt_out_check_free(o->run.trace, "--trace"));
         for (int r = 0; r < world; r++) {
             snprintf(p, sizeof p, "%s.rank%d", o->run.trace, r);
-            SV_TRY(sv_ckpt_out_check_free(p, "--trace part"));
+            SV_TRY(sv_ckpt_out_check(p, NULL, 1, "--trace part"));
         }
     }
     if (!o->out) return SV_OK;
@@ -548,7 +544,7 @@ static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int worl
     }
     snprintf(p, sizeof p, "%s/config.toml", o->out);
     FILE *cf;
-    SV_TRY(sv_fileio_fopen_write(p, 0, &cf));
+    SV_TRY(sv_fileio_fopen_write(p, SV_FILEIO_TRUNC, &cf));
     sv_flags_dump(flags, cf);
     int bad = ferror(cf);
     bad |= fclose(cf) != 0;

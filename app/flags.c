@@ -10,6 +10,7 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/kv.h"
 
 static sv_flag *find(sv_flag *flags, const char *name, size_t len) {
     for (sv_flag *f = flags; f->name; f++)
@@ -77,46 +78,15 @@ bad:
 
 #define CONFIG_MAX_BYTES ((size_t)1 << 20)
 
-/* One line of a config file (NUL-terminated, modified in place): blank, comment, or key = value
- * with an optional pair of quotes around the value. A quoted value runs to the last quote of its
- * kind that only blanks or a comment follow, so it may hold '#' and quotes (config.toml writes
- * every string so); an unquoted value ends at '#'. A TOML table header ("[name]") is an
- * error: the keys are flags of one command, and a header would suggest a scope that does not
- * exist. */
+/* One line of a config file (NUL-terminated, modified in place), in the "key = value" subset of
+ * core/kv.h (the one config.toml is written in, so a run's config.toml reads back as written). */
 static int config_line(const char *cmd, sv_flag *flags, const char *path, int lineno, char *s) {
-    while (isspace((unsigned char)*s)) s++;
-    if (!*s || *s == '#') return 0; /* blank line or comment */
-    if (s[0] == '[')
-        return sv_cmd_usage_error(cmd,
-                                  "--config %s:%d: table headers ('[...]') are not supported: write every key at "
-                                  "the top level",
-                                  path, lineno);
-    char *eq = strchr(s, '=');
-    char *hash = strchr(s, '#');
-    if (!eq || (hash && hash < eq))
-        return sv_cmd_usage_error(cmd, "--config %s:%d: expected 'key = value'", path, lineno);
-    char *k = s, *ke = eq;
-    while (ke > k && isspace((unsigned char)ke[-1])) ke--;
-    char *v = eq + 1;
-    while (isspace((unsigned char)*v)) v++;
-    if (*v == '"' || *v == '\'') {
-        /* the closing quote: the last one of its kind that only blanks or a comment follow */
-        char *close = NULL;
-        for (char *q = strchr(v + 1, *v); q; q = strchr(q + 1, *v)) {
-            const char *rest = q + 1;
-            while (isspace((unsigned char)*rest)) rest++;
-            if (!*rest || *rest == '#') close = q;
-        }
-        if (!close)
-            return sv_cmd_usage_error(cmd, "--config %s:%d: the quoted value has no closing quote (or text follows it)",
-                                      path, lineno);
-        *close = 0;
-        v++;
-    } else {
-        if ((hash = strchr(v, '#'))) *hash = 0;
-        size_t vl = strlen(v);
-        while (vl && isspace((unsigned char)v[vl - 1])) v[--vl] = 0;
-    }
+    char *k, *v;
+    const char *err = NULL;
+    int r = sv_kv_parse_line(s, &k, &v, &err);
+    if (r < 0) return sv_cmd_usage_error(cmd, "--config %s:%d: %s", path, lineno, err);
+    if (!r) return 0; /* blank line or comment */
+    char *ke = k + strlen(k);
     for (char *p = k; p < ke; p++)
         if (*p == '_') *p = '-';
     sv_flag *f = find(flags, k, (size_t)(ke - k));
@@ -226,17 +196,11 @@ void sv_flags_dump(const sv_flag *flags, FILE *out) {
         case SV_FLAG_I64: fprintf(out, "%s = %lld\n", f->name, *(long long *)f->ptr); break;
         case SV_FLAG_DOUBLE: fprintf(out, "%s = %.17g\n", f->name, *(double *)f->ptr); break;
         case SV_FLAG_STR:
-            if (*(const char **)f->ptr) fprintf(out, "%s = \"%s\"\n", f->name, *(const char **)f->ptr);
+            if (*(const char **)f->ptr) sv_kv_write_str(out, f->name, *(const char **)f->ptr);
             break;
         case SV_FLAG_BOOL: fprintf(out, "%s = %s\n", f->name, *(int *)f->ptr ? "true" : "false"); break;
         }
     }
-}
-
-const char *sv_flags_unrecordable(const sv_flag *flags) {
-    for (const sv_flag *f = flags; f->name; f++)
-        if (f->type == SV_FLAG_STR && *(const char **)f->ptr && strpbrk(*(const char **)f->ptr, "\n\r")) return f->name;
-    return NULL;
 }
 
 void sv_flags_dump_json(const sv_flag *flags, sv_json_writer *w) {

@@ -51,12 +51,9 @@ int sv_cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((for
 /* Print the help text of a subcommand. */
 void sv_flags_help(const sv_cmd_spec *spec, const sv_flag *flags, FILE *out);
 
-/* Print the resolved configuration (every flag and its value) as "key = value" lines, strings
- * in double quotes; `--config` reads them back (a string may hold quotes and '#'). */
+/* Print the resolved configuration (every flag and its value) as "key = value" lines (core/kv.h:
+ * strings as escaped basic strings), which `--config` reads back unchanged. */
 void sv_flags_dump(const sv_flag *flags, FILE *out);
-/* The name of the first string flag whose value holds a line break (which a "key = value" line
- * cannot record), or NULL. */
-const char *sv_flags_unrecordable(const sv_flag *flags);
 
 /* The same as one JSON object {"name": value, ...} in table order (unset strings are null). */
 struct sv_json_writer;

@@ -21,7 +21,7 @@ sv_status sv_train_log_open(sv_train_log *lg, int rank, const char *out, int app
     if ((size_t)snprintf(lg->metrics_path, sizeof lg->metrics_path, "%s/metrics.jsonl", out) >= sizeof lg->metrics_path)
         return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", out);
     /* append: "a+", as sv_train_log_resume reads it */
-    SV_TRY(sv_fileio_fopen_write(lg->metrics_path, append, &lg->metrics));
+    SV_TRY(sv_fileio_fopen_write(lg->metrics_path, append ? SV_FILEIO_APPEND : SV_FILEIO_TRUNC, &lg->metrics));
     if (sv_tb_open(&lg->tb, out, 0) == SV_OK)
         lg->tb_open = 1;
     else

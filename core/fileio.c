@@ -349,13 +349,15 @@ static const char *kind_of(const char *path) {
                                : "a device";
 }
 
-sv_status sv_fileio_fopen_write(const char *path, int append, FILE **out) {
+sv_status sv_fileio_fopen_write(const char *path, int mode, FILE **out) {
     *out = NULL;
-    const int flags =
-        O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (append ? O_RDWR | O_APPEND : O_WRONLY | O_TRUNC);
+    const int append = mode == SV_FILEIO_APPEND;
+    const int flags = O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+        (append ? O_RDWR | O_APPEND : O_WRONLY | (mode == SV_FILEIO_NEW ? O_EXCL : O_TRUNC));
     int fd = open(path, flags, 0666);
     if (fd < 0) {
         int e = errno;
+        if (e == EEXIST) return SV_FAIL(SV_ERR_INVALID, "%s already exists: refusing to replace it", path);
         const char *kind = kind_of(path);
         /* ELOOP: the path is a link (O_NOFOLLOW); ENXIO: a FIFO without a reader, or a socket */
         if ((e == ELOOP || e == ENXIO) && strcmp(kind, "a regular file"))

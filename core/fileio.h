@@ -12,6 +12,7 @@
 #ifndef SV_CORE_FILEIO_H
 #define SV_CORE_FILEIO_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -30,7 +31,7 @@ typedef struct sv_fileio_out {
     int fd;             /* -1 when closed */
     uint64_t written;   /* bytes written so far */
     int64_t fail_after; /* fault injection budget, -1 = off */
-    char path[1024];
+    char path[PATH_MAX + 32];
 } sv_fileio_out;
 
 /* Create/truncate `path` for writing (mode 0644). exclusive != 0: fail with SV_ERR_IO if the
@@ -63,13 +64,16 @@ sv_status sv_fileio_fsync_parent(const char *path);
  * open: it is opened non-blocking and refused after fstat). */
 sv_status sv_fileio_open_read(const char *path, int *fd_out, uint64_t *size_out);
 
-/* Open `path` for writing as a stdio stream (created with mode 0666 less the umask; truncated, or
- * with append set opened "a+": reads from the start, writes at the end). Never through a symbolic
+#define SV_FILEIO_TRUNC 0  /* create or truncate */
+#define SV_FILEIO_APPEND 1 /* create or open "a+": reads from the start, writes at the end */
+#define SV_FILEIO_NEW 2    /* create; an existing entry of that name is an error (O_EXCL) */
+/* Open `path` for writing as a stdio stream (created with mode 0666 less the umask), mode one of
+ * SV_FILEIO_TRUNC / _APPEND / _NEW. Never through a symbolic
  * link (O_NOFOLLOW) and never a FIFO, socket or device (refused after fstat; opening a FIFO never
  * blocks): SV_ERR_INVALID naming the path; other failures SV_ERR_IO with errno's text. For
  * outputs whose path was checked before (ckpt/ckpt_out.h): a link or FIFO swapped in since is
  * refused rather than written through. */
-sv_status sv_fileio_fopen_write(const char *path, int append, FILE **out);
+sv_status sv_fileio_fopen_write(const char *path, int mode, FILE **out);
 
 /* Create a new empty file "<path>.tmp-XXXXXXXX" (a name that differs per process, call and
  * attempt; mode 0644 less the umask) with O_EXCL next to path, so that an existing entry of that

@@ -77,7 +77,7 @@ static sv_status close_checked(FILE *f, const char *what, const char *path) {
 
 sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
     FILE *f;
-    SV_TRY(sv_fileio_fopen_write(path, 0, &f));
+    SV_TRY(sv_fileio_fopen_write(path, SV_FILEIO_NEW, &f)); /* a part is always a new file */
     fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}", t->rank, t->rank);
     fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", t->rank,
             t->rank);
@@ -109,7 +109,7 @@ sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
 
 sv_status sv_trace_merge(const char *path, int world) {
     FILE *out;
-    SV_TRY(sv_fileio_fopen_write(path, 0, &out));
+    SV_TRY(sv_fileio_fopen_write(path, SV_FILEIO_TRUNC, &out));
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", out);
     char part[4096];
     char buf[65536];

@@ -188,7 +188,7 @@ sv_status sv_dataset_read(const sv_dataset *d, size_t i, uint8_t **buf, size_t *
 
 sv_status sv_classes_write_names(const char *path, const char *const *names, int n) {
     FILE *f;
-    SV_TRY(sv_fileio_fopen_write(path, 0, &f));
+    SV_TRY(sv_fileio_fopen_write(path, SV_FILEIO_TRUNC, &f));
     for (int k = 0; k < n; k++) fprintf(f, "%s\n", names[k]);
     if (fclose(f) != 0) return SV_FAIL(SV_ERR_IO, "%s: write failed", path);
     return SV_OK;
@@ -196,7 +196,7 @@ sv_status sv_classes_write_names(const char *path, const char *const *names, int
 
 sv_status sv_classes_write(const char *path, const sv_dataset *d) {
     FILE *f;
-    SV_TRY(sv_fileio_fopen_write(path, 0, &f));
+    SV_TRY(sv_fileio_fopen_write(path, SV_FILEIO_TRUNC, &f));
     for (int k = 0; k < d->K; k++) fprintf(f, "%s\n", sv_dataset_class_name(d, k));
     if (fclose(f) != 0) return SV_FAIL(SV_ERR_IO, "%s: write failed", path);
     return SV_OK;

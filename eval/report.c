@@ -13,6 +13,7 @@
 
 #include "ckpt/ckpt_out.h"
 #include "core/fileio.h"
+#include "core/kv.h"
 #include "core/json.h"
 #include "eval/report_svg.h"
 #include "ckpt/checkpoint.h"
@@ -159,22 +160,10 @@ static int describe_xform(const sv_json *x, char *out, size_t cap) {
  * RUN_DIR/checkpoints. */
 static void ckpt_root_of(const char *run_dir, char *root, size_t cap) {
     char p[SV_CKPT_PATH_MAX + 32];
-    snprintf(root, cap, "%s/checkpoints", run_dir);
+    int found = 0;
     snprintf(p, sizeof p, "%s/config.toml", run_dir);
-    char *cfg = NULL;
-    size_t len;
-    if (sv_rp_exists(p) && sv_fileio_read_small(p, 1 << 20, &cfg, &len) == SV_OK) {
-        const char *k = strstr(cfg, "\nckpt-dir = \"");
-        if (!k && !strncmp(cfg, "ckpt-dir = \"", 12)) k = cfg - 1;
-        if (k) { /* the value runs to the line's last quote (app/flags.h: config.toml quotes strings) */
-            k += 13;
-            const char *nl = strchr(k, '\n'), *q = NULL;
-            for (const char *p2 = k; *p2 && (!nl || p2 < nl); p2++)
-                if (*p2 == '"') q = p2;
-            if (q && (size_t)(q - k) < cap) snprintf(root, cap, "%.*s", (int)(q - k), k);
-        }
-    }
-    free(cfg);
+    if (!sv_rp_exists(p) || sv_kv_file_get(p, "ckpt-dir", root, cap, &found) != SV_OK || !found)
+        snprintf(root, cap, "%s/checkpoints", run_dir);
     sv_err_clear();
 }
 

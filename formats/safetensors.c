@@ -526,10 +526,10 @@ sv_status sv_safetensors_write(const char *path, const sv_st_entry *entries, siz
         s = write_body(&out, hdr, hlen, entries, n, fill, ctx);
         if (s == SV_OK) s = sv_fileio_out_sync(&out);
         if (s == SV_OK) s = sv_fileio_out_close(&out);
-        if (s != SV_OK) {
-            sv_fileio_out_abort(&out);
+        if (s != SV_OK && out.fd >= 0)
+            sv_fileio_out_abort(&out); /* closes and unlinks the temporary */
+        else if (s != SV_OK)
             unlink(tmp);
-        }
     }
     sv_json_writer_free(&w);
     if (s == SV_OK && rename(tmp, path) != 0) {

@@ -131,6 +131,14 @@ run btrace.log "$SV" "${BENCH[@]}" --trace bt.json
 "$PY" -c 'import json, sys; json.load(open(sys.argv[1]))' bt.json || fail "bench --trace: bt.json is not JSON"
 run ptrace.log "$SV" "${PLAN[@]}" --trace pt.json
 [ -s pt.json ] || fail "plan --trace: no pt.json"
+# a file of a trace part's name ("<trace>.rank<r>", written and removed by the merge) is not
+# someone else's to replace: bench, plan and train refuse it at start-up and it survives
+echo "my notes" >mine.json.rank0
+refuse "bench --trace part" "$SV" "${BENCH[@]}" --trace mine.json
+refuse "plan --trace part" "$SV" "${PLAN[@]}" --trace mine.json
+refuse "train --trace part" "$SV" train "${MODEL[@]}" --data data --batch-size 4 --steps 1 --threads 1 --trace mine.json
+[ "$(cat mine.json.rank0)" = "my notes" ] || fail "a file named like a trace part was replaced"
+[ ! -e mine.json ] || fail "a refused --trace wrote its output"
 
 # nothing was left behind: no temporaries, the protected files as they were
 left=$(find . -name '*.tmp-*' -o -name '*.tmp.*' | head -5)

@@ -25,7 +25,8 @@ mkdir -p "$RUNS" "$WORK/elsewhere"
 (cd "$RUNS" && run "$WORK/train3.log" "$SV" train $MODEL $COMMON --data "$WORK/data/train" \
     --val-data "$WORK/data/test" --steps 3 --batch-size 8 --warmup 1 --out run3 --ckpt-dir ck3)
 CWD=$(cd "$RUNS" && pwd -P)
-for kv in "out = \"$CWD/run3\"" "ckpt-dir = \"$CWD/ck3\""; do
+Q=${CWD//\"/\\\"} # as config.toml writes it (core/kv.h: a quote is escaped)
+for kv in "out = \"$Q/run3\"" "ckpt-dir = \"$Q/ck3\""; do
     grep -Fqx "$kv" "$RUNS/run3/config.toml" ||
         { echo "FAIL: config.toml does not record $kv"; grep "^out\|^ckpt-dir" "$RUNS/run3/config.toml"; exit 1; }
 done

@@ -117,6 +117,19 @@ int main(void) {
     expect_content(p, "step_00000200\n");
     CHECK(count_entries(dir) == 1);
 
+    /* a link planted at the temporary name an atomic write once used ("<path>.tmp.<pid>") is
+     * neither followed nor replaced: temporaries are fresh O_EXCL names */
+    char victim[600], planted[600];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    CHECK_OK(sv_fileio_write_atomic(victim, "keep", 4));
+    snprintf(planted, sizeof planted, "%s.tmp.%ld", p, (long)getpid());
+    CHECK(symlink(victim, planted) == 0);
+    CHECK_OK(sv_fileio_write_atomic(p, "step_00000200\n", 14));
+    expect_content(victim, "keep");
+    expect_content(p, "step_00000200\n");
+    CHECK(unlink(planted) == 0 && unlink(victim) == 0);
+    CHECK(count_entries(dir) == 1);
+
     /* simulated ENOSPC: the replace fails, the old content survives, the temp file is gone */
     sv_fileio_inject_write_fault(5);
     CHECK_FAILS(sv_fileio_write_atomic(p, "step_00000300\n", 14), SV_ERR_IO, "No space left on device",
@@ -194,34 +207,42 @@ int main(void) {
     snprintf(q, sizeof q, "%s/out.txt", dir);
     CHECK_OK(sv_fileio_write_atomic(q, "old content", 11));
     FILE *wf;
-    CHECK_OK(sv_fileio_fopen_write(q, 0, &wf));
+    CHECK_OK(sv_fileio_fopen_write(q, SV_FILEIO_TRUNC, &wf));
     CHECK(fputs("new", wf) >= 0 && fclose(wf) == 0);
     expect_content(q, "new");
-    CHECK_OK(sv_fileio_fopen_write(q, 1, &wf));
+    CHECK_OK(sv_fileio_fopen_write(q, SV_FILEIO_APPEND, &wf));
     char rd[8] = {0};
     CHECK(fread(rd, 1, 3, wf) == 3 && !strcmp(rd, "new"));
     CHECK(fputs("+more", wf) >= 0 && fclose(wf) == 0);
     expect_content(q, "new+more");
+    CHECK_FAILS(sv_fileio_fopen_write(q, SV_FILEIO_NEW, &wf), SV_ERR_INVALID, "out.txt", "already exists");
+    expect_content(q, "new+more");
+    snprintf(p, sizeof p, "%s/out.new", dir);
+    CHECK_OK(sv_fileio_fopen_write(p, SV_FILEIO_NEW, &wf));
+    CHECK(fputs("x", wf) >= 0 && fclose(wf) == 0);
+    expect_content(p, "x");
+    CHECK(unlink(p) == 0);
     snprintf(p, sizeof p, "%s/out.link", dir);
     CHECK(symlink(q, p) == 0);
-    CHECK_FAILS(sv_fileio_fopen_write(p, 0, &wf), SV_ERR_INVALID, "out.link", "symbolic link");
-    CHECK_FAILS(sv_fileio_fopen_write(p, 1, &wf), SV_ERR_INVALID, "out.link", "symbolic link");
+    CHECK_FAILS(sv_fileio_fopen_write(p, SV_FILEIO_TRUNC, &wf), SV_ERR_INVALID, "out.link", "symbolic link");
+    CHECK_FAILS(sv_fileio_fopen_write(p, SV_FILEIO_APPEND, &wf), SV_ERR_INVALID, "out.link", "symbolic link");
     CHECK(wf == NULL);
     expect_content(q, "new+more");
     CHECK(unlink(p) == 0);
     snprintf(p, sizeof p, "%s/out.fifo", dir);
     CHECK(mkfifo(p, 0600) == 0);
-    CHECK_FAILS(sv_fileio_fopen_write(p, 0, &wf), SV_ERR_INVALID, "out.fifo", "FIFO");
+    CHECK_FAILS(sv_fileio_fopen_write(p, SV_FILEIO_TRUNC, &wf), SV_ERR_INVALID, "out.fifo", "FIFO");
     int reader = open(p, O_RDONLY | O_NONBLOCK);
     CHECK(reader >= 0);
-    CHECK_FAILS(sv_fileio_fopen_write(p, 0, &wf), SV_ERR_INVALID, "out.fifo", "not a regular file");
+    CHECK_FAILS(sv_fileio_fopen_write(p, SV_FILEIO_TRUNC, &wf), SV_ERR_INVALID, "out.fifo", "not a regular file");
     char none[4];
     CHECK(read(reader, none, sizeof none) == 0); /* nothing was written into it */
     close(reader);
     CHECK(unlink(p) == 0);
-    CHECK_FAILS(sv_fileio_fopen_write("/dev/null", 0, &wf), SV_ERR_INVALID, "/dev/null", "not a regular file");
+    CHECK_FAILS(sv_fileio_fopen_write("/dev/null", SV_FILEIO_TRUNC, &wf), SV_ERR_INVALID, "/dev/null",
+                "not a regular file");
     snprintf(p, sizeof p, "%s/no/such/dir/out.txt", dir);
-    CHECK_FAILS(sv_fileio_fopen_write(p, 0, &wf), SV_ERR_IO, "out.txt", "No such file or directory");
+    CHECK_FAILS(sv_fileio_fopen_write(p, SV_FILEIO_TRUNC, &wf), SV_ERR_IO, "out.txt", "No such file or directory");
     alarm(0);
 
     /* mkdir -p */
