@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 static const struct {
     const char *name;
@@ -66,15 +67,24 @@ sv_status sv_preempt_parse(const char *spec, sv_preempt *out) {
     return SV_OK;
 }
 
-/* First signal: remember it. Second: the default action, now (a user who insists, or a
- * scheduler's final warning). Only async-signal-safe calls here. */
+static struct timespec g_first; /* when the first signal arrived (written before g_received) */
+
+/* First signal: remember it. A repeat within SV_PREEMPT_REPEAT_S is the same event delivered
+ * twice (Ctrl-C or `kill -- -PGID` reach mpiexec and the ranks, and mpiexec forwards it again):
+ * ignored. A later one: the default action, now (a user who insists, or a scheduler's final
+ * warning). Only async-signal-safe calls here (clock_gettime is one). */
 static void on_signal(int sig) {
-    if (g_received) {
-        signal(sig, SIG_DFL);
-        raise(sig);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!g_received) {
+        g_first = now;
+        g_received = sig;
         return;
     }
-    g_received = sig;
+    double since = (double)(now.tv_sec - g_first.tv_sec) + 1e-9 * (double)(now.tv_nsec - g_first.tv_nsec);
+    if (since < SV_PREEMPT_REPEAT_S) return;
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 sv_status sv_preempt_install(const sv_preempt *p) {

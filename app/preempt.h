@@ -7,7 +7,10 @@
  * next step boundary, where all ranks agree on it in one small all-reduce: every rank finishes
  * the step it is in, saves a checkpoint, flushes its logs and the process exits with
  * SV_EXIT_PREEMPTED. A second signal of the set restores the default action and re-raises it:
- * the process ends at once (mpiexec then ends the other ranks).
+ * the process ends at once (mpiexec then ends the other ranks) — unless it comes within
+ * SV_PREEMPT_REPEAT_S of the first: then it is the same event delivered twice (a terminal's
+ * Ctrl-C or a `kill -- -PGID` reaches the ranks directly and again through mpiexec) and is
+ * ignored.
  *
  * Handlers are installed with SA_RESTART, so system calls that the signal interrupts resume. */
 #ifndef SV_APP_PREEMPT_H
@@ -18,6 +21,8 @@
 /* Exit status of a run that stopped on a preemption signal after saving its checkpoint:
  * EX_TEMPFAIL of sysexits.h ("try again later"): resume it with `--resume auto`. */
 #define SV_EXIT_PREEMPTED 75
+/* A repeat of a preemption signal sooner than this many seconds after the first is ignored. */
+#define SV_PREEMPT_REPEAT_S 1.0
 
 #define SV_PREEMPT_MAX_SIGNALS 8
 

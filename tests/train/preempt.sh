@@ -126,24 +126,41 @@ cmp "$WORK/one.bin" "$WORK/ref.bin" || fail "signal to one rank: resumed paramet
 steps_once one
 echo "one rank signalled: stopped after step 8 on both ranks, resumed bitwise"
 
-# a second signal: the default action at once, nothing saved. Long steps (batch 384) so that
+# the same signal delivered twice at once (as a terminal's Ctrl-C or `kill -- -PGID` does: to
+# mpiexec, which forwards it, and to every rank directly): one preemption, stopped and saved
+FAIL_LOGS=("$WORK/dup.log")
+"$MPIEXEC" -n 2 "$SHARDVIT" train --model vit-28 --batch-size 64 --synth-samples 2000 --workers 1 --steps 400 \
+    --log-every 1 --out "$WORK/dup" >"$WORK/dup.log" 2>&1 &
+pid=$!
+for _ in $(seq 3000); do grep -q "info step 3/" "$WORK/dup.log" && break; sleep 0.01; done
+r0=$(rank_pid "$WORK/dup" 0) || fail "rank 0 of the run not found"
+r1=$(rank_pid "$WORK/dup" 1) || fail "rank 1 of the run not found"
+kill -TERM "$pid" "$r0" "$r1"
+rc=0; wait $pid || rc=$?
+test $rc = 75 -o $rc = 0 || fail "a doubly delivered SIGTERM: exit $rc, expected 75"
+grep -q "stopped by SIGTERM after step [0-9]* with its checkpoint saved" "$WORK/dup.log" ||
+    fail "a doubly delivered SIGTERM: no checkpoint saved"
+test -e "$WORK/dup/checkpoints/latest" || fail "a doubly delivered SIGTERM: no checkpoints/latest"
+echo "a signal delivered twice at once: one preemption, checkpoint saved"
+
+# a second signal (later than SV_PREEMPT_REPEAT_S): the default action at once, nothing saved. Long steps (batch 1536) so that
 # finishing the step would take far longer than the exit.
 FAIL_LOGS=("$WORK/twice.log")
-"$MPIEXEC" -n 2 "$SHARDVIT" train --model vit-28 --batch-size 384 --synth-samples 2000 --workers 1 --steps 50 \
+"$MPIEXEC" -n 2 "$SHARDVIT" train --model vit-28 --batch-size 1536 --synth-samples 4000 --workers 1 --steps 50 \
     --log-every 1 --out "$WORK/twice" >"$WORK/twice.log" 2>&1 &
 pid=$!
 for _ in $(seq 3000); do grep -q "info step 1/" "$WORK/twice.log" && break; sleep 0.01; done
 r1=$(rank_pid "$WORK/twice" 1) || fail "rank 1 of the run not found"
 t0=$(date +%s.%N)
-kill -TERM "$r1"; sleep 0.05; kill -TERM "$r1"
+kill -TERM "$r1"; sleep 1.3; kill -TERM "$r1" # later than SV_PREEMPT_REPEAT_S (app/preempt.h)
 rc=0; wait $pid || rc=$?
 took=$(echo "$(date +%s.%N) - $t0" | bc)
 no_leftovers "$WORK/twice"
 step_s=$(grep -m1 "info step 1/" "$WORK/twice.log" | sed -E 's/.*img\/s ([0-9.]+).*/\1/')
-echo "twice: exit $rc after ${took}s (one step takes about $(echo "384 / $step_s" | bc -l | cut -c1-4) s)"
+echo "twice: exit $rc after ${took}s (one step takes about $(echo "1536 / $step_s" | bc -l | cut -c1-4) s)"
 test $rc -ne 0 -a $rc -ne 75 || fail "two signals: exit $rc, expected death by the signal"
 test ! -e "$WORK/twice/checkpoints/latest" || fail "two signals: a checkpoint was still saved"
-awk -v t="$took" -v s="$step_s" 'BEGIN { exit !(t < 384 / s) }' || fail "two signals: exit took ${took}s, not at once"
+awk -v t="$took" -v s="$step_s" 'BEGIN { exit !(t < 1536 / s) }' || fail "two signals: exit took ${took}s, not at once"
 
 # no checkpoint directory: stops after the step, nothing saved, 128 + 15
 FAIL_LOGS=("$WORK/nodir.log")
