@@ -528,7 +528,7 @@ static sv_status sweep_out_close(sweep_out *s, int keep) {
     s->f = NULL;
     sv_status st = SV_OK;
     if (keep && bad) st = SV_FAIL(SV_ERR_IO, "%s %s: write failed (%s)", s->flag, s->tmp, strerror(errno));
-    if (keep && st == SV_OK) st = sv_ckpt_out_commit(s->tmp, s->path, 0);
+    if (keep && st == SV_OK) st = sv_fileio_rename(s->tmp, s->path, 0);
     if (!keep || st != SV_OK) unlink(s->tmp);
     return st;
 }

@@ -556,12 +556,7 @@ static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int worl
  * no link is resolved). Returns -1 to go on, else the usage-error exit code. */
 static int make_absolute(const char *flag, const char **path, char *buf) {
     if (!*path || !**path || **path == '/') return -1;
-    char cwd[PATH_MAX];
-    if (!getcwd(cwd, sizeof cwd))
-        return sv_cmd_usage_error("train", "%s %s: the working directory cannot be read (%s)", flag, *path,
-                                  strerror(errno));
-    if ((size_t)snprintf(buf, PATH_MAX, "%s/%s", cwd, *path) >= PATH_MAX)
-        return sv_cmd_usage_error("train", "%s %.200s: path too long", flag, *path);
+    if (sv_fileio_absolute(*path, buf) != SV_OK) return sv_cmd_usage_error("train", "%s: %s", flag, sv_err_msg());
     *path = buf;
     return -1;
 }

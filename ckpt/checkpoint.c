@@ -314,7 +314,7 @@ sv_status sv_ckpt_reshard(const char *in, const char *out_arg, int world) {
     if (st == SV_OK) st = sv_ckpt_reader_open(&rd, &a);
     for (int r = 0; r < world && st == SV_OK; r++) st = sv_ckpt_write_shard(&b, tmp, r, reshard_src, &rd);
     if (st == SV_OK) st = sv_ckpt_index_store(&b, tmp);
-    if (st == SV_OK) st = sv_ckpt_out_commit(tmp, out, 1);
+    if (st == SV_OK) st = sv_fileio_rename(tmp, out, 1);
     if (st == SV_OK) made = 0;
     if (made) { /* only the directory this call created */
         char m[1200];

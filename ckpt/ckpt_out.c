@@ -15,15 +15,6 @@
 
 #include "core/fileio.h"
 
-static const char *kind_of(mode_t m) {
-    return S_ISDIR(m)              ? "a directory"
-        : S_ISLNK(m)               ? "a symbolic link"
-        : S_ISFIFO(m)              ? "a FIFO"
-        : S_ISCHR(m) || S_ISBLK(m) ? "a device node"
-        : S_ISSOCK(m)              ? "a socket"
-                                   : "not a regular file";
-}
-
 sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_exist, const char *what) {
     if (!path || !*path) return SV_FAIL(SV_ERR_INVALID, "%s: empty path", what);
     struct stat sb;
@@ -35,7 +26,7 @@ sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_
                            what, path);
         if (!S_ISREG(sb.st_mode))
             return SV_FAIL(SV_ERR_INVALID, "%s %s is %s: refusing to replace it (only a regular file is replaced)",
-                           what, path, kind_of(sb.st_mode));
+                           what, path, sv_fileio_mode_kind(sb.st_mode));
     } else if (errno != ENOENT) {
         return SV_FAIL(SV_ERR_IO, "%s %s: %s", what, path, strerror(errno));
     }
@@ -137,19 +128,4 @@ sv_status sv_ckpt_out_check_free(const char *path, const char *what) {
                        "choose another path",
                        what, path, d);
     return SV_OK;
-}
-
-sv_status sv_ckpt_out_commit(const char *tmp, const char *path, int no_replace) {
-    if (no_replace) {
-        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
-            int e = errno;
-            if (e != EINVAL && e != ENOSYS) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(e));
-            struct stat sb; /* the file system cannot refuse by itself */
-            if (lstat(path, &sb) == 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(EEXIST));
-            if (rename(tmp, path) != 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
-        }
-    } else if (rename(tmp, path) != 0) {
-        return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
-    }
-    return sv_fileio_fsync_parent(path);
 }

@@ -37,11 +37,8 @@ int sv_ckpt_out_in_step_dir(const char *path, char *dir, size_t cap);
  * (sv_ckpt_out_in_step_dir). SV_ERR_INVALID naming the path. */
 sv_status sv_ckpt_out_check_free(const char *path, const char *what);
 
-/* Temporaries beside an output: sv_fileio_tmp_file / sv_fileio_tmp_dir (core/fileio.h); a whole
- * small output at once: sv_fileio_write_atomic. */
-/* Rename temporary tmp over path (which sv_ckpt_out_check accepted), then fsync path's
- * directory. no_replace: fail instead of replacing an entry that appeared meanwhile (renameat2
- * RENAME_NOREPLACE; where the file system lacks it, an lstat check just before a plain rename). */
-sv_status sv_ckpt_out_commit(const char *tmp, const char *path, int no_replace);
+/* Temporaries beside an output: sv_fileio_tmp_file / sv_fileio_tmp_dir (core/fileio.h), renamed
+ * over the path sv_ckpt_out_check accepted with sv_fileio_rename (sv_fileio_out_commit for an
+ * sv_fileio_out); a whole small output at once: sv_fileio_write_atomic. */
 
 #endif

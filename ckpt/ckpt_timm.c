@@ -285,9 +285,9 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
     }
     free(text);
     /* Commit: the weights first, then the files describing them. */
-    if (st == SV_OK && (st = sv_ckpt_out_commit(t_st, out, 0)) == SV_OK) made_st = 0;
-    if (st == SV_OK && (st = sv_ckpt_out_commit(t_cfg, cfg, 0)) == SV_OK) made_cfg = 0;
-    if (st == SV_OK && have_cls && (st = sv_ckpt_out_commit(t_cls, cls, 0)) == SV_OK) made_cls = 0;
+    if (st == SV_OK && (st = sv_fileio_rename(t_st, out, 0)) == SV_OK) made_st = 0;
+    if (st == SV_OK && (st = sv_fileio_rename(t_cfg, cfg, 0)) == SV_OK) made_cfg = 0;
+    if (st == SV_OK && have_cls && (st = sv_fileio_rename(t_cls, cls, 0)) == SV_OK) made_cls = 0;
     /* On failure remove exactly the temporaries created above. */
     if (made_st) unlink(t_st);
     if (made_cfg) unlink(t_cfg);

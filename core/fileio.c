@@ -219,25 +219,50 @@ sv_status sv_fileio_out_open_tmp(sv_fileio_out *f, const char *path) {
     return sv_fileio_tmp_file(path, f->path, sizeof f->path, &f->fd);
 }
 
+sv_status sv_fileio_rename(const char *tmp, const char *path, int no_replace) {
+    if (no_replace) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
+            int e = errno;
+            if (e != EINVAL && e != ENOSYS) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(e));
+            struct stat sb; /* the file system cannot refuse by itself */
+            if (lstat(path, &sb) == 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(EEXIST));
+            if (rename(tmp, path) != 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
+        }
+    } else if (rename(tmp, path) != 0) {
+        return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
+    }
+    return sv_fileio_fsync_parent(path);
+}
+
+sv_status sv_fileio_out_commit(sv_fileio_out *f, const char *path) {
+    sv_status s = sv_fileio_out_sync(f);
+    if (s != SV_OK) {
+        sv_fileio_out_abort(f);
+        sv_err_frame(__FILE__, __LINE__);
+        return s;
+    }
+    s = sv_fileio_out_close(f);
+    if (s == SV_OK && rename(f->path, path) != 0)
+        s = SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", f->path, path, strerror(errno));
+    if (s != SV_OK) {
+        unlink(f->path);
+        sv_err_frame(__FILE__, __LINE__);
+        return s;
+    }
+    SV_TRY(sv_fileio_fsync_parent(path));
+    return SV_OK;
+}
+
 sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n) {
     sv_fileio_out f;
     SV_TRY(sv_fileio_out_open_tmp(&f, path));
     sv_status s = sv_fileio_out_write(&f, buf, n);
-    if (s == SV_OK) s = sv_fileio_out_sync(&f);
     if (s != SV_OK) {
         sv_fileio_out_abort(&f);
         sv_err_frame(__FILE__, __LINE__);
         return s;
     }
-    s = sv_fileio_out_close(&f);
-    if (s == SV_OK && rename(f.path, path) != 0)
-        s = SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", f.path, path, strerror(errno));
-    if (s != SV_OK) {
-        unlink(f.path);
-        sv_err_frame(__FILE__, __LINE__);
-        return s;
-    }
-    SV_TRY(sv_fileio_fsync_parent(path));
+    SV_TRY(sv_fileio_out_commit(&f, path));
     return SV_OK;
 }
 
@@ -337,16 +362,20 @@ sv_status sv_fileio_remove_tree(const char *path) {
     return SV_OK;
 }
 
+const char *sv_fileio_mode_kind(mode_t m) {
+    return S_ISREG(m)              ? "a regular file"
+        : S_ISDIR(m)               ? "a directory"
+        : S_ISLNK(m)               ? "a symbolic link"
+        : S_ISFIFO(m)              ? "a FIFO"
+        : S_ISSOCK(m)              ? "a socket"
+        : S_ISCHR(m) || S_ISBLK(m) ? "a device node"
+                                   : "not a regular file";
+}
+
 /* What lstat says `path` is, for an error message. */
 static const char *kind_of(const char *path) {
     struct stat sb;
-    if (lstat(path, &sb) != 0) return "not a regular file";
-    return S_ISLNK(sb.st_mode) ? "a symbolic link"
-        : S_ISFIFO(sb.st_mode) ? "a FIFO"
-        : S_ISSOCK(sb.st_mode) ? "a socket"
-        : S_ISDIR(sb.st_mode)  ? "a directory"
-        : S_ISREG(sb.st_mode)  ? "a regular file"
-                               : "a device";
+    return lstat(path, &sb) == 0 ? sv_fileio_mode_kind(sb.st_mode) : "not a regular file";
 }
 
 sv_status sv_fileio_fopen_write(const char *path, int mode, FILE **out) {
@@ -452,6 +481,21 @@ sv_status sv_fileio_real_path(const char *p, char *out) {
         if (o + 1 + strlen(c) >= PATH_MAX) return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", p);
         snprintf(out + o, PATH_MAX - o, "%s%s", o > 1 ? "/" : "", c);
     }
+    return SV_OK;
+}
+
+sv_status sv_fileio_absolute(const char *p, char *out) {
+    size_t n = strlen(p);
+    if (n == 0 || n >= PATH_MAX) return SV_FAIL(SV_ERR_INVALID, "path empty or too long: %.200s", p);
+    if (p[0] == '/') {
+        memcpy(out, p, n + 1);
+        return SV_OK;
+    }
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return SV_FAIL(SV_ERR_IO, "%s: the working directory cannot be read (%s)", p, strerror(errno));
+    if ((size_t)snprintf(out, PATH_MAX, "%s/%s", cwd, p) >= PATH_MAX)
+        return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", p);
     return SV_OK;
 }
 

@@ -48,6 +48,9 @@ sv_status sv_fileio_out_sync(sv_fileio_out *f);
 sv_status sv_fileio_out_close(sv_fileio_out *f);
 /* Close ignoring errors and unlink the file (cleanup after a failed write). Safe when closed. */
 void sv_fileio_out_abort(sv_fileio_out *f);
+/* Finish a temporary from sv_fileio_out_open_tmp: fsync, close, rename it over `path`, fsync
+ * the directory. On any failure the temporary is removed and `path` keeps what it had. */
+sv_status sv_fileio_out_commit(sv_fileio_out *f, const char *path);
 
 /* Plain-fd helpers; `path` is only used in messages. */
 sv_status sv_fileio_write_all(int fd, const void *buf, size_t n, const char *path);
@@ -84,6 +87,12 @@ sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd);
 /* The same for a new empty directory (mode 0755 less the umask); parents of path must exist. */
 sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap);
 
+/* Rename the temporary `tmp` (a file or directory beside path) over `path`, then fsync path's
+ * directory. no_replace: fail instead of replacing an entry that appeared meanwhile (renameat2
+ * RENAME_NOREPLACE; where the file system lacks it, an lstat check just before a plain rename).
+ * The temporary stays on failure (the caller owns it). */
+sv_status sv_fileio_rename(const char *tmp, const char *path, int no_replace);
+
 /* Atomically replace `path` with `n` bytes: write a fresh temporary beside it
  * (sv_fileio_tmp_file), fsync, rename over `path`, fsync the directory. A crash leaves either
  * the old or the new content (and possibly the temporary); a failure removes the temporary.
@@ -99,6 +108,13 @@ sv_status sv_fileio_mkdirs(const char *path, mode_t mode);
  * working directory. out: PATH_MAX bytes. SV_ERR_IO for a prefix that cannot be resolved for
  * another reason than ENOENT. */
 sv_status sv_fileio_real_path(const char *p, char *out);
+/* p made absolute without resolving anything: an absolute p is copied, a relative one is
+ * appended to the working directory (getcwd). For recording a path the user gave so that it
+ * means the same from another directory. out: PATH_MAX bytes. */
+sv_status sv_fileio_absolute(const char *p, char *out);
+/* What a file of stat mode m is, for error messages: "a regular file", "a directory", "a
+ * symbolic link", "a FIFO", "a socket", "a device node". */
+const char *sv_fileio_mode_kind(mode_t m);
 /* 1 when real path a is dir or lies below it (component-wise; every path is inside "/"). */
 int sv_fileio_path_inside(const char *a, const char *dir);
 

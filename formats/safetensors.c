@@ -521,22 +521,14 @@ sv_status sv_safetensors_write(const char *path, const sv_st_entry *entries, siz
     }
     sv_fileio_out out;
     s = sv_fileio_out_open_tmp(&out, path); /* a fresh "<path>.tmp-XXXXXXXX" */
-    const char *tmp = out.path;
     if (s == SV_OK) {
         s = write_body(&out, hdr, hlen, entries, n, fill, ctx);
-        if (s == SV_OK) s = sv_fileio_out_sync(&out);
-        if (s == SV_OK) s = sv_fileio_out_close(&out);
-        if (s != SV_OK && out.fd >= 0)
-            sv_fileio_out_abort(&out); /* closes and unlinks the temporary */
-        else if (s != SV_OK)
-            unlink(tmp);
+        if (s == SV_OK)
+            s = sv_fileio_out_commit(&out, path); /* removes the temporary on failure */
+        else
+            sv_fileio_out_abort(&out);
     }
     sv_json_writer_free(&w);
-    if (s == SV_OK && rename(tmp, path) != 0) {
-        s = SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-    }
-    if (s == SV_OK) s = sv_fileio_fsync_parent(path);
     if (s != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return s;
 }

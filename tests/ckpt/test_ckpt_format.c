@@ -185,19 +185,19 @@ static void test_out_rules(const char *root) {
     CHECK_OK(sv_fileio_tmp_file(p, t2, sizeof t2, NULL));
     CHECK(strcmp(t1, t2) && !strncmp(t1, p, strlen(p)) && access(t1, F_OK) == 0 && access(t2, F_OK) == 0);
     CHECK_OK(sv_fileio_write_atomic(p, "new", 3));
-    CHECK(sv_ckpt_out_commit(t1, p, 1) != SV_OK);
+    CHECK(sv_fileio_rename(t1, p, 1) != SV_OK);
     char *text;
     size_t len;
     CHECK_OK(sv_fileio_read_small(p, 100, &text, &len));
     CHECK(len == 3 && !memcmp(text, "new", 3));
     free(text);
-    CHECK_OK(sv_ckpt_out_commit(t1, p, 0)); /* replacing a regular file: allowed */
+    CHECK_OK(sv_fileio_rename(t1, p, 0)); /* replacing a regular file: allowed */
     unlink(t2);
     snprintf(p, sizeof p, "%s/out/d", root);
     CHECK_OK(sv_fileio_tmp_dir(p, t1, sizeof t1));
-    CHECK_OK(sv_ckpt_out_commit(t1, p, 1));
+    CHECK_OK(sv_fileio_rename(t1, p, 1));
     CHECK_OK(sv_fileio_tmp_dir(p, t2, sizeof t2));
-    CHECK(sv_ckpt_out_commit(t2, p, 1) != SV_OK); /* an empty directory OUT is not replaced either */
+    CHECK(sv_fileio_rename(t2, p, 1) != SV_OK); /* an empty directory OUT is not replaced either */
     CHECK(rmdir(t2) == 0);
 }
 

@@ -245,6 +245,57 @@ int main(void) {
     CHECK_FAILS(sv_fileio_fopen_write(p, SV_FILEIO_TRUNC, &wf), SV_ERR_IO, "out.txt", "No such file or directory");
     alarm(0);
 
+    /* rename: no_replace refuses an entry that exists (both kept), plain rename replaces */
+    char sub[512], t1[600], t2[600], in[640];
+    snprintf(sub, sizeof sub, "%s/ren", dir);
+    CHECK_OK(sv_fileio_mkdirs(sub, 0755));
+    snprintf(t1, sizeof t1, "%s/new.tmp", sub);
+    snprintf(t2, sizeof t2, "%s/out.bin", sub);
+    CHECK_OK(sv_fileio_write_atomic(t1, "new", 3));
+    CHECK_OK(sv_fileio_write_atomic(t2, "old", 3));
+    CHECK_FAILS(sv_fileio_rename(t1, t2, 1), SV_ERR_IO, "out.bin", "File exists");
+    expect_content(t1, "new");
+    expect_content(t2, "old");
+    CHECK_OK(sv_fileio_rename(t1, t2, 0));
+    expect_content(t2, "new");
+    CHECK(!exists(t1));
+    CHECK_OK(sv_fileio_write_atomic(t1, "newer", 5));
+    CHECK(unlink(t2) == 0);
+    CHECK_OK(sv_fileio_rename(t1, t2, 1)); /* nothing there: no_replace renames */
+    expect_content(t2, "newer");
+    /* out_commit: a rename that fails (a non-empty directory holds the name) removes the
+     * temporary and leaves the directory as it was */
+    snprintf(t1, sizeof t1, "%s/blocked", sub);
+    CHECK_OK(sv_fileio_mkdirs(t1, 0755));
+    snprintf(in, sizeof in, "%s/inside", t1);
+    CHECK_OK(sv_fileio_write_atomic(in, "x", 1));
+    CHECK(count_entries(sub) == 2);
+    CHECK_OK(sv_fileio_out_open_tmp(&f, t1));
+    CHECK_OK(sv_fileio_out_write(&f, "abc", 3));
+    CHECK(count_entries(sub) == 3);
+    CHECK_FAILS(sv_fileio_out_commit(&f, t1), SV_ERR_IO, "rename", "blocked");
+    CHECK(count_entries(sub) == 2 && count_entries(t1) == 1);
+    expect_content(in, "x");
+    CHECK_OK(sv_fileio_out_open_tmp(&f, t2)); /* and one that succeeds replaces the file */
+    CHECK_OK(sv_fileio_out_write(&f, "committed", 9));
+    CHECK_OK(sv_fileio_out_commit(&f, t2));
+    expect_content(t2, "committed");
+    CHECK(count_entries(sub) == 2 && f.fd == -1);
+
+    /* absolute paths are joined lexically, never resolved */
+    char cwd[PATH_MAX], abs_p[PATH_MAX], want[PATH_MAX + 32];
+    CHECK(getcwd(cwd, sizeof cwd));
+    CHECK_OK(sv_fileio_absolute("run/../x", abs_p));
+    snprintf(want, sizeof want, "%s/run/../x", cwd);
+    CHECK(!strcmp(abs_p, want));
+    CHECK_OK(sv_fileio_absolute("/a/./b", abs_p));
+    CHECK(!strcmp(abs_p, "/a/./b"));
+    CHECK_FAILS(sv_fileio_absolute("", abs_p), SV_ERR_INVALID, "empty");
+    CHECK(!strcmp(sv_fileio_mode_kind(S_IFIFO), "a FIFO") && !strcmp(sv_fileio_mode_kind(S_IFDIR), "a directory") &&
+          !strcmp(sv_fileio_mode_kind(S_IFLNK), "a symbolic link") &&
+          !strcmp(sv_fileio_mode_kind(S_IFCHR), "a device node") &&
+          !strcmp(sv_fileio_mode_kind(S_IFREG), "a regular file"));
+
     /* mkdir -p */
     snprintf(q, sizeof q, "%s/ckpt/step_00000100.tmp/sub", dir);
     CHECK_OK(sv_fileio_mkdirs(q, 0755));
