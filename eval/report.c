@@ -156,14 +156,42 @@ static int describe_xform(const sv_json *x, char *out, size_t cap) {
     return 1;
 }
 
-/* The run's checkpoint root: run_dir's config.toml `ckpt-dir` when it names one, else
- * RUN_DIR/checkpoints. */
+/* The working directory a run was started from, for a config.toml written before train recorded
+ * --out and --ckpt-dir as absolute paths: run_dir's real path less its recorded relative `out`
+ * (compared component by component after dropping "." and empty ones). 0 when that cannot be
+ * told (an absolute or missing `out`, one with "..", or a run directory that has been moved). */
+static int train_cwd_of(const char *config, const char *run_dir, char *cwd) {
+    char out[PATH_MAX], real[PATH_MAX], clean[PATH_MAX] = "";
+    int found = 0;
+    if (sv_kv_file_get(config, "out", out, sizeof out, &found) != SV_OK || !found || out[0] == '/' ||
+        sv_fileio_real_path(run_dir, real) != SV_OK)
+        return 0;
+    char *save = NULL;
+    for (char *c = strtok_r(out, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(c, "..")) return 0;
+        size_t n = strlen(clean);
+        if (strcmp(c, ".")) snprintf(clean + n, sizeof clean - n, "%s%s", n ? "/" : "", c);
+    }
+    size_t lr = strlen(real), lc = strlen(clean);
+    if (!lc || lc >= lr || strcmp(real + lr - lc, clean) || real[lr - lc - 1] != '/') return 0;
+    snprintf(cwd, PATH_MAX, "%.*s", lr - lc - 1 ? (int)(lr - lc - 1) : 1, real);
+    return 1;
+}
+
+/* The run's checkpoint root: run_dir's config.toml `ckpt-dir` when it names one (a relative one,
+ * from a run recorded before paths were made absolute, taken from where that run was started:
+ * train_cwd_of), else RUN_DIR/checkpoints. */
 static void ckpt_root_of(const char *run_dir, char *root, size_t cap) {
-    char p[SV_CKPT_PATH_MAX + 32];
+    char p[SV_CKPT_PATH_MAX + 32], cwd[PATH_MAX], rel[PATH_MAX];
     int found = 0;
     snprintf(p, sizeof p, "%s/config.toml", run_dir);
     if (!sv_rp_exists(p) || sv_kv_file_get(p, "ckpt-dir", root, cap, &found) != SV_OK || !found)
         snprintf(root, cap, "%s/checkpoints", run_dir);
+    else if (root[0] != '/' && strlen(root) < sizeof rel && train_cwd_of(p, run_dir, cwd)) {
+        snprintf(rel, sizeof rel, "%s", root);
+        if ((size_t)snprintf(root, cap, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel) >= cap)
+            snprintf(root, cap, "%s", rel); /* too long: as recorded */
+    }
     sv_err_clear();
 }
 

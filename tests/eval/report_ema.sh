@@ -44,4 +44,16 @@ fi
 grep -qF "resumed from $CWD/ck3/step_00000003" "$WORK/train4.log" || { echo "FAIL: --config did not resume in place"; exit 1; }
 [ ! -e "$WORK/elsewhere/run3" ] && [ ! -e "$WORK/elsewhere/ck3" ] ||
     { echo "FAIL: --config from elsewhere wrote a second run directory"; ls -R "$WORK/elsewhere"; exit 1; }
+# a config.toml from before --out / --ckpt-dir were recorded as absolute paths holds them as
+# given (relative to where train ran): report takes the checkpoint root from there, not from its
+# own working directory
+sed -i -e 's|^out = .*|out = "./run3/"|' -e 's|^ckpt-dir = .*|ckpt-dir = "ck3"|' "$RUNS/run3/config.toml"
+rc=0
+(cd "$WORK/elsewhere" && timeout 60 "$SV" report "$RUNS/run3" --out "$RUNS/ck3/report.html") \
+    >"$WORK/report5.log" 2>&1 || rc=$?
+if [ "$rc" = 0 ] || ! grep -q "inside the run's checkpoint directory" "$WORK/report5.log" || [ -e "$RUNS/ck3/report.html" ]; then
+    echo "FAIL: a report of a run that recorded a relative --ckpt-dir wrote into its checkpoint root (exit $rc)"
+    cat "$WORK/report5.log"
+    exit 1
+fi
 echo "report_ema: ok"
