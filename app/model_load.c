@@ -33,11 +33,13 @@ sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, cons
                            mo->img && mo->img != c.img ? "img" : "patch",
                            mo->img && mo->img != c.img ? mo->img : mo->patch, step_dir, c.img, c.patch);
     }
-    if (weights && !have_heads && !mo->heads && c.dim % c.heads)
+    /* The head count is in no tensor shape: without config.json's num_heads it is the user's to
+     * give (--heads, or --model naming the preset whose count to take), never a silent guess. */
+    if (weights && !have_heads && !mo->heads && (!mo->model || c.dim % c.heads))
         return SV_FAIL(SV_ERR_INVALID,
-                       "%s: the number of attention heads is not in the file and preset %s's %d heads "
-                       "do not divide its width %d: pass --heads",
-                       weights, c.name, c.heads, c.dim);
+                       "%s: the number of attention heads is not in the file (no config.json with num_heads "
+                       "beside it): pass --heads%s",
+                       weights, c.dim % c.heads ? "" : " (or --model PRESET to take that preset's count)");
     *out = *mo;
     out->img = mo->img ? mo->img : c.img;
     out->patch = mo->patch ? mo->patch : c.patch;

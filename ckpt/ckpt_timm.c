@@ -184,9 +184,21 @@ static int is_model_config(const char *path) {
  * the checkpoint, none replacing a non-regular file, an existing OUT only when it is a
  * safetensors file (an earlier export), and OUT not one of its own sidecar names. The sidecars
  * are replaced only when they are an earlier export's: an existing config.json must be a model
- * config (an "architecture" entry), and an existing classes.txt only beside one (a user's
- * config.json or classes.txt in that directory is never overwritten). */
-static sv_status check_export_outputs(const char *dir, const char *out, const char *cfg, const char *cls) {
+ * config (an "architecture" entry), and an existing classes.txt only beside one or when it
+ * already holds the checkpoint's label names (a user's config.json or classes.txt in that
+ * directory is never overwritten). */
+/* Does the file at path hold exactly text[0, len)? (read through the FIFO-safe reader) */
+static int file_holds(const char *path, const char *text, size_t len) {
+    char *have = NULL;
+    size_t n = 0;
+    int same = sv_fileio_read_small(path, len + 1, &have, &n) == SV_OK && n == len && !memcmp(have, text, len);
+    free(have);
+    sv_err_clear();
+    return same;
+}
+
+static sv_status check_export_outputs(const char *dir, const char *out, const char *cfg, const char *cls,
+                                      const sv_ckpt_meta *meta) {
     const char *base = strrchr(out, '/');
     base = base ? base + 1 : out;
     if (!strcmp(base, "config.json") || !strcmp(base, "classes.txt"))
@@ -203,11 +215,21 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
                        "export: %s exists and is not a model config.json (no \"architecture\"): refusing to replace "
                        "it; remove it or export into another directory",
                        cfg);
-    if (cls && access(cls, F_OK) == 0 && !cfg_exists)
-        return SV_FAIL(SV_ERR_INVALID,
-                       "export: %s exists but no earlier export's config.json is beside it: refusing to replace it; "
-                       "remove it or export into another directory",
-                       cls);
+    if (cls && access(cls, F_OK) == 0 && !cfg_exists) {
+        /* the same names export would write (train's RUN/classes.txt when exporting into the run
+         * directory) are replaced by themselves: nothing is lost */
+        char *text = NULL;
+        size_t len = 0;
+        SV_TRY(classes_text(meta, &text, &len));
+        int same = file_holds(cls, text, len);
+        free(text);
+        if (!same)
+            return SV_FAIL(SV_ERR_INVALID,
+                           "export: %s exists, is not the label names this checkpoint records and no earlier "
+                           "export's config.json is beside it: refusing to replace it; remove it or export into "
+                           "another directory",
+                           cls);
+    }
     if (access(out, F_OK) == 0) {
         sv_st_file old;
         if (sv_safetensors_open(&old, out) != SV_OK) {
@@ -236,7 +258,7 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
     int have_cls = idx.meta.labels != NULL;
     sidecar_path(out, "config.json", cfg, sizeof cfg);
     sidecar_path(out, "classes.txt", cls, sizeof cls);
-    sv_status st = check_export_outputs(dir, out, cfg, have_cls ? cls : NULL);
+    sv_status st = check_export_outputs(dir, out, cfg, have_cls ? cls : NULL, &idx.meta);
     /* Staging: every output goes to a fresh temporary of our own first ("<name>.tmp-XXXXXXXX",
      * O_EXCL; the safetensors writer stages its own file the same way and renames it onto t_st).
      * Only then are they renamed into place. */

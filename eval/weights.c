@@ -40,26 +40,37 @@ static int exact_sqrt(int64_t n, uint64_t *g) {
     return n >= 1 && n <= 1000000000000LL && sv_exact_sqrt_u64((uint64_t)n, g);
 }
 
-/* Apply config.json next to `path`, if there is one (*nec_known: it settles no_embed_class). */
-static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have_heads, int *nec_known) {
-    char cj[4096];
+/* config.json next to `path` (cj, 4096 bytes), parsed into doc; *found 0 when there is none. */
+static sv_status read_config_json(const char *path, char *cj, sv_json_doc *doc, int *found) {
+    *found = 0;
     const char *slash = strrchr(path, '/');
     if (slash)
-        snprintf(cj, sizeof cj, "%.*s/config.json", (int)(slash - path), path);
+        snprintf(cj, 4096, "%.*s/config.json", (int)(slash - path), path);
     else
-        snprintf(cj, sizeof cj, "config.json");
+        snprintf(cj, 4096, "config.json");
     if (access(cj, F_OK) != 0) return SV_OK; /* none (not opened to check: it may be a FIFO) */
     char *text = NULL;
     size_t len = 0;
     SV_TRY(sv_fileio_read_small(cj, 1 << 20, &text, &len));
-    sv_json_doc doc;
-    sv_status st = sv_json_parse(&doc, text, len, cj, NULL);
+    sv_status st = sv_json_parse(doc, text, len, cj, NULL);
     free(text);
     SV_TRY(st);
-    if (doc.root.type != SV_JSON_OBJECT) {
-        sv_json_doc_free(&doc);
+    if (doc->root.type != SV_JSON_OBJECT) {
+        sv_json_doc_free(doc);
         return SV_FAIL(SV_ERR_FORMAT, "%s: expected a JSON object", cj);
     }
+    *found = 1;
+    return SV_OK;
+}
+
+/* Apply config.json next to `path`, if there is one (*nec_known: it settles no_embed_class). */
+static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have_heads, int *nec_known) {
+    char cj[4096];
+    sv_json_doc doc;
+    int found;
+    SV_TRY(read_config_json(path, cj, &doc, &found));
+    if (!found) return SV_OK;
+    sv_status st;
     int heads = 0;
     if ((st = cfg_int(&doc.root, "embed_dim", &c->dim)) == SV_OK &&
         (st = cfg_int(&doc.root, "depth", &c->depth)) == SV_OK &&
@@ -88,6 +99,119 @@ static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have
         if (have_heads) *have_heads = 1;
     }
     return SV_OK;
+}
+
+/* The values config.json states for `key` (top level, then "model_args"): up to two. */
+static int declared(const sv_json *root, const char *key, const sv_json *out[2], const char *where[2]) {
+    int n = 0;
+    const sv_json *ma = sv_json_member_get(root, "model_args");
+    const sv_json *v[2] = {sv_json_member_get(root, key), ma ? sv_json_member_get(ma, key) : NULL};
+    for (int i = 0; i < 2; i++)
+        if (v[i] && v[i]->type != SV_JSON_NULL) out[n] = v[i], where[n++] = i ? "model_args." : "";
+    return n;
+}
+
+/* Every integer config.json states for key (an img_size [h, w] element by element) equals what
+ * the weights hold. */
+static sv_status check_int(const sv_json *root, const char *key, int64_t actual, const char *cj, const char *what) {
+    const sv_json *v[2];
+    const char *where[2];
+    int n = declared(root, key, v, where);
+    for (int i = 0; i < n; i++) {
+        size_t m = v[i]->type == SV_JSON_ARRAY ? sv_json_count(v[i]) : 1;
+        for (size_t j = 0; j < m; j++) {
+            int64_t x;
+            SV_TRY(sv_json_as_i64(v[i]->type == SV_JSON_ARRAY ? sv_json_index(v[i], j) : v[i], &x));
+            if (x != actual)
+                return SV_FAIL(SV_ERR_FORMAT,
+                               "%s: %s%s = %lld, but the weights hold %s %lld: config.json and weights disagree", cj,
+                               where[i], key, (long long)x, what, (long long)actual);
+        }
+    }
+    return SV_OK;
+}
+
+static sv_status check_bool(const sv_json *root, const char *key, int actual, const char *cj, const char *what) {
+    const sv_json *v[2];
+    const char *where[2];
+    int n = declared(root, key, v, where);
+    for (int i = 0; i < n; i++) {
+        int x;
+        SV_TRY(sv_json_as_bool(v[i], &x));
+        if (!x != !actual)
+            return SV_FAIL(SV_ERR_FORMAT, "%s: %s%s = %s, but the weights %s: config.json and weights disagree", cj,
+                           where[i], key, x ? "true" : "false", what);
+    }
+    return SV_OK;
+}
+
+/* config.json next to the weights must describe the model the tensors hold: timm builds its
+ * model from config.json, so a contradiction means timm would refuse the file or (for the
+ * pooling) compute something else than shardvit would from the same file. hidden: the MLP
+ * width the weights hold (0: unknown). */
+static sv_status check_config_json(const char *path, const sv_st_file *f, const sv_vit_config *c, int64_t hidden) {
+    char cj[4096];
+    sv_json_doc doc;
+    int found;
+    SV_TRY(read_config_json(path, cj, &doc, &found));
+    if (!found) return SV_OK;
+    const sv_json *r = &doc.root;
+    int avg = c->global_pool == SV_POOL_AVG;
+    sv_status st = check_int(r, "embed_dim", c->dim, cj, "width (patch_embed.proj.weight rows)");
+    if (st == SV_OK) st = check_int(r, "depth", c->depth, cj, "blocks: depth");
+    if (st == SV_OK) st = check_int(r, "patch_size", c->patch, cj, "patch_embed.proj.weight of patch");
+    if (st == SV_OK) st = check_int(r, "in_chans", c->in_chans, cj, "patch_embed.proj.weight for input channels");
+    if (st == SV_OK) st = check_int(r, "num_classes", c->num_classes, cj, "head.weight rows: classes");
+    if (st == SV_OK) st = check_int(r, "img_size", c->img, cj, "pos_embed for an image side of");
+    if (st == SV_OK) st = check_int(r, "reg_tokens", c->reg_tokens, cj, "reg_token rows: register tokens");
+    if (st == SV_OK)
+        st = check_bool(r, "class_token", !c->no_class_token, cj,
+                        c->no_class_token ? "have no cls_token" : "have a cls_token");
+    if (st == SV_OK)
+        st = check_bool(r, "fc_norm", avg, cj, avg ? "have fc_norm.*" : "have no fc_norm.* (norm.* instead)");
+    const sv_json *v[2];
+    const char *where[2];
+    int n = st == SV_OK ? declared(r, "global_pool", v, where) : 0;
+    for (int i = 0; i < n && st == SV_OK; i++) {
+        const char *gp;
+        if ((st = sv_json_as_str(v[i], &gp, NULL)) != SV_OK) break;
+        if (strcmp(gp, sv_vit_pool_name(c->global_pool)))
+            st =
+                SV_FAIL(SV_ERR_FORMAT,
+                        "%s: %sglobal_pool = \"%.40s\", but the weights hold the layout of global_pool \"%s\" (%s): "
+                        "shardvit pools as \"token\" with norm.* or as \"avg\" with fc_norm.* (timm's defaults for "
+                        "each); config.json and weights disagree",
+                        cj, where[i], gp, sv_vit_pool_name(c->global_pool), avg ? "fc_norm.*" : "norm.*, no fc_norm.*");
+    }
+    n = st == SV_OK ? declared(r, "mlp_ratio", v, where) : 0;
+    for (int i = 0; i < n && st == SV_OK && hidden > 0; i++) {
+        double x;
+        if ((st = sv_json_as_f64(v[i], &x)) != SV_OK) break;
+        if (!(x > 0 && x < 1e6) || (int64_t)(c->dim * x) != hidden)
+            st =
+                SV_FAIL(SV_ERR_FORMAT,
+                        "%s: %smlp_ratio = %g, but the weights hold an MLP of width %lld for width %d: config.json and "
+                        "weights disagree",
+                        cj, where[i], x, (long long)hidden, c->dim);
+    }
+    n = st == SV_OK ? declared(r, "num_heads", v, where) : 0;
+    for (int i = 0; i < n && st == SV_OK; i++) {
+        int64_t h;
+        if ((st = sv_json_as_i64(v[i], &h)) == SV_OK && (h < 1 || c->dim % h))
+            st = SV_FAIL(SV_ERR_FORMAT, "%s: %snum_heads = %lld does not divide the weights' width %d", cj, where[i],
+                         (long long)h, c->dim);
+    }
+    n = st == SV_OK ? declared(r, "init_values", v, where) : 0;
+    for (int i = 0; i < n && st == SV_OK; i++) {
+        double x;
+        if ((st = sv_json_as_f64(v[i], &x)) == SV_OK && x > 0 && !sv_safetensors_find(f, "blocks.0.ls1.gamma"))
+            st = SV_FAIL(SV_ERR_FORMAT,
+                         "%s: %sinit_values = %g (LayerScale), but the weights hold no blocks.*.ls1.gamma: config.json "
+                         "and weights disagree",
+                         cj, where[i], x);
+    }
+    sv_json_doc_free(&doc);
+    return st;
 }
 
 static const sv_st_tensor *need(const sv_st_file *f, const char *name, int ndim) {
@@ -189,6 +313,7 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
             double r = (double)fc1->shape[0] / c->dim;
             c->mlp_ratio = (int)(c->dim * r) == fc1->shape[0] ? r : (fc1->shape[0] + 0.25) / c->dim;
         }
+        st = check_config_json(path, &f, c, fc1 && fc1->ndim == 2 ? fc1->shape[0] : 0);
     }
     sv_safetensors_close(&f);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);

@@ -11,6 +11,8 @@
  *      heads: patch_embed.proj.weight (D, C, p, p), pos_embed (1, T, D) with T = 1 + (img/p)^2,
  *      head.weight (K, D), blocks.<l>.* (depth), blocks.0.mlp.fc1.weight (Hd, D).
  * The head count is not visible in any shape; it comes from config.json or the caller.
+ * config.json must agree with the tensors: every architecture key it states (top level or
+ * model_args; see check_config_json) that contradicts them is SV_ERR_FORMAT naming the key.
  *
  * Loading (sv_weights_load) checks every model tensor is present with exactly the model's shape
  * and that the file has no tensor the model lacks (a different architecture); a pos_embed of

@@ -147,9 +147,16 @@ echo "mine" >"$WORK/ex4/classes.txt"
 S=$(tree_sum "$WORK/ex3" "$WORK/ex4")
 expect_fail export_user_config "ex3/config.json exists and is not a model config.json" \
     "${SV[@]}" export "$WORK/victim" "$WORK/ex3/model.safetensors"
-expect_fail export_user_classes "ex4/classes.txt exists but no earlier export's config.json is beside it" \
+expect_fail export_user_classes "ex4/classes.txt exists, is not the label names this checkpoint records" \
     "${SV[@]}" export "$WORK/victim" "$WORK/ex4/model.safetensors"
 [ "$(tree_sum "$WORK/ex3" "$WORK/ex4")" = "$S" ] || fail "export replaced a user's config.json or classes.txt"
+# export into the run directory, as scripts/main_job.sh does: train's own RUN/classes.txt holds the
+# names export writes, so it is no obstacle (and stays as it was)
+cp -r "$WORK/run" "$WORK/runx"
+S=$(tree_sum "$WORK/runx/classes.txt")
+expect_ok export_into_run "${SV[@]}" export "$WORK/runx" "$WORK/runx/model.safetensors"
+[ -s "$WORK/runx/model.safetensors" ] && [ "$(tree_sum "$WORK/runx/classes.txt")" = "$S" ] ||
+    fail "export into the run directory did not write its weights or changed classes.txt"
 # index.json whose tensor names or model fields were damaged (one bit each): refused by export
 # and reshard as by resume, never a file with a wrong tensor name or a config.json that does not
 # fit its weights
@@ -298,7 +305,7 @@ expect_fail nan_import "$NF" "${SV[@]}" import "$WORK/nan/model.safetensors" $MO
 expect_fail nan_init_from "$NF" timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $ARGS --steps 2 --data synthetic \
     --synth-samples 16 --init-from "$WORK/nan/model.safetensors" --out "$WORK/nanrun"
 [ ! -e "$WORK/nanrun/checkpoints/latest" ] || fail "training from NaN weights saved a checkpoint"
-expect_fail nan_eval "$NF" "${SV[@]}" eval --weights "$WORK/nan/model.safetensors" --data "$WORK/set/test" \
+expect_fail nan_eval "$NF" "${SV[@]}" eval --weights "$WORK/nan/model.safetensors" --heads 3 --data "$WORK/set/test" \
     --threads 1 --out "$WORK/e6"
 expect_fail inf_resampled "tensor pos_embed holds a non-finite value: element 40 \[0, 1, 4\] is -Inf" \
     "${SV[@]}" train ${ARGS/--img 28/--img 32} --steps 0 --data synthetic --synth-samples 8 \
@@ -312,7 +319,7 @@ if timeout 120 "$PY" "$WORK/st_tool.py" "$WORK/w/model.safetensors" "$WORK/hosti
         --init-from "$WORK/hostile/model.safetensors"
     expect_fail hostile_import "$HP" "${SV[@]}" import "$WORK/hostile/model.safetensors" $MODEL
     expect_fail hostile_eval "pos_embed shape \(1, 4294967297, 36\)|--img 262144 out of range" \
-        "${SV[@]}" eval --weights "$WORK/hostile/model.safetensors" --data "$WORK/set/test" --threads 1 --out "$WORK/e7"
+        "${SV[@]}" eval --weights "$WORK/hostile/model.safetensors" --heads 3 --data "$WORK/set/test" --threads 1 --out "$WORK/e7"
     rm -f "$WORK/hostile/model.safetensors"
 else
     echo "note: this file system cannot hold a ~300 GB sparse file ($(tail -1 "$WORK/sparse.err")): section 6 skipped"

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# config.json beside safetensors weights must describe the model the tensors hold (timm builds
+# its model from config.json): every architecture key that contradicts the weights (width, depth,
+# patch, channels, classes, image size, register tokens, class token, fc_norm, pooling, MLP ratio,
+# LayerScale, a head count that does not divide the width), at the top level or under
+# "model_args", makes predict and eval fail with an error naming the key, before any image is
+# read; the unchanged config.json predicts. Without config.json the head count (in no tensor
+# shape) is not guessed: predict asks for --heads, and with it gives the same answer.
+SV=$1
+source "$(dirname "$0")/lib.sh"
+run "$WORK/train.log" "$SV" train $MODEL $COMMON --data "$WORK/data/train" --steps 2 --batch-size 6 --warmup 1 \
+    --out "$WORK/run"
+mkdir -p "$WORK/w"
+run "$WORK/export.log" "$SV" export "$WORK/run" "$WORK/w/model.safetensors"
+IMG=$(find "$WORK/data/test" -name '*.jpg' | sort | head -1)
+run "$WORK/base.log" "$SV" predict --threads 1 --topk 2 --weights "$WORK/w/model.safetensors" "$IMG"
+top2() { grep -A2 "$(basename "$IMG")" "$1" | tail -2 | awk '{print $1, $2}'; } # rank, probability
+top2 "$WORK/base.log" >"$WORK/base.top"
+[ -s "$WORK/base.top" ] || { echo "FAIL: no prediction in"; cat "$WORK/base.log"; exit 1; }
+n=0
+# mutate KEY VALUE EXPECTED: KEY "a" (top level) or "model_args.a"; VALUE as JSON
+mutate() {
+    local key=$1 value=$2 want=$3 d="$WORK/m$n"
+    n=$((n + 1))
+    mkdir -p "$d" && cp "$WORK/w/model.safetensors" "$d/"
+    "$PY" - "$WORK/w/config.json" "$d/config.json" "$key" "$value" <<'P'
+import json, sys
+src, dst, key, value = sys.argv[1:]
+c = json.load(open(src))
+obj = c
+*path, last = key.split(".")
+for p in path:
+    obj = obj[p]
+obj[last] = json.loads(value)
+json.dump(c, open(dst, "w"), indent=2)
+P
+    for cmd in predict eval; do
+        local rc=0 extra=("$IMG")
+        [ $cmd = eval ] && extra=(--data "$WORK/data/test" --out "$d/ev")
+        timeout 60 "$SV" $cmd --threads 1 --weights "$d/model.safetensors" "${extra[@]}" >"$d/$cmd.log" 2>&1 || rc=$?
+        if [ $rc = 0 ] || ! grep -qF "$want" "$d/$cmd.log" || ! grep -qF "${key##*.} = " "$d/$cmd.log"; then
+            echo "FAIL: $cmd with config.json $key = $value: exit $rc, expected an error naming it ($want)"
+            cat "$d/$cmd.log"
+            exit 1
+        fi
+    done
+    [ ! -e "$d/ev" ] || { echo "FAIL: eval wrote outputs for contradicting $key"; exit 1; }
+}
+D="config.json and weights disagree"
+mutate model_args.embed_dim 48 "$D"
+mutate model_args.depth 3 "$D"
+mutate depth 5 "$D"
+mutate model_args.patch_size 4 "$D"
+mutate model_args.in_chans 1 "$D"
+mutate num_classes 10 "$D"
+mutate model_args.img_size "[32, 64]" "$D"
+mutate model_args.reg_tokens 4 "$D"
+mutate model_args.class_token false "$D"
+mutate model_args.fc_norm true "$D"
+mutate global_pool '"avg"' "$D"
+mutate model_args.global_pool '"map"' "$D"
+mutate model_args.mlp_ratio 3 "$D"
+mutate model_args.init_values 1e-5 "$D"
+mutate model_args.num_heads 3 "does not divide"
+# no config.json: the head count is asked for, not guessed
+mkdir -p "$WORK/bare" && cp "$WORK/w/model.safetensors" "$WORK/bare/"
+rc=0
+timeout 60 "$SV" predict --threads 1 --weights "$WORK/bare/model.safetensors" "$IMG" >"$WORK/bare.log" 2>&1 || rc=$?
+if [ $rc = 0 ] || ! grep -q "pass --heads" "$WORK/bare.log"; then
+    echo "FAIL: weights without config.json predicted with a guessed head count (exit $rc)"
+    cat "$WORK/bare.log"
+    exit 1
+fi
+run "$WORK/bare2.log" "$SV" predict --threads 1 --topk 2 --heads 2 --weights "$WORK/bare/model.safetensors" "$IMG"
+top2 "$WORK/bare2.log" | cmp -s - "$WORK/base.top" ||
+    { echo "FAIL: --heads 2 without config.json predicts differently"; cat "$WORK/bare2.log" "$WORK/base.top"; exit 1; }
+echo "weights_config: ok ($n contradicting config.json files refused)"
