@@ -188,8 +188,9 @@ int sv_cmd_reshard(int argc, char **argv, const sv_proc *proc) {
                         "MPI. Streams with bounded memory: one 4 MiB write buffer plus one read chunk (<= 16 MiB, "
                         "4 MiB as written by shardvit) plus the index tables, whatever the model size. Every chunk "
                         "read is CRC-checked. N -> M -> N reproduces the original shard files byte for byte. OUT "
-                        "must not exist and must not lie inside IN; it is built in a fresh OUT.tmp-XXXXXXXX "
-                        "directory (removed on failure) and renamed.",
+                        "must not exist and must not lie inside IN, nor inside the checkpoint root that holds the "
+                        "step directory read; it is built in a fresh OUT.tmp-XXXXXXXX directory (removed on "
+                        "failure) and renamed.",
                         2};
     char *pos[2];
     int npos;
@@ -218,9 +219,12 @@ int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
                         "config.json next to it as timm writes it, plus classes.txt (the recorded label names, one "
                         "per line) when the checkpoint has them. Streams tensor by tensor; reads only the master "
                         "ranges (with --ema the weight-EMA ranges; never the optimizer state), each chunk CRC-checked. "
-                        "Outputs never go inside CKPT "
-                        "and never replace a directory, FIFO, device or symbolic link; an existing OUT is replaced "
-                        "only when it is a safetensors file.",
+                        "No output (OUT, config.json, classes.txt) may lie inside the step directory read or inside "
+                        "its checkpoint root, the directory with the step_* directories and latest (CKPT when it is "
+                        "one; RUN/checkpoints when CKPT is a run directory; the parent of a step directory CKPT "
+                        "when it holds them); the rest of a run directory may be written (RUN/model.safetensors). "
+                        "Outputs never replace a directory, FIFO, device or symbolic link; an existing OUT is "
+                        "replaced only when it is a safetensors file.",
                         2};
     char *pos[2];
     int npos;

@@ -15,6 +15,35 @@
 
 #include "core/fileio.h"
 
+static int is_ckpt_root(const char *dir);
+
+/* Does real path o lie inside a checkpoint root that holds step directory `step` (real path c)?
+ * The candidates are its parent as given and its real parent (they differ when step is a symbolic
+ * link), each counted when it is a checkpoint root: it has a `latest` entry or a step_* step
+ * directory. The root's real path goes to root. */
+static int inside_root(const char *o, const char *step, const char *c, char root[PATH_MAX]) {
+    char p[PATH_MAX], l[PATH_MAX + 8];
+    struct stat sb;
+    for (int k = 0; k < 2; k++) {
+        snprintf(p, sizeof p, "%s", k ? c : step);
+        size_t n = strlen(p);
+        while (n > 1 && p[n - 1] == '/') p[--n] = 0;
+        char *s = strrchr(p, '/');
+        if (!s)
+            snprintf(p, sizeof p, ".");
+        else
+            s[s == p ? 1 : 0] = 0; /* "/x" -> "/" */
+        if (sv_fileio_real_path(p, root) != SV_OK) {
+            sv_err_clear();
+            continue;
+        }
+        if (!sv_fileio_path_inside(o, root)) continue;
+        if (((size_t)snprintf(l, sizeof l, "%s/latest", root) < sizeof l && lstat(l, &sb) == 0) || is_ckpt_root(root))
+            return 1;
+    }
+    return 0;
+}
+
 sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_exist, const char *what) {
     if (!path || !*path) return SV_FAIL(SV_ERR_INVALID, "%s: empty path", what);
     struct stat sb;
@@ -46,6 +75,12 @@ sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_
                        "%s %s is the `latest` file of the checkpoint root this command reads: choose "
                        "another path",
                        what, path);
+    char r[PATH_MAX];
+    if (inside_root(o, protect, c, r))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s is inside the checkpoint root %s that this command reads (resolved: %s): "
+                       "choose a path outside it",
+                       what, path, r, o);
     return SV_OK;
 }
 

@@ -2,8 +2,11 @@
  * (export, reshard, eval, report, bench and plan outputs; docs/checkpoints.md "Outputs"). One place, so that no output
  * path destroys something the command did not create:
  *   - an output never lies inside the checkpoint the command reads: not in its step directory
- *     (or below it), and not its root's `latest`. Checked on real paths (symbolic links and
- *     `..` resolved; for outputs whose parents do not exist yet, the deepest existing parent);
+ *     (or below it), and not in the checkpoint root that holds it (the directory with the step_*
+ *     directories and `latest`: CKPT itself, RUN/checkpoints, or a step directory's parent when
+ *     that is a checkpoint root). A run directory outside its checkpoint root is not protected.
+ *     Checked on real paths (symbolic links and `..` resolved; for outputs whose parents do not
+ *     exist yet, the deepest existing parent);
  *   - an existing output is replaced only when it is a regular file, never a directory, FIFO,
  *     device node, socket or symbolic link (lstat: a link is refused, not followed);
  *   - temporaries get fresh names ("<path>.tmp-XXXXXXXX", created with O_EXCL / mkdir, so an
@@ -21,9 +24,12 @@
 #include "core/status.h"
 
 /* Check output `path` (what = "export output", "reshard output", ... for messages).
- * protect: a checkpoint step directory the command reads (nullable): path must not be inside it,
- * nor be `latest` in its parent directory. must_not_exist: any existing entry at path is an
- * error; otherwise an existing entry must be a regular file. SV_ERR_INVALID naming the path. */
+ * protect: a checkpoint step directory the command reads (nullable, as sv_ckpt_resolve gave it):
+ * path must not be inside it, nor be `latest` in its parent directory, nor lie inside its
+ * checkpoint root (its parent as given or its real parent, when that directory has a `latest`
+ * entry or a step_* step directory; the error names the root). must_not_exist: any existing
+ * entry at path is an error; otherwise an existing entry must be a regular file. SV_ERR_INVALID
+ * naming the path. */
 sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_exist, const char *what);
 
 /* 1 when `path` (real path, resolved as above; it need not exist) lies inside a checkpoint step

@@ -160,8 +160,18 @@ static void test_out_rules(const char *root) {
     CHECK(sv_ckpt_out_check(p, ck, 0, "t") == SV_ERR_INVALID);
     snprintf(p, sizeof p, "%s/out/ck/latest", root);
     CHECK(sv_ckpt_out_check(p, ck, 0, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "latest"));
-    /* outside: fine, also where the parents do not exist yet */
+    /* inside the checkpoint root that holds the step directory (it has `latest`): refused, also
+     * through a missing parent and for a step directory reached through a symbolic link */
     snprintf(p, sizeof p, "%s/out/ck/model.safetensors", root);
+    CHECK(sv_ckpt_out_check(p, ck, 0, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "inside the checkpoint root") &&
+          strstr(sv_err_msg(), "/out/ck ") && strstr(sv_err_msg(), "choose a path outside it"));
+    snprintf(p, sizeof p, "%s/out/ck/sub/new", root);
+    CHECK(sv_ckpt_out_check(p, ck, 1, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "inside the checkpoint root"));
+    snprintf(q, sizeof q, "%s/out/lnk", root);
+    snprintf(p, sizeof p, "%s/out/ck/model.safetensors", root);
+    CHECK(sv_ckpt_out_check(p, q, 0, "t") == SV_ERR_INVALID && strstr(sv_err_msg(), "inside the checkpoint root"));
+    /* outside: fine, also where the parents do not exist yet */
+    snprintf(p, sizeof p, "%s/out/model.safetensors", root);
     CHECK_OK(sv_ckpt_out_check(p, ck, 0, "t"));
     snprintf(p, sizeof p, "%s/out/a/b/../c", root);
     CHECK_OK(sv_ckpt_out_check(p, ck, 1, "t"));

@@ -6,7 +6,8 @@
 # not touch are compared by sha256 (contents, names and file types) before and after.
 #   1. reshard: an existing OUT.tmp (not shardvit's) survives; OUT inside IN (the step directory
 #      or the run directory given) is refused; a failed reshard leaves no temporary behind;
-#   2. export: OUT = a shard file / index.json of the checkpoint / its root's `latest`, a FIFO, a
+#   2. export: OUT = a shard file / index.json of the checkpoint / its root's `latest`, a new file
+#      in the checkpoint root (CKPT the root, the run directory or the step directory), a FIFO, a
 #      directory, a symbolic link, a file that is not safetensors, config.json beside OUT being a
 #      directory, a user's config.json or a lone classes.txt beside OUT: each refused, nothing
 #      changed; an existing OUT.tmp survives a good export; an index.json with a damaged tensor
@@ -15,7 +16,8 @@
 #      names, also from a directory with only model.safetensors + classes.txt (no config.json);
 #   4. predict's error for an undecodable image is not garbled; a class name with an ANSI escape
 #      and a tensor name with ESC + newline are printed escaped on one line (import, eval);
-#   5. resume with another --heads, eval on a folder whose class names differ from the model's
+#   5. eval --out inside the checkpoint (its step directory, its root), resume with another
+#      --heads, eval on a folder whose class names differ from the model's
 #      label names (and --ignore-class-names), NaN / -Inf inside imported weights (import,
 #      train --init-from on 2 ranks, eval --weights, the resampled pos_embed path): clear errors;
 #   6. --init-from / import / eval --weights of a file whose pos_embed claims a 65536 x 65536
@@ -118,6 +120,33 @@ expect_fail export_index_via_link "is inside the checkpoint" "${SV[@]}" export "
 expect_fail export_latest "is the .latest. file of the checkpoint root" \
     "${SV[@]}" export "$WORK/victim" "$WORK/victim/checkpoints/latest"
 ck_intact export_into_checkpoint
+# outputs inside the checkpoint root (the directory with the step_* directories and `latest`),
+# whether CKPT names the root, the run directory or a step directory in it: refused with a message
+# naming the root, the root's entries as they were. A run directory outside its root is not
+# protected (RUN/model.safetensors is where scripts/main_job.sh exports).
+ROOT=$WORK/victim/checkpoints
+ROOT_LS=$(ls -A "$ROOT")
+root_intact() {
+    [ "$(ls -A "$ROOT")" = "$ROOT_LS" ] || fail "$1: the checkpoint root now holds: $(ls -A "$ROOT" | tr '\n' ' ')"
+    ck_intact "$1"
+}
+IN_ROOT="is inside the checkpoint root .*victim/checkpoints that this command reads .*choose a path outside it"
+expect_fail export_root_into_root "export output .*checkpoints/w.safetensors $IN_ROOT" \
+    "${SV[@]}" export "$ROOT" "$ROOT/w.safetensors"
+root_intact export_root_into_root
+expect_fail export_run_into_root "export output .*checkpoints/z.safetensors $IN_ROOT" \
+    "${SV[@]}" export "$WORK/victim" "$ROOT/z.safetensors"
+root_intact export_run_into_root
+expect_fail export_step_into_root "export output .*checkpoints/y.safetensors $IN_ROOT" \
+    "${SV[@]}" export "$CK" "$ROOT/y.safetensors"
+root_intact export_step_into_root
+expect_fail export_run_into_root_dotdot "export output .*/sub/z.safetensors $IN_ROOT" \
+    "${SV[@]}" export "$WORK/victim" "$CK/../sub/z.safetensors"
+root_intact export_run_into_root_dotdot
+mkdir -p "$WORK/victim/sub"
+expect_ok export_run_sub "${SV[@]}" export "$WORK/victim" "$WORK/victim/sub/z.safetensors"
+[ -s "$WORK/victim/sub/z.safetensors" ] || fail "export into a run directory outside its checkpoint root wrote nothing"
+root_intact export_run_sub
 mkdir -p "$WORK/ex"
 mkfifo "$WORK/ex/fifo.safetensors"
 mkdir "$WORK/ex/dir.safetensors" && echo keep >"$WORK/ex/dir.safetensors/inner"
@@ -281,6 +310,15 @@ RUN_SUM=$(tree_sum "$WORK/run/checkpoints")
 expect_fail eval_out_in_ckpt "eval output .*eval.json is inside the checkpoint" \
     "${SV[@]}" eval --ckpt "$WORK/run" --data "$WORK/set/test" --threads 1 --out "$WORK/run/checkpoints/step_00000002"
 [ "$(tree_sum "$WORK/run/checkpoints")" = "$RUN_SUM" ] || fail "eval wrote into the checkpoint"
+# --out the checkpoint root itself (CKPT the root or the run directory): refused, the root unchanged
+RUN_LS=$(ls -A "$WORK/run/checkpoints")
+for ck in "$WORK/run/checkpoints" "$WORK/run"; do
+    expect_fail eval_out_in_root "eval output .*checkpoints/eval.json is inside the checkpoint root .*run/checkpoints that this command reads .*choose a path outside it" \
+        "${SV[@]}" eval --ckpt "$ck" --data "$WORK/set/test" --threads 1 --out "$WORK/run/checkpoints"
+    [ "$(ls -A "$WORK/run/checkpoints")" = "$RUN_LS" ] ||
+        fail "eval --ckpt $ck wrote into the checkpoint root: $(ls -A "$WORK/run/checkpoints" | tr '\n' ' ')"
+done
+[ "$(tree_sum "$WORK/run/checkpoints")" = "$RUN_SUM" ] || fail "eval changed the checkpoint root"
 mkdir -p "$WORK/e5" && mkfifo "$WORK/e5/eval.json"
 expect_fail eval_out_fifo "eval.json is a FIFO: refusing to replace it" \
     "${SV[@]}" eval --ckpt "$WORK/run" --data "$WORK/set/test" --threads 1 --out "$WORK/e5"
