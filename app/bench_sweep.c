@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "core/fileio.h"
 #include "core/json.h"
 
 static const char *const k_keys[SV_SWEEP_KEYS][2] = {
@@ -105,14 +106,31 @@ static void csv_field(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* The CSV header line, line break included (every --sweep-csv file starts with it). */
+static const char *csv_header(void) {
+    static char line[2048];
+    if (!line[0]) {
+        size_t n = 0;
+        for (size_t c = 0; c < sizeof k_cols / sizeof k_cols[0]; c++)
+            n += (size_t)snprintf(line + n, sizeof line - n, "%s%s", c ? "," : "", k_cols[c].name);
+        snprintf(line + n, sizeof line - n, "\n");
+    }
+    return line;
+}
+
+int sv_sweep_csv_is_earlier(const char *path, const void *unused) {
+    (void)unused;
+    const char *h = csv_header();
+    return sv_fileio_starts_with(path, h, strlen(h));
+}
+
 sv_status sv_sweep_write_row(const char *result_json, FILE *csv, FILE *jsonl, int header) {
     if (jsonl) fprintf(jsonl, "%s\n", result_json);
     if (csv) {
         sv_json_doc doc;
         SV_TRY(sv_json_parse(&doc, result_json, strlen(result_json), "bench result", NULL));
         size_t nc = sizeof k_cols / sizeof k_cols[0];
-        for (size_t c = 0; header && c < nc; c++) fprintf(csv, "%s%s", c ? "," : "", k_cols[c].name);
-        if (header) fputc('\n', csv);
+        if (header) fputs(csv_header(), csv);
         for (size_t c = 0; c < nc; c++) {
             const sv_json *v = sv_json_at_path(&doc.root, k_cols[c].path);
             char b[64] = "";

@@ -34,6 +34,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "core/trace.h"
 #include "data/loader.h"
 
 typedef struct bench_opts {
@@ -132,14 +133,18 @@ static sv_status write_text(const bench_opts *o, const char *text) {
 
 /* Before anything runs: every output path passes the rules of docs/checkpoints.md "Outputs"
  * (ckpt/ckpt_out.h, as train's --trace): an existing entry must be a regular file (a FIFO would
- * block the open, a symbolic link be followed, a device be written) and no path may lie in a
+ * block the open, a symbolic link be followed, a device be written) and an earlier output of the
+ * same kind (a bench result, the sweep CSV's header, a merged trace), and no path may lie in a
  * checkpoint. Every rank checks the same paths, so all stop before the first collective. */
 static sv_status check_outputs(const bench_opts *o, int world) {
-    if (o->json) SV_TRY(sv_ckpt_out_check_free(o->json, "--json"));
-    if (o->sweep_csv) SV_TRY(sv_ckpt_out_check_free(o->sweep_csv, "--sweep-csv"));
-    if (o->sweep_jsonl) SV_TRY(sv_ckpt_out_check_free(o->sweep_jsonl, "--sweep-jsonl"));
+    if (o->json) SV_TRY(sv_ckpt_out_check_earlier(o->json, "--json", sv_provenance_file_of, "bench", "bench result"));
+    if (o->sweep_csv)
+        SV_TRY(sv_ckpt_out_check_earlier(o->sweep_csv, "--sweep-csv", sv_sweep_csv_is_earlier, NULL, "sweep CSV"));
+    if (o->sweep_jsonl)
+        SV_TRY(
+            sv_ckpt_out_check_earlier(o->sweep_jsonl, "--sweep-jsonl", sv_provenance_file_of, "bench", "sweep JSONL"));
     if (o->run.trace) {
-        SV_TRY(sv_ckpt_out_check_free(o->run.trace, "--trace"));
+        SV_TRY(sv_ckpt_out_check_earlier(o->run.trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace"));
         char p[4096];
         for (int r = 0; r < world; r++) {
             snprintf(p, sizeof p, "%s.rank%d", o->run.trace, r);
@@ -606,7 +611,8 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
          "time with this input pipeline instead: synthetic | ImageFolder dir | tar pattern", 0},
         {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank with --data (0 = cores)", 0},
         {"smoothing", SV_FLAG_DOUBLE, &o.smoothing, 0, 0.999, "label smoothing", 0},
-        {"json", SV_FLAG_STR, &o.json, 0, 0, "write the JSON result here instead of stdout", 0},
+        {"json", SV_FLAG_STR, &o.json, 0, 0,
+         "write the JSON result here instead of stdout (replaces only an earlier bench result)", 0},
         {"calib-seconds", SV_FLAG_DOUBLE, &o.calib_s, 0, 60,
          "CPU: seconds of each per-core peak measurement: the ISA peak of the run's GEMM engine (mfu) and a 1024^3 "
          "GEMM in the run's dtype (mfu_gemm); 0 = no MFU",
@@ -622,9 +628,9 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
          "param-dtype | strategy; one row per configuration (--sweep-csv, --sweep-jsonl; JSONL on stdout when neither)",
          0},
         {"sweep-csv", SV_FLAG_STR, &o.sweep_csv, 0, 0,
-         "--sweep: write the rows as CSV here (timm benchmark columns first)", 0},
+         "--sweep: write the rows as CSV here (timm benchmark columns first; replaces only an earlier sweep CSV)", 0},
         {"sweep-jsonl", SV_FLAG_STR, &o.sweep_jsonl, 0, 0,
-         "--sweep: write each row's full JSON result (one per line) here", 0},
+         "--sweep: write each row's full JSON result (one per line) here (replaces only an earlier one)", 0},
         {"comm-group", SV_FLAG_STR, &o.comm_group, 0, 0,
          "--comm: world (default) | intra | inter | intra:G | inter:G | G (= intra:G): groups of G consecutive ranks "
          "(G = ranks per node when omitted) or the ranks across them, as hybrid_shard forms them",

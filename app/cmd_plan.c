@@ -8,6 +8,7 @@
 #include "app/provenance.h"
 #include "app/run.h"
 #include "ckpt/ckpt_out.h"
+#include "core/trace.h"
 
 static void row(const char *what, size_t bytes, size_t total, const char *note) {
     printf("  %-16s %12.1f MiB  %5.1f%%  %s\n", what, bytes / 1048576.0, total ? 100.0 * bytes / total : 0.0, note);
@@ -95,7 +96,7 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
                         * written, a symbolic link be followed; never into a checkpoint */
             char part[4096];
             snprintf(part, sizeof part, "%s.rank0", o.trace);
-            sv_status ts = sv_ckpt_out_check_free(o.trace, "--trace");
+            sv_status ts = sv_ckpt_out_check_earlier(o.trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace");
             if (ts == SV_OK) ts = sv_ckpt_out_check(part, NULL, 1, "--trace part");
             if (ts != SV_OK) return sv_cmd_usage_error("plan", "%s", sv_err_msg());
         }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "app/commands.h"
@@ -25,6 +26,7 @@
 #include "fsdp/optim.h"
 #include "core/fileio.h"
 #include "core/log.h"
+#include "core/trace.h"
 #include "data/loader.h"
 #include "ckpt/ckpt_out.h"
 #include "fsdp/agree.h"
@@ -512,9 +514,20 @@ static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
     return st != SV_OK ? st : cs;
 }
 
+/* Is path an earlier --save-params / --save-ema-params dump of this model: a regular file (a
+ * symbolic link is not followed) of exactly 4 bytes per parameter (*(const size_t *)params)? The
+ * dump is raw fp32 with no header, so its size is all there is to recognise it by: a user's file
+ * of another size, a safetensors file or a dump of another model is never replaced. */
+static int earlier_dump(const char *path, const void *params) {
+    uint64_t n = *(const size_t *)params;
+    struct stat sb;
+    return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == 4 * n;
+}
+
 /* Rank 0, before training: --out and --ckpt-dir pass the run-directory rules and are locked
- * (app/run_dir.h), config.toml records the resolved flags. */
-static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int world, sv_run_lock locks[2]) {
+ * (app/run_dir.h), config.toml records the resolved flags. params: the model's parameter count. */
+static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int world, size_t params,
+                             sv_run_lock locks[2]) {
     if (o->out) {
         SV_TRY(sv_run_dir_check(o->out, "--out", o->resume != NULL));
         SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
@@ -524,13 +537,16 @@ static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int worl
         SV_TRY(sv_run_dir_lock(o->ckpt_dir, &locks[1]));
     }
     /* files written at the end: refused now rather than after the training (a FIFO would block
-     * the open, a device would be written) */
-    if (o->save_params) SV_TRY(sv_ckpt_out_check_free(o->save_params, "--save-params"));
+     * the open, a device would be written, a user's file replaced) */
+    static const char dump_kind[] = "parameter dump of this model (4 bytes per parameter)";
+    if (o->save_params)
+        SV_TRY(sv_ckpt_out_check_earlier(o->save_params, "--save-params", earlier_dump, &params, dump_kind));
     if (o->dump_logits) SV_TRY(sv_ckpt_out_check_free(o->dump_logits, "--dump-logits"));
-    if (o->ema.save_path) SV_TRY(sv_ckpt_out_check_free(o->ema.save_path, "--save-ema-params"));
+    if (o->ema.save_path)
+        SV_TRY(sv_ckpt_out_check_earlier(o->ema.save_path, "--save-ema-params", earlier_dump, &params, dump_kind));
     char p[4096];
     if (o->run.trace) {
-        SV_TRY(sv_ckpt_out_check_free(o->run.trace, "--trace"));
+        SV_TRY(sv_ckpt_out_check_earlier(o->run.trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace"));
         for (int r = 0; r < world; r++) {
             snprintf(p, sizeof p, "%s.rank%d", o->run.trace, r);
             SV_TRY(sv_ckpt_out_check(p, NULL, 1, "--trace part"));
@@ -649,7 +665,10 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"synth-samples", SV_FLAG_INT, &o.synth_samples, 1, 1 << 30, "samples in --data synthetic", 0},
         {"max-skipped-steps", SV_FLAG_INT, &o.max_skipped, -1, 1 << 30,
          "abort when more than N steps were skipped for non-finite gradients (-1 = never)", 0},
-        {"save-params", SV_FLAG_STR, &o.save_params, 0, 0, "write all final fp32 parameters (canonical order) here", 0},
+        {"save-params", SV_FLAG_STR, &o.save_params, 0, 0,
+         "write all final fp32 parameters (canonical order) here; an existing file only when it is an earlier dump "
+         "of this model (4 bytes per parameter)",
+         0},
         {"debug-nan-step", SV_FLAG_I64, &o.debug_nan_step, -1, 1e12, "testing: poison one gradient at this step", 0},
         {"debug-nan-rank", SV_FLAG_INT, &o.debug_nan_rank, 0, 1 << 20, "testing: rank that poisons it", 0},
         {"ckpt-dir", SV_FLAG_STR, &o.ckpt_dir, 0, 0, "checkpoint root (default OUT/checkpoints; docs/checkpoints.md)",
@@ -733,7 +752,9 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                          (uint64_t)o.run.seed);
         r.model.loss = (sv_vit_loss){.bce = o.bce, .bce_sum = o.bce_sum, .bce_thresh = (float)o.bce_thresh};
     }
-    if (st == SV_OK) st = sv_fsdp_agree(&r.fsdp, proc->rank == 0 ? prepare_out(&o, flags, proc->world, locks) : SV_OK);
+    if (st == SV_OK)
+        st = sv_fsdp_agree(
+            &r.fsdp, proc->rank == 0 ? prepare_out(&o, flags, proc->world, sv_vit_param_count(&r.vcfg), locks) : SV_OK);
     train_end end = {0};
     if (st == SV_OK) st = train(&r, &o, &end);
     if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace);

@@ -1,14 +1,18 @@
 #include "app/provenance.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "app/mpi_env.h"
+#include "core/json.h"
 #include "fsdp/comm.h"
 #include "model/backend/cpu/cpu_info.h"
 #include "sv_build_info.h"
@@ -239,4 +243,40 @@ void sv_provenance_version_line(char *buf, size_t cap) {
              SV_BUILD_DIRTY > 0       ? ", dirty"
                  : SV_BUILD_DIRTY < 0 ? ", dirty unknown"
                                       : "");
+}
+
+int sv_provenance_file_of(const char *path, const void *command) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat sb;
+    size_t cap = (size_t)16 << 20, len = 0, size = 0;
+    char *buf = NULL;
+    int ok = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    while (ok && len < cap && (!len || !memchr(buf, '\n', len))) { /* up to the first line break */
+        if (len + 65536 + 1 > size) {
+            char *nb = realloc(buf, size = len + 65536 + 1);
+            if (!(ok = nb != NULL)) break;
+            buf = nb;
+        }
+        ssize_t r = pread(fd, buf + len, 65536, (off_t)len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        len += (size_t)r;
+    }
+    close(fd);
+    if (ok && buf) {
+        char *nl = memchr(buf, '\n', len);
+        if (nl) len = (size_t)(nl - buf);
+        sv_json_doc doc;
+        const sv_json *c;
+        ok = len <= cap && sv_json_parse(&doc, buf, len, path, NULL) == SV_OK;
+        if (ok) {
+            ok = doc.root.type == SV_JSON_OBJECT && (c = sv_json_at_path(&doc.root, "provenance.command")) &&
+                c->type == SV_JSON_STRING && !strcmp(c->u.str.s, (const char *)command);
+            sv_json_doc_free(&doc);
+        }
+        sv_err_clear();
+    }
+    free(buf);
+    return ok && buf;
 }

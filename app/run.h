@@ -116,7 +116,10 @@ typedef struct sv_run_opts {
          1e7, \
          "seconds before a collective is declared hung (0 = never)", \
          0}, \
-        {"trace", SV_FLAG_STR, &(o).trace, 0, 0, "write a Chrome/Perfetto trace JSON here", 0}, { \
+        {"trace", SV_FLAG_STR, &(o).trace, \
+         0,       0,           "write a Chrome/Perfetto trace JSON here (replaces only an earlier trace)", \
+         0}, \
+    { \
         "head-zero-init", SV_FLAG_BOOL, &(o).head_zero_init, 0, 0, "initialise the head weight to zero", 0 \
     }
 /* clang-format on */

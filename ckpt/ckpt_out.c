@@ -164,3 +164,15 @@ sv_status sv_ckpt_out_check_free(const char *path, const char *what) {
                        what, path, d);
     return SV_OK;
 }
+
+sv_status sv_ckpt_out_check_earlier(const char *path, const char *what, sv_ckpt_out_earlier_fn earlier, const void *ctx,
+                                    const char *kind) {
+    SV_TRY(sv_ckpt_out_check_free(path, what));
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && !earlier(path, ctx))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s exists and is not an earlier %s: refusing to replace it (remove it or choose "
+                       "another path)",
+                       what, path, kind);
+    return SV_OK;
+}

@@ -8,7 +8,8 @@
  *     Checked on real paths (symbolic links and `..` resolved; for outputs whose parents do not
  *     exist yet, the deepest existing parent);
  *   - an existing output is replaced only when it is a regular file, never a directory, FIFO,
- *     device node, socket or symbolic link (lstat: a link is refused, not followed);
+ *     device node, socket or symbolic link (lstat: a link is refused, not followed), and, for
+ *     outputs of a recognisable kind, only when it is an earlier output of that kind;
  *   - temporaries get fresh names ("<path>.tmp-XXXXXXXX", created with O_EXCL / mkdir, so an
  *     existing file of that name is never opened), and on failure only the temporaries this
  *     process created are removed.
@@ -42,6 +43,16 @@ int sv_ckpt_out_in_step_dir(const char *path, char *dir, size_t cap);
  * what), and path must not be inside any checkpoint step directory nor a root's `latest`
  * (sv_ckpt_out_in_step_dir). SV_ERR_INVALID naming the path. */
 sv_status sv_ckpt_out_check_free(const char *path, const char *what);
+
+/* For an output of a recognisable kind (report, bench, plan and train outputs): sv_ckpt_out_check_free,
+ * and an existing file at path is replaced only when earlier(path, ctx) recognises it as an
+ * earlier output of that kind (by its content, e.g. the opening bytes or JSON members that kind
+ * always writes; earlier must not follow a symbolic link nor block on a FIFO); else SV_ERR_INVALID
+ * "WHAT PATH exists and is not an earlier KIND: refusing to replace it", so that a user's file is
+ * never destroyed. Check before any work starts. */
+typedef int (*sv_ckpt_out_earlier_fn)(const char *path, const void *ctx);
+sv_status sv_ckpt_out_check_earlier(const char *path, const char *what, sv_ckpt_out_earlier_fn earlier, const void *ctx,
+                                    const char *kind);
 
 /* Temporaries beside an output: sv_fileio_tmp_file / sv_fileio_tmp_dir (core/fileio.h), renamed
  * over the path sv_ckpt_out_check accepted with sv_fileio_rename (sv_fileio_out_commit for an

@@ -107,10 +107,18 @@ sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
     return close_checked(f, "trace part", path);
 }
 
+/* How every merged trace starts (sv_trace_merge; sv_trace_is_merged recognises it). */
+static const char k_merged_head[] = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+
+int sv_trace_is_merged(const char *path, const void *unused) {
+    (void)unused;
+    return sv_fileio_starts_with(path, k_merged_head, sizeof k_merged_head - 1);
+}
+
 sv_status sv_trace_merge(const char *path, int world) {
     FILE *out;
     SV_TRY(sv_fileio_fopen_write(path, SV_FILEIO_TRUNC, &out));
-    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", out);
+    fputs(k_merged_head, out);
     char part[4096];
     char buf[65536];
     for (int r = 0; r < world; r++) {

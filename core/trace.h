@@ -60,5 +60,9 @@ sv_status sv_trace_write_part(const sv_trace *t, const char *path);
 /* Merge part files of ranks 0..world-1 ("<path>.rank<r>") into one trace JSON at `path`,
  * deleting the parts. Called by rank 0 after all ranks wrote their parts. */
 sv_status sv_trace_merge(const char *path, int world);
+/* Is path an earlier merged trace: a regular file (a symbolic link is not followed, a FIFO never
+ * blocks) that starts as sv_trace_merge writes one? For replacing an earlier --trace file and
+ * nothing else (the ctx argument is unused: the shape of ckpt/ckpt_out.h's recognisers). */
+int sv_trace_is_merged(const char *path, const void *unused);
 
 #endif

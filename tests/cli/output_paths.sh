@@ -3,8 +3,11 @@
 # (ckpt/ckpt_out.h): a FIFO is refused without blocking, a symbolic link is refused (neither it
 # nor its target changes), nothing is written into a checkpoint step directory or over a root's
 # `latest`, report never replaces its own inputs or an existing file that is not an earlier
-# report; new paths are written, a report is re-written over an earlier one, bench --json is
-# valid JSON, and no temporaries are left behind.
+# report; no existing file is replaced unless it is an earlier output of the same kind (bench
+# --json / --sweep-jsonl: a bench result; --sweep-csv: the sweep header; --trace of bench, plan and
+# train: a merged trace; train --save-params: a dump of the same size), a user's file is kept byte
+# for byte; new paths are written, earlier outputs (a report, a bench result, ...) are re-written,
+# bench --json is valid JSON, and no temporaries are left behind.
 set -euo pipefail
 SV=$1
 PY=${PYTHON:-python3}
@@ -139,6 +142,57 @@ refuse "plan --trace part" "$SV" "${PLAN[@]}" --trace mine.json
 refuse "train --trace part" "$SV" train "${MODEL[@]}" --data data --batch-size 4 --steps 1 --threads 1 --trace mine.json
 [ "$(cat mine.json.rank0)" = "my notes" ] || fail "a file named like a trace part was replaced"
 [ ! -e mine.json ] || fail "a refused --trace wrote its output"
+
+# a user's file at an output path (text, a binary shard, another kind of shardvit output) is kept
+# byte for byte: the command refuses it at start-up naming the path; an earlier output of the
+# same kind is replaced (re-running the same command works)
+TRAIN=(train "${MODEL[@]}" --data data --batch-size 4 --steps 1 --threads 1 --workers 1)
+cp "$(ls "$STEP"/shard_*.bin | head -1)" shard.copy
+printf 'a,b\n1,2\n' >user.csv
+echo '{"provenance": {"command": "train"}}' >user.jsonl
+keeps() { # NAME USER_FILE CMD... (the output path user.out follows as the last argument)
+    local name=$1 src=$2
+    shift 2
+    rm -f user.out
+    cp "$src" user.out
+    refuse "$name over $src" "$@" user.out
+    grep -q "user.out exists and is not an earlier .*refusing to replace it" out.log ||
+        fail "$name over $src: no message naming the path ($(tail -1 out.log | cut -c1-200))"
+    cmp -s user.out "$src" || fail "$name: the user's $src at the output path was changed"
+}
+for src in notes.txt shard.copy b.json bt.json user.csv user.jsonl; do
+    case $src in b.json | user.jsonl) ;; *)
+        keeps "bench --json" "$src" "$SV" "${BENCH[@]}" --json
+        keeps "bench --sweep-jsonl" "$src" "$SV" "${BENCH[@]}" --sweep batch=4 --sweep-jsonl ;;
+    esac
+    [ "$src" = bt.json ] || keeps "bench --trace" "$src" "$SV" "${BENCH[@]}" --trace
+    [ "$src" = bt.json ] || keeps "plan --trace" "$src" "$SV" "${PLAN[@]}" --trace
+    [ "$src" = bt.json ] || keeps "train --trace" "$src" "$SV" "${TRAIN[@]}" --trace
+    keeps "bench --sweep-csv" "$src" "$SV" "${BENCH[@]}" --sweep batch=4 --sweep-csv
+    keeps "train --save-params" "$src" "$SV" "${TRAIN[@]}" --save-params
+done
+# earlier outputs of the same kind: a marker appended to each is gone after the same command again
+for f in b.json s.csv s.jsonl bt.json pt.json; do echo "STALE-MARKER" >>"$f"; done
+run bench3.log "$SV" "${BENCH[@]}" --json b.json --trace bt.json
+run sweep2.log "$SV" "${BENCH[@]}" --sweep batch=4 --sweep-csv s.csv --sweep-jsonl s.jsonl
+run ptrace2.log "$SV" "${PLAN[@]}" --trace pt.json
+for f in b.json s.csv s.jsonl bt.json pt.json; do
+    grep -q "STALE-MARKER" "$f" && fail "$f: the earlier output was not replaced"
+done
+[ "$(wc -l <s.csv)" = 2 ] || fail "bench --sweep-csv: the rewritten s.csv is not a header and 1 row"
+run ttrace1.log "$SV" "${TRAIN[@]}" --trace tt.json
+echo "STALE-MARKER" >>tt.json
+run ttrace2.log "$SV" "${TRAIN[@]}" --trace tt.json
+grep -q "STALE-MARKER" tt.json && fail "train --trace: the earlier trace was not replaced"
+"$PY" -c 'import json, sys; json.load(open(sys.argv[1]))' tt.json || fail "train --trace: tt.json is not JSON"
+# a parameter dump has no header: an earlier dump of the same model (exactly 4 bytes per
+# parameter) is replaced, one of another size (another model, a truncated copy) is not
+run params1.log "$SV" "${TRAIN[@]}" --save-params p.bin
+cp p.bin p.first
+run params2.log "$SV" "${TRAIN[@]}" --steps 2 --save-params p.bin
+cmp -s p.bin p.first && fail "train --save-params: the earlier dump was not replaced"
+head -c -4 p.first >short.bin
+keeps "train --save-params" short.bin "$SV" "${TRAIN[@]}" --save-params
 
 # nothing was left behind: no temporaries, the protected files as they were
 left=$(find . -name '*.tmp-*' -o -name '*.tmp.*' | head -5)

@@ -21,7 +21,10 @@
 #      label names (and --ignore-class-names), NaN / -Inf inside imported weights (import,
 #      train --init-from on 2 ranks, eval --weights, the resampled pos_embed path): clear errors;
 #   6. --init-from / import / eval --weights of a file whose pos_embed claims a 65536 x 65536
-#      grid (a sparse file; before the fix the grid product overflowed int: SIGSEGV).
+#      grid (a sparse file; before the fix the grid product overflowed int: SIGSEGV);
+#   7. training and evaluation data that name their classes differently;
+#   8. a user's file at train --save-params / --trace and bench --json, on 2 ranks: refused by
+#      every rank at start-up and kept; an earlier parameter dump is replaced.
 # Usage: hostile_outputs.sh SHARDVIT MPIEXEC
 SHARDVIT=$1 MPIEXEC=$2
 source "$(dirname "$0")/lib.sh"
@@ -368,5 +371,23 @@ expect_ok prep7 "${SV[@]}" prep synthetic --out "$WORK/set7" --classes 3 --per-c
 mv "$WORK/set7/test/class_001" "$WORK/set7/test/zebra"
 expect_fail val_names "--val-data $WORK/set7/test names class 1 'class_002' but --data $WORK/set7/train names it 'class_001'" \
     "${SV[@]}" train $ARGS --steps 1 --data "$WORK/set7/train" --val-data "$WORK/set7/test"
+# ---- 8. a user's file at train's and bench's output paths, on 2 ranks ----
+# refused by every rank before the first step (exit 2, no hang), the file kept byte for byte; an
+# earlier parameter dump of the same model is replaced
+mkdir -p "$WORK/o8"
+cp "$WORK/w/model.safetensors" "$WORK/o8/user.bin"
+echo "my notes" >"$WORK/o8/notes.txt"
+S=$(tree_sum "$WORK/o8")
+R2=(timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT")
+NOT="exists and is not an earlier .*: refusing to replace it"
+expect_fail user_save_params "--save-params $WORK/o8/user.bin $NOT" "${R2[@]}" train $ARGS --steps 1 \
+    --data synthetic --synth-samples 8 --save-params "$WORK/o8/user.bin"
+expect_fail user_train_trace "--trace $WORK/o8/notes.txt $NOT" "${R2[@]}" train $ARGS --steps 1 \
+    --data synthetic --synth-samples 8 --trace "$WORK/o8/notes.txt"
+expect_fail user_bench_json "--json $WORK/o8/user.bin $NOT" "${R2[@]}" bench $MODEL --batch-size 4 --steps 1 \
+    --warmup 0 --calib-seconds 0 --threads 1 --json "$WORK/o8/user.bin"
+[ "$(tree_sum "$WORK/o8")" = "$S" ] || fail "a user's file at a train or bench output path was changed"
+expect_ok dump1 "${R2[@]}" train $ARGS --steps 1 --data synthetic --synth-samples 8 --save-params "$WORK/o8/p.bin"
+expect_ok dump2 "${R2[@]}" train $ARGS --steps 1 --data synthetic --synth-samples 8 --save-params "$WORK/o8/p.bin"
 [ "${NFAIL:-0}" -eq 0 ] || { echo "hostile_outputs: ${NFAIL} checks failed"; exit 1; }
 echo "hostile_outputs: all passed"
