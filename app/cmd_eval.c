@@ -58,10 +58,15 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     SV_TRY(sv_xform_flags_check(&o->xf, mo.in_chans));
     sv_ckpt_meta meta;
     sv_ckpt_xform xf;
-    char msrc[4200];
+    char msrc[4200], lsrc[4200];
+    char **names = NULL;
+    int n_names = 0;
     *usage = 0;
-    SV_TRY(sv_app_model_meta(o->src.weights, o->src.ckpt, &meta, msrc, sizeof msrc));
+    SV_TRY(sv_app_model_meta(o->src.weights, o->src.ckpt, &meta, msrc, lsrc, sizeof msrc));
     sv_status mst = sv_xform_resolve(&o->xf, &meta.xform, msrc, mo.img, mo.in_chans, &xf);
+    /* --classes names the model's classes in the outputs: checked against the model before any work */
+    if (mst == SV_OK && o->classes)
+        mst = sv_app_class_list(o->classes, &meta, lsrc, mo.num_classes, 1, &names, &n_names);
     if (mst == SV_OK) { /* outputs must not go into the checkpoint or replace a non-file */
         char step_dir[SV_CKPT_PATH_MAX];
         mst = o->src.ckpt ? sv_ckpt_resolve(o->src.ckpt, step_dir, sizeof step_dir) : SV_OK;
@@ -69,6 +74,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     }
     if (mst != SV_OK) {
         free(meta.labels);
+        free(names);
         return mst;
     }
     *usage = 1;
@@ -83,13 +89,12 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     sv_status sst = sv_run_setup(&r, &o->run, proc->rank, proc->world, proc->local_rank, proc->local_size);
     if (sst != SV_OK) {
         free(meta.labels);
+        free(names);
         return sst;
     }
     *usage = 0;
     sv_dataset *ds = NULL;
     sv_evaluator ev = {0};
-    char **names = NULL;
-    int n_names = 0;
     sv_status st = sv_app_load_model(&r, o->src.weights, o->src.ckpt, o->src.ema);
     sv_dataset_opts dopts = sv_dataset_opts_default();
     dopts.classes_file = o->classes;
@@ -100,8 +105,6 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     dopts.synth_seed = 1234; /* the task train --data synthetic learns */
     if (st == SV_OK) st = sv_dataset_open(o->data, &dopts, &ds);
     if (st == SV_OK && meta.labels) { /* label k of the data must be class k of the model */
-        char lsrc[4300];
-        snprintf(lsrc, sizeof lsrc, "%s%s", o->src.weights ? "config.json beside " : "", msrc);
         sv_status cst = sv_eval_check_class_names(ds, meta.labels, meta.n_labels, lsrc);
         if (cst != SV_OK && o->ignore_class_names)
             SV_WARN("--ignore-class-names: %s", sv_err_msg());
@@ -110,10 +113,6 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     }
     free(meta.labels);
     meta.labels = NULL;
-    if (st == SV_OK && o->classes) st = sv_classes_read(o->classes, &names, &n_names);
-    if (st == SV_OK && names && n_names != r.vcfg.num_classes)
-        st = SV_FAIL(SV_ERR_INVALID, "--classes %s lists %d names but the model has %d classes", o->classes, n_names,
-                     r.vcfg.num_classes);
     sv_eval_opts eo = SV_EVAL_OPTS_DEFAULT;
     eo.workers = o->workers;
     float mean[3], stdv[3];
@@ -169,7 +168,10 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         {"data", SV_FLAG_STR, &o.data, 0, 0, "evaluation data: ImageFolder dir | tar pattern | synthetic", 0},
         {"out", SV_FLAG_STR, &o.out, 0, 0,
          "directory for eval.json and confusion.csv (not inside --ckpt's step directory or checkpoint root)", 0},
-        {"classes", SV_FLAG_STR, &o.classes, 0, 0, "class names, one per line (default: the data set's)", 0},
+        {"classes", SV_FLAG_STR, &o.classes, 0, 0,
+         "class names, one per line (default: the data set's); one per model class, equal to the model's "
+         "recorded label names when it has them",
+         0},
         {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 1 << 20, "global batch (rounded up to a multiple of ranks)",
          0},
         SV_XFORM_FLAGS(o.xf),
@@ -201,7 +203,7 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         "equal them class by class (else an error names the first difference; --ignore-class-names "
         "overrides). An unreadable image (empty, truncated, not a JPEG, too large) fails the evaluation on every "
         "rank, naming it: evaluation never replaces it by another sample (--skip-unreadable leaves such images "
-        "out and records them in eval.json).",
+        "out and records them in eval.json; evaluating no sample at all is still an error).",
         0};
     char *pos[1];
     int npos;

@@ -94,11 +94,13 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
     int n_names = 0;
     sv_ckpt_meta meta;
     sv_ckpt_xform xf;
-    char msrc[4200];
+    char msrc[4200], lsrc[4200];
     *usage = 0;
-    SV_TRY(sv_app_model_meta(o->src.weights, o->src.ckpt, &meta, msrc, sizeof msrc));
+    SV_TRY(sv_app_model_meta(o->src.weights, o->src.ckpt, &meta, msrc, lsrc, sizeof msrc));
     sv_status mst = sv_xform_resolve(&o->xf, &meta.xform, msrc, mo.img, mo.in_chans, &xf);
-    if (mst == SV_OK) mst = sv_app_class_names(o->classes, o->src.weights, o->src.ckpt, &meta, &names, &n_names);
+    if (mst == SV_OK)
+        mst =
+            sv_app_class_names(o->classes, o->src.weights, o->src.ckpt, &meta, lsrc, mo.num_classes, &names, &n_names);
     free(meta.labels);
     SV_TRY(mst);
     *usage = 1;
@@ -109,11 +111,6 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
         return st;
     }
     *usage = 0;
-    if (names && n_names != r.vcfg.num_classes) {
-        SV_WARN("%d class names for a model with %d classes: names used only where they exist", n_names,
-                r.vcfg.num_classes);
-        if (n_names > r.vcfg.num_classes) n_names = r.vcfg.num_classes;
-    }
     st = sv_app_load_model(&r, o->src.weights, o->src.ckpt, o->src.ema);
     const sv_vit_config *c = &r.vcfg;
     int K = c->num_classes;
@@ -178,23 +175,28 @@ int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
     o.run.model.model = NULL;
     o.run.batch_size = 16;
     /* clang-format off: one flag per line */
-    sv_flag flags[] = {SV_MODEL_FLAGS(o.run.model),
-                       SV_MODEL_SOURCE_FLAGS(o.src),
-                       {"classes", SV_FLAG_STR, &o.classes, 0, 0,
-                        "class names, one per line (default: classes.txt beside the weights)", 0},
-                       {"topk", SV_FLAG_INT, &o.topk, 0, 1000000, "classes shown per image (0 = all)", 0},
-                       {"json", SV_FLAG_BOOL, &o.json, 0, 0, "one JSON object per image instead of text", 0},
-                       {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 4096, "images per forward pass", 0},
-                       SV_XFORM_FLAGS(o.xf),
-                       {"param-dtype", SV_FLAG_STR, &o.run.param_dtype, 0, 0, "compute dtype fp32 | bf16", 0},
-                       {"device", SV_FLAG_STR, &o.run.device, 0, 0, "auto | cpu | cuda", 0},
-                       {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024, "CPU threads (0 = cores)", 0},
-                       SV_FLAG_END};
+    sv_flag flags[] = {
+        SV_MODEL_FLAGS(o.run.model),
+        SV_MODEL_SOURCE_FLAGS(o.src),
+        {"classes", SV_FLAG_STR, &o.classes, 0, 0,
+         "class names, one per line (default: classes.txt beside the weights); must agree with the model's "
+         "recorded label names",
+         0},
+        {"topk", SV_FLAG_INT, &o.topk, 0, 1000000, "classes shown per image (0 = all)", 0},
+        {"json", SV_FLAG_BOOL, &o.json, 0, 0, "one JSON object per image instead of text", 0},
+        {"batch-size", SV_FLAG_INT, &o.run.batch_size, 1, 4096, "images per forward pass", 0},
+        SV_XFORM_FLAGS(o.xf),
+        {"param-dtype", SV_FLAG_STR, &o.run.param_dtype, 0, 0, "compute dtype fp32 | bf16", 0},
+        {"device", SV_FLAG_STR, &o.run.device, 0, 0, "auto | cpu | cuda", 0},
+        {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024, "CPU threads (0 = cores)", 0},
+        SV_FLAG_END};
     /* clang-format on */
     sv_cmd_spec spec = {"predict", "shardvit predict --weights FILE.safetensors | --ckpt PATH [flags] IMG.jpg...",
                         "Print the top-k classes with probabilities for each image. Class names come from --classes, "
                         "or classes.txt beside the weights / in the run directory, or the label names the model "
-                        "recorded (config.json / index.json), else class indices are shown. The transform is the "
+                        "recorded (config.json / index.json), else class indices are shown. A list must hold exactly "
+                        "the recorded label names in their order (else an error names both files), or without them "
+                        "one name per class. The transform is the "
                         "model's recorded one unless --crop-pct/--interp/--mean/--std override it (see eval --help). "
                         "--img / --patch other than the weights' run them at that size (pos_embed / patch_embed "
                         "resampled as timm does; --weights only).",

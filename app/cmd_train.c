@@ -649,7 +649,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"crop-scale-min", SV_FLAG_DOUBLE, &o.crop_scale_min, 0.01, 1, "RandomResizedCrop: smallest crop area fraction",
          0},
         {"hflip", SV_FLAG_DOUBLE, &o.hflip, 0, 1, "horizontal flip probability", 0},
-        {"crop-pct", SV_FLAG_DOUBLE, &o.xf.crop_pct, 0.05, 1,
+        {"crop-pct", SV_FLAG_DOUBLE, &o.xf.crop_pct, SV_CKPT_CROP_PCT_MIN, SV_CKPT_CROP_PCT_MAX,
          "evaluation: resize the shorter side to img/crop-pct, then center crop; recorded in checkpoints", 0},
         {"randaug-n", SV_FLAG_INT, &o.randaug_n, 0, 16, "RandAugment ops per training image (0 = off)", 0},
         {"randaug-m", SV_FLAG_DOUBLE, &o.randaug_m, 0, 30, "RandAugment magnitude (timm scale, 0..10 usual)", 0},

@@ -97,11 +97,12 @@ static int classes_near(const char *path, int up, char *out, size_t cap) {
     return 0;
 }
 
-sv_status sv_app_model_meta(const char *weights, const char *ckpt, sv_ckpt_meta *m, char *src, size_t cap) {
+sv_status sv_app_model_meta(const char *weights, const char *ckpt, sv_ckpt_meta *m, char *src, char *lsrc, size_t cap) {
     memset(m, 0, sizeof *m);
     if (weights) {
         int found;
         snprintf(src, cap, "%s", weights);
+        sv_ckpt_config_path(weights, lsrc, cap);
         SV_TRY(sv_ckpt_read_config_meta(weights, m, &found));
         if (!found) snprintf(src, cap, "%s (no config.json beside it)", weights);
         return SV_OK;
@@ -111,22 +112,65 @@ sv_status sv_app_model_meta(const char *weights, const char *ckpt, sv_ckpt_meta 
     SV_TRY(sv_ckpt_resolve(ckpt, step_dir, sizeof step_dir));
     SV_TRY(sv_ckpt_index_load(&idx, step_dir));
     snprintf(src, cap, "%s/index.json", step_dir);
+    snprintf(lsrc, cap, "%s", src);
     sv_status st = sv_ckpt_meta_copy(m, &idx.meta);
     sv_ckpt_index_free(&idx);
     return st;
 }
 
+/* Names printed for the model's classes must be its classes: never more names than it has
+ * classes; where it recorded label names, exactly those in that order (fewer than its classes
+ * when it was trained on fewer: the rest have no name); else one per class. need_all: one per
+ * class in any case (outputs that name every class). `what` names the list in the message. */
+static sv_status check_names(char *const *names, int n, const char *what, const sv_ckpt_meta *meta, const char *lsrc,
+                             int num_classes, int need_all) {
+    int own = meta && names == meta->labels;                      /* the recorded names themselves */
+    int recorded = meta && meta->labels && names != meta->labels; /* a list, and recorded names */
+    if (n > num_classes || (n < num_classes && (need_all || !(own || recorded))))
+        return SV_FAIL(SV_ERR_INVALID, "%s lists %d class names but the model has %d classes", what, n, num_classes);
+    if (!recorded) return SV_OK;
+    if (meta->n_labels != n)
+        return SV_FAIL(SV_ERR_INVALID, "%s lists %d class names but %s records %d label names for the model", what, n,
+                       lsrc, meta->n_labels);
+    for (int k = 0; k < n; k++) {
+        if (!strcmp(names[k], meta->labels[k])) continue;
+        char a[SV_ESC_CAP], b[SV_ESC_CAP];
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s contradicts the label names the model recorded in %s: class %d is \"%s\" there but \"%s\" "
+                       "in the list (correct or remove the list)",
+                       what, lsrc, k, sv_log_esc(meta->labels[k], a, sizeof a), sv_log_esc(names[k], b, sizeof b));
+    }
+    return SV_OK;
+}
+
+sv_status sv_app_class_list(const char *path, const sv_ckpt_meta *meta, const char *lsrc, int num_classes, int need_all,
+                            char ***names, int *n) {
+    char what[4200];
+    SV_TRY(sv_classes_read(path, names, n));
+    snprintf(what, sizeof what, "class list %s", path);
+    sv_status st = check_names(*names, *n, what, meta, lsrc, num_classes, need_all);
+    if (st != SV_OK) {
+        free(*names);
+        *names = NULL;
+        *n = 0;
+    }
+    return st;
+}
+
 sv_status sv_app_class_names(const char *classes, const char *weights, const char *ckpt, const sv_ckpt_meta *meta,
-                             char ***names, int *n) {
+                             const char *lsrc, int num_classes, char ***names, int *n) {
     *names = NULL;
     *n = 0;
     char p[4096];
-    if (classes) return sv_classes_read(classes, names, n);
+    if (classes) return sv_app_class_list(classes, meta, lsrc, num_classes, 0, names, n);
     if ((weights && classes_near(weights, 0, p, sizeof p)) || (ckpt && classes_near(ckpt, 2, p, sizeof p))) {
         SV_INFO("class names from %s", p);
-        return sv_classes_read(p, names, n);
+        return sv_app_class_list(p, meta, lsrc, num_classes, 0, names, n);
     }
     if (meta && meta->labels) {
+        char what[4200];
+        snprintf(what, sizeof what, "%s (label_names)", lsrc);
+        SV_TRY(check_names(meta->labels, meta->n_labels, what, meta, lsrc, num_classes, 0));
         sv_ckpt_meta copy;
         SV_TRY(sv_ckpt_meta_copy(&copy, meta));
         SV_INFO("class names: the %d label names the model recorded", copy.n_labels);

@@ -37,14 +37,27 @@ sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt, in
 
 /* What the model recorded besides its weights (ckpt/checkpoint.h sv_ckpt_meta): the checkpoint
  * index for `ckpt`, config.json beside `weights` (a missing config.json: nothing recorded).
- * src (cap bytes) names where it came from, for log lines. free(m->labels) releases the names. */
-sv_status sv_app_model_meta(const char *weights, const char *ckpt, sv_ckpt_meta *m, char *src, size_t cap);
+ * src (cap bytes) names where it came from, for log lines; lsrc (cap bytes) the file that holds
+ * its label names (index.json, config.json). free(m->labels) releases the names. */
+sv_status sv_app_model_meta(const char *weights, const char *ckpt, sv_ckpt_meta *m, char *src, char *lsrc, size_t cap);
+
+/* A class-name list file for a model of num_classes classes: sv_classes_read (UTF-8 text, one
+ * distinct name per line), then checked against the model. Where it recorded label names
+ * (`meta`, nullable; read from the file lsrc) the list must hold exactly those, in that order
+ * (fewer than num_classes when the model was trained on fewer classes); else one name per class.
+ * need_all: one name per class in any case (outputs that name every class). A list that
+ * disagrees is an SV_ERR_INVALID naming the list, and for recorded names lsrc and the first
+ * differing class: printed names never contradict the model. free(*names) releases everything. */
+sv_status sv_app_class_list(const char *path, const sv_ckpt_meta *meta, const char *lsrc, int num_classes, int need_all,
+                            char ***names, int *n);
 
 /* Class names: `classes` (a file, one name per line) when given; else classes.txt in the
  * directory of `weights`, or of `ckpt` and its parents up to two levels (a step directory sits
- * in <run>/checkpoints/); else the label names the model recorded (`meta`, nullable). *names =
- * NULL and *n = 0 when none is found (not an error). free(*names) releases everything. */
+ * in <run>/checkpoints/); else the label names the model recorded (`meta`, nullable). A list
+ * is checked as sv_app_class_list does (it never overrides the recorded names); recorded names
+ * must not outnumber num_classes. *names = NULL and *n = 0 when none is found (not an error).
+ * free(*names) releases everything. */
 sv_status sv_app_class_names(const char *classes, const char *weights, const char *ckpt, const sv_ckpt_meta *meta,
-                             char ***names, int *n);
+                             const char *lsrc, int num_classes, char ***names, int *n);
 
 #endif

@@ -22,8 +22,8 @@ typedef struct sv_xform_flags {
     {"crop-pct", \
      SV_FLAG_DOUBLE, \
      &(x).crop_pct, \
-     0.05, \
-     1, \
+     SV_CKPT_CROP_PCT_MIN, \
+     SV_CKPT_CROP_PCT_MAX, \
      "resize the shorter side to img/crop-pct, then center crop (-1: the model's, else 0.875)", \
      0}, \
         {"interp", SV_FLAG_STR, &(x).interp, \

@@ -100,7 +100,7 @@ typedef struct sv_ckpt_file {
 typedef struct sv_ckpt_xform {
     int present;            /* 0: not recorded (an index written before eval_transform existed) */
     int img, channels;      /* input size (channels, img, img) */
-    double crop_pct;        /* (0, 1] */
+    double crop_pct;        /* [SV_CKPT_CROP_PCT_MIN, SV_CKPT_CROP_PCT_MAX] */
     char interp[16];        /* "bilinear" | "bicubic" */
     double mean[3], std[3]; /* `channels` values used */
 } sv_ckpt_xform;
@@ -114,12 +114,18 @@ typedef struct sv_ckpt_meta {
 } sv_ckpt_meta;
 
 #define SV_CKPT_DEFAULT_CROP_PCT 0.875
+/* The crop_pct range of an eval transform, the same for the --crop-pct flags and for a recorded
+ * transform (index.json eval_transform, config.json pretrained_cfg): below 0.05 the resize target
+ * img / crop_pct is over 20 times the input size and the center crop an empty box. */
+#define SV_CKPT_CROP_PCT_MIN 0.05
+#define SV_CKPT_CROP_PCT_MAX 1.0
+static inline int sv_ckpt_crop_pct_ok(double c) { return c >= SV_CKPT_CROP_PCT_MIN && c <= SV_CKPT_CROP_PCT_MAX; }
 /* The transform assumed when none is recorded: crop_pct 0.875, bilinear, mean/std 0.5 for one
  * channel and ImageNet's (0.485 0.456 0.406 / 0.229 0.224 0.225) for three; present = 0. */
 void sv_ckpt_xform_default(sv_ckpt_xform *x, int img, int channels);
 /* Deep copy of src (nullable: empty) into *dst (labels in one allocation; free(dst->labels) releases them). */
 sv_status sv_ckpt_meta_copy(sv_ckpt_meta *dst, const sv_ckpt_meta *src);
-/* Check an eval transform: img/channels >= 1, channels <= 3, crop_pct in (0, 1], interp
+/* Check an eval transform: img/channels >= 1, channels <= 3, sv_ckpt_crop_pct_ok(crop_pct), interp
  * bilinear|bicubic, std > 0. `what` names the source in the message. */
 sv_status sv_ckpt_xform_check(const sv_ckpt_xform *x, const char *what);
 
@@ -217,6 +223,8 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
  * (exports made before the transform was recorded carry fixed values) leaves present = 0.
  * free(m->labels) releases the names. Malformed values: SV_ERR_FORMAT naming the file. */
 sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *found);
+/* The path of config.json beside the safetensors file ST_PATH (cap bytes at path). */
+void sv_ckpt_config_path(const char *st_path, char *path, size_t cap);
 
 /* ---- collective operations on a live FSDP state (every rank of f->world calls) ---- */
 /* Save a checkpoint of f, `st` and `meta` (nullable: none recorded) under ROOT/step_<st->step>: the first replica group writes

@@ -23,8 +23,9 @@ void sv_ckpt_xform_default(sv_ckpt_xform *x, int img, int channels) {
 sv_status sv_ckpt_xform_check(const sv_ckpt_xform *x, const char *what) {
     if (x->img < 1 || x->img > 1000000 || x->channels < 1 || x->channels > 3)
         return SV_FAIL(SV_ERR_FORMAT, "%s: input size (%d, %d, %d) out of range", what, x->channels, x->img, x->img);
-    if (!(x->crop_pct > 0 && x->crop_pct <= 1))
-        return SV_FAIL(SV_ERR_FORMAT, "%s: crop_pct %g not in (0, 1]", what, x->crop_pct);
+    if (!sv_ckpt_crop_pct_ok(x->crop_pct))
+        return SV_FAIL(SV_ERR_FORMAT, "%s: crop_pct %g not in [%g, %g]", what, x->crop_pct, SV_CKPT_CROP_PCT_MIN,
+                       SV_CKPT_CROP_PCT_MAX);
     if (strcmp(x->interp, "bilinear") && strcmp(x->interp, "bicubic")) {
         char e[64];
         return SV_FAIL(SV_ERR_FORMAT, "%s: interpolation \"%s\" is not bilinear or bicubic", what,

@@ -48,7 +48,7 @@ static const char *timm_arch(const sv_vit_config *c) {
     return n ? n : "vit_base_patch16_224";
 }
 
-static void config_path(const char *st_path, char *path, size_t cap) {
+void sv_ckpt_config_path(const char *st_path, char *path, size_t cap) {
     const char *slash = strrchr(st_path, '/');
     if (slash)
         snprintf(path, cap, "%.*s/config.json", (int)(slash - st_path), st_path);
@@ -360,7 +360,7 @@ sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *fo
     char path[SV_CKPT_PATH_MAX + 16];
     memset(m, 0, sizeof *m);
     *found = 0;
-    config_path(st_path, path, sizeof path);
+    sv_ckpt_config_path(st_path, path, sizeof path);
     if (access(path, F_OK) != 0) return SV_OK; /* no config.json (never opened: it may be a FIFO) */
     *found = 1;
     char *text;

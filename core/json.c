@@ -97,8 +97,7 @@ static int grow(void **ptr, size_t *cap, size_t need, size_t elem) {
     return 1;
 }
 
-/* Length of a valid UTF-8 sequence starting at s[0] (n bytes available), or 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
+size_t sv_json_utf8_seq(const unsigned char *s, size_t n) {
     unsigned c = s[0];
     if (c < 0x80) return 1;
     size_t len;
@@ -180,7 +179,7 @@ static sv_status parse_string(parser *ps, char **out, size_t *out_len) {
             return perr(ps, i, "unescaped control character 0x%02x in string", c);
         }
         if (c != '\\') {
-            size_t k = utf8_seq(ps->p + i, end - i);
+            size_t k = sv_json_utf8_seq(ps->p + i, end - i);
             if (!k) {
                 free(o);
                 return perr(ps, i, "invalid UTF-8 byte 0x%02x in string", c);

@@ -77,6 +77,11 @@ typedef struct sv_json_limits {
     int max_depth;    /* nesting of arrays/objects; 0 = default (128) */
 } sv_json_limits;
 
+/* Length of the valid UTF-8 sequence starting at s[0] (n >= 1 bytes available), or 0 when the
+ * bytes there are not valid UTF-8 (overlong forms, surrogates, > U+10FFFF, a cut sequence): the
+ * rule the parser applies to strings, for other text files that must be UTF-8. */
+size_t sv_json_utf8_seq(const unsigned char *s, size_t n);
+
 /* Parse `len` bytes of `text` into `doc` (any previous content is NOT freed). `source` names
  * the input in error messages (may be NULL). `limits` may be NULL for the defaults.
  * On failure returns SV_ERR_FORMAT (SV_ERR_OOM if malloc fails) with a message

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/json.h"
+#include "core/log.h"
 #include "data/synth.h"
 
 /* Largest file accepted as one image (ImageFolder file or tar member): a JPEG at the 89.5 M-pixel
@@ -202,15 +204,74 @@ sv_status sv_classes_write(const char *path, const sv_dataset *d) {
     return SV_OK;
 }
 
+const char *sv_class_name_problem(const char *s, size_t len) {
+    if (len == 0) return "is empty";
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == 0) return "holds a NUL byte";
+        if (c == '\n' || c == '\r') return "holds a line break";
+        size_t k = sv_json_utf8_seq((const unsigned char *)s + i, len - i);
+        if (!k) return "is not valid UTF-8 text";
+        i += k;
+    }
+    return NULL;
+}
+
+/* qsort order of names in one store by text, equal names by address (= by line). */
+static int by_name_then_place(const void *a, const void *b) {
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    int c = strcmp(x, y);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* Line (0-based) of name p among names[0..n), which lie at increasing addresses. */
+static int line_of(char *const *names, int n, const char *p) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (names[mid] < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The earliest line (by its second occurrence) that repeats an earlier name: *first / *again
+ * (0-based) and *found = 1, else *found = 0. names lie at increasing addresses in one store. */
+static sv_status find_repeat(char **names, int n, int *first, int *again, int *found) {
+    *found = 0, *first = *again = 0;
+    char **by = malloc((size_t)n * sizeof *by);
+    if (!by) return SV_FAIL(SV_ERR_OOM, "%d class names", n);
+    memcpy(by, names, (size_t)n * sizeof *by);
+    qsort(by, (size_t)n, sizeof *by, by_name_then_place);
+    for (int i = 1; i < n; i++) {
+        if (strcmp(by[i - 1], by[i])) continue;
+        int a = line_of(names, n, by[i - 1]), b = line_of(names, n, by[i]);
+        if (!*found || b < *again) *found = 1, *first = a, *again = b;
+        while (i + 1 < n && !strcmp(by[i], by[i + 1])) i++; /* later repeats of the same name */
+    }
+    free(by);
+    return SV_OK;
+}
+
 sv_status sv_classes_read(const char *path, char ***names, int *n) {
     char *text;
     size_t got;
     /* guarded read: a FIFO or device named classes.txt is refused without blocking */
     SV_TRY(sv_fileio_read_small(path, SV_CLASSES_MAX_BYTES, &text, &got));
-    int lines = 0;
+    size_t lines = 0; /* lines are split on '\n' over all `got` bytes: a NUL inside ends nothing */
     for (size_t i = 0; i < got; i++) lines += text[i] == '\n';
     if (got && text[got - 1] != '\n') lines++;
-    char **arr = malloc((size_t)(lines + 1) * sizeof(char *) + got + 1);
+    if (lines == 0) {
+        free(text);
+        return SV_FAIL(SV_ERR_FORMAT, "class list %s is empty", path);
+    }
+    if (lines > 10000000) {
+        free(text);
+        return SV_FAIL(SV_ERR_FORMAT, "class list %s: more than 10000000 lines", path);
+    }
+    char **arr = malloc((lines + 1) * sizeof(char *) + got + 1);
     if (!arr) {
         free(text);
         return SV_FAIL(SV_ERR_OOM, "class list %s", path);
@@ -219,23 +280,31 @@ sv_status sv_classes_read(const char *path, char ***names, int *n) {
     memcpy(store, text, got + 1);
     free(text);
     int k = 0;
-    char *p = store;
-    while (k < lines) {
-        char *e = strchr(p, '\n');
-        if (e) *e = 0;
-        size_t L = strlen(p);
+    for (size_t at = 0; at < got; k++) {
+        char *p = store + at, *e = memchr(p, '\n', got - at);
+        size_t L = e ? (size_t)(e - p) : got - at;
+        at += L + 1;
+        p[L] = 0;
         if (L && p[L - 1] == '\r') p[--L] = 0;
-        if (L == 0) {
+        const char *why = sv_class_name_problem(p, L);
+        if (why) {
             free(arr);
-            return SV_FAIL(SV_ERR_FORMAT, "class list %s: line %d is empty", path, k + 1);
+            return SV_FAIL(SV_ERR_FORMAT, "class list %s: line %d %s (a class list is UTF-8 text, one name per line)",
+                           path, k + 1, why);
         }
-        arr[k++] = p;
-        if (!e) break;
-        p = e + 1;
+        arr[k] = p;
     }
-    if (k == 0) {
+    int first = 0, again = 0, found;
+    sv_status st = find_repeat(arr, k, &first, &again, &found);
+    if (st == SV_OK && found) {
+        char e[SV_ESC_CAP];
+        st = SV_FAIL(SV_ERR_FORMAT,
+                     "class list %s: line %d repeats the name \"%s\" of line %d (class names must differ)", path,
+                     again + 1, sv_log_esc(arr[again], e, sizeof e), first + 1);
+    }
+    if (st != SV_OK) {
         free(arr);
-        return SV_FAIL(SV_ERR_FORMAT, "class list %s is empty", path);
+        return st;
     }
     *names = arr;
     *n = k;

@@ -68,8 +68,14 @@ void sv_dataset_synth_params(const sv_dataset *d, int *img, int *channels, uint6
 /* Class lists: write one name per line (a trailing newline after each) to `path`. */
 sv_status sv_classes_write(const char *path, const sv_dataset *d);
 sv_status sv_classes_write_names(const char *path, const char *const *names, int n);
-/* Read a class list (one name per line; '\r' stripped; empty lines are an error). *names is an
- * array of *n strings in one allocation: free(*names) releases everything. */
+/* What is wrong with a class name of len bytes as one line of a class list (NULL: nothing): empty,
+ * a NUL byte, a line break, or not valid UTF-8 (core/json.h sv_json_utf8_seq). Other control
+ * characters are names like any (printed escaped, core/log.h sv_log_esc). */
+const char *sv_class_name_problem(const char *s, size_t len);
+/* Read a class list: UTF-8 text, one name per line ('\r' before the '\n' stripped). A line that
+ * sv_class_name_problem refuses (an empty line, binary data), or a name given twice, is an
+ * SV_ERR_FORMAT naming the file and the line. *names is an array of *n strings in one
+ * allocation: free(*names) releases everything. */
 sv_status sv_classes_read(const char *path, char ***names, int *n);
 
 /* Expand brace patterns: "a-{00..02}.tar" -> "a-00.tar","a-01.tar","a-02.tar"; "{x,y}" lists.

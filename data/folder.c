@@ -154,10 +154,14 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root) {
             snprintf(full, sizeof full, "%s/%s", root, e->d_name);
             isdir = stat(full, &st) == 0 && S_ISDIR(st.st_mode);
         }
-        /* class names go one per line into classes.txt: a line break cannot be stored there */
-        if (isdir && strpbrk(e->d_name, "\n\r")) {
-            s = SV_FAIL(SV_ERR_FORMAT, "dataset directory %s: class directory name '%s' contains a line break", root,
-                        e->d_name);
+        /* class names go one per line into classes.txt: each must read back from there */
+        const char *why = isdir ? sv_class_name_problem(e->d_name, strlen(e->d_name)) : NULL;
+        if (why) {
+            char esc[SV_ESC_CAP];
+            s = SV_FAIL(SV_ERR_FORMAT,
+                        "dataset directory %s: class directory name '%s' %s (it could not be one line of "
+                        "classes.txt)",
+                        root, sv_log_esc(e->d_name, esc, sizeof esc), why);
             break;
         }
         if (isdir && (s = sv_strlist_push(&names, e->d_name, strlen(e->d_name))) != SV_OK) break;

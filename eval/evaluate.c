@@ -193,6 +193,11 @@ sv_status sv_eval_run(sv_evaluator *e) {
     }
     SV_TRY(merge(e));
     e->seconds = sv_now_s() - t0;
+    if (sv_metrics_samples(&e->m) == 0) /* merged: the same on every rank */
+        return SV_FAIL(SV_ERR_INVALID,
+                       "eval: no sample evaluated (%lld of the data's %zu images unreadable and left out): an "
+                       "evaluation of zero samples has no top-1, top-5 or loss, so no result is reported",
+                       e->skipped, sv_dataset_len(e->ds));
     return SV_OK;
 }
 

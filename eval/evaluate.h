@@ -19,7 +19,8 @@
  * fails on EVERY rank with the same SV_ERR_CORRUPT message naming the files (e->unreadable_failed
  * = 1); with opts.skip_unreadable the readable samples are the result (num_samples, top-1 and
  * per-class totals over them only) and e->skipped / e->skipped_idx record what was left out
- * (eval.json "skipped", "skipped_files"). A loader failure on one rank (e.g. out of memory) is
+ * (eval.json "skipped", "skipped_files"); when that leaves no sample at all the pass fails
+ * (SV_ERR_INVALID on every rank: zero samples have no accuracy to report). A loader failure on one rank (e.g. out of memory) is
  * likewise agreed over the ranks after the pass (sv_fsdp_agree) instead of leaving the others
  * in the next forward pass.
  *
@@ -110,7 +111,7 @@ sv_status sv_eval_init(sv_evaluator *e, sv_fsdp *f, const sv_dataset *ds, const 
 /* One full pass over the data set on every rank of f->world (collective), then merge. Results
  * in e->m. Resets the metrics first. Unreadable images: an SV_ERR_CORRUPT naming them on every
  * rank, or (skip_unreadable) left out and recorded in e->skipped (see above). A data error on
- * one rank is returned on every rank. */
+ * one rank is returned on every rank. A pass that evaluated no sample is an error. */
 sv_status sv_eval_run(sv_evaluator *e);
 
 /* Class name k for outputs: the data set's names for its classes, "k" for head classes the data

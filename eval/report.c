@@ -123,7 +123,7 @@ static int describe_xform(const sv_json *x, char *out, size_t cap) {
     double img, crop;
     const char *interp = NULL, *mode = NULL;
     if (!x || x->type != SV_JSON_OBJECT || sv_json_get_f64(x, "img", &img) != SV_OK ||
-        sv_json_get_f64(x, "crop_pct", &crop) != SV_OK || !(crop > 0 && crop <= 1) || !(img >= 1 && img < 1e6) ||
+        sv_json_get_f64(x, "crop_pct", &crop) != SV_OK || !sv_ckpt_crop_pct_ok(crop) || !(img >= 1 && img < 1e6) ||
         sv_json_opt_str(x, "interpolation", "bilinear", &interp) != SV_OK ||
         sv_json_opt_str(x, "crop_mode", "center", &mode) != SV_OK) {
         sv_err_clear();

@@ -1,7 +1,9 @@
 /* Sources on disk: ImageFolder class/sample order, unreadable files (truncated JPEG, a text
  * file named .jpg) skipped deterministically and counted by the loader (same output at 1 and 3
  * threads); WebDataset tar: pax long names, brace patterns, classes.txt, missing .cls, '..'
- * and absolute member names, truncated archive. Tar files are written by a writer in this test. */
+ * and absolute member names, truncated archive; class lists: UTF-8 text with CRLF read back,
+ * a NUL byte, invalid UTF-8, a line break inside a line, random bytes and a repeated name refused
+ * naming the file and the line. Tar files are written by a writer in this test. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,70 @@ static void finish(FILE *f) {
     fclose(f);
 }
 
+/* sv_classes_read must refuse `text` (n bytes) with a message naming the file and `want`. */
+static void classes_refused(const char *path, const void *text, size_t n, const char *want) {
+    put_file(path, text, n);
+    char **names = NULL;
+    int nn = -1;
+    CHECK(sv_classes_read(path, &names, &nn) == SV_ERR_FORMAT);
+    fprintf(stderr, "expected error: %s\n", sv_err_msg());
+    CHECK(strstr(sv_err_msg(), path) && strstr(sv_err_msg(), want));
+    CHECK(names == NULL && nn == -1);
+}
+
+static void test_class_lists(const char *root) {
+    char p[4400];
+    snprintf(p, sizeof p, "%s/list.txt", root);
+    /* UTF-8 names, CRLF line ends, no newline after the last line */
+    static const char good[] = "Ankle_boot\r\nT-shirt/top\n\xc3\xbc"
+                               "n"
+                               "\xc3\xaf"
+                               "c"
+                               "\xc3\xb8"
+                               "d"
+                               "\xc3\xa9\nwith space";
+    put_file(p, good, sizeof good - 1);
+    char **names;
+    int nn;
+    CHECK_OK(sv_classes_read(p, &names, &nn));
+    CHECK(nn == 4 && !strcmp(names[0], "Ankle_boot") && !strcmp(names[1], "T-shirt/top") &&
+          !strcmp(names[2],
+                  "\xc3\xbc"
+                  "n"
+                  "\xc3\xaf"
+                  "c"
+                  "\xc3\xb8"
+                  "d"
+                  "\xc3\xa9") &&
+          !strcmp(names[3], "with space"));
+    free(names);
+    /* a NUL byte once hid every later line (the lines were C strings) */
+    static const char nul[] = "Ankle_boot\0x\nBag\nCoat\n";
+    classes_refused(p, nul, sizeof nul - 1, "line 1 holds a NUL byte");
+    static const char nul3[] = "a\nb\nc\0\n";
+    classes_refused(p, nul3, sizeof nul3 - 1, "line 3 holds a NUL byte");
+    classes_refused(p, "a\nb\xff\n", 5, "line 2 is not valid UTF-8");
+    classes_refused(p, "a\n\xc0\xaf\n", 5, "line 2 is not valid UTF-8"); /* overlong '/' */
+    classes_refused(p, "a\nb\rc\n", 6, "line 2 holds a line break");
+    classes_refused(p, "a\n\nb\n", 5, "line 2 is empty");
+    classes_refused(p, "a\nb\nc\nb\nd\na\n", 12, "line 4 repeats the name \"b\" of line 2");
+    classes_refused(p, "x\ny\r\ny\n", 7, "line 3 repeats the name \"y\" of line 2");
+    /* 3000 random bytes: never a silent short list */
+    uint8_t rnd[3000];
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int seed = 0; seed < 20; seed++) {
+        for (size_t i = 0; i < sizeof rnd; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            rnd[i] = (uint8_t)(x >> 24);
+        }
+        classes_refused(p, rnd, sizeof rnd, "line ");
+    }
+    /* the rule shared with ImageFolder class directories */
+    CHECK(sv_class_name_problem("ok name", 7) == NULL && sv_class_name_problem("", 0) != NULL);
+    CHECK(sv_class_name_problem("a\nb", 3) != NULL && sv_class_name_problem("a\xe2\x82", 3) != NULL);
+    CHECK(sv_class_name_problem("evil\x1b[31mred\t", 13) == NULL); /* printed escaped, not refused */
+}
+
 int main(void) {
     char root[] = "/tmp/sv_test_src_XXXXXX";
     CHECK(mkdtemp(root));
@@ -110,6 +176,7 @@ int main(void) {
     CHECK_OK(sv_classes_read(p, &names, &nn));
     CHECK(nn == 3 && !strcmp(names[0], "B") && !strcmp(names[2], "b"));
     free(names);
+    test_class_lists(root);
 
     /* loader over every sample at 1 and 3 threads: 2 bad files substituted, identical output */
     float *ref = NULL;

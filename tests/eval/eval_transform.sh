@@ -5,8 +5,11 @@
 # label_names; eval --weights / --ckpt with no transform flags reproduces the run's own final
 # evaluation exactly (top-1 count and loss) and says the values came from the model; an explicit
 # --crop-pct 0.875 is used and named as a flag (and changes the loss); predict prints the
-# recorded class names; an index without the new keys still loads, with the defaults and a line
-# saying so. When a Python with timm is found ($SHARDVIT_TEST_PYTHON, else <repo>/.venv-test),
+# recorded class names, and a class list (beside the weights, in the run directory, --classes of
+# predict and eval) that contradicts them, is short or holds a NUL byte is an error naming the
+# files; a recorded crop_pct below the --crop-pct range (1e-30 in index.json, 1e-5 in
+# config.json) is refused naming the file; an index without the new keys still loads, with the
+# defaults and a line saying so. When a Python with timm is found ($SHARDVIT_TEST_PYTHON, else <repo>/.venv-test),
 # timm's resolve_data_config on the exported pretrained_cfg gives the same values.
 SV=$1
 source "$(dirname "$0")/lib.sh"
@@ -77,6 +80,42 @@ grep -q "label names the model recorded" "$WORK/p.log" || fail "predict did not 
 top=$(grep -E '^ +1\. ' "$WORK/p.log" | sed -E 's/^ +1\. +[0-9.]+% +//; s/ \([0-9]+\)$//')
 grep -qxF "$top" "$WORK/data/classes.txt" || fail "predict printed '$top', not a class name"
 echo "predict: top-1 '$top'"
+# a class list never contradicts the names the model recorded (config.json label_names, the
+# checkpoint's index.json): a reversed list beside the weights, in the run directory or given with
+# --classes (predict and eval), a short list and a list with a NUL byte are errors naming the files
+tac "$WORK/data/classes.txt" >"$WORK/rev.txt"
+first=$(head -1 "$WORK/data/classes.txt")
+last=$(tail -1 "$WORK/data/classes.txt")
+PR=("$SV" predict --topk 1 --threads 1)
+contradicts="contradicts the label names the model recorded in"
+cp "$WORK/rev.txt" "$WORK/x/classes.txt"
+expect_fail pr_near 60 "${PR[@]}" --weights "$WORK/x/model.safetensors" "$img"
+error_says pr_near "class list $WORK/x/classes.txt $contradicts $WORK/x/config.json: class 0 is \"$first\" there but \"$last\""
+expect_fail pr_flag 60 "${PR[@]}" --weights "$WORK/x/model.safetensors" --classes "$WORK/rev.txt" "$img"
+error_says pr_flag "class list $WORK/rev.txt $contradicts $WORK/x/config.json: class 0"
+head -3 "$WORK/data/classes.txt" >"$WORK/x/classes.txt"
+expect_fail pr_short 60 "${PR[@]}" --weights "$WORK/x/model.safetensors" "$img"
+error_says pr_short "class list $WORK/x/classes.txt lists 3 class names but $WORK/x/config.json records 4"
+{ printf '%s\0x\n' "$first"; tail -n +2 "$WORK/data/classes.txt"; } >"$WORK/x/classes.txt"
+expect_fail pr_nul 60 "${PR[@]}" --weights "$WORK/x/model.safetensors" "$img"
+error_says pr_nul "class list $WORK/x/classes.txt: line 1 holds a NUL byte"
+rm "$WORK/x/classes.txt"
+cp "$WORK/run/classes.txt" "$WORK/run_classes.txt"
+cp "$WORK/rev.txt" "$WORK/run/classes.txt"
+expect_fail pr_ckpt 60 "${PR[@]}" --ckpt "$WORK/run" "$img"
+error_says pr_ckpt "class list $WORK/run/classes.txt $contradicts"
+error_says pr_ckpt "/$step/index.json: class 0 is \"$first\""
+cp "$WORK/run_classes.txt" "$WORK/run/classes.txt"
+run "$WORK/p1.log" "${PR[@]}" --ckpt "$WORK/run" "$img"
+grep -q "class names from $WORK/run/classes.txt" "$WORK/p1.log" || fail "predict --ckpt did not use the run's classes.txt"
+expect_fail ev_rev 120 "${EV[@]}" --weights "$WORK/x/model.safetensors" --classes "$WORK/rev.txt" --out "$WORK/e5"
+error_says ev_rev "class list $WORK/rev.txt $contradicts $WORK/x/config.json: class 0"
+[ ! -e "$WORK/e5/eval.json" ] || fail "eval --classes (reversed): eval.json written"
+expect_fail ev_rev_ckpt 120 "${EV[@]}" --ckpt "$WORK/run" --classes "$WORK/rev.txt" --out "$WORK/e6"
+error_says ev_rev_ckpt "/$step/index.json: class 0"
+run "$WORK/e7.log" "${EV[@]}" --weights "$WORK/x/model.safetensors" --classes "$WORK/data/classes.txt" --out "$WORK/e7"
+same "$WORK/e7" || fail "eval --classes (the recorded names) differs from the training run's evaluation"
+echo "class lists: contradicting, short and binary lists refused; the recorded names accepted"
 # an index written before eval_transform/label_names existed still loads: defaults, and a line
 old="$WORK/old/step_old"
 mkdir -p "$WORK/old"
@@ -91,6 +130,28 @@ run "$WORK/e4.log" "${EV[@]}" --ckpt "$old" --out "$WORK/e4"
 grep "records none" "$WORK/e4.log"
 grep -q "crop_pct 0.875 (default), interpolation bilinear (default), mean 0.485,0.456,0.406 (default)" "$WORK/e4.log" ||
     fail "old index: defaults not used/named"
+# a recorded crop_pct outside the --crop-pct range [0.05, 1] makes the model file bad: refused
+# before any image is read, naming the file and the field (--skip-unreadable or not)
+bad="$WORK/badcrop/step_bad"
+mkdir -p "$WORK/badcrop" "$WORK/badcfg"
+cp -r "$WORK/run/checkpoints/$step" "$bad"
+cp "$WORK/x/model.safetensors" "$WORK/x/config.json" "$WORK/badcfg/"
+"$PY" - "$bad/index.json" "$WORK/badcfg/config.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["eval_transform"]["crop_pct"] = 1e-30
+json.dump(j, open(sys.argv[1], "w"), indent=1)
+c = json.load(open(sys.argv[2]))
+c["pretrained_cfg"]["crop_pct"] = 1e-5
+json.dump(c, open(sys.argv[2], "w"), indent=1)
+PYEOF
+expect_fail crop_idx 120 "${EV[@]}" --ckpt "$bad" --out "$WORK/e8" --skip-unreadable
+error_says crop_idx "$bad/index.json: eval_transform: crop_pct 1e-30 not in [0.05, 1]"
+expect_fail crop_cfg 120 "${EV[@]}" --weights "$WORK/badcfg/model.safetensors" --out "$WORK/e9" --skip-unreadable
+error_says crop_cfg "$WORK/badcfg/config.json: pretrained_cfg: crop_pct 1e-05 not in [0.05, 1]"
+expect_fail crop_pr 60 "${PR[@]}" --weights "$WORK/badcfg/model.safetensors" "$img"
+error_says crop_pr "$WORK/badcfg/config.json: pretrained_cfg: crop_pct 1e-05 not in [0.05, 1]"
+echo "recorded crop_pct 1e-30 / 1e-5: refused naming the file"
 mkdir -p "$WORK/xo"
 run "$WORK/export_old.log" "$SV" export "$old" "$WORK/xo/model.safetensors"
 grep -q "records no eval transform" "$WORK/export_old.log" || fail "export of an old index did not say so"

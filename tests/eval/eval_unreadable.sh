@@ -11,7 +11,8 @@
 #   rank 1 reads is reported by rank 0 too (the ranks agree on it);
 # - eval --skip-unreadable (world 1 and 2): exit 0, eval.json "skipped" = 5 and "skipped_files"
 #   the five names, per-class totals = the readable files per class, every count equal to the
-#   clean set's eval;
+#   clean set's eval; over a folder where no image is readable it fails (exit 1, no eval.json):
+#   zero samples is no result;
 # - eval of the clean set still works; predict of an unreadable file fails naming it; training's
 #   periodic evaluation (--val-data) follows the same rule.
 SV=$1
@@ -51,18 +52,6 @@ PYEOF
 BAD="class_000/zero.jpg class_000/zz_png.jpg class_001/trunc.jpg class_003/huge.jpg class_003/bomb.jpg"
 test "$(find "$T" -name '*.jpg' | wc -l)" -eq 33 || fail "bad set has $(find "$T" -name '*.jpg' | wc -l) files, not 33"
 
-# expect_fail NAME TIMEOUT CMD...: CMD must exit 1 (not 0, not a timeout) within TIMEOUT seconds
-expect_fail() {
-    local name=$1 tmo=$2 rc=0 t0=$SECONDS
-    shift 2
-    timeout "$tmo" "$@" >"$WORK/$name.log" 2>&1 </dev/null || rc=$?
-    [ $rc -ne 124 ] && [ $rc -ne 137 ] || fail "$name: still running after ${tmo} s (a rank hangs?)"
-    [ $rc -eq 1 ] || {
-        tail -5 "$WORK/$name.log"
-        fail "$name: exit $rc, expected 1"
-    }
-    echo "ok: $name failed (exit 1) in $((SECONDS - t0)) s"
-}
 # names_in NAME FILE...: the log's error line names every FILE
 names_in() {
     local name=$1 err
@@ -140,6 +129,19 @@ for n in (1, 2):
 print(f"ok: --skip-unreadable at world 1 and 2: {sum(readable)} samples, per-class totals {readable} "
       f"(files {[len(files[c]) for c in classes]}), skipped {len(bad)}, counts equal the clean set's")
 PYEOF
+
+# 3b. --skip-unreadable over data where nothing is readable: zero samples is an error (exit 1 on
+# every rank, no eval.json), not a result of "0 samples" with top-1 nan
+mkdir -p "$WORK/none/class_000" "$WORK/none/class_001"
+cp "$T/class_000/zero.jpg" "$T/class_000/zz_png.jpg" "$WORK/none/class_000/"
+cp "$T/class_001/trunc.jpg" "$WORK/none/class_001/"
+for n in 1 2; do
+    expect_fail none$n 90 "$MPIEXEC" -n $n "$SV" eval $W --data "$WORK/none" --batch-size 6 --out "$WORK/none$n" \
+        --skip-unreadable $COMMON
+    grep 'error:' "$WORK/none$n.log" | grep -q 'no sample evaluated (3 of the data.s 3 images unreadable' ||
+        fail "none$n: the error does not say no sample was evaluated: $(grep error: "$WORK/none$n.log")"
+    [ ! -e "$WORK/none$n/eval.json" ] && [ ! -e "$WORK/none$n/confusion.csv" ] || fail "none$n: outputs written"
+done
 
 # 4. predict of an unreadable file fails naming it (world 1 and 2)
 for n in 1 2; do

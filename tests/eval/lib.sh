@@ -21,3 +21,22 @@ run() {
         exit 1
     fi
 }
+# expect_fail NAME TIMEOUT CMD...: CMD must exit 1 (not 0, not a timeout) within TIMEOUT seconds;
+# its output is in $WORK/NAME.log (the script defines fail)
+expect_fail() {
+    local name=$1 tmo=$2 rc=0 t0=$SECONDS
+    shift 2
+    timeout "$tmo" "$@" >"$WORK/$name.log" 2>&1 </dev/null || rc=$?
+    [ $rc -ne 124 ] && [ $rc -ne 137 ] || fail "$name: still running after ${tmo} s (a rank hangs?)"
+    [ $rc -eq 1 ] || {
+        tail -5 "$WORK/$name.log"
+        fail "$name: exit $rc, expected 1"
+    }
+    echo "ok: $name failed (exit 1) in $((SECONDS - t0)) s"
+}
+# error_says NAME TEXT: the first error line of $WORK/NAME.log contains TEXT
+error_says() {
+    local err
+    err=$(grep -m1 'error:' "$WORK/$1.log" || true)
+    [[ "$err" == *"$2"* ]] || fail "$1: the error does not say '$2': ${err:-no error line}"
+}
