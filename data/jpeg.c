@@ -43,8 +43,14 @@ sv_status sv_jpeg_header(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w
     SV_TRY(dec_handle(c));
     int subsamp = 0, cs = 0;
     if (len < 4 || data[0] != 0xFF || data[1] != 0xD8) return SV_FAIL(SV_ERR_FORMAT, "not a JPEG (no SOI marker)");
-    if (tjDecompressHeader3(c->dec, data, (unsigned long)len, w, h, &subsamp, &cs) != 0)
-        return SV_FAIL(SV_ERR_FORMAT, "JPEG header: %s", tjGetErrorStr2(c->dec));
+    if (tjDecompressHeader3(c->dec, data, (unsigned long)len, w, h, &subsamp, &cs) != 0) {
+        sv_status s = SV_FAIL(SV_ERR_FORMAT, "JPEG header: %s", tjGetErrorStr2(c->dec));
+        /* a handle whose header read failed fails the next header too (the error is kept): the
+         * next image gets a fresh one */
+        tjDestroy(c->dec);
+        c->dec = NULL;
+        return s;
+    }
     /* a tables-only stream "succeeds" with 0 x 0 and leaves the handle primed for the next call */
     if (*w <= 0 || *h <= 0) {
         tjDestroy(c->dec);
@@ -299,8 +305,12 @@ static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
         for (int i = 0; i < k; i++) rows[i] = c->pix + (size_t)((int)d->output_scanline + i - y0) * stride;
         jpeg_read_scanlines(d, rows, (JDIMENSION)k);
     }
-    /* rows below the region are never decoded: the data there only matters for truncation,
-     * which lj_header caught before decoding */
+    /* A region that reaches the last row: read on to EOI, so that what libjpeg reports only
+     * there (entropy data it could not use: "extraneous bytes before marker", the sign of a
+     * stream decoded with the wrong coding or a damaged tail) is the error every warning is.
+     * Rows below a region that stops higher are never decoded: the data there only matters for
+     * truncation, which lj_header caught before decoding. */
+    if (y1 == fh) jpeg_finish_decompress(d);
     *a->r = (sv_jpeg_region){c->pix, (int)cx, y0, (int)cw, y1 - y0, fw, fh};
 }
 

@@ -45,6 +45,29 @@ int main(void) {
             CHECK(w == (W + 3) / 4 && h == (H + 3) / 4);
             /* truncated data is an error, never a crash */
             CHECK(sv_jpeg_decode(&jc, enc, len / 2, ch, 1, &w, &h) != SV_OK);
+            /* the frame marker flipped to another coding (baseline SOF0/SOF2 -> arithmetic SOF9/
+             * SOF10): the scan decodes to other pixels with no complaint until libjpeg meets the
+             * entropy data it did not use at the end, which is an error like every warning */
+            size_t sof = 2;
+            while (sof + 1 < len && !(enc[sof] == 0xFF && (enc[sof + 1] == 0xC0 || enc[sof + 1] == 0xC2))) sof++;
+            CHECK(sof + 1 < len);
+            enc[sof + 1] = (uint8_t)(enc[sof + 1] + 9);
+            sv_status bad = sv_jpeg_decode(&jc, enc, len, ch, 1, &w, &h);
+            fprintf(stderr, "  SOF%d -> SOF%d: %s\n", enc[sof + 1] - 0xC9, enc[sof + 1] - 0xC0,
+                    bad == SV_OK ? "decoded (wrong)" : sv_err_msg());
+            CHECK(bad != SV_OK);
+            sv_err_clear();
+            /* the context decodes the next, valid image as if nothing had happened */
+            enc[sof + 1] = (uint8_t)(enc[sof + 1] - 9);
+            CHECK_OK(sv_jpeg_header(&jc, enc, len, &w, &h, &comps));
+            CHECK_OK(sv_jpeg_decode(&jc, enc, len, ch, 1, &w, &h));
+            CHECK(psnr(jc.pix, pix, (size_t)W * H * ch) == p);
+            sv_jpeg_region rg;
+            enc[sof + 1] = (uint8_t)(enc[sof + 1] + 9);
+            CHECK(sv_jpeg_decode_region(&jc, enc, len, ch, 1, 0, 0, W, H, &rg) != SV_OK); /* the region decoder too */
+            sv_err_clear();
+            enc[sof + 1] = (uint8_t)(enc[sof + 1] - 9);
+            CHECK_OK(sv_jpeg_decode_region(&jc, enc, len, ch, 1, 0, 0, W, H, &rg));
             free(enc);
         }
     /* not a JPEG */
