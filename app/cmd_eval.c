@@ -27,7 +27,9 @@ static void print_summary(const sv_evaluator *e, const char *data, char **names,
     const sv_metrics *m = &e->m;
     int K = m->num_classes;
     printf("eval on %s: %lld samples in %.1f s\n", data, (long long)sv_metrics_samples(m), e->seconds);
-    if (e->skipped) printf("  (%lld unreadable images left out: --skip-unreadable; listed in eval.json)\n", e->skipped);
+    if (e->skipped)
+        printf("  (%lld unreadable images or unusable entries left out: --skip-unreadable; listed in eval.json)\n",
+               e->skipped);
     printf("  top-1 %.4f (%lld correct)\n  top-5 %.4f (%lld correct)\n  loss  %.4f\n", sv_metrics_top1(m),
            (long long)sv_metrics_top1_correct(m), sv_metrics_top5(m), (long long)sv_metrics_top5_correct(m),
            sv_metrics_mean_loss(m));
@@ -98,6 +100,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     sv_status st = sv_app_load_model(&r, o->src.weights, o->src.ckpt, o->src.ema);
     sv_dataset_opts dopts = sv_dataset_opts_default();
     dopts.classes_file = o->classes;
+    dopts.leave_out_unusable = o->skip_unreadable; /* left out at the scan: recorded in eval.json too */
     dopts.synth_samples = (uint64_t)o->synth_samples;
     dopts.synth_classes = r.vcfg.num_classes;
     dopts.synth_img = r.vcfg.img;
@@ -202,8 +205,11 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         "names each value's source. When the model recorded label names, the data set's class names must "
         "equal them class by class (else an error names the first difference; --ignore-class-names "
         "overrides). An unreadable image (empty, truncated, not a JPEG, too large) fails the evaluation on every "
-        "rank, naming it: evaluation never replaces it by another sample (--skip-unreadable leaves such images "
-        "out and records them in eval.json; evaluating no sample at all is still an error).",
+        "rank, naming it: evaluation never replaces it by another sample. An ImageFolder entry named like an image "
+        "that "
+        "cannot be one (a dangling link, a FIFO, socket or device, too long a path) fails opening the data, naming it. "
+        "--skip-unreadable leaves such images and entries out and records them in eval.json (\"skipped\", "
+        "\"skipped_files\"), so it leaves none out silently; evaluating no sample at all is still an error.",
         0};
     char *pos[1];
     int npos;

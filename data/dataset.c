@@ -89,7 +89,7 @@ sv_status sv_dataset_open(const char *spec, const sv_dataset_opts *o, sv_dataset
         s = sv_tar_scan(d, spec, o->classes_file);
     } else {
         d->kind = SV_DATASET_FOLDER;
-        s = sv_folder_scan(d, spec);
+        s = sv_folder_scan(d, spec, o->leave_out_unusable);
     }
     if (s != SV_OK) {
         sv_err_frame(__FILE__, __LINE__);
@@ -112,6 +112,7 @@ void sv_dataset_close(sv_dataset *d) {
     free(d->fds);
     sv_strlist_free(&d->classes);
     sv_strlist_free(&d->paths);
+    sv_strlist_free(&d->left_out);
     sv_strlist_free(&d->shards);
     sv_strlist_free(&d->keys);
     free(d->labels);
@@ -124,6 +125,8 @@ void sv_dataset_close(sv_dataset *d) {
 
 sv_dataset_kind sv_dataset_kind_of(const sv_dataset *d) { return d->kind; }
 size_t sv_dataset_len(const sv_dataset *d) { return d->n; }
+size_t sv_dataset_left_out(const sv_dataset *d) { return d->left_out.n; }
+const char *sv_dataset_left_out_name(const sv_dataset *d, size_t i) { return sv_strlist_at(&d->left_out, i); }
 int sv_dataset_num_classes(const sv_dataset *d) { return d->K; }
 const char *sv_dataset_class_name(const sv_dataset *d, int k) {
     return k >= 0 && k < d->K ? sv_strlist_at(&d->classes, (size_t)k) : "?";

@@ -34,13 +34,20 @@ typedef struct sv_dataset_opts {
                                 function of (synth_seed, sample index) [0] */
     /* tar only: a class-name file (one per line) overriding the default lookup; NULL = none */
     const char *classes_file;
+    /* ImageFolder only: an image-named entry (.jpg/.jpeg, any case) that cannot be a sample (a
+     * dangling symbolic link, a FIFO, socket or device, a path longer than 4095 bytes) and a
+     * directory too long a path to scan fail sv_dataset_open with an SV_ERR_FORMAT naming the
+     * entry and why (0, the default); 1 leaves them out with a warning and records them
+     * (sv_dataset_left_out). Entries without an image name are ignored either way. */
+    int leave_out_unusable;
 } sv_dataset_opts;
 
 /* Default options (all zero = defaults above). */
 sv_dataset_opts sv_dataset_opts_default(void);
 
 /* Open and index a dataset. Fails (with a message naming the path) on: missing directory,
- * no classes, a class dir without images, tar format errors (bad checksum, truncated archive,
+ * no classes, a class dir without images, an ImageFolder entry that cannot be a sample (see
+ * leave_out_unusable), tar format errors (bad checksum, truncated archive,
  * absolute or '..' member names, a .jpg key without .cls), unreadable class file.
  * *out is owned by the caller; release with sv_dataset_close. */
 sv_status sv_dataset_open(const char *spec, const sv_dataset_opts *o, sv_dataset **out);
@@ -48,6 +55,10 @@ void sv_dataset_close(sv_dataset *d);
 
 sv_dataset_kind sv_dataset_kind_of(const sv_dataset *d);
 size_t sv_dataset_len(const sv_dataset *d);
+/* ImageFolder opened with leave_out_unusable: how many entries the scan left out, and the i-th
+ * one as "root/relative path" (raw bytes: escape before printing). 0 for every other data set. */
+size_t sv_dataset_left_out(const sv_dataset *d);
+const char *sv_dataset_left_out_name(const sv_dataset *d, size_t i);
 int sv_dataset_num_classes(const sv_dataset *d);
 /* Name of class k (0 <= k < num_classes); the string lives as long as the dataset. */
 const char *sv_dataset_class_name(const sv_dataset *d, int k);

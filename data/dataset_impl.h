@@ -26,7 +26,8 @@ struct sv_dataset {
     int32_t *labels; /* (n) */
     /* folder */
     char *root;
-    sv_strlist paths; /* relative to root */
+    sv_strlist paths;    /* relative to root */
+    sv_strlist left_out; /* root/path of each image-named entry left out (opts.leave_out_unusable) */
     /* tar */
     sv_strlist shards;       /* shard file paths */
     int *fds;                /* (shards.n) */
@@ -38,7 +39,7 @@ struct sv_dataset {
     uint64_t synth_seed;
 };
 
-sv_status sv_folder_scan(sv_dataset *d, const char *root);
+sv_status sv_folder_scan(sv_dataset *d, const char *root, int leave_out);
 sv_status sv_tar_scan(sv_dataset *d, const char *pattern, const char *classes_file);
 
 #endif

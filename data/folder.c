@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -66,6 +67,13 @@ static sv_status dir_set_add(dir_set *s, dev_t dev, ino_t ino, int *fresh) {
     return SV_OK;
 }
 
+static int dir_set_has(const dir_set *s, dev_t dev, ino_t ino) {
+    if (!s->cap) return 0;
+    for (size_t h = dir_hash(dev, ino, s->cap); s->slot[h].used; h = (h + 1) & (s->cap - 1))
+        if (s->slot[h].dev == dev && s->slot[h].ino == ino) return 1;
+    return 0;
+}
+
 static void dir_set_free(dir_set *s) {
     free(s->slot);
     memset(s, 0, sizeof *s);
@@ -73,71 +81,132 @@ static void dir_set_free(dir_set *s) {
 
 /* ---- recursive walk ---- */
 
-/* What a directory entry is, following symbolic links (stat): 0, or the errno of stat. */
-static int entry_kind(const char *root, const char *rel, const struct dirent *e, mode_t *mode) {
-    *mode = 0;
-    if (e->d_type == DT_DIR) return *mode = S_IFDIR, 0;
-    if (e->d_type == DT_REG) return *mode = S_IFREG, 0;
-    char full[8192];
-    struct stat st;
-    snprintf(full, sizeof full, "%s/%s", root, rel);
-    if (stat(full, &st) != 0) return errno;
-    *mode = st.st_mode;
-    return 0;
+typedef struct scan_ctx {
+    const char *root;
+    sv_dataset *d; /* d->left_out collects the entries left out (leave_out) */
+    int leave_out; /* sv_dataset_opts.leave_out_unusable */
+} scan_ctx;
+
+/* Why an image-named entry that is not a directory cannot be a sample, or NULL when it can:
+ * err = errno of fstatat following links (0: mode is valid). */
+static const char *unusable_why(int dfd, const char *name, int err, mode_t mode, char *buf, size_t cap) {
+    struct stat lst;
+    if (err == ENOENT && fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode))
+        return "a dangling symbolic link (its target does not exist)";
+    if (err) {
+        snprintf(buf, cap, "cannot be examined (stat: %s)", strerror(err));
+        return buf;
+    }
+    if (S_ISREG(mode)) return NULL;
+    return S_ISFIFO(mode)                ? "a FIFO, not a regular file"
+        : S_ISSOCK(mode)                 ? "a socket, not a regular file"
+        : S_ISCHR(mode) || S_ISBLK(mode) ? "a device, not a regular file"
+                                         : "not a regular file";
+}
+
+/* The one rule for entries that would be samples but cannot be: an image-named entry (by
+ * is_jpeg_name) that is not a readable regular file, or any entry whose path is too long to open,
+ * fails the scan naming it and why; with leave_out it is left out, with a warning, and recorded
+ * in d->left_out (evaluation reports them as skipped). It is never opened. */
+static sv_status unusable(scan_ctx *c, const char *dir, const char *name, const char *why) {
+    size_t dl = strlen(dir), nl = strlen(name);
+    char *full = malloc(dl + nl + 2);
+    if (!full) return SV_FAIL(SV_ERR_OOM, "dataset scan: entry name");
+    memcpy(full, dir, dl);
+    full[dl] = '/';
+    memcpy(full + dl + 1, name, nl + 1);
+    char esc[2 * SV_ESC_CAP + 2], e1[SV_ESC_CAP], e2[SV_ESC_CAP]; /* a long directory is cut, the name kept */
+    snprintf(esc, sizeof esc, "%s/%s", sv_log_esc(dir, e1, sizeof e1), sv_log_esc(name, e2, sizeof e2));
+    sv_status s = SV_OK;
+    if (!c->leave_out)
+        s = SV_FAIL(SV_ERR_FORMAT,
+                    "dataset %s: %s is %s: it cannot be a sample, and the data set leaves no image out silently "
+                    "(fix or remove it; eval --skip-unreadable leaves such entries out and records them in "
+                    "eval.json)",
+                    c->root, esc, why);
+    else {
+        SV_WARN("dataset %s: leaving out %s: %s", c->root, esc, why);
+        s = sv_strlist_push(&c->d->left_out, full, dl + nl + 1);
+    }
+    free(full);
+    return s;
 }
 
 /* Append every JPEG under root/rel to out as paths relative to root. Directory links are
  * followed (os.walk(followlinks=True) as torchvision's ImageFolder), but every real directory
  * (st_dev, st_ino) is scanned at most once per class, so a link to itself, a parent or a sibling
  * cannot index an image twice or loop. Sub-directories are visited in byte-wise name order, so
- * which of two paths to one directory is kept does not depend on readdir order. A JPEG-named
- * entry that is not a regular file (FIFO, socket, device, dangling link) is skipped with a
- * warning; it is never opened. */
-static sv_status walk(const char *root, const char *rel, sv_strlist *out, dir_set *seen, int depth) {
-    char dir[8192];
-    snprintf(dir, sizeof dir, "%s/%s", root, rel);
+ * which of two paths to one directory is kept does not depend on readdir order. There is no
+ * depth limit (as os.walk): the nesting is bounded by the path length (a full path must fit in
+ * 4095 bytes, else the entry is unusable), and the path buffers live on the heap, so the
+ * recursion uses little stack per level. Entries that cannot be samples: unusable(). */
+static sv_status walk(scan_ctx *c, const char *rel, sv_strlist *out, dir_set *seen) {
+    enum { PATH_CAP = 4096 };
+    char *dir = malloc(2 * PATH_CAP), *path = dir ? dir + PATH_CAP : NULL; /* root/rel, rel/NAME */
+    if (!dir) return SV_FAIL(SV_ERR_OOM, "dataset scan: path buffers");
+    size_t rootlen = strlen(c->root);
+    snprintf(dir, PATH_CAP, "%s/%s", c->root, rel);
     DIR *dp = opendir(dir);
-    if (!dp) return SV_FAIL(SV_ERR_IO, "%s: %s", dir, strerror(errno));
+    if (!dp) {
+        sv_status s = SV_FAIL(SV_ERR_IO, "%s: %s", dir, strerror(errno));
+        free(dir);
+        return s;
+    }
     struct stat dst;
     int fresh = 0;
     sv_status s = fstat(dirfd(dp), &dst) != 0 ? SV_FAIL(SV_ERR_IO, "stat %s: %s", dir, strerror(errno))
                                               : dir_set_add(seen, dst.st_dev, dst.st_ino, &fresh);
     if (s != SV_OK || !fresh) {
         closedir(dp);
+        free(dir);
         return s;
     }
     sv_strlist subdirs = {0};
     struct dirent *e;
-    char path[4096];
+    char whybuf[160];
+    int dfd = dirfd(dp);
     while (s == SV_OK && (e = readdir(dp))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        int len = snprintf(path, sizeof path, "%s/%s", rel, e->d_name);
-        if (len >= (int)sizeof path) continue;
-        mode_t mode;
-        int err = entry_kind(root, path, e, &mode);
-        if (!err && S_ISDIR(mode)) {
-            if (depth < 32) s = sv_strlist_push(&subdirs, path, (size_t)len);
-        } else if (is_jpeg_name(e->d_name)) {
-            if (!err && S_ISREG(mode))
-                s = sv_strlist_push(out, path, (size_t)len);
-            else
-                SV_WARN("dataset %s: skipping %s: %s", root, path, err ? strerror(err) : "not a regular file");
+        int len = snprintf(path, PATH_CAP, "%s/%s", rel, e->d_name);
+        /* the full path root/rel/name must fit the buffer that opens it (data/dataset.c) */
+        int too_long = len < 0 || rootlen + 1 + (size_t)len >= PATH_CAP;
+        struct stat st; /* following links, relative to this directory: works at any path length */
+        int err = 0;
+        mode_t mode = e->d_type == DT_DIR ? S_IFDIR : e->d_type == DT_REG ? S_IFREG : 0;
+        if (!mode || too_long) {
+            err = fstatat(dfd, e->d_name, &st, 0) != 0 ? errno : 0;
+            mode = err ? 0 : st.st_mode;
         }
+        if (!err && S_ISDIR(mode)) {
+            if (!too_long)
+                s = sv_strlist_push(&subdirs, path, (size_t)len);
+            else if (!dir_set_has(seen, st.st_dev, st.st_ino)) /* a link back up is no loss */
+                s = unusable(c, dir, e->d_name,
+                             "a directory whose path is longer than 4095 bytes: it cannot be scanned, so images in "
+                             "it could not be indexed");
+            continue;
+        }
+        if (!is_jpeg_name(e->d_name)) continue; /* not an image name: ignored (README, .DS_Store) */
+        const char *why = unusable_why(dfd, e->d_name, err, mode, whybuf, sizeof whybuf);
+        if (!why && too_long) why = "an image whose path is longer than 4095 bytes (too long to open)";
+        s = why ? unusable(c, dir, e->d_name, why) : sv_strlist_push(out, path, (size_t)len);
     }
     closedir(dp);
+    free(dir);
     const char **order = s == SV_OK && subdirs.n ? malloc(subdirs.n * sizeof *order) : NULL;
     if (s == SV_OK && subdirs.n && !order) s = SV_FAIL(SV_ERR_OOM, "dataset scan: directory list");
     if (order) {
         for (size_t i = 0; i < subdirs.n; i++) order[i] = sv_strlist_at(&subdirs, i);
         qsort(order, subdirs.n, sizeof *order, cmp_str);
     }
-    for (size_t i = 0; order && i < subdirs.n && s == SV_OK; i++) s = walk(root, order[i], out, seen, depth + 1);
+    for (size_t i = 0; order && i < subdirs.n && s == SV_OK; i++) s = walk(c, order[i], out, seen);
     free(order);
     sv_strlist_free(&subdirs);
     return s;
 }
 
-sv_status sv_folder_scan(sv_dataset *d, const char *root) {
+sv_status sv_folder_scan(sv_dataset *d, const char *root, int leave_out) {
+    scan_ctx ctx = {root, d, leave_out != 0};
     d->root = strdup(root);
     if (!d->root) return SV_FAIL(SV_ERR_OOM, "dataset root");
     DIR *dp = opendir(root);
@@ -192,7 +261,7 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root) {
         if ((s = sv_strlist_push(&d->classes, sorted[k], strlen(sorted[k]))) != SV_OK) break;
         sv_strlist files = {0};
         dir_set seen = {0}; /* per class: a link into another class indexes its images here too */
-        s = walk(root, sorted[k], &files, &seen, 0);
+        s = walk(&ctx, sorted[k], &files, &seen);
         dir_set_free(&seen);
         if (s != SV_OK) {
             sv_strlist_free(&files);
@@ -230,7 +299,23 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root) {
     }
     free(sorted);
     sv_strlist_free(&names);
+    if (s == SV_OK && d->left_out.n > 1) { /* recorded in byte-wise order, whatever readdir's */
+        const char **lo = malloc(d->left_out.n * sizeof *lo);
+        sv_strlist sorted_lo = {0};
+        if (!lo) s = SV_FAIL(SV_ERR_OOM, "left-out list");
+        for (size_t i = 0; lo && i < d->left_out.n; i++) lo[i] = sv_strlist_at(&d->left_out, i);
+        if (lo) qsort(lo, d->left_out.n, sizeof *lo, cmp_str);
+        for (size_t i = 0; lo && i < d->left_out.n && s == SV_OK; i++)
+            s = sv_strlist_push(&sorted_lo, lo[i], strlen(lo[i]));
+        free(lo);
+        if (s == SV_OK) {
+            sv_strlist_free(&d->left_out);
+            d->left_out = sorted_lo;
+        } else
+            sv_strlist_free(&sorted_lo);
+    }
     if (s == SV_OK && d->n == 0)
-        s = SV_FAIL(SV_ERR_NOT_FOUND, "dataset directory %s: no .jpg/.jpeg files in any class", root);
+        s = SV_FAIL(SV_ERR_NOT_FOUND, "dataset directory %s: no .jpg/.jpeg files in any class (%zu entries left out)",
+                    root, d->left_out.n);
     return s;
 }

@@ -191,13 +191,15 @@ sv_status sv_eval_run(sv_evaluator *e) {
             SV_WARN("eval: left out %lld unreadable image%s (recorded as \"skipped\" in eval.json): %s", e->skipped,
                     e->skipped == 1 ? "" : "s", names);
     }
+    /* entries the data set's scan left out (sv_dataset_opts.leave_out_unusable) are skipped too */
+    e->skipped += (long long)sv_dataset_left_out(e->ds);
     SV_TRY(merge(e));
     e->seconds = sv_now_s() - t0;
     if (sv_metrics_samples(&e->m) == 0) /* merged: the same on every rank */
         return SV_FAIL(SV_ERR_INVALID,
                        "eval: no sample evaluated (%lld of the data's %zu images unreadable and left out): an "
                        "evaluation of zero samples has no top-1, top-5 or loss, so no result is reported",
-                       e->skipped, sv_dataset_len(e->ds));
+                       e->skipped, sv_dataset_len(e->ds) + sv_dataset_left_out(e->ds));
     return SV_OK;
 }
 
@@ -257,7 +259,11 @@ static void write_xform(sv_json_writer *w, const void *ctx) {
     sv_json_key(w, "skipped"), sv_json_i64(w, e->skipped);
     sv_json_key(w, "skipped_files");
     sv_json_arr_begin(w);
-    for (int i = 0; i < e->n_skipped_idx; i++) {
+    /* the scan's left-out entries first, then the unreadable samples: SV_EVAL_SKIPPED_SHOWN in all */
+    size_t n_left = sv_dataset_left_out(e->ds), shown = 0;
+    for (size_t i = 0; i < n_left && shown < SV_EVAL_SKIPPED_SHOWN; i++, shown++)
+        sv_json_str(w, sv_dataset_left_out_name(e->ds, i));
+    for (int i = 0; i < e->n_skipped_idx && shown < SV_EVAL_SKIPPED_SHOWN; i++, shown++) {
         char name[1024];
         sv_dataset_sample_name(e->ds, (size_t)e->skipped_idx[i], name, sizeof name);
         sv_json_str(w, name);

@@ -6,8 +6,10 @@
  *      image is refused quickly; ordinary baseline/progressive files are unaffected.
  *   2. ImageFolder symlink loops: a `self -> .` link, a mutual loop a/to_b -> ../b,
  *      b/to_a -> ../a, and three self links index each image exactly once; a link to a
- *      directory outside the class is still followed; a FIFO and a dangling link named .jpg
- *      are skipped (never opened).
+ *      directory outside the class is still followed; a JPEG 40 directories deep is indexed (no
+ *      depth limit); a FIFO and a dangling link named .jpg, and a JPEG at a path over 4095 bytes,
+ *      fail the open naming them (never opened), or with leave_out_unusable are left out and
+ *      recorded; a FIFO or dangling link without an image name is ignored.
  *   3. A FIFO as a tar shard, as classes.txt beside a shard or as --classes-file: refused with a
  *      message naming it, no hang. A folder image replaced by a FIFO after the scan, or grown
  *      past the per-image size limit (sparse file), is a read error, not a hang or a huge
@@ -241,16 +243,76 @@ static void test_folder_links(void) {
     n = count_in(spec);
     printf("  + two links to one outside directory of 2 images: %zu images\n", n);
     CHECK(n == 5);
-    /* special files named .jpg are skipped without being opened */
-    char p[1024];
+    /* no depth limit (as os.walk): a JPEG 40 directories below the class is indexed */
+    char p[8192];
+    size_t at = (size_t)snprintf(p, sizeof p, "%s/mutual/c0", root);
+    for (int k = 0; k < 40; k++) {
+        at += (size_t)snprintf(p + at, sizeof p - at, "/d");
+        CHECK(mkdir(p, 0755) == 0);
+    }
+    snprintf(p + at, sizeof p - at, "/deep.jpg");
+    put_file(p, j, len);
+    n = count_in(spec);
+    printf("  + a JPEG 40 directories deep: %zu images\n", n);
+    CHECK(n == 6);
+    /* special files named .jpg fail the scan naming them (never opened), or are left out and
+     * recorded (leave_out_unusable); other names are ignored */
+    sv_dataset *d = NULL;
+    sv_dataset_opts lo = sv_dataset_opts_default();
+    lo.leave_out_unusable = 1;
+    pathf(p, sizeof p, "%s/%s/README", "mutual/c0");
+    CHECK(mkfifo(p, 0600) == 0);
+    link_at("/nonexistent/dangling", "%s/%s/notes.txt", "mutual/c0");
+    CHECK(count_in(spec) == 6);
     pathf(p, sizeof p, "%s/%s/fifo.jpg", "mutual/c0");
     CHECK(mkfifo(p, 0600) == 0);
+    expect_fail(sv_dataset_open(spec, NULL, &d), "mutual/c0/fifo.jpg", "a FIFO");
+    CHECK(unlink(p) == 0);
     link_at("/nonexistent/dangling", "%s/%s/dangling.jpg", "mutual/c0");
+    expect_fail(sv_dataset_open(spec, NULL, &d), "mutual/c0/dangling.jpg", "dangling symbolic link");
+    CHECK(mkfifo(p, 0600) == 0);
     pathf(p, sizeof p, "%s/%s/fifo2.jpeg", "elsewhere");
     CHECK(mkfifo(p, 0600) == 0);
-    n = count_in(spec);
-    printf("  + a FIFO and a dangling link named .jpg, a FIFO in the linked directory: %zu images\n", n);
-    CHECK(n == 5);
+    CHECK_OK(sv_dataset_open(spec, &lo, &d));
+    printf("  + a FIFO and a dangling link named .jpg, a FIFO in the linked directory: %zu images, %zu left out\n",
+           sv_dataset_len(d), sv_dataset_left_out(d));
+    CHECK(sv_dataset_len(d) == 6 && sv_dataset_left_out(d) == 3);
+    CHECK(strstr(sv_dataset_left_out_name(d, 0), "/mutual/c0/a/ext2/fifo2.jpeg") ||
+          strstr(sv_dataset_left_out_name(d, 0), "/mutual/c0/ext1/fifo2.jpeg"));
+    CHECK(strstr(sv_dataset_left_out_name(d, 1), "/mutual/c0/dangling.jpg"));
+    CHECK(strstr(sv_dataset_left_out_name(d, 2), "/mutual/c0/fifo.jpg"));
+    sv_dataset_close(d);
+    /* a path too long to open (4096+ bytes): an image there, or a directory there, is named */
+    mkdirf("%s/%s", "long");
+    mkdirf("%s/%s", "long/c0");
+    jpeg_at("%s/%s/ok.jpg", "long/c0", j, len);
+    char seg[201];
+    memset(seg, 's', 200), seg[200] = 0;
+    at = (size_t)snprintf(p, sizeof p, "%s/long/c0", root);
+    CHECK(chdir(p) == 0); /* mkdir relative, one component at a time: no path limit */
+    while (at + 201 < 3900) {
+        CHECK(mkdir(seg, 0755) == 0 && chdir(seg) == 0);
+        at += 201;
+    }
+    seg[3900 - at - 1] = 0; /* the last directory ends the path at 3900 bytes */
+    CHECK(mkdir(seg, 0755) == 0 && chdir(seg) == 0);
+    at = 3900;
+    size_t pad = 4096 - at - 1 + 10; /* root/.../NAME over 4095 bytes */
+    char name[300];
+    memset(name, 'n', pad - 4), memcpy(name + pad - 4, ".jpg", 5);
+    FILE *f = fopen(name, "wb");
+    CHECK(f && fwrite(j, 1, len, f) == len && fclose(f) == 0);
+    CHECK(chdir("/") == 0);
+    pathf(spec, sizeof spec, "%s/%s", "long");
+    expect_fail(sv_dataset_open(spec, NULL, &d), "/nnnnnnnnnn", "nnn.jpg is an image whose path is longer than 4095");
+    CHECK_OK(sv_dataset_open(spec, &lo, &d));
+    printf("  a JPEG at a %zu-byte path: %zu images, %zu left out\n", at + 1 + strlen(name), sv_dataset_len(d),
+           sv_dataset_left_out(d));
+    CHECK(sv_dataset_len(d) == 1 && sv_dataset_left_out(d) == 1);
+    CHECK(strlen(sv_dataset_left_out_name(d, 0)) >= 4096);
+    sv_dataset_close(d);
+    pathf(p, sizeof p, "rm -rf %s/%s", "long"); /* deeper than the path limit: rm walks with openat */
+    CHECK(system(p) == 0);
     alarm(0);
     free(j);
 }

@@ -13,6 +13,9 @@
 #   the five names, per-class totals = the readable files per class, every count equal to the
 #   clean set's eval; over a folder where no image is readable it fails (exit 1, no eval.json):
 #   zero samples is no result;
+# - an ImageFolder dangling link and FIFO named .jpg fail eval and train naming the entry; with
+#   --skip-unreadable (world 1 and 2) they are left out, eval.json "skipped" = 2 and "skipped_files"
+#   names them; a JPEG 40 directories deep is evaluated;
 # - eval of the clean set still works; predict of an unreadable file fails naming it; training's
 #   periodic evaluation (--val-data) follows the same rule.
 SV=$1
@@ -142,6 +145,40 @@ for n in 1 2; do
         fail "none$n: the error does not say no sample was evaluated: $(grep error: "$WORK/none$n.log")"
     [ ! -e "$WORK/none$n/eval.json" ] && [ ! -e "$WORK/none$n/confusion.csv" ] || fail "none$n: outputs written"
 done
+
+# 3c. ImageFolder entries named .jpg that cannot be samples (a dangling link, a FIFO): opening the
+# data fails naming the entry (eval and train alike); --skip-unreadable leaves them out and records
+# them in eval.json. A JPEG 40 directories below its class is indexed (no depth limit).
+cp -r "$WORK/data/test" "$WORK/odd"
+O=$WORK/odd
+ln -s /nonexistent "$O/class_002/dangling.jpg"
+mkfifo "$O/class_002/pipe.jpg"
+deep=$O/class_002/$(printf 'd/%.0s' $(seq 1 40))
+mkdir -p "$deep" && cp "$good" "$deep/deep.jpg"
+expect_fail odd_strict 90 "$SV" eval $W --data "$O" --batch-size 6 --out "$WORK/odd_strict" $COMMON
+grep 'error:' "$WORK/odd_strict.log" | grep -Eq 'class_002/(dangling|pipe)\.jpg is a (dangling symbolic link|FIFO)' ||
+    fail "odd_strict: the error does not name the entry: $(grep error: "$WORK/odd_strict.log")"
+[ ! -e "$WORK/odd_strict/eval.json" ] || fail "odd_strict: eval.json written"
+expect_fail odd_train 90 "$SV" train $MODEL $COMMON --data "$O" --steps 1 --batch-size 8 --warmup 1 \
+    --out "$WORK/odd_run"
+grep 'error:' "$WORK/odd_train.log" | grep -Eq 'class_002/(dangling|pipe)\.jpg' ||
+    fail "odd_train: the error does not name the entry: $(grep error: "$WORK/odd_train.log")"
+for n in 1 2; do
+    run "$WORK/odd$n.log" "$MPIEXEC" -n $n "$SV" eval $W --data "$O" --batch-size 6 --out "$WORK/odd$n" \
+        --skip-unreadable $COMMON
+done
+"$PY" - "$WORK" <<'PYEOF' || fail "--skip-unreadable with unusable entries"
+import json, sys
+w = sys.argv[1]
+clean = json.load(open(f"{w}/clean1/eval.json"))
+for n in (1, 2):
+    e = json.load(open(f"{w}/odd{n}/eval.json"))
+    assert e["skipped"] == 2, (n, e["skipped"])
+    assert e["skipped_files"] == [f"{w}/odd/class_002/dangling.jpg", f"{w}/odd/class_002/pipe.jpg"], e["skipped_files"]
+    assert e["num_samples"] == clean["num_samples"] + 1, (n, e["num_samples"])  # + the deep JPEG
+    assert e["per_class"][2]["total"] == clean["per_class"][2]["total"] + 1, (n, e["per_class"])
+print("ok: unusable entries fail eval and train naming them; --skip-unreadable records 2, the deep JPEG counts")
+PYEOF
 
 # 4. predict of an unreadable file fails naming it (world 1 and 2)
 for n in 1 2; do

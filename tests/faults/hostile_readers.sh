@@ -6,8 +6,8 @@
 #      file), a WebDataset shard, classes.txt beside a shard, prep's IDX and CIFAR inputs and
 #      CIFAR's class-name list, a checkpoint's `latest` pointer: each is refused at once with a
 #      message naming the file (exit 1 or 2), never opened blocking;
-#   2. an ImageFolder with a FIFO and a dangling link named .jpg: both are skipped with a
-#      warning naming them and training runs on the real images;
+#   2. an ImageFolder with a FIFO and a dangling link named .jpg: training fails naming each
+#      (it never opens them and never trains on a set that silently lacks entries);
 #   3. ImageFolder directory links: `self -> .`, three self links, a mutual loop a/to_b -> ../b,
 #      b/to_a -> ../a: each image is indexed exactly once (one epoch of 8 images at batch 4 is
 #      2 steps) and the scan finishes in seconds with bounded memory;
@@ -131,12 +131,12 @@ cp -r "$WORK/set/train" "$WORK/special"
 mkfifo "$WORK/special/class_000/fifo.jpg"
 ln -s /nonexistent/x.jpg "$WORK/special/class_001/dangling.jpg"
 begin
-expect_train special 2 "$SHARDVIT" train $ARGS --epochs 1 --data "$WORK/special" --out "$WORK/o_special"
-grep -q "skipping class_000/fifo.jpg: not a regular file" "$WORK/special.log" || fail "special: no warning for the FIFO"
-grep -q "skipping class_001/dangling.jpg: No such file or directory" "$WORK/special.log" ||
-    fail "special: no warning for the dangling link"
-grep -q "substituted samples 0" "$WORK/special.log" || fail "special: a skipped file reached the loader"
-ok "special: FIFO and dangling link skipped with a warning, 8 real images in 2 steps"
+expect_fail special_fifo "special/class_000/fifo\.jpg is a FIFO, not a regular file: it cannot be a sample" \
+    "$SHARDVIT" train $ARGS --epochs 1 --data "$WORK/special" --out "$WORK/o_special"
+rm "$WORK/special/class_000/fifo.jpg"
+expect_fail special_dangling "special/class_001/dangling\.jpg is a dangling symbolic link" \
+    "$SHARDVIT" train $ARGS --epochs 1 --data "$WORK/special" --out "$WORK/o_special"
+ok "special: a FIFO and a dangling link named .jpg fail training naming them (never opened)"
 
 # ---- 3. directory link loops ----------------------------------------------------------------
 cp -r "$WORK/set/train" "$WORK/loops"
