@@ -287,6 +287,35 @@ static sv_status bad(const char *src, const sv_json *at, const char *what) {
     return SV_FAIL(SV_ERR_FORMAT, "%s: %s: %s", src, p, what);
 }
 
+/* A descriptive member whose value this reader assumes: the one value it supports, else an
+ * error naming the member (the file is attached by sv_ckpt_index_load). */
+static sv_status expect_str(const sv_json *o, const char *key, const char *want) {
+    const char *v;
+    SV_TRY(sv_json_get_str(o, key, &v, NULL));
+    if (strcmp(v, want)) {
+        char p[128];
+        sv_json_path(o, p, sizeof p);
+        return SV_FAIL(SV_ERR_FORMAT, "%s.%s: \"%.64s\" is not supported (this build reads only \"%s\")", p, key, v,
+                       want);
+    }
+    return SV_OK;
+}
+
+/* The storage format of the shards and the RNG: written by every version with the one value
+ * this build reads, so any other value is a damaged or foreign index, never a format to guess. */
+static sv_status check_storage(const sv_json *root) {
+    const sv_json *rng;
+    int64_t v, seed;
+    SV_TRY(expect_str(root, "dtype", "F32"));
+    SV_TRY(expect_str(root, "byte_order", "little"));
+    SV_TRY(get_int(root, "flat_align", SV_FLAT_ALIGN, SV_FLAT_ALIGN, &v));
+    SV_TRY(sv_json_get(root, "rng", SV_JSON_OBJECT, &rng));
+    SV_TRY(expect_str(rng, "kind", "counter"));
+    SV_TRY(get_int(root, "seed", 0, INT64_MAX, &seed));
+    SV_TRY(get_int(rng, "seed", seed, seed, &v));
+    return SV_OK;
+}
+
 static sv_status parse_state(const sv_json *root, sv_ckpt_train_state *s, const char *src) {
     int64_t v;
     const sv_json *lr;
@@ -348,7 +377,7 @@ static sv_status parse_model(const sv_json *root, sv_vit_config *c) {
         int64_t r;
         SV_TRY(sv_json_get_i64(m, "reg_tokens", &r));
         if (r < 0 || r > SV_VIT_MAX_REG_TOKENS)
-            return SV_FAIL(SV_ERR_FORMAT, "index.json: reg_tokens %lld out of range [0, %d]", (long long)r,
+            return SV_FAIL(SV_ERR_FORMAT, "model.reg_tokens: %lld out of range [0, %d]", (long long)r,
                            SV_VIT_MAX_REG_TOKENS);
         c->reg_tokens = (int)r;
     }
@@ -508,6 +537,7 @@ sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir) {
         goto out;
     }
     idx->format_version = (int)v;
+    CHECK(check_storage(root));
     CHECK(parse_model(root, &idx->cfg));
     CHECK(get_int(root, "world_size", 1, 1 << 24, &world));
     CHECK(get_int(root, "shard_world", 1, 99999, &sw));
@@ -546,6 +576,9 @@ sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir) {
 #undef CHECK
 out:
     sv_json_doc_free(&doc);
-    if (st != SV_OK) sv_ckpt_index_free(idx);
+    if (st != SV_OK) {
+        sv_err_prefix(path); /* every field error names the file, whichever check raised it */
+        sv_ckpt_index_free(idx);
+    }
     return st;
 }

@@ -51,6 +51,16 @@ void sv_err_frame(const char *file, int line) {
 const char *sv_err_msg(void) { return tl_msg; }
 const char *sv_err_trace(void) { return tl_trace; }
 
+void sv_err_prefix(const char *prefix) {
+    if (!prefix || !*prefix || strstr(tl_msg, prefix)) return;
+    size_t pl = strlen(prefix), ml = strlen(tl_msg);
+    if (pl + 2 >= sizeof tl_msg) return;
+    if (pl + 2 + ml >= sizeof tl_msg) ml = sizeof tl_msg - pl - 3;
+    memmove(tl_msg + pl + 2, tl_msg, ml);
+    memcpy(tl_msg, prefix, pl);
+    tl_msg[pl] = ':', tl_msg[pl + 1] = ' ', tl_msg[pl + 2 + ml] = 0;
+}
+
 void sv_err_clear(void) {
     tl_msg[0] = 0;
     tl_trace[0] = 0;

@@ -39,6 +39,9 @@ void sv_err_frame(const char *file, int line);
 const char *sv_err_msg(void);
 /* The propagation trace "a.c:10 <- b.c:20" (never NULL). */
 const char *sv_err_trace(void);
+/* Put "prefix: " before the calling thread's error message unless the message already names
+ * prefix (readers attach the file they were reading in one place; the trace is kept). */
+void sv_err_prefix(const char *prefix);
 /* Forget the current error (e.g. after a skipped corrupt image was counted). */
 void sv_err_clear(void);
 

@@ -55,6 +55,29 @@ expect_fail index_version "index.json: format_version 99 is not supported" \
     timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $TINY --steps 2 --resume "$WORK/c"
 sed 's/"shard": \([0-9]*\)/"shard": 7/' "$SRC/index.json" >"$WORK/c/index.json"
 expect_fail index_layout "index.json: units\[0\]" "$SHARDVIT" export "$WORK/c" "$WORK/x.safetensors"
+# descriptive members the reader relies on: only the values it reads are accepted, and every
+# field error names the index.json it came from
+sed 's/"dtype": "F32"/"dtype": "BF16"/' "$SRC/index.json" >"$WORK/c/index.json"
+expect_fail index_dtype 'c/index.json: \(root\)\.dtype: "BF16" is not supported' \
+    "$SHARDVIT" export "$WORK/c" "$WORK/x.safetensors"
+sed 's/"byte_order": "little"/"byte_order": "big"/' "$SRC/index.json" >"$WORK/c/index.json"
+expect_fail index_byte_order 'c/index.json: \(root\)\.byte_order: "big" is not supported' \
+    "$SHARDVIT" export "$WORK/c" "$WORK/x.safetensors"
+sed 's/"flat_align": 64/"flat_align": 32/' "$SRC/index.json" >"$WORK/c/index.json"
+expect_fail index_flat_align 'c/index.json: \(root\)\.flat_align: 32 out of range' \
+    "$SHARDVIT" export "$WORK/c" "$WORK/x.safetensors"
+sed 's/"kind": "counter"/"kind": "mt19937"/' "$SRC/index.json" >"$WORK/c/index.json"
+expect_fail index_rng 'c/index.json: rng\.kind: "mt19937" is not supported' \
+    "$SHARDVIT" export "$WORK/c" "$WORK/x.safetensors"
+sed 's/"world_size": 2/"world_size": 0/' "$SRC/index.json" >"$WORK/c/index.json"
+expect_fail index_world_size 'c/index.json: \(root\)\.world_size: 0 out of range' \
+    "$SHARDVIT" export "$WORK/c" "$WORK/x.safetensors"
+sed 's/"heads": \([0-9]*\)/"heads": 0/' "$SRC/index.json" >"$WORK/c/index.json"
+expect_fail index_model_field 'c/index.json: model\.heads: 0 out of range' \
+    "$SHARDVIT" export "$WORK/c" "$WORK/x.safetensors"
+sed '/"dtype": "F32",/d' "$SRC/index.json" >"$WORK/c/index.json"
+expect_fail index_no_dtype 'c/index.json: .*dtype' "$SHARDVIT" export "$WORK/c" "$WORK/x.safetensors"
+test ! -e "$WORK/x.safetensors" || fail "export of a bad index left a file behind"
 rm -rf "$WORK/c"
 expect_fail no_ckpt "no checkpoint" "$SHARDVIT" export "$WORK/c" "$WORK/x.safetensors"
 
