@@ -101,10 +101,69 @@ static const char *str_of(const sv_json *obj, const char *key) {
     return v && v->type == SV_JSON_STRING ? v->u.str.s : "?";
 }
 
+/* A measured figure bench writes: whether a result must carry it (else it may be absent or null,
+ * as in results from before it existed or where bench had nothing to measure), whether 0 is a
+ * value bench writes (a figure it could not measure on that machine), and the sane range. */
+typedef struct metric {
+    const char *key;
+    int required, zero_ok;
+    double lo, hi;
+} metric;
+
+/* Train results: rates and times are positive, memory and CPU figures may be 0 (unmeasured). */
+static const metric k_train[] = {{"img_per_s", 1, 0, 1e-6, 1e9},       {"step_time_s", 1, 0, 1e-9, 1e7},
+                                 {"step_time_min_s", 1, 0, 1e-9, 1e7}, {"img_per_cpu_s", 1, 1, 1e-6, 1e9},
+                                 {"tflops", 1, 1, 1e-12, 1e6},         {"mfu", 0, 1, 1e-12, 1e3},
+                                 {"mfu_gemm", 0, 1, 1e-12, 1e3},       {"peak_mem_bytes", 1, 1, 1, 1e16},
+                                 {"max_rss_bytes", 1, 1, 1, 1e16},     {NULL, 0, 0, 0, 0}};
+static const metric k_op[] = {{"rate_best", 1, 0, 1e-9, 1e9}, {"best_s", 1, 0, 1e-12, 1e7}, {NULL, 0, 0, 0, 0}};
+static const metric k_comm[] = {{"busbw_gbps", 1, 1, 1e-9, 1e9}, {NULL, 0, 0, 0, 0}};
+
+/* The figure m of obj (at `where`, e.g. "results[2]."), checked: a finite number in m's range;
+ * *out NULL when an optional figure is absent or null. Errors name the file and the field. */
+static sv_status get_metric(const result *r, const sv_json *obj, const char *where, const metric *m,
+                            const sv_json **out) {
+    const sv_json *v = sv_json_member_get(obj, m->key);
+    *out = NULL;
+    if (!v || v->type == SV_JSON_NULL) {
+        if (!m->required) return SV_OK;
+        return SV_FAIL(SV_ERR_FORMAT, "%s: %s%s is %s (a bench result always has it)", r->path, where, m->key,
+                       v ? "null" : "missing");
+    }
+    if (v->type != SV_JSON_NUMBER)
+        return SV_FAIL(SV_ERR_FORMAT, "%s: %s%s must be a number, not %s", r->path, where, m->key,
+                       sv_json_type_name(v->type));
+    double d = v->u.num.d;
+    if (!isfinite(d) || !((m->zero_ok && d == 0) || (d >= m->lo && d <= m->hi)))
+        return SV_FAIL(SV_ERR_FORMAT, "%s: %s%s %.6g is not a measurement (expected %s[%g, %g])", r->path, where,
+                       m->key, d, m->zero_ok ? "0 or " : "", m->lo, m->hi);
+    *out = v;
+    return SV_OK;
+}
+
+/* Check every figure of the table in both results before anything is printed. */
+static sv_status check_metrics(const result *a, const result *b, const sv_json *oa, const sv_json *ob,
+                               const char *where, const metric *ms) {
+    const sv_json *v;
+    for (const metric *m = ms; m->key; m++) {
+        SV_TRY(get_metric(a, oa, where, m, &v));
+        SV_TRY(get_metric(b, ob, where, m, &v));
+    }
+    return SV_OK;
+}
+
+/* B / A with a bounded number of characters: checked figures keep it finite, but a ratio of two
+ * extreme ones would print hundreds of digits with %f. */
 static void ratio_line(const char *name, const sv_json *va, const sv_json *vb) {
-    if (!va || !vb || va->type != SV_JSON_NUMBER || vb->type != SV_JSON_NUMBER) return;
-    double x = va->u.num.d, y = vb->u.num.d;
-    printf("  %-28s %14.6g %14.6g   B/A %.4f\n", name, x, y, x != 0 ? y / x : NAN);
+    char ta[32] = "n/a", tb[32] = "n/a", q[32] = "n/a";
+    int na = va && va->type == SV_JSON_NUMBER, nb = vb && vb->type == SV_JSON_NUMBER;
+    if (na) snprintf(ta, sizeof ta, "%.6g", va->u.num.d);
+    if (nb) snprintf(tb, sizeof tb, "%.6g", vb->u.num.d);
+    if (na && nb && va->u.num.d != 0) {
+        double r = vb->u.num.d / va->u.num.d;
+        snprintf(q, sizeof q, r == 0 || (fabs(r) >= 1e-4 && fabs(r) < 1e6) ? "%.4f" : "%.4e", r);
+    }
+    printf("  %-28s %14s %14s   B/A %s\n", name, ta, tb, q);
 }
 
 /* Provenance fields whose difference is reported (not refused). */
@@ -130,6 +189,27 @@ static void provenance_notes(const result *a, const result *b) {
     }
 }
 
+/* The "results" array of an --op or --comm result. */
+static sv_status get_rows(const result *r, const sv_json **out) {
+    *out = sv_json_member_get(r->root, "results");
+    if (!*out) return SV_FAIL(SV_ERR_FORMAT, "%s: results is missing (a bench result always has it)", r->path);
+    if ((*out)->type != SV_JSON_ARRAY)
+        return SV_FAIL(SV_ERR_FORMAT, "%s: results must be an array, not %s", r->path, sv_json_type_name((*out)->type));
+    return SV_OK;
+}
+
+/* A row of "results": an object with the string member that names it. */
+static sv_status check_row(const result *r, const sv_json *row, const char *where, const char *name) {
+    if (!row || row->type != SV_JSON_OBJECT)
+        return SV_FAIL(SV_ERR_FORMAT, "%s: %.*s must be an object", r->path, (int)strlen(where) - 1, where);
+    const sv_json *v = sv_json_member_get(row, name);
+    if (!v) return SV_FAIL(SV_ERR_FORMAT, "%s: %s%s is missing (a bench result always has it)", r->path, where, name);
+    if (v->type != SV_JSON_STRING)
+        return SV_FAIL(SV_ERR_FORMAT, "%s: %s%s must be a string, not %s", r->path, where, name,
+                       sv_json_type_name(v->type));
+    return SV_OK;
+}
+
 static sv_status compare(const result *a, const result *b) {
     const char *ma = sv_json_member_get(a->root, "mode")->u.str.s, *mb = sv_json_member_get(b->root, "mode")->u.str.s;
     if (strcmp(ma, mb))
@@ -138,23 +218,33 @@ static sv_status compare(const result *a, const result *b) {
         static const char *const id[] = {"model", "img",        "patch", "dim",         "depth",
                                          "heads", "batch_size", "accum", "param_dtype", NULL};
         SV_TRY(require_same(a, b, a->root, b->root, id, ""));
+        SV_TRY(check_metrics(a, b, a->root, b->root, "", k_train));
         provenance_notes(a, b);
         char batch[64];
         scalar_text(sv_json_member_get(a->root, "batch_size"), batch, sizeof batch);
         printf("train %s, batch %s, %s:%*s%14s %14s\n", str_of(a->root, "model"), batch, str_of(a->root, "param_dtype"),
                4, "", "A", "B");
-        static const char *const m[] = {"img_per_s", "step_time_s", "step_time_min_s", "img_per_cpu_s", "tflops",
-                                        "mfu",       "mfu_gemm",    "peak_mem_bytes",  "max_rss_bytes", NULL};
-        for (size_t i = 0; m[i]; i++)
-            ratio_line(m[i], sv_json_member_get(a->root, m[i]), sv_json_member_get(b->root, m[i]));
+        for (const metric *m = k_train; m->key; m++)
+            ratio_line(m->key, sv_json_member_get(a->root, m->key), sv_json_member_get(b->root, m->key));
         return SV_OK;
     }
     if (!strcmp(ma, "op")) {
         static const char *const id[] = {"op",     "model",       "tokens",      "dim", "heads",
                                          "hidden", "micro_batch", "param_dtype", NULL};
         SV_TRY(require_same(a, b, a->root, b->root, id, ""));
+        const sv_json *ra, *rb;
+        SV_TRY(get_rows(a, &ra));
+        SV_TRY(get_rows(b, &rb));
+        for (size_t i = 0; i < sv_json_count(ra) && i < sv_json_count(rb); i++) {
+            const sv_json *x = sv_json_index(ra, i), *y = sv_json_index(rb, i);
+            char where[48];
+            snprintf(where, sizeof where, "results[%zu].", i);
+            SV_TRY(check_row(a, x, where, "variant"));
+            SV_TRY(check_row(b, y, where, "variant"));
+            if (same_value(sv_json_member_get(x, "variant"), sv_json_member_get(y, "variant")))
+                SV_TRY(check_metrics(a, b, x, y, where, k_op));
+        }
         provenance_notes(a, b);
-        const sv_json *ra = sv_json_member_get(a->root, "results"), *rb = sv_json_member_get(b->root, "results");
         printf("op %s:                          %14s %14s\n", str_of(a->root, "op"), "A", "B");
         for (size_t i = 0; i < sv_json_count(ra) && i < sv_json_count(rb); i++) {
             const sv_json *x = sv_json_index(ra, i), *y = sv_json_index(rb, i);
@@ -171,8 +261,22 @@ static sv_status compare(const result *a, const result *b) {
     if (!strcmp(ma, "comm")) {
         static const char *const id[] = {"group", "group_size", NULL};
         SV_TRY(require_same(a, b, a->root, b->root, id, ""));
+        const sv_json *ra, *rb;
+        SV_TRY(get_rows(a, &ra));
+        SV_TRY(get_rows(b, &rb));
+        for (int side = 0; side < 2; side++) {
+            const result *r = side ? b : a;
+            const sv_json *rows = side ? rb : ra, *v;
+            for (size_t i = 0; i < sv_json_count(rows); i++) {
+                char where[48];
+                snprintf(where, sizeof where, "results[%zu].", i);
+                SV_TRY(check_row(r, sv_json_index(rows, i), where, "op"));
+                static const metric size = {"size_bytes", 1, 0, 1, 1e15};
+                SV_TRY(get_metric(r, sv_json_index(rows, i), where, &size, &v));
+                SV_TRY(get_metric(r, sv_json_index(rows, i), where, &k_comm[0], &v));
+            }
+        }
         provenance_notes(a, b);
-        const sv_json *ra = sv_json_member_get(a->root, "results"), *rb = sv_json_member_get(b->root, "results");
         printf("comm busbw (GB/s):              %14s %14s\n", "A", "B");
         int matched = 0;
         for (size_t i = 0; i < sv_json_count(ra); i++) {

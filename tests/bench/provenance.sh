@@ -248,3 +248,53 @@ refuse "$TMP/row0.json" "$TMP/row2.json" batch_size
 refuse "$TMP/row0.json" "$TMP/row4.json" model
 refuse "$TMP/row0.json" "$TMP/world.json" mode
 echo "ok bench-compare refuses other precision, batch, model and mode"
+# measured figures must be finite numbers in a sane range, present where bench always writes them
+"$PY" - "$TMP" <<'PYEOF' || fail "bad figure files"
+import json, sys
+tmp = sys.argv[1]
+a, op, cm = (json.load(open(tmp + f)) for f in ("/again.json", "/op.json", "/intra.json"))
+def put(name, base, path, value):
+    d = json.loads(json.dumps(base))
+    o = d
+    for k in path[:-1]:
+        o = o[k]
+    if value is KeyError:
+        del o[path[-1]]
+    else:
+        o[path[-1]] = value
+    json.dump(d, open("%s/%s.json" % (tmp, name), "w"))
+put("neg", a, ["img_per_s"], -5)
+put("str", a, ["img_per_s"], "fast")
+put("gone", a, ["img_per_s"], KeyError)
+put("huge", a, ["img_per_s"], 1e308)
+put("zstep", a, ["step_time_s"], 0)
+put("mfustr", a, ["mfu"], "high")
+put("opneg", op, ["results", 0, "rate_best"], -1)
+put("opgone", op, ["results", 0, "best_s"], KeyError)
+put("comstr", cm, ["results", 0, "busbw_gbps"], "fast")
+put("comnan", cm, ["results", 0, "size_bytes"], None)
+put("slow", a, ["img_per_s"], 1e-6)
+put("fast", a, ["img_per_s"], 1e9)
+PYEOF
+bad_figure() { # A B FIELD-PATTERN
+    "$SV" bench-compare "$1" "$2" >"$TMP/bad.out" 2>"$TMP/bad.err"
+    rc=$?
+    [ $rc = 1 ] || { cat "$TMP/bad.out"; fail "bench-compare $2: exit $rc, expected 1"; }
+    grep -qE "error: $2: $3" "$TMP/bad.err" || { cat "$TMP/bad.err"; fail "$2: no error naming the file and $3"; }
+    [ ! -s "$TMP/bad.out" ] || fail "$2: printed a comparison before refusing"
+}
+bad_figure "$TMP/again.json" "$TMP/neg.json" "img_per_s -5 is not a measurement"
+bad_figure "$TMP/again.json" "$TMP/str.json" "img_per_s must be a number"
+bad_figure "$TMP/again.json" "$TMP/gone.json" "img_per_s is missing"
+bad_figure "$TMP/again.json" "$TMP/huge.json" "img_per_s 1e\\+308 is not a measurement"
+bad_figure "$TMP/again.json" "$TMP/zstep.json" "step_time_s 0 is not a measurement"
+bad_figure "$TMP/again.json" "$TMP/mfustr.json" "mfu must be a number"
+bad_figure "$TMP/op.json" "$TMP/opneg.json" "results\\[0\\]\\.rate_best -1 is not a measurement"
+bad_figure "$TMP/op.json" "$TMP/opgone.json" "results\\[0\\]\\.best_s is missing"
+bad_figure "$TMP/intra.json" "$TMP/comstr.json" "results\\[0\\]\\.busbw_gbps must be a number"
+bad_figure "$TMP/intra.json" "$TMP/comnan.json" "results\\[0\\]\\.size_bytes is null"
+# the widest ratio of two accepted figures prints in a few characters
+"$SV" bench-compare "$TMP/slow.json" "$TMP/fast.json" >"$TMP/wide.txt" || fail "bench-compare of extreme figures"
+grep -qE "img_per_s .* B/A 1\.0000e\+15$" "$TMP/wide.txt" || { cat "$TMP/wide.txt"; fail "extreme ratio not printed in e-notation"; }
+awk 'length > 100 { exit 1 }' "$TMP/wide.txt" || fail "an absurdly long comparison line"
+echo "ok bench-compare refuses missing, mistyped, negative, zero and absurd figures, naming the file and field"
