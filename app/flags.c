@@ -80,7 +80,7 @@ bad:
 
 /* One line of a config file (NUL-terminated, modified in place), in the "key = value" subset of
  * core/kv.h (the one config.toml is written in, so a run's config.toml reads back as written). */
-static int config_line(const char *cmd, sv_flag *flags, const char *path, int lineno, char *s) {
+static int config_line(const char *cmd, sv_flag *flags, int *line_of, const char *path, int lineno, char *s) {
     char *k, *v;
     const char *err = NULL;
     int r = sv_kv_parse_line(s, &k, &v, &err);
@@ -91,6 +91,11 @@ static int config_line(const char *cmd, sv_flag *flags, const char *path, int li
         if (*p == '_') *p = '-';
     sv_flag *f = find(flags, k, (size_t)(ke - k));
     if (!f) return sv_cmd_usage_error(cmd, "--config %s:%d: unknown key '%.*s'", path, lineno, (int)(ke - k), k);
+    /* TOML forbids a key twice; `batch_size` and `batch-size` are one key here */
+    if (line_of[f - flags])
+        return sv_cmd_usage_error(cmd, "--config %s:%d: key '%s' repeats the one on line %d (a key may be given once)",
+                                  path, lineno, f->name, line_of[f - flags]);
+    line_of[f - flags] = lineno;
     char *copy = strdup(v); /* lives for the process: flags point into it */
     if (!copy || set_value(cmd, f, copy)) return 2;
     return 0;
@@ -104,6 +109,13 @@ static int read_config(const char *cmd, sv_flag *flags, const char *path) {
     size_t len;
     if (sv_fileio_read_small(path, CONFIG_MAX_BYTES, &text, &len) != SV_OK)
         return sv_cmd_usage_error(cmd, "--config: %s", sv_err_msg());
+    size_t nflags = 0;
+    while (flags[nflags].name) nflags++;
+    int *line_of = calloc(nflags + 1, sizeof *line_of); /* the line that set each flag, 0: none */
+    if (!line_of) {
+        free(text);
+        return sv_cmd_usage_error(cmd, "--config %s: out of memory", path);
+    }
     int lineno = 0, rc = 0;
     for (char *line = text, *next; line < text + len && !rc; line = next) {
         char *nl = memchr(line, '\n', (size_t)(text + len - line));
@@ -113,8 +125,9 @@ static int read_config(const char *cmd, sv_flag *flags, const char *path) {
         if (memchr(line, 0, (size_t)(next - line) - (nl != NULL)))
             rc = sv_cmd_usage_error(cmd, "--config %s:%d: a NUL byte in the line (a binary file?)", path, lineno);
         else
-            rc = config_line(cmd, flags, path, lineno, line);
+            rc = config_line(cmd, flags, line_of, path, lineno, line);
     }
+    free(line_of);
     free(text);
     return rc;
 }

@@ -140,7 +140,7 @@ sv_status sv_kv_file_get(const char *path, const char *key, char *out, size_t ca
     size_t len;
     SV_TRY(sv_fileio_read_small(path, (size_t)1 << 20, &text, &len));
     sv_status st = SV_OK;
-    int lineno = 0;
+    int lineno = 0, found_at = 0;
     for (char *line = text, *next; line < text + len && st == SV_OK; line = next) {
         char *nl = memchr(line, '\n', (size_t)(text + len - line));
         next = nl ? nl + 1 : text + len;
@@ -152,11 +152,14 @@ sv_status sv_kv_file_get(const char *path, const char *key, char *out, size_t ca
         if (r < 0) {
             st = SV_FAIL(SV_ERR_FORMAT, "%s:%d: %s", path, lineno, err);
         } else if (r > 0 && !strcmp(k, key)) {
-            if (strlen(v) >= cap)
+            if (found_at)
+                st = SV_FAIL(SV_ERR_FORMAT, "%s:%d: key '%s' repeats the one on line %d (a key may be given once)",
+                             path, lineno, key, found_at);
+            else if (strlen(v) >= cap)
                 st = SV_FAIL(SV_ERR_INVALID, "%s:%d: the value of %s is longer than %zu bytes", path, lineno, key,
                              cap - 1);
             else
-                memcpy(out, v, strlen(v) + 1), *found = 1;
+                memcpy(out, v, strlen(v) + 1), *found = 1, found_at = lineno;
         }
     }
     free(text);

@@ -7,7 +7,7 @@
  *   - a literal string '...' (no escapes);
  *   - or bare text up to a '#' or the end of the line, blanks around it dropped.
  * After a quoted value only blanks and a comment may follow. Table headers ("[name]") are not
- * part of the subset. sv_kv_write_str writes every string as a basic string, so any byte string
+ * part of the subset; as in TOML, a key may appear once per file (readers refuse a repeat). sv_kv_write_str writes every string as a basic string, so any byte string
  * (quotes, '#', backslashes, line breaks, control characters) reads back unchanged. */
 #ifndef SV_CORE_KV_H
 #define SV_CORE_KV_H
@@ -26,9 +26,10 @@ int sv_kv_parse_line(char *s, char **key, char **value, const char **err);
 /* Write `key = "value"` and a line break, value as a basic string (escaped as above). */
 void sv_kv_write_str(FILE *out, const char *key, const char *value);
 
-/* The value of `key` in the file at `path` (read with sv_fileio_read_small, at most 1 MiB), the
- * last occurrence winning; *found = 0 when the key is absent. A malformed line is SV_ERR_FORMAT
- * naming the file and line; a value longer than cap - 1 bytes is SV_ERR_INVALID. */
+/* The value of `key` in the file at `path` (read with sv_fileio_read_small, at most 1 MiB);
+ * *found = 0 when the key is absent. A malformed line, or the key given twice (TOML forbids it),
+ * is SV_ERR_FORMAT naming the file and the line(s); a value longer than cap - 1 bytes is
+ * SV_ERR_INVALID. */
 sv_status sv_kv_file_get(const char *path, const char *key, char *out, size_t cap, int *found);
 
 #endif

@@ -89,6 +89,16 @@ printf 'model = "vit-28\n' >"$tmp/open.toml"
 expect_usage_error "open.toml:1: the quoted value has no closing quote" train --config "$tmp/open.toml"
 printf 'data = "C:\\q\\x"\n' >"$tmp/esc2.toml"
 expect_usage_error "esc2.toml:1: unknown escape" train --config "$tmp/esc2.toml"
+# a key given twice (TOML forbids it; `batch_size` and `batch-size` are one key) is an error naming
+# the file, the key and both lines, not the last value silently winning
+printf 'lr = 0.1\nsteps = 3\n\nsteps = 5\n' >"$tmp/dup.toml"
+expect_usage_error "dup.toml:4: key 'steps' repeats the one on line 2" train --config "$tmp/dup.toml"
+printf 'batch_size = 8\nbatch-size = 16\n' >"$tmp/dup2.toml"
+expect_usage_error "dup2.toml:2: key 'batch-size' repeats the one on line 1" train --config "$tmp/dup2.toml"
+# the config.toml train writes names every key once
+[ -z "$(sed -n 's/^\([a-z0-9-]*\) = .*/\1/p' "$tmp/run/config.toml" | sort | uniq -d)" ] ||
+    fail "config.toml repeats a key: $(sed -n 's/^\([a-z0-9-]*\) = .*/\1/p' "$tmp/run/config.toml" | sort | uniq -d)"
+[ "$(grep -c ' = ' "$tmp/run/config.toml")" -gt 20 ] || fail "config.toml lists too few keys"
 cd - >/dev/null
 echo "ok: config file"
 echo "cli: all passed"

@@ -109,7 +109,8 @@ int main(void) {
     parse("key = \"\\u0000\"", NULL, NULL, "NUL");
     parse("key = \"\\U00110000\"", NULL, NULL, "above U+10FFFF");
 
-    /* a file: the last occurrence wins, a missing key is not found, a bad line names the line */
+    /* a file: values read back, a missing key is not found, a key given twice (TOML forbids it)
+     * is an error naming both lines, a bad line names the line */
     char dir[256], p[512], out[64];
     fmt_tmpdir(dir, sizeof dir, "kv");
     snprintf(p, sizeof p, "%s/config.toml", dir);
@@ -117,19 +118,26 @@ int main(void) {
     CHECK(f);
     fputs("# run\nmodel = \"vit-28\"\n", f);
     sv_kv_write_str(f, "ckpt-dir", "/runs/a#\"b\n");
-    sv_kv_write_str(f, "model", "vit-32");
     CHECK(fclose(f) == 0);
     int found = 0;
     CHECK_OK(sv_kv_file_get(p, "ckpt-dir", out, sizeof out, &found));
     CHECK(found && !strcmp(out, "/runs/a#\"b\n"));
     CHECK_OK(sv_kv_file_get(p, "model", out, sizeof out, &found));
-    CHECK(found && !strcmp(out, "vit-32"));
+    CHECK(found && !strcmp(out, "vit-28"));
     CHECK_OK(sv_kv_file_get(p, "steps", out, sizeof out, &found));
     CHECK(!found);
     CHECK_FAILS(sv_kv_file_get(p, "model", out, 4, &found), SV_ERR_INVALID, "config.toml:2", "longer than 3 bytes");
     f = fopen(p, "a");
+    CHECK(f);
+    sv_kv_write_str(f, "model", "vit-32");
+    CHECK(fclose(f) == 0);
+    CHECK_FAILS(sv_kv_file_get(p, "model", out, sizeof out, &found), SV_ERR_FORMAT, "config.toml:4",
+                "key 'model' repeats the one on line 2");
+    CHECK_OK(sv_kv_file_get(p, "ckpt-dir", out, sizeof out, &found));
+    CHECK(found);
+    f = fopen(p, "a");
     CHECK(f && fputs("steps = \"12\n", f) >= 0 && fclose(f) == 0);
-    CHECK_FAILS(sv_kv_file_get(p, "model", out, sizeof out, &found), SV_ERR_FORMAT, "config.toml:5",
+    CHECK_FAILS(sv_kv_file_get(p, "ckpt-dir", out, sizeof out, &found), SV_ERR_FORMAT, "config.toml:5",
                 "no closing quote");
     fmt_rmdir(dir);
     printf("test_kv: ok\n");
