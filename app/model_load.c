@@ -129,10 +129,12 @@ static sv_status check_names(char *const *names, int n, const char *what, const 
     if (n > num_classes || (n < num_classes && (need_all || !(own || recorded))))
         return SV_FAIL(SV_ERR_INVALID, "%s lists %d class names but the model has %d classes", what, n, num_classes);
     if (!recorded) return SV_OK;
-    if (meta->n_labels != n)
+    /* the recorded names first; need_all: a model trained with more classes than its data had
+     * recorded fewer names, and the list then names the rest too */
+    if (need_all ? n < meta->n_labels : meta->n_labels != n)
         return SV_FAIL(SV_ERR_INVALID, "%s lists %d class names but %s records %d label names for the model", what, n,
                        lsrc, meta->n_labels);
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < meta->n_labels; k++) {
         if (!strcmp(names[k], meta->labels[k])) continue;
         char a[SV_ESC_CAP], b[SV_ESC_CAP];
         return SV_FAIL(SV_ERR_INVALID,

@@ -15,12 +15,12 @@
 
 #include "core/fileio.h"
 
-static int is_ckpt_root(const char *dir);
-
 /* Does real path o lie inside a checkpoint root that holds step directory `step` (real path c)?
  * The candidates are its parent as given and its real parent (they differ when step is a symbolic
- * link), each counted when it is a checkpoint root: it has a `latest` entry or a step_* step
- * directory. The root's real path goes to root. */
+ * link), each counted when it is a checkpoint root as train makes one: it has a `latest` entry.
+ * A directory that merely holds step directories (reshard's output beside other files, a step
+ * directory copied or linked into a working directory) is not protected as a root. The root's
+ * real path goes to root. */
 static int inside_root(const char *o, const char *step, const char *c, char root[PATH_MAX]) {
     char p[PATH_MAX], l[PATH_MAX + 8];
     struct stat sb;
@@ -38,8 +38,7 @@ static int inside_root(const char *o, const char *step, const char *c, char root
             continue;
         }
         if (!sv_fileio_path_inside(o, root)) continue;
-        if (((size_t)snprintf(l, sizeof l, "%s/latest", root) < sizeof l && lstat(l, &sb) == 0) || is_ckpt_root(root))
-            return 1;
+        if ((size_t)snprintf(l, sizeof l, "%s/latest", root) < sizeof l && lstat(l, &sb) == 0) return 1;
     }
     return 0;
 }

@@ -28,7 +28,7 @@
  * protect: a checkpoint step directory the command reads (nullable, as sv_ckpt_resolve gave it):
  * path must not be inside it, nor be `latest` in its parent directory, nor lie inside its
  * checkpoint root (its parent as given or its real parent, when that directory has a `latest`
- * entry or a step_* step directory; the error names the root). must_not_exist: any existing
+ * entry, as the roots train writes; the error names the root). must_not_exist: any existing
  * entry at path is an error; otherwise an existing entry must be a regular file. SV_ERR_INVALID
  * naming the path. */
 sv_status sv_ckpt_out_check(const char *path, const char *protect, int must_not_exist, const char *what);

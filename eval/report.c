@@ -181,11 +181,14 @@ static int train_cwd_of(const char *config, const char *run_dir, char *cwd) {
 /* The run's checkpoint root: run_dir's config.toml `ckpt-dir` when it names one (a relative one,
  * from a run recorded before paths were made absolute, taken from where that run was started:
  * train_cwd_of), else RUN_DIR/checkpoints. */
-static void ckpt_root_of(const char *run_dir, char *root, size_t cap) {
+static sv_status ckpt_root_of(const char *run_dir, char *root, size_t cap) {
     char p[SV_CKPT_PATH_MAX + 32], cwd[PATH_MAX], rel[PATH_MAX];
     int found = 0;
     snprintf(p, sizeof p, "%s/config.toml", run_dir);
-    if (!sv_rp_exists(p) || sv_kv_file_get(p, "ckpt-dir", root, cap, &found) != SV_OK || !found)
+    /* a config.toml that cannot be read (a repeated key, a malformed line) is an error: guessing
+     * RUN_DIR/checkpoints would leave the real checkpoint root unprotected */
+    if (sv_rp_exists(p)) SV_TRY(sv_kv_file_get(p, "ckpt-dir", root, cap, &found));
+    if (!found)
         snprintf(root, cap, "%s/checkpoints", run_dir);
     else if (root[0] != '/' && strlen(root) < sizeof rel && train_cwd_of(p, run_dir, cwd)) {
         snprintf(rel, sizeof rel, "%s", root);
@@ -193,6 +196,7 @@ static void ckpt_root_of(const char *run_dir, char *root, size_t cap) {
             snprintf(root, cap, "%s", rel); /* too long: as recorded */
     }
     sv_err_clear();
+    return SV_OK;
 }
 
 /* The transform the evaluation used: eval.json's own "eval_transform" when it records one, else
@@ -205,9 +209,9 @@ static void load_xform(const char *run_dir, const sv_json *eval_root, eval_data 
     }
     char root[SV_CKPT_PATH_MAX], step[SV_CKPT_PATH_MAX], p[SV_CKPT_PATH_MAX + 32];
     size_t len;
-    ckpt_root_of(run_dir, root, sizeof root);
     int found = 0;
-    if (sv_ckpt_latest(root, step, sizeof step, &found) != SV_OK || !found) {
+    if (ckpt_root_of(run_dir, root, sizeof root) != SV_OK || sv_ckpt_latest(root, step, sizeof step, &found) != SV_OK ||
+        !found) {
         sv_err_clear();
         return;
     }
@@ -571,7 +575,7 @@ static sv_status check_out(const char *run_dir, const char *trace_path, const ch
     SV_TRY(sv_ckpt_out_check_free(out, what));
     char o[PATH_MAX], r[PATH_MAX], p[SV_CKPT_PATH_MAX + 32], root[SV_CKPT_PATH_MAX];
     SV_TRY(sv_fileio_real_path(out, o));
-    ckpt_root_of(run_dir, root, sizeof root);
+    SV_TRY(ckpt_root_of(run_dir, root, sizeof root));
     SV_TRY(sv_fileio_real_path(root, r));
     if (sv_fileio_path_inside(o, r))
         return SV_FAIL(SV_ERR_INVALID,

@@ -115,6 +115,19 @@ expect_fail ev_rev_ckpt 120 "${EV[@]}" --ckpt "$WORK/run" --classes "$WORK/rev.t
 error_says ev_rev_ckpt "/$step/index.json: class 0"
 run "$WORK/e7.log" "${EV[@]}" --weights "$WORK/x/model.safetensors" --classes "$WORK/data/classes.txt" --out "$WORK/e7"
 same "$WORK/e7" || fail "eval --classes (the recorded names) differs from the training run's evaluation"
+# a model that recorded fewer label names than it has classes (trained with --num-classes above
+# its data's classes): eval --classes names every class, the recorded names first
+few="$WORK/few/step_few"
+mkdir -p "$WORK/few"
+cp -r "$WORK/run/checkpoints/$step" "$few"
+"$PY" - "$few/index.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["label_names"] = j["label_names"][:3]
+json.dump(j, open(sys.argv[1], "w"), indent=1)
+PYEOF
+run "$WORK/e8.log" "${EV[@]}" --ckpt "$few" --classes "$WORK/data/classes.txt" --out "$WORK/e8"
+expect_fail ev_few_rev 120 "${EV[@]}" --ckpt "$few" --classes "$WORK/rev.txt" --out "$WORK/e9"
 echo "class lists: contradicting, short and binary lists refused; the recorded names accepted"
 # an index written before eval_transform/label_names existed still loads: defaults, and a line
 old="$WORK/old/step_old"

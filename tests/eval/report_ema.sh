@@ -56,4 +56,14 @@ if [ "$rc" = 0 ] || ! grep -q "inside the run's checkpoint directory" "$WORK/rep
     cat "$WORK/report5.log"
     exit 1
 fi
+# a config.toml whose ckpt-dir is given twice cannot say where the checkpoints are: report refuses
+# it naming the key, rather than guessing RUN/checkpoints and leaving the real root unprotected
+printf 'ckpt-dir = "%s/ck3"\n' "$Q" >>"$RUNS/run3/config.toml"
+rc=0
+timeout 60 "$SV" report "$RUNS/run3" --out "$WORK/report6.html" >"$WORK/report6.log" 2>&1 || rc=$?
+if [ "$rc" = 0 ] || ! grep -q "ckpt-dir" "$WORK/report6.log"; then
+    echo "FAIL: report read a config.toml with ckpt-dir given twice (exit $rc)"
+    cat "$WORK/report6.log"
+    exit 1
+fi
 echo "report_ema: ok"

@@ -187,6 +187,11 @@ expect_fail export_user_classes "ex4/classes.txt exists, is not the label names 
 cp -r "$WORK/run" "$WORK/runx"
 S=$(tree_sum "$WORK/runx/classes.txt")
 expect_ok export_into_run "${SV[@]}" export "$WORK/runx" "$WORK/runx/model.safetensors"
+# a step directory copied into a working directory: that directory is no checkpoint root (it has
+# no `latest`), so export may write beside the copy
+mkdir -p "$WORK/wd" && cp -r "$WORK/runx/checkpoints/$(cat "$WORK/runx/checkpoints/latest")" "$WORK/wd/"
+expect_ok export_beside_step_copy "${SV[@]}" export "$WORK/wd/$(cat "$WORK/runx/checkpoints/latest")" \
+    "$WORK/wd/model.safetensors"
 [ -s "$WORK/runx/model.safetensors" ] && [ "$(tree_sum "$WORK/runx/classes.txt")" = "$S" ] ||
     fail "export into the run directory did not write its weights or changed classes.txt"
 # index.json whose tensor names or model fields were damaged (one bit each): refused by export
