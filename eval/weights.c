@@ -15,13 +15,24 @@
 #include "fsdp/load.h"
 #include "model/params.h"
 
-/* config.json value for `key`, looked up at the top level and then under "model_args". */
-static const sv_json *cfg_value(const sv_json *root, const char *key) {
-    const sv_json *v = sv_json_member_get(root, key);
-    if (v && v->type != SV_JSON_NULL) return v;
+/* The values config.json states for `key`, the top level's first and then "model_args"'s (a JSON
+ * null states nothing): up to two, their count returned; where[i] is the prefix that names each
+ * in a message ("" or "model_args."). */
+static int declared(const sv_json *root, const char *key, const sv_json *out[2], const char *where[2]) {
+    int n = 0;
     const sv_json *ma = sv_json_member_get(root, "model_args");
-    v = ma ? sv_json_member_get(ma, key) : NULL;
-    return v && v->type != SV_JSON_NULL ? v : NULL;
+    const sv_json *v[2] = {sv_json_member_get(root, key), ma ? sv_json_member_get(ma, key) : NULL};
+    for (int i = 0; i < 2; i++)
+        if (v[i] && v[i]->type != SV_JSON_NULL) out[n] = v[i], where[n++] = i ? "model_args." : "";
+    return n;
+}
+
+/* The config.json value applied for `key`: the first declared() one (top level before
+ * "model_args"), NULL when none. */
+static const sv_json *cfg_value(const sv_json *root, const char *key) {
+    const sv_json *v[2];
+    const char *where[2];
+    return declared(root, key, v, where) ? v[0] : NULL;
 }
 
 static sv_status cfg_int(const sv_json *root, const char *key, int *out) {
@@ -63,52 +74,35 @@ static sv_status read_config_json(const char *path, char *cj, sv_json_doc *doc, 
     return SV_OK;
 }
 
-/* Apply config.json next to `path`, if there is one (*nec_known: it settles no_embed_class). */
-static sv_status apply_config_json(const char *path, sv_vit_config *c, int *have_heads, int *nec_known) {
-    char cj[4096];
-    sv_json_doc doc;
-    int found;
-    SV_TRY(read_config_json(path, cj, &doc, &found));
-    if (!found) return SV_OK;
+/* Apply config.json (root, read from cj) to c (*nec_known: it settles no_embed_class). */
+static sv_status apply_config_json(const sv_json *root, const char *cj, sv_vit_config *c, int *have_heads,
+                                   int *nec_known) {
     sv_status st;
     int heads = 0;
-    if ((st = cfg_int(&doc.root, "embed_dim", &c->dim)) == SV_OK &&
-        (st = cfg_int(&doc.root, "depth", &c->depth)) == SV_OK &&
-        (st = cfg_int(&doc.root, "num_heads", &heads)) == SV_OK &&
-        (st = cfg_int(&doc.root, "patch_size", &c->patch)) == SV_OK &&
-        (st = cfg_int(&doc.root, "img_size", &c->img)) == SV_OK &&
-        (st = cfg_int(&doc.root, "num_classes", &c->num_classes)) == SV_OK &&
-        (st = cfg_int(&doc.root, "in_chans", &c->in_chans)) == SV_OK) {
-        const sv_json *mr = cfg_value(&doc.root, "mlp_ratio");
+    if ((st = cfg_int(root, "embed_dim", &c->dim)) == SV_OK && (st = cfg_int(root, "depth", &c->depth)) == SV_OK &&
+        (st = cfg_int(root, "num_heads", &heads)) == SV_OK && (st = cfg_int(root, "patch_size", &c->patch)) == SV_OK &&
+        (st = cfg_int(root, "img_size", &c->img)) == SV_OK &&
+        (st = cfg_int(root, "num_classes", &c->num_classes)) == SV_OK &&
+        (st = cfg_int(root, "in_chans", &c->in_chans)) == SV_OK) {
+        const sv_json *mr = cfg_value(root, "mlp_ratio");
         if (mr) st = sv_json_as_f64(mr, &c->mlp_ratio);
-        const sv_json *iv = cfg_value(&doc.root, "init_values");
+        const sv_json *iv = cfg_value(root, "init_values");
         if (st == SV_OK && iv) st = sv_json_as_f64(iv, &c->layer_scale);
         if (st == SV_OK && !(c->layer_scale >= 0 && c->layer_scale <= 1e3))
             st = SV_FAIL(SV_ERR_FORMAT, "%s: init_values %g out of range [0, 1000]", cj, c->layer_scale);
-        const sv_json *nec = cfg_value(&doc.root, "no_embed_class");
+        const sv_json *nec = cfg_value(root, "no_embed_class");
         if (st == SV_OK && nec) {
             st = sv_json_as_bool(nec, &c->no_embed_class);
             *nec_known = 1;
-        } else if (st == SV_OK && cfg_value(&doc.root, "embed_dim"))
+        } else if (st == SV_OK && cfg_value(root, "embed_dim"))
             *nec_known = 1; /* a config.json without the key: timm's default, False */
     }
-    sv_json_doc_free(&doc);
     SV_TRY(st);
     if (heads) {
         c->heads = heads;
         if (have_heads) *have_heads = 1;
     }
     return SV_OK;
-}
-
-/* The values config.json states for `key` (top level, then "model_args"): up to two. */
-static int declared(const sv_json *root, const char *key, const sv_json *out[2], const char *where[2]) {
-    int n = 0;
-    const sv_json *ma = sv_json_member_get(root, "model_args");
-    const sv_json *v[2] = {sv_json_member_get(root, key), ma ? sv_json_member_get(ma, key) : NULL};
-    for (int i = 0; i < 2; i++)
-        if (v[i] && v[i]->type != SV_JSON_NULL) out[n] = v[i], where[n++] = i ? "model_args." : "";
-    return n;
 }
 
 /* Every integer config.json states for key (an img_size [h, w] element by element) equals what
@@ -145,17 +139,12 @@ static sv_status check_bool(const sv_json *root, const char *key, int actual, co
     return SV_OK;
 }
 
-/* config.json next to the weights must describe the model the tensors hold: timm builds its
- * model from config.json, so a contradiction means timm would refuse the file or (for the
- * pooling) compute something else than shardvit would from the same file. hidden: the MLP
- * width the weights hold (0: unknown). */
-static sv_status check_config_json(const char *path, const sv_st_file *f, const sv_vit_config *c, int64_t hidden) {
-    char cj[4096];
-    sv_json_doc doc;
-    int found;
-    SV_TRY(read_config_json(path, cj, &doc, &found));
-    if (!found) return SV_OK;
-    const sv_json *r = &doc.root;
+/* config.json next to the weights (r, read from cj) must describe the model the tensors hold:
+ * timm builds its model from config.json, so a contradiction means timm would refuse the file or
+ * (for the pooling) compute something else than shardvit would from the same file. hidden: the
+ * MLP width the weights hold (0: unknown). */
+static sv_status check_config_json(const sv_json *r, const char *cj, const sv_st_file *f, const sv_vit_config *c,
+                                   int64_t hidden) {
     int avg = c->global_pool == SV_POOL_AVG;
     sv_status st = check_int(r, "embed_dim", c->dim, cj, "width (patch_embed.proj.weight rows)");
     if (st == SV_OK) st = check_int(r, "depth", c->depth, cj, "blocks: depth");
@@ -210,7 +199,6 @@ static sv_status check_config_json(const char *path, const sv_st_file *f, const 
                          "and weights disagree",
                          cj, where[i], x);
     }
-    sv_json_doc_free(&doc);
     return st;
 }
 
@@ -232,7 +220,13 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
     sv_st_file f;
     SV_TRY(sv_safetensors_open(&f, path));
     int nec_known = 0; /* config.json said whether pos_embed covers the prefix tokens */
-    sv_status st = apply_config_json(path, c, have_heads, &nec_known);
+    /* config.json beside the weights, parsed once: applied here, checked against the tensors
+     * once their shapes are known */
+    char cj[4096];
+    sv_json_doc doc;
+    int found = 0;
+    sv_status st = read_config_json(path, cj, &doc, &found);
+    if (st == SV_OK && found) st = apply_config_json(&doc.root, cj, c, have_heads, &nec_known);
     const sv_st_tensor *pw = NULL, *pos = NULL, *hw = NULL, *fc1;
     if (st == SV_OK &&
         (!(pw = need(&f, "patch_embed.proj.weight", 4)) || !(pos = need(&f, "pos_embed", 3)) ||
@@ -313,8 +307,9 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
             double r = (double)fc1->shape[0] / c->dim;
             c->mlp_ratio = (int)(c->dim * r) == fc1->shape[0] ? r : (fc1->shape[0] + 0.25) / c->dim;
         }
-        st = check_config_json(path, &f, c, fc1 && fc1->ndim == 2 ? fc1->shape[0] : 0);
+        if (found) st = check_config_json(&doc.root, cj, &f, c, fc1 && fc1->ndim == 2 ? fc1->shape[0] : 0);
     }
+    if (found) sv_json_doc_free(&doc);
     sv_safetensors_close(&f);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return st;
