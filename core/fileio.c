@@ -466,20 +466,43 @@ sv_status sv_fileio_real_path(const char *p, char *out) {
             cut = k; /* "/x" -> "/", "a/x" -> "a" */
         }
     }
-    char *save = NULL;
-    for (char *c = strtok_r(buf + cut, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-        size_t o = strlen(out);
-        if (!strcmp(c, ".")) continue;
-        if (!strcmp(c, "..")) {
+    if (sv_fileio_lexical_append(out, PATH_MAX, buf + cut, SV_FILEIO_DOTDOT_POP) != SV_OK) {
+        sv_err_prefix(p);
+        sv_err_frame(__FILE__, __LINE__);
+        return SV_ERR_INVALID;
+    }
+    return SV_OK;
+}
+
+sv_status sv_fileio_lexical_append(char *out, size_t cap, const char *rel, int dotdot) {
+    size_t o = strlen(out);
+    for (const char *c = rel; *c;) {
+        size_t n = strcspn(c, "/");
+        if (n == 2 && c[0] == '.' && c[1] == '.') {
+            if (dotdot != SV_FILEIO_DOTDOT_POP)
+                return SV_FAIL(SV_ERR_INVALID, "%.200s: a \"..\" component where none is allowed", rel);
             char *s = strrchr(out, '/');
             if (s && s != out)
                 *s = 0;
+            else if (s)
+                out[1] = 0; /* "/" stays "/" */
+            else if (o)
+                out[0] = 0; /* "a" -> "" */
             else
-                out[1] = 0; /* stays "/" */
-            continue;
+                return SV_FAIL(SV_ERR_INVALID, "%.200s: \"..\" climbs above the relative path it is joined to", rel);
+            o = strlen(out);
+        } else if (n && !(n == 1 && c[0] == '.')) {
+            size_t sep = o && out[o - 1] != '/';
+            if (o + sep + n >= cap)
+                return SV_FAIL(SV_ERR_INVALID, "path too long: joining %.200s makes a path of %zu bytes or more", rel,
+                               cap);
+            if (sep) out[o++] = '/';
+            memcpy(out + o, c, n);
+            o += n;
+            out[o] = 0;
         }
-        if (o + 1 + strlen(c) >= PATH_MAX) return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", p);
-        snprintf(out + o, PATH_MAX - o, "%s%s", o > 1 ? "/" : "", c);
+        c += n;
+        while (*c == '/') c++;
     }
     return SV_OK;
 }

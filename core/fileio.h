@@ -103,11 +103,25 @@ sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n);
  * non-directory is an error. */
 sv_status sv_fileio_mkdirs(const char *path, mode_t mode);
 /* The real path of p, which need not exist: realpath(3) of its deepest existing prefix, then the
- * missing components applied lexically ("." dropped, ".." removes one component), as the
+ * missing components applied lexically (sv_fileio_lexical_append, ".." removing one), as the
  * directories created there will be plain directories. Relative paths resolve against the
  * working directory. out: PATH_MAX bytes. SV_ERR_IO for a prefix that cannot be resolved for
  * another reason than ENOENT. */
 sv_status sv_fileio_real_path(const char *p, char *out);
+/* ".." in sv_fileio_lexical_append: removes the last component, or is refused. */
+#define SV_FILEIO_DOTDOT_POP 0
+#define SV_FILEIO_DOTDOT_REFUSE 1
+/* Append the components of path rel to the path in out (cap bytes, NUL-terminated: "", "/", or a
+ * path that does not end in '/'), lexically: nothing is resolved and the file system is not
+ * consulted. rel is split at '/' and always taken relative to out (a leading '/' is one more
+ * separator); empty and "." components are dropped; any other component but ".." is appended
+ * after a '/' (none after an empty out or "/": "" + "./a//b/" = "a/b", "/" + "a" = "/a", "/x" +
+ * "a" = "/x/a"). ".." with dotdot SV_FILEIO_DOTDOT_POP removes out's last component ("/a" ->
+ * "/", "a/b" -> "a", "a" -> ""; "/" stays "/"), and is an error when a relative out has no
+ * component left to remove (the result would lie above where it started); with
+ * SV_FILEIO_DOTDOT_REFUSE any ".." is an error. Errors: SV_ERR_INVALID naming rel, for a ".."
+ * as above or a result of cap bytes or more; out's content is then unspecified. */
+sv_status sv_fileio_lexical_append(char *out, size_t cap, const char *rel, int dotdot);
 /* p made absolute without resolving anything: an absolute p is copied, a relative one is
  * appended to the working directory (getcwd). For recording a path the user gave so that it
  * means the same from another directory. out: PATH_MAX bytes. */

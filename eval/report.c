@@ -158,20 +158,16 @@ static int describe_xform(const sv_json *x, char *out, size_t cap) {
 
 /* The working directory a run was started from, for a config.toml written before train recorded
  * --out and --ckpt-dir as absolute paths: run_dir's real path less its recorded relative `out`
- * (compared component by component after dropping "." and empty ones). 0 when that cannot be
- * told (an absolute or missing `out`, one with "..", or a run directory that has been moved). */
+ * (compared component by component after dropping "." and empty ones: sv_fileio_lexical_append).
+ * 0 when that cannot be told (an absolute or missing `out`, one with "..", or a run directory
+ * that has been moved). */
 static int train_cwd_of(const char *config, const char *run_dir, char *cwd) {
     char out[PATH_MAX], real[PATH_MAX], clean[PATH_MAX] = "";
     int found = 0;
     if (sv_kv_file_get(config, "out", out, sizeof out, &found) != SV_OK || !found || out[0] == '/' ||
-        sv_fileio_real_path(run_dir, real) != SV_OK)
+        sv_fileio_real_path(run_dir, real) != SV_OK ||
+        sv_fileio_lexical_append(clean, sizeof clean, out, SV_FILEIO_DOTDOT_REFUSE) != SV_OK)
         return 0;
-    char *save = NULL;
-    for (char *c = strtok_r(out, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-        if (!strcmp(c, "..")) return 0;
-        size_t n = strlen(clean);
-        if (strcmp(c, ".")) snprintf(clean + n, sizeof clean - n, "%s%s", n ? "/" : "", c);
-    }
     size_t lr = strlen(real), lc = strlen(clean);
     if (!lc || lc >= lr || strcmp(real + lr - lc, clean) || real[lr - lc - 1] != '/') return 0;
     snprintf(cwd, PATH_MAX, "%.*s", lr - lc - 1 ? (int)(lr - lc - 1) : 1, real);

@@ -2,7 +2,8 @@
  * truncation errors naming file and range, mkdir -p, rm -r that never follows symlinks,
  * size-limited reads, error messages naming path and errno text, a FIFO or device refused by the
  * read path (and by the trace merge, which reads through it) without blocking (alarm guard: a
- * regression fails instead of hanging); the checked arithmetic of core/checked.h. Real files in
+ * regression fails instead of hanging); the checked arithmetic of core/checked.h; lexical path
+ * joins (sv_fileio_lexical_append) and the real path of a partly missing path. Real files in
  * a temp dir; outputs opened for writing never through a link, FIFO or device. */
 #include <dirent.h>
 #include <fcntl.h>
@@ -291,6 +292,49 @@ int main(void) {
     CHECK_OK(sv_fileio_absolute("/a/./b", abs_p));
     CHECK(!strcmp(abs_p, "/a/./b"));
     CHECK_FAILS(sv_fileio_absolute("", abs_p), SV_ERR_INVALID, "empty");
+
+    /* components appended lexically: empty and "." dropped, ".." removes one (never above "/"; a
+     * relative start with none left is refused) or is refused outright; a result that does not
+     * fit is refused */
+    char lx[PATH_MAX];
+    static const struct {
+        const char *base, *rel, *want;
+    } lex[] = {{"", "./a//b/", "a/b"}, {"/", "a", "/a"},         {"/x", "a/./b", "/x/a/b"},
+               {"/x", "/a/", "/x/a"},  {"/x/y", "../a", "/x/a"}, {"/x", "../../..", "/"},
+               {"a/b", "..", "a"},     {"a", "../c", "c"},       {"", "", ""},
+               {"/x", ".//.", "/x"}};
+    for (size_t i = 0; i < sizeof lex / sizeof lex[0]; i++) {
+        snprintf(lx, sizeof lx, "%s", lex[i].base);
+        CHECK_OK(sv_fileio_lexical_append(lx, sizeof lx, lex[i].rel, SV_FILEIO_DOTDOT_POP));
+        if (strcmp(lx, lex[i].want)) {
+            fprintf(stderr, "lexical_append(\"%s\", \"%s\") = \"%s\", want \"%s\"\n", lex[i].base, lex[i].rel, lx,
+                    lex[i].want);
+            return 1;
+        }
+    }
+    lx[0] = 0;
+    CHECK_OK(sv_fileio_lexical_append(lx, sizeof lx, "./run/./x/", SV_FILEIO_DOTDOT_REFUSE));
+    CHECK(!strcmp(lx, "run/x"));
+    CHECK_FAILS(sv_fileio_lexical_append(lx, sizeof lx, "a/../b", SV_FILEIO_DOTDOT_REFUSE), SV_ERR_INVALID, "a/../b",
+                "\"..\"");
+    snprintf(lx, sizeof lx, "a");
+    CHECK_FAILS(sv_fileio_lexical_append(lx, sizeof lx, "../..", SV_FILEIO_DOTDOT_POP), SV_ERR_INVALID, "../..",
+                "climbs above");
+    char small[8] = "/ab";
+    CHECK_OK(sv_fileio_lexical_append(small, sizeof small, "cde", SV_FILEIO_DOTDOT_POP)); /* "/ab/cde": 7 bytes */
+    CHECK(!strcmp(small, "/ab/cde"));
+    snprintf(small, sizeof small, "/ab");
+    CHECK_FAILS(sv_fileio_lexical_append(small, sizeof small, "cdef", SV_FILEIO_DOTDOT_POP), SV_ERR_INVALID, "cdef",
+                "too long");
+    /* the real path of a path below a missing directory: the existing prefix resolved, the
+     * rest applied lexically */
+    char rp[PATH_MAX], rdir[PATH_MAX];
+    CHECK(realpath(dir, rdir));
+    snprintf(q, sizeof q, "%s/missing/./x//../y/", dir);
+    CHECK_OK(sv_fileio_real_path(q, rp));
+    snprintf(want, sizeof want, "%s/missing/y", rdir);
+    CHECK(!strcmp(rp, want));
+
     CHECK(!strcmp(sv_fileio_mode_kind(S_IFIFO), "a FIFO") && !strcmp(sv_fileio_mode_kind(S_IFDIR), "a directory") &&
           !strcmp(sv_fileio_mode_kind(S_IFLNK), "a symbolic link") &&
           !strcmp(sv_fileio_mode_kind(S_IFCHR), "a device node") &&
