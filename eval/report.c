@@ -562,13 +562,20 @@ static const char k_head[] = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta cha
                              "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
                              "<title>shardvit report: ";
 
-/* out_path's rules (docs/checkpoints.md "Outputs"), checked before anything is read: the common
- * ones (ckpt/ckpt_out.h: only a regular file is replaced, never a path in a checkpoint step
- * directory), not inside the run's checkpoint root, not one of the report's inputs, and an
- * existing file only when it is an earlier report. */
+/* sv_ckpt_out_earlier_fn: path is an earlier report (starts with k_head; never follows a link
+ * nor blocks on a FIFO: sv_fileio_starts_with). */
+static int earlier_report(const char *path, const void *ctx) {
+    (void)ctx;
+    return sv_fileio_starts_with(path, k_head, sizeof k_head - 1);
+}
+
+/* out_path's rules (docs/checkpoints.md "Outputs"), checked before anything is read: not inside
+ * the run's checkpoint root and not one of the report's inputs (checked first, so that the error
+ * says which), then the shared rule of ckpt/ckpt_out.h (sv_ckpt_out_check_earlier: only a
+ * regular file is replaced, never a path in a checkpoint step directory nor a root's `latest`,
+ * and an existing file only when it is an earlier report). */
 static sv_status check_out(const char *run_dir, const char *trace_path, const char *out) {
     static const char *const what = "report output";
-    SV_TRY(sv_ckpt_out_check_free(out, what));
     char o[PATH_MAX], r[PATH_MAX], p[SV_CKPT_PATH_MAX + 32], root[SV_CKPT_PATH_MAX];
     SV_TRY(sv_fileio_real_path(out, o));
     SV_TRY(ckpt_root_of(run_dir, root, sizeof root));
@@ -593,13 +600,7 @@ static sv_status check_out(const char *run_dir, const char *trace_path, const ch
                            "RUN_DIR/report.html)",
                            what, out, in);
     }
-    struct stat sb;
-    if (lstat(out, &sb) == 0 && !sv_fileio_starts_with(out, k_head, sizeof k_head - 1))
-        return SV_FAIL(SV_ERR_INVALID,
-                       "%s %s exists and is not an earlier shardvit report: refusing to replace it "
-                       "(remove it or choose another path)",
-                       what, out);
-    return SV_OK;
+    return sv_ckpt_out_check_earlier(out, what, earlier_report, NULL, "shardvit report");
 }
 
 sv_status sv_report_write(const char *run_dir, const char *trace_path, const char *out_path,
