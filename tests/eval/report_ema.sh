@@ -30,14 +30,19 @@ for kv in "out = \"$Q/run3\"" "ckpt-dir = \"$Q/ck3\""; do
     grep -Fqx "$kv" "$RUNS/run3/config.toml" ||
         { echo "FAIL: config.toml does not record $kv"; grep "^out\|^ckpt-dir" "$RUNS/run3/config.toml"; exit 1; }
 done
-rc=0
-(cd "$WORK/elsewhere" && timeout 60 "$SV" report "$RUNS/run3" --out "$RUNS/ck3/report.html") \
-    >"$WORK/report3.log" 2>&1 || rc=$?
-if [ "$rc" = 0 ] || ! grep -q "inside the run's checkpoint directory" "$WORK/report3.log" || [ -e "$RUNS/ck3/report.html" ]; then
-    echo "FAIL: a report made elsewhere wrote into the run's relative --ckpt-dir (exit $rc)"
-    cat "$WORK/report3.log"
-    exit 1
-fi
+# refuses_ckpt_root NAME WHAT: a report of run3 made from $WORK/elsewhere with --out in run3's
+# checkpoint root ck3 fails, saying so, and writes nothing there (output in $WORK/NAME.log; WHAT
+# describes the failure)
+refuses_ckpt_root() {
+    local log="$WORK/$1.log" what=$2 rc=0
+    (cd "$WORK/elsewhere" && timeout 60 "$SV" report "$RUNS/run3" --out "$RUNS/ck3/report.html") >"$log" 2>&1 || rc=$?
+    if [ "$rc" = 0 ] || ! grep -q "inside the run's checkpoint directory" "$log" || [ -e "$RUNS/ck3/report.html" ]; then
+        echo "FAIL: $what (exit $rc)"
+        cat "$log"
+        exit 1
+    fi
+}
+refuses_ckpt_root report3 "a report made elsewhere wrote into the run's relative --ckpt-dir"
 (cd "$WORK/elsewhere" && run "$WORK/report4.log" "$SV" report "$RUNS/run3" --out report3.html)
 (cd "$WORK/elsewhere" && run "$WORK/train4.log" "$SV" train --config "$RUNS/run3/config.toml" --steps 4 \
     --resume auto)
@@ -48,14 +53,7 @@ grep -qF "resumed from $CWD/ck3/step_00000003" "$WORK/train4.log" || { echo "FAI
 # given (relative to where train ran): report takes the checkpoint root from there, not from its
 # own working directory
 sed -i -e 's|^out = .*|out = "./run3/"|' -e 's|^ckpt-dir = .*|ckpt-dir = "ck3"|' "$RUNS/run3/config.toml"
-rc=0
-(cd "$WORK/elsewhere" && timeout 60 "$SV" report "$RUNS/run3" --out "$RUNS/ck3/report.html") \
-    >"$WORK/report5.log" 2>&1 || rc=$?
-if [ "$rc" = 0 ] || ! grep -q "inside the run's checkpoint directory" "$WORK/report5.log" || [ -e "$RUNS/ck3/report.html" ]; then
-    echo "FAIL: a report of a run that recorded a relative --ckpt-dir wrote into its checkpoint root (exit $rc)"
-    cat "$WORK/report5.log"
-    exit 1
-fi
+refuses_ckpt_root report5 "a report of a run that recorded a relative --ckpt-dir wrote into its checkpoint root"
 # a config.toml whose ckpt-dir is given twice cannot say where the checkpoints are: report refuses
 # it naming the key, rather than guessing RUN/checkpoints and leaving the real root unprotected
 printf 'ckpt-dir = "%s/ck3"\n' "$Q" >>"$RUNS/run3/config.toml"
