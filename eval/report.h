@@ -13,6 +13,9 @@
  * and shows three provenance sections (app/provenance.h): the run's (metrics.jsonl header
  * record), the evaluation's (eval.json "provenance") and the report writer's own.
  * metrics.jsonl is required; everything else is optional and its section is left out.
+ * eval.json and confusion.csv must be as eval writes them (value ranges, counts that agree
+ * with each other and with the recorded totals; docs/evaluation.md "shardvit report"): anything
+ * else is an SV_ERR_FORMAT error naming the file, the field or line, and the value.
  *
  * Every chart series is one SVG <path class="series" data-series="NAME" data-points="N">, so
  * tests (and scripts) can find what was drawn. */
