@@ -1,9 +1,11 @@
 #include "eval/evaluate.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/fileio.h"
@@ -233,6 +235,24 @@ sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir) {
                            p, files[i]);
     }
     return SV_OK;
+}
+
+sv_status sv_eval_remove_earlier_outputs(const sv_evaluator *e, const char *dir) {
+    static const char *const files[] = {"eval.json", "confusion.csv"};
+    sv_status st = SV_OK;
+    for (int i = 0; i < 2 && st == SV_OK && e->f->rank == 0; i++) {
+        char p[4096];
+        struct stat sb;
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, files[i]) >= sizeof p)
+            st = SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", dir);
+        else if (lstat(p, &sb) != 0 || !S_ISREG(sb.st_mode) || !earlier_output(p, i == 0))
+            continue; /* none, or not an evaluation's: left as it is */
+        else if (unlink(p) != 0 && errno != ENOENT)
+            st = SV_FAIL(SV_ERR_IO, "remove the earlier evaluation's %s: %s", p, strerror(errno));
+        else
+            SV_INFO("removed the earlier evaluation's %s (this evaluation writes its own when it completes)", p);
+    }
+    return sv_fsdp_agree(e->f, st);
 }
 
 sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, int n_labels, const char *src) {

@@ -132,6 +132,16 @@ sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const ch
  * before the evaluation so a bad --out fails in seconds, not after the pass. */
 sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir);
 
+/* Remove DIR/eval.json and DIR/confusion.csv where they are an earlier evaluation's outputs
+ * (regular files recognised as sv_eval_check_outputs recognises them; a file an evaluation did
+ * not write is never removed), with an info line naming each. For a command that writes its
+ * results to DIR: call it once every argument and input check has passed, just before the
+ * evaluation starts, so that an evaluation that then fails (or is stopped) leaves no earlier
+ * result in DIR that would read as its own (a later `shardvit report` of DIR would take it for
+ * one); the new files are written at the end (sv_eval_write_outputs). Rank 0 of e->f removes;
+ * every rank returns the agreed outcome (collective over e->f's world). */
+sv_status sv_eval_remove_earlier_outputs(const sv_evaluator *e, const char *dir);
+
 /* The model's recorded label names (index.json / config.json: labels[0..n_labels), src names
  * where they came from) against the data set's class names: label k of the data set must mean
  * class k of the model. The first differing class is an SV_ERR_INVALID naming its index and
