@@ -113,6 +113,10 @@ static void test_class_lists(const char *root) {
     classes_refused(p, "a\n\nb\n", 5, "line 2 is empty");
     classes_refused(p, "a\nb\nc\nb\nd\na\n", 12, "line 4 repeats the name \"b\" of line 2");
     classes_refused(p, "x\ny\r\ny\n", 7, "line 3 repeats the name \"y\" of line 2");
+    /* a name three times, and a later name whose first repeat comes earlier: the earliest repeat */
+    classes_refused(p, "p\nq\nr\nq\np\nq\n", 12, "line 4 repeats the name \"q\" of line 2");
+    classes_refused(p, "z\ny\nz\nz\ny\n", 10, "line 3 repeats the name \"z\" of line 1");
+    classes_refused(p, "m\nb\nb\nm\nb\n", 10, "line 3 repeats the name \"b\" of line 2");
     /* 3000 random bytes: never a silent short list */
     uint8_t rnd[3000];
     uint64_t x = 0x9e3779b97f4a7c15ull;
