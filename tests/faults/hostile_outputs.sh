@@ -11,7 +11,8 @@
 #      directory, a symbolic link, a file that is not safetensors, config.json beside OUT being a
 #      directory, a user's config.json or a lone classes.txt beside OUT: each refused, nothing
 #      changed; an existing OUT.tmp survives a good export; an index.json with a damaged tensor
-#      name or model field is refused by export and reshard, which write nothing;
+#      name or model field is refused by export and reshard, which write nothing; train
+#      --dump-logits on a model's safetensors file or notes is refused (an earlier dump is replaced);
 #   3. export writes classes.txt (the recorded label names) beside the weights; predict prints
 #      names, also from a directory with only model.safetensors + classes.txt (no config.json);
 #   4. predict's error for an undecodable image is not garbled; a class name with an ANSI escape
@@ -227,6 +228,23 @@ expect_ok dump_logits "${SV[@]}" train $ARGS --steps 0 --data synthetic --synth-
 [ "$(tree_sum "$WORK/dl/logits.safetensors.tmp")" = "$S" ] ||
     fail "train --dump-logits destroyed an existing logits.safetensors.tmp"
 no_tmp_left "$WORK/dl" dump_logits
+# --dump-logits replaces only an earlier logits dump: a model's weights (a safetensors file of other
+# tensors) or notes at that path are refused at start-up and kept byte for byte; the earlier dump
+# is replaced (a new file renamed over it)
+cp "$WORK/w/model.safetensors" "$WORK/dl/model.safetensors" && echo "my notes" >"$WORK/dl/notes.txt"
+S=$(tree_sum "$WORK/dl/model.safetensors" "$WORK/dl/notes.txt")
+for f in model.safetensors notes.txt; do
+    expect_fail "dump_logits_user_${f%.*}" \
+        "--dump-logits $WORK/dl/$f exists and is not an earlier logits dump .*: refusing to replace it" \
+        "${SV[@]}" train $ARGS --steps 0 --data synthetic --synth-samples 8 --dump-logits "$WORK/dl/$f"
+done
+[ "$(tree_sum "$WORK/dl/model.safetensors" "$WORK/dl/notes.txt")" = "$S" ] ||
+    fail "train --dump-logits changed a user's file at its path"
+ino=$(stat -c %i "$WORK/dl/logits.safetensors")
+expect_ok dump_logits_again "${SV[@]}" train $ARGS --steps 0 --data synthetic --synth-samples 8 \
+    --dump-logits "$WORK/dl/logits.safetensors"
+[ "$(stat -c %i "$WORK/dl/logits.safetensors")" != "$ino" ] || fail "train --dump-logits: the earlier dump was not replaced"
+no_tmp_left "$WORK/dl" dump_logits_again
 echo "ok export_outputs: refused outputs changed nothing; a foreign OUT.tmp survives; no temporaries left"
 
 # ---- 3. classes.txt beside the weights; predict prints names ------------------------------------
