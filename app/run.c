@@ -6,7 +6,6 @@
 
 #include "app/backend_env.h"
 #include "app/env_overrides.h"
-#include "app/trace_merge.h"
 #include "core/log.h"
 
 sv_status sv_model_opts_resolve(const sv_model_opts *o, sv_vit_config *c) {
@@ -252,7 +251,7 @@ sv_status sv_run_finish_trace(sv_run *r, const char *path) {
     snprintf(part, sizeof part, "%s.rank%d", path, r->rank);
     SV_TRY(sv_trace_write_part(&r->trace, part));
     SV_TRY(sv_comm_barrier_sync(r->world_comm));
-    if (r->rank == 0) SV_TRY(sv_app_trace_merge(path, r->world));
+    if (r->rank == 0) SV_TRY(sv_trace_merge(path, r->world));
     return SV_OK;
 }
 

@@ -9,7 +9,6 @@
 #include "app/flags.h"
 #include "app/provenance.h"
 #include "app/sched_quantum.h"
-#include "app/trace_merge.h"
 #include "app/train_step.h"
 #include "core/fileio.h"
 #include "core/clock.h"
@@ -442,7 +441,7 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
         char part[4096];
         snprintf(part, sizeof part, "%s.rank0", o->trace);
         SV_TRY(sv_trace_write_part(&r->trace, part));
-        SV_TRY(sv_app_trace_merge(o->trace, 1));
+        SV_TRY(sv_trace_merge(o->trace, 1));
     }
     return SV_OK;
 }
