@@ -135,7 +135,7 @@ static sv_status write_text(const bench_opts *o, const char *text) {
  * (ckpt/ckpt_out.h, as train's --trace): an existing entry must be a regular file (a FIFO would
  * block the open, a symbolic link be followed, a device be written) and an earlier output of the
  * same kind (a bench result, the sweep CSV's header, a merged trace), and no path may lie in a
- * checkpoint. Every rank checks the same paths, so all stop before the first collective. */
+ * checkpoint. Every rank checks the paths as it sees them; agree_outputs combines the results. */
 static sv_status check_outputs(const bench_opts *o, int world) {
     if (o->json) SV_TRY(sv_ckpt_out_check_earlier(o->json, "--json", sv_provenance_file_of, "bench", "bench result"));
     if (o->sweep_csv)
@@ -152,6 +152,37 @@ static sv_status check_outputs(const bench_opts *o, int world) {
         }
     }
     return SV_OK;
+}
+
+/* All ranks agree on the outcome of check_outputs before any of them goes on, as train agrees on
+ * its output checks (fsdp/agree.h): ranks on node-local storage can see different files at one
+ * path, and a rank that stopped alone would leave the others waiting in their first collective
+ * until the communication timeout. When some rank failed, every rank returns the lowest failing
+ * rank's status and message ("... (reported by rank R)" on the others), so all exit together.
+ * Collective over a world communicator of its own (host memory, as calibrate's). */
+static sv_status agree_outputs(const bench_opts *o, const sv_proc *p, sv_status st) {
+    if (p->world == 1) return st;
+    enum { N = 8192 };
+    char msg[N + 8] = {0}; /* this rank's status (8 bytes) and message, sent when it is the lowest */
+    if (st != SV_OK) {
+        int64_t code = st;
+        memcpy(msg, &code, 8);
+        snprintf(msg + 8, N, "%s", sv_err_msg());
+    }
+    sv_comm_config cc = sv_env_comm_config(o->run.comm_timeout);
+    sv_comm *cm;
+    SV_TRY(sv_comm_create_world(&cc, &cm));
+    int64_t lowest = st != SV_OK ? p->rank : p->world; /* the lowest failing rank, or world */
+    sv_status cs = sv_comm_all_reduce_sync(cm, &lowest, 1, SV_COMM_I64, SV_COMM_MIN);
+    if (cs == SV_OK && lowest < p->world) cs = sv_comm_broadcast_sync(cm, msg, sizeof msg, SV_COMM_U8, (int)lowest);
+    sv_comm_destroy(cm);
+    SV_TRY(cs);
+    if (lowest == p->world) return SV_OK;
+    int64_t code;
+    memcpy(&code, msg, 8);
+    msg[sizeof msg - 1] = 0;
+    if (p->rank == lowest) return SV_FAIL((sv_status)code, "%s", msg + 8);
+    return SV_FAIL((sv_status)code, "%s (reported by rank %lld)", msg + 8, (long long)lowest);
 }
 
 static int resolve_threads(const bench_opts *o, const sv_proc *p) {
@@ -659,7 +690,7 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
         return sv_cmd_usage_error(spec.name, "--sweep times the training step: not with --op or --comm");
     if (o.data && o.synthetic) return sv_cmd_usage_error("bench", "--synthetic and --data exclude each other");
     if (o.op && o.comm) return sv_cmd_usage_error("bench", "--op and --comm exclude each other");
-    sv_status cs = check_outputs(&o, proc->world);
+    sv_status cs = agree_outputs(&o, proc, check_outputs(&o, proc->world));
     if (cs != SV_OK) return sv_cmd_exit("bench", cs, 1);
     int threads = resolve_threads(&o, proc);
     o.flags = flags;

@@ -524,6 +524,28 @@ static int earlier_dump(const char *path, const void *params) {
     return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == 4 * n;
 }
 
+/* Is path an earlier --dump-logits file: a regular file (a symbolic link is not followed; the
+ * safetensors reader refuses a FIFO without blocking) in safetensors format that holds exactly
+ * the tensors dump_logits writes, "images" F32 (B, C, H, W), "labels" I32 (B) and "logits" F32
+ * (B, K)? A model's weights, or any other safetensors or other file, is never replaced. */
+static int earlier_logits(const char *path, const void *unused) {
+    (void)unused;
+    struct stat sb;
+    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
+    sv_st_file f;
+    if (sv_safetensors_open(&f, path) != SV_OK) {
+        sv_err_clear();
+        return 0;
+    }
+    const sv_st_tensor *im = sv_safetensors_find(&f, "images"), *lb = sv_safetensors_find(&f, "labels"),
+                       *lg = sv_safetensors_find(&f, "logits");
+    int ok = f.n_tensors == 3 && im && lb && lg && im->dtype == SV_ST_F32 && im->ndim == 4 && lb->dtype == SV_ST_I32 &&
+        lb->ndim == 1 && lg->dtype == SV_ST_F32 && lg->ndim == 2 && im->shape[0] == lb->shape[0] &&
+        lg->shape[0] == lb->shape[0];
+    sv_safetensors_close(&f);
+    return ok;
+}
+
 /* Rank 0, before training: --out and --ckpt-dir pass the run-directory rules and are locked
  * (app/run_dir.h), config.toml records the resolved flags. params: the model's parameter count. */
 static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int world, size_t params,
@@ -541,7 +563,9 @@ static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int worl
     static const char dump_kind[] = "parameter dump of this model (4 bytes per parameter)";
     if (o->save_params)
         SV_TRY(sv_ckpt_out_check_earlier(o->save_params, "--save-params", earlier_dump, &params, dump_kind));
-    if (o->dump_logits) SV_TRY(sv_ckpt_out_check_free(o->dump_logits, "--dump-logits"));
+    if (o->dump_logits)
+        SV_TRY(sv_ckpt_out_check_earlier(o->dump_logits, "--dump-logits", earlier_logits, NULL,
+                                         "logits dump (a safetensors file of images, labels and logits)"));
     if (o->ema.save_path)
         SV_TRY(sv_ckpt_out_check_earlier(o->ema.save_path, "--save-ema-params", earlier_dump, &params, dump_kind));
     char p[4096];
@@ -689,7 +713,9 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
          "as timm does at another --img / --patch)",
          0},
         {"dump-logits", SV_FLAG_STR, &o.dump_logits, 0, 0,
-         "debug: write rank 0's first eval-transform batch and its logits (safetensors)", 0},
+         "debug: write rank 0's first eval-transform batch and its logits (safetensors; replaces only an earlier "
+         "dump)",
+         0},
         {"model-ema", SV_FLAG_BOOL, &o.run.model_ema, 0, 1,
          "keep an fp32 EMA of the weights, sharded like the masters (timm --model-ema); saved in checkpoints", 0},
         {"model-ema-decay", SV_FLAG_DOUBLE, &o.ema.decay, 0, 1, "weight EMA decay (timm default 0.9998)", 0},

@@ -15,8 +15,9 @@
  *     process created are removed.
  * Checks and the final rename are separate steps: a concurrent process that swaps a path in
  * between is not defended against (nothing in shardvit races with itself). Train's config.toml,
- * metrics.jsonl and classes.txt and the --trace files open through sv_fileio_fopen_write
- * (core/fileio.h), which never writes through a link or FIFO swapped in since the check. */
+ * metrics.jsonl and classes.txt and the per-rank --trace parts open through sv_fileio_fopen_write
+ * (core/fileio.h), which never writes through a link or FIFO swapped in since the check; the
+ * merged --trace file is staged in a temporary and renamed (core/trace.h sv_trace_merge). */
 #ifndef SV_CKPT_CKPT_OUT_H
 #define SV_CKPT_CKPT_OUT_H
 

@@ -116,34 +116,33 @@ int sv_trace_is_merged(const char *path, const void *unused) {
 }
 
 sv_status sv_trace_merge(const char *path, int world) {
-    FILE *out;
-    SV_TRY(sv_fileio_fopen_write(path, SV_FILEIO_TRUNC, &out));
-    fputs(k_merged_head, out);
-    char part[4096];
-    char buf[65536];
+    static const char k_tail[] = "\n]}\n";
+    char buf[65536], part[4096];
+    sv_fileio_out out;
+    SV_TRY(sv_fileio_out_open_tmp(&out, path));
+    sv_status st = sv_fileio_out_write(&out, k_merged_head, sizeof k_merged_head - 1);
     for (int r = 0; r < world; r++) {
         snprintf(part, sizeof part, "%s.rank%d", path, r);
-        /* the guarded open: a FIFO or device planted under the part's name is refused, never read */
         int fd;
-        uint64_t left;
-        sv_status os = sv_fileio_open_read(part, &fd, &left);
-        FILE *in = os == SV_OK ? fdopen(fd, "r") : NULL;
-        if (!in) {
-            if (os == SV_OK) close(fd);
-            fclose(out);
-            if (os == SV_OK) return SV_FAIL(SV_ERR_IO, "trace part %s: %s", part, strerror(errno));
-            sv_err_frame(__FILE__, __LINE__);
-            return os;
+        uint64_t size;
+        /* the guarded open: a FIFO or device planted under the part's name is refused, never read */
+        sv_status os = sv_fileio_open_read(part, &fd, &size);
+        if (os != SV_OK) {
+            if (st == SV_OK) st = os;
+            break;
         }
-        if (r) fputs(",\n", out);
-        size_t n;
-        while (left && (n = fread(buf, 1, left < sizeof buf ? (size_t)left : sizeof buf, in)) > 0) {
-            fwrite(buf, 1, n, out);
-            left -= n;
+        if (st == SV_OK && r) st = sv_fileio_out_write(&out, ",\n", 2);
+        for (uint64_t off = 0; st == SV_OK && off < size; off += sizeof buf) {
+            size_t n = size - off < sizeof buf ? (size_t)(size - off) : sizeof buf;
+            st = sv_fileio_pread_exact(fd, buf, n, off, part);
+            if (st == SV_OK) st = sv_fileio_out_write(&out, buf, n);
         }
-        fclose(in);
-        remove(part);
+        close(fd);
+        remove(part); /* copied, or of no use once a write failed: a part left would refuse the next --trace */
     }
-    fputs("\n]}\n", out);
-    return close_checked(out, "trace", path);
+    if (st == SV_OK) st = sv_fileio_out_write(&out, k_tail, sizeof k_tail - 1);
+    if (st == SV_OK) return sv_fileio_out_commit(&out, path); /* removes the temporary on failure */
+    sv_fileio_out_abort(&out);
+    sv_err_frame(__FILE__, __LINE__);
+    return st;
 }

@@ -57,8 +57,14 @@ double sv_trace_now(const sv_trace *t);
 void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int arg, double begin_us, double end_us);
 /* Write this rank's events as a JSON array body fragment (no brackets) to `path`. */
 sv_status sv_trace_write_part(const sv_trace *t, const char *path);
-/* Merge part files of ranks 0..world-1 ("<path>.rank<r>") into one trace JSON at `path`,
- * deleting the parts. Called by rank 0 after all ranks wrote their parts. */
+/* Merge the parts "<path>.rank<r>" of ranks 0..world-1 (sv_trace_write_part, in rank order)
+ * into one Chrome/Perfetto trace JSON at `path`. The trace is written to a fresh
+ * "<path>.tmp-XXXXXXXX" (sv_fileio_out_open_tmp), synced and renamed over `path`
+ * (sv_fileio_out_commit): an earlier trace at `path` stays whole until the new one is complete,
+ * whatever stops the merge (a full file system, a crash), and a failed merge removes its
+ * temporary. Each part is removed once copied (after a failed write, without copying); a part
+ * that cannot be opened (missing, a FIFO, a directory) is an error naming it, and it and the
+ * later parts stay. Called by rank 0 after all ranks wrote their parts. */
 sv_status sv_trace_merge(const char *path, int world);
 /* Is path an earlier merged trace: a regular file (a symbolic link is not followed, a FIFO never
  * blocks) that starts as sv_trace_merge writes one? For replacing an earlier --trace file and

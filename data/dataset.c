@@ -220,39 +220,34 @@ const char *sv_class_name_problem(const char *s, size_t len) {
     return NULL;
 }
 
-/* qsort order of names in one store by text, equal names by address (= by line). */
-static int by_name_then_place(const void *a, const void *b) {
-    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
-    int c = strcmp(x, y);
-    return c ? c : (x > y) - (x < y);
+/* A name and its line (0-based), sorted by name, equal names by line. */
+typedef struct named_line {
+    const char *name;
+    int line;
+} named_line;
+
+static int by_name_then_line(const void *a, const void *b) {
+    const named_line *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
-/* Line (0-based) of name p among names[0..n), which lie at increasing addresses. */
-static int line_of(char *const *names, int n, const char *p) {
-    int lo = 0, hi = n - 1;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (names[mid] < p)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* The earliest line (by its second occurrence) that repeats an earlier name: *first / *again
- * (0-based) and *found = 1, else *found = 0. names lie at increasing addresses in one store. */
-static sv_status find_repeat(char **names, int n, int *first, int *again, int *found) {
+/* The earliest line that repeats an earlier name: *again, the line of the name's first
+ * occurrence *first (0-based) and *found = 1, else *found = 0. Sorted by name then line, the
+ * equal names lie side by side, each run in line order: the run's second entry is the first
+ * repeat of its name, and a later entry of the run repeats it later. */
+static sv_status find_repeat(char *const *names, int n, int *first, int *again, int *found) {
     *found = 0, *first = *again = 0;
-    char **by = malloc((size_t)n * sizeof *by);
+    named_line *by = malloc((size_t)n * sizeof *by);
     if (!by) return SV_FAIL(SV_ERR_OOM, "%d class names", n);
-    memcpy(by, names, (size_t)n * sizeof *by);
-    qsort(by, (size_t)n, sizeof *by, by_name_then_place);
-    for (int i = 1; i < n; i++) {
-        if (strcmp(by[i - 1], by[i])) continue;
-        int a = line_of(names, n, by[i - 1]), b = line_of(names, n, by[i]);
-        if (!*found || b < *again) *found = 1, *first = a, *again = b;
-        while (i + 1 < n && !strcmp(by[i], by[i + 1])) i++; /* later repeats of the same name */
+    for (int i = 0; i < n; i++) by[i] = (named_line){names[i], i};
+    qsort(by, (size_t)n, sizeof *by, by_name_then_line);
+    for (int i = 1, run = 0; i < n; i++) {
+        if (strcmp(by[run].name, by[i].name)) { /* a new name: its run starts here */
+            run = i;
+            continue;
+        }
+        if (!*found || by[i].line < *again) *found = 1, *first = by[run].line, *again = by[i].line;
     }
     free(by);
     return SV_OK;

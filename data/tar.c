@@ -217,6 +217,55 @@ static sv_status scan_shard(sv_dataset *d, const char *shard, uint32_t sh, int f
     return s;
 }
 
+/* A shard file, identified by (st_dev, st_ino) of its open descriptor, and its place in the
+ * pattern's expansion; sorted by file, the places of one file in order. */
+typedef struct shard_id {
+    dev_t dev;
+    ino_t ino;
+    size_t at;
+} shard_id;
+
+static int by_file_then_place(const void *a, const void *b) {
+    const shard_id *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* Every shard of the pattern must be a different file: a repeated brace item ("{a,a}"), two
+ * items naming one file ("{a,./a}.tar"), or a link to another shard would read the same samples
+ * more than once per epoch: a silently wrong epoch, and a wrong accuracy in evaluation. The
+ * error names the earliest repeat (in expansion order), the shard it repeats, and the pattern. */
+static sv_status check_distinct(const char *pattern, char *const *files, const int *fds, size_t nf) {
+    if (nf < 2) return SV_OK;
+    shard_id *id = malloc(nf * sizeof *id);
+    if (!id) return SV_FAIL(SV_ERR_OOM, "tar shards");
+    for (size_t i = 0; i < nf; i++) {
+        struct stat st;
+        if (fstat(fds[i], &st) != 0) {
+            sv_status s = SV_FAIL(SV_ERR_IO, "%s: %s", files[i], strerror(errno));
+            free(id);
+            return s;
+        }
+        id[i] = (shard_id){st.st_dev, st.st_ino, i};
+    }
+    qsort(id, nf, sizeof *id, by_file_then_place);
+    size_t first = 0, again = 0;
+    for (size_t i = 1, run = 0; i < nf; i++) {
+        if (id[run].dev != id[i].dev || id[run].ino != id[i].ino) { /* another file: its run starts here */
+            run = i;
+            continue;
+        }
+        if (!again || id[i].at < again) first = id[run].at, again = id[i].at;
+    }
+    free(id);
+    if (!again) return SV_OK;
+    return SV_FAIL(SV_ERR_INVALID,
+                   "tar shards %s: shard %zu (%s) is the same file as shard %zu (%s): its samples would be read "
+                   "more than once per epoch (name each shard once)",
+                   pattern, again + 1, files[again], first + 1, files[first]);
+}
+
 sv_status sv_tar_scan(sv_dataset *d, const char *pattern, const char *classes_file) {
     char **files;
     size_t nf;
@@ -227,17 +276,15 @@ sv_status sv_tar_scan(sv_dataset *d, const char *pattern, const char *classes_fi
         free(files);
         return SV_FAIL(SV_ERR_OOM, "tar shards");
     }
-    size_t cap = 0;
+    for (size_t i = 0; i < nf; i++) d->fds[i] = -1; /* sv_dataset_close closes those that were opened */
     for (size_t i = 0; i < nf && s == SV_OK; i++) {
         if ((s = sv_strlist_push(&d->shards, files[i], strlen(files[i]))) != SV_OK) break;
         /* guarded open: a FIFO, device or directory given as a shard is refused without blocking */
-        d->fds[i] = -1;
-        if ((s = sv_fileio_open_read(files[i], &d->fds[i], NULL)) != SV_OK) {
-            sv_err_frame(__FILE__, __LINE__);
-            break;
-        }
-        s = scan_shard(d, files[i], (uint32_t)i, d->fds[i], &cap);
+        if ((s = sv_fileio_open_read(files[i], &d->fds[i], NULL)) != SV_OK) sv_err_frame(__FILE__, __LINE__);
     }
+    if (s == SV_OK) s = check_distinct(pattern, files, d->fds, nf);
+    size_t cap = 0;
+    for (size_t i = 0; i < nf && s == SV_OK; i++) s = scan_shard(d, files[i], (uint32_t)i, d->fds[i], &cap);
     if (s == SV_OK && d->n == 0) s = SV_FAIL(SV_ERR_NOT_FOUND, "tar shards %s hold no .jpg samples", pattern);
     /* class names: explicit file, else classes.txt beside the first shard, else numbers */
     char auto_path[4096];
@@ -267,9 +314,6 @@ sv_status sv_tar_scan(sv_dataset *d, const char *pattern, const char *classes_fi
             s = sv_strlist_push(&d->classes, num, (size_t)L);
         }
     }
-    if (s != SV_OK) /* close only what was opened */
-        for (size_t i = d->shards.n; i < nf; i++) d->fds[i] = -1;
-    for (size_t i = d->shards.n; i < nf; i++) d->fds[i] = -1;
     free(files);
     return s;
 }

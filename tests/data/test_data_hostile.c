@@ -7,9 +7,10 @@
  *   2. ImageFolder symlink loops: a `self -> .` link, a mutual loop a/to_b -> ../b,
  *      b/to_a -> ../a, and three self links index each image exactly once; a link to a
  *      directory outside the class is still followed; a JPEG 40 directories deep is indexed (no
- *      depth limit); a FIFO and a dangling link named .jpg, and a JPEG at a path over 4095 bytes,
- *      fail the open naming them (never opened), or with leave_out_unusable are left out and
- *      recorded; a FIFO or dangling link without an image name is ignored.
+ *      depth limit); a FIFO and a dangling link named .jpg, a JPEG at a path over 4095 bytes and
+ *      a directory at such a path (too long to scan), fail the open naming them (never opened),
+ *      or with leave_out_unusable are left out and recorded; a FIFO or dangling link without an
+ *      image name is ignored.
  *   3. A FIFO as a tar shard, as classes.txt beside a shard or as --classes-file: refused with a
  *      message naming it, no hang. A folder image replaced by a FIFO after the scan, or grown
  *      past the per-image size limit (sparse file), is a read error, not a hang or a huge
@@ -312,6 +313,38 @@ static void test_folder_links(void) {
     CHECK(strlen(sv_dataset_left_out_name(d, 0)) >= 4096);
     sv_dataset_close(d);
     pathf(p, sizeof p, "rm -rf %s/%s", "long"); /* deeper than the path limit: rm walks with openat */
+    CHECK(system(p) == 0);
+    /* a directory whose own path is over 4095 bytes cannot be scanned: the scan fails naming it
+     * (an image inside it would otherwise be left out silently), or leave_out records it */
+    mkdirf("%s/%s", "longdir");
+    mkdirf("%s/%s", "longdir/c0");
+    jpeg_at("%s/%s/ok.jpg", "longdir/c0", j, len);
+    memset(seg, 's', 200), seg[200] = 0;
+    at = (size_t)snprintf(p, sizeof p, "%s/longdir/c0", root);
+    CHECK(chdir(p) == 0);
+    while (at + 201 < 3900) {
+        CHECK(mkdir(seg, 0755) == 0 && chdir(seg) == 0);
+        at += 201;
+    }
+    seg[3900 - at - 1] = 0;
+    CHECK(mkdir(seg, 0755) == 0 && chdir(seg) == 0);
+    at = 3900;
+    memset(name, 'D', pad), name[pad] = 0; /* root/.../DDD over 4095 bytes: a directory */
+    CHECK(mkdir(name, 0755) == 0 && chdir(name) == 0);
+    f = fopen("inside.jpg", "wb");
+    CHECK(f && fwrite(j, 1, len, f) == len && fclose(f) == 0);
+    CHECK(chdir("/") == 0);
+    pathf(spec, sizeof spec, "%s/%s", "longdir");
+    expect_fail(sv_dataset_open(spec, NULL, &d), "/DDDDDDDDDD",
+                "DDD is a directory whose path is longer than 4095 bytes: it cannot be scanned");
+    CHECK_OK(sv_dataset_open(spec, &lo, &d));
+    printf("  a directory at a %zu-byte path holding a JPEG: %zu images, %zu left out\n", at + 1 + pad,
+           sv_dataset_len(d), sv_dataset_left_out(d));
+    CHECK(sv_dataset_len(d) == 1 && sv_dataset_left_out(d) == 1);
+    const char *lo_name = sv_dataset_left_out_name(d, 0);
+    CHECK(strlen(lo_name) == at + 1 + pad && lo_name[strlen(lo_name) - 1] == 'D');
+    sv_dataset_close(d);
+    pathf(p, sizeof p, "rm -rf %s/%s", "longdir");
     CHECK(system(p) == 0);
     alarm(0);
     free(j);

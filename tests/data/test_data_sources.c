@@ -1,9 +1,10 @@
 /* Sources on disk: ImageFolder class/sample order, unreadable files (truncated JPEG, a text
  * file named .jpg) skipped deterministically and counted by the loader (same output at 1 and 3
- * threads); WebDataset tar: pax long names, brace patterns, classes.txt, missing .cls, '..'
- * and absolute member names, truncated archive; class lists: UTF-8 text with CRLF read back,
- * a NUL byte, invalid UTF-8, a line break inside a line, random bytes and a repeated name refused
- * naming the file and the line. Tar files are written by a writer in this test. */
+ * threads); WebDataset tar: pax long names, brace patterns, one shard file named twice,
+ * classes.txt, missing .cls, '..' and absolute member names, truncated archive; class lists:
+ * UTF-8 text with CRLF read back, a NUL byte, invalid UTF-8, a line break inside a line, random
+ * bytes and a repeated name refused naming the file and the line. Tar files are written by a
+ * writer in this test. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,10 @@ static void test_class_lists(const char *root) {
     classes_refused(p, "a\n\nb\n", 5, "line 2 is empty");
     classes_refused(p, "a\nb\nc\nb\nd\na\n", 12, "line 4 repeats the name \"b\" of line 2");
     classes_refused(p, "x\ny\r\ny\n", 7, "line 3 repeats the name \"y\" of line 2");
+    /* a name three times, and a later name whose first repeat comes earlier: the earliest repeat */
+    classes_refused(p, "p\nq\nr\nq\np\nq\n", 12, "line 4 repeats the name \"q\" of line 2");
+    classes_refused(p, "z\ny\nz\nz\ny\n", 10, "line 3 repeats the name \"z\" of line 1");
+    classes_refused(p, "m\nb\nb\nm\nb\n", 10, "line 3 repeats the name \"b\" of line 2");
     /* 3000 random bytes: never a silent short list */
     uint8_t rnd[3000];
     uint64_t x = 0x9e3779b97f4a7c15ull;
@@ -132,7 +137,7 @@ static void test_class_lists(const char *root) {
 int main(void) {
     char root[] = "/tmp/sv_test_src_XXXXXX";
     CHECK(mkdtemp(root));
-    char p[4400];
+    char p[4400], q[4400];
     sv_jpeg_ctx jc;
     sv_jpeg_ctx_init(&jc);
     static uint8_t pix[64 * 48 * 3];
@@ -262,6 +267,34 @@ int main(void) {
     CHECK_OK(sv_dataset_read(d, 5, &buf, &cap, &got));
     CHECK(got == len && memcmp(buf, jpg, len) == 0);
     free(buf);
+    sv_dataset_close(d);
+    /* one shard file named twice, by a repeated brace item, by another spelling of its path or
+     * through a link: refused naming the repeat, the shard it repeats and the pattern (before:
+     * its samples were indexed twice) */
+    snprintf(p, sizeof p, "%s/t-01.tar", root);
+    snprintf(q, sizeof q, "%s/link.tar", root);
+    CHECK(symlink(p, q) == 0);
+    struct {
+        const char *pat, *repeat, *of;
+    } twice[] = {{"%s/t-{00,01,00}.tar", "shard 3 (%s/t-00.tar)", "shard 1 (%s/t-00.tar)"},
+                 {"%s/t-{01,00,00,00}.tar", "shard 3 (%s/t-00.tar)", "shard 2 (%s/t-00.tar)"},
+                 {"%s/{t-00,./t-00,t-01}.tar", "shard 2 (%s/./t-00.tar)", "shard 1 (%s/t-00.tar)"},
+                 {"%s/{t-01,t-00,link}.tar", "shard 3 (%s/link.tar)", "shard 1 (%s/t-01.tar)"},
+                 {"%s/{t-00,t-01}{.tar,.tar}", "shard 2 (%s/t-00.tar)", "shard 1 (%s/t-00.tar)"}};
+    for (size_t c = 0; c < sizeof twice / sizeof twice[0]; c++) {
+        char want1[4400], want2[4400];
+        snprintf(p, sizeof p, twice[c].pat, root);
+        snprintf(want1, sizeof want1, twice[c].repeat, root);
+        snprintf(want2, sizeof want2, twice[c].of, root);
+        d = NULL;
+        CHECK(sv_dataset_open(p, NULL, &d) == SV_ERR_INVALID && d == NULL);
+        fprintf(stderr, "expected error: %s\n", sv_err_msg());
+        CHECK(strstr(sv_err_msg(), p) && strstr(sv_err_msg(), want1) && strstr(sv_err_msg(), want2) &&
+              strstr(sv_err_msg(), "is the same file as"));
+    }
+    snprintf(p, sizeof p, "%s/{t-01,t-00}.tar", root); /* distinct shards in any order are fine */
+    CHECK_OK(sv_dataset_open(p, NULL, &d));
+    CHECK(sv_dataset_len(d) == 6);
     sv_dataset_close(d);
 
     /* bad archives: each is a clear error naming the problem */

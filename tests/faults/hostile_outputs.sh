@@ -11,7 +11,8 @@
 #      directory, a symbolic link, a file that is not safetensors, config.json beside OUT being a
 #      directory, a user's config.json or a lone classes.txt beside OUT: each refused, nothing
 #      changed; an existing OUT.tmp survives a good export; an index.json with a damaged tensor
-#      name or model field is refused by export and reshard, which write nothing;
+#      name or model field is refused by export and reshard, which write nothing; train
+#      --dump-logits on a model's safetensors file or notes is refused (an earlier dump is replaced);
 #   3. export writes classes.txt (the recorded label names) beside the weights; predict prints
 #      names, also from a directory with only model.safetensors + classes.txt (no config.json);
 #   4. predict's error for an undecodable image is not garbled; a class name with an ANSI escape
@@ -24,7 +25,9 @@
 #      grid (a sparse file; before the fix the grid product overflowed int: SIGSEGV);
 #   7. training and evaluation data that name their classes differently;
 #   8. a user's file at train --save-params / --trace and bench --json, on 2 ranks: refused by
-#      every rank at start-up and kept; an earlier parameter dump is replaced.
+#      every rank at start-up and kept; an earlier parameter dump is replaced;
+#   9. a --trace merge of train, bench and plan that fails part-way (disk full) keeps the earlier
+#      trace byte for byte and leaves no temporary and no part.
 # Usage: hostile_outputs.sh SHARDVIT MPIEXEC
 SHARDVIT=$1 MPIEXEC=$2
 source "$(dirname "$0")/lib.sh"
@@ -227,6 +230,23 @@ expect_ok dump_logits "${SV[@]}" train $ARGS --steps 0 --data synthetic --synth-
 [ "$(tree_sum "$WORK/dl/logits.safetensors.tmp")" = "$S" ] ||
     fail "train --dump-logits destroyed an existing logits.safetensors.tmp"
 no_tmp_left "$WORK/dl" dump_logits
+# --dump-logits replaces only an earlier logits dump: a model's weights (a safetensors file of other
+# tensors) or notes at that path are refused at start-up and kept byte for byte; the earlier dump
+# is replaced (a new file renamed over it)
+cp "$WORK/w/model.safetensors" "$WORK/dl/model.safetensors" && echo "my notes" >"$WORK/dl/notes.txt"
+S=$(tree_sum "$WORK/dl/model.safetensors" "$WORK/dl/notes.txt")
+for f in model.safetensors notes.txt; do
+    expect_fail "dump_logits_user_${f%.*}" \
+        "--dump-logits $WORK/dl/$f exists and is not an earlier logits dump .*: refusing to replace it" \
+        "${SV[@]}" train $ARGS --steps 0 --data synthetic --synth-samples 8 --dump-logits "$WORK/dl/$f"
+done
+[ "$(tree_sum "$WORK/dl/model.safetensors" "$WORK/dl/notes.txt")" = "$S" ] ||
+    fail "train --dump-logits changed a user's file at its path"
+ino=$(stat -c %i "$WORK/dl/logits.safetensors")
+expect_ok dump_logits_again "${SV[@]}" train $ARGS --steps 0 --data synthetic --synth-samples 8 \
+    --dump-logits "$WORK/dl/logits.safetensors"
+[ "$(stat -c %i "$WORK/dl/logits.safetensors")" != "$ino" ] || fail "train --dump-logits: the earlier dump was not replaced"
+no_tmp_left "$WORK/dl" dump_logits_again
 echo "ok export_outputs: refused outputs changed nothing; a foreign OUT.tmp survives; no temporaries left"
 
 # ---- 3. classes.txt beside the weights; predict prints names ------------------------------------
@@ -394,5 +414,27 @@ expect_fail user_bench_json "--json $WORK/o8/user.bin $NOT" "${R2[@]}" bench $MO
 [ "$(tree_sum "$WORK/o8")" = "$S" ] || fail "a user's file at a train or bench output path was changed"
 expect_ok dump1 "${R2[@]}" train $ARGS --steps 1 --data synthetic --synth-samples 8 --save-params "$WORK/o8/p.bin"
 expect_ok dump2 "${R2[@]}" train $ARGS --steps 1 --data synthetic --synth-samples 8 --save-params "$WORK/o8/p.bin"
+# ---- 9. a --trace merge that stops part-way ----
+# the disk full after 1000 bytes of the merged trace (SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES; nothing
+# else these runs write goes through the injected writer): train, bench and plan fail naming the
+# file, and the earlier trace stays byte for byte, with no temporary and no part left behind (the
+# merge is staged in a temporary renamed into place; before, it truncated the earlier trace first)
+mkdir -p "$WORK/t9"
+PLAN=(plan --simulate --device cpu $MODEL --batch-size 4 --world 2 --strategy full_shard --param-dtype fp32)
+BENCH=(bench $MODEL --batch-size 4 --steps 1 --warmup 0 --calib-seconds 0 --threads 1)
+for cmd in train bench plan; do
+    case $cmd in
+    train) c=(train $ARGS --steps 2 --data synthetic --synth-samples 8) ;;
+    bench) c=("${BENCH[@]}") ;;
+    plan) c=("${PLAN[@]}") ;;
+    esac
+    expect_ok "trace_$cmd" "${SV[@]}" "${c[@]}" --trace "$WORK/t9/$cmd.json"
+    S=$(tree_sum "$WORK/t9")
+    expect_fail "trace_${cmd}_disk_full" "$WORK/t9/$cmd.json.tmp-.*: No space left on device" \
+        env SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES=1000 "${SV[@]}" "${c[@]}" --trace "$WORK/t9/$cmd.json"
+    [ "$(tree_sum "$WORK/t9")" = "$S" ] || fail "$cmd --trace: a failed merge changed the earlier trace or left a file"
+    expect_ok "trace_${cmd}_again" "${SV[@]}" "${c[@]}" --trace "$WORK/t9/$cmd.json"
+    no_tmp_left "$WORK/t9" "trace_${cmd}_again"
+done
 [ "${NFAIL:-0}" -eq 0 ] || { echo "hostile_outputs: ${NFAIL} checks failed"; exit 1; }
 echo "hostile_outputs: all passed"
