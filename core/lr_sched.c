@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/lr_sched.h"
+#include "core/torch_rng.h"
 
 static const char *const sched_names[] = {"cosine", "step", "multistep", "poly", "constant"};
 
@@ -21,8 +22,52 @@ sv_status sv_sched_parse(const char *s, sv_sched_kind *out) {
                    s ? s : "");
 }
 
-/* The decay phase at time t >= 0 (cycle_limit 1, cycle_mul 1, k_decay 1, no noise). */
+static double cyc_mul(const sv_lr_sched *s) { return s->cycle_mul > 0 ? s->cycle_mul : 1.0; }
+static double cyc_k(const sv_lr_sched *s) { return s->k_decay > 0 ? s->k_decay : 1.0; }
+static int cyc_limit(const sv_lr_sched *s) { return s->cycle_limit > 0 ? s->cycle_limit : 1; }
+
+int sv_lr_sched_cycled(const sv_lr_sched *s) {
+    return (s->kind == SV_SCHED_COSINE || s->kind == SV_SCHED_POLY) &&
+        (cyc_limit(s) > 1 || cyc_mul(s) != 1.0 || cyc_k(s) != 1.0);
+}
+
+int64_t sv_lr_sched_cycle_length(const sv_lr_sched *s) {
+    int cycles = cyc_limit(s);
+    double m = cyc_mul(s);
+    if (m == 1.0) return s->t_initial * cycles;
+    return (int64_t)floor(-(double)s->t_initial * (pow(m, (double)cycles) - 1.0) / (1.0 - m));
+}
+
+int sv_lr_sched_time_ok(const sv_lr_sched *s, int64_t t) {
+    double m = cyc_mul(s);
+    return m >= 1.0 || s->t_initial <= 0 || 1.0 - (double)t / (double)s->t_initial * (1.0 - m) > 0;
+}
+
+/* timm's CosineLRScheduler / PolyLRScheduler._get_lr at decay time t >= 0, operation for
+ * operation (Python's math.log(x, base) is log(x) / log(base), ** is pow). */
+static double cycled(const sv_lr_sched *s, int64_t t) {
+    double m = cyc_mul(s), k = cyc_k(s), ti = (double)s->t_initial, t_i, t_curr, i;
+    if (m != 1.0) {
+        i = floor(log(1.0 - (double)t / ti * (1.0 - m)) / log(m));
+        double p = pow(m, i);
+        t_i = p * ti;
+        t_curr = (double)t - (1.0 - p) / (1.0 - m) * ti;
+    } else {
+        int64_t c = t / s->t_initial;
+        i = (double)c;
+        t_i = ti;
+        t_curr = (double)(t - s->t_initial * c);
+    }
+    if (!(i < (double)cyc_limit(s))) return s->min_lr;
+    double lr_max = s->lr * pow(s->cycle_decay, i);
+    if (s->kind == SV_SCHED_COSINE)
+        return s->min_lr + 0.5 * (lr_max - s->min_lr) * (1.0 + cos(M_PI * pow(t_curr, k) / pow(t_i, k)));
+    return s->min_lr + (lr_max - s->min_lr) * pow(1.0 - pow(t_curr, k) / pow(t_i, k), s->power);
+}
+
+/* The decay phase at time t >= 0 (cycle_limit 1, cycle_mul 1, k_decay 1: the plain formulas). */
 static double decayed(const sv_lr_sched *s, int64_t t) {
+    if (sv_lr_sched_cycled(s)) return cycled(s, t);
     switch (s->kind) {
     case SV_SCHED_COSINE:
     case SV_SCHED_POLY: {
@@ -41,11 +86,24 @@ static double decayed(const sv_lr_sched *s, int64_t t) {
     }
 }
 
-double sv_lr_sched_at(const sv_lr_sched *s, int64_t step) {
-    if (s->on_epochs) step /= s->spe > 0 ? s->spe : 1; /* timm's step(epoch): the schedule's time is the epoch */
+double sv_lr_sched_noise(const sv_lr_sched *s, int64_t t) {
+    if (s->noise == SV_NOISE_OFF || t <= 0) return 0.0;
+    double ti = (double)s->t_initial, tt = (double)t;
+    if (tt < s->noise_range[0] * ti) return 0.0;
+    if (s->noise == SV_NOISE_RANGE && !(tt < s->noise_range[1] * ti)) return 0.0;
+    sv_torch_gen g;
+    sv_torch_gen_seed(&g, s->noise_seed + (uint64_t)t);
+    if (s->noise_type == SV_NOISE_UNIFORM) return 2.0 * (sv_torch_rand1(&g) - 0.5) * s->noise_pct;
+    for (;;) { /* timm redraws until the noise is inside the limit */
+        double n = sv_torch_randn1(&g) * s->noise_std;
+        if (fabs(n) < s->noise_pct) return n;
+    }
+}
+
+static double base_lr(const sv_lr_sched *s, int64_t step) {
     if (s->form == SV_WARMUP_STEPS) {
         if (step < s->warmup) return s->warmup_lr + (s->lr - s->warmup_lr) * (double)(step + 1) / (double)s->warmup;
-        if (s->kind == SV_SCHED_COSINE) { /* the original expression, kept bit for bit */
+        if (s->kind == SV_SCHED_COSINE && !sv_lr_sched_cycled(s)) { /* the original expression, kept bit for bit */
             double span = (double)s->t_initial;
             double p = span > 0 ? (double)(step - s->warmup) / span : 1.0;
             if (p > 1) p = 1;
@@ -55,4 +113,12 @@ double sv_lr_sched_at(const sv_lr_sched *s, int64_t step) {
     }
     if (step < s->warmup) return s->warmup_lr + (double)step * ((s->lr - s->warmup_lr) / (double)s->warmup);
     return decayed(s, s->warmup_prefix ? step - s->warmup : step);
+}
+
+double sv_lr_sched_at(const sv_lr_sched *s, int64_t step) {
+    if (s->on_epochs) step /= s->spe > 0 ? s->spe : 1; /* timm's step(epoch): the schedule's time is the epoch */
+    double v = base_lr(s, step);
+    if (s->noise == SV_NOISE_OFF) return v;
+    double n = sv_lr_sched_noise(s, step);
+    return n != 0.0 ? v + v * n : v;
 }
