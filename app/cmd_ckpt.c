@@ -83,6 +83,9 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *
                 "new one",
                 s.sched.on_epochs ? "epoch" : "update", c->state.sched.on_epochs ? "epoch" : "update",
                 !c->state.sched.on_epochs);
+    if (sv_ckpt_sched_cycles_noise_differ(&s.sched, &c->state.sched))
+        SV_WARN("resume: the LR schedule's cycles, k-decay or noise changed (--lr-cycle-*, --lr-k-decay, --lr-noise*, "
+                "or --seed with --lr-noise); continuing with the new ones");
     if (s.total_steps != c->state.total_steps || s.lr != c->state.lr || s.min_lr != c->state.min_lr ||
         s.warmup != c->state.warmup)
         SV_WARN("resume: the LR schedule changed (checkpoint: %lld steps, lr %g, min-lr %g, warmup %lld; now %lld, %g, "

@@ -221,8 +221,8 @@ static sv_status open_data(trainer *t) {
     SV_TRY(sv_loader_create(&t->lo, &t->ld));
     t->spe = sv_loader_steps_per_epoch(t->ld) / (uint64_t)o->run.accum;
     if (t->spe == 0) t->spe = 1;
-    SV_TRY(
-        sv_train_sched_build(&o->of, o->lr, o->min_lr, o->warmup, o->steps, o->epochs, t->spe, &t->total, &t->sched));
+    SV_TRY(sv_train_sched_build(&o->of, o->lr, o->min_lr, o->warmup, o->steps, o->epochs, t->spe, (uint64_t)o->run.seed,
+                                &t->total, &t->sched));
     if (o->of.layer_decay > 0) {
         const sv_layout *L = &r->fsdp.L;
         if (!(t->lr_scale = malloc((size_t)L->n_params * sizeof *t->lr_scale)))

@@ -28,6 +28,83 @@ static sv_status parse_milestones(const char *s, double *out, int *n) {
     return SV_OK;
 }
 
+/* --lr-noise "A" or "A,B": fractions of the decay length (timm --lr-noise A [B]), A >= 0, A < B.
+ * *n: the count (1 or 2). */
+static sv_status parse_noise(const char *s, double out[2], int *n) {
+    *n = 0;
+    const char *p = s ? s : "";
+    while (*p) {
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p || errno || !isfinite(v) || v < 0 || (*end && *end != ','))
+            return SV_FAIL(SV_ERR_INVALID,
+                           "--lr-noise: '%s' is not A or A,B (fractions of the decay length where the noise starts "
+                           "and stops, >= 0)",
+                           s);
+        if (*n == 2) return SV_FAIL(SV_ERR_INVALID, "--lr-noise: '%s' has more than two numbers (start[,stop])", s);
+        out[(*n)++] = v;
+        p = *end ? end + 1 : end;
+        if (*end && !*p) return SV_FAIL(SV_ERR_INVALID, "--lr-noise: '%s' ends with a comma", s);
+    }
+    if (!*n) return SV_FAIL(SV_ERR_INVALID, "--lr-noise: empty");
+    if (*n == 2 && !(out[0] < out[1]))
+        return SV_FAIL(SV_ERR_INVALID, "--lr-noise: '%s': the start must come before the stop (no step is noised)", s);
+    return SV_OK;
+}
+
+static sv_status parse_noise_type(const char *s, sv_noise_type *t) {
+    if (s && !strcmp(s, "normal"))
+        *t = SV_NOISE_NORMAL;
+    else if (s && !strcmp(s, "uniform"))
+        *t = SV_NOISE_UNIFORM;
+    else
+        return SV_FAIL(SV_ERR_INVALID, "--lr-noise-type: invalid value '%s' (expected normal or uniform)", s ? s : "");
+    return SV_OK;
+}
+
+/* The cycle, k-decay and noise flags (timm's cosine / poly cycles, Scheduler noise). */
+static sv_status check_cycles_noise(const sv_train_optim_flags *of, long long steps, sv_sched_kind sk) {
+    int cyc = sk == SV_SCHED_COSINE || sk == SV_SCHED_POLY;
+    if (!cyc && (of->cycle_limit != 1 || of->cycle_mul != 1 || of->cycle_decay != 0.5))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--lr-cycle-limit / --lr-cycle-mul / --lr-cycle-decay apply to --sched cosine and poly only "
+                       "(timm's cycle schedulers; this run has --sched %s)",
+                       of->sched);
+    if (!cyc && of->k_decay != 1)
+        return SV_FAIL(SV_ERR_INVALID, "--lr-k-decay applies to --sched cosine and poly only (this run has --sched %s)",
+                       of->sched);
+    if (!(of->k_decay > 0)) return SV_FAIL(SV_ERR_INVALID, "--lr-k-decay must be > 0 (1 = off)");
+    if (!(of->cycle_mul > 0)) return SV_FAIL(SV_ERR_INVALID, "--lr-cycle-mul must be > 0");
+    if (of->cycle_limit == 1 && (of->cycle_mul != 1 || of->cycle_decay != 0.5))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--lr-cycle-mul and --lr-cycle-decay shape the cycles after the first: they need "
+                       "--lr-cycle-limit > 1");
+    if (of->cycle_limit > 1 && steps >= 0)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--lr-cycle-limit %d sets the run's length (the cycles of --epochs, as timm); --steps %lld "
+                       "would cut it: drop --steps",
+                       of->cycle_limit, steps);
+    sv_noise_type nt = SV_NOISE_NORMAL;
+    SV_TRY(parse_noise_type(of->noise_type, &nt));
+    if (!of->noise) {
+        if (of->noise_pct != 0.67 || of->noise_std != 1 || nt != SV_NOISE_NORMAL)
+            return SV_FAIL(SV_ERR_INVALID, "--lr-noise-pct / --lr-noise-std / --lr-noise-type need --lr-noise");
+        return SV_OK;
+    }
+    double r[2];
+    int n;
+    SV_TRY(parse_noise(of->noise, r, &n));
+    if (!(of->noise_pct > 0))
+        return SV_FAIL(SV_ERR_INVALID, "--lr-noise-pct must be > 0 (the noise is redrawn until |n| < it)");
+    if (nt == SV_NOISE_NORMAL && of->noise_std > 100 * of->noise_pct)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--lr-noise-std %g is over 100 x --lr-noise-pct %g: the normal noise is redrawn until it falls "
+                       "inside the limit, which would take hundreds of draws or more",
+                       of->noise_std, of->noise_pct);
+    return SV_OK;
+}
+
 /* --sched-on-updates 0: timm's per-epoch schedule counts whole epochs (its flags are integers). */
 static sv_status check_on_epochs(const sv_train_optim_flags *of, const sv_flag *flags, int warmup, long long steps,
                                  sv_sched_kind sk) {
@@ -82,6 +159,7 @@ sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *fl
     if (sk == SV_SCHED_POLY && of->poly_power == 0 && of->decay_rate == 0)
         return SV_FAIL(SV_ERR_INVALID, "--sched poly: the power (--poly-power, else --decay-rate) must be > 0");
     if (!of->sched_on_updates) SV_TRY(check_on_epochs(of, flags, *warmup, steps, sk));
+    SV_TRY(check_cycles_noise(of, steps, sk));
     if (of->warmup_epochs > 0 || !of->sched_on_updates) *warmup = 0;
     if (k == SV_OPT_LION && !sv_flag_seen(flags, "beta2")) *beta2 = 0.99;
     if (k == SV_OPT_LAMB && !sv_flag_seen(flags, "eps")) *eps = 1e-6;
@@ -90,10 +168,55 @@ sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *fl
 
 static int64_t epochs_to_steps(double e, uint64_t spe) { return (int64_t)llround(e * (double)spe); }
 
+/* The cycle, k-decay and noise parameters (checked by sv_train_optim_check). */
+static sv_status set_cycles_noise(const sv_train_optim_flags *of, uint64_t seed, sv_lr_sched *s) {
+    s->cycle_mul = of->cycle_mul;
+    s->cycle_decay = of->cycle_decay;
+    s->cycle_limit = of->cycle_limit;
+    s->k_decay = of->k_decay;
+    if (!of->noise) return SV_OK;
+    int n;
+    SV_TRY(parse_noise(of->noise, s->noise_range, &n));
+    SV_TRY(parse_noise_type(of->noise_type, &s->noise_type));
+    s->noise = n == 2 ? SV_NOISE_RANGE : SV_NOISE_FROM;
+    s->noise_pct = of->noise_pct;
+    s->noise_std = of->noise_std;
+    s->noise_seed = seed;
+    return SV_OK;
+}
+
+/* After the run's length is known: the cycles need a decay length, timm's cycle index must be
+ * defined over the whole run (--lr-cycle-mul < 1), and the noise must start inside the run. The
+ * last time of the run is last_t (a step, or an epoch with --sched-on-updates 0). */
+static sv_status check_built(const sv_train_optim_flags *of, const sv_lr_sched *s, int64_t last_t) {
+    const char *unit = s->on_epochs ? "epoch" : "step";
+    if (sv_lr_sched_cycled(s) && s->t_initial <= 0)
+        return SV_FAIL(SV_ERR_INVALID, "--sched %s with cycles or k-decay: no %ss left to decay over", of->sched, unit);
+    int64_t decay_t = last_t - (s->warmup_prefix ? s->warmup : 0);
+    if (sv_lr_sched_cycled(s) && decay_t >= 0 && !sv_lr_sched_time_ok(s, decay_t))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--lr-cycle-mul %g < 1: the cycles shrink towards %g %ss of decay and timm's cycle formula is "
+                       "undefined from there, but this run decays for %lld (fewer --lr-cycle-limit or "
+                       "--cooldown-epochs)",
+                       of->cycle_mul, (double)s->t_initial / (1.0 - of->cycle_mul), unit, (long long)decay_t + 1);
+    if (s->noise != SV_NOISE_OFF && s->t_initial <= 0)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--lr-noise %s: the noise range is a fraction of the decay length, and this run has no %ss "
+                       "left to decay over after its warmup and cooldown",
+                       of->noise, unit);
+    if (s->noise != SV_NOISE_OFF && s->noise_range[0] * (double)s->t_initial > (double)last_t)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--lr-noise %s: the noise starts at %s %g (x %lld, the decay length), after the run's last "
+                       "%s %lld",
+                       of->noise, unit, s->noise_range[0] * (double)s->t_initial, (long long)s->t_initial, unit,
+                       (long long)last_t);
+    return SV_OK;
+}
+
 /* --sched-on-updates 0: timm's create_scheduler_v2(step_on_epochs=True), every count in epochs
  * (whole numbers, sv_train_optim_check); *total = the epochs it returns x spe. */
 static sv_status sched_build_epochs(const sv_train_optim_flags *of, double lr, double min_lr, int epochs, uint64_t spe,
-                                    long *total, sv_lr_sched *s) {
+                                    uint64_t seed, long *total, sv_lr_sched *s) {
     s->on_epochs = 1;
     s->spe = (int64_t)spe;
     s->lr = lr;
@@ -112,16 +235,19 @@ static sv_status sched_build_epochs(const sv_train_optim_flags *of, double lr, d
         for (int i = 0; i < s->n_milestones; i++) s->milestones[i] = (int64_t)ms[i];
     }
     s->t_initial = epochs > 0 ? epochs : 1;
-    int64_t run_epochs = s->t_initial + s->cooldown + (s->warmup_prefix ? s->warmup : 0);
+    SV_TRY(set_cycles_noise(of, seed, s));
+    /* timm's create_scheduler_v2: cosine / poly run their cycles (get_cycle_length) + cooldown */
+    int64_t decay = s->cycle_limit > 1 ? sv_lr_sched_cycle_length(s) : s->t_initial;
+    int64_t run_epochs = decay + s->cooldown + (s->warmup_prefix ? s->warmup : 0);
     *total = (long)(run_epochs * s->spe);
-    return SV_OK;
+    return check_built(of, s, run_epochs - 1);
 }
 
 sv_status sv_train_sched_build(const sv_train_optim_flags *of, double lr, double min_lr, int warmup, long long steps,
-                               int epochs, uint64_t spe, long *total, sv_lr_sched *s) {
+                               int epochs, uint64_t spe, uint64_t seed, long *total, sv_lr_sched *s) {
     memset(s, 0, sizeof *s);
     SV_TRY(sv_sched_parse(of->sched, &s->kind));
-    if (!of->sched_on_updates) return sched_build_epochs(of, lr, min_lr, epochs, spe, total, s);
+    if (!of->sched_on_updates) return sched_build_epochs(of, lr, min_lr, epochs, spe, seed, total, s);
     s->lr = lr;
     s->min_lr = min_lr;
     s->warmup_lr = of->warmup_lr;
@@ -144,6 +270,9 @@ sv_status sv_train_sched_build(const sv_train_optim_flags *of, double lr, double
         *total = (long)(spe * (uint64_t)(epochs > 0 ? epochs : 1)) + (long)extra;
     /* the decay length: what remains after the cooldown and a prefixed warmup */
     s->t_initial = (int64_t)*total - s->cooldown - (s->warmup_prefix ? s->warmup : 0);
+    SV_TRY(set_cycles_noise(of, seed, s));
+    if (s->cycle_limit > 1 && s->t_initial > 0) /* no --steps: the cycles of timm's get_cycle_length */
+        *total = (long)(sv_lr_sched_cycle_length(s) + s->cooldown + (s->warmup_prefix ? s->warmup : 0));
     if (s->form == SV_WARMUP_TIMM && (s->kind == SV_SCHED_COSINE || s->kind == SV_SCHED_POLY) && s->t_initial <= 0 &&
         *total > 0)
         return SV_FAIL(SV_ERR_INVALID,
@@ -153,7 +282,7 @@ sv_status sv_train_sched_build(const sv_train_optim_flags *of, double lr, double
         *total > 0)
         return SV_FAIL(SV_ERR_INVALID,
                        "--sched poly: no steps left to decay over after --warmup and --cooldown-epochs");
-    return SV_OK;
+    return *total > 0 ? check_built(of, s, (int64_t)*total - 1) : SV_OK;
 }
 
 sv_ckpt_optim sv_train_optim_record(const sv_train_optim_flags *of, double beta1, double beta2, double eps,

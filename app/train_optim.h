@@ -15,12 +15,17 @@ typedef struct sv_train_optim_flags {
     double warmup_epochs, warmup_lr, cooldown_epochs, decay_epochs, decay_rate, poly_power;
     int warmup_prefix;
     int sched_on_updates; /* 1: the LR is set per optimizer step [default]; 0: per epoch (timm's default) */
+    double cycle_mul, cycle_decay, k_decay; /* timm --lr-cycle-mul, --lr-cycle-decay, --lr-k-decay */
+    int cycle_limit;                        /* timm --lr-cycle-limit */
+    const char *noise, *noise_type;         /* timm --lr-noise (comma list of 1 or 2), the scheduler's noise_type */
+    double noise_pct, noise_std;            /* timm --lr-noise-pct, --lr-noise-std */
 } sv_train_optim_flags;
 
 #define SV_TRAIN_OPTIM_FLAGS_DEFAULT \
     { \
         .opt = "adamw", .sched = "cosine", .milestones = "90,180,270", .momentum = 0.9, .decay_epochs = 90, \
-        .decay_rate = 0.1, .sched_on_updates = 1 \
+        .decay_rate = 0.1, .sched_on_updates = 1, .cycle_mul = 1, .cycle_decay = 0.5, .k_decay = 1, .cycle_limit = 1, \
+        .noise_type = "normal", .noise_pct = 0.67, .noise_std = 1 \
     }
 
 /* clang-format off */
@@ -38,7 +43,15 @@ typedef struct sv_train_optim_flags {
     {"decay-epochs", SV_FLAG_DOUBLE, &(o).decay_epochs, 1e-9, 1e9, "step schedule: decay interval in epochs", 0}, \
     {"decay-milestones", SV_FLAG_STR, &(o).milestones, 0, 0, "multistep schedule: comma list of epochs to decay at", 0}, \
     {"decay-rate", SV_FLAG_DOUBLE, &(o).decay_rate, 0, 1e6, "step / multistep: LR factor per decay (poly: the power unless --poly-power)", 0}, \
-    {"poly-power", SV_FLAG_DOUBLE, &(o).poly_power, 0, 1e6, "poly schedule power (0: --decay-rate, as timm)", 0}
+    {"poly-power", SV_FLAG_DOUBLE, &(o).poly_power, 0, 1e6, "poly schedule power (0: --decay-rate, as timm)", 0}, \
+    {"lr-cycle-limit", SV_FLAG_INT, &(o).cycle_limit, 1, 1e6, "cosine / poly: number of cycles; > 1 restarts the schedule and lengthens the run (timm --lr-cycle-limit)", 0}, \
+    {"lr-cycle-mul", SV_FLAG_DOUBLE, &(o).cycle_mul, 0, 1e3, "cosine / poly with --lr-cycle-limit > 1: each cycle this many times longer than the last (timm --lr-cycle-mul)", 0}, \
+    {"lr-cycle-decay", SV_FLAG_DOUBLE, &(o).cycle_decay, 0, 1e3, "cosine / poly with --lr-cycle-limit > 1: peak LR factor per cycle (timm --lr-cycle-decay)", 0}, \
+    {"lr-k-decay", SV_FLAG_DOUBLE, &(o).k_decay, 0, 1e3, "cosine / poly: k-decay, the curve runs on t^k / T^k (1 = off; timm --lr-k-decay)", 0}, \
+    {"lr-noise", SV_FLAG_STR, &(o).noise, 0, 0, "LR noise from A, or over [A, B), as fractions of the decay length: A or A,B (timm --lr-noise A [B])", 0}, \
+    {"lr-noise-pct", SV_FLAG_DOUBLE, &(o).noise_pct, 0, 1, "with --lr-noise: limit of the relative noise, |n| < this (timm --lr-noise-pct)", 0}, \
+    {"lr-noise-std", SV_FLAG_DOUBLE, &(o).noise_std, 0, 100, "with --lr-noise: standard deviation of the normal noise (timm --lr-noise-std)", 0}, \
+    {"lr-noise-type", SV_FLAG_STR, &(o).noise_type, 0, 0, "with --lr-noise: normal | uniform (timm's scheduler noise_type; train.py uses normal)", 0}
 /* clang-format on */
 
 /* Right after parsing: checks values and combinations (message names the flag) and fills the
@@ -46,17 +59,19 @@ typedef struct sv_train_optim_flags {
  * timm's optimizer classes). *warmup is --warmup, set to 0 when --warmup-epochs or
  * --sched-on-updates 0 is used (per-epoch stepping has timm's epoch warmup only; an explicit
  * --warmup N > 0 with it is an error, as are --steps and non-integer epoch counts, which timm's
- * epoch schedule does not have). */
+ * epoch schedule does not have). The cycle and k-decay flags apply to cosine and poly only, the
+ * noise parameters need --lr-noise, and --lr-cycle-limit > 1 sets the run's length (no --steps). */
 sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *flags, int *warmup, long long steps,
                                double *beta2, double *eps);
 
 /* The schedule for `spe` steps per epoch, and the run's length *total in steps: --steps when
- * >= 0, else (epochs [+ warmup epochs with --warmup-prefix] + cooldown epochs) x spe.
+ * >= 0, else (epochs [+ warmup epochs with --warmup-prefix] + cooldown epochs) x spe, where with
+ * --lr-cycle-limit > 1 the cycles' length (timm's get_cycle_length) replaces the epochs.
  * lr/min_lr/warmup are --lr, --min-lr, --warmup. With --sched-on-updates 1 its counts are steps
  * (epoch flags x spe, rounded); with 0 they are epochs and the schedule is stepped per epoch
- * (core/lr_sched.h on_epochs). */
+ * (core/lr_sched.h on_epochs). seed: --seed, timm's noise_seed. */
 sv_status sv_train_sched_build(const sv_train_optim_flags *of, double lr, double min_lr, int warmup, long long steps,
-                               int epochs, uint64_t spe, long *total, sv_lr_sched *out);
+                               int epochs, uint64_t spe, uint64_t seed, long *total, sv_lr_sched *out);
 
 /* The record of the update rule for the checkpoint index. */
 sv_ckpt_optim sv_train_optim_record(const sv_train_optim_flags *of, double beta1, double beta2, double eps,

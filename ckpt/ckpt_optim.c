@@ -26,6 +26,35 @@ void sv_ckpt_sched_write(sv_json_writer *w, const sv_lr_sched *s) {
         sv_json_key(w, "sched_on_updates"), sv_json_bool(w, 0);
         sv_json_key(w, "steps_per_epoch"), sv_json_i64(w, s->spe);
     }
+    /* cycles, k-decay and noise: only when on, for the same reason */
+    if (s->cycle_limit > 1) {
+        sv_json_key(w, "cycle_limit"), sv_json_i64(w, s->cycle_limit);
+        sv_json_key(w, "cycle_mul"), sv_json_f64(w, s->cycle_mul);
+        sv_json_key(w, "cycle_decay"), sv_json_f64(w, s->cycle_decay);
+    }
+    if (s->k_decay > 0 && s->k_decay != 1) sv_json_key(w, "k_decay"), sv_json_f64(w, s->k_decay);
+    if (s->noise != SV_NOISE_OFF) {
+        sv_json_key(w, "noise_range");
+        sv_json_arr_begin(w);
+        for (int i = 0; i < (s->noise == SV_NOISE_RANGE ? 2 : 1); i++) sv_json_f64(w, s->noise_range[i]);
+        sv_json_arr_end(w);
+        sv_json_key(w, "noise_pct"), sv_json_f64(w, s->noise_pct);
+        sv_json_key(w, "noise_std"), sv_json_f64(w, s->noise_std);
+        sv_json_key(w, "noise_type"), sv_json_str(w, s->noise_type == SV_NOISE_UNIFORM ? "uniform" : "normal");
+        sv_json_key(w, "noise_seed"), sv_json_u64(w, s->noise_seed);
+    }
+}
+
+int sv_ckpt_sched_cycles_noise_differ(const sv_lr_sched *a, const sv_lr_sched *b) {
+    int la = a->cycle_limit > 1 ? a->cycle_limit : 1, lb = b->cycle_limit > 1 ? b->cycle_limit : 1;
+    double ka = a->k_decay > 0 ? a->k_decay : 1, kb = b->k_decay > 0 ? b->k_decay : 1;
+    if (la != lb || ka != kb) return 1;
+    if (la > 1 && (a->cycle_mul != b->cycle_mul || a->cycle_decay != b->cycle_decay)) return 1;
+    if (a->noise != b->noise) return 1;
+    if (a->noise == SV_NOISE_OFF) return 0;
+    return a->noise_range[0] != b->noise_range[0] ||
+        (a->noise == SV_NOISE_RANGE && a->noise_range[1] != b->noise_range[1]) || a->noise_pct != b->noise_pct ||
+        a->noise_std != b->noise_std || a->noise_type != b->noise_type || a->noise_seed != b->noise_seed;
 }
 
 void sv_ckpt_optim_write(sv_json_writer *w, const sv_ckpt_optim *o) {
@@ -65,6 +94,33 @@ sv_status sv_ckpt_sched_parse(const sv_json *lr, sv_lr_sched *s) {
     SV_TRY(sv_json_opt_i64(lr, "steps_per_epoch", 0, &s->spe));
     if (s->on_epochs && s->spe <= 0)
         return SV_FAIL(SV_ERR_FORMAT, "lr_schedule.steps_per_epoch must be > 0 with sched_on_updates false");
+    int64_t limit;
+    SV_TRY(sv_json_opt_i64(lr, "cycle_limit", 1, &limit));
+    if (limit < 1 || limit > 1000000)
+        return SV_FAIL(SV_ERR_FORMAT, "lr_schedule.cycle_limit %lld is not in [1, 1000000]", (long long)limit);
+    s->cycle_limit = (int)limit;
+    SV_TRY(sv_json_opt_f64(lr, "cycle_mul", 1.0, &s->cycle_mul));
+    SV_TRY(sv_json_opt_f64(lr, "cycle_decay", 0.5, &s->cycle_decay));
+    SV_TRY(sv_json_opt_f64(lr, "k_decay", 1.0, &s->k_decay));
+    const sv_json *nr = sv_json_member_get(lr, "noise_range");
+    s->noise = SV_NOISE_OFF;
+    if (nr) {
+        SV_TRY(sv_json_expect(nr, SV_JSON_ARRAY));
+        size_t n = sv_json_count(nr);
+        if (n < 1 || n > 2) return SV_FAIL(SV_ERR_FORMAT, "lr_schedule.noise_range: %zu numbers, expected 1 or 2", n);
+        for (size_t i = 0; i < n; i++) SV_TRY(sv_json_as_f64(sv_json_index(nr, i), &s->noise_range[i]));
+        s->noise = n == 2 ? SV_NOISE_RANGE : SV_NOISE_FROM;
+        const char *nt;
+        int64_t seed;
+        SV_TRY(sv_json_opt_f64(lr, "noise_pct", 0.67, &s->noise_pct));
+        SV_TRY(sv_json_opt_f64(lr, "noise_std", 1.0, &s->noise_std));
+        SV_TRY(sv_json_opt_str(lr, "noise_type", "normal", &nt));
+        if (strcmp(nt, "normal") && strcmp(nt, "uniform"))
+            return SV_FAIL(SV_ERR_FORMAT, "lr_schedule.noise_type '%s' unknown", nt);
+        s->noise_type = !strcmp(nt, "uniform") ? SV_NOISE_UNIFORM : SV_NOISE_NORMAL;
+        SV_TRY(sv_json_opt_i64(lr, "noise_seed", 0, &seed));
+        s->noise_seed = (uint64_t)seed;
+    }
     const sv_json *ms = sv_json_member_get(lr, "decay_milestones");
     s->n_milestones = 0;
     if (ms) {

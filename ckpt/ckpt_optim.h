@@ -3,7 +3,10 @@
  *   "lr_schedule": {..., "warmup_form": "steps"|"timm", "warmup_lr", "warmup_prefix",
  *                   "t_initial", "cooldown", "decay_steps", "decay_milestones": [...],
  *                   "decay_rate", "power", and with --sched-on-updates 0 only
- *                   "sched_on_updates": false, "steps_per_epoch"}   (beside the original kind/total_steps/lr/min_lr/warmup;
+ *                   "sched_on_updates": false, "steps_per_epoch", with --lr-cycle-limit > 1
+ *                   "cycle_limit", "cycle_mul", "cycle_decay", with --lr-k-decay "k_decay", with
+ *                   --lr-noise "noise_range": [start] or [start, stop], "noise_pct",
+ *                   "noise_std", "noise_type", "noise_seed"}   (beside the original kind/total_steps/lr/min_lr/warmup;
  *                   "kind" is "warmup_cosine" for the --warmup-steps cosine, else the --sched name)
  *   "optimizer":   {"kind": "adamw"|"lamb"|"sgd"|"lion", "beta1", "beta2", "eps",
  *                   "weight_decay", "momentum", "nesterov", "layer_decay"}
@@ -28,6 +31,8 @@ const char *sv_ckpt_sched_kind(const sv_lr_sched *s);
 /* Extra members of the open lr_schedule object / the "optimizer" member of the open root. */
 void sv_ckpt_sched_write(sv_json_writer *w, const sv_lr_sched *s);
 void sv_ckpt_optim_write(sv_json_writer *w, const sv_ckpt_optim *o);
+/* 1 when the two schedules differ in their cycles, k-decay or noise (the resume warning). */
+int sv_ckpt_sched_cycles_noise_differ(const sv_lr_sched *a, const sv_lr_sched *b);
 /* Read them back (missing: defaults); lr_schedule is the parsed lr_schedule object. */
 sv_status sv_ckpt_sched_parse(const sv_json *lr_schedule, sv_lr_sched *s);
 sv_status sv_ckpt_optim_parse(const sv_json *root, sv_ckpt_optim *o);

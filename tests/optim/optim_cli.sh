@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Optimizer / schedule flags on the command line: --help lists them, bad values and combinations
 # fail with exit 2 and a message naming the flag, the checkpoint index records the optimizer and
-# the schedule, and a resume that changes --opt is refused (the same --opt resumes).
+# the schedule (cycles, k-decay and noise included), and a resume that changes --opt is refused
+# (the same --opt resumes).
 SHARDVIT=$1
 source "$(dirname "$0")/../fsdp/lib.sh"
 SMALL="--model vit-28 --dim 12 --depth 1 --heads 2 --batch-size 24 --synth-samples 96 --log-every 1 --seed 3 --workers 1"
 fail=0
 help=$("$SHARDVIT" train --help 2>&1)
 for f in opt momentum nesterov layer-decay sched warmup-epochs warmup-lr warmup-prefix cooldown-epochs decay-epochs \
-    decay-milestones decay-rate poly-power sched-on-updates; do
+    decay-milestones decay-rate poly-power sched-on-updates lr-cycle-limit lr-cycle-mul lr-cycle-decay lr-k-decay \
+    lr-noise lr-noise-pct lr-noise-std lr-noise-type; do
     grep -q -- "--$f " <<<"$help" || { echo "FAIL: --help lacks --$f"; fail=1; }
 done
 # bad NAME EXPECTED-TEXT flags...: exit status 2 and the text on stderr
@@ -45,6 +47,37 @@ bad "--sched-on-updates 0: --warmup-epochs 1.5 is not a whole number" --sched-on
 bad "--sched-on-updates 0: --cooldown-epochs 0.5 is not a whole number" --sched-on-updates 0 --cooldown-epochs 0.5
 bad "has 2.5, not a whole epoch" --sched-on-updates 0 --sched multistep --decay-milestones 1,2.5
 bad "--sched-on-updates 0 steps the LR per epoch of --epochs; --steps 1" --sched-on-updates 0
+# cycles, k-decay and noise (timm's): which schedules take them, ranges, combinations
+bad "--lr-cycle-limit / --lr-cycle-mul / --lr-cycle-decay apply to --sched cosine and poly only" --sched step \
+    --lr-cycle-limit 2
+bad "--lr-cycle-limit / --lr-cycle-mul / --lr-cycle-decay apply to --sched cosine and poly only" --sched constant \
+    --lr-cycle-decay 0.1
+bad "--lr-k-decay applies to --sched cosine and poly only" --sched multistep --lr-k-decay 2
+bad "--lr-k-decay must be > 0" --lr-k-decay 0
+bad "--lr-cycle-mul must be > 0" --lr-cycle-limit 2 --lr-cycle-mul 0
+bad "they need --lr-cycle-limit > 1" --lr-cycle-mul 2
+bad "they need --lr-cycle-limit > 1" --sched poly --lr-cycle-decay 0.1
+bad "--lr-cycle-limit" --lr-cycle-limit 0
+bad "--lr-cycle-limit 2 sets the run's length" --lr-cycle-limit 2
+bad "--lr-noise: '0.5,0.2': the start must come before the stop" --lr-noise 0.5,0.2
+bad "--lr-noise: '0.1,0.2,0.3' has more than two numbers" --lr-noise 0.1,0.2,0.3
+bad "--lr-noise: 'x' is not A or A,B" --lr-noise x
+bad "--lr-noise: '-0.1' is not A or A,B" --lr-noise -0.1
+bad "--lr-noise: '0.1,' ends with a comma" --lr-noise 0.1,
+bad "--lr-noise-pct / --lr-noise-std / --lr-noise-type need --lr-noise" --lr-noise-pct 0.3
+bad "--lr-noise-pct / --lr-noise-std / --lr-noise-type need --lr-noise" --lr-noise-type uniform
+bad "--lr-noise-type: invalid value 'gauss'" --lr-noise 0.1 --lr-noise-type gauss
+bad "--lr-noise-pct must be > 0" --lr-noise 0.1 --lr-noise-pct 0
+bad "--lr-noise-pct: invalid value '1.5'" --lr-noise 0.1 --lr-noise-pct 1.5
+bad "--lr-noise-std 50 is over 100 x --lr-noise-pct 0.1" --lr-noise 0.1 --lr-noise-pct 0.1 --lr-noise-std 50
+# known once the run's length is: (--steps -1 replaces bad's --steps 1; 4 steps per epoch)
+bad "--lr-noise 2: the noise starts at step 8 (x 4, the decay length), after the run's last step 3" \
+    --steps -1 --epochs 1 --warmup 0 --lr-noise 2
+bad "--lr-noise 0.5: the noise range is a fraction of the decay length" --warmup 3 --lr-noise 0.5
+bad "--lr-cycle-mul 0.5 < 1: the cycles shrink towards 8 steps" --steps -1 --epochs 1 --warmup 0 --lr-cycle-limit 3 \
+    --lr-cycle-mul 0.5 --cooldown-epochs 2
+bad "--sched cosine with cycles or k-decay: no steps left to decay over" --steps -1 --epochs 1 --warmup 4 \
+    --lr-k-decay 2
 
 # the index records the optimizer and the schedule
 A=$WORK/a
@@ -85,5 +118,39 @@ PYEOF
 "$SHARDVIT" train $SMALL --epochs 3 --out "$E" --resume auto >"$WORK/e2.log" 2>&1 ||
     { echo "FAIL: per-update resume of a per-epoch run"; tail -5 "$WORK/e2.log"; fail=1; }
 grep -qF "stepped per epoch, now per update" "$WORK/e2.log" || { echo "FAIL: no warning for the changed stepping"; fail=1; }
+# cycles, k-decay and noise are recorded (only when on); resuming with others is warned about
+C=$WORK/c
+"$SHARDVIT" train $SMALL --epochs 1 --warmup 0 --lr-cycle-limit 2 --lr-cycle-mul 1.5 --lr-cycle-decay 0.3 \
+    --lr-k-decay 2 --lr-noise 0.25,1.5 --lr-noise-pct 0.4 --lr-noise-std 0.2 --lr-noise-type uniform --out "$C" \
+    >"$WORK/c.log" 2>&1 || { echo "FAIL: cycles / noise run"; tail -5 "$WORK/c.log"; exit 1; }
+"$PY" - "$C/checkpoints/step_00000010/index.json" "$A/checkpoints/step_00000004/index.json" \
+    "$C/config.toml" <<'PYEOF' || fail=1
+import json, sys
+s = json.load(open(sys.argv[1]))["lr_schedule"]
+ok = s["cycle_limit"] == 2 and s["cycle_mul"] == 1.5 and s["cycle_decay"] == 0.3 and s["k_decay"] == 2 \
+    and s["noise_range"] == [0.25, 1.5] and s["noise_pct"] == 0.4 and s["noise_std"] == 0.2 \
+    and s["noise_type"] == "uniform" and s["noise_seed"] == 3 and s["total_steps"] == 10 and s["t_initial"] == 4
+print(("" if ok else "FAIL: ") + f"cycles / noise index records {s}")
+plain = json.load(open(sys.argv[2]))["lr_schedule"]
+extra = [k for k in ("cycle_limit", "cycle_mul", "cycle_decay", "k_decay", "noise_range", "noise_pct", "noise_std",
+                     "noise_type", "noise_seed") if k in plain]
+print(("FAIL: " if extra else "") + f"a run without them records none: {extra}")
+conf = open(sys.argv[3]).read()
+want = ['lr-cycle-limit = 2', 'lr-cycle-mul = 1.5', 'lr-cycle-decay = 0.29999999999999999', 'lr-k-decay = 2',
+        'lr-noise = "0.25,1.5"', 'lr-noise-pct = 0.40000000000000002', 'lr-noise-std = 0.20000000000000001',
+        'lr-noise-type = "uniform"']
+missing = [w for w in want if w + "\n" not in conf]
+print(("FAIL: config.toml lacks " if missing else "config.toml records the flags ") + str(missing or want))
+sys.exit(0 if ok and not extra and not missing else 1)
+PYEOF
+# the recorded config.toml runs again (no default value is refused on reading back)
+"$SHARDVIT" train --config "$C/config.toml" --out "$WORK/c_again" --ckpt-dir "$WORK/c_again/checkpoints" \
+    >"$WORK/c_again.log" 2>&1 || { echo "FAIL: --config of the cycles / noise run"; tail -5 "$WORK/c_again.log"; fail=1; }
+cmp <(grep -o '"lr":[^,]*' "$C/metrics.jsonl") <(grep -o '"lr":[^,]*' "$WORK/c_again/metrics.jsonl") ||
+    { echo "FAIL: the run from config.toml logged other LRs"; fail=1; }
+"$SHARDVIT" train $SMALL --epochs 1 --warmup 0 --lr-cycle-limit 3 --out "$C" --resume auto >"$WORK/c2.log" 2>&1 ||
+    { echo "FAIL: resume with other cycles"; tail -5 "$WORK/c2.log"; fail=1; }
+grep -qF "the LR schedule's cycles, k-decay or noise changed" "$WORK/c2.log" ||
+    { echo "FAIL: no warning for the changed cycles / noise"; fail=1; }
 [ "$fail" = 0 ] && echo "optim_cli: all passed"
 exit $fail
