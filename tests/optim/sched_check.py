@@ -32,21 +32,46 @@ def logged(run_dir):
 
 def conv(v):
     if "," in v:
-        return [int(x) for x in v.split(",")]
+        return [conv(x) for x in v.split(",")]
     try:
         return int(v)
     except ValueError:
+        pass
+    try:
         return float(v)
+    except ValueError:
+        return v
+
+
+EXTRA = ("cycle_mul", "cycle_decay", "cycle_limit", "k_decay", "noise", "noise_pct", "noise_std", "noise_seed",
+         "noise_type")
+
+
+def create(opt, sched, spe, on_epochs, kw):
+    from timm.scheduler import create_scheduler_v2
+    kw = dict(kw)
+    noise_type = kw.pop("noise_type", None)
+    if "noise" in kw and not isinstance(kw["noise"], list):
+        kw["noise"] = [kw["noise"]]  # train.py's --lr-noise is nargs='+'
+    s, epochs = create_scheduler_v2(opt, sched, step_on_epochs=on_epochs, updates_per_epoch=spe, **kw)
+    if noise_type:
+        s.noise_type = noise_type
+    return s, epochs
 
 
 def timm_lrs(sched, spe, kw):
     import torch
-    from timm.scheduler import create_scheduler_v2
     lr = kw.pop("lr")
     opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=lr)
-    s, epochs = create_scheduler_v2(opt, sched, step_on_epochs=False, updates_per_epoch=spe, **kw)
+    s, epochs = create(opt, sched, spe, False, kw)
+    n = int(epochs * spe)
+    if hasattr(s, "get_cycle_length"):  # every update of the cycles and the cooldown
+        exact = s.get_cycle_length() + kw.get("cooldown_epochs", 0) * spe
+        if exact != n:
+            print(f"  timm's schedule is {exact} updates; train.py would train its {epochs} whole epochs, {n}")
+        n = int(exact)
     out = []
-    for k in range(int(epochs * spe)):
+    for k in range(n):
         out.append(opt.param_groups[0]["lr"])
         s.step_update(num_updates=k + 1)
     return out
@@ -54,10 +79,9 @@ def timm_lrs(sched, spe, kw):
 
 def timm_epoch_lrs(sched, spe, kw):
     import torch
-    from timm.scheduler import create_scheduler_v2
     lr = kw.pop("lr")
     opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=lr)
-    s, epochs = create_scheduler_v2(opt, sched, step_on_epochs=True, updates_per_epoch=spe, **kw)
+    s, epochs = create(opt, sched, spe, True, kw)
     out, num_updates = [], 0
     for e in range(int(epochs)):
         for _ in range(spe):
@@ -65,6 +89,48 @@ def timm_epoch_lrs(sched, spe, kw):
             num_updates += 1
             s.step_update(num_updates=num_updates)
         s.step(e + 1)
+    return out
+
+
+def steps_timm_lrs(sched, spe, n, kw):
+    """shardvit's --warmup ramp, then the decay at k - W (cycles or k-decay: timm's cycle scheduler
+    without warmup; else the formula of steps_lrs), then the noise timm's scheduler draws at k."""
+    import torch
+    from timm.scheduler import CosineLRScheduler, PolyLRScheduler
+    lr, W, wlr = kw["lr"], kw.get("warmup", 0), kw.get("warmup_lr", 0.0)
+    cool = kw.get("cooldown_epochs", 0) * spe
+    T = kw["num_epochs"] * spe - W if "num_epochs" in kw else n - W - cool
+    noise = kw.get("noise")
+    if noise is not None:
+        noise = noise if isinstance(noise, list) else [noise]
+        noise = [f * T for f in noise]
+        noise = noise[0] if len(noise) == 1 else noise
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=lr)
+    args = dict(t_initial=T, lr_min=kw.get("min_lr", 0.0), cycle_mul=kw.get("cycle_mul", 1.0),
+                cycle_decay=kw.get("cycle_decay", 0.5), cycle_limit=kw.get("cycle_limit", 1),
+                k_decay=kw.get("k_decay", 1.0), t_in_epochs=False, noise_range_t=noise,
+                noise_pct=kw.get("noise_pct", 0.67), noise_std=kw.get("noise_std", 1.0),
+                noise_seed=kw.get("noise_seed", 42))
+    if sched == "poly":
+        s = PolyLRScheduler(opt, power=kw["decay_rate"], **args)
+    else:  # cosine; for the others only its noise is used
+        s = CosineLRScheduler(opt, **args)
+    if "noise_type" in kw:
+        s.noise_type = kw["noise_type"]
+    cycled = any(k in kw for k in ("cycle_mul", "cycle_decay", "cycle_limit", "k_decay"))
+    if cycled:
+        want = W + s.get_cycle_length() + cool
+        if n != want:
+            print(f"FAIL: shardvit ran {n} steps, the --warmup ramp + timm's cycles + cooldown are {want}")
+            return None
+        base = [wlr + (lr - wlr) * (k + 1) / W if k < W else s._get_lr(k - W)[0] for k in range(n)]
+    else:
+        base = steps_lrs(sched, n, kw)
+    out = []
+    for k, v in enumerate(base):
+        if k > 0 and s._is_apply_noise(k):
+            v = v + v * s._calculate_noise(k)
+        out.append(v)
     return out
 
 
@@ -95,6 +161,10 @@ def main():
         want = timm_lrs(sched, spe, kw)
     elif ref == "timm-epochs":
         want = timm_epoch_lrs(sched, spe, kw)
+    elif any(k in kw for k in EXTRA):
+        want = steps_timm_lrs(sched, spe, len(got), kw)
+        if want is None:
+            return 1
     else:
         want = steps_lrs(sched, len(got), kw)
     if len(got) != len(want):
