@@ -133,9 +133,9 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
         sv_eval_bufs eb = sv_run_eval_bufs(&r);
         st = sv_eval_init(&ev, &r.fsdp, ds, &eo, &eb);
     }
-    /* every check has passed: an earlier evaluation's outputs in --out go now, so that a failing
-     * evaluation leaves none that would read as its result */
-    if (st == SV_OK) st = sv_eval_remove_earlier_outputs(&ev, o->out);
+    /* every check has passed on every rank (agreed there): an earlier evaluation's outputs in
+     * --out go now, so that a failing evaluation leaves none that would read as its result */
+    st = sv_eval_remove_earlier_outputs(&r.fsdp, st, o->out);
     if (st == SV_OK) st = sv_eval_run(&ev);
     if (st != SV_OK && ev.unreadable_failed) { /* the same on every rank: all fail alike */
         char why[1024];

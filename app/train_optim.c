@@ -204,12 +204,38 @@ static sv_status check_built(const sv_train_optim_flags *of, const sv_lr_sched *
                        "--lr-noise %s: the noise range is a fraction of the decay length, and this run has no %ss "
                        "left to decay over after its warmup and cooldown",
                        of->noise, unit);
-    if (s->noise != SV_NOISE_OFF && s->noise_range[0] * (double)s->t_initial > (double)last_t)
+    if (s->noise == SV_NOISE_OFF) return SV_OK;
+    /* the noised times: t >= 1 (time 0 never is), t >= A x T, t < B x T for a range, t <= last_t */
+    double lo = s->noise_range[0] * (double)s->t_initial, hi = s->noise_range[1] * (double)s->t_initial;
+    double first = lo > 1 ? ceil(lo) : 1;
+    if (first > (double)last_t)
         return SV_FAIL(SV_ERR_INVALID,
                        "--lr-noise %s: the noise starts at %s %g (x %lld, the decay length), after the run's last "
                        "%s %lld",
-                       of->noise, unit, s->noise_range[0] * (double)s->t_initial, (long long)s->t_initial, unit,
-                       (long long)last_t);
+                       of->noise, unit, lo, (long long)s->t_initial, unit, (long long)last_t);
+    if (s->noise == SV_NOISE_RANGE && !(first < hi))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--lr-noise %s: the noise range [%g, %g) %ss (x %lld, the decay length) holds no %s that is "
+                       "noised (%s 0 never is, as in timm): no noise would be added; widen the range",
+                       of->noise, lo, hi, unit, (long long)s->t_initial, unit, unit);
+    return SV_OK;
+}
+
+/* The run's length in schedule units (steps, or epochs with --sched-on-updates 0) when
+ * --lr-cycle-limit > 1: timm's get_cycle_length() + the cooldown + a prefixed warmup. per_unit:
+ * optimizer steps per unit. Refused when the cycles make it longer than SV_SCHED_MAX_STEPS steps
+ * (--lr-cycle-mul^limit grows past any run long before it overflows). */
+#define SV_SCHED_MAX_STEPS ((int64_t)1 << 40)
+static sv_status cycled_run_length(const sv_train_optim_flags *of, const sv_lr_sched *s, int64_t per_unit,
+                                   int64_t *units) {
+    int64_t len = sv_lr_sched_cycle_length(s), extra = s->cooldown + (s->warmup_prefix ? s->warmup : 0);
+    if (len < 0 || len > SV_SCHED_MAX_STEPS / per_unit - extra)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--lr-cycle-limit %d with --lr-cycle-mul %g: %d cycles of %lld %ss growing by %g make a "
+                       "schedule of more than 2^40 steps; use fewer cycles or a smaller multiplier",
+                       of->cycle_limit, of->cycle_mul, of->cycle_limit, (long long)s->t_initial,
+                       s->on_epochs ? "epoch" : "step", of->cycle_mul);
+    *units = len + extra;
     return SV_OK;
 }
 
@@ -237,8 +263,8 @@ static sv_status sched_build_epochs(const sv_train_optim_flags *of, double lr, d
     s->t_initial = epochs > 0 ? epochs : 1;
     SV_TRY(set_cycles_noise(of, seed, s));
     /* timm's create_scheduler_v2: cosine / poly run their cycles (get_cycle_length) + cooldown */
-    int64_t decay = s->cycle_limit > 1 ? sv_lr_sched_cycle_length(s) : s->t_initial;
-    int64_t run_epochs = decay + s->cooldown + (s->warmup_prefix ? s->warmup : 0);
+    int64_t run_epochs = s->t_initial + s->cooldown + (s->warmup_prefix ? s->warmup : 0);
+    if (s->cycle_limit > 1) SV_TRY(cycled_run_length(of, s, s->spe, &run_epochs));
     *total = (long)(run_epochs * s->spe);
     return check_built(of, s, run_epochs - 1);
 }
@@ -271,8 +297,11 @@ sv_status sv_train_sched_build(const sv_train_optim_flags *of, double lr, double
     /* the decay length: what remains after the cooldown and a prefixed warmup */
     s->t_initial = (int64_t)*total - s->cooldown - (s->warmup_prefix ? s->warmup : 0);
     SV_TRY(set_cycles_noise(of, seed, s));
-    if (s->cycle_limit > 1 && s->t_initial > 0) /* no --steps: the cycles of timm's get_cycle_length */
-        *total = (long)(sv_lr_sched_cycle_length(s) + s->cooldown + (s->warmup_prefix ? s->warmup : 0));
+    if (s->cycle_limit > 1 && s->t_initial > 0) { /* no --steps: the cycles of timm's get_cycle_length */
+        int64_t steps_run = 0;
+        SV_TRY(cycled_run_length(of, s, 1, &steps_run));
+        *total = (long)steps_run;
+    }
     if (s->form == SV_WARMUP_TIMM && (s->kind == SV_SCHED_COSINE || s->kind == SV_SCHED_POLY) && s->t_initial <= 0 &&
         *total > 0)
         return SV_FAIL(SV_ERR_INVALID,

@@ -34,8 +34,10 @@ int sv_lr_sched_cycled(const sv_lr_sched *s) {
 int64_t sv_lr_sched_cycle_length(const sv_lr_sched *s) {
     int cycles = cyc_limit(s);
     double m = cyc_mul(s);
-    if (m == 1.0) return s->t_initial * cycles;
-    return (int64_t)floor(-(double)s->t_initial * (pow(m, (double)cycles) - 1.0) / (1.0 - m));
+    double len = m == 1.0 ? (double)s->t_initial * cycles
+                          : floor(-(double)s->t_initial * (pow(m, (double)cycles) - 1.0) / (1.0 - m));
+    if (!(len >= 0 && len < 0x1p62)) return -1; /* not finite, or no int64 holds it */
+    return m == 1.0 ? s->t_initial * cycles : (int64_t)len;
 }
 
 int sv_lr_sched_time_ok(const sv_lr_sched *s, int64_t t) {

@@ -64,7 +64,8 @@ typedef struct sv_lr_sched {
     int64_t cooldown;  /* steps at lr's end value after t_initial (recorded; timm cooldown_epochs) */
     int on_epochs;     /* 1: stepped per epoch; the counts above are epochs (see the top) */
     int64_t spe;       /* on_epochs: optimizer steps per epoch (> 0) */
-    /* cosine, poly (see the top); 0 reads as 1, so a zeroed struct has one cycle and k 1 */
+    /* cosine, poly (see the top); cycle_mul, k_decay and cycle_limit 0 read as 1, so a zeroed
+     * struct has one cycle and k 1 (cycle_decay is used as it is: 0 is timm's legal value) */
     double cycle_mul, cycle_decay, k_decay;
     int cycle_limit;
     sv_noise_kind noise;   /* SV_NOISE_FROM: t >= noise_range[0] x t_initial; SV_NOISE_RANGE: [lo, hi) */
@@ -84,7 +85,8 @@ double sv_lr_sched_at(const sv_lr_sched *s, int64_t step);
 /* Cosine and poly with more than one cycle, a cycle_mul other than 1 or a k_decay other than 1. */
 int sv_lr_sched_cycled(const sv_lr_sched *s);
 /* timm's get_cycle_length() without the warmup: the decay time of cycle_limit cycles, t_initial x
- * cycle_limit, or floor(t_initial (cycle_mul^limit - 1) / (cycle_mul - 1)) as timm writes it. */
+ * cycle_limit, or floor(t_initial (cycle_mul^limit - 1) / (cycle_mul - 1)) as timm writes it;
+ * -1 when that is 2^62 or more (cycle_mul^limit overflows long before any run is that long). */
 int64_t sv_lr_sched_cycle_length(const sv_lr_sched *s);
 /* timm's cycle index for cycle_mul != 1 needs 1 - t (1 - cycle_mul) / t_initial > 0: with
  * cycle_mul < 1 the cycles shrink towards a finite length, past which timm's formula fails.

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/fileio.h"
@@ -123,22 +124,27 @@ sv_status sv_trace_merge(const char *path, int world) {
     sv_status st = sv_fileio_out_write(&out, k_merged_head, sizeof k_merged_head - 1);
     for (int r = 0; r < world; r++) {
         snprintf(part, sizeof part, "%s.rank%d", path, r);
+        struct stat sb;
+        if (st != SV_OK) { /* the merge has failed: the remaining parts of this run go, uncopied */
+            if (lstat(part, &sb) == 0 && S_ISREG(sb.st_mode)) remove(part);
+            continue;
+        }
         int fd;
         uint64_t size;
         /* the guarded open: a FIFO or device planted under the part's name is refused, never read */
         sv_status os = sv_fileio_open_read(part, &fd, &size);
-        if (os != SV_OK) {
-            if (st == SV_OK) st = os;
-            break;
+        if (os != SV_OK) { /* named in the error and left as it is (not a file this run wrote) */
+            st = os;
+            continue;
         }
-        if (st == SV_OK && r) st = sv_fileio_out_write(&out, ",\n", 2);
+        if (r) st = sv_fileio_out_write(&out, ",\n", 2);
         for (uint64_t off = 0; st == SV_OK && off < size; off += sizeof buf) {
             size_t n = size - off < sizeof buf ? (size_t)(size - off) : sizeof buf;
             st = sv_fileio_pread_exact(fd, buf, n, off, part);
             if (st == SV_OK) st = sv_fileio_out_write(&out, buf, n);
         }
         close(fd);
-        remove(part); /* copied, or of no use once a write failed: a part left would refuse the next --trace */
+        remove(part); /* copied, or of no use once the merge failed: a part left would refuse the next --trace */
     }
     if (st == SV_OK) st = sv_fileio_out_write(&out, k_tail, sizeof k_tail - 1);
     if (st == SV_OK) return sv_fileio_out_commit(&out, path); /* removes the temporary on failure */

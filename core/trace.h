@@ -62,9 +62,9 @@ sv_status sv_trace_write_part(const sv_trace *t, const char *path);
  * "<path>.tmp-XXXXXXXX" (sv_fileio_out_open_tmp), synced and renamed over `path`
  * (sv_fileio_out_commit): an earlier trace at `path` stays whole until the new one is complete,
  * whatever stops the merge (a full file system, a crash), and a failed merge removes its
- * temporary. Each part is removed once copied (after a failed write, without copying); a part
- * that cannot be opened (missing, a FIFO, a directory) is an error naming it, and it and the
- * later parts stay. Called by rank 0 after all ranks wrote their parts. */
+ * temporary. Every part that is a regular file is removed, copied or (once the merge has
+ * failed) not; a part that cannot be opened (missing, a FIFO, a directory) is an error naming the
+ * first such part, and is left as it is. Called by rank 0 after all ranks wrote their parts. */
 sv_status sv_trace_merge(const char *path, int world);
 /* Is path an earlier merged trace: a regular file (a symbolic link is not followed, a FIFO never
  * blocks) that starts as sv_trace_merge writes one? For replacing an earlier --trace file and

@@ -220,39 +220,46 @@ static int earlier_output(const char *path, int json) {
                 : sv_fileio_starts_with(path, head, sizeof head - 1);
 }
 
+/* The outputs an evaluation writes into its directory, and DIR/NAME of output i (an error when
+ * DIR is too long). */
+static const char *const k_outputs[] = {"eval.json", "confusion.csv"};
+static sv_status output_path(const char *dir, int i, char *p, size_t cap) {
+    if ((size_t)snprintf(p, cap, "%s/%s", dir, k_outputs[i]) >= cap)
+        return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", dir);
+    return SV_OK;
+}
+
 sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir) {
     char p[4096];
-    static const char *const files[] = {"eval.json", "confusion.csv"};
     for (int i = 0; i < 2; i++) { /* a file is inside the checkpoint exactly when DIR is */
-        if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, files[i]) >= sizeof p)
-            return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", dir);
+        SV_TRY(output_path(dir, i, p, sizeof p));
         SV_TRY(sv_ckpt_out_check(p, ckpt_dir, 0, "eval output"));
         /* an existing file of that name is replaced only when an evaluation wrote it */
         if (access(p, F_OK) == 0 && !earlier_output(p, i == 0))
             return SV_FAIL(SV_ERR_INVALID,
                            "eval output %s exists and is not an earlier evaluation's %s: refusing to replace it; "
                            "remove it or choose another --out",
-                           p, files[i]);
+                           p, k_outputs[i]);
     }
     return SV_OK;
 }
 
-sv_status sv_eval_remove_earlier_outputs(const sv_evaluator *e, const char *dir) {
-    static const char *const files[] = {"eval.json", "confusion.csv"};
-    sv_status st = SV_OK;
-    for (int i = 0; i < 2 && st == SV_OK && e->f->rank == 0; i++) {
+sv_status sv_eval_remove_earlier_outputs(sv_fsdp *f, sv_status st, const char *dir) {
+    /* agreed first: a rank that failed its own checks (node-local data, a model it could not
+     * read) stops every rank before anything is removed */
+    SV_TRY(sv_fsdp_agree(f, st));
+    for (int i = 0; i < 2 && st == SV_OK && f->rank == 0; i++) {
         char p[4096];
         struct stat sb;
-        if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, files[i]) >= sizeof p)
-            st = SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", dir);
-        else if (lstat(p, &sb) != 0 || !S_ISREG(sb.st_mode) || !earlier_output(p, i == 0))
+        st = output_path(dir, i, p, sizeof p);
+        if (st != SV_OK || lstat(p, &sb) != 0 || !S_ISREG(sb.st_mode) || !earlier_output(p, i == 0))
             continue; /* none, or not an evaluation's: left as it is */
-        else if (unlink(p) != 0 && errno != ENOENT)
+        if (unlink(p) != 0 && errno != ENOENT)
             st = SV_FAIL(SV_ERR_IO, "remove the earlier evaluation's %s: %s", p, strerror(errno));
         else
             SV_INFO("removed the earlier evaluation's %s (this evaluation writes its own when it completes)", p);
     }
-    return sv_fsdp_agree(e->f, st);
+    return sv_fsdp_agree(f, st);
 }
 
 sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, int n_labels, const char *src) {

@@ -138,9 +138,11 @@ sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir);
  * results to DIR: call it once every argument and input check has passed, just before the
  * evaluation starts, so that an evaluation that then fails (or is stopped) leaves no earlier
  * result in DIR that would read as its own (a later `shardvit report` of DIR would take it for
- * one); the new files are written at the end (sv_eval_write_outputs). Rank 0 of e->f removes;
- * every rank returns the agreed outcome (collective over e->f's world). */
-sv_status sv_eval_remove_earlier_outputs(const sv_evaluator *e, const char *dir);
+ * one); the new files are written at the end (sv_eval_write_outputs). Collective over f's world:
+ * every rank passes its own status so far (st), and the ranks agree on it first, so a check that
+ * failed on one rank only (node-local storage) removes nothing; then rank 0 removes, and every
+ * rank returns the agreed outcome. */
+sv_status sv_eval_remove_earlier_outputs(sv_fsdp *f, sv_status st, const char *dir);
 
 /* The model's recorded label names (index.json / config.json: labels[0..n_labels), src names
  * where they came from) against the data set's class names: label k of the data set must mean

@@ -3,6 +3,7 @@
 #include "fsdp/agree.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "core/log.h"
 
@@ -43,7 +44,13 @@ sv_status sv_fsdp_agree(sv_fsdp *f, sv_status st) {
     SV_TRY(cs);
     if (f->rank == lowest) return st;
     ((char *)msg)[sizeof msg - 1] = 0;
-    return SV_FAIL((sv_status)msg[0], "%s (reported by rank %lld)", (char *)&msg[1], (long long)lowest);
+    /* a message agreed before (a failure passed through two agreements) names its rank once */
+    char tag[64];
+    snprintf(tag, sizeof tag, " (reported by rank %lld)", (long long)lowest);
+    const char *m = (const char *)&msg[1];
+    size_t n = strlen(m), tn = strlen(tag);
+    if (n >= tn && !strcmp(m + n - tn, tag)) return SV_FAIL((sv_status)msg[0], "%s", m);
+    return SV_FAIL((sv_status)msg[0], "%s%s", m, tag);
 }
 
 sv_status sv_fsdp_world_min_i64(sv_fsdp *f, int64_t *recv, const int64_t *send, size_t n) {

@@ -104,8 +104,8 @@ int main(void) {
 
     size_t en;
     char *earlier = get(out, &en);
-    /* a missing part: an error naming it; the earlier trace whole, no temporary; the part read
-     * before it is removed, the one after it stays (it was never looked at) */
+    /* a missing part: an error naming it; the earlier trace whole, no temporary; the parts before
+     * and after it are removed (a part left would refuse the next --trace) */
     free(write_parts(out, 3, sizes[1], &wn));
     char part[600];
     snprintf(part, sizeof part, "%s.rank1", out);
@@ -117,7 +117,17 @@ int main(void) {
     char *now = get(out, &n);
     CHECK(n == en && !memcmp(now, earlier, en));
     free(now);
-    snprintf(part, sizeof part, "%s.rank2", out);
+    only("trace.json", NULL);
+    /* a FIFO in place of part 1 (not a file of this run): named, left as it is, the others go */
+    free(write_parts(out, 3, sizes[0], &wn));
+    snprintf(part, sizeof part, "%s.rank1", out);
+    CHECK(unlink(part) == 0 && mkfifo(part, 0600) == 0);
+    st = sv_trace_merge(out, 3);
+    printf("FIFO part: %s\n", sv_err_msg());
+    CHECK(st == SV_ERR_INVALID && strstr(sv_err_msg(), part));
+    now = get(out, &n);
+    CHECK(n == en && !memcmp(now, earlier, en));
+    free(now);
     CHECK(exists(part) && unlink(part) == 0);
     only("trace.json", NULL);
     /* the disk full after 50000 bytes of the merged trace (core/fileio.h's write-fault injection):

@@ -5,8 +5,8 @@
 # each), so a failing run (here: an unreadable image in the data) leaves no result that reads as
 # its own, at world 1 and 2. Files eval did not write are never removed: a user's notes in --out
 # stay byte-identical, and a user's eval.json there is refused before anything happens (as
-# before). A run refused at its argument or input checks (a --data that does not exist) removes
-# nothing. A successful evaluation writes its outputs again.
+# before). A run refused at its argument or input checks (a --data that does not exist, on every
+# rank or on one rank only) removes nothing. A successful evaluation writes its outputs again.
 SV=$1
 source "$(dirname "$0")/lib.sh"
 fail() {
@@ -47,6 +47,18 @@ for n in 1 2; do
     echo "ok: world $n"
 done
 cmp -s "$WORK/out1/confusion.csv" "$WORK/out2/confusion.csv" || fail "world 2's confusion.csv differs from world 1's"
+# the data on one rank's storage only (node-local disks; simulated by the two ranks in different
+# working directories, mpiexec -wdir, with a relative --data that exists beside rank 0 only): the
+# ranks agree before removing anything, so both stop promptly and the earlier outputs stay
+mkdir -p "$WORK/n0" "$WORK/n1"
+ln -s "$WORK/data/test" "$WORK/n0/local"
+O=$WORK/out2
+SVABS=$(cd "$(dirname "$SV")" && pwd)/$(basename "$SV")
+expect_fail node_local 40 "$MPIEXEC" -n 1 -wdir "$WORK/n0" "$SVABS" eval $W --data local --batch-size 6 --out "$O" \
+    $COMMON : -n 1 -wdir "$WORK/n1" "$SVABS" eval $W --data local --batch-size 6 --out "$O" $COMMON
+[ -s "$O/eval.json" ] && [ -s "$O/confusion.csv" ] ||
+    fail "a check failed on rank 1 only and rank 0 removed the earlier outputs"
+! grep -q "removed the earlier evaluation" "$WORK/node_local.log" || fail "node_local: a rank removed outputs"
 # a user's eval.json in --out is never removed: refused before the evaluation, byte-identical
 mkdir -p "$WORK/user"
 echo '{"my": "notes"}' >"$WORK/user/eval.json"

@@ -76,6 +76,15 @@ bad "--lr-noise 2: the noise starts at step 8 (x 4, the decay length), after the
 bad "--lr-noise 0.5: the noise range is a fraction of the decay length" --warmup 3 --lr-noise 0.5
 bad "--lr-cycle-mul 0.5 < 1: the cycles shrink towards 8 steps" --steps -1 --epochs 1 --warmup 0 --lr-cycle-limit 3 \
     --lr-cycle-mul 0.5 --cooldown-epochs 2
+# a noise range that holds only step 0 (never noised, as in timm): no noise at all
+bad "--lr-noise 0,0.2: the noise range [0, 0.8) steps (x 4, the decay length) holds no step that is noised" \
+    --steps -1 --epochs 1 --warmup 0 --lr-noise 0,0.2
+# cycles growing past any run (4 x (2^60 - 1) steps: no int64 holds it; it used to wrap to a negative
+# length and train 0 steps with exit 0)
+bad "--lr-cycle-limit 60 with --lr-cycle-mul 2: 60 cycles of 4 steps growing by 2 make a schedule of more than 2^40" \
+    --steps -1 --epochs 1 --warmup 0 --lr-cycle-limit 60 --lr-cycle-mul 2
+bad "--lr-cycle-limit 60 with --lr-cycle-mul 2: 60 cycles of 1 epochs growing by 2" --steps -1 --epochs 1 --warmup 0 \
+    --sched-on-updates 0 --lr-cycle-limit 60 --lr-cycle-mul 2
 bad "--sched cosine with cycles or k-decay: no steps left to decay over" --steps -1 --epochs 1 --warmup 4 \
     --lr-k-decay 2
 
