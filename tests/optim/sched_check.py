@@ -3,6 +3,7 @@
 with a reference (docs/training.md "Learning-rate schedule").
 
 usage: sched_check.py RUN_DIR SPE timm SCHED KEY=VALUE...         timm's scheduler classes, per update
+       sched_check.py --batch FILE       one check per line of FILE: NAME RUN_DIR SPE REF SCHED KEY=VALUE...
        sched_check.py RUN_DIR SPE timm-epochs SCHED KEY=VALUE...  the same, stepped per epoch
        sched_check.py RUN_DIR SPE steps SCHED KEY=VALUE...        shardvit's --warmup-steps form
 
@@ -153,9 +154,9 @@ def steps_lrs(sched, n, kw):
     return out
 
 
-def main():
-    run_dir, spe, ref, sched = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-    kw = {k: conv(v) for k, v in (a.split("=", 1) for a in sys.argv[5:])}
+def check(args):
+    run_dir, spe, ref, sched = args[0], int(args[1]), args[2], args[3]
+    kw = {k: conv(v) for k, v in (a.split("=", 1) for a in args[4:])}
     got = logged(run_dir)
     if ref == "timm":
         want = timm_lrs(sched, spe, kw)
@@ -176,6 +177,22 @@ def main():
     for k, g, w in bad[:5]:
         print(f"  step {k}: shardvit {g!r}, reference {w!r}")
     return 1 if bad else 0
+
+
+def main():
+    if sys.argv[1] != "--batch":
+        return check(sys.argv[1:])
+    # --batch FILE: one check per line, "NAME RUN_DIR SPE REF SCHED KEY=VALUE...", in one process
+    # (timm and torch imported once); every line is checked, exit 1 when any failed
+    failed = []
+    for line in open(sys.argv[2]):
+        name, *args = line.split()
+        print(f"{name}: ", end="", flush=True)
+        if check(args):
+            failed.append(name)
+    if failed:
+        print(f"FAIL: {len(failed)} schedules differ from their reference: {' '.join(failed)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
