@@ -1,5 +1,5 @@
-/* Checkpointing inside `shardvit train` (periodic/final save, resume, --init-from,
- * --dump-logits); the offline subcommands reshard/export/import are in cmd_ckpt.c too. */
+/* Checkpointing inside `shardvit train` (periodic/final save, resume, --init-from); the offline
+ * subcommands reshard/export/import are in cmd_ckpt.c too. */
 #ifndef SV_APP_CMD_CKPT_H
 #define SV_APP_CMD_CKPT_H
 

@@ -1,13 +1,10 @@
 /* shardvit train: FSDP training loop (data -> micro-steps -> optimizer -> logs/outputs). */
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "app/commands.h"
 #include "app/cpu_peak.h"
@@ -23,14 +20,12 @@
 #include "app/xform.h"
 #include "app/aug_flags.h"
 #include "app/train_optim.h"
+#include "app/train_outputs.h"
 #include "fsdp/optim.h"
 #include "core/fileio.h"
 #include "core/log.h"
-#include "core/trace.h"
 #include "data/loader.h"
-#include "ckpt/ckpt_out.h"
 #include "fsdp/agree.h"
-#include "formats/safetensors.h"
 
 typedef struct train_opts {
     sv_run_opts run;
@@ -49,7 +44,7 @@ typedef struct train_opts {
     long long debug_nan_step;
     int debug_nan_rank;
     const char *ckpt_dir, *resume, *init_from; /* app/cmd_ckpt.h */
-    const char *dump_logits;                   /* --dump-logits (dump_logits) */
+    const char *dump_logits;                   /* --dump-logits (app/train_outputs.h) */
     int ckpt_every, keep;
     double ckpt_minutes;                          /* --ckpt-every-minutes */
     int async_ckpt;                               /* --async-ckpt */
@@ -357,48 +352,6 @@ static void log_summary(const trainer *t) {
             sv_fsdp_persistent_bytes(&r->fsdp), sv_fsdp_persistent_bytes(&r->fsdp) / 16, r->fsdp.ctr.max_live_gathered);
 }
 
-/* --dump-logits (collective): forward the first evaluation-transform batch of the loader
- * described by `train_lo` (training data, identity order) and have rank 0 write PATH as
- * safetensors with "images" (B, C, H, W) F32, "labels" (B) I32 and "logits" (B, K) F32 of its
- * micro-batch. */
-static sv_status dump_logits(sv_run *r, const sv_loader_opts *train_lo, const char *path) {
-    sv_loader_opts lo = *train_lo;
-    lo.mode = SV_TRANSFORM_EVAL;
-    lo.mixup_alpha = lo.cutmix_alpha = 0;
-    const sv_vit_config *c = &r->vcfg;
-    int B = r->micro_batch, K = c->num_classes;
-    size_t img = (size_t)B * c->in_chans * c->img * c->img;
-    sv_loader *ld;
-    SV_TRY(sv_loader_create(&lo, &ld));
-    const sv_batch *b = NULL;
-    sv_eval_bufs eb = sv_run_eval_bufs(r); /* the run's micro-batch buffers, as evaluation uses them */
-    float *d_img = eb.images, *d_f32 = eb.logits32, *logits = malloc((size_t)B * K * 4);
-    sv_status st = sv_loader_next(ld, &b);
-    if (st == SV_OK && !b) st = SV_FAIL(SV_ERR_INVALID, "--dump-logits: the data set yields no batch");
-    if (st == SV_OK && !logits) st = SV_FAIL(SV_ERR_OOM, "logits");
-    if (st == SV_OK) st = sv_be_upload(r->be, d_img, b->images, img * 4);
-    if (st == SV_OK) st = sv_fsdp_forward(&r->fsdp, d_img);
-    if (st == SV_OK) {
-        if (sv_be_compute_elem_size(r->be) == 4)
-            st = sv_be_download(r->be, logits, r->model.logits, (size_t)B * K * 4);
-        else {
-            st = sv_be_compute_to_f32(r->be, d_f32, r->model.logits, (size_t)B * K);
-            if (st == SV_OK) st = sv_be_download(r->be, logits, d_f32, (size_t)B * K * 4);
-        }
-    }
-    if (st == SV_OK && r->rank == 0) {
-        int64_t si[4] = {B, c->in_chans, c->img, c->img}, sl[2] = {B, K}, sb[1] = {B};
-        sv_st_entry e[3] = {{"images", SV_ST_F32, 4, si, b->images},
-                            {"labels", SV_ST_I32, 1, sb, b->labels},
-                            {"logits", SV_ST_F32, 2, sl, logits}};
-        st = sv_safetensors_write(path, e, 3, NULL, 0, NULL, NULL);
-        if (st == SV_OK) SV_INFO("dump-logits: %d images of rank 0 and their logits -> %s", B, path);
-    }
-    free(logits);
-    sv_loader_destroy(ld);
-    return st;
-}
-
 /* After the last step: final checkpoint, final evaluation and its outputs, --save-params,
  * --dump-logits, the closing line. */
 static sv_status finish(trainer *t) {
@@ -416,7 +369,7 @@ static sv_status finish(trainer *t) {
         SV_TRY(st);
     }
     if (o->ema.save_path) SV_TRY(sv_train_ema_save_params(r, o->ema.save_path));
-    if (o->dump_logits) SV_TRY(dump_logits(r, &t->lo, o->dump_logits));
+    if (o->dump_logits) SV_TRY(sv_train_outputs_dump_logits(r, &t->lo, o->dump_logits));
     sv_loader_stats ls;
     sv_loader_stats_get(t->ld, &ls);
     struct rusage ru;
@@ -512,93 +465,6 @@ static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
     }
     sv_status cs = close_trainer(&t);
     return st != SV_OK ? st : cs;
-}
-
-/* Is path an earlier --save-params / --save-ema-params dump of this model: a regular file (a
- * symbolic link is not followed) of exactly 4 bytes per parameter (*(const size_t *)params)? The
- * dump is raw fp32 with no header, so its size is all there is to recognise it by: a user's file
- * of another size, a safetensors file or a dump of another model is never replaced. */
-static int earlier_dump(const char *path, const void *params) {
-    uint64_t n = *(const size_t *)params;
-    struct stat sb;
-    return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == 4 * n;
-}
-
-/* Is path an earlier --dump-logits file: a regular file (a symbolic link is not followed; the
- * safetensors reader refuses a FIFO without blocking) in safetensors format that holds exactly
- * the tensors dump_logits writes, "images" F32 (B, C, H, W), "labels" I32 (B) and "logits" F32
- * (B, K)? A model's weights, or any other safetensors or other file, is never replaced. */
-static int earlier_logits(const char *path, const void *unused) {
-    (void)unused;
-    struct stat sb;
-    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
-    sv_st_file f;
-    if (sv_safetensors_open(&f, path) != SV_OK) {
-        sv_err_clear();
-        return 0;
-    }
-    const sv_st_tensor *im = sv_safetensors_find(&f, "images"), *lb = sv_safetensors_find(&f, "labels"),
-                       *lg = sv_safetensors_find(&f, "logits");
-    int ok = f.n_tensors == 3 && im && lb && lg && im->dtype == SV_ST_F32 && im->ndim == 4 && lb->dtype == SV_ST_I32 &&
-        lb->ndim == 1 && lg->dtype == SV_ST_F32 && lg->ndim == 2 && im->shape[0] == lb->shape[0] &&
-        lg->shape[0] == lb->shape[0];
-    sv_safetensors_close(&f);
-    return ok;
-}
-
-/* Rank 0, before training: --out and --ckpt-dir pass the run-directory rules and are locked
- * (app/run_dir.h), config.toml records the resolved flags. params: the model's parameter count. */
-static sv_status prepare_out(const train_opts *o, const sv_flag *flags, int world, size_t params,
-                             sv_run_lock locks[2]) {
-    if (o->out) {
-        SV_TRY(sv_run_dir_check(o->out, "--out", o->resume != NULL));
-        SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
-    }
-    if (o->ckpt_dir) {
-        SV_TRY(sv_run_dir_check(o->ckpt_dir, "--ckpt-dir", o->resume != NULL));
-        SV_TRY(sv_run_dir_lock(o->ckpt_dir, &locks[1]));
-    }
-    /* files written at the end: refused now rather than after the training (a FIFO would block
-     * the open, a device would be written, a user's file replaced) */
-    static const char dump_kind[] = "parameter dump of this model (4 bytes per parameter)";
-    if (o->save_params)
-        SV_TRY(sv_ckpt_out_check_earlier(o->save_params, "--save-params", earlier_dump, &params, dump_kind));
-    if (o->dump_logits)
-        SV_TRY(sv_ckpt_out_check_earlier(o->dump_logits, "--dump-logits", earlier_logits, NULL,
-                                         "logits dump (a safetensors file of images, labels and logits)"));
-    if (o->ema.save_path)
-        SV_TRY(sv_ckpt_out_check_earlier(o->ema.save_path, "--save-ema-params", earlier_dump, &params, dump_kind));
-    char p[4096];
-    if (o->run.trace) {
-        SV_TRY(sv_ckpt_out_check_earlier(o->run.trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace"));
-        for (int r = 0; r < world; r++) {
-            snprintf(p, sizeof p, "%s.rank%d", o->run.trace, r);
-            SV_TRY(sv_ckpt_out_check(p, NULL, 1, "--trace part"));
-        }
-    }
-    if (!o->out) return SV_OK;
-    static const char *const mine[] = {"config.toml", "metrics.jsonl", "classes.txt", "eval.json", "confusion.csv"};
-    for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", o->out, mine[i]);
-        SV_TRY(sv_ckpt_out_check(p, NULL, 0, "run directory file"));
-    }
-    snprintf(p, sizeof p, "%s/config.toml", o->out);
-    FILE *cf;
-    SV_TRY(sv_fileio_fopen_write(p, SV_FILEIO_TRUNC, &cf));
-    sv_flags_dump(flags, cf);
-    int bad = ferror(cf);
-    bad |= fclose(cf) != 0;
-    if (bad) return SV_FAIL(SV_ERR_IO, "cannot write %s: %s", p, strerror(errno));
-    return SV_OK;
-}
-
-/* *path, when relative, becomes the working directory joined with it (in buf, PATH_MAX bytes;
- * no link is resolved). Returns -1 to go on, else the usage-error exit code. */
-static int make_absolute(const char *flag, const char **path, char *buf) {
-    if (!*path || !**path || **path == '/') return -1;
-    if (sv_fileio_absolute(*path, buf) != SV_OK) return sv_cmd_usage_error("train", "%s: %s", flag, sv_err_msg());
-    *path = buf;
-    return -1;
 }
 
 int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
@@ -736,12 +602,11 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     o.flags = flags;
-    /* a relative --out or --ckpt-dir is used, and recorded in config.toml, as an absolute path:
-     * `report` finds the checkpoints from any working directory, and `--config RUN/config.toml
-     * --resume auto` continues the run in place from anywhere */
+    /* a relative --out or --ckpt-dir is used, and recorded in config.toml, as an absolute path
+     * (app/train_outputs.h) */
     char out_abs[PATH_MAX], ckpt_abs[PATH_MAX];
-    if ((rc = make_absolute("--out", &o.out, out_abs)) >= 0 ||
-        (rc = make_absolute("--ckpt-dir", &o.ckpt_dir, ckpt_abs)) >= 0)
+    if ((rc = sv_train_outputs_absolute("--out", &o.out, out_abs)) >= 0 ||
+        (rc = sv_train_outputs_absolute("--ckpt-dir", &o.ckpt_dir, ckpt_abs)) >= 0)
         return rc;
     if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic"))
         return sv_cmd_usage_error("train", "--interp: invalid value '%s' (expected bilinear or bicubic)", o.xf.interp);
@@ -778,9 +643,18 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                          (uint64_t)o.run.seed);
         r.model.loss = (sv_vit_loss){.bce = o.bce, .bce_sum = o.bce_sum, .bce_thresh = (float)o.bce_thresh};
     }
-    if (st == SV_OK)
-        st = sv_fsdp_agree(
-            &r.fsdp, proc->rank == 0 ? prepare_out(&o, flags, proc->world, sv_vit_param_count(&r.vcfg), locks) : SV_OK);
+    if (st == SV_OK) {
+        sv_train_outputs outs = {.out = o.out,
+                                 .ckpt_dir = o.ckpt_dir,
+                                 .resuming = o.resume != NULL,
+                                 .save_params = o.save_params,
+                                 .save_ema_params = o.ema.save_path,
+                                 .dump_logits = o.dump_logits,
+                                 .trace = o.run.trace,
+                                 .world = proc->world,
+                                 .params = sv_vit_param_count(&r.vcfg)};
+        st = sv_fsdp_agree(&r.fsdp, proc->rank == 0 ? sv_train_outputs_prepare(&outs, flags, locks) : SV_OK);
+    }
     train_end end = {0};
     if (st == SV_OK) st = train(&r, &o, &end);
     if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace);

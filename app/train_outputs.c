@@ -1,0 +1,136 @@
+/* shardvit train: the run's output paths, checked and prepared before training, and the
+ * --dump-logits file (app/train_outputs.h). */
+#include "app/train_outputs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt/ckpt_out.h"
+#include "core/fileio.h"
+#include "core/log.h"
+#include "core/trace.h"
+#include "formats/safetensors.h"
+
+int sv_train_outputs_absolute(const char *flag, const char **path, char *buf) {
+    if (!*path || !**path || **path == '/') return -1;
+    if (sv_fileio_absolute(*path, buf) != SV_OK) return sv_cmd_usage_error("train", "%s: %s", flag, sv_err_msg());
+    *path = buf;
+    return -1;
+}
+
+/* Is path an earlier --save-params / --save-ema-params dump of this model: a regular file (a
+ * symbolic link is not followed) of exactly 4 bytes per parameter (*(const size_t *)params)? The
+ * dump is raw fp32 with no header, so its size is all there is to recognise it by: a user's file
+ * of another size, a safetensors file or a dump of another model is never replaced. */
+static int earlier_dump(const char *path, const void *params) {
+    uint64_t n = *(const size_t *)params;
+    struct stat sb;
+    return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == 4 * n;
+}
+
+/* Is path an earlier --dump-logits file: a regular file (a symbolic link is not followed; the
+ * safetensors reader refuses a FIFO without blocking) in safetensors format that holds exactly
+ * the tensors sv_train_outputs_dump_logits writes, "images" F32 (B, C, H, W), "labels" I32 (B)
+ * and "logits" F32 (B, K)? A model's weights, or any other safetensors or other file, is never
+ * replaced. */
+static int earlier_logits(const char *path, const void *unused) {
+    (void)unused;
+    struct stat sb;
+    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
+    sv_st_file f;
+    if (sv_safetensors_open(&f, path) != SV_OK) {
+        sv_err_clear();
+        return 0;
+    }
+    const sv_st_tensor *im = sv_safetensors_find(&f, "images"), *lb = sv_safetensors_find(&f, "labels"),
+                       *lg = sv_safetensors_find(&f, "logits");
+    int ok = f.n_tensors == 3 && im && lb && lg && im->dtype == SV_ST_F32 && im->ndim == 4 && lb->dtype == SV_ST_I32 &&
+        lb->ndim == 1 && lg->dtype == SV_ST_F32 && lg->ndim == 2 && im->shape[0] == lb->shape[0] &&
+        lg->shape[0] == lb->shape[0];
+    sv_safetensors_close(&f);
+    return ok;
+}
+
+sv_status sv_train_outputs_prepare(const sv_train_outputs *o, const sv_flag *flags, sv_run_lock locks[2]) {
+    if (o->out) {
+        SV_TRY(sv_run_dir_check(o->out, "--out", o->resuming));
+        SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
+    }
+    if (o->ckpt_dir) {
+        SV_TRY(sv_run_dir_check(o->ckpt_dir, "--ckpt-dir", o->resuming));
+        SV_TRY(sv_run_dir_lock(o->ckpt_dir, &locks[1]));
+    }
+    /* files written at the end: refused now rather than after the training (a FIFO would block
+     * the open, a device would be written, a user's file replaced) */
+    static const char dump_kind[] = "parameter dump of this model (4 bytes per parameter)";
+    if (o->save_params)
+        SV_TRY(sv_ckpt_out_check_earlier(o->save_params, "--save-params", earlier_dump, &o->params, dump_kind));
+    if (o->dump_logits)
+        SV_TRY(sv_ckpt_out_check_earlier(o->dump_logits, "--dump-logits", earlier_logits, NULL,
+                                         "logits dump (a safetensors file of images, labels and logits)"));
+    if (o->save_ema_params)
+        SV_TRY(sv_ckpt_out_check_earlier(o->save_ema_params, "--save-ema-params", earlier_dump, &o->params, dump_kind));
+    char p[4096];
+    if (o->trace) {
+        SV_TRY(sv_ckpt_out_check_earlier(o->trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace"));
+        for (int r = 0; r < o->world; r++) {
+            snprintf(p, sizeof p, "%s.rank%d", o->trace, r);
+            SV_TRY(sv_ckpt_out_check(p, NULL, 1, "--trace part"));
+        }
+    }
+    if (!o->out) return SV_OK;
+    static const char *const mine[] = {"config.toml", "metrics.jsonl", "classes.txt", "eval.json", "confusion.csv"};
+    for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", o->out, mine[i]);
+        SV_TRY(sv_ckpt_out_check(p, NULL, 0, "run directory file"));
+    }
+    snprintf(p, sizeof p, "%s/config.toml", o->out);
+    FILE *cf;
+    SV_TRY(sv_fileio_fopen_write(p, SV_FILEIO_TRUNC, &cf));
+    sv_flags_dump(flags, cf);
+    int bad = ferror(cf);
+    bad |= fclose(cf) != 0;
+    if (bad) return SV_FAIL(SV_ERR_IO, "cannot write %s: %s", p, strerror(errno));
+    return SV_OK;
+}
+
+sv_status sv_train_outputs_dump_logits(sv_run *r, const sv_loader_opts *train_lo, const char *path) {
+    sv_loader_opts lo = *train_lo;
+    lo.mode = SV_TRANSFORM_EVAL;
+    lo.mixup_alpha = lo.cutmix_alpha = 0;
+    const sv_vit_config *c = &r->vcfg;
+    int B = r->micro_batch, K = c->num_classes;
+    size_t img = (size_t)B * c->in_chans * c->img * c->img;
+    sv_loader *ld;
+    SV_TRY(sv_loader_create(&lo, &ld));
+    const sv_batch *b = NULL;
+    sv_eval_bufs eb = sv_run_eval_bufs(r); /* the run's micro-batch buffers, as evaluation uses them */
+    float *d_img = eb.images, *d_f32 = eb.logits32, *logits = malloc((size_t)B * K * 4);
+    sv_status st = sv_loader_next(ld, &b);
+    if (st == SV_OK && !b) st = SV_FAIL(SV_ERR_INVALID, "--dump-logits: the data set yields no batch");
+    if (st == SV_OK && !logits) st = SV_FAIL(SV_ERR_OOM, "logits");
+    if (st == SV_OK) st = sv_be_upload(r->be, d_img, b->images, img * 4);
+    if (st == SV_OK) st = sv_fsdp_forward(&r->fsdp, d_img);
+    if (st == SV_OK) {
+        if (sv_be_compute_elem_size(r->be) == 4)
+            st = sv_be_download(r->be, logits, r->model.logits, (size_t)B * K * 4);
+        else {
+            st = sv_be_compute_to_f32(r->be, d_f32, r->model.logits, (size_t)B * K);
+            if (st == SV_OK) st = sv_be_download(r->be, logits, d_f32, (size_t)B * K * 4);
+        }
+    }
+    if (st == SV_OK && r->rank == 0) {
+        int64_t si[4] = {B, c->in_chans, c->img, c->img}, sl[2] = {B, K}, sb[1] = {B};
+        sv_st_entry e[3] = {{"images", SV_ST_F32, 4, si, b->images},
+                            {"labels", SV_ST_I32, 1, sb, b->labels},
+                            {"logits", SV_ST_F32, 2, sl, logits}};
+        st = sv_safetensors_write(path, e, 3, NULL, 0, NULL, NULL);
+        if (st == SV_OK) SV_INFO("dump-logits: %d images of rank 0 and their logits -> %s", B, path);
+    }
+    free(logits);
+    sv_loader_destroy(ld);
+    return st;
+}
