@@ -36,6 +36,7 @@
 #include "core/rng.h"
 #include "core/trace.h"
 #include "data/loader.h"
+#include "fsdp/agree.h"
 
 typedef struct bench_opts {
     sv_run_opts run;
@@ -155,34 +156,20 @@ static sv_status check_outputs(const bench_opts *o, int world) {
 }
 
 /* All ranks agree on the outcome of check_outputs before any of them goes on, as train agrees on
- * its output checks (fsdp/agree.h): ranks on node-local storage can see different files at one
- * path, and a rank that stopped alone would leave the others waiting in their first collective
- * until the communication timeout. When some rank failed, every rank returns the lowest failing
- * rank's status and message ("... (reported by rank R)" on the others), so all exit together.
- * Collective over a world communicator of its own (host memory, as calibrate's). */
+ * its output checks: ranks on node-local storage can see different files at one path, and a rank
+ * that stopped alone would leave the others waiting in their first collective until the
+ * communication timeout. When some rank failed, every rank returns the lowest failing rank's
+ * status and message ("... (reported by rank R)" on the others), so all exit together
+ * (fsdp/agree.h sv_fsdp_agree_comm). Collective over a world communicator of its own (host
+ * memory, as calibrate's). */
 static sv_status agree_outputs(const bench_opts *o, const sv_proc *p, sv_status st) {
     if (p->world == 1) return st;
-    enum { N = 8192 };
-    char msg[N + 8] = {0}; /* this rank's status (8 bytes) and message, sent when it is the lowest */
-    if (st != SV_OK) {
-        int64_t code = st;
-        memcpy(msg, &code, 8);
-        snprintf(msg + 8, N, "%s", sv_err_msg());
-    }
     sv_comm_config cc = sv_env_comm_config(o->run.comm_timeout);
     sv_comm *cm;
     SV_TRY(sv_comm_create_world(&cc, &cm));
-    int64_t lowest = st != SV_OK ? p->rank : p->world; /* the lowest failing rank, or world */
-    sv_status cs = sv_comm_all_reduce_sync(cm, &lowest, 1, SV_COMM_I64, SV_COMM_MIN);
-    if (cs == SV_OK && lowest < p->world) cs = sv_comm_broadcast_sync(cm, msg, sizeof msg, SV_COMM_U8, (int)lowest);
+    st = sv_fsdp_agree_comm(cm, NULL, st);
     sv_comm_destroy(cm);
-    SV_TRY(cs);
-    if (lowest == p->world) return SV_OK;
-    int64_t code;
-    memcpy(&code, msg, 8);
-    msg[sizeof msg - 1] = 0;
-    if (p->rank == lowest) return SV_FAIL((sv_status)code, "%s", msg + 8);
-    return SV_FAIL((sv_status)code, "%s (reported by rank %lld)", msg + 8, (long long)lowest);
+    return st;
 }
 
 static int resolve_threads(const bench_opts *o, const sv_proc *p) {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* Per-thread error state: like errno, the one deliberate piece of thread-local state. */
-static _Thread_local char tl_msg[1024];
+static _Thread_local char tl_msg[SV_ERR_MSG_CAP];
 static _Thread_local char tl_trace[512];
 
 const char *sv_status_str(sv_status s) {

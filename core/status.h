@@ -35,7 +35,10 @@ sv_status sv_fail_at(sv_status code, const char *file, int line, const char *fmt
 /* Append a propagation frame ("at file:line") to the calling thread's error trace. */
 void sv_err_frame(const char *file, int line);
 
-/* The calling thread's last error message (never NULL; "" if none). */
+/* Bytes of the calling thread's error message buffer, its NUL included: a longer message is cut. */
+#define SV_ERR_MSG_CAP 1024
+
+/* The calling thread's last error message (never NULL; "" if none; < SV_ERR_MSG_CAP bytes). */
 const char *sv_err_msg(void);
 /* The propagation trace "a.c:10 <- b.c:20" (never NULL). */
 const char *sv_err_trace(void);

@@ -10,6 +10,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/repeat.h"
 #include "data/synth.h"
 
 /* Largest file accepted as one image (ImageFolder file or tar member): a JPEG at the 89.5 M-pixel
@@ -220,38 +221,8 @@ const char *sv_class_name_problem(const char *s, size_t len) {
     return NULL;
 }
 
-/* A name and its line (0-based), sorted by name, equal names by line. */
-typedef struct named_line {
-    const char *name;
-    int line;
-} named_line;
-
-static int by_name_then_line(const void *a, const void *b) {
-    const named_line *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : (x->line > y->line) - (x->line < y->line);
-}
-
-/* The earliest line that repeats an earlier name: *again, the line of the name's first
- * occurrence *first (0-based) and *found = 1, else *found = 0. Sorted by name then line, the
- * equal names lie side by side, each run in line order: the run's second entry is the first
- * repeat of its name, and a later entry of the run repeats it later. */
-static sv_status find_repeat(char *const *names, int n, int *first, int *again, int *found) {
-    *found = 0, *first = *again = 0;
-    named_line *by = malloc((size_t)n * sizeof *by);
-    if (!by) return SV_FAIL(SV_ERR_OOM, "%d class names", n);
-    for (int i = 0; i < n; i++) by[i] = (named_line){names[i], i};
-    qsort(by, (size_t)n, sizeof *by, by_name_then_line);
-    for (int i = 1, run = 0; i < n; i++) {
-        if (strcmp(by[run].name, by[i].name)) { /* a new name: its run starts here */
-            run = i;
-            continue;
-        }
-        if (!*found || by[i].line < *again) *found = 1, *first = by[run].line, *again = by[i].line;
-    }
-    free(by);
-    return SV_OK;
-}
+/* Two class names (elements of the name array) compared as text. */
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 sv_status sv_classes_read(const char *path, char ***names, int *n) {
     char *text;
@@ -292,15 +263,16 @@ sv_status sv_classes_read(const char *path, char ***names, int *n) {
         }
         arr[k] = p;
     }
-    int first = 0, again = 0, found;
-    sv_status st = find_repeat(arr, k, &first, &again, &found);
-    if (st == SV_OK && found) {
+    /* the earliest line that repeats an earlier name, named with the name's first line */
+    size_t first, again;
+    int found = sv_first_repeat(arr, (size_t)k, sizeof *arr, by_name, &first, &again);
+    if (found) {
         char e[SV_ESC_CAP];
-        st = SV_FAIL(SV_ERR_FORMAT,
-                     "class list %s: line %d repeats the name \"%s\" of line %d (class names must differ)", path,
-                     again + 1, sv_log_esc(arr[again], e, sizeof e), first + 1);
-    }
-    if (st != SV_OK) {
+        sv_status st = found < 0
+            ? SV_FAIL(SV_ERR_OOM, "%d class names", k)
+            : SV_FAIL(SV_ERR_FORMAT,
+                      "class list %s: line %d repeats the name \"%s\" of line %d (class names must differ)", path,
+                      (int)again + 1, sv_log_esc(arr[again], e, sizeof e), (int)first + 1);
         free(arr);
         return st;
     }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/repeat.h"
 #include "data/dataset_impl.h"
 
 static uint64_t parse_num(const uint8_t *f, int n, int *ok) {
@@ -217,19 +218,16 @@ static sv_status scan_shard(sv_dataset *d, const char *shard, uint32_t sh, int f
     return s;
 }
 
-/* A shard file, identified by (st_dev, st_ino) of its open descriptor, and its place in the
- * pattern's expansion; sorted by file, the places of one file in order. */
+/* A shard file, identified by (st_dev, st_ino) of its open descriptor. */
 typedef struct shard_id {
     dev_t dev;
     ino_t ino;
-    size_t at;
 } shard_id;
 
-static int by_file_then_place(const void *a, const void *b) {
+static int by_file(const void *a, const void *b) {
     const shard_id *x = a, *y = b;
     if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
-    if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
-    return (x->at > y->at) - (x->at < y->at);
+    return (x->ino > y->ino) - (x->ino < y->ino);
 }
 
 /* Every shard of the pattern must be a different file: a repeated brace item ("{a,a}"), two
@@ -247,19 +245,13 @@ static sv_status check_distinct(const char *pattern, char *const *files, const i
             free(id);
             return s;
         }
-        id[i] = (shard_id){st.st_dev, st.st_ino, i};
+        id[i] = (shard_id){st.st_dev, st.st_ino};
     }
-    qsort(id, nf, sizeof *id, by_file_then_place);
-    size_t first = 0, again = 0;
-    for (size_t i = 1, run = 0; i < nf; i++) {
-        if (id[run].dev != id[i].dev || id[run].ino != id[i].ino) { /* another file: its run starts here */
-            run = i;
-            continue;
-        }
-        if (!again || id[i].at < again) first = id[run].at, again = id[i].at;
-    }
+    size_t first, again;
+    int found = sv_first_repeat(id, nf, sizeof *id, by_file, &first, &again);
     free(id);
-    if (!again) return SV_OK;
+    if (found < 0) return SV_FAIL(SV_ERR_OOM, "tar shards");
+    if (!found) return SV_OK;
     return SV_FAIL(SV_ERR_INVALID,
                    "tar shards %s: shard %zu (%s) is the same file as shard %zu (%s): its samples would be read "
                    "more than once per epoch (name each shard once)",

@@ -1,5 +1,5 @@
-/* Host values and statuses agreed over f->world (fsdp/agree.h). Host values go through device
- * memory: NCCL needs device buffers. */
+/* Host values and statuses agreed over a communicator (fsdp/agree.h). With a staging backend the
+ * host values go through its device memory: NCCL needs device buffers. */
 #include "fsdp/agree.h"
 
 #include <stdio.h>
@@ -7,42 +7,57 @@
 
 #include "core/log.h"
 
-static sv_status coll_i64(sv_fsdp *f, int op /* 0 all_reduce MIN, 1 all_gather */, int64_t *recv, const int64_t *send,
-                          size_t n) {
-    size_t out_n = op ? n * (size_t)f->world_size : n;
+enum { COLL_MIN, COLL_GATHER, COLL_BCAST };
+
+/* One int64 collective on host buffers: COLL_MIN (all-reduce MIN of send[0 .. n) into recv),
+ * COLL_GATHER (all-gather: recv holds n values per rank) or COLL_BCAST (root's send into recv),
+ * staged through be's device memory unless be is NULL. */
+static sv_status coll_i64(sv_comm *c, sv_backend *be, int op, int root, int64_t *recv, const int64_t *send, size_t n) {
+    size_t out_n = op == COLL_GATHER ? n * (size_t)sv_comm_size(c) : n;
+    int64_t *r = recv; /* the collective's buffers: the host's, or be's staging */
+    const int64_t *s = send;
     void *d = NULL;
-    SV_TRY(sv_be_alloc(f->be, (out_n + n) * 8, &d));
-    int64_t *dr = d, *ds = dr + out_n;
+    sv_status st = SV_OK;
+    if (be) {
+        SV_TRY(sv_be_alloc(be, (op == COLL_GATHER ? out_n + n : n) * 8, &d));
+        int64_t *ds = op == COLL_GATHER ? (int64_t *)d + out_n : d;
+        st = sv_be_upload(be, ds, send, n * 8);
+        r = d, s = ds;
+    } else if (op != COLL_GATHER && recv != send) {
+        memcpy(recv, send, n * 8); /* MIN and broadcast work in place */
+    }
     sv_comm_req req;
-    sv_status st = sv_be_upload(f->be, op ? (void *)ds : (void *)dr, send, n * 8);
-    if (st == SV_OK && op == 0) st = sv_comm_all_reduce(f->world, dr, n, SV_COMM_I64, SV_COMM_MIN, &req);
-    if (st == SV_OK && op == 1) st = sv_comm_all_gather(f->world, dr, ds, n, SV_COMM_I64, &req);
-    if (st == SV_OK) st = sv_comm_wait(f->world, &req);
-    if (st == SV_OK) st = sv_be_download(f->be, recv, dr, out_n * 8);
-    sv_be_free(f->be, d);
+    if (st == SV_OK) {
+        if (op == COLL_MIN)
+            st = sv_comm_all_reduce(c, r, n, SV_COMM_I64, SV_COMM_MIN, &req);
+        else if (op == COLL_GATHER)
+            st = sv_comm_all_gather(c, r, s, n, SV_COMM_I64, &req);
+        else
+            st = sv_comm_broadcast(c, r, n, SV_COMM_I64, root, &req);
+    }
+    if (st == SV_OK) st = sv_comm_wait(c, &req);
+    if (be) {
+        if (st == SV_OK) st = sv_be_download(be, recv, r, out_n * 8);
+        sv_be_free(be, d);
+    }
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return st;
 }
 
-sv_status sv_fsdp_agree(sv_fsdp *f, sv_status st) {
-    int64_t v = st != SV_OK ? f->rank : f->world_size, lowest;
-    SV_TRY(coll_i64(f, 0, &lowest, &v, 1));
-    if (lowest == f->world_size) return SV_OK;
+sv_status sv_fsdp_agree_comm(sv_comm *c, sv_backend *stage, sv_status st) {
+    int rank = sv_comm_rank(c), world = sv_comm_size(c);
+    int64_t v = st != SV_OK ? rank : world, lowest;
+    SV_TRY(coll_i64(c, stage, COLL_MIN, 0, &lowest, &v, 1));
+    if (lowest == world) return SV_OK;
     /* The failing rank's status and message, so every rank reports the same cause. */
-    enum { N = 1024 / 8 };
+    enum { N = 1 + SV_ERR_MSG_CAP / 8 };
     int64_t msg[N] = {0};
-    if (f->rank == lowest) {
+    if (rank == lowest) {
         msg[0] = st;
         snprintf((char *)&msg[1], sizeof msg - 8, "%s", sv_err_msg());
     }
-    void *d = NULL;
-    SV_TRY(sv_be_alloc(f->be, sizeof msg, &d));
-    sv_status cs = sv_be_upload(f->be, d, msg, sizeof msg);
-    if (cs == SV_OK) cs = sv_comm_broadcast_sync(f->world, d, N, SV_COMM_I64, (int)lowest);
-    if (cs == SV_OK) cs = sv_be_download(f->be, msg, d, sizeof msg);
-    sv_be_free(f->be, d);
-    SV_TRY(cs);
-    if (f->rank == lowest) return st;
+    SV_TRY(coll_i64(c, stage, COLL_BCAST, (int)lowest, msg, msg, N));
+    if (rank == lowest) return st;
     ((char *)msg)[sizeof msg - 1] = 0;
     /* a message agreed before (a failure passed through two agreements) names its rank once */
     char tag[64];
@@ -53,10 +68,12 @@ sv_status sv_fsdp_agree(sv_fsdp *f, sv_status st) {
     return SV_FAIL((sv_status)msg[0], "%s%s", m, tag);
 }
 
+sv_status sv_fsdp_agree(sv_fsdp *f, sv_status st) { return sv_fsdp_agree_comm(f->world, f->be, st); }
+
 sv_status sv_fsdp_world_min_i64(sv_fsdp *f, int64_t *recv, const int64_t *send, size_t n) {
-    return coll_i64(f, 0, recv, send, n);
+    return coll_i64(f->world, f->be, COLL_MIN, 0, recv, send, n);
 }
 
 sv_status sv_fsdp_world_gather_i64(sv_fsdp *f, int64_t *recv, const int64_t *send, size_t n) {
-    return coll_i64(f, 1, recv, send, n);
+    return coll_i64(f->world, f->be, COLL_GATHER, 0, recv, send, n);
 }
