@@ -8,6 +8,12 @@
 /* Per-thread error state: like errno, the one deliberate piece of thread-local state. */
 static _Thread_local char tl_msg[SV_ERR_MSG_CAP];
 static _Thread_local char tl_trace[512];
+/* The trace's last frame: where its text starts in tl_trace and how many times in a row it was
+ * recorded (a recursive reader's error passes one call site once per level), and whether a frame
+ * was dropped for want of room (nothing more is recorded after that). */
+static _Thread_local size_t tl_last_at;
+static _Thread_local unsigned tl_last_times;
+static _Thread_local int tl_full;
 
 const char *sv_status_str(sv_status s) {
     switch (s) {
@@ -38,14 +44,31 @@ sv_status sv_fail_at(sv_status code, const char *file, int line, const char *fmt
     memcpy(tl_msg, buf, sizeof buf);
     const char *base = strrchr(file, '/');
     snprintf(tl_trace, sizeof tl_trace, "%s:%d", base ? base + 1 : file, line);
+    tl_last_at = 0, tl_last_times = 1, tl_full = 0;
     return code;
 }
 
 void sv_err_frame(const char *file, int line) {
-    size_t len = strlen(tl_trace);
+    if (tl_full) return;
     const char *base = strrchr(file, '/');
-    if (len + 48 < sizeof tl_trace)
-        snprintf(tl_trace + len, sizeof tl_trace - len, " <- %s:%d", base ? base + 1 : file, line);
+    char frame[64];
+    int fl = snprintf(frame, sizeof frame, "%s:%d", base ? base + 1 : file, line);
+    if (fl < 0 || (size_t)fl >= sizeof frame) fl = (int)sizeof frame - 1;
+    const char *last = tl_trace + tl_last_at;
+    if (tl_last_times && !strncmp(last, frame, (size_t)fl) && (last[fl] == 0 || last[fl] == ' ')) {
+        /* the same call site again: counted, "json.c:377 (x34)", not repeated */
+        tl_last_times++;
+        snprintf(tl_trace + tl_last_at + fl, sizeof tl_trace - tl_last_at - fl, " (x%u)", tl_last_times);
+        return;
+    }
+    size_t len = strlen(tl_trace);
+    if (len + 4 + (size_t)fl + 16 >= sizeof tl_trace) { /* room for the frame and a repeat count */
+        if (len + 8 < sizeof tl_trace) memcpy(tl_trace + len, " <- ...", 8);
+        tl_full = 1;
+        return;
+    }
+    snprintf(tl_trace + len, sizeof tl_trace - len, " <- %s", frame);
+    tl_last_at = len + 4, tl_last_times = 1;
 }
 
 const char *sv_err_msg(void) { return tl_msg; }
@@ -64,6 +87,7 @@ void sv_err_prefix(const char *prefix) {
 void sv_err_clear(void) {
     tl_msg[0] = 0;
     tl_trace[0] = 0;
+    tl_last_at = 0, tl_last_times = 0, tl_full = 0;
 }
 
 void sv_assert_fail(const char *expr, const char *file, int line) {

@@ -40,7 +40,9 @@ void sv_err_frame(const char *file, int line);
 
 /* The calling thread's last error message (never NULL; "" if none; < SV_ERR_MSG_CAP bytes). */
 const char *sv_err_msg(void);
-/* The propagation trace "a.c:10 <- b.c:20" (never NULL). */
+/* The propagation trace "a.c:10 <- b.c:20" (never NULL). A frame recorded several times in a row
+ * (one call site on every level of a recursion) appears once with its count, "b.c:20 (x34)"; a
+ * trace that outgrows its buffer ends in " <- ...". */
 const char *sv_err_trace(void);
 /* Put "prefix: " before the calling thread's error message unless the message already names
  * prefix (readers attach the file they were reading in one place; the trace is kept). */
