@@ -62,8 +62,9 @@ void sv_err_frame(const char *file, int line) {
         return;
     }
     size_t len = strlen(tl_trace);
-    if (len + 4 + (size_t)fl + 16 >= sizeof tl_trace) { /* room for the frame and a repeat count */
-        if (len + 8 < sizeof tl_trace) memcpy(tl_trace + len, " <- ...", 8);
+    /* room for the frame, its largest repeat count " (x4294967295)" and then the end mark */
+    if (len + 4 + (size_t)fl + 14 + 8 > sizeof tl_trace) {
+        memcpy(tl_trace + len, " <- ...", 8); /* fits: every earlier frame left room for it */
         tl_full = 1;
         return;
     }

@@ -52,6 +52,22 @@ int main(void) {
     sv_err_frame("some_long_file_name.c", 1199);
     CHECK(strlen(sv_err_trace()) == n);
 
+    /* a frame counted past 10000 wherever it lands in the buffer, up to its very end: the trace
+     * stays bounded and the end mark still fits after it */
+    for (int k = 0; k < 8 * 70; k++) {
+        sv_fail_at(SV_ERR_IO, "a.c", 1, "m");
+        char shift[16] = "sssssss"; /* a frame of 7 to 14 characters, so the count lands anywhere */
+        shift[k % 8] = 0;
+        sv_err_frame(shift, 1);
+        for (int i = 0; i < k / 8; i++) sv_err_frame("yy", 1000 + i);
+        for (int i = 0; i < 10000; i++) sv_err_frame("x.c", 7);
+        for (int i = 0; i < 50; i++) sv_err_frame("z.c", 1000 + i);
+        t = sv_err_trace();
+        n = strlen(t);
+        CHECK(n < 512);
+        CHECK(n > 7 && !strcmp(t + n - 7, " <- ..."));
+    }
+
     sv_err_clear();
     CHECK(!strcmp(sv_err_trace(), "") && !strcmp(sv_err_msg(), ""));
     sv_fail_at(SV_ERR_IO, "a.c", 2, "m");
