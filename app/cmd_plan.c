@@ -62,7 +62,8 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
          "a token bucket in front of the inter-node link, BYTES,PEAK_GBPS: after idling, up to BYTES each way "
          "leave at PEAK_GBPS (a rate limiter such as tc's tbf)",
          0},
-        {"steps", SV_FLAG_INT, &sa.sim.steps, 1, 1000, "simulated steps after the warm-up step", 0},
+        {"steps", SV_FLAG_INT, &sa.sim.steps, 1, 1000,
+         "--simulate / --suggest-wrap / --sweep: simulated steps after the warm-up step (figures are their mean)", 0},
         {"sched-quantum", SV_FLAG_DOUBLE, &sa.sim.sched_quantum_ms, 0, 1000,
          "--device cpu, oversubscribed: the scheduler's time-sharing quantum in ms, the wait of a "
          "collective's round that overlaps compute (0 = measure it here)",
@@ -77,9 +78,11 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         "plan", "shardvit plan --model M --world N --strategy S --param-dtype D --batch-size B [--mem 24G]",
         "Print where every byte of a rank's arena goes (fp32 master/grad/optimizer shards, gathered "
         "compute-dtype parameters, gradient buffers, activations) and whether it fits --mem. "
-        "--device cuda plans GPU sizes (bf16 storage) without needing a GPU. --simulate runs the engine's own "
+        "--device cpu (the default; auto is the same here) plans CPU sizes, --device cuda GPU sizes (bf16 storage) "
+        "without needing a GPU. --simulate runs the engine's own "
         "step on a virtual clock and predicts step time, exposed communication and MFU; --suggest-wrap "
-        "picks strategy and units; --sweep writes one row per configuration (docs/simulate.md).",
+        "picks strategy and units; --sweep writes one row per configuration; these three take --device cpu | h200 | "
+        "h100 instead (docs/simulate.md).",
         0};
     char *pos[1];
     int npos;
