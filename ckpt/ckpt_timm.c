@@ -445,16 +445,21 @@ static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how,
         }
         return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s has shape %s but this model needs %s", sf->path, p->name, a, b);
     }
-    for (size_t i = 0; i < sf->n_tensors; i++) {
-        const char *n = sf->tensors[i].name;
-        int known = 0;
-        for (int k = 0; k < L->n_params && !known; k++) known = !strcmp(L->params[k].name, n);
+    /* nothing else in the file: every tensor a parameter found above (marked by its place in the
+     * header, so this is linear in the number of tensors however many there are) */
+    unsigned char *used = calloc(sf->n_tensors ? sf->n_tensors : 1, 1);
+    if (!used) return SV_FAIL(SV_ERR_OOM, "import tables");
+    for (int k = 0; k < L->n_params; k++)
+        if (src[k]) used[src[k] - sf->tensors] = 1;
+    sv_status st = SV_OK;
+    for (size_t i = 0; i < sf->n_tensors && st == SV_OK; i++) {
         char e[SV_ESC_CAP];
-        if (!known)
-            return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is not a parameter of this model (depth %d)", sf->path,
-                           sv_log_esc(n, e, sizeof e), c->depth);
+        if (!used[i])
+            st = SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is not a parameter of this model (depth %d)", sf->path,
+                         sv_log_esc(sf->tensors[i].name, e, sizeof e), c->depth);
     }
-    return SV_OK;
+    free(used);
+    return st;
 }
 
 static const char *nonfinite_kind(float v) { return isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf"; }

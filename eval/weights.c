@@ -295,19 +295,29 @@ sv_status sv_weights_infer_config(const char *path, sv_vit_config *c, int *have_
             c->img = (int)img;
     }
     if (st == SV_OK) {
+        /* depth: the blocks present, counted up to one past the largest depth a model may have */
         int depth = 0;
         char name[64];
-        for (;;) {
+        for (; depth <= SV_VIT_MAX_DEPTH; depth++) {
             snprintf(name, sizeof name, "blocks.%d.norm1.weight", depth);
             if (!sv_safetensors_find(&f, name)) break;
-            depth++;
         }
-        if (depth > 0) c->depth = depth;
-        if ((fc1 = sv_safetensors_find(&f, "blocks.0.mlp.fc1.weight")) && fc1->ndim == 2 && c->dim > 0) {
+        if (depth > SV_VIT_MAX_DEPTH)
+            st = SV_FAIL(SV_ERR_FORMAT,
+                         "%s: the file holds %s: more than %d blocks (the largest depth a model may have)", path, name,
+                         SV_VIT_MAX_DEPTH);
+        else if (depth > 0)
+            c->depth = depth;
+        fc1 = sv_safetensors_find(&f, "blocks.0.mlp.fc1.weight");
+        if (st == SV_OK && fc1 && fc1->ndim == 2 && (fc1->shape[0] < 1 || fc1->shape[0] > 1000000))
+            st = SV_FAIL(SV_ERR_FORMAT, "%s: tensor blocks.0.mlp.fc1.weight dimension 0 is %lld, outside [1, 1000000]",
+                         path, (long long)fc1->shape[0]);
+        if (st == SV_OK && fc1 && fc1->ndim == 2 && c->dim > 0) {
             double r = (double)fc1->shape[0] / c->dim;
             c->mlp_ratio = (int)(c->dim * r) == fc1->shape[0] ? r : (fc1->shape[0] + 0.25) / c->dim;
         }
-        if (found) st = check_config_json(&doc.root, cj, &f, c, fc1 && fc1->ndim == 2 ? fc1->shape[0] : 0);
+        if (st == SV_OK && found)
+            st = check_config_json(&doc.root, cj, &f, c, fc1 && fc1->ndim == 2 ? fc1->shape[0] : 0);
     }
     if (found) sv_json_doc_free(&doc);
     sv_safetensors_close(&f);
@@ -338,19 +348,18 @@ static sv_status check_tensors(const sv_st_file *sf, const sv_layout *L, sv_adap
                            sf->path, p->name, a, b);
         }
     }
-    if (sf->n_tensors != (size_t)L->n_params) {
-        for (size_t k = 0; k < sf->n_tensors; k++) {
-            int known = 0;
-            for (int i = 0; i < L->n_params && !known; i++) known = !strcmp(sf->tensors[k].name, L->params[i].name);
-            char e[SV_ESC_CAP];
-            if (!known)
-                return SV_FAIL(SV_ERR_FORMAT,
-                               "%s: tensor %s is not part of this model (%s, depth %d): a different "
-                               "architecture?",
-                               sf->path, sv_log_esc(sf->tensors[k].name, e, sizeof e), L->cfg.name, L->cfg.depth);
-        }
-    }
-    return SV_OK;
+    if (sf->n_tensors == (size_t)L->n_params) return SV_OK; /* each parameter found once: nothing else */
+    /* the first tensor in the header that no parameter found (linear however many there are) */
+    unsigned char *used = calloc(sf->n_tensors, 1);
+    if (!used) return SV_FAIL(SV_ERR_OOM, "weights tables");
+    for (int e = 0; e < L->n_params; e++) used[sv_safetensors_find(sf, L->params[e].name) - sf->tensors] = 1;
+    size_t k = 0;
+    while (k < sf->n_tensors && used[k]) k++;
+    free(used);
+    if (k == sf->n_tensors) return SV_OK;
+    char e[SV_ESC_CAP];
+    return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is not part of this model (%s, depth %d): a different architecture?",
+                   sf->path, sv_log_esc(sf->tensors[k].name, e, sizeof e), L->cfg.name, L->cfg.depth);
 }
 
 /* File values for the master-shard loader: each piece read (converted to fp32) and checked

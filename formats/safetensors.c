@@ -76,12 +76,14 @@ void sv_safetensors_close(sv_st_file *f) {
     f->fd = -1;
     for (size_t i = 0; i < f->n_tensors; i++) free(f->tensors[i].name);
     free(f->tensors);
+    free((void *)f->by_name);
     for (size_t i = 0; i < f->n_meta; i++) {
         free(f->meta[i].key);
         free(f->meta[i].value);
     }
     free(f->meta);
     f->tensors = NULL;
+    f->by_name = NULL;
     f->meta = NULL;
     f->n_tensors = f->n_meta = 0;
 }
@@ -205,6 +207,24 @@ static sv_status check_tiling(sv_st_file *f, uint64_t data_size) {
     return s;
 }
 
+static int name_cmp(const void *a, const void *b) {
+    return strcmp((*(const sv_st_tensor *const *)a)->name, (*(const sv_st_tensor *const *)b)->name);
+}
+
+/* f->by_name: the tensors sorted by name, built once so that every lookup is a binary search;
+ * two entries of one name (the JSON parser refuses duplicate keys; checked here again, the index
+ * depends on it) are refused. */
+static sv_status index_names(sv_st_file *f) {
+    const sv_st_tensor **ix = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *ix);
+    if (!ix) return SV_FAIL(SV_ERR_OOM, "%s: out of memory", f->path);
+    for (size_t i = 0; i < f->n_tensors; i++) ix[i] = &f->tensors[i];
+    qsort(ix, f->n_tensors, sizeof *ix, name_cmp);
+    f->by_name = ix;
+    for (size_t i = 1; i < f->n_tensors; i++)
+        if (!strcmp(ix[i - 1]->name, ix[i]->name)) return bad(f, "duplicate tensor name", ix[i]->name, NULL);
+    return SV_OK;
+}
+
 static sv_status parse_header(sv_st_file *f, const char *hdr, uint64_t n) {
     sv_json_doc doc;
     char source[600];
@@ -261,6 +281,7 @@ static sv_status parse_header(sv_st_file *f, const char *hdr, uint64_t n) {
             if (s == SV_OK) f->n_tensors++;
         }
     }
+    if (s == SV_OK) s = index_names(f);
     if (s == SV_OK) s = check_tiling(f, f->file_size - f->data_start);
     if (s == SV_OK)
         for (size_t i = 0; i < f->n_tensors; i++) f->tensors[i].offset += f->data_start;
@@ -350,8 +371,16 @@ fail:
 }
 
 const sv_st_tensor *sv_safetensors_find(const sv_st_file *f, const char *name) {
-    for (size_t i = 0; i < f->n_tensors; i++)
-        if (!strcmp(f->tensors[i].name, name)) return &f->tensors[i];
+    size_t lo = 0, hi = f->by_name ? f->n_tensors : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(f->by_name[mid]->name, name);
+        if (!c) return f->by_name[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
 }
 

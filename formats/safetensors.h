@@ -75,7 +75,8 @@ typedef struct sv_st_file {
     uint64_t file_size;
     uint64_t data_start; /* 8 + N */
     size_t n_tensors;
-    sv_st_tensor *tensors; /* in header order */
+    sv_st_tensor *tensors;        /* in header order */
+    const sv_st_tensor **by_name; /* the same tensors sorted by name (lookups: binary search) */
     size_t n_meta;
     sv_st_meta *meta; /* in header order */
 } sv_st_file;
@@ -87,7 +88,8 @@ sv_status sv_safetensors_open(sv_st_file *f, const char *path);
 sv_status sv_safetensors_open_mem(sv_st_file *f, const void *bytes, size_t len, const char *name);
 void sv_safetensors_close(sv_st_file *f);
 
-/* Lookups; NULL when absent. */
+/* Lookups; NULL when absent. A tensor by name is found in O(log n) (a header may hold millions
+ * of entries), the metadata by a linear scan. */
 const sv_st_tensor *sv_safetensors_find(const sv_st_file *f, const char *name);
 const char *sv_safetensors_meta(const sv_st_file *f, const char *key);
 

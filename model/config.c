@@ -96,7 +96,8 @@ sv_status sv_vit_config_validate(const sv_vit_config *c) {
     if (c->num_classes < 1 || c->num_classes > 1000000)
         return SV_FAIL(SV_ERR_INVALID, "--num-classes %d out of range [1, 1000000]", c->num_classes);
     if (c->dim < 1 || c->dim > 16384) return SV_FAIL(SV_ERR_INVALID, "--dim %d out of range [1, 16384]", c->dim);
-    if (c->depth < 1 || c->depth > 256) return SV_FAIL(SV_ERR_INVALID, "--depth %d out of range [1, 256]", c->depth);
+    if (c->depth < 1 || c->depth > SV_VIT_MAX_DEPTH)
+        return SV_FAIL(SV_ERR_INVALID, "--depth %d out of range [1, %d]", c->depth, SV_VIT_MAX_DEPTH);
     if (c->heads < 1 || c->dim % c->heads)
         return SV_FAIL(SV_ERR_INVALID, "--heads %d must divide --dim %d", c->heads, c->dim);
     if (!(c->layer_scale >= 0.0) || c->layer_scale > 1e3)

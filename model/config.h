@@ -34,6 +34,7 @@ typedef struct sv_vit_config {
 
 enum { SV_POOL_TOKEN = 0, SV_POOL_AVG = 1 };
 #define SV_VIT_MAX_REG_TOKENS 256
+#define SV_VIT_MAX_DEPTH 256 /* transformer blocks (sv_vit_config_validate) */
 /* "token" | "avg" (timm's global_pool names). */
 const char *sv_vit_pool_name(int pool);
 /* Parse a --global-pool value; SV_ERR_INVALID names the flag and the valid values. */

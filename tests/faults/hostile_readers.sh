@@ -18,7 +18,10 @@
 #      wraps modulo 2^64 onto its stated numel: `train --resume` refuses it with a message naming
 #      index.json (it used to resume with NaN parameters and exit 0, or accept the shape); the
 #      hostile indexes of the ckpt_index fuzz corpus (also a unit whose shard x shard_world
-#      wraps) are refused by `reshard`.
+#      wraps) are refused by `reshard`;
+#   6. safetensors weights: a header with 300000 zero-size blocks.N entries is refused in
+#      seconds ("more than 256 blocks"; the depth count was quadratic in the header);
+#      a blocks.0.mlp.fc1.weight of 2^40 rows is refused naming it (its int conversion was UB).
 # Usage: hostile_readers.sh SHARDVIT MPIEXEC MAKE_SCAN_JPEG
 # HOSTILE_READERS_ALL=1: report every failing case instead of stopping at the first (to check
 # that each case fails on a build without the fixes), then exit 1 if any failed.
@@ -221,5 +224,53 @@ run ckpt_resume 120 "$SHARDVIT" train $ARGS --steps 3 --data synthetic --synth-s
     --out "$WORK/r4"
 [ $RC -eq 0 ] && grep -q "resume: step 2" "$WORK/ckpt_resume.log" || fail "ckpt_resume: the good checkpoint does not resume"
 ok "ckpt_resume: the unmodified checkpoint resumes"
+
+# ---- 6. safetensors weights: a header of many blocks, a wide MLP -----------------------------
+mkdir -p "$WORK/w"
+run export 60 "$SHARDVIT" export "$WORK/run" "$WORK/w/model.safetensors"
+[ $RC -eq 0 ] || fail "export: exit status $RC"
+img=$(find "$WORK/set/test" -name '*.jpg' | sort | head -1)
+# 300000 zero-size blocks.N.norm1.weight entries in the header: the depth count stops past the
+# largest depth a model may have, and tensor lookups are binary searches (each block was looked up
+# by a linear scan, ~3 min for this file, about an hour for a million)
+mkdir -p "$WORK/deep"
+"$PY" - "$WORK/w/model.safetensors" "$WORK/deep/model.safetensors" 300000 <<'PYEOF'
+import json, struct, sys
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+b = open(src, "rb").read()
+hl = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + hl])
+for i in range(2, n):
+    h["blocks.%d.norm1.weight" % i] = {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}
+hb = json.dumps(h, separators=(",", ":")).encode()
+hb += b" " * (-len(hb) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(hb)) + hb + b[8 + hl:])
+PYEOF
+start=$(date +%s)
+expect_fail weights_many_blocks "deep/model.safetensors: the file holds blocks.256.norm1.weight: more than 256 blocks" \
+    "$SHARDVIT" predict --threads 1 --heads 3 --weights "$WORK/deep/model.safetensors" "$img"
+echo "   ($(($(date +%s) - start)) s)"
+# blocks.0.mlp.fc1.weight claiming 2^40 rows (a zero-size tensor fits any shape in no bytes): the
+# MLP width is range-checked before it becomes an int
+mkdir -p "$WORK/wide"
+"$PY" - "$WORK/w/model.safetensors" "$WORK/wide/model.safetensors" <<'PYEOF'
+import json, struct, sys
+src, dst = sys.argv[1:]
+b = open(src, "rb").read()
+hl = struct.unpack("<Q", b[:8])[0]
+h, d = json.loads(b[8:8 + hl]), b[8 + hl:]
+out, data = {"__metadata__": h.pop("__metadata__")}, b""
+for k, v in sorted(h.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+    blob = d[v["data_offsets"][0]:v["data_offsets"][1]]
+    if k == "blocks.0.mlp.fc1.weight":
+        v, blob = dict(v, shape=[1 << 40, 0]), b""
+    out[k] = dict(v, data_offsets=[len(data), len(data) + len(blob)])
+    data += blob
+hb = json.dumps(out).encode()
+hb += b" " * (-len(hb) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(hb)) + hb + data)
+PYEOF
+expect_fail weights_wide_mlp "wide/model.safetensors: tensor blocks.0.mlp.fc1.weight dimension 0 is 1099511627776, outside \[1, 1000000\]" \
+    "$SHARDVIT" predict --threads 1 --heads 3 --weights "$WORK/wide/model.safetensors" "$img"
 [ $FAILED -eq 0 ] || { echo "$FAILED cases failed"; exit 1; }
 echo PASS

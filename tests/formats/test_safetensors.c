@@ -1,7 +1,7 @@
 /* formats/safetensors: write -> read round trip (buffers and streamed callbacks, F32/BF16/F16/
  * F64/U8, scalar and empty tensors, metadata, 8-byte header padding, chunked conversion),
  * every malformed-file rejection with its message, writer argument errors, a simulated full
- * disk, and a mutation loop over a valid file image. */
+ * disk, lookup by name among thousands of tensors, and a mutation loop over a valid file image. */
 #include <dirent.h>
 #include <stdint.h>
 #include <string.h>
@@ -264,6 +264,55 @@ static void test_writer_errors(const char *dir) {
     sv_safetensors_close(&f);
 }
 
+/* Lookup by name (a binary search over the names sorted once at open): every one of 5000
+ * tensors, listed in scrambled order with names that are prefixes of each other, is found as
+ * itself; names that are not there (a prefix, an extension, around the ends of the order) are not. */
+static void test_lookup(const char *dir) {
+    enum { N = 5000 };
+    size_t cap = (size_t)N * 96 + 64, len = 0;
+    char *h = malloc(cap);
+    CHECK(h);
+    len += (size_t)snprintf(h + len, cap - len, "{");
+    for (int i = 0; i < N; i++) {
+        int k = (int)(((uint64_t)i * 2971u) % N); /* 2971 is prime to 5000: a permutation */
+        char name[48];
+        if (k % 3 == 0)
+            snprintf(name, sizeof name, "blocks.%d", k);
+        else if (k % 3 == 1)
+            snprintf(name, sizeof name, "blocks.%d.norm1.weight", k);
+        else
+            snprintf(name, sizeof name, "b%d", k);
+        len += (size_t)snprintf(h + len, cap - len, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}",
+                                i ? "," : "", name);
+    }
+    len += (size_t)snprintf(h + len, cap - len, "}");
+    CHECK(len < cap);
+    char p[600];
+    snprintf(p, sizeof p, "%s/many.safetensors", dir);
+    write_raw(p, h, 0, 0);
+    free(h);
+    sv_st_file f;
+    CHECK_OK(sv_safetensors_open(&f, p));
+    CHECK(f.n_tensors == N);
+    for (size_t i = 0; i < f.n_tensors; i++) CHECK(sv_safetensors_find(&f, f.tensors[i].name) == &f.tensors[i]);
+    static const char *const absent[] = {"",
+                                         "b",
+                                         "blocks",
+                                         "blocks.",
+                                         "blocks.1",
+                                         "blocks.0.norm1",
+                                         "b4999",
+                                         "blocks.4998.norm1.weightx",
+                                         "a",
+                                         "zzz",
+                                         "blocks.1.norm1.weight "};
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) CHECK(sv_safetensors_find(&f, absent[i]) == NULL);
+    CHECK(sv_safetensors_find(&f, "blocks.0") && sv_safetensors_find(&f, "blocks.4998") &&
+          sv_safetensors_find(&f, "b4997") && sv_safetensors_find(&f, "blocks.4999.norm1.weight"));
+    sv_safetensors_close(&f);
+    CHECK(sv_safetensors_find(&f, "blocks.0") == NULL); /* closed: nothing */
+}
+
 /* Mutated images must either be rejected or yield a table whose every tensor reads in bounds. */
 static void test_mutations(const char *dir) {
     char p[600];
@@ -318,6 +367,7 @@ int main(void) {
     test_roundtrip(dir);
     test_malformed(dir);
     test_writer_errors(dir);
+    test_lookup(dir);
     test_mutations(dir);
     fmt_rmdir(dir);
     printf("test_safetensors: ok\n");
