@@ -225,6 +225,15 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
 sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *found);
 /* The path of config.json beside the safetensors file ST_PATH (cap bytes at path). */
 void sv_ckpt_config_path(const char *st_path, char *path, size_t cap);
+/* The largest config.json beside a safetensors file that is read (its label_names, written twice,
+ * may name tens of thousands of classes). */
+#define SV_CKPT_CONFIG_MAX ((size_t)64 << 20)
+/* config.json beside ST_PATH (its path into path, cap bytes), read whole: *text (free() it) and
+ * *len, *found = 1; *found = 0 only when nothing at all is at that name (lstat: a dangling
+ * symbolic link or a link loop is there, and is an error naming it, as are a FIFO, a directory
+ * and a file larger than SV_CKPT_CONFIG_MAX). The one reader of that file for eval/predict
+ * --weights (eval/weights.c) and the transform and label names (sv_ckpt_read_config_meta). */
+sv_status sv_ckpt_config_read(const char *st_path, char *path, size_t cap, char **text, size_t *len, int *found);
 
 /* ---- collective operations on a live FSDP state (every rank of f->world calls) ---- */
 /* Save a checkpoint of f, `st` and `meta` (nullable: none recorded) under ROOT/step_<st->step>: the first replica group writes

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/checked.h"
@@ -177,7 +178,7 @@ static void sidecar_path(const char *st_path, const char *name, char *path, size
 static int is_model_config(const char *path) {
     static const char *const keys[] = {"architecture"};
     static const sv_json_type types[] = {SV_JSON_STRING};
-    return sv_json_file_has_members(path, (size_t)1 << 20, keys, types, 1);
+    return sv_json_file_has_members(path, SV_CKPT_CONFIG_MAX, keys, types, 1);
 }
 
 /* Every output of an export, checked before anything is written (ckpt/ckpt_out.h): none inside
@@ -330,6 +331,30 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
 
 /* ---- reading config.json back ------------------------------------------------------------ */
 
+sv_status sv_ckpt_config_read(const char *st_path, char *path, size_t cap, char **text, size_t *len, int *found) {
+    *found = 0;
+    *text = NULL;
+    *len = 0;
+    sv_ckpt_config_path(st_path, path, cap);
+    /* lstat, not access(): a dangling link or a link loop is something at that name, and must not
+     * pass for "no config.json" (the transform and label names would be silently lost); never
+     * opened blocking (it may be a FIFO: sv_fileio_read_small refuses it) */
+    struct stat sb;
+    if (lstat(path, &sb) != 0) {
+        if (errno == ENOENT) return SV_OK;
+        return SV_FAIL(SV_ERR_IO, "%s: %s", path, strerror(errno));
+    }
+    *found = 1;
+    sv_status st = sv_fileio_read_small(path, SV_CKPT_CONFIG_MAX, text, len);
+    if (st == SV_ERR_NOT_FOUND && S_ISLNK(sb.st_mode))
+        st = SV_FAIL(SV_ERR_NOT_FOUND,
+                     "%s is a symbolic link to a file that does not exist: the model's config.json cannot be read "
+                     "(remove the link or restore its target)",
+                     path);
+    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
+    return st;
+}
+
 static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const char *src) {
     const sv_json *in;
     const char *interp, *mode;
@@ -359,13 +384,10 @@ static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const 
 sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *found) {
     char path[SV_CKPT_PATH_MAX + 16];
     memset(m, 0, sizeof *m);
-    *found = 0;
-    sv_ckpt_config_path(st_path, path, sizeof path);
-    if (access(path, F_OK) != 0) return SV_OK; /* no config.json (never opened: it may be a FIFO) */
-    *found = 1;
     char *text;
     size_t len;
-    SV_TRY(sv_fileio_read_small(path, (size_t)64 << 20, &text, &len));
+    SV_TRY(sv_ckpt_config_read(st_path, path, sizeof path, &text, &len, found));
+    if (!*found) return SV_OK;
     sv_json_doc doc;
     sv_status st = sv_json_parse(&doc, text, len, path, NULL);
     free(text);

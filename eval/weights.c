@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/checked.h"
 #include "core/fileio.h"
@@ -27,21 +26,97 @@ static int declared(const sv_json *root, const char *key, const sv_json *out[2],
     return n;
 }
 
-/* The config.json value applied for `key`: the first declared() one (top level before
- * "model_args"), NULL when none. */
-static const sv_json *cfg_value(const sv_json *root, const char *key) {
-    const sv_json *v[2];
-    const char *where[2];
-    return declared(root, key, v, where) ? v[0] : NULL;
+/* a and b state the same value: equal numbers, booleans or strings; arrays of the same values;
+ * or a number and an array of only that number (img_size 224 and [224, 224]). */
+static int same_value(const sv_json *a, const sv_json *b) {
+    if (a->type == SV_JSON_ARRAY && b->type != SV_JSON_ARRAY) {
+        const sv_json *t = a;
+        a = b, b = t;
+    }
+    if (a->type != SV_JSON_ARRAY && b->type == SV_JSON_ARRAY) {
+        size_t n = sv_json_count(b);
+        for (size_t i = 0; i < n; i++)
+            if (!same_value(a, sv_json_index(b, i))) return 0;
+        return n > 0;
+    }
+    if (a->type != b->type) return 0;
+    switch (a->type) {
+    case SV_JSON_NULL: return 1;
+    case SV_JSON_BOOL: return !a->u.boolean == !b->u.boolean;
+    case SV_JSON_NUMBER:
+        return a->u.num.is_int && b->u.num.is_int ? a->u.num.i == b->u.num.i : a->u.num.d == b->u.num.d;
+    case SV_JSON_STRING: return a->u.str.len == b->u.str.len && !memcmp(a->u.str.s, b->u.str.s, a->u.str.len);
+    case SV_JSON_ARRAY:
+        if (sv_json_count(a) != sv_json_count(b)) return 0;
+        for (size_t i = 0; i < sv_json_count(a); i++)
+            if (!same_value(sv_json_index(a, i), sv_json_index(b, i))) return 0;
+        return 1;
+    default: return 0; /* objects: never a value of these keys */
+    }
 }
 
-static sv_status cfg_int(const sv_json *root, const char *key, int *out) {
-    const sv_json *v = cfg_value(root, key);
+/* v as compact JSON text, escaped and cut to fit buf (SV_ESC_CAP bytes), for a message. */
+static const char *value_text(const sv_json *v, char *buf) {
+    sv_json_writer w;
+    sv_json_writer_init(&w, 0);
+    sv_json_value(&w, v);
+    const char *text;
+    char cut[64];
+    if (sv_json_writer_finish(&w, &text, NULL) == SV_OK)
+        snprintf(cut, sizeof cut, "%.56s%s", text, strlen(text) > 56 ? "..." : "");
+    else
+        snprintf(cut, sizeof cut, "?");
+    sv_json_writer_free(&w);
+    sv_err_clear();
+    return sv_log_esc(cut, buf, SV_ESC_CAP);
+}
+
+/* Every key shardvit reads from config.json, at the top level or under "model_args". */
+static const char *const k_config_keys[] = {"embed_dim",      "depth",       "num_heads", "patch_size",  "img_size",
+                                            "num_classes",    "in_chans",    "mlp_ratio", "init_values", "reg_tokens",
+                                            "no_embed_class", "class_token", "fc_norm",   "global_pool"};
+
+/* A key stated at the top level and under "model_args" must state one value: timm builds the
+ * model from model_args, so applying the top level's value (or either) when they differ would
+ * answer for a model the file does not describe. */
+static sv_status check_agree(const sv_json *root, const char *cj) {
+    for (size_t k = 0; k < sizeof k_config_keys / sizeof k_config_keys[0]; k++) {
+        const sv_json *v[2];
+        const char *where[2];
+        if (declared(root, k_config_keys[k], v, where) < 2 || same_value(v[0], v[1])) continue;
+        char a[SV_ESC_CAP], b[SV_ESC_CAP];
+        return SV_FAIL(SV_ERR_FORMAT,
+                       "%s: %s = %s but model_args.%s = %s: config.json contradicts itself (timm builds the model "
+                       "from model_args); make the two agree or remove the top-level one",
+                       cj, k_config_keys[k], value_text(v[0], a), k_config_keys[k], value_text(v[1], b));
+    }
+    return SV_OK;
+}
+
+/* The config.json value applied for `key`: the declared() one (top level and "model_args" agree,
+ * check_agree), NULL when none. */
+static const sv_json *cfg_value(const sv_json *root, const char *key, const char **where) {
+    const sv_json *v[2];
+    const char *w[2];
+    if (!declared(root, key, v, w)) return NULL;
+    if (where) *where = w[0];
+    return v[0];
+}
+
+/* An integer size from config.json: a number, or (img_size [h, w]) an array whose first element
+ * is applied (check_int compares every element with the weights). */
+static sv_status cfg_int(const sv_json *root, const char *key, const char *cj, int *out) {
+    const char *where = "";
+    const sv_json *v = cfg_value(root, key, &where);
     if (!v) return SV_OK;
+    if (v->type == SV_JSON_ARRAY && !sv_json_count(v))
+        return SV_FAIL(SV_ERR_FORMAT, "%s: %s%s = [] is an empty array, expected an integer (or [h, w])", cj, where,
+                       key);
     if (v->type == SV_JSON_ARRAY) v = sv_json_index(v, 0); /* img_size [h, w] */
     int64_t x;
     SV_TRY(sv_json_as_i64(v, &x));
-    if (x < 1 || x > 1000000) return SV_FAIL(SV_ERR_FORMAT, "config.json: %s = %lld out of range", key, (long long)x);
+    if (x < 1 || x > 1000000)
+        return SV_FAIL(SV_ERR_FORMAT, "%s: %s%s = %lld out of range", cj, where, key, (long long)x);
     *out = (int)x;
     return SV_OK;
 }
@@ -51,18 +126,14 @@ static int exact_sqrt(int64_t n, uint64_t *g) {
     return n >= 1 && n <= 1000000000000LL && sv_exact_sqrt_u64((uint64_t)n, g);
 }
 
-/* config.json next to `path` (cj, 4096 bytes), parsed into doc; *found 0 when there is none. */
+/* config.json next to `path` (its name into cj, 4096 bytes), parsed into doc; *found 0 when
+ * there is none (ckpt/checkpoint.h sv_ckpt_config_read). */
 static sv_status read_config_json(const char *path, char *cj, sv_json_doc *doc, int *found) {
-    *found = 0;
-    const char *slash = strrchr(path, '/');
-    if (slash)
-        snprintf(cj, 4096, "%.*s/config.json", (int)(slash - path), path);
-    else
-        snprintf(cj, 4096, "config.json");
-    if (access(cj, F_OK) != 0) return SV_OK; /* none (not opened to check: it may be a FIFO) */
     char *text = NULL;
     size_t len = 0;
-    SV_TRY(sv_fileio_read_small(cj, 1 << 20, &text, &len));
+    SV_TRY(sv_ckpt_config_read(path, cj, 4096, &text, &len, found));
+    if (!*found) return SV_OK;
+    *found = 0;
     sv_status st = sv_json_parse(doc, text, len, cj, NULL);
     free(text);
     SV_TRY(st);
@@ -79,22 +150,24 @@ static sv_status apply_config_json(const sv_json *root, const char *cj, sv_vit_c
                                    int *nec_known) {
     sv_status st;
     int heads = 0;
-    if ((st = cfg_int(root, "embed_dim", &c->dim)) == SV_OK && (st = cfg_int(root, "depth", &c->depth)) == SV_OK &&
-        (st = cfg_int(root, "num_heads", &heads)) == SV_OK && (st = cfg_int(root, "patch_size", &c->patch)) == SV_OK &&
-        (st = cfg_int(root, "img_size", &c->img)) == SV_OK &&
-        (st = cfg_int(root, "num_classes", &c->num_classes)) == SV_OK &&
-        (st = cfg_int(root, "in_chans", &c->in_chans)) == SV_OK) {
-        const sv_json *mr = cfg_value(root, "mlp_ratio");
+    if ((st = check_agree(root, cj)) == SV_OK && (st = cfg_int(root, "embed_dim", cj, &c->dim)) == SV_OK &&
+        (st = cfg_int(root, "depth", cj, &c->depth)) == SV_OK &&
+        (st = cfg_int(root, "num_heads", cj, &heads)) == SV_OK &&
+        (st = cfg_int(root, "patch_size", cj, &c->patch)) == SV_OK &&
+        (st = cfg_int(root, "img_size", cj, &c->img)) == SV_OK &&
+        (st = cfg_int(root, "num_classes", cj, &c->num_classes)) == SV_OK &&
+        (st = cfg_int(root, "in_chans", cj, &c->in_chans)) == SV_OK) {
+        const sv_json *mr = cfg_value(root, "mlp_ratio", NULL);
         if (mr) st = sv_json_as_f64(mr, &c->mlp_ratio);
-        const sv_json *iv = cfg_value(root, "init_values");
+        const sv_json *iv = cfg_value(root, "init_values", NULL);
         if (st == SV_OK && iv) st = sv_json_as_f64(iv, &c->layer_scale);
         if (st == SV_OK && !(c->layer_scale >= 0 && c->layer_scale <= 1e3))
             st = SV_FAIL(SV_ERR_FORMAT, "%s: init_values %g out of range [0, 1000]", cj, c->layer_scale);
-        const sv_json *nec = cfg_value(root, "no_embed_class");
+        const sv_json *nec = cfg_value(root, "no_embed_class", NULL);
         if (st == SV_OK && nec) {
             st = sv_json_as_bool(nec, &c->no_embed_class);
             *nec_known = 1;
-        } else if (st == SV_OK && cfg_value(root, "embed_dim"))
+        } else if (st == SV_OK && cfg_value(root, "embed_dim", NULL))
             *nec_known = 1; /* a config.json without the key: timm's default, False */
     }
     SV_TRY(st);
@@ -113,6 +186,8 @@ static sv_status check_int(const sv_json *root, const char *key, int64_t actual,
     int n = declared(root, key, v, where);
     for (int i = 0; i < n; i++) {
         size_t m = v[i]->type == SV_JSON_ARRAY ? sv_json_count(v[i]) : 1;
+        if (!m)
+            return SV_FAIL(SV_ERR_FORMAT, "%s: %s%s = [] is an empty array, expected an integer", cj, where[i], key);
         for (size_t j = 0; j < m; j++) {
             int64_t x;
             SV_TRY(sv_json_as_i64(v[i]->type == SV_JSON_ARRAY ? sv_json_index(v[i], j) : v[i], &x));

@@ -4,8 +4,10 @@
 # patch, channels, classes, image size, register tokens, class token, fc_norm, pooling, MLP ratio,
 # LayerScale, a head count that does not divide the width), at the top level or under
 # "model_args", makes predict and eval fail with an error naming the key, before any image is
-# read; the unchanged config.json predicts. Without config.json the head count (in no tensor
-# shape) is not guessed: predict asks for --heads, and with it gives the same answer.
+# read; the unchanged config.json predicts. A key stated at the top level and under model_args
+# with two values, or a size given as an empty array, is refused the same way. Without
+# config.json the head count (in no tensor shape) is not guessed: predict asks for --heads, and
+# with it gives the same answer.
 SV=$1
 source "$(dirname "$0")/lib.sh"
 run "$WORK/train.log" "$SV" train $MODEL $COMMON --data "$WORK/data/train" --steps 2 --batch-size 6 --warmup 1 \
@@ -18,28 +20,33 @@ top2() { grep -A2 "$(basename "$IMG")" "$1" | tail -2 | awk '{print $1, $2}'; } 
 top2 "$WORK/base.log" >"$WORK/base.top"
 [ -s "$WORK/base.top" ] || { echo "FAIL: no prediction in"; cat "$WORK/base.log"; exit 1; }
 n=0
-# mutate KEY VALUE EXPECTED: KEY "a" (top level) or "model_args.a"; VALUE as JSON
+# mutate KEY VALUE EXPECTED [MODE]: KEY "a" (top level) or "model_args.a"; VALUE as JSON. MODE once
+# (default): the key is removed from the other place, so config.json states VALUE only there;
+# keep: the other place keeps its value (config.json contradicting itself); both: VALUE in both.
 mutate() {
-    local key=$1 value=$2 want=$3 d="$WORK/m$n"
+    local key=$1 value=$2 want=$3 mode=${4:-once} d="$WORK/m$n"
     n=$((n + 1))
     mkdir -p "$d" && cp "$WORK/w/model.safetensors" "$d/"
-    "$PY" - "$WORK/w/config.json" "$d/config.json" "$key" "$value" <<'P'
+    "$PY" - "$WORK/w/config.json" "$d/config.json" "$key" "$value" "$mode" <<'P'
 import json, sys
-src, dst, key, value = sys.argv[1:]
+src, dst, key, value, mode = sys.argv[1:]
 c = json.load(open(src))
-obj = c
-*path, last = key.split(".")
-for p in path:
-    obj = obj[p]
-obj[last] = json.loads(value)
+name = key.split(".")[-1]
+mine, other = (c["model_args"], c) if key.startswith("model_args.") else (c, c["model_args"])
+mine[name] = json.loads(value)
+if mode == "both":
+    other[name] = json.loads(value)
+elif mode == "once":
+    other.pop(name, None)
 json.dump(c, open(dst, "w"), indent=2)
 P
     for cmd in predict eval; do
         local rc=0 extra=("$IMG")
         [ $cmd = eval ] && extra=(--data "$WORK/data/test" --out "$d/ev")
         timeout 60 "$SV" $cmd --threads 1 --weights "$d/model.safetensors" "${extra[@]}" >"$d/$cmd.log" 2>&1 || rc=$?
-        if [ $rc = 0 ] || ! grep -qF "$want" "$d/$cmd.log" || ! grep -qF "${key##*.} = " "$d/$cmd.log"; then
-            echo "FAIL: $cmd with config.json $key = $value: exit $rc, expected an error naming it ($want)"
+        if [ $rc != 1 ] || ! grep -qF "$want" "$d/$cmd.log" || ! grep -qF "${key##*.} = " "$d/$cmd.log" ||
+            ! grep -qF "$d/config.json" "$d/$cmd.log"; then
+            echo "FAIL: $cmd with config.json $key = $value ($mode): exit $rc, expected an error naming it ($want)"
             cat "$d/$cmd.log"
             exit 1
         fi
@@ -62,6 +69,37 @@ mutate model_args.global_pool '"map"' "$D"
 mutate model_args.mlp_ratio 3 "$D"
 mutate model_args.init_values 1e-5 "$D"
 mutate model_args.num_heads 3 "does not divide"
+# an empty array for a size (a SIGSEGV before): an error naming config.json and the key
+E="is an empty array"
+mutate model_args.img_size "[]" "$E"
+mutate img_size "[]" "$E"
+mutate img_size "[]" "$E" both
+mutate model_args.depth "[]" "$E"
+mutate model_args.embed_dim "[]" "$E"
+mutate num_heads "[]" "$E"
+mutate model_args.reg_tokens "[]" "$E"
+# the top level and model_args stating different values: refused naming both (the top level's
+# silently won before; timm builds from model_args), for every key read from both places
+C="config.json contradicts itself"
+first=$n
+mutate num_heads 4 "$C" keep
+mutate model_args.num_heads 4 "$C" keep
+mutate img_size "[]" "$C" keep
+mutate model_args.mlp_ratio 4.5 "$C" keep
+mutate model_args.global_pool '"avg"' "$C" keep
+grep -qF "num_heads = 4 but model_args.num_heads = 2" "$WORK/m$first/predict.log" ||
+    { echo "FAIL: the contradiction does not name both values"; cat "$WORK/m$first/predict.log"; exit 1; }
+# the same value stated both ways (img_size 32 and [32, 32]) is no contradiction: the same answer
+mkdir -p "$WORK/same" && cp "$WORK/w/model.safetensors" "$WORK/same/"
+"$PY" - "$WORK/w/config.json" "$WORK/same/config.json" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["model_args"]["img_size"] = [c["img_size"], c["img_size"]]
+json.dump(c, open(sys.argv[2], "w"))
+P
+run "$WORK/same.log" "$SV" predict --threads 1 --topk 2 --weights "$WORK/same/model.safetensors" "$IMG"
+top2 "$WORK/same.log" | cmp -s - "$WORK/base.top" ||
+    { echo "FAIL: img_size N and [N, N] predict differently"; cat "$WORK/same.log"; exit 1; }
 # no config.json: the head count is asked for, not guessed
 mkdir -p "$WORK/bare" && cp "$WORK/w/model.safetensors" "$WORK/bare/"
 rc=0

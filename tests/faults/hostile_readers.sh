@@ -19,8 +19,10 @@
 #      index.json (it used to resume with NaN parameters and exit 0, or accept the shape); the
 #      hostile indexes of the ckpt_index fuzz corpus (also a unit whose shard x shard_world
 #      wraps) are refused by `reshard`;
-#   6. safetensors weights: a header with 300000 zero-size blocks.N entries is refused in
-#      seconds ("more than 256 blocks"; the depth count was quadratic in the header);
+#   6. safetensors weights: config.json beside them as a dangling link or a link loop is an
+#      error naming it for predict and train --init-from (it used to count as absent); a 1.5 MiB
+#      config.json is read (one size limit); a header with 300000 zero-size blocks.N entries is
+#      refused in seconds ("more than 256 blocks"; the depth count was quadratic in the header);
 #      a blocks.0.mlp.fc1.weight of 2^40 rows is refused naming it (its int conversion was UB).
 # Usage: hostile_readers.sh SHARDVIT MPIEXEC MAKE_SCAN_JPEG
 # HOSTILE_READERS_ALL=1: report every failing case instead of stopping at the first (to check
@@ -225,11 +227,35 @@ run ckpt_resume 120 "$SHARDVIT" train $ARGS --steps 3 --data synthetic --synth-s
 [ $RC -eq 0 ] && grep -q "resume: step 2" "$WORK/ckpt_resume.log" || fail "ckpt_resume: the good checkpoint does not resume"
 ok "ckpt_resume: the unmodified checkpoint resumes"
 
-# ---- 6. safetensors weights: a header of many blocks, a wide MLP -----------------------------
+# ---- 6. safetensors weights: config.json beside them, a header of many blocks --------------
 mkdir -p "$WORK/w"
 run export 60 "$SHARDVIT" export "$WORK/run" "$WORK/w/model.safetensors"
 [ $RC -eq 0 ] || fail "export: exit status $RC"
 img=$(find "$WORK/set/test" -name '*.jpg' | sort | head -1)
+# config.json a dangling link or a link loop: an error naming it (it counted as absent, so with
+# --heads the transform and label names were silently dropped; --init-from trained on defaults)
+mkdir -p "$WORK/wd" "$WORK/wl"
+cp "$WORK/w/model.safetensors" "$WORK/wd/" && ln -s gone.json "$WORK/wd/config.json"
+cp "$WORK/w/model.safetensors" "$WORK/wl/" && ln -s loop "$WORK/wl/config.json" && ln -s config.json "$WORK/wl/loop"
+expect_fail weights_config_dangling "wd/config.json is a symbolic link to a file that does not exist" \
+    "$SHARDVIT" predict --threads 1 --heads 3 --weights "$WORK/wd/model.safetensors" "$img"
+expect_fail weights_config_loop "wl/config.json: Too many levels of symbolic links" \
+    "$SHARDVIT" predict --threads 1 --heads 3 --weights "$WORK/wl/model.safetensors" "$img"
+expect_fail init_from_config_dangling "wd/config.json is a symbolic link to a file that does not exist" \
+    "$SHARDVIT" train $ARGS --steps 0 --data synthetic --synth-samples 8 --init-from "$WORK/wd/model.safetensors"
+# a config.json of 1.5 MiB (label names of many classes) is read (the weights reader's limit was
+# 1 MiB, the transform reader's 64 MiB: one limit now)
+mkdir -p "$WORK/wbig" && cp "$WORK/w/model.safetensors" "$WORK/w/config.json" "$WORK/wbig/"
+"$PY" - "$WORK/wbig/config.json" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["notes"] = "x" * (3 << 19)
+json.dump(c, open(sys.argv[1], "w"))
+PYEOF
+begin
+run weights_config_big 60 "$SHARDVIT" predict --threads 1 --weights "$WORK/wbig/model.safetensors" "$img"
+[ $RC -eq 0 ] || fail "weights_config_big: a 1.5 MiB config.json is refused (exit $RC)"
+ok "weights_config_big: a 1.5 MiB config.json is read"
 # 300000 zero-size blocks.N.norm1.weight entries in the header: the depth count stops past the
 # largest depth a model may have, and tensor lookups are binary searches (each block was looked up
 # by a linear scan, ~3 min for this file, about an hour for a million)
