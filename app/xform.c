@@ -91,8 +91,8 @@ sv_status sv_xform_resolve(const sv_xform_flags *fl, const sv_ckpt_xform *model,
             src[2] = src[3] = "model";
         }
     } else {
-        SV_INFO("eval transform: %s records none (written before the transform was recorded): defaults apply unless "
-                "flags say otherwise",
+        SV_INFO("eval transform: %s records none (no pretrained_cfg, or an export made before shardvit recorded the "
+                "transform): defaults apply unless flags say otherwise",
                 model_src);
     }
     SV_TRY(apply_flags(fl, out, src));

@@ -218,10 +218,13 @@ sv_status sv_ckpt_reshard(const char *in, const char *out, int world);
  * "shardvit_weights": "ema"); SV_ERR_FORMAT when the checkpoint holds no EMA. */
 sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int ema);
 /* The eval transform and label names in config.json beside the safetensors file ST_PATH, as
- * export writes them (pretrained_cfg with crop_mode; label_names top-level or in
- * pretrained_cfg). *found = 0 when there is no config.json. A pretrained_cfg without crop_mode
- * (exports made before the transform was recorded carry fixed values) leaves present = 0.
- * free(m->labels) releases the names. Malformed values: SV_ERR_FORMAT naming the file. */
+ * export (and timm) write them (pretrained_cfg: input_size, crop_pct, interpolation, mean, std,
+ * crop_mode; label_names top-level or in pretrained_cfg). *found = 0 when there is no
+ * config.json. A pretrained_cfg without crop_mode is timm's default crop_mode "center" (older
+ * timm wrote none), except beside a shardvit export (its safetensors metadata holds
+ * shardvit_model / shardvit_step): exports made before the transform was recorded carry fixed
+ * values, which leave present = 0. free(m->labels) releases the names. Malformed or missing
+ * values: SV_ERR_FORMAT naming the file. */
 sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *found);
 /* The path of config.json beside the safetensors file ST_PATH (cap bytes at path). */
 void sv_ckpt_config_path(const char *st_path, char *path, size_t cap);

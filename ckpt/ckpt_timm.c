@@ -355,9 +355,21 @@ sv_status sv_ckpt_config_read(const char *st_path, char *path, size_t cap, char 
     return st;
 }
 
+/* Was the safetensors file at st_path written by shardvit's export (its metadata names the
+ * checkpoint's step and model)? */
+static sv_status is_shardvit_export(const char *st_path, int *yes) {
+    sv_st_file sf;
+    SV_TRY(sv_safetensors_open(&sf, st_path));
+    *yes = sv_safetensors_meta(&sf, "shardvit_model") != NULL || sv_safetensors_meta(&sf, "shardvit_step") != NULL;
+    sv_safetensors_close(&sf);
+    return SV_OK;
+}
+
+/* pretrained_cfg's transform into x. A crop_mode that is absent (or null) is timm's default,
+ * "center" (timm/data/config.py resolve_data_config); the other keys are required. */
 static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const char *src) {
-    const sv_json *in;
-    const char *interp, *mode;
+    const sv_json *in, *cm = sv_json_member_get(p, "crop_mode");
+    const char *interp, *mode = "center";
     size_t ilen;
     int64_t v[3];
     SV_TRY(sv_json_get(p, "input_size", SV_JSON_ARRAY, &in));
@@ -369,7 +381,7 @@ static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const 
                        "input",
                        src, (long long)v[0], (long long)v[1], (long long)v[2]);
     x->channels = (int)v[0], x->img = (int)v[1];
-    SV_TRY(sv_json_get_str(p, "crop_mode", &mode, NULL));
+    if (cm && cm->type != SV_JSON_NULL) SV_TRY(sv_json_as_str(cm, &mode, NULL));
     if (strcmp(mode, "center")) {
         char e[SV_ESC_CAP];
         return SV_FAIL(SV_ERR_FORMAT, "%s: pretrained_cfg.crop_mode \"%s\": only \"center\" is supported", src,
@@ -394,10 +406,15 @@ sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *fo
     SV_TRY(st);
     const sv_json *root = &doc.root, *p = sv_json_member_get(root, "pretrained_cfg"), *l;
     st = sv_json_expect(root, SV_JSON_OBJECT);
-    /* Exports before the transform was recorded wrote a fixed pretrained_cfg without crop_mode:
-     * not the model's own transform, so it is not used. */
-    if (st == SV_OK && p && p->type == SV_JSON_OBJECT && sv_json_member_get(p, "crop_mode"))
-        st = parse_pretrained_cfg(p, &m->xform, path);
+    /* shardvit's exports before the transform was recorded wrote a fixed pretrained_cfg without
+     * crop_mode: not the model's own transform, so it is not used. Any other file's pretrained_cfg
+     * without crop_mode (older timm wrote none) is the model's transform with timm's default
+     * crop_mode. */
+    int old_export = 0;
+    const sv_json *cm = p && p->type == SV_JSON_OBJECT ? sv_json_member_get(p, "crop_mode") : NULL;
+    if (st == SV_OK && p && p->type == SV_JSON_OBJECT && (!cm || cm->type == SV_JSON_NULL))
+        st = is_shardvit_export(st_path, &old_export);
+    if (st == SV_OK && p && p->type == SV_JSON_OBJECT && !old_export) st = parse_pretrained_cfg(p, &m->xform, path);
     l = sv_json_member_get(root, "label_names");
     if (!l && p) l = sv_json_member_get(p, "label_names");
     if (st == SV_OK && l && l->type != SV_JSON_NULL) st = sv_ckpt_labels_parse(l, &m->labels, &m->n_labels, path);

@@ -5,9 +5,10 @@
 # LayerScale, a head count that does not divide the width), at the top level or under
 # "model_args", makes predict and eval fail with an error naming the key, before any image is
 # read; the unchanged config.json predicts. A key stated at the top level and under model_args
-# with two values, or a size given as an empty array, is refused the same way. Without
-# config.json the head count (in no tensor shape) is not guessed: predict asks for --heads, and
-# with it gives the same answer.
+# with two values, or a size given as an empty array, is refused the same way. pretrained_cfg
+# without crop_mode (older timm) gives the transform with timm's default crop_mode, except beside
+# a shardvit export. Without config.json the head count (in no tensor shape) is not guessed:
+# predict asks for --heads, and with it gives the same answer.
 SV=$1
 source "$(dirname "$0")/lib.sh"
 run "$WORK/train.log" "$SV" train $MODEL $COMMON --data "$WORK/data/train" --steps 2 --batch-size 6 --warmup 1 \
@@ -100,6 +101,47 @@ P
 run "$WORK/same.log" "$SV" predict --threads 1 --topk 2 --weights "$WORK/same/model.safetensors" "$IMG"
 top2 "$WORK/same.log" | cmp -s - "$WORK/base.top" ||
     { echo "FAIL: img_size N and [N, N] predict differently"; cat "$WORK/same.log"; exit 1; }
+# pretrained_cfg without crop_mode, as older timm wrote it: timm's default crop_mode "center" with
+# the file's crop_pct, interpolation, mean and std (they were dropped for ImageNet defaults
+# before); beside a shardvit export (metadata shardvit_*) such a pretrained_cfg is one of an
+# export made before the transform was recorded and is not used; missing values are refused
+mkdir -p "$WORK/timm_old" "$WORK/sv_old" "$WORK/timm_noint"
+"$PY" - "$WORK/w" "$WORK" <<'P'
+import json, struct, sys
+src, work = sys.argv[1:]
+b = open(src + "/model.safetensors", "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+assert "shardvit_model" in h.pop("__metadata__")
+hb = json.dumps(h).encode()
+hb += b" " * (-len(hb) % 8)
+open(work + "/timm_old/model.safetensors", "wb").write(struct.pack("<Q", len(hb)) + hb + b[8 + n:])
+open(work + "/timm_noint/model.safetensors", "wb").write(struct.pack("<Q", len(hb)) + hb + b[8 + n:])
+open(work + "/sv_old/model.safetensors", "wb").write(b)
+c = json.load(open(src + "/config.json"))
+p = c["pretrained_cfg"]
+del p["crop_mode"]
+p.update(crop_pct=1.0, interpolation="bicubic", mean=[0.5] * 3, std=[0.25] * 3)
+json.dump(c, open(work + "/timm_old/config.json", "w"))
+json.dump(c, open(work + "/sv_old/config.json", "w"))
+del p["interpolation"]
+json.dump(c, open(work + "/timm_noint/config.json", "w"))
+P
+run "$WORK/timm_old.log" "$SV" predict --threads 1 --weights "$WORK/timm_old/model.safetensors" "$IMG"
+grep -qF "crop_pct 1 (model), interpolation bicubic (model), mean 0.5,0.5,0.5 (model), std 0.25,0.25,0.25 (model)" \
+    "$WORK/timm_old.log" ||
+    { echo "FAIL: a timm pretrained_cfg without crop_mode was not used"; grep transform "$WORK/timm_old.log"; exit 1; }
+run "$WORK/sv_old.log" "$SV" predict --threads 1 --weights "$WORK/sv_old/model.safetensors" "$IMG"
+grep -q "records none" "$WORK/sv_old.log" && grep -qF "crop_pct 0.875 (default)" "$WORK/sv_old.log" ||
+    { echo "FAIL: an old shardvit export's pretrained_cfg was used"; grep transform "$WORK/sv_old.log"; exit 1; }
+rc=0
+timeout 60 "$SV" predict --threads 1 --weights "$WORK/timm_noint/model.safetensors" "$IMG" >"$WORK/timm_noint.log" 2>&1 ||
+    rc=$?
+if [ $rc != 1 ] || ! grep -q "timm_noint/config.json: pretrained_cfg.interpolation: missing" "$WORK/timm_noint.log"; then
+    echo "FAIL: a pretrained_cfg without interpolation (and crop_mode) was not refused (exit $rc)"
+    cat "$WORK/timm_noint.log"
+    exit 1
+fi
 # no config.json: the head count is asked for, not guessed
 mkdir -p "$WORK/bare" && cp "$WORK/w/model.safetensors" "$WORK/bare/"
 rc=0
