@@ -254,7 +254,9 @@ int sv_cmd_import(int argc, char **argv, const sv_proc *proc) {
     sv_cmd_spec spec = {"import", "shardvit import FILE.safetensors [model flags]",
                         "Validate a timm VisionTransformer safetensors file (header, dtypes, offsets) and check it "
                         "against the model the flags describe: every tensor present with its shape, except the head "
-                        "(a different --num-classes gets a fresh head), pos_embed (another patch grid) and "
+                        "(head.weight and head.bias of another class count, or neither: a fresh head; one without "
+                        "the other, or the two of different class counts, is refused), pos_embed (another patch "
+                        "grid) and "
                         "patch_embed.proj.weight (another patch size), resampled as timm's checkpoint_filter_fn does), "
                         "and every value that would be loaded finite (a NaN or "
                         "Inf is named with its tensor and index). Loading happens in training: "

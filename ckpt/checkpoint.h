@@ -274,10 +274,12 @@ sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *st
  * sv_ckpt_load_ema_weights: the checkpoint's EMA weights into f's master shards (eval --ema;
  * optimizer state zero); SV_ERR_FORMAT when the checkpoint holds no EMA. Collective. */
 sv_status sv_ckpt_load_ema_weights(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *st);
-/* Seed f's master shards from a timm-style safetensors file (optimizer state zeroed; tensors
- * the file lacks because the head size differs keep their fresh init; pos_embed resampled
- * bicubically when the patch grid differs, source grid at most SV_CKPT_MAX_POS_GRID per side).
- * A non-finite value among those this rank loads is an error (sv_ckpt_check_finite). */
+/* Seed f's master shards from a timm-style safetensors file (optimizer state zeroed; the head,
+ * head.weight and head.bias as one unit, keeps its fresh init when the file's is of another class
+ * count or absent, and a file with half a head or a weight and bias of different class counts is
+ * refused; pos_embed resampled bicubically when the patch grid differs, source grid at most
+ * SV_CKPT_MAX_POS_GRID per side). A non-finite value among those this rank loads is an error
+ * (sv_ckpt_check_finite). */
 sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path);
 /* The same checks without loading: does `path` fit layout L (names, shapes, head/pos_embed
  * rules), and is every value that would be loaded finite? *n_loaded: tensors that would come

@@ -437,6 +437,49 @@ static void shape_text(char *o, size_t cap, const int64_t *s, int nd) {
     if (n < cap) snprintf(o + n, cap - n, ")");
 }
 
+/* The classifier head, head.weight (K, D) and head.bias (K), is one unit: both of the model's
+ * class count are loaded; both of another class count (or neither: a headless backbone) leave
+ * the whole head freshly initialised, and the log says so; one without the other, a weight and
+ * a bias of different class counts, or shapes that are no head of width D are refused (loading
+ * half a head would pair a trained weight with a fresh bias, or the reverse, silently). *fresh:
+ * 1 when the head stays fresh. */
+static sv_status plan_head(const sv_layout *L, const sv_st_file *sf, int *fresh) {
+    const sv_vit_config *c = &L->cfg;
+    const sv_st_tensor *w = sv_safetensors_find(sf, "head.weight"), *b = sv_safetensors_find(sf, "head.bias");
+    *fresh = 0;
+    if (!w && !b) {
+        *fresh = 1;
+        SV_INFO("init-from: %s holds no head (head.weight, head.bias): the head (%d classes) is initialised fresh",
+                sf->path, c->num_classes);
+        return SV_OK;
+    }
+    if (!w || !b)
+        return SV_FAIL(SV_ERR_FORMAT,
+                       "%s: the file holds %s but no %s: a classifier head is loaded whole or not at all (remove "
+                       "%s too to start with a fresh head)",
+                       sf->path, w ? "head.weight" : "head.bias", w ? "head.bias" : "head.weight",
+                       w ? "head.weight" : "head.bias");
+    char a[96], bb[96];
+    shape_text(a, sizeof a, w->shape, w->ndim);
+    shape_text(bb, sizeof bb, b->shape, b->ndim);
+    if (w->ndim != 2 || b->ndim != 1 || w->shape[1] != c->dim)
+        return SV_FAIL(SV_ERR_FORMAT,
+                       "%s: head.weight %s and head.bias %s are not a classifier head of width %d ((K, %d) and (K))",
+                       sf->path, a, bb, c->dim, c->dim);
+    if (w->shape[0] != b->shape[0])
+        return SV_FAIL(SV_ERR_FORMAT,
+                       "%s: head.weight %s has %lld rows (classes) but head.bias %s has %lld: the head contradicts "
+                       "itself",
+                       sf->path, a, (long long)w->shape[0], bb, (long long)b->shape[0]);
+    if (w->shape[0] != c->num_classes) {
+        *fresh = 1;
+        SV_INFO("init-from: head.weight is %s in %s but (%d, %d) here (--num-classes %d): the head is initialised "
+                "fresh",
+                a, sf->path, c->num_classes, c->dim, c->num_classes);
+    }
+    return SV_OK;
+}
+
 /* How each model tensor is sourced: 0 = copy, 1 = keep fresh init (head), 2 = resampled
  * (ckpt/ckpt_adapt.h: pos_embed of another grid, patch_embed of another patch size; kind[k]). */
 static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how, sv_adapt_kind *kind,
@@ -452,31 +495,22 @@ static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how,
         return SV_FAIL(SV_ERR_FORMAT,
                        "%s: the file has %lld register tokens (reg_token) but this model has %d (--reg-tokens)",
                        sf->path, (long long)file_reg, c->reg_tokens);
+    /* every tensor but the head first (a file of another width is named by its first tensor),
+     * then the head as a unit (plan_head: loaded as it is, or left fresh) */
     for (int k = 0; k < L->n_params; k++) {
         const sv_param_info *p = &L->params[L->entries[k].param];
         const sv_st_tensor *t = sv_safetensors_find(sf, p->name);
         src[k] = t;
         how[k] = 0;
         kind[k] = SV_ADAPT_NONE;
-        if (!t) {
-            if (is_head(p->name)) {
-                how[k] = 1;
-                continue;
-            }
-            return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is missing", sf->path, p->name);
-        }
+        if (is_head(p->name)) continue;
+        if (!t) return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s is missing", sf->path, p->name);
         int same = t->ndim == p->ndim;
         for (int d = 0; same && d < p->ndim; d++) same = t->shape[d] == p->shape[d];
         if (same) continue;
         char a[96], b[96];
         shape_text(a, sizeof a, t->shape, t->ndim);
         shape_text(b, sizeof b, p->shape, p->ndim);
-        if (is_head(p->name) && t->ndim == p->ndim && (p->ndim == 1 || t->shape[1] == p->shape[1])) {
-            how[k] = 1;
-            SV_INFO("init-from: %s is %s in %s but %s here (--num-classes %d): initialised fresh", p->name, a, sf->path,
-                    b, c->num_classes);
-            continue;
-        }
         SV_TRY(sv_ckpt_adapt_kind(sf, t, p, c, &kind[k]));
         if (kind[k] != SV_ADAPT_NONE) {
             how[k] = 2;
@@ -484,6 +518,10 @@ static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how,
         }
         return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s has shape %s but this model needs %s", sf->path, p->name, a, b);
     }
+    int fresh_head;
+    SV_TRY(plan_head(L, sf, &fresh_head));
+    for (int k = 0; k < L->n_params; k++) /* not fresh: both there with the model's shapes */
+        if (is_head(L->params[L->entries[k].param].name)) how[k] = fresh_head ? 1 : 0;
     /* nothing else in the file: every tensor a parameter found above (marked by its place in the
      * header, so this is linear in the number of tensors however many there are) */
     unsigned char *used = calloc(sf->n_tensors ? sf->n_tensors : 1, 1);

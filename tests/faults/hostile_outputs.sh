@@ -21,6 +21,8 @@
 #      --heads, eval on a folder whose class names differ from the model's
 #      label names (and --ignore-class-names), NaN / -Inf inside imported weights (import,
 #      train --init-from on 2 ranks, eval --weights, the resampled pos_embed path): clear errors;
+#      half a classifier head, or a head.weight and head.bias of different class counts: refused by
+#      import and --init-from; a head of another class count or none: fresh, and logged;
 #   6. --init-from / import / eval --weights of a file whose pos_embed claims a 65536 x 65536
 #      grid (a sparse file; before the fix the grid product overflowed int: SIGSEGV);
 #   7. training and evaluation data that name their classes differently;
@@ -289,6 +291,14 @@ if op == "set":       # set TENSOR INDEX VALUE (F32)
             i = int(sys.argv[5]); it[3] = it[3][:4 * i] + struct.pack("<f", float(sys.argv[6])) + it[3][4 * i + 4:]
 elif op == "extra":   # extra NAME (Python escapes): a copy of norm.bias under that name
     items.append([sys.argv[4].encode().decode("unicode_escape"), "F32", [36], [x for x in items if x[0] == "norm.bias"][0][3]])
+elif op == "drop":    # drop NAME...: remove tensors
+    items = [x for x in items if x[0] not in sys.argv[4:]]
+elif op == "rows":    # rows K NAME...: F32 tensors cut or repeated to K rows (first dimension)
+    k = int(sys.argv[4])
+    for it in items:
+        if it[0] in sys.argv[5:]:
+            row = len(it[3]) // it[2][0]
+            it[2] = [k] + it[2][1:]; it[3] = (it[3] * k)[:k * row]
 elif op == "posgrid": # posgrid G: pos_embed (1, 1 + G*G, D) BF16 whose data is a hole in a sparse file
     g = int(sys.argv[4]); pe = [x for x in items if x[0] == "pos_embed"][0]
     items = [x for x in items if x[0] != "pos_embed"] + [["pos_embed", "BF16", [1, 1 + g * g, pe[2][2]], (1 + g * g) * pe[2][2] * 2]]
@@ -376,6 +386,31 @@ expect_fail nan_eval "$NF" "${SV[@]}" eval --weights "$WORK/nan/model.safetensor
 expect_fail inf_resampled "tensor pos_embed holds a non-finite value: element 40 \[0, 1, 4\] is -Inf" \
     "${SV[@]}" train ${ARGS/--img 28/--img 32} --steps 0 --data synthetic --synth-samples 8 \
     --init-from "$WORK/inf/model.safetensors"
+# the classifier head is one unit: half a head (one tensor without the other) or a weight and a bias
+# of different class counts is refused by import and --init-from (one was loaded, the other kept
+# fresh, exit 0); a head of another class count, or none, leaves both fresh and the log says so
+mkdir -p "$WORK/hw" "$WORK/hb" "$WORK/hr" "$WORK/h5" "$WORK/h0"
+ST "$WORK/w/model.safetensors" "$WORK/hw/model.safetensors" drop head.bias
+ST "$WORK/w/model.safetensors" "$WORK/hb/model.safetensors" drop head.weight
+ST "$WORK/w/model.safetensors" "$WORK/hr/model.safetensors" rows 5 head.bias
+ST "$WORK/w/model.safetensors" "$WORK/h5/model.safetensors" rows 5 head.weight head.bias
+ST "$WORK/w/model.safetensors" "$WORK/h0/model.safetensors" drop head.weight head.bias
+for c in "hw|the file holds head.weight but no head.bias" "hb|the file holds head.bias but no head.weight" \
+    "hr|head.weight \(3, 36\) has 3 rows \(classes\) but head.bias \(5\) has 5"; do
+    d=${c%%|*}
+    expect_fail "head_${d}_import" "$d/model.safetensors: ${c#*|}" "${SV[@]}" import "$WORK/$d/model.safetensors" $MODEL
+    expect_fail "head_${d}_init_from" "$d/model.safetensors: ${c#*|}" "${SV[@]}" train $ARGS --steps 0 --data synthetic \
+        --synth-samples 8 --init-from "$WORK/$d/model.safetensors"
+done
+expect_fail head_hr_classes5 "head.weight \(3, 36\) has 3 rows \(classes\) but head.bias \(5\) has 5" \
+    "${SV[@]}" import "$WORK/hr/model.safetensors" ${MODEL/--num-classes 3/--num-classes 5}
+expect_ok head_other_classes "${SV[@]}" import "$WORK/h5/model.safetensors" $MODEL
+grep -q "head.weight is (5, 36) in .* but (3, 36) here (--num-classes 3): the head is initialised fresh" \
+    "$WORK/head_other_classes.log" && grep -q "30 of 32 tensors from the file" "$WORK/head_other_classes.log" ||
+    { FAIL_LOGS=("$WORK/head_other_classes.log"); fail "a head of another class count was not left fresh"; }
+expect_ok head_none "${SV[@]}" import "$WORK/h0/model.safetensors" $MODEL
+grep -q "holds no head (head.weight, head.bias): the head (3 classes) is initialised fresh" "$WORK/head_none.log" ||
+    { FAIL_LOGS=("$WORK/head_none.log"); fail "a file without a head: no line says the head is fresh"; }
 
 # ---- 6. a pos_embed claiming a 65536 x 65536 grid (1 + 2^32 positions; sparse, ~300 GB apparent) ----
 if timeout 120 "$PY" "$WORK/st_tool.py" "$WORK/w/model.safetensors" "$WORK/hostile/model.safetensors" posgrid 65536 \
