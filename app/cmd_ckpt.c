@@ -273,7 +273,7 @@ int sv_cmd_import(int argc, char **argv, const sv_proc *proc) {
     sv_layout L;
     st = sv_layout_build(&L, &c, head_zero, 1, 0);
     int loaded = 0;
-    if (st == SV_OK) st = sv_ckpt_check_import(&L, pos[0], &loaded);
+    if (st == SV_OK) st = sv_ckpt_check_import(&L, pos[0], 1, &loaded);
     int n = L.n_params;
     sv_layout_free(&L);
     if (st != SV_OK) return sv_app_fail("import", st);

@@ -467,6 +467,20 @@ static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
     return st != SV_OK ? st : cs;
 }
 
+/* The --init-from file (and the config.json beside it) checked as its loading will check it
+ * (names, shapes, the head, finite values, the transform), before the run directory is written: a
+ * refused file leaves --out as it was, so the same command with a good file is not refused as "an
+ * earlier run". Not when resuming: a checkpoint found then is loaded instead and the file is never
+ * read. */
+static sv_status check_init_from(const sv_run *r, const train_opts *o) {
+    if (!o->init_from || o->resume || (!o->out && !o->ckpt_dir)) return SV_OK;
+    sv_ckpt_meta m;
+    int found, n;
+    SV_TRY(sv_ckpt_read_config_meta(o->init_from, &m, &found));
+    free(m.labels);
+    return sv_ckpt_check_import(&r->fsdp.L, o->init_from, 0, &n);
+}
+
 int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     train_opts o = {.run = SV_RUN_OPTS_DEFAULT,
                     .data = "synthetic",
@@ -653,7 +667,9 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                                  .trace = o.run.trace,
                                  .world = proc->world,
                                  .params = sv_vit_param_count(&r.vcfg)};
-        st = sv_fsdp_agree(&r.fsdp, proc->rank == 0 ? sv_train_outputs_prepare(&outs, flags, locks) : SV_OK);
+        sv_status ps = proc->rank == 0 ? check_init_from(&r, &o) : SV_OK;
+        if (ps == SV_OK && proc->rank == 0) ps = sv_train_outputs_prepare(&outs, flags, locks);
+        st = sv_fsdp_agree(&r.fsdp, ps);
     }
     train_end end = {0};
     if (st == SV_OK) st = train(&r, &o, &end);

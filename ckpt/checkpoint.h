@@ -283,8 +283,8 @@ sv_status sv_ckpt_load_ema_weights(sv_fsdp *f, const char *step_dir, sv_ckpt_tra
 sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path);
 /* The same checks without loading: does `path` fit layout L (names, shapes, head/pos_embed
  * rules), and is every value that would be loaded finite? *n_loaded: tensors that would come
- * from the file. */
-sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int *n_loaded);
+ * from the file. log: a head left fresh is logged (0: the loading that follows says so). */
+sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int log, int *n_loaded);
 /* Every element of F32/BF16/F16 tensor t of sf is finite; else SV_ERR_FORMAT naming the file, the
  * tensor (escaped), the first non-finite element (flat index and multi-index) and whether it is
  * NaN, +Inf or -Inf. Reads the tensor in 1 MiB pieces. Used by every path that loads weights

@@ -442,15 +442,16 @@ static void shape_text(char *o, size_t cap, const int64_t *s, int nd) {
  * the whole head freshly initialised, and the log says so; one without the other, a weight and
  * a bias of different class counts, or shapes that are no head of width D are refused (loading
  * half a head would pair a trained weight with a fresh bias, or the reverse, silently). *fresh:
- * 1 when the head stays fresh. */
-static sv_status plan_head(const sv_layout *L, const sv_st_file *sf, int *fresh) {
+ * 1 when the head stays fresh; log: say so in the log. */
+static sv_status plan_head(const sv_layout *L, const sv_st_file *sf, int log, int *fresh) {
     const sv_vit_config *c = &L->cfg;
     const sv_st_tensor *w = sv_safetensors_find(sf, "head.weight"), *b = sv_safetensors_find(sf, "head.bias");
     *fresh = 0;
     if (!w && !b) {
         *fresh = 1;
-        SV_INFO("init-from: %s holds no head (head.weight, head.bias): the head (%d classes) is initialised fresh",
-                sf->path, c->num_classes);
+        if (log)
+            SV_INFO("init-from: %s holds no head (head.weight, head.bias): the head (%d classes) is initialised fresh",
+                    sf->path, c->num_classes);
         return SV_OK;
     }
     if (!w || !b)
@@ -473,16 +474,18 @@ static sv_status plan_head(const sv_layout *L, const sv_st_file *sf, int *fresh)
                        sf->path, a, (long long)w->shape[0], bb, (long long)b->shape[0]);
     if (w->shape[0] != c->num_classes) {
         *fresh = 1;
-        SV_INFO("init-from: head.weight is %s in %s but (%d, %d) here (--num-classes %d): the head is initialised "
-                "fresh",
-                a, sf->path, c->num_classes, c->dim, c->num_classes);
+        if (log)
+            SV_INFO("init-from: head.weight is %s in %s but (%d, %d) here (--num-classes %d): the head is initialised "
+                    "fresh",
+                    a, sf->path, c->num_classes, c->dim, c->num_classes);
     }
     return SV_OK;
 }
 
 /* How each model tensor is sourced: 0 = copy, 1 = keep fresh init (head), 2 = resampled
- * (ckpt/ckpt_adapt.h: pos_embed of another grid, patch_embed of another patch size; kind[k]). */
-static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how, sv_adapt_kind *kind,
+ * (ckpt/ckpt_adapt.h: pos_embed of another grid, patch_embed of another patch size; kind[k]).
+ * log: a fresh head is logged. */
+static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int log, int *how, sv_adapt_kind *kind,
                              const sv_st_tensor **src) {
     const sv_vit_config *c = &L->cfg;
     /* register tokens first: their count also shifts pos_embed, and the flag is the better message */
@@ -519,7 +522,7 @@ static sv_status plan_import(const sv_layout *L, const sv_st_file *sf, int *how,
         return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s has shape %s but this model needs %s", sf->path, p->name, a, b);
     }
     int fresh_head;
-    SV_TRY(plan_head(L, sf, &fresh_head));
+    SV_TRY(plan_head(L, sf, log, &fresh_head));
     for (int k = 0; k < L->n_params; k++) /* not fresh: both there with the model's shapes */
         if (is_head(L->params[L->entries[k].param].name)) how[k] = fresh_head ? 1 : 0;
     /* nothing else in the file: every tensor a parameter found above (marked by its place in the
@@ -586,14 +589,14 @@ sv_status sv_ckpt_values_finite(const sv_st_file *sf, const sv_st_tensor *t, con
     return SV_OK;
 }
 
-sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int *n_loaded) {
+sv_status sv_ckpt_check_import(const sv_layout *L, const char *path, int log, int *n_loaded) {
     sv_st_file sf;
     SV_TRY(sv_safetensors_open(&sf, path));
     int n = L->n_params;
     int *how = calloc((size_t)n, sizeof *how);
     sv_adapt_kind *kind = calloc((size_t)n, sizeof *kind);
     const sv_st_tensor **src = calloc((size_t)n, sizeof *src);
-    sv_status st = how && kind && src ? plan_import(L, &sf, how, kind, src) : SV_FAIL(SV_ERR_OOM, "import tables");
+    sv_status st = how && kind && src ? plan_import(L, &sf, log, how, kind, src) : SV_FAIL(SV_ERR_OOM, "import tables");
     *n_loaded = 0;
     for (int k = 0; k < n && st == SV_OK; k++) *n_loaded += how[k] != 1;
     for (int k = 0; k < n && st == SV_OK; k++) /* every value that would be loaded must be finite */
@@ -641,8 +644,8 @@ sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path) {
     sv_adapt_kind *kind = calloc((size_t)n, sizeof *kind);
     const sv_st_tensor **src = calloc((size_t)n, sizeof *src);
     float **adapted = calloc((size_t)n, sizeof *adapted);
-    sv_status st =
-        how && kind && src && adapted ? plan_import(&f->L, &sf, how, kind, src) : SV_FAIL(SV_ERR_OOM, "import tables");
+    sv_status st = how && kind && src && adapted ? plan_import(&f->L, &sf, 1, how, kind, src)
+                                                 : SV_FAIL(SV_ERR_OOM, "import tables");
     for (int k = 0; k < n && st == SV_OK; k++)
         if (how[k] == 2)
             st = sv_ckpt_adapt_read(&sf, src[k], &f->L.params[f->L.entries[k].param], &f->L.cfg, kind[k], "init-from",

@@ -21,7 +21,8 @@
 #      --heads, eval on a folder whose class names differ from the model's
 #      label names (and --ignore-class-names), NaN / -Inf inside imported weights (import,
 #      train --init-from on 2 ranks, eval --weights, the resampled pos_embed path): clear errors;
-#      half a classifier head, or a head.weight and head.bias of different class counts: refused by
+#      the same --out then takes a good --init-from file (a refused file wrote nothing there); half
+#      a classifier head, or a head.weight and head.bias of different class counts: refused by
 #      import and --init-from; a head of another class count or none: fresh, and logged;
 #   6. --init-from / import / eval --weights of a file whose pos_embed claims a 65536 x 65536
 #      grid (a sparse file; before the fix the grid product overflowed int: SIGSEGV);
@@ -386,6 +387,11 @@ expect_fail nan_eval "$NF" "${SV[@]}" eval --weights "$WORK/nan/model.safetensor
 expect_fail inf_resampled "tensor pos_embed holds a non-finite value: element 40 \[0, 1, 4\] is -Inf" \
     "${SV[@]}" train ${ARGS/--img 28/--img 32} --steps 0 --data synthetic --synth-samples 8 \
     --init-from "$WORK/inf/model.safetensors"
+# a refused --init-from file leaves --out as it was (it is checked before the run directory is
+# written), so the same command with a good file runs (it was refused as "an earlier run")
+[ ! -e "$WORK/nanrun/metrics.jsonl" ] || fail "a refused --init-from file left a run behind in --out"
+expect_ok init_from_retry timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $ARGS --steps 2 --data synthetic \
+    --synth-samples 16 --init-from "$WORK/w/model.safetensors" --out "$WORK/nanrun"
 # the classifier head is one unit: half a head (one tensor without the other) or a weight and a bias
 # of different class counts is refused by import and --init-from (one was loaded, the other kept
 # fresh, exit 0); a head of another class count, or none, leaves both fresh and the log says so
