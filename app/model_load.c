@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -71,7 +72,9 @@ sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt, in
     return SV_OK;
 }
 
-/* dir of `path` (the path itself when it is a directory) + "/classes.txt", if that exists. */
+/* dir of `path` (the path itself when it is a directory) + "/classes.txt", if anything exists at that name
+ * (lstat: a dangling link or an unreadable file is then read, and refused with its error, rather than
+ * passed over as absent). */
 static int classes_near(const char *path, int up, char *out, size_t cap) {
     char dir[2048];
     snprintf(dir, sizeof dir, "%s", path);
@@ -88,7 +91,8 @@ static int classes_near(const char *path, int up, char *out, size_t cap) {
     }
     for (int i = 0; i <= up; i++) {
         snprintf(out, cap, "%s/classes.txt", dir);
-        if (access(out, R_OK) == 0) return 1;
+        struct stat st; /* anything at the name counts (a dangling link, a loop, an unreadable file): */
+        if (lstat(out, &st) == 0) return 1; /* the guarded reader then names what is wrong with it */
         char *s = strrchr(dir, '/');
         if (!s) break;
         *s = 0;

@@ -20,7 +20,8 @@
 #      hostile indexes of the ckpt_index fuzz corpus (also a unit whose shard x shard_world
 #      wraps) are refused by `reshard`;
 #   6. safetensors weights: config.json beside them as a dangling link or a link loop is an
-#      error naming it for predict and train --init-from (it used to count as absent); a 1.5 MiB
+#      error naming it for predict and train --init-from (it used to count as absent), and so is
+#      a classes.txt beside them that is a dangling link (it was passed over); a 1.5 MiB
 #      config.json is read (one size limit); a header with 300000 zero-size blocks.N entries is
 #      refused in seconds ("more than 256 blocks"; the depth count was quadratic in the header);
 #      a blocks.0.mlp.fc1.weight of 2^40 rows is refused naming it (its int conversion was UB).
@@ -241,6 +242,12 @@ expect_fail weights_config_dangling "wd/config.json is a symbolic link to a file
     "$SHARDVIT" predict --threads 1 --heads 3 --weights "$WORK/wd/model.safetensors" "$img"
 expect_fail weights_config_loop "wl/config.json: Too many levels of symbolic links" \
     "$SHARDVIT" predict --threads 1 --heads 3 --weights "$WORK/wl/model.safetensors" "$img"
+# classes.txt beside the weights a dangling link: an error naming it (it was passed over as
+# absent, and predict printed class indices or the recorded names without a word)
+mkdir -p "$WORK/wc" && cp "$WORK/w/model.safetensors" "$WORK/w/config.json" "$WORK/wc/"
+ln -s gone.txt "$WORK/wc/classes.txt"
+expect_fail weights_classes_dangling "wc/classes.txt: No such file or directory" \
+    "$SHARDVIT" predict --threads 1 --weights "$WORK/wc/model.safetensors" "$img"
 expect_fail init_from_config_dangling "wd/config.json is a symbolic link to a file that does not exist" \
     "$SHARDVIT" train $ARGS --steps 0 --data synthetic --synth-samples 8 --init-from "$WORK/wd/model.safetensors"
 # a config.json of 1.5 MiB (label names of many classes) is read (the weights reader's limit was
