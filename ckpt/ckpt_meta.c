@@ -115,10 +115,12 @@ static sv_status channel_vec(const sv_json *o, const char *key, int n, int allow
     return SV_OK;
 }
 
-sv_status sv_ckpt_xform_norm_parse(const sv_json *o, sv_ckpt_xform *x, int allow_one, const char *src,
+sv_status sv_ckpt_xform_norm_parse(const sv_json *o, sv_ckpt_xform *x, int allow_one, int keep_absent, const char *src,
                                    const char *where) {
-    SV_TRY(channel_vec(o, "mean", x->channels, allow_one, x->mean, src));
-    SV_TRY(channel_vec(o, "std", x->channels, allow_one, x->std, src));
+    if (!keep_absent || sv_json_member_get(o, "mean"))
+        SV_TRY(channel_vec(o, "mean", x->channels, allow_one, x->mean, src));
+    if (!keep_absent || sv_json_member_get(o, "std"))
+        SV_TRY(channel_vec(o, "std", x->channels, allow_one, x->std, src));
     char what[256];
     snprintf(what, sizeof what, "%.200s: %s", src, where);
     SV_TRY(sv_ckpt_xform_check(x, what));
@@ -166,7 +168,7 @@ sv_status sv_ckpt_meta_parse(const sv_json *root, sv_ckpt_meta *m, const char *s
         SV_TRY(sv_json_get_str(x, "interpolation", &interp, &ilen));
         if (ilen >= sizeof t->interp) return bad(src, x, "interpolation is not bilinear or bicubic");
         snprintf(t->interp, sizeof t->interp, "%s", interp);
-        SV_TRY(sv_ckpt_xform_norm_parse(x, t, 0, src, "eval_transform"));
+        SV_TRY(sv_ckpt_xform_norm_parse(x, t, 0, 0, src, "eval_transform"));
     }
     if (l) SV_TRY(sv_ckpt_labels_parse(l, &m->labels, &m->n_labels, src));
     return SV_OK;

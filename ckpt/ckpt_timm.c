@@ -365,8 +365,9 @@ static sv_status is_shardvit_export(const char *st_path, int *yes) {
     return SV_OK;
 }
 
-/* pretrained_cfg's transform into x. A crop_mode that is absent (or null) is timm's default,
- * "center" (timm/data/config.py resolve_data_config); the other keys are required. */
+/* pretrained_cfg's transform into x. input_size is required; a key that is absent takes the value
+ * timm's resolve_data_config (timm/data/config.py) takes then: crop_mode "center" (or null),
+ * crop_pct 0.875, interpolation bicubic, mean / std ImageNet's (0.5 for one channel). */
 static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const char *src) {
     const sv_json *in, *cm = sv_json_member_get(p, "crop_mode");
     const char *interp, *mode = "center";
@@ -380,17 +381,22 @@ static sv_status parse_pretrained_cfg(const sv_json *p, sv_ckpt_xform *x, const 
                        "%s: pretrained_cfg.input_size [%lld, %lld, %lld] is not a square 1..3 channel "
                        "input",
                        src, (long long)v[0], (long long)v[1], (long long)v[2]);
-    x->channels = (int)v[0], x->img = (int)v[1];
+    /* what timm's resolve_data_config takes for a key pretrained_cfg lacks: crop_pct 0.875,
+     * bicubic, ImageNet's mean / std (0.5 for one channel here, as everywhere in shardvit) */
+    sv_ckpt_xform_default(x, (int)v[1], (int)v[0]);
+    snprintf(x->interp, sizeof x->interp, "bicubic");
     if (cm && cm->type != SV_JSON_NULL) SV_TRY(sv_json_as_str(cm, &mode, NULL));
     if (strcmp(mode, "center")) {
         char e[SV_ESC_CAP];
         return SV_FAIL(SV_ERR_FORMAT, "%s: pretrained_cfg.crop_mode \"%s\": only \"center\" is supported", src,
                        sv_log_esc(mode, e, sizeof e));
     }
-    SV_TRY(sv_json_get_f64(p, "crop_pct", &x->crop_pct));
-    SV_TRY(sv_json_get_str(p, "interpolation", &interp, &ilen));
-    snprintf(x->interp, sizeof x->interp, "%s", ilen < sizeof x->interp ? interp : "?");
-    return sv_ckpt_xform_norm_parse(p, x, 1, src, "pretrained_cfg");
+    if (sv_json_member_get(p, "crop_pct")) SV_TRY(sv_json_get_f64(p, "crop_pct", &x->crop_pct));
+    if (sv_json_member_get(p, "interpolation")) {
+        SV_TRY(sv_json_get_str(p, "interpolation", &interp, &ilen));
+        snprintf(x->interp, sizeof x->interp, "%s", ilen < sizeof x->interp ? interp : "?");
+    }
+    return sv_ckpt_xform_norm_parse(p, x, 1, 1, src, "pretrained_cfg");
 }
 
 sv_status sv_ckpt_read_config_meta(const char *st_path, sv_ckpt_meta *m, int *found) {

@@ -104,7 +104,9 @@ top2 "$WORK/same.log" | cmp -s - "$WORK/base.top" ||
 # pretrained_cfg without crop_mode, as older timm wrote it: timm's default crop_mode "center" with
 # the file's crop_pct, interpolation, mean and std (they were dropped for ImageNet defaults
 # before); beside a shardvit export (metadata shardvit_*) such a pretrained_cfg is one of an
-# export made before the transform was recorded and is not used; missing values are refused
+# export made before the transform was recorded and is not used; a key it lacks takes timm's
+# default (resolve_data_config: bicubic, crop_pct 0.875, ImageNet's mean / std); no input_size
+# is refused
 mkdir -p "$WORK/timm_old" "$WORK/sv_old" "$WORK/timm_noint"
 "$PY" - "$WORK/w" "$WORK" <<'P'
 import json, struct, sys
@@ -124,8 +126,14 @@ del p["crop_mode"]
 p.update(crop_pct=1.0, interpolation="bicubic", mean=[0.5] * 3, std=[0.25] * 3)
 json.dump(c, open(work + "/timm_old/config.json", "w"))
 json.dump(c, open(work + "/sv_old/config.json", "w"))
-del p["interpolation"]
+p.update(interpolation="bilinear")
+del p["interpolation"], p["mean"], p["crop_pct"]
 json.dump(c, open(work + "/timm_noint/config.json", "w"))
+del p["input_size"]
+import os
+os.makedirs(work + "/timm_nosize", exist_ok=True)
+open(work + "/timm_nosize/model.safetensors", "wb").write(struct.pack("<Q", len(hb)) + hb + b[8 + n:])
+json.dump(c, open(work + "/timm_nosize/config.json", "w"))
 P
 run "$WORK/timm_old.log" "$SV" predict --threads 1 --weights "$WORK/timm_old/model.safetensors" "$IMG"
 grep -qF "crop_pct 1 (model), interpolation bicubic (model), mean 0.5,0.5,0.5 (model), std 0.25,0.25,0.25 (model)" \
@@ -134,12 +142,19 @@ grep -qF "crop_pct 1 (model), interpolation bicubic (model), mean 0.5,0.5,0.5 (m
 run "$WORK/sv_old.log" "$SV" predict --threads 1 --weights "$WORK/sv_old/model.safetensors" "$IMG"
 grep -q "records none" "$WORK/sv_old.log" && grep -qF "crop_pct 0.875 (default)" "$WORK/sv_old.log" ||
     { echo "FAIL: an old shardvit export's pretrained_cfg was used"; grep transform "$WORK/sv_old.log"; exit 1; }
+run "$WORK/timm_noint.log" "$SV" predict --threads 1 --weights "$WORK/timm_noint/model.safetensors" "$IMG"
+grep -qF "crop_pct 0.875 (model), interpolation bicubic (model), mean 0.485,0.456,0.406 (model), std 0.25,0.25,0.25 (model)" \
+    "$WORK/timm_noint.log" || {
+    echo "FAIL: a pretrained_cfg without interpolation, crop_pct and mean did not take timm's defaults for them"
+    grep transform "$WORK/timm_noint.log"
+    exit 1
+}
 rc=0
-timeout 60 "$SV" predict --threads 1 --weights "$WORK/timm_noint/model.safetensors" "$IMG" >"$WORK/timm_noint.log" 2>&1 ||
+timeout 60 "$SV" predict --threads 1 --weights "$WORK/timm_nosize/model.safetensors" "$IMG" >"$WORK/timm_nosize.log" 2>&1 ||
     rc=$?
-if [ $rc != 1 ] || ! grep -q "timm_noint/config.json: pretrained_cfg.interpolation: missing" "$WORK/timm_noint.log"; then
-    echo "FAIL: a pretrained_cfg without interpolation (and crop_mode) was not refused (exit $rc)"
-    cat "$WORK/timm_noint.log"
+if [ $rc != 1 ] || ! grep -q "timm_nosize/config.json.*input_size" "$WORK/timm_nosize.log"; then
+    echo "FAIL: a pretrained_cfg without input_size was not refused (exit $rc)"
+    cat "$WORK/timm_nosize.log"
     exit 1
 fi
 # no config.json: the head count is asked for, not guessed
