@@ -444,7 +444,9 @@ static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
     trainer t = {.r = r, .o = o, .last_eval = -1, .final_loss = NAN};
     const sv_vit_config *c = &r->vcfg;
     long start = 0;
-    sv_status st = resolve_transform(&t);
+    /* agreed: the --init-from config.json read on one rank only failing (node-local storage) must
+     * not leave the others waiting in the next collective */
+    sv_status st = sv_fsdp_agree(&r->fsdp, resolve_transform(&t));
     if (st == SV_OK) st = open_data(&t);
     if (st == SV_OK) {
         t.hooks = hooks_for(o);

@@ -2,7 +2,8 @@
 # Resume: a run stopped after its step-3 checkpoint and resumed at the same world size gives the
 # loss sequence, learning rates and final parameters of an uninterrupted run bit for bit; resumed
 # at another world size it matches within fp tolerance and the data loader continues at the same
-# global sample. --keep retention keeps only the newest checkpoints.
+# global sample. --keep retention keeps only the newest checkpoints. A resume whose normalisation
+# differs from the one the checkpoint recorded is refused naming both, and the named values resume.
 SHARDVIT=$1
 source "$(dirname "$0")/../fsdp/lib.sh"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -63,4 +64,18 @@ run auto 2 --steps 6 --resume auto
 grep -q "resume: step 3" "$WORK/auto.log" || fail "--resume auto did not find step 3"
 test "$(grep -c '"loss"' "$WORK/auto/metrics.jsonl")" = 6 || fail "metrics.jsonl of the resumed run"
 cmp "$WORK/auto.bin" "$WORK/full.bin" || fail "--resume auto: parameters differ from the uninterrupted run"
+# a resumed run whose normalisation differs from the recorded one (here --mean / --std; also a
+# changed --init-from config.json) is refused naming both, before anything is loaded or written
+cp "$WORK/auto/metrics.jsonl" "$WORK/auto_metrics.before"
+rc=0
+timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $TINY --out "$WORK/auto" --steps 8 --resume auto --mean 0.25 --std 0.5 \
+    >"$WORK/auto_norm.log" 2>&1 || rc=$?
+test $rc -ne 0 || fail "a resume with another --mean / --std was not refused"
+grep -q "records the training normalisation --mean .* --std .*, this run resolved --mean 0.25 --std 0.5" \
+    "$WORK/auto_norm.log" || { cat "$WORK/auto_norm.log"; fail "the refusal does not name both normalisations"; }
+cmp -s "$WORK/auto/metrics.jsonl" "$WORK/auto_metrics.before" || fail "the refused resume changed metrics.jsonl"
+# the values the message names continue the run
+recorded=$(grep -o "pass --mean [^ ]* --std [^ ]*" "$WORK/auto_norm.log" | head -1 | sed 's/^pass //')
+run auto 2 --steps 7 --resume auto $recorded
+grep -q "resume: step 6" "$WORK/auto.log" || fail "the recorded --mean / --std did not resume"
 echo "resume: all passed"
