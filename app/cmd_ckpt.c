@@ -3,7 +3,6 @@
 #include "app/cmd_ckpt.h"
 
 #include <dirent.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,57 +51,6 @@ static sv_status no_latest(const char *dir) {
     return SV_OK;
 }
 
-/* v in the fewest significant digits that read back as v (a value to pass back as a flag) */
-static int short_g(char *o, size_t cap, double v) {
-    int n = 0;
-    for (int prec = 1; prec <= 17; prec++) {
-        n = snprintf(o, cap, "%.*g", prec, v);
-        if (strtod(o, NULL) == v) break;
-    }
-    return n;
-}
-
-/* "--mean A,B,C --std D,E,F" of x's channels */
-static void norm_text(char *o, size_t cap, const sv_ckpt_xform *x) {
-    size_t n = (size_t)snprintf(o, cap, "--mean ");
-    for (int k = 0; k < x->channels && n + 24 < cap; k++) {
-        if (k) o[n++] = ',';
-        n += (size_t)short_g(o + n, cap - n, x->mean[k]);
-    }
-    n += (size_t)snprintf(o + n, cap - n, " --std ");
-    for (int k = 0; k < x->channels && n + 24 < cap; k++) {
-        if (k) o[n++] = ',';
-        n += (size_t)short_g(o + n, cap - n, x->std[k]);
-    }
-}
-
-/* A resumed run normalises its inputs as the run it continues did: the checkpoint's recorded
- * mean / std (index.json eval_transform, when recorded) against the ones this run resolved from
- * its flags and --init-from's config.json (which may have changed since, or be read differently
- * by another version). Different values are refused rather than switched mid-run. */
-static sv_status same_normalisation(const char *step_dir, const sv_ckpt_xform *now) {
-    sv_ckpt_index idx;
-    SV_TRY(sv_ckpt_index_load(&idx, step_dir));
-    const sv_ckpt_xform *was = &idx.meta.xform;
-    int same = !was->present || !now->present || was->channels != now->channels;
-    if (!same) {
-        same = 1;
-        for (int k = 0; k < was->channels; k++) same &= was->mean[k] == now->mean[k] && was->std[k] == now->std[k];
-    }
-    sv_status st = SV_OK;
-    if (!same) {
-        char a[200], b[200];
-        norm_text(a, sizeof a, was);
-        norm_text(b, sizeof b, now);
-        st = SV_FAIL(SV_ERR_INVALID,
-                     "resume: %s/index.json records the training normalisation %s, this run resolved %s (from its "
-                     "--mean / --std or the --init-from config.json): pass %s to continue the run as it was trained",
-                     step_dir, a, b, a);
-    }
-    sv_ckpt_index_free(&idx);
-    return st;
-}
-
 sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *start_step) {
     *start_step = 0;
     char step_dir[SV_CKPT_PATH_MAX];
@@ -123,9 +71,8 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *
         return SV_OK;
     }
     if (c->init_from) SV_INFO("--init-from %s ignored: resuming from %s", c->init_from, step_dir);
-    SV_TRY(sv_fsdp_agree(&r->fsdp, same_normalisation(step_dir, &c->meta.xform)));
     sv_ckpt_train_state s;
-    SV_TRY(sv_ckpt_load(&r->fsdp, step_dir, &s));
+    SV_TRY(sv_ckpt_load(&r->fsdp, step_dir, &c->meta.xform, &s));
     SV_TRY(sv_ckpt_optim_check_resume(&s.opt, &c->state.opt));
     if (strcmp(sv_ckpt_sched_kind(&s.sched), sv_ckpt_sched_kind(&c->state.sched)))
         SV_WARN("resume: the LR schedule changed from %s to %s; continuing with the new one",

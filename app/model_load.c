@@ -67,7 +67,7 @@ sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt, in
     if (ema)
         SV_TRY(sv_ckpt_load_ema_weights(&r->fsdp, step_dir, &st));
     else
-        SV_TRY(sv_ckpt_load(&r->fsdp, step_dir, &st));
+        SV_TRY(sv_ckpt_load(&r->fsdp, step_dir, NULL, &st));
     SV_INFO("weights: checkpoint %s (step %lld)%s", step_dir, (long long)st.step, ema ? ", its weight EMA" : "");
     return SV_OK;
 }

@@ -128,6 +128,11 @@ sv_status sv_ckpt_meta_copy(sv_ckpt_meta *dst, const sv_ckpt_meta *src);
 /* Check an eval transform: img/channels >= 1, channels <= 3, sv_ckpt_crop_pct_ok(crop_pct), interp
  * bilinear|bicubic, std > 0. `what` names the source in the message. */
 sv_status sv_ckpt_xform_check(const sv_ckpt_xform *x, const char *what);
+/* SV_OK when a run that normalises with `now` may continue a checkpoint recorded with `was`:
+ * either is not recorded (present = 0), the channel counts differ (the tensor check refuses that
+ * later), or every mean / std is equal; otherwise SV_ERR_INVALID naming both as the
+ * `--mean A,B --std C,D` flags that reproduce them. `where` names the record (STEP_DIR/index.json). */
+sv_status sv_ckpt_xform_same_norm(const sv_ckpt_xform *was, const sv_ckpt_xform *now, const char *where);
 
 /* Ranges per unit in a shard file: master, m, v (SV_CKPT_KINDS) and, with state.ema, the EMA. */
 #define SV_CKPT_FILE_KINDS(idx) ((idx)->state.ema ? SV_CKPT_KINDS + 1 : SV_CKPT_KINDS)
@@ -266,8 +271,10 @@ int sv_ckpt_save_written(const sv_ckpt_async *a);
 /* Seconds the caller was blocked by the last save (begin + finish). */
 double sv_ckpt_save_blocked_s(const sv_ckpt_async *a);
 /* Load the checkpoint in STEP_DIR into f at its current world size / strategy (tensor shapes
- * must match), and its training state into *st. f->step and skipped count are restored. */
-sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *st);
+ * must match), and its training state into *st. f->step and skipped count are restored. With
+ * `norm` (nullable), a checkpoint whose recorded normalisation differs from it is refused before
+ * any shard is read (sv_ckpt_xform_same_norm: a resumed run keeps its inputs' normalisation). */
+sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, const sv_ckpt_xform *norm, sv_ckpt_train_state *st);
 /* With f->cfg.ema, sv_ckpt_load also restores the EMA shards, or (index without "model_ema")
  * starts the EMA from the restored masters with a line saying so; an EMA in the checkpoint of a
  * run without it is dropped (a line says so).

@@ -429,12 +429,17 @@ static sv_status load_shards(sv_fsdp *f, const sv_ckpt_index *idx, const int *ma
     return st;
 }
 
-sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, sv_ckpt_train_state *out) {
+sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, const sv_ckpt_xform *norm, sv_ckpt_train_state *out) {
     double t0 = sv_now_s();
     sv_ckpt_index idx;
     memset(&idx, 0, sizeof idx);
     int *map = malloc((size_t)f->L.n_params * sizeof *map);
     sv_status st = map ? sv_ckpt_index_load(&idx, step_dir) : SV_FAIL(SV_ERR_OOM, "tensor map");
+    if (st == SV_OK && norm) {
+        char where[SV_CKPT_PATH_MAX + 16];
+        snprintf(where, sizeof where, "%s/index.json", step_dir);
+        st = sv_ckpt_xform_same_norm(&idx.meta.xform, norm, where);
+    }
     if (st == SV_OK) st = check_compatible(f, &idx, map);
     if (st == SV_OK) st = load_shards(f, &idx, map, 0);
     st = sv_fsdp_agree(f, st);

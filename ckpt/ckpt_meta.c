@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "core/log.h"
 
 void sv_ckpt_xform_default(sv_ckpt_xform *x, int img, int channels) {
@@ -172,4 +173,32 @@ sv_status sv_ckpt_meta_parse(const sv_json *root, sv_ckpt_meta *m, const char *s
     }
     if (l) SV_TRY(sv_ckpt_labels_parse(l, &m->labels, &m->n_labels, src));
     return SV_OK;
+}
+
+/* "--mean A,B,C --std D,E,F" of x's channels */
+static void norm_flags(char *o, size_t cap, const sv_ckpt_xform *x) {
+    size_t n = (size_t)snprintf(o, cap, "--mean ");
+    for (int k = 0; k < x->channels && n + 32 < cap; k++) {
+        if (k) o[n++] = ',';
+        n += (size_t)sv_f64_shortest(o + n, cap - n, x->mean[k]);
+    }
+    n += (size_t)snprintf(o + n, cap - n, " --std ");
+    for (int k = 0; k < x->channels && n + 32 < cap; k++) {
+        if (k) o[n++] = ',';
+        n += (size_t)sv_f64_shortest(o + n, cap - n, x->std[k]);
+    }
+}
+
+sv_status sv_ckpt_xform_same_norm(const sv_ckpt_xform *was, const sv_ckpt_xform *now, const char *where) {
+    if (!was->present || !now->present || was->channels != now->channels) return SV_OK;
+    int same = 1;
+    for (int k = 0; k < was->channels; k++) same &= was->mean[k] == now->mean[k] && was->std[k] == now->std[k];
+    if (same) return SV_OK;
+    char a[240], b[240];
+    norm_flags(a, sizeof a, was);
+    norm_flags(b, sizeof b, now);
+    return SV_FAIL(SV_ERR_INVALID,
+                   "resume: %s records the training normalisation %s, this run resolved %s (from its --mean / --std "
+                   "or the --init-from config.json): pass %s to continue the run as it was trained",
+                   where, a, b, a);
 }

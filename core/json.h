@@ -167,6 +167,10 @@ void sv_json_str(sv_json_writer *w, const char *s);
 void sv_json_strn(sv_json_writer *w, const char *s, size_t n);
 void sv_json_i64(sv_json_writer *w, int64_t v);
 void sv_json_u64(sv_json_writer *w, uint64_t v);
+/* The shortest %.*g text (15 to 17 significant digits, trailing zeros dropped) that strtod reads
+ * back as exactly v, into o (cap bytes, cap >= 32 suffices); returns its length as snprintf does.
+ * The number form of sv_json_f64, also for values printed as flags. v finite. */
+int sv_f64_shortest(char *o, size_t cap, double v);
 void sv_json_f64(sv_json_writer *w, double v);
 /* A double in a fixed printf form, for records whose number format is part of their contract
  * (metrics.jsonl): `digits` significant digits as %.*g, or `decimals` after the point as %.*f

@@ -191,18 +191,24 @@ void sv_json_u64(sv_json_writer *w, uint64_t v) {
     wtext(w, b, (size_t)n);
 }
 
+/* Starting at 15 digits loses nothing: when p < 15 digits read back as v, %.15g writes those p
+ * digits (a decimal of at most 15 digits survives the round trip through its nearest double). */
+int sv_f64_shortest(char *o, size_t cap, double v) {
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(o, cap, "%.*g", prec, v);
+        if (strtod(o, NULL) == v) break;
+    }
+    return n;
+}
+
 void sv_json_f64(sv_json_writer *w, double v) {
     if (!isfinite(v)) {
         sv_json_null(w);
         return;
     }
     char b[40];
-    int n = 0;
-    for (int prec = 15; prec <= 17; prec++) {
-        n = snprintf(b, sizeof b, "%.*g", prec, v);
-        if (strtod(b, NULL) == v) break;
-    }
-    wtext(w, b, (size_t)n);
+    wtext(w, b, (size_t)sv_f64_shortest(b, sizeof b, v));
 }
 
 /* A finite double as printf's %.*g (fixed = 0) or %.*f (fixed = 1) writes it; else null. The
