@@ -154,7 +154,7 @@ sv_status sv_sweep_write_row(const char *result_json, FILE *csv, FILE *jsonl, in
         fputc('\n', csv);
         sv_json_doc_free(&doc);
     }
-    if ((csv && (fflush(csv) || ferror(csv))) || (jsonl && (fflush(jsonl) || ferror(jsonl))))
+    if ((csv && ferror(csv)) || (jsonl && ferror(jsonl)))
         return SV_FAIL(SV_ERR_IO, "--sweep: cannot write a result row");
     return SV_OK;
 }

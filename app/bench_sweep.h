@@ -30,7 +30,8 @@ int sv_sweep_count(const sv_sweep *sw);
 void sv_sweep_config(const sv_sweep *sw, int i, const char *out[SV_SWEEP_KEYS]);
 
 /* One result (the bench JSON text, provenance included) as a CSV row (the header first when
- * `header`) and/or a JSONL line; csv / jsonl may be NULL. SV_ERR_IO on a failed write. */
+ * `header`) and/or a JSONL line; csv / jsonl may be NULL. SV_ERR_IO when a stream is in error
+ * (nothing is flushed here: the caller flushes and reports where its streams go). */
 sv_status sv_sweep_write_row(const char *result_json, FILE *csv, FILE *jsonl, int header);
 /* Is path an earlier --sweep-csv file: a regular file (a symbolic link is not followed, a FIFO
  * never blocks) that starts with the header line sv_sweep_write_row writes? (ctx unused: the

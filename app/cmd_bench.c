@@ -136,8 +136,14 @@ static sv_status write_text(const bench_opts *o, const char *text) {
  * (ckpt/ckpt_out.h, as train's --trace): an existing entry must be a regular file (a FIFO would
  * block the open, a symbolic link be followed, a device be written) and an earlier output of the
  * same kind (a bench result, the sweep CSV's header, a merged trace), and no path may lie in a
- * checkpoint. Every rank checks the paths as it sees them; agree_outputs combines the results. */
+ * checkpoint; the outputs are distinct files in existing directories (bench creates none).
+ * Every rank checks the paths as it sees them; agree_outputs combines the results. */
 static sv_status check_outputs(const bench_opts *o, int world) {
+    const char *paths[] = {o->json, o->sweep_csv, o->sweep_jsonl, o->run.trace};
+    const char *what[] = {"--json", "--sweep-csv", "--sweep-jsonl", "--trace"};
+    SV_TRY(sv_ckpt_out_distinct(paths, what, 4));
+    for (int i = 0; i < 4; i++)
+        if (paths[i]) SV_TRY(sv_ckpt_out_check_parent(paths[i], what[i]));
     if (o->json) SV_TRY(sv_ckpt_out_check_earlier(o->json, "--json", sv_provenance_file_of, "bench", "bench result"));
     if (o->sweep_csv)
         SV_TRY(sv_ckpt_out_check_earlier(o->sweep_csv, "--sweep-csv", sv_sweep_csv_is_earlier, NULL, "sweep CSV"));
@@ -522,38 +528,33 @@ static sv_status train_once(bench_opts *o, const sv_proc *proc, sv_json_writer *
     return st;
 }
 
-/* A --sweep-csv / --sweep-jsonl file: rows go to a fresh temporary beside path (core/fileio.h),
- * renamed over path when the sweep ends. */
+/* A --sweep-csv / --sweep-jsonl file: its rows accumulate in memory, and after every finished
+ * row the file is replaced atomically with all rows so far (core/fileio.h sv_fileio_write_atomic),
+ * so that a failed later configuration, a signal or a kill keeps the rows finished. */
 typedef struct sweep_out {
     const char *path, *flag;
-    char tmp[4096];
+    char *buf;
+    size_t len;
     FILE *f;
 } sweep_out;
 
 static sv_status sweep_out_open(sweep_out *s) {
-    int fd;
-    SV_TRY(sv_fileio_tmp_file(s->path, s->tmp, sizeof s->tmp, &fd));
-    if (!(s->f = fdopen(fd, "w"))) {
-        int e = errno;
-        close(fd);
-        unlink(s->tmp);
-        return SV_FAIL(SV_ERR_IO, "%s %s: %s", s->flag, s->tmp, strerror(e));
-    }
+    if (!(s->f = open_memstream(&s->buf, &s->len))) return SV_FAIL(SV_ERR_OOM, "%s %s: row buffer", s->flag, s->path);
     return SV_OK;
 }
 
-/* keep: flush, fsync and rename the temporary over path; else (or when that fails) remove it. */
-static sv_status sweep_out_close(sweep_out *s, int keep) {
+static sv_status sweep_out_publish(sweep_out *s) {
     if (!s->f) return SV_OK;
-    int bad = fflush(s->f) != 0 || ferror(s->f);
-    if (keep && !bad) bad = fsync(fileno(s->f)) != 0;
-    bad |= fclose(s->f) != 0;
-    s->f = NULL;
-    sv_status st = SV_OK;
-    if (keep && bad) st = SV_FAIL(SV_ERR_IO, "%s %s: write failed (%s)", s->flag, s->tmp, strerror(errno));
-    if (keep && st == SV_OK) st = sv_fileio_rename(s->tmp, s->path, 0);
-    if (!keep || st != SV_OK) unlink(s->tmp);
+    if (fflush(s->f) != 0) return SV_FAIL(SV_ERR_OOM, "%s %s: row buffer", s->flag, s->path);
+    sv_status st = sv_fileio_write_atomic(s->path, s->buf, s->len);
+    if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return st;
+}
+
+static void sweep_out_close(sweep_out *s) {
+    if (s->f) fclose(s->f);
+    free(s->buf);
+    *s = (sweep_out){0};
 }
 
 /* --sweep: train_once for every configuration of the grid, one row each (app/bench_sweep.h). */
@@ -580,7 +581,7 @@ static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *po
         jsonl = so[1].f;
         if (st == SV_OK && !so[0].f && !jsonl) jsonl = stdout;
     }
-    int rows = sv_sweep_count(&sw), written = 0;
+    int rows = sv_sweep_count(&sw);
     for (int i = 0; st == SV_OK && i < rows; i++) {
         const char *v[SV_SWEEP_KEYS];
         sv_sweep_config(&sw, i, v);
@@ -596,14 +597,13 @@ static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *po
         const char *text;
         if (st == SV_OK && proc->rank == 0 && (st = sv_json_writer_finish(&res, &text, NULL)) == SV_OK)
             st = sv_sweep_write_row(text, so[0].f, jsonl, i == 0);
-        if (st == SV_OK && proc->rank == 0) written++;
+        for (int k = 0; k < 2 && st == SV_OK && proc->rank == 0; k++) st = sweep_out_publish(&so[k]);
+        if (st == SV_OK && proc->rank == 0 && jsonl == stdout && (fflush(stdout) != 0 || ferror(stdout)))
+            st = SV_FAIL(SV_ERR_IO, "--sweep: cannot write a result row to standard output: %s", strerror(errno));
+        st = agree_outputs(o, proc, st); /* a row rank 0 failed to write stops every rank */
         sv_json_writer_free(&res);
     }
-    /* the rows finished are kept even when a later configuration fails */
-    for (int k = 0; k < 2; k++) {
-        sv_status cs = sweep_out_close(&so[k], written > 0);
-        if (st == SV_OK) st = cs;
-    }
+    for (int k = 0; k < 2; k++) sweep_out_close(&so[k]);
     return st;
 }
 
@@ -677,6 +677,12 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
         return sv_cmd_usage_error(spec.name, "--sweep times the training step: not with --op or --comm");
     if (o.data && o.synthetic) return sv_cmd_usage_error("bench", "--synthetic and --data exclude each other");
     if (o.op && o.comm) return sv_cmd_usage_error("bench", "--op and --comm exclude each other");
+    if (o.sweep && o.json)
+        return sv_cmd_usage_error(spec.name,
+                                  "--json takes one result: a --sweep writes its rows to --sweep-csv / "
+                                  "--sweep-jsonl (JSONL on stdout when neither)");
+    if ((o.op || o.comm) && o.run.trace)
+        return sv_cmd_usage_error(spec.name, "--trace records the training step: not with --op or --comm");
     sv_status cs = agree_outputs(&o, proc, check_outputs(&o, proc->world));
     if (cs != SV_OK) return sv_cmd_exit("bench", cs, 1);
     int threads = resolve_threads(&o, proc);

@@ -210,6 +210,15 @@ static sv_status check_row(const result *r, const sv_json *row, const char *wher
     return SV_OK;
 }
 
+/* The first row of `rows` whose variant equals v, or NULL (rows checked by check_row). */
+static const sv_json *op_row(const sv_json *rows, const sv_json *v) {
+    for (size_t i = 0; i < sv_json_count(rows); i++) {
+        const sv_json *row = sv_json_index(rows, i);
+        if (row && row->type == SV_JSON_OBJECT && same_value(sv_json_member_get(row, "variant"), v)) return row;
+    }
+    return NULL;
+}
+
 static sv_status compare(const result *a, const result *b) {
     const char *ma = sv_json_member_get(a->root, "mode")->u.str.s, *mb = sv_json_member_get(b->root, "mode")->u.str.s;
     if (strcmp(ma, mb))
@@ -235,21 +244,46 @@ static sv_status compare(const result *a, const result *b) {
         const sv_json *ra, *rb;
         SV_TRY(get_rows(a, &ra));
         SV_TRY(get_rows(b, &rb));
-        for (size_t i = 0; i < sv_json_count(ra) && i < sv_json_count(rb); i++) {
-            const sv_json *x = sv_json_index(ra, i), *y = sv_json_index(rb, i);
+        /* rows are matched by variant, whatever their order; a variant on one side only is named */
+        size_t na = sv_json_count(ra), nb = sv_json_count(rb), common = 0;
+        for (int side = 0; side < 2; side++) {
+            const result *r = side ? b : a;
+            const sv_json *rows = side ? rb : ra;
+            for (size_t i = 0; i < sv_json_count(rows); i++) {
+                char where[48];
+                snprintf(where, sizeof where, "results[%zu].", i);
+                SV_TRY(check_row(r, sv_json_index(rows, i), where, "variant"));
+                const sv_json *v = sv_json_member_get(sv_json_index(rows, i), "variant");
+                if (op_row(rows, v) != sv_json_index(rows, i))
+                    return SV_FAIL(SV_ERR_FORMAT, "%s: %svariant %s repeats an earlier row's", r->path, where,
+                                   v->u.str.s);
+            }
+        }
+        for (size_t i = 0; i < na; i++) {
+            const sv_json *x = sv_json_index(ra, i), *y = op_row(rb, sv_json_member_get(x, "variant"));
+            if (!y) continue;
             char where[48];
             snprintf(where, sizeof where, "results[%zu].", i);
-            SV_TRY(check_row(a, x, where, "variant"));
-            SV_TRY(check_row(b, y, where, "variant"));
-            if (same_value(sv_json_member_get(x, "variant"), sv_json_member_get(y, "variant")))
-                SV_TRY(check_metrics(a, b, x, y, where, k_op));
+            SV_TRY(check_metrics(a, b, x, y, where, k_op));
+            common++;
         }
+        if (!common)
+            return SV_FAIL(SV_ERR_INVALID, "refusing to compare: no variant in common (%s: %zu rows, %s: %zu rows)",
+                           a->path, na, b->path, nb);
         provenance_notes(a, b);
+        for (int side = 0; side < 2; side++) {
+            const sv_json *rows = side ? rb : ra, *other = side ? ra : rb;
+            for (size_t i = 0; i < sv_json_count(rows); i++) {
+                const sv_json *v = sv_json_member_get(sv_json_index(rows, i), "variant");
+                if (!op_row(other, v))
+                    fprintf(stderr, "note: variant %s is only in %s (not compared)\n", v->u.str.s,
+                            side ? b->path : a->path);
+            }
+        }
         printf("op %s:                          %14s %14s\n", str_of(a->root, "op"), "A", "B");
-        for (size_t i = 0; i < sv_json_count(ra) && i < sv_json_count(rb); i++) {
-            const sv_json *x = sv_json_index(ra, i), *y = sv_json_index(rb, i);
-            const sv_json *vx = sv_json_member_get(x, "variant"), *vy = sv_json_member_get(y, "variant");
-            if (!vx || !vy || vx->type != SV_JSON_STRING || !same_value(vx, vy)) continue;
+        for (size_t i = 0; i < na; i++) {
+            const sv_json *x = sv_json_index(ra, i), *vx = sv_json_member_get(x, "variant"), *y = op_row(rb, vx);
+            if (!y) continue;
             char name[64];
             snprintf(name, sizeof name, "%s rate_best", vx->u.str.s);
             ratio_line(name, sv_json_member_get(x, "rate_best"), sv_json_member_get(y, "rate_best"));

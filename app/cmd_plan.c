@@ -95,11 +95,15 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         if (!strcmp(o.device, "cuda") || !strcmp(o.device, "auto"))
             return sv_cmd_usage_error("plan", "--device %s: name the simulated device (%s)", o.device,
                                       sv_sim_device_names);
+        if (o.trace && (sa.suggest || sa.sweep))
+            return sv_cmd_usage_error("plan", "--trace records one simulated step: with --simulate, not with %s",
+                                      sa.suggest ? "--suggest-wrap" : "--sweep");
         if (o.trace) { /* the rules for outputs (ckpt/ckpt_out.h): a FIFO would block, a device be
                         * written, a symbolic link be followed; never into a checkpoint */
             char part[4096];
             snprintf(part, sizeof part, "%s.rank0", o.trace);
             sv_status ts = sv_ckpt_out_check_earlier(o.trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace");
+            if (ts == SV_OK) ts = sv_ckpt_out_check_parent(o.trace, "--trace");
             if (ts == SV_OK) ts = sv_ckpt_out_check(part, NULL, 1, "--trace part");
             if (ts != SV_OK) return sv_cmd_usage_error("plan", "%s", sv_err_msg());
         }
@@ -114,6 +118,7 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         sa.flags = flags;
         return sv_plan_sim_run(&sa);
     }
+    if (o.trace) return sv_cmd_usage_error("plan", "--trace records a simulated step: it needs --simulate");
     if (sa.format || sa.json || sa.sim.nodes || sa.sim.net || sa.sim.intra || sa.sim.inter || sa.sim.net_from ||
         sa.sim.inter_from || sa.sim.cores > 0 || sa.sim.inter_cpu_ns > 0 || sa.sim.inter_burst ||
         sa.sim.sched_quantum_ms > 0)

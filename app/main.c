@@ -1,4 +1,5 @@
 /* shardvit: one binary, git-style subcommands (README.md "Commands"). The only place that exits. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +48,16 @@ int sv_cmd_exit(const char *cmd, sv_status st, int usage) {
     return sv_app_fail(cmd, st);
 }
 
+/* What a command printed must have reached standard output (a full disk, a closed pipe, /dev/full):
+ * a result lost there is a failure, not exit status 0. */
+static int stdout_done(const char *cmd, int rc) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    int e = errno;
+    fprintf(stderr, "shardvit %s: error: cannot write standard output%s%s\n", cmd, e ? ": " : "", e ? strerror(e) : "");
+    return rc ? rc : 1;
+}
+
 static void usage(FILE *out) {
     fprintf(out, "usage: shardvit <command> [flags]   (shardvit <command> --help for its flags)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
@@ -59,7 +70,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "--version")) argv[1] = version_cmd;
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+        return stdout_done("--help", argc < 2 ? 2 : 0);
     }
     const command *cmd = NULL;
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
@@ -75,7 +86,7 @@ int main(int argc, char **argv) {
         sv_mpi_env_local(&proc.local_rank, &proc.local_size);
     }
     sv_log_setup(proc.rank, SV_LOG_INFO, 0);
-    int rc = cmd->run(argc - 1, argv + 1, &proc);
+    int rc = stdout_done(cmd->name, cmd->run(argc - 1, argv + 1, &proc));
     if (cmd->uses_mpi) {
         /* A runtime failure on one rank must not leave the others waiting in a collective. */
         if (rc == 1 && proc.world > 1) sv_mpi_env_abort(1);

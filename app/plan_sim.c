@@ -337,7 +337,8 @@ static int launcher_rank(void) {
 }
 
 int sv_plan_sim_run(sv_plan_sim_args *a) {
-    if (launcher_rank() != 0) {
+    if (launcher_rank() != 0) { /* under a launcher, rank 0 alone prints and writes the trace */
+        a->sim.trace = NULL;
         if (!freopen("/dev/null", "w", stdout)) return 1;
         g_quiet_floor = SV_LOG_ERROR;
         sv_log_setup(0, SV_LOG_ERROR, 0);

@@ -301,6 +301,7 @@ sv_status sv_ckpt_save_finish(sv_fsdp *f, sv_ckpt_async *a, char *saved, size_t 
         send = calloc(maxc, 8);
         recv = calloc(maxc * (size_t)f->world_size, 8);
         if (!send || !recv) st = SV_FAIL(SV_ERR_OOM, "checkpoint CRC tables");
+        st = sv_fsdp_agree(f, st); /* a rank without its tables must not leave the others in the gather */
     }
     if (st == SV_OK && a->writer)
         for (size_t i = 0; i < a->idx.files[f->shard_rank].n_chunks; i++)

@@ -175,3 +175,38 @@ sv_status sv_ckpt_out_check_earlier(const char *path, const char *what, sv_ckpt_
                        what, path, kind);
     return SV_OK;
 }
+
+sv_status sv_ckpt_out_check_parent(const char *path, const char *what) {
+    if (!path || !*path) return SV_FAIL(SV_ERR_INVALID, "%s: empty path", what);
+    char d[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash) return SV_OK; /* the working directory */
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof d) return SV_FAIL(SV_ERR_INVALID, "%s %s: path too long", what, path);
+    memcpy(d, path, n);
+    d[n] = 0;
+    struct stat sb;
+    if (stat(d, &sb) != 0)
+        return SV_FAIL(SV_ERR_INVALID, "%s %s: its directory %s %s (create it first)", what, path, d,
+                       errno == ENOENT ? "does not exist" : strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return SV_FAIL(SV_ERR_INVALID, "%s %s: %s is %s, not a directory", what, path, d,
+                       sv_fileio_mode_kind(sb.st_mode));
+    return SV_OK;
+}
+
+sv_status sv_ckpt_out_distinct(const char *const *paths, const char *const *what, int n) {
+    char a[PATH_MAX], b[PATH_MAX];
+    for (int i = 0; i < n; i++) {
+        if (!paths[i]) continue;
+        SV_TRY(sv_fileio_real_path(paths[i], a));
+        for (int j = i + 1; j < n; j++) {
+            if (!paths[j]) continue;
+            SV_TRY(sv_fileio_real_path(paths[j], b));
+            if (!strcmp(a, b))
+                return SV_FAIL(SV_ERR_INVALID, "%s %s and %s %s are the same file (%s): give each output its own path",
+                               what[i], paths[i], what[j], paths[j], a);
+        }
+    }
+    return SV_OK;
+}

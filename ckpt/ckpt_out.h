@@ -55,6 +55,16 @@ typedef int (*sv_ckpt_out_earlier_fn)(const char *path, const void *ctx);
 sv_status sv_ckpt_out_check_earlier(const char *path, const char *what, sv_ckpt_out_earlier_fn earlier, const void *ctx,
                                     const char *kind);
 
+/* For outputs written into an existing directory (bench, plan and report outputs, which create no
+ * directories): the directory that would hold path exists and is a directory, checked before any
+ * work so that a run's result is not thrown away at the end. SV_ERR_INVALID naming path. */
+sv_status sv_ckpt_out_check_parent(const char *path, const char *what);
+
+/* The n outputs of one command (paths[i] nullable: not given; what[i] its flag) name n different
+ * files (compared as real paths, sv_fileio_real_path), so that no output overwrites another;
+ * SV_ERR_INVALID naming both flags otherwise. */
+sv_status sv_ckpt_out_distinct(const char *const *paths, const char *const *what, int n);
+
 /* Temporaries beside an output: sv_fileio_tmp_file / sv_fileio_tmp_dir (core/fileio.h), renamed
  * over the path sv_ckpt_out_check accepted with sv_fileio_rename (sv_fileio_out_commit for an
  * sv_fileio_out); a whole small output at once: sv_fileio_write_atomic. */

@@ -105,7 +105,9 @@ sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
         if (e->arg >= 0) fprintf(f, ",\"args\":{\"unit\":%d}", e->arg);
         fputc('}', f);
     }
-    return close_checked(f, "trace part", path);
+    sv_status st = close_checked(f, "trace part", path);
+    if (st != SV_OK) unlink(path); /* created above as a new file: a cut part would block the next run */
+    return st;
 }
 
 /* How every merged trace starts (sv_trace_merge; sv_trace_is_merged recognises it). */

@@ -349,6 +349,7 @@ static sv_status check_out(const char *run_dir, const char *trace_path, const ch
                            "RUN_DIR/report.html)",
                            what, out, in);
     }
+    SV_TRY(sv_ckpt_out_check_parent(out, what));
     return sv_ckpt_out_check_earlier(out, what, earlier_report, NULL, "shardvit report");
 }
 
@@ -398,14 +399,15 @@ sv_status sv_report_write(const char *run_dir, const char *trace_path, const cha
         snprintf(p, sizeof p, "%s/config.toml", run_dir);
         char *cfg = NULL;
         size_t len;
-        if (sv_rp_exists(p) && sv_fileio_read_small(p, 1 << 20, &cfg, &len) == SV_OK) {
+        if (sv_rp_exists(p)) st = sv_fileio_read_small(p, 1 << 20, &cfg, &len); /* unreadable: an error */
+        if (cfg) {
             sv_rp_printf(&b, "<details><summary>Resolved configuration (config.toml)</summary><pre>");
             sv_rp_esc(&b, cfg);
             sv_rp_printf(&b, "</pre></details>\n");
         }
         free(cfg);
         sv_rp_printf(&b, "</main></body></html>\n");
-        if (b.oom) st = SV_FAIL(SV_ERR_OOM, "report: out of memory building %s", out_path);
+        if (st == SV_OK && b.oom) st = SV_FAIL(SV_ERR_OOM, "report: out of memory building %s", out_path);
     }
     if (st == SV_OK) st = sv_fileio_write_atomic(out_path, b.p, b.n); /* fresh temporary, rename */
     free(b.p);

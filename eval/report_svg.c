@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const k_palette[] = {"#2563eb", "#f97316", "#16a34a", "#9333ea", "#dc2626", "#0891b2"};
@@ -50,7 +51,10 @@ void sv_rp_esc(sv_rp_buf *b, const char *s) {
     }
 }
 
-int sv_rp_exists(const char *path) { return access(path, R_OK) == 0; }
+int sv_rp_exists(const char *path) {
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
 
 sv_status sv_rp_series_add(sv_rp_series *s, double x, double y) {
     if (s->n == s->cap) {

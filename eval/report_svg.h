@@ -17,6 +17,8 @@ typedef struct sv_rp_buf {
 void sv_rp_printf(sv_rp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Append s with & < > " ' escaped. */
 void sv_rp_esc(sv_rp_buf *b, const char *s);
+/* 1 when an entry exists at path (lstat): a file that exists but cannot be read is then read, and
+ * its error reported, instead of being passed over as absent. */
 int sv_rp_exists(const char *path);
 
 /* A provenance section (app/provenance.h's object, parsed): a table of the facts that decide

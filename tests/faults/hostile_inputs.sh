@@ -24,17 +24,6 @@ ARGS="--model vit-28 --img 28 --in-chans 3 --dim 36 --depth 2 --heads 3 --batch-
 a_jpeg=$(ls "$WORK/set/train/class_000/" | head -1)
 a_jpeg="$WORK/set/train/class_000/$a_jpeg"
 
-# expect_fail NAME PATTERN CMD...: CMD must exit 1 or 2 (not a signal) and print PATTERN
-expect_fail() {
-    local name=$1 pat=$2
-    shift 2
-    "$@" >"$WORK/$name.log" 2>&1
-    local rc=$?
-    FAIL_LOGS=("$WORK/$name.log")
-    [ $rc -eq 1 ] || [ $rc -eq 2 ] || fail "$name: exit status $rc (want 1 or 2)"
-    grep -Eq -- "$pat" "$WORK/$name.log" || fail "$name: no message matching '$pat'"
-    echo "ok $name: $(grep -Em1 -- "$pat" "$WORK/$name.log" | cut -c1-200)"
-}
 
 # ---- 1. tar shards ------------------------------------------------------------------------
 mkdir -p "$WORK/tars/deep/er"

@@ -46,40 +46,6 @@ ESC=$(printf '\033')
 MODEL="--model vit-28 --img 28 --in-chans 3 --dim 36 --depth 2 --heads 3 --num-classes 3"
 ARGS="$MODEL --batch-size 4 --log-every 1 --seed 5 --workers 1 --threads 1 --comm-timeout 30"
 
-# expect_fail NAME PATTERN CMD...: CMD exits 1 or 2 (not a signal, not a timeout) and prints PATTERN
-expect_fail() {
-    local name=$1 pat=$2
-    shift 2
-    "$@" >"$WORK/$name.log" 2>&1
-    local rc=$?
-    FAIL_LOGS=("$WORK/$name.log")
-    [ $rc -eq 1 ] || [ $rc -eq 2 ] || { fail "$name: exit status $rc (want 1 or 2)"; return; }
-    grep -Eq -- "$pat" "$WORK/$name.log" || { fail "$name: no message matching '$pat'"; return; }
-    echo "ok $name: $(grep -Em1 -- "$pat" "$WORK/$name.log" | cut -c1-220)"
-}
-# expect_ok NAME CMD...: CMD exits 0
-expect_ok() {
-    local name=$1
-    shift
-    local rc=0
-    "$@" >"$WORK/$name.log" 2>&1 || rc=$?
-    [ $rc -eq 0 ] || { FAIL_LOGS=("$WORK/$name.log"); fail "$name: exit status $rc"; return; }
-}
-# tree_sum PATH...: one hash over the names, file types, link targets and contents below PATH
-tree_sum() {
-    local p
-    for p in "$@"; do
-        [ -e "$p" ] || [ -L "$p" ] || { echo "missing $p"; continue; }
-        find "$p" -printf '%y %p -> %l\n' | sort
-        find "$p" -type f -print0 | sort -z | xargs -0 -r sha256sum
-    done | sha256sum | cut -d' ' -f1
-}
-no_tmp_left() { # DIR: no temporary of shardvit's (*.tmp-XXXXXXXX) left in DIR
-    local left
-    left=$(find "$1" -maxdepth 1 -name '*.tmp-*' ! -name out.tmp-00000000 | head -3) # that one is planted
-    [ -z "$left" ] || fail "$2: temporaries left behind: $left"
-}
-
 # ---- set-up: an ImageFolder whose class names include an ANSI escape; a 2-step run -------------
 expect_ok prep "${SV[@]}" prep synthetic --out "$WORK/set" --classes 3 --per-class 4 --test-per-class 2 \
     --width 32 --height 32

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The output rules of bench, plan, report and bench-compare, and of standard output, through the
+# real CLI (docs/checkpoints.md "Outputs"). Each check fails on a build without its fix:
+#   1. two outputs of one bench naming the same file (--json = --trace, --sweep-csv =
+#      --sweep-jsonl): refused at start-up naming both flags, nothing written;
+#   2. output flags that do not apply to the mode are refused instead of ignored: bench --sweep
+#      with --json, bench --op / --comm with --trace, plan --trace without --simulate or with
+#      --suggest-wrap / --sweep;
+#   3. an output in a directory that does not exist (bench --json, --trace, --sweep-csv, report
+#      --out): refused at start-up, before the benchmark runs;
+#   4. a result that cannot reach standard output (/dev/full): exit 1, not 0;
+#   5. bench-compare of --op results matches rows by variant (any order) and refuses results with
+#      no variant in common;
+#   6. plan --simulate --trace under a launcher: only launcher rank 0 writes the trace;
+#   7. a --sweep stopped by SIGTERM after its first row keeps that row in --sweep-csv;
+#   8. report with a config.toml that exists but cannot be read: an error, not a report without
+#      that section (nor one written into the checkpoint root it would have protected);
+#   9. a trace part whose write fails (a full tmpfs; needs root to mount, else this section says
+#      so and is left out) is removed, so the next run is not refused.
+# Usage: hostile_cli_outputs.sh SHARDVIT MPIEXEC
+SHARDVIT=$1 MPIEXEC=$2
+source "$(dirname "$0")/lib.sh"
+export LC_ALL=C
+# HOSTILE_KEEP_GOING=1: report every failing check instead of stopping at the first
+if [ -n "${HOSTILE_KEEP_GOING:-}" ]; then
+    NFAIL=0
+    fail() { echo "FAIL: $*"; NFAIL=$((NFAIL + 1)); }
+fi
+SV=("timeout" "120" "$SHARDVIT")
+MODEL="--model vit-28 --dim 32 --depth 1 --heads 2"
+BENCH=(bench $MODEL --batch-size 4 --steps 1 --warmup 0 --calib-seconds 0 --threads 1)
+PLAN=(plan --simulate --device cpu $MODEL --batch-size 4 --world 2 --strategy full_shard --param-dtype fp32)
+O="$WORK/o"
+mkdir -p "$O"
+
+# ---- 1. two outputs, one file ----
+expect_fail same_json_trace "--json $O/t.json and --trace $O/t.json are the same file" \
+    "${SV[@]}" "${BENCH[@]}" --json "$O/t.json" --trace "$O/t.json"
+expect_fail same_sweep "--sweep-csv $O/s.csv and --sweep-jsonl $O/s.csv are the same file" \
+    "${SV[@]}" "${BENCH[@]}" --sweep batch=4,8 --sweep-csv "$O/s.csv" --sweep-jsonl "$O/s.csv"
+[ -z "$(ls -A "$O")" ] || fail "a refused command wrote: $(ls -A "$O")"
+
+# ---- 2. output flags that do not apply ----
+expect_fail sweep_json "--json takes one result" "${SV[@]}" "${BENCH[@]}" --sweep batch=4 --sweep-csv "$O/s.csv" \
+    --json "$O/j.json"
+expect_fail op_trace "--trace records the training step: not with --op or --comm" \
+    "${SV[@]}" bench $MODEL --batch-size 4 --op gelu --trace "$O/x.json"
+expect_fail comm_trace "--trace records the training step: not with --op or --comm" \
+    "${SV[@]}" bench --comm --comm-max 64K --trace "$O/x.json"
+expect_fail plan_trace "--trace records a simulated step: it needs --simulate" \
+    "${SV[@]}" plan $MODEL --batch-size 4 --trace "$O/p.json"
+expect_fail plan_suggest_trace "--trace records one simulated step: with --simulate, not with --suggest-wrap" \
+    "${SV[@]}" plan --suggest-wrap --device cpu $MODEL --batch-size 4 --world 2 --trace "$O/p.json"
+expect_fail plan_sweep_trace "--trace records one simulated step: with --simulate, not with --sweep" \
+    "${SV[@]}" plan --sweep world=1,2 --device cpu $MODEL --batch-size 4 --trace "$O/p.json"
+[ -z "$(ls -A "$O")" ] || fail "a refused command wrote: $(ls -A "$O")"
+
+# ---- 3. an output in a directory that does not exist: refused before the work ----
+for flag in json trace sweep-csv; do
+    extra=()
+    [ $flag = sweep-csv ] && extra=(--sweep batch=4)
+    t0=$SECONDS
+    expect_fail "missing_dir_$flag" "--$flag $O/missing/x: its directory $O/missing does not exist" \
+        "${SV[@]}" bench $MODEL --batch-size 4 --steps 400 --warmup 0 --calib-seconds 0 --threads 1 "${extra[@]}" \
+        --$flag "$O/missing/x"
+    [ $((SECONDS - t0)) -lt 20 ] || fail "missing_dir_$flag: refused only after $((SECONDS - t0)) s (after the run?)"
+done
+
+# ---- 4. standard output that cannot be written ----
+for c in "version --json" "info --model vit-28" "--help"; do
+    rc=0
+    $SHARDVIT $c >/dev/full 2>"$WORK/full.log" || rc=$?
+    FAIL_LOGS=("$WORK/full.log")
+    [ $rc -eq 1 ] || fail "shardvit $c > /dev/full: exit $rc (want 1)"
+    grep -q "cannot write standard output: No space left on device" "$WORK/full.log" ||
+        fail "shardvit $c > /dev/full: no error naming standard output"
+done
+echo "ok stdout: $(cat "$WORK/full.log")"
+
+# ---- 5. bench-compare of --op results ----
+expect_ok op_a "${SV[@]}" bench $MODEL --batch-size 4 --op matmul --steps 2 --warmup 0 --threads 1 --json "$O/opA.json"
+"$PY" - "$O/opA.json" "$O" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["results"]) >= 2, d["results"]
+rev = dict(d, results=list(reversed(d["results"])))
+json.dump(rev, open(sys.argv[2] + "/opR.json", "w"))
+json.dump(dict(d, results=[]), open(sys.argv[2] + "/opE.json", "w"))
+EOF
+nrows=$("$PY" -c "import json,sys; print(len(json.load(open(sys.argv[1]))['results']))" "$O/opA.json")
+expect_ok cmp_reversed "${SV[@]}" bench-compare "$O/opA.json" "$O/opR.json"
+got=$(grep -c "rate_best" "$WORK/cmp_reversed.log")
+[ "$got" = "$nrows" ] || fail "bench-compare of reversed rows compared $got of $nrows variants"
+grep "rate_best" "$WORK/cmp_reversed.log" | grep -vq "1.000" &&
+    fail "bench-compare of a result with itself (rows reversed) gave a ratio other than 1: $(cat "$WORK/cmp_reversed.log")"
+expect_fail cmp_empty "refusing to compare: no variant in common" "${SV[@]}" bench-compare "$O/opA.json" "$O/opE.json"
+echo "ok cmp_reversed: $got variants compared"
+
+# ---- 6. plan --simulate --trace under a launcher: rank 0 alone writes the trace ----
+expect_ok plan_rank1 env PMI_RANK=1 "${SV[@]}" "${PLAN[@]}" --trace "$O/plan1.json"
+[ ! -e "$O/plan1.json" ] && [ ! -e "$O/plan1.json.rank0" ] || fail "launcher rank 1 wrote the plan trace"
+expect_ok plan_rank0 env PMI_RANK=0 "${SV[@]}" "${PLAN[@]}" --trace "$O/plan0.json"
+[ -s "$O/plan0.json" ] || fail "launcher rank 0 wrote no plan trace"
+
+# ---- 7. a sweep stopped after its first row keeps the row ----
+# (SIGTERM: a background job of a non-interactive shell ignores SIGINT)
+"$SHARDVIT" bench $MODEL --steps 200 --warmup 0 --calib-seconds 0 --threads 1 --sweep batch=4,2048 \
+    --sweep-csv "$O/sig.csv" >"$WORK/sig.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+    [ -s "$O/sig.csv" ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+done
+FAIL_LOGS=("$WORK/sig.log")
+[ -s "$O/sig.csv" ] || { kill -9 $pid 2>/dev/null; fail "the first sweep row is not in --sweep-csv while the second runs"; }
+kill -TERM $pid
+wait $pid
+[ "$(wc -l <"$O/sig.csv")" -eq 2 ] || fail "--sweep-csv after SIGTERM: $(wc -l <"$O/sig.csv") lines (want header + 1 row)"
+echo "ok sweep_signal: $(tail -1 "$O/sig.csv" | cut -c1-80)"
+
+# ---- 8. report with a config.toml that cannot be read ----
+expect_ok train8 "${SV[@]}" train $MODEL --batch-size 4 --steps 2 --workers 1 --threads 1 --out "$WORK/r8" \
+    --ckpt-dir "$WORK/ck8"
+mv "$WORK/r8/config.toml" "$WORK/r8/config.toml.orig"
+ln -s "$WORK/nowhere" "$WORK/r8/config.toml"
+expect_fail report_dangling "config.toml" "${SV[@]}" report "$WORK/r8" --out "$O/r8.html"
+[ ! -e "$O/r8.html" ] || fail "report wrote a report from a run whose config.toml cannot be read"
+rm "$WORK/r8/config.toml"
+mv "$WORK/r8/config.toml.orig" "$WORK/r8/config.toml"
+expect_fail report_in_root "inside the run's checkpoint" "${SV[@]}" report "$WORK/r8" --out "$WORK/ck8/rep.html"
+expect_fail report_missing_dir "its directory $O/missing does not exist" \
+    "${SV[@]}" report "$WORK/r8" --out "$O/missing/r.html"
+expect_ok report_ok "${SV[@]}" report "$WORK/r8" --out "$O/r8.html"
+
+# ---- 9. a trace part that cannot be written completely ----
+SMALL="$WORK/small"
+mkdir -p "$SMALL"
+if mount -t tmpfs -o size=8k tmpfs "$SMALL" 2>"$WORK/mount.err"; then
+    trap 'umount "$SMALL" 2>/dev/null; cleanup' EXIT
+    expect_fail part_full "cannot write trace part $SMALL/tr.json.rank0: No space left on device" \
+        "${SV[@]}" bench $MODEL --batch-size 4 --steps 60 --warmup 0 --calib-seconds 0 --threads 1 \
+        --trace "$SMALL/tr.json"
+    [ -z "$(ls -A "$SMALL")" ] || fail "a failed trace part was left behind: $(ls -A "$SMALL")"
+    umount "$SMALL"
+else
+    echo "note: section 9 left out: cannot mount a tmpfs to fill ($(cat "$WORK/mount.err"); needs root)"
+fi
+[ "${NFAIL:-0}" -eq 0 ] || { echo "hostile_cli_outputs: ${NFAIL} checks failed"; exit 1; }
+echo "hostile_cli_outputs: all passed"
