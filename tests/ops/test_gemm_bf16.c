@@ -93,6 +93,19 @@ static void gemm_tn(float *C, const float *A, const float *B, int M, int N, int 
 
 static double g_worst; /* largest error / bound seen */
 
+/* C (rows x cols) = / += A (packed B) in uneven row slices, each slice its own run call, as
+ * worker threads make them. */
+static void run_slices(float *C, sv_gemm_mat A, int rows, int cols, int red, int accumulate, const void *pack,
+                       void *scratch) {
+    const int cuts[] = {0, 1, 5, 37, 200, 1031, rows};
+    for (int s = 0; s + 1 < (int)(sizeof cuts / sizeof cuts[0]); s++) {
+        int r0 = cuts[s] < rows ? cuts[s] : rows, r1 = cuts[s + 1] < rows ? cuts[s + 1] : rows;
+        if (r1 <= r0) continue;
+        sv_gemm_mat as = sv_gemm_mat_off(A, A.red_contig ? (size_t)r0 * A.ld : (size_t)r0);
+        E->run(C + (size_t)r0 * cols, (size_t)cols, as, r1 - r0, pack, cols, red, accumulate, scratch);
+    }
+}
+
 static void check_case(int L, int M, int N, int K, int raw, uint64_t seed) {
     int rows, cols, red;
     dims(L, M, N, K, &rows, &cols, &red);
@@ -140,13 +153,7 @@ static void check_case(int L, int M, int N, int K, int raw, uint64_t seed) {
         E->pack(pack, b, cols, red, j0, j1);
     }
     memcpy(C2, C0, (size_t)rows * cols * sizeof(float));
-    int cuts[] = {0, 1, 5, 37, 200, 1031, rows};
-    for (int s = 0; s + 1 < (int)(sizeof cuts / sizeof cuts[0]); s++) {
-        int r0 = cuts[s] < rows ? cuts[s] : rows, r1 = cuts[s + 1] < rows ? cuts[s + 1] : rows;
-        if (r1 <= r0) continue;
-        sv_gemm_mat as = sv_gemm_mat_off(a, a.red_contig ? (size_t)r0 * a.ld : (size_t)r0);
-        E->run(C2 + (size_t)r0 * cols, (size_t)cols, as, r1 - r0, pack, cols, red, L == TN, scratch);
-    }
+    run_slices(C2, a, rows, cols, red, L == TN, pack, scratch);
     CHECK(memcmp(C, C2, (size_t)rows * cols * sizeof(float)) == 0);
 
     /* bf16 storage (sv_gemm_h16 views, as the CPU backend's bf16 storage passes them): the same
@@ -159,6 +166,11 @@ static void check_case(int L, int M, int N, int K, int raw, uint64_t seed) {
     memcpy(C2, C0, (size_t)rows * cols * sizeof(float));
     if (L != TN) C2[(size_t)rows * cols - 1] = NAN;
     sv_gemm_engine_gemm(E, C2, (size_t)cols, ah, rows, bh, cols, red, L == TN, pack, scratch);
+    CHECK(memcmp(C, C2, (size_t)rows * cols * sizeof(float)) == 0);
+    /* ... and in row slices, as worker threads call it (an engine that reads bf16 rows in place
+     * must find each slice's rows where the view puts them) */
+    memcpy(C2, C0, (size_t)rows * cols * sizeof(float));
+    run_slices(C2, ah, rows, cols, red, L == TN, pack, scratch);
     CHECK(memcmp(C, C2, (size_t)rows * cols * sizeof(float)) == 0);
     free(Ah), free(Bh);
 
