@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "app/flags.h"
+#include "ckpt/ckpt_out.h"
 #include "core/log.h"
 #include "data/prep.h"
 
@@ -24,8 +25,8 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
         {"classes", SV_FLAG_INT, &o.classes, 1, 100000, "synthetic: number of classes", 0},
         {"per-class", SV_FLAG_INT, &o.per_class, 1, 1 << 24, "synthetic: train images per class", 0},
         {"test-per-class", SV_FLAG_INT, &o.test_per_class, 0, 1 << 24, "synthetic: test images per class", 0},
-        {"width", SV_FLAG_INT, &o.width, 8, 16384, "synthetic: image width", 0},
-        {"height", SV_FLAG_INT, &o.height, 8, 16384, "synthetic: image height", 0},
+        {"width", SV_FLAG_INT, &o.width, 8, 8192, "synthetic: image width", 0},
+        {"height", SV_FLAG_INT, &o.height, 8, 8192, "synthetic: image height", 0},
         {"seed", SV_FLAG_I64, &seed, 0, 9.2e18, "synthetic: content seed", 0},
         SV_FLAG_END};
     /* clang-format on */
@@ -58,6 +59,20 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
         return sv_cmd_usage_error("prep", "--src: required for mnist (directory of the IDX files)");
     if (!strncmp(what, "cifar", 5) && !o.src)
         return sv_cmd_usage_error("prep", "--src: required for %s (directory of the binary batches)", what);
+    /* flags that would be ignored are refused: the user asked for something prep would not do */
+    if (!strcmp(what, "synthetic") && (o.limit || o.src))
+        return sv_cmd_usage_error("prep",
+                                  "%s does not apply to synthetic (its sizes are --classes, --per-class and "
+                                  "--test-per-class)",
+                                  o.limit ? "--limit" : "--src");
+    if (o.format != SV_PREP_TAR && o.shard_size != sv_prep_opts_default().shard_size)
+        SV_WARN("prep: --shard-size applies to --format tar; the image folders ignore it");
+    /* never into a checkpoint: its retention (--keep) deletes step directories */
+    char ck[4096];
+    int in = sv_ckpt_out_in_step_dir(o.out, ck, sizeof ck);
+    if (in)
+        return sv_cmd_usage_error("prep", "--out %s is %s the checkpoint %s %s: choose a directory outside it", o.out,
+                                  in == 1 ? "inside" : "the `latest` file of", in == 1 ? "step directory" : "root", ck);
     /* --out must be new, empty, or this very import done before: anything else is refused
      * before a byte is written (the importers check again) */
     int done;

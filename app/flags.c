@@ -152,9 +152,13 @@ int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **arg
     for (int i = 1; i < argc; i++) {
         char *a = argv[i];
         if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
-            if (*npos >= spec->max_positional)
+            if (*npos >= spec->max_positional) {
+                if (spec->max_positional > 1) /* a list that is too long, not a stray word */
+                    return sv_cmd_usage_error(spec->name, "too many arguments: at most %d ('%s' is one more)",
+                                              spec->max_positional, a);
                 return sv_cmd_usage_error(spec->name, "unexpected argument '%s' (see shardvit %s --help)", a,
                                           spec->name);
+            }
             pos[(*npos)++] = a;
             continue;
         }

@@ -293,18 +293,40 @@ sv_status sv_ckpt_reshard(const char *in, const char *out_arg, int world) {
     SV_TRY(sv_ckpt_out_check(out, dir, 1, "reshard output"));
     /* IN as given may be a run directory or a checkpoint root around that step directory */
     if (strcmp(in, dir)) SV_TRY(sv_ckpt_out_check(out, in, 1, "reshard output"));
-    memcpy(parent, out, n + 1);
-    char *slash = strrchr(parent, '/');
-    if (slash && slash > parent) {
-        *slash = 0;
-        SV_TRY(sv_fileio_mkdirs(parent, 0755));
-    }
     sv_ckpt_index a, b;
     SV_TRY(sv_ckpt_index_load(&a, dir));
     sv_status st = sv_ckpt_index_relayout(&b, &a, world);
     if (st != SV_OK) {
         sv_ckpt_index_free(&a);
         return st;
+    }
+    /* OUT's missing parents are made now and, if the reshard fails, removed again */
+    memcpy(parent, out, n + 1);
+    char *slash = strrchr(parent, '/');
+    size_t kept = n; /* length of the deepest ancestor that existed (nothing made: all of it) */
+    if (slash && slash > parent) {
+        *slash = 0;
+        char probe[SV_CKPT_PATH_MAX];
+        memcpy(probe, parent, (size_t)(slash - parent) + 1);
+        struct stat sb;
+        for (;;) {
+            char *c = strrchr(probe, '/');
+            if (stat(probe, &sb) == 0 || (c && c == probe)) { /* exists, or only "/" above it */
+                kept = c == probe && stat(probe, &sb) != 0 ? 1 : strlen(probe);
+                break;
+            }
+            if (!c) { /* relative: nothing of it existed */
+                kept = 0;
+                break;
+            }
+            *c = 0;
+        }
+        st = sv_fileio_mkdirs(parent, 0755);
+        if (st != SV_OK) {
+            sv_ckpt_index_free(&a);
+            sv_ckpt_index_free(&b);
+            return st;
+        }
     }
     sv_ckpt_reader rd;
     memset(&rd, 0, sizeof rd);
@@ -323,6 +345,11 @@ sv_status sv_ckpt_reshard(const char *in, const char *out_arg, int world) {
             SV_WARN("reshard: could not remove %s: %s", tmp, sv_err_msg());
             st = SV_FAIL(st, "%s", m);
         }
+    }
+    for (size_t len = strlen(parent); st != SV_OK && len > kept && rmdir(parent) == 0; len = strlen(parent)) {
+        char *cut = strrchr(parent, '/'); /* the directories made above, deepest first, while empty */
+        if (!cut || cut == parent) break;
+        *cut = 0;
     }
     sv_ckpt_reader_close(&rd);
     sv_ckpt_index_free(&a);

@@ -58,16 +58,22 @@ sv_prep_opts sv_prep_opts_default(void) {
  * Every file is created with O_CREAT | O_EXCL, so no existing file, symlink or FIFO is ever
  * opened, followed or replaced, and no open can block. SV_PREP_MARKER is written last, after
  * classes.txt; it records the dataset and options, so a complete earlier import with the same
- * options is recognised (nothing to do) and one with other options is refused. A failed import
- * removes what it created (the split trees and shards it made, classes.txt, the directory if it
- * made it). */
+ * options is recognised (nothing to do) and one with other options is refused. The splits are
+ * written into a work directory inside OUT (OUT/.prep.tmp-XXXXXXXX) and renamed into OUT when
+ * both are complete, so an interrupted import (a signal, a kill) never leaves a part of a split
+ * where a reader takes it for the whole: it leaves the work directory, which a rerun names. A
+ * failed import removes what it created (the work directory, the splits and shards it moved,
+ * classes.txt, the directory if it made it). */
 
 typedef struct prep_job {
     sv_prep_opts *o;
     char marker[8192]; /* the options part of the marker */
+    char work[4096];   /* OUT/.prep.tmp-XXXXXXXX: the splits are written here, moved into OUT at the end */
     int created_out;   /* this import made o->out */
-    int split_made[2]; /* folder: made OUT/train, OUT/test */
+    int work_made;     /* made the work directory */
+    int split_made[2]; /* folder: made WORK/train, WORK/test */
     int shards[2];     /* tar: shards created per split */
+    int moved[2];      /* the split (folder) or all its shards (tar) are in OUT */
     int classes_made;  /* made OUT/classes.txt */
 } prep_job;
 
@@ -170,12 +176,13 @@ static sv_status check_out(sv_prep_opts *o, const char *opts, int *done) {
                        out);
     DIR *d = opendir(out);
     if (!d) return SV_FAIL(SV_ERR_IO, "--out %s: %s", out, strerror(errno));
-    char first[96] = "";
+    char first[96] = "", partial[96] = "";
     int entries = 0, has_marker = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
         entries++;
+        if (!strncmp(de->d_name, ".prep.tmp-", 10) && !partial[0]) printable(partial, sizeof partial, de->d_name);
         if (!strcmp(de->d_name, SV_PREP_MARKER))
             has_marker = 1;
         else if (!first[0])
@@ -199,6 +206,11 @@ static sv_status check_out(sv_prep_opts *o, const char *opts, int *done) {
                        "files: remove %s or choose another --out",
                        out, out, SV_PREP_MARKER, was, now, out);
     }
+    if (partial[0])
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--out %s holds %s/%s, the partial output of a prep that was interrupted (a signal or a kill): "
+                       "remove %s and run prep again",
+                       out, out, partial, out);
     return SV_FAIL(SV_ERR_INVALID,
                    "--out %s is not empty (it holds '%s'%s) and is not a complete prep output (no valid %s/%s); prep "
                    "writes only into a new or empty directory and never replaces a file: remove %s or choose another "
@@ -237,6 +249,14 @@ static sv_status prep_begin(prep_job *j, sv_prep_opts *o, const char *what, int 
     }
     SV_TRY(check_out(o, j->marker, done)); /* still empty (nothing appeared meanwhile) */
     if (*done) return SV_FAIL(SV_ERR_INVALID, "--out %s: filled by another prep meanwhile", o->out);
+    char base[4200];
+    snprintf(base, sizeof base, "%s/.prep", o->out);
+    sv_status ws = sv_fileio_tmp_dir(base, j->work, sizeof j->work);
+    if (ws != SV_OK) {
+        if (j->created_out) rmdir(o->out);
+        return ws;
+    }
+    j->work_made = 1;
     return SV_OK;
 }
 
@@ -269,9 +289,34 @@ static sv_status make_dir(const char *path, int fresh) {
     return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", path, strerror(e));
 }
 
-/* classes.txt, then the marker: the last file, so its presence means a complete import. */
+/* The finished splits from the work directory into OUT (renames: a split appears in OUT whole
+ * or not at all), then the work directory removed. */
+static sv_status move_splits(prep_job *j) {
+    static const char *const split[2] = {"train", "test"};
+    char a[4400], b[4400];
+    for (int s = 0; s < 2; s++) {
+        if (j->split_made[s]) {
+            snprintf(a, sizeof a, "%s/%s", j->work, split[s]);
+            snprintf(b, sizeof b, "%s/%s", j->o->out, split[s]);
+            if (rename(a, b) != 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", a, b, strerror(errno));
+        }
+        for (int k = 0; k < j->shards[s]; k++) {
+            snprintf(a, sizeof a, "%s/%s-%06d.tar", j->work, split[s], k);
+            snprintf(b, sizeof b, "%s/%s-%06d.tar", j->o->out, split[s], k);
+            if (rename(a, b) != 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", a, b, strerror(errno));
+        }
+        j->moved[s] = 1;
+    }
+    if (rmdir(j->work) != 0) return SV_FAIL(SV_ERR_IO, "rmdir %s: %s", j->work, strerror(errno));
+    j->work_made = 0;
+    return SV_OK;
+}
+
+/* The splits into OUT, classes.txt, then the marker: the last file, so its presence means a
+ * complete import. */
 static sv_status prep_finish(prep_job *j, const char *const *names, int K) {
     const sv_prep_opts *o = j->o;
+    SV_TRY(move_splits(j));
     char p[4200];
     size_t len = 0;
     for (int k = 0; k < K; k++) len += strlen(names[k]) + 1;
@@ -298,15 +343,17 @@ static sv_status prep_abort(prep_job *j, sv_status st) {
     int left = 0;
     static const char *const split[2] = {"train", "test"};
     for (int s = 0; s < 2; s++) {
+        const char *dir = j->moved[s] ? out : j->work;
         if (j->split_made[s]) {
-            snprintf(p, sizeof p, "%s/%s", out, split[s]);
+            snprintf(p, sizeof p, "%s/%s", dir, split[s]);
             left |= sv_fileio_remove_tree(p) != SV_OK;
         }
         for (int k = 0; k < j->shards[s]; k++) {
-            snprintf(p, sizeof p, "%s/%s-%06d.tar", out, split[s], k);
+            snprintf(p, sizeof p, "%s/%s-%06d.tar", dir, split[s], k);
             left |= unlink(p) != 0 && errno != ENOENT;
         }
     }
+    if (j->work_made) left |= rmdir(j->work) != 0;
     if (j->classes_made) {
         snprintf(p, sizeof p, "%s/classes.txt", out);
         left |= unlink(p) != 0 && errno != ENOENT;
@@ -345,12 +392,12 @@ static sv_status sink_open(sink *s, prep_job *j, int split_ix, const char *const
     for (uint64_t t = total; t >= 100000; t /= 10) s->width++;
     sv_jpeg_ctx_init(&s->jc);
     if (s->o->format == SV_PREP_FOLDER) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s", s->o->out, s->split);
+        char p[8192];
+        snprintf(p, sizeof p, "%s/%s", s->job->work, s->split);
         SV_TRY(make_dir(p, 1));
         j->split_made[split_ix] = 1;
         for (int k = 0; k < K; k++) {
-            snprintf(p, sizeof p, "%s/%s/%s", s->o->out, s->split, names[k]);
+            snprintf(p, sizeof p, "%s/%s/%s", s->job->work, s->split, names[k]);
             SV_TRY(make_dir(p, 0)); /* a class name listed twice shares its directory */
         }
     }
@@ -381,7 +428,7 @@ static sv_status tar_member(sink *s, const char *name, const void *data, size_t 
     tar_header(h, name, len);
     if (fwrite(h, 1, 512, s->tar) != 512 || fwrite(data, 1, len, s->tar) != len ||
         fwrite(zeros, 1, (512 - len % 512) % 512, s->tar) != (512 - len % 512) % 512)
-        return SV_FAIL(SV_ERR_IO, "%s/%s-%06d.tar: write failed", s->o->out, s->split, s->shard);
+        return SV_FAIL(SV_ERR_IO, "%s/%s-%06d.tar: write failed", s->job->work, s->split, s->shard);
     return SV_OK;
 }
 
@@ -391,7 +438,7 @@ static sv_status tar_close(sink *s) {
     int bad = fwrite(zeros, 1, 1024, s->tar) != 1024;
     bad |= fclose(s->tar) != 0;
     s->tar = NULL;
-    if (bad) return SV_FAIL(SV_ERR_IO, "%s/%s-%06d.tar: write failed", s->o->out, s->split, s->shard);
+    if (bad) return SV_FAIL(SV_ERR_IO, "%s/%s-%06d.tar: write failed", s->job->work, s->split, s->shard);
     s->shard++;
     return SV_OK;
 }
@@ -403,15 +450,15 @@ static sv_status sink_put(sink *s, const uint8_t *pix, int w, int h, int channel
     const uint8_t *jpg;
     size_t len;
     SV_TRY(sv_jpeg_encode(&s->jc, pix, w, h, channels, s->o->quality, 0, &jpg, &len));
-    char p[4096];
+    char p[8192];
     if (s->o->format == SV_PREP_FOLDER) {
-        snprintf(p, sizeof p, "%s/%s/%s/%0*llu.jpg", s->o->out, s->split, s->names[label], s->width,
+        snprintf(p, sizeof p, "%s/%s/%s/%0*llu.jpg", s->job->work, s->split, s->names[label], s->width,
                  (unsigned long long)s->count);
         SV_TRY(write_new(p, jpg, len));
     } else {
         if (s->tar && s->in_shard >= (uint64_t)(s->o->shard_size > 0 ? s->o->shard_size : 10000)) SV_TRY(tar_close(s));
         if (!s->tar) {
-            snprintf(p, sizeof p, "%s/%s-%06d.tar", s->o->out, s->split, s->shard);
+            snprintf(p, sizeof p, "%s/%s-%06d.tar", s->job->work, s->split, s->shard);
             int fd;
             SV_TRY(create_new(p, &fd));
             s->job->shards[s->split_ix] = s->shard + 1;
@@ -572,7 +619,11 @@ sv_status sv_prep_idx(sv_prep_opts *o, int fashion) {
 
 /* ---- CIFAR ------------------------------------------------------------------------------ */
 
-static sv_status cifar_file(sv_prep_opts *o, sink *s, const char *path, int fine, uint64_t *left) {
+/* One CIFAR binary batch (records of label byte(s) + 3072 planar RGB bytes) into the sink, at
+ * most *left records. A batch without a record is corrupt (an empty file would otherwise import
+ * as an empty split and exit 0); one of another record count than the release's `expect` is
+ * imported with a warning (a subset made on purpose, or a file cut at a record boundary). */
+static sv_status cifar_file(sv_prep_opts *o, sink *s, const char *path, int fine, uint64_t expect, uint64_t *left) {
     int fd;
     SV_TRY(sv_fileio_open_read(path, &fd, NULL)); /* guarded: a FIFO or device is refused */
     FILE *f = fdopen(fd, "rb");
@@ -584,6 +635,7 @@ static sv_status cifar_file(sv_prep_opts *o, sink *s, const char *path, int fine
     uint8_t buf[3074], pix[3072];
     sv_status st = SV_OK;
     size_t got;
+    uint64_t n = 0;
     while (*left > 0 && (got = fread(buf, 1, rec, f)) > 0) {
         if (got != rec) {
             st = SV_FAIL(SV_ERR_CORRUPT, "%s: truncated record (%zu of %zu bytes)", path, got, rec);
@@ -594,9 +646,17 @@ static sv_status cifar_file(sv_prep_opts *o, sink *s, const char *path, int fine
             for (int c = 0; c < 3; c++) pix[3 * p + c] = planes[c * 1024 + p];
         if ((st = sink_put(s, pix, 32, 32, 3, fine ? buf[1] : buf[0])) != SV_OK) break;
         (*left)--;
+        n++;
     }
+    if (st == SV_OK && ferror(f)) st = SV_FAIL(SV_ERR_IO, "%s: read failed", path);
     fclose(f);
     (void)o;
+    if (st == SV_OK && *left > 0 && n == 0)
+        st = SV_FAIL(SV_ERR_CORRUPT, "%s holds no record (a batch of the CIFAR release has %llu records of %zu bytes)",
+                     path, (unsigned long long)expect, rec);
+    else if (st == SV_OK && *left > 0 && n != expect)
+        SV_WARN("%s: %llu records, where the CIFAR release's batch has %llu; imported as it is", path,
+                (unsigned long long)n, (unsigned long long)expect);
     return st;
 }
 
@@ -654,11 +714,11 @@ sv_status sv_prep_cifar(sv_prep_opts *o, int classes) {
         if (classes == 10 && !split) {
             for (int b = 1; b <= 5 && st == SV_OK; b++) {
                 snprintf(p, sizeof p, "%s/data_batch_%d.bin", o->src, b);
-                st = cifar_file(o, &s, p, 0, &left);
+                st = cifar_file(o, &s, p, 0, 10000, &left);
             }
         } else {
             snprintf(p, sizeof p, "%s/%s", o->src, classes == 10 ? "test_batch.bin" : split ? "test.bin" : "train.bin");
-            st = cifar_file(o, &s, p, classes == 100, &left);
+            st = cifar_file(o, &s, p, classes == 100, classes == 100 && !split ? 50000 : 10000, &left);
         }
         *(split ? &o->n_test : &o->n_train) = s.count;
         st = sink_close(&s, st);

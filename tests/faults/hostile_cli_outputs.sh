@@ -16,9 +16,15 @@
 #   8. report with a config.toml that exists but cannot be read: an error, not a report without
 #      that section (nor one written into the checkpoint root it would have protected);
 #   9. a trace part whose write fails (a full tmpfs; needs root to mount, else this section says
-#      so and is left out) is removed, so the next run is not refused.
+#      so and is left out) is removed, so the next run is not refused;
+#  10. prep: --out inside a checkpoint step directory refused (train --keep would delete it);
+#      flags that do not apply (synthetic --limit / --src) refused; a
+#      prep stopped by SIGTERM leaves no split under OUT (only its work directory, which the rerun
+#      names); an empty CIFAR batch is an error, not an empty split;
+#  11. a reshard that fails removes the parent directories it made for OUT;
+#  12. predict with more image paths than it takes says so.
 # Usage: hostile_cli_outputs.sh SHARDVIT MPIEXEC
-SHARDVIT=$1 MPIEXEC=$2
+SHARDVIT=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") MPIEXEC=$2 # absolute: section 12 runs in another directory
 source "$(dirname "$0")/lib.sh"
 export LC_ALL=C
 SV=("timeout" "120" "$SHARDVIT")
@@ -141,4 +147,47 @@ if mount -t tmpfs -o size=8k tmpfs "$SMALL" 2>"$WORK/mount.err"; then
 else
     echo "note: section 9 left out: cannot mount a tmpfs to fill ($(cat "$WORK/mount.err"); needs root)"
 fi
+
+# ---- 10. prep ----
+expect_fail prep_in_ckpt "--out $WORK/ck8/step_00000002/data is inside the checkpoint step directory" \
+    "${SV[@]}" prep synthetic --classes 2 --per-class 2 --test-per-class 1 --width 16 --height 16 \
+    --out "$WORK/ck8/step_00000002/data"
+[ ! -e "$WORK/ck8/step_00000002/data" ] || fail "prep wrote into a checkpoint step directory"
+expect_fail prep_limit "--limit does not apply to synthetic" "${SV[@]}" prep synthetic --limit 1 --out "$O/pl"
+[ ! -e "$O/pl" ] || fail "a refused prep wrote $O/pl"
+"$SHARDVIT" prep synthetic --classes 10 --per-class 400 --test-per-class 10 --out "$O/pk" >"$WORK/pk.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do # until the import is under way (its work directory holds images)
+    [ -n "$(find "$O/pk" -name '*.jpg' 2>/dev/null | head -1)" ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.05
+done
+kill -TERM $pid 2>/dev/null
+wait $pid
+FAIL_LOGS=("$WORK/pk.log")
+if [ -e "$O/pk/.shardvit-prep" ]; then
+    echo "note: the prep finished before SIGTERM reached it; the interrupted case is left out"
+else
+    [ ! -e "$O/pk/train" ] && [ ! -e "$O/pk/test" ] || fail "a prep stopped by SIGTERM left a split where readers take it whole"
+    ls -d "$O/pk"/.prep.tmp-* >/dev/null 2>&1 || fail "no work directory of the interrupted prep in $O/pk"
+    expect_fail prep_rerun "holds $O/pk/.prep.tmp-[0-9a-f]*, the partial output of a prep that was interrupted" \
+        "${SV[@]}" prep synthetic --classes 10 --per-class 400 --test-per-class 10 --out "$O/pk"
+fi
+mkdir -p "$WORK/cifar"
+for b in 1 2 3 4 5; do : >"$WORK/cifar/data_batch_$b.bin"; done
+head -c 3073 /dev/zero >"$WORK/cifar/test_batch.bin"
+expect_fail prep_cifar_empty "data_batch_1.bin holds no record" "${SV[@]}" prep cifar10 --src "$WORK/cifar" --out "$O/pc"
+[ ! -e "$O/pc" ] || fail "a failed CIFAR import left $O/pc"
+
+# ---- 11. a failed reshard removes the directories it made ----
+cp -r "$WORK/ck8/step_00000002" "$WORK/tr"
+truncate -s 100 "$(ls "$WORK"/tr/shard_*.bin | head -1)"
+expect_fail reshard_truncated "is truncated" "${SV[@]}" reshard "$WORK/tr" "$O/new/deep/dir/rs" --world 2
+[ ! -e "$O/new" ] || fail "a failed reshard left the directories it made: $(find "$O/new" | head -3)"
+
+# ---- 12. predict with too many image paths ----
+cd "$O" # short relative paths: 65537 of them stay far below the kernel's argument limit
+expect_fail predict_many "too many arguments: at most 65536" \
+    "${SV[@]}" predict --ckpt "$WORK/r8" $(yes g.jpg | head -65537)
+cd - >/dev/null
 all_passed hostile_cli_outputs
