@@ -581,6 +581,7 @@ static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *po
         jsonl = so[1].f;
         if (st == SV_OK && !so[0].f && !jsonl) jsonl = stdout;
     }
+    st = agree_outputs(o, proc, st); /* no rank starts a row that rank 0 cannot record */
     int rows = sv_sweep_count(&sw);
     for (int i = 0; st == SV_OK && i < rows; i++) {
         const char *v[SV_SWEEP_KEYS];
