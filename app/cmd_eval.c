@@ -58,6 +58,13 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     SV_TRY(sv_app_model_config(&o->run.model, o->src.weights, o->src.ckpt, &mo));
     o->run.model = mo;
     SV_TRY(sv_xform_flags_check(&o->xf, mo.in_chans));
+    /* synthetic images are drawn at the model's size: a crop other than the whole image, or a
+     * resampling filter, would be recorded in eval.json without having been applied */
+    if (o->data && !strcmp(o->data, "synthetic") && ((o->xf.crop_pct >= 0 && o->xf.crop_pct != 1.0) || o->xf.interp))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--%s does not apply to --data synthetic (its images are drawn at the model's size: no resize "
+                       "or crop; only --mean / --std and --crop-pct 1 apply)",
+                       o->xf.interp ? "interp" : "crop-pct");
     sv_ckpt_meta meta;
     sv_ckpt_xform xf;
     char msrc[4200], lsrc[4200];
@@ -107,8 +114,14 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     dopts.synth_channels = r.vcfg.in_chans;
     dopts.synth_seed = 1234; /* the task train --data synthetic learns */
     if (st == SV_OK) st = sv_dataset_open(o->data, &dopts, &ds);
-    if (st == SV_OK && meta.labels) { /* label k of the data must be class k of the model */
-        sv_status cst = sv_eval_check_class_names(ds, meta.labels, meta.n_labels, lsrc);
+    /* label k of the data must be class k of the model: checked against the --classes list that
+     * names the model's classes (checked above to begin with the recorded names), else the names
+     * the model recorded; a data class beyond them has no class of the model to mean */
+    char *const *ref = names ? names : meta.labels;
+    int n_ref = names ? n_names : meta.n_labels;
+    const char *rsrc = names ? o->classes : lsrc;
+    if (st == SV_OK && ref) {
+        sv_status cst = sv_eval_check_class_names(ds, ref, n_ref, rsrc);
         if (cst != SV_OK && o->ignore_class_names)
             SV_WARN("--ignore-class-names: %s", sv_err_msg());
         else

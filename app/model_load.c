@@ -26,6 +26,12 @@ sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, cons
         c = idx.cfg;
         have_heads = 1;
         sv_ckpt_index_free(&idx);
+        sv_vit_config pc;
+        if (mo->model && (sv_vit_preset(mo->model, &pc) != SV_OK || strcmp(pc.name, c.name)))
+            return SV_FAIL(SV_ERR_INVALID,
+                           "--model %s: checkpoint %s holds a %s model (img %d, patch %d, dim %d, depth %d, %d heads), "
+                           "which it runs as it is: drop --model",
+                           mo->model, step_dir, c.name, c.img, c.patch, c.dim, c.depth, c.heads);
         if ((mo->img && mo->img != c.img) || (mo->patch && mo->patch != c.patch))
             return SV_FAIL(SV_ERR_INVALID,
                            "--%s %d: checkpoint %s holds a model of img %d patch %d; to run it at another "
@@ -35,7 +41,13 @@ sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, cons
                            mo->img && mo->img != c.img ? mo->img : mo->patch, step_dir, c.img, c.patch);
     }
     /* The head count is in no tensor shape: without config.json's num_heads it is the user's to
-     * give (--heads, or --model naming the preset whose count to take), never a silent guess. */
+     * give (--heads, or --model naming the preset whose count to take), never a silent guess; with
+     * it, another --heads would compute another model than the one trained, silently. */
+    if (weights && have_heads && mo->heads && mo->heads != c.heads)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--heads %d: the config.json beside %s records num_heads %d for these weights (another head "
+                       "count splits the same attention weights into other heads: another model); drop --heads",
+                       mo->heads, weights, c.heads);
     if (weights && !have_heads && !mo->heads && (!mo->model || c.dim % c.heads))
         return SV_FAIL(SV_ERR_INVALID,
                        "%s: the number of attention heads is not in the file (no config.json with num_heads "

@@ -265,7 +265,13 @@ sv_status sv_eval_remove_earlier_outputs(sv_fsdp *f, sv_status st, const char *d
 sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, int n_labels, const char *src) {
     if (!labels || n_labels <= 0 || sv_dataset_kind_of(ds) == SV_DATASET_SYNTHETIC) return SV_OK;
     int n = sv_dataset_num_classes(ds);
-    if (n > n_labels) n = n_labels;
+    if (n > n_labels) {
+        char a[SV_ESC_CAP];
+        return SV_FAIL(SV_ERR_INVALID,
+                       "the data has %d classes but the model's class names (from %s) are %d: class %d of the data "
+                       "(\"%s\") is no class the model knows (pass --ignore-class-names to evaluate anyway)",
+                       n, src, n_labels, n_labels, sv_log_esc(sv_dataset_class_name(ds, n_labels), a, sizeof a));
+    }
     for (int k = 0; k < n; k++) {
         const char *d = sv_dataset_class_name(ds, k);
         if (!strcmp(d, labels[k])) continue;

@@ -147,8 +147,9 @@ sv_status sv_eval_remove_earlier_outputs(sv_fsdp *f, sv_status st, const char *d
 /* The model's recorded label names (index.json / config.json: labels[0..n_labels), src names
  * where they came from) against the data set's class names: label k of the data set must mean
  * class k of the model. The first differing class is an SV_ERR_INVALID naming its index and
- * both names (escaped). Nothing to compare (no labels, or a synthetic data set, which has no
- * names): SV_OK. Classes beyond the shorter list are not compared. */
+ * both names (escaped); a data set with more classes than names is an SV_ERR_INVALID naming the
+ * first class without one (its label would be scored against an output the model has no name
+ * for). Nothing to compare (no labels, or a synthetic data set, which has no names): SV_OK. */
 sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, int n_labels, const char *src);
 
 void sv_eval_free(sv_evaluator *e);
