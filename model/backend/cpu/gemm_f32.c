@@ -42,8 +42,8 @@
 #define SV_F32_KC512 1024 /* reduction block: C is loaded and stored once per 1024 FMAs */
 #endif
 #ifndef SV_F32_MC512
-#define SV_F32_MC512 \
-    192 /* A block 192 x 1024 floats = 768 KiB (L2 per core: 1 MiB on AMD Zen 4 / Zen 5, 2 MiB on the Intel Xeon) */
+/* A block 192 x 1024 floats = 768 KiB (L2 per core: 1 MiB on AMD Zen 4 / Zen 5, 2 MiB on the Intel Xeon) */
+#define SV_F32_MC512 192
 #endif
 #ifndef SV_F32_B_L2_BYTES
 #define SV_F32_B_L2_BYTES ((size_t)1 << 20) /* B blocks up to this size are walked row group first */
