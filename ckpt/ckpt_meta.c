@@ -175,18 +175,19 @@ sv_status sv_ckpt_meta_parse(const sv_json *root, sv_ckpt_meta *m, const char *s
     return SV_OK;
 }
 
+/* "--NAME A,B,C" of the first `count` values at o + n; the new length */
+static size_t flag_list(char *o, size_t n, size_t cap, const char *name, const double *v, int count) {
+    n += (size_t)snprintf(o + n, cap - n, "%s--%s ", n ? " " : "", name);
+    for (int k = 0; k < count && n + 32 < cap; k++) {
+        if (k) o[n++] = ',';
+        n += (size_t)sv_f64_shortest(o + n, cap - n, v[k]);
+    }
+    return n;
+}
+
 /* "--mean A,B,C --std D,E,F" of x's channels */
 static void norm_flags(char *o, size_t cap, const sv_ckpt_xform *x) {
-    size_t n = (size_t)snprintf(o, cap, "--mean ");
-    for (int k = 0; k < x->channels && n + 32 < cap; k++) {
-        if (k) o[n++] = ',';
-        n += (size_t)sv_f64_shortest(o + n, cap - n, x->mean[k]);
-    }
-    n += (size_t)snprintf(o + n, cap - n, " --std ");
-    for (int k = 0; k < x->channels && n + 32 < cap; k++) {
-        if (k) o[n++] = ',';
-        n += (size_t)sv_f64_shortest(o + n, cap - n, x->std[k]);
-    }
+    flag_list(o, flag_list(o, 0, cap, "mean", x->mean, x->channels), cap, "std", x->std, x->channels);
 }
 
 sv_status sv_ckpt_xform_same_norm(const sv_ckpt_xform *was, const sv_ckpt_xform *now, const char *where) {

@@ -179,12 +179,7 @@ sv_status sv_ckpt_out_check_earlier(const char *path, const char *what, sv_ckpt_
 sv_status sv_ckpt_out_check_parent(const char *path, const char *what) {
     if (!path || !*path) return SV_FAIL(SV_ERR_INVALID, "%s: empty path", what);
     char d[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    if (!slash) return SV_OK; /* the working directory */
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
-    if (n >= sizeof d) return SV_FAIL(SV_ERR_INVALID, "%s %s: path too long", what, path);
-    memcpy(d, path, n);
-    d[n] = 0;
+    SV_TRY(sv_fileio_parent(path, d));
     struct stat sb;
     if (stat(d, &sb) != 0)
         return SV_FAIL(SV_ERR_INVALID, "%s %s: its directory %s %s (create it first)", what, path, d,

@@ -67,15 +67,22 @@ sv_status sv_fileio_fsync_dir(const char *dir) {
     return s;
 }
 
+sv_status sv_fileio_parent(const char *path, char *dir) {
+    const char *slash = strrchr(path, '/');
+    size_t n = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= PATH_MAX) return SV_FAIL(SV_ERR_INVALID, "path too long: %s", path);
+    if (!slash)
+        snprintf(dir, PATH_MAX, ".");
+    else {
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
+    return SV_OK;
+}
+
 sv_status sv_fileio_fsync_parent(const char *path) {
     char dir[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    if (!slash) return sv_fileio_fsync_dir(".");
-    size_t n = (size_t)(slash - path);
-    if (n == 0) return sv_fileio_fsync_dir("/");
-    if (n >= sizeof dir) return SV_FAIL(SV_ERR_INVALID, "path too long: %s", path);
-    memcpy(dir, path, n);
-    dir[n] = 0;
+    SV_TRY(sv_fileio_parent(path, dir));
     return sv_fileio_fsync_dir(dir);
 }
 

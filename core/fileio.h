@@ -61,6 +61,9 @@ sv_status sv_fileio_fsync(int fd, const char *path);
 sv_status sv_fileio_fsync_dir(const char *dir);
 /* fsync the directory containing `path` ("." when path has no slash). */
 sv_status sv_fileio_fsync_parent(const char *path);
+/* The directory that holds path, lexically: "." for a bare name, "/" for a name at the root,
+ * else path up to its last '/' (dir: PATH_MAX bytes). SV_ERR_INVALID when it does not fit. */
+sv_status sv_fileio_parent(const char *path, char *dir);
 
 /* Open an existing regular file read-only; *size_out (nullable) receives its size. A directory,
  * FIFO, socket or device is an SV_ERR_INVALID error naming the path (a FIFO never blocks the
