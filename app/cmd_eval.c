@@ -123,9 +123,12 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     if (st == SV_OK && ref) {
         sv_status cst = sv_eval_check_class_names(ds, ref, n_ref, rsrc);
         if (cst != SV_OK && o->ignore_class_names)
-            SV_WARN("--ignore-class-names: %s", sv_err_msg());
-        else
-            st = cst;
+            SV_WARN("--ignore-class-names: evaluating anyway, although %s", sv_err_msg());
+        else if (cst != SV_OK) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", sv_err_msg());
+            st = SV_FAIL(cst, "%s (pass --ignore-class-names to evaluate anyway)", why);
+        }
     }
     free(meta.labels);
     meta.labels = NULL;

@@ -16,6 +16,17 @@ static int is_jpeg_name(const char *n) {
     return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0);
 }
 
+/* An image file of a format the reader does not decode (ImageFolder reads JPEG only): such files
+ * are not samples, but they are counted and named in a warning, never passed over silently. */
+static int is_other_image_name(const char *n) {
+    static const char *const ext[] = {".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm", ".pbm", ".pnm",
+                                      ".jfif", ".jpe", ".jp2", ".heic", ".heif", ".avif"};
+    const char *dot = strrchr(n, '.');
+    for (size_t i = 0; dot && i < sizeof ext / sizeof *ext; i++)
+        if (strcasecmp(dot, ext[i]) == 0) return 1;
+    return 0;
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* ---- directories already scanned: a set of (st_dev, st_ino), open addressing ---- */
@@ -85,6 +96,8 @@ typedef struct scan_ctx {
     const char *root;
     sv_dataset *d; /* d->left_out collects the entries left out (leave_out) */
     int leave_out; /* sv_dataset_opts.leave_out_unusable */
+    size_t other_images; /* is_other_image_name files seen (not samples) */
+    char other_first[256]; /* the first of them, root-relative, escaped */
 } scan_ctx;
 
 /* Why an image-named entry that is not a directory cannot be a sample, or NULL when it can:
@@ -186,7 +199,11 @@ static sv_status walk(scan_ctx *c, const char *rel, sv_strlist *out, dir_set *se
                              "it could not be indexed");
             continue;
         }
-        if (!is_jpeg_name(e->d_name)) continue; /* not an image name: ignored (README, .DS_Store) */
+        if (!is_jpeg_name(e->d_name)) { /* not a JPEG name: not a sample (README, .DS_Store) */
+            if (is_other_image_name(e->d_name) && c->other_images++ == 0)
+                sv_log_esc(path, c->other_first, sizeof c->other_first);
+            continue;
+        }
         const char *why = unusable_why(dfd, e->d_name, err, mode, whybuf, sizeof whybuf);
         if (!why && too_long) why = "an image whose path is longer than 4095 bytes (too long to open)";
         s = why ? unusable(c, dir, e->d_name, why) : sv_strlist_push(out, path, (size_t)len);
@@ -206,7 +223,7 @@ static sv_status walk(scan_ctx *c, const char *rel, sv_strlist *out, dir_set *se
 }
 
 sv_status sv_folder_scan(sv_dataset *d, const char *root, int leave_out) {
-    scan_ctx ctx = {root, d, leave_out != 0};
+    scan_ctx ctx = {.root = root, .d = d, .leave_out = leave_out != 0};
     d->root = strdup(root);
     if (!d->root) return SV_FAIL(SV_ERR_OOM, "dataset root");
     DIR *dp = opendir(root);
@@ -218,10 +235,20 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root, int leave_out) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         int isdir = e->d_type == DT_DIR;
         if (e->d_type == DT_UNKNOWN || e->d_type == DT_LNK) {
-            char full[4096];
             struct stat st;
-            snprintf(full, sizeof full, "%s/%s", root, e->d_name);
-            isdir = stat(full, &st) == 0 && S_ISDIR(st.st_mode);
+            if (fstatat(dirfd(dp), e->d_name, &st, 0) != 0) {
+                /* a dangling link (unmounted storage) may be a class directory: leaving it out
+                 * would shift every later class's index */
+                char esc[SV_ESC_CAP];
+                s = SV_FAIL(SV_ERR_IO,
+                            "dataset directory %s: entry '%s' cannot be examined (%s%s): it may be a class "
+                            "directory, and leaving a class out would renumber the classes after it; fix or "
+                            "remove it",
+                            root, sv_log_esc(e->d_name, esc, sizeof esc), strerror(errno),
+                            errno == ENOENT ? ": a dangling symbolic link" : "");
+                break;
+            }
+            isdir = S_ISDIR(st.st_mode);
         }
         /* class names go one per line into classes.txt: each must read back from there */
         const char *why = isdir ? sv_class_name_problem(e->d_name, strlen(e->d_name)) : NULL;
@@ -256,7 +283,8 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root, int leave_out) {
     for (size_t k = 0; k < names.n; k++) sorted[k] = sv_strlist_at(&names, k);
     qsort(sorted, names.n, sizeof *sorted, cmp_str);
     d->K = (int)names.n;
-    size_t lab_cap = 0;
+    size_t lab_cap = 0, n_empty = 0;
+    const char *first_empty = NULL;
     for (size_t k = 0; k < names.n && s == SV_OK; k++) {
         if ((s = sv_strlist_push(&d->classes, sorted[k], strlen(sorted[k]))) != SV_OK) break;
         sv_strlist files = {0};
@@ -267,7 +295,8 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root, int leave_out) {
             sv_strlist_free(&files);
             break;
         }
-        if (files.n == 0) { /* an empty class keeps its index (torchvision allow_empty=True) */
+        if (files.n == 0) { /* an empty class keeps its index (torchvision allow_empty=True), with a warning */
+            if (n_empty++ == 0) first_empty = sorted[k];
             sv_strlist_free(&files);
             continue;
         }
@@ -297,6 +326,17 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root, int leave_out) {
         free(fs);
         sv_strlist_free(&files);
     }
+    /* every rank scans the same tree: one warning (rank 0's) is enough */
+    if (s == SV_OK && n_empty && d->n && sv_log_rank() == 0) {
+        char esc[SV_ESC_CAP];
+        SV_WARN("dataset %s: %zu of %d classes have no .jpg/.jpeg image (the first: '%s'); they keep their label "
+                "indices, so the class numbering matches the other splits",
+                root, n_empty, d->K, sv_log_esc(first_empty, esc, sizeof esc));
+    }
+    if (s == SV_OK && ctx.other_images && sv_log_rank() == 0)
+        SV_WARN("dataset %s: %zu image files of formats other than JPEG are not read (the first: %s): ImageFolder "
+                "reads .jpg / .jpeg only; convert them to JPEG to use them",
+                root, ctx.other_images, ctx.other_first);
     free(sorted);
     sv_strlist_free(&names);
     if (s == SV_OK && d->left_out.n > 1) { /* recorded in byte-wise order, whatever readdir's */
@@ -315,7 +355,9 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root, int leave_out) {
             sv_strlist_free(&sorted_lo);
     }
     if (s == SV_OK && d->n == 0)
-        s = SV_FAIL(SV_ERR_NOT_FOUND, "dataset directory %s: no .jpg/.jpeg files in any class (%zu entries left out)",
-                    root, d->left_out.n);
+        s = SV_FAIL(SV_ERR_NOT_FOUND,
+                    "dataset directory %s: no .jpg/.jpeg files in any class (%zu entries left out, %zu image files of "
+                    "other formats not read)",
+                    root, d->left_out.n, ctx.other_images);
     return s;
 }

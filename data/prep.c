@@ -572,6 +572,10 @@ static sv_status idx_split(prep_job *j, const char *src, const char *prefix, int
         st = SV_FAIL(SV_ERR_FORMAT, "%s has %u labels but %s has %u images", lpath, be32(hl + 4), ipath, n);
         goto done;
     }
+    if (n == 0) { /* would be imported as an empty split, with success */
+        st = SV_FAIL(SV_ERR_FORMAT, "%s and %s hold no image (the IDX headers declare 0 items)", ipath, lpath);
+        goto done;
+    }
     if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096) {
         st = SV_FAIL(SV_ERR_FORMAT, "%s: bad image size %ux%u", ipath, rows, cols);
         goto done;
@@ -669,10 +673,11 @@ static sv_status cifar_names(const char *src, int K, char ***owned, const char *
     if (access(p, F_OK) != 0) return SV_OK; /* no list: the standard names (sv_classes_read is guarded) */
     int n;
     SV_TRY(sv_classes_read(p, owned, &n));
-    if (n < K) {
+    if (n != K) { /* more lines than classes (a header line?) would shift every name */
         free(*owned);
         *owned = NULL;
-        return SV_FAIL(SV_ERR_FORMAT, "%s: %d names, need %d", p, n, K);
+        return SV_FAIL(SV_ERR_FORMAT, "%s: %d names, but CIFAR-%d has %d classes: one name per line, in label order", p,
+                       n, K, K);
     }
     /* the names become directory names under OUT: each must be one plain path component */
     for (int k = 0; k < K; k++) {

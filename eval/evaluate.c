@@ -269,7 +269,7 @@ sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, i
         char a[SV_ESC_CAP];
         return SV_FAIL(SV_ERR_INVALID,
                        "the data has %d classes but the model's class names (from %s) are %d: class %d of the data "
-                       "(\"%s\") is no class the model knows (pass --ignore-class-names to evaluate anyway)",
+                       "(\"%s\") is no class the model knows",
                        n, src, n_labels, n_labels, sv_log_esc(sv_dataset_class_name(ds, n_labels), a, sizeof a));
     }
     for (int k = 0; k < n; k++) {
@@ -278,8 +278,7 @@ sv_status sv_eval_check_class_names(const sv_dataset *ds, char *const *labels, i
         char a[SV_ESC_CAP], b[SV_ESC_CAP];
         return SV_FAIL(SV_ERR_INVALID,
                        "class %d of the data is \"%s\" but the model's class %d is \"%s\" (label names "
-                       "from %s): the data set's labels do not mean the model's classes (pass --ignore-class-names "
-                       "to evaluate anyway)",
+                       "from %s): the data set's labels do not mean the model's classes",
                        k, sv_log_esc(d, a, sizeof a), k, sv_log_esc(labels[k], b, sizeof b), src);
     }
     return SV_OK;

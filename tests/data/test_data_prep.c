@@ -210,6 +210,44 @@ int main(void) {
             free(labels);
         }
     }
+    /* a CIFAR-10 name list with another count than 10 (a header line) would shift every name */
+    {
+        char p[4500];
+        snprintf(p, sizeof p, "%s/cifar10/batches.meta.txt", root);
+        FILE *f = fopen(p, "w");
+        CHECK(f != NULL);
+        fputs("label_names\n", f);
+        for (int k = 0; k < 10; k++) fprintf(f, "%s\n", sv_cifar10_classes[k]);
+        CHECK(fclose(f) == 0);
+        sv_prep_opts o = sv_prep_opts_default();
+        snprintf(out, sizeof out, "%s/c10_names", root);
+        snprintf(p, sizeof p, "%s/cifar10", root);
+        o.src = p;
+        o.out = out;
+        CHECK(sv_prep_cifar(&o, 10) == SV_ERR_FORMAT);
+        CHECK(strstr(sv_err_msg(), "batches.meta.txt: 11 names, but CIFAR-10 has 10 classes") != NULL);
+    }
+    /* IDX headers declaring 0 items: an error, not an empty split imported with success */
+    {
+        char esrc[4400], p[4500];
+        snprintf(esrc, sizeof esrc, "%s/idx_empty", root);
+        CHECK(mkdir(esrc, 0755) == 0);
+        uint8_t ih[16], lh[8];
+        put32(ih, 0x803), put32(ih + 4, 0), put32(ih + 8, 28), put32(ih + 12, 28);
+        put32(lh, 0x801), put32(lh + 4, 0);
+        for (int split = 0; split < 2; split++) {
+            snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", esrc, split ? "t10k" : "train");
+            write_file(p, ih, sizeof ih, 0);
+            snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", esrc, split ? "t10k" : "train");
+            write_file(p, lh, sizeof lh, 0);
+        }
+        sv_prep_opts o = sv_prep_opts_default();
+        snprintf(out, sizeof out, "%s/idx_empty_out", root);
+        o.src = esrc;
+        o.out = out;
+        CHECK(sv_prep_idx(&o, 1) == SV_ERR_FORMAT);
+        CHECK(strstr(sv_err_msg(), "hold no image") != NULL);
+    }
     /* a missing --out is free, a non-empty one is refused before anything is written */
     {
         sv_prep_opts o = sv_prep_opts_default();

@@ -50,7 +50,10 @@ expect_fail list 120 "$SV" "${EV[@]}" --weights "$WORK/bare/model.safetensors" -
 error_says list 'class 1 of the data is "class_002"'
 run "$WORK/ignore.log" "$SV" "${EV[@]}" --weights "$WORK/bare/model.safetensors" --heads 2 --data "$WORK/miss" \
     --classes "$WORK/w/classes.txt" --ignore-class-names --out "$WORK/o3"
-grep -q "WARN --ignore-class-names" "$WORK/ignore.log" || fail "--ignore-class-names: no warning"
+grep -q "WARN --ignore-class-names: evaluating anyway, although" "$WORK/ignore.log" ||
+    fail "--ignore-class-names: no warning"
+grep -q "WARN --ignore-class-names.*pass --ignore-class-names" "$WORK/ignore.log" &&
+    fail "--ignore-class-names: the warning asks for the flag given"
 [ -s "$WORK/o3/eval.json" ] || fail "--ignore-class-names: no eval.json"
 
 # flags that would compute another model, or do nothing

@@ -143,6 +143,25 @@ rm "$WORK/special/class_000/fifo.jpg"
 expect_fail special_dangling "special/class_001/dangling\.jpg is a dangling symbolic link" \
     "$SHARDVIT" train $ARGS --epochs 1 --data "$WORK/special" --out "$WORK/o_special"
 ok "special: a FIFO and a dangling link named .jpg fail training naming them (never opened)"
+rm "$WORK/special/class_001/dangling.jpg"
+# a class directory that is a dangling link (unmounted storage): an error naming it (it was left
+# out, renumbering every class after it)
+ln -s /nonexistent/cls "$WORK/special/class_002"
+begin
+expect_fail special_class_dangling "entry 'class_002' cannot be examined .*a dangling symbolic link" \
+    "$SHARDVIT" train $ARGS --epochs 1 --data "$WORK/special" --out "$WORK/o_special"
+rm "$WORK/special/class_002"
+# image files of a format ImageFolder does not read (PNG) and a class left without images: the
+# run goes on (the class keeps its index) but says so (both were silent)
+mkdir "$WORK/special/class_002"
+cp "$(ls "$WORK/special/class_000/"*.jpg | head -1)" "$WORK/special/class_002/x.png"
+expect_train special_png 2 "$SHARDVIT" train $ARGS --epochs 1 --data "$WORK/special" --out "$WORK/o_png" &&
+    grep -q "WARN dataset .*special: 1 of 3 classes have no .jpg/.jpeg image (the first: 'class_002')" \
+        "$WORK/special_png.log" ||
+    fail "special_png: no warning for the class without images"
+grep -q "WARN dataset .*special: 1 image files of formats other than JPEG are not read (the first: class_002/x.png)" \
+    "$WORK/special_png.log" || fail "special_png: no warning for the PNG file"
+ok "special: a dangling class link is refused; a PNG-only class trains with warnings"
 
 # ---- 3. directory link loops ----------------------------------------------------------------
 cp -r "$WORK/set/train" "$WORK/loops"
