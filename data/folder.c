@@ -19,8 +19,8 @@ static int is_jpeg_name(const char *n) {
 /* An image file of a format the reader does not decode (ImageFolder reads JPEG only): such files
  * are not samples, but they are counted and named in a warning, never passed over silently. */
 static int is_other_image_name(const char *n) {
-    static const char *const ext[] = {".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm", ".pbm", ".pnm",
-                                      ".jfif", ".jpe", ".jp2", ".heic", ".heif", ".avif"};
+    static const char *const ext[] = {".png", ".bmp", ".gif",  ".webp", ".tif", ".tiff", ".ppm",  ".pgm",
+                                      ".pbm", ".pnm", ".jfif", ".jpe",  ".jp2", ".heic", ".heif", ".avif"};
     const char *dot = strrchr(n, '.');
     for (size_t i = 0; dot && i < sizeof ext / sizeof *ext; i++)
         if (strcasecmp(dot, ext[i]) == 0) return 1;
@@ -94,9 +94,9 @@ static void dir_set_free(dir_set *s) {
 
 typedef struct scan_ctx {
     const char *root;
-    sv_dataset *d; /* d->left_out collects the entries left out (leave_out) */
-    int leave_out; /* sv_dataset_opts.leave_out_unusable */
-    size_t other_images; /* is_other_image_name files seen (not samples) */
+    sv_dataset *d;         /* d->left_out collects the entries left out (leave_out) */
+    int leave_out;         /* sv_dataset_opts.leave_out_unusable */
+    size_t other_images;   /* is_other_image_name files seen (not samples) */
     char other_first[256]; /* the first of them, root-relative, escaped */
 } scan_ctx;
 
