@@ -83,11 +83,16 @@ sv_status sv_dataset_open(const char *spec, const sv_dataset_opts *o, sv_dataset
     if (!d) return SV_FAIL(SV_ERR_OOM, "dataset: out of memory");
     sv_status s;
     size_t sl = strlen(spec);
+    /* A path that exists as written is used as written: a directory is an ImageFolder whatever
+     * its name ("fm{v2}", "x.tar"), a file a single shard; braces are a pattern only otherwise. */
+    struct stat st;
+    int exists = stat(spec, &st) == 0;
     if (strcmp(spec, "synthetic") == 0) {
         s = open_synthetic(d, o);
-    } else if (strchr(spec, '{') || (sl > 4 && strcmp(spec + sl - 4, ".tar") == 0)) {
+    } else if (!(exists && S_ISDIR(st.st_mode)) &&
+               (strchr(spec, '{') || (sl > 4 && strcmp(spec + sl - 4, ".tar") == 0))) {
         d->kind = SV_DATASET_TAR;
-        s = sv_tar_scan(d, spec, o->classes_file);
+        s = sv_tar_scan(d, spec, exists, o->classes_file);
     } else {
         d->kind = SV_DATASET_FOLDER;
         s = sv_folder_scan(d, spec, o->leave_out_unusable);
@@ -229,9 +234,11 @@ sv_status sv_classes_read(const char *path, char ***names, int *n) {
     size_t got;
     /* guarded read: a FIFO or device named classes.txt is refused without blocking */
     SV_TRY(sv_fileio_read_small(path, SV_CLASSES_MAX_BYTES, &text, &got));
+    /* a UTF-8 byte order mark (Windows editors write one) is no part of the first name */
+    size_t start = got >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
     size_t lines = 0; /* lines are split on '\n' over all `got` bytes: a NUL inside ends nothing */
-    for (size_t i = 0; i < got; i++) lines += text[i] == '\n';
-    if (got && text[got - 1] != '\n') lines++;
+    for (size_t i = start; i < got; i++) lines += text[i] == '\n';
+    if (got > start && text[got - 1] != '\n') lines++;
     if (lines == 0) {
         free(text);
         return SV_FAIL(SV_ERR_FORMAT, "class list %s is empty", path);
@@ -249,7 +256,7 @@ sv_status sv_classes_read(const char *path, char ***names, int *n) {
     memcpy(store, text, got + 1);
     free(text);
     int k = 0;
-    for (size_t at = 0; at < got; k++) {
+    for (size_t at = start; at < got; k++) {
         char *p = store + at, *e = memchr(p, '\n', got - at);
         size_t L = e ? (size_t)(e - p) : got - at;
         at += L + 1;
@@ -283,17 +290,26 @@ sv_status sv_classes_read(const char *path, char ***names, int *n) {
 
 /* ---- brace expansion -------------------------------------------------------------------- */
 
-static sv_status expand_into(const char *pat, sv_strlist *acc) {
-    const char *lb = strchr(pat, '{');
-    if (!lb) return sv_strlist_push(acc, pat, strlen(pat));
-    const char *rb = strchr(lb, '}');
-    if (!rb) return SV_FAIL(SV_ERR_INVALID, "pattern %s: '{' without '}'", pat);
-    size_t pre = (size_t)(lb - pat), inner = (size_t)(rb - lb - 1);
+/* Expands the braces of pat from byte `from` on (what comes before is plain text: the prefix and
+ * the items already put in) into acc. A brace holds a range "a..b" or a list "x,y" whose items
+ * may be empty; one with neither ("{v2}", "{}") is text, as in bash and Python's braceexpand. */
+static sv_status expand_into(const char *pat, size_t from, sv_strlist *acc) {
+    const char *lb, *rb;
     char body[256], buf[4096];
-    if (inner >= sizeof body || strlen(pat) + 32 >= sizeof buf)
-        return SV_FAIL(SV_ERR_INVALID, "pattern %s too long", pat);
-    memcpy(body, lb + 1, inner);
-    body[inner] = 0;
+    for (;;) { /* the first brace from `from` on that holds a range or a list */
+        lb = strchr(pat + from, '{');
+        if (!lb) return sv_strlist_push(acc, pat, strlen(pat));
+        rb = strchr(lb, '}');
+        if (!rb) return SV_FAIL(SV_ERR_INVALID, "pattern %s: '{' without '}'", pat);
+        size_t inner = (size_t)(rb - lb - 1);
+        if (inner >= sizeof body || strlen(pat) + 32 >= sizeof buf)
+            return SV_FAIL(SV_ERR_INVALID, "pattern %s too long", pat);
+        memcpy(body, lb + 1, inner);
+        body[inner] = 0;
+        if (strstr(body, "..") || strchr(body, ',')) break;
+        from = (size_t)(rb + 1 - pat);
+    }
+    size_t pre = (size_t)(lb - pat);
     const char *dots = strstr(body, "..");
     if (dots) {
         char *end1, *end2;
@@ -305,23 +321,25 @@ static sv_status expand_into(const char *pat, sv_strlist *acc) {
         int width = (int)(dots - body);
         for (unsigned long long v = a; v <= b; v++) {
             int len = snprintf(buf, sizeof buf, "%.*s%0*llu%s", (int)pre, pat, width, v, rb + 1);
-            (void)len;
-            SV_TRY(expand_into(buf, acc));
+            SV_TRY(expand_into(buf, (size_t)len - strlen(rb + 1), acc));
             if (acc->n > 1000000) return SV_FAIL(SV_ERR_INVALID, "pattern %s: too many expansions", pat);
         }
         return SV_OK;
     }
-    char *save = NULL;
-    for (char *tok = strtok_r(body, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        snprintf(buf, sizeof buf, "%.*s%s%s", (int)pre, pat, tok, rb + 1);
-        SV_TRY(expand_into(buf, acc));
+    /* every item counts, an empty one too: "s{,_x}" is "s" and "s_x" */
+    for (char *item = body;;) {
+        char *comma = strchr(item, ',');
+        if (comma) *comma = 0;
+        snprintf(buf, sizeof buf, "%.*s%s%s", (int)pre, pat, item, rb + 1);
+        SV_TRY(expand_into(buf, pre + strlen(item), acc));
+        if (!comma) return SV_OK;
+        item = comma + 1;
     }
-    return SV_OK;
 }
 
 sv_status sv_expand_braces(const char *pattern, char ***out, size_t *n) {
     sv_strlist acc = {0};
-    sv_status s = expand_into(pattern, &acc);
+    sv_status s = expand_into(pattern, 0, &acc);
     if (s != SV_OK || acc.n == 0) {
         sv_strlist_free(&acc);
         return s != SV_OK ? s : SV_FAIL(SV_ERR_INVALID, "pattern %s expands to nothing", pattern);

@@ -4,8 +4,11 @@
  *   "synthetic"                      in-memory generated task (no files, see synth.h)
  *   "path/train-{000..127}.tar"      WebDataset tar shards (anything ending in ".tar", brace
  *                                    patterns expanded: numeric ranges keep the zero padding of
- *                                    the first bound, and comma lists {a,b})
+ *                                    the first bound, and comma lists {a,b}, see sv_expand_braces)
  *   "path/dir"                       ImageFolder: dir/<class>/[subdirs/]NAME.jpg or .jpeg (any case)
+ * A spec that exists as written is used as written: a directory is an ImageFolder whatever its
+ * name ("fm{v2}", "x.tar"), a file a single shard (braces and all); braces form a pattern only
+ * in a spec that does not exist.
  * Class order: ImageFolder classes are the sub-directory names sorted byte-wise (as
  * torchvision's sorted()); samples inside a class sorted byte-wise by relative path.
  * Tar shards: labels come from each key's ".cls" member (decimal integer); class names come
@@ -47,8 +50,10 @@ sv_dataset_opts sv_dataset_opts_default(void);
 
 /* Open and index a dataset. Fails (with a message naming the path) on: missing directory,
  * no classes, a class dir without images, an ImageFolder entry that cannot be a sample (see
- * leave_out_unusable), tar format errors (bad checksum, truncated archive,
- * absolute or '..' member names, a .jpg key without .cls), unreadable class file.
+ * leave_out_unusable), tar format errors (bad checksum, truncated archive, absolute or '..'
+ * member names, a member that is a link or another non-file type, a .jpg key without .cls or
+ * the reverse, a key with neither, a key's second image or label, a key again later in its
+ * shard, a .cls that is not exactly a decimal label: docs/data.md), unreadable class file.
  * *out is owned by the caller; release with sv_dataset_close. */
 sv_status sv_dataset_open(const char *spec, const sv_dataset_opts *o, sv_dataset **out);
 void sv_dataset_close(sv_dataset *d);
@@ -83,14 +88,17 @@ sv_status sv_classes_write_names(const char *path, const char *const *names, int
  * a NUL byte, a line break, or not valid UTF-8 (core/json.h sv_json_utf8_seq). Other control
  * characters are names like any (printed escaped, core/log.h sv_log_esc). */
 const char *sv_class_name_problem(const char *s, size_t len);
-/* Read a class list: UTF-8 text, one name per line ('\r' before the '\n' stripped). A line that
+/* Read a class list: UTF-8 text, one name per line ('\r' before the '\n' stripped, a UTF-8 byte
+ * order mark at the start of the file skipped). A line that
  * sv_class_name_problem refuses (an empty line, binary data), or a name given twice, is an
  * SV_ERR_FORMAT naming the file and the line. *names is an array of *n strings in one
  * allocation: free(*names) releases everything. */
 sv_status sv_classes_read(const char *path, char ***names, int *n);
 
-/* Expand brace patterns: "a-{00..02}.tar" -> "a-00.tar","a-01.tar","a-02.tar"; "{x,y}" lists.
- * *out is one allocation (free(*out)) holding *n pointers followed by the strings. At most
+/* Expand brace patterns: "a-{00..02}.tar" -> "a-00.tar","a-01.tar","a-02.tar"; "{x,y}" lists,
+ * where an empty item counts ("s{,_x}" -> "s","s_x"); a brace with neither a range nor a comma
+ * ("{v2}", "{}") is kept as text, as bash and Python's braceexpand do. Items are not expanded
+ * again. *out is one allocation (free(*out)) holding *n pointers followed by the strings. At most
  * 1,000,000 expansions. */
 sv_status sv_expand_braces(const char *pattern, char ***out, size_t *n);
 
