@@ -1,6 +1,7 @@
 /* timm-compatible export (checkpoint -> safetensors + config.json) and import (safetensors ->
  * master shards). A file of another image or patch size is adapted on import as timm does
  * (pos_embed / patch_embed resampling): ckpt/ckpt_adapt.c, on model/resample.c. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -181,13 +182,8 @@ static int is_model_config(const char *path) {
     return sv_json_file_has_members(path, SV_CKPT_CONFIG_MAX, keys, types, 1);
 }
 
-/* Every output of an export, checked before anything is written (ckpt/ckpt_out.h): none inside
- * the checkpoint, none replacing a non-regular file, an existing OUT only when it is a
- * safetensors file (an earlier export), and OUT not one of its own sidecar names. The sidecars
- * are replaced only when they are an earlier export's: an existing config.json must be a model
- * config (an "architecture" entry), and an existing classes.txt only beside one or when it
- * already holds the checkpoint's label names (a user's config.json or classes.txt in that
- * directory is never overwritten). */
+static sv_status is_shardvit_export(const char *st_path, int *yes);
+
 /* Does the file at path hold exactly text[0, len)? (read through the FIFO-safe reader) */
 static int file_holds(const char *path, const char *text, size_t len) {
     char *have = NULL;
@@ -198,8 +194,40 @@ static int file_holds(const char *path, const char *text, size_t len) {
     return same;
 }
 
+/* The first "*.safetensors" in the directory of `out` other than `out` itself (and other than
+ * temporaries "*.tmp-*") into name; 0 when there is none (or the directory cannot be listed: the
+ * output checks then report it). */
+static int other_weights(const char *out, char *name, size_t cap) {
+    char dir[SV_CKPT_PATH_MAX];
+    const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) : 1, slash ? out : ".");
+    if (slash == out) snprintf(dir, sizeof dir, "/");
+    DIR *dp = opendir(dir);
+    if (!dp) return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(dp));) {
+        size_t L = strlen(e->d_name);
+        found = L > 12 && !strcmp(e->d_name + L - 12, ".safetensors") && strcmp(e->d_name, base) &&
+            !strstr(e->d_name, ".tmp-");
+        if (found) snprintf(name, cap, "%s", e->d_name);
+    }
+    closedir(dp);
+    return found;
+}
+
+/* Every output of an export, checked before anything is written (ckpt/ckpt_out.h): none inside
+ * the checkpoint, none replacing a non-regular file, an existing OUT only when it is an earlier
+ * shardvit export (a safetensors file with shardvit's metadata), and OUT not one of its own
+ * sidecar names. config.json and classes.txt describe the one model of their directory (eval
+ * takes the head count and the transform from config.json), so they are replaced only when
+ * that cannot change how other files load: an existing config.json must be a model config (an
+ * "architecture" entry) and either hold exactly what this export writes, or describe no
+ * weights but OUT's (no other *.safetensors beside it) while OUT is an earlier export; an
+ * existing classes.txt is replaced only beside such a config.json or when it already holds the
+ * checkpoint's label names. A user's files of those names, a downloaded model's config beside
+ * its weights and another export's sidecars are never overwritten. */
 static sv_status check_export_outputs(const char *dir, const char *out, const char *cfg, const char *cls,
-                                      const sv_ckpt_meta *meta) {
+                                      const sv_vit_config *vc, const sv_ckpt_meta *meta) {
     const char *base = strrchr(out, '/');
     base = base ? base + 1 : out;
     if (!strcmp(base, "config.json") || !strcmp(base, "classes.txt"))
@@ -216,6 +244,37 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
                        "export: %s exists and is not a model config.json (no \"architecture\"): refusing to replace "
                        "it; remove it or export into another directory",
                        cfg);
+    int out_export = 0; /* OUT exists and is an earlier shardvit export */
+    if (access(out, F_OK) == 0) {
+        sv_status os = is_shardvit_export(out, &out_export);
+        if (os != SV_OK || !out_export) {
+            char m[700];
+            snprintf(m, sizeof m, "%s", os != SV_OK ? sv_err_msg() : "no shardvit metadata: not an export");
+            return SV_FAIL(SV_ERR_INVALID,
+                           "export output %s exists and is not an earlier shardvit export (%s): refusing to replace "
+                           "it; remove it or choose another path",
+                           out, m);
+        }
+    }
+    if (cfg_exists) {
+        char *text = NULL, other[256];
+        size_t len = 0;
+        SV_TRY(config_text(vc, meta, &text, &len));
+        int same = file_holds(cfg, text, len);
+        free(text);
+        if (!same && other_weights(out, other, sizeof other))
+            return SV_FAIL(SV_ERR_INVALID,
+                           "export: %s describes other weights in that directory (%s): replacing it would change "
+                           "how they load (eval and predict take the head count and the transform from it); export "
+                           "each model into a directory of its own",
+                           cfg, other);
+        if (!same && !out_export)
+            return SV_FAIL(SV_ERR_INVALID,
+                           "export: %s exists and describes another model than this export, and %s is no earlier "
+                           "export it could belong to: refusing to replace it; remove it or export into another "
+                           "directory",
+                           cfg, out);
+    }
     if (cls && access(cls, F_OK) == 0 && !cfg_exists) {
         /* the same names export would write (train's RUN/classes.txt when exporting into the run
          * directory) are replaced by themselves: nothing is lost */
@@ -230,18 +289,6 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
                            "export's config.json is beside it: refusing to replace it; remove it or export into "
                            "another directory",
                            cls);
-    }
-    if (access(out, F_OK) == 0) {
-        sv_st_file old;
-        if (sv_safetensors_open(&old, out) != SV_OK) {
-            char m[700];
-            snprintf(m, sizeof m, "%s", sv_err_msg());
-            return SV_FAIL(SV_ERR_INVALID,
-                           "export output %s exists and is not a safetensors file (%s): refusing to "
-                           "replace it; remove it or choose another path",
-                           out, m);
-        }
-        sv_safetensors_close(&old);
     }
     return SV_OK;
 }
@@ -259,7 +306,7 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
     int have_cls = idx.meta.labels != NULL;
     sidecar_path(out, "config.json", cfg, sizeof cfg);
     sidecar_path(out, "classes.txt", cls, sizeof cls);
-    sv_status st = check_export_outputs(dir, out, cfg, have_cls ? cls : NULL, &idx.meta);
+    sv_status st = check_export_outputs(dir, out, cfg, have_cls ? cls : NULL, &idx.cfg, &idx.meta);
     /* Staging: every output goes to a fresh temporary of our own first ("<name>.tmp-XXXXXXXX",
      * O_EXCL; the safetensors writer stages its own file the same way and renames it onto t_st).
      * Only then are they renamed into place. */

@@ -127,7 +127,7 @@ expect_fail export_dir "dir.safetensors is a directory: refusing to replace it" 
     "${SV[@]}" export "$WORK/victim" "$WORK/ex/dir.safetensors"
 expect_fail export_symlink "link.safetensors is a symbolic link: refusing to replace it" \
     "${SV[@]}" export "$WORK/victim" "$WORK/ex/link.safetensors"
-expect_fail export_not_st "notes.txt exists and is not a safetensors file" \
+expect_fail export_not_st "notes.txt exists and is not an earlier shardvit export" \
     "${SV[@]}" export "$WORK/victim" "$WORK/ex/notes.txt"
 expect_fail export_sidecar_name "config.json is the name of a file export writes beside the weights" \
     "${SV[@]}" export "$WORK/victim" "$WORK/ex/config.json"
@@ -160,6 +160,37 @@ expect_ok export_beside_step_copy "${SV[@]}" export "$WORK/wd/$(cat "$WORK/runx/
     "$WORK/wd/model.safetensors"
 [ -s "$WORK/runx/model.safetensors" ] && [ "$(tree_sum "$WORK/runx/classes.txt")" = "$S" ] ||
     fail "export into the run directory did not write its weights or changed classes.txt"
+# config.json / classes.txt describe the one model of their directory (eval takes the head count
+# and the transform from config.json): a second model exported beside the first, or an export
+# beside a downloaded model's weights, would silently change how those load; refused. An existing
+# OUT is replaced only when it is an earlier shardvit export (any safetensors file was before).
+expect_ok train_h2 "${SV[@]}" train $ARGS --heads 2 --steps 1 --data "$WORK/set/train" --out "$WORK/run_h2"
+mkdir -p "$WORK/ex5" "$WORK/ex6"
+expect_ok export_first "${SV[@]}" export "$WORK/victim" "$WORK/ex5/a.safetensors"
+expect_ok export_again_same "${SV[@]}" export "$WORK/victim" "$WORK/ex5/a.safetensors"
+S=$(tree_sum "$WORK/ex5")
+expect_fail export_second_model "ex5/config.json describes other weights in that directory \\(a.safetensors\\)" \
+    "${SV[@]}" export "$WORK/run_h2" "$WORK/ex5/b.safetensors"
+[ "$(tree_sum "$WORK/ex5")" = "$S" ] || fail "a refused export changed the other model's directory"
+# replacing the one model of the directory replaces its description with it
+expect_ok export_other_model_over "${SV[@]}" export "$WORK/run_h2" "$WORK/ex5/a.safetensors"
+grep -q '"num_heads": 2' "$WORK/ex5/config.json" || fail "config.json does not describe the replaced weights"
+cp "$WORK/ex5/a.safetensors" "$WORK/ex6/model.safetensors"
+python3 - "$WORK/ex6/model.safetensors" <<'PYEOF' || fail "could not strip the metadata"
+import json, struct, sys
+p = sys.argv[1]
+b = open(p, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+h["__metadata__"] = {"format": "pt"}
+t = json.dumps(h).encode()
+t += b" " * (-len(t) % 8)
+open(p, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PYEOF
+S=$(tree_sum "$WORK/ex6")
+expect_fail export_foreign_st "ex6/model.safetensors exists and is not an earlier shardvit export" \
+    "${SV[@]}" export "$WORK/victim" "$WORK/ex6/model.safetensors"
+[ "$(tree_sum "$WORK/ex6")" = "$S" ] || fail "export replaced a safetensors file it did not write"
 # index.json whose tensor names or model fields were damaged (one bit each): refused by export
 # and reshard as by resume, never a file with a wrong tensor name or a config.json that does not
 # fit its weights
