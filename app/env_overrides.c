@@ -26,6 +26,13 @@ sv_status sv_env_overrides_apply(void) {
             return SV_FAIL(SV_ERR_INVALID, "%s=%s: expected a non-negative byte count", SV_FILEIO_FAULT_ENV, v);
         sv_fileio_inject_write_fault(n);
     }
+    if ((v = env(SV_FILEIO_STALL_ENV))) {
+        char *end;
+        long long n = strtoll(v, &end, 10);
+        if (*end || n < 0)
+            return SV_FAIL(SV_ERR_INVALID, "%s=%s: expected a non-negative byte count", SV_FILEIO_STALL_ENV, v);
+        sv_fileio_inject_write_stall(n);
+    }
     return SV_OK;
 }
 

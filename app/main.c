@@ -8,30 +8,32 @@
 #include "app/flags.h"
 #include "app/mpi_env.h"
 #include "app/provenance.h"
+#include "core/fileio.h"
 #include "core/log.h"
 
 typedef struct {
     const char *name;
     int (*run)(int, char **, const sv_proc *);
     int uses_mpi;
+    int tmp_cleanup; /* a signal removes its unfinished temporaries (core/fileio.h) */
     const char *help;
 } command;
 
 static const command k_commands[] = {
-    {"train", sv_cmd_train, 1, "train a ViT with FSDP (use mpiexec -n N for N ranks)"},
-    {"bench", sv_cmd_bench, 1,
+    {"train", sv_cmd_train, 1, 0, "train a ViT with FSDP (use mpiexec -n N for N ranks)"},
+    {"bench", sv_cmd_bench, 1, 0,
      "throughput (img/s, TFLOP/s, MFU, memory), single ops (--op), collectives (--comm), grids (--sweep)"},
-    {"info", sv_cmd_info, 0, "parameter table, counts and FLOPs of a model"},
-    {"plan", sv_cmd_plan, 0, "per-rank memory plan of a run and whether it fits"},
-    {"prep", sv_cmd_prep, 0, "import Fashion-MNIST/MNIST/CIFAR or generate a synthetic JPEG set"},
-    {"eval", sv_cmd_eval, 1, "top-1/top-5/loss/per-class accuracy of trained weights (any world size)"},
-    {"predict", sv_cmd_predict, 1, "top-k classes with probabilities for image files"},
-    {"report", sv_cmd_report, 0, "one self-contained HTML report of a run directory"},
-    {"reshard", sv_cmd_reshard, 0, "rewrite a checkpoint for another world size (offline, bounded memory)"},
-    {"export", sv_cmd_export, 0, "checkpoint -> timm safetensors (+ config.json)"},
-    {"import", sv_cmd_import, 0, "check a timm safetensors file against a model (use with train --init-from)"},
-    {"bench-compare", sv_cmd_bench_compare, 0, "ratio of two bench results (refuses unlike model/batch/precision)"},
-    {"version", sv_cmd_version, 0, "version, git commit, build options, loaded libraries (also --version)"},
+    {"info", sv_cmd_info, 0, 0, "parameter table, counts and FLOPs of a model"},
+    {"plan", sv_cmd_plan, 0, 0, "per-rank memory plan of a run and whether it fits"},
+    {"prep", sv_cmd_prep, 0, 1, "import Fashion-MNIST/MNIST/CIFAR or generate a synthetic JPEG set"},
+    {"eval", sv_cmd_eval, 1, 1, "top-1/top-5/loss/per-class accuracy of trained weights (any world size)"},
+    {"predict", sv_cmd_predict, 1, 1, "top-k classes with probabilities for image files"},
+    {"report", sv_cmd_report, 0, 1, "one self-contained HTML report of a run directory"},
+    {"reshard", sv_cmd_reshard, 0, 1, "rewrite a checkpoint for another world size (offline, bounded memory)"},
+    {"export", sv_cmd_export, 0, 1, "checkpoint -> timm safetensors (+ config.json)"},
+    {"import", sv_cmd_import, 0, 1, "check a timm safetensors file against a model (use with train --init-from)"},
+    {"bench-compare", sv_cmd_bench_compare, 0, 0, "ratio of two bench results (refuses unlike model/batch/precision)"},
+    {"version", sv_cmd_version, 0, 0, "version, git commit, build options, loaded libraries (also --version)"},
 };
 
 int sv_app_fail(const char *cmd, sv_status st) {
@@ -86,6 +88,7 @@ int main(int argc, char **argv) {
         sv_mpi_env_local(&proc.local_rank, &proc.local_size);
     }
     sv_log_setup(proc.rank, SV_LOG_INFO, 0);
+    if (cmd->tmp_cleanup) sv_fileio_remove_tmp_on_signals();
     int rc = stdout_done(cmd->name, cmd->run(argc - 1, argv + 1, &proc));
     if (cmd->uses_mpi) {
         /* A runtime failure on one rank must not leave the others waiting in a collective. */

@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -125,6 +127,10 @@ static long long g_fail_after = -1; /* sv_fileio_inject_write_fault */
 
 void sv_fileio_inject_write_fault(long long after_bytes) { g_fail_after = after_bytes < 0 ? -1 : after_bytes; }
 
+static long long g_stall_after = -1; /* sv_fileio_inject_write_stall */
+
+void sv_fileio_inject_write_stall(long long after_bytes) { g_stall_after = after_bytes < 0 ? -1 : after_bytes; }
+
 sv_status sv_fileio_out_open(sv_fileio_out *f, const char *path, int exclusive) {
     f->fd = -1;
     f->written = 0;
@@ -150,6 +156,12 @@ sv_status sv_fileio_out_write(sv_fileio_out *f, const void *buf, size_t n) {
         }
         return SV_FAIL(SV_ERR_IO, "write to %s: %s (injected by %s after %lld bytes)", f->path, strerror(ENOSPC),
                        SV_FILEIO_FAULT_ENV, (long long)f->fail_after);
+    }
+    if (g_stall_after >= 0 && f->written + n > (uint64_t)g_stall_after) {
+        /* Simulated slow device for signal tests: write what fits, then wait to be signalled. */
+        if ((uint64_t)g_stall_after > f->written)
+            SV_TRY(sv_fileio_write_all(f->fd, buf, (size_t)((uint64_t)g_stall_after - f->written), f->path));
+        for (;;) pause();
     }
     SV_TRY(sv_fileio_write_all(f->fd, buf, n, f->path));
     f->written += n;
@@ -178,6 +190,97 @@ void sv_fileio_out_abort(sv_fileio_out *f) {
     }
 }
 
+/* ---- temporaries removed on a signal --------------------------------------------------- */
+
+/* The temporaries this process created and has not renamed yet (sv_fileio_tmp_file /
+ * sv_fileio_tmp_dir register them, sv_fileio_rename / sv_fileio_out_commit forget them). A slot
+ * is filled with used = 0 and published by used = 1, so the handler never reads a half-written
+ * path; an entry left after its file was removed by its owner is harmless (the handler's unlink
+ * finds nothing: the names are random per call). With more live temporaries than slots the
+ * oldest entries are reused. */
+enum { TMP_SLOTS = 32, TMP_DIR_DEPTH = 8 };
+static struct {
+    volatile sig_atomic_t used;
+    int dir;
+    char path[4096];
+} g_tmp[TMP_SLOTS];
+static unsigned g_tmp_next;
+
+static void tmp_register(const char *tmp, int dir) {
+    size_t L = strlen(tmp);
+    if (L >= sizeof g_tmp[0].path) return;
+    unsigned i = g_tmp_next++ % TMP_SLOTS;
+    g_tmp[i].used = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(g_tmp[i].path, tmp, L + 1);
+    g_tmp[i].dir = dir;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g_tmp[i].used = 1;
+}
+
+static void tmp_forget(const char *tmp) {
+    for (unsigned i = 0; i < TMP_SLOTS; i++)
+        if (g_tmp[i].used && !strcmp(g_tmp[i].path, tmp)) g_tmp[i].used = 0;
+}
+
+/* Remove everything below the open directory fd, then close it: async-signal-safe (getdents64,
+ * openat, unlinkat, close; no allocation), at most TMP_DIR_DEPTH levels (a staging directory
+ * holds a step directory of files). */
+static void tmp_empty_dir(int fd, int depth) {
+    static char buf[TMP_DIR_DEPTH][4096] __attribute__((aligned(8)));
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf[depth], sizeof buf[depth]);
+        if (n <= 0) break;
+        int removed = 0;
+        for (long off = 0; off < n;) {
+            const char *rec = buf[depth] + off;
+            unsigned short reclen;
+            memcpy(&reclen, rec + 16, sizeof reclen);
+            const char *name = rec + 19;
+            unsigned char type = (unsigned char)rec[18];
+            off += reclen;
+            if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
+            if (type == DT_DIR && depth + 1 < TMP_DIR_DEPTH) {
+                int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub >= 0) tmp_empty_dir(sub, depth + 1);
+                removed += unlinkat(fd, name, AT_REMOVEDIR) == 0;
+            } else
+                removed += unlinkat(fd, name, 0) == 0;
+        }
+        if (removed) lseek(fd, 0, SEEK_SET); /* entries moved: read the directory again */
+    }
+    close(fd);
+}
+
+static void tmp_on_signal(int sig) {
+    int saved = errno;
+    for (unsigned i = 0; i < TMP_SLOTS; i++) {
+        if (!g_tmp[i].used) continue;
+        if (g_tmp[i].dir) {
+            int fd = open(g_tmp[i].path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd >= 0) tmp_empty_dir(fd, 0);
+            rmdir(g_tmp[i].path);
+        } else
+            unlink(g_tmp[i].path);
+    }
+    errno = saved;
+    signal(sig, SIG_DFL); /* then die of the signal, as without the handler */
+    raise(sig);
+}
+
+void sv_fileio_remove_tmp_on_signals(void) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue; /* nohup stays */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = tmp_on_signal;
+        sigfillset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 /* ---- whole files ----------------------------------------------------------------------- */
 
 /* A name "<path>.tmp-XXXXXXXX" that differs per process, call and attempt. */
@@ -197,6 +300,7 @@ sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd_ou
         SV_TRY(tmp_name(path, a, tmp, cap));
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) {
+            tmp_register(tmp, 0);
             if (fd_out)
                 *fd_out = fd;
             else
@@ -211,7 +315,10 @@ sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd_ou
 sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap) {
     for (unsigned a = 0; a < 100; a++) {
         SV_TRY(tmp_name(path, a, tmp, cap));
-        if (mkdir(tmp, 0755) == 0) return SV_OK;
+        if (mkdir(tmp, 0755) == 0) {
+            tmp_register(tmp, 1);
+            return SV_OK;
+        }
         if (errno != EEXIST) return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", tmp, strerror(errno));
     }
     return SV_FAIL(SV_ERR_IO, "create a temporary directory beside %s: every name tried exists", path);
@@ -238,6 +345,7 @@ sv_status sv_fileio_rename(const char *tmp, const char *path, int no_replace) {
     } else if (rename(tmp, path) != 0) {
         return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
     }
+    tmp_forget(tmp);
     return sv_fileio_fsync_parent(path);
 }
 
@@ -251,6 +359,7 @@ sv_status sv_fileio_out_commit(sv_fileio_out *f, const char *path) {
     s = sv_fileio_out_close(f);
     if (s == SV_OK && rename(f->path, path) != 0)
         s = SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", f->path, path, strerror(errno));
+    tmp_forget(f->path);
     if (s != SV_OK) {
         unlink(f->path);
         sv_err_frame(__FILE__, __LINE__);

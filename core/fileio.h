@@ -8,7 +8,10 @@
  * sv_fileio_out_open accepts N bytes in total and every write beyond fails with ENOSPC ("No
  * space left on device"), as a full disk would. app/ sets it from the environment variable
  * SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES (SV_FILEIO_FAULT_ENV, named in the injected error;
- * app/env_overrides.h); nothing in core reads the environment. */
+ * app/env_overrides.h); nothing in core reads the environment. After
+ * sv_fileio_inject_write_stall(N) a write beyond N bytes of such a file writes what fits and then
+ * waits for a signal for ever (SHARDVIT_FAULT_WRITE_STALL_AFTER_BYTES, SV_FILEIO_STALL_ENV): a
+ * test's deterministic "the command is in the middle of writing" for signal handling. */
 #ifndef SV_CORE_FILEIO_H
 #define SV_CORE_FILEIO_H
 
@@ -21,10 +24,13 @@
 #include "core/status.h"
 
 #define SV_FILEIO_FAULT_ENV "SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES"
+#define SV_FILEIO_STALL_ENV "SHARDVIT_FAULT_WRITE_STALL_AFTER_BYTES"
 
 /* Files opened from now on fail their writes after `after_bytes` bytes (see above); < 0: off
  * (the default). Process-wide; set it before the threads that write files start. */
 void sv_fileio_inject_write_fault(long long after_bytes);
+/* Files opened from now on stall in the write that passes `after_bytes` (see above); < 0: off. */
+void sv_fileio_inject_write_stall(long long after_bytes);
 
 /* An output file being written (caller-owned struct, initialised by _open). */
 typedef struct sv_fileio_out {
@@ -89,6 +95,14 @@ sv_status sv_fileio_fopen_write(const char *path, int mode, FILE **out);
 sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd);
 /* The same for a new empty directory (mode 0755 less the umask); parents of path must exist. */
 sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap);
+
+/* For commands without signal handling of their own (export, reshard, import, prep, eval,
+ * predict, report): on SIGINT, SIGTERM or SIGHUP, remove every temporary of the two functions
+ * above that has not been renamed into place yet (a directory with what is in it), then die of
+ * the signal as before (the default action, re-raised). A signal ignored at the call (nohup)
+ * stays ignored. Temporaries are tracked from the first call of those functions on, whether or
+ * not this is called. Not for train and bench, which stop at a step boundary on a signal. */
+void sv_fileio_remove_tmp_on_signals(void);
 
 /* Rename the temporary `tmp` (a file or directory beside path) over `path`, then fsync path's
  * directory. no_replace: fail instead of replacing an entry that appeared meanwhile (renameat2

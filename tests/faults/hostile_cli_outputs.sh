@@ -19,8 +19,9 @@
 #      so and is left out) is removed, so the next run is not refused;
 #  10. prep: --out inside a checkpoint step directory refused (train --keep would delete it);
 #      flags that do not apply (synthetic --limit / --src) refused; a
-#      prep stopped by SIGTERM leaves no split under OUT (only its work directory, which the rerun
-#      names); an empty CIFAR batch is an error, not an empty split;
+#      prep stopped by SIGTERM leaves nothing under OUT (its work directory is removed), one
+#      killed by SIGKILL no split (only its work directory, which the rerun names); an empty
+#      CIFAR batch is an error, not an empty split;
 #  11. a reshard that fails removes the parent directories it made for OUT;
 #  12. predict with more image paths than it takes says so.
 # Usage: hostile_cli_outputs.sh SHARDVIT MPIEXEC
@@ -155,21 +156,29 @@ expect_fail prep_in_ckpt "--out $WORK/ck8/step_00000002/data is inside the check
 [ ! -e "$WORK/ck8/step_00000002/data" ] || fail "prep wrote into a checkpoint step directory"
 expect_fail prep_limit "--limit does not apply to synthetic" "${SV[@]}" prep synthetic --limit 1 --out "$O/pl"
 [ ! -e "$O/pl" ] || fail "a refused prep wrote $O/pl"
-"$SHARDVIT" prep synthetic --classes 10 --per-class 400 --test-per-class 10 --out "$O/pk" >"$WORK/pk.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do # until the import is under way (its work directory holds images)
-    [ -n "$(find "$O/pk" -name '*.jpg' 2>/dev/null | head -1)" ] && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.05
-done
-kill -TERM $pid 2>/dev/null
-wait $pid
-FAIL_LOGS=("$WORK/pk.log")
-if [ -e "$O/pk/.shardvit-prep" ]; then
-    echo "note: the prep finished before SIGTERM reached it; the interrupted case is left out"
-else
-    [ ! -e "$O/pk/train" ] && [ ! -e "$O/pk/test" ] || fail "a prep stopped by SIGTERM left a split where readers take it whole"
-    ls -d "$O/pk"/.prep.tmp-* >/dev/null 2>&1 || fail "no work directory of the interrupted prep in $O/pk"
+# prep_stopped SIG DIR: a prep into DIR stopped by SIG while its work directory fills; 0 when the
+# signal reached it before it finished
+prep_stopped() {
+    "$SHARDVIT" prep synthetic --classes 10 --per-class 400 --test-per-class 10 --out "$2" >"$WORK/pk.log" 2>&1 &
+    local pid=$! n
+    for n in $(seq 600); do # until the import is under way (its work directory holds images)
+        [ -n "$(find "$2" -name '*.jpg' 2>/dev/null | head -1)" ] && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -"$1" $pid 2>/dev/null
+    wait $pid
+    FAIL_LOGS=("$WORK/pk.log")
+    [ ! -e "$2/.shardvit-prep" ] || { echo "note: the prep finished before SIG$1 reached it; that case is left out"; return 1; }
+    [ ! -e "$2/train" ] && [ ! -e "$2/test" ] || fail "a prep stopped by SIG$1 left a split where readers take it whole"
+}
+# SIGTERM: the work directory is removed on the way out (core/fileio.h), nothing is left
+if prep_stopped TERM "$O/pt"; then
+    ls -d "$O/pt"/.prep.tmp-* >/dev/null 2>&1 && fail "a prep stopped by SIGTERM left its work directory in $O/pt"
+fi
+# SIGKILL leaves the work directory, and the rerun names it
+if prep_stopped KILL "$O/pk"; then
+    ls -d "$O/pk"/.prep.tmp-* >/dev/null 2>&1 || fail "no work directory of the killed prep in $O/pk"
     expect_fail prep_rerun "holds $O/pk/.prep.tmp-[0-9a-f]*, the partial output of a prep that was interrupted" \
         "${SV[@]}" prep synthetic --classes 10 --per-class 400 --test-per-class 10 --out "$O/pk"
 fi
