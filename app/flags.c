@@ -117,7 +117,9 @@ static int read_config(const char *cmd, sv_flag *flags, const char *path) {
         return sv_cmd_usage_error(cmd, "--config %s: out of memory", path);
     }
     int lineno = 0, rc = 0;
-    for (char *line = text, *next; line < text + len && !rc; line = next) {
+    /* a UTF-8 byte order mark (Windows editors write one) is no part of the first key */
+    char *first = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? text + 3 : text;
+    for (char *line = first, *next; line < text + len && !rc; line = next) {
         char *nl = memchr(line, '\n', (size_t)(text + len - line));
         next = nl ? nl + 1 : text + len;
         if (nl) *nl = 0;

@@ -141,7 +141,8 @@ sv_status sv_kv_file_get(const char *path, const char *key, char *out, size_t ca
     SV_TRY(sv_fileio_read_small(path, (size_t)1 << 20, &text, &len));
     sv_status st = SV_OK;
     int lineno = 0, found_at = 0;
-    for (char *line = text, *next; line < text + len && st == SV_OK; line = next) {
+    char *first = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? text + 3 : text; /* a UTF-8 BOM */
+    for (char *line = first, *next; line < text + len && st == SV_OK; line = next) {
         char *nl = memchr(line, '\n', (size_t)(text + len - line));
         next = nl ? nl + 1 : text + len;
         if (nl) *nl = 0;

@@ -56,6 +56,10 @@ printf 'model = "vit-28"\ndepth = 1\ndim = 24\nheads = 2\nbatch-size = 16\nsteps
 "$SV" train --config "$tmp/run.toml" --steps 1 --out "$tmp/run" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train with --config"; }
 grep -q "for 1 steps" "$tmp/log" || fail "command line did not override the config file"
 grep -q '^depth = 1$' "$tmp/run/config.toml" || fail "resolved config not saved"
+# a UTF-8 byte order mark before the first key (Windows editors) is skipped
+printf '\xef\xbb\xbfmodel = "vit-28"\ndepth = 1\ndim = 24\nheads = 2\nbatch-size = 16\nsteps = 1\nsynth_samples = 64\n' \
+    >"$tmp/bom.toml"
+"$SV" train --config "$tmp/bom.toml" --out "$tmp/bom" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--config with a BOM"; }
 printf 'bogus = 1\n' >"$tmp/bad.toml"
 err=$("$SV" train --config "$tmp/bad.toml" 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && grep -q "unknown key 'bogus'" <<<"$err" || fail "bad config key: rc $rc $err"
