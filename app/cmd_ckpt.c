@@ -3,16 +3,21 @@
 #include "app/cmd_ckpt.h"
 
 #include <dirent.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app/commands.h"
 #include "app/preempt.h"
+#include "app/run_dir.h"
 #include "core/clock.h"
+#include "core/fileio.h"
+#include "core/kv.h"
 #include "core/log.h"
+#include "eval/weights.h"
 #include "formats/safetensors.h"
-#include "fsdp/agree.h"
 
 /* ---- train integration ------------------------------------------------------------------ */
 
@@ -28,13 +33,22 @@ sv_status sv_train_ckpt_setup(sv_train_ckpt *c, const char *ckpt_dir, const char
         c->dir = c->dir_buf;
     }
     if (!c->dir && c->every > 0) return SV_FAIL(SV_ERR_INVALID, "--ckpt-every %d needs --ckpt-dir or --out", c->every);
+    if (!c->dir && c->keep > 0)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--keep %d needs --ckpt-dir or --out: without a checkpoint directory nothing is saved, so "
+                       "there is nothing to keep",
+                       c->keep);
+    if (!c->dir && c->async)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--async-ckpt needs --ckpt-dir or --out: without a checkpoint directory nothing is saved");
     if (!c->dir && c->resume && !strcmp(c->resume, "auto"))
         return SV_FAIL(SV_ERR_INVALID, "--resume auto needs --ckpt-dir or --out (or give a checkpoint path)");
     return SV_OK;
 }
 
 /* --resume auto found no `latest` in dir: a fresh start, unless step directories are there (a
- * `latest` removed by hand): starting over would overwrite them, so that is an error. */
+ * `latest` removed by hand): starting over would overwrite them, so that is an error. The caller
+ * says "starting from scratch". */
 static sv_status no_latest(const char *dir) {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -47,7 +61,182 @@ static sv_status no_latest(const char *dir) {
                        "resume auto: %s has step directories (%s, ...) but no `latest`; resume one of them with "
                        "--resume %s/STEP_DIR, or choose a new directory",
                        dir, name, dir);
-    SV_INFO("resume auto: no checkpoint in %s; starting from scratch", dir);
+    return SV_OK;
+}
+
+/* Are a and b the same path once resolved (sv_fileio_real_path: links and `..`; they need not
+ * exist)? */
+static sv_status same_path(const char *a, const char *b, int *same) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+    SV_TRY(sv_fileio_real_path(a, ra));
+    SV_TRY(sv_fileio_real_path(b, rb));
+    *same = !strcmp(ra, rb);
+    return SV_OK;
+}
+
+/* "metrics.jsonl records up to step N, eval.json, checkpoints" (what rec holds) into buf. */
+static const char *records_text(const sv_run_dir_records *rec, char *buf, size_t cap) {
+    int n = 0;
+    buf[0] = 0;
+    if (rec->last_step >= 0) n += snprintf(buf + n, cap - n, "metrics.jsonl records up to step %ld", rec->last_step);
+    if (rec->eval && (size_t)n < cap) n += snprintf(buf + n, cap - n, "%seval.json", n ? ", " : "");
+    if (rec->checkpoints && (size_t)n < cap) snprintf(buf + n, cap - n, "%scheckpoints/", n ? ", " : "");
+    return buf;
+}
+
+/* --resume auto without a checkpoint in root starts from scratch, which cuts OUT/metrics.jsonl
+ * back to its header and replaces config.toml, classes.txt and the evaluation outputs: refused
+ * when OUT already holds a run's records (step records, eval.json) or its config.toml names another
+ * checkpoint root (the usual cause: --ckpt-dir forgotten). */
+static sv_status fresh_start_check(const char *out, const char *root, const sv_run_dir_records *rec) {
+    int same = 1;
+    if (rec->ckpt_dir[0]) SV_TRY(same_path(rec->ckpt_dir, root, &same));
+    /* step records alone (no eval.json: the run did not finish) in its own root: a run that
+     * stopped before its first checkpoint (a kill, a node lost) restarts in place, as a requeued
+     * job must */
+    if (!rec->eval && same) return SV_OK;
+    char what[256], e1[SV_ESC_CAP];
+    records_text(rec, what, sizeof what);
+    if (!same)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--resume auto: no checkpoint in %s, but --out %s belongs to a run whose config.toml records "
+                       "--ckpt-dir %s%s%s%s: starting from scratch would cut its metrics.jsonl back and replace its "
+                       "results; continue that run with --ckpt-dir %s, or choose a new --out (the run directory was "
+                       "left as it was)",
+                       root, out, sv_log_esc(rec->ckpt_dir, e1, sizeof e1), what[0] ? " (it holds " : "", what,
+                       what[0] ? ")" : "", e1);
+    return SV_FAIL(SV_ERR_INVALID,
+                   "--resume auto: no checkpoint in %s, but --out %s holds a finished run's records (%s): "
+                   "starting from scratch would cut metrics.jsonl back to step 0 and replace them; if that run "
+                   "saved its checkpoints elsewhere, give that --ckpt-dir; to start a new run, choose a new --out "
+                   "(the run directory was left as it was)",
+                   root, out, what);
+}
+
+/* The recipe values of the run that saved the checkpoint in ck_root, from the config.toml of its
+ * run directory: OUT's when OUT's run saves into ck_root, else that of ck_root's parent when that
+ * is the run directory whose checkpoint root ck_root is (RUN/checkpoints). *src: the file ("" when
+ * none). Keys a config.toml lacks (an older run) keep NAN. */
+static sv_status recorded_recipe(const char *out, const sv_run_dir_records *out_rec, const char *ck_root,
+                                 sv_train_recipe *was, char *src, size_t cap) {
+    *was = (sv_train_recipe){NAN, NAN, NAN};
+    src[0] = 0;
+    char parent[PATH_MAX], root[PATH_MAX];
+    SV_TRY(sv_fileio_parent(ck_root, parent));
+    const char *dirs[2] = {out && out_rec->config ? out : NULL, parent};
+    for (int i = 0; i < 2 && !src[0]; i++) {
+        sv_run_dir_records rec;
+        if (!dirs[i]) continue;
+        if (i == 0)
+            rec = *out_rec;
+        else if (sv_run_dir_records_read(dirs[i], &rec) != SV_OK) {
+            sv_err_clear(); /* not a run directory we can read: nothing recorded */
+            continue;
+        }
+        int same = 0;
+        if (!rec.config || sv_run_dir_records_root(dirs[i], &rec, root) != SV_OK ||
+            same_path(root, ck_root, &same) != SV_OK || !same ||
+            (size_t)snprintf(src, cap, "%s/config.toml", dirs[i]) >= cap) {
+            sv_err_clear();
+            src[0] = 0;
+        }
+    }
+    if (!src[0]) return SV_OK;
+    static const char *const keys[] = {"mixup", "smoothing", "drop-path"};
+    double *vals[] = {&was->mixup, &was->smoothing, &was->drop_path};
+    for (int k = 0; k < 3; k++) {
+        char v[64];
+        int found = 0;
+        if (sv_kv_file_get(src, keys[k], v, sizeof v, &found) != SV_OK) {
+            sv_err_clear();
+            continue;
+        }
+        if (!found) continue;
+        char *end;
+        double d = strtod(v, &end);
+        if (end != v && !*end) *vals[k] = d;
+    }
+    return SV_OK;
+}
+
+sv_status sv_train_ckpt_precheck(const char *resume, const char *ckpt_dir, const char *out, const sv_train_recipe *now,
+                                 sv_train_resume *rs) {
+    memset(rs, 0, sizeof *rs);
+    if (!resume) return SV_OK;
+    sv_train_ckpt c = {.resume = resume};
+    SV_TRY(sv_train_ckpt_setup(&c, ckpt_dir, out));
+    sv_run_dir_records rec = {.last_step = -1};
+    if (out) SV_TRY(sv_run_dir_records_read(out, &rec));
+    if (!strcmp(resume, "auto")) {
+        int found = 0;
+        SV_TRY(sv_ckpt_latest(c.dir, rs->step_dir, sizeof rs->step_dir, &found));
+        if (!found) {
+            SV_TRY(no_latest(c.dir));
+            return out ? fresh_start_check(out, c.dir, &rec) : SV_OK;
+        }
+    } else
+        SV_TRY(sv_ckpt_resolve(resume, rs->step_dir, sizeof rs->step_dir));
+    SV_TRY(sv_ckpt_index_load(&rs->idx, rs->step_dir));
+    rs->found = 1;
+    /* the checkpoint root that holds the step resumed, against the roots this run writes */
+    char real_step[PATH_MAX], ck_root[PATH_MAX], out_root[PATH_MAX], what[256], e[SV_ESC_CAP];
+    SV_TRY(sv_fileio_real_path(rs->step_dir, real_step));
+    SV_TRY(sv_fileio_parent(real_step, ck_root));
+    int same = 1;
+    if (c.dir) SV_TRY(same_path(ck_root, c.dir, &same));
+    if (!same && sv_run_dir_has_checkpoints(c.dir))
+        return SV_FAIL(
+            SV_ERR_INVALID,
+            "--resume %s: the checkpoint %s is not in this run's checkpoint root %s, which holds another "
+            "run's checkpoints: the saves of this run (and --keep) would replace and delete them; resume "
+            "into a new --out / --ckpt-dir, or resume that run's own checkpoint (that run was left as it was)",
+            sv_log_esc(resume, e, sizeof e), rs->step_dir, c.dir);
+    if (out && (rec.last_step >= 0 || rec.eval || rec.checkpoints)) {
+        SV_TRY(sv_run_dir_records_root(out, &rec, out_root));
+        SV_TRY(same_path(ck_root, out_root, &same));
+        if (!same)
+            return SV_FAIL(SV_ERR_INVALID,
+                           "--resume %s: --out %s holds another run's results (%s; its checkpoints are in %s), but "
+                           "the checkpoint %s is not one of them: continuing here would cut back its metrics.jsonl "
+                           "and replace its results; resume into a new --out, or resume that run's own checkpoint "
+                           "(that run was left as it was)",
+                           sv_log_esc(resume, e, sizeof e), out, records_text(&rec, what, sizeof what), out_root,
+                           rs->step_dir);
+    }
+    /* the recipe values index.json does not hold, as the saving run's config.toml records them */
+    sv_train_recipe was;
+    char src[PATH_MAX + 16];
+    SV_TRY(recorded_recipe(out, &rec, ck_root, &was, src, sizeof src));
+    const struct {
+        const char *flag;
+        double was, now;
+    } cmp[] = {{"--mixup", was.mixup, now->mixup},
+               {"--smoothing", was.smoothing, now->smoothing},
+               {"--drop-path", was.drop_path, now->drop_path}};
+    for (size_t i = 0; i < sizeof cmp / sizeof cmp[0]; i++)
+        if (!isnan(cmp[i].was) && cmp[i].was != cmp[i].now)
+            SV_WARN("resume: %s changed from %g (%s, the run that saved %s) to %g; continuing with the new value",
+                    cmp[i].flag, cmp[i].was, src, rs->step_dir, cmp[i].now);
+    return SV_OK;
+}
+
+void sv_train_resume_free(sv_train_resume *rs) {
+    if (rs->found) sv_ckpt_index_free(&rs->idx);
+    rs->found = 0;
+}
+
+/* --init-from FILE: the head count is in no tensor shape, so loading is legal with any count that
+ * divides dim (timm allows it too), but another count than config.json's splits the trained
+ * attention weights into other heads. Warned on every load (rank 0 reads config.json). */
+static sv_status warn_init_heads(const sv_vit_config *run, const char *path) {
+    sv_vit_config fc = *run;
+    int have_heads = 0;
+    SV_TRY(sv_weights_infer_config(path, &fc, &have_heads));
+    if (have_heads && fc.heads != run->heads)
+        SV_WARN("--init-from %s: its config.json records num_heads %d, this run's model has %d heads: the trained "
+                "attention weights are split into other heads (another model than the one trained; pass --heads %d "
+                "to continue that one)",
+                path, fc.heads, run->heads, fc.heads);
     return SV_OK;
 }
 
@@ -60,20 +249,31 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *
         if (!strcmp(c->resume, "auto")) {
             st = sv_ckpt_latest(c->dir, step_dir, sizeof step_dir, &found);
             if (st == SV_OK && !found) st = no_latest(c->dir);
+            if (st == SV_OK && !found) SV_INFO("resume auto: no checkpoint in %s; starting from scratch", c->dir);
         } else {
             st = sv_ckpt_resolve(c->resume, step_dir, sizeof step_dir);
             found = st == SV_OK;
         }
-        SV_TRY(sv_fsdp_agree(&r->fsdp, st));
+        SV_TRY(sv_run_agree(r, st));
     }
     if (!found) {
-        if (c->init_from) SV_TRY(sv_fsdp_agree(&r->fsdp, sv_ckpt_init_from_safetensors(&r->fsdp, c->init_from)));
+        if (c->init_from) {
+            sv_status st = sv_ckpt_init_from_safetensors(&r->fsdp, c->init_from);
+            if (st == SV_OK && r->rank == 0) st = warn_init_heads(&r->vcfg, c->init_from);
+            SV_TRY(sv_run_agree(r, st));
+        }
         return SV_OK;
     }
     if (c->init_from) SV_INFO("--init-from %s ignored: resuming from %s", c->init_from, step_dir);
     sv_ckpt_train_state s;
-    SV_TRY(sv_ckpt_load(&r->fsdp, step_dir, &c->meta.xform, &s));
-    SV_TRY(sv_ckpt_optim_check_resume(&s.opt, &c->state.opt));
+    SV_TRY(sv_run_agreed(r, sv_ckpt_load(&r->fsdp, step_dir, &c->meta.xform, &s))); /* agrees itself */
+    /* the checks below see the same checkpoint state on every rank: they fail alike */
+    SV_TRY(sv_run_agreed(r, sv_ckpt_optim_check_resume(&s.opt, &c->state.opt)));
+    if (s.step > c->state.total_steps) /* refused at start-up already (app/cmd_train.c); a second guard */
+        return sv_run_agreed(r,
+                             SV_FAIL(SV_ERR_INVALID,
+                                     "--resume: the checkpoint %s is at step %lld, past this run's %lld steps",
+                                     step_dir, (long long)s.step, (long long)c->state.total_steps));
     if (strcmp(sv_ckpt_sched_kind(&s.sched), sv_ckpt_sched_kind(&c->state.sched)))
         SV_WARN("resume: the LR schedule changed from %s to %s; continuing with the new one",
                 sv_ckpt_sched_kind(&s.sched), sv_ckpt_sched_kind(&c->state.sched));
@@ -94,7 +294,19 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *
     if (s.seed != c->state.seed)
         SV_WARN("resume: checkpoint seed %llu differs from --seed %llu (data order and augmentation follow --seed)",
                 (unsigned long long)s.seed, (unsigned long long)c->state.seed);
-    SV_TRY(sv_loader_seek(ld, s.epoch, s.cursor));
+    /* The data position is a sample position (epoch, cursor): another global batch continues with
+     * exactly the samples that come next, but every step now takes another number of them. */
+    if (s.global_batch > 0 && s.global_batch != c->state.global_batch)
+        SV_WARN("resume: the global batch size changed from %lld (checkpoint) to %lld (--batch-size); continuing at "
+                "the checkpoint's data position (epoch %llu, sample %llu: no sample skipped or repeated) with %lld "
+                "samples per step: the steps per epoch change, and --lr, --warmup and --steps are not rescaled",
+                (long long)s.global_batch, (long long)c->state.global_batch, (unsigned long long)s.epoch,
+                (unsigned long long)s.cursor, (long long)c->state.global_batch);
+    if (s.ema && r->fsdp.cfg.ema && (s.ema_decay != c->state.ema_decay || s.ema_warmup != c->state.ema_warmup))
+        SV_WARN("resume: the weight EMA changed (checkpoint: --model-ema-decay %g, --model-ema-warmup %d; now %g, %d); "
+                "continuing the saved EMA with the new values",
+                s.ema_decay, s.ema_warmup, c->state.ema_decay, c->state.ema_warmup);
+    SV_TRY(sv_run_agreed(r, sv_loader_seek(ld, s.epoch, s.cursor)));
     c->state.epoch = s.epoch;
     c->state.cursor = s.cursor;
     *start_step = (long)s.step;

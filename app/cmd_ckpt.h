@@ -27,11 +27,49 @@ typedef struct sv_train_ckpt {
     char dir_buf[SV_CKPT_PATH_MAX];
 } sv_train_ckpt;
 
-/* Resolve the checkpoint root from --ckpt-dir/--out (out may be NULL). --ckpt-every without a
- * directory is a usage error (SV_ERR_INVALID naming the flag). */
+/* Resolve the checkpoint root from --ckpt-dir/--out (out may be NULL). --ckpt-every, --keep,
+ * --async-ckpt and --resume auto without a directory are usage errors (SV_ERR_INVALID naming the
+ * flag). Creates nothing: also called right after parsing, to refuse those flags before set-up. */
 sv_status sv_train_ckpt_setup(sv_train_ckpt *c, const char *ckpt_dir, const char *out);
+
+/* The recipe values index.json does not record (--mixup, --smoothing, --drop-path), compared on
+ * resume with the config.toml of the run that saved the checkpoint. */
+typedef struct sv_train_recipe {
+    double mixup, smoothing, drop_path;
+} sv_train_recipe;
+
+/* What rank 0 finds out about --resume at start-up (sv_train_ckpt_precheck). */
+typedef struct sv_train_resume {
+    int found;                       /* a checkpoint will be resumed: */
+    char step_dir[SV_CKPT_PATH_MAX]; /*   its step directory */
+    sv_ckpt_index idx;               /*   its index.json (state: step, ...; meta: label names) */
+} sv_train_resume;
+
+/* Rank 0, after the run directories are locked and before anything is written in them (not
+ * collective: the caller agrees on the result). Resolves --resume as sv_train_ckpt_begin will
+ * (auto: `latest` of the checkpoint root, ckpt_dir or OUT/checkpoints) and reads the checkpoint's
+ * index.json into rs. Refused (SV_ERR_INVALID, "nothing was changed"):
+ *   - auto without a checkpoint (a fresh start) when --out already holds a run's records
+ *     (metrics.jsonl step records, eval.json) or its config.toml records another --ckpt-dir
+ *     (named): the fresh start would cut that run's metrics.jsonl back and replace its results;
+ *   - a checkpoint outside this run's checkpoint root when that root holds checkpoints (this
+ *     run's saves and --keep would replace and delete them), or when --out holds another run's
+ *     results (step records, eval.json, checkpoints) and the checkpoint is not in that run's root
+ *     (its config.toml's --ckpt-dir, else OUT/checkpoints).
+ * Warns when --mixup, --smoothing or --drop-path differ from the values in the config.toml of the
+ * run that saved the checkpoint (OUT's, or RUN's for RUN/checkpoints; nothing compared when no
+ * config.toml records that root). The label names and the step are checked against the data and
+ * the run's length by the caller once those are known. Free rs with sv_train_resume_free. */
+sv_status sv_train_ckpt_precheck(const char *resume, const char *ckpt_dir, const char *out, const sv_train_recipe *now,
+                                 sv_train_resume *rs);
+void sv_train_resume_free(sv_train_resume *rs);
 /* Before the first step (collective): --init-from, then --resume (restores parameters,
- * optimizer state, step counters and the loader position). *start_step: first step to run. */
+ * optimizer state, step counters and the loader position). *start_step: first step to run.
+ * --init-from warns (rank 0) when its config.json records another num_heads than the run's model.
+ * On resume, changes are warned about: the LR schedule, the seed, the global batch size (the data
+ * position is in samples, so the data continues exactly; the steps per epoch change) and the
+ * weight-EMA decay; a checkpoint past the run's total steps is refused. Failures are agreed
+ * (sv_run_agree / sv_run_agreed). */
 sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *start_step);
 /* After `done` optimizer steps (collective; one small all-reduce so that every rank decides the
  * same): save when --ckpt-every divides `done`, when --ckpt-every-minutes have passed on any

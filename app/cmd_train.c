@@ -1,10 +1,12 @@
 /* shardvit train: FSDP training loop (data -> micro-steps -> optimizer -> logs/outputs). */
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "app/commands.h"
 #include "app/cpu_peak.h"
@@ -25,7 +27,6 @@
 #include "core/fileio.h"
 #include "core/log.h"
 #include "data/loader.h"
-#include "fsdp/agree.h"
 
 typedef struct train_opts {
     sv_run_opts run;
@@ -157,8 +158,9 @@ typedef struct trainer {
     /* throughput window of the log line */
     double t_log, wait_log, t_train, flops_step, peak, final_loss;
     long steps_since_log;
-    sv_cpu_peak cpu_peak; /* the CPU ISA peak MFU is stated against (peak_kind "isa"), when measured */
-    char *prov_json;      /* rank 0: the run's provenance (metrics.jsonl header, eval.json) */
+    sv_cpu_peak cpu_peak;      /* the CPU ISA peak MFU is stated against (peak_kind "isa"), when measured */
+    char *prov_json;           /* rank 0: the run's provenance (metrics.jsonl header, eval.json) */
+    const sv_train_resume *rs; /* rank 0: the checkpoint --resume continues, found at start-up */
 } trainer;
 
 /* The recorded transform: flags, else the --init-from file's normalisation, else defaults. */
@@ -179,7 +181,42 @@ static sv_status resolve_transform(trainer *t) {
     return SV_OK;
 }
 
-/* Datasets (training, evaluation), classes.txt, the training loader and the step count. */
+/* Rank 0: the checkpoint --resume continues (t->rs, read at start-up) against what is known once
+ * the data is open. Its label names must be the training data's class names (label k of the
+ * data is the head's output k: other names would train the head under other classes; the
+ * comparison of eval/evaluate.h, as eval and predict make it); its step must not be past the
+ * run's total (a run never continues backwards: its records after that step and the schedule
+ * would disagree). A checkpoint at exactly the total resumes with no step left: the end-of-run
+ * work (final evaluation, outputs) is done again, which completes a run stopped at its last step. */
+static sv_status check_resume_fits(const trainer *t) {
+    const train_opts *o = t->o;
+    const sv_train_resume *rs = t->rs;
+    char src[SV_CKPT_PATH_MAX + 32];
+    snprintf(src, sizeof src, "%s/index.json", rs->step_dir);
+    if (sv_eval_check_class_names(t->ds, rs->idx.meta.labels, rs->idx.meta.n_labels, src) != SV_OK) {
+        char why[SV_ERR_MSG_CAP];
+        snprintf(why, sizeof why, "%s", sv_err_msg());
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--resume: --data %s does not have the classes the checkpoint was trained on: %s; resuming "
+                       "would relabel its head (refused: resume on the data set it was trained on, or start a new "
+                       "run from its export with --init-from)",
+                       o->data, why);
+    }
+    long long step = (long long)rs->idx.state.step;
+    if (step > t->total)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--resume: the checkpoint %s is at step %lld, past the %ld steps of this run (the run that "
+                       "saved it was to take %lld): a resumed run continues to its own total, it never goes back; "
+                       "give --steps %lld or more (or the --epochs that make them), or resume an earlier checkpoint "
+                       "(nothing was changed)",
+                       rs->step_dir, step, t->total, (long long)rs->idx.state.total_steps,
+                       (long long)rs->idx.state.total_steps > step ? (long long)rs->idx.state.total_steps : step);
+    return SV_OK;
+}
+
+/* Datasets (training, evaluation), the training loader and the step count; on rank 0 the
+ * start-up checks of a resume, then config.toml and classes.txt. Rank 0 writes: the caller
+ * agrees on the result. */
 static sv_status open_data(trainer *t) {
     const train_opts *o = t->o;
     sv_run *r = t->r;
@@ -190,11 +227,6 @@ static sv_status open_data(trainer *t) {
                        sv_dataset_num_classes(t->ds), c->num_classes);
     if (o->val_data) SV_TRY(open_dataset(o->val_data, r, o, &t->vds));
     if (t->vds) SV_TRY(same_classes(t->ds, t->vds, o->data, o->val_data));
-    if (r->rank == 0 && o->out) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/classes.txt", o->out);
-        SV_TRY(sv_classes_write(p, t->ds));
-    }
     sv_loader_opts lo = loader_opts(r, o, t->ds, SV_TRANSFORM_TRAIN);
     lo.mean = t->mean;
     lo.std = t->stdv;
@@ -223,6 +255,15 @@ static sv_status open_data(trainer *t) {
         if (!(t->lr_scale = malloc((size_t)L->n_params * sizeof *t->lr_scale)))
             return SV_FAIL(SV_ERR_OOM, "layer-decay scales");
         sv_layer_decay_scales(L, o->of.layer_decay, t->lr_scale);
+    }
+    if (r->rank != 0) return SV_OK;
+    if (t->rs->found) SV_TRY(check_resume_fits(t));
+    /* every start-up check has passed: the run directory's own files */
+    SV_TRY(sv_train_outputs_write_config(o->out, o->flags));
+    if (o->out) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/classes.txt", o->out);
+        SV_TRY(sv_classes_write(p, t->ds));
     }
     return SV_OK;
 }
@@ -283,15 +324,20 @@ static sv_status begin(trainer *t, long *start) {
                        .interp = sv_xform_interp_id(&t->tx),
                        .seed = (uint64_t)o->run.seed,
                        .xform = &t->tx};
-    SV_TRY(sv_train_log_open(&t->lg, r->rank, o->out, o->resume != NULL));
-    SV_TRY(provenance_begin(t));
+    /* rank 0 opens and writes the logs: agreed before the next collective */
+    SV_TRY(sv_run_agree(r, sv_train_log_open(&t->lg, r->rank, o->out, o->resume != NULL)));
+    SV_TRY(sv_run_agree(r, provenance_begin(t)));
     SV_TRY(record_labels(t->ds, &t->ck.meta));
     sv_eval_bufs eb = sv_run_eval_bufs(r);
-    if (t->vds) SV_TRY(sv_eval_init(&t->ev, &r->fsdp, t->vds, &eo, &eb));
+    if (t->vds) SV_TRY(sv_run_agree(r, sv_eval_init(&t->ev, &r->fsdp, t->vds, &eo, &eb)));
     t->ev.provenance_json = t->prov_json;
-    SV_TRY(sv_train_ckpt_setup(&t->ck, o->ckpt_dir, o->out));
+    SV_TRY(sv_run_agreed(r, sv_train_ckpt_setup(&t->ck, o->ckpt_dir, o->out))); /* flags: alike */
     SV_TRY(sv_train_ckpt_begin(r, &t->ck, t->ld, start));
-    if (o->resume) SV_TRY(sv_train_log_resume(&t->lg, *start));
+    if (o->resume) SV_TRY(sv_run_agree(r, sv_train_log_resume(&t->lg, *start)));
+    if (o->resume && *start == t->total && t->total > 0)
+        SV_INFO("resume: the checkpoint is at step %ld, this run's last: no step is left to train; the end-of-run "
+                "work (final evaluation, outputs) is done again",
+                *start);
     return SV_OK;
 }
 
@@ -359,17 +405,21 @@ static sv_status finish(trainer *t) {
     sv_run *r = t->r;
     SV_TRY(sv_train_ckpt_end(r, &t->ck, r->fsdp.step));
     if (t->vds && t->last_eval != t->total) SV_TRY(sv_train_ema_eval(&t->lg, &t->ev, &r->fsdp, t->total, o->val_data));
-    if (t->vds && r->rank == 0 && o->out) SV_TRY(sv_eval_write_outputs(&t->ev, o->out, NULL));
+    /* Each output below is written by rank 0 alone, and a collective follows: its status is
+     * agreed first, so that a failed write (a FIFO put in place of eval.json during the run, a
+     * full disk) ends every rank with rank 0's message instead of leaving the others waiting in
+     * the next gather until the communication timeout. */
+    if (t->vds && o->out) SV_TRY(sv_run_agree(r, r->rank == 0 ? sv_eval_write_outputs(&t->ev, o->out, NULL) : SV_OK));
     if (o->save_params) {
         size_t n = sv_vit_param_count(&r->vcfg);
         float *all = malloc(n * 4);
         sv_status st = all ? sv_fsdp_gather_full_params(&r->fsdp, all) : SV_FAIL(SV_ERR_OOM, "parameter dump");
         if (st == SV_OK && r->rank == 0) st = sv_fileio_write_atomic(o->save_params, all, n * 4);
         free(all);
-        SV_TRY(st);
+        SV_TRY(sv_run_agree(r, st));
     }
-    if (o->ema.save_path) SV_TRY(sv_train_ema_save_params(r, o->ema.save_path));
-    if (o->dump_logits) SV_TRY(sv_train_outputs_dump_logits(r, &t->lo, o->dump_logits));
+    if (o->ema.save_path) SV_TRY(sv_run_agree(r, sv_train_ema_save_params(r, o->ema.save_path)));
+    if (o->dump_logits) SV_TRY(sv_run_agree(r, sv_train_outputs_dump_logits(r, &t->lo, o->dump_logits)));
     sv_loader_stats ls;
     sv_loader_stats_get(t->ld, &ls);
     struct rusage ru;
@@ -440,14 +490,14 @@ static sv_status run_steps(trainer *t, long start, train_end *end) {
     return SV_OK;
 }
 
-static sv_status train(sv_run *r, const train_opts *o, train_end *end) {
-    trainer t = {.r = r, .o = o, .last_eval = -1, .final_loss = NAN};
+static sv_status train(sv_run *r, const train_opts *o, const sv_train_resume *rs, train_end *end) {
+    trainer t = {.r = r, .o = o, .last_eval = -1, .final_loss = NAN, .rs = rs};
     const sv_vit_config *c = &r->vcfg;
     long start = 0;
     /* agreed: the --init-from config.json read on one rank only failing (node-local storage) must
      * not leave the others waiting in the next collective */
-    sv_status st = sv_fsdp_agree(&r->fsdp, resolve_transform(&t));
-    if (st == SV_OK) st = open_data(&t);
+    sv_status st = sv_run_agree(r, resolve_transform(&t));
+    if (st == SV_OK) st = sv_run_agree(r, open_data(&t)); /* rank 0's checks and files included */
     if (st == SV_OK) {
         t.hooks = hooks_for(o);
         sv_train_hooks_install(r, &t.hooks);
@@ -481,6 +531,28 @@ static sv_status check_init_from(const sv_run *r, const train_opts *o) {
     SV_TRY(sv_ckpt_read_config_meta(o->init_from, &m, &found));
     free(m.labels);
     return sv_ckpt_check_import(&r->fsdp.L, o->init_from, 0, &n);
+}
+
+/* After the teardown only MPI's finalization is left (app/main.c), and the outcome is known: a
+ * signal of the preemption set (app/preempt.h) then ends the process at once with the run's own
+ * exit status (0 for a completed run, 75 for a preempted one whose checkpoint is saved), not by
+ * the signal: a finished run that gets SIGTERM while it finalizes did finish. It does end the
+ * process (neither ignored nor recorded): a rank stuck in finalization (a peer gone, MPICH
+ * 4.0.2's finalize deadlock, tests/multihost/lib.sh) still stops on the one SIGTERM mpiexec
+ * forwards. Replaces the preemption handlers without a gap; returns rc. */
+static volatile sig_atomic_t g_final_status;
+static void exit_with_status(int sig) {
+    (void)sig;
+    _exit(g_final_status); /* async-signal-safe: the run's work and teardown are done */
+}
+static int end_on_signal(const sv_preempt *p, int rc) {
+    g_final_status = rc;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = exit_with_status;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < p->n; i++) sigaction(p->sig[i], &sa, NULL);
+    return rc;
 }
 
 int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
@@ -618,12 +690,26 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     o.flags = flags;
-    /* a relative --out or --ckpt-dir is used, and recorded in config.toml, as an absolute path
-     * (app/train_outputs.h) */
-    char out_abs[PATH_MAX], ckpt_abs[PATH_MAX];
-    if ((rc = sv_train_outputs_absolute("--out", &o.out, out_abs)) >= 0 ||
-        (rc = sv_train_outputs_absolute("--ckpt-dir", &o.ckpt_dir, ckpt_abs)) >= 0)
-        return rc;
+    /* every relative path is used, and recorded in config.toml, as an absolute path
+     * (app/train_outputs.h): `train --config RUN/config.toml --resume auto` from another
+     * directory reads the same data and writes the same files (a relative --data there trained
+     * on another directory's data set of that name) */
+    char abs[8][PATH_MAX];
+    const char *synth = "synthetic";
+    const struct {
+        const char *flag, **path;
+    } paths[] = {{"--out", &o.out},
+                 {"--ckpt-dir", &o.ckpt_dir},
+                 {"--data", o.data && strcmp(o.data, synth) ? &o.data : NULL},
+                 {"--val-data", o.val_data && strcmp(o.val_data, synth) ? &o.val_data : NULL},
+                 {"--init-from", &o.init_from},
+                 {"--save-params", &o.save_params},
+                 {"--save-ema-params", &o.ema.save_path},
+                 {"--dump-logits", &o.dump_logits}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (paths[i].path && (rc = sv_train_outputs_absolute(paths[i].flag, paths[i].path, abs[i])) >= 0) return rc;
+    char trace_abs[PATH_MAX];
+    if ((rc = sv_train_outputs_absolute("--trace", &o.run.trace, trace_abs)) >= 0) return rc;
     if (o.xf.interp && strcmp(o.xf.interp, "bilinear") && strcmp(o.xf.interp, "bicubic"))
         return sv_cmd_usage_error("train", "--interp: invalid value '%s' (expected bilinear or bicubic)", o.xf.interp);
     if (sv_aug_flags_check(&o.aug, o.mixup > 0 || o.cutmix > 0, o.randaug_n) != SV_OK)
@@ -635,13 +721,36 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         return sv_cmd_usage_error("train", "--bce-sum and --bce-target-thresh apply to --bce-loss only");
     o.ema.on = o.run.model_ema;
     if ((rc = sv_train_ema_check(&o.ema)) != 0) return rc;
-    if (sv_train_optim_check(&o.of, flags, &o.warmup, o.steps, &o.beta2, &o.eps) != SV_OK)
+    if (sv_train_optim_check(&o.of, flags, &o.warmup, o.steps, o.lr, o.min_lr, &o.beta2, &o.eps) != SV_OK)
         return sv_cmd_usage_error("train", "%s", sv_err_msg());
+    /* flags that would be ignored: refused (a value other than the default counts as given, so
+     * that a run's own config.toml, which lists every flag, reads back) */
+    if (o.steps >= 0 && o.epochs > 0)
+        return sv_cmd_usage_error(
+            "train",
+            "--epochs %d and --steps %lld: give one (--steps sets the length and --epochs would be "
+            "ignored; --steps -1 uses --epochs)",
+            o.epochs, o.steps);
+    if (o.eval_every > 0 && !o.val_data)
+        return sv_cmd_usage_error("train", "--eval-every %d needs --val-data (there is nothing to evaluate)",
+                                  o.eval_every);
+    if (o.debug_nan_rank >= proc->world)
+        return sv_cmd_usage_error("train", "--debug-nan-rank %d: this run has %d rank%s (0..%d)", o.debug_nan_rank,
+                                  proc->world, proc->world == 1 ? "" : "s", proc->world - 1);
+    { /* --ckpt-every, --keep, --async-ckpt, --resume auto need a checkpoint directory */
+        sv_train_ckpt cc = {.resume = o.resume, .every = o.ckpt_every, .keep = o.keep, .async = o.async_ckpt};
+        if (sv_train_ckpt_setup(&cc, o.ckpt_dir, o.out) != SV_OK)
+            return sv_cmd_usage_error("train", "%s", sv_err_msg());
+    }
     sv_preempt pre;
     if (sv_preempt_parse(o.preempt_signal, &pre) != SV_OK) return sv_cmd_usage_error("train", "%s", sv_err_msg());
     sv_run r;
     sv_run_lock locks[2] = {{-1}, {-1}};
-    /* Handlers first: a signal during set-up stops the run at the first step boundary. */
+    sv_train_resume rs = {0}; /* rank 0: what --resume continues (sv_train_ckpt_precheck) */
+    /* Handlers first: a signal during set-up stops the run at the first step boundary. They stay
+     * installed until the run is torn down: a signal after the last step boundary (final save,
+     * evaluation, outputs, the done: line, teardown) finds the run complete and is only recorded,
+     * so a finished run exits 0 rather than dying of it. Then end_on_signal (above). */
     sv_status st = sv_preempt_install(&pre);
     int set_up = 0; /* r is set up (and must be torn down) */
     if (proc->rank == 0) {
@@ -662,6 +771,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     if (st == SV_OK) {
         sv_train_outputs outs = {.out = o.out,
                                  .ckpt_dir = o.ckpt_dir,
+                                 .data = o.data,
+                                 .val_data = o.val_data,
                                  .resuming = o.resume != NULL,
                                  .save_params = o.save_params,
                                  .save_ema_params = o.ema.save_path,
@@ -669,32 +780,42 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                                  .trace = o.run.trace,
                                  .world = proc->world,
                                  .params = sv_vit_param_count(&r.vcfg)};
+        sv_train_recipe now = {.mixup = o.mixup, .smoothing = o.smoothing, .drop_path = o.drop_path};
         sv_status ps = proc->rank == 0 ? check_init_from(&r, &o) : SV_OK;
-        if (ps == SV_OK && proc->rank == 0) ps = sv_train_outputs_prepare(&outs, flags, locks);
-        st = sv_fsdp_agree(&r.fsdp, ps);
+        if (ps == SV_OK && proc->rank == 0) ps = sv_train_outputs_prepare(&outs, locks);
+        if (ps == SV_OK && proc->rank == 0) ps = sv_train_ckpt_precheck(o.resume, o.ckpt_dir, o.out, &now, &rs);
+        st = sv_run_agree(&r, ps);
     }
     train_end end = {0};
-    if (st == SV_OK) st = train(&r, &o, &end);
-    if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace);
-    sv_preempt_uninstall();
+    if (st == SV_OK) st = train(&r, &o, &rs, &end);
+    if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace); /* agreed */
+    sv_train_resume_free(&rs);
     for (int i = 0; i < 2; i++) sv_run_dir_unlock(&locks[i]);
-    if (st != SV_OK) { /* SV_ERR_INVALID: a bad flag value found while setting up, a usage error */
-        rc = sv_cmd_exit("train", st, 1);
-        /* every rank got the same agreed usage error: a collective teardown is safe */
+    if (st != SV_OK) {
+        /* SV_ERR_INVALID is a usage error (exit 2, and main does not abort the other ranks: each
+         * tears down and finalizes) only when every rank is known to fail alike: before the run was
+         * set up (the flags, the same on every rank) or with a failure the ranks agreed on
+         * (sv_run_agree). Any other failure, a rank-0-only one above all, exits 1, and main aborts
+         * every rank: none is left waiting in a collective for a rank that has gone. */
+        int alike = !set_up || proc->world == 1 || r.failure_agreed;
+        rc = sv_cmd_exit("train", st, alike);
         if (rc == 2 && set_up) sv_run_teardown(&r);
-        return rc;
+        return end_on_signal(&pre, rc);
     }
     sv_run_teardown(&r);
+    if (!end.signal && sv_preempt_received())
+        SV_INFO("%s received after the last step: the run had completed (its outputs written); exit status 0",
+                sv_preempt_signal_name(sv_preempt_received()));
     if (end.signal && end.saved) {
         SV_INFO("stopped by %s after step %ld with its checkpoint saved: continue with the same command and "
                 "--resume auto (exit status %d)",
                 sv_preempt_signal_name(end.signal), end.step, SV_EXIT_PREEMPTED);
-        return SV_EXIT_PREEMPTED;
+        return end_on_signal(&pre, SV_EXIT_PREEMPTED);
     }
     if (end.signal) {
         fprintf(stderr, "shardvit train: stopped by %s after step %ld; nothing saved (no --out or --ckpt-dir)\n",
                 sv_preempt_signal_name(end.signal), end.step);
-        return 128 + end.signal;
+        return end_on_signal(&pre, 128 + end.signal);
     }
-    return 0;
+    return end_on_signal(&pre, 0);
 }

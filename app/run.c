@@ -7,6 +7,7 @@
 #include "app/backend_env.h"
 #include "app/env_overrides.h"
 #include "core/log.h"
+#include "fsdp/agree.h"
 
 sv_status sv_model_opts_resolve(const sv_model_opts *o, sv_vit_config *c) {
     SV_TRY(sv_vit_preset(o->model ? o->model : "vit-28", c));
@@ -81,6 +82,12 @@ sv_status sv_run_resolve(const sv_run_opts *o, int world, sv_vit_config *vcfg, s
     fc->shard_group = o->shard_group;
     if (fc->strategy == SV_HYBRID_SHARD && o->shard_group < 1)
         return SV_FAIL(SV_ERR_INVALID, "--strategy hybrid_shard needs --shard-group G (G divides %d)", world);
+    /* only hybrid_shard has groups: the others shard over all ranks (or none), whatever G says */
+    if (fc->strategy != SV_HYBRID_SHARD && o->shard_group > 0)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--shard-group %d applies to --strategy hybrid_shard only (this run has --strategy %s, which "
+                       "does not use it): drop --shard-group, or use --strategy hybrid_shard",
+                       o->shard_group, o->strategy);
     int shard_size;
     SV_TRY(sv_fsdp_shard_size(fc->strategy, fc->shard_group, world, &shard_size));
     SV_TRY(parse_dtype("reduce-dtype", o->reduce_dtype, &fc->reduce_dtype));
@@ -246,13 +253,19 @@ static sv_status setup_rest(sv_run *r, const sv_run_opts *o, const sv_fsdp_confi
     return SV_OK;
 }
 
+sv_status sv_run_agree(sv_run *r, sv_status st) { return sv_run_agreed(r, sv_fsdp_agree(&r->fsdp, st)); }
+
+sv_status sv_run_agreed(sv_run *r, sv_status st) {
+    if (st != SV_OK) r->failure_agreed = 1;
+    return st;
+}
+
 sv_status sv_run_finish_trace(sv_run *r, const char *path) {
     char part[4096];
     snprintf(part, sizeof part, "%s.rank%d", path, r->rank);
-    SV_TRY(sv_trace_write_part(&r->trace, part));
-    SV_TRY(sv_comm_barrier_sync(r->world_comm));
-    if (r->rank == 0) SV_TRY(sv_trace_merge(path, r->world));
-    return SV_OK;
+    /* the agreement is the barrier: every part is on disk, or every rank fails */
+    SV_TRY(sv_run_agree(r, sv_trace_write_part(&r->trace, part)));
+    return sv_run_agree(r, r->rank == 0 ? sv_trace_merge(path, r->world) : SV_OK);
 }
 
 void sv_run_teardown(sv_run *r) {

@@ -149,6 +149,7 @@ typedef struct sv_run {
     sv_run_batch batch;
     size_t bytes_fsdp, bytes_act, bytes_batch, bytes_total; /* arena regions, for the memory report */
     sv_trace trace;
+    int failure_agreed; /* a failure came back from sv_run_agree / sv_run_agreed: every rank returns it */
 } sv_run;
 
 /* Flags -> model, FSDP and backend configurations and the per-rank micro-batch (no side
@@ -194,7 +195,21 @@ sv_eval_bufs sv_run_eval_bufs(const sv_run *r);
  * frame to the error trace and return st with r left as it is (the caller exits and main aborts
  * the other ranks, which a collective teardown would wait for). */
 sv_status sv_run_end(sv_run *r, sv_status st);
-/* Write the trace (all ranks call; rank 0 merges). */
+/* sv_fsdp_agree over the run's world (collective: every rank calls it once with its own status),
+ * remembering an agreed failure in r->failure_agreed. A command's exit path reads that flag: only
+ * a failure every rank returns alike may end the ranks without an MPI abort (each rank tears down
+ * and finalizes); any other failure must abort, since a peer may be waiting in a collective
+ * (app/main.c aborts on exit status 1). A failed agreement collective returns its own error (also
+ * flagged; it is never a usage error). */
+sv_status sv_run_agree(sv_run *r, sv_status st);
+/* For a status every rank returns alike without a further agreement: a collective callee that
+ * agrees on its outcome itself (documented as returning the same status on every rank), or a
+ * check every rank makes on the same values (flags, a checkpoint's recorded state). st is
+ * returned as it is, a failure flagged as agreed. Not collective. */
+sv_status sv_run_agreed(sv_run *r, sv_status st);
+/* Write the trace (all ranks call; rank 0 merges). Each rank writes its part, the ranks agree
+ * (sv_run_agree: every part is written, or every rank fails), then rank 0 merges and the ranks
+ * agree on that too, so no rank waits for one that failed. */
 sv_status sv_run_finish_trace(sv_run *r, const char *path);
 
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/kv.h"
 #include "core/log.h"
 
 static const char *const k_system[] = {"/bin",   "/boot",   "/dev",  "/etc",  "/lib", "/lib32",
@@ -38,8 +39,7 @@ static int nonempty_file(const char *dir, const char *name) {
     return in_dir(p, sizeof p, dir, name) && lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
 }
 
-/* Does the checkpoint root `ck` hold anything (latest, step directories)? */
-static int has_checkpoints(const char *ck) {
+int sv_run_dir_has_checkpoints(const char *ck) {
     DIR *d = opendir(ck);
     if (!d) return 0;
     struct dirent *e;
@@ -107,7 +107,7 @@ sv_status sv_run_dir_check(const char *dir, const char *flag, int resuming) {
     char ck[PATH_MAX];
     if ((size_t)snprintf(ck, sizeof ck, ckpt_dir ? "%s" : "%s/checkpoints", dir) >= sizeof ck)
         return SV_FAIL(SV_ERR_INVALID, "%s: path too long: %.200s", flag, dir);
-    const char *earlier = has_checkpoints(ck)              ? "checkpoints"
+    const char *earlier = sv_run_dir_has_checkpoints(ck)   ? "checkpoints"
         : !ckpt_dir && nonempty_file(dir, "metrics.jsonl") ? "metrics.jsonl"
                                                            : NULL;
     if (earlier)
@@ -115,6 +115,70 @@ sv_status sv_run_dir_check(const char *dir, const char *flag, int resuming) {
                        "%s %s holds an earlier run (%s): a new run would replace it; continue it with --resume auto, "
                        "or choose a new directory (nothing was changed)",
                        flag, dir, earlier);
+    return SV_OK;
+}
+
+/* The highest step of DIR/metrics.jsonl's step and evaluation records into *last (-1: none; no
+ * file: -1). Records begin with {"step":N (app/train_log.h); a line is judged by its first 64
+ * bytes. */
+static sv_status metrics_last_step(const char *dir, long *last) {
+    *last = -1;
+    char p[PATH_MAX];
+    if (!in_dir(p, sizeof p, dir, "metrics.jsonl")) return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", dir);
+    struct stat sb;
+    if (lstat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) return SV_OK; /* absent (a FIFO etc. is refused elsewhere) */
+    int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return SV_FAIL(SV_ERR_IO, "cannot read %s: %s", p, strerror(errno));
+    static const char key[] = "{\"step\":";
+    char buf[65536], line[64];
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] != '\n') {
+                if (len < sizeof line) line[len] = buf[i];
+                len++;
+                continue;
+            }
+            size_t k = sizeof key - 1, m = len < sizeof line ? len : sizeof line;
+            if (m > k && !memcmp(line, key, k)) {
+                long v = 0;
+                size_t j = k;
+                for (; j < m && line[j] >= '0' && line[j] <= '9' && v < 1000000000000L; j++)
+                    v = v * 10 + (line[j] - '0');
+                if (j > k && v > *last) *last = v;
+            }
+            len = 0;
+        }
+    int err = errno;
+    close(fd);
+    if (n < 0) return SV_FAIL(SV_ERR_IO, "cannot read %s: %s", p, strerror(err));
+    return SV_OK;
+}
+
+sv_status sv_run_dir_records_read(const char *dir, sv_run_dir_records *rec) {
+    memset(rec, 0, sizeof *rec);
+    SV_TRY(metrics_last_step(dir, &rec->last_step));
+    char p[PATH_MAX];
+    struct stat sb;
+    rec->eval = in_dir(p, sizeof p, dir, "eval.json") && lstat(p, &sb) == 0;
+    rec->checkpoints = in_dir(p, sizeof p, dir, "checkpoints") && sv_run_dir_has_checkpoints(p);
+    if (!in_dir(p, sizeof p, dir, "config.toml") || lstat(p, &sb) != 0) return SV_OK;
+    rec->config = 1;
+    if (!S_ISREG(sb.st_mode)) return SV_OK; /* refused by the output checks */
+    int found = 0;
+    SV_TRY(sv_kv_file_get(p, "ckpt-dir", rec->ckpt_dir, sizeof rec->ckpt_dir, &found));
+    if (!found) rec->ckpt_dir[0] = 0;
+    return SV_OK;
+}
+
+sv_status sv_run_dir_records_root(const char *dir, const sv_run_dir_records *rec, char *root) {
+    if (rec->ckpt_dir[0]) {
+        if ((size_t)snprintf(root, PATH_MAX, "%s", rec->ckpt_dir) >= PATH_MAX)
+            return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", rec->ckpt_dir);
+        return SV_OK;
+    }
+    if (!in_dir(root, PATH_MAX, dir, "checkpoints")) return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", dir);
     return SV_OK;
 }
 

@@ -16,6 +16,8 @@
 #ifndef SV_APP_RUN_DIR_H
 #define SV_APP_RUN_DIR_H
 
+#include <limits.h>
+
 #include "core/status.h"
 
 #define SV_RUN_DIR_MARKER ".shardvit-run"
@@ -32,5 +34,26 @@ sv_status sv_run_dir_check(const char *dir, const char *flag, int resuming);
  * holds it. The lock lasts until sv_run_dir_unlock or the end of the process. */
 sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk);
 void sv_run_dir_unlock(sv_run_lock *lk);
+
+/* Does the checkpoint root `root` hold anything of a run (`latest`, step_* directories)? 0 when
+ * it does not exist or cannot be read. */
+int sv_run_dir_has_checkpoints(const char *root);
+
+/* What an existing run directory holds of the runs that wrote it (for --resume's checks). */
+typedef struct sv_run_dir_records {
+    long last_step;          /* the highest "step" of a metrics.jsonl step or eval record; -1: none */
+    int eval;                /* DIR/eval.json exists (a final evaluation's result) */
+    int checkpoints;         /* DIR/checkpoints holds checkpoints (sv_run_dir_has_checkpoints) */
+    int config;              /* DIR/config.toml exists */
+    char ckpt_dir[PATH_MAX]; /* the --ckpt-dir config.toml records ("" when none is recorded) */
+} sv_run_dir_records;
+/* Read them (nothing is written; a missing file counts as absent): metrics.jsonl is scanned for
+ * lines that begin with {"step":N (sv_train_log's records), config.toml's "ckpt-dir" key read
+ * with core/kv.h. Errors: SV_ERR_IO when metrics.jsonl cannot be read, config.toml's reader's
+ * (SV_ERR_FORMAT for a malformed file). */
+sv_status sv_run_dir_records_read(const char *dir, sv_run_dir_records *rec);
+/* The checkpoint root of the run that recorded `rec` in `dir`: its recorded --ckpt-dir, else
+ * DIR/checkpoints (root: PATH_MAX bytes). SV_ERR_INVALID when the path does not fit. */
+sv_status sv_run_dir_records_root(const char *dir, const sv_run_dir_records *rec, char *root);
 
 #endif

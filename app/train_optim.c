@@ -136,12 +136,37 @@ static sv_status check_on_epochs(const sv_train_optim_flags *of, const sv_flag *
     return SV_OK;
 }
 
-sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *flags, int *warmup, long long steps,
-                               double *beta2, double *eps) {
+/* The decay flags apply to the schedules that use them; given with another (a value other than
+ * the default) they would be ignored. */
+static sv_status check_decay_flags(const sv_train_optim_flags *of, sv_sched_kind sk) {
+    if (sk != SV_SCHED_STEP && of->decay_epochs != SV_TRAIN_DEFAULT_DECAY_EPOCHS)
+        return SV_FAIL(SV_ERR_INVALID, "--decay-epochs applies to --sched step only (this run has --sched %s)",
+                       of->sched);
+    if (sk != SV_SCHED_MULTISTEP && (!of->milestones || strcmp(of->milestones, SV_TRAIN_DEFAULT_MILESTONES)))
+        return SV_FAIL(SV_ERR_INVALID, "--decay-milestones applies to --sched multistep only (this run has --sched %s)",
+                       of->sched);
+    int rate = sk == SV_SCHED_STEP || sk == SV_SCHED_MULTISTEP || (sk == SV_SCHED_POLY && of->poly_power == 0);
+    if (!rate && of->decay_rate != SV_TRAIN_DEFAULT_DECAY_RATE)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--decay-rate applies to --sched step and multistep, and to poly without --poly-power (its "
+                       "power; this run has --sched %s%s)",
+                       of->sched, sk == SV_SCHED_POLY ? " with --poly-power" : "");
+    return SV_OK;
+}
+
+sv_status sv_train_optim_check(sv_train_optim_flags *of, const sv_flag *flags, int *warmup, long long steps, double lr,
+                               double min_lr, double *beta2, double *eps) {
     sv_opt_kind k;
     sv_sched_kind sk;
     SV_TRY(sv_opt_parse(of->opt, &k));
     SV_TRY(sv_sched_parse(of->sched, &sk));
+    SV_TRY(check_decay_flags(of, sk));
+    if ((sk == SV_SCHED_COSINE || sk == SV_SCHED_POLY) && min_lr > lr)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--min-lr %g is above --lr %g: --sched %s decays the LR from --lr to --min-lr, so it would "
+                       "climb instead; give --min-lr <= --lr",
+                       min_lr, lr, of->sched);
+    of->warmup_set = sv_flag_seen(flags, "warmup") && *warmup != SV_TRAIN_DEFAULT_WARMUP;
     if (k != SV_OPT_SGD && (sv_flag_seen(flags, "nesterov") && of->nesterov))
         return SV_FAIL(SV_ERR_INVALID, "--nesterov applies to --opt sgd only (this run has --opt %s)", of->opt);
     if (k != SV_OPT_SGD && sv_flag_seen(flags, "momentum") && of->momentum != 0.9)
@@ -269,6 +294,14 @@ static sv_status sched_build_epochs(const sv_train_optim_flags *of, double lr, d
     return check_built(of, s, run_epochs - 1);
 }
 
+/* --warmup steps (and the cooldown) take the whole run: nothing is left to decay over. */
+static sv_status no_decay_left(const sv_train_optim_flags *of, const sv_lr_sched *s, long total) {
+    return SV_FAIL(SV_ERR_INVALID,
+                   "--sched %s: no steps left to decay over after --warmup %lld and --cooldown-epochs (%ld steps in "
+                   "all): the run would end inside its warmup; give a --warmup shorter than the run",
+                   of->sched, (long long)s->warmup, total);
+}
+
 sv_status sv_train_sched_build(const sv_train_optim_flags *of, double lr, double min_lr, int warmup, long long steps,
                                int epochs, uint64_t spe, uint64_t seed, long *total, sv_lr_sched *s) {
     memset(s, 0, sizeof *s);
@@ -307,11 +340,15 @@ sv_status sv_train_sched_build(const sv_train_optim_flags *of, double lr, double
         return SV_FAIL(SV_ERR_INVALID,
                        "--sched %s: no steps left to decay over (%ld steps, %lld warmup, %lld cooldown)", of->sched,
                        *total, (long long)s->warmup, (long long)s->cooldown);
-    if (s->form == SV_WARMUP_STEPS && s->kind != SV_SCHED_COSINE && s->t_initial <= 0 && s->kind == SV_SCHED_POLY &&
-        *total > 0)
-        return SV_FAIL(SV_ERR_INVALID,
-                       "--sched poly: no steps left to decay over after --warmup and --cooldown-epochs");
-    return *total > 0 ? check_built(of, s, (int64_t)*total - 1) : SV_OK;
+    if (s->form == SV_WARMUP_STEPS && s->t_initial <= 0 && *total > 0 && s->kind == SV_SCHED_POLY)
+        return no_decay_left(of, s, *total);
+    if (*total > 0) SV_TRY(check_built(of, s, (int64_t)*total - 1)); /* cycles and noise: their own messages */
+    if (s->form == SV_WARMUP_STEPS && s->t_initial <= 0 && *total > 0 && s->kind == SV_SCHED_COSINE && of->warmup_set)
+        return no_decay_left(of, s, *total);
+    /* the default --warmup over a shorter run (cosine, step, ...): all warmup, no decay (timm's
+     * cosine with warmup_t >= t_initial); the decay length is 0, not negative */
+    if (s->t_initial < 0) s->t_initial = 0;
+    return SV_OK;
 }
 
 sv_ckpt_optim sv_train_optim_record(const sv_train_optim_flags *of, double beta1, double beta2, double eps,

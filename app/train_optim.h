@@ -19,12 +19,20 @@ typedef struct sv_train_optim_flags {
     int cycle_limit;                        /* timm --lr-cycle-limit */
     const char *noise, *noise_type;         /* timm --lr-noise (comma list of 1 or 2), the scheduler's noise_type */
     double noise_pct, noise_std;            /* timm --lr-noise-pct, --lr-noise-std */
+    int warmup_set; /* --warmup given with another value than SV_TRAIN_DEFAULT_WARMUP (set by sv_train_optim_check) */
 } sv_train_optim_flags;
+
+/* Defaults that tell a flag given from one left alone (timm's values; --warmup is train's). */
+#define SV_TRAIN_DEFAULT_WARMUP 10
+#define SV_TRAIN_DEFAULT_MILESTONES "90,180,270"
+#define SV_TRAIN_DEFAULT_DECAY_EPOCHS 90
+#define SV_TRAIN_DEFAULT_DECAY_RATE 0.1
 
 #define SV_TRAIN_OPTIM_FLAGS_DEFAULT \
     { \
-        .opt = "adamw", .sched = "cosine", .milestones = "90,180,270", .momentum = 0.9, .decay_epochs = 90, \
-        .decay_rate = 0.1, .sched_on_updates = 1, .cycle_mul = 1, .cycle_decay = 0.5, .k_decay = 1, .cycle_limit = 1, \
+        .opt = "adamw", .sched = "cosine", .milestones = SV_TRAIN_DEFAULT_MILESTONES, .momentum = 0.9, \
+        .decay_epochs = SV_TRAIN_DEFAULT_DECAY_EPOCHS, .decay_rate = SV_TRAIN_DEFAULT_DECAY_RATE, \
+        .sched_on_updates = 1, .cycle_mul = 1, .cycle_decay = 0.5, .k_decay = 1, .cycle_limit = 1, \
         .noise_type = "normal", .noise_pct = 0.67, .noise_std = 1 \
     }
 
@@ -60,13 +68,21 @@ typedef struct sv_train_optim_flags {
  * --sched-on-updates 0 is used (per-epoch stepping has timm's epoch warmup only; an explicit
  * --warmup N > 0 with it is an error, as are --steps and non-integer epoch counts, which timm's
  * epoch schedule does not have). The cycle and k-decay flags apply to cosine and poly only, the
- * noise parameters need --lr-noise, and --lr-cycle-limit > 1 sets the run's length (no --steps). */
-sv_status sv_train_optim_check(const sv_train_optim_flags *of, const sv_flag *flags, int *warmup, long long steps,
-                               double *beta2, double *eps);
+ * noise parameters need --lr-noise, and --lr-cycle-limit > 1 sets the run's length (no --steps).
+ * A flag the schedule does not use is refused when it differs from its default: --decay-epochs
+ * (step only), --decay-milestones (multistep only), --decay-rate (step, multistep, and poly without
+ * --poly-power, as its power). cosine and poly decay from lr (--lr) to min_lr (--min-lr):
+ * min_lr > lr is refused (the "decay" would climb). Sets of->warmup_set. */
+sv_status sv_train_optim_check(sv_train_optim_flags *of, const sv_flag *flags, int *warmup, long long steps, double lr,
+                               double min_lr, double *beta2, double *eps);
 
 /* The schedule for `spe` steps per epoch, and the run's length *total in steps: --steps when
  * >= 0, else (epochs [+ warmup epochs with --warmup-prefix] + cooldown epochs) x spe, where with
  * --lr-cycle-limit > 1 the cycles' length (timm's get_cycle_length) replaces the epochs.
+ * No decay left after the warmup and cooldown is refused for poly, and for cosine when the warmup
+ * was set (--warmup-epochs, or of->warmup_set); with the default --warmup a run of that many steps
+ * or fewer (a smoke test) is all warmup, as timm's cosine with warmup_t >= t_initial. The decay
+ * length t_initial is never negative (0: no decay; recorded in checkpoints).
  * lr/min_lr/warmup are --lr, --min-lr, --warmup. With --sched-on-updates 1 its counts are steps
  * (epoch flags x spe, rounded); with 0 they are epochs and the schedule is stepped per epoch
  * (core/lr_sched.h on_epochs). seed: --seed, timm's noise_seed. */

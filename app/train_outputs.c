@@ -3,6 +3,7 @@
 #include "app/train_outputs.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,48 @@ static int earlier_logits(const char *path, const void *unused) {
     return ok;
 }
 
-sv_status sv_train_outputs_prepare(const sv_train_outputs *o, const sv_flag *flags, sv_run_lock locks[2]) {
+/* Is the data spec an ImageFolder directory (data/dataset.h, as sv_dataset_open decides: not
+ * "synthetic"; a directory that exists, whatever its name, or else no '{' pattern and no ".tar")? */
+static int folder_spec(const char *spec) {
+    size_t n = spec ? strlen(spec) : 0;
+    struct stat sb;
+    if (!n || !strcmp(spec, "synthetic")) return 0;
+    if (stat(spec, &sb) == 0 && S_ISDIR(sb.st_mode)) return 1;
+    return !strchr(spec, '{') && !(n > 4 && !strcmp(spec + n - 4, ".tar"));
+}
+
+/* A directory train creates or writes (flag `what`, path p) must not lie in an ImageFolder tree
+ * the run reads (--data / --val-data): the scan would take it for a class, or for images of one. */
+static sv_status outside_data(const char *p, const char *what, const char *data, const char *data_flag) {
+    if (!p || !folder_spec(data)) return SV_OK;
+    char rp[PATH_MAX], rd[PATH_MAX];
+    SV_TRY(sv_fileio_real_path(p, rp));
+    SV_TRY(sv_fileio_real_path(data, rd));
+    if (!sv_fileio_path_inside(rp, rd)) return SV_OK;
+    return SV_FAIL(SV_ERR_INVALID,
+                   "%s %s lies in the ImageFolder tree of %s %s (%s): the data scan would take its directory for a "
+                   "class (or its files for images); put the run directory outside the data (nothing was created)",
+                   what, p, data_flag, data, rd);
+}
+
+sv_status sv_train_outputs_prepare(const sv_train_outputs *o, sv_run_lock locks[2]) {
+    /* before anything is created */
+    const char *dirs[2] = {o->out, o->ckpt_dir}, *dir_flags[2] = {"--out", "--ckpt-dir"};
+    for (int i = 0; i < 2; i++) {
+        SV_TRY(outside_data(dirs[i], dir_flags[i], o->data, "--data"));
+        SV_TRY(outside_data(dirs[i], dir_flags[i], o->val_data, "--val-data"));
+    }
+    if (o->out && o->ckpt_dir) {
+        char a[PATH_MAX], b[PATH_MAX];
+        SV_TRY(sv_fileio_real_path(o->out, a));
+        SV_TRY(sv_fileio_real_path(o->ckpt_dir, b));
+        if (!strcmp(a, b))
+            return SV_FAIL(SV_ERR_INVALID,
+                           "--ckpt-dir %s is the --out directory itself (%s): --ckpt-dir names a checkpoint root (its "
+                           "step_* directories and `latest`), the run directory keeps its checkpoints in "
+                           "OUT/checkpoints; drop --ckpt-dir, or give a directory of its own",
+                           o->ckpt_dir, a);
+    }
     if (o->out) {
         SV_TRY(sv_run_dir_check(o->out, "--out", o->resuming));
         SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
@@ -63,8 +105,12 @@ sv_status sv_train_outputs_prepare(const sv_train_outputs *o, const sv_flag *fla
         SV_TRY(sv_run_dir_check(o->ckpt_dir, "--ckpt-dir", o->resuming));
         SV_TRY(sv_run_dir_lock(o->ckpt_dir, &locks[1]));
     }
-    /* files written at the end: refused now rather than after the training (a FIFO would block
-     * the open, a device would be written, a user's file replaced) */
+    /* files written at the end: refused now rather than after the training (a missing directory,
+     * a FIFO would block the open, a device would be written, a user's file replaced) */
+    const char *ends[4] = {o->save_params, o->save_ema_params, o->dump_logits, o->trace};
+    const char *end_flags[4] = {"--save-params", "--save-ema-params", "--dump-logits", "--trace"};
+    for (int i = 0; i < 4; i++)
+        if (ends[i]) SV_TRY(sv_ckpt_out_check_parent(ends[i], end_flags[i]));
     static const char dump_kind[] = "parameter dump of this model (4 bytes per parameter)";
     if (o->save_params)
         SV_TRY(sv_ckpt_out_check_earlier(o->save_params, "--save-params", earlier_dump, &o->params, dump_kind));
@@ -87,7 +133,14 @@ sv_status sv_train_outputs_prepare(const sv_train_outputs *o, const sv_flag *fla
         snprintf(p, sizeof p, "%s/%s", o->out, mine[i]);
         SV_TRY(sv_ckpt_out_check(p, NULL, 0, "run directory file"));
     }
-    snprintf(p, sizeof p, "%s/config.toml", o->out);
+    return SV_OK;
+}
+
+sv_status sv_train_outputs_write_config(const char *out, const sv_flag *flags) {
+    if (!out) return SV_OK;
+    char p[4096];
+    if ((size_t)snprintf(p, sizeof p, "%s/config.toml", out) >= sizeof p)
+        return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", out);
     FILE *cf;
     SV_TRY(sv_fileio_fopen_write(p, SV_FILEIO_TRUNC, &cf));
     sv_flags_dump(flags, cf);

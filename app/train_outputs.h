@@ -4,8 +4,8 @@
  * confusion.csv, TensorBoard events) and the checkpoint root (--ckpt-dir), each checked against
  * the run-directory rules and locked (app/run_dir.h); and the files written at the end
  * (--save-params, --save-ema-params, --dump-logits, --trace and its per-rank parts), each checked
- * against the output rules (ckpt/ckpt_out.h) before the first step, so that a bad path is refused
- * at start-up rather than after the training. An existing file at one of those paths is replaced
+ * against the output rules (ckpt/ckpt_out.h) before the first step, their directories included
+ * (they create none), so that a bad path is refused at start-up rather than after the training. An existing file at one of those paths is replaced
  * only when it is an earlier output of that kind:
  *   --save-params, --save-ema-params  a regular file (a symbolic link is not followed) of exactly
  *                                     4 bytes per parameter of the model being trained: the dump
@@ -32,6 +32,7 @@
 typedef struct sv_train_outputs {
     const char *out;             /* --out: the run directory */
     const char *ckpt_dir;        /* --ckpt-dir: the checkpoint root */
+    const char *data, *val_data; /* --data, --val-data (nullable): the trees --out / --ckpt-dir stay out of */
     int resuming;                /* --resume given: earlier results in those directories are expected */
     const char *save_params;     /* --save-params */
     const char *save_ema_params; /* --save-ema-params */
@@ -50,19 +51,29 @@ typedef struct sv_train_outputs {
 int sv_train_outputs_absolute(const char *flag, const char **path, char *buf);
 
 /* Rank 0 only, before training (not collective: the caller agrees on the result over the ranks,
- * fsdp/agree.h). In this order: --out and then --ckpt-dir pass the run-directory rules
- * (sv_run_dir_check, resuming as o->resuming) and are created when missing and locked
- * (sv_run_dir_lock into locks[0] and locks[1]; the caller unlocks them after the run, also after
- * an error); --save-params, --dump-logits, --save-ema-params and --trace may be written (an
- * existing file only when it is an earlier output of that kind, above) and no --trace part
- * exists; OUT/config.toml, metrics.jsonl, classes.txt, eval.json and confusion.csv are regular
- * files or absent. Then OUT/config.toml is written (truncated in place, links not followed:
- * sv_fileio_fopen_write) with the resolved flags (sv_flags_dump). Removes nothing. Stops at the
- * first failure, with that check's error: SV_ERR_INVALID naming the flag or path (a refused path,
- * a lock held by another process), SV_ERR_IO when a path cannot be examined or created or
- * config.toml cannot be written; what was created or locked before it stays (the caller releases
- * the locks). */
-sv_status sv_train_outputs_prepare(const sv_train_outputs *o, const sv_flag *flags, sv_run_lock locks[2]);
+ * fsdp/agree.h). In this order, before anything is created: neither --out nor --ckpt-dir lies in
+ * (or is) the ImageFolder tree of --data or --val-data (real paths: the scan would take the run
+ * directory for a class), and --ckpt-dir is not --out itself (a checkpoint root is not a run
+ * directory: a run keeps its checkpoints in OUT/checkpoints). Then --out and then --ckpt-dir pass
+ * the run-directory rules (sv_run_dir_check, resuming as o->resuming) and are created when
+ * missing and locked (sv_run_dir_lock into locks[0] and locks[1]; the caller unlocks them after
+ * the run, also after an error); the directories of --save-params, --save-ema-params,
+ * --dump-logits and --trace exist (sv_ckpt_out_check_parent: they are written at the end and
+ * create no directory); --save-params, --dump-logits, --save-ema-params and --trace may be
+ * written (an existing file only when it is an earlier output of that kind, above) and no --trace
+ * part exists; OUT/config.toml, metrics.jsonl, classes.txt, eval.json and confusion.csv are
+ * regular files or absent. Writes nothing else (config.toml: sv_train_outputs_write_config, once
+ * every start-up check has passed). Removes nothing. Stops at the first failure, with that check's
+ * error: SV_ERR_INVALID naming the flag or path (a refused path, a lock held by another process),
+ * SV_ERR_IO when a path cannot be examined or created; what was created or locked before it stays
+ * (the caller releases the locks). */
+sv_status sv_train_outputs_prepare(const sv_train_outputs *o, sv_run_lock locks[2]);
+/* Rank 0: write OUT/config.toml (out NULL: nothing) with the resolved flags (sv_flags_dump),
+ * truncated in place with links not followed (sv_fileio_fopen_write; the path was checked by
+ * sv_train_outputs_prepare). Called once the run's start-up checks have passed, so that a refused
+ * run (a refused --resume among them) leaves the config.toml of the run it refused to touch as it
+ * was. SV_ERR_IO when it cannot be written. */
+sv_status sv_train_outputs_write_config(const char *out, const sv_flag *flags);
 
 /* --dump-logits (collective: every rank forwards): forward the first evaluation-transform batch
  * of the loader described by `train_lo` (training data, identity order; mixup and cutmix off) and

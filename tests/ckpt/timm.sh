@@ -23,6 +23,11 @@ $CHECK params "$WORK/py.safetensors" "$WORK/imp.bin" || fail "import not bitwise
 # the export of a run imports back to the same parameters (shardvit -> safetensors -> shardvit)
 run back 3 --steps 0 --init-from "$WORK/f32/model.safetensors"
 cmp "$WORK/back.bin" "$WORK/t.bin" || fail "export -> import round trip differs"
+grep -q "records num_heads" "$WORK/back.log" && fail "head-count warning with the recorded count"
+# another head count loads (timm allows it) but is not silent: config.json's num_heads is named
+run heads2 2 --steps 0 --heads 2 --init-from "$WORK/f32/model.safetensors"
+grep -q "WARN.*config.json records num_heads 3, this run's model has 2 heads" "$WORK/heads2.log" ||
+    fail "another --heads than config.json's num_heads not warned"
 # fine-tuning: 5 classes at 28x28 (grid 7) into 10 classes at 32x32 (grid 8)
 $CHECK write "$WORK/g7.safetensors" --img 28 --patch 4 --chans 1 --classes 5 --dim 36 --depth 3 --heads 3 || exit 1
 run g8 2 --steps 0 --img 32 --init-from "$WORK/g7.safetensors"

@@ -60,6 +60,15 @@ grep -q '^depth = 1$' "$tmp/run/config.toml" || fail "resolved config not saved"
 printf '\xef\xbb\xbfmodel = "vit-28"\ndepth = 1\ndim = 24\nheads = 2\nbatch-size = 16\nsteps = 1\nsynth_samples = 64\n' \
     >"$tmp/bom.toml"
 "$SV" train --config "$tmp/bom.toml" --out "$tmp/bom" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--config with a BOM"; }
+# relative paths are used and recorded as absolute ones: config.toml read back from another
+# directory trains on the same data and writes the same files (a relative --data there read
+# another directory's data set of that name)
+(cd "$tmp" && "$SV" prep synthetic --out rel_ds --classes 2 --per-class 2 --test-per-class 1 --width 28 --height 28 &&
+    "$SV" train --data rel_ds/train --model vit-28 --dim 24 --depth 1 --heads 2 --batch-size 4 --steps 1 \
+        --out rel_run --save-params rel.bin) >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train with relative paths"; }
+grep -qx "data = \"$tmp/rel_ds/train\"" "$tmp/rel_run/config.toml" &&
+    grep -qx "save-params = \"$tmp/rel.bin\"" "$tmp/rel_run/config.toml" ||
+    fail "relative --data / --save-params not recorded as absolute paths: $(grep -E '^(data|save-params)' "$tmp/rel_run/config.toml")"
 printf 'bogus = 1\n' >"$tmp/bad.toml"
 err=$("$SV" train --config "$tmp/bad.toml" 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && grep -q "unknown key 'bogus'" <<<"$err" || fail "bad config key: rc $rc $err"

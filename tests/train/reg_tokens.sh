@@ -58,6 +58,13 @@ timeout 120 "$SHARDVIT" train $TINY --steps 0 --init-from "$WORK/ev-export/model
     >"$WORK/noreg.log" 2>&1 </dev/null || rc=$?
 test $rc -ne 0 && grep -q "the file has 2 register tokens (reg_token) but this model has 0 (--reg-tokens)" "$WORK/noreg.log" ||
     { tail -5 "$WORK/noreg.log"; fail "an export with registers seeded a model without them (exit $rc)"; }
+# another --heads than the export's config.json records loads (timm allows it) but is warned, also
+# without --out: the warning comes with the load itself
+rc=0
+timeout 120 "$SHARDVIT" train $TINY --steps 0 --reg-tokens 2 --heads 2 --init-from "$WORK/ev-export/model.safetensors" \
+    >"$WORK/heads.log" 2>&1 </dev/null || rc=$?
+test $rc -eq 0 && grep -q "WARN --init-from .*config.json records num_heads 3, this run's model has 2 heads" "$WORK/heads.log" ||
+    { tail -5 "$WORK/heads.log"; fail "another --heads than config.json's num_heads not warned without --out (exit $rc)"; }
 rc=0
 timeout 60 "$SHARDVIT" train $TINY --steps 1 --reg-tokens 257 >"$WORK/bad.log" 2>&1 || rc=$?
 test $rc -eq 2 && grep -q -- "reg-tokens" "$WORK/bad.log" || { cat "$WORK/bad.log"; fail "--reg-tokens 257: exit $rc"; }

@@ -121,7 +121,9 @@ kill -TERM $first
 wait $first || true
 no_leftovers "$WORK/busy"
 echo "busy --out: refused in ${took}s naming pid $owner"
-# after the first has ended (its lock went with it) the directory is free again
-timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 2 --out "$WORK/busy" --resume auto >"$WORK/after.log" 2>&1 ||
+# after the first has ended (its lock went with it) the directory is free again (2 steps past the
+# checkpoint it saved: a resume is never shorter than its checkpoint, docs/training.md "Resuming")
+saved=$(sed 's/^step_0*//' "$WORK/busy/checkpoints/latest")
+timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps $((saved + 2)) --out "$WORK/busy" --resume auto >"$WORK/after.log" 2>&1 ||
     { FAIL_LOGS=("$WORK/after.log"); fail "the run directory stayed locked after its training ended"; }
 echo "run_dir: all passed"
