@@ -9,9 +9,7 @@
 #     place, instead of a death by signal 15, and no hang.
 # HOSTILE_KEEP_GOING=1 runs every check (to show that each fails on a build without the fixes).
 SHARDVIT=$1
-source "$(dirname "$0")/../faults/lib.sh"
-RUN="--dim 32 --depth 1 --heads 2 --batch-size 8 --synth-samples 64 --workers 1 --log-every 1 --mfu-calib-seconds 0"
-W=$WORK
+source "$(dirname "$0")/cli_lib.sh"
 
 echo "== 1. eval.json turned into a FIFO during the run"
 FAIL_LOGS=("$W/fifo.log")

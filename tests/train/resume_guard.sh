@@ -14,11 +14,7 @@
 #  5. another global batch size, --mixup, --smoothing, --drop-path, --model-ema-decay: warned.
 # HOSTILE_KEEP_GOING=1 runs every check (to show that each fails on a build without the fixes).
 SHARDVIT=$1
-source "$(dirname "$0")/../faults/lib.sh"
-RUN="--dim 32 --depth 1 --heads 2 --batch-size 8 --synth-samples 64 --workers 1 --log-every 1 --comm-timeout 30"
-RUN="$RUN --mfu-calib-seconds 0"
-t2() { timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN "$@"; }
-W=$WORK
+source "$(dirname "$0")/cli_lib.sh"
 # the files of run directory $1 that a refused command must leave as they were (not the lock)
 files() {
     local d=$1

@@ -11,11 +11,7 @@
 # --out (a clear refusal, not "in use by another training" naming our own pid).
 # HOSTILE_KEEP_GOING=1 runs every check (to show that each fails on a build without the fixes).
 SHARDVIT=$1
-source "$(dirname "$0")/../faults/lib.sh"
-RUN="--dim 32 --depth 1 --heads 2 --batch-size 8 --synth-samples 64 --workers 1 --log-every 1 --comm-timeout 30"
-RUN="$RUN --mfu-calib-seconds 0"
-t2() { timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN "$@"; }
-W=$WORK
+source "$(dirname "$0")/cli_lib.sh"
 # refused NAME PATTERN FLAGS...: exit 2 with PATTERN, before the first step
 refused() {
     local name=$1 pat=$2
