@@ -15,56 +15,7 @@
 #include "data/jpeg.h"
 #include "data/loader.h"
 #include "data/synth.h"
-
-static void put_file(const char *path, const void *d, size_t n) {
-    FILE *f = fopen(path, "wb");
-    CHECK(f && fwrite(d, 1, n, f) == n);
-    fclose(f);
-}
-
-static void hdr(FILE *f, const char *name, size_t size, char type) {
-    uint8_t h[512] = {0};
-    snprintf((char *)h, 100, "%s", name);
-    snprintf((char *)h + 100, 8, "%07o", 0644);
-    snprintf((char *)h + 124, 12, "%011zo", size);
-    h[156] = (uint8_t)type;
-    memcpy(h + 257,
-           "ustar\0"
-           "00",
-           8);
-    memset(h + 148, ' ', 8);
-    unsigned s = 0;
-    for (int i = 0; i < 512; i++) s += h[i];
-    snprintf((char *)h + 148, 8, "%06o", s);
-    CHECK(fwrite(h, 1, 512, f) == 512);
-}
-static void pad(FILE *f, size_t n) {
-    static const uint8_t z[512];
-    fwrite(z, 1, (512 - n % 512) % 512, f);
-}
-/* one member; names over 100 bytes go through a pax 'x' header */
-static void member(FILE *f, const char *name, const void *d, size_t n) {
-    if (strlen(name) >= 100) {
-        char rec[8192];
-        size_t body = strlen(name) + 7, len = body + 1; /* " path=" + name + "\n" + digits */
-        while (snprintf(NULL, 0, "%zu", len) + body != len) len++;
-        int rl = snprintf(rec, sizeof rec, "%zu path=%s\n", len, name);
-        CHECK((size_t)rl == len);
-        hdr(f, "PaxHeader", (size_t)rl, 'x');
-        fwrite(rec, 1, (size_t)rl, f);
-        pad(f, (size_t)rl);
-        hdr(f, "truncated-name-placeholder", n, '0');
-    } else {
-        hdr(f, name, n, '0');
-    }
-    fwrite(d, 1, n, f);
-    pad(f, n);
-}
-static void finish(FILE *f) {
-    static const uint8_t z[1024];
-    fwrite(z, 1, 1024, f);
-    fclose(f);
-}
+#include "tar_write.h"
 
 /* sv_classes_read must refuse `text` (n bytes) with a message naming the file and `want`. */
 static void classes_refused(const char *path, const void *text, size_t n, const char *want) {

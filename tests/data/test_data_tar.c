@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "data/dataset.h"
+#include "tar_write.h"
 
 static char root[] = "/tmp/sv_test_tar_XXXXXX";
 static char path[4400];
@@ -23,65 +24,6 @@ static const char *at(const char *rel) {
     return path;
 }
 
-static void put_file(const char *p, const void *d, size_t n) {
-    FILE *f = fopen(p, "wb");
-    CHECK(f && fwrite(d, 1, n, f) == n);
-    fclose(f);
-}
-
-/* A member header. magic: "ustar\0" "00" (POSIX) or "ustar  \0" (GNU); prefix: the 155 bytes at
- * 345 (POSIX: a path prefix; GNU incremental: atime and ctime); link: the link target. */
-typedef struct {
-    const char *magic, *prefix, *link;
-} hdr_opts;
-
-static void hdr_x(FILE *f, const char *name, size_t size, char type, const hdr_opts *o) {
-    uint8_t h[512] = {0};
-    snprintf((char *)h, 100, "%s", name);
-    snprintf((char *)h + 100, 8, "%07o", 0644);
-    snprintf((char *)h + 124, 12, "%011zo", size);
-    h[156] = (uint8_t)type;
-    if (o && o->link) snprintf((char *)h + 157, 100, "%s", o->link);
-    if (o && o->magic) {
-        memcpy(h + 257, o->magic, 8);
-    } else { /* magic "ustar\0", version "00" */
-        memcpy(h + 257, "ustar", 6);
-        memcpy(h + 263, "00", 2);
-    }
-    if (o && o->prefix) snprintf((char *)h + 345, 155, "%s", o->prefix);
-    memset(h + 148, ' ', 8);
-    unsigned s = 0;
-    for (int i = 0; i < 512; i++) s += h[i];
-    snprintf((char *)h + 148, 8, "%06o", s);
-    CHECK(fwrite(h, 1, 512, f) == 512);
-}
-static void pad(FILE *f, size_t n) {
-    static const uint8_t z[512];
-    CHECK(fwrite(z, 1, (512 - n % 512) % 512, f) == (512 - n % 512) % 512);
-}
-static void member_x(FILE *f, const char *name, const void *d, size_t n, const hdr_opts *o) {
-    hdr_x(f, name, n, '0', o);
-    CHECK(fwrite(d, 1, n, f) == n);
-    pad(f, n);
-}
-static void member(FILE *f, const char *name, const void *d, size_t n) { member_x(f, name, d, n, NULL); }
-static void text(FILE *f, const char *name, const char *t) { member(f, name, t, strlen(t)); }
-/* a pax extended header ('x') holding one record "key=value" */
-static void pax(FILE *f, const char *kv) {
-    char rec[512];
-    size_t body = strlen(kv) + 2, len = body + 1;
-    while ((size_t)snprintf(NULL, 0, "%zu", len) + body != len) len++;
-    int rl = snprintf(rec, sizeof rec, "%zu %s\n", len, kv);
-    CHECK((size_t)rl == len);
-    hdr_x(f, "PaxHeader", len, 'x', NULL);
-    CHECK(fwrite(rec, 1, len, f) == len);
-    pad(f, len);
-}
-static void finish(FILE *f) {
-    static const uint8_t z[1024];
-    CHECK(fwrite(z, 1, 1024, f) == 1024);
-    CHECK(fclose(f) == 0);
-}
 /* a shard holding samples k<first>..k<first+n-1> with "image" bytes and labels i % 3 */
 static void shard(const char *p, int first, int n) {
     FILE *f = fopen(p, "wb");
