@@ -16,6 +16,7 @@
 #include "core/fileio.h"
 #include "core/kv.h"
 #include "core/log.h"
+#include "eval/evaluate.h"
 #include "eval/weights.h"
 #include "formats/safetensors.h"
 
@@ -217,6 +218,37 @@ sv_status sv_train_ckpt_precheck(const char *resume, const char *ckpt_dir, const
         if (!isnan(cmp[i].was) && cmp[i].was != cmp[i].now)
             SV_WARN("resume: %s changed from %g (%s, the run that saved %s) to %g; continuing with the new value",
                     cmp[i].flag, cmp[i].was, src, rs->step_dir, cmp[i].now);
+    return SV_OK;
+}
+
+/* sv_train_resume_fits (app/cmd_ckpt.h): the checkpoint --resume continues against what is known
+ * once the data is open. Its label names must be the training data's class names (label k of the
+ * data is the head's output k: other names would train the head under other classes; the
+ * comparison of eval/evaluate.h, as eval and predict make it); its step must not be past the
+ * run's total (a run never continues backwards: its records after that step and the schedule
+ * would disagree). A checkpoint at exactly the total resumes with no step left: the end-of-run
+ * work (final evaluation, outputs) is done again, which completes a run stopped at its last step. */
+sv_status sv_train_resume_fits(const sv_train_resume *rs, const sv_dataset *ds, const char *data, long total) {
+    char src[SV_CKPT_PATH_MAX + 32];
+    snprintf(src, sizeof src, "%s/index.json", rs->step_dir);
+    if (sv_eval_check_class_names(ds, rs->idx.meta.labels, rs->idx.meta.n_labels, src) != SV_OK) {
+        char why[SV_ERR_MSG_CAP];
+        snprintf(why, sizeof why, "%s", sv_err_msg());
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--resume: --data %s does not have the classes the checkpoint was trained on: %s; resuming "
+                       "would relabel its head (refused: resume on the data set it was trained on, or start a new "
+                       "run from its export with --init-from)",
+                       data, why);
+    }
+    long long step = (long long)rs->idx.state.step;
+    if (step > total)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--resume: the checkpoint %s is at step %lld, past the %ld steps of this run (the run that "
+                       "saved it was to take %lld): a resumed run continues to its own total, it never goes back; "
+                       "give --steps %lld or more (or the --epochs that make them), or resume an earlier checkpoint "
+                       "(nothing was changed)",
+                       rs->step_dir, step, total, (long long)rs->idx.state.total_steps,
+                       (long long)rs->idx.state.total_steps > step ? (long long)rs->idx.state.total_steps : step);
     return SV_OK;
 }
 

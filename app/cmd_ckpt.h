@@ -62,6 +62,10 @@ typedef struct sv_train_resume {
  * the run's length by the caller once those are known. Free rs with sv_train_resume_free. */
 sv_status sv_train_ckpt_precheck(const char *resume, const char *ckpt_dir, const char *out, const sv_train_recipe *now,
                                  sv_train_resume *rs);
+/* Rank 0, once the training data is open: rs (found) must hold data's class names (label names
+ * of its index.json, index by index) and a step not past the run's `total` steps; otherwise
+ * SV_ERR_INVALID naming the difference. */
+sv_status sv_train_resume_fits(const sv_train_resume *rs, const sv_dataset *ds, const char *data, long total);
 void sv_train_resume_free(sv_train_resume *rs);
 /* Before the first step (collective): --init-from, then --resume (restores parameters,
  * optimizer state, step counters and the loader position). *start_step: first step to run.

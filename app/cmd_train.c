@@ -1,12 +1,10 @@
 /* shardvit train: FSDP training loop (data -> micro-steps -> optimizer -> logs/outputs). */
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "app/commands.h"
 #include "app/cpu_peak.h"
@@ -181,39 +179,6 @@ static sv_status resolve_transform(trainer *t) {
     return SV_OK;
 }
 
-/* Rank 0: the checkpoint --resume continues (t->rs, read at start-up) against what is known once
- * the data is open. Its label names must be the training data's class names (label k of the
- * data is the head's output k: other names would train the head under other classes; the
- * comparison of eval/evaluate.h, as eval and predict make it); its step must not be past the
- * run's total (a run never continues backwards: its records after that step and the schedule
- * would disagree). A checkpoint at exactly the total resumes with no step left: the end-of-run
- * work (final evaluation, outputs) is done again, which completes a run stopped at its last step. */
-static sv_status check_resume_fits(const trainer *t) {
-    const train_opts *o = t->o;
-    const sv_train_resume *rs = t->rs;
-    char src[SV_CKPT_PATH_MAX + 32];
-    snprintf(src, sizeof src, "%s/index.json", rs->step_dir);
-    if (sv_eval_check_class_names(t->ds, rs->idx.meta.labels, rs->idx.meta.n_labels, src) != SV_OK) {
-        char why[SV_ERR_MSG_CAP];
-        snprintf(why, sizeof why, "%s", sv_err_msg());
-        return SV_FAIL(SV_ERR_INVALID,
-                       "--resume: --data %s does not have the classes the checkpoint was trained on: %s; resuming "
-                       "would relabel its head (refused: resume on the data set it was trained on, or start a new "
-                       "run from its export with --init-from)",
-                       o->data, why);
-    }
-    long long step = (long long)rs->idx.state.step;
-    if (step > t->total)
-        return SV_FAIL(SV_ERR_INVALID,
-                       "--resume: the checkpoint %s is at step %lld, past the %ld steps of this run (the run that "
-                       "saved it was to take %lld): a resumed run continues to its own total, it never goes back; "
-                       "give --steps %lld or more (or the --epochs that make them), or resume an earlier checkpoint "
-                       "(nothing was changed)",
-                       rs->step_dir, step, t->total, (long long)rs->idx.state.total_steps,
-                       (long long)rs->idx.state.total_steps > step ? (long long)rs->idx.state.total_steps : step);
-    return SV_OK;
-}
-
 /* Datasets (training, evaluation), the training loader and the step count; on rank 0 the
  * start-up checks of a resume, then config.toml and classes.txt. Rank 0 writes: the caller
  * agrees on the result. */
@@ -257,7 +222,7 @@ static sv_status open_data(trainer *t) {
         sv_layer_decay_scales(L, o->of.layer_decay, t->lr_scale);
     }
     if (r->rank != 0) return SV_OK;
-    if (t->rs->found) SV_TRY(check_resume_fits(t));
+    if (t->rs->found) SV_TRY(sv_train_resume_fits(t->rs, t->ds, o->data, t->total));
     /* every start-up check has passed: the run directory's own files */
     SV_TRY(sv_train_outputs_write_config(o->out, o->flags));
     if (o->out) {
@@ -533,28 +498,6 @@ static sv_status check_init_from(const sv_run *r, const train_opts *o) {
     return sv_ckpt_check_import(&r->fsdp.L, o->init_from, 0, &n);
 }
 
-/* After the teardown only MPI's finalization is left (app/main.c), and the outcome is known: a
- * signal of the preemption set (app/preempt.h) then ends the process at once with the run's own
- * exit status (0 for a completed run, 75 for a preempted one whose checkpoint is saved), not by
- * the signal: a finished run that gets SIGTERM while it finalizes did finish. It does end the
- * process (neither ignored nor recorded): a rank stuck in finalization (a peer gone, MPICH
- * 4.0.2's finalize deadlock, tests/multihost/lib.sh) still stops on the one SIGTERM mpiexec
- * forwards. Replaces the preemption handlers without a gap; returns rc. */
-static volatile sig_atomic_t g_final_status;
-static void exit_with_status(int sig) {
-    (void)sig;
-    _exit(g_final_status); /* async-signal-safe: the run's work and teardown are done */
-}
-static int end_on_signal(const sv_preempt *p, int rc) {
-    g_final_status = rc;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = exit_with_status;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < p->n; i++) sigaction(p->sig[i], &sa, NULL);
-    return rc;
-}
-
 int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     train_opts o = {.run = SV_RUN_OPTS_DEFAULT,
                     .data = "synthetic",
@@ -750,7 +693,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     /* Handlers first: a signal during set-up stops the run at the first step boundary. They stay
      * installed until the run is torn down: a signal after the last step boundary (final save,
      * evaluation, outputs, the done: line, teardown) finds the run complete and is only recorded,
-     * so a finished run exits 0 rather than dying of it. Then end_on_signal (above). */
+     * so a finished run exits 0 rather than dying of it. Then sv_preempt_exit_on_signal (app/preempt.h). */
     sv_status st = sv_preempt_install(&pre);
     int set_up = 0; /* r is set up (and must be torn down) */
     if (proc->rank == 0) {
@@ -800,7 +743,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         int alike = !set_up || proc->world == 1 || r.failure_agreed;
         rc = sv_cmd_exit("train", st, alike);
         if (rc == 2 && set_up) sv_run_teardown(&r);
-        return end_on_signal(&pre, rc);
+        return sv_preempt_exit_on_signal(&pre, rc);
     }
     sv_run_teardown(&r);
     if (!end.signal && sv_preempt_received())
@@ -810,12 +753,12 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         SV_INFO("stopped by %s after step %ld with its checkpoint saved: continue with the same command and "
                 "--resume auto (exit status %d)",
                 sv_preempt_signal_name(end.signal), end.step, SV_EXIT_PREEMPTED);
-        return end_on_signal(&pre, SV_EXIT_PREEMPTED);
+        return sv_preempt_exit_on_signal(&pre, SV_EXIT_PREEMPTED);
     }
     if (end.signal) {
         fprintf(stderr, "shardvit train: stopped by %s after step %ld; nothing saved (no --out or --ckpt-dir)\n",
                 sv_preempt_signal_name(end.signal), end.step);
-        return end_on_signal(&pre, 128 + end.signal);
+        return sv_preempt_exit_on_signal(&pre, 128 + end.signal);
     }
-    return end_on_signal(&pre, 0);
+    return sv_preempt_exit_on_signal(&pre, 0);
 }

@@ -15,24 +15,28 @@ static const char *env(const char *name) {
     return v && *v ? v : NULL;
 }
 
+/* A byte count from the variable into *n (-1 when unset); anything but a non-negative decimal is
+ * an error naming it. */
+static sv_status env_bytes(const char *name, long long *n) {
+    const char *v = env(name);
+    *n = -1;
+    if (!v) return SV_OK;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (*end || x < 0) return SV_FAIL(SV_ERR_INVALID, "%s=%s: expected a non-negative byte count", name, v);
+    *n = x;
+    return SV_OK;
+}
+
 sv_status sv_env_overrides_apply(void) {
     const char *v;
     if ((v = env("SHARDVIT_CLOCK")) && !strcmp(v, "mono")) sv_clock_use_mono();
     sv_ckpt_set_crash_point(env(SV_CKPT_CRASH_ENV));
-    if ((v = env(SV_FILEIO_FAULT_ENV))) {
-        char *end;
-        long long n = strtoll(v, &end, 10);
-        if (*end || n < 0)
-            return SV_FAIL(SV_ERR_INVALID, "%s=%s: expected a non-negative byte count", SV_FILEIO_FAULT_ENV, v);
-        sv_fileio_inject_write_fault(n);
-    }
-    if ((v = env(SV_FILEIO_STALL_ENV))) {
-        char *end;
-        long long n = strtoll(v, &end, 10);
-        if (*end || n < 0)
-            return SV_FAIL(SV_ERR_INVALID, "%s=%s: expected a non-negative byte count", SV_FILEIO_STALL_ENV, v);
-        sv_fileio_inject_write_stall(n);
-    }
+    long long n;
+    SV_TRY(env_bytes(SV_FILEIO_FAULT_ENV, &n));
+    if (n >= 0) sv_fileio_inject_write_fault(n);
+    SV_TRY(env_bytes(SV_FILEIO_STALL_ENV, &n));
+    if (n >= 0) sv_fileio_inject_write_stall(n);
     return SV_OK;
 }
 

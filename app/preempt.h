@@ -40,6 +40,10 @@ sv_status sv_preempt_install(const sv_preempt *p);
 void sv_preempt_uninstall(void);
 /* The first signal received since install, or 0. */
 int sv_preempt_received(void);
+/* For the end of a run, after its teardown: a signal of p's set from now on ends the process at
+ * once with exit status rc (the run's own outcome) instead of killing it (app/preempt.c). Replaces
+ * the preemption handlers without a gap; returns rc. */
+int sv_preempt_exit_on_signal(const sv_preempt *p, int rc);
 /* "SIGTERM" etc. (static storage), "signal N" for others. */
 const char *sv_preempt_signal_name(int sig);
 

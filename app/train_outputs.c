@@ -55,20 +55,10 @@ static int earlier_logits(const char *path, const void *unused) {
     return ok;
 }
 
-/* Is the data spec an ImageFolder directory (data/dataset.h, as sv_dataset_open decides: not
- * "synthetic"; a directory that exists, whatever its name, or else no '{' pattern and no ".tar")? */
-static int folder_spec(const char *spec) {
-    size_t n = spec ? strlen(spec) : 0;
-    struct stat sb;
-    if (!n || !strcmp(spec, "synthetic")) return 0;
-    if (stat(spec, &sb) == 0 && S_ISDIR(sb.st_mode)) return 1;
-    return !strchr(spec, '{') && !(n > 4 && !strcmp(spec + n - 4, ".tar"));
-}
-
 /* A directory train creates or writes (flag `what`, path p) must not lie in an ImageFolder tree
  * the run reads (--data / --val-data): the scan would take it for a class, or for images of one. */
 static sv_status outside_data(const char *p, const char *what, const char *data, const char *data_flag) {
-    if (!p || !folder_spec(data)) return SV_OK;
+    if (!p || !data || !*data || sv_dataset_spec_kind(data, NULL) != SV_DATASET_FOLDER) return SV_OK;
     char rp[PATH_MAX], rd[PATH_MAX];
     SV_TRY(sv_fileio_real_path(p, rp));
     SV_TRY(sv_fileio_real_path(data, rd));

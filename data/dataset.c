@@ -75,6 +75,16 @@ static sv_status open_synthetic(sv_dataset *d, const sv_dataset_opts *o) {
     return SV_OK;
 }
 
+sv_dataset_kind sv_dataset_spec_kind(const char *spec, int *exists) {
+    struct stat st;
+    int ex = stat(spec, &st) == 0;
+    if (exists) *exists = ex;
+    size_t sl = strlen(spec);
+    if (strcmp(spec, "synthetic") == 0) return SV_DATASET_SYNTHETIC;
+    if (ex && S_ISDIR(st.st_mode)) return SV_DATASET_FOLDER;
+    return strchr(spec, '{') || (sl > 4 && strcmp(spec + sl - 4, ".tar") == 0) ? SV_DATASET_TAR : SV_DATASET_FOLDER;
+}
+
 sv_status sv_dataset_open(const char *spec, const sv_dataset_opts *o, sv_dataset **out) {
     sv_dataset_opts def = sv_dataset_opts_default();
     if (!o) o = &def;
@@ -82,15 +92,11 @@ sv_status sv_dataset_open(const char *spec, const sv_dataset_opts *o, sv_dataset
     sv_dataset *d = calloc(1, sizeof *d);
     if (!d) return SV_FAIL(SV_ERR_OOM, "dataset: out of memory");
     sv_status s;
-    size_t sl = strlen(spec);
-    /* A path that exists as written is used as written: a directory is an ImageFolder whatever
-     * its name ("fm{v2}", "x.tar"), a file a single shard; braces are a pattern only otherwise. */
-    struct stat st;
-    int exists = stat(spec, &st) == 0;
-    if (strcmp(spec, "synthetic") == 0) {
+    int exists;
+    sv_dataset_kind kind = sv_dataset_spec_kind(spec, &exists);
+    if (kind == SV_DATASET_SYNTHETIC) {
         s = open_synthetic(d, o);
-    } else if (!(exists && S_ISDIR(st.st_mode)) &&
-               (strchr(spec, '{') || (sl > 4 && strcmp(spec + sl - 4, ".tar") == 0))) {
+    } else if (kind == SV_DATASET_TAR) {
         d->kind = SV_DATASET_TAR;
         s = sv_tar_scan(d, spec, exists, o->classes_file);
     } else {

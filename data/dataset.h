@@ -59,6 +59,11 @@ sv_status sv_dataset_open(const char *spec, const sv_dataset_opts *o, sv_dataset
 void sv_dataset_close(sv_dataset *d);
 
 sv_dataset_kind sv_dataset_kind_of(const sv_dataset *d);
+/* The kind sv_dataset_open takes `spec` for, without opening it: "synthetic"; a path that exists
+ * as a directory is an ImageFolder whatever its name ("fm{v2}", "x.tar"); else a '{' pattern or
+ * a name ending ".tar" is tar shards, anything else an ImageFolder. *exists (nullable): whether
+ * the path exists as written (a tar spec that exists is one shard, its braces literal). */
+sv_dataset_kind sv_dataset_spec_kind(const char *spec, int *exists);
 size_t sv_dataset_len(const sv_dataset *d);
 /* ImageFolder opened with leave_out_unusable: how many entries the scan left out, and the i-th
  * one as "root/relative path" (raw bytes: escape before printing). 0 for every other data set. */
