@@ -21,7 +21,7 @@ set -e
 SCRIPT=$(cd "$(dirname "$0")/../.." && pwd)/scripts/slurm/train.sbatch
 sv_slurm_start
 export SHARDVIT
-STEPS=300
+STEPS=1200 # long enough that a signal sent at step 100 arrives mid-run under load (300 steps raced to the end)
 RUN="$TINY --log-every 1 --comm-timeout 60 --steps $STEPS"
 
 FAIL_LOGS=("$WORK/ref.log")
@@ -62,8 +62,8 @@ second_run() {
         fail "$1: the second run did not resume from step $saved"
     cmp "$WORK/$1.bin" "$WORK/ref.bin" || fail "$1: final parameters differ from the uninterrupted run"
     local s
-    for s in "$WORK/ref/checkpoints/step_00000300"/shard_*.bin; do
-        cmp "$s" "$WORK/$1/checkpoints/step_00000300/${s##*/}" || fail "$1: final checkpoint ${s##*/} differs"
+    for s in "$WORK/ref/checkpoints/$(printf step_%08d $STEPS)"/shard_*.bin; do
+        cmp "$s" "$WORK/$1/checkpoints/$(printf step_%08d $STEPS)/${s##*/}" || fail "$1: final checkpoint ${s##*/} differs"
     done
     "$PY" - "$WORK/$1/metrics.jsonl" $STEPS <<'PY' || fail "$1: metrics.jsonl"
 import json, sys
