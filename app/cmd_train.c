@@ -121,8 +121,9 @@ static sv_status flush_logs(void *lg) { return sv_train_log_sync(lg); }
  * from the environment (docs/reliability.md):
  *   SHARDVIT_TEST_POISON_BATCH=STEP[:RANK]          NaN into the first pixel of that rank's batch
  *                                                   (default rank 0) at 0-based step STEP;
- *   SHARDVIT_TEST_SIGNAL_AT=STEP[:RANK[:SIGNAL]]    raise SIGNAL (default SIGTERM) in that rank
- *                                                   while it loads step STEP's first batch.
+ *   SHARDVIT_TEST_SIGNAL_AT=STEP[:RANK[:SIGNAL[:STALL]]]  raise SIGNAL (default SIGTERM) in
+ *                                                   that rank while it loads step STEP's first
+ *                                                   batch, then stay there STALL seconds more.
  * Each active environment hook is announced with a WARN line. */
 static sv_train_hooks hooks_for(const train_opts *o) {
     sv_train_hooks h = sv_train_hooks_off();
@@ -131,7 +132,8 @@ static sv_train_hooks hooks_for(const train_opts *o) {
     const char *poison = getenv("SHARDVIT_TEST_POISON_BATCH"), *sigat = getenv("SHARDVIT_TEST_SIGNAL_AT");
     if (poison && sscanf(poison, "%ld:%d", &h.poison_step, &h.poison_rank) < 1) h.poison_step = -1;
     if (h.poison_step >= 0) SV_WARN("test hook SHARDVIT_TEST_POISON_BATCH=%s active", poison);
-    if (sigat && sscanf(sigat, "%ld:%d:%d", &h.signal_step, &h.signal_rank, &h.signal_sig) < 1) h.signal_step = -1;
+    if (sigat && sscanf(sigat, "%ld:%d:%d:%lf", &h.signal_step, &h.signal_rank, &h.signal_sig, &h.signal_stall_s) < 1)
+        h.signal_step = -1;
     if (h.signal_step >= 0) SV_WARN("test hook SHARDVIT_TEST_SIGNAL_AT=%s active", sigat);
     return h;
 }

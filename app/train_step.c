@@ -1,7 +1,9 @@
 #include "app/train_step.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <time.h>
 
 sv_train_hooks sv_train_hooks_off(void) {
     return (sv_train_hooks){.poison_step = -1, .signal_step = -1, .debug_nan_step = -1, .signal_sig = SIGTERM};
@@ -49,7 +51,18 @@ static void feed_hooks(const sv_loader_feed *f, int micro, const sv_batch *b) {
     const sv_train_hooks *h = f->hooks;
     if (!h) return;
     if (f->step == h->poison_step && f->r->rank == h->poison_rank) b->images[0] = NAN;
-    if (f->step == h->signal_step && f->r->rank == h->signal_rank && micro == 0) raise(h->signal_sig);
+    if (f->step == h->signal_step && f->r->rank == h->signal_rank && micro == 0) {
+        raise(h->signal_sig);
+        /* the stall: nanosleep to an absolute deadline, resumed after each signal handler */
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        double s = h->signal_stall_s > 0 ? h->signal_stall_s : 0;
+        until.tv_sec += (time_t)s;
+        until.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        while (s > 0 && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
+        }
+    }
 }
 
 sv_status sv_loader_feed_next(void *ctx, int micro, sv_micro_batch *mb) {

@@ -56,7 +56,9 @@ sv_status sv_train_step(sv_run *r, const sv_optim_config *oc, float smoothing, i
  *   poison_step, poison_rank    (SHARDVIT_TEST_POISON_BATCH) NaN into the first pixel of that
  *                               rank's batch at 0-based step poison_step (sv_loader_feed);
  *   signal_step, signal_rank,   (SHARDVIT_TEST_SIGNAL_AT) raise signal_sig in that rank while it
- *   signal_sig                  loads step signal_step's first batch (sv_loader_feed);
+ *   signal_sig, signal_stall_s  loads step signal_step's first batch (sv_loader_feed), then stay
+ *                               in that step signal_stall_s seconds more (signals do not cut the
+ *                               wait short), so that a test can send a second signal mid-step;
  *   debug_nan_step,             (--debug-nan-step/--debug-nan-rank) at optimizer step
  *   debug_nan_rank              debug_nan_step that rank poisons one element of the last unit's
  *                               gradient before its reduction, through the FSDP grad hook, so
@@ -64,6 +66,7 @@ sv_status sv_train_step(sv_run *r, const sv_optim_config *oc, float smoothing, i
 typedef struct sv_train_hooks {
     long poison_step, signal_step, debug_nan_step;
     int poison_rank, signal_rank, signal_sig, debug_nan_rank;
+    double signal_stall_s;
 } sv_train_hooks;
 
 /* Every hook off. */
