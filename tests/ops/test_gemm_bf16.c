@@ -20,6 +20,7 @@
 #include "core/elementwise.h"
 #include "core/rng.h"
 #include "model/backend/cpu/cpu_backend.h"
+#include "model/backend/cpu/gemm_bf16.h"
 #include "model/backend/cpu/gemm_engine.h"
 
 enum { NT, NN, TN };
@@ -221,6 +222,30 @@ static void check_accumulate_long(void) {
     E->run(C2, (size_t)N, sv_gemm_f32(A + K1, (size_t)K, 1), M, pack, N, K - K1, 1, scratch);
     CHECK(memcmp(C1, C2, (size_t)M * N * 4) == 0);
     free(A), free(B), free(C1), free(C2), free(pack), free(scratch);
+}
+
+/* avx512-bf16 splits the reduction into blocks of 128 or 256 pairs by the L1 size: both
+ * blockings give the same bits, in the three layouts, at reductions of one, two and several
+ * blocks with odd tails and row counts past one A block of either blocking. */
+static void check_blockings(void) {
+    static const int shapes[][4] = {{NT, 300, 70, 1024}, {NN, 150, 96, 600}, {TN, 517, 40, 33}, {NT, 9, 33, 257}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int L = shapes[s][0], M = shapes[s][1], N = shapes[s][2], K = shapes[s][3];
+        int rows, cols, red;
+        dims(L, M, N, K, &rows, &cols, &red);
+        size_t na = L == NT ? (size_t)M * K : (size_t)M * N, nb = L == TN ? (size_t)M * K : (size_t)N * K;
+        float *A = randm(na, 91 + s, 1.0, 0), *B = randm(nb, 191 + s, 0.05, 0);
+        float *C1 = randm((size_t)rows * cols, 291 + s, 0.5, 0), *C2 = xalloc((size_t)rows * cols * 4);
+        memcpy(C2, C1, (size_t)rows * cols * 4);
+        void *pack = xalloc(E->pack_bytes(cols, red)), *scratch = xalloc(E->scratch_bytes);
+        sv_gemm_bf16_set_kcp(128);
+        call(L, C1, A, B, M, N, K, pack, scratch);
+        sv_gemm_bf16_set_kcp(256);
+        call(L, C2, A, B, M, N, K, pack, scratch);
+        sv_gemm_bf16_set_kcp(0);
+        CHECK(memcmp(C1, C2, (size_t)rows * cols * 4) == 0);
+        free(A), free(B), free(C1), free(C2), free(pack), free(scratch);
+    }
 }
 
 /* Denormals are flushed: a denormal input counts as zero, and a result below FLT_MIN is zero
@@ -558,6 +583,7 @@ int main(void) {
             continue;
         }
         check_engine();
+        if (E == &sv_gemm_engine_avx512_bf16) check_blockings();
         printf("engine %s: ok\n", E->name);
         ran++;
     }

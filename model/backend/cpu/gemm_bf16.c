@@ -1,12 +1,15 @@
 /* bf16 GEMM on AVX-512 BF16 (see gemm_bf16.h for the contract and numerics).
  *
  * Blocking (one thread):
- *   for each block of MC rows of C
- *     for each block of KCP reduction pairs          (A block MC x KCP pairs -> scratch, 64 KiB)
- *       for each 32-column panel of packed B         (B micro-panel KCP x 32 pairs = 16 KiB, L1)
+ *   for each block of mc_blk rows of C
+ *     for each block of kcp reduction pairs          (A block mc_blk x kcp pairs -> scratch, 64 KiB)
+ *       for each 32-column panel of packed B         (B micro-panel kcp x 32 pairs, L1)
  *         for each MR rows: microkernel, MR x 32 outputs in 2*MR zmm accumulators
+ * The block sizes follow the L1 data cache (blocking_for): 128 rows x 128 pairs (a 16 KiB B
+ * micro-panel) on a 32 KiB L1, 64 rows x 256 pairs (32 KiB micro-panel, half as many C tile
+ * loads and stores per output) on a 48 KiB or larger one; the scratch is 64 KiB either way.
  * The microkernel loads the C tile (or zeros on the first reduction block without
- * accumulate), adds KCP pairs with VDPBF16PS (A pair broadcast from memory, two B vectors per
+ * accumulate), adds kcp pairs with VDPBF16PS (A pair broadcast from memory, two B vectors per
  * pair) and stores the tile back in fp32, so splitting the reduction into blocks does not
  * change any rounding: every output is one accumulator walking the pairs in index order.
  * A rows past the end of the block are packed as zeros and their outputs are not stored. */
@@ -23,13 +26,47 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
     MR = 8, /* rows per microkernel: 16 accumulators + 2 B vectors + broadcasts */
     NR = SV_GEMM_BF16_NR,
-    MC = 128,  /* rows per A block (multiple of MR) */
-    KCP = 128, /* reduction pairs per block: B micro-panel 16 KiB stays in L1 across the MR loop */
+    /* the scratch holds one A block of mc_blk rows x kcp pairs (dwords), at most A_BLOCK_WORDS */
+    A_BLOCK_WORDS = 128 * 128,
 };
+
+/* Rows per A block (a multiple of MR) and reduction pairs per block. The B micro-panel (kcp x
+ * 32 dwords) must stay in L1 across the row groups of a block beside the current A group: 16 KiB
+ * on a 32 KiB L1 (Zen 4). With 48 KiB (Zen 5, Sapphire Rapids) a 32 KiB micro-panel fits, and
+ * every C tile is then loaded and stored half as often: the dW GEMM at 1024^3 went from 82-84%
+ * to 85-87% of the VDPBF16PS peak on Zen 5 (docs/performance.md, change 26). The split of the
+ * reduction never changes a result bit (see the file comment). SV_BF16_KCP=128|256 at compile
+ * time pins one choice. */
+typedef struct {
+    int mc, kcp;
+} blocking;
+
+static int g_kcp_forced; /* sv_gemm_bf16_set_kcp: 0 = by the L1 size */
+
+void sv_gemm_bf16_set_kcp(int kcp) {
+    __atomic_store_n(&g_kcp_forced, kcp == 128 || kcp == 256 ? kcp : 0, __ATOMIC_RELAXED);
+}
+
+static blocking blocking_for(void) {
+    int kcp = __atomic_load_n(&g_kcp_forced, __ATOMIC_RELAXED);
+#if defined(SV_BF16_KCP)
+    if (!kcp) kcp = SV_BF16_KCP;
+#else
+    static int cached; /* 0 = not yet known; every thread computes the same value */
+    if (!kcp) kcp = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (!kcp) {
+        long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+        kcp = l1 >= 48 * 1024 ? 256 : 128;
+        __atomic_store_n(&cached, kcp, __ATOMIC_RELAXED);
+    }
+#endif
+    return (blocking){A_BLOCK_WORDS / kcp, kcp};
+}
 
 size_t sv_gemm_bf16_pack_bytes(int n, int r) {
     if (n <= 0 || r <= 0) return 0;
@@ -37,7 +74,7 @@ size_t sv_gemm_bf16_pack_bytes(int n, int r) {
     return panels * pairs * NR * sizeof(uint32_t);
 }
 
-size_t sv_gemm_bf16_scratch_bytes(void) { return (size_t)MC * KCP * sizeof(uint32_t); }
+size_t sv_gemm_bf16_scratch_bytes(void) { return (size_t)A_BLOCK_WORDS * sizeof(uint32_t); }
 
 #if SV_GEMM_BF16_X86
 
@@ -209,10 +246,11 @@ void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb
     if (sv_gemm_run_trivial(C, ldc, m, n, r, accumulate)) return;
     const long rp = (r + 1) / 2;
     const int npan = (n + NR - 1) / NR;
-    for (int i0 = 0; i0 < m; i0 += MC) {
-        int mc = m - i0 < MC ? m - i0 : MC;
-        for (long q0 = 0; q0 < rp; q0 += KCP) {
-            long kq = rp - q0 < KCP ? rp - q0 : KCP;
+    const blocking bk = blocking_for();
+    for (int i0 = 0; i0 < m; i0 += bk.mc) {
+        int mc = m - i0 < bk.mc ? m - i0 : bk.mc;
+        for (long q0 = 0; q0 < rp; q0 += bk.kcp) {
+            long kq = rp - q0 < bk.kcp ? rp - q0 : bk.kcp;
             pack_a(S, A, r, i0, mc, q0, kq);
             size_t ars = A.red_contig ? (size_t)kq : 1, aps = A.red_contig ? 1 : MR;
             int load_c = accumulate || q0 > 0;
@@ -232,6 +270,7 @@ void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb
 #else /* not x86-64 GCC: never available; the entry points must not be called */
 
 int sv_gemm_bf16_available(void) { return 0; }
+void sv_gemm_bf16_set_kcp(int kcp) { (void)kcp; }
 void sv_gemm_bf16_pack_padded(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1, long rp_alloc) {
     (void)pb, (void)B, (void)n, (void)r, (void)j0, (void)j1, (void)rp_alloc;
 }
@@ -252,7 +291,7 @@ const sv_gemm_engine sv_gemm_engine_avx512_bf16 = {
     .red_block = 2,
     .available = sv_gemm_bf16_available,
     .pack_bytes = sv_gemm_bf16_pack_bytes,
-    .scratch_bytes = (size_t)MC * KCP * sizeof(uint32_t),
+    .scratch_bytes = (size_t)A_BLOCK_WORDS * sizeof(uint32_t),
     .pack = sv_gemm_bf16_pack,
     .run = sv_gemm_bf16_run,
 };

@@ -53,6 +53,12 @@ void sv_gemm_bf16_pack(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1);
  * (the AMX engine's k-steps of 16 pairs: gemm_amx.c). Panel jp starts at jp * rp_alloc * NR words. */
 void sv_gemm_bf16_pack_padded(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1, long rp_alloc);
 
+/* Reduction pairs per block of sv_gemm_bf16_run: 128 or 256 pins that blocking, anything else
+ * restores the default (256 with an L1 data cache of 48 KiB or more, else 128; the rows per A
+ * block follow so that the scratch stays the same). Results are the same bits either way; the
+ * tests compare the two. Process-wide; not for use while another thread runs a GEMM. */
+void sv_gemm_bf16_set_kcp(int kcp);
+
 /* C (m, n) (row stride ldc) = A (m, r) * B (r, n), or += when accumulate, with B given packed
  * (sv_gemm_bf16_pack over all n columns with the same n, r). scratch: 64-byte aligned,
  * sv_gemm_bf16_scratch_bytes() bytes, private to the calling thread. m, n, r >= 0; with
