@@ -70,6 +70,56 @@ static inline uint8_t clip8(int32_t v) {
     return (uint8_t)(v >> PRECISION_BITS);
 }
 
+/* The group tables of the 3-channel VBMI pass (sv_resample_scratch): the largest group size up
+ * to 5 whose every group reads at most 64 bytes (21 pixels), counting each output's real taps
+ * (past them the taps are zero, and the lanes may index anything). */
+static void plan_groups(sv_resample_scratch *s) {
+    const int out = s->out, ksx = s->ksx;
+    s->gsz = s->ngroup = 0;
+    if (s->c != 3) return;
+    int g = 5;
+    for (; g >= 1; g--) {
+        int fits = 1;
+        for (int o0 = 0; o0 < out && fits; o0 += g) {
+            int lo = s->bx[2 * o0], hi = lo;
+            for (int o = o0; o < o0 + g && o < out; o++) {
+                int a = s->bx[2 * o], e = a + s->bx[2 * o + 1];
+                lo = a < lo ? a : lo;
+                hi = e > hi ? e : hi;
+            }
+            fits = (hi - lo) * 3 <= 64;
+        }
+        if (fits) break;
+    }
+    if (g < 1) return;
+    s->gsz = g;
+    s->ngroup = (out + g - 1) / g;
+    for (int gi = 0; gi < s->ngroup; gi++) {
+        const int o0 = gi * g, n = out - o0 < g ? out - o0 : g;
+        int lo = s->bx[2 * o0], hi = lo;
+        for (int o = o0; o < o0 + n; o++) {
+            int a = s->bx[2 * o], e = a + s->bx[2 * o + 1];
+            lo = a < lo ? a : lo;
+            hi = e > hi ? e : hi;
+        }
+        int32_t *info = s->ginfo + 4 * (size_t)gi;
+        info[0] = lo;
+        info[1] = (hi - lo) * 3;
+        info[2] = o0;
+        info[3] = n;
+        uint8_t *idx = s->gidx + 64 * (size_t)gi;
+        memset(idx, 0, 64);
+        int32_t *k = s->gk + (size_t)gi * 16 * (size_t)ksx;
+        memset(k, 0, sizeof(int32_t) * 16 * (size_t)ksx);
+        for (int i = 0; i < n; i++)
+            for (int ch = 0; ch < 3; ch++) {
+                const int l = 3 * i + ch;
+                idx[4 * l] = (uint8_t)((s->bx[2 * (o0 + i)] - lo) * 3 + ch);
+                for (int t = 0; t < s->bx[2 * (o0 + i) + 1]; t++) k[16 * t + l] = s->kx[(size_t)(o0 + i) * ksx + t];
+            }
+    }
+}
+
 sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0, int clip_y0, int clip_x1, int clip_y1,
                            int out, int c, int flip, sv_interp interp) {
     if (out < 1 || out > 1024 || c < 1 || c > 4)
@@ -84,7 +134,9 @@ sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0,
     if (rows > clip_y1 - clip_y0) rows = clip_y1 - clip_y0;
     size_t img = (size_t)out * (size_t)out * (size_t)c;
     int npair = (ksx + 1) / 2;
+    /* the group tables are sized for groups of one output (the most groups a plan can have) */
     size_t need = sizeof(int32_t) * (size_t)out * (4 + (size_t)ksx + (size_t)ksy + 8 * (size_t)npair) +
+        sizeof(int32_t) * (size_t)out * (4 + 16 * (size_t)ksx) + 64 * (size_t)out +
         (size_t)rows * (size_t)out * (size_t)c + 2 * img + 64 * 4 + 16;
     if (need > s->cap) {
         void *p = realloc(s->mem, need);
@@ -103,7 +155,10 @@ sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0,
     s->ky = s->kx + (size_t)out * (size_t)ksx;
     s->kp = s->ky + (size_t)out * (size_t)ksy;
     s->npair = npair;
-    uint8_t *p8 = (uint8_t *)(s->kp + (size_t)out * 8 * (size_t)npair);
+    s->ginfo = s->kp + (size_t)out * 8 * (size_t)npair;
+    s->gk = s->ginfo + 4 * (size_t)out;
+    s->gidx = (uint8_t *)(s->gk + (size_t)out * 16 * (size_t)ksx);
+    uint8_t *p8 = s->gidx + 64 * (size_t)out;
     s->img = p8;
     s->img2 = s->img + img;
     s->tmp = s->img2 + img;
@@ -151,6 +206,7 @@ sv_status sv_resample_plan(sv_resample_scratch *s, const sv_box *b, int clip_x0,
             memcpy(kp + 8 * q, v, sizeof v);
         }
     }
+    plan_groups(s);
     s->x0 = x0 + clip_x0;
     s->x1 = x1 + clip_x0;
     s->y0 = y0 + clip_y0;
@@ -244,6 +300,40 @@ __attribute__((target("avx2"))) static void hpass3_avx2(const sv_resample_scratc
     }
 }
 
+/* 3 channels with AVX-512 VBMI: a group of up to 5 outputs (15 lanes: pixel, channel) per
+ * 512-bit accumulator. The group's source bytes (at most 64) are loaded once per row (masked:
+ * nothing past them is touched); each tap moves every lane's byte into place with one VPERMB
+ * (zero-extended to 32 bits by the zeroing mask) and adds its exact 32-bit product, the
+ * lanes' byte offsets stepping by one pixel per tap. Taps past an output's own count weigh 0,
+ * so whatever byte such a lane picks does not matter. Same integer sums as the other passes. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
+hpass3_vbmi(const sv_resample_scratch *s, const uint8_t *src, int ox, int oy, size_t stride) {
+    const int out = s->out, ksx = s->ksx, rows = s->y1 - s->y0, ng = s->ngroup;
+    const size_t row = (size_t)out * 3;
+    const __m512i half = _mm512_set1_epi32(1 << (PRECISION_BITS - 1)), three = _mm512_set1_epi8(3);
+    const __mmask64 low_bytes = 0x1111111111111111ULL;
+    for (int y = 0; y < rows; y++) {
+        const uint8_t *sr = src + (size_t)(s->y0 + y - oy) * stride;
+        uint8_t *tr = s->tmp + (size_t)y * row;
+        for (int g = 0; g < ng; g++) {
+            const int32_t *info = s->ginfo + 4 * (size_t)g;
+            const __mmask64 lm = info[1] >= 64 ? ~0ULL : (1ULL << info[1]) - 1;
+            const __m512i win = _mm512_maskz_loadu_epi8(lm, sr + (size_t)(info[0] - ox) * 3);
+            __m512i idx = _mm512_loadu_si512(s->gidx + 64 * (size_t)g), acc = half;
+            const int32_t *k = s->gk + (size_t)g * 16 * (size_t)ksx;
+            for (int t = 0; t < ksx; t++, idx = _mm512_add_epi8(idx, three)) {
+                __m512i v = _mm512_maskz_permutexvar_epi8(low_bytes, idx, win);
+                acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(v, _mm512_loadu_si512(k + 16 * t)));
+            }
+            /* clip8: clamp(acc >> 22, 0, 255) */
+            __m512i a = _mm512_max_epi32(_mm512_srai_epi32(acc, PRECISION_BITS), _mm512_setzero_si512());
+            _mm_mask_storeu_epi8(tr + 3 * (size_t)info[2], (__mmask16)((1u << (3 * info[3])) - 1),
+                                 _mm512_cvtusepi32_epi8(a));
+        }
+    }
+}
+__attribute__((target("avx512f,avx512bw"))) static void vpass_avx512(const sv_resample_scratch *s) { vpass_generic(s); }
+
 __attribute__((target("avx2"))) static void vpass_avx2(const sv_resample_scratch *s) { vpass_generic(s); }
 __attribute__((target("avx2"))) static void hpass_avx2(const sv_resample_scratch *s, const uint8_t *src, int ox, int oy,
                                                        size_t stride) {
@@ -267,6 +357,15 @@ void sv_resample_run_portable(sv_resample_scratch *s, const uint8_t *src, int ox
 
 void sv_resample_run(sv_resample_scratch *s, const uint8_t *src, int ox, int oy, size_t stride) {
 #ifdef SV_HAVE_AVX2_PATH
+    if (__builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl")) {
+        if (s->gsz)
+            hpass3_vbmi(s, src, ox, oy, stride);
+        else
+            hpass_avx2(s, src, ox, oy, stride);
+        vpass_avx512(s);
+        return;
+    }
     if (__builtin_cpu_supports("avx2")) {
         hpass_avx2(s, src, ox, oy, stride);
         vpass_avx2(s);

@@ -35,6 +35,14 @@ typedef struct sv_resample_scratch {
     int ksx, ksy;               /* taps per table row */
     int32_t *kp;                /* horizontal taps in pairs, 8 lanes per pair (3-channel SIMD) */
     int npair;
+    /* 3-channel AVX-512 VBMI pass: outputs in groups of `gsz` (<= 5: 15 of 16 lanes), each
+     * group's source pixels within one 64-byte window. gsz 0: that pass does not apply. Per
+     * group g: ginfo[4g..4g+3] = first source pixel of the window, bytes of the window, first
+     * output, outputs; gidx + 64g: lane l's byte offset in the window at tap 0 in byte 4l;
+     * gk + 16 (g ksx + t): the lanes' fixed-point taps t. */
+    int gsz, ngroup;
+    int32_t *ginfo, *gk;
+    uint8_t *gidx;
     int x0, y0, x1, y1;  /* source pixels read by the plan */
     uint8_t *tmp;        /* horizontally filtered rows (y1 - y0, out, c) */
     uint8_t *img, *img2; /* (out, out, c) output of run and scratch of the same size */
