@@ -20,6 +20,8 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
         {"src", SV_FLAG_STR, &o.src, 0, 0, "source directory (fashion-mnist default: " SV_FASHION_MNIST_DIR ")", 0},
         {"format", SV_FLAG_STR, &format, 0, 0, "folder (ImageFolder tree) | tar (WebDataset shards)", 0},
         {"quality", SV_FLAG_INT, &o.quality, 1, 100, "JPEG quality", 0},
+        {"restart-mcus", SV_FLAG_INT, &o.restart_mcus, 0, 65535,
+         "restart markers every at most N MCUs (region decodes skip what lies outside the crop; 0 = none)", 0},
         {"shard-size", SV_FLAG_INT, &o.shard_size, 1, 1 << 30, "tar: samples per shard", 0},
         {"limit", SV_FLAG_I64, &limit, 0, 1e12, "at most this many samples per split (0 = all)", 0},
         {"classes", SV_FLAG_INT, &o.classes, 1, 100000, "synthetic: number of classes", 0},

@@ -10,6 +10,7 @@
 #include <jpeglib.h>
 
 #include "core/checked.h"
+#include "data/jpeg_restart.h"
 
 void sv_jpeg_ctx_init(sv_jpeg_ctx *c) { memset(c, 0, sizeof *c); }
 
@@ -21,6 +22,7 @@ void sv_jpeg_ctx_free(sv_jpeg_ctx *c) {
     if (c->enc) tjDestroy(c->enc);
     free(c->pix);
     free(c->jbuf);
+    free(c->sub);
     memset(c, 0, sizeof *c);
 }
 
@@ -171,7 +173,9 @@ typedef struct lj_state {
     struct jpeg_progress_mgr pm; /* counts scans: SV_JPEG_MAX_SCANS */
     jmp_buf jb;
     char msg[JMSG_LENGTH_MAX];
-    int open; /* a header has been read and the decode not yet finished */
+    int open;            /* a header has been read and the decode not yet finished */
+    const uint8_t *data; /* the stream of the open header (borrowed) */
+    size_t len;
 } lj_state;
 
 static void lj_error_exit(j_common_ptr ci) {
@@ -255,6 +259,8 @@ static void lj_header(lj_state *s, lj_args *a) {
     jpeg_mem_src(d, a->data, (unsigned long)a->len);
     jpeg_read_header(d, TRUE);
     s->open = 1;
+    s->data = a->data;
+    s->len = a->len;
     if (!has_eoi(d->src->next_input_byte, (size_t)(a->data + a->len - d->src->next_input_byte))) {
         a->st = SV_FAIL(SV_ERR_CORRUPT, "JPEG decode: truncated file (no end-of-image marker)");
         return;
@@ -273,17 +279,40 @@ static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
         return;
     }
     const int channels = a->channels;
+    /* Fancy (triangle) chroma upsampling treats the cut as an image edge: the first/last output
+     * row or column of a cropped or resumed decode can differ from a full decode. Two pixels of
+     * margin keep that off the request (tested against full decodes). */
+    const int mx = 2, my = 2;
+    int rx0 = a->x0 - mx, rx1 = a->x1 + mx;
+    /* libjpeg upsamples a chroma row of 2 samples or fewer by replication, not the triangle: a
+     * decoded width of at least two MCUs keeps a region at the right edge from getting that */
+    const int min_w = 16 * d->max_h_samp_factor;
+    if (rx1 - rx0 < min_w) rx0 = rx1 - min_w;
+    /* a stream with restart markers: decode only the intervals over the region (same pixels) */
+    int ox = 0, oy = 0, full_w = 0, full_h = 0;
+    if (a->denom == 1 && !d->progressive_mode && !d->arith_code && d->restart_interval > 0 &&
+        d->comps_in_scan == d->num_components) {
+        const int one = d->num_components == 1;
+        sv_jpeg_rst_layout lay = {(int)d->image_width, (int)d->image_height, one ? 8 : 8 * d->max_h_samp_factor,
+                                  one ? 8 : 8 * d->max_v_samp_factor, (int)d->restart_interval};
+        sv_jpeg_rst_sub sub;
+        int got = sv_jpeg_restart_sub(s->data, s->len, &lay, rx0, a->y0 - my, rx1, a->y1 + my, &c->sub, &c->sub_cap,
+                                      &sub, &a->st);
+        if (got < 0) return;
+        if (got > 0) {
+            jpeg_abort_decompress(d);
+            jpeg_mem_src(d, c->sub, (unsigned long)sub.len);
+            jpeg_read_header(d, TRUE);
+            ox = sub.sx, oy = sub.sy, full_w = lay.w, full_h = lay.h;
+        }
+    }
     d->out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
     d->scale_num = 1;
     d->scale_denom = (unsigned)a->denom;
     jpeg_start_decompress(d);
     int fw = (int)d->output_width, fh = (int)d->output_height;
-    /* Fancy (triangle) chroma upsampling treats the cut as an image edge: the first/last output
-     * row or column of a cropped or resumed decode can differ from a full decode. Two pixels of
-     * margin keep that off the request (tested against full decodes). */
-    const int mx = 2, my = 2;
-    int x0 = clampi(a->x0 - mx, 0, fw), x1 = clampi(a->x1 + mx, 0, fw);
-    int y0 = clampi(a->y0 - my, 0, fh), y1 = clampi(a->y1 + my, 0, fh);
+    int x0 = clampi(rx0 - ox, 0, fw), x1 = clampi(rx1 - ox, 0, fw);
+    int y0 = clampi(a->y0 - my - oy, 0, fh), y1 = clampi(a->y1 + my - oy, 0, fh);
     if (x1 <= x0) x0 = 0, x1 = fw;
     if (y1 <= y0) y0 = 0, y1 = fh;
     JDIMENSION cx = (JDIMENSION)x0, cw = (JDIMENSION)(x1 - x0);
@@ -311,7 +340,10 @@ static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
      * Rows below a region that stops higher are never decoded: the data there only matters for
      * truncation, which lj_header caught before decoding. */
     if (y1 == fh) jpeg_finish_decompress(d);
-    *a->r = (sv_jpeg_region){c->pix, (int)cx, y0, (int)cw, y1 - y0, fw, fh};
+    if (full_w) /* back to the whole image's coordinates */
+        *a->r = (sv_jpeg_region){c->pix, (int)cx + ox, y0 + oy, (int)cw, y1 - y0, full_w, full_h};
+    else
+        *a->r = (sv_jpeg_region){c->pix, (int)cx, y0, (int)cw, y1 - y0, fw, fh};
 }
 
 /* The setjmp frame: nothing here changes after setjmp, so nothing can be clobbered. */

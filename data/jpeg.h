@@ -21,6 +21,8 @@ typedef struct sv_jpeg_ctx {
     size_t pix_cap;
     uint8_t *jbuf; /* encoder output */
     size_t jbuf_cap;
+    uint8_t *sub; /* the restart intervals a region decode reads (data/jpeg_restart.h) */
+    size_t sub_cap;
 } sv_jpeg_ctx;
 
 /* Decode-cost bound: a JPEG with more scans than this is refused (SV_ERR_CORRUPT, message "more
@@ -59,7 +61,10 @@ typedef struct sv_jpeg_region {
  * outside are not inverse-transformed (jpeg_crop_scanline), rows below are not decoded at all.
  * The returned region may be larger than asked (iMCU alignment plus a margin that keeps chroma
  * upsampling at the cut away from the requested pixels): inside the request the pixels equal
- * those of sv_jpeg_decode. Errors: as sv_jpeg_decode for everything up to the region's last
+ * those of sv_jpeg_decode. A sequential JPEG with restart markers (whole MCU rows per interval,
+ * or intervals dividing an MCU row) at scale 1 is cut first: only the restart intervals that
+ * cover the region are entropy-decoded (data/jpeg_restart.h), the rows above and the columns
+ * beside them are not even Huffman-decoded; the pixels are the same. Errors: as sv_jpeg_decode for everything up to the region's last
  * row, and SV_ERR_CORRUPT for a file without an end-of-image marker after its scan data (cut
  * short anywhere); corrupt entropy data below the region goes unnoticed (it is not used). A
  * stream with more than SV_JPEG_MAX_SCANS scans stops with SV_ERR_CORRUPT as libjpeg reaches

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "data/dataset.h"
 #include "data/jpeg.h"
+#include "data/jpeg_restart.h"
 #include "data/synth.h"
 
 const char *const sv_fashion_mnist_classes[10] = {"T-shirt_top", "Trouser", "Pullover", "Dress", "Coat",
@@ -88,6 +89,8 @@ static int marker_opts(const sv_prep_opts *o, const char *what, char *buf, size_
     if (n >= 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, "format %s\nquality %d\n", o->format == SV_PREP_TAR ? "tar" : "folder",
                       o->quality);
+    if (o->restart_mcus > 0 && n >= 0 && (size_t)n < cap) /* absent when 0: older imports match */
+        n += snprintf(buf + n, cap - (size_t)n, "restart-mcus %d\n", o->restart_mcus);
     if (o->format == SV_PREP_TAR && n >= 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, "shard-size %d\n", o->shard_size > 0 ? o->shard_size : 10000);
     if (!synth && n >= 0 && (size_t)n < cap)
@@ -450,6 +453,8 @@ static sv_status sink_put(sink *s, const uint8_t *pix, int w, int h, int channel
     const uint8_t *jpg;
     size_t len;
     SV_TRY(sv_jpeg_encode(&s->jc, pix, w, h, channels, s->o->quality, 0, &jpg, &len));
+    if (s->o->restart_mcus > 0) /* the same coefficients, cut into restart intervals */
+        SV_TRY(sv_jpeg_add_restarts(&s->jc, jpg, len, s->o->restart_mcus, 1, &jpg, &len));
     char p[8192];
     if (s->o->format == SV_PREP_FOLDER) {
         snprintf(p, sizeof p, "%s/%s/%s/%0*llu.jpg", s->job->work, s->split, s->names[label], s->width,

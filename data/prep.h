@@ -33,9 +33,11 @@ typedef struct sv_prep_opts {
     const char *src; /* source directory (idx/cifar); NULL = Debian's fashion-mnist dir */
     const char *out; /* output directory: missing or empty (see above) */
     sv_prep_format format;
-    int quality;    /* JPEG quality 1..100 [95] */
-    int shard_size; /* tar: samples per shard [10000] */
-    uint64_t limit; /* at most this many samples per split; 0 = all */
+    int quality;      /* JPEG quality 1..100 [95] */
+    int restart_mcus; /* restart markers every at most this many MCUs, an interval the region
+                       * decoder cuts at (data/jpeg_restart.h); 0 = none [0] */
+    int shard_size;   /* tar: samples per shard [10000] */
+    uint64_t limit;   /* at most this many samples per split; 0 = all */
     /* synthetic set */
     int classes;        /* [10] */
     int per_class;      /* train images per class [100] */

@@ -69,6 +69,16 @@ printf '\xef\xbb\xbfmodel = "vit-28"\ndepth = 1\ndim = 24\nheads = 2\nbatch-size
 grep -qx "data = \"$tmp/rel_ds/train\"" "$tmp/rel_run/config.toml" &&
     grep -qx "save-params = \"$tmp/rel.bin\"" "$tmp/rel_run/config.toml" ||
     fail "relative --data / --save-params not recorded as absolute paths: $(grep -E '^(data|save-params)' "$tmp/rel_run/config.toml")"
+# prep --restart-mcus: JPEGs with restart markers (3 at 64 px wide, 4 MCUs a row: every 2 MCUs), recorded in
+# the marker, and training reads them (region decodes cut at the markers)
+"$SV" prep synthetic --out "$tmp/rst_ds" --classes 2 --per-class 3 --test-per-class 1 --width 64 --height 48 \
+    --restart-mcus 3 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "prep --restart-mcus"; }
+grep -qx "restart-mcus 3" "$tmp/rst_ds/.shardvit-prep" || fail "prep --restart-mcus not recorded"
+f=$(ls "$tmp"/rst_ds/train/*/*.jpg | head -1)
+od -An -tx1 -v "$f" | tr -s ' \n' ' ' | grep -q "ff dd 00 04 00 02" || fail "no DRI of 2 MCUs in $f"
+[ "$(od -An -tx1 -v "$f" | tr -s ' \n' ' ' | grep -o "ff d[0-7]" | wc -l)" -ge 5 ] || fail "no restart markers in $f"
+"$SV" train --data "$tmp/rst_ds/train" --model vit-28 --dim 24 --depth 1 --heads 2 --batch-size 4 --steps 1 \
+    --out "$tmp/rst_run" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train on JPEGs with restart markers"; }
 printf 'bogus = 1\n' >"$tmp/bad.toml"
 err=$("$SV" train --config "$tmp/bad.toml" 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && grep -q "unknown key 'bogus'" <<<"$err" || fail "bad config key: rc $rc $err"
