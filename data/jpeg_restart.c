@@ -75,6 +75,7 @@ int sv_jpeg_restart_sub(const uint8_t *p, size_t n, const sv_jpeg_rst_layout *la
     if (ra == 0 && ca == 0 && cb == cols) return 0; /* the plain region decode reads the same */
     const long last = (long)(rb - 1) * cols + (cb - 1);
 
+    if (last + 1 > (long)(n / 2)) return 0; /* more intervals than the data has room for markers */
     size_t sof, es;
     if (!find_scan(p, n, &sof, &es)) return 0;
     /* start of every interval up to `last`, and the end of `last` */

@@ -120,7 +120,7 @@ static void check_image(int w, int h, int ss, int mcu_w, uint64_t seed) {
         CHECK(rw == w && rh == h && !memcmp(full, ref, (size_t)w * h * ch)); /* lossless */
         unsigned long cuts = check_regions(&rst, ref, w, h, ch, seed + t);
         printf("%dx%d %s, restart every %d MCUs: %zu -> %zu bytes, %lu of 60 regions cut\n", w, h,
-               ss == TJSAMP_GRAY  ? "gray"
+               ss == TJSAMP_GRAY      ? "gray"
                    : ss == TJSAMP_444 ? "4:4:4"
                    : ss == TJSAMP_422 ? "4:2:2"
                                       : "4:2:0",
@@ -140,7 +140,8 @@ static void check_image(int w, int h, int ss, int mcu_w, uint64_t seed) {
         img rst = copy_of(out, len);
         int want = 4;
         while (mpr % want) want--;
-        CHECK(count_rst(&rst) == (mpr / want) * ((h + (ss == TJSAMP_420 ? 16 : 8) - 1) / (ss == TJSAMP_420 ? 16 : 8)) - 1);
+        CHECK(count_rst(&rst) ==
+              (mpr / want) * ((h + (ss == TJSAMP_420 ? 16 : 8) - 1) / (ss == TJSAMP_420 ? 16 : 8)) - 1);
         CHECK(check_regions(&rst, ref, w, h, ch, seed + 7) >= 40);
         free(rst.jpg);
     }
