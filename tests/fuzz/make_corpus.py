@@ -3,7 +3,9 @@
 
 Seeds are small valid inputs (so the fuzzer starts deep inside each format) plus hand-made
 hostile ones (path traversal, absurd sizes, giant image dimensions). Inputs that once crashed a
-parser are added by hand as crash-<what> files and are never regenerated here. Needs Pillow
+parser are added by hand as crash-<what> files and are never regenerated here; so are the
+jpeg/restart-* seeds (JPEGs with restart markers, which Debian's Pillow cannot write: written by
+`shardvit prep synthetic|fashion-mnist --restart-mcus N`, plus the transform byte). Needs Pillow
 (Debian's python3-pil) for the JPEG seeds. Usage: /usr/bin/python3 tests/fuzz/make_corpus.py
 """
 import io
