@@ -1,5 +1,6 @@
-/* shardvit prep: import IDX (MNIST, Fashion-MNIST), CIFAR binaries, or generate a synthetic
- * ImageNet-like set, as JPEG ImageFolder trees or WebDataset tar shards. */
+/* shardvit prep: import IDX (MNIST, Fashion-MNIST), CIFAR binaries or an existing ImageFolder tree
+ * of JPEGs, or generate a synthetic ImageNet-like set, as JPEG ImageFolder trees or WebDataset tar
+ * shards. */
 #include <stdio.h>
 #include <string.h>
 
@@ -17,13 +18,19 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
     /* clang-format off: one flag per line */
     sv_flag flags[] = {
         {"out", SV_FLAG_STR, &o.out, 0, 0, "output directory (required)", 0},
-        {"src", SV_FLAG_STR, &o.src, 0, 0, "source directory (fashion-mnist default: " SV_FASHION_MNIST_DIR ")", 0},
+        {"src", SV_FLAG_STR, &o.src, 0, 0,
+         "source directory (fashion-mnist default: " SV_FASHION_MNIST_DIR "; imagefolder: "
+         "SRC holding train/<class>/*.jpg, and val/ or test/ alike)",
+         0},
         {"format", SV_FLAG_STR, &format, 0, 0, "folder (ImageFolder tree) | tar (WebDataset shards)", 0},
-        {"quality", SV_FLAG_INT, &o.quality, 1, 100, "JPEG quality", 0},
+        {"quality", SV_FLAG_INT, &o.quality, 1, 100, "JPEG quality (not imagefolder: it copies the JPEGs)", 0},
         {"restart-mcus", SV_FLAG_INT, &o.restart_mcus, 0, 65535,
-         "restart markers every at most N MCUs (region decodes skip what lies outside the crop; 0 = none)", 0},
+         "restart markers every at most N MCUs (region decodes skip what lies outside the crop; 0 = none; "
+         "imagefolder: a lossless rewrite, else the bytes are copied)",
+         0},
         {"shard-size", SV_FLAG_INT, &o.shard_size, 1, 1 << 30, "tar: samples per shard", 0},
-        {"limit", SV_FLAG_I64, &limit, 0, 1e12, "at most this many samples per split (0 = all)", 0},
+        {"limit", SV_FLAG_I64, &limit, 0, 1e12,
+         "at most this many samples per split (0 = all; imagefolder: spread over the classes)", 0},
         {"classes", SV_FLAG_INT, &o.classes, 1, 100000, "synthetic: number of classes", 0},
         {"per-class", SV_FLAG_INT, &o.per_class, 1, 1 << 24, "synthetic: train images per class", 0},
         {"test-per-class", SV_FLAG_INT, &o.test_per_class, 0, 1 << 24, "synthetic: test images per class", 0},
@@ -32,16 +39,21 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
         {"seed", SV_FLAG_I64, &seed, 0, 9.2e18, "synthetic: content seed", 0},
         SV_FLAG_END};
     /* clang-format on */
-    sv_cmd_spec spec = {"prep", "shardvit prep fashion-mnist|mnist|cifar10|cifar100|synthetic --out DIR [flags]",
+    sv_cmd_spec spec = {"prep",
+                        "shardvit prep fashion-mnist|mnist|cifar10|cifar100|synthetic|imagefolder --out DIR [flags]",
                         "Convert a dataset into JPEG files shardvit trains on: DIR/train/<class>/*.jpg and "
                         "DIR/test/<class>/*.jpg (or tar shards with --format tar), plus DIR/classes.txt and "
                         "DIR/" SV_PREP_MARKER " (written last). DIR must be new or empty; a DIR holding the same "
-                        "import is left as it is, anything else is refused.",
+                        "import is left as it is, anything else is refused. Datasets: fashion-mnist, mnist (IDX "
+                        "files), cifar10, cifar100 (binary batches), synthetic (generated), imagefolder (an "
+                        "ImageFolder tree of JPEGs, --src SRC: SRC/train/<class>/*.jpg and, if present, SRC/val or "
+                        "else SRC/test, which becomes DIR/test; each file is checked by decoding it and copied "
+                        "unchanged, or rewritten losslessly with --restart-mcus N).",
                         1};
     char *pos[1];
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, 1,
-                          "missing dataset (fashion-mnist|mnist|cifar10|cifar100|synthetic)");
+                          "missing dataset (fashion-mnist|mnist|cifar10|cifar100|synthetic|imagefolder)");
     if (rc >= 0) return rc;
     if (!o.out) return sv_cmd_usage_error("prep", "--out: missing (output directory)");
     if (!strcmp(format, "folder"))
@@ -54,19 +66,31 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
     o.seed = (uint64_t)seed;
     const char *what = pos[0];
     if (strcmp(what, "fashion-mnist") && strcmp(what, "mnist") && strcmp(what, "cifar10") && strcmp(what, "cifar100") &&
-        strcmp(what, "synthetic"))
-        return sv_cmd_usage_error("prep", "unknown dataset '%s' (fashion-mnist|mnist|cifar10|cifar100|synthetic)",
-                                  what);
+        strcmp(what, "synthetic") && strcmp(what, "imagefolder"))
+        return sv_cmd_usage_error(
+            "prep", "unknown dataset '%s' (fashion-mnist|mnist|cifar10|cifar100|synthetic|imagefolder)", what);
     if (!strcmp(what, "mnist") && !o.src)
         return sv_cmd_usage_error("prep", "--src: required for mnist (directory of the IDX files)");
     if (!strncmp(what, "cifar", 5) && !o.src)
         return sv_cmd_usage_error("prep", "--src: required for %s (directory of the binary batches)", what);
+    if (!strcmp(what, "imagefolder") && !o.src)
+        return sv_cmd_usage_error("prep", "--src: required for imagefolder (the directory holding train/<class>/)");
     /* flags that would be ignored are refused: the user asked for something prep would not do */
     if (!strcmp(what, "synthetic") && (o.limit || o.src))
         return sv_cmd_usage_error("prep",
                                   "%s does not apply to synthetic (its sizes are --classes, --per-class and "
                                   "--test-per-class)",
                                   o.limit ? "--limit" : "--src");
+    if (!strcmp(what, "imagefolder")) { /* it copies what the source holds */
+        static const char *const synth_only[] = {"classes", "per-class", "test-per-class", "width",
+                                                 "height",  "seed",      "quality"};
+        for (size_t i = 0; i < sizeof synth_only / sizeof *synth_only; i++)
+            if (sv_flag_seen(flags, synth_only[i]))
+                return sv_cmd_usage_error("prep",
+                                          "--%s does not apply to imagefolder (it copies the source's JPEG files, "
+                                          "their classes and sizes as they are)",
+                                          synth_only[i]);
+    }
     if (o.format != SV_PREP_TAR && o.shard_size != sv_prep_opts_default().shard_size)
         SV_WARN("prep: --shard-size applies to --format tar; the image folders ignore it");
     /* never into a checkpoint: its retention (--keep) deletes step directories */
@@ -87,6 +111,8 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
         st = sv_prep_idx(&o, !strcmp(what, "fashion-mnist"));
     else if (!strncmp(what, "cifar", 5))
         st = sv_prep_cifar(&o, !strcmp(what, "cifar10") ? 10 : 100);
+    else if (!strcmp(what, "imagefolder"))
+        st = sv_prep_imagefolder(&o);
     else
         st = sv_prep_synthetic(&o);
     if (st != SV_OK) return sv_app_fail("prep", st);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "data/dataset.h"
 #include "data/jpeg.h"
 #include "data/jpeg_restart.h"
+#include "data/prep_impl.h"
 #include "data/synth.h"
 
 const char *const sv_fashion_mnist_classes[10] = {"T-shirt_top", "Trouser", "Pullover", "Dress", "Coat",
@@ -66,29 +68,20 @@ sv_prep_opts sv_prep_opts_default(void) {
  * failed import removes what it created (the work directory, the splits and shards it moved,
  * classes.txt, the directory if it made it). */
 
-typedef struct prep_job {
-    sv_prep_opts *o;
-    char marker[8192]; /* the options part of the marker */
-    char work[4096];   /* OUT/.prep.tmp-XXXXXXXX: the splits are written here, moved into OUT at the end */
-    int created_out;   /* this import made o->out */
-    int work_made;     /* made the work directory */
-    int split_made[2]; /* folder: made WORK/train, WORK/test */
-    int shards[2];     /* tar: shards created per split */
-    int moved[2];      /* the split (folder) or all its shards (tar) are in OUT */
-    int classes_made;  /* made OUT/classes.txt */
-} prep_job;
-
 static int is_idx(const char *what) { return !strcmp(what, "fashion-mnist") || !strcmp(what, "mnist"); }
 
 /* The options part of the marker; -1 when it does not fit (a --src path of ~8 KiB). */
 static int marker_opts(const sv_prep_opts *o, const char *what, char *buf, size_t cap) {
-    int synth = !strcmp(what, "synthetic");
+    int synth = !strcmp(what, "synthetic"), folder = !strcmp(what, "imagefolder");
     const char *src = o->src ? o->src : is_idx(what) ? SV_FASHION_MNIST_DIR : "";
+    char abs[PATH_MAX];
+    if (folder && o->src && realpath(o->src, abs)) src = abs; /* the same tree from any cwd or link */
     int n = snprintf(buf, cap, "shardvit-prep 1\ndataset %s\n", what);
     if (!synth && n >= 0 && (size_t)n < cap) n += snprintf(buf + n, cap - (size_t)n, "src %s\n", src);
     if (n >= 0 && (size_t)n < cap)
-        n += snprintf(buf + n, cap - (size_t)n, "format %s\nquality %d\n", o->format == SV_PREP_TAR ? "tar" : "folder",
-                      o->quality);
+        n += snprintf(buf + n, cap - (size_t)n, "format %s\n", o->format == SV_PREP_TAR ? "tar" : "folder");
+    if (!folder && n >= 0 && (size_t)n < cap) /* imagefolder copies the JPEGs: no quality */
+        n += snprintf(buf + n, cap - (size_t)n, "quality %d\n", o->quality);
     if (o->restart_mcus > 0 && n >= 0 && (size_t)n < cap) /* absent when 0: older imports match */
         n += snprintf(buf + n, cap - (size_t)n, "restart-mcus %d\n", o->restart_mcus);
     if (o->format == SV_PREP_TAR && n >= 0 && (size_t)n < cap)
@@ -230,7 +223,7 @@ sv_status sv_prep_check_out(sv_prep_opts *o, const char *what, int *done) {
 }
 
 /* Claim o->out for this import: *done = 1 when it already holds it (nothing to do). */
-static sv_status prep_begin(prep_job *j, sv_prep_opts *o, const char *what, int *done) {
+sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *done) {
     memset(j, 0, sizeof *j);
     j->o = o;
     o->reused = 0;
@@ -294,7 +287,7 @@ static sv_status make_dir(const char *path, int fresh) {
 
 /* The finished splits from the work directory into OUT (renames: a split appears in OUT whole
  * or not at all), then the work directory removed. */
-static sv_status move_splits(prep_job *j) {
+static sv_status move_splits(sv_prep_job *j) {
     static const char *const split[2] = {"train", "test"};
     char a[4400], b[4400];
     for (int s = 0; s < 2; s++) {
@@ -317,7 +310,7 @@ static sv_status move_splits(prep_job *j) {
 
 /* The splits into OUT, classes.txt, then the marker: the last file, so its presence means a
  * complete import. */
-static sv_status prep_finish(prep_job *j, const char *const *names, int K) {
+sv_status sv_prep_finish(sv_prep_job *j, const char *const *names, int K) {
     const sv_prep_opts *o = j->o;
     SV_TRY(move_splits(j));
     char p[4200];
@@ -339,7 +332,7 @@ static sv_status prep_finish(prep_job *j, const char *const *names, int K) {
 }
 
 /* A failed import: remove what it created (see above), keep the error message. */
-static sv_status prep_abort(prep_job *j, sv_status st) {
+sv_status sv_prep_abort(sv_prep_job *j, sv_status st) {
     const char *out = j->o->out;
     char p[4200], msg[2048];
     snprintf(msg, sizeof msg, "%s", sv_err_msg());
@@ -369,21 +362,8 @@ static sv_status prep_abort(prep_job *j, sv_status st) {
 
 /* ---- output sink: ImageFolder tree or WebDataset tar shards ----------------------------- */
 
-typedef struct sink {
-    const sv_prep_opts *o;
-    prep_job *job;
-    int split_ix; /* 0 train, 1 test */
-    const char *split;
-    const char *const *names;
-    int K;
-    sv_jpeg_ctx jc;
-    FILE *tar;
-    int shard;
-    uint64_t in_shard, count;
-    int width; /* digits of the index */
-} sink;
-
-static sv_status sink_open(sink *s, prep_job *j, int split_ix, const char *const *names, int K, uint64_t total) {
+sv_status sv_prep_sink_open(sv_prep_sink *s, sv_prep_job *j, int split_ix, const char *const *names, int K,
+                            uint64_t total) {
     memset(s, 0, sizeof *s);
     s->o = j->o;
     s->job = j;
@@ -425,7 +405,7 @@ static void tar_header(uint8_t h[512], const char *name, uint64_t size) {
     h[155] = ' ';
 }
 
-static sv_status tar_member(sink *s, const char *name, const void *data, size_t len) {
+static sv_status tar_member(sv_prep_sink *s, const char *name, const void *data, size_t len) {
     uint8_t h[512];
     static const uint8_t zeros[512];
     tar_header(h, name, len);
@@ -435,7 +415,7 @@ static sv_status tar_member(sink *s, const char *name, const void *data, size_t 
     return SV_OK;
 }
 
-static sv_status tar_close(sink *s) {
+static sv_status tar_close(sv_prep_sink *s) {
     if (!s->tar) return SV_OK;
     static const uint8_t zeros[1024];
     int bad = fwrite(zeros, 1, 1024, s->tar) != 1024;
@@ -446,15 +426,19 @@ static sv_status tar_close(sink *s) {
     return SV_OK;
 }
 
-static sv_status sink_put(sink *s, const uint8_t *pix, int w, int h, int channels, int label) {
-    if (label < 0 || label >= s->K)
-        return SV_FAIL(SV_ERR_FORMAT, "%s sample %llu: label %d not in 0..%d", s->split, (unsigned long long)s->count,
-                       label, s->K - 1);
+sv_status sv_prep_sink_put(sv_prep_sink *s, const uint8_t *pix, int w, int h, int channels, int label) {
     const uint8_t *jpg;
     size_t len;
     SV_TRY(sv_jpeg_encode(&s->jc, pix, w, h, channels, s->o->quality, 0, &jpg, &len));
     if (s->o->restart_mcus > 0) /* the same coefficients, cut into restart intervals */
         SV_TRY(sv_jpeg_add_restarts(&s->jc, jpg, len, s->o->restart_mcus, 1, &jpg, &len));
+    return sv_prep_sink_write(s, jpg, len, label);
+}
+
+sv_status sv_prep_sink_write(sv_prep_sink *s, const uint8_t *jpg, size_t len, int label) {
+    if (label < 0 || label >= s->K)
+        return SV_FAIL(SV_ERR_FORMAT, "%s sample %llu: label %d not in 0..%d", s->split, (unsigned long long)s->count,
+                       label, s->K - 1);
     char p[8192];
     if (s->o->format == SV_PREP_FOLDER) {
         snprintf(p, sizeof p, "%s/%s/%s/%0*llu.jpg", s->job->work, s->split, s->names[label], s->width,
@@ -486,7 +470,7 @@ static sv_status sink_put(sink *s, const uint8_t *pix, int w, int h, int channel
     return SV_OK;
 }
 
-static sv_status sink_close(sink *s, sv_status st) {
+sv_status sv_prep_sink_close(sv_prep_sink *s, sv_status st) {
     sv_status c = tar_close(s);
     sv_jpeg_ctx_free(&s->jc);
     return st != SV_OK ? st : c;
@@ -548,13 +532,13 @@ static uint32_t be32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static sv_status idx_split(prep_job *j, const char *src, const char *prefix, int split, const char *const *names,
+static sv_status idx_split(sv_prep_job *j, const char *src, const char *prefix, int split, const char *const *names,
                            uint64_t *count) {
     const sv_prep_opts *o = j->o;
     char ipath[4096], lpath[4096], base[128];
     gzFile fi = NULL, fl = NULL;
     uint8_t *img = NULL;
-    sink s = {0};
+    sv_prep_sink s = {0};
     sv_status st = SV_OK;
     snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
     uint64_t isize, lsize;
@@ -593,16 +577,16 @@ static sv_status idx_split(prep_job *j, const char *src, const char *prefix, int
         st = SV_FAIL(SV_ERR_OOM, "prep");
         goto done;
     }
-    SV_TRY_GOTO(st, sink_open(&s, j, split, names, 10, take), done);
+    SV_TRY_GOTO(st, sv_prep_sink_open(&s, j, split, names, 10, take), done);
     for (uint64_t i = 0; i < take && st == SV_OK; i++) {
         uint8_t lab;
         SV_TRY_GOTO(st, gz_read(fi, img, (size_t)rows * cols, ipath), done);
         SV_TRY_GOTO(st, gz_read(fl, &lab, 1, lpath), done);
-        st = sink_put(&s, img, (int)cols, (int)rows, 1, lab);
+        st = sv_prep_sink_put(&s, img, (int)cols, (int)rows, 1, lab);
     }
     *count = s.count;
 done:
-    if (s.o) st = sink_close(&s, st);
+    if (s.o) st = sv_prep_sink_close(&s, st);
     if (fi) gzclose(fi);
     if (fl) gzclose(fl);
     free(img);
@@ -613,15 +597,15 @@ sv_status sv_prep_idx(sv_prep_opts *o, int fashion) {
     const char *src = o->src ? o->src : SV_FASHION_MNIST_DIR;
     const char *const *names = fashion ? sv_fashion_mnist_classes : mnist_classes;
     const char *what = fashion ? "fashion-mnist" : "mnist";
-    prep_job j;
+    sv_prep_job j;
     int done;
-    SV_TRY(prep_begin(&j, o, what, &done));
+    SV_TRY(sv_prep_begin(&j, o, what, &done));
     if (done) return SV_OK;
     SV_INFO("prep %s: %s -> %s (%s)", what, src, o->out, o->format == SV_PREP_TAR ? "tar shards" : "image folders");
     sv_status st = idx_split(&j, src, "train", 0, names, &o->n_train);
     if (st == SV_OK) st = idx_split(&j, src, "t10k", 1, names, &o->n_test);
-    if (st == SV_OK) st = prep_finish(&j, names, 10);
-    if (st != SV_OK) return prep_abort(&j, st);
+    if (st == SV_OK) st = sv_prep_finish(&j, names, 10);
+    if (st != SV_OK) return sv_prep_abort(&j, st);
     SV_INFO("prep: wrote %llu train + %llu test images", (unsigned long long)o->n_train, (unsigned long long)o->n_test);
     return SV_OK;
 }
@@ -632,7 +616,8 @@ sv_status sv_prep_idx(sv_prep_opts *o, int fashion) {
  * most *left records. A batch without a record is corrupt (an empty file would otherwise import
  * as an empty split and exit 0); one of another record count than the release's `expect` is
  * imported with a warning (a subset made on purpose, or a file cut at a record boundary). */
-static sv_status cifar_file(sv_prep_opts *o, sink *s, const char *path, int fine, uint64_t expect, uint64_t *left) {
+static sv_status cifar_file(sv_prep_opts *o, sv_prep_sink *s, const char *path, int fine, uint64_t expect,
+                            uint64_t *left) {
     int fd;
     SV_TRY(sv_fileio_open_read(path, &fd, NULL)); /* guarded: a FIFO or device is refused */
     FILE *f = fdopen(fd, "rb");
@@ -653,7 +638,7 @@ static sv_status cifar_file(sv_prep_opts *o, sink *s, const char *path, int fine
         const uint8_t *planes = buf + (fine ? 2 : 1);
         for (int p = 0; p < 1024; p++) /* planar RGB -> interleaved */
             for (int c = 0; c < 3; c++) pix[3 * p + c] = planes[c * 1024 + p];
-        if ((st = sink_put(s, pix, 32, 32, 3, fine ? buf[1] : buf[0])) != SV_OK) break;
+        if ((st = sv_prep_sink_put(s, pix, 32, 32, 3, fine ? buf[1] : buf[0])) != SV_OK) break;
         (*left)--;
         n++;
     }
@@ -706,18 +691,18 @@ sv_status sv_prep_cifar(sv_prep_opts *o, int classes) {
     char **owned;
     const char *const *names;
     SV_TRY(cifar_names(o->src, classes, &owned, &names)); /* the source's names first: nothing written yet */
-    prep_job j;
+    sv_prep_job j;
     int done;
-    sv_status st = prep_begin(&j, o, classes == 10 ? "cifar10" : "cifar100", &done);
+    sv_status st = sv_prep_begin(&j, o, classes == 10 ? "cifar10" : "cifar100", &done);
     if (st != SV_OK || done) {
         free(owned);
         return st;
     }
     for (int split = 0; split < 2 && st == SV_OK; split++) {
-        sink s;
+        sv_prep_sink s;
         uint64_t left = o->limit ? o->limit : UINT64_MAX;
-        if ((st = sink_open(&s, &j, split, names, classes, 60000)) != SV_OK) {
-            st = sink_close(&s, st);
+        if ((st = sv_prep_sink_open(&s, &j, split, names, classes, 60000)) != SV_OK) {
+            st = sv_prep_sink_close(&s, st);
             break;
         }
         char p[4096];
@@ -731,10 +716,10 @@ sv_status sv_prep_cifar(sv_prep_opts *o, int classes) {
             st = cifar_file(o, &s, p, classes == 100, classes == 100 && !split ? 50000 : 10000, &left);
         }
         *(split ? &o->n_test : &o->n_train) = s.count;
-        st = sink_close(&s, st);
+        st = sv_prep_sink_close(&s, st);
     }
-    if (st == SV_OK) st = prep_finish(&j, names, classes);
-    if (st != SV_OK) st = prep_abort(&j, st);
+    if (st == SV_OK) st = sv_prep_finish(&j, names, classes);
+    if (st != SV_OK) st = sv_prep_abort(&j, st);
     free(owned);
     if (st == SV_OK)
         SV_INFO("prep cifar%d: wrote %llu train + %llu test images", classes, (unsigned long long)o->n_train,
@@ -749,9 +734,9 @@ sv_status sv_prep_synthetic(sv_prep_opts *o) {
         o->height < 8 || o->width > 8192 || o->height > 8192)
         return SV_FAIL(SV_ERR_INVALID, "prep synthetic: classes %d, per-class %d/%d, size %dx%d out of range",
                        o->classes, o->per_class, o->test_per_class, o->width, o->height);
-    prep_job j;
+    sv_prep_job j;
     int done;
-    SV_TRY(prep_begin(&j, o, "synthetic", &done));
+    SV_TRY(sv_prep_begin(&j, o, "synthetic", &done));
     if (done) return SV_OK;
     int K = o->classes;
     char **names = malloc((size_t)K * (sizeof(char *) + 24)); /* 24: room for any int, no truncation */
@@ -759,7 +744,7 @@ sv_status sv_prep_synthetic(sv_prep_opts *o) {
     if (!names || !pix) {
         free(names);
         free(pix);
-        return prep_abort(&j, SV_FAIL(SV_ERR_OOM, "prep synthetic"));
+        return sv_prep_abort(&j, SV_FAIL(SV_ERR_OOM, "prep synthetic"));
     }
     char *store = (char *)(names + K);
     for (int k = 0; k < K; k++) {
@@ -769,10 +754,10 @@ sv_status sv_prep_synthetic(sv_prep_opts *o) {
     sv_status st = SV_OK;
     for (int split = 0; split < 2 && st == SV_OK; split++) {
         int per = split ? o->test_per_class : o->per_class;
-        sink s;
+        sv_prep_sink s;
         uint64_t total = (uint64_t)K * (uint64_t)per;
-        if ((st = sink_open(&s, &j, split, (const char *const *)names, K, total)) != SV_OK) {
-            st = sink_close(&s, st);
+        if ((st = sv_prep_sink_open(&s, &j, split, (const char *const *)names, K, total)) != SV_OK) {
+            st = sv_prep_sink_close(&s, st);
             break;
         }
         /* test samples use indices after all train ones, so they are new images */
@@ -780,13 +765,13 @@ sv_status sv_prep_synthetic(sv_prep_opts *o) {
         for (uint64_t i = 0; i < total && st == SV_OK; i++) {
             int label = (int)(i % (uint64_t)K);
             sv_synth_render(o->seed, base + i, label, o->width, o->height, 3, pix);
-            st = sink_put(&s, pix, o->width, o->height, 3, label);
+            st = sv_prep_sink_put(&s, pix, o->width, o->height, 3, label);
         }
         *(split ? &o->n_test : &o->n_train) = s.count;
-        st = sink_close(&s, st);
+        st = sv_prep_sink_close(&s, st);
     }
-    if (st == SV_OK) st = prep_finish(&j, (const char *const *)names, K);
-    if (st != SV_OK) st = prep_abort(&j, st);
+    if (st == SV_OK) st = sv_prep_finish(&j, (const char *const *)names, K);
+    if (st != SV_OK) st = sv_prep_abort(&j, st);
     free(names);
     free(pix);
     if (st == SV_OK)

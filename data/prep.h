@@ -1,5 +1,6 @@
-/* shardvit data: importers that turn IDX (MNIST, Fashion-MNIST), CIFAR-10/100 binary batches or
- * a generated synthetic set into JPEG datasets shardvit reads.
+/* shardvit data: importers that turn IDX (MNIST, Fashion-MNIST), CIFAR-10/100 binary batches, a
+ * generated synthetic set or an existing ImageFolder tree of JPEG files into JPEG datasets
+ * shardvit reads.
  *
  * Output layouts (opts.format):
  *   SV_PREP_FOLDER: OUT/train/<class>/<index>.jpg and OUT/test/<class>/<index>.jpg, index
@@ -7,6 +8,7 @@
  *   SV_PREP_TAR:    OUT/train-000000.tar ... and OUT/test-000000.tar ... (WebDataset: members
  *                   <index>.jpg + <index>.cls, shard_size samples per shard), plus
  *                   OUT/classes.txt (found automatically by the tar reader)
+ * imagefolder keeps the source's classes and image order (see sv_prep_imagefolder).
  * Grayscale sources stay 1-channel JPEGs. Class names are documented in docs/data.md. Each
  * function logs progress through core/log.h and fails with a message naming the file.
  *
@@ -30,10 +32,10 @@
 typedef enum { SV_PREP_FOLDER = 0, SV_PREP_TAR = 1 } sv_prep_format;
 
 typedef struct sv_prep_opts {
-    const char *src; /* source directory (idx/cifar); NULL = Debian's fashion-mnist dir */
+    const char *src; /* source directory (idx/cifar/imagefolder); NULL = Debian's fashion-mnist dir */
     const char *out; /* output directory: missing or empty (see above) */
     sv_prep_format format;
-    int quality;      /* JPEG quality 1..100 [95] */
+    int quality;      /* JPEG quality 1..100 [95]; imagefolder does not encode */
     int restart_mcus; /* restart markers every at most this many MCUs, an interval the region
                        * decoder cuts at (data/jpeg_restart.h); 0 = none [0] */
     int shard_size;   /* tar: samples per shard [10000] */
@@ -56,7 +58,8 @@ sv_prep_opts sv_prep_opts_default(void);
 /* The last file an import writes in OUT (see above). */
 #define SV_PREP_MARKER ".shardvit-prep"
 
-/* What an import of `what` ("fashion-mnist", "mnist", "cifar10", "cifar100", "synthetic") with
+/* What an import of `what` ("fashion-mnist", "mnist", "cifar10", "cifar100", "synthetic",
+ * "imagefolder") with
  * these options would do with o->out, changing nothing: SV_OK with *done = 0 when OUT is missing
  * or an empty directory, SV_OK with *done = 1 (n_train, n_test filled) when it holds that
  * complete import, else SV_ERR_INVALID (or SV_ERR_IO) with a message naming OUT. The importers
@@ -77,6 +80,22 @@ sv_status sv_prep_cifar(sv_prep_opts *o, int classes /* 10 or 100 */);
 /* Synthetic photo-like set: classes x per_class train and classes x test_per_class test
  * images of width x height (see synth.h), class names class_000, class_001, ... */
 sv_status sv_prep_synthetic(sv_prep_opts *o);
+
+/* An ImageFolder tree of JPEG files: SRC/train/<class>/... (required) and, when present, SRC/val
+ * or else SRC/test (same layout) as the evaluation split, written as OUT/test. Both are read as
+ * `shardvit train --data` reads a folder (data/dataset.h: sorted class directories, image names
+ * .jpg/.jpeg in any case, sub-directories; the same failures and warnings). The classes and
+ * classes.txt are those of SRC/train; every evaluation class must be one of them (else
+ * SV_ERR_FORMAT naming it), a training class absent from the evaluation split is an empty
+ * OUT/test/<class>. Samples are written in the dataset's order (class, then path), named by
+ * their index as the other sources do; each file's bytes unchanged, or with restart_mcus > 0
+ * rewritten losslessly with restart markers (sv_jpeg_add_restarts, fit to the MCU row). Every
+ * file is decoded first (at 1/8 scale: all of its entropy-coded data is read) and one that does
+ * not decode as training would decode it (corrupt, truncated, not a JPEG, CMYK, too many scans)
+ * fails the import with a message naming it. limit > 0 takes at most that many per split spread
+ * over the classes: each class its first images in order, as evenly as the classes' sizes allow
+ * (round-robin over the classes). The marker records src as an absolute path (realpath). */
+sv_status sv_prep_imagefolder(sv_prep_opts *o);
 
 /* Class names the importers use (static strings). */
 extern const char *const sv_fashion_mnist_classes[10];

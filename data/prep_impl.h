@@ -1,0 +1,67 @@
+/* shardvit data: internals shared by the prep sources (prep.c: IDX, CIFAR, synthetic;
+ * prep_folder.c: an ImageFolder tree of JPEG files). Not a public header.
+ *
+ * An import is one job and one sink per split:
+ *   sv_prep_begin     claims o->out (data/prep.h "The output directory"): *done = 1 when it
+ *                     already holds this import (nothing to do, o->reused = 1), else it makes the
+ *                     work directory the splits are written into;
+ *   sv_prep_sink_open one split (0 train, 1 test): folder format makes WORK/<split>/<class> for
+ *                     each of the K names; sv_prep_sink_put / sv_prep_sink_write add samples in
+ *                     order (file or tar member <index>.jpg, index zero-padded to fit `total`, a
+ *                     progress line every 10000); sv_prep_sink_close ends it (call it after a
+ *                     failed open too; it returns the first error);
+ *   sv_prep_finish    moves the splits into OUT, writes classes.txt (the K names) and the marker
+ *                     with o->n_train / o->n_test;
+ *   sv_prep_abort     after any failure past sv_prep_begin: removes what the job created, keeps
+ *                     the error message, returns st. */
+#ifndef SV_DATA_PREP_IMPL_H
+#define SV_DATA_PREP_IMPL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "data/jpeg.h"
+#include "data/prep.h"
+
+typedef struct sv_prep_job {
+    sv_prep_opts *o;
+    char marker[8192]; /* the options part of the marker */
+    char work[4096];   /* OUT/.prep.tmp-XXXXXXXX: the splits are written here, moved into OUT at the end */
+    int created_out;   /* this import made o->out */
+    int work_made;     /* made the work directory */
+    int split_made[2]; /* folder: made WORK/train, WORK/test */
+    int shards[2];     /* tar: shards created per split */
+    int moved[2];      /* the split (folder) or all its shards (tar) are in OUT */
+    int classes_made;  /* made OUT/classes.txt */
+} sv_prep_job;
+
+typedef struct sv_prep_sink {
+    const sv_prep_opts *o;
+    sv_prep_job *job;
+    int split_ix; /* 0 train, 1 test */
+    const char *split;
+    const char *const *names;
+    int K;
+    sv_jpeg_ctx jc; /* sv_prep_sink_put's encoder */
+    FILE *tar;
+    int shard;
+    uint64_t in_shard, count;
+    int width; /* digits of the index */
+} sv_prep_sink;
+
+/* `what` names the dataset in the marker and the messages ("cifar10", "imagefolder", ...). */
+sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *done);
+sv_status sv_prep_finish(sv_prep_job *j, const char *const *names, int K);
+sv_status sv_prep_abort(sv_prep_job *j, sv_status st);
+
+/* names: K class names (plain directory names), borrowed until close; total: the samples the
+ * split will hold (only sizes the index). */
+sv_status sv_prep_sink_open(sv_prep_sink *s, sv_prep_job *j, int split_ix, const char *const *names, int K,
+                            uint64_t total);
+/* w x h x channels HWC pixels, encoded at o->quality (restart markers per o->restart_mcus). */
+sv_status sv_prep_sink_put(sv_prep_sink *s, const uint8_t *pix, int w, int h, int channels, int label);
+/* A JPEG's bytes as they are (label 0..K-1). */
+sv_status sv_prep_sink_write(sv_prep_sink *s, const uint8_t *jpg, size_t len, int label);
+sv_status sv_prep_sink_close(sv_prep_sink *s, sv_status st);
+
+#endif
