@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/trace.h"
 #include "formats/safetensors.h"
+#include "fsdp/agree.h"
 
 int sv_train_outputs_absolute(const char *flag, const char **path, char *buf) {
     if (!*path || !**path || **path == '/') return -1;
@@ -156,6 +157,8 @@ sv_status sv_train_outputs_dump_logits(sv_run *r, const sv_loader_opts *train_lo
     if (st == SV_OK && !b) st = SV_FAIL(SV_ERR_INVALID, "--dump-logits: the data set yields no batch");
     if (st == SV_OK && !logits) st = SV_FAIL(SV_ERR_OOM, "logits");
     if (st == SV_OK) st = sv_be_upload(r->be, d_img, b->images, img * 4);
+    /* the forward pass is collective: a rank whose batch failed must not leave the others in it */
+    st = sv_fsdp_agree(&r->fsdp, st);
     if (st == SV_OK) st = sv_fsdp_forward(&r->fsdp, d_img);
     if (st == SV_OK) {
         if (sv_be_compute_elem_size(r->be) == 4)
