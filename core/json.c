@@ -296,6 +296,7 @@ static sv_status parse_number(parser *ps, sv_json *out) {
     out->type = SV_JSON_NUMBER;
     out->u.num.d = d;
     out->u.num.is_int = 0;
+    out->u.num.literal_int = 0;
     out->u.num.i = 0;
     if (integral) {
         /* Exact int64 from the digits: doubles lose precision beyond 2^53. */
@@ -310,7 +311,7 @@ static sv_status parse_number(parser *ps, sv_json *out) {
             mag = mag * 10 + dg;
         }
         if (fits) {
-            out->u.num.is_int = 1;
+            out->u.num.is_int = out->u.num.literal_int = 1;
             out->u.num.i = neg ? (int64_t)(0 - mag) : (int64_t)mag;
         }
     } else if (d == floor(d) && fabs(d) <= 9007199254740992.0) {

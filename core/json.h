@@ -45,6 +45,7 @@ struct sv_json {
             double d;
             int64_t i; /* exact value when is_int */
             int is_int;
+            int literal_int; /* written as digits only (no fraction, no exponent) and fits int64 */
         } num;
         struct {
             char *s; /* NUL-terminated; may contain embedded NULs (\u0000), see len */

@@ -117,7 +117,8 @@ static sv_status parse_tensor(sv_st_file *f, const sv_json_member *m, sv_st_tens
     t->ndim = (int)nd;
     for (size_t d = 0; d < nd; d++) {
         const sv_json *v = sv_json_index(shape, d);
-        if (v->type != SV_JSON_NUMBER || !v->u.num.is_int || v->u.num.i < 0)
+        /* integer literals only: the format's reference reader refuses 32.0 or 3.2e1 for a size */
+        if (v->type != SV_JSON_NUMBER || !v->u.num.literal_int || v->u.num.i < 0)
             return bad(f, "shape entries must be non-negative integers", name, NULL);
         t->shape[d] = v->u.num.i;
     }
@@ -126,8 +127,8 @@ static sv_status parse_tensor(sv_st_file *f, const sv_json_member *m, sv_st_tens
     if (!offs || offs->type != SV_JSON_ARRAY || sv_json_count(offs) != 2)
         return bad(f, "\"data_offsets\" must be an array [begin, end]", name, NULL);
     const sv_json *b = sv_json_index(offs, 0), *e = sv_json_index(offs, 1);
-    if (b->type != SV_JSON_NUMBER || !b->u.num.is_int || b->u.num.i < 0 || e->type != SV_JSON_NUMBER ||
-        !e->u.num.is_int || e->u.num.i < 0)
+    if (b->type != SV_JSON_NUMBER || !b->u.num.literal_int || b->u.num.i < 0 || e->type != SV_JSON_NUMBER ||
+        !e->u.num.literal_int || e->u.num.i < 0)
         return bad(f, "data_offsets must be non-negative integers", name, NULL);
     *begin = (uint64_t)b->u.num.i;
     *end = (uint64_t)e->u.num.i;

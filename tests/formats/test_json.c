@@ -92,6 +92,26 @@ static void test_values(void) {
     CHECK(over->type == SV_JSON_NUMBER && !over->u.num.is_int && over->u.num.d == 9223372036854775808.0);
     CHECK_FAILS(sv_json_get_i64(&d.root, "over", &i), SV_ERR_FORMAT, "t.json", "over", "expected integer",
                 "non-integral number");
+    /* literal_int: written as an integer; 32.0 and 3.2e1 are integral values but not such literals */
+    {
+        static const struct {
+            const char *text;
+            int is_int, literal_int;
+        } lit[] = {{"32", 1, 1},
+                   {"-7", 1, 1},
+                   {"32.0", 1, 0},
+                   {"3.2e1", 1, 0},
+                   {"1E2", 1, 0},
+                   {"4.5", 0, 0},
+                   {"9223372036854775808", 0, 0}};
+        for (size_t k = 0; k < sizeof lit / sizeof lit[0]; k++) {
+            sv_json_doc ld;
+            CHECK_OK(sv_json_parse(&ld, lit[k].text, strlen(lit[k].text), "lit.json", NULL));
+            CHECK(ld.root.type == SV_JSON_NUMBER && ld.root.u.num.is_int == lit[k].is_int &&
+                  ld.root.u.num.literal_int == lit[k].literal_int);
+            sv_json_doc_free(&ld);
+        }
+    }
     double f;
     CHECK_OK(sv_json_get_f64(&d.root, "f", &f));
     CHECK(f == 1.5);

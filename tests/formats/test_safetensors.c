@@ -200,6 +200,11 @@ static void test_malformed(const char *dir) {
         "non-negative integers");
     BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4.5],\"data_offsets\":[0,16]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
         "non-negative integers");
+    /* integral values written with a fraction or an exponent: refused, as the reference reader does */
+    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4.0],\"data_offsets\":[0,16]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
+        "non-negative integers");
+    BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,1.6e1]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
+        "non-negative integers");
     BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[16,0]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
         "begin > end");
     BAD(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0]}}", 0, 16, SV_ERR_FORMAT, "\"a\"",
