@@ -343,7 +343,7 @@ static sv_status check_duplicates(parser *ps, sv_json *obj, size_t obj_off) {
         for (size_t a = 0; a < n && !dup; a++)
             for (size_t b = a + 1; b < n; b++)
                 if (m[a].key_len == m[b].key_len && !memcmp(m[a].key, m[b].key, m[a].key_len)) {
-                    dup = &m[a];
+                    dup = &m[b];
                     break;
                 }
     } else {
@@ -351,11 +351,11 @@ static sv_status check_duplicates(parser *ps, sv_json *obj, size_t obj_off) {
         if (!idx) return poom(ps);
         for (size_t a = 0; a < n; a++) idx[a] = &m[a];
         qsort(idx, n, sizeof *idx, key_cmp);
-        for (size_t a = 1; a < n && !dup; a++)
-            if (!key_cmp(&idx[a - 1], &idx[a])) dup = idx[a];
+        for (size_t a = 1; a < n && !dup; a++) /* the later of the two (qsort is not stable) */
+            if (!key_cmp(&idx[a - 1], &idx[a])) dup = idx[a]->key_off > idx[a - 1]->key_off ? idx[a] : idx[a - 1];
         free(idx);
     }
-    if (dup) return perr(ps, obj_off, "duplicate key \"%.200s\" in object", dup->key);
+    if (dup) return perr(ps, dup->key_off, "duplicate key \"%.200s\" in the object at byte %zu", dup->key, obj_off);
     return SV_OK;
 }
 
@@ -412,6 +412,7 @@ static sv_status parse_object(parser *ps, sv_json *out) {
         if (!grow((void **)&out->u.obj.members, &cap, out->u.obj.n + 1, sizeof(sv_json_member))) return poom(ps);
         sv_json_member *m = &out->u.obj.members[out->u.obj.n];
         memset(m, 0, sizeof *m);
+        m->key_off = ps->pos;
         SV_TRY(parse_string(ps, &m->key, &m->key_len));
         out->u.obj.n++; /* counted now so the key is freed on a later error */
         skip_ws(ps);

@@ -65,6 +65,7 @@ struct sv_json {
 struct sv_json_member {
     char *key; /* NUL-terminated, may contain embedded NULs, see key_len */
     size_t key_len;
+    size_t key_off; /* byte offset of the key's opening quote in the parsed text */
     sv_json value;
 };
 
