@@ -30,19 +30,8 @@ SHARDVIT=$1
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/shardvit-prep-imagefolder.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 export LC_ALL=C
-NFAIL=0
-fail() { echo "FAIL: $*"; NFAIL=$((NFAIL + 1)); }
-begin() { F0=$NFAIL; }
-ok() { [ $NFAIL -eq $F0 ] && echo "ok $*"; return 0; }
-
-# run NAME CMD...: CMD's output in $WORK/NAME.log, within 60 s; sets RC
-run() {
-    local name=$1
-    shift
-    timeout -k 5 60 "$@" >"$WORK/$name.log" 2>&1
-    RC=$?
-    if [ $RC -eq 124 ] || [ $RC -eq 137 ]; then fail "$name: still running after 60 s (hang)"; fi
-}
+RUN_LIMIT=60
+source "$(dirname "$0")/case_lib.sh" # fail, begin, ok, run
 # expect NAME WANT_RC PATTERN CMD...: CMD must exit WANT_RC with output matching PATTERN
 expect() {
     local name=$1 want=$2 pat=$3

@@ -17,20 +17,9 @@ SHARDVIT=$1
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/shardvit-prep-out.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 export LC_ALL=C
-NFAIL=0
-fail() { echo "FAIL: $*"; NFAIL=$((NFAIL + 1)); }
-begin() { F0=$NFAIL; }                              # a case starts
-ok() { [ $NFAIL -eq $F0 ] && echo "ok $*"; return 0; } # it passed if nothing failed since begin
+source "$(dirname "$0")/case_lib.sh" # fail, begin, ok, run
 SYN=(prep synthetic --classes 2 --per-class 2 --test-per-class 1 --width 28 --height 28)
 
-# run NAME CMD...: CMD's output in $WORK/NAME.log, within 30 s; sets RC
-run() {
-    local name=$1
-    shift
-    timeout -k 5 30 "$@" >"$WORK/$name.log" 2>&1
-    RC=$?
-    if [ $RC -eq 124 ] || [ $RC -eq 137 ]; then fail "$name: still running after 30 s (hang)"; fi
-}
 # refused NAME PATTERN CMD...: CMD must exit 2 with a message matching PATTERN
 refused() {
     local name=$1 pat=$2
