@@ -312,23 +312,33 @@ hpass3_vbmi(const sv_resample_scratch *s, const uint8_t *src, int ox, int oy, si
     const size_t row = (size_t)out * 3;
     const __m512i half = _mm512_set1_epi32(1 << (PRECISION_BITS - 1)), three = _mm512_set1_epi8(3);
     const __mmask64 low_bytes = 0x1111111111111111ULL;
-    for (int y = 0; y < rows; y++) {
-        const uint8_t *sr = src + (size_t)(s->y0 + y - oy) * stride;
-        uint8_t *tr = s->tmp + (size_t)y * row;
+    /* two rows at a time share each group's index and tap loads (a last odd row repeats itself) */
+    for (int y = 0; y < rows; y += 2) {
+        const int y2 = y + 1 < rows ? y + 1 : y;
+        const uint8_t *sr = src + (size_t)(s->y0 + y - oy) * stride, *sr2 = src + (size_t)(s->y0 + y2 - oy) * stride;
+        uint8_t *tr = s->tmp + (size_t)y * row, *tr2 = s->tmp + (size_t)y2 * row;
         for (int g = 0; g < ng; g++) {
             const int32_t *info = s->ginfo + 4 * (size_t)g;
             const __mmask64 lm = info[1] >= 64 ? ~0ULL : (1ULL << info[1]) - 1;
-            const __m512i win = _mm512_maskz_loadu_epi8(lm, sr + (size_t)(info[0] - ox) * 3);
-            __m512i idx = _mm512_loadu_si512(s->gidx + 64 * (size_t)g), acc = half;
+            const size_t off = (size_t)(info[0] - ox) * 3;
+            const __m512i win = _mm512_maskz_loadu_epi8(lm, sr + off), win2 = _mm512_maskz_loadu_epi8(lm, sr2 + off);
+            __m512i idx = _mm512_loadu_si512(s->gidx + 64 * (size_t)g), acc = half, acc2 = half;
             const int32_t *k = s->gk + (size_t)g * 16 * (size_t)ksx;
             for (int t = 0; t < ksx; t++, idx = _mm512_add_epi8(idx, three)) {
-                __m512i v = _mm512_maskz_permutexvar_epi8(low_bytes, idx, win);
-                acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(v, _mm512_loadu_si512(k + 16 * t)));
+                const __m512i kt = _mm512_loadu_si512(k + 16 * t);
+                acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_maskz_permutexvar_epi8(low_bytes, idx, win), kt));
+                acc2 =
+                    _mm512_add_epi32(acc2, _mm512_mullo_epi32(_mm512_maskz_permutexvar_epi8(low_bytes, idx, win2), kt));
             }
             /* clip8: clamp(acc >> 22, 0, 255) */
-            __m512i a = _mm512_max_epi32(_mm512_srai_epi32(acc, PRECISION_BITS), _mm512_setzero_si512());
-            _mm_mask_storeu_epi8(tr + 3 * (size_t)info[2], (__mmask16)((1u << (3 * info[3])) - 1),
-                                 _mm512_cvtusepi32_epi8(a));
+            const __mmask16 sm = (__mmask16)((1u << (3 * info[3])) - 1);
+            const __m512i zero = _mm512_setzero_si512();
+            _mm_mask_storeu_epi8(
+                tr + 3 * (size_t)info[2], sm,
+                _mm512_cvtusepi32_epi8(_mm512_max_epi32(_mm512_srai_epi32(acc, PRECISION_BITS), zero)));
+            _mm_mask_storeu_epi8(
+                tr2 + 3 * (size_t)info[2], sm,
+                _mm512_cvtusepi32_epi8(_mm512_max_epi32(_mm512_srai_epi32(acc2, PRECISION_BITS), zero)));
         }
     }
 }
