@@ -219,6 +219,7 @@ sv_status sv_prep_check_out(sv_prep_opts *o, const char *what, int *done) {
     *done = 0;
     if (!o->out || !o->out[0]) return SV_FAIL(SV_ERR_INVALID, "prep %s: no output directory", what);
     if (marker_opts(o, what, opts, sizeof opts) < 0) return SV_FAIL(SV_ERR_INVALID, "prep %s: --src too long", what);
+    if (!strcmp(what, "imagefolder")) SV_TRY(sv_prep_out_outside_src(o));
     return check_out(o, opts, done);
 }
 

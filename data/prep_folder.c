@@ -1,11 +1,13 @@
 /* shardvit prep imagefolder: an existing ImageFolder tree of JPEG files into the layout every prep
  * source writes (data/prep.h sv_prep_imagefolder). The trees are read through the folder dataset
  * (data/dataset.h), so classes, file selection, failures and warnings are those of training. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/fileio.h"
 #include "core/log.h"
 #include "data/dataset.h"
 #include "data/jpeg.h"
@@ -123,6 +125,19 @@ static sv_status folder_split(sv_prep_job *j, sv_jpeg_ctx *jc, const sv_dataset 
     return sv_prep_sink_close(&s, st);
 }
 
+sv_status sv_prep_out_outside_src(const sv_prep_opts *o) {
+    if (!o->out || !o->out[0] || !o->src || !o->src[0]) return SV_OK;
+    char rs[PATH_MAX], ro[PATH_MAX];
+    SV_TRY(sv_fileio_real_path(o->src, rs));
+    SV_TRY(sv_fileio_real_path(o->out, ro));
+    if (!sv_fileio_path_inside(ro, rs)) return SV_OK;
+    return SV_FAIL(SV_ERR_INVALID,
+                   "prep imagefolder: --out %s lies inside --src %s (%s): its directories would be read as classes of "
+                   "the source and the import would write into it; choose an output outside the source tree "
+                   "(nothing was written)",
+                   o->out, o->src, rs);
+}
+
 sv_status sv_prep_imagefolder(sv_prep_opts *o) {
     if (!o->src || !o->src[0]) return SV_FAIL(SV_ERR_INVALID, "prep imagefolder: --src is required");
     if (o->restart_mcus < 0 || o->restart_mcus > 65535)
@@ -136,6 +151,7 @@ sv_status sv_prep_imagefolder(sv_prep_opts *o) {
         eval_name = "val";
     else if (snprintf(edir, sizeof edir, "%s/test", o->src), is_dir(edir))
         eval_name = "test";
+    SV_TRY(sv_prep_out_outside_src(o));
     sv_prep_job j;
     int done;
     SV_TRY(sv_prep_begin(&j, o, "imagefolder", &done));

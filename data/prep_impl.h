@@ -64,4 +64,8 @@ sv_status sv_prep_sink_put(sv_prep_sink *s, const uint8_t *pix, int w, int h, in
 sv_status sv_prep_sink_write(sv_prep_sink *s, const uint8_t *jpg, size_t len, int label);
 sv_status sv_prep_sink_close(sv_prep_sink *s, sv_status st);
 
+/* prep imagefolder (prep_folder.c): SV_ERR_INVALID when o->out lies inside o->src (its directories
+ * would be read as classes of the trees being imported, and the import would write into them). */
+sv_status sv_prep_out_outside_src(const sv_prep_opts *o);
+
 #endif

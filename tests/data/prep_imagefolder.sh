@@ -208,5 +208,13 @@ expect unknown_ds 2 "synthetic\|imagefolder\)" "$SHARDVIT" prep imagefolders --s
 [ ! -e U ] || fail "usage: U was created"
 ok "8: synthetic-only flags, --quality and a missing --src are usage errors"
 
+# ---- 9. an output inside the source tree ------------------------------------------------------------
+begin
+before=$(find SRC | sort)
+expect inside_train 2 "lies inside --src" "$SHARDVIT" prep imagefolder --src SRC --out SRC/train/out
+expect inside_src 2 "lies inside --src" "$SHARDVIT" prep imagefolder --src "$WORK/SRC" --out SRC/copy
+[ "$(find SRC | sort)" = "$before" ] || fail "inside: the source tree changed"
+ok "9: an output inside the source is refused before anything is written"
+
 [ $NFAIL -eq 0 ] || { echo "prep_imagefolder: $NFAIL checks failed"; exit 1; }
 echo "prep_imagefolder: all passed"
