@@ -7,7 +7,9 @@
  * every pipeline once (interleaved, so load changes hit all alike); the best rep counts. Time
  * is the thread's CPU time, which other processes on a shared machine disturb less than wall
  * time. ONLY = index of one pipeline to run (for perf). Compare with
- * bench/data/bench_torchvision.py DIR on the same files. */
+ * bench/data/bench_torchvision.py DIR on the same files. The same images with restart markers
+ * (region decodes read only the intervals over the crop, docs/data.md "Restart markers"):
+ * `shardvit prep synthetic --restart-mcus 4 --quality 90 --per-class 40 --test-per-class 0 --out DIR`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
