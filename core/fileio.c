@@ -196,8 +196,8 @@ void sv_fileio_out_abort(sv_fileio_out *f) {
  * sv_fileio_tmp_dir register them, sv_fileio_rename / sv_fileio_out_commit forget them). A slot
  * is filled with used = 0 and published by used = 1, so the handler never reads a half-written
  * path; an entry left after its file was removed by its owner is harmless (the handler's unlink
- * finds nothing: the names are random per call). With more live temporaries than slots the
- * oldest entries are reused. */
+ * finds nothing: the names are random per call). A new entry takes a free slot; only with more
+ * live temporaries than slots is a live one reused. */
 enum { TMP_SLOTS = 32, TMP_DIR_DEPTH = 8 };
 static struct {
     volatile sig_atomic_t used;
@@ -209,7 +209,14 @@ static unsigned g_tmp_next;
 static void tmp_register(const char *tmp, int dir) {
     size_t L = strlen(tmp);
     if (L >= sizeof g_tmp[0].path) return;
+    /* a free slot if there is one (a long-lived temporary directory keeps its slot however many
+     * files come and go meanwhile), else the next in turn */
     unsigned i = g_tmp_next++ % TMP_SLOTS;
+    for (unsigned k = 0; k < TMP_SLOTS; k++)
+        if (!g_tmp[(i + k) % TMP_SLOTS].used) {
+            i = (i + k) % TMP_SLOTS;
+            break;
+        }
     g_tmp[i].used = 0;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memcpy(g_tmp[i].path, tmp, L + 1);

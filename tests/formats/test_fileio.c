@@ -7,9 +7,11 @@
  * a temp dir; outputs opened for writing never through a link, FIFO or device. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/checked.h"
@@ -367,6 +369,45 @@ int main(void) {
     CHECK(!exists(q));
     CHECK(exists(target_file));
     CHECK_FAILS(sv_fileio_remove_tree(q), SV_ERR_NOT_FOUND, "ckpt");
+
+    /* sv_fileio_remove_tmp_on_signals: a temporary directory that stays open while 40 files are
+     * made and renamed into place (more than the handler's slots) is still removed on SIGTERM */
+    {
+        char stage[700];
+        snprintf(q, sizeof q, "%s/sig", dir);
+        CHECK_OK(sv_fileio_mkdirs(q, 0755));
+        snprintf(p, sizeof p, "%s/sig/stage", dir);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            sv_fileio_remove_tmp_on_signals();
+            if (sv_fileio_tmp_dir(p, stage, sizeof stage) != SV_OK) _exit(3);
+            for (int k = 0; k < 40; k++) {
+                char f[800], tmp[900];
+                snprintf(f, sizeof f, "%s/f%02d", q, k);
+                if (sv_fileio_tmp_file(f, tmp, sizeof tmp, NULL) != SV_OK || sv_fileio_rename(tmp, f, 1) != SV_OK)
+                    _exit(4);
+            }
+            char inside[800];
+            snprintf(inside, sizeof inside, "%s/part", stage);
+            if (sv_fileio_write_atomic(inside, "x", 1) != SV_OK) _exit(5);
+            raise(SIGTERM);
+            _exit(6);
+        }
+        int ws = 0;
+        CHECK(waitpid(pid, &ws, 0) == pid);
+        CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGTERM);
+        DIR *dd = opendir(q);
+        CHECK(dd != NULL);
+        int files = 0, stages = 0;
+        for (struct dirent *e; (e = readdir(dd));) {
+            files += e->d_name[0] == 'f';
+            stages += !strncmp(e->d_name, "stage", 5);
+        }
+        closedir(dd);
+        CHECK(files == 40);
+        CHECK(stages == 0); /* the staging directory went, with what was in it */
+    }
 
     fmt_rmdir(dir);
     CHECK(!exists(dir));
