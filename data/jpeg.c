@@ -285,8 +285,10 @@ static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
     const int mx = 2, my = 2;
     int rx0 = a->x0 - mx, rx1 = a->x1 + mx;
     /* libjpeg upsamples a chroma row of 2 samples or fewer by replication, not the triangle: a
-     * decoded width of at least two MCUs keeps a region at the right edge from getting that */
-    const int min_w = 16 * d->max_h_samp_factor;
+     * decoded width of at least two MCUs keeps a region at the right edge from getting that
+     * (counted from the image's right edge for a request that runs past it) */
+    const int min_w = 16 * d->max_h_samp_factor, sw = ((int)d->image_width + a->denom - 1) / a->denom;
+    if (rx1 > sw) rx1 = sw;
     if (rx1 - rx0 < min_w) rx0 = rx1 - min_w;
     /* a stream with restart markers: decode only the intervals over the region (same pixels) */
     int ox = 0, oy = 0, full_w = 0, full_h = 0;

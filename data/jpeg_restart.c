@@ -73,21 +73,23 @@ int sv_jpeg_restart_sub(const uint8_t *p, size_t n, const sv_jpeg_rst_layout *la
     if (x1 <= x0 || y1 <= y0) return 0;
     const int ca = x0 / iw, cb = (x1 + iw - 1) / iw, ra = y0 / ih, rb = (y1 + ih - 1) / ih;
     if (ra == 0 && ca == 0 && cb == cols) return 0; /* the plain region decode reads the same */
-    const long last = (long)(rb - 1) * cols + (cb - 1);
 
-    if (last + 1 > (long)(n / 2)) return 0; /* more intervals than the data has room for markers */
+    if (total > (long)(n / 2)) return 0; /* more intervals than the data has room for markers */
     size_t sof, es;
     if (!find_scan(p, n, &sof, &es)) return 0;
-    /* start of every interval up to `last`, and the end of `last` */
-    size_t *starts = malloc(sizeof(size_t) * (size_t)(last + 2));
+    /* The start of every interval, and where the scan ends. The whole scan is walked: the markers
+     * are numbered modulo 8 only, so 8 lost or extra ones before or inside the region would map
+     * an interval onto another's bytes, which decode without complaint. Exactly total - 1 markers
+     * in sequence, then the marker that ends the scan, or no cut (libjpeg then meets the damage). */
+    size_t *starts = malloc(sizeof(size_t) * (size_t)(total + 1));
     if (!starts) {
-        *st = SV_FAIL(SV_ERR_OOM, "jpeg: restart index of %ld intervals", last + 2);
+        *st = SV_FAIL(SV_ERR_OOM, "jpeg: restart index of %ld intervals", total + 1);
         return -1;
     }
     long k = 0;
     size_t i = es;
     starts[0] = es;
-    while (k <= last) {
+    while (k < total) {
         const uint8_t *ff = i < n ? memchr(p + i, 0xFF, n - i) : NULL;
         if (!ff || (size_t)(ff - p) + 1 >= n) break;
         i = (size_t)(ff - p);
@@ -106,7 +108,7 @@ int sv_jpeg_restart_sub(const uint8_t *p, size_t n, const sv_jpeg_rst_layout *la
         if (m != 0xFF && k == total - 1) starts[++k] = i + 2;
         break;
     }
-    if (k <= last) { /* the intervals up to `last` are not all there */
+    if (k < total) { /* the intervals are not all there, or not all in sequence */
         free(starts);
         return 0;
     }
@@ -158,6 +160,7 @@ typedef struct tc_state {
     char msg[JMSG_LENGTH_MAX];
     unsigned char *out;
     unsigned long out_len;
+    int incomplete; /* a progressive input with coefficient bits never sent (tc_run) */
 } tc_state;
 
 static void tc_error_exit(j_common_ptr ci) {
@@ -177,6 +180,16 @@ static void tc_run(tc_state *s, const uint8_t *data, size_t len, int mcus, int f
     for (int m = 0; m < 16; m++) jpeg_save_markers(&s->d, JPEG_APP0 + m, 0xFFFF);
     jpeg_read_header(&s->d, TRUE);
     jvirt_barray_ptr *coef = jpeg_read_coefficients(&s->d);
+    /* A progressive file whose scans leave coefficient bits unsent decodes with libjpeg's block
+     * smoothing filling them in; a sequential copy holds only the sent bits, so its pixels would
+     * differ. Such a file is refused (the caller may keep it as it is). */
+    if (s->d.progressive_mode && s->d.coef_bits)
+        for (int c = 0; c < s->d.num_components; c++)
+            for (int k = 0; k < DCTSIZE2; k++)
+                if (s->d.coef_bits[c][k] != 0) {
+                    s->incomplete = 1;
+                    return;
+                }
     jpeg_copy_critical_parameters(&s->d, &s->c);
     s->c.optimize_coding = TRUE;
     if (fit_row) { /* MCUs per row of the (interleaved, or single-component) output scan */
@@ -227,6 +240,10 @@ sv_status sv_jpeg_add_restarts(sv_jpeg_ctx *c, const uint8_t *data, size_t len, 
     sv_status st = SV_OK;
     if (tc_call(s, data, len, mcus, fit_row) < 0) {
         st = SV_FAIL(SV_ERR_CORRUPT, "jpeg restarts: %s", s->msg);
+    } else if (s->incomplete) {
+        st = SV_FAIL(SV_ERR_UNSUPPORTED,
+                     "jpeg restarts: a progressive JPEG whose scans leave coefficient bits unsent (libjpeg smooths "
+                     "them when decoding): a sequential rewrite would change its pixels");
     } else {
         if (s->out_len > c->jbuf_cap) {
             uint8_t *q = realloc(c->jbuf, s->out_len);

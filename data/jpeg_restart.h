@@ -35,7 +35,11 @@ typedef struct sv_jpeg_rst_sub {
  * original's headers with the frame size changed, the intervals' bytes unchanged, the restart
  * markers between them renumbered, an end-of-image marker. The intervals must be whole MCU
  * rows or divide an MCU row; a stream whose markers are missing, out of sequence or preceded by
- * fill bytes is not cut (libjpeg then meets it whole and reports it). Decoded, the smaller
+ * fill bytes is not cut (libjpeg then meets it whole and reports it); the whole scan is walked, so
+ * a file with markers lost or added anywhere (the numbering is modulo 8) is not cut either. One
+ * damage stays invisible without Huffman-decoding everything: markers all present and in
+ * sequence but at the wrong places make the intervals decode as other parts of the image (a
+ * corrupt file that libjpeg might also decode silently). Decoded, the smaller
  * stream gives the original's pixels except within 2 pixels of a side that is a cut (fancy
  * chroma upsampling treats it as an image edge): the caller widens its request by that.
  * Returns 1 (built), 0 (not applicable, or it would not save decoding: nothing to skip), or -1
@@ -53,7 +57,9 @@ unsigned long sv_jpeg_restart_cuts(void);
  * can cut at and that is at most `mcus`: a divisor of the MCUs in a row, or a whole number of
  * rows when `mcus` reaches a row. *out points into c->jbuf (valid until the next encode), *len is its size.
  * `data` may itself point into c->jbuf (an encode's output). SV_ERR_CORRUPT / SV_ERR_FORMAT for
- * input libjpeg refuses (any warning is an error). */
+ * input libjpeg refuses (any warning is an error); SV_ERR_UNSUPPORTED for a progressive JPEG
+ * whose scans leave coefficient bits unsent (valid, but libjpeg's block smoothing fills them in
+ * when decoding it, which a sequential copy cannot reproduce): keep such a file as it is. */
 sv_status sv_jpeg_add_restarts(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int mcus, int fit_row,
                                const uint8_t **out, size_t *out_len);
 

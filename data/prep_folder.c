@@ -109,8 +109,21 @@ static sv_status folder_split(sv_prep_job *j, sv_jpeg_ctx *jc, const sv_dataset 
         jpg = buf;
         /* the check training's decode would make: every entropy-coded bit is read at 1/8 scale */
         if (st == SV_OK) st = sv_jpeg_decode(jc, buf, len, 3, 8, &w, &h);
-        if (st == SV_OK && o->restart_mcus > 0) /* the same coefficients, cut into restart intervals */
-            st = sv_jpeg_add_restarts(jc, buf, len, o->restart_mcus, 1, &jpg, &len);
+        if (st == SV_OK && o->restart_mcus > 0) { /* the same coefficients, cut into restart intervals */
+            const uint8_t *rj;
+            size_t rlen;
+            st = sv_jpeg_add_restarts(jc, buf, len, o->restart_mcus, 1, &rj, &rlen);
+            if (st == SV_OK) {
+                jpg = rj, len = rlen;
+            } else if (st == SV_ERR_UNSUPPORTED) { /* cannot be rewritten losslessly: kept as it is */
+                char name[4200], esc[SV_ESC_CAP];
+                sv_dataset_sample_name(d, i, name, sizeof name);
+                SV_WARN("prep imagefolder: %s: %s; copied without restart markers", sv_log_esc(name, esc, sizeof esc),
+                        sv_err_msg());
+                sv_err_clear();
+                st = SV_OK;
+            }
+        }
         if (st != SV_OK) {
             char name[4200], esc[SV_ESC_CAP];
             sv_dataset_sample_name(d, i, name, sizeof name);

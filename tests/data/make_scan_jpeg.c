@@ -1,8 +1,10 @@
 /* make_scan_jpeg OUT W H NSCANS: write a valid grayscale progressive JPEG with exactly NSCANS
  * scans (1..704) to OUT, for the shell tests of the decode-cost limit (tests/faults/
- * hostile_readers.sh). See scan_jpeg.h. */
+ * hostile_readers.sh); NSCANS "partial": two scans that leave coefficient bits unsent
+ * (tests/data/prep_imagefolder.sh). See scan_jpeg.h. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "scan_jpeg.h"
 
@@ -13,7 +15,8 @@ int main(int argc, char **argv) {
     }
     uint8_t *j;
     size_t len;
-    if (scan_jpeg_make(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), 0, &j, &len) != 0) {
+    const int nscans = strcmp(argv[4], "partial") ? atoi(argv[4]) : -1;
+    if (scan_jpeg_make(atoi(argv[2]), atoi(argv[3]), nscans, 0, &j, &len) != 0) {
         fprintf(stderr, "make_scan_jpeg: bad size or scan count (1..%d)\n", SCAN_JPEG_MAX);
         return 2;
     }

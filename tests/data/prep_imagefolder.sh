@@ -22,11 +22,15 @@
 #      written; a training class missing from the evaluation split is an empty OUT/test/<class>;
 #      an evaluation class that is not a training class fails (exit 1) naming it;
 #   7. --limit 5 takes 2 + 2 + 1 images per split: the first of each class;
-#   8. the synthetic-only flags and --quality are usage errors (exit 2), and so is a missing --src.
+#   8. the synthetic-only flags and --quality are usage errors (exit 2), and so is a missing --src;
+#   9. an --out inside --src is refused (exit 2), the source unchanged;
+#  10. a progressive JPEG whose scans leave coefficient bits unsent (made by make_scan_jpeg) is
+#      copied unchanged with a warning under --restart-mcus, the others rewritten.
 # Every case runs under `timeout`; all cases run and each failure is reported.
-# Usage: prep_imagefolder.sh SHARDVIT
+# Usage: prep_imagefolder.sh SHARDVIT MAKE_SCAN_JPEG
 set -uo pipefail
 SHARDVIT=$1
+MAKE_SCAN_JPEG=$2 # tests/data/make_scan_jpeg
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/shardvit-prep-imagefolder.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 export LC_ALL=C
@@ -215,6 +219,23 @@ expect inside_train 2 "lies inside --src" "$SHARDVIT" prep imagefolder --src SRC
 expect inside_src 2 "lies inside --src" "$SHARDVIT" prep imagefolder --src "$WORK/SRC" --out SRC/copy
 [ "$(find SRC | sort)" = "$before" ] || fail "inside: the source tree changed"
 ok "9: an output inside the source is refused before anything is written"
+
+# ---- 10. a file that cannot be rewritten losslessly is copied as it is --------------------------
+# (a progressive JPEG whose scans leave coefficient bits unsent: libjpeg smooths them in decoding)
+begin
+cp -r SRC SRCP
+"$MAKE_SCAN_JPEG" SRCP/train/class_001/zz_partial.jpg 64 48 partial >/dev/null || fail "partial: make_scan_jpeg failed"
+expect partial 0 "zz_partial.jpg: .*coefficient bits unsent.*copied without restart markers" \
+    "$SHARDVIT" prep imagefolder --src SRCP --out P --restart-mcus 2
+[ "$(nfiles P/train)" = 13 ] || fail "partial: $(nfiles P/train) train files, want 13"
+want=$(sha256sum <SRCP/train/class_001/zz_partial.jpg)
+found=0
+for f in P/train/class_001/*.jpg; do [ "$(sha256sum <"$f")" = "$want" ] && found=1; done
+[ $found = 1 ] || fail "partial: the file is not in P/train/class_001 byte for byte"
+for f in P/train/class_000/*.jpg; do
+    case "$(bytes "$f")" in *" ff dd 00 04 00 02 "*) ;; *) fail "partial: $f has no restart interval of 2" ;; esac
+done
+ok "10: a progressive file with unsent coefficient bits is copied unchanged, with a warning"
 
 [ $NFAIL -eq 0 ] || { echo "prep_imagefolder: $NFAIL checks failed"; exit 1; }
 echo "prep_imagefolder: all passed"

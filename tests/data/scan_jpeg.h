@@ -43,9 +43,11 @@ static int scan_jpeg_script(int nscans, jpeg_scan_info *s) {
 }
 
 /* Encode a w x h grayscale test pattern with exactly nscans scans (1 = baseline, sequential);
- * *out is malloc'd (free it). Returns 0 on success. */
+ * *out is malloc'd (free it). Returns 0 on success. nscans = -1: a valid progressive file whose
+ * two scans (DC, then AC 1-63 at Al = 1 with no refinement) leave the AC's last bit unsent,
+ * which libjpeg's block smoothing fills in when decoding. */
 static int scan_jpeg_make(int w, int h, int nscans, int restart, uint8_t **out, size_t *len) {
-    if (nscans < 1 || nscans > SCAN_JPEG_MAX || w < 1 || h < 1) return -1;
+    if (nscans == 0 || nscans < -1 || nscans > SCAN_JPEG_MAX || w < 1 || h < 1) return -1;
     static jpeg_scan_info script[SCAN_JPEG_MAX];
     struct jpeg_compress_struct c;
     struct jpeg_error_mgr em;
@@ -66,6 +68,9 @@ static int scan_jpeg_make(int w, int h, int nscans, int restart, uint8_t **out, 
         if (n != nscans) return -1;
         c.scan_info = script;
         c.num_scans = n;
+    } else if (nscans == -1) {
+        c.scan_info = script;
+        c.num_scans = scan_jpeg_add(script, scan_jpeg_add(script, 0, 0, 0, 0, 0), 1, 63, 0, 1);
     }
     jpeg_start_compress(&c, TRUE);
     uint8_t *row = malloc((size_t)w);
@@ -86,7 +91,7 @@ static int scan_jpeg_make(int w, int h, int nscans, int restart, uint8_t **out, 
 
 /* Count SOS markers the simple way (for test assertions on well-formed files made here: no
  * FF DA can occur inside their entropy-coded data or segments). */
-static int scan_jpeg_count_sos(const uint8_t *p, size_t n) {
+static inline int scan_jpeg_count_sos(const uint8_t *p, size_t n) {
     int k = 0;
     for (size_t i = 0; i + 1 < n; i++) k += p[i] == 0xFF && p[i + 1] == 0xDA;
     return k;

@@ -13,6 +13,7 @@
 #include "data/jpeg.h"
 #include "data/jpeg_restart.h"
 #include "data/synth.h"
+#include "scan_jpeg.h"
 
 typedef struct img {
     uint8_t *jpg;
@@ -196,6 +197,66 @@ int main(void) {
         CHECK(strstr(sv_err_msg(), "RST") != NULL);
         CHECK(sv_jpeg_restart_cuts() == before);
         free(plain.jpg), free(rst.jpg);
+    }
+    /* 8 markers lost in a row: the numbering (modulo 8) still runs in sequence, but the intervals
+     * after them are other parts of the image; the whole scan is counted, so no cut, and libjpeg
+     * reports the damage (before: the region decoded silently from the wrong intervals) */
+    {
+        img plain = encode(256, 256, TJSAMP_420, 0, 9);
+        const uint8_t *out;
+        size_t len;
+        CHECK_OK(sv_jpeg_add_restarts(&c, plain.jpg, plain.len, 1, 0, &out, &len));
+        img rst = copy_of(out, len);
+        size_t w = 0;
+        int seen = 0;
+        for (size_t i = 0; i < rst.len; i++) {
+            if (i + 1 < rst.len && rst.jpg[i] == 0xFF && rst.jpg[i + 1] >= 0xD0 && rst.jpg[i + 1] <= 0xD7 &&
+                ++seen >= 20 && seen < 28) {
+                i++; /* drop markers 20..27 */
+                continue;
+            }
+            rst.jpg[w++] = rst.jpg[i];
+        }
+        CHECK(seen == 255);
+        rst.len = w;
+        unsigned long before = sv_jpeg_restart_cuts();
+        sv_jpeg_region r;
+        CHECK(sv_jpeg_decode_region(&c, rst.jpg, rst.len, 3, 1, 100, 100, 140, 140, &r) == SV_ERR_CORRUPT);
+        CHECK(sv_jpeg_restart_cuts() == before);
+        free(plain.jpg), free(rst.jpg);
+    }
+    /* a request running past the right edge: the cut keeps two MCUs of width from the edge (a
+     * 3-pixel cut of the partial last MCU was upsampled by replication: other pixels) */
+    {
+        img plain = encode(35, 64, TJSAMP_420, 0, 10);
+        int w, h;
+        uint8_t *ref = decode_full(&c, &plain, 3, &w, &h);
+        const uint8_t *out;
+        size_t len;
+        CHECK_OK(sv_jpeg_add_restarts(&c, plain.jpg, plain.len, 1, 0, &out, &len));
+        img rst = copy_of(out, len);
+        unsigned long before = sv_jpeg_restart_cuts();
+        sv_jpeg_region r;
+        CHECK_OK(sv_jpeg_decode_region(&c, rst.jpg, rst.len, 3, 1, 34, 40, 70, 48, &r));
+        CHECK(sv_jpeg_restart_cuts() == before + 1);
+        for (int y = 40; y < 48; y++)
+            CHECK(!memcmp(r.pix + ((size_t)(y - r.y0) * r.w + (size_t)(34 - r.x0)) * 3, ref + ((size_t)y * w + 34) * 3,
+                          3));
+        free(ref), free(plain.jpg), free(rst.jpg);
+    }
+    /* a progressive file whose scans leave coefficient bits unsent decodes through libjpeg's
+     * block smoothing: a sequential rewrite would change its pixels, so it is refused */
+    {
+        uint8_t *pj;
+        size_t plen;
+        CHECK(scan_jpeg_make(64, 48, -1, 0, &pj, &plen) == 0);
+        int w, h;
+        CHECK_OK(sv_jpeg_decode(&c, pj, plen, 1, 1, &w, &h)); /* a valid file */
+        const uint8_t *out;
+        size_t len;
+        CHECK(sv_jpeg_add_restarts(&c, pj, plen, 4, 1, &out, &len) == SV_ERR_UNSUPPORTED);
+        CHECK(strstr(sv_err_msg(), "coefficient bits unsent") != NULL);
+        free(pj);
     }
     /* refused: interval length, not a JPEG, a truncated one */
     {
