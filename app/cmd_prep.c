@@ -31,6 +31,10 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
         {"shard-size", SV_FLAG_INT, &o.shard_size, 1, 1 << 30, "tar: samples per shard", 0},
         {"limit", SV_FLAG_I64, &limit, 0, 1e12,
          "at most this many samples per split (0 = all; imagefolder: spread over the classes)", 0},
+        {"workers", SV_FLAG_INT, &o.workers, 1, SV_PREP_MAX_WORKERS,
+         "imagefolder: threads that read, check and rewrite the images while one writes them in order "
+         "(default: the CPUs the process may use; 1 = one image at a time; the output is the same for any N)",
+         0},
         {"classes", SV_FLAG_INT, &o.classes, 1, 100000, "synthetic: number of classes", 0},
         {"per-class", SV_FLAG_INT, &o.per_class, 1, 1 << 24, "synthetic: train images per class", 0},
         {"test-per-class", SV_FLAG_INT, &o.test_per_class, 0, 1 << 24, "synthetic: test images per class", 0},
@@ -81,6 +85,9 @@ int sv_cmd_prep(int argc, char **argv, const sv_proc *proc) {
                                   "%s does not apply to synthetic (its sizes are --classes, --per-class and "
                                   "--test-per-class)",
                                   o.limit ? "--limit" : "--src");
+    if (strcmp(what, "imagefolder") && sv_flag_seen(flags, "workers"))
+        return sv_cmd_usage_error(
+            "prep", "--workers applies to imagefolder only (%s is converted on the calling thread)", what);
     if (!strcmp(what, "imagefolder")) { /* it copies what the source holds */
         static const char *const synth_only[] = {"classes", "per-class", "test-per-class", "width",
                                                  "height",  "seed",      "quality"};

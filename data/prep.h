@@ -40,6 +40,9 @@ typedef struct sv_prep_opts {
                        * decoder cuts at (data/jpeg_restart.h); 0 = none [0] */
     int shard_size;   /* tar: samples per shard [10000] */
     uint64_t limit;   /* at most this many samples per split; 0 = all */
+    int workers;      /* imagefolder: threads that read, check and rewrite the images, 1..SV_PREP_MAX_WORKERS
+                       * (1: one at a time on the calling thread); 0 = as many as the CPUs the process
+                       * may run on [0]. The output is the same for every value (not in the marker) */
     /* synthetic set */
     int classes;        /* [10] */
     int per_class;      /* train images per class [100] */
@@ -54,6 +57,9 @@ typedef struct sv_prep_opts {
 sv_prep_opts sv_prep_opts_default(void);
 
 #define SV_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+/* The most sv_prep_opts.workers. */
+#define SV_PREP_MAX_WORKERS 256
 
 /* The last file an import writes in OUT (see above). */
 #define SV_PREP_MARKER ".shardvit-prep"
@@ -94,7 +100,11 @@ sv_status sv_prep_synthetic(sv_prep_opts *o);
  * not decode as training would decode it (corrupt, truncated, not a JPEG, CMYK, too many scans)
  * fails the import with a message naming it. limit > 0 takes at most that many per split spread
  * over the classes: each class its first images in order, as evenly as the classes' sizes allow
- * (round-robin over the classes). The marker records src as an absolute path (realpath). */
+ * (round-robin over the classes). The marker records src as an absolute path (realpath).
+ * workers > 1: that many threads read, check and rewrite the files (a bounded window of them
+ * ahead of the writer) while the calling thread writes them in order: the output is byte for byte
+ * that of workers = 1, and a failure is that of the first failing file in order, with the same
+ * message. SV_ERR_INVALID for workers outside 0..SV_PREP_MAX_WORKERS. */
 sv_status sv_prep_imagefolder(sv_prep_opts *o);
 
 /* Class names the importers use (static strings). */

@@ -2,10 +2,13 @@
  * source writes (data/prep.h sv_prep_imagefolder). The trees are read through the folder dataset
  * (data/dataset.h), so classes, file selection, failures and warnings are those of training. */
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/fileio.h"
 #include "core/log.h"
@@ -82,10 +85,203 @@ static void class_quotas(const uint64_t *n, int K, uint64_t limit, uint64_t *q) 
     }
 }
 
+/* Sample i of d read into *buf (capacity *cap, grown as sv_dataset_read grows it), checked by
+ * decoding it and, with restart_mcus > 0, rewritten with restart markers: *jpg, *len are the bytes
+ * to write (in *buf, or in jc->jbuf until jc's next encode). A file that cannot be rewritten
+ * losslessly is kept as it is: SV_OK with *kept = 1 and sv_err_msg() saying why (the caller warns
+ * and clears it). On failure the calling thread's message names the file. */
+static sv_status take_sample(const sv_dataset *d, size_t i, sv_jpeg_ctx *jc, int restart_mcus, uint8_t **buf,
+                             size_t *cap, const uint8_t **jpg, size_t *len, int *kept) {
+    int w, h;
+    *kept = 0;
+    sv_status st = sv_dataset_read(d, i, buf, cap, len);
+    *jpg = *buf;
+    /* the check training's decode would make: every entropy-coded bit is read at 1/8 scale */
+    if (st == SV_OK) st = sv_jpeg_decode(jc, *buf, *len, 3, 8, &w, &h);
+    if (st == SV_OK && restart_mcus > 0) { /* the same coefficients, cut into restart intervals */
+        const uint8_t *rj;
+        size_t rlen;
+        st = sv_jpeg_add_restarts(jc, *buf, *len, restart_mcus, 1, &rj, &rlen);
+        if (st == SV_OK) {
+            *jpg = rj, *len = rlen;
+        } else if (st == SV_ERR_UNSUPPORTED) { /* cannot be rewritten losslessly: kept as it is */
+            *kept = 1;
+            st = SV_OK;
+        }
+    }
+    if (st != SV_OK) {
+        char name[4200], esc[SV_ESC_CAP];
+        sv_dataset_sample_name(d, i, name, sizeof name);
+        sv_err_prefix(sv_log_esc(name, esc, sizeof esc));
+    }
+    return st;
+}
+
+static void warn_kept(const sv_dataset *d, size_t i, const char *why) {
+    char name[4200], esc[SV_ESC_CAP];
+    sv_dataset_sample_name(d, i, name, sizeof name);
+    SV_WARN("prep imagefolder: %s: %s; copied without restart markers", sv_log_esc(name, esc, sizeof esc), why);
+}
+
+/* The samples a split takes, in order: dataset order, each class up to its quota. */
+typedef struct pick {
+    const sv_dataset *d;
+    size_t n, i; /* samples, the next one to look at */
+    uint64_t *quota, *taken;
+} pick;
+
+/* The next sample to take (1, its index in *i) or none left (0). */
+static int pick_next(pick *p, size_t *i) {
+    for (; p->i < p->n; p->i++) {
+        const int label = sv_dataset_label(p->d, p->i);
+        if (p->taken[label] == p->quota[label]) continue;
+        p->taken[label]++;
+        *i = p->i++;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- several workers ----------------------------------------------------------------------
+ *
+ * The samples taken are numbered 0, 1, ... in the order they are written (seq). Workers claim
+ * the next seq under the lock (pick_next, so the selection is the sequential one) and process
+ * it into ring slot seq % R, at most R ahead of the writer; the calling thread writes the slots
+ * in seq order. A worker that fails stops the claims; the writer still meets every earlier
+ * sample first, so the error reported is that of the first failing sample in order, and its
+ * message (the worker's, naming the file) is carried over to the calling thread. Memory: R
+ * slot buffers, each as large as the largest file it held. */
+
+typedef struct slot {
+    size_t i;      /* the sample */
+    sv_status st;  /* its outcome */
+    int kept;      /* copied without restart markers: msg says why */
+    int ready;     /* processed, not yet written (under the lock) */
+    uint8_t *data; /* the bytes to write */
+    size_t len, cap;
+    char msg[SV_ERR_MSG_CAP]; /* the worker's error or warning message */
+} slot;
+
+typedef struct pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, ready_cv;
+    pick *p;
+    int restart_mcus;
+    slot *slots;
+    uint64_t R, total;
+    uint64_t next_seq;  /* the next seq to claim */
+    uint64_t write_seq; /* the next seq to write */
+    int stop;           /* no more claims: the writer is done or a sample failed */
+} pool;
+
+static void *pool_worker(void *arg) {
+    pool *pl = arg;
+    sv_jpeg_ctx jc;
+    sv_jpeg_ctx_init(&jc);
+    pthread_mutex_lock(&pl->mu);
+    for (;;) {
+        while (!pl->stop && pl->next_seq < pl->total && pl->next_seq >= pl->write_seq + pl->R)
+            pthread_cond_wait(&pl->work_cv, &pl->mu);
+        size_t i;
+        if (pl->stop || pl->next_seq >= pl->total || !pick_next(pl->p, &i)) break;
+        slot *sl = &pl->slots[pl->next_seq++ % pl->R];
+        pthread_mutex_unlock(&pl->mu);
+        const uint8_t *jpg;
+        size_t len;
+        sl->i = i;
+        sl->st = take_sample(pl->p->d, i, &jc, pl->restart_mcus, &sl->data, &sl->cap, &jpg, &len, &sl->kept);
+        if (sl->st == SV_OK && jpg != sl->data) { /* the rewrite, in jc's buffer: into the slot */
+            uint8_t *q = len > sl->cap ? realloc(sl->data, len) : sl->data;
+            if (q) {
+                if (len > sl->cap) sl->data = q, sl->cap = len;
+                memcpy(sl->data, jpg, len);
+            } else {
+                char name[4200], esc[SV_ESC_CAP];
+                sv_dataset_sample_name(pl->p->d, i, name, sizeof name);
+                sl->st = SV_FAIL(SV_ERR_OOM, "%s: cannot allocate %zu bytes for its rewrite",
+                                 sv_log_esc(name, esc, sizeof esc), len);
+            }
+        }
+        sl->len = len;
+        sl->msg[0] = 0;
+        if (sl->st != SV_OK || sl->kept) snprintf(sl->msg, sizeof sl->msg, "%s", sv_err_msg());
+        sv_err_clear();
+        pthread_mutex_lock(&pl->mu);
+        sl->ready = 1;
+        if (sl->st != SV_OK) pl->stop = 1; /* nothing later is needed */
+        pthread_cond_signal(&pl->ready_cv);
+    }
+    pthread_mutex_unlock(&pl->mu);
+    sv_jpeg_ctx_free(&jc);
+    return NULL;
+}
+
+/* Process the `total` samples of p on `workers` threads, writing them in order through s. */
+static sv_status write_parallel(sv_prep_sink *s, pick *p, uint64_t total, const int *map, int restart_mcus,
+                                int workers) {
+    pool pl;
+    memset(&pl, 0, sizeof pl);
+    pl.p = p;
+    pl.restart_mcus = restart_mcus;
+    pl.total = total;
+    pl.R = (uint64_t)workers * 4 < 64 ? 64 : (uint64_t)workers * 4;
+    if (!(pl.slots = calloc((size_t)pl.R, sizeof *pl.slots)))
+        return SV_FAIL(SV_ERR_OOM, "prep imagefolder: %llu worker slots", (unsigned long long)pl.R);
+    pthread_t *th = malloc((size_t)workers * sizeof *th);
+    if (!th) {
+        free(pl.slots);
+        return SV_FAIL(SV_ERR_OOM, "prep imagefolder: %d worker threads", workers);
+    }
+    pthread_mutex_init(&pl.mu, NULL);
+    pthread_cond_init(&pl.work_cv, NULL);
+    pthread_cond_init(&pl.ready_cv, NULL);
+    int started = 0;
+    sv_status st = SV_OK;
+    for (; started < workers; started++) {
+        const int e = pthread_create(&th[started], NULL, pool_worker, &pl);
+        if (e) {
+            if (!started)
+                st = SV_FAIL(SV_ERR_BACKEND, "prep imagefolder: cannot start a worker thread: %s", strerror(e));
+            break; /* the ones started do the work */
+        }
+    }
+    for (uint64_t seq = 0; seq < total && st == SV_OK; seq++) {
+        slot *sl = &pl.slots[seq % pl.R];
+        pthread_mutex_lock(&pl.mu);
+        while (!sl->ready) pthread_cond_wait(&pl.ready_cv, &pl.mu);
+        pthread_mutex_unlock(&pl.mu);
+        if (sl->st != SV_OK) { /* the first failure in order: its message, naming the file */
+            st = sv_fail_at(sl->st, __FILE__, __LINE__, "%s", sl->msg);
+            break;
+        }
+        if (sl->kept) warn_kept(p->d, sl->i, sl->msg);
+        const int label = sv_dataset_label(p->d, sl->i);
+        st = sv_prep_sink_write(s, sl->data, sl->len, map ? map[label] : label);
+        pthread_mutex_lock(&pl.mu);
+        sl->ready = 0;
+        pl.write_seq++;
+        pthread_cond_broadcast(&pl.work_cv);
+        pthread_mutex_unlock(&pl.mu);
+    }
+    pthread_mutex_lock(&pl.mu);
+    pl.stop = 1;
+    pthread_cond_broadcast(&pl.work_cv);
+    pthread_mutex_unlock(&pl.mu);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    pthread_cond_destroy(&pl.ready_cv);
+    pthread_cond_destroy(&pl.work_cv);
+    pthread_mutex_destroy(&pl.mu);
+    for (uint64_t r = 0; r < pl.R; r++) free(pl.slots[r].data);
+    free(pl.slots);
+    free(th);
+    return st;
+}
+
 /* One split: dataset d's samples in order (at most their class quota), label map[label] (NULL:
- * the same), each decoded first and rewritten with restart markers when asked. */
+ * the same), each decoded first and rewritten with restart markers when asked; on `workers`
+ * threads when more than 1 (the same bytes in the same order). */
 static sv_status folder_split(sv_prep_job *j, sv_jpeg_ctx *jc, const sv_dataset *d, const int *map, int split,
-                              const char *const *names, int K, uint64_t *count) {
+                              const char *const *names, int K, int workers, uint64_t *count) {
     const sv_prep_opts *o = j->o;
     const size_t n = sv_dataset_len(d);
     const int Kd = sv_dataset_num_classes(d);
@@ -94,48 +290,39 @@ static sv_status folder_split(sv_prep_job *j, sv_jpeg_ctx *jc, const sv_dataset 
     for (size_t i = 0; i < n; i++) have[sv_dataset_label(d, i)]++;
     class_quotas(have, Kd, o->limit, quota);
     for (int k = 0; k < Kd; k++) total += quota[k];
+    pick p = {d, n, 0, quota, taken};
     sv_prep_sink s;
     sv_status st = sv_prep_sink_open(&s, j, split, names, K, total);
-    uint8_t *buf = NULL;
-    size_t cap = 0;
-    for (size_t i = 0; i < n && st == SV_OK; i++) {
-        const int label = sv_dataset_label(d, i);
-        if (taken[label] == quota[label]) continue;
-        taken[label]++;
-        const uint8_t *jpg;
-        size_t len;
-        int w, h;
-        st = sv_dataset_read(d, i, &buf, &cap, &len);
-        jpg = buf;
-        /* the check training's decode would make: every entropy-coded bit is read at 1/8 scale */
-        if (st == SV_OK) st = sv_jpeg_decode(jc, buf, len, 3, 8, &w, &h);
-        if (st == SV_OK && o->restart_mcus > 0) { /* the same coefficients, cut into restart intervals */
-            const uint8_t *rj;
-            size_t rlen;
-            st = sv_jpeg_add_restarts(jc, buf, len, o->restart_mcus, 1, &rj, &rlen);
-            if (st == SV_OK) {
-                jpg = rj, len = rlen;
-            } else if (st == SV_ERR_UNSUPPORTED) { /* cannot be rewritten losslessly: kept as it is */
-                char name[4200], esc[SV_ESC_CAP];
-                sv_dataset_sample_name(d, i, name, sizeof name);
-                SV_WARN("prep imagefolder: %s: %s; copied without restart markers", sv_log_esc(name, esc, sizeof esc),
-                        sv_err_msg());
+    if (st == SV_OK && workers > 1 && total > 1) {
+        st = write_parallel(&s, &p, total, map, o->restart_mcus, total < (uint64_t)workers ? (int)total : workers);
+    } else if (st == SV_OK) { /* one thread: each sample read, checked and written in turn */
+        uint8_t *buf = NULL;
+        size_t cap = 0, i;
+        while (st == SV_OK && pick_next(&p, &i)) {
+            const uint8_t *jpg;
+            size_t len;
+            int kept;
+            st = take_sample(d, i, jc, o->restart_mcus, &buf, &cap, &jpg, &len, &kept);
+            if (st == SV_OK && kept) {
+                warn_kept(d, i, sv_err_msg());
                 sv_err_clear();
-                st = SV_OK;
             }
+            const int label = sv_dataset_label(d, i);
+            if (st == SV_OK) st = sv_prep_sink_write(&s, jpg, len, map ? map[label] : label);
         }
-        if (st != SV_OK) {
-            char name[4200], esc[SV_ESC_CAP];
-            sv_dataset_sample_name(d, i, name, sizeof name);
-            sv_err_prefix(sv_log_esc(name, esc, sizeof esc));
-            break;
-        }
-        st = sv_prep_sink_write(&s, jpg, len, map ? map[label] : label);
+        free(buf);
     }
     *count = s.count;
-    free(buf);
     free(have);
     return sv_prep_sink_close(&s, st);
+}
+
+/* The CPUs this process may run on (its affinity mask), else those online; at least 1. */
+static int cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
 }
 
 sv_status sv_prep_out_outside_src(const sv_prep_opts *o) {
@@ -155,6 +342,9 @@ sv_status sv_prep_imagefolder(sv_prep_opts *o) {
     if (!o->src || !o->src[0]) return SV_FAIL(SV_ERR_INVALID, "prep imagefolder: --src is required");
     if (o->restart_mcus < 0 || o->restart_mcus > 65535)
         return SV_FAIL(SV_ERR_INVALID, "prep imagefolder: restart interval %d not in 0..65535", o->restart_mcus);
+    if (o->workers < 0 || o->workers > SV_PREP_MAX_WORKERS)
+        return SV_FAIL(SV_ERR_INVALID, "prep imagefolder: %d workers not in 1..%d (0 = the CPUs it may use)",
+                       o->workers, SV_PREP_MAX_WORKERS);
     char tdir[4200], edir[4200];
     if (snprintf(tdir, sizeof tdir, "%s/train", o->src) >= (int)sizeof tdir)
         return SV_FAIL(SV_ERR_INVALID, "prep imagefolder: --src too long");
@@ -169,9 +359,12 @@ sv_status sv_prep_imagefolder(sv_prep_opts *o) {
     int done;
     SV_TRY(sv_prep_begin(&j, o, "imagefolder", &done));
     if (done) return SV_OK;
-    SV_INFO("prep imagefolder: %s -> %s (%s%s)", o->src, o->out,
+    int workers = o->workers;
+    if (!workers) workers = cpu_count() < SV_PREP_MAX_WORKERS ? cpu_count() : SV_PREP_MAX_WORKERS;
+    SV_INFO("prep imagefolder: %s -> %s (%s%s, %d worker%s)", o->src, o->out,
             o->format == SV_PREP_TAR ? "tar shards" : "image folders",
-            o->restart_mcus > 0 ? ", restart markers added" : ", JPEG bytes unchanged");
+            o->restart_mcus > 0 ? ", restart markers added" : ", JPEG bytes unchanged", workers,
+            workers > 1 ? "s" : "");
     sv_dataset *train = NULL, *eval = NULL;
     sv_dataset_opts dopts = sv_dataset_opts_default();
     const char **names = NULL;
@@ -202,8 +395,8 @@ sv_status sv_prep_imagefolder(sv_prep_opts *o) {
     } else if (st == SV_OK) {
         SV_INFO("prep imagefolder: %s has neither val/ nor test/: only the train split is written", o->src);
     }
-    if (st == SV_OK) st = folder_split(&j, &jc, train, NULL, 0, names, K, &o->n_train);
-    if (st == SV_OK && eval) st = folder_split(&j, &jc, eval, map, 1, names, K, &o->n_test);
+    if (st == SV_OK) st = folder_split(&j, &jc, train, NULL, 0, names, K, workers, &o->n_train);
+    if (st == SV_OK && eval) st = folder_split(&j, &jc, eval, map, 1, names, K, workers, &o->n_test);
     if (st == SV_OK && !eval) o->n_test = 0;
     if (st == SV_OK) st = sv_prep_finish(&j, names, K);
     if (st != SV_OK) st = sv_prep_abort(&j, st);

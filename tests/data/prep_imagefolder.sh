@@ -25,7 +25,12 @@
 #   8. the synthetic-only flags and --quality are usage errors (exit 2), and so is a missing --src;
 #   9. an --out inside --src is refused (exit 2), the source unchanged;
 #  10. a progressive JPEG whose scans leave coefficient bits unsent (made by make_scan_jpeg) is
-#      copied unchanged with a warning under --restart-mcus, the others rewritten.
+#      copied unchanged with a warning under --restart-mcus, the others rewritten;
+#  11. --workers 3 writes the tree --workers 1 writes, byte for byte (marker included, so either
+#      is "already prepared" for the other), plain and with --restart-mcus, folders and tar
+#      shards, on a source of 3 x 40 + 3 x 9 images (more than the workers' window of 64); a
+#      corrupt file in the middle of a class fails naming it (not a later corrupt one) and leaves
+#      no OUT; --workers 0 and --workers for another dataset are usage errors (exit 2).
 # Every case runs under `timeout`; all cases run and each failure is reported.
 # Usage: prep_imagefolder.sh SHARDVIT MAKE_SCAN_JPEG
 set -uo pipefail
@@ -236,6 +241,37 @@ for f in P/train/class_000/*.jpg; do
     case "$(bytes "$f")" in *" ff dd 00 04 00 02 "*) ;; *) fail "partial: $f has no restart interval of 2" ;; esac
 done
 ok "10: a progressive file with unsent coefficient bits is copied unchanged, with a warning"
+
+# ---- 11. several workers: the same output ------------------------------------------------------
+begin
+# tree DIR: every file below DIR (the marker too) with its digest, sorted
+tree() { (cd "$1" 2>/dev/null && find . -type f | sort | xargs -r sha256sum); }
+run srcw "$SHARDVIT" prep synthetic --out SRCW --classes 3 --per-class 40 --test-per-class 9 --width 64 --height 48
+[ $RC -eq 0 ] && mv SRCW/test SRCW/val && rm SRCW/.shardvit-prep SRCW/classes.txt || fail "workers: no source tree"
+for args in "" "--restart-mcus 2" "--format tar --shard-size 25" "--format tar --restart-mcus 3"; do
+    tag=${args// /}
+    expect "w1$tag" 0 "wrote 120 train \+ 27 test" "$SHARDVIT" prep imagefolder --src SRCW --out "W1$tag" --workers 1 $args
+    expect "w3$tag" 0 "3 workers" "$SHARDVIT" prep imagefolder --src SRCW --out "W3$tag" --workers 3 $args
+    [ -n "$(tree "W1$tag")" ] && [ "$(tree "W1$tag")" = "$(tree "W3$tag")" ] ||
+        fail "workers: --workers 3 $args does not write the files of --workers 1"
+done
+expect w_again 0 "already prepared" "$SHARDVIT" prep imagefolder --src SRCW --out W1--restart-mcus2 --workers 2 \
+    --restart-mcus 2
+cp -r SRCW BADW
+victim=BADW/train/class_001/$(ls BADW/train/class_001 | sed -n 17p)
+later=BADW/train/class_001/$(ls BADW/train/class_001 | sed -n 19p)
+head -c $(($(stat -c %s "$victim") / 2)) "${victim/BADW/SRCW}" >"$victim"
+echo "this is not a JPEG" >"$later"
+expect w_bad 1 "$victim: .*(Premature end|corrupt)" "$SHARDVIT" prep imagefolder --src BADW --out WB --workers 3
+grep -qF "$later" "$WORK/w_bad.log" && fail "w_bad: the later corrupt file $later was reported"
+[ ! -e WB ] || fail "w_bad: WB was left behind: $(find WB | tr '\n' ' ')"
+expect w_bad_rst 1 "$victim" "$SHARDVIT" prep imagefolder --src BADW --out WB --workers 3 --restart-mcus 2 --format tar
+[ ! -e WB ] || fail "w_bad_rst: WB was left behind"
+expect w_zero 2 "--workers: invalid value '0'" "$SHARDVIT" prep imagefolder --src SRCW --out WU --workers 0
+expect w_many 2 "--workers: invalid value '257'" "$SHARDVIT" prep imagefolder --src SRCW --out WU --workers 257
+expect w_synth 2 "--workers applies to imagefolder only" "$SHARDVIT" prep synthetic --out WU --workers 2
+[ ! -e WU ] || fail "workers: WU was created by a usage error"
+ok "11: --workers 3 writes the bytes of --workers 1, fails on the first corrupt file in order; bad --workers refused"
 
 [ $NFAIL -eq 0 ] || { echo "prep_imagefolder: $NFAIL checks failed"; exit 1; }
 echo "prep_imagefolder: all passed"
