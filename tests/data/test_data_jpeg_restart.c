@@ -46,6 +46,14 @@ static img encode(int w, int h, int ss, int progressive, uint64_t seed) {
     return m;
 }
 
+/* m rewritten with restart markers (sv_jpeg_add_restarts), in a buffer of its own. */
+static img restarts_of(sv_jpeg_ctx *c, const img *m, int mcus, int fit_row) {
+    const uint8_t *out;
+    size_t len;
+    CHECK_OK(sv_jpeg_add_restarts(c, m->jpg, m->len, mcus, fit_row, &out, &len));
+    return copy_of(out, len);
+}
+
 /* Full decode into a fresh buffer. */
 static uint8_t *decode_full(sv_jpeg_ctx *c, const img *m, int ch, int *w, int *h) {
     CHECK_OK(sv_jpeg_decode(c, m->jpg, m->len, ch, 1, w, h));
@@ -111,10 +119,7 @@ static void check_image(int w, int h, int ss, int mcu_w, uint64_t seed) {
         const int ri = intervals[t];
         const int aligned = mpr % ri == 0 || ri % mpr == 0;
         if (t == 4 && aligned) continue;
-        const uint8_t *out;
-        size_t len;
-        CHECK_OK(sv_jpeg_add_restarts(&c, plain.jpg, plain.len, ri, 0, &out, &len));
-        img rst = copy_of(out, len);
+        img rst = restarts_of(&c, &plain, ri, 0);
         CHECK(count_rst(&rst) > 0);
         int rw, rh;
         uint8_t *full = decode_full(&c, &rst, ch, &rw, &rh);
@@ -125,7 +130,7 @@ static void check_image(int w, int h, int ss, int mcu_w, uint64_t seed) {
                    : ss == TJSAMP_444 ? "4:4:4"
                    : ss == TJSAMP_422 ? "4:2:2"
                                       : "4:2:0",
-               ri, plain.len, len, cuts);
+               ri, plain.len, rst.len, cuts);
         if (aligned)
             CHECK(cuts >= 40); /* most random regions skip rows or columns */
         else
@@ -135,10 +140,7 @@ static void check_image(int w, int h, int ss, int mcu_w, uint64_t seed) {
     }
     /* fit_row: at most 4 MCUs, and always an interval the decoder cuts at */
     {
-        const uint8_t *out;
-        size_t len;
-        CHECK_OK(sv_jpeg_add_restarts(&c, plain.jpg, plain.len, 4, 1, &out, &len));
-        img rst = copy_of(out, len);
+        img rst = restarts_of(&c, &plain, 4, 1);
         int want = 4;
         while (mpr % want) want--;
         CHECK(count_rst(&rst) ==
@@ -167,10 +169,7 @@ int main(void) {
         img prog = encode(160, 120, TJSAMP_420, 1, 6);
         int w, h;
         uint8_t *ref = decode_full(&c, &prog, 3, &w, &h);
-        const uint8_t *out;
-        size_t len;
-        CHECK_OK(sv_jpeg_add_restarts(&c, prog.jpg, prog.len, 2, 0, &out, &len));
-        img rst = copy_of(out, len);
+        img rst = restarts_of(&c, &prog, 2, 0);
         uint8_t *full = decode_full(&c, &rst, 3, &w, &h);
         CHECK(!memcmp(full, ref, (size_t)w * h * 3));
         CHECK(check_regions(&rst, ref, w, h, 3, 61) >= 40);
@@ -179,10 +178,7 @@ int main(void) {
     /* restart markers out of sequence: the stream is not cut, and libjpeg reports the marker */
     {
         img plain = encode(320, 240, TJSAMP_420, 0, 7);
-        const uint8_t *out;
-        size_t len;
-        CHECK_OK(sv_jpeg_add_restarts(&c, plain.jpg, plain.len, 20, 0, &out, &len)); /* one MCU row each */
-        img rst = copy_of(out, len);
+        img rst = restarts_of(&c, &plain, 20, 0); /* one MCU row each */
         int seen = 0;
         for (size_t i = 0; i + 1 < rst.len; i++)
             if (rst.jpg[i] == 0xFF && rst.jpg[i + 1] >= 0xD0 && rst.jpg[i + 1] <= 0xD7 && ++seen == 3) {
@@ -203,10 +199,7 @@ int main(void) {
      * reports the damage (before: the region decoded silently from the wrong intervals) */
     {
         img plain = encode(256, 256, TJSAMP_420, 0, 9);
-        const uint8_t *out;
-        size_t len;
-        CHECK_OK(sv_jpeg_add_restarts(&c, plain.jpg, plain.len, 1, 0, &out, &len));
-        img rst = copy_of(out, len);
+        img rst = restarts_of(&c, &plain, 1, 0);
         size_t w = 0;
         int seen = 0;
         for (size_t i = 0; i < rst.len; i++) {
@@ -231,10 +224,7 @@ int main(void) {
         img plain = encode(35, 64, TJSAMP_420, 0, 10);
         int w, h;
         uint8_t *ref = decode_full(&c, &plain, 3, &w, &h);
-        const uint8_t *out;
-        size_t len;
-        CHECK_OK(sv_jpeg_add_restarts(&c, plain.jpg, plain.len, 1, 0, &out, &len));
-        img rst = copy_of(out, len);
+        img rst = restarts_of(&c, &plain, 1, 0);
         unsigned long before = sv_jpeg_restart_cuts();
         sv_jpeg_region r;
         CHECK_OK(sv_jpeg_decode_region(&c, rst.jpg, rst.len, 3, 1, 34, 40, 70, 48, &r));
