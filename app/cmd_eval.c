@@ -107,6 +107,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     sv_status st = sv_app_load_model(&r, o->src.weights, o->src.ckpt, o->src.ema);
     sv_dataset_opts dopts = sv_dataset_opts_default();
     dopts.classes_file = o->classes;
+    dopts.classes_fallback = 1; /* a tar's own classes.txt is checked against --classes, not replaced */
     dopts.leave_out_unusable = o->skip_unreadable; /* left out at the scan: recorded in eval.json too */
     dopts.synth_samples = (uint64_t)o->synth_samples;
     dopts.synth_classes = r.vcfg.num_classes;

@@ -2,6 +2,7 @@
  * computed by the very code that carves the training arena (in counting mode). */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app/commands.h"
 #include "app/plan_sim.h"
@@ -89,8 +90,9 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     long long mem_bytes = -1;
-    if (mem && (mem_bytes = sv_parse_bytes(mem)) < 0)
-        return sv_cmd_usage_error("plan", "--mem: invalid value '%s' (expected bytes like 24G, 512M)", mem);
+    if (mem && (mem_bytes = sv_parse_bytes(mem)) <= 0)
+        return sv_cmd_usage_error("plan", "--mem: invalid value '%s' (expected bytes like 24G, 512M; more than 0)",
+                                  mem);
     if (sa.simulate || sa.suggest || sa.sweep) {
         if (!strcmp(o.device, "cuda") || !strcmp(o.device, "auto"))
             return sv_cmd_usage_error("plan", "--device %s: name the simulated device (%s)", o.device,
@@ -131,15 +133,21 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     sv_fsdp_config fc;
     sv_backend_config bc;
     int micro;
-    sv_status st = sv_run_resolve(&o, world, &vcfg, &fc, &bc, 1, &micro);
+    /* threads per rank as train takes them with the ranks on this machine (--threads, else its
+     * cores shared by the ranks): every CPU worker thread has attention scratch of its own */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int local = cores > 0 && world > cores ? (int)cores : world;
+    sv_status st = sv_run_resolve(&o, world, &vcfg, &fc, &bc, local, &micro);
     if (st != SV_OK) return sv_cmd_usage_error("plan", "%s", sv_err_msg());
-    bc.threads = 1;
     sv_run_mem m;
     if ((st = sv_run_plan(&vcfg, &fc, &bc, world, micro, o.recompute, &m)) != SV_OK) return sv_app_fail("plan", st);
+    char thr[48] = "";
+    if (!strcmp(o.device, "cpu"))
+        snprintf(thr, sizeof thr, " (%d thread%s per rank)", bc.threads, bc.threads > 1 ? "s" : "");
     printf("plan: %s (%zu params), world %d, %s, param dtype %s, reduce dtype %s, global batch %d "
-           "(%d per rank x %d accum), device %s%s\n",
+           "(%d per rank x %d accum), device %s%s%s\n",
            vcfg.name, sv_vit_param_count(&vcfg), world, o.strategy, o.param_dtype, o.reduce_dtype, o.batch_size, micro,
-           o.accum, o.device, o.recompute ? ", recompute" : "");
+           o.accum, o.device, thr, o.recompute ? ", recompute" : "");
     printf("per-rank bytes:\n");
     size_t T = m.total;
     row("params", m.fsdp.params, T, "fp32 master shard");
@@ -170,7 +178,9 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
             else
                 hi = mid;
         }
-        if (lo > 0)
+        if (lo >= (1 << 20) - 1) /* the search stops below 2^20 */
+            printf("largest micro-batch per rank that fits: at least %d (the search stops there)\n", lo);
+        else if (lo > 0)
             printf("largest micro-batch per rank that fits: %d (global batch %d at --accum %d)\n", lo,
                    lo * world * o.accum, o.accum);
         else

@@ -87,7 +87,7 @@ sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt, in
 /* dir of `path` (the path itself when it is a directory) + "/classes.txt", if anything exists at that name
  * (lstat: a dangling link or an unreadable file is then read, and refused with its error, rather than
  * passed over as absent). */
-static int classes_near(const char *path, int up, char *out, size_t cap) {
+static int classes_near(const char *path, char *out, size_t cap) {
     char dir[2048];
     snprintf(dir, sizeof dir, "%s", path);
     if (access(dir, F_OK) == 0) {
@@ -101,16 +101,42 @@ static int classes_near(const char *path, int up, char *out, size_t cap) {
                 snprintf(dir, sizeof dir, ".");
         }
     }
-    for (int i = 0; i <= up; i++) {
-        snprintf(out, cap, "%s/classes.txt", dir);
-        struct stat st; /* anything at the name counts (a dangling link, a loop, an unreadable file): */
-        if (lstat(out, &st) == 0) return 1; /* the guarded reader then names what is wrong with it */
-        char *s = strrchr(dir, '/');
-        if (!s) break;
-        *s = 0;
-        if (!*dir) break;
+    snprintf(out, cap, "%s/classes.txt", dir);
+    struct stat st;              /* anything at the name counts (a dangling link, a loop, an unreadable file): */
+    return lstat(out, &st) == 0; /* the guarded reader then names what is wrong with it */
+}
+
+/* classes.txt of a checkpoint's run directory, if anything exists at that name: the run directory
+ * is CKPT itself when it holds checkpoints/latest, else the directory above a checkpoint root
+ * named "checkpoints" (train's OUT/checkpoints, given as the root or as one of its step
+ * directories). A root elsewhere (--ckpt-dir) has no run directory to look in: nothing above
+ * the path given is searched (the recorded label names serve), so an unrelated classes.txt
+ * higher up is never taken for the model's. */
+static int classes_of_run(const char *ckpt, char *out, size_t cap) {
+    char dir[2048], probe[4200];
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s", ckpt);
+    for (size_t L = strlen(dir); L > 1 && dir[L - 1] == '/'; L--) dir[L - 1] = 0;
+    snprintf(probe, sizeof probe, "%s/checkpoints/latest", dir);
+    if (lstat(probe, &st) != 0) { /* not a run directory: a root, or a step directory in one */
+        snprintf(probe, sizeof probe, "%s/latest", dir);
+        if (lstat(probe, &st) != 0) {
+            char *s = strrchr(dir, '/');
+            if (s)
+                *s = 0;
+            else
+                snprintf(dir, sizeof dir, ".");
+        }
+        const char *s = strrchr(dir, '/'), *base = s ? s + 1 : dir;
+        if (strcmp(base, "checkpoints")) return 0;
+        if (s)
+            dir[s - dir] = 0;
+        else
+            snprintf(dir, sizeof dir, ".");
+        if (!*dir) snprintf(dir, sizeof dir, "/");
     }
-    return 0;
+    snprintf(out, cap, "%s/classes.txt", dir);
+    return lstat(out, &st) == 0; /* anything at the name: a dangling link is read and refused */
 }
 
 sv_status sv_app_model_meta(const char *weights, const char *ckpt, sv_ckpt_meta *m, char *src, char *lsrc, size_t cap) {
@@ -181,7 +207,7 @@ sv_status sv_app_class_names(const char *classes, const char *weights, const cha
     *n = 0;
     char p[4096];
     if (classes) return sv_app_class_list(classes, meta, lsrc, num_classes, 0, names, n);
-    if ((weights && classes_near(weights, 0, p, sizeof p)) || (ckpt && classes_near(ckpt, 2, p, sizeof p))) {
+    if ((weights && classes_near(weights, p, sizeof p)) || (ckpt && classes_of_run(ckpt, p, sizeof p))) {
         SV_INFO("class names from %s", p);
         return sv_app_class_list(p, meta, lsrc, num_classes, 0, names, n);
     }

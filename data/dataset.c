@@ -98,7 +98,7 @@ sv_status sv_dataset_open(const char *spec, const sv_dataset_opts *o, sv_dataset
         s = open_synthetic(d, o);
     } else if (kind == SV_DATASET_TAR) {
         d->kind = SV_DATASET_TAR;
-        s = sv_tar_scan(d, spec, exists, o->classes_file);
+        s = sv_tar_scan(d, spec, exists, o->classes_file, o->classes_fallback);
     } else {
         d->kind = SV_DATASET_FOLDER;
         s = sv_folder_scan(d, spec, o->leave_out_unusable);

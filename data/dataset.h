@@ -13,6 +13,7 @@
  * torchvision's sorted()); samples inside a class sorted byte-wise by relative path.
  * Tar shards: labels come from each key's ".cls" member (decimal integer); class names come
  * from opts.classes_file, else "classes.txt" next to the first shard, else "0", "1", ...
+ * (with opts.classes_fallback: "classes.txt", else opts.classes_file, else the numbers)
  *
  * A dataset is immutable after open and safe to read from many threads at once. */
 #ifndef SV_DATA_DATASET_H
@@ -35,8 +36,12 @@ typedef struct sv_dataset_opts {
     int synth_channels;     /* 1 or 3 [3] */
     uint64_t synth_seed;    /* which task (patterns per class); the sample content is a pure
                                 function of (synth_seed, sample index) [0] */
-    /* tar only: a class-name file (one per line) overriding the default lookup; NULL = none */
+    /* tar only: a class-name file (one per line) overriding the default lookup; NULL = none.
+     * With classes_fallback = 1 it is used only where no "classes.txt" lies next to the first
+     * shard (eval --classes: the data's own names are then checked against the list, not
+     * replaced by it). Anything at that name counts: a dangling link or a FIFO is an error. */
     const char *classes_file;
+    int classes_fallback;
     /* ImageFolder only: an image-named entry (.jpg/.jpeg, any case) that cannot be a sample (a
      * dangling symbolic link, a FIFO, socket or device, a path longer than 4095 bytes) and a
      * directory too long a path to scan fail sv_dataset_open with an SV_ERR_FORMAT naming the

@@ -42,6 +42,6 @@ struct sv_dataset {
 sv_status sv_folder_scan(sv_dataset *d, const char *root, int leave_out);
 /* pattern: tar shard names with brace patterns (sv_expand_braces), or with literal = 1 one
  * shard's path used as written (an existing file whose name holds braces). */
-sv_status sv_tar_scan(sv_dataset *d, const char *pattern, int literal, const char *classes_file);
+sv_status sv_tar_scan(sv_dataset *d, const char *pattern, int literal, const char *classes_file, int fallback);
 
 #endif

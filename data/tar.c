@@ -450,7 +450,7 @@ static sv_status check_distinct(const char *pattern, char *const *files, const i
                    pattern, again + 1, files[again], first + 1, files[first]);
 }
 
-sv_status sv_tar_scan(sv_dataset *d, const char *pattern, int literal, const char *classes_file) {
+sv_status sv_tar_scan(sv_dataset *d, const char *pattern, int literal, const char *classes_file, int fallback) {
     char **files;
     size_t nf = 1;
     if (literal) { /* one allocation like sv_expand_braces' */
@@ -476,13 +476,16 @@ sv_status sv_tar_scan(sv_dataset *d, const char *pattern, int literal, const cha
     size_t cap = 0;
     for (size_t i = 0; i < nf && s == SV_OK; i++) s = scan_shard(d, files[i], (uint32_t)i, d->fds[i], &cap);
     if (s == SV_OK && d->n == 0) s = SV_FAIL(SV_ERR_NOT_FOUND, "tar shards %s hold no .jpg samples", pattern);
-    /* class names: explicit file, else classes.txt beside the first shard, else numbers */
+    /* class names: explicit file, else classes.txt beside the first shard, else numbers (with
+     * fallback: classes.txt first). Anything at that name is read, so a dangling link, a FIFO or
+     * an unreadable file is an error, never a silent fall back to numbers. */
     char auto_path[4096];
-    if (s == SV_OK && !classes_file) {
+    if (s == SV_OK && (!classes_file || fallback)) {
         const char *sl = strrchr(files[0], '/');
         snprintf(auto_path, sizeof auto_path, "%.*s%sclasses.txt", sl ? (int)(sl - files[0]) : 0, files[0],
                  sl ? "/" : "");
-        if (access(auto_path, R_OK) == 0) classes_file = auto_path;
+        struct stat lst;
+        if (lstat(auto_path, &lst) == 0) classes_file = auto_path;
     }
     if (s == SV_OK && classes_file) {
         char **names;

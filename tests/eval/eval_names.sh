@@ -8,6 +8,9 @@
 #   - --heads other than config.json's num_heads, and --model naming another model than --ckpt's,
 #     are refused (each computed another model than the one trained, silently);
 #   - --crop-pct / --interp with --data synthetic (which has no resize or crop) are refused.
+#   - a tar data set's own classes.txt is checked against --classes (not replaced by it), and one
+#     that is a dangling link is an error;
+#   - predict --ckpt takes classes.txt from the run directory only, never from above the path;
 # --ignore-class-names still evaluates, with a warning.
 SV=$1
 source "$(dirname "$0")/lib.sh"
@@ -55,6 +58,38 @@ grep -q "WARN --ignore-class-names: evaluating anyway, although" "$WORK/ignore.l
 grep -q "WARN --ignore-class-names.*pass --ignore-class-names" "$WORK/ignore.log" &&
     fail "--ignore-class-names: the warning asks for the flag given"
 [ -s "$WORK/o3/eval.json" ] || fail "--ignore-class-names: no eval.json"
+
+# a tar data set with its own classes.txt: --classes is checked against it, not put in its place
+# (the tar's names listed the other way round were replaced by the list and the labels scored as
+# the list's classes, silently); a classes.txt there that is a dangling link is an error, not
+# a silent fall back to numbered classes
+"$SV" prep synthetic --out "$WORK/tdata" --format tar --classes 4 --per-class 2 --test-per-class 7 --width 40 \
+    --height 32 >"$WORK/tprep.log" 2>&1 || { cat "$WORK/tprep.log"; fail "prep --format tar"; }
+mkdir -p "$WORK/trev" "$WORK/tdang"
+cp "$WORK/tdata/test-000000.tar" "$WORK/trev/"
+cp "$WORK/tdata/test-000000.tar" "$WORK/tdang/"
+tac "$WORK/tdata/classes.txt" >"$WORK/trev/classes.txt"
+ln -s "$WORK/nonexistent/classes.txt" "$WORK/tdang/classes.txt"
+expect_fail tarlist 120 "$SV" "${EV[@]}" --weights "$WORK/bare/model.safetensors" --heads 2 \
+    --data "$WORK/trev/test-000000.tar" --classes "$WORK/w/classes.txt" --out "$WORK/o5"
+error_says tarlist 'class 0 of the data is "class_003"'
+run "$WORK/tarok.log" "$SV" "${EV[@]}" --weights "$WORK/bare/model.safetensors" --heads 2 \
+    --data "$WORK/tdata/test-000000.tar" --classes "$WORK/w/classes.txt" --out "$WORK/o6"
+expect_fail tardangling 120 "$SV" "${EV[@]}" --weights "$WORK/bare/model.safetensors" --heads 2 \
+    --data "$WORK/tdang/test-000000.tar" --out "$WORK/o7"
+error_says tardangling "$WORK/tdang/classes.txt"
+
+# predict --ckpt: classes.txt is looked for in the run directory only, never above the path given
+# (a checkpoint root from --ckpt-dir beside an unrelated classes.txt took that file's names)
+run "$WORK/train_ck.log" "$SV" train $MODEL $COMMON --data "$WORK/data/train" --steps 2 --batch-size 6 --warmup 1 \
+    --out "$WORK/runck" --ckpt-dir "$WORK/cks/runck" --ckpt-every 2
+printf 'cat\ndog\nbird\nfish\n' >"$WORK/cks/classes.txt"
+img=$(ls "$WORK"/data/test/class_000/*.jpg | head -1)
+run "$WORK/predict_ck.log" "$SV" predict --ckpt "$WORK/cks/runck" --threads 1 "$img"
+grep -q "class names: the 4 label names the model recorded" "$WORK/predict_ck.log" &&
+    ! grep -qE "cat|dog|bird|fish" "$WORK/predict_ck.log" ||
+    { cat "$WORK/predict_ck.log"; fail "predict --ckpt ROOT read a classes.txt above the checkpoint"; }
+echo "ok: predict --ckpt does not look above the run"
 
 # flags that would compute another model, or do nothing
 usage_error heads "--heads 4: the config.json beside $WORK/w/model.safetensors records num_heads 2" \

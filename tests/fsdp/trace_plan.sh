@@ -11,9 +11,10 @@ run tra 2 --steps 2 --strategy hybrid_shard --shard-group 1 --accum 2 --trace "$
 "$PY" "$HERE/check_trace.py" --tracks-only "$WORK/trace_ar.json" 2 3
 [ ! -e "$WORK/trace.json.rank0" ] || { echo "FAIL: trace part files left behind"; exit 1; }
 PLAN_TINY="--model vit-28 --dim 36 --depth 3 --heads 3 --batch-size 24"
-# plan vs trainer: the planned total equals what the trainer logs as its memory plan
+# plan vs trainer: the planned total equals what the trainer logs as its memory plan (threads
+# included: every CPU worker thread has attention scratch of its own)
 for args in "--strategy full_shard" "--strategy shard_grad_op --param-dtype bf16" "--strategy no_shard --accum 2 --accum-mode local" \
-    "--strategy hybrid_shard --shard-group 2 --reduce-dtype bf16" "--recompute"; do
+    "--strategy hybrid_shard --shard-group 2 --reduce-dtype bf16" "--recompute" "--threads 3"; do
     world=2
     [[ "$args" == *hybrid* ]] && world=4
     run pl "$world" --steps 1 $args
@@ -45,4 +46,8 @@ done
 out=$("$SHARDVIT" plan --model vit-b16 --world 1 --batch-size 4096 --mem 24G)
 grep -q "fits in 24G: NO" <<<"$out" || { echo "FAIL: vit-b16 batch 4096 should not fit 24G"; echo "$out"; exit 1; }
 grep -q "largest micro-batch per rank that fits" <<<"$out" || { echo "FAIL: no fitting batch reported"; exit 1; }
+# --mem must be a positive size (0 printed "fits in 0: NO (inf% of it)")
+rc=0
+"$SHARDVIT" plan $PLAN_TINY --mem 0 >"$WORK/mem0.log" 2>&1 || rc=$?
+[ $rc = 2 ] && grep -q "more than 0" "$WORK/mem0.log" || { cat "$WORK/mem0.log"; echo "FAIL: plan --mem 0: exit $rc"; exit 1; }
 echo "trace_plan: all passed"
