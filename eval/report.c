@@ -264,6 +264,18 @@ static void eval_section(sv_rp_buf *b, const sv_rp_eval_data *e) {
                      "<tr><td>top-1</td><td>%.2f%%</td></tr><tr><td>top-5</td><td>%.2f%%</td></tr>"
                      "<tr><td>loss</td><td>%.4f</td></tr><tr><td>samples</td><td>%lld</td></tr></table></div>\n",
                      100 * e->top1, 100 * e->top5, e->loss, e->samples);
+    if (e->skipped > 0 || e->n_skipped_files > 0) { /* never left out silently (eval --skip-unreadable) */
+        sv_rp_printf(b,
+                     "<p class=\"xform\"><b>Left out:</b> %lld unreadable image%s not counted (eval "
+                     "--skip-unreadable)",
+                     e->skipped, e->skipped == 1 ? "" : "s");
+        for (int i = 0; i < e->n_skipped_files; i++) {
+            sv_rp_printf(b, i ? ", " : ": ");
+            sv_rp_esc(b, e->skipped_files[i]);
+        }
+        if (e->n_skipped_files < e->skipped) sv_rp_printf(b, ", ...");
+        sv_rp_printf(b, "</p>\n");
+    }
     sv_rp_printf(b, "<p class=\"xform\"><b>Preprocessing:</b> ");
     if (e->xform[0]) {
         sv_rp_esc(b, e->xform);

@@ -22,6 +22,8 @@ void sv_rp_eval_data_free(sv_rp_eval_data *e) {
     free(e->total);
     free(e->conf);
     free(e->prov);
+    for (int i = 0; i < e->n_skipped_files; i++) free(e->skipped_files[i]);
+    free(e->skipped_files);
 }
 
 /* A recorded eval transform ({"img","channels","crop_pct","crop_mode","interpolation","mean",
@@ -241,6 +243,23 @@ static sv_status read_eval_json(const char *file, const sv_json *r, sv_rp_eval_d
     SV_TRY(check_frac(file, r, "top1", e->top1, c1, "top1_correct", n, "num_samples"));
     SV_TRY(check_frac(file, r, "top5", e->top5, c5, "top5_correct", n, "num_samples"));
     e->samples = n;
+    /* images the evaluation left out (eval --skip-unreadable): optional, older files lack them */
+    long long sk;
+    SV_TRY(get_count(file, r, "skipped", 0, &sk));
+    e->skipped = sk > 0 ? sk : 0;
+    const sv_json *sf = sv_json_member_get(r, "skipped_files");
+    if (sf) {
+        if (sf->type != SV_JSON_ARRAY || sf->u.arr.n > 4096)
+            return bad_field(file, r, "skipped_files", sf, "an array of at most 4096 file names");
+        if (sf->u.arr.n && !(e->skipped_files = calloc(sf->u.arr.n, sizeof *e->skipped_files)))
+            return SV_FAIL(SV_ERR_OOM, "%s: skipped_files", file);
+        for (size_t i = 0; i < sf->u.arr.n; i++) {
+            const sv_json *v = &sf->u.arr.items[i];
+            if (v->type != SV_JSON_STRING) return bad_field(file, r, "skipped_files", sf, "an array of strings");
+            if (!(e->skipped_files[i] = strdup(v->u.str.s))) return SV_FAIL(SV_ERR_OOM, "%s: skipped_files", file);
+            e->n_skipped_files = (int)i + 1;
+        }
+    }
     const sv_json *ema = sv_json_member_get(r, "ema");
     if (ema && ema->type != SV_JSON_NULL) {
         if (ema->type != SV_JSON_OBJECT) return bad_field(file, r, "ema", ema, "an object");

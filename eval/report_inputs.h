@@ -37,6 +37,11 @@ typedef struct sv_rp_eval_data {
     char xform[512];
     char xform_src[SV_CKPT_PATH_MAX + 256];
     char *prov; /* eval.json's "provenance" as JSON text, or NULL */
+    /* eval.json "skipped" (images left out by eval --skip-unreadable; 0 when not recorded) and
+     * the "skipped_files" it names (at most what eval lists) */
+    long long skipped;
+    char **skipped_files;
+    int n_skipped_files;
 } sv_rp_eval_data;
 
 /* Release what e owns (also after a failed or partial load, and on a zeroed e). */

@@ -133,6 +133,20 @@ print(f"ok: --skip-unreadable at world 1 and 2: {sum(readable)} samples, per-cla
       f"(files {[len(files[c]) for c in classes]}), skipped {len(bad)}, counts equal the clean set's")
 PYEOF
 
+# the report of a run evaluated that way says what was left out, naming the files (it showed the
+# counted samples only)
+run "$WORK/rrun.log" "$SV" train $MODEL $COMMON --data "$WORK/data/train" --steps 2 --batch-size 6 --warmup 1 \
+    --out "$WORK/rrun"
+run "$WORK/rclean.log" "$SV" report "$WORK/rrun" --out "$WORK/rclean.html"
+grep -q "Left out" "$WORK/rclean.html" && fail "report: a run without left-out images shows some"
+run "$WORK/reval.log" "$SV" eval --ckpt "$WORK/rrun" --data "$T" --batch-size 6 --skip-unreadable --out "$WORK/rrun" \
+    $COMMON
+run "$WORK/rreport.log" "$SV" report "$WORK/rrun" --out "$WORK/rrun.html"
+grep -q "<b>Left out:</b> 5 unreadable images not counted" "$WORK/rrun.html" ||
+    fail "report: the 5 images eval left out are not shown"
+for b in $BAD; do grep -qF "$(basename "$b")" "$WORK/rrun.html" || fail "report: $b not named"; done
+echo "ok: the report shows the left-out images"
+
 # 3b. --skip-unreadable over data where nothing is readable: zero samples is an error (exit 1 on
 # every rank, no eval.json), not a result of "0 samples" with top-1 nan
 mkdir -p "$WORK/none/class_000" "$WORK/none/class_001"
