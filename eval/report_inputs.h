@@ -55,7 +55,8 @@ void sv_rp_eval_data_free(sv_rp_eval_data *e);
  * object with a string "class") per class, num_classes of them when recorded, each index equal
  * to its position, whose totals add up to num_samples and whose correct counts add up to
  * top1_correct; "ema", when present and not null, an object whose top1, top5, loss and samples
- * are checked likewise. Then e->xform is the preprocessing: eval.json's own "eval_transform"
+ * are checked likewise; "skipped" (optional) a non-negative integer and "skipped_files"
+ * (optional) an array of at most 4096 strings. Then e->xform is the preprocessing: eval.json's own "eval_transform"
  * when it records one, else the one the run's latest checkpoint recorded (under
  * sv_rp_ckpt_root; training evaluates with exactly that transform), else "" (never an error);
  * e->prov is eval.json's "provenance" object as JSON text. Sets e->have on success. After an
