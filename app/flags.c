@@ -137,13 +137,20 @@ static int read_config(const char *cmd, sv_flag *flags, const char *path) {
 int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos) {
     *npos = 0;
     /* --help anywhere wins; --config is applied before the other flags */
-    for (int i = 1; i < argc; i++) {
+    /* a bare "--" ends the flags: every argument after it is positional (a file named "--x.jpg") */
+    int end = argc;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--")) {
+            end = i;
+            break;
+        }
+    for (int i = 1; i < end; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             sv_flags_help(spec, flags, stdout);
             return 1;
         }
     }
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < end; i++) {
         const char *a = argv[i];
         if (!strncmp(a, "--config=", 9) || !strcmp(a, "--config")) {
             const char *path = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[i + 1] : NULL);
@@ -153,7 +160,8 @@ int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **arg
     }
     for (int i = 1; i < argc; i++) {
         char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
+        if (i == end) continue; /* the "--" itself */
+        if (i > end || strncmp(a, "--", 2) != 0) {
             if (*npos >= spec->max_positional) {
                 if (spec->max_positional > 1) /* a list that is too long, not a stray word */
                     return sv_cmd_usage_error(spec->name, "too many arguments: at most %d ('%s' is one more)",

@@ -19,6 +19,9 @@ expect_usage_error() {
 expect_usage_error "unknown flag --bogus" train --bogus 1
 expect_usage_error "--batch-size: invalid value 'abc' (expected an integer in [1, 1048576])" train --batch-size abc
 expect_usage_error "--batch-size: invalid value '0'" train --batch-size 0
+# a bare "--" ends the flags: what follows is positional, even when it looks like a flag
+expect_usage_error "unexpected argument '--bogus'" info --model vit-28 -- --bogus
+"$SV" info --model vit-28 -- >/dev/null 2>&1 || fail "info with a trailing -- failed"
 expect_usage_error "--lr: invalid value '-1'" train --lr=-1
 expect_usage_error "--steps: missing value" train --steps
 expect_usage_error "unknown model 'vit-zz'" info --model vit-zz
