@@ -1,11 +1,13 @@
 #include "app/model_load.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fileio.h"
 #include "core/log.h"
 #include "data/dataset.h"
 #include "eval/weights.h"
@@ -88,18 +90,12 @@ sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt, in
  * (lstat: a dangling link or an unreadable file is then read, and refused with its error, rather than
  * passed over as absent). */
 static int classes_near(const char *path, char *out, size_t cap) {
-    char dir[2048];
+    char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     if (access(dir, F_OK) == 0) {
-        char probe[4200];
+        char probe[PATH_MAX + 8];
         snprintf(probe, sizeof probe, "%s/.", dir);
-        if (access(probe, F_OK) != 0) { /* a file: start at its directory */
-            char *s = strrchr(dir, '/');
-            if (s)
-                *s = 0;
-            else
-                snprintf(dir, sizeof dir, ".");
-        }
+        if (access(probe, F_OK) != 0) (void)sv_fileio_parent(path, dir); /* a file: start at its directory */
     }
     snprintf(out, cap, "%s/classes.txt", dir);
     struct stat st;              /* anything at the name counts (a dangling link, a loop, an unreadable file): */
@@ -113,27 +109,21 @@ static int classes_near(const char *path, char *out, size_t cap) {
  * the path given is searched (the recorded label names serve), so an unrelated classes.txt
  * higher up is never taken for the model's. */
 static int classes_of_run(const char *ckpt, char *out, size_t cap) {
-    char dir[2048], probe[4200];
+    /* the parents below fit: each is shorter than the path it is taken from */
+    char dir[PATH_MAX], root[PATH_MAX], probe[PATH_MAX + 32];
     struct stat st;
     snprintf(dir, sizeof dir, "%s", ckpt);
     for (size_t L = strlen(dir); L > 1 && dir[L - 1] == '/'; L--) dir[L - 1] = 0;
     snprintf(probe, sizeof probe, "%s/checkpoints/latest", dir);
     if (lstat(probe, &st) != 0) { /* not a run directory: a root, or a step directory in one */
         snprintf(probe, sizeof probe, "%s/latest", dir);
-        if (lstat(probe, &st) != 0) {
-            char *s = strrchr(dir, '/');
-            if (s)
-                *s = 0;
-            else
-                snprintf(dir, sizeof dir, ".");
-        }
-        const char *s = strrchr(dir, '/'), *base = s ? s + 1 : dir;
-        if (strcmp(base, "checkpoints")) return 0;
-        if (s)
-            dir[s - dir] = 0;
+        if (lstat(probe, &st) == 0)
+            snprintf(root, sizeof root, "%s", dir);
         else
-            snprintf(dir, sizeof dir, ".");
-        if (!*dir) snprintf(dir, sizeof dir, "/");
+            (void)sv_fileio_parent(dir, root);
+        const char *s = strrchr(root, '/');
+        if (strcmp(s ? s + 1 : root, "checkpoints")) return 0;
+        (void)sv_fileio_parent(root, dir);
     }
     snprintf(out, cap, "%s/classes.txt", dir);
     return lstat(out, &st) == 0; /* anything at the name: a dangling link is read and refused */
@@ -205,7 +195,7 @@ sv_status sv_app_class_names(const char *classes, const char *weights, const cha
                              const char *lsrc, int num_classes, char ***names, int *n) {
     *names = NULL;
     *n = 0;
-    char p[4096];
+    char p[PATH_MAX + 16];
     if (classes) return sv_app_class_list(classes, meta, lsrc, num_classes, 0, names, n);
     if ((weights && classes_near(weights, p, sizeof p)) || (ckpt && classes_of_run(ckpt, p, sizeof p))) {
         SV_INFO("class names from %s", p);

@@ -85,6 +85,13 @@ static void class_quotas(const uint64_t *n, int K, uint64_t limit, uint64_t *q) 
     }
 }
 
+/* Sample i's file name, escaped for a message, in esc (SV_ESC_CAP bytes). */
+static const char *sample_name(const sv_dataset *d, size_t i, char *esc) {
+    char name[4200];
+    sv_dataset_sample_name(d, i, name, sizeof name);
+    return sv_log_esc(name, esc, SV_ESC_CAP);
+}
+
 /* Sample i of d read into *buf (capacity *cap, grown as sv_dataset_read grows it), checked by
  * decoding it and, with restart_mcus > 0, rewritten with restart markers: *jpg, *len are the bytes
  * to write (in *buf, or in jc->jbuf until jc's next encode). A file that cannot be rewritten
@@ -110,17 +117,15 @@ static sv_status take_sample(const sv_dataset *d, size_t i, sv_jpeg_ctx *jc, int
         }
     }
     if (st != SV_OK) {
-        char name[4200], esc[SV_ESC_CAP];
-        sv_dataset_sample_name(d, i, name, sizeof name);
-        sv_err_prefix(sv_log_esc(name, esc, sizeof esc));
+        char esc[SV_ESC_CAP];
+        sv_err_prefix(sample_name(d, i, esc));
     }
     return st;
 }
 
 static void warn_kept(const sv_dataset *d, size_t i, const char *why) {
-    char name[4200], esc[SV_ESC_CAP];
-    sv_dataset_sample_name(d, i, name, sizeof name);
-    SV_WARN("prep imagefolder: %s: %s; copied without restart markers", sv_log_esc(name, esc, sizeof esc), why);
+    char esc[SV_ESC_CAP];
+    SV_WARN("prep imagefolder: %s: %s; copied without restart markers", sample_name(d, i, esc), why);
 }
 
 /* The samples a split takes, in order: dataset order, each class up to its quota. */
@@ -196,10 +201,9 @@ static void *pool_worker(void *arg) {
                 if (len > sl->cap) sl->data = q, sl->cap = len;
                 memcpy(sl->data, jpg, len);
             } else {
-                char name[4200], esc[SV_ESC_CAP];
-                sv_dataset_sample_name(pl->p->d, i, name, sizeof name);
+                char esc[SV_ESC_CAP];
                 sl->st = SV_FAIL(SV_ERR_OOM, "%s: cannot allocate %zu bytes for its rewrite",
-                                 sv_log_esc(name, esc, sizeof esc), len);
+                                 sample_name(pl->p->d, i, esc), len);
             }
         }
         sl->len = len;
@@ -348,19 +352,20 @@ sv_status sv_prep_imagefolder(sv_prep_opts *o) {
     char tdir[4200], edir[4200];
     if (snprintf(tdir, sizeof tdir, "%s/train", o->src) >= (int)sizeof tdir)
         return SV_FAIL(SV_ERR_INVALID, "prep imagefolder: --src too long");
-    const char *eval_name = NULL;
+    /* the evaluation split: SRC/val, else SRC/test, else none */
     snprintf(edir, sizeof edir, "%s/val", o->src);
-    if (is_dir(edir))
-        eval_name = "val";
-    else if (snprintf(edir, sizeof edir, "%s/test", o->src), is_dir(edir))
-        eval_name = "test";
+    if (!is_dir(edir)) snprintf(edir, sizeof edir, "%s/test", o->src);
+    const int has_eval = is_dir(edir);
     SV_TRY(sv_prep_out_outside_src(o));
     sv_prep_job j;
     int done;
     SV_TRY(sv_prep_begin(&j, o, "imagefolder", &done));
     if (done) return SV_OK;
     int workers = o->workers;
-    if (!workers) workers = cpu_count() < SV_PREP_MAX_WORKERS ? cpu_count() : SV_PREP_MAX_WORKERS;
+    if (!workers) {
+        const int cpus = cpu_count();
+        workers = cpus < SV_PREP_MAX_WORKERS ? cpus : SV_PREP_MAX_WORKERS;
+    }
     SV_INFO("prep imagefolder: %s -> %s (%s%s, %d worker%s)", o->src, o->out,
             o->format == SV_PREP_TAR ? "tar shards" : "image folders",
             o->restart_mcus > 0 ? ", restart markers added" : ", JPEG bytes unchanged", workers,
@@ -384,7 +389,7 @@ sv_status sv_prep_imagefolder(sv_prep_opts *o) {
         if (!(names = malloc((size_t)K * sizeof *names))) st = SV_FAIL(SV_ERR_OOM, "prep imagefolder: class list");
         for (int k = 0; k < K && names; k++) names[k] = sv_dataset_class_name(train, k);
     }
-    if (st == SV_OK && eval_name) {
+    if (st == SV_OK && has_eval) {
         st = sv_dataset_open(edir, &dopts, &eval);
         if (st == SV_OK && !(map = malloc((size_t)sv_dataset_num_classes(eval) * sizeof *map)))
             st = SV_FAIL(SV_ERR_OOM, "prep imagefolder: class map");

@@ -73,38 +73,37 @@ static inline uint8_t clip8(int32_t v) {
 /* The group tables of the 3-channel VBMI pass (sv_resample_scratch): the largest group size up
  * to 5 whose every group reads at most 64 bytes (21 pixels), counting each output's real taps
  * (past them the taps are zero, and the lanes may index anything). */
+/* The source pixels outputs [o0, o0 + n) read: from *lo, how many. */
+static int group_span(const sv_resample_scratch *s, int o0, int n, int *lo) {
+    int l = s->bx[2 * o0], hi = l;
+    for (int o = o0; o < o0 + n; o++) {
+        int a = s->bx[2 * o], e = a + s->bx[2 * o + 1];
+        l = a < l ? a : l;
+        hi = e > hi ? e : hi;
+    }
+    *lo = l;
+    return hi - l;
+}
+
 static void plan_groups(sv_resample_scratch *s) {
     const int out = s->out, ksx = s->ksx;
     s->gsz = s->ngroup = 0;
     if (s->c != 3) return;
-    int g = 5;
+    int g = 5, lo;
     for (; g >= 1; g--) {
         int fits = 1;
-        for (int o0 = 0; o0 < out && fits; o0 += g) {
-            int lo = s->bx[2 * o0], hi = lo;
-            for (int o = o0; o < o0 + g && o < out; o++) {
-                int a = s->bx[2 * o], e = a + s->bx[2 * o + 1];
-                lo = a < lo ? a : lo;
-                hi = e > hi ? e : hi;
-            }
-            fits = (hi - lo) * 3 <= 64;
-        }
+        for (int o0 = 0; o0 < out && fits; o0 += g)
+            fits = group_span(s, o0, out - o0 < g ? out - o0 : g, &lo) * 3 <= 64;
         if (fits) break;
     }
     if (g < 1) return;
     s->gsz = g;
     s->ngroup = (out + g - 1) / g;
     for (int gi = 0; gi < s->ngroup; gi++) {
-        const int o0 = gi * g, n = out - o0 < g ? out - o0 : g;
-        int lo = s->bx[2 * o0], hi = lo;
-        for (int o = o0; o < o0 + n; o++) {
-            int a = s->bx[2 * o], e = a + s->bx[2 * o + 1];
-            lo = a < lo ? a : lo;
-            hi = e > hi ? e : hi;
-        }
+        const int o0 = gi * g, n = out - o0 < g ? out - o0 : g, span = group_span(s, o0, n, &lo);
         int32_t *info = s->ginfo + 4 * (size_t)gi;
         info[0] = lo;
-        info[1] = (hi - lo) * 3;
+        info[1] = span * 3;
         info[2] = o0;
         info[3] = n;
         uint8_t *idx = s->gidx + 64 * (size_t)gi;
