@@ -233,7 +233,18 @@ static sv_status setup_rest(sv_run *r, const sv_run_opts *o, const sv_fsdp_confi
     r->bytes_batch = cnt_dev.used - r->bytes_fsdp - r->bytes_act;
     r->bytes_total = cnt_dev.used;
     size_t dev_bytes = cnt_dev.used + 4096, host_bytes = cnt_host.used + 4096;
-    SV_TRY(sv_be_alloc(r->be, dev_bytes, &r->dev_block));
+    sv_status ast = sv_be_alloc(r->be, dev_bytes, &r->dev_block);
+    if (ast == SV_ERR_OOM) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", sv_err_msg());
+        return SV_FAIL(ast,
+                       "%s: the arena of %.2f GiB per rank (micro-batch %d: activations %.2f GiB, input batch %.2f "
+                       "GiB, FSDP %.2f GiB) does not fit: lower --batch-size (train, bench: or split it with "
+                       "--accum; shardvit plan prints the plan)",
+                       why, dev_bytes / 1073741824.0, r->micro_batch, r->bytes_act / 1073741824.0,
+                       r->bytes_batch / 1073741824.0, r->bytes_fsdp / 1073741824.0);
+    }
+    SV_TRY(ast);
     r->host_block = calloc(1, host_bytes);
     if (!r->host_block) return SV_FAIL(SV_ERR_OOM, "host arena of %zu bytes", host_bytes);
     sv_arena_init(&r->dev, "device", r->dev_block, dev_bytes);

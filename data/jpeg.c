@@ -242,6 +242,20 @@ static int has_eoi(const uint8_t *p, size_t n) {
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* Whether skipping rows (jpeg_skip_scanlines) and columns (jpeg_crop_scanline) keeps the
+ * pixels of a full decode at 1/denom scale. At scale 1 it does for every sampling tested; at a
+ * reduced DCT scale only for the layouts TurboJPEG names (chroma 1x1 beside luma 1x1, 2x1, 1x2,
+ * 2x2 or 4x1): libjpeg-turbo 2.1.5 gets others wrong there (luma 2x4 or 4x2 at 1/2: most
+ * regions differ, by up to 255; chroma with factors of its own: some), so those decode from
+ * the top at full width (tested against plain libjpeg decodes). */
+static int cut_exact(const struct jpeg_decompress_struct *d, int denom) {
+    if (denom == 1 || d->num_components == 1) return 1;
+    for (int i = 1; i < d->num_components; i++)
+        if (d->comp_info[i].h_samp_factor != 1 || d->comp_info[i].v_samp_factor != 1) return 0;
+    const int h = d->comp_info[0].h_samp_factor, v = d->comp_info[0].v_samp_factor;
+    return (h <= 2 && v <= 2) || (h == 4 && v == 1);
+}
+
 /* Arguments and results of one libjpeg call sequence (kept out of locals of the setjmp frame). */
 typedef struct lj_args {
     int op; /* 0: header, 1: region */
@@ -317,6 +331,7 @@ static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
     int y0 = clampi(a->y0 - my - oy, 0, fh), y1 = clampi(a->y1 + my - oy, 0, fh);
     if (x1 <= x0) x0 = 0, x1 = fw;
     if (y1 <= y0) y0 = 0, y1 = fh;
+    if (!cut_exact(d, a->denom)) x0 = 0, x1 = fw, y0 = 0;
     JDIMENSION cx = (JDIMENSION)x0, cw = (JDIMENSION)(x1 - x0);
     if (x0 > 0 || x1 < fw) jpeg_crop_scanline(d, &cx, &cw); /* widens to iMCU boundaries */
     size_t stride = (size_t)cw * (size_t)channels, need = stride * (size_t)(y1 - y0) + 16; /* resampler slack */

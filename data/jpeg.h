@@ -61,7 +61,8 @@ typedef struct sv_jpeg_region {
  * outside are not inverse-transformed (jpeg_crop_scanline), rows below are not decoded at all.
  * The returned region may be larger than asked (iMCU alignment plus a margin that keeps chroma
  * upsampling at the cut away from the requested pixels): inside the request the pixels equal
- * those of sv_jpeg_decode. A sequential JPEG with restart markers (whole MCU rows per interval,
+ * those of sv_jpeg_decode (for sampling layouts TurboJPEG does not name, at a reduced scale:
+ * those of a plain libjpeg decode, the region then decoded from the top at full width). A sequential JPEG with restart markers (whole MCU rows per interval,
  * or intervals dividing an MCU row) at scale 1 is cut first: only the restart intervals that
  * cover the region are entropy-decoded (data/jpeg_restart.h), the rows above and the columns
  * beside them are not even Huffman-decoded; the pixels are the same. Errors: as sv_jpeg_decode for everything up to the region's last

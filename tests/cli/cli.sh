@@ -58,6 +58,19 @@ trap 'rm -rf "$tmp"' EXIT
 printf 'model = "vit-28"\ndepth = 1\ndim = 24\nheads = 2\nbatch-size = 16\nsteps = 2\nsynth_samples = 64\n' >"$tmp/run.toml"
 "$SV" train --config "$tmp/run.toml" --steps 1 --out "$tmp/run" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train with --config"; }
 grep -q "for 1 steps" "$tmp/log" || fail "command line did not override the config file"
+
+# a batch whose arena cannot be allocated: one error naming the arena's parts and the way out
+# (a 4 TiB allocation fails under the kernel's default overcommit heuristic; under "always
+# overcommit" it would succeed and be killed later, so the case is skipped there, loudly)
+if [ "$(cat /proc/sys/vm/overcommit_memory 2>/dev/null)" = 1 ]; then
+    echo "SKIP: arena out-of-memory case (vm.overcommit_memory = 1: a 4 TiB allocation succeeds)"
+else
+    "$SV" train --batch-size 1048576 --steps 1 --out "$tmp/oom" >"$tmp/oom.log" 2>&1 && fail "train with a 4 TiB arena succeeded"
+    grep -q "the arena of .* GiB per rank (micro-batch 1048576: activations .* does not fit: lower --batch-size" \
+        "$tmp/oom.log" || { cat "$tmp/oom.log"; fail "arena out-of-memory message"; }
+    [ ! -e "$tmp/oom" ] || fail "a failed setup left its output directory"
+    echo "ok: arena out of memory -> $(tail -1 "$tmp/oom.log")"
+fi
 grep -q '^depth = 1$' "$tmp/run/config.toml" || fail "resolved config not saved"
 # a UTF-8 byte order mark before the first key (Windows editors) is skipped
 printf '\xef\xbb\xbfmodel = "vit-28"\ndepth = 1\ndim = 24\nheads = 2\nbatch-size = 16\nsteps = 1\nsynth_samples = 64\n' \

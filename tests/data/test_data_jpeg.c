@@ -1,8 +1,10 @@
 /* JPEG + transforms: encode/decode round trip (gray, colour) with a PSNR bound, progressive
  * decode, DCT-scaled decode sizes, pixel guard; RandomResizedCrop boxes inside the image with
  * scale/ratio in range and the central fallback; eval box; region decodes equal full decodes
- * inside the request. */
+ * inside the request, also for sampling layouts only libjpeg itself writes (luma 2x4, chroma
+ * with factors of its own) at every DCT scale. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,12 +14,61 @@
 #include "data/synth.h"
 #include "data/transform.h"
 
+#include <jpeglib.h>
 #include <turbojpeg.h>
 
 static double psnr(const uint8_t *a, const uint8_t *b, size_t n) {
     double se = 0;
     for (size_t i = 0; i < n; i++) se += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
     return se == 0 ? 99 : 10 * log10(255.0 * 255.0 / (se / (double)n));
+}
+
+/* A colour JPEG with the given sampling factors (Y h,v, Cb h,v, Cr h,v), through libjpeg. */
+static unsigned char *enc_sampled(const uint8_t *rgb, int w, int h, const int *f, unsigned long *len) {
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    unsigned char *out = NULL;
+    jpeg_mem_dest(&c, &out, len);
+    c.image_width = (JDIMENSION)w;
+    c.image_height = (JDIMENSION)h;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    for (int k = 0; k < 3; k++) c.comp_info[k].h_samp_factor = f[2 * k], c.comp_info[k].v_samp_factor = f[2 * k + 1];
+    jpeg_set_quality(&c, 88, TRUE);
+    jpeg_start_compress(&c, TRUE);
+    while (c.next_scanline < c.image_height) {
+        JSAMPROW r = (JSAMPROW)(rgb + (size_t)c.next_scanline * (size_t)w * 3);
+        jpeg_write_scanlines(&c, &r, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    return out;
+}
+
+/* The whole image at 1/denom through plain libjpeg (every row read, no crop): the reference. */
+static uint8_t *dec_plain(const unsigned char *j, unsigned long len, int channels, int denom, int *fw, int *fh) {
+    struct jpeg_decompress_struct d;
+    struct jpeg_error_mgr e;
+    d.err = jpeg_std_error(&e);
+    jpeg_create_decompress(&d);
+    jpeg_mem_src(&d, j, len);
+    jpeg_read_header(&d, TRUE);
+    d.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    d.scale_num = 1;
+    d.scale_denom = (unsigned)denom;
+    jpeg_start_decompress(&d);
+    *fw = (int)d.output_width, *fh = (int)d.output_height;
+    uint8_t *p = malloc((size_t)*fw * (size_t)*fh * (size_t)channels);
+    while (d.output_scanline < d.output_height) {
+        JSAMPROW r = p + (size_t)d.output_scanline * (size_t)*fw * (size_t)channels;
+        jpeg_read_scanlines(&d, &r, 1);
+    }
+    jpeg_finish_decompress(&d);
+    jpeg_destroy_decompress(&d);
+    return p;
 }
 
 int main(void) {
@@ -149,9 +200,9 @@ int main(void) {
     {
         enum { RW = 157, RH = 101 };
         static uint8_t src[RW * RH * 3], full[RW * RH * 3];
-        int samps[] = {TJSAMP_420, TJSAMP_422, TJSAMP_444, TJSAMP_440, TJSAMP_GRAY};
+        int samps[] = {TJSAMP_420, TJSAMP_422, TJSAMP_444, TJSAMP_440, TJSAMP_GRAY, TJSAMP_411};
         int checked = 0;
-        for (int si = 0; si < 5; si++)
+        for (int si = 0; si < 6; si++)
             for (int prog = 0; prog < 2; prog++) {
                 sv_synth_render(7, (uint64_t)si, 1, RW, RH, 3, src);
                 unsigned char *jb = NULL;
@@ -194,6 +245,47 @@ int main(void) {
                 tjDestroy(tc);
             }
         fprintf(stderr, "region decodes checked against full decodes: %d\n", checked);
+    }
+    /* the same for layouts TurboJPEG does not name, against plain libjpeg decodes: a reduced DCT
+     * scale with luma 2x4 / 4x2 or chroma factors of its own gave other pixels when rows were
+     * skipped or columns cropped (up to 255 apart) */
+    {
+        enum { RW = 157, RH = 101 };
+        static uint8_t src[RW * RH * 3];
+        static const int lay[][6] = {{2, 4, 1, 1, 1, 1}, {4, 2, 1, 1, 1, 1}, {4, 1, 2, 1, 1, 1},
+                                     {2, 2, 1, 2, 2, 1}, {1, 4, 1, 1, 1, 1}, {3, 2, 1, 1, 1, 1}};
+        int checked = 0;
+        for (int li = 0; li < 6; li++) {
+            sv_synth_render(9, (uint64_t)li, 2, RW, RH, 3, src);
+            unsigned long jl = 0;
+            unsigned char *jb = enc_sampled(src, RW, RH, lay[li], &jl);
+            for (int denom = 1; denom <= 4; denom *= 2)
+                for (int ch = 1; ch <= 3; ch += 2) {
+                    int fw, fh;
+                    uint8_t *full = dec_plain(jb, jl, ch, denom, &fw, &fh);
+                    for (uint64_t k = 0; k < 60; k++) {
+                        int x0 = (int)(sv_rand_u64(k, 4) % (uint64_t)fw), y0 = (int)(sv_rand_u64(k, 5) % (uint64_t)fh);
+                        int x1 = x0 + 1 + (int)(sv_rand_u64(k, 6) % (uint64_t)(fw - x0));
+                        int y1 = y0 + 1 + (int)(sv_rand_u64(k, 7) % (uint64_t)(fh - y0));
+                        sv_jpeg_region r;
+                        CHECK_OK(sv_jpeg_decode_region(&jc, jb, jl, ch, denom, x0, y0, x1, y1, &r));
+                        CHECK(r.fw == fw && r.fh == fh && r.x0 <= x0 && r.y0 <= y0 && r.x0 + r.w >= x1 &&
+                              r.y0 + r.h >= y1);
+                        int bad = 0;
+                        for (int y = y0; y < y1; y++)
+                            bad += memcmp(r.pix + ((size_t)(y - r.y0) * r.w + (size_t)(x0 - r.x0)) * ch,
+                                          full + ((size_t)y * fw + x0) * ch, (size_t)(x1 - x0) * ch) != 0;
+                        if (bad)
+                            fprintf(stderr, "layout %d 1/%d ch %d: region %d,%d..%d,%d differs in %d rows\n", li, denom,
+                                    ch, x0, y0, x1, y1, bad);
+                        CHECK(bad == 0);
+                        checked++;
+                    }
+                    free(full);
+                }
+            free(jb);
+        }
+        fprintf(stderr, "region decodes of libjpeg-only layouts checked against plain libjpeg: %d\n", checked);
     }
     (void)copy;
     sv_jpeg_ctx_free(&jc);
