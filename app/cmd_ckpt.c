@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "eval/evaluate.h"
 #include "eval/weights.h"
+#include "fsdp/agree.h"
 #include "formats/safetensors.h"
 
 /* ---- train integration ------------------------------------------------------------------ */
@@ -272,21 +273,15 @@ static sv_status warn_init_heads(const sv_vit_config *run, const char *path) {
     return SV_OK;
 }
 
-sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *start_step) {
+sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, const sv_train_resume *rs, sv_loader *ld, long *start_step) {
     *start_step = 0;
-    char step_dir[SV_CKPT_PATH_MAX];
+    char step_dir[SV_CKPT_PATH_MAX] = "";
     int found = 0;
     if (c->resume) {
-        sv_status st;
-        if (!strcmp(c->resume, "auto")) {
-            st = sv_ckpt_latest(c->dir, step_dir, sizeof step_dir, &found);
-            if (st == SV_OK && !found) st = no_latest(c->dir);
-            if (st == SV_OK && !found) SV_INFO("resume auto: no checkpoint in %s; starting from scratch", c->dir);
-        } else {
-            st = sv_ckpt_resolve(c->resume, step_dir, sizeof step_dir);
-            found = st == SV_OK;
-        }
-        SV_TRY(sv_run_agree(r, st));
+        if (r->rank == 0 && rs->found) snprintf(step_dir, sizeof step_dir, "%s", rs->step_dir);
+        SV_TRY(sv_run_agreed(r, sv_fsdp_world_bcast_str(&r->fsdp, step_dir, sizeof step_dir)));
+        found = step_dir[0] != 0;
+        if (!found) SV_INFO("resume auto: no checkpoint in %s; starting from scratch", c->dir);
     }
     if (!found) {
         if (c->init_from) {

@@ -46,9 +46,9 @@ typedef struct sv_train_resume {
 } sv_train_resume;
 
 /* Rank 0, after the run directories are locked and before anything is written in them (not
- * collective: the caller agrees on the result). Resolves --resume as sv_train_ckpt_begin will
- * (auto: `latest` of the checkpoint root, ckpt_dir or OUT/checkpoints) and reads the checkpoint's
- * index.json into rs. Refused (SV_ERR_INVALID, "nothing was changed"):
+ * collective: the caller agrees on the result). Resolves --resume (auto: `latest` of the
+ * checkpoint root, ckpt_dir or OUT/checkpoints) and reads the checkpoint's index.json into rs:
+ * the step every rank then resumes (sv_train_ckpt_begin). Refused (SV_ERR_INVALID, "nothing was changed"):
  *   - auto without a checkpoint (a fresh start) when --out already holds a run's records
  *     (metrics.jsonl step records, eval.json) or its config.toml records another --ckpt-dir
  *     (named): the fresh start would cut that run's metrics.jsonl back and replace its results;
@@ -74,7 +74,11 @@ void sv_train_resume_free(sv_train_resume *rs);
  * position is in samples, so the data continues exactly; the steps per epoch change) and the
  * weight-EMA decay; a checkpoint past the run's total steps is refused. Failures are agreed
  * (sv_run_agree / sv_run_agreed). */
-sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, sv_loader *ld, long *start_step);
+/* The checkpoint resumed is the one rank 0 found at start-up (rs: sv_train_ckpt_precheck's result on
+ * rank 0, ignored elsewhere), sent to every rank: no rank reads `latest` on its own (a run still
+ * saving may move it between two ranks' reads, and ranks resuming different steps would run
+ * mismatched collectives). */
+sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, const sv_train_resume *rs, sv_loader *ld, long *start_step);
 /* After `done` optimizer steps (collective; one small all-reduce so that every rank decides the
  * same): save when --ckpt-every divides `done`, when --ckpt-every-minutes have passed on any
  * rank, or when a preemption signal (app/preempt.h) reached any rank; in that last case *stop is

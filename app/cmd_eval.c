@@ -55,6 +55,8 @@ static void print_summary(const sv_evaluator *e, const char *data, char **names,
 static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     sv_model_opts mo;
     *usage = 1;
+    char pinned[SV_CKPT_PATH_MAX]; /* --ckpt's step directory, read once (its `latest` may move) */
+    SV_TRY(sv_model_source_pin(&o->src, pinned, sizeof pinned));
     SV_TRY(sv_app_model_config(&o->run.model, o->src.weights, o->src.ckpt, &mo));
     o->run.model = mo;
     SV_TRY(sv_xform_flags_check(&o->xf, mo.in_chans));

@@ -84,6 +84,8 @@ static void print_one(const predict_opts *o, const char *img, const float *z, in
 static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_proc *proc, int *usage) {
     sv_model_opts mo;
     *usage = 1;
+    char pinned[SV_CKPT_PATH_MAX]; /* --ckpt's step directory, read once (its `latest` may move) */
+    SV_TRY(sv_model_source_pin(&o->src, pinned, sizeof pinned));
     SV_TRY(sv_app_model_config(&o->run.model, o->src.weights, o->src.ckpt, &mo));
     o->run.model = mo;
     int W = proc->world;

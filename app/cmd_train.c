@@ -299,7 +299,7 @@ static sv_status begin(trainer *t, long *start) {
     if (t->vds) SV_TRY(sv_run_agree(r, sv_eval_init(&t->ev, &r->fsdp, t->vds, &eo, &eb)));
     t->ev.provenance_json = t->prov_json;
     SV_TRY(sv_run_agreed(r, sv_train_ckpt_setup(&t->ck, o->ckpt_dir, o->out))); /* flags: alike */
-    SV_TRY(sv_train_ckpt_begin(r, &t->ck, t->ld, start));
+    SV_TRY(sv_train_ckpt_begin(r, &t->ck, t->rs, t->ld, start));
     if (o->resume) SV_TRY(sv_run_agree(r, sv_train_log_resume(&t->lg, *start)));
     if (o->resume && *start == t->total && t->total > 0)
         SV_INFO("resume: the checkpoint is at step %ld, this run's last: no step is left to train; the end-of-run "

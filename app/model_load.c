@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "data/dataset.h"
 #include "eval/weights.h"
+#include "fsdp/agree.h"
 #include "ckpt/checkpoint.h"
 
 sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, const char *ckpt, sv_model_opts *out) {
@@ -73,10 +74,26 @@ sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, cons
     return SV_OK;
 }
 
+sv_status sv_model_source_pin(sv_model_source *s, char *buf, size_t cap) {
+    if (!s->ckpt) return SV_OK;
+    SV_TRY(sv_ckpt_resolve(s->ckpt, buf, cap));
+    s->ckpt = buf;
+    return SV_OK;
+}
+
 sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt, int ema) {
     if (weights) return sv_weights_load(&r->fsdp, weights);
-    char step_dir[SV_CKPT_PATH_MAX];
-    SV_TRY(sv_ckpt_resolve(ckpt, step_dir, sizeof step_dir));
+    char step_dir[SV_CKPT_PATH_MAX], first[SV_CKPT_PATH_MAX];
+    sv_status rst = sv_ckpt_resolve(ckpt, step_dir, sizeof step_dir);
+    snprintf(first, sizeof first, "%s", rst == SV_OK ? step_dir : "");
+    SV_TRY(sv_run_agreed(r, sv_fsdp_world_bcast_str(&r->fsdp, first, sizeof first)));
+    if (rst == SV_OK && strcmp(first, step_dir))
+        rst =
+            SV_FAIL(SV_ERR_INVALID,
+                    "--ckpt: rank 0 loads %s, this rank %s: the checkpoint's `latest` changed while the ranks read it "
+                    "(a run still saving?); give the step directory itself",
+                    first, step_dir);
+    SV_TRY(sv_run_agree(r, rst));
     sv_ckpt_train_state st;
     if (ema)
         SV_TRY(sv_ckpt_load_ema_weights(&r->fsdp, step_dir, &st));

@@ -25,6 +25,12 @@ typedef struct sv_model_source {
  * they hold, else the usage line "shardvit CMD: ..." on stderr and 2 (sv_cmd_usage_error). */
 int sv_model_source_check(const char *cmd, const sv_model_source *s);
 
+/* --ckpt read once: s->ckpt is replaced by the step directory it names now (a run directory's or
+ * a root's `latest` is read here, once), kept in buf (cap bytes), so that everything this process
+ * reads of the checkpoint is of one step. Call before anything else reads s->ckpt; nothing to do
+ * for --weights. sv_app_load_model then checks that every rank pinned the same step. */
+sv_status sv_model_source_pin(sv_model_source *s, char *buf, size_t cap);
+
 /* Model shape for --weights/--ckpt: the preset named by mo->model, then what the weights say
  * (eval/weights.h: config.json next to the file, tensor shapes), then every field the user set
  * explicitly (non-zero in *mo). The result has every field filled (no 0 = "preset"), ready for
@@ -32,7 +38,9 @@ int sv_model_source_check(const char *cmd, const sv_model_source *s);
 sv_status sv_app_model_config(const sv_model_opts *mo, const char *weights, const char *ckpt, sv_model_opts *out);
 
 /* Replace the freshly initialised master shards of r with the trained weights (every rank).
- * ema: the checkpoint's weight EMA (ckpt only; sv_ckpt_load_ema_weights). */
+ * ema: the checkpoint's weight EMA (ckpt only; sv_ckpt_load_ema_weights). Collective for ckpt:
+ * every rank must have resolved it to rank 0's step directory (sv_model_source_pin; `latest`
+ * moved between the ranks' reads is an error on every rank, never a model mixed of two steps). */
 sv_status sv_app_load_model(sv_run *r, const char *weights, const char *ckpt, int ema);
 
 /* What the model recorded besides its weights (ckpt/checkpoint.h sv_ckpt_meta): the checkpoint

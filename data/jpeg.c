@@ -10,6 +10,7 @@
 #include <jpeglib.h>
 
 #include "core/checked.h"
+#include "data/jpeg_markers.h"
 #include "data/jpeg_restart.h"
 
 void sv_jpeg_ctx_init(sv_jpeg_ctx *c) { memset(c, 0, sizeof *c); }
@@ -63,50 +64,19 @@ sv_status sv_jpeg_header(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w
     return SV_OK;
 }
 
-static int is_rst(uint8_t m) { return m >= 0xD0 && m <= 0xD7; }
-
-/* Skip entropy-coded data from p[i]: it ends at the first FF followed by neither 00 (a stuffed
- * byte) nor a restart marker. Returns the index of that FF (n when the data runs to the end). */
-static size_t skip_entropy(const uint8_t *p, size_t n, size_t i) {
-    while (i < n) {
-        const uint8_t *ff = memchr(p + i, 0xFF, n - i);
-        if (!ff) return n;
-        i = (size_t)(ff - p);
-        if (i + 1 >= n) return n;
-        if (p[i + 1] != 0x00 && !is_rst(p[i + 1])) return i;
-        i += 2;
-    }
-    return n;
-}
-
 /* Scans (SOS markers) in a JPEG stream, walking its marker segments by their lengths and
  * skipping entropy-coded data; counting stops once it exceeds `stop`. Where the structure is
  * broken the walk stops with what it has counted: libjpeg meets the same bytes and reports them
  * (any warning is an error here). */
 static int count_scans(const uint8_t *p, size_t n, int stop) {
-    size_t i = 2;
+    size_t i = 2, at;
     int scans = 0;
-    while (i + 1 < n && scans <= stop) {
-        if (p[i] != 0xFF) break;
-        uint8_t m = p[i + 1];
-        if (m == 0xFF) { /* fill byte */
-            i++;
-            continue;
-        }
-        if (m == 0xD9) break;                      /* EOI */
-        if (m == 0x01 || m == 0xD8 || is_rst(m)) { /* markers without a length */
-            i += 2;
-            continue;
-        }
-        if (i + 4 > n) break;
-        size_t seg = (size_t)p[i + 2] << 8 | p[i + 3];
-        if (seg < 2) break;
-        i += 2 + seg;
+    uint8_t m;
+    while (scans <= stop && sv_jm_next(p, n, &i, &m, &at) && m != 0xD9) /* to EOI */
         if (m == 0xDA) {
             scans++;
-            i = skip_entropy(p, n, i);
+            i = sv_jm_entropy_end(p, n, i);
         }
-    }
     return scans;
 }
 

@@ -7,30 +7,28 @@
 /* jpeglib.h needs FILE and size_t first */
 #include <jpeglib.h>
 
+#include "data/jpeg_markers.h"
+
 /* ---- cutting a stream at its restart markers ---- */
 
 /* Offsets of the frame header (SOF marker) and of the first entropy-coded byte (after the SOS
  * segment), walking marker segments by their lengths; 0 when the walk does not reach a
  * baseline or extended sequential Huffman frame (SOF0 / SOF1) followed by a scan. */
 static int find_scan(const uint8_t *p, size_t n, size_t *sof, size_t *es) {
-    size_t i = 2;
+    size_t i = 2, at;
+    uint8_t m;
     *sof = 0;
-    while (i + 4 <= n) {
-        if (p[i] != 0xFF) return 0;
-        const uint8_t m = p[i + 1];
-        if (m == 0xFF || m == 0xD8 || m == 0xD9 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) return 0;
-        const size_t seg = (size_t)p[i + 2] << 8 | p[i + 3];
-        if (seg < 2 || i + 2 + seg > n) return 0;
+    while (sv_jm_next(p, n, &i, &m, &at)) {
+        if (sv_jm_standalone(m)) return 0;
         if (m == 0xC0 || m == 0xC1) {
-            if (seg < 8) return 0;
-            *sof = i;
+            if (i - at < 2 + 8) return 0;
+            *sof = at;
         } else if (m >= 0xC2 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
             return 0; /* progressive, lossless, arithmetic or hierarchical */
         } else if (m == 0xDA) {
-            *es = i + 2 + seg;
+            *es = i;
             return *sof != 0;
         }
-        i += 2 + seg;
     }
     return 0;
 }
@@ -90,15 +88,10 @@ int sv_jpeg_restart_sub(const uint8_t *p, size_t n, const sv_jpeg_rst_layout *la
     size_t i = es;
     starts[0] = es;
     while (k < total) {
-        const uint8_t *ff = i < n ? memchr(p + i, 0xFF, n - i) : NULL;
-        if (!ff || (size_t)(ff - p) + 1 >= n) break;
-        i = (size_t)(ff - p);
+        i = sv_jm_entropy_marker(p, n, i);
+        if (i >= n) break;
         const uint8_t m = p[i + 1];
-        if (m == 0x00) { /* a stuffed data byte */
-            i += 2;
-            continue;
-        }
-        if (m >= 0xD0 && m <= 0xD7) {
+        if (sv_jm_is_rst(m)) {
             if (m != 0xD0 + (k & 7) || k + 1 >= total) break; /* out of sequence, or one too many */
             starts[++k] = i + 2;
             i += 2;

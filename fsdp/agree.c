@@ -74,6 +74,19 @@ sv_status sv_fsdp_world_min_i64(sv_fsdp *f, int64_t *recv, const int64_t *send, 
     return coll_i64(f->world, f->be, COLL_MIN, 0, recv, send, n);
 }
 
+sv_status sv_fsdp_world_bcast_str(sv_fsdp *f, char *buf, size_t cap) {
+    enum { MAXW = 65536 / 8 };
+    int64_t w[MAXW];
+    const size_t n = (cap + 7) / 8;
+    if (cap == 0 || n > MAXW) return SV_FAIL(SV_ERR_INVALID, "string broadcast of %zu bytes (at most 65536)", cap);
+    memset(w, 0, n * 8);
+    memcpy(w, buf, strnlen(buf, cap - 1));
+    SV_TRY(coll_i64(f->world, f->be, COLL_BCAST, 0, w, w, n));
+    memcpy(buf, w, cap - 1);
+    buf[cap - 1] = 0;
+    return SV_OK;
+}
+
 sv_status sv_fsdp_world_gather_i64(sv_fsdp *f, int64_t *recv, const int64_t *send, size_t n) {
     return coll_i64(f->world, f->be, COLL_GATHER, 0, recv, send, n);
 }

@@ -15,6 +15,10 @@ sv_status sv_fsdp_world_min_i64(sv_fsdp *f, int64_t *recv, const int64_t *send, 
 /* recv[r * n + i] = rank r's send[i] (recv: n * world_size values). */
 sv_status sv_fsdp_world_gather_i64(sv_fsdp *f, int64_t *recv, const int64_t *send, size_t n);
 
+/* Rank 0's NUL-terminated string in buf (cap bytes, cap <= 65536) into every rank's buf (cut to
+ * cap - 1 bytes). Collective over f->world. */
+sv_status sv_fsdp_world_bcast_str(sv_fsdp *f, char *buf, size_t cap);
+
 /* All ranks of c agree on a status: when some rank failed, every rank returns the lowest failing
  * rank's status and message; the other ranks append " (reported by rank R)", once (a message that
  * already ends in that tag, having passed an agreement before, keeps it as it is). The failing
