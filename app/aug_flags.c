@@ -50,6 +50,13 @@ sv_status sv_aug_flags_check(const sv_aug_flags *f, int mixing, int randaug_n) {
         SV_TRY(sv_randaug_timm_parse(f->aa, &t));
         if (randaug_n > 0)
             return SV_FAIL(SV_ERR_INVALID, "--aa and --randaug-n are two RandAugments: give one of them");
+        /* timm's transform factory turns colour jitter off under an --aa policy (its train.py
+         * default --color-jitter 0.4 then does nothing): a translated command must not add it */
+        if (f->color_jitter > 0)
+            return SV_FAIL(SV_ERR_INVALID,
+                           "--color-jitter with --aa: timm applies no colour jitter with a RandAugment policy "
+                           "(its transform factory disables it), so the translation of such a command leaves "
+                           "--color-jitter out");
     }
     if (f->aa_interp) {
         sv_ra_interp ri;

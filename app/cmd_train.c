@@ -50,8 +50,9 @@ typedef struct train_opts {
     const char *preempt_signal;                   /* --preempt-signal */
     int eval_every;                               /* evaluate --val-data every N steps (0: at the end only) */
     double drop_path, drop, proj_drop, attn_drop; /* --drop-path --drop --proj-drop --attn-drop (sv_vit_drops) */
+    int drop_path_uniform;                        /* --drop-path-uniform */
     int bce, bce_sum;                             /* --bce-loss --bce-sum */
-    double bce_thresh;                            /* --bce-target-thresh (0 = off) */
+    double bce_thresh;                            /* --bce-target-thresh (-1 = off) */
     sv_train_ema_flags ema;                       /* --model-ema ... (app/train_ema.h) */
     sv_train_optim_flags of;                      /* --opt, --sched and their parameters (app/train_optim.h) */
     double mfu_calib_s;                           /* --mfu-calib-seconds (app/cpu_peak.h) */
@@ -518,6 +519,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                     .eps = 1e-8,
                     .clip = 1.0,
                     .smoothing = 0.1,
+                    .bce_thresh = -1,
                     .warmup = 10,
                     .log_every = 10,
                     .workers = 0,
@@ -554,7 +556,11 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         SV_TRAIN_OPTIM_FLAGS(o.of),
         {"smoothing", SV_FLAG_DOUBLE, &o.smoothing, 0, 0.999, "label smoothing", 0},
         {"drop-path", SV_FLAG_DOUBLE, &o.drop_path, 0, 0.999,
-         "stochastic depth rate (timm --drop-path; linear over blocks)", 0},
+         "stochastic depth rate (timm --drop-path; linear over blocks: 0 in the first, this in the last)", 0},
+        {"drop-path-uniform", SV_FLAG_BOOL, &o.drop_path_uniform, 0, 1,
+         "with --drop-path: that rate in every block (DeiT III's own models, dpr_constant) instead of timm's "
+         "linear rule",
+         0},
         {"drop", SV_FLAG_DOUBLE, &o.drop, 0, 0.999, "dropout before the head (timm --drop, drop_rate)", 0},
         {"proj-drop", SV_FLAG_DOUBLE, &o.proj_drop, 0, 0.999,
          "dropout after attn.proj and in the MLP (timm proj_drop_rate)", 0},
@@ -565,8 +571,10 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"bce-loss", SV_FLAG_BOOL, &o.bce, 0, 1, "binary cross-entropy loss (timm --bce-loss, DeiT III)", 0},
         {"bce-sum", SV_FLAG_BOOL, &o.bce_sum, 0, 1,
          "with --bce-loss: sum over classes instead of the mean (timm --bce-sum)", 0},
-        {"bce-target-thresh", SV_FLAG_DOUBLE, &o.bce_thresh, 0, 1,
-         "with --bce-loss: binarise targets above this (0 = off)", 0},
+        {"bce-target-thresh", SV_FLAG_DOUBLE, &o.bce_thresh, -1, 1,
+         "with --bce-loss: binarise targets, 1 above this, else 0 (timm --bce-target-thresh; 0: every "
+         "positive target, DeiT III's BCE; -1 = off)",
+         0},
         {"mixup", SV_FLAG_DOUBLE, &o.mixup, 0, 100, "mixup alpha (0 = off)", 0},
         {"cutmix", SV_FLAG_DOUBLE, &o.cutmix, 0, 100, "cutmix alpha (0 = off)", 0},
         {"crop-scale-min", SV_FLAG_DOUBLE, &o.crop_scale_min, 0.01, 1, "RandomResizedCrop: smallest crop area fraction",
@@ -662,8 +670,16 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     if (o.run.accum_mode && strcmp(o.run.accum_mode, "shard") && strcmp(o.run.accum_mode, "local"))
         return sv_cmd_usage_error("train", "--accum-mode: invalid value '%s' (expected shard or local)",
                                   o.run.accum_mode);
-    if (!o.bce && (o.bce_sum || o.bce_thresh > 0))
+    if (o.drop_path_uniform && !(o.drop_path > 0))
+        return sv_cmd_usage_error("train", "--drop-path-uniform needs --drop-path > 0 (the rate it spreads)");
+    if (o.bce_thresh < 0 && o.bce_thresh != -1)
+        return sv_cmd_usage_error("train", "--bce-target-thresh %g: a threshold in [0, 1], or -1 (off)", o.bce_thresh);
+    if (!o.bce && (o.bce_sum || o.bce_thresh >= 0))
         return sv_cmd_usage_error("train", "--bce-sum and --bce-target-thresh apply to --bce-loss only");
+    if (o.bce && o.bce_thresh == 0 && sv_flag_seen(flags, "bce-target-thresh"))
+        SV_WARN("--bce-target-thresh 0 binarises every positive target (timm's target.gt(0), DeiT III's BCE); "
+                "a config.toml written before 0 took that meaning records 0 for off: pass -1 to train on the "
+                "targets as they are");
     o.ema.on = o.run.model_ema;
     if ((rc = sv_train_ema_check(&o.ema)) != 0) return rc;
     if (sv_train_optim_check(&o.of, flags, &o.warmup, o.steps, o.lr, o.min_lr, &o.beta2, &o.eps) != SV_OK)
@@ -709,7 +725,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                          &(sv_vit_drops){.drop_path = (float)o.drop_path,
                                          .proj_drop = (float)o.proj_drop,
                                          .head_drop = (float)o.drop,
-                                         .attn_drop = (float)o.attn_drop},
+                                         .attn_drop = (float)o.attn_drop,
+                                         .drop_path_uniform = o.drop_path_uniform},
                          (uint64_t)o.run.seed);
         r.model.loss = (sv_vit_loss){.bce = o.bce, .bce_sum = o.bce_sum, .bce_thresh = (float)o.bce_thresh};
     }

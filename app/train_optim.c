@@ -173,9 +173,14 @@ sv_status sv_train_optim_check(sv_train_optim_flags *of, const sv_flag *flags, i
         return SV_FAIL(SV_ERR_INVALID, "--momentum applies to --opt sgd only (this run has --opt %s)", of->opt);
     if (of->nesterov && of->momentum == 0)
         return SV_FAIL(SV_ERR_INVALID, "--nesterov needs --momentum > 0 (torch SGD's rule)");
-    if (of->warmup_epochs > 0 && sv_flag_seen(flags, "warmup") && *warmup > 0)
+    /* --warmup-epochs given is timm's form, 0 included (timm: no warmup), never the default
+     * --warmup of 10 steps; a --warmup given beside a --warmup-epochs of 0 (a run's own
+     * config.toml lists both) keeps the steps form it records */
+    const int timm_warmup =
+        of->warmup_epochs > 0 || (sv_flag_seen(flags, "warmup-epochs") && !sv_flag_seen(flags, "warmup"));
+    if (timm_warmup && sv_flag_seen(flags, "warmup") && *warmup > 0)
         return SV_FAIL(SV_ERR_INVALID, "give --warmup (steps) or --warmup-epochs, not both");
-    if (of->warmup_prefix && !(of->warmup_epochs > 0))
+    if (of->warmup_prefix && !timm_warmup)
         return SV_FAIL(SV_ERR_INVALID,
                        "--warmup-prefix needs --warmup-epochs (--warmup steps always precede the decay)");
     double ms[SV_SCHED_MAX_MILESTONES];
@@ -185,7 +190,7 @@ sv_status sv_train_optim_check(sv_train_optim_flags *of, const sv_flag *flags, i
         return SV_FAIL(SV_ERR_INVALID, "--sched poly: the power (--poly-power, else --decay-rate) must be > 0");
     if (!of->sched_on_updates) SV_TRY(check_on_epochs(of, flags, *warmup, steps, sk));
     SV_TRY(check_cycles_noise(of, steps, sk));
-    if (of->warmup_epochs > 0 || !of->sched_on_updates) *warmup = 0;
+    if (timm_warmup || !of->sched_on_updates) *warmup = 0;
     if (k == SV_OPT_LION && !sv_flag_seen(flags, "beta2")) *beta2 = 0.99;
     if (k == SV_OPT_LAMB && !sv_flag_seen(flags, "eps")) *eps = 1e-6;
     return SV_OK;

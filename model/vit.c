@@ -131,7 +131,9 @@ static int drop_for(const sv_vit *m, int block, int site, sv_drop *out) {
     if (!m->drop_on) return 0;
     float rate;
     if (site == SITE_PATH_ATTN || site == SITE_PATH_MLP)
-        rate = m->cfg.depth > 1 ? m->drops.drop_path * (float)block / (float)(m->cfg.depth - 1) : 0.0f;
+        rate = m->drops.drop_path_uniform ? m->drops.drop_path
+            : m->cfg.depth > 1            ? m->drops.drop_path * (float)block / (float)(m->cfg.depth - 1)
+                                          : 0.0f;
     else if (site == SITE_HEAD)
         rate = m->drops.head_drop;
     else if (site == SITE_ATTN_PROBS)

@@ -55,18 +55,21 @@ typedef struct sv_block_acts {
 
 /* Training-time regularisation with timm's names and placement (docs/training.md); 0 = off.
  * drop_path: stochastic depth on both residual branches, block l at drop_path * l / (depth - 1)
- * (timm's linear rule), per sample; proj_drop: dropout after attn.proj, after the MLP
+ * (timm's linear rule), or at drop_path in every block with drop_path_uniform (DeiT III's
+ * models_v2 rule, its dpr_constant), per sample; proj_drop: dropout after attn.proj, after the MLP
  * activation and after mlp.fc2 (timm proj_drop_rate); head_drop: dropout of the pooled
  * features before the head (timm drop_rate); attn_drop: dropout of the attention probabilities
  * (timm attn_drop_rate: softmax, then dropout, then times v), per (sample, head, query, key);
  * CPU backend only (the CUDA attention refuses it). */
 typedef struct sv_vit_drops {
     float drop_path, proj_drop, head_drop, attn_drop;
+    int drop_path_uniform;
 } sv_vit_drops;
 
 /* Training loss of sv_vit_head_fwd: softmax cross-entropy (default) or timm's
  * BinaryCrossEntropy (bce: per-class sigmoid, mean over classes unless bce_sum; targets
- * binarised at bce_thresh when > 0). */
+ * binarised at bce_thresh when >= 0, as timm's target.gt(thresh); < 0: as they are). Set it
+ * (-1: off) whenever bce is on: a zeroed struct binarises at 0. */
 typedef struct sv_vit_loss {
     int bce, bce_sum;
     float bce_thresh;

@@ -275,8 +275,9 @@ sv_status sv_be_token_mean(sv_backend *be, void *out, const void *x, int B, int 
 /* dx (B,T,D) += d_out[b,:] / (T - first) for t >= first (ACCUMULATES). */
 sv_status sv_be_token_mean_bwd(sv_backend *be, void *dx, const void *d_out, int B, int T, int D, int first);
 /* Sigmoid binary cross-entropy (timm BinaryCrossEntropy), the contract of sv_be_softmax_xent:
- * targets t[b,k] are labels smoothed as sv_smooth_target, or soft (B,K); with target_thresh > 0
- * each target becomes (t > target_thresh). losses[b] = mean_k bce(z, t) (sum_k when
+ * targets t[b,k] are labels smoothed as sv_smooth_target, or soft (B,K); with target_thresh >= 0
+ * each target becomes (t > target_thresh) (timm's target.gt(thresh); 0 binarises every positive
+ * target, as DeiT III's BCE does after mixing); target_thresh < 0: targets as they are. losses[b] = mean_k bce(z, t) (sum_k when
  * sum_classes); d_logits = (sigmoid(z) - t) / K (or / 1) * grad_scale. */
 sv_status sv_be_sigmoid_bce(sv_backend *be, float *losses, void *d_logits, const void *logits, const int32_t *labels,
                             const float *soft_targets, int B, int K, float smoothing, float target_thresh,

@@ -163,7 +163,7 @@ static void test_bce(void) {
     const float sm = 0.1f, gs = 0.5f;
     for (int mode = 0; mode < 3; mode++) { /* mean over classes, sum over classes, thresholded targets */
         int sum = mode == 1;
-        float thresh = mode == 2 ? 0.2f : 0.0f;
+        float thresh = mode == 2 ? 0.2f : -1.0f; /* < 0: targets as they are */
         CHECK_OK(sv_be_sigmoid_bce(c.be, loss, dz, z, dlab, NULL, B, K, sm, thresh, sum, gs));
         float *rl = dl(&c, loss, B), *rg = dl(&c, dz, (size_t)B * K);
         for (int b = 0; b < B; b++) {
@@ -171,7 +171,7 @@ static void test_bce(void) {
             for (int k = 0; k < K; k++) {
                 /* timm BinaryCrossEntropy: off = smoothing / K, on = 1 - smoothing + off */
                 double t = (k == lab[b] ? 1.0 - sm : 0.0) + sm / K;
-                if (thresh > 0) t = t > thresh ? 1.0 : 0.0;
+                if (thresh >= 0) t = t > thresh ? 1.0 : 0.0;
                 double zk = hz[b * K + k], norm = sum ? 1.0 : 1.0 / K;
                 l += bce_ref(zk, t) * norm;
                 double want = (1.0 / (1.0 + exp(-zk)) - t) * norm * gs;
@@ -187,13 +187,27 @@ static void test_bce(void) {
     /* soft targets (mixup): used as given */
     double *ht = malloc((size_t)B * K * sizeof *ht);
     float *soft = dev_rand(&c, (size_t)B * K, 32, 0.3, 0, ht);
-    CHECK_OK(sv_be_sigmoid_bce(c.be, loss, dz, z, NULL, soft, B, K, 0, 0, 0, 1.0f));
+    CHECK_OK(sv_be_sigmoid_bce(c.be, loss, dz, z, NULL, soft, B, K, 0, -1, 0, 1.0f));
     float *rl = dl(&c, loss, B);
     for (int b = 0; b < B; b++) {
         double l = 0;
         for (int k = 0; k < K; k++) l += bce_ref(hz[b * K + k], ht[b * K + k]) / K;
         CHECK(fabs(rl[b] - l) <= 1e-5 * (1 + l));
     }
+    free(rl);
+    /* threshold 0: every positive target becomes 1, the rest 0 (timm's target.gt(0), DeiT III) */
+    CHECK_OK(sv_be_sigmoid_bce(c.be, loss, dz, z, NULL, soft, B, K, 0, 0, 0, 1.0f));
+    rl = dl(&c, loss, B);
+    int pos = 0;
+    for (int b = 0; b < B; b++) {
+        double l = 0;
+        for (int k = 0; k < K; k++) {
+            pos += ht[b * K + k] > 0;
+            l += bce_ref(hz[b * K + k], ht[b * K + k] > 0 ? 1.0 : 0.0) / K;
+        }
+        CHECK(fabs(rl[b] - l) <= 1e-5 * (1 + l));
+    }
+    CHECK(pos > 0 && pos < B * K); /* the case tells the two apart */
     CHECK(sv_be_sigmoid_bce(c.be, loss, dz, z, dlab, soft, B, K, 0, 0, 0, 1.0f) == SV_ERR_INVALID);
     lab[1] = K;
     CHECK_OK(sv_be_upload(c.be, dlab, lab, sizeof lab));

@@ -36,6 +36,8 @@ sched poly_power timm poly "--sched poly --epochs 4 --poly-power 0.7 --warmup 0 
 sched constant timm constant "--sched constant --epochs 3 --warmup-epochs 1 --warmup-lr 1e-5" \
     num_epochs=3 warmup_epochs=1 warmup_lr=1e-5
 sched cos_nowarm timm cosine "--epochs 4 --warmup 0 --min-lr 1e-5" num_epochs=4 min_lr=1e-5 warmup_lr=0
+# timm's --warmup-epochs 0 is no warmup: never the default --warmup of 10 steps
+sched cos_warm_ep0 timm cosine "--epochs 6 --warmup-epochs 0 --min-lr 0" num_epochs=6 min_lr=0 warmup_lr=0
 sched cos_default steps cosine "--epochs 5" warmup=10 min_lr=1e-5
 sched cos_steps_wlr steps cosine "--steps 14 --warmup 4 --warmup-lr 1e-4 --min-lr 0" warmup=4 warmup_lr=1e-4 min_lr=0
 sched step_steps steps step "--sched step --steps 14 --warmup 3 --decay-epochs 1 --decay-rate 0.5" \

@@ -13,9 +13,11 @@ DEIT="--epochs 3 --opt adamw --lr 1e-3 --min-lr 1e-5 --sched cosine --sched-on-u
       --aa rand-m9-mstd0.5-inc1 --aa-interp bicubic --interp bicubic --aug-repeats 3 --reprob 0.25 --remode pixel --recount 1
       --mixup 0.8 --cutmix 1.0 --mixup-prob 1.0 --mixup-switch-prob 0.5 --mixup-mode batch
       --model-ema --model-ema-decay 0.99996"
-DEIT3="--layer-scale 1e-6 --epochs 3 --opt lamb --lr 4e-3 --weight-decay 0.05 --sched cosine --sched-on-updates 0
-       --warmup-lr 1e-6 --warmup-epochs 1 --drop-path 0.05 --bce-loss --smoothing 0 --three-augment --color-jitter 0.3
-       --reprob 0 --aug-repeats 3 --mixup 0.8 --cutmix 1.0 --mixup-mode batch --crop-pct 1.0 --clip 0"
+DEIT3="--layer-scale 1e-4 --no-embed-class --epochs 3 --opt lamb --lr 4e-3 --weight-decay 0.05 --sched cosine
+       --sched-on-updates 0 --warmup-lr 1e-6 --warmup-epochs 1 --clip 1 --drop-path 0.05 --drop-path-uniform
+       --bce-loss --bce-target-thresh 0 --smoothing 0 --three-augment --color-jitter 0.3 --reprob 0 --interp bicubic
+       --aug-repeats 3 --mixup 0.8 --cutmix 1.0 --mixup-mode batch --crop-pct 1.0
+       --model-ema --model-ema-decay 0.99996"
 train() { # train NAME FLAGS...
     local name=$1
     shift
@@ -35,7 +37,7 @@ losses = [r["loss"] for r in rows if "loss" in r]
 assert len(losses) == int(sys.argv[2]) and all(math.isfinite(x) for x in losses), (len(losses), losses)
 print("%d steps, losses %.4f .. %.4f" % (len(losses), losses[0], losses[-1]))
 PY
-    if [ $recipe = deit ]; then grep -q "eval (weight EMA)" "$WORK/$recipe.log" || fail "deit: no EMA evaluation"; fi
+    grep -q "eval (weight EMA)" "$WORK/$recipe.log" || fail "$recipe: no EMA evaluation"
     # resume from the step-20 checkpoint reproduces the uninterrupted run
     rm -rf "$WORK/$recipe-r" && cp -r "$WORK/$recipe" "$WORK/$recipe-r"
     rm -rf "$WORK/$recipe-r/checkpoints/step_000000"[4-8]0
@@ -43,10 +45,10 @@ PY
     train $recipe-r $flags --ckpt-every 20 --resume auto
     cmp "$WORK/$recipe.bin" "$WORK/$recipe-r.bin" || fail "$recipe: resume differs from the uninterrupted run"
     mkdir -p "$WORK/$recipe-x"
-    ema=""
-    [ $recipe = deit ] && ema=--ema
+    ema=--ema
     "$SHARDVIT" export "$WORK/$recipe" "$WORK/$recipe-x/model.safetensors" $ema >"$WORK/x.log" 2>&1 ||
         { cat "$WORK/x.log"; fail "$recipe: export $ema"; }
 done
 grep -q '"init_values"' "$WORK/deit3-x/config.json" || fail "deit3: config.json lacks init_values"
+grep -q '"no_embed_class": true' "$WORK/deit3-x/config.json" || fail "deit3: config.json lacks no_embed_class"
 echo "recipe_deit: all passed"

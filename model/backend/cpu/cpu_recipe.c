@@ -97,7 +97,7 @@ sv_status sv_cpu_sigmoid_bce(sv_backend *be, float *losses, void *d_logits, cons
         for (int k = 0; k < K; k++) {
             const float z = sv_cpu_ld(c, logits, r + k);
             float t = soft_targets ? soft_targets[r + k] : sv_smooth_target(k, labels[b], smoothing, K);
-            if (target_thresh > 0.0f) t = t > target_thresh ? 1.0f : 0.0f;
+            if (target_thresh >= 0.0f) t = t > target_thresh ? 1.0f : 0.0f;
             loss += (double)sv_bce_logit_loss(z, t);
             if (d_logits) sv_cpu_st(c, d_logits, r + k, sv_bce_logit_grad(z, t) * norm * grad_scale);
         }

@@ -91,7 +91,7 @@ __global__ void k_bce(float *losses, void *d_logits, const void *logits, const i
     for (int k = threadIdx.x; k < K; k += blockDim.x) {
         float z = sv_ct<BF>::ld(logits, base + k);
         float t = labels ? sv_smooth_target(k, label, smoothing, K) : soft[base + k];
-        if (thresh > 0.0f) t = t > thresh ? 1.0f : 0.0f;
+        if (thresh >= 0.0f) t = t > thresh ? 1.0f : 0.0f;
         l += sv_bce_logit_loss(z, t);
         if (d_logits) sv_ct<BF>::st(d_logits, base + k, sv_bce_logit_grad(z, t) * norm * grad_scale);
     }
