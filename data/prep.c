@@ -153,6 +153,72 @@ static void first_difference(const char *text, const char *opts, char *was, char
     snprintf(now, cap, "%s", *b ? "(more lines)" : "(end)");
 }
 
+/* The image files (regular, named *.jpg) in the class directories of the folder split `dir`;
+ * -1 (errno set) when dir cannot be read. */
+static int64_t count_images(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int64_t n = 0;
+    struct dirent *de, *fe;
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+        int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *c = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!c) {
+            if (fd >= 0) close(fd);
+            continue;
+        }
+        while ((fe = readdir(c)) != NULL) {
+            size_t L = strlen(fe->d_name);
+            if (L > 4 && !strcmp(fe->d_name + L - 4, ".jpg") &&
+                fstatat(dirfd(c), fe->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                n++;
+        }
+        closedir(c);
+    }
+    closedir(d);
+    return n;
+}
+
+/* A complete import's marker is trusted only while OUT still holds what it records: classes.txt,
+ * and per split the images counted in the folder tree, or every tar shard the count implies.
+ * Anything else (a split or class directory deleted, images removed or added, a shard gone) is
+ * refused: the marker would promise a dataset OUT no longer holds. */
+static sv_status check_contents(const sv_prep_opts *o) {
+    static const char *const split[2] = {"train", "test"};
+    const uint64_t count[2] = {o->n_train, o->n_test};
+    char p[4400], what[4600] = "";
+    struct stat st;
+    snprintf(p, sizeof p, "%s/classes.txt", o->out);
+    if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) snprintf(what, sizeof what, "%s is missing", p);
+    for (int s = 0; s < 2 && !what[0]; s++) {
+        if (o->format == SV_PREP_TAR) {
+            uint64_t ss = (uint64_t)(o->shard_size > 0 ? o->shard_size : 10000);
+            for (uint64_t k = 0; k < (count[s] + ss - 1) / ss && !what[0]; k++) {
+                snprintf(p, sizeof p, "%s/%s-%06llu.tar", o->out, split[s], (unsigned long long)k);
+                if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) snprintf(what, sizeof what, "%s is missing", p);
+            }
+        } else {
+            snprintf(p, sizeof p, "%s/%s", o->out, split[s]);
+            int64_t n = count_images(p);
+            if (n < 0)
+                snprintf(what, sizeof what, "%s%s%s", p, errno == ENOENT ? " is missing" : ": ",
+                         errno == ENOENT ? "" : strerror(errno));
+            else if ((uint64_t)n != count[s])
+                snprintf(what, sizeof what, "%s holds %lld images, not %llu", p, (long long)n,
+                         (unsigned long long)count[s]);
+        }
+    }
+    if (!what[0]) return SV_OK;
+    return SV_FAIL(SV_ERR_INVALID,
+                   "--out %s holds this import's marker (%s/%s: %llu train + %llu test images), but %s: it was "
+                   "changed after the import; prep never replaces files: remove %s or choose another --out",
+                   o->out, o->out, SV_PREP_MARKER, (unsigned long long)o->n_train, (unsigned long long)o->n_test, what,
+                   o->out);
+}
+
 static sv_status check_out(sv_prep_opts *o, const char *opts, int *done) {
     const char *out = o->out;
     *done = 0;
@@ -191,6 +257,7 @@ static sv_status check_out(sv_prep_opts *o, const char *opts, int *done) {
     if (text) {
         if (marker_complete(text, opts, &o->n_train, &o->n_test)) {
             free(text);
+            SV_TRY(check_contents(o));
             *done = 1;
             return SV_OK;
         }
@@ -503,29 +570,73 @@ static sv_status gz_open(const char *src, const char *base, gzFile *f, char *pat
     return s;
 }
 
+/* zlib's error on f as a message ("unexpected end of file", "incorrect data check", ...). */
+static const char *gz_why(gzFile f, int *err) {
+    const char *m = gzerror(f, err), *c = m && !strncmp(m, "<fd:", 4) ? strstr(m, ": ") : NULL;
+    if (c) m = c + 2; /* zlib names the descriptor ("<fd:4>: "); the messages name the file */
+    return m && m[0] ? m : "unexpected end of file";
+}
+
 static sv_status gz_read(gzFile f, void *buf, size_t n, const char *path) {
     size_t got = 0;
     while (got < n) {
         unsigned chunk = n - got > (1u << 30) ? (1u << 30) : (unsigned)(n - got);
-        int r = gzread(f, (uint8_t *)buf + got, chunk);
-        if (r <= 0) return SV_FAIL(SV_ERR_CORRUPT, "%s: truncated (wanted %zu bytes, got %zu)", path, n, got);
-        got += (size_t)r;
+        int r = gzread(f, (uint8_t *)buf + got, chunk), err;
+        if (r > 0) {
+            got += (size_t)r;
+            continue;
+        }
+        const char *why = gz_why(f, &err);
+        if (r < 0 || err != Z_OK) /* a gzip stream cut short or failing its checks */
+            return SV_FAIL(SV_ERR_CORRUPT, "%s: corrupt or truncated gzip file (%s; wanted %zu bytes, got %zu)", path,
+                           why, n, got);
+        return SV_FAIL(SV_ERR_CORRUPT, "%s: truncated (wanted %zu bytes, got %zu)", path, n, got);
     }
     return SV_OK;
 }
 
-/* An uncompressed IDX file must hold what its header claims: header + n x rows x cols bytes
- * (cols == 0: a label file, 8-byte header + n bytes), computed with checked 64-bit arithmetic.
- * A gzip file's length is only known by decompressing it; its reads report truncation. */
+/* After the n records its header declares, f must end: a gzip stream's end is where zlib checks
+ * its CRC-32 and length, so a flipped bit or a cut trailer is found only by reading to it.
+ * gzclose's result is checked too. */
+static sv_status gz_end(gzFile *f, const char *path, uint32_t n, const char *what) {
+    uint8_t extra;
+    int r = gzread(*f, &extra, 1), err;
+    const char *why = gz_why(*f, &err);
+    sv_status s = SV_OK;
+    if (r < 0 || (r == 0 && (err != Z_OK || !gzeof(*f))))
+        s = SV_FAIL(SV_ERR_CORRUPT, "%s: corrupt or truncated gzip file (%s) after the %u %s the header declares", path,
+                    why, n, what);
+    else if (r > 0)
+        s = SV_FAIL(SV_ERR_CORRUPT,
+                    "%s: data after the %u %s the header declares (a corrupt file, or a wrong count in the header)",
+                    path, n, what);
+    int c = gzclose(*f);
+    *f = NULL;
+    if (s == SV_OK && c != Z_OK)
+        s = SV_FAIL(SV_ERR_CORRUPT, "%s: corrupt or truncated gzip file (closing it: zlib error %d)", path, c);
+    return s;
+}
+
+/* An uncompressed IDX file must hold exactly what its header claims: header + n x rows x cols
+ * bytes (cols == 0: a label file, 8-byte header + n bytes), computed with checked 64-bit
+ * arithmetic; a header claiming smaller images than the file holds would cut every image at the
+ * wrong place. A gzip file's length is only known by decompressing it: gz_read reports
+ * truncation, gz_end data after the records. */
 static sv_status idx_check_sizes(const char *path, int plain, uint64_t size, uint32_t n, uint32_t rows, uint32_t cols) {
     uint64_t hdr = cols ? 16 : 8, body, need;
     if (!plain) return SV_OK;
     if (!sv_mul3_u64(n, rows, cols ? cols : 1, &body) || !sv_add_u64(hdr, body, &need))
         return SV_FAIL(SV_ERR_FORMAT, "%s: header claims %u x %u x %u bytes, more than 64 bits hold", path, n, rows,
                        cols);
-    if (size < need)
-        return SV_FAIL(SV_ERR_CORRUPT, "%s: header claims %u images (%llu bytes) but the file has %llu bytes", path, n,
-                       (unsigned long long)need, (unsigned long long)size);
+    if (size != need) {
+        char items[64];
+        if (cols)
+            snprintf(items, sizeof items, "%u images of %ux%u", n, rows, cols);
+        else
+            snprintf(items, sizeof items, "%u labels", n);
+        return SV_FAIL(SV_ERR_CORRUPT, "%s: header claims %s (%llu bytes with the header) but the file has %llu bytes",
+                       path, items, (unsigned long long)need, (unsigned long long)size);
+    }
     return SV_OK;
 }
 
@@ -585,6 +696,15 @@ static sv_status idx_split(sv_prep_job *j, const char *src, const char *prefix, 
         SV_TRY_GOTO(st, gz_read(fl, &lab, 1, lpath), done);
         st = sv_prep_sink_put(&s, img, (int)cols, (int)rows, 1, lab);
     }
+    if (st != SV_OK) goto done;
+    /* past --limit the records are read too, to the files' ends (see gz_end) */
+    for (uint64_t i = take; i < n; i++) SV_TRY_GOTO(st, gz_read(fi, img, (size_t)rows * cols, ipath), done);
+    for (uint64_t i = take; i < n; i += rows * cols) {
+        size_t chunk = n - i < (uint64_t)rows * cols ? (size_t)(n - i) : (size_t)rows * cols;
+        SV_TRY_GOTO(st, gz_read(fl, img, chunk, lpath), done);
+    }
+    SV_TRY_GOTO(st, gz_end(&fi, ipath, n, "images"), done);
+    SV_TRY_GOTO(st, gz_end(&fl, lpath, n, "labels"), done);
     *count = s.count;
 done:
     if (s.o) st = sv_prep_sink_close(&s, st);

@@ -18,8 +18,10 @@
  * way is never followed, opened or overwritten. OUT/SV_PREP_MARKER is written last (after
  * classes.txt) and records the dataset and options (src, format, quality, shard size, limit, the
  * synthetic settings) and the counts: an OUT holding a complete import with the same options is
- * left as it is (SV_OK, opts.reused = 1, counts from the marker), one with other options or
- * without the marker is refused. A failed import removes what it created (its split trees or
+ * left as it is (SV_OK, opts.reused = 1, counts from the marker) while it still holds what the
+ * marker records (classes.txt; per split that many .jpg files in the class folders, or every tar
+ * shard the count implies), one with other options, without the marker or changed since (a
+ * split, class folder, shard or classes.txt gone, images added or removed) is refused. A failed import removes what it created (its split trees or
  * shards, classes.txt, OUT when it made it). */
 #ifndef SV_DATA_PREP_H
 #define SV_DATA_PREP_H

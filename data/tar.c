@@ -12,11 +12,19 @@
 #include "core/repeat.h"
 #include "data/dataset_impl.h"
 
+/* A numeric header field: octal digits, or GNU base-256 (first byte's top bit set, big-endian
+ * two's complement in the rest). *ok = 0: not a number; *ok = -1: base-256 out of range, a
+ * negative value (bit 0x40 of the first byte) or one over 63 bits (a non-zero byte before the
+ * last 8, or the top bit of the 8), which a uint64 would read as another size. */
 static uint64_t parse_num(const uint8_t *f, int n, int *ok) {
     if (f[0] & 0x80) { /* GNU base-256 */
-        uint64_t v = f[0] & 0x7f;
-        for (int i = 1; i < n; i++) v = (v << 8) | f[i];
-        return v;
+        uint64_t v = 0;
+        for (int i = 0; i < n; i++) {
+            uint8_t b = i ? f[i] : f[0] & 0x7f;
+            if ((i == 0 && (b & 0x40)) || (n - i > 8 && b) || (n - i == 8 && (b & 0x80))) *ok = -1;
+            v = (v << 8) | b;
+        }
+        return *ok < 0 ? 0 : v;
     }
     uint64_t v = 0;
     int i = 0, digits = 0;
@@ -240,14 +248,23 @@ static sv_status scan_shard(sv_dataset *d, const char *shard, uint32_t sh, int f
         }
         unsigned sum = 0;
         for (int i = 0; i < 512; i++) sum += (i >= 148 && i < 156) ? ' ' : h[i];
-        int ok = 1;
-        uint64_t chk = parse_num(h + 148, 8, &ok), size = parse_num(h + 124, 12, &ok);
-        if (!ok || chk != sum) {
+        int ok = 1, size_ok = 1;
+        uint64_t chk = parse_num(h + 148, 8, &ok), size = parse_num(h + 124, 12, &size_ok);
+        if (ok != 1 || chk != sum || !size_ok) {
             s = SV_FAIL(SV_ERR_FORMAT, "%s: bad tar header checksum at byte %llu", shard, (unsigned long long)off);
             break;
         }
         char type = (char)h[156];
         int extended = type == 'x' || type == 'L' || type == 'g' || type == 'K';
+        if (size_ok < 0) { /* the member: its pending long name, else the header's name field */
+            char nm[101], e[SV_ESC_CAP];
+            snprintf(nm, sizeof nm, "%.100s", (const char *)h);
+            s = SV_FAIL(SV_ERR_FORMAT,
+                        "%s: member '%s' at byte %llu: size out of range (a base-256 size field that is negative "
+                        "or over 63 bits)",
+                        shard, sv_log_esc(longname && !extended ? longname : nm, e, sizeof e), (unsigned long long)off);
+            break;
+        }
         if (!extended && have_next_size) { /* the size of a member over 8 GiB (0 in its header) */
             size = next_size;
             have_next_size = 0;
@@ -325,6 +342,12 @@ static sv_status scan_shard(sv_dataset *d, const char *shard, uint32_t sh, int f
             continue;
         }
         char name[4096];
+        if (longname && strlen(longname) >= sizeof name) { /* cut short it would lose its key */
+            char e[80];
+            s = SV_FAIL(SV_ERR_FORMAT, "%s: member name of %zu bytes starting '%s' is longer than %zu bytes", shard,
+                        strlen(longname), sv_log_esc(longname, e, sizeof e), sizeof name - 1);
+            break;
+        }
         if (longname) {
             snprintf(name, sizeof name, "%s", longname);
             free(longname);

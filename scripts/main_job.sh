@@ -11,7 +11,13 @@ OUT=${OUT:-runs/fashion-mnist}
 DATA=${DATA:-data-cache/fashion-mnist}
 # prep writes its marker .shardvit-prep last and refuses a non-empty --out other than its own
 # finished import: a $DATA without the marker is an interrupted (or older) import, kept aside
-# (as the outputs below) before a new one.
+# (as the outputs below) before a new one. With the marker, prep itself checks that $DATA still
+# holds what it records and reuses it; one changed since (files removed) is kept aside too.
+if [ -f "$DATA/.shardvit-prep" ] && ! ./build/app/shardvit prep fashion-mnist --out "$DATA"; then
+    prev="$DATA.prev-$(date +%Y%m%d-%H%M%S)"
+    mv "$DATA" "$prev"
+    echo "main job: $DATA no longer held the import its .shardvit-prep records; moved it to $prev"
+fi
 if [ ! -f "$DATA/.shardvit-prep" ]; then
     if [ -e "$DATA" ] && [ -n "$(ls -A "$DATA" 2>/dev/null || echo x)" ]; then
         prev="$DATA.prev-$(date +%Y%m%d-%H%M%S)"

@@ -9,7 +9,9 @@
 #   4. a DIR holding a user's file, or a FIFO named classes.txt, is refused at once (exit 2,
 #      never a hang), the file / FIFO unchanged; a --out that is a file is refused;
 #   5. an import that fails half way (an IDX source without its t10k files) removes what it wrote:
-#      a DIR it created is gone, an empty DIR it was given is empty again.
+#      a DIR it created is gone, an empty DIR it was given is empty again;
+#   6. a DIR whose marker records more than it holds (a split, a class directory or a shard
+#      deleted) is refused (exit 2) naming what differs, not "already prepared"; nothing removed.
 # Every case runs under `timeout`; all cases run and each failure is reported.
 # Usage: prep_out.sh SHARDVIT
 set -uo pipefail
@@ -131,6 +133,27 @@ run half_empty "$SHARDVIT" prep mnist --src idx --out half_empty
 [ $RC -eq 1 ] || fail "half_empty: exit status $RC, want 1"
 [ -d half_empty ] && [ -z "$(ls -A half_empty)" ] || fail "half_empty: not an empty directory again"
 ok "5: a failed import leaves DIR as it found it"
+
+# ---- 6. a marker whose import was changed since -------------------------------------------------
+begin
+kept=()
+cp -a new gone_split && rm -r gone_split/test
+cp -a new gone_class && rm -r gone_class/train/class_001
+cp -a newtar gone_shard && rm gone_shard/train-000001.tar
+cp -a new gone_classes && rm gone_classes/classes.txt
+for c in gone_split gone_class gone_shard gone_classes; do kept+=("$(snap $c)"); done
+refused gone_split "gone_split holds this import's marker .*gone_split/test is missing.*remove gone_split" \
+    "$SHARDVIT" "${SYN[@]}" --out gone_split
+refused gone_class "gone_class/train holds 2 images, not 4" "$SHARDVIT" "${SYN[@]}" --out gone_class
+refused gone_shard "gone_shard/train-000001.tar is missing" "$SHARDVIT" "${SYN[@]}" --format tar --shard-size 3 \
+    --out gone_shard
+refused gone_classes "gone_classes/classes.txt is missing" "$SHARDVIT" "${SYN[@]}" --out gone_classes
+i=0
+for c in gone_split gone_class gone_shard gone_classes; do
+    [ "$(snap $c)" = "${kept[$i]}" ] || fail "$c: the output was changed"
+    i=$((i + 1))
+done
+ok "6: a marker whose split, class directory, shard or class list is gone is refused (exit 2), nothing changed"
 
 [ $NFAIL -eq 0 ] || { echo "prep_out: $NFAIL checks failed"; exit 1; }
 echo "prep_out: all passed"

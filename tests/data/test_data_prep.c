@@ -32,6 +32,81 @@ static void write_file(const char *path, const void *data, size_t n, int gz) {
     }
 }
 
+/* the bytes of the file at path (*n of them), malloc'd */
+static uint8_t *load(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    CHECK(f && fseek(f, 0, SEEK_END) == 0);
+    long L = ftell(f);
+    CHECK(L >= 0 && fseek(f, 0, SEEK_SET) == 0);
+    uint8_t *b = malloc((size_t)L + 1);
+    CHECK(b && fread(b, 1, (size_t)L, f) == (size_t)L);
+    fclose(f);
+    *n = (size_t)L;
+    return b;
+}
+
+/* dir/<split>-{images,labels}-ubyte: n images of side x side, labels i % 10; train gzipped at
+ * zlib level `level` ('0' stored: a changed byte stays valid deflate data), labels_extra labels
+ * past the n the header declares; test plain, extra_rows more rows per image than its header
+ * declares. */
+static void idx_source(const char *dir, uint32_t n, uint32_t side, char level, uint32_t labels_extra,
+                       uint32_t extra_rows) {
+    char p[4500], mode[4] = {'w', 'b', level, 0};
+    uint8_t *im = calloc(16 + (size_t)n * (side + extra_rows) * side, 1), *lb = malloc(8 + n + labels_extra);
+    for (int split = 0; split < 2; split++) {
+        uint32_t rows = split ? side + extra_rows : side;
+        put32(im, 0x803);
+        put32(im + 4, n);
+        put32(im + 8, side);
+        put32(im + 12, side);
+        put32(lb, 0x801);
+        put32(lb + 4, n);
+        for (uint32_t i = 0; i < n + labels_extra; i++) lb[8 + i] = (uint8_t)(i % 10);
+        for (size_t b = 0; b < (size_t)n * rows * side; b++) im[16 + b] = (uint8_t)(b * 3);
+        size_t isz = 16 + (size_t)n * rows * side, lsz = 8 + n + (split ? 0 : labels_extra);
+        if (split) {
+            snprintf(p, sizeof p, "%s/t10k-images-idx3-ubyte", dir);
+            write_file(p, im, isz, 0);
+            snprintf(p, sizeof p, "%s/t10k-labels-idx1-ubyte", dir);
+            write_file(p, lb, lsz, 0);
+        } else {
+            snprintf(p, sizeof p, "%s/train-images-idx3-ubyte.gz", dir);
+            gzFile f = gzopen(p, mode);
+            CHECK(f && gzwrite(f, im, (unsigned)isz) == (int)isz && gzclose(f) == Z_OK);
+            snprintf(p, sizeof p, "%s/train-labels-idx1-ubyte.gz", dir);
+            f = gzopen(p, mode);
+            CHECK(f && gzwrite(f, lb, (unsigned)lsz) == (int)lsz && gzclose(f) == Z_OK);
+        }
+    }
+    free(im);
+    free(lb);
+}
+
+/* A gzip file written byte by byte: a header with an FEXTRA field of xlen bytes, the data as one
+ * stored deflate block, the CRC-32 and length of `crc_of` (the data, or what it was before a
+ * change). With 16384 bytes of data and xlen 8175 the data ends at byte 24576 of the file: zlib
+ * reads 8192 bytes at a time into 16384 bytes of output, so a reader that stops at the data's
+ * end never has the trailer checked. */
+static void gz_stored(const char *path, const uint8_t *data, const uint8_t *crc_of, size_t n, size_t xlen) {
+    size_t len = 12 + xlen + 5 + n + 8;
+    uint8_t *g = calloc(len, 1), *q = g;
+    CHECK(g && n <= 65535 && xlen <= 65535);
+    memcpy(q, "\x1f\x8b\x08\x04\0\0\0\0\0\xff", 10); /* FEXTRA; no time; Unix */
+    q += 10;
+    *q++ = (uint8_t)xlen, *q++ = (uint8_t)(xlen >> 8);
+    q += xlen; /* zlib skips the extra field's bytes */
+    *q++ = 1;  /* the final block, stored */
+    *q++ = (uint8_t)n, *q++ = (uint8_t)(n >> 8);
+    *q++ = (uint8_t)~n, *q++ = (uint8_t)(~n >> 8);
+    memcpy(q, data, n);
+    q += n;
+    uint32_t crc = (uint32_t)crc32(0, crc_of, (uInt)n);
+    for (int i = 0; i < 4; i++) *q++ = (uint8_t)(crc >> 8 * i);
+    for (int i = 0; i < 4; i++) *q++ = (uint8_t)(n >> 8 * i);
+    write_file(path, g, len, 0);
+    free(g);
+}
+
 /* the source index a sample came from: its file name / key is the zero-padded index */
 static long src_index(const sv_dataset *d, size_t i) {
     char name[4096];
@@ -276,7 +351,105 @@ int main(void) {
         CHECK(sv_prep_idx(&o, 0) == SV_ERR_CORRUPT);
         CHECK(strstr(sv_err_msg(), "t10k-images-idx3-ubyte") != NULL);
     }
-    char cmd[4300];
+    char cmd[4600];
+    /* a gzip IDX file is read to its end, where zlib checks its CRC-32 and length: a changed
+     * byte, a cut or changed trailer, or data past the declared records is an error naming the
+     * file, also with --limit below the count, and the import leaves nothing behind */
+    {
+        struct {
+            char level;
+            uint32_t extra;
+            int cut, flip; /* bytes cut from the end; byte from the end to flip bit 0 of */
+            const char *want;
+        } cases[] = {{'0', 0, 0, 9, "incorrect data check"},    {'6', 0, 8, 0, "unexpected end of file"},
+                     {'6', 0, 0, 8, "incorrect data check"},    {'6', 0, 0, 4, "incorrect length check"},
+                     {'6', 1, 0, 0, "data after the 9 labels"}, {'6', 0, 0, 0, NULL}};
+        char gsrc[4400], p[4500];
+        snprintf(gsrc, sizeof gsrc, "%s/idx_gz", root);
+        CHECK(mkdir(gsrc, 0755) == 0);
+        snprintf(p, sizeof p, "%s/train-labels-idx1-ubyte.gz", gsrc);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            idx_source(gsrc, 9, 4, cases[c].level, cases[c].extra, 0);
+            size_t len;
+            uint8_t *b = load(p, &len);
+            if (cases[c].flip) b[len - (size_t)cases[c].flip] ^= 1; /* stored: the last label, 8 -> 9 */
+            write_file(p, b, len - (size_t)cases[c].cut, 0);
+            free(b);
+            for (uint64_t limit = 0; limit <= 3; limit += 3) {
+                sv_prep_opts o = sv_prep_opts_default();
+                snprintf(out, sizeof out, "%s/idx_gz_out%zu_%llu", root, c, (unsigned long long)limit);
+                o.src = gsrc;
+                o.out = out;
+                o.limit = limit;
+                sv_status st = sv_prep_idx(&o, 0);
+                fprintf(stderr, "gzip case %zu, limit %llu: %s\n", c, (unsigned long long)limit,
+                        st == SV_OK ? "imported" : sv_err_msg());
+                if (!cases[c].want) {
+                    CHECK_OK(st);
+                    CHECK(o.n_train == (limit ? 3 : 9) && o.n_test == (limit ? 3 : 9));
+                    snprintf(cmd, sizeof cmd, "rm -rf %s", out);
+                    CHECK(system(cmd) == 0);
+                    continue;
+                }
+                CHECK(st == SV_ERR_CORRUPT);
+                CHECK(strstr(sv_err_msg(), p) && strstr(sv_err_msg(), cases[c].want));
+                CHECK(access(out, F_OK) != 0); /* the failed import removed what it wrote */
+            }
+        }
+    }
+    /* a changed label byte that the reads of the records never have checked (see gz_stored): its
+     * CRC-32 mismatch is found past --limit, reading to the end */
+    {
+        char gsrc[4400], p[4500];
+        snprintf(gsrc, sizeof gsrc, "%s/idx_crc", root);
+        CHECK(mkdir(gsrc, 0755) == 0);
+        idx_source(gsrc, 16376, 4, '6', 0, 0); /* 8 + 16376 = 16384 label bytes */
+        uint8_t lb[16384], changed[16384];
+        put32(lb, 0x801);
+        put32(lb + 4, 16376);
+        for (uint32_t i = 0; i < 16376; i++) lb[8 + i] = (uint8_t)(i % 10);
+        memcpy(changed, lb, sizeof lb);
+        changed[16383] ^= 1;
+        snprintf(p, sizeof p, "%s/train-labels-idx1-ubyte.gz", gsrc);
+        for (int bad = 0; bad < 2; bad++) {
+            gz_stored(p, bad ? changed : lb, lb, sizeof lb, 8175);
+            sv_prep_opts o = sv_prep_opts_default();
+            snprintf(out, sizeof out, "%s/idx_crc_out%d", root, bad);
+            o.src = gsrc;
+            o.out = out;
+            o.limit = 3;
+            o.format = SV_PREP_TAR;
+            sv_status st = sv_prep_idx(&o, 0);
+            fprintf(stderr, "stored gzip, %s: %s\n", bad ? "changed" : "intact",
+                    st == SV_OK ? "imported" : sv_err_msg());
+            if (!bad) {
+                CHECK_OK(st);
+                snprintf(cmd, sizeof cmd, "rm -rf %s", out);
+                CHECK(system(cmd) == 0);
+                continue;
+            }
+            CHECK(st == SV_ERR_CORRUPT && strstr(sv_err_msg(), p) && strstr(sv_err_msg(), "incorrect data check"));
+            CHECK(access(out, F_OK) != 0);
+        }
+    }
+    /* a plain IDX file must be exactly as long as its header says: images of more rows than the
+     * header's would be cut at the wrong places */
+    {
+        char dsrc[4400], p[4500];
+        snprintf(dsrc, sizeof dsrc, "%s/idx_dim", root);
+        CHECK(mkdir(dsrc, 0755) == 0);
+        idx_source(dsrc, 9, 4, '6', 0, 1);
+        sv_prep_opts o = sv_prep_opts_default();
+        snprintf(out, sizeof out, "%s/idx_dim_out", root);
+        o.src = dsrc;
+        o.out = out;
+        CHECK(sv_prep_idx(&o, 0) == SV_ERR_CORRUPT);
+        fprintf(stderr, "expected error: %s\n", sv_err_msg());
+        snprintf(p, sizeof p, "%s/t10k-images-idx3-ubyte:", dsrc);
+        CHECK(strstr(sv_err_msg(), p) && strstr(sv_err_msg(), "9 images of 4x4 (160 bytes") &&
+              strstr(sv_err_msg(), "has 196 bytes"));
+        CHECK(access(out, F_OK) != 0);
+    }
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     CHECK(system(cmd) == 0);
     return 0;

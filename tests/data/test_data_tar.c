@@ -4,7 +4,7 @@
  * other non-file members, a key with neither image nor label (a dot in the key), a key again
  * later in the shard: refused naming shard, key or member; pax size= records; data after the
  * end-of-archive marker (a warning); .cls contents; GNU headers' prefix bytes; a UTF-8 BOM in a
- * class list. */
+ * class list; member names over 4095 bytes and base-256 sizes out of range, refused. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -379,6 +379,94 @@ static void test_bom(void) {
     free(names);
 }
 
+/* a ustar header for `name` whose 12-byte size field is `size` as given (base-256 forms) */
+static void hdr_size(FILE *f, const char *name, const uint8_t size[12]) {
+    uint8_t h[512] = {0};
+    snprintf((char *)h, 100, "%s", name);
+    snprintf((char *)h + 100, 8, "%07o", 0644);
+    memcpy(h + 124, size, 12);
+    h[156] = '0';
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    memset(h + 148, ' ', 8);
+    unsigned s = 0;
+    for (int i = 0; i < 512; i++) s += h[i];
+    snprintf((char *)h + 148, 8, "%06o", s);
+    CHECK(fwrite(h, 1, 512, f) == 512);
+}
+
+/* 11: member names over 4095 bytes, base-256 size fields */
+static void test_limits(void) {
+    /* a pax path= or GNU long name over 4095 bytes was cut to 4095 and its sample skipped as
+     * having no key; 4095 bytes are read whole */
+    static char name[4200];
+    for (int L = 4095; L <= 4100; L += 5) {
+        for (int gnu = 0; gnu < 2; gnu++) {
+            FILE *f = fopen(at("long.tar"), "wb");
+            CHECK(f);
+            text(f, "s0.jpg", "i");
+            text(f, "s0.cls", "0");
+            for (int m = 0; m < 2; m++) {
+                memset(name, 'k', (size_t)L - 4);
+                memcpy(name + L - 4, m ? ".cls" : ".jpg", 5);
+                if (gnu) { /* an 'L' member holding the name and its NUL, then the member */
+                    hdr_x(f, "././@LongLink", (size_t)L + 1, 'L', NULL);
+                    CHECK(fwrite(name, 1, (size_t)L + 1, f) == (size_t)L + 1);
+                    pad(f, (size_t)L + 1);
+                    hdr_x(f, "placeholder", 1, '0', NULL);
+                    CHECK(fwrite(m ? "1" : "j", 1, 1, f) == 1);
+                    pad(f, 1);
+                } else
+                    text(f, name, m ? "1" : "j");
+            }
+            text(f, "s2.jpg", "i");
+            text(f, "s2.cls", "0");
+            finish(f);
+            if (L > 4095) {
+                refused(at("long.tar"), SV_ERR_FORMAT, "member name of 4100 bytes", "starting 'kkkkkkkk",
+                        "longer than 4095");
+                continue;
+            }
+            sv_dataset *d = open_ok(at("long.tar"), 3);
+            CHECK(sv_dataset_label(d, 1) == 1);
+            sv_dataset_close(d);
+        }
+    }
+    /* base-256 sizes: the low 8 bytes hold the real size; a negative field (0xff lead) or one
+     * over 63 bits was read as that size */
+    struct {
+        uint8_t lead[4], top; /* the first 4 bytes, the top byte of the last 8 */
+        int ok;
+    } cases[] = {{{0x80, 0, 0, 0}, 0, 1}, {{0xff, 0xff, 0xff, 0xff}, 0, 0}, {{0xc0, 0, 0, 0}, 0, 0},
+                 {{0x80, 1, 0, 0}, 0, 0}, {{0x81, 0, 0, 0}, 0, 0},          {{0x80, 0, 0, 0}, 0x80, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        uint8_t size[12] = {0};
+        memcpy(size, cases[c].lead, 4);
+        size[4] = cases[c].top;
+        size[11] = 3;
+        FILE *f = fopen(at("b256.tar"), "wb");
+        CHECK(f);
+        text(f, "s0.jpg", "i");
+        text(f, "s0.cls", "0");
+        hdr_size(f, "s1.jpg", size);
+        CHECK(fwrite("jpg", 1, 3, f) == 3);
+        pad(f, 3);
+        text(f, "s1.cls", "1");
+        finish(f);
+        if (!cases[c].ok) {
+            refused(at("b256.tar"), SV_ERR_FORMAT, "member 's1.jpg'", "size out of range", NULL);
+            continue;
+        }
+        sv_dataset *d = open_ok(at("b256.tar"), 2);
+        uint8_t *buf = NULL;
+        size_t cap = 0, got;
+        CHECK_OK(sv_dataset_read(d, 1, &buf, &cap, &got));
+        CHECK(got == 3 && memcmp(buf, "jpg", 3) == 0);
+        free(buf);
+        sv_dataset_close(d);
+    }
+}
+
 int main(void) {
     CHECK(mkdtemp(root));
     test_patterns();
@@ -388,6 +476,7 @@ int main(void) {
     test_labels();
     test_prefix();
     test_bom();
+    test_limits();
     char cmd[4500];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     CHECK(system(cmd) == 0);
