@@ -117,6 +117,8 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     dopts.synth_channels = r.vcfg.in_chans;
     dopts.synth_seed = 1234; /* the task train --data synthetic learns */
     if (st == SV_OK) st = sv_dataset_open(o->data, &dopts, &ds);
+    st = sv_run_agree(&r, st); /* opened on every rank, then compared over the ranks */
+    if (st == SV_OK) st = sv_run_same_data(&r, ds, "--data", o->data);
     /* label k of the data must be class k of the model: checked against the --classes list that
      * names the model's classes (checked above to begin with the recorded names), else the names
      * the model recorded; a data class beyond them has no class of the model to mean */

@@ -76,14 +76,16 @@ static sv_loader_opts loader_opts(const sv_run *r, const train_opts *o, const sv
     return lo;
 }
 
-static sv_status open_dataset(const char *spec, const sv_run *r, const train_opts *o, sv_dataset **ds) {
+/* Open --data or --val-data on every rank, agreed, then compared over the ranks (collective). */
+static sv_status open_dataset(const char *flag, const char *spec, sv_run *r, const train_opts *o, sv_dataset **ds) {
     sv_dataset_opts dopts = sv_dataset_opts_default();
     dopts.synth_samples = (uint64_t)o->synth_samples;
     dopts.synth_classes = r->vcfg.num_classes;
     dopts.synth_img = r->vcfg.img;
     dopts.synth_channels = r->vcfg.in_chans;
     dopts.synth_seed = 1234;
-    return sv_dataset_open(spec, &dopts, ds);
+    SV_TRY(sv_run_agree(r, sv_dataset_open(spec, &dopts, ds)));
+    return sv_run_same_data(r, *ds, flag, spec);
 }
 
 /* The label names of the training data (none for synthetic data) into meta (an array of
@@ -182,18 +184,18 @@ static sv_status resolve_transform(trainer *t) {
     return SV_OK;
 }
 
-/* Datasets (training, evaluation), the training loader and the step count; on rank 0 the
- * start-up checks of a resume, then config.toml and classes.txt. Rank 0 writes: the caller
- * agrees on the result. */
+/* Datasets (training, evaluation: opened and compared on every rank, collective), the training
+ * loader and the step count; on rank 0 the start-up checks of a resume, then config.toml and
+ * classes.txt. Rank 0 writes: the caller agrees on the result. */
 static sv_status open_data(trainer *t) {
     const train_opts *o = t->o;
     sv_run *r = t->r;
     const sv_vit_config *c = &r->vcfg;
-    SV_TRY(open_dataset(o->data, r, o, &t->ds));
+    SV_TRY(open_dataset("--data", o->data, r, o, &t->ds));
     if (sv_dataset_num_classes(t->ds) > c->num_classes)
         return SV_FAIL(SV_ERR_INVALID, "dataset %s has %d classes but the model has --num-classes %d", o->data,
                        sv_dataset_num_classes(t->ds), c->num_classes);
-    if (o->val_data) SV_TRY(open_dataset(o->val_data, r, o, &t->vds));
+    if (o->val_data) SV_TRY(open_dataset("--val-data", o->val_data, r, o, &t->vds));
     if (t->vds) SV_TRY(same_classes(t->ds, t->vds, o->data, o->val_data));
     sv_loader_opts lo = loader_opts(r, o, t->ds, SV_TRANSFORM_TRAIN);
     lo.mean = t->mean;

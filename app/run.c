@@ -7,6 +7,7 @@
 #include "app/backend_env.h"
 #include "app/env_overrides.h"
 #include "core/log.h"
+#include "data/dataset.h"
 #include "fsdp/agree.h"
 
 sv_status sv_model_opts_resolve(const sv_model_opts *o, sv_vit_config *c) {
@@ -262,6 +263,17 @@ static sv_status setup_rest(sv_run *r, const sv_run_opts *o, const sv_fsdp_confi
     SV_INFO("ranks: world %d, %d on this node (MPI_COMM_TYPE_SHARED), node-local rank %d", world, local_size,
             local_rank);
     return SV_OK;
+}
+
+sv_status sv_run_same_data(sv_run *r, const sv_dataset *ds, const char *flag, const char *spec) {
+    if (r->world == 1) return SV_OK;
+    int64_t id[SV_DATASET_ID_N], *all = calloc((size_t)r->world * SV_DATASET_ID_N, sizeof *all);
+    sv_status st = sv_run_agree(r, all ? SV_OK : SV_FAIL(SV_ERR_OOM, "data set ids of %d ranks", r->world));
+    sv_dataset_id(ds, id);
+    if (st == SV_OK) st = sv_run_agreed(r, sv_fsdp_world_gather_i64(&r->fsdp, all, id, SV_DATASET_ID_N));
+    if (st == SV_OK) st = sv_run_agreed(r, sv_dataset_ids_same(all, r->world, flag, spec));
+    free(all);
+    return st;
 }
 
 sv_status sv_run_agree(sv_run *r, sv_status st) { return sv_run_agreed(r, sv_fsdp_agree(&r->fsdp, st)); }

@@ -207,6 +207,12 @@ sv_status sv_run_agree(sv_run *r, sv_status st);
  * check every rank makes on the same values (flags, a checkpoint's recorded state). st is
  * returned as it is, a failure flagged as agreed. Not collective. */
 sv_status sv_run_agreed(sv_run *r, sv_status st);
+/* Every rank indexed the same data set (data/dataset.h sv_dataset_fingerprint, its counts
+ * gathered): a relative path given from other working directories, or files a node does not see
+ * yet, would otherwise train or evaluate other samples on each rank silently. flag / spec name
+ * the data in the message ("--data", the path). Collective; the outcome (agreed) is the same on
+ * every rank; nothing to compare at one rank. */
+sv_status sv_run_same_data(sv_run *r, const sv_dataset *ds, const char *flag, const char *spec);
 /* Write the trace (all ranks call; rank 0 merges). Each rank writes its part, the ranks agree
  * (sv_run_agree: every part is written, or every rank fails), then rank 0 merges and the ranks
  * agree on that too, so no rank waits for one that failed. */

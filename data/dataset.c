@@ -11,6 +11,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/repeat.h"
+#include "core/rng.h"
 #include "data/synth.h"
 
 /* Largest file accepted as one image (ImageFolder file or tar member): a JPEG at the 89.5 M-pixel
@@ -159,6 +160,55 @@ void sv_dataset_sample_name(const sv_dataset *d, size_t i, char *buf, size_t cap
         break;
     default: snprintf(buf, cap, "synthetic:%zu", i); break;
     }
+}
+
+uint64_t sv_dataset_fingerprint(const sv_dataset *d) {
+    uint64_t h = sv_hash2(sv_hash2((uint64_t)d->kind, (uint64_t)d->n), (uint64_t)d->K);
+    for (int k = 0; k < d->K; k++) h = sv_hash_str(h, sv_dataset_class_name(d, k));
+    if (d->kind == SV_DATASET_SYNTHETIC)
+        return sv_hash2(sv_hash2(h, d->synth_seed), (uint64_t)d->synth_img << 8 | (uint64_t)d->synth_channels);
+    if (d->kind == SV_DATASET_TAR)
+        for (size_t s = 0; s < d->shards.n; s++) {
+            const char *name = sv_strlist_at(&d->shards, s), *slash = strrchr(name, '/');
+            h = sv_hash_str(h, slash ? slash + 1 : name);
+        }
+    for (size_t i = 0; i < d->n; i++) {
+        h = sv_hash2(h, (uint64_t)d->labels[i]);
+        if (d->kind == SV_DATASET_FOLDER)
+            h = sv_hash_str(h, sv_strlist_at(&d->paths, i));
+        else
+            h = sv_hash2(sv_hash_str(sv_hash2(h, d->shard_of[i]), sv_strlist_at(&d->keys, i)), d->size[i]);
+    }
+    return h;
+}
+
+void sv_dataset_id(const sv_dataset *d, int64_t id[SV_DATASET_ID_N]) {
+    id[0] = (int64_t)sv_dataset_fingerprint(d);
+    id[1] = (int64_t)d->n;
+    id[2] = d->K;
+}
+
+sv_status sv_dataset_ids_same(const int64_t *ids, int world, const char *flag, const char *spec) {
+    enum { NAMED = 4 }; /* ranks that differ named in the message, at most */
+    char ranks[768];
+    int differ = 0;
+    size_t at = 0;
+    for (int r = 0; r < world; r++) {
+        const int64_t *v = ids + (size_t)r * SV_DATASET_ID_N;
+        if (r > 0 && !memcmp(v, ids, SV_DATASET_ID_N * sizeof *v)) continue;
+        if (r > 0 && differ++ >= NAMED) continue;
+        int same_counts = r > 0 && v[1] == ids[1] && v[2] == ids[2];
+        at +=
+            (size_t)snprintf(ranks + at, sizeof ranks - at, "%srank %d: %lld samples in %lld classes%s", r ? ", " : "",
+                             r, (long long)v[1], (long long)v[2], same_counts ? " (other files or labels)" : "");
+        if (at >= sizeof ranks) at = sizeof ranks - 1; /* cut: the rest is not written */
+    }
+    if (!differ) return SV_OK;
+    if (differ > NAMED) snprintf(ranks + at, sizeof ranks - at, ", and %d ranks more", differ - NAMED);
+    return SV_FAIL(SV_ERR_INVALID,
+                   "%s %s: the ranks indexed different data sets (%s): every rank must see the same files (a relative "
+                   "path from another working directory, or a node that does not see the same files yet)",
+                   flag, spec, ranks);
 }
 
 static sv_status grow_buf(uint8_t **buf, size_t *cap, size_t need) {

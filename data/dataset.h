@@ -83,6 +83,23 @@ int sv_dataset_label(const sv_dataset *d, size_t i);
  * cap bytes (NUL-terminated). */
 void sv_dataset_sample_name(const sv_dataset *d, size_t i, char *buf, size_t cap);
 
+/* A 64-bit fingerprint of what the open indexed, for ranks to check that they opened the same data
+ * set: the kind, the sample and class counts, the class names in order and, per sample, its label
+ * and what identifies it: an ImageFolder sample's path relative to the root, a tar sample's shard
+ * file name (without its directories), key and image member size, and a synthetic set's
+ * parameters (img, channels, seed). The root and the shards' directories count not, so the same
+ * files reached by other paths give the same value; file contents count not (nothing is read).
+ * One pass over what the open stored; a pure function of it (the same on every host). */
+uint64_t sv_dataset_fingerprint(const sv_dataset *d);
+/* The ranks' data sets compared: ids holds world rows of SV_DATASET_ID_N values, row r rank r's
+ * (sv_dataset_id: the fingerprint, the sample count, the class count; an all-gather). SV_OK when
+ * every row equals rank 0's, else an SV_ERR_INVALID naming the flag and spec ("--data DIR") and the
+ * counts of rank 0 and of the first ranks that differ. Not collective: every rank given the same
+ * ids returns the same status. */
+enum { SV_DATASET_ID_N = 3 };
+void sv_dataset_id(const sv_dataset *d, int64_t id[SV_DATASET_ID_N]);
+sv_status sv_dataset_ids_same(const int64_t *ids, int world, const char *flag, const char *spec);
+
 /* Read the encoded bytes of sample i (file-backed kinds only) into *buf (capacity *cap),
  * growing it with realloc when too small (so a reused buffer stops allocating once it has
  * seen the largest file). *len receives the byte count. Thread-safe. */
