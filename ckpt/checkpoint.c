@@ -21,9 +21,11 @@
 
 /* ---- paths ------------------------------------------------------------------------------ */
 
+/* Anything at the name counts, a dangling or looping link included: reading it then reports
+ * its real error, naming it, rather than "no checkpoint". */
 static int exists(const char *p) {
     struct stat s;
-    return stat(p, &s) == 0;
+    return lstat(p, &s) == 0;
 }
 
 sv_status sv_ckpt_latest(const char *root, char *out, size_t cap, int *found) {
@@ -300,28 +302,15 @@ sv_status sv_ckpt_reshard(const char *in, const char *out_arg, int world) {
         sv_ckpt_index_free(&a);
         return st;
     }
-    /* OUT's missing parents are made now and, if the reshard fails, removed again */
+    /* OUT's missing parents are made now and, if the reshard fails or is stopped by a signal,
+     * removed again: exactly the directories made, each only while empty */
+    sv_fileio_made_dirs dirs;
+    dirs.n = 0;
     memcpy(parent, out, n + 1);
     char *slash = strrchr(parent, '/');
-    size_t kept = n; /* length of the deepest ancestor that existed (nothing made: all of it) */
     if (slash && slash > parent) {
         *slash = 0;
-        char probe[SV_CKPT_PATH_MAX];
-        memcpy(probe, parent, (size_t)(slash - parent) + 1);
-        struct stat sb;
-        for (;;) {
-            char *c = strrchr(probe, '/');
-            if (stat(probe, &sb) == 0 || (c && c == probe)) { /* exists, or only "/" above it */
-                kept = c == probe && stat(probe, &sb) != 0 ? 1 : strlen(probe);
-                break;
-            }
-            if (!c) { /* relative: nothing of it existed */
-                kept = 0;
-                break;
-            }
-            *c = 0;
-        }
-        st = sv_fileio_mkdirs(parent, 0755);
+        st = sv_fileio_mkdirs_made(parent, 0755, &dirs);
         if (st != SV_OK) {
             sv_ckpt_index_free(&a);
             sv_ckpt_index_free(&b);
@@ -346,11 +335,10 @@ sv_status sv_ckpt_reshard(const char *in, const char *out_arg, int world) {
             st = SV_FAIL(st, "%s", m);
         }
     }
-    for (size_t len = strlen(parent); st != SV_OK && len > kept && rmdir(parent) == 0; len = strlen(parent)) {
-        char *cut = strrchr(parent, '/'); /* the directories made above, deepest first, while empty */
-        if (!cut || cut == parent) break;
-        *cut = 0;
-    }
+    if (st != SV_OK)
+        sv_fileio_made_dirs_remove(&dirs);
+    else
+        sv_fileio_made_dirs_keep(&dirs);
     sv_ckpt_reader_close(&rd);
     sv_ckpt_index_free(&a);
     sv_ckpt_index_free(&b);

@@ -404,6 +404,19 @@ static sv_status parse_units(sv_ckpt_index *idx, const sv_json *units, const cha
         /* checked: shard x shard_world can wrap modulo 2^64 onto a small stated "padded" */
         if (!sv_mul_u64(U->shard, (uint64_t)idx->shard_world, &prod) || U->padded != prod || U->numel > U->padded)
             return bad(src, uj, "padded must equal shard x shard_world and hold numel");
+        /* the padding rule of finish_units: a padded size the rule does not give for numel would
+         * be carried into a reshard's layout (numel's own check follows the tensors) */
+        uint64_t quantum = (uint64_t)idx->shard_world * SV_FLAT_ALIGN,
+                 want = (U->numel + quantum - 1) / quantum * quantum;
+        if (want == 0) want = quantum;
+        if (U->padded != want) {
+            char m[160];
+            snprintf(m, sizeof m,
+                     "padded %llu is not what the padding rule gives for numel %llu at shard_world %d (%llu)",
+                     (unsigned long long)U->padded, (unsigned long long)U->numel, idx->shard_world,
+                     (unsigned long long)want);
+            return bad(src, uj, m);
+        }
         if (U->file_offset != off) return bad(src, uj, "file_offset does not follow the previous unit");
         if (!sv_mul3_u64(U->shard, 4, (uint64_t)SV_CKPT_FILE_KINDS(idx), &ubytes) || !sv_add_u64(off, ubytes, &off))
             return bad(src, uj, "unit bytes overflow 64 bits");
@@ -438,9 +451,18 @@ static sv_status parse_units(sv_ckpt_index *idx, const sv_json *units, const cha
             if (T->numel != prod) return bad(src, e, "numel is not the product of the shape");
             if (T->offset < end || T->offset + T->numel > U->numel)
                 return bad(src, e, "offset overlaps the previous tensor or lies outside the unit");
+            /* the tensors tile the unit, each at the previous one's end rounded up to flat_align */
+            if (T->offset != (end + SV_FLAT_ALIGN - 1) / SV_FLAT_ALIGN * SV_FLAT_ALIGN)
+                return bad(src, e, "offset is not the previous tensor's end rounded up to flat_align");
             end = T->offset + T->numel;
             for (int q = 0; q < t; q++)
                 if (!strcmp(idx->tensors[q].name, T->name)) return bad(src, e, "duplicate tensor name");
+        }
+        if (U->numel != end) {
+            char m[160];
+            snprintf(m, sizeof m, "numel %llu is not the end of the unit's last tensor (%llu)",
+                     (unsigned long long)U->numel, (unsigned long long)end);
+            return bad(src, uj, m);
         }
     }
     if (t != idx->n_tensors)

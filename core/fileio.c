@@ -193,15 +193,18 @@ void sv_fileio_out_abort(sv_fileio_out *f) {
 /* ---- temporaries removed on a signal --------------------------------------------------- */
 
 /* The temporaries this process created and has not renamed yet (sv_fileio_tmp_file /
- * sv_fileio_tmp_dir register them, sv_fileio_rename / sv_fileio_out_commit forget them). A slot
- * is filled with used = 0 and published by used = 1, so the handler never reads a half-written
- * path; an entry left after its file was removed by its owner is harmless (the handler's unlink
- * finds nothing: the names are random per call). A new entry takes a free slot; only with more
- * live temporaries than slots is a live one reused. */
+ * sv_fileio_tmp_dir register them, sv_fileio_rename / sv_fileio_out_commit forget them), and the
+ * directories sv_fileio_mkdirs_made created and not yet kept or removed. A slot is filled with
+ * used = 0 and published by used = 1, so the handler never reads a half-written path; an entry
+ * left after its file was removed by its owner is harmless (the handler's unlink finds nothing:
+ * the names are random per call). A new entry takes a free slot; only with more live entries
+ * than slots is a live one reused. */
 enum { TMP_SLOTS = 32, TMP_DIR_DEPTH = 8 };
+enum { TMP_FILE, TMP_DIR, TMP_MADE }; /* kind: a temporary file or directory, a directory made */
 static struct {
     volatile sig_atomic_t used;
-    int dir;
+    int dir;      /* TMP_FILE, TMP_DIR or TMP_MADE */
+    unsigned seq; /* registration order: made directories are removed the last made first */
     char path[4096];
 } g_tmp[TMP_SLOTS];
 static unsigned g_tmp_next;
@@ -211,7 +214,7 @@ static void tmp_register(const char *tmp, int dir) {
     if (L >= sizeof g_tmp[0].path) return;
     /* a free slot if there is one (a long-lived temporary directory keeps its slot however many
      * files come and go meanwhile), else the next in turn */
-    unsigned i = g_tmp_next++ % TMP_SLOTS;
+    unsigned seq = g_tmp_next++, i = seq % TMP_SLOTS;
     for (unsigned k = 0; k < TMP_SLOTS; k++)
         if (!g_tmp[(i + k) % TMP_SLOTS].used) {
             i = (i + k) % TMP_SLOTS;
@@ -221,6 +224,7 @@ static void tmp_register(const char *tmp, int dir) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memcpy(g_tmp[i].path, tmp, L + 1);
     g_tmp[i].dir = dir;
+    g_tmp[i].seq = seq;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g_tmp[i].used = 1;
 }
@@ -262,13 +266,25 @@ static void tmp_empty_dir(int fd, int depth) {
 static void tmp_on_signal(int sig) {
     int saved = errno;
     for (unsigned i = 0; i < TMP_SLOTS; i++) {
-        if (!g_tmp[i].used) continue;
-        if (g_tmp[i].dir) {
+        if (!g_tmp[i].used || g_tmp[i].dir == TMP_MADE) continue;
+        if (g_tmp[i].dir == TMP_DIR) {
             int fd = open(g_tmp[i].path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (fd >= 0) tmp_empty_dir(fd, 0);
             rmdir(g_tmp[i].path);
         } else
             unlink(g_tmp[i].path);
+    }
+    /* then the directories made for an output, the last made first (a made path may reach an
+     * earlier one through ".."), each only while empty: never anything this process did not make */
+    for (unsigned below = UINT_MAX;;) {
+        int last = -1;
+        for (unsigned i = 0; i < TMP_SLOTS; i++)
+            if (g_tmp[i].used && g_tmp[i].dir == TMP_MADE && g_tmp[i].seq < below &&
+                (last < 0 || g_tmp[i].seq > g_tmp[last].seq))
+                last = (int)i;
+        if (last < 0) break;
+        below = g_tmp[last].seq;
+        rmdir(g_tmp[last].path);
     }
     errno = saved;
     signal(sig, SIG_DFL); /* then die of the signal, as without the handler */
@@ -307,7 +323,7 @@ sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd_ou
         SV_TRY(tmp_name(path, a, tmp, cap));
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) {
-            tmp_register(tmp, 0);
+            tmp_register(tmp, TMP_FILE);
             if (fd_out)
                 *fd_out = fd;
             else
@@ -323,7 +339,7 @@ sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap) {
     for (unsigned a = 0; a < 100; a++) {
         SV_TRY(tmp_name(path, a, tmp, cap));
         if (mkdir(tmp, 0755) == 0) {
-            tmp_register(tmp, 1);
+            tmp_register(tmp, TMP_DIR);
             return SV_OK;
         }
         if (errno != EEXIST) return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", tmp, strerror(errno));
@@ -389,26 +405,73 @@ sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n) {
     return SV_OK;
 }
 
-sv_status sv_fileio_mkdirs(const char *path, mode_t mode) {
+/* mkdir -p; made (nullable) records each directory created and registers it for a signal. */
+static sv_status mkdirs(const char *path, mode_t mode, sv_fileio_made_dirs *made) {
     char buf[PATH_MAX];
     size_t n = strlen(path);
+    if (made) made->n = 0, made->path[0] = 0;
     if (n == 0) return SV_FAIL(SV_ERR_INVALID, "mkdir: empty path");
     if (n >= sizeof buf) return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s...", path);
     memcpy(buf, path, n + 1);
+    if (made) memcpy(made->path, path, n + 1);
     for (size_t i = 1; i <= n; i++) {
         if (buf[i] != '/' && buf[i] != 0) continue;
         char save = buf[i];
         buf[i] = 0;
-        if (mkdir(buf, mode) != 0) {
+        if (mkdir(buf, mode) == 0) {
+            if (made) {
+                made->len[made->n++] = (unsigned short)i;
+                tmp_register(buf, TMP_MADE);
+            }
+        } else {
             int e = errno;
             struct stat st;
-            if (e != EEXIST) return io_fail("mkdir", buf, e);
-            if (stat(buf, &st) != 0) return io_fail("stat", buf, errno);
-            if (!S_ISDIR(st.st_mode)) return SV_FAIL(SV_ERR_IO, "mkdir %s: exists and is not a directory", buf);
+            sv_status s = SV_OK;
+            if (e != EEXIST)
+                s = io_fail("mkdir", buf, e);
+            else if (stat(buf, &st) != 0)
+                s = io_fail("stat", buf, errno);
+            else if (!S_ISDIR(st.st_mode))
+                s = SV_FAIL(SV_ERR_IO, "mkdir %s: exists and is not a directory", buf);
+            if (s != SV_OK) {
+                if (made) sv_fileio_made_dirs_remove(made); /* what this call made, nothing else */
+                return s;
+            }
         }
         buf[i] = save;
     }
     return SV_OK;
+}
+
+sv_status sv_fileio_mkdirs(const char *path, mode_t mode) { return mkdirs(path, mode, NULL); }
+
+sv_status sv_fileio_mkdirs_made(const char *path, mode_t mode, sv_fileio_made_dirs *made) {
+    return mkdirs(path, mode, made);
+}
+
+/* Directory i of made (a prefix of made->path) into p (PATH_MAX bytes). */
+static void made_dir(const sv_fileio_made_dirs *made, int i, char *p) {
+    memcpy(p, made->path, made->len[i]);
+    p[made->len[i]] = 0;
+}
+
+void sv_fileio_made_dirs_remove(sv_fileio_made_dirs *made) {
+    char p[PATH_MAX];
+    for (int i = made->n - 1; i >= 0; i--) { /* the last made first: it may reach another via ".." */
+        made_dir(made, i, p);
+        rmdir(p); /* only while empty: a directory someone else filled meanwhile stays */
+        tmp_forget(p);
+    }
+    made->n = 0;
+}
+
+void sv_fileio_made_dirs_keep(sv_fileio_made_dirs *made) {
+    char p[PATH_MAX];
+    for (int i = 0; i < made->n; i++) {
+        made_dir(made, i, p);
+        tmp_forget(p);
+    }
+    made->n = 0;
 }
 
 /* Remove the contents of the directory open at `dfd` (which this function closes). */

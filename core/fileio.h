@@ -98,10 +98,12 @@ sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap);
 
 /* For commands without signal handling of their own (export, reshard, import, prep, eval,
  * predict, report): on SIGINT, SIGTERM or SIGHUP, remove every temporary of the two functions
- * above that has not been renamed into place yet (a directory with what is in it), then die of
- * the signal as before (the default action, re-raised). A signal ignored at the call (nohup)
- * stays ignored. Temporaries are tracked from the first call of those functions on, whether or
- * not this is called. Not for train and bench, which stop at a step boundary on a signal. */
+ * above that has not been renamed into place yet (a directory with what is in it), then the
+ * directories sv_fileio_mkdirs_made created and not yet kept or removed (the last made first,
+ * each only while empty), then die of the signal as before (the default action, re-raised). A
+ * signal ignored at the call (nohup) stays ignored. Temporaries are tracked from the first call
+ * of those functions on, whether or not this is called. Not for train and bench, which stop at a
+ * step boundary on a signal. */
 void sv_fileio_remove_tmp_on_signals(void);
 
 /* Rename the temporary `tmp` (a file or directory beside path) over `path`, then fsync path's
@@ -119,6 +121,22 @@ sv_status sv_fileio_write_atomic(const char *path, const void *buf, size_t n);
 /* mkdir -p with `mode` for created directories; existing directories are fine, an existing
  * non-directory is an error. */
 sv_status sv_fileio_mkdirs(const char *path, mode_t mode);
+/* The directories one sv_fileio_mkdirs_made call created (caller-owned; about 8 KiB). */
+typedef struct sv_fileio_made_dirs {
+    char path[PATH_MAX];                  /* the path given */
+    int n;                                /* directories created: path[0, len[i]) for i < n */
+    unsigned short len[PATH_MAX / 2 + 1]; /* in the order made, the shallowest first */
+} sv_fileio_made_dirs;
+/* sv_fileio_mkdirs recording exactly the directories it created (an existing one, or one reached
+ * again through "..", is not), each also registered with the signal clean-up of
+ * sv_fileio_remove_tmp_on_signals until it is kept or removed. On failure it removes what it
+ * made and made->n is 0. For an output whose missing parents must go again if the command
+ * fails: sv_fileio_made_dirs_remove then removes them, the last made first, each only while it
+ * is empty (rmdir), so nothing this call did not create and nothing put there since is removed;
+ * sv_fileio_made_dirs_keep keeps them (on success). Both forget the registrations, set n to 0. */
+sv_status sv_fileio_mkdirs_made(const char *path, mode_t mode, sv_fileio_made_dirs *made);
+void sv_fileio_made_dirs_remove(sv_fileio_made_dirs *made);
+void sv_fileio_made_dirs_keep(sv_fileio_made_dirs *made);
 /* The real path of p, which need not exist: realpath(3) of its deepest existing prefix, then the
  * missing components applied lexically (sv_fileio_lexical_append, ".." removing one), as the
  * directories created there will be plain directories. Relative paths resolve against the

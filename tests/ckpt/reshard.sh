@@ -40,6 +40,27 @@ for R in 0 1 2 3; do
 done
 "$SHARDVIT" reshard "$CK" "$WORK/r3" --world 3 >/dev/null 2>&1 && fail "reshard overwrote an existing directory"
 echo "reshard 4 -> 3 -> 4: shard files bitwise identical"
+# a reshard stopped by a signal in the middle of writing removes its temporary and the parent
+# directories of OUT it made (the last made first, each only while empty), and nothing else: the
+# empty sig/ was there before (SHARDVIT_FAULT_WRITE_STALL_AFTER_BYTES holds it in a write)
+mkdir "$WORK/sig"
+SHARDVIT_FAULT_WRITE_STALL_AFTER_BYTES=1000 timeout -k 5 60 "$SHARDVIT" reshard "$CK" "$WORK/sig/a/../b/c/out" \
+    --world 2 >"$WORK/sig.log" 2>&1 &
+PID=$!
+for n in $(seq 400); do
+    [ -n "$(find "$WORK/sig" -name '*.tmp-*' 2>/dev/null | head -1)" ] && break
+    kill -0 $PID 2>/dev/null || break
+    sleep 0.05
+done
+[ -n "$(find "$WORK/sig" -name '*.tmp-*' | head -1)" ] || { cat "$WORK/sig.log"; fail "no reshard temporary appeared"; }
+sleep 0.2 # into the stalled write
+pkill -INT -P $PID 2>/dev/null || kill -INT $PID
+RC=0
+wait $PID || RC=$?
+test $RC -eq 130 || { cat "$WORK/sig.log"; fail "reshard stopped by SIGINT: exit status $RC (want 130)"; }
+test -d "$WORK/sig" || fail "the reshard stopped by a signal removed a directory it did not make"
+test -z "$(ls -A "$WORK/sig")" || fail "the reshard stopped by a signal left $(find "$WORK/sig" | head -3)"
+echo "reshard stopped by SIGINT: temporary and the directories it made removed, sig/ kept"
 # hybrid_shard: 2 groups of 2 => 2 files; no_shard: 1 file. Both load at other world sizes.
 run h4 4 --steps 2 --strategy hybrid_shard --shard-group 2
 ls "$WORK/h4/checkpoints/step_00000002" | grep -c '^shard_' | grep -qx 2 || fail "hybrid_shard wrote other than 2 files"
