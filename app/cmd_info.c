@@ -25,18 +25,34 @@ static int list_models(void) {
     return 0;
 }
 
+/* Each timm name with the data config train takes from it (model/config.h sv_vit_timm_data). */
+static int list_timm_data(void) {
+    for (int i = 0; sv_vit_timm_alias(i, NULL); i++) {
+        const char *name = sv_vit_timm_alias(i, NULL);
+        sv_vit_timm_data_cfg t;
+        if (!sv_vit_timm_data(name, &t)) continue;
+        printf("%s mean %g,%g,%g std %g,%g,%g interpolation %s crop_pct %g\n", name, t.mean[0], t.mean[1], t.mean[2],
+               t.std[0], t.std[1], t.std[2], t.interp, t.crop_pct);
+    }
+    return 0;
+}
+
 int sv_cmd_info(int argc, char **argv, const sv_proc *proc) {
     (void)proc;
     sv_model_opts mo = {.model = "vit-b16"};
-    int table = 1, models = 0;
+    int table = 1, models = 0, timm_data = 0;
     /* clang-format off: one flag per line */
     sv_flag flags[] = {
         SV_MODEL_FLAGS(mo),
         {"table", SV_FLAG_BOOL, &table, 0, 0, "print the per-tensor table", 0},
         {"models", SV_FLAG_BOOL, &models, 0, 0, "list the presets, their shapes and the timm names that alias them", 0},
+        {"timm-data", SV_FLAG_BOOL, &timm_data, 0, 0,
+         "list the timm names with their data config (mean, std, interpolation, crop_pct: train's defaults for "
+         "--model NAME, as timm's train.py resolves them)",
+         0},
         SV_FLAG_END};
     /* clang-format on */
-    sv_cmd_spec spec = {"info", "shardvit info --model NAME [shape flags] | --models",
+    sv_cmd_spec spec = {"info", "shardvit info --model NAME [shape flags] | --models | --timm-data",
                         "Print the parameter table (timm VisionTransformer names and shapes), the parameter "
                         "count and the FLOPs per image. --model takes a preset or a timm model name with the same "
                         "shapes (--models lists them).",
@@ -46,6 +62,7 @@ int sv_cmd_info(int argc, char **argv, const sv_proc *proc) {
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
     if (models) return list_models();
+    if (timm_data) return list_timm_data();
     sv_vit_config c;
     sv_status st = sv_model_opts_resolve(&mo, &c);
     if (st != SV_OK) return sv_cmd_usage_error("info", "%s", sv_err_msg());

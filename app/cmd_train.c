@@ -179,7 +179,8 @@ static sv_status resolve_transform(trainer *t) {
         free(init_meta.labels);
         snprintf(init_src, sizeof init_src, "--init-from %.500s config.json", o->init_from);
     }
-    SV_TRY(sv_xform_for_training(&o->xf, init_found ? &init_meta.xform : NULL, init_src, c->img, c->in_chans, &t->tx));
+    SV_TRY(sv_xform_for_training(&o->xf, init_found ? &init_meta.xform : NULL, init_src, o->run.model.model, c->img,
+                                 c->in_chans, &t->tx));
     for (int k = 0; k < 3; k++) t->mean[k] = (float)t->tx.mean[k], t->stdv[k] = (float)t->tx.std[k];
     return SV_OK;
 }
@@ -587,7 +588,9 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"randaug-n", SV_FLAG_INT, &o.randaug_n, 0, 16, "RandAugment ops per training image (0 = off)", 0},
         {"randaug-m", SV_FLAG_DOUBLE, &o.randaug_m, 0, 30, "RandAugment magnitude (timm scale, 0..10 usual)", 0},
         {"interp", SV_FLAG_STR, &o.xf.interp, 0, 0,
-         "crop/resize interpolation (training and evaluation): bilinear | bicubic (unset: bilinear); recorded", 0},
+         "crop/resize interpolation (training and evaluation): bilinear | bicubic (unset: bilinear; the "
+         "evaluation of a --model given as a timm name: its data config's, bicubic); recorded",
+         0},
         SV_AUG_FLAGS(o.aug),
         {"mean", SV_FLAG_STR, &o.xf.mean, 0, 0,
          "normalisation mean: comma list | imagenet | half (unset: half for 1 channel, imagenet for 3); recorded", 0},
@@ -682,6 +685,10 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         SV_WARN("--bce-target-thresh 0 binarises every positive target (timm's target.gt(0), DeiT III's BCE); "
                 "a config.toml written before 0 took that meaning records 0 for off: pass -1 to train on the "
                 "targets as they are");
+    /* a --model given as a timm name evaluates at its data config's crop_pct, as timm's train.py
+     * (the default crop_pct is a value, not "unset": config.toml lists it and must read back) */
+    sv_vit_timm_data_cfg tdc;
+    if (!sv_flag_seen(flags, "crop-pct") && sv_vit_timm_data(o.run.model.model, &tdc)) o.xf.crop_pct = tdc.crop_pct;
     o.ema.on = o.run.model_ema;
     if ((rc = sv_train_ema_check(&o.ema)) != 0) return rc;
     if (sv_train_optim_check(&o.of, flags, &o.warmup, o.steps, o.lr, o.min_lr, &o.beta2, &o.eps) != SV_OK)

@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "data/resample.h"
+#include "model/config.h"
 
 sv_status sv_xform_parse_norm(const char *spec, int is_std, int channels, double out[3]) {
     static const double im[3] = {0.485, 0.456, 0.406}, is[3] = {0.229, 0.224, 0.225};
@@ -107,24 +108,38 @@ sv_status sv_xform_resolve(const sv_xform_flags *fl, const sv_ckpt_xform *model,
     return SV_OK;
 }
 
-sv_status sv_xform_for_training(const sv_xform_flags *fl, const sv_ckpt_xform *init, const char *init_src, int img,
-                                int channels, sv_ckpt_xform *out) {
+sv_status sv_xform_for_training(const sv_xform_flags *fl, const sv_ckpt_xform *init, const char *init_src,
+                                const char *timm_name, int img, int channels, sv_ckpt_xform *out) {
     const char *src[4] = {"default", "default", "default", "default"};
     sv_ckpt_xform_default(out, img, channels);
+    sv_vit_timm_data_cfg tc;
+    char named[160] = "";
+    if (channels == 3 && sv_vit_timm_data(timm_name, &tc)) { /* timm's train.py: resolve_data_config */
+        snprintf(named, sizeof named, "timm's data config of %s", timm_name);
+        memcpy(out->mean, tc.mean, sizeof out->mean);
+        memcpy(out->std, tc.std, sizeof out->std);
+        snprintf(out->interp, sizeof out->interp, "%s", tc.interp);
+        out->crop_pct = tc.crop_pct;
+        src[0] = src[1] = src[2] = src[3] = named;
+    }
     int from_init = init && init->present && init->channels == channels && !(fl->mean && fl->std);
     if (from_init) {
         memcpy(out->mean, init->mean, sizeof out->mean);
         memcpy(out->std, init->std, sizeof out->std);
+        src[2] = src[3] = init_src;
     }
     SV_TRY(apply_flags(fl, out, src));
+    if (named[0] && fl->crop_pct == tc.crop_pct) src[0] = named; /* train sets its crop_pct from the name */
     out->present = 1;
     SV_TRY(sv_ckpt_xform_check(out, "training transform"));
-    if (from_init) {
+    if (from_init || named[0]) {
         char m[96], s[96];
         vec_text(m, sizeof m, out->mean, channels);
         vec_text(s, sizeof s, out->std, channels);
-        SV_INFO("normalisation: mean %s (%s), std %s (%s)", m, fl->mean ? "flag" : init_src, s,
-                fl->std ? "flag" : init_src);
+        SV_INFO("normalisation: mean %s (%s), std %s (%s)", m, src[2], s, src[3]);
+        if (named[0])
+            SV_INFO("evaluation transform: crop_pct %g (%s), interpolation %s (%s)", out->crop_pct, src[0], out->interp,
+                    src[1]);
     } else if (init && init->present && init->channels != channels) {
         SV_WARN("%s records a %d-channel normalisation; this model has %d channels: defaults apply", init_src,
                 init->channels, channels);

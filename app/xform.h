@@ -62,9 +62,11 @@ sv_status sv_xform_resolve(const sv_xform_flags *fl, const sv_ckpt_xform *model,
  * (crop_pct/interp/mean/std as given), else for mean/std the normalisation of the model the run
  * starts from (`init`: the --init-from file's config.json pretrained_cfg, nullable; used when
  * init->present and its channel count matches; one log line names the source `init_src`), else
- * the defaults. */
-sv_status sv_xform_for_training(const sv_xform_flags *fl, const sv_ckpt_xform *init, const char *init_src, int img,
-                                int channels, sv_ckpt_xform *out);
+ * for a --model given as a timm name (`timm_name`, nullable) that name's data config (model/config.h
+ * sv_vit_timm_data: mean, std, and the evaluation's interpolation and crop_pct, as timm's train.py
+ * resolves them; 3 channels only; one log line names it), else the defaults. */
+sv_status sv_xform_for_training(const sv_xform_flags *fl, const sv_ckpt_xform *init, const char *init_src,
+                                const char *timm_name, int img, int channels, sv_ckpt_xform *out);
 
 /* 0 = SV_INTERP_BILINEAR, 1 = SV_INTERP_BICUBIC for a checked transform. */
 int sv_xform_interp_id(const sv_ckpt_xform *x);

@@ -21,10 +21,14 @@ static const preset k_presets[] = {
  * tests/model/timm_aliases.py checks every row against timm.create_model. */
 static const struct {
     const char *timm, *preset;
+    int inet; /* timm's data config (pretrained_cfg of the default tag, timm 1.0): 1 ImageNet mean/std
+                 (the fb_in1k DeiT weights), 0 mean = std = 0.5 (the augreg / in21k ViT weights); every
+                 one bicubic at crop_pct 0.9 (tests/model/timm_aliases.py checks them against timm) */
 } k_timm_aliases[] = {
-    {"vit_tiny_patch16_224", "vit-ti16"},  {"vit_small_patch16_224", "vit-s16"}, {"vit_base_patch16_224", "vit-b16"},
-    {"vit_large_patch16_224", "vit-l16"},  {"vit_huge_patch14_224", "vit-h14"},  {"deit_tiny_patch16_224", "vit-ti16"},
-    {"deit_small_patch16_224", "vit-s16"}, {"deit_base_patch16_224", "vit-b16"},
+    {"vit_tiny_patch16_224", "vit-ti16", 0},  {"vit_small_patch16_224", "vit-s16", 0},
+    {"vit_base_patch16_224", "vit-b16", 0},   {"vit_large_patch16_224", "vit-l16", 0},
+    {"vit_huge_patch14_224", "vit-h14", 0},   {"deit_tiny_patch16_224", "vit-ti16", 1},
+    {"deit_small_patch16_224", "vit-s16", 1}, {"deit_base_patch16_224", "vit-b16", 1},
 };
 #define N_ALIASES (sizeof k_timm_aliases / sizeof k_timm_aliases[0])
 
@@ -34,6 +38,21 @@ const char *sv_vit_timm_alias(int i, const char **preset) {
     if (i < 0 || (size_t)i >= N_ALIASES) return NULL;
     if (preset) *preset = k_timm_aliases[i].preset;
     return k_timm_aliases[i].timm;
+}
+
+int sv_vit_timm_data(const char *name, sv_vit_timm_data_cfg *out) {
+    for (size_t i = 0; name && i < N_ALIASES; i++) {
+        if (strcmp(k_timm_aliases[i].timm, name)) continue;
+        static const double inet_mean[3] = {0.485, 0.456, 0.406}, inet_std[3] = {0.229, 0.224, 0.225};
+        for (int c = 0; c < 3; c++) {
+            out->mean[c] = k_timm_aliases[i].inet ? inet_mean[c] : 0.5;
+            out->std[c] = k_timm_aliases[i].inet ? inet_std[c] : 0.5;
+        }
+        out->interp = "bicubic";
+        out->crop_pct = 0.9;
+        return 1;
+    }
+    return 0;
 }
 
 const char *sv_vit_timm_name(const sv_vit_config *c) {

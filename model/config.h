@@ -53,6 +53,15 @@ const char *sv_vit_preset_names(void);
  * preset's, name included. sv_vit_timm_name: the vit_* name of the preset whose shapes c has
  * (num_classes aside), or NULL. */
 const char *sv_vit_timm_alias(int i, const char **preset);
+/* timm's data config of such a name: its pretrained_cfg (default tag) mean, std, interpolation
+ * and crop_pct, which timm's train.py normalises and evaluates with unless its flags say
+ * otherwise (resolve_data_config). 1 and *out filled for a timm alias, 0 for anything else (a
+ * preset name, NULL). */
+typedef struct sv_vit_timm_data_cfg {
+    double mean[3], std[3], crop_pct;
+    const char *interp;
+} sv_vit_timm_data_cfg;
+int sv_vit_timm_data(const char *name, sv_vit_timm_data_cfg *out);
 const char *sv_vit_timm_name(const sv_vit_config *c);
 
 /* Check internal consistency (img % patch, dim % heads, positive sizes, limits). */

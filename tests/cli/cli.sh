@@ -59,6 +59,24 @@ printf 'model = "vit-28"\ndepth = 1\ndim = 24\nheads = 2\nbatch-size = 16\nsteps
 "$SV" train --config "$tmp/run.toml" --steps 1 --out "$tmp/run" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train with --config"; }
 grep -q "for 1 steps" "$tmp/log" || fail "command line did not override the config file"
 
+# a --model given as a timm name takes that name's data config (timm's train.py: resolve_data_config):
+# normalisation, evaluation interpolation and crop_pct, recorded in the checkpoint; flags win
+evt() { # evt NAME FLAGS...: the eval_transform the checkpoint of a 1-step run records
+    local name=$1
+    shift
+    "$SV" train --img 32 --patch 8 --dim 32 --depth 1 --heads 2 --num-classes 5 --synth-samples 16 --batch-size 8 \
+        --steps 1 --out "$tmp/$name" "$@" >"$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log"; fail "train $*"; }
+    python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["eval_transform"]; print(t["mean"], t["std"], t["interpolation"], t["crop_pct"])' \
+        "$tmp/$name/checkpoints/step_00000001/index.json"
+}
+[ "$(evt tv --model vit_base_patch16_224)" = "[0.5, 0.5, 0.5] [0.5, 0.5, 0.5] bicubic 0.9" ] || fail "vit_base_patch16_224's data config"
+grep -q "mean 0.5,0.5,0.5 (timm's data config of vit_base_patch16_224)" "$tmp/tv.log" || fail "the source of the normalisation"
+[ "$(evt td --model deit_small_patch16_224)" = "[0.485, 0.456, 0.406] [0.229, 0.224, 0.225] bicubic 0.9" ] || fail "deit_small_patch16_224's data config"
+[ "$(evt tf --model vit_base_patch16_224 --mean imagenet --std imagenet --interp bilinear --crop-pct 0.875)" = "[0.485, 0.456, 0.406] [0.229, 0.224, 0.225] bilinear 0.875" ] ||
+    fail "flags over a timm name's data config"
+[ "$(evt tp --model vit-b16)" = "[0.485, 0.456, 0.406] [0.229, 0.224, 0.225] bilinear 0.875" ] || fail "a preset's defaults"
+echo "ok: a timm name brings its data config; flags and presets as before"
+
 # a batch whose arena cannot be allocated: one error naming the arena's parts and the way out
 # (a 4 TiB allocation fails under the kernel's default overcommit heuristic; under "always
 # overcommit" it would succeed and be killed later, so the case is skipped there, loudly)

@@ -10,7 +10,8 @@ num_classes=1000).state_dict() (num_classes 1000 because timm's default pretrain
 vit_huge_patch14_224 is the in21k trunk without a head; the trunk is what the name fixes).
 Names that are not aliases are refused (exit 2), and their timm tensors indeed match no preset
 (deit3_*: LayerScale and no class position; *_reg4_gap_*: registers, no class token; distilled
-DeiT: a distillation token; *_384 and other patch sizes: other shapes). Where shardvit's flags
+DeiT: a distillation token; *_384 and other patch sizes: other shapes). `info --timm-data` (the
+data config train takes from a timm name) equals timm's pretrained_cfg of each alias. Where shardvit's flags
 express the model (deit3_* and the register models with the architecture flags, other sizes with
 --img / --patch), those flags reproduce timm's tensors exactly. Exit 0 pass, 1 fail."""
 import re
@@ -87,6 +88,24 @@ def main():
         how = "no shardvit equivalent" if flags is None else " ".join(flags) + (" gives its shapes" if same else
                                                                              " does NOT give its shapes")
         print(f"{'ok' if ok else 'FAIL'}: {name} refused (exit {rc}), matches no preset; {how}")
+        bad += not ok
+    # the data config train takes from a timm name: timm's pretrained_cfg of the name's default tag
+    rc, listing, err = info(sv, "--timm-data")
+    assert rc == 0, err
+    listed = {}
+    for line in listing.splitlines():
+        f = line.split()
+        listed[f[0]] = dict(mean=tuple(map(float, f[2].split(","))), std=tuple(map(float, f[4].split(","))),
+                            interpolation=f[6], crop_pct=float(f[8]))
+    if sorted(listed) != sorted(aliases):
+        print(f"FAIL: info --timm-data lists {sorted(listed)}, the aliases are {sorted(aliases)}")
+        bad += 1
+    for name, got in listed.items():
+        c = timm.models.get_pretrained_cfg(name)
+        want = dict(mean=tuple(c.mean), std=tuple(c.std), interpolation=c.interpolation, crop_pct=c.crop_pct)
+        ok = all(abs(a - b) < 1e-12 for a, b in zip(got["mean"] + got["std"], want["mean"] + want["std"])) and \
+            got["interpolation"] == want["interpolation"] and abs(got["crop_pct"] - want["crop_pct"]) < 1e-12
+        print(f"{'ok' if ok else 'FAIL'}: {name} data config {got} (timm: {want})")
         bad += not ok
     return 1 if bad else 0
 

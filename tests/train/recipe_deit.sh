@@ -12,7 +12,7 @@ DEIT="--epochs 3 --opt adamw --lr 1e-3 --min-lr 1e-5 --sched cosine --sched-on-u
       --warmup-epochs 1 --weight-decay 0.05 --clip 0 --drop-path 0.1 --smoothing 0.1
       --aa rand-m9-mstd0.5-inc1 --aa-interp bicubic --interp bicubic --aug-repeats 3 --reprob 0.25 --remode pixel --recount 1
       --mixup 0.8 --cutmix 1.0 --mixup-prob 1.0 --mixup-switch-prob 0.5 --mixup-mode batch
-      --model-ema --model-ema-decay 0.99996"
+      --model-ema --model-ema-decay 0.99996 --crop-pct 0.875"
 DEIT3="--layer-scale 1e-4 --no-embed-class --epochs 3 --opt lamb --lr 4e-3 --weight-decay 0.05 --sched cosine
        --sched-on-updates 0 --warmup-lr 1e-6 --warmup-epochs 1 --clip 1 --drop-path 0.05 --drop-path-uniform
        --bce-loss --bce-target-thresh 0 --smoothing 0 --three-augment --color-jitter 0.3 --reprob 0 --interp bicubic
