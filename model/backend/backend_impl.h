@@ -112,6 +112,11 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out);
 sv_status sv_cpu_sizes(const sv_backend_config *cfg, int B, int T, int D, int H, sv_be_sizes *out);
 sv_status sv_cuda_backend_create(const sv_backend_config *cfg, sv_backend **out);
 sv_status sv_cuda_sizes(const sv_backend_config *cfg, int B, int T, int D, int H, sv_be_sizes *out);
+/* The dense peak (FLOP/s) the CUDA backend states MFU against, by device name (cudaDeviceProp.name)
+ * and compute precision: bf16 the tensor-core bf16 rate (fp32 accumulate); otherwise the CUDA-core
+ * fp32 rate, since the fp32 GEMMs run CUBLAS_COMPUTE_32F without TF32. Datasheet figures; a model
+ * name matches as a whole word ("A100" is not "RTX A1000"); 0 for devices not in the table. */
+double sv_cuda_peak_flops_for(const char *name, int bf16);
 int sv_cuda_backend_available(void);
 
 #endif

@@ -55,22 +55,6 @@ sv_status sv_cuda_reserve_red(sv_cuda_backend *cb, size_t floats) {
     return SV_OK;
 }
 
-/* Dense bf16 (fp32-accumulate) peak by device name; the more specific names come first. */
-static double peak_for_name(const char *name) {
-    static const struct {
-        const char *pat;
-        double flops;
-    } table[] = {
-        {"H100 NVL", 0.0},                       /* not in the table: report unknown rather than a wrong figure */
-        {"H100 PCIe", 756e12}, {"H100", 989e12}, /* SXM */
-        {"H200 NVL", 0.0},     {"H200", 989e12}, /* SXM */
-        {"A100", 312e12},      {"L40S", 362e12}, {"RTX 4090", 165e12},
-    };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strstr(name, table[i].pat)) return table[i].flops;
-    return 0.0;
-}
-
 int sv_cuda_backend_available(void) {
     int n = 0;
     /* No driver or no device is an ordinary answer here, never an abort. */
@@ -362,7 +346,7 @@ static sv_status cuda_init(sv_cuda_backend *cb, const sv_backend_config *cfg) {
     SV_CUDA_TRY(cudaGetDeviceProperties(&prop, cb->device));
     snprintf(cb->base.device_name, sizeof cb->base.device_name, "%.*s", (int)sizeof cb->base.device_name - 1,
              prop.name);
-    cb->peak = peak_for_name(prop.name);
+    cb->peak = sv_cuda_peak_flops_for(prop.name, cb->bf16);
     SV_CUDA_TRY(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking));
     SV_CUDA_TRY(cudaStreamCreateWithFlags(&cb->copy_stream, cudaStreamNonBlocking));
     SV_CUDA_TRY(cudaEventCreateWithFlags(&cb->ev_compute, cudaEventDisableTiming));
