@@ -146,6 +146,17 @@ static void wescaped(sv_json_writer *w, const char *s, size_t n) {
             ubuf[5] = hex[c & 15];
             ubuf[6] = 0;
             esc = ubuf;
+        } else if (c >= 0x80) { /* valid UTF-8 as it is; a byte that is not: the text \xHH (JSON is Unicode) */
+            size_t seq = sv_json_utf8_seq((const unsigned char *)s + i, n - i);
+            if (seq) {
+                i += seq - 1;
+                continue;
+            }
+            memcpy(ubuf, "\\\\x", 3);
+            ubuf[3] = "0123456789ABCDEF"[c >> 4];
+            ubuf[4] = "0123456789ABCDEF"[c & 15];
+            ubuf[5] = 0;
+            esc = ubuf;
         }
         if (!esc) continue;
         wput(w, s + run, i - run);

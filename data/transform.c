@@ -76,12 +76,13 @@ sv_status sv_load_image(sv_jpeg_ctx *jc, sv_resample_scratch *rs, const uint8_t 
     } else {
         sv_eval_box(W, H, x->img, x->crop_pct, &b);
     }
-    /* DCT-domain scaling: only the SIMD-accelerated power-of-two factors, and only while the
-     * scaled crop still has at least img pixels each way (no upsampling introduced) */
+    /* DCT-domain scaling: only the SIMD-accelerated power-of-two factors, and only while the crop
+     * is at least d x img pixels each way (no upsampling introduced; a crop below 2 x img is never
+     * scaled, so it resamples exactly Pillow's pixels: the scaled image's rounded-up size ceil(W/d)
+     * let an odd-sized crop just under 2 x img through) */
     int denom = 1;
     for (int d = 8; d >= 2; d /= 2) {
-        double sw = ceil((double)W / d), sh = ceil((double)H / d);
-        if (b.w * sw / W >= x->img && b.h * sh / H >= x->img) {
+        if (b.w >= (double)d * x->img && b.h >= (double)d * x->img) {
             denom = d;
             break;
         }

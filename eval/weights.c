@@ -93,6 +93,86 @@ static sv_status check_agree(const sv_json *root, const char *cj) {
     return SV_OK;
 }
 
+/* The other arguments of timm's VisionTransformer that a config.json's model_args may hold. Those
+ * that change what the model computes and that shardvit does not implement are accepted only at
+ * timm's default (`dflt`: "true", "false", a string, or NULL for JSON null); the training-only
+ * ones (dropout rates, initialisation; `ignore`) do not matter here. Any key outside this table
+ * and k_config_keys is refused: the file would describe a model shardvit does not compute. */
+static const struct {
+    const char *key, *dflt, *also; /* also: a second accepted value */
+    int ignore;
+} k_model_args_other[] = {
+    {"qkv_bias", "true", NULL, 0},
+    {"qk_norm", "false", NULL, 0},
+    {"scale_attn_norm", "false", NULL, 0},
+    {"scale_mlp_norm", "false", NULL, 0},
+    {"proj_bias", "true", NULL, 0},
+    {"pos_embed", "learn", NULL, 0},
+    {"pre_norm", "false", NULL, 0},
+    {"final_norm", "true", NULL, 0},
+    {"pool_include_prefix", "false", NULL, 0},
+    {"dynamic_img_size", "false", NULL, 0},
+    {"dynamic_img_pad", "false", NULL, 0},
+    {"act_layer", NULL, "gelu", 0},
+    {"norm_layer", NULL, NULL, 0},
+    {"embed_layer", NULL, NULL, 0},
+    {"embed_norm_layer", NULL, NULL, 0},
+    {"block_fn", NULL, NULL, 0},
+    {"mlp_layer", NULL, NULL, 0},
+    {"attn_layer", NULL, NULL, 0},
+    {"drop_rate", NULL, NULL, 1},
+    {"pos_drop_rate", NULL, NULL, 1},
+    {"patch_drop_rate", NULL, NULL, 1},
+    {"proj_drop_rate", NULL, NULL, 1},
+    {"attn_drop_rate", NULL, NULL, 1},
+    {"drop_path_rate", NULL, NULL, 1},
+    {"weight_init", NULL, NULL, 1},
+    {"fix_init", NULL, NULL, 1},
+    {"device", NULL, NULL, 1},
+    {"dtype", NULL, NULL, 1},
+};
+
+/* v states the value `want` ("true", "false", a string; NULL: JSON null). */
+static int is_value(const sv_json *v, const char *want) {
+    if (!want) return v->type == SV_JSON_NULL;
+    if (v->type == SV_JSON_BOOL) return !strcmp(want, v->u.boolean ? "true" : "false");
+    return v->type == SV_JSON_STRING && !strcmp(v->u.str.s, want);
+}
+
+/* Every member of model_args is a key shardvit applies (k_config_keys), a training-only one, or
+ * one at timm's default; anything else is refused naming it. */
+static sv_status check_model_args(const sv_json *root, const char *cj) {
+    const sv_json *ma = sv_json_member_get(root, "model_args");
+    if (!ma || ma->type != SV_JSON_OBJECT) return SV_OK;
+    for (size_t i = 0; i < ma->u.obj.n; i++) {
+        const char *key = ma->u.obj.members[i].key;
+        const sv_json *v = &ma->u.obj.members[i].value;
+        int known = 0;
+        for (size_t k = 0; k < sizeof k_config_keys / sizeof k_config_keys[0] && !known; k++)
+            known = !strcmp(key, k_config_keys[k]);
+        for (size_t k = 0; k < sizeof k_model_args_other / sizeof k_model_args_other[0] && !known; k++) {
+            if (strcmp(key, k_model_args_other[k].key)) continue;
+            known = 1;
+            if (k_model_args_other[k].ignore || is_value(v, k_model_args_other[k].dflt) ||
+                (k_model_args_other[k].also && is_value(v, k_model_args_other[k].also)))
+                continue;
+            char a[SV_ESC_CAP];
+            return SV_FAIL(SV_ERR_FORMAT,
+                           "%s: model_args.%s = %s: shardvit computes this timm model argument only at timm's "
+                           "default (%s), so that file describes another model; refused rather than evaluated as one",
+                           cj, key, value_text(v, a), k_model_args_other[k].dflt ? k_model_args_other[k].dflt : "null");
+        }
+        if (!known) {
+            char e[SV_ESC_CAP], a[SV_ESC_CAP];
+            return SV_FAIL(SV_ERR_FORMAT,
+                           "%s: model_args.%s = %s: a model argument shardvit does not know, so it cannot tell whether "
+                           "the model computes what shardvit runs; refused (remove it if it is timm's default)",
+                           cj, sv_log_esc(key, e, sizeof e), value_text(v, a));
+        }
+    }
+    return SV_OK;
+}
+
 /* The config.json value applied for `key`: the declared() one (top level and "model_args" agree,
  * check_agree), NULL when none. */
 static const sv_json *cfg_value(const sv_json *root, const char *key, const char **where) {
@@ -150,7 +230,8 @@ static sv_status apply_config_json(const sv_json *root, const char *cj, sv_vit_c
                                    int *nec_known) {
     sv_status st;
     int heads = 0;
-    if ((st = check_agree(root, cj)) == SV_OK && (st = cfg_int(root, "embed_dim", cj, &c->dim)) == SV_OK &&
+    if ((st = check_agree(root, cj)) == SV_OK && (st = check_model_args(root, cj)) == SV_OK &&
+        (st = cfg_int(root, "embed_dim", cj, &c->dim)) == SV_OK &&
         (st = cfg_int(root, "depth", cj, &c->depth)) == SV_OK &&
         (st = cfg_int(root, "num_heads", cj, &heads)) == SV_OK &&
         (st = cfg_int(root, "patch_size", cj, &c->patch)) == SV_OK &&

@@ -6,7 +6,7 @@
  * the vectorised paths equal the portable ones (on an AVX-512 VBMI CPU the 3-channel horizontal
  * pass in groups of 5, 4 or 3 outputs, and the AVX2 pass where a group's taps span more than 64
  * bytes);
- * sv_load_image with each interpolation. */
+ * sv_load_image with each interpolation; an eval crop just under 2x the output is not DCT-scaled. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,6 +230,43 @@ int main(void) {
             for (int i = 0; i < 3 * IMG * IMG; i++) maxd = fmax(maxd, fabs(out[0][i] - out[1][i]));
             CHECK(maxd > 0.02);
         }
+        free(enc);
+        sv_jpeg_ctx_free(&jc);
+    }
+    /* eval of an odd-sized image whose crop is just under 2 x the output (71 x 71 at img 32,
+     * crop_pct 0.875: a 63.1-pixel crop): no DCT scaling, so the pixels are a full decode's
+     * resampled (Pillow's): ceil(71 / 2) = 36 once let scale 1/2 through */
+    {
+        enum { JS = 71, IMG = 32 };
+        static uint8_t pix[JS * JS * 3];
+        sv_synth_render(4, 2, 1, JS, JS, 3, pix);
+        sv_jpeg_ctx jc;
+        sv_jpeg_ctx_init(&jc);
+        const uint8_t *j;
+        size_t len;
+        CHECK_OK(sv_jpeg_encode(&jc, pix, JS, JS, 3, 92, 0, &j, &len));
+        uint8_t *enc = malloc(len);
+        memcpy(enc, j, len);
+        float mean[3] = {0.5f, 0.5f, 0.5f}, std[3] = {0.5f, 0.5f, 0.5f};
+        static float got[3 * IMG * IMG], want[3 * IMG * IMG];
+        sv_image_xform x = {.img = IMG,
+                            .channels = 3,
+                            .crop_pct = 0.875,
+                            .max_pixels = 1u << 30,
+                            .mean = mean,
+                            .std = std,
+                            .interp = SV_INTERP_BILINEAR};
+        CHECK_OK(sv_load_image(&jc, &s, enc, len, &x, got));
+        int fw, fh;
+        CHECK_OK(sv_jpeg_decode(&jc, enc, len, 3, 1, &fw, &fh));
+        CHECK(fw == JS && fh == JS);
+        sv_box b;
+        sv_eval_box(JS, JS, IMG, 0.875, &b);
+        CHECK(b.w < 2.0 * IMG);
+        CHECK_OK(sv_resample_plan(&s, &b, 0, 0, JS, JS, IMG, 3, 0, SV_INTERP_BILINEAR));
+        sv_resample_run(&s, jc.pix, 0, 0, (size_t)JS * 3);
+        sv_normalize_u8(s.img, IMG, 3, mean, std, want);
+        CHECK(!memcmp(got, want, sizeof got));
         free(enc);
         sv_jpeg_ctx_free(&jc);
     }

@@ -146,6 +146,19 @@ grep -q "<b>Left out:</b> 5 unreadable images not counted" "$WORK/rrun.html" ||
     fail "report: the 5 images eval left out are not shown"
 for b in $BAD; do grep -qF "$(basename "$b")" "$WORK/rrun.html" || fail "report: $b not named"; done
 echo "ok: the report shows the left-out images"
+# a left-out file whose name is not UTF-8 (a name in another encoding): eval.json stays valid JSON
+# (the byte written as the text \xFF; it was written raw, and json.load and report refused the file)
+cp -r "$WORK/data/test" "$WORK/u8"
+head -c 100 "$good" >"$WORK/u8/class_001/bad$(printf '\xff').jpg"
+run "$WORK/u8run.log" "$SV" train $MODEL $COMMON --data "$WORK/data/train" --steps 2 --batch-size 6 --warmup 1 \
+    --out "$WORK/u8run"
+run "$WORK/u8eval.log" "$SV" eval --ckpt "$WORK/u8run" --data "$WORK/u8" --batch-size 6 --skip-unreadable \
+    --out "$WORK/u8run" $COMMON
+"$PY" -c 'import json,sys; e=json.load(open(sys.argv[1])); assert [f.split("/")[-1] for f in e["skipped_files"]] == ["bad\\xFF.jpg"], e["skipped_files"]' \
+    "$WORK/u8run/eval.json" || fail "eval.json with a non-UTF-8 file name"
+run "$WORK/u8report.log" "$SV" report "$WORK/u8run" --out "$WORK/u8run.html"
+grep -qF 'bad\xFF.jpg' "$WORK/u8run.html" || fail "report: the non-UTF-8 name is not shown"
+echo "ok: a non-UTF-8 file name: eval.json valid JSON, the report reads it"
 
 # 3b. --skip-unreadable over data where nothing is readable: zero samples is an error (exit 1 on
 # every rank, no eval.json), not a result of "0 samples" with top-1 nan

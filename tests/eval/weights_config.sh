@@ -70,6 +70,31 @@ mutate model_args.global_pool '"map"' "$D"
 mutate model_args.mlp_ratio 3 "$D"
 mutate model_args.init_values 1e-5 "$D"
 mutate model_args.num_heads 3 "does not divide"
+# model arguments shardvit computes only at timm's default (an activation, a pooling variant, a
+# norm or size option that changes no tensor): another value is another model, refused (they
+# were ignored before: other probabilities, no warning); an argument it does not know likewise
+A="only at timm's default"
+mutate model_args.act_layer '"relu"' "$A"
+mutate model_args.act_layer '"quick_gelu"' "$A"
+mutate model_args.pool_include_prefix true "$A"
+mutate model_args.dynamic_img_size true "$A"
+mutate model_args.qk_norm true "$A"
+mutate model_args.norm_layer '"rmsnorm"' "$A"
+mutate model_args.final_norm false "$A"
+mutate model_args.a_future_arg 1 "a model argument shardvit does not know"
+# ... while timm's defaults stated explicitly and the training-only arguments change nothing
+mkdir -p "$WORK/dflt" && cp "$WORK/w/model.safetensors" "$WORK/dflt/"
+"$PY" - "$WORK/w/config.json" "$WORK/dflt/config.json" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["model_args"].update(act_layer="gelu", qkv_bias=True, qk_norm=False, pre_norm=False, final_norm=True,
+                       dynamic_img_size=False, norm_layer=None, drop_rate=0.1, drop_path_rate=0.2,
+                       attn_drop_rate=0.1, weight_init="jax", fix_init=True)
+json.dump(c, open(sys.argv[2], "w"))
+P
+run "$WORK/dflt.log" "$SV" predict --threads 1 --topk 2 --weights "$WORK/dflt/model.safetensors" "$IMG"
+top2 "$WORK/dflt.log" | cmp -s - "$WORK/base.top" ||
+    { echo "FAIL: timm's defaults / training-only model_args changed the prediction"; cat "$WORK/dflt.log"; exit 1; }
 # an empty array for a size (a SIGSEGV before): an error naming config.json and the key
 E="is an empty array"
 mutate model_args.img_size "[]" "$E"

@@ -319,6 +319,19 @@ static void test_writer(void) {
     CHECK(!strcmp(text, "{\"k\\\"\\\\\\n\\u0001\\u007f\":\"a\\u0000b\\t\xc3\xa9\",\"list\":[true,null]}"));
     sv_json_writer_free(&w);
 
+    /* bytes that are not UTF-8 (a file name in another encoding) are written as the text \xHH:
+     * the output stays valid JSON, which the parser reads back; valid sequences pass as they are */
+    sv_json_writer_init(&w, 0);
+    sv_json_str(&w, "bad\xff.jpg \xc3\xa9 \xe2\x82 \xf0\x9f\x98\x80 \xc0\xaf");
+    CHECK_OK(sv_json_writer_finish(&w, &text, NULL));
+    CHECK(!strcmp(text, "\"bad\\\\xFF.jpg \xc3\xa9 \\\\xE2\\\\x82 \xf0\x9f\x98\x80 \\\\xC0\\\\xAF\""));
+    sv_json_doc back;
+    CHECK_OK(sv_json_parse(&back, text, strlen(text), "written", NULL));
+    CHECK(back.root.type == SV_JSON_STRING &&
+          !strcmp(back.root.u.str.s, "bad\\xFF.jpg \xc3\xa9 \\xE2\\x82 \xf0\x9f\x98\x80 \\xC0\\xAF"));
+    sv_json_doc_free(&back);
+    sv_json_writer_free(&w);
+
     /* pretty output parses back to the same thing */
     sv_json_writer_init(&w, 2);
     sv_json_obj_begin(&w);
