@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "app/csv_field.h"
 #include "core/fileio.h"
 #include "core/json.h"
 
@@ -93,19 +94,6 @@ static const column k_cols[] = {
     {"start_utc", "provenance.start_utc", F_STR},
 };
 
-static void csv_field(FILE *f, const char *s) {
-    if (!strpbrk(s, ",\"\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* The CSV header line, line break included (every --sweep-csv file starts with it). */
 static const char *csv_header(void) {
     static char line[2048];
@@ -136,7 +124,7 @@ sv_status sv_sweep_write_row(const char *result_json, FILE *csv, FILE *jsonl, in
             char b[64] = "";
             if (c) fputc(',', csv);
             if (v && v->type == SV_JSON_STRING) {
-                csv_field(csv, v->u.str.s);
+                sv_csv_field(csv, v->u.str.s);
                 continue;
             }
             if (v && v->type == SV_JSON_BOOL) snprintf(b, sizeof b, "%s", v->u.boolean ? "true" : "false");

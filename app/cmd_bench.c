@@ -136,12 +136,23 @@ static sv_status write_text(const bench_opts *o, const char *text) {
  * (ckpt/ckpt_out.h, as train's --trace): an existing entry must be a regular file (a FIFO would
  * block the open, a symbolic link be followed, a device be written) and an earlier output of the
  * same kind (a bench result, the sweep CSV's header, a merged trace), and no path may lie in a
- * checkpoint; the outputs are distinct files in existing directories (bench creates none).
+ * checkpoint; the outputs, the trace's part files included, are distinct files in existing
+ * directories (bench creates none).
  * Every rank checks the paths as it sees them; agree_outputs combines the results. */
 static sv_status check_outputs(const bench_opts *o, int world) {
     const char *paths[] = {o->json, o->sweep_csv, o->sweep_jsonl, o->run.trace};
     const char *what[] = {"--json", "--sweep-csv", "--sweep-jsonl", "--trace"};
     SV_TRY(sv_ckpt_out_distinct(paths, what, 4));
+    if (o->run.trace) { /* nor may an output be one of the trace parts, TRACE.rankN of every rank */
+        char part[4096];
+        for (int r = 0; r < world; r++) {
+            snprintf(part, sizeof part, "%s.rank%d", o->run.trace, r);
+            for (int i = 0; i < 3; i++) {
+                const char *pair[] = {paths[i], part}, *pair_what[] = {what[i], "--trace part"};
+                if (paths[i]) SV_TRY(sv_ckpt_out_distinct(pair, pair_what, 2));
+            }
+        }
+    }
     for (int i = 0; i < 4; i++)
         if (paths[i]) SV_TRY(sv_ckpt_out_check_parent(paths[i], what[i]));
     if (o->json) SV_TRY(sv_ckpt_out_check_earlier(o->json, "--json", sv_provenance_file_of, "bench", "bench result"));
@@ -557,6 +568,47 @@ static void sweep_out_close(sweep_out *s) {
     *s = (sweep_out){0};
 }
 
+/* Configuration i of the grid into run (the keys it does not sweep keep their flag values). */
+static void sweep_apply(const sv_sweep *sw, int i, sv_run_opts *run) {
+    const char *v[SV_SWEEP_KEYS];
+    sv_sweep_config(sw, i, v);
+    if (v[SV_SWEEP_MODELS]) run->model.model = v[SV_SWEEP_MODELS];
+    if (v[SV_SWEEP_DTYPE]) run->param_dtype = v[SV_SWEEP_DTYPE];
+    if (v[SV_SWEEP_STRATEGY]) run->strategy = v[SV_SWEEP_STRATEGY];
+    if (v[SV_SWEEP_BATCH]) run->batch_size = (int)strtol(v[SV_SWEEP_BATCH], NULL, 10);
+}
+
+/* Before the first row runs: every value of the grid, and every configuration as its row's run
+ * resolves it (app/run.h sv_run_resolve: the model, param dtype and strategy parsers, the batch
+ * against world x --accum), so that a bad value is refused before earlier rows ran. */
+static sv_status sweep_check(const sv_sweep *sw, const sv_run_opts *run, const sv_proc *proc) {
+    for (int i = 0; i < sw->n[SV_SWEEP_BATCH]; i++) {
+        char *end;
+        long b = strtol(sw->v[SV_SWEEP_BATCH][i], &end, 10);
+        if (*end || b < 1 || b > (1 << 20))
+            return SV_FAIL(SV_ERR_INVALID, "--sweep: batch '%s' (an integer in [1, 1048576])",
+                           sw->v[SV_SWEEP_BATCH][i]);
+    }
+    int rows = sv_sweep_count(sw);
+    for (int i = 0; i < rows; i++) {
+        sv_run_opts c = *run;
+        if (!strcmp(c.device, "auto")) c.device = "cpu"; /* the choice is the row's (and logged there) */
+        sweep_apply(sw, i, &c);
+        sv_vit_config vc;
+        sv_fsdp_config fc;
+        sv_backend_config bc;
+        int micro;
+        if (sv_run_resolve(&c, proc->world, &vc, &fc, &bc, proc->local_size, &micro) != SV_OK) {
+            char msg[SV_ERR_MSG_CAP];
+            snprintf(msg, sizeof msg, "%s", sv_err_msg());
+            return SV_FAIL(
+                SV_ERR_INVALID, "--sweep: configuration %d/%d (model %s batch %d param-dtype %s strategy %s): %s",
+                i + 1, rows, c.model.model ? c.model.model : "vit-28", c.batch_size, c.param_dtype, c.strategy, msg);
+        }
+    }
+    return SV_OK;
+}
+
 /* --sweep: train_once for every configuration of the grid, one row each (app/bench_sweep.h). */
 static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *pos, int npos) {
     const char *items[8];
@@ -565,12 +617,7 @@ static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *po
     for (int i = 0; i < npos && n < 8; i++) items[n++] = pos[i];
     sv_sweep sw;
     SV_TRY(sv_sweep_parse(&sw, items, n));
-    for (int i = 0; i < sw.n[SV_SWEEP_BATCH]; i++) { /* every value checked before the first row runs */
-        char *end;
-        long b = strtol(sw.v[SV_SWEEP_BATCH][i], &end, 10);
-        if (*end || b < 1 || b > (1 << 20))
-            return SV_FAIL(SV_ERR_INVALID, "--sweep: batch '%s' (an integer in [1, 1048576])", sw.v[SV_SWEEP_BATCH][i]);
-    }
+    SV_TRY(sweep_check(&sw, &o->run, proc));
     sweep_out so[2] = {{.path = o->sweep_csv, .flag = "--sweep-csv"},
                        {.path = o->sweep_jsonl, .flag = "--sweep-jsonl"}};
     FILE *jsonl = NULL;
@@ -584,12 +631,7 @@ static sv_status sweep(bench_opts *o, const sv_proc *proc, const char *const *po
     st = agree_outputs(o, proc, st); /* no rank starts a row that rank 0 cannot record */
     int rows = sv_sweep_count(&sw);
     for (int i = 0; st == SV_OK && i < rows; i++) {
-        const char *v[SV_SWEEP_KEYS];
-        sv_sweep_config(&sw, i, v);
-        if (v[SV_SWEEP_MODELS]) o->run.model.model = v[SV_SWEEP_MODELS];
-        if (v[SV_SWEEP_DTYPE]) o->run.param_dtype = v[SV_SWEEP_DTYPE];
-        if (v[SV_SWEEP_STRATEGY]) o->run.strategy = v[SV_SWEEP_STRATEGY];
-        if (v[SV_SWEEP_BATCH]) o->run.batch_size = (int)strtol(v[SV_SWEEP_BATCH], NULL, 10);
+        sweep_apply(&sw, i, &o->run);
         if (proc->rank == 0)
             fprintf(stderr, "sweep %d/%d: model %s batch %d param-dtype %s strategy %s\n", i + 1, rows,
                     o->run.model.model, o->run.batch_size, o->run.param_dtype, o->run.strategy);

@@ -163,17 +163,19 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     if (other) row("alignment", other, T, "padding between buffers");
     printf("  %-16s %12.1f MiB  (%zu bytes)\n", "total", T / 1048576.0, T);
     if (mem_bytes >= 0) {
-        int fits = (long long)T <= mem_bytes;
+        int fits = T <= (unsigned long long)mem_bytes; /* unsigned: a total past 2^63 is no negative size */
         printf("fits in %s: %s (%.1f%% of it)\n", mem, fits ? "yes" : "NO", 100.0 * T / (double)mem_bytes);
-        /* Largest micro-batch per rank that still fits: activations grow linearly with it. */
+        /* Largest micro-batch per rank that still fits: activations grow linearly with it. A
+         * micro-batch whose plan fails (its sizes exceed 2^64 bytes) does not fit. */
         int lo = 0, hi = 1;
         sv_run_mem t;
         while (hi < (1 << 20) && sv_run_plan(&vcfg, &fc, &bc, world, hi, o.recompute, &t) == SV_OK &&
-               (long long)t.total <= mem_bytes)
+               t.total <= (unsigned long long)mem_bytes)
             lo = hi, hi *= 2;
         while (hi - lo > 1) {
             int mid = (lo + hi) / 2;
-            if (sv_run_plan(&vcfg, &fc, &bc, world, mid, o.recompute, &t) == SV_OK && (long long)t.total <= mem_bytes)
+            if (sv_run_plan(&vcfg, &fc, &bc, world, mid, o.recompute, &t) == SV_OK &&
+                t.total <= (unsigned long long)mem_bytes)
                 lo = mid;
             else
                 hi = mid;
@@ -181,8 +183,8 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         if (lo >= (1 << 20) - 1) /* the search stops below 2^20 */
             printf("largest micro-batch per rank that fits: at least %d (the search stops there)\n", lo);
         else if (lo > 0)
-            printf("largest micro-batch per rank that fits: %d (global batch %d at --accum %d)\n", lo,
-                   lo * world * o.accum, o.accum);
+            printf("largest micro-batch per rank that fits: %d (global batch %lld at --accum %d)\n", lo,
+                   (long long)lo * world * o.accum, o.accum);
         else
             printf("even a micro-batch of 1 does not fit: shard more (more ranks, full_shard) or use --recompute\n");
     }

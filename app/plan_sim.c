@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/csv_field.h"
 #include "core/log.h"
 #include "model/params.h"
 
@@ -31,7 +32,8 @@ static int do_simulate(sv_plan_sim_args *a) {
     } else {
         sv_sim_print(stdout, &a->sim, &r);
         if (a->mem >= 0)
-            printf("fits in %.1f GiB: %s\n", a->mem / 1073741824.0, (long long)r.mem.total <= a->mem ? "yes" : "NO");
+            printf("fits in %.1f GiB: %s\n", a->mem / 1073741824.0,
+                   r.mem.total <= (unsigned long long)a->mem ? "yes" : "NO");
         if (a->sim.trace)
             printf("simulated timeline: %s (open in Perfetto next to a --trace of the real run)\n", a->sim.trace);
     }
@@ -116,7 +118,7 @@ static int do_suggest(sv_plan_sim_args *a) {
                 st = sv_simulate(&o, &c->r);
                 c->ok = st == SV_OK;
                 if (!c->ok) snprintf(c->why, sizeof c->why, "%.90s", sv_err_msg());
-                c->fits = c->ok && (a->mem < 0 || (long long)c->r.mem.total <= a->mem);
+                c->fits = c->ok && (a->mem < 0 || c->r.mem.total <= (unsigned long long)a->mem);
                 if (!c->ok) sv_err_clear();
             }
     quiet(0);
@@ -229,6 +231,8 @@ static const char *k_csv_cols =
     "train_samples_per_sec,train_step_time,param_count,gmacs,mfu,comm_exposed_frac,mem_per_rank_bytes,"
     "all_gathers,reduce_scatters,all_reduces,status";
 
+/* One row; every string field RFC 4180-escaped (app/csv_field.h). err: the row's error message,
+ * a copy (resolving the model here clears the thread's error message), NULL when it ran. */
 static void csv_row(const sv_sim_opts *o, const sv_sim_result *r, const char *err) {
     sv_vit_config vc;
     size_t params = 0;
@@ -239,16 +243,29 @@ static void csv_row(const sv_sim_opts *o, const sv_sim_result *r, const char *er
     } else {
         sv_err_clear();
     }
+    sv_csv_field(stdout, o->run.model.model);
+    putchar(',');
+    sv_csv_field(stdout, o->device);
     if (err) {
-        printf("%s,%s,%d,%d,,%s,,%s,,%s,%d,%d,,,%zu,%.3f,,,,,,,\"%s\"\n", o->run.model.model, o->device, o->world,
-               o->nodes, o->run.strategy, o->run.wrap, o->run.param_dtype, o->run.batch_size, o->run.accum, params,
-               gmacs, err);
+        printf(",%d,%d,,", o->world, o->nodes);
+        sv_csv_field(stdout, o->run.strategy);
+        printf(",,");
+        sv_csv_field(stdout, o->run.wrap);
+        printf(",,");
+        sv_csv_field(stdout, o->run.param_dtype);
+        printf(",%d,%d,,,%zu,%.3f,,,,,,,", o->run.batch_size, o->run.accum, params, gmacs);
+        sv_csv_field(stdout, err);
+        putchar('\n');
         return;
     }
-    printf("%s,%s,%d,%d,%d,%s,%d,%s,%d,%s,%d,%d,%.3f,%.6f,%zu,%.3f,%.4f,%.4f,%zu,%llu,%llu,%llu,ok\n",
-           o->run.model.model, o->device, r->world_size, r->nodes, r->ranks_per_node, o->run.strategy, r->shard_size,
-           o->run.wrap, r->units, o->run.param_dtype, o->run.batch_size, o->run.accum, r->img_s, r->step_s, params,
-           gmacs, r->mfu, r->comm_exposed_s / r->step_s, r->mem.total,
+    printf(",%d,%d,%d,", r->world_size, r->nodes, r->ranks_per_node);
+    sv_csv_field(stdout, o->run.strategy);
+    printf(",%d,", r->shard_size);
+    sv_csv_field(stdout, o->run.wrap);
+    printf(",%d,", r->units);
+    sv_csv_field(stdout, o->run.param_dtype);
+    printf(",%d,%d,%.3f,%.6f,%zu,%.3f,%.4f,%.4f,%zu,%llu,%llu,%llu,ok\n", o->run.batch_size, o->run.accum, r->img_s,
+           r->step_s, params, gmacs, r->mfu, r->comm_exposed_s / r->step_s, r->mem.total,
            (unsigned long long)(r->world.all_gathers + r->shard.all_gathers + r->repl.all_gathers),
            (unsigned long long)(r->world.reduce_scatters + r->shard.reduce_scatters + r->repl.reduce_scatters),
            (unsigned long long)(r->world.all_reduces + r->shard.all_reduces + r->repl.all_reduces));
@@ -289,7 +306,9 @@ static int do_sweep(sv_plan_sim_args *a) {
         if (bpr) o.run.batch_size = bpr * o.world * o.run.accum;
         sv_sim_result r;
         st = sv_simulate(&o, &r);
-        const char *err = st == SV_OK ? NULL : sv_err_msg();
+        char msg[SV_ERR_MSG_CAP]; /* a copy: csv_row's own model lookup clears the thread's message */
+        const char *err = NULL;
+        if (st != SV_OK) err = strcpy(msg, sv_err_msg());
         if (csv) {
             csv_row(&o, &r, err);
         } else if (err) {

@@ -25,7 +25,9 @@ typedef struct sv_arena {
  * returns NULL pointers but advances `used`); the planner uses that to size real arenas. */
 void sv_arena_init(sv_arena *a, const char *name, void *base, size_t cap);
 
-/* Carve `bytes` aligned to `align`. Fails with SV_ERR_OOM naming the arena and the shortfall. */
+/* Carve `bytes` aligned to `align`. Fails with SV_ERR_OOM naming the arena and the shortfall, or,
+ * counting arenas included, when the end would lie past 2^64 bytes (it never wraps); on failure
+ * `used` is unchanged. */
 sv_status sv_arena_alloc(sv_arena *a, size_t bytes, size_t align, void **out);
 
 static inline size_t sv_arena_mark(const sv_arena *a) { return a->used; }

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "core/checked.h"
 #include "core/rng.h"
 
 #define ALIGN 256
@@ -47,6 +48,20 @@ sv_status sv_vit_carve(sv_vit *m, const sv_vit_config *cfg, const sv_backend_con
     SV_TRY(sv_be_sizes_query(bc, B, m->T, m->D, cfg->heads, &sz));
     size_t e = sz.compute_elem;
     size_t BT = (size_t)B * m->T, D = m->D, K = cfg->num_classes;
+    /* Every buffer below is at most B x T x max(3D, hidden, patch dim, classes) x 4 bytes or an
+     * attention size (SIZE_MAX when that does not fit in 64 bits): a micro-batch beyond 2^64
+     * bytes is refused here, its sizes are never wrapped into small ones (the arena checks the
+     * sums). */
+    uint64_t widest = 3 * D, most;
+    if ((uint64_t)m->Hd > widest) widest = (uint64_t)m->Hd;
+    if ((uint64_t)sv_vit_patch_dim(cfg) > widest) widest = (uint64_t)sv_vit_patch_dim(cfg);
+    if (K > widest) widest = K;
+    if (!sv_mul3_u64(BT, widest, e > 4 ? e : 4, &most) || sz.attention_saved == SIZE_MAX ||
+        sz.attention_scratch == SIZE_MAX)
+        return SV_FAIL(SV_ERR_OOM,
+                       "the activations of micro-batch %d (%d tokens, dim %d, %d heads) exceed 2^64 bytes: a smaller "
+                       "micro-batch per rank (more ranks, --accum) or a smaller model",
+                       B, m->T, m->D, cfg->heads);
 
     SV_TRY(sv_arena_alloc(host, sizeof(sv_block_acts) * cfg->depth, 16, (void **)&m->blocks));
     if (m->blocks) memset(m->blocks, 0, sizeof(sv_block_acts) * cfg->depth);

@@ -23,7 +23,12 @@
 #      killed by SIGKILL no split (only its work directory, which the rerun names); an empty
 #      CIFAR batch is an error, not an empty split;
 #  11. a reshard that fails removes the parent directories it made for OUT;
-#  12. predict with more image paths than it takes says so.
+#  12. predict with more image paths than it takes says so;
+#  13. bench --sweep refuses before its first row runs: an output that is one of the --trace part
+#      files (TRACE.rankN of any rank; it failed after row 1 ran, "already exists"), and a value
+#      of any key that its row would refuse (a param dtype, strategy or model, a batch that
+#      world x --accum does not divide; only batch values were checked, the others failed when
+#      their row came, after the earlier rows ran).
 # Usage: hostile_cli_outputs.sh SHARDVIT MPIEXEC
 SHARDVIT=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") MPIEXEC=$2 # absolute: section 12 runs in another directory
 source "$(dirname "$0")/lib.sh"
@@ -199,4 +204,23 @@ cd "$O" # short relative paths: 65537 of them stay far below the kernel's argume
 expect_fail predict_many "too many arguments: at most 65536" \
     "${SV[@]}" predict --ckpt "$WORK/r8" $(yes g.jpg | head -65537)
 cd - >/dev/null
+
+# ---- 13. bench --sweep: refused before its first row ----
+S13="$WORK/s13"
+mkdir -p "$S13"
+expect_fail sweep_trace_part "--sweep-csv $S13/tp.json.rank0 and --trace part $S13/tp.json.rank0 are the same file" \
+    "${SV[@]}" "${BENCH[@]}" --sweep batch=4,8 --trace "$S13/tp.json" --sweep-csv "$S13/tp.json.rank0"
+expect_fail sweep_trace_part1 "--sweep-jsonl $S13/tp.json.rank1 and --trace part $S13/tp.json.rank1 are the same file" \
+    timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" "${BENCH[@]}" --sweep batch=4,8 --trace "$S13/tp.json" \
+    --sweep-jsonl "$S13/tp.json.rank1"
+[ -z "$(ls -A "$S13")" ] || fail "a refused sweep wrote: $(ls -A "$S13")"
+for item in "param-dtype=fp32,fp16|--param-dtype 'fp16'" "strategy=full_shard,bogus|--strategy 'bogus'" \
+    "models=vit-28,nosuch|unknown model 'nosuch'" "batch=4,6 --accum 4|--batch-size 6 must be divisible"; do
+    sweep=${item%%|*} pat=${item#*|}
+    expect_fail "sweep_value_${sweep%%=*}" "--sweep: configuration 2/2 .*$pat" \
+        "${SV[@]}" "${BENCH[@]}" --sweep $sweep --sweep-csv "$S13/s.csv"
+    grep -q "^sweep 1/2" "$WORK/sweep_value_${sweep%%=*}.log" && fail "--sweep $sweep: row 1 ran before the refusal"
+    [ ! -e "$S13/s.csv" ] || fail "--sweep $sweep: a row was written before the refusal"
+done
+
 all_passed hostile_cli_outputs

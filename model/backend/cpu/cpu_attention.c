@@ -21,6 +21,7 @@
 #include <cblas.h>
 #include <math.h>
 
+#include "core/checked.h"
 #include "core/elementwise.h"
 #include "model/backend/cpu/cpu_backend.h"
 
@@ -45,11 +46,18 @@ static size_t worker_bytes(const sv_cpu_backend *c, int T, int dh) {
     return worker_bytes_for(c->attn_gemm ? c->gemm : NULL, c->act16, T, dh);
 }
 
+/* Both SIZE_MAX when the size does not fit in 64 bits (a plan of a huge micro-batch; sv_vit_carve
+ * refuses it), never a wrapped, small size. */
 size_t sv_cpu_attention_saved_for(int B, int T, int H) {
-    return (size_t)B * H * T * T * sizeof(float); /* probabilities P (B,H,T,T) f32 */
+    uint64_t bh, n; /* probabilities P (B,H,T,T) f32 */
+    if (!sv_mul_u64((uint64_t)B, (uint64_t)H, &bh) || !sv_mul3_u64(bh, (uint64_t)T, (uint64_t)T, &n) ||
+        !sv_mul_u64(n, sizeof(float), &n))
+        return SIZE_MAX;
+    return (size_t)n;
 }
 size_t sv_cpu_attention_scratch_for(const sv_gemm_engine *attn, int act16, int workers, int T, int dh) {
-    return worker_bytes_for(attn, act16, T, dh) * (size_t)workers;
+    uint64_t n;
+    return sv_mul_u64(worker_bytes_for(attn, act16, T, dh), (uint64_t)workers, &n) ? (size_t)n : SIZE_MAX;
 }
 
 /* Round a (rows, cols) block with row stride ld in place (bf16 mode only). */
