@@ -71,6 +71,25 @@ static uint8_t *dec_plain(const unsigned char *j, unsigned long len, int channel
     return p;
 }
 
+/* A random region (draw k, sv_rand_u64 keys salt .. salt + 3) of the JPEG at 1/denom through the
+ * region decoder, against `full` (the whole image, fw x fh x ch): the rows inside the region that
+ * differ; the region in reg (x0, y0, x1, y1). */
+static int region_vs_full(sv_jpeg_ctx *jc, const unsigned char *jb, unsigned long jl, int ch, int denom,
+                          const uint8_t *full, int fw, int fh, uint64_t k, uint64_t salt, int reg[4]) {
+    int x0 = (int)(sv_rand_u64(k, salt) % (uint64_t)fw), y0 = (int)(sv_rand_u64(k, salt + 1) % (uint64_t)fh);
+    int x1 = x0 + 1 + (int)(sv_rand_u64(k, salt + 2) % (uint64_t)(fw - x0));
+    int y1 = y0 + 1 + (int)(sv_rand_u64(k, salt + 3) % (uint64_t)(fh - y0));
+    sv_jpeg_region r;
+    CHECK_OK(sv_jpeg_decode_region(jc, jb, jl, ch, denom, x0, y0, x1, y1, &r));
+    CHECK(r.fw == fw && r.fh == fh && r.x0 <= x0 && r.y0 <= y0 && r.x0 + r.w >= x1 && r.y0 + r.h >= y1);
+    int bad = 0;
+    for (int y = y0; y < y1; y++)
+        bad += memcmp(r.pix + ((size_t)(y - r.y0) * r.w + (size_t)(x0 - r.x0)) * ch, full + ((size_t)y * fw + x0) * ch,
+                      (size_t)(x1 - x0) * ch) != 0;
+    reg[0] = x0, reg[1] = y0, reg[2] = x1, reg[3] = y1;
+    return bad;
+}
+
 int main(void) {
     enum { W = 120, H = 90 };
     static uint8_t pix[W * H * 3], copy[W * H * 3];
@@ -217,21 +236,10 @@ int main(void) {
                         CHECK_OK(sv_jpeg_decode(&jc, jb, jl, ch, denom, &fw, &fh));
                         memcpy(full, jc.pix, (size_t)fw * fh * ch);
                         for (uint64_t k = 0; k < 40; k++) {
-                            int x0 = (int)(sv_rand_u64(k, 0) % (uint64_t)fw),
-                                y0 = (int)(sv_rand_u64(k, 1) % (uint64_t)fh);
-                            int x1 = x0 + 1 + (int)(sv_rand_u64(k, 2) % (uint64_t)(fw - x0));
-                            int y1 = y0 + 1 + (int)(sv_rand_u64(k, 3) % (uint64_t)(fh - y0));
-                            sv_jpeg_region r;
-                            CHECK_OK(sv_jpeg_decode_region(&jc, jb, jl, ch, denom, x0, y0, x1, y1, &r));
-                            CHECK(r.fw == fw && r.fh == fh && r.x0 <= x0 && r.y0 <= y0 && r.x0 + r.w >= x1 &&
-                                  r.y0 + r.h >= y1);
-                            int bad = 0;
-                            for (int y = y0; y < y1; y++)
-                                bad += memcmp(r.pix + ((size_t)(y - r.y0) * r.w + (size_t)(x0 - r.x0)) * ch,
-                                              full + ((size_t)y * fw + x0) * ch, (size_t)(x1 - x0) * ch) != 0;
+                            int g[4], bad = region_vs_full(&jc, jb, jl, ch, denom, full, fw, fh, k, 0, g);
                             if (bad)
                                 fprintf(stderr, "samp %d prog %d 1/%d ch %d: region %d,%d..%d,%d differs in %d rows\n",
-                                        samps[si], prog, denom, ch, x0, y0, x1, y1, bad);
+                                        samps[si], prog, denom, ch, g[0], g[1], g[2], g[3], bad);
                             CHECK(bad == 0);
                             checked++;
                         }
@@ -264,20 +272,10 @@ int main(void) {
                     int fw, fh;
                     uint8_t *full = dec_plain(jb, jl, ch, denom, &fw, &fh);
                     for (uint64_t k = 0; k < 60; k++) {
-                        int x0 = (int)(sv_rand_u64(k, 4) % (uint64_t)fw), y0 = (int)(sv_rand_u64(k, 5) % (uint64_t)fh);
-                        int x1 = x0 + 1 + (int)(sv_rand_u64(k, 6) % (uint64_t)(fw - x0));
-                        int y1 = y0 + 1 + (int)(sv_rand_u64(k, 7) % (uint64_t)(fh - y0));
-                        sv_jpeg_region r;
-                        CHECK_OK(sv_jpeg_decode_region(&jc, jb, jl, ch, denom, x0, y0, x1, y1, &r));
-                        CHECK(r.fw == fw && r.fh == fh && r.x0 <= x0 && r.y0 <= y0 && r.x0 + r.w >= x1 &&
-                              r.y0 + r.h >= y1);
-                        int bad = 0;
-                        for (int y = y0; y < y1; y++)
-                            bad += memcmp(r.pix + ((size_t)(y - r.y0) * r.w + (size_t)(x0 - r.x0)) * ch,
-                                          full + ((size_t)y * fw + x0) * ch, (size_t)(x1 - x0) * ch) != 0;
+                        int g[4], bad = region_vs_full(&jc, jb, jl, ch, denom, full, fw, fh, k, 4, g);
                         if (bad)
                             fprintf(stderr, "layout %d 1/%d ch %d: region %d,%d..%d,%d differs in %d rows\n", li, denom,
-                                    ch, x0, y0, x1, y1, bad);
+                                    ch, g[0], g[1], g[2], g[3], bad);
                         CHECK(bad == 0);
                         checked++;
                     }
