@@ -233,6 +233,8 @@ sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, i
         sv_json_key(w, "dim"), sv_json_i64(w, x.D);
         sv_json_key(w, "heads"), sv_json_i64(w, x.H);
         sv_json_key(w, "hidden"), sv_json_i64(w, x.Hd);
+        sv_json_key(w, "params"), sv_json_u64(w, (uint64_t)x.n);
+        sv_json_key(w, "num_classes"), sv_json_i64(w, x.K);
         sv_json_key(w, "iters"), sv_json_i64(w, iters);
         sv_json_key(w, "unit"), sv_json_str(w, d->gemm ? "GFLOP/s" : "GB/s");
         sv_json_key(w, "results");

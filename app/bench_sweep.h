@@ -35,8 +35,9 @@ void sv_sweep_config(const sv_sweep *sw, int i, const char *out[SV_SWEEP_KEYS]);
 sv_status sv_sweep_write_row(const char *result_json, FILE *csv, FILE *jsonl, int header);
 /* Is path an earlier --sweep-csv file: a regular file (a symbolic link is not followed, a FIFO
  * never blocks) that starts with the header line sv_sweep_write_row writes? (ctx unused: the
- * shape of ckpt/ckpt_out.h's recognisers.) An earlier --sweep-jsonl file and --json result are
- * recognised by app/provenance.h sv_provenance_file_of(path, "bench"). */
+ * shape of ckpt/ckpt_out.h's recognisers.) An earlier --json result is recognised by
+ * app/provenance.h sv_provenance_file_of(path, "bench"), an earlier --sweep-jsonl file by
+ * sv_provenance_jsonl_of. */
 int sv_sweep_csv_is_earlier(const char *path, const void *unused);
 
 #endif

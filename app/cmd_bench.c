@@ -160,7 +160,7 @@ static sv_status check_outputs(const bench_opts *o, int world) {
         SV_TRY(sv_ckpt_out_check_earlier(o->sweep_csv, "--sweep-csv", sv_sweep_csv_is_earlier, NULL, "sweep CSV"));
     if (o->sweep_jsonl)
         SV_TRY(
-            sv_ckpt_out_check_earlier(o->sweep_jsonl, "--sweep-jsonl", sv_provenance_file_of, "bench", "sweep JSONL"));
+            sv_ckpt_out_check_earlier(o->sweep_jsonl, "--sweep-jsonl", sv_provenance_jsonl_of, "bench", "sweep JSONL"));
     if (o->run.trace) {
         SV_TRY(sv_ckpt_out_check_earlier(o->run.trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace"));
         char p[4096];
@@ -402,6 +402,14 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     sv_json_key(&w, "heads"), sv_json_i64(&w, c->heads);
     sv_json_key(&w, "patch"), sv_json_i64(&w, c->patch);
     sv_json_key(&w, "params"), sv_json_u64(&w, sv_vit_param_count(c));
+    sv_json_key(&w, "mlp_ratio"), sv_json_f64(&w, c->mlp_ratio);
+    sv_json_key(&w, "num_classes"), sv_json_i64(&w, c->num_classes);
+    sv_json_key(&w, "in_chans"), sv_json_i64(&w, c->in_chans);
+    sv_json_key(&w, "reg_tokens"), sv_json_i64(&w, c->reg_tokens);
+    sv_json_key(&w, "class_token"), sv_json_bool(&w, !c->no_class_token);
+    sv_json_key(&w, "global_pool"), sv_json_str(&w, sv_vit_pool_name(c->global_pool));
+    sv_json_key(&w, "no_embed_class"), sv_json_bool(&w, c->no_embed_class);
+    sv_json_key(&w, "layer_scale"), sv_json_f64(&w, c->layer_scale);
     sv_json_key(&w, "batch_size"), sv_json_i64(&w, o->run.batch_size);
     sv_json_key(&w, "accum"), sv_json_i64(&w, o->run.accum);
     sv_json_key(&w, "world"), sv_json_i64(&w, r->world);

@@ -2,12 +2,16 @@
  * --op or --comm JSON), refusing results that do not measure the same thing (docs/performance.md
  * "Comparing results").
  *
- * Same thing: the same mode, and for train results the same model (name and shape), global batch
- * and precision (param_dtype); for --op results the same op, model shape, micro-batch and
- * precision; --comm results are matched row by row on (collective, size). A mismatch is an error
- * naming the field and both values (exit 1). Differences in provenance that do not change what is
+ * Same thing: the same mode, and for train results the same model (name, shape, architecture
+ * options, parameter count and FLOPs per image), global batch and precision (param_dtype); for
+ * --op results the same op, model shape (parameter count and classes included), micro-batch and
+ * precision, and each compared variant the same work (flops or bytes); --comm results are matched
+ * row by row on (collective, size). A mismatch is an error naming the field and both values
+ * (exit 1); a field that only results of a later shardvit record is checked where both carry it
+ * (a note names a result that lacks it). Differences in provenance that do not change what is
  * measured (commit, dirty tree, CPU, libraries, world size, threads) are listed as notes, since
- * they are usually what a comparison is about. */
+ * they are usually what a comparison is about; so are MFUs against different peaks (their ratio
+ * is then not shown). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +99,26 @@ static sv_status require_same(const result *a, const result *b, const sv_json *o
     return SV_OK;
 }
 
+/* Identity fields bench records since a later version: results from before lack them. Absent on
+ * both sides is no difference; absent on one side is said (a note, print = 1) and not checked;
+ * present on both, they must agree as require_same's fields. */
+static sv_status require_same_recorded(const result *a, const result *b, const sv_json *oa, const sv_json *ob,
+                                       const char *const *keys, const char *what, int print) {
+    for (size_t i = 0; keys[i]; i++) {
+        const sv_json *va = sv_json_member_get(oa, keys[i]), *vb = sv_json_member_get(ob, keys[i]);
+        if (!va && !vb) continue;
+        if (!va || !vb) {
+            if (print)
+                printf("note: %s%s is not recorded in %s (a result from an earlier shardvit): not checked\n", what,
+                       keys[i], !va ? a->path : b->path);
+            continue;
+        }
+        const char *const one[] = {keys[i], NULL};
+        SV_TRY(require_same(a, b, oa, ob, one, what));
+    }
+    return SV_OK;
+}
+
 /* A string member, or "?" when absent or not a string. */
 static const char *str_of(const sv_json *obj, const char *key) {
     const sv_json *v = sv_json_member_get(obj, key);
@@ -154,17 +178,20 @@ static sv_status check_metrics(const result *a, const result *b, const sv_json *
 
 /* B / A with a bounded number of characters: checked figures keep it finite, but a ratio of two
  * extreme ones would print hundreds of digits with %f. */
-static void ratio_line(const char *name, const sv_json *va, const sv_json *vb) {
+static void ratio_line_as(const char *name, const sv_json *va, const sv_json *vb, int ratio) {
     char ta[32] = "n/a", tb[32] = "n/a", q[32] = "n/a";
     int na = va && va->type == SV_JSON_NUMBER, nb = vb && vb->type == SV_JSON_NUMBER;
     if (na) snprintf(ta, sizeof ta, "%.6g", va->u.num.d);
     if (nb) snprintf(tb, sizeof tb, "%.6g", vb->u.num.d);
-    if (na && nb && va->u.num.d != 0) {
+    if (ratio && na && nb && va->u.num.d != 0) {
         double r = vb->u.num.d / va->u.num.d;
         snprintf(q, sizeof q, r == 0 || (fabs(r) >= 1e-4 && fabs(r) < 1e6) ? "%.4f" : "%.4e", r);
     }
     printf("  %-28s %14s %14s   B/A %s\n", name, ta, tb, q);
 }
+static void ratio_line(const char *name, const sv_json *va, const sv_json *vb) { ratio_line_as(name, va, vb, 1); }
+/* Both figures, no ratio (figures not comparable, e.g. MFU against different peaks). */
+static void ratio_line_na(const char *name, const sv_json *va, const sv_json *vb) { ratio_line_as(name, va, vb, 0); }
 
 /* Provenance fields whose difference is reported (not refused). */
 static void provenance_notes(const result *a, const result *b) {
@@ -226,21 +253,50 @@ static sv_status compare(const result *a, const result *b) {
     if (!strcmp(ma, "train")) {
         static const char *const id[] = {"model", "img",        "patch", "dim",         "depth",
                                          "heads", "batch_size", "accum", "param_dtype", NULL};
+        static const char *const id_new[] = {"mlp_ratio",      "num_classes", "in_chans",
+                                             "reg_tokens",     "class_token", "global_pool",
+                                             "no_embed_class", "layer_scale", NULL};
+        static const char *const size[] = {"params", "flops_per_image", NULL}; /* any other model difference */
         SV_TRY(require_same(a, b, a->root, b->root, id, ""));
+        SV_TRY(require_same_recorded(a, b, a->root, b->root, id_new, "", 0));
+        SV_TRY(require_same(a, b, a->root, b->root, size, ""));
         SV_TRY(check_metrics(a, b, a->root, b->root, "", k_train));
+        require_same_recorded(a, b, a->root, b->root, id_new, "", 1);
         provenance_notes(a, b);
+        /* MFU is achieved / peak: a ratio of MFUs against different peaks is not the speed-up */
+        static const char *const peak_id[] = {"peak_kind", "peak_flops", "hw_peak_engine", NULL};
+        int same_peak = 1;
+        for (size_t i = 0; peak_id[i]; i++)
+            same_peak &= same_value(sv_json_member_get(a->root, peak_id[i]), sv_json_member_get(b->root, peak_id[i]));
+        if (!same_peak) {
+            char pa[3][64], pb[3][64];
+            for (int i = 0; i < 3; i++) {
+                scalar_text(sv_json_member_get(a->root, peak_id[i]), pa[i], sizeof pa[i]);
+                scalar_text(sv_json_member_get(b->root, peak_id[i]), pb[i], sizeof pb[i]);
+            }
+            printf("note: the results' MFU is against different peaks (A: %s peak %s FLOP/s, engine %s; B: %s peak %s "
+                   "FLOP/s, engine %s): mfu ratio not shown\n",
+                   pa[0], pa[1], pa[2], pb[0], pb[1], pb[2]);
+        }
         char batch[64];
         scalar_text(sv_json_member_get(a->root, "batch_size"), batch, sizeof batch);
         printf("train %s, batch %s, %s:%*s%14s %14s\n", str_of(a->root, "model"), batch, str_of(a->root, "param_dtype"),
                4, "", "A", "B");
-        for (const metric *m = k_train; m->key; m++)
-            ratio_line(m->key, sv_json_member_get(a->root, m->key), sv_json_member_get(b->root, m->key));
+        for (const metric *m = k_train; m->key; m++) {
+            const sv_json *va = sv_json_member_get(a->root, m->key), *vb = sv_json_member_get(b->root, m->key);
+            if (!same_peak && !strcmp(m->key, "mfu"))
+                ratio_line_na(m->key, va, vb);
+            else
+                ratio_line(m->key, va, vb);
+        }
         return SV_OK;
     }
     if (!strcmp(ma, "op")) {
         static const char *const id[] = {"op",     "model",       "tokens",      "dim", "heads",
                                          "hidden", "micro_batch", "param_dtype", NULL};
+        static const char *const id_new[] = {"num_classes", "params", NULL}; /* what sizes adamw, gelu, softmax_xent */
         SV_TRY(require_same(a, b, a->root, b->root, id, ""));
+        SV_TRY(require_same_recorded(a, b, a->root, b->root, id_new, "", 0));
         const sv_json *ra, *rb;
         SV_TRY(get_rows(a, &ra));
         SV_TRY(get_rows(b, &rb));
@@ -265,11 +321,17 @@ static sv_status compare(const result *a, const result *b) {
             char where[48];
             snprintf(where, sizeof where, "results[%zu].", i);
             SV_TRY(check_metrics(a, b, x, y, where, k_op));
+            /* the work a row measured (from the op's sizes): results of every version record it */
+            static const char *const work[] = {"flops", "bytes", NULL};
+            char vwhere[96];
+            snprintf(vwhere, sizeof vwhere, "variant %s: ", sv_json_member_get(x, "variant")->u.str.s);
+            SV_TRY(require_same(a, b, x, y, work, vwhere));
             common++;
         }
         if (!common)
             return SV_FAIL(SV_ERR_INVALID, "refusing to compare: no variant in common (%s: %zu rows, %s: %zu rows)",
                            a->path, na, b->path, nb);
+        require_same_recorded(a, b, a->root, b->root, id_new, "", 1);
         provenance_notes(a, b);
         for (int side = 0; side < 2; side++) {
             const sv_json *rows = side ? rb : ra, *other = side ? ra : rb;
@@ -339,10 +401,12 @@ int sv_cmd_bench_compare(int argc, char **argv, const sv_proc *proc) {
     sv_flag flags[] = {SV_FLAG_END};
     sv_cmd_spec spec = {"bench-compare", "shardvit bench-compare A.json B.json",
                         "Print B / A for the figures of two `shardvit bench` results (train, --op or --comm JSON). "
-                        "Refuses (exit 1) results that measure different things: another mode, model (name or "
-                        "shape), batch size, accumulation or precision (param_dtype); --op: another op or "
-                        "micro-batch; --comm: another group. Provenance differences (commit, dirty tree, CPU, "
-                        "libraries, world size, threads) are printed as notes.",
+                        "Refuses (exit 1) results that measure different things: another mode, model (name, "
+                        "shape, architecture options, parameter count or FLOPs per image), batch size, "
+                        "accumulation or precision (param_dtype); --op: another op, model size, micro-batch or "
+                        "work per variant; --comm: another group. Provenance differences (commit, dirty tree, CPU, "
+                        "libraries, world size, threads) are printed as notes, and so are MFUs against different "
+                        "peaks (mfu ratio n/a).",
                         2};
     char *pos[2];
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, NULL, 2, "expects two result files: A.json B.json");

@@ -245,38 +245,90 @@ void sv_provenance_version_line(char *buf, size_t cap) {
                                       : "");
 }
 
-int sv_provenance_file_of(const char *path, const void *command) {
+/* The whole regular file at path (not through a symbolic link, never blocking on a FIFO) into
+ * *buf (malloc'd), *len its size; 0 when it cannot be read or exceeds cap. */
+static int read_regular(const char *path, size_t cap, char **buf, size_t *len) {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    *buf = NULL;
+    *len = 0;
     if (fd < 0) return 0;
     struct stat sb;
-    size_t cap = (size_t)16 << 20, len = 0, size = 0;
-    char *buf = NULL;
+    size_t size = 0;
     int ok = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
-    while (ok && len < cap && (!len || !memchr(buf, '\n', len))) { /* up to the first line break */
-        if (len + 65536 + 1 > size) {
-            char *nb = realloc(buf, size = len + 65536 + 1);
+    for (;;) {
+        if (!ok || *len > cap) break;
+        if (*len + 65536 + 1 > size) {
+            char *nb = realloc(*buf, size = *len + 65536 + 1);
             if (!(ok = nb != NULL)) break;
-            buf = nb;
+            *buf = nb;
         }
-        ssize_t r = pread(fd, buf + len, 65536, (off_t)len);
+        ssize_t r = pread(fd, *buf + *len, 65536, (off_t)*len);
         if (r < 0 && errno == EINTR) continue;
+        if (r < 0) ok = 0;
         if (r <= 0) break;
-        len += (size_t)r;
+        *len += (size_t)r;
     }
     close(fd);
-    if (ok && buf) {
-        char *nl = memchr(buf, '\n', len);
-        if (nl) len = (size_t)(nl - buf);
-        sv_json_doc doc;
-        const sv_json *c;
-        ok = len <= cap && sv_json_parse(&doc, buf, len, path, NULL) == SV_OK;
-        if (ok) {
-            ok = doc.root.type == SV_JSON_OBJECT && (c = sv_json_at_path(&doc.root, "provenance.command")) &&
-                c->type == SV_JSON_STRING && !strcmp(c->u.str.s, (const char *)command);
-            sv_json_doc_free(&doc);
+    if (!ok || !*buf || *len > cap) {
+        free(*buf);
+        *buf = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+/* text[0, len) as a line of a bench output: 1 a JSON object whose provenance.command is command,
+ * 0 other JSON, -1 not JSON (e.g. a line cut short, or text appended to the file). */
+static int result_of(const char *path, const char *text, size_t len, const char *command) {
+    sv_json_doc doc;
+    const sv_json *c;
+    int ok = sv_json_parse(&doc, text, len, path, NULL) == SV_OK ? 0 : -1;
+    if (!ok) {
+        ok = doc.root.type == SV_JSON_OBJECT && (c = sv_json_at_path(&doc.root, "provenance.command")) &&
+            c->type == SV_JSON_STRING && !strcmp(c->u.str.s, command);
+        sv_json_doc_free(&doc);
+    }
+    sv_err_clear();
+    return ok;
+}
+
+/* The non-empty lines of path as result_of sees them: *first the first line's, *results how
+ * many are results, *rest_ok whether every line is a result but for a last line that is not
+ * JSON. 0 when the file cannot be read (read_regular). */
+static int scan_lines(const char *path, const char *command, int *first, size_t *results, int *rest_ok) {
+    char *buf;
+    size_t len, lines = 0;
+    *first = -1, *results = 0, *rest_ok = 1;
+    if (!read_regular(path, (size_t)256 << 20, &buf, &len)) return 0;
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(buf + at, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - (buf + at)) : len - at;
+        if (n) {
+            int r = result_of(path, buf + at, n, command);
+            if (!lines++) *first = r;
+            *results += r == 1;
+            /* a line that is not a result: only a last line that is not JSON at all (a row cut
+             * short by a kill, text appended) */
+            int last = 1;
+            for (size_t k = at + n + 1; k < len && last; k++) last = buf[k] == '\n';
+            if (r != 1 && !(r < 0 && last && lines > 1)) *rest_ok = 0;
         }
-        sv_err_clear();
+        at += n + 1;
     }
     free(buf);
-    return ok && buf;
+    return 1;
+}
+
+int sv_provenance_file_of(const char *path, const void *command) {
+    int first, rest_ok;
+    size_t results;
+    /* the first line a result and no other line one: a JSONL of several results (a sweep's) is
+     * not an earlier --json result */
+    return scan_lines(path, (const char *)command, &first, &results, &rest_ok) && first == 1 && results == 1;
+}
+
+int sv_provenance_jsonl_of(const char *path, const void *command) {
+    int first, rest_ok;
+    size_t results;
+    return scan_lines(path, (const char *)command, &first, &results, &rest_ok) && first == 1 && rest_ok;
 }

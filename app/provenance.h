@@ -61,13 +61,16 @@ void sv_provenance_fill(sv_provenance *p, const char *command, const sv_proc *pr
 void sv_provenance_write(sv_json_writer *w, const sv_provenance *p, const sv_flag *flags);
 /* The same as one line of compact JSON text (malloc'd; the caller frees it), NULL when out of memory. */
 char *sv_provenance_json(const sv_provenance *p, const sv_flag *flags);
-/* Does the file at path start with a line holding a JSON object whose "provenance" object names
- * `command` (a const char *) as its "command", as `shardvit bench --json` and every line of
- * `bench --sweep-jsonl` do? 0 for anything else: a missing path, a symbolic link (not followed),
- * a FIFO (never blocks), a device, a first line over 16 MiB or that is not such an object. No
- * error state is left behind. For recognising an earlier output before replacing it
+/* Is the file at path an earlier `shardvit bench --json` result: its first line a JSON object
+ * whose "provenance" object names `command` (a const char *) as its "command", and no other line
+ * such an object (a JSONL of several results, as a sweep writes, is not one result)?
+ * sv_provenance_jsonl_of: an earlier `bench --sweep-jsonl` file: every line such an object, but
+ * for a last line that is not JSON at all (a row cut short, text appended)? 0 for anything else:
+ * a missing path, a symbolic link (not followed), a FIFO (never blocks), a device, a file over
+ * 256 MiB. No error state is left behind. For recognising an earlier output before replacing it
  * (ckpt/ckpt_out.h sv_ckpt_out_check_earlier). */
 int sv_provenance_file_of(const char *path, const void *command);
+int sv_provenance_jsonl_of(const char *path, const void *command);
 /* "shardvit 0.1.0 (commit 67c3eeb9d..., dirty)" into buf. */
 void sv_provenance_version_line(char *buf, size_t cap);
 

@@ -116,18 +116,17 @@ static double max_of(const sv_rp_series *s) {
         if (isnan(m) || s->y[i] > m) m = s->y[i];
     return m;
 }
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 static double median_of(const sv_rp_series *s) {
     if (!s->n) return NAN;
     double *t = malloc(s->n * sizeof *t);
     if (!t) return NAN;
     memcpy(t, s->y, s->n * sizeof *t);
-    for (size_t i = 1; i < s->n; i++) /* insertion sort: a few thousand points at most */
-        for (size_t j = i; j > 0 && t[j - 1] > t[j]; j--) {
-            double x = t[j];
-            t[j] = t[j - 1];
-            t[j - 1] = x;
-        }
-    double m = t[s->n / 2];
+    qsort(t, s->n, sizeof *t, cmp_double); /* n log n: a long run logs hundreds of thousands of steps */
+    double m = s->n % 2 ? t[s->n / 2] : (t[s->n / 2 - 1] + t[s->n / 2]) / 2;
     free(t);
     return m;
 }
@@ -207,11 +206,43 @@ static void curves(sv_rp_buf *b, const metrics_data *md) {
     sv_rp_printf(b, "</div>\n");
 }
 
-/* The value of series s at step x, NaN when it has none there. */
-static double at_step(const sv_rp_series *s, double x) {
+/* A series' points ordered by step (ties in logged order), for at_step's binary search. */
+typedef struct step_pt {
+    double x, y;
+    size_t i;
+} step_pt;
+typedef struct step_index {
+    step_pt *p;
+    size_t n;
+} step_index;
+
+static int by_step(const void *a, const void *b) {
+    const step_pt *p = a, *q = b;
+    return p->x < q->x ? -1 : p->x > q->x ? 1 : (p->i > q->i) - (p->i < q->i);
+}
+
+/* idx: s's points sorted by step; returns 0 when out of memory. */
+static int step_index_make(const sv_rp_series *s, step_index *idx) {
+    idx->n = 0;
+    if (!s->n) return (idx->p = NULL), 1;
+    if (!(idx->p = malloc(s->n * sizeof *idx->p))) return 0;
     for (size_t i = 0; i < s->n; i++)
-        if (s->x[i] == x) return s->y[i];
-    return NAN;
+        if (!isnan(s->x[i])) idx->p[idx->n++] = (step_pt){s->x[i], s->y[i], i};
+    qsort(idx->p, idx->n, sizeof *idx->p, by_step);
+    return 1;
+}
+
+/* The value of the series indexed by idx at step x (its first logged one), NaN when it has none there. */
+static double at_step(const step_index *idx, double x) {
+    size_t lo = 0, hi = idx->n;
+    while (lo < hi) { /* first point with step >= x */
+        size_t mid = lo + (hi - lo) / 2;
+        if (idx->p[mid].x < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < idx->n && idx->p[lo].x == x ? idx->p[lo].y : NAN;
 }
 
 static void cell(sv_rp_buf *b, double v, const char *fmt, double scale) {
@@ -235,35 +266,54 @@ static void eval_table(sv_rp_buf *b, const metrics_data *md) {
                  "<h2>Evaluations during training</h2>\n<div class=\"panel\"><table class=\"evals\"><tr>"
                  "<th>step</th><th>top-1</th>%s<th>top-5</th>%s<th>loss</th>%s</tr>\n",
                  ema ? "<th>EMA top-1</th>" : "", ema ? "<th>EMA top-5</th>" : "", ema ? "<th>EMA loss</th>" : "");
-    for (size_t i = 0; i < steps->n; i++) {
+    static const int cols[6] = {S_TOP1, S_EMA_TOP1, S_TOP5, S_EMA_TOP5, S_EVAL_LOSS, S_EMA_LOSS};
+    step_index idx[6] = {{0}};
+    int ok = 1;
+    for (int c = 0; c < 6; c++) ok &= step_index_make(&S[cols[c]], &idx[c]);
+    for (size_t i = 0; ok && i < steps->n; i++) {
         double x = steps->x[i];
         sv_rp_printf(b, "<tr data-step=\"%.0f\"><td>%.0f</td>", x, x);
-        cell(b, at_step(&S[S_TOP1], x), "%.2f%%", 100);
-        if (ema) cell(b, at_step(&S[S_EMA_TOP1], x), "%.2f%%", 100);
-        cell(b, at_step(&S[S_TOP5], x), "%.2f%%", 100);
-        if (ema) cell(b, at_step(&S[S_EMA_TOP5], x), "%.2f%%", 100);
-        cell(b, at_step(&S[S_EVAL_LOSS], x), "%.4f", 1);
-        if (ema) cell(b, at_step(&S[S_EMA_LOSS], x), "%.4f", 1);
+        cell(b, at_step(&idx[0], x), "%.2f%%", 100);
+        if (ema) cell(b, at_step(&idx[1], x), "%.2f%%", 100);
+        cell(b, at_step(&idx[2], x), "%.2f%%", 100);
+        if (ema) cell(b, at_step(&idx[3], x), "%.2f%%", 100);
+        cell(b, at_step(&idx[4], x), "%.4f", 1);
+        if (ema) cell(b, at_step(&idx[5], x), "%.4f", 1);
         sv_rp_printf(b, "</tr>\n");
     }
+    if (!ok) b->oom = 1;
+    for (int c = 0; c < 6; c++) free(idx[c].p);
     sv_rp_printf(b, "</table></div>\n");
 }
 
+/* v formatted by fmt (scaled), or "n/a" when it is not a number (eval.json records null for a
+ * fraction of no samples). */
+static const char *num_or_na(char *buf, size_t cap, const char *fmt, double scale, double v) {
+    if (isnan(v)) return "n/a";
+    snprintf(buf, cap, fmt, scale * v);
+    return buf;
+}
+
 static void eval_section(sv_rp_buf *b, const sv_rp_eval_data *e) {
+    char t1[32], t5[32], l[32], et1[32], et5[32], el[32];
+    const char *s_t1 = num_or_na(t1, sizeof t1, "%.2f%%", 100, e->top1),
+               *s_t5 = num_or_na(t5, sizeof t5, "%.2f%%", 100, e->top5),
+               *s_l = num_or_na(l, sizeof l, "%.4f", 1, e->loss);
     if (e->have_ema)
         sv_rp_printf(b,
                      "<h2>Evaluation</h2>\n<div class=\"panel\"><table><tr><th>metric</th><th>weights</th>"
-                     "<th>weight EMA</th></tr><tr><td>top-1</td><td>%.2f%%</td><td>%.2f%%</td></tr>"
-                     "<tr><td>top-5</td><td>%.2f%%</td><td>%.2f%%</td></tr><tr><td>loss</td><td>%.4f</td>"
-                     "<td>%.4f</td></tr><tr><td>samples</td><td>%lld</td><td>%lld</td></tr></table></div>\n",
-                     100 * e->top1, 100 * e->ema_top1, 100 * e->top5, 100 * e->ema_top5, e->loss, e->ema_loss,
-                     e->samples, e->ema_samples);
+                     "<th>weight EMA</th></tr><tr><td>top-1</td><td>%s</td><td>%s</td></tr>"
+                     "<tr><td>top-5</td><td>%s</td><td>%s</td></tr><tr><td>loss</td><td>%s</td>"
+                     "<td>%s</td></tr><tr><td>samples</td><td>%lld</td><td>%lld</td></tr></table></div>\n",
+                     s_t1, num_or_na(et1, sizeof et1, "%.2f%%", 100, e->ema_top1), s_t5,
+                     num_or_na(et5, sizeof et5, "%.2f%%", 100, e->ema_top5), s_l,
+                     num_or_na(el, sizeof el, "%.4f", 1, e->ema_loss), e->samples, e->ema_samples);
     else
         sv_rp_printf(b,
                      "<h2>Evaluation</h2>\n<div class=\"panel\"><table><tr><th>metric</th><th>value</th></tr>"
-                     "<tr><td>top-1</td><td>%.2f%%</td></tr><tr><td>top-5</td><td>%.2f%%</td></tr>"
-                     "<tr><td>loss</td><td>%.4f</td></tr><tr><td>samples</td><td>%lld</td></tr></table></div>\n",
-                     100 * e->top1, 100 * e->top5, e->loss, e->samples);
+                     "<tr><td>top-1</td><td>%s</td></tr><tr><td>top-5</td><td>%s</td></tr>"
+                     "<tr><td>loss</td><td>%s</td></tr><tr><td>samples</td><td>%lld</td></tr></table></div>\n",
+                     s_t1, s_t5, s_l, e->samples);
     if (e->skipped > 0 || e->n_skipped_files > 0) { /* never left out silently (eval --skip-unreadable) */
         sv_rp_printf(b,
                      "<p class=\"xform\"><b>Left out:</b> %lld unreadable image%s not counted (eval "

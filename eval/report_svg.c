@@ -244,13 +244,20 @@ static void tick(sv_rp_buf *b, const tick_style *st, double x1, double y1, doubl
                  x1, x2, y1, y2, st->stroke, st->cls, tx, ty, TICK_FONT, st->anchor, t);
 }
 
+/* A point the chart draws: step and value finite and within +-SV_RP_MAX_ABS, so that spans
+ * between points (x1 - x0, hi - lo) stay finite. */
+static int drawable(double x, double y) { return fabs(x) <= SV_RP_MAX_ABS && fabs(y) <= SV_RP_MAX_ABS; }
+
 void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, const sv_rp_series *const *s, int ns,
                  sv_rp_fmt fmt) {
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-    size_t total = 0;
+    size_t total = 0, huge = 0;
     for (int i = 0; i < ns; i++)
         for (size_t k = 0; k < s[i]->n; k++) {
-            if (!isfinite(s[i]->y[k]) || !isfinite(s[i]->x[k])) continue;
+            if (!drawable(s[i]->x[k], s[i]->y[k])) {
+                huge += isfinite(s[i]->x[k]) && isfinite(s[i]->y[k]);
+                continue;
+            }
             total++;
             x0 = fmin(x0, s[i]->x[k]), x1 = fmax(x1, s[i]->x[k]);
             y0 = fmin(y0, s[i]->y[k]), y1 = fmax(y1, s[i]->y[k]);
@@ -258,8 +265,11 @@ void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, con
     sv_rp_printf(b, "<div class=\"panel\"><h3>");
     sv_rp_esc(b, title);
     sv_rp_printf(b, "</h3>");
+    if (huge) /* never left out silently */
+        sv_rp_printf(b, "<p class=\"muted\">%zu point%s with a step or value beyond &plusmn;%g not drawn</p>", huge,
+                     huge == 1 ? "" : "s", SV_RP_MAX_ABS);
     if (!total) {
-        sv_rp_printf(b, "<p class=\"muted\">not logged in this run</p></div>\n");
+        sv_rp_printf(b, "<p class=\"muted\">%s</p></div>\n", huge ? "nothing to draw" : "not logged in this run");
         return;
     }
     for (int i = 0; i < ns; i++)
@@ -313,7 +323,7 @@ void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, con
                  ML, CW - MR, CH - MB, CH - MB, ML + pw / 2, CH - 3, TICK_FONT);
     for (int i = 0; i < ns; i++) {
         size_t n = 0;
-        for (size_t k = 0; k < s[i]->n; k++) n += isfinite(s[i]->y[k]) && isfinite(s[i]->x[k]);
+        for (size_t k = 0; k < s[i]->n; k++) n += drawable(s[i]->x[k], s[i]->y[k]);
         if (!n) continue;
         const char *col = k_palette[i % 6];
         sv_rp_printf(b, "<path class=\"series\" data-series=\"");
@@ -324,14 +334,14 @@ void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, con
                      n, col);
         int first = 1;
         for (size_t k = 0; k < s[i]->n; k++) {
-            if (!isfinite(s[i]->y[k]) || !isfinite(s[i]->x[k])) continue;
+            if (!drawable(s[i]->x[k], s[i]->y[k])) continue;
             sv_rp_printf(b, "%s%.1f,%.1f", first ? "M" : " L", PX(s[i]->x[k]), PY(s[i]->y[k]));
             first = 0;
         }
         sv_rp_printf(b, "\"/>\n");
         if (n <= 40) /* sparse series (evaluations): mark the points */
             for (size_t k = 0; k < s[i]->n; k++) {
-                if (!isfinite(s[i]->y[k]) || !isfinite(s[i]->x[k])) continue;
+                if (!drawable(s[i]->x[k], s[i]->y[k])) continue;
                 fmt_value(s[i]->y[k], fmt, t, sizeof t);
                 sv_rp_printf(b,
                              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>step %.0f: %s</title>"

@@ -79,8 +79,10 @@ double sv_rp_text_width(const char *s, double font_px);
 const char *sv_rp_fit(const char *s, double font_px, double max_w, char *buf, size_t cap);
 
 /* A line chart panel: one <path class="series" data-series="<label>" data-points="<n>"> per
- * non-empty series (points with non-finite y are left out). Nothing is drawn (a short note
+ * non-empty series (points with a non-finite step or value are left out, and so are points with
+ * one beyond +-SV_RP_MAX_ABS, with a note saying how many). Nothing is drawn (a short note
  * instead) when all series are empty. */
+#define SV_RP_MAX_ABS 1e300
 void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, const sv_rp_series *const *s, int ns,
                  sv_rp_fmt fmt);
 /* Per-class accuracy as horizontal bars (sorted worst first when there are many classes). */

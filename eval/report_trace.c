@@ -420,9 +420,11 @@ sv_status sv_rp_trace_section(sv_rp_buf *b, const char *path) {
     sv_err_clear();
     qsort(e, n, sizeof *e, by_rank_ts);
     sv_rp_printf(b, "<h2>Compute and communication per rank</h2>\n");
-    if (!n)
-        sv_rp_printf(b, "<p class=\"muted\">The trace %s holds no events.</p>\n", path);
-    else {
+    if (!n) {
+        sv_rp_printf(b, "<p class=\"muted\">The trace ");
+        sv_rp_esc(b, path);
+        sv_rp_printf(b, " holds no events.</p>\n");
+    } else {
         table(b, e, n, world);
         timeline(b, e, n, world, T);
     }

@@ -10,7 +10,12 @@
 # - eval.json: top1 a string, above 1, or off top1_correct / num_samples; loss negative;
 #   num_samples 1.5; a per-class total negative or off the sum; a per-class accuracy a string;
 #   num_classes off the per_class count; ema top1 above 1; not a JSON object.
-# The untouched files still make a report.
+# The untouched files still make a report. Run directories of metrics only:
+# - a 200k-line metrics.jsonl (with evaluations every 10 steps) reports within a minute, its
+#   img/s and MFU medians those of Python's statistics.median;
+# - a trace path holding HTML markup is escaped in the page, never a live tag;
+# - steps and learning rates of +-1e308 give finite SVG path data (such points left out with a
+#   note); an eval.json of no samples shows its null top-1 / top-5 / loss as n/a, never "nan%".
 SV=$1
 source "$(dirname "$0")/lib.sh"
 fail() {
@@ -87,4 +92,81 @@ P
 run "$WORK/moved.log" "$SV" report "$WORK/run" --out "$WORK/moved.html"
 cp "$WORK/confusion.orig" "$WORK/run/confusion.csv"
 run "$WORK/report1.log" "$SV" report "$WORK/run" --out "$WORK/r0.html"
+
+# long log: n log n, not n^2 (this took minutes before); medians as statistics.median computes them
+mkdir -p "$WORK/long"
+"$PY" - "$WORK/long/metrics.jsonl" <<'P'
+import json, random, sys
+random.seed(1)
+with open(sys.argv[1], "w") as f:
+    for s in range(1, 200001):
+        r = {"step": s, "loss": 2 / s ** 0.1, "lr": 1e-3, "img_per_s": round(random.uniform(100, 900), 3),
+             "mfu": round(random.uniform(0.1, 0.6), 5)}
+        if s % 10 == 0:
+            r.update(eval_top1=0.5, eval_top5=0.9, eval_loss=1.0)
+        f.write(json.dumps(r) + "\n")
+P
+timeout 60 "$SV" report "$WORK/long" --out "$WORK/long.html" >"$WORK/long.log" 2>&1 || fail "long log: report failed or took over 60 s"
+"$PY" - "$WORK/long/metrics.jsonl" "$WORK/long.html" <<'P'
+import json, re, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+html = open(sys.argv[2]).read()
+def card(label):
+    m = re.search(r'<div class="l">' + re.escape(label) + r'</div><div class="v">([^<]*)</div>', html)
+    assert m, f"no card {label!r}"
+    return m.group(1)
+ips = statistics.median(r["img_per_s"] for r in rows)
+mfu = statistics.median(r["mfu"] for r in rows)
+assert card("images / s (median)") == f"{ips:.1f}", (card("images / s (median)"), ips)
+assert card("MFU (median)") == f"{100 * mfu:.1f}%", (card("MFU (median)"), mfu)
+assert html.count("<tr data-step=") == 20000, html.count("<tr data-step=")
+assert '<tr data-step="200000"><td>200000</td><td>50.00%</td><td>90.00%</td><td>1.0000</td></tr>' in html
+print("ok: long log reported, medians", ips, mfu)
+P
+
+# a trace path with markup: escaped in the page
+D="$WORK/inj<img src=x onerror=alert(1)>"
+mkdir -p "$D"
+echo '{"step":1,"loss":1}' >"$D/metrics.jsonl"
+echo '[]' >"$D/trace.json"
+run "$WORK/inj.log" "$SV" report "$D" --out "$WORK/inj.html"
+"$PY" - "$WORK/inj.html" <<'P'
+import sys
+html = open(sys.argv[1]).read()
+assert "<img" not in html, "an unescaped <img tag in the page"
+assert "The trace " in html and "inj&lt;img src=x onerror=alert(1)&gt;/trace.json holds no events" in html
+print("ok: trace path escaped")
+P
+
+# extreme steps and values: finite path data, the points left out said; no samples: n/a
+mkdir -p "$WORK/huge"
+"$PY" - "$WORK/huge" <<'P'
+import json, sys
+d = sys.argv[1]
+rows = [{"step": 1, "loss": 1, "lr": 1e-3}, {"step": 2, "loss": 0.9, "lr": 1e308},
+        {"step": 3, "loss": 0.8, "lr": -1e308}, {"step": -1e308, "loss": 0.7}, {"step": 1e308, "loss": 0.6},
+        {"step": 4, "loss": 0.5, "lr": 2e-3}]
+open(d + "/metrics.jsonl", "w").write("".join(json.dumps(r) + "\n" for r in rows))
+json.dump({"num_samples": 0, "top1_correct": 0, "top5_correct": 0, "top1": None, "top5": None, "loss": None,
+           "num_classes": 1, "per_class": [{"class": "a", "index": 0, "correct": 0, "total": 0, "accuracy": None}]},
+          open(d + "/eval.json", "w"))
+P
+run "$WORK/huge.log" "$SV" report "$WORK/huge" --out "$WORK/huge.html"
+"$PY" - "$WORK/huge.html" <<'P'
+import math, re, sys
+html = open(sys.argv[1]).read()
+bad = re.findall(r".{0,40}(?<![a-z])-?(?:nan|inf)(?![a-z]).{0,20}", html, re.I)
+assert not bad, bad[:3]
+paths = re.findall(r'<path class="series" data-series="([^"]*)" data-points="(\d+)"[^>]* d="([^"]*)"', html)
+assert paths, "no series drawn"
+for name, n, d in paths:
+    nums = [float(v) for v in re.findall(r"-?[0-9.]+(?:e[-+]?\d+)?", d)]
+    assert nums and all(math.isfinite(v) and abs(v) < 1e4 for v in nums), (name, d)
+got = {name: int(n) for name, n, d in paths}
+assert got == {"train loss": 4, "lr": 2}, got
+assert "2 points with a step or value beyond &plusmn;1e+300 not drawn" in html
+for m in ("top-1", "top-5", "loss"):
+    assert f"<tr><td>{m}</td><td>n/a</td></tr>" in html, m
+print("ok: extreme values left out with a note, finite path data; no samples: n/a")
+P
 echo "report_inputs: ok ($n damaged inputs refused)"

@@ -29,6 +29,15 @@
 #      of any key that its row would refuse (a param dtype, strategy or model, a batch that
 #      world x --accum does not divide; only batch values were checked, the others failed when
 #      their row came, after the earlier rows ran).
+#  14. bench-compare refuses results of different models / problem sizes, naming the field: train
+#      results of another --mlp-ratio and --num-classes (mlp_ratio; params for results from before
+#      it was recorded), of another recorded architecture option (global_pool), --op adamw at depth
+#      1 vs 12 (params), --op softmax_xent at 10 vs 5000 classes (num_classes; for results from
+#      before these fields were recorded, the rows' bytes);
+#      a field absent from one result only is a note, absent from both no difference; MFUs against
+#      different peaks print a note naming both and mfu ratio n/a (img/s ratio kept); bench --json
+#      refuses to replace a sweep's JSONL of several rows, --sweep-jsonl a file with a line that is
+#      not a bench result, and each still replaces its own earlier output.
 # Usage: hostile_cli_outputs.sh SHARDVIT MPIEXEC
 SHARDVIT=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") MPIEXEC=$2 # absolute: section 12 runs in another directory
 source "$(dirname "$0")/lib.sh"
@@ -223,4 +232,87 @@ for item in "param-dtype=fp32,fp16|--param-dtype 'fp16'" "strategy=full_shard,bo
     [ ! -e "$S13/s.csv" ] || fail "--sweep $sweep: a row was written before the refusal"
 done
 
+# ---- 14. bench-compare: same model, same problem size, same peak; bench's earlier outputs ----
+B13=(bench --model vit-28 --dim 32 --depth 2 --heads 2 --batch-size 8 --steps 2 --warmup 1 --calib-seconds 0 --threads 1)
+expect_ok tr_a "${SV[@]}" "${B13[@]}" --json "$O/ta.json"
+expect_ok tr_b "${SV[@]}" "${B13[@]}" --mlp-ratio 1 --num-classes 1000 --json "$O/tb.json"
+expect_fail cmp_model "refusing to compare: mlp_ratio differs \(.*ta.json: 4, .*tb.json: 1\)" \
+    "${SV[@]}" bench-compare "$O/ta.json" "$O/tb.json"
+"$PY" - "$O" <<'EOF' || fail "bench did not record the model's identity fields"
+import json, sys
+o = sys.argv[1]
+a = json.load(open(o + "/ta.json"))
+new = ("mlp_ratio", "num_classes", "in_chans", "reg_tokens", "class_token", "global_pool", "no_embed_class",
+       "layer_scale")
+old = {k: v for k, v in a.items() if k not in new}  # a result from before these fields
+json.dump(old, open(o + "/told.json", "w"))
+json.dump(old, open(o + "/told2.json", "w"))
+b = json.load(open(o + "/tb.json"))
+json.dump({k: v for k, v in b.items() if k not in new}, open(o + "/toldb.json", "w"))
+json.dump(dict(a, global_pool="avg"), open(o + "/tpool.json", "w"))  # only a recorded option differs
+# the same run measured against another peak (another --cpu-gemm engine or machine)
+p = dict(a, peak_kind="isa", peak_flops=268.6e9, hw_peak_engine="avx512-f32", mfu=0.02)
+q = dict(a, peak_kind="isa", peak_flops=135.0e9, hw_peak_engine="avx2-f32", mfu=0.04, img_per_s=a["img_per_s"] / 2)
+json.dump(p, open(o + "/tpa.json", "w"))
+json.dump(q, open(o + "/tpb.json", "w"))
+missing = [k for k in new if k not in a]
+assert not missing, f"bench did not record {missing}"
+EOF
+expect_fail cmp_pool "refusing to compare: global_pool differs \(.*ta.json: token, .*tpool.json: avg\)" \
+    "${SV[@]}" bench-compare "$O/ta.json" "$O/tpool.json"
+expect_fail cmp_model_old "refusing to compare: params differs \(.*told.json: 27978, .*toldb.json: 48168\)" \
+    "${SV[@]}" bench-compare "$O/told.json" "$O/toldb.json"
+expect_ok cmp_old_old "${SV[@]}" bench-compare "$O/told.json" "$O/told2.json"
+grep -q "not recorded" "$WORK/cmp_old_old.log" && fail "cmp_old_old: a field absent from both results was noted"
+expect_ok cmp_old_new "${SV[@]}" bench-compare "$O/told.json" "$O/ta.json"
+grep -q "note: mlp_ratio is not recorded in $O/told.json" "$WORK/cmp_old_new.log" ||
+    fail "cmp_old_new: no note that told.json lacks mlp_ratio: $(cat "$WORK/cmp_old_new.log")"
+expect_ok cmp_peak "${SV[@]}" bench-compare "$O/tpa.json" "$O/tpb.json"
+grep -qF "note: the results' MFU is against different peaks (A: isa peak 2.686e+11 FLOP/s, engine avx512-f32; B: isa peak 1.35e+11 FLOP/s, engine avx2-f32)" \
+    "$WORK/cmp_peak.log" || fail "cmp_peak: no note naming both peaks: $(cat "$WORK/cmp_peak.log")"
+grep -Eq "^  mfu +0.02 +0.04 +B/A n/a$" "$WORK/cmp_peak.log" ||
+    fail "cmp_peak: an mfu ratio across peaks: $(grep mfu "$WORK/cmp_peak.log")"
+grep -Eq "^  img_per_s .*B/A 0.5000$" "$WORK/cmp_peak.log" || fail "cmp_peak: img/s ratio not shown: $(cat "$WORK/cmp_peak.log")"
+# --op: the sizes of the op
+OPB=(bench --model vit-28 --dim 32 --heads 2 --batch-size 4 --steps 1 --warmup 0 --threads 1)
+expect_ok op_d1 "${SV[@]}" "${OPB[@]}" --depth 1 --op adamw --json "$O/od1.json"
+expect_ok op_d12 "${SV[@]}" "${OPB[@]}" --depth 12 --op adamw --json "$O/od12.json"
+expect_fail cmp_op_depth "refusing to compare: params differs" "${SV[@]}" bench-compare "$O/od1.json" "$O/od12.json"
+expect_ok op_k10 "${SV[@]}" "${OPB[@]}" --depth 1 --num-classes 10 --op softmax_xent --json "$O/ok10.json"
+expect_ok op_k5000 "${SV[@]}" "${OPB[@]}" --depth 1 --num-classes 5000 --op softmax_xent --json "$O/ok5000.json"
+expect_fail cmp_op_classes "refusing to compare: num_classes differs" \
+    "${SV[@]}" bench-compare "$O/ok10.json" "$O/ok5000.json"
+"$PY" - "$O" <<'EOF' || fail "bench --op did not record params / num_classes"
+import json, sys
+o = sys.argv[1]
+for f in ("od1", "od12", "ok10", "ok5000"):
+    d = json.load(open(f"{o}/{f}.json"))
+    have = "params" in d and "num_classes" in d
+    d.pop("params", None), d.pop("num_classes", None)  # as results from before these fields
+    json.dump(d, open(f"{o}/{f}_old.json", "w"))
+    assert have, f"{f}: --op result lacks params / num_classes"
+EOF
+expect_fail cmp_op_depth_old "refusing to compare: variant [a-z0-9_]+: bytes differs" \
+    "${SV[@]}" bench-compare "$O/od1_old.json" "$O/od12_old.json"
+expect_fail cmp_op_classes_old "refusing to compare: variant [a-z0-9_]+: bytes differs" \
+    "${SV[@]}" bench-compare "$O/ok10_old.json" "$O/ok5000_old.json"
+expect_ok cmp_op_same_old "${SV[@]}" bench-compare "$O/od1_old.json" "$O/od1.json"
+# bench --json over a sweep's JSONL of several rows; --sweep-jsonl over a file with a foreign line
+expect_ok sweep3 "${SV[@]}" "${B13[@]}" --sweep batch=4,8,16 --sweep-jsonl "$O/s3.jsonl"
+[ "$(wc -l <"$O/s3.jsonl")" = 3 ] || fail "sweep3: expected 3 rows"
+cp "$O/s3.jsonl" "$O/s3.orig"
+expect_fail json_over_jsonl "--json $O/s3.jsonl exists and is not an earlier bench result" \
+    "${SV[@]}" "${B13[@]}" --json "$O/s3.jsonl"
+cmp -s "$O/s3.jsonl" "$O/s3.orig" || fail "json_over_jsonl: the sweep's JSONL was changed"
+{
+    cat "$O/s3.orig"
+    echo '{"note": "mine"}'
+} >"$O/s4.jsonl"
+cp "$O/s4.jsonl" "$O/s4.orig"
+expect_fail jsonl_foreign "--sweep-jsonl $O/s4.jsonl exists and is not an earlier sweep JSONL" \
+    "${SV[@]}" "${B13[@]}" --sweep batch=4 --sweep-jsonl "$O/s4.jsonl"
+cmp -s "$O/s4.jsonl" "$O/s4.orig" || fail "jsonl_foreign: the file was changed"
+expect_ok jsonl_again "${SV[@]}" "${B13[@]}" --sweep batch=4 --sweep-jsonl "$O/s3.jsonl"
+[ "$(wc -l <"$O/s3.jsonl")" = 1 ] || fail "jsonl_again: an earlier sweep JSONL was not replaced"
+expect_ok json_again "${SV[@]}" "${B13[@]}" --json "$O/ta.json"
 all_passed hostile_cli_outputs
