@@ -46,6 +46,9 @@ sv_status sv_jpeg_header(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w
     SV_TRY(dec_handle(c));
     int subsamp = 0, cs = 0;
     if (len < 4 || data[0] != 0xFF || data[1] != 0xD8) return SV_FAIL(SV_ERR_FORMAT, "not a JPEG (no SOI marker)");
+    /* TurboJPEG 2.1 can report success without writing the sizes (a primed handle meeting a
+     * stream without a frame): 0 x 0 then, refused below, never the caller's stack garbage */
+    *w = *h = 0;
     if (tjDecompressHeader3(c->dec, data, (unsigned long)len, w, h, &subsamp, &cs) != 0) {
         sv_status s = SV_FAIL(SV_ERR_FORMAT, "JPEG header: %s", tjGetErrorStr2(c->dec));
         /* a handle whose header read failed fails the next header too (the error is kept): the
@@ -54,7 +57,8 @@ sv_status sv_jpeg_header(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int *w
         c->dec = NULL;
         return s;
     }
-    /* a tables-only stream "succeeds" with 0 x 0 and leaves the handle primed for the next call */
+    /* a tables-only stream "succeeds" (sizes left 0 x 0 above) and leaves the handle primed for the
+     * next call */
     if (*w <= 0 || *h <= 0) {
         tjDestroy(c->dec);
         c->dec = NULL;

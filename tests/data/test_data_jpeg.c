@@ -285,6 +285,18 @@ int main(void) {
         }
         fprintf(stderr, "region decodes of libjpeg-only layouts checked against plain libjpeg: %d\n", checked);
     }
+    /* a tables-only stream (quantisation table, no frame): TurboJPEG reports success without
+     * writing the sizes, so whatever the caller's variables held came back as the image's size
+     * (stack garbage reached a multi-exabyte allocation); it is an error, whatever they held */
+    {
+        uint8_t t[2 + 4 + 65 + 2] = {0xFF, 0xD8, 0xFF, 0xDB, 0x00, 0x43, 0x00};
+        for (int i = 0; i < 64; i++) t[7 + i] = 1;
+        t[71] = 0xFF, t[72] = 0xD9;
+        int tw = 12345, th = 6789, tc = 0;
+        CHECK(sv_jpeg_header(&jc, t, sizeof t, &tw, &th, &tc) == SV_ERR_FORMAT);
+        tw = 12345, th = 6789;
+        CHECK(sv_jpeg_decode(&jc, t, sizeof t, 3, 1, &tw, &th) == SV_ERR_FORMAT);
+    }
     (void)copy;
     sv_jpeg_ctx_free(&jc);
     return 0;
