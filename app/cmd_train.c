@@ -390,7 +390,12 @@ static sv_status finish(trainer *t) {
         SV_TRY(sv_run_agree(r, st));
     }
     if (o->ema.save_path) SV_TRY(sv_run_agree(r, sv_train_ema_save_params(r, o->ema.save_path)));
-    if (o->dump_logits) SV_TRY(sv_run_agree(r, sv_train_outputs_dump_logits(r, &t->lo, o->dump_logits)));
+    if (o->dump_logits) { /* the run's evaluation transform (its crop_pct and interpolation), as --val-data's */
+        sv_loader_opts dl = t->lo;
+        dl.crop_pct = (float)t->tx.crop_pct;
+        dl.interp = sv_xform_interp_id(&t->tx);
+        SV_TRY(sv_run_agree(r, sv_train_outputs_dump_logits(r, &dl, o->dump_logits)));
+    }
     sv_loader_stats ls;
     sv_loader_stats_get(t->ld, &ls);
     struct rusage ru;

@@ -76,7 +76,8 @@ sv_status sv_train_outputs_prepare(const sv_train_outputs *o, sv_run_lock locks[
 sv_status sv_train_outputs_write_config(const char *out, const sv_flag *flags);
 
 /* --dump-logits (collective: every rank forwards): forward the first evaluation-transform batch
- * of the loader described by `train_lo` (training data, identity order; mixup and cutmix off) and
+ * of the loader described by `train_lo` (training data, identity order; mixup and cutmix off;
+ * its crop_pct and interp are the run's evaluation transform's: the caller sets them) and
  * have rank 0 write PATH as safetensors with "images" (B, C, H, W) F32, "labels" (B) I32 and
  * "logits" (B, K) F32 of its micro-batch (B the micro-batch, K the classes), through a fresh
  * temporary renamed over PATH, and log one line. The path was checked by

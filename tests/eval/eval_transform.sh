@@ -16,7 +16,36 @@ source "$(dirname "$0")/lib.sh"
 fail() { echo "FAIL: $*"; exit 1; }
 XF="--crop-pct 1.0 --interp bilinear --mean half --std half"
 run "$WORK/train.log" "$MPIEXEC" -n 2 "$SV" train $MODEL $COMMON --data "$WORK/data/train" \
-    --val-data "$WORK/data/test" --steps 6 --batch-size 8 --warmup 2 --lr 3e-3 $XF --out "$WORK/run"
+    --val-data "$WORK/data/test" --steps 6 --batch-size 8 --warmup 2 --lr 3e-3 $XF --out "$WORK/run" \
+    --dump-logits "$WORK/dump.safetensors"
+# --dump-logits forwards the run's evaluation transform: at --crop-pct 1.0 a 40x32 image is only
+# center-cropped (no resampling), so every dumped image is a training image's decoded pixels (the
+# dump used the default 0.875 whatever the flag said). Needs numpy and PIL: the test venv's Python
+# (scripts/test_venv.sh; Debian's python3-numpy / python3-pil through its system site packages)
+NPY=${SHARDVIT_TEST_PYTHON:-$(dirname "$0")/../../.venv-test/bin/python}
+[ -x "$NPY" ] && "$NPY" -c "import numpy, PIL" 2>/dev/null || NPY=/usr/bin/python3
+"$NPY" - "$WORK/dump.safetensors" "$WORK/data/train" <<'PYEOF' || fail "--dump-logits did not use --crop-pct"
+import json, os, struct, sys
+import numpy as np
+from PIL import Image
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+e = h["images"]
+a, b = e["data_offsets"]
+imgs = np.frombuffer(raw[8 + n + a:8 + n + b], dtype="<f4").reshape(e["shape"])
+crops = []
+for c in sorted(os.listdir(sys.argv[2])):
+    d = os.path.join(sys.argv[2], c)
+    for f in sorted(os.listdir(d)):
+        px = np.asarray(Image.open(os.path.join(d, f)).convert("RGB"), dtype=np.float64)  # (32, 40, 3)
+        crops.append(px[:, 4:36, :].transpose(2, 0, 1))
+for k, im in enumerate(imgs):
+    v = (im.astype(np.float64) * 0.5 + 0.5) * 255.0
+    best = min(float(np.abs(v - c).max()) for c in crops)
+    assert best < 1e-3, (k, best)
+print(f"ok: {len(imgs)} dumped images are center crops of training images, pixel for pixel")
+PYEOF
 step=$(cat "$WORK/run/checkpoints/latest")
 idx="$WORK/run/checkpoints/$step/index.json"
 mkdir -p "$WORK/x"
