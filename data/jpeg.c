@@ -91,6 +91,14 @@ static sv_status check_scans(const uint8_t *data, size_t len) {
     return SV_OK;
 }
 
+/* RGB pixels to luma in place, as Pillow's convert("L") (ITU-R 601-2 weights in 16-bit fixed
+ * point, rounded): what timm feeds a 1-channel model from a colour JPEG, which differs from the
+ * JPEG's own Y channel (up to 34 levels on saturated colours). p[i] = L(p[3i .. 3i + 2]). */
+static void rgb_to_l(uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)((p[3 * i] * 19595u + p[3 * i + 1] * 38470u + p[3 * i + 2] * 7471u + 0x8000u) >> 16);
+}
+
 sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int channels, int denom, int *w, int *h) {
     int fw, fh, comps;
     SV_TRY(sv_jpeg_header(c, data, len, &fw, &fh, &comps));
@@ -98,11 +106,12 @@ sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int ch
     SV_TRY(check_scans(data, len)); /* TurboJPEG 2.1 has no scan limit of its own */
     tjscalingfactor sf = {1, denom};
     int sw = TJSCALED(fw, sf), sh = TJSCALED(fh, sf);
+    const int dch = channels == 1 && comps == 3 ? 3 : channels; /* a colour file for 1 channel: RGB, then L */
     uint64_t need;
-    if (sw <= 0 || sh <= 0 || !sv_mul3_u64((uint64_t)sw, (uint64_t)sh, (uint64_t)channels, &need) || need > SIZE_MAX)
-        return SV_FAIL(SV_ERR_FORMAT, "JPEG decode: %d x %d x %d pixels do not fit in memory", sw, sh, channels);
+    if (sw <= 0 || sh <= 0 || !sv_mul3_u64((uint64_t)sw, (uint64_t)sh, (uint64_t)dch, &need) || need > SIZE_MAX)
+        return SV_FAIL(SV_ERR_FORMAT, "JPEG decode: %d x %d x %d pixels do not fit in memory", sw, sh, dch);
     SV_TRY(ensure(&c->pix, &c->pix_cap, (size_t)need));
-    int pf = channels == 1 ? TJPF_GRAY : TJPF_RGB;
+    int pf = dch == 1 ? TJPF_GRAY : TJPF_RGB;
     if (tjDecompress2(c->dec, data, (unsigned long)len, c->pix, sw, 0, sh, pf, TJFLAG_STOPONWARNING) != 0) {
         sv_status s = SV_FAIL(SV_ERR_CORRUPT, "JPEG decode: %s", tjGetErrorStr2(c->dec));
         /* a decompressor that stopped mid-image can mis-decode the next one: start afresh */
@@ -110,6 +119,7 @@ sv_status sv_jpeg_decode(sv_jpeg_ctx *c, const uint8_t *data, size_t len, int ch
         c->dec = NULL;
         return s;
     }
+    if (dch != channels) rgb_to_l(c->pix, (size_t)sw * (size_t)sh);
     *w = sw;
     *h = sh;
     return SV_OK;
@@ -296,7 +306,9 @@ static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
             ox = sub.sx, oy = sub.sy, full_w = lay.w, full_h = lay.h;
         }
     }
-    d->out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    /* a colour file for a 1-channel model: decoded as RGB, then Pillow's luma (rgb_to_l) */
+    const int dch = channels == 1 && d->num_components > 1 ? 3 : channels;
+    d->out_color_space = dch == 1 ? JCS_GRAYSCALE : JCS_RGB;
     d->scale_num = 1;
     d->scale_denom = (unsigned)a->denom;
     jpeg_start_decompress(d);
@@ -307,8 +319,8 @@ static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
     if (y1 <= y0) y0 = 0, y1 = fh;
     if (!cut_exact(d, a->denom)) x0 = 0, x1 = fw, y0 = 0;
     JDIMENSION cx = (JDIMENSION)x0, cw = (JDIMENSION)(x1 - x0);
-    if (x0 > 0 || x1 < fw) jpeg_crop_scanline(d, &cx, &cw); /* widens to iMCU boundaries */
-    size_t stride = (size_t)cw * (size_t)channels, need = stride * (size_t)(y1 - y0) + 16; /* resampler slack */
+    if (x0 > 0 || x1 < fw) jpeg_crop_scanline(d, &cx, &cw);                           /* widens to iMCU boundaries */
+    size_t stride = (size_t)cw * (size_t)dch, need = stride * (size_t)(y1 - y0) + 16; /* resampler slack */
     if (need > c->pix_cap) {
         uint8_t *p = realloc(c->pix, need);
         if (!p) {
@@ -331,6 +343,12 @@ static void lj_region(sv_jpeg_ctx *c, lj_state *s, lj_args *a) {
      * Rows below a region that stops higher are never decoded: the data there only matters for
      * truncation, which lj_header caught before decoding. */
     if (y1 == fh) jpeg_finish_decompress(d);
+    if (dch != channels) /* row by row, in place: row r's luma ends before row r + 1's RGB starts */
+        for (int r = 0; r < y1 - y0; r++) {
+            uint8_t *row = c->pix + (size_t)r * cw;
+            memmove(row, c->pix + (size_t)r * stride, (size_t)cw * 3);
+            rgb_to_l(row, cw);
+        }
     if (full_w) /* back to the whole image's coordinates */
         *a->r = (sv_jpeg_region){c->pix, (int)cx + ox, y0 + oy, (int)cw, y1 - y0, full_w, full_h};
     else

@@ -48,7 +48,8 @@ static unsigned char *enc_sampled(const uint8_t *rgb, int w, int h, const int *f
     return out;
 }
 
-/* The whole image at 1/denom through plain libjpeg (every row read, no crop): the reference. */
+/* The whole image at 1/denom through plain libjpeg (every row read, no crop): the reference; one
+ * channel of a colour file is Pillow's luma of the RGB decode. */
 static uint8_t *dec_plain(const unsigned char *j, unsigned long len, int channels, int denom, int *fw, int *fh) {
     struct jpeg_decompress_struct d;
     struct jpeg_error_mgr e;
@@ -56,18 +57,22 @@ static uint8_t *dec_plain(const unsigned char *j, unsigned long len, int channel
     jpeg_create_decompress(&d);
     jpeg_mem_src(&d, j, len);
     jpeg_read_header(&d, TRUE);
-    d.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    const int dch = channels == 1 && d.num_components > 1 ? 3 : channels; /* colour for 1 channel: RGB, then L */
+    d.out_color_space = dch == 1 ? JCS_GRAYSCALE : JCS_RGB;
     d.scale_num = 1;
     d.scale_denom = (unsigned)denom;
     jpeg_start_decompress(&d);
     *fw = (int)d.output_width, *fh = (int)d.output_height;
-    uint8_t *p = malloc((size_t)*fw * (size_t)*fh * (size_t)channels);
+    const size_t n = (size_t)*fw * (size_t)*fh;
+    uint8_t *p = malloc(n * (size_t)dch);
     while (d.output_scanline < d.output_height) {
-        JSAMPROW r = p + (size_t)d.output_scanline * (size_t)*fw * (size_t)channels;
+        JSAMPROW r = p + (size_t)d.output_scanline * (size_t)*fw * (size_t)dch;
         jpeg_read_scanlines(&d, &r, 1);
     }
     jpeg_finish_decompress(&d);
     jpeg_destroy_decompress(&d);
+    for (size_t i = 0; dch != channels && i < n; i++) /* Pillow's convert("L") */
+        p[i] = (uint8_t)((p[3 * i] * 19595u + p[3 * i + 1] * 38470u + p[3 * i + 2] * 7471u + 0x8000u) >> 16);
     return p;
 }
 
@@ -296,6 +301,55 @@ int main(void) {
         CHECK(sv_jpeg_header(&jc, t, sizeof t, &tw, &th, &tc) == SV_ERR_FORMAT);
         tw = 12345, th = 6789;
         CHECK(sv_jpeg_decode(&jc, t, sizeof t, 3, 1, &tw, &th) == SV_ERR_FORMAT);
+    }
+    /* a colour JPEG for a 1-channel model: decoded as RGB, then Pillow's convert("L") luma (what
+     * timm feeds such a model), not the file's Y channel (up to 34 levels apart on saturated
+     * colours): the full decode and every region decode */
+    {
+        enum { CW = 61, CH = 45 };
+        static uint8_t src[CW * CH * 3], rgb[CW * CH * 3];
+        for (int i = 0; i < CW * CH; i++) /* saturated colours, where Y and Pillow's L differ most */
+            src[3 * i] = (uint8_t)((i % 7) * 40), src[3 * i + 1] = (uint8_t)(255 - (i % 5) * 60),
+                    src[3 * i + 2] = (uint8_t)((i % 3) * 120);
+        const uint8_t *j;
+        size_t len;
+        CHECK_OK(sv_jpeg_encode(&jc, src, CW, CH, 3, 90, 0, &j, &len));
+        uint8_t *enc = malloc(len);
+        memcpy(enc, j, len);
+        int fw, fh;
+        CHECK_OK(sv_jpeg_decode(&jc, enc, len, 3, 1, &fw, &fh));
+        memcpy(rgb, jc.pix, sizeof rgb);
+        static uint8_t want[CW * CH];
+        int ydiff = 0;
+        for (int i = 0; i < CW * CH; i++)
+            want[i] =
+                (uint8_t)((rgb[3 * i] * 19595u + rgb[3 * i + 1] * 38470u + rgb[3 * i + 2] * 7471u + 0x8000u) >> 16);
+        CHECK_OK(sv_jpeg_decode(&jc, enc, len, 1, 1, &fw, &fh));
+        CHECK(fw == CW && fh == CH && !memcmp(jc.pix, want, sizeof want));
+        for (uint64_t k = 0; k < 30; k++) {
+            int g[4], bad = region_vs_full(&jc, enc, len, 1, 1, want, CW, CH, k, 8, g);
+            CHECK(bad == 0);
+        }
+        /* the file's own Y channel is another image: the case tells the two apart */
+        struct jpeg_decompress_struct d;
+        struct jpeg_error_mgr e;
+        d.err = jpeg_std_error(&e);
+        jpeg_create_decompress(&d);
+        jpeg_mem_src(&d, enc, len);
+        jpeg_read_header(&d, TRUE);
+        d.out_color_space = JCS_GRAYSCALE;
+        jpeg_start_decompress(&d);
+        static uint8_t yc[CW * CH];
+        while (d.output_scanline < d.output_height) {
+            JSAMPROW r = yc + (size_t)d.output_scanline * CW;
+            jpeg_read_scanlines(&d, &r, 1);
+        }
+        jpeg_finish_decompress(&d);
+        jpeg_destroy_decompress(&d);
+        for (int i = 0; i < CW * CH; i++) ydiff = abs(yc[i] - want[i]) > ydiff ? abs(yc[i] - want[i]) : ydiff;
+        CHECK(ydiff >= 2);
+        fprintf(stderr, "colour JPEG for 1 channel: Pillow's luma (the Y channel is up to %d levels off)\n", ydiff);
+        free(enc);
     }
     (void)copy;
     sv_jpeg_ctx_free(&jc);
