@@ -1,4 +1,4 @@
-/* shardvit data: internals shared by the prep sources (prep.c: IDX, CIFAR, synthetic;
+/* shardvit data: internals shared by the prep sources (prep.c: CIFAR, synthetic; prep_idx.c: IDX;
  * prep_folder.c: an ImageFolder tree of JPEG files). Not a public header.
  *
  * An import is one job and one sink per split:
