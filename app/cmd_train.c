@@ -215,10 +215,10 @@ static sv_status open_data(trainer *t) {
         lo.ratio_min = lo.ratio_max = 1.0f;
         lo.hflip = -1.0f;
     }
+    lo.step_batches = o->run.accum; /* an epoch holds whole optimizer steps (no step spans two epochs) */
     t->lo = lo;
     SV_TRY(sv_loader_create(&t->lo, &t->ld));
-    t->spe = sv_loader_steps_per_epoch(t->ld) / (uint64_t)o->run.accum;
-    if (t->spe == 0) t->spe = 1;
+    t->spe = sv_loader_steps_per_epoch(t->ld) / (uint64_t)o->run.accum; /* exact, >= 1 */
     SV_TRY(sv_train_sched_build(&o->of, o->lr, o->min_lr, o->warmup, o->steps, o->epochs, t->spe, (uint64_t)o->run.seed,
                                 &t->total, &t->sched));
     if (o->of.layer_decay > 0) {

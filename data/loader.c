@@ -46,6 +46,7 @@ struct sv_loader {
     sv_loader_opts o;
     const sv_dataset *d;
     uint64_t n, G, steps;
+    uint64_t n_epoch; /* positions an epoch uses: n (eval), whole optimizer steps of them (train) */
     int K, train, synthetic, mixing;
     uint64_t R;     /* aug_repeats (1 = off) */
     sv_mix_cfg mix; /* mixup/cutmix controls */
@@ -251,7 +252,7 @@ static void plan_batch(sv_loader *l, int si) {
         }
     }
     uint64_t ne = l->plan_epoch, nc = l->plan_cursor + l->G;
-    if (!sv_sampler_normalise(l->train, l->n, l->G, &ne, &nc)) l->plan_done = 1;
+    if (!sv_sampler_normalise(l->train, l->n_epoch, l->G, &ne, &nc)) l->plan_done = 1;
     b->next_epoch = ne;
     b->next_cursor = nc;
     l->plan_epoch = ne;
@@ -455,9 +456,16 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
                        o->scale_max, o->ratio_min, o->ratio_max);
     uint64_t n = sv_dataset_len(o->dataset), G = (uint64_t)o->batch_local * (uint64_t)o->world;
     if (n == 0) return SV_FAIL(SV_ERR_INVALID, "loader: empty dataset");
-    if (o->mode == SV_TRANSFORM_TRAIN && n < G)
+    uint64_t A = o->step_batches > 1 ? (uint64_t)o->step_batches : 1;
+    if (o->mode == SV_TRANSFORM_TRAIN && A == 1 && n < G)
         return SV_FAIL(SV_ERR_INVALID, "loader: %llu samples < one global batch of %llu (batch %d x world %d)",
                        (unsigned long long)n, (unsigned long long)G, o->batch_local, o->world);
+    if (o->mode == SV_TRANSFORM_TRAIN && n / A < G)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "loader: %llu samples < one optimizer step's global batch of %llu (batch %d x world %d x %llu "
+                       "accumulated batches)",
+                       (unsigned long long)n, (unsigned long long)(G * A), o->batch_local, o->world,
+                       (unsigned long long)A);
     sv_loader *l = calloc(1, sizeof *l);
     if (!l) return SV_FAIL(SV_ERR_OOM, "loader");
     l->o = *o;
@@ -466,7 +474,8 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
     l->G = G;
     l->K = o->num_classes > 0 ? o->num_classes : sv_dataset_num_classes(o->dataset);
     l->train = o->mode == SV_TRANSFORM_TRAIN;
-    l->steps = sv_sampler_steps(l->train, n, G);
+    l->n_epoch = l->train ? sv_sampler_epoch_len(n, G, A) : n;
+    l->steps = sv_sampler_steps(l->train, l->n_epoch, G);
     l->synthetic = sv_dataset_kind_of(o->dataset) == SV_DATASET_SYNTHETIC;
     l->mixing = mixing;
     l->mix = mix;
@@ -580,7 +589,7 @@ sv_status sv_loader_seek(sv_loader *l, uint64_t epoch, uint64_t cursor) {
     l->plan_seq = l->out_seq = 0;
     l->plan_epoch = epoch;
     l->plan_cursor = cursor;
-    l->plan_done = !sv_sampler_normalise(l->train, l->n, l->G, &l->plan_epoch, &l->plan_cursor);
+    l->plan_done = !sv_sampler_normalise(l->train, l->n_epoch, l->G, &l->plan_epoch, &l->plan_cursor);
     l->paused = 0;
     pthread_cond_broadcast(&l->work_cv);
     pthread_mutex_unlock(&l->mu);

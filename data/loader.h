@@ -5,7 +5,9 @@
  * is G = batch_local * world. A batch starting at epoch position `cursor` covers global
  * positions [cursor, cursor + G); rank r takes [cursor + r*batch_local, ... + batch_local).
  * Train: an epoch ends when fewer than G positions remain (drop_last), then epoch+1 starts at
- * cursor 0 and the loader runs forever. Eval: one pass; the last batch is padded (valid = 0,
+ * cursor 0 and the loader runs forever; with opts.step_batches = A > 1 (gradient accumulation)
+ * the epoch is the first floor(n / (A*G)) * A*G positions, so that no optimizer step mixes two
+ * epochs and an epoch is the one a batch of A*G without accumulation has. Eval: one pass; the last batch is padded (valid = 0,
  * label 0, zero image) so every sample is seen exactly once across ranks; after the pass
  * sv_loader_next returns SV_OK with *b == NULL.
  * (epoch, cursor) is the whole sampler state: a checkpoint stores batch->next_epoch and
@@ -73,6 +75,9 @@ typedef struct sv_loader_opts {
     float reprob;            /* RandomErasing probability (data/erase.h) */
     int remode, recount;     /* its sv_erase_mode and max count [const, 1] */
     int aug_repeats;         /* repeated augmentation K (0/1 = off; data/sampler.h); G % K == 0 */
+    int step_batches;        /* train: batches per optimizer step (gradient accumulation) [1]; an
+                                epoch holds whole optimizer steps: floor(n / (G * step_batches)) *
+                                step_batches batches (drop_last at the optimizer's batch) */
     float mixup_prob;        /* probability a mixing unit mixes [1] (data/mixup.h) */
     float mixup_switch_prob; /* CutMix instead of Mixup when both enabled [0.5] */
     int mixup_mode;          /* sv_mix_mode [SV_MIX_PAIR, the historic behaviour] */

@@ -5,7 +5,9 @@
  * batch is G = batch_local * world; a batch starting at `cursor` covers positions
  * [cursor, cursor + G), rank r owns [cursor + r*batch_local, cursor + (r+1)*batch_local).
  * Train drops the incomplete tail (drop_last): an epoch has floor(n/G) batches. Eval keeps it:
- * ceil(n/G) batches, positions >= n are padding. */
+ * ceil(n/G) batches, positions >= n are padding. With gradient accumulation over A batches the
+ * loader passes n = sv_sampler_epoch_len(n, G, A): the tail is dropped at the optimizer's batch
+ * A*G, so an epoch holds a whole number of optimizer steps. */
 #ifndef SV_DATA_SAMPLER_H
 #define SV_DATA_SAMPLER_H
 
@@ -32,6 +34,9 @@ static inline void sv_sampler_repeat(uint64_t G, uint64_t K, uint64_t p, uint64_
     *u = (p / G) * per + i % per;
     *copy = (uint32_t)(i / per);
 }
+
+/* Positions a training epoch uses when A batches of G make one optimizer step (A >= 1). */
+static inline uint64_t sv_sampler_epoch_len(uint64_t n, uint64_t G, uint64_t A) { return n / (G * A) * (G * A); }
 
 static inline uint64_t sv_sampler_steps(int train, uint64_t n, uint64_t G) { return train ? n / G : (n + G - 1) / G; }
 

@@ -144,6 +144,41 @@ int main(void) {
         coverage_eval(d, 5, W);
     }
 
+    /* gradient accumulation (step_batches A): the epoch drops its tail at the optimizer's batch
+     * A*G, so it holds floor(N/(A*G))*A micro-batches and the next epoch starts after them;
+     * fewer than A*G samples is an error */
+    for (int A = 2; A <= 3; A++) {
+        sv_loader_opts o = sv_loader_opts_default();
+        o.dataset = d;
+        o.batch_local = 5;
+        o.img = 8;
+        o.threads = 1;
+        o.step_batches = A;
+        sv_loader *l;
+        CHECK_OK(sv_loader_create(&o, &l));
+        uint64_t want = 103 / (5 * (uint64_t)A) * (uint64_t)A; /* 20 (A 2: not 103/5 = 20.6 -> 20), 18 (A 3) */
+        CHECK(sv_loader_steps_per_epoch(l) == want && want % (uint64_t)A == 0);
+        const sv_batch *bb;
+        for (uint64_t s = 0; s < want; s++) {
+            CHECK_OK(sv_loader_next(l, &bb));
+            CHECK(bb->epoch == 0 && bb->step_in_epoch == s);
+        }
+        CHECK_OK(sv_loader_next(l, &bb));
+        CHECK(bb->epoch == 1 && bb->cursor == 0);
+        sv_loader_destroy(l);
+        CHECK(sv_sampler_epoch_len(103, 5, (uint64_t)A) == want * 5);
+    }
+    {
+        sv_loader_opts o = sv_loader_opts_default();
+        o.dataset = d;
+        o.batch_local = 40;
+        o.img = 8;
+        o.step_batches = 3; /* 120 > 103 samples: no whole optimizer step */
+        sv_loader *l = NULL;
+        CHECK(sv_loader_create(&o, &l) == SV_ERR_INVALID && !l);
+        CHECK(strstr(sv_err_msg(), "optimizer step") != NULL);
+    }
+
     /* resume: run W=2,B=6 (G=12) for 3 steps, continue at W=3,B=4 (G=12) and at W=4,B=2
      * (G=8) from the stored cursor; both must consume exactly the positions that an
      * uninterrupted single-rank run with the same G visits. */

@@ -23,6 +23,18 @@ run w2_acc_shard 2 --steps 10 --accum 2 --accum-mode shard
 compare w2_acc_shard ref --loss-rtol 1e-5 --param-atol 5e-5
 run w2_acc_local 2 --steps 10 --accum 2 --accum-mode local
 compare w2_acc_local ref --loss-rtol 1e-5 --param-atol 5e-5
+# accumulation across an epoch's end: 500 samples at batch 24 make 20 steps an epoch; with
+# --accum 2 the tail is dropped at the step's 24 samples, not at the micro-batch's 12, so step 21
+# starts epoch 1 in both runs (it took the last micro-batch of epoch 0 and the first of epoch 1)
+run ep_ref 1 --steps 25 --synth-samples 500
+run ep_acc 2 --steps 25 --synth-samples 500 --accum 2
+compare ep_acc ep_ref --loss-rtol 1e-5 --param-atol 5e-5
+"$PY" - "$WORK/ep_acc/metrics.jsonl" <<'PYEOF'
+import json, sys
+ep = {r["step"]: r["epoch"] for r in map(json.loads, open(sys.argv[1])) if "epoch" in r and "step" in r}
+assert ep[20] == 0 and ep[21] == 1, ep
+print("ok accumulation keeps the epoch: step 20 in epoch", ep[20], "step 21 in epoch", ep[21])
+PYEOF
 # bf16 compute and bf16 gradient reduction
 run bf16_ref 1 --steps 10 --param-dtype bf16
 for W in 2 3; do
