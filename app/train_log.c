@@ -189,6 +189,7 @@ static void num9(sv_json_writer *w, const char *key, double v) {
 
 sv_status sv_train_log_record(sv_train_log *lg, const sv_train_log_step *s) {
     scalar(lg, "train/loss", s->step, s->loss);
+    scalar(lg, "train/loss_avg", s->step, s->loss_avg);
     scalar(lg, "train/lr", s->step, s->lr);
     scalar(lg, "train/grad_norm", s->step, s->grad_norm);
     scalar(lg, "train/skipped_steps", s->step, (double)s->skipped_steps);
@@ -204,6 +205,9 @@ sv_status sv_train_log_record(sv_train_log *lg, const sv_train_log_step *s) {
     sv_json_key(&w, "epoch");
     sv_json_u64(&w, s->epoch);
     num9(&w, "loss", s->loss);
+    num9(&w, "loss_avg", s->loss_avg);
+    sv_json_key(&w, "loss_avg_steps");
+    sv_json_u64(&w, (uint64_t)s->loss_avg_steps);
     num9(&w, "lr", s->lr);
     num9(&w, "grad_norm", s->grad_norm);
     sv_json_key(&w, "img_per_s");

@@ -3,7 +3,7 @@
  * line with eval_top1/eval_top5/eval_loss, TensorBoard), and on a terminal one updating
  * progress line (step, epoch, loss, img/s, ETA) instead of a log line per logged step.
  *
- * TensorBoard tags: train/loss train/lr train/grad_norm train/skipped_steps perf/img_per_s
+ * TensorBoard tags: train/loss train/loss_avg train/lr train/grad_norm train/skipped_steps perf/img_per_s
  * perf/tflops perf/mfu (only when the device peak is known) perf/mem_bytes perf/data_wait_frac
  * eval/top1 eval/top5 eval/loss. A TensorBoard write failure is logged once and the run goes on
  * without it (metrics.jsonl stays the record); a metrics.jsonl write failure (ENOSPC, EIO, EFBIG)
@@ -44,7 +44,12 @@ typedef struct sv_train_log {
 typedef struct sv_train_log_step {
     long step;
     unsigned long long epoch, skipped_steps;
-    double loss, lr, grad_norm, img_per_s, tflops, mfu, data_wait_frac;
+    double loss;         /* this step's loss (global: summed over the ranks / global batch) */
+    double loss_avg;     /* mean of the step losses since the previous logged step, this one included
+                        (timm's running average is over the epoch; this is over the log window) */
+    long loss_avg_steps; /* how many steps loss_avg averages (log_every, fewer at the start, after
+                            a resume and at the end) */
+    double lr, grad_norm, img_per_s, tflops, mfu, data_wait_frac;
     size_t mem_bytes;
 } sv_train_log_step;
 

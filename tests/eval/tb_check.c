@@ -3,7 +3,7 @@
  * - exactly one events.out.tfevents.* file; every TFRecord's length and data CRC32C verified
  *   here record by record (and again by the decoder, formats/tensorboard.h);
  * - for every metrics.jsonl line, loss / lr / grad_norm / eval_top1 / eval_top5 / eval_loss
- *   appear as train/loss ... eval/loss at the same step with the same value (float32 of it),
+ *   (and loss_avg) appear as train/loss ... eval/loss at the same step with the same value (float32 of it),
  *   and there are no extra records of those tags. */
 #include <dirent.h>
 #include <stdint.h>
@@ -22,8 +22,9 @@ static uint32_t rd32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | 
 
 static const struct {
     const char *key, *tag;
-} k_map[] = {{"loss", "train/loss"},     {"lr", "train/lr"},         {"grad_norm", "train/grad_norm"},
-             {"eval_top1", "eval/top1"}, {"eval_top5", "eval/top5"}, {"eval_loss", "eval/loss"}};
+} k_map[] = {{"loss", "train/loss"},           {"loss_avg", "train/loss_avg"}, {"lr", "train/lr"},
+             {"grad_norm", "train/grad_norm"}, {"eval_top1", "eval/top1"},     {"eval_top5", "eval/top5"},
+             {"eval_loss", "eval/loss"}};
 #define NMAP (sizeof k_map / sizeof k_map[0])
 
 int main(int argc, char **argv) {

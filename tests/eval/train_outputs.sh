@@ -13,5 +13,25 @@ run "$WORK/train.log" "$MPIEXEC" -n 2 "$SV" train $MODEL $COMMON --data "$WORK/d
 grep -q "eval at step 4" "$WORK/train.log" || { echo "FAIL: no periodic evaluation"; exit 1; }
 test -s "$WORK/run/eval.json" && test -s "$WORK/run/confusion.csv" || { echo "FAIL: no eval outputs"; exit 1; }
 "$TB_CHECK" "$WORK/run"
+# --log-every 3: each logged step's loss is that step's (the same as at --log-every 1) and its
+# loss_avg the mean of the steps since the previous logged one, in metrics.jsonl and TensorBoard
+run "$WORK/train3.log" "$MPIEXEC" -n 2 "$SV" train $MODEL $COMMON --data "$WORK/data/train" \
+    --steps 10 --batch-size 8 --log-every 3 --warmup 2 --lr 3e-3 --out "$WORK/run3"
+"$TB_CHECK" "$WORK/run3"
+"$PY" - "$WORK/run/metrics.jsonl" "$WORK/run3/metrics.jsonl" <<'PYEOF'
+import json, sys
+every = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[1])) if "loss" in r}
+logged = [r for r in map(json.loads, open(sys.argv[2])) if "loss" in r]
+assert [r["step"] for r in logged] == [1, 3, 6, 9, 10], [r["step"] for r in logged]
+prev = 0
+for r in logged:
+    s = r["step"]
+    want = sum(every[k] for k in range(prev + 1, s + 1)) / (s - prev)
+    assert r["loss"] == every[s], (s, r["loss"], every[s])
+    assert r["loss_avg_steps"] == s - prev, (s, r["loss_avg_steps"])
+    assert abs(r["loss_avg"] - want) <= 1e-6 * abs(want), (s, r["loss_avg"], want)
+    prev = s
+print("ok loss_avg: the mean of the window's step losses at", [r["step"] for r in logged])
+PYEOF
 run "$WORK/report.log" "$SV" report "$WORK/run" --out "$WORK/report.html"
 "$PY" "$HERE/report_check.py" "$WORK/report.html" "$WORK/run/metrics.jsonl" 2
