@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "data/randaug_simd.h"
 
 static const char *const k_names[SV_RA_NUM_OPS] = {
     "Identity", "AutoContrast", "Equalize",   "Invert",    "Rotate", "Posterize", "Solarize",   "SolarizeAdd",
@@ -14,8 +15,7 @@ static const char *const k_names[SV_RA_NUM_OPS] = {
 const char *sv_randaug_op_name(sv_ra_op op) { return op >= 0 && op < SV_RA_NUM_OPS ? k_names[op] : "?"; }
 
 static void apply_lut(uint8_t *img, size_t n, int c, const uint8_t lut[][256]) {
-    for (size_t p = 0; p < n; p++)
-        for (int ch = 0; ch < c; ch++) img[p * (size_t)c + (size_t)ch] = lut[ch][img[p * (size_t)c + (size_t)ch]];
+    sv_ra_kernels_get()->lut(img, n, c, lut);
 }
 
 static void same_lut(uint8_t lut[][256], int c, int (*f)(int v, int arg), int arg) {
@@ -34,20 +34,68 @@ static int f_posterize(int v, int bits) { return v & ~((1 << (8 - bits)) - 1); }
 static int f_solarize(int v, int thresh) { return v >= thresh ? 255 - v : v; }
 static int f_solarize_add(int v, int add) { return v < 128 ? v + add : v; }
 
+/* Per-channel histograms of n pixels, counted into four interleaved sub-histograms (so that
+ * runs of one value do not chain every increment through the same counter) and summed. */
 static void histograms(const uint8_t *img, size_t n, int c, uint32_t h[][256]) {
-    memset(h, 0, sizeof(uint32_t) * 256 * (size_t)c);
-    for (size_t p = 0; p < n; p++)
-        for (int ch = 0; ch < c; ch++) h[ch][img[p * (size_t)c + (size_t)ch]]++;
+    uint32_t sub[4][3][256];
+    memset(sub, 0, sizeof sub);
+    size_t p = 0;
+    if (c == 1)
+        for (; p + 4 <= n; p += 4) {
+            sub[0][0][img[p]]++;
+            sub[1][0][img[p + 1]]++;
+            sub[2][0][img[p + 2]]++;
+            sub[3][0][img[p + 3]]++;
+        }
+    else if (c == 3)
+        for (; p + 4 <= n; p += 4) {
+            const uint8_t *q = img + 3 * p;
+            for (int k = 0; k < 4; k++) {
+                sub[k][0][q[3 * k]]++;
+                sub[k][1][q[3 * k + 1]]++;
+                sub[k][2][q[3 * k + 2]]++;
+            }
+        }
+    for (; p < n; p++)
+        for (int ch = 0; ch < c; ch++) sub[0][ch][img[p * (size_t)c + (size_t)ch]]++;
+    for (int ch = 0; ch < c; ch++)
+        for (int v = 0; v < 256; v++) h[ch][v] = sub[0][ch][v] + sub[1][ch][v] + sub[2][ch][v] + sub[3][ch][v];
+}
+
+/* Per channel the least and greatest value of n pixels (c = 1..3): the first and last non-empty
+ * bins of its histogram. Blocks of 96 bytes (a multiple of every c) are folded bytewise, which
+ * vectorises; byte j of a block is channel j % c. */
+static void channel_range(const uint8_t *img, size_t n, int c, int lo[3], int hi[3]) {
+    uint8_t mn[96], mx[96];
+    memset(mn, 255, sizeof mn);
+    memset(mx, 0, sizeof mx);
+    size_t len = n * (size_t)c, e = 0;
+    for (; e + 96 <= len; e += 96)
+        for (int j = 0; j < 96; j++) {
+            uint8_t v = img[e + (size_t)j];
+            mn[j] = v < mn[j] ? v : mn[j];
+            mx[j] = v > mx[j] ? v : mx[j];
+        }
+    for (int ch = 0; ch < c; ch++) lo[ch] = 256, hi[ch] = -1;
+    if (e) /* a block was folded (else mn, mx hold no pixel) */
+        for (int j = 0; j < 96; j++) {
+            int ch = j % c;
+            lo[ch] = mn[j] < lo[ch] ? mn[j] : lo[ch];
+            hi[ch] = mx[j] > hi[ch] ? mx[j] : hi[ch];
+        }
+    for (; e < len; e++) {
+        int ch = (int)(e % (size_t)c);
+        lo[ch] = img[e] < lo[ch] ? img[e] : lo[ch];
+        hi[ch] = img[e] > hi[ch] ? img[e] : hi[ch];
+    }
 }
 
 static void autocontrast(uint8_t *img, size_t n, int c) { /* PIL ImageOps.autocontrast, cutoff 0 */
-    uint32_t h[3][256];
     uint8_t lut[3][256];
-    histograms(img, n, c, h);
+    int lows[3], highs[3];
+    channel_range(img, n, c, lows, highs);
     for (int ch = 0; ch < c; ch++) {
-        int lo = 0, hi = 255;
-        while (lo < 256 && !h[ch][lo]) lo++;
-        while (hi >= 0 && !h[ch][hi]) hi--;
+        int lo = lows[ch], hi = highs[ch];
         for (int v = 0; v < 256; v++) {
             if (hi <= lo) {
                 lut[ch][v] = (uint8_t)v;
@@ -89,23 +137,9 @@ static void equalize(uint8_t *img, size_t n, int c) { /* PIL ImageOps.equalize *
     apply_lut(img, n, c, lut);
 }
 
-/* PIL ImagingBlend(degenerate, img, alpha): degenerate + alpha (img - degenerate), truncated
- * toward zero; clipped when extrapolating. deg may be a constant (deg_stride 0). */
-static void blend(uint8_t *img, const uint8_t *deg, size_t deg_stride, size_t n, float alpha) {
-    int interp = alpha >= 0 && alpha <= 1.0f;
-    for (size_t e = 0; e < n; e++) {
-        int a = deg[e * deg_stride], b = img[e];
-        float t = (float)a + alpha * (float)(b - a);
-        if (interp)
-            img[e] = (uint8_t)t;
-        else
-            img[e] = t <= 0.0f ? 0 : t >= 255.0f ? 255 : (uint8_t)t;
-    }
-}
-
-static uint8_t luma(const uint8_t *p) { /* PIL convert("L"): ITU-R 601-2, 16-bit fixed point */
-    return (uint8_t)((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
-}
+/* PIL ImagingBlend(degenerate, img, alpha) is the blend kernels' (data/randaug_simd.h):
+ * degenerate + alpha (img - degenerate) in float, truncated toward zero; clipped when
+ * extrapolating. PIL convert("L") (ITU-R 601-2, 16-bit fixed point) is their luma. */
 
 static int coord(double v) { return v < 0.0 ? -1 : (int)v; } /* PIL's COORD() */
 
@@ -131,37 +165,45 @@ static double cubic_px(double v1, double v2, double v3, double v4, double d) {
     return p1 + d * (p2 + d * (p3 + d * p4));
 }
 
-/* Channel ch of src at Pillow input point (xin, yin): 0 when it is outside the image (the
- * caller keeps the fill), else 1 with the filtered byte in *out. Pillow's bilinear_filter8 /
- * bicubic_filter8 (and their 32RGB twins, per band): taps clipped to the image in x, in y the
- * first row clipped and later rows outside it repeating the previous row's value. */
-static int filter_px(const uint8_t *src, int side, int c, int ch, double xin, double yin, sv_ra_interp f,
-                     uint8_t *out) {
+/* src at Pillow input point (xin, yin), every channel: 0 when it is outside the image (the
+ * caller keeps the fill), else 1 with the filtered bytes in out[0..c-1]. Pillow's
+ * bilinear_filter8 / bicubic_filter8 (and their 32RGB twins, per band): taps clipped to the
+ * image in x, in y the first row clipped and later rows outside it repeating the previous row's
+ * value. The taps' positions are found once for all channels (each channel's arithmetic is
+ * unchanged). */
+static int filter_px(const uint8_t *src, int side, int c, double xin, double yin, sv_ra_interp f, uint8_t *out) {
     if (xin < 0.0 || xin >= side || yin < 0.0 || yin >= side) return 0;
     xin -= 0.5;
     yin -= 0.5;
     int x = xin < 0.0 ? (int)floor(xin) : (int)xin, y = yin < 0.0 ? (int)floor(yin) : (int)yin; /* FLOOR */
     double dx = xin - x, dy = yin - y;
-    int taps = f == SV_RA_BICUBIC ? 4 : 2;
+    const int taps = f == SV_RA_BICUBIC ? 4 : 2;
     if (taps == 4) x--, y--;
-    double row[4];
+    const uint8_t *rowp[4]; /* NULL: repeat the previous row's value */
+    size_t col[4];
     for (int r = 0; r < taps; r++) {
         int yy = r == 0 ? clip_side(y, side) : y + r;
-        if (r > 0 && (yy < 0 || yy >= side)) {
-            row[r] = row[r - 1];
+        rowp[r] = r > 0 && (yy < 0 || yy >= side) ? NULL : src + (size_t)yy * (size_t)side * (size_t)c;
+        col[r] = (size_t)clip_side(x + r, side) * (size_t)c;
+    }
+    for (int ch = 0; ch < c; ch++) {
+        double row[4];
+        for (int r = 0; r < taps; r++) {
+            if (!rowp[r]) {
+                row[r] = row[r - 1];
+                continue;
+            }
+            const uint8_t *q = rowp[r] + ch;
+            row[r] = taps == 4 ? cubic_px(q[col[0]], q[col[1]], q[col[2]], q[col[3]], dx)
+                               : lerp_px(q[col[0]], q[col[1]], dx);
+        }
+        if (taps == 2) {
+            out[ch] = (uint8_t)lerp_px(row[0], row[1], dy);
             continue;
         }
-        double v[4];
-        for (int k = 0; k < taps; k++)
-            v[k] = src[((size_t)yy * (size_t)side + (size_t)clip_side(x + k, side)) * (size_t)c + (size_t)ch];
-        row[r] = taps == 4 ? cubic_px(v[0], v[1], v[2], v[3], dx) : lerp_px(v[0], v[1], dx);
+        double v = cubic_px(row[0], row[1], row[2], row[3], dy);
+        out[ch] = v <= 0.0 ? 0 : v >= 255.0 ? 255 : (uint8_t)v;
     }
-    if (taps == 2) {
-        *out = (uint8_t)lerp_px(row[0], row[1], dy);
-        return 1;
-    }
-    double v = cubic_px(row[0], row[1], row[2], row[3], dy);
-    *out = v <= 0.0 ? 0 : v >= 255.0 ? 255 : (uint8_t)v;
     return 1;
 }
 
@@ -174,16 +216,126 @@ static void affine_filtered(uint8_t *img, int side, int c, const double m[6], co
             double xi = x + 0.5, yi = y + 0.5;
             double xx = m[0] * xi + m[1] * yi + m[2], yy = m[3] * xi + m[4] * yi + m[5];
             uint8_t *d = img + ((size_t)y * (size_t)side + (size_t)x) * (size_t)c;
-            for (int ch = 0; ch < c; ch++)
-                if (!filter_px(scratch, side, c, ch, xx, yy, f, d + ch)) d[ch] = fill[ch];
+            if (!filter_px(scratch, side, c, xx, yy, f, d))
+                for (int ch = 0; ch < c; ch++) d[ch] = fill[ch];
         }
+}
+
+/* Output pixels [x0, x1) of row d take fill. */
+static void fill_run(uint8_t *d, int c, int x0, int x1, const uint8_t *fill) {
+    if (c == 1) {
+        if (x1 > x0) memset(d + x0, fill[0], (size_t)(x1 - x0));
+        return;
+    }
+    for (int x = x0; x < x1; x++)
+        for (int ch = 0; ch < c; ch++) d[(size_t)x * (size_t)c + (size_t)ch] = fill[ch];
+}
+
+static int64_t floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* Narrow [*lo, *hi) to the x where lo_v <= v0 + x dv <= hi_v. */
+static void keep_inside(int64_t v0, int64_t dv, int64_t lo_v, int64_t hi_v, int64_t *lo, int64_t *hi) {
+    int64_t a, b; /* inclusive */
+    if (dv == 0) {
+        if (v0 < lo_v || v0 > hi_v) *hi = *lo;
+        return;
+    }
+    if (dv > 0) {
+        a = -floor_div(v0 - lo_v, dv); /* ceil((lo_v - v0) / dv) */
+        b = floor_div(hi_v - v0, dv);
+    } else {
+        a = -floor_div(v0 - hi_v, dv);
+        b = floor_div(lo_v - v0, dv);
+    }
+    if (a > *lo) *lo = a;
+    if (b + 1 < *hi) *hi = b + 1;
+    if (*hi < *lo) *hi = *lo;
+}
+
+enum { MAX_TABLE_SIDE = 2048 }; /* sides up to this use the fast scale/translate rows */
+
+/* Pillow's pure scale/translate walk: the doubles xo stepped along a row are the same on every
+ * row, so the columns' source indices (and their runs of consecutive inside pixels, one memcpy
+ * each) are worked out once. */
+static void affine_translate(uint8_t *img, int side, int c, const double m[6], const uint8_t *fill,
+                             const uint8_t *scratch) {
+    int32_t run_x[MAX_TABLE_SIDE], run_len[MAX_TABLE_SIDE], run_src[MAX_TABLE_SIDE]; /* src -1: fill */
+    int nrun = 0;
+    double xo = m[2] + m[0] * 0.5;
+    for (int x = 0; x < side; x++, xo += m[0]) {
+        int ix = coord(xo), src = ix >= 0 && ix < side ? ix : -1;
+        if (nrun &&
+            (src < 0 ? run_src[nrun - 1] < 0 : run_src[nrun - 1] >= 0 && run_src[nrun - 1] + run_len[nrun - 1] == src))
+            run_len[nrun - 1]++;
+        else
+            run_x[nrun] = x, run_len[nrun] = 1, run_src[nrun++] = src;
+    }
+    const size_t row = (size_t)side * (size_t)c;
+    double yo = m[5] + m[4] * 0.5;
+    for (int y = 0; y < side; y++, yo += m[4]) {
+        int iy = coord(yo);
+        uint8_t *d = img + (size_t)y * row;
+        if (iy < 0 || iy >= side) {
+            fill_run(d, c, 0, side, fill);
+            continue;
+        }
+        const uint8_t *s = scratch + (size_t)iy * row;
+        for (int r = 0; r < nrun; r++)
+            if (run_src[r] < 0)
+                fill_run(d, c, run_x[r], run_x[r] + run_len[r], fill);
+            else
+                memcpy(d + (size_t)run_x[r] * (size_t)c, s + (size_t)run_src[r] * (size_t)c,
+                       (size_t)run_len[r] * (size_t)c);
+    }
+}
+
+/* Pillow's 16.16 fixed-point walk, row by row: on row y the source point of column x is
+ * (xx0 + x a0, yy0 + x a3) >> 16, so the columns whose point is inside form one range, found
+ * exactly in integers; the rest take the fill. A row whose int32 walk would wrap takes the
+ * per-pixel walk as before. */
+static void affine_fixed(uint8_t *img, int side, int c, const double m[6], const uint8_t *fill,
+                         const uint8_t *scratch) {
+    int32_t a0 = (int32_t)floor(m[0] * 65536.0 + 0.5), a1 = (int32_t)floor(m[1] * 65536.0 + 0.5);
+    int32_t a3 = (int32_t)floor(m[3] * 65536.0 + 0.5), a4 = (int32_t)floor(m[4] * 65536.0 + 0.5);
+    int32_t a2 = (int32_t)floor((m[2] + m[0] * 0.5 + m[1] * 0.5) * 65536.0 + 0.5);
+    int32_t a5 = (int32_t)floor((m[5] + m[3] * 0.5 + m[4] * 0.5) * 65536.0 + 0.5);
+    const size_t row = (size_t)side * (size_t)c;
+    const int64_t top = ((int64_t)side << 16) - 1, last = side - 1;
+    for (int y = 0; y < side; y++, a2 += a1, a5 += a4) {
+        uint8_t *d = img + (size_t)y * row;
+        const int64_t xe = a2 + last * a0, ye = a5 + last * a3;
+        if (xe < INT32_MIN || xe > INT32_MAX || ye < INT32_MIN || ye > INT32_MAX) {
+            int32_t xx = a2, yy = a5;
+            for (int x = 0; x < side; x++, xx += a0, yy += a3)
+                put(img, side, c, x, y, scratch, xx >> 16, yy >> 16, fill);
+            continue;
+        }
+        int64_t lo = 0, hi = side;
+        keep_inside(a2, a0, 0, top, &lo, &hi);
+        keep_inside(a5, a3, 0, top, &lo, &hi);
+        fill_run(d, c, 0, (int)lo, fill);
+        fill_run(d, c, (int)hi, side, fill);
+        if (hi <= lo) continue;
+        int32_t xx = (int32_t)(a2 + lo * a0), yy = (int32_t)(a5 + lo * a3);
+        uint8_t *o = d + (size_t)lo * (size_t)c;
+        const int len = (int)(hi - lo);
+        if (a0 == 65536 && a3 == 0) { /* a row of the source, shifted (ShearX) */
+            memcpy(o, scratch + ((size_t)(yy >> 16) * (size_t)side + (size_t)(xx >> 16)) * (size_t)c,
+                   (size_t)len * (size_t)c);
+        } else {
+            sv_ra_kernels_get()->gather(scratch, side, c, xx, yy, a0, a3, o, len);
+        }
+    }
 }
 
 /* Sample img through the PIL affine map (output pixel centre (x+.5, y+.5) -> input
  * (a x + b y + c, d x + e y + f)), fill outside. Bilinear / bicubic: affine_filtered. Nearest:
  * the arithmetic of Pillow's ImagingTransformAffine for NEAREST: a pure scale/translate walks
- * doubles per axis; otherwise 16.16 fixed point stepped per pixel when the coordinates fit,
- * else doubles stepped likewise. */
+ * doubles per axis (affine_translate); otherwise 16.16 fixed point stepped per pixel when the
+ * coordinates fit (affine_fixed), else doubles stepped likewise. */
 static void affine(uint8_t *img, int side, int c, const double m[6], const uint8_t *fill, uint8_t *scratch,
                    sv_ra_interp f) {
     size_t n = (size_t)side * (size_t)side * (size_t)c;
@@ -193,6 +345,10 @@ static void affine(uint8_t *img, int side, int c, const double m[6], const uint8
         return;
     }
     if (m[1] == 0 && m[3] == 0) {
+        if (side <= MAX_TABLE_SIDE) {
+            affine_translate(img, side, c, m, fill, scratch);
+            return;
+        }
         double yo = m[5] + m[4] * 0.5;
         for (int y = 0; y < side; y++, yo += m[4]) {
             double xo = m[2] + m[0] * 0.5;
@@ -202,15 +358,7 @@ static void affine(uint8_t *img, int side, int c, const double m[6], const uint8
         return;
     }
     if (fits_fixed(m, 0, 0) && fits_fixed(m, side, side)) {
-        int32_t a0 = (int32_t)floor(m[0] * 65536.0 + 0.5), a1 = (int32_t)floor(m[1] * 65536.0 + 0.5);
-        int32_t a3 = (int32_t)floor(m[3] * 65536.0 + 0.5), a4 = (int32_t)floor(m[4] * 65536.0 + 0.5);
-        int32_t a2 = (int32_t)floor((m[2] + m[0] * 0.5 + m[1] * 0.5) * 65536.0 + 0.5);
-        int32_t a5 = (int32_t)floor((m[5] + m[3] * 0.5 + m[4] * 0.5) * 65536.0 + 0.5);
-        for (int y = 0; y < side; y++, a2 += a1, a5 += a4) {
-            int32_t xx = a2, yy = a5;
-            for (int x = 0; x < side; x++, xx += a0, yy += a3)
-                put(img, side, c, x, y, scratch, xx >> 16, yy >> 16, fill);
-        }
+        affine_fixed(img, side, c, m, fill, scratch);
         return;
     }
     double xo = m[2] + m[1] * 0.5 + m[0] * 0.5, yo = m[5] + m[4] * 0.5 + m[3] * 0.5;
@@ -230,6 +378,7 @@ static void apply_arg(sv_ra_op op, double arg, uint8_t *img, int side, int c, co
                       sv_ra_interp interp) {
     size_t npx = (size_t)side * (size_t)side, n = npx * (size_t)c;
     uint8_t lut[3][256];
+    const sv_ra_kernels *k = sv_ra_kernels_get();
     switch (op) {
     case SV_RA_IDENTITY:
     case SV_RA_NUM_OPS: return;
@@ -251,33 +400,36 @@ static void apply_arg(sv_ra_op op, double arg, uint8_t *img, int side, int c, co
         same_lut(lut, c, f_solarize_add, (int)arg);
         apply_lut(img, npx, c, lut);
         return;
-    case SV_RA_COLOR:
+    case SV_RA_COLOR: /* blend with the grey (luma) of each pixel */
         if (c != 3) return;
-        for (size_t p = 0; p < npx; p++) scratch[p] = luma(img + 3 * p);
-        for (size_t p = 0; p < npx; p++) blend(img + 3 * p, scratch + p, 0, 3, (float)arg);
+        k->luma3(img, scratch, npx);
+        k->blend_buf(img, scratch, n, (float)arg);
         return;
-    case SV_RA_CONTRAST: {
-        double sum = 0;
-        for (size_t p = 0; p < npx; p++) sum += c == 3 ? luma(img + 3 * p) : img[p];
-        uint8_t mean = (uint8_t)(int)(sum / (double)npx + 0.5);
-        blend(img, &mean, 0, n, (float)arg);
-        return;
-    }
-    case SV_RA_BRIGHTNESS: {
-        uint8_t zero = 0;
-        blend(img, &zero, 0, n, (float)arg);
+    case SV_RA_CONTRAST: { /* the sum of integers is exact in double: the same mean either way */
+        uint64_t sum = 0;
+        if (c == 3)
+            sum = k->luma_sum(img, npx);
+        else
+            for (size_t p = 0; p < npx; p++) sum += img[p];
+        uint8_t mean = (uint8_t)(int)((double)sum / (double)npx + 0.5);
+        k->blend_const(img, mean, n, (float)arg);
         return;
     }
+    case SV_RA_BRIGHTNESS: k->blend_const(img, 0, n, (float)arg); return;
     case SV_RA_SHARPNESS: { /* PIL SMOOTH: 3x3 [1 1 1; 1 5 1; 1 1 1] / 13, border pixels kept */
-        memcpy(scratch, img, n);
-        ptrdiff_t R = (ptrdiff_t)side * c, C = c;
-        for (int y = 1; y < side - 1; y++)
-            for (ptrdiff_t e = C; e < R - C; e++) {
-                const uint8_t *q = img + y * R + e;
-                int s = q[-R - C] + q[-R] + q[-R + C] + q[-C] + 5 * q[0] + q[C] + q[R - C] + q[R] + q[R + C];
-                scratch[y * R + e] = (uint8_t)((s + 6) / 13);
+        size_t R = (size_t)side * (size_t)c;
+        if (side <= 2) { /* no interior: every pixel is kept */
+            memcpy(scratch, img, n);
+        } else { /* the border of scratch = img's (it blends to itself), the interior SMOOTH */
+            memcpy(scratch, img, R);
+            memcpy(scratch + n - R, img + n - R, R);
+            for (size_t y = 1; y + 1 < (size_t)side; y++) {
+                memcpy(scratch + y * R, img + y * R, (size_t)c);
+                memcpy(scratch + y * R + R - (size_t)c, img + y * R + R - (size_t)c, (size_t)c);
             }
-        blend(img, scratch, 1, n, (float)arg);
+            k->smooth(img, scratch, side, c);
+        }
+        k->blend_buf(img, scratch, n, (float)arg);
         return;
     }
     case SV_RA_ROTATE: { /* PIL Image.rotate(deg) about (side/2, side/2), counter-clockwise */
@@ -346,8 +498,7 @@ void sv_image_solarize(uint8_t *img, int side, int c, int thresh) {
 
 void sv_image_grayscale(uint8_t *img, int side, int c) {
     if (c != 3) return;
-    size_t npx = (size_t)side * (size_t)side;
-    for (size_t p = 0; p < npx; p++) img[3 * p] = img[3 * p + 1] = img[3 * p + 2] = luma(img + 3 * p);
+    sv_ra_kernels_get()->luma3(img, img, (size_t)side * (size_t)side);
 }
 
 /* timm's _RAND_TRANSFORMS / _RAND_INCREASING_TRANSFORMS order (15 ops, no Identity). */
