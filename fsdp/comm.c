@@ -51,6 +51,19 @@ const char *sv_comm_coll_name(sv_comm_coll k) {
     return "?";
 }
 
+int sv_comm_launched_size(const char **var) {
+    static const char *const vars[] = {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (!v || !*v) continue;
+        *var = vars[i];
+        long n = strtol(v, NULL, 10);
+        return n > 1 && n < (1L << 30) ? (int)n : 1;
+    }
+    *var = NULL;
+    return 1;
+}
+
 size_t sv_comm_chunk_bytes(const sv_comm_config *cfg) {
     size_t v = cfg->chunk_bytes;
     if (v == 0 || v > SV_COMM_CHUNK_BYTES) return SV_COMM_CHUNK_BYTES;
@@ -175,6 +188,11 @@ void sv_comm_dump_log(const sv_comm *c, const char *reason) {
  * peers run. A wait thus keeps one core busy, as MPI_Wait does; what bounds a wait on a dead
  * or absent peer is the timeout, not the polling. */
 #define SV_COMM_SPIN_SECONDS 50e-6
+/* The timeout counts the time the process ran: of a gap between two clock reads of a wait loop
+ * (normally microseconds apart, a scheduler quantum at most) only this much counts, so a job
+ * whose ranks were all stopped together (SIGSTOP / SIGTSTP and SIGCONT, a suspended Slurm job,
+ * a paused container) goes on after it is continued instead of declaring the collective hung. */
+#define SV_COMM_STALL_GAP_SECONDS 1.0
 
 static void describe(const sv_comm *c, const sv_comm_slot *s, char *buf, size_t n) {
     size_t es = sv_comm_dtype_size(s->dt);
@@ -247,7 +265,7 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
         }
         return SV_OK;
     }
-    double start = sv_now_s(), now = start;
+    double start = sv_now_s(), now = start, prev = start, counted = 0;
     unsigned spins = 0;
     sv_status st = SV_OK;
     int done = 0;
@@ -264,7 +282,14 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
         if (until_issued && !(c->ops->issue_pending && c->ops->issue_pending(c, idx))) break;
         if (++spins % 64) continue; /* pure spin: no clock reads on the fast path */
         now = sv_now_s();
-        if (c->cfg.timeout_s > 0 && now - start > c->cfg.timeout_s) {
+        double gap = now - prev;
+        prev = now;
+        if (gap > SV_COMM_STALL_GAP_SECONDS && c->cfg.timeout_s > 0)
+            SV_INFO("comm '%s': this process did not run for %.1f s while waiting (stopped and continued?); "
+                    "%.0f s of it not counted toward the %g s timeout",
+                    c->label, gap, gap - SV_COMM_STALL_GAP_SECONDS, c->cfg.timeout_s);
+        counted += gap < SV_COMM_STALL_GAP_SECONDS ? gap : SV_COMM_STALL_GAP_SECONDS;
+        if (c->cfg.timeout_s > 0 && counted > c->cfg.timeout_s) {
             st = SV_ERR_TIMEOUT;
             break;
         }

@@ -153,6 +153,14 @@ sv_status sv_comm_mpi_create(const sv_comm_config *cfg, sv_comm **out);
 sv_status sv_comm_local_create(const sv_comm_config *cfg, sv_comm **out);
 sv_status sv_comm_nccl_create(const sv_comm_config *cfg, sv_comm **out);
 
+/* How many ranks the process's launcher started, as its environment says (1: none, or one);
+ * *var names the variable it read. The launcher's PMI (`PMI_SIZE`: MPICH's hydra, srun
+ * --mpi=pmi2) or Open MPI's count (`OMPI_COMM_WORLD_SIZE`) where set; else Slurm's task count of
+ * the srun step (`SLURM_STEP_NUM_TASKS`: srun sets it, a batch script's own shell has none), the
+ * case of `srun --mpi=none`, whose tasks get no PMI. A world of 1 where this says more is N
+ * copies each training alone: both MPI transports refuse it. */
+int sv_comm_launched_size(const char **var);
+
 /* Chunk size in bytes that a chunking transport uses: cfg->chunk_bytes clamped to
  * [64, SV_COMM_CHUNK_BYTES], SV_COMM_CHUNK_BYTES when 0. Every rank must use the same value;
  * comm_mpi.c verifies that at create. */

@@ -434,6 +434,16 @@ sv_status sv_comm_mpi_create(const sv_comm_config *cfg, sv_comm **out) {
                        "MPI comm: MPI is %s (app/ must call MPI_Init_thread "
                        "before creating the communicator)",
                        finalized ? "already finalized" : "not initialised");
+    int world = 0;
+    MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &world));
+    const char *var = NULL;
+    int launched = sv_comm_launched_size(&var);
+    if (world == 1 && launched > 1) /* every task its own world of 1: N copies training alone */
+        return SV_FAIL(SV_ERR_UNSUPPORTED,
+                       "this process is one of %d tasks (%s=%s) but MPI made it a world of 1 rank: the "
+                       "launcher gave the MPI library no way to find the other ranks (with Slurm and "
+                       "MPICH: srun --mpi=pmi2, or mpiexec inside the allocation; docs/slurm.md)",
+                       launched, var, getenv(var));
     MPI_Comm dup;
     MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
     SV_TRY(wrap(cfg, dup, "world", out));

@@ -2,30 +2,18 @@
  *
  * Asking for an MPI communicator in a build without MPI falls back to the world-of-one local
  * transport, because that is exactly what a single process is; a warning says so. But if the
- * process was started by a launcher as one of several ranks (mpiexec/hydra and PMI set
- * PMI_SIZE, Open MPI sets OMPI_COMM_WORLD_SIZE, Slurm sets SLURM_NTASKS), N copies would each
- * train alone on the whole data set while looking healthy, so that fails with
- * SV_ERR_UNSUPPORTED naming the variable and the fix. */
+ * process was started by a launcher as one of several ranks (sv_comm_launched_size: PMI_SIZE,
+ * OMPI_COMM_WORLD_SIZE, or an srun step's SLURM_STEP_NUM_TASKS), N copies would each train alone
+ * on the whole data set while looking healthy, so that fails with SV_ERR_UNSUPPORTED naming the
+ * variable and the fix. */
 #include <stdlib.h>
 
 #include "core/log.h"
 #include "fsdp/comm_impl.h"
 
-static int launched_size(const char **var) {
-    static const char *vars[] = {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && atoi(v) > 1) {
-            *var = vars[i];
-            return atoi(v);
-        }
-    }
-    return 1;
-}
-
 sv_status sv_comm_mpi_create(const sv_comm_config *cfg, sv_comm **out) {
     const char *var = NULL;
-    int n = launched_size(&var);
+    int n = sv_comm_launched_size(&var);
     if (n > 1)
         return SV_FAIL(SV_ERR_UNSUPPORTED,
                        "MPI comm requested and this process was launched as one of %d ranks "

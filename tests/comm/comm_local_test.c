@@ -1,11 +1,13 @@
 /* The world-of-one comm (no MPI): collectives complete at issue with the right data, are
  * counted in stats and logged; plus create-time dispatch and argument errors. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "comm_expect.h"
 #include "fsdp/comm.h"
+#include "fsdp/comm_impl.h" /* sv_comm_launched_size */
 
 int main(void) {
     sv_comm_config cfg = {.kind = SV_COMM_KIND_LOCAL, .timeout_s = 1.0};
@@ -95,6 +97,30 @@ int main(void) {
     CHECK(st == SV_OK && strcmp(sv_comm_name(c), "local") == 0);
     sv_comm_destroy(c);
 #endif
+    /* the launcher's rank count (sv_comm_launched_size): PMI's or Open MPI's count where set, else
+     * an srun step's task count; a batch script's own SLURM_NTASKS is not a launch */
+    const char *var = NULL;
+    unsetenv("PMI_SIZE");
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("SLURM_STEP_NUM_TASKS");
+    setenv("SLURM_NTASKS", "4", 1);
+    CHECK(sv_comm_launched_size(&var) == 1 && var == NULL);
+    setenv("SLURM_STEP_NUM_TASKS", "2", 1); /* srun --mpi=none */
+    CHECK(sv_comm_launched_size(&var) == 2 && strcmp(var, "SLURM_STEP_NUM_TASKS") == 0);
+    setenv("PMI_SIZE", "1", 1); /* mpiexec -n 1 inside a step of 2 tasks: the PMI count wins */
+    CHECK(sv_comm_launched_size(&var) == 1 && strcmp(var, "PMI_SIZE") == 0);
+    setenv("PMI_SIZE", "3", 1);
+    CHECK(sv_comm_launched_size(&var) == 3);
+    setenv("PMI_SIZE", "junk", 1);
+    CHECK(sv_comm_launched_size(&var) == 1);
+    unsetenv("PMI_SIZE");
+#ifndef SV_TEST_HAVE_MPI
+    /* no-MPI build launched as one of 2 srun tasks: refused, naming the variable */
+    st = sv_comm_create_world(&mpi, &c);
+    CHECK(st == SV_ERR_UNSUPPORTED && strstr(sv_err_msg(), "SLURM_STEP_NUM_TASKS=2") != NULL);
+#endif
+    unsetenv("SLURM_STEP_NUM_TASKS");
+    unsetenv("SLURM_NTASKS");
     printf("comm_local_test OK\n");
     return 0;
 }

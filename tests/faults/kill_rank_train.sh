@@ -8,11 +8,15 @@
 #     the dead rank ("BAD TERMINATION" / "KILLED BY SIGNAL"); MPICH's hydra usually tears the job
 #     down within milliseconds of a rank's death, before any timeout can fire;
 #   - no process of the job (ranks, hydra proxy, mpiexec) is left afterwards.
-# Usage: kill_rank_train.sh SHARDVIT MPIEXEC kill|stop
+# pause: every rank is stopped (SIGSTOP) for twice --comm-timeout (3 s here), then continued, as a
+# suspended Slurm job or a paused container is: the run goes on (no rank counts the time it did
+# not run toward the timeout), then SIGTERM to mpiexec ends it with the preemption save (exit 75).
+# Usage: kill_rank_train.sh SHARDVIT MPIEXEC kill|stop|pause
 SHARDVIT=$1 MPIEXEC=$2 MODE=$3
 source "$(dirname "$0")/lib.sh"
-case "$MODE" in kill) SIG=KILL ;; stop) SIG=STOP ;; *) echo "mode?"; exit 2 ;; esac
+case "$MODE" in kill) SIG=KILL ;; stop | pause) SIG=STOP ;; *) echo "mode?"; exit 2 ;; esac
 TIMEOUT_S=10
+[ "$MODE" = pause ] && TIMEOUT_S=3
 BOUND=$((TIMEOUT_S + 30))
 run="$WORK/run"
 FAIL_LOGS=("$WORK/out")
@@ -26,6 +30,31 @@ for _ in $(seq 600); do
     sleep 0.1
 done
 [ -f "$run/metrics.jsonl" ] && [ "$(wc -l <"$run/metrics.jsonl")" -ge 3 ] || fail "training never got going"
+if [ "$MODE" = pause ]; then
+    pids=""
+    for r in 0 1 2; do pids="$pids $(rank_pid "$run" $r)" || fail "could not find rank $r's process"; done
+    kill -STOP $pids
+    echo "ranks$pids stopped for $((2 * TIMEOUT_S)) s (--comm-timeout $TIMEOUT_S)"
+    sleep $((2 * TIMEOUT_S))
+    kill -CONT $pids
+    n0=$(wc -l <"$run/metrics.jsonl")
+    for _ in $(seq 300); do
+        [ "$(wc -l <"$run/metrics.jsonl")" -ge $((n0 + 5)) ] && break
+        kill -0 $mpid 2>/dev/null || fail "the run ended after it was continued"
+        sleep 0.1
+    done
+    [ "$(wc -l <"$run/metrics.jsonl")" -ge $((n0 + 5)) ] || fail "no step logged after the ranks were continued"
+    grep -q "did not run for" "$WORK/out" || fail "no rank noted the time it was stopped"
+    kill -TERM $mpid
+    wait $mpid
+    rc=$?
+    [ $rc -eq 75 ] || fail "mpiexec exited $rc after SIGTERM (want 75: saved for preemption)"
+    grep -q "did not complete within" "$WORK/out" && fail "a collective was declared hung"
+    no_leftovers "$run"
+    echo "continued after the pause: $(($(wc -l <"$run/metrics.jsonl") - n0)) more records; exit 75 on SIGTERM"
+    echo PASS
+    exit 0
+fi
 victim=$(rank_pid "$run" 1) || fail "could not find rank 1's process"
 echo "rank 1 is pid $victim; sending SIG$SIG"
 t0=$(date +%s%N)
