@@ -23,13 +23,14 @@
 #include "app/backend_env.h"
 #include "app/bench_ops.h"
 #include "app/bench_sweep.h"
-#include "app/cpu_peak.h"
 #include "app/commands.h"
+#include "app/cpu_peak.h"
 #include "app/env_overrides.h"
 #include "app/provenance.h"
 #include "app/run.h"
 #include "app/train_step.h"
 #include "ckpt/ckpt_out.h"
+#include "core/cpus.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -190,8 +191,7 @@ static sv_status agree_outputs(const bench_opts *o, const sv_proc *p, sv_status 
 }
 
 static int resolve_threads(const bench_opts *o, const sv_proc *p) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int t = o->run.threads ? o->run.threads : (int)(cores / (p->local_size > 0 ? p->local_size : 1));
+    int t = o->run.threads ? o->run.threads : sv_cpus_rank_share(p->local_size);
     return t < 1 ? 1 : t;
 }
 
@@ -678,7 +678,8 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
          0},
         {"data", SV_FLAG_STR, &o.data, 0, 0,
          "time with this input pipeline instead: synthetic | ImageFolder dir | tar pattern", 0},
-        {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank with --data (0 = cores)", 0},
+        {"workers", SV_FLAG_INT, &o.workers, 0, 256,
+         "data loader threads per rank with --data (0 = the CPUs it may use)", 0},
         {"smoothing", SV_FLAG_DOUBLE, &o.smoothing, 0, 0.999, "label smoothing", 0},
         {"json", SV_FLAG_STR, &o.json, 0, 0,
          "write the JSON result here instead of stdout (replaces only an earlier bench result)", 0},

@@ -9,6 +9,7 @@
 #include "app/provenance.h"
 #include "app/run.h"
 #include "ckpt/ckpt_out.h"
+#include "core/cpus.h"
 #include "core/trace.h"
 
 static void row(const char *what, size_t bytes, size_t total, const char *note) {
@@ -135,7 +136,7 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     int micro;
     /* threads per rank as train takes them with the ranks on this machine (--threads, else its
      * cores shared by the ranks): every CPU worker thread has attention scratch of its own */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = sv_cpus_usable();
     int local = cores > 0 && world > cores ? (int)cores : world;
     sv_status st = sv_run_resolve(&o, world, &vcfg, &fc, &bc, local, &micro);
     if (st != SV_OK) return sv_cmd_usage_error("plan", "%s", sv_err_msg());

@@ -190,7 +190,7 @@ int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
         SV_XFORM_FLAGS(o.xf),
         {"param-dtype", SV_FLAG_STR, &o.run.param_dtype, 0, 0, "compute dtype fp32 | bf16", 0},
         {"device", SV_FLAG_STR, &o.run.device, 0, 0, "auto | cpu | cuda", 0},
-        {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024, "CPU threads (0 = cores)", 0},
+        {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024, "CPU threads (0 = the CPUs it may use)", 0},
         SV_FLAG_END};
     /* clang-format on */
     sv_cmd_spec spec = {"predict", "shardvit predict --weights FILE.safetensors | --ckpt PATH [flags] IMG.jpg...",

@@ -609,7 +609,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         {"std", SV_FLAG_STR, &o.xf.std, 0, 0,
          "normalisation std: comma list | imagenet | half (unset: as --mean); recorded", 0},
         {"log-every", SV_FLAG_INT, &o.log_every, 1, 1 << 30, "log every N steps", 0},
-        {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank (0 = cores)", 0},
+        {"workers", SV_FLAG_INT, &o.workers, 0, 256, "data loader threads per rank (0 = the CPUs it may use)", 0},
         {"synth-samples", SV_FLAG_INT, &o.synth_samples, 1, 1 << 30, "samples in --data synthetic", 0},
         {"max-skipped-steps", SV_FLAG_INT, &o.max_skipped, -1, 1 << 30,
          "abort when more than N steps were skipped for non-finite gradients (-1 = never)", 0},

@@ -4,12 +4,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/cpus.h"
 #include "model/backend/cpu/isa_peak.h"
 
 void sv_cpu_peak_cores(const sv_run *r, int threads_opt, sv_cpu_peak *pk) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = sv_cpus_usable();
     int local = r->local_size > 0 ? r->local_size : 1;
-    int t = !strcmp(sv_be_name(r->be), "cpu") ? (threads_opt ? threads_opt : (int)(cores / local)) : 1;
+    int t = !strcmp(sv_be_name(r->be), "cpu") ? (threads_opt ? threads_opt : sv_cpus_rank_share(local)) : 1;
     pk->threads_rank = t < 1 ? 1 : t;
     int nodes = r->world / local;
     long used_node = (long)pk->threads_rank * local;

@@ -1,6 +1,7 @@
 #include "app/mpi_env.h"
 
 #include <mpi.h>
+#include <sched.h>
 #include <signal.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -9,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "core/cpus.h"
 
 /* MPICH allocates the temporary buffers of a nonblocking collective when it starts and frees them
  * when MPI_Test completes it, every call of every step. With glibc's defaults each free that
@@ -76,11 +79,25 @@ void sv_mpi_env_abort(int code) {
     exit(code);
 }
 
+/* This rank's CPU share from the affinity masks of the node's ranks: with one mask shared by all
+ * (a job's cpuset, no binding) its CPUs / the ranks; with each rank bound to CPUs of its own
+ * (srun's or a launcher's binding) its own mask; in between the smaller of the two. */
+static void record_rank_share(MPI_Comm node, int local_size) {
+    cpu_set_t own, all;
+    CPU_ZERO(&own);
+    if (sched_getaffinity(0, sizeof own, &own) != 0 || CPU_COUNT(&own) < 1) return;
+    if (MPI_Allreduce(&own, &all, (int)sizeof own, MPI_BYTE, MPI_BOR, node) != MPI_SUCCESS) return;
+    int n_own = CPU_COUNT(&own), n_all = CPU_COUNT(&all) / (local_size > 0 ? local_size : 1);
+    int share = n_own < n_all ? n_own : n_all;
+    sv_cpus_set_rank_share(share > 0 ? share : 1);
+}
+
 void sv_mpi_env_local(int *local_rank, int *local_size) {
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, local_rank);
     MPI_Comm_size(node, local_size);
+    record_rank_share(node, *local_size);
     MPI_Comm_free(&node);
 }
 

@@ -6,6 +6,7 @@
 
 #include "app/backend_env.h"
 #include "app/env_overrides.h"
+#include "core/cpus.h"
 #include "core/log.h"
 #include "data/dataset.h"
 #include "fsdp/agree.h"
@@ -112,8 +113,7 @@ sv_status sv_run_resolve(const sv_run_opts *o, int world, sv_vit_config *vcfg, s
     memset(bc, 0, sizeof *bc);
     SV_TRY(pick_device(o->device, &bc->device));
     SV_TRY(parse_dtype("param-dtype", o->param_dtype, &bc->compute_dtype));
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    bc->threads = o->threads ? o->threads : (int)(cores / (local_size > 0 ? local_size : 1));
+    bc->threads = o->threads ? o->threads : sv_cpus_rank_share(local_size); /* the rank's CPUs (affinity) */
     if (bc->threads < 1) bc->threads = 1;
     sv_backend_env_apply(bc, o->cpu_gemm); /* the documented SHARDVIT_CPU_* overrides, --cpu-gemm */
     return SV_OK;

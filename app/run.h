@@ -104,7 +104,9 @@ typedef struct sv_run_opts {
         {"param-dtype", SV_FLAG_STR, &(o).param_dtype, 0, 0, "compute/all-gather dtype fp32 | bf16", 0}, \
         {"reduce-dtype", SV_FLAG_STR, &(o).reduce_dtype, 0, 0, "gradient reduction dtype fp32 | bf16", 0}, \
         {"device", SV_FLAG_STR, &(o).device, 0, 0, "auto | cpu | cuda", 0}, \
-        {"threads", SV_FLAG_INT, &(o).threads, 0, 1024, "CPU threads per rank (0 = cores / local ranks)", 0}, \
+        {"threads", SV_FLAG_INT, &(o).threads, \
+         0,         1024,        "CPU threads per rank (0 = the CPUs it may use / the ranks sharing them)", \
+         0}, \
         {"cpu-gemm", SV_FLAG_STR, &(o).cpu_gemm, 0, 0, "CPU GEMM engine: auto | NAME (docs/backend_cpu.md)", 0}, \
         {"wrap", SV_FLAG_STR, &(o).wrap, 0, 0, "FSDP units: block | auto:<MB>", 0}, \
         {"recompute", SV_FLAG_BOOL, &(o).recompute, 0, 0, "recompute block activations in backward", 0}, \

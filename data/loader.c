@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/cpus.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "data/jpeg.h"
@@ -486,8 +487,7 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
         l->std[c] = o->norm == SV_NORM_HALF ? 0.5f : o->channels == 1 ? 0.226f : is[c];
         if (o->mean && o->std && c < o->channels) l->mean[c] = o->mean[c], l->std[c] = o->std[c];
     }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    l->nthreads = o->threads > 0 ? o->threads : cores > 0 ? (int)cores : 1;
+    l->nthreads = o->threads > 0 ? o->threads : sv_cpus_usable();
     l->P = o->prefetch > 0 ? o->prefetch : (l->nthreads / 2 + 2 > 2 ? l->nthreads / 2 + 2 : 2);
     l->fill = -1;
     l->out_slot = -1;

@@ -3,13 +3,13 @@
  * (data/dataset.h), so classes, file selection, failures and warnings are those of training. */
 #include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/cpus.h"
 #include "core/fileio.h"
 #include "core/log.h"
 #include "data/dataset.h"
@@ -321,14 +321,6 @@ static sv_status folder_split(sv_prep_job *j, sv_jpeg_ctx *jc, const sv_dataset 
     return sv_prep_sink_close(&s, st);
 }
 
-/* The CPUs this process may run on (its affinity mask), else those online; at least 1. */
-static int cpu_count(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 sv_status sv_prep_out_outside_src(const sv_prep_opts *o) {
     if (!o->out || !o->out[0] || !o->src || !o->src[0]) return SV_OK;
     char rs[PATH_MAX], ro[PATH_MAX];
@@ -363,7 +355,7 @@ sv_status sv_prep_imagefolder(sv_prep_opts *o) {
     if (done) return SV_OK;
     int workers = o->workers;
     if (!workers) {
-        const int cpus = cpu_count();
+        const int cpus = sv_cpus_usable();
         workers = cpus < SV_PREP_MAX_WORKERS ? cpus : SV_PREP_MAX_WORKERS;
     }
     SV_INFO("prep imagefolder: %s -> %s (%s%s, %d worker%s)", o->src, o->out,
