@@ -37,12 +37,14 @@ enum {
     S_EMA_TOP1,
     S_EMA_TOP5,
     S_EMA_LOSS,
+    S_LOSS_AVG,
     S_N
 };
 static const char *const k_keys[S_N] = {
     "loss",           "eval_loss",     "eval_top1",     "eval_top5",     "lr",
     "grad_norm",      "img_per_s",     "tflops",        "mfu",           "mem_bytes",
-    "data_wait_frac", "skipped_steps", "eval_ema_top1", "eval_ema_top5", "eval_ema_loss"};
+    "data_wait_frac", "skipped_steps", "eval_ema_top1", "eval_ema_top5", "eval_ema_loss",
+    "loss_avg"};
 
 typedef struct metrics_data {
     sv_rp_series s[S_N];
@@ -178,9 +180,15 @@ static void curves(sv_rp_buf *b, const metrics_data *md) {
     const sv_rp_series *S = md->s;
     sv_rp_printf(b, "<h2>Training curves</h2>\n<div class=\"grid\">\n");
     int ema = S[S_EMA_TOP1].n || S[S_EMA_TOP5].n || S[S_EMA_LOSS].n;
-    const sv_rp_series *loss[3] = {&S[S_LOSS], &S[S_EVAL_LOSS], &S[S_EMA_LOSS]};
-    sv_rp_chart(b, "Loss", (const char *[]){"train loss", "eval loss", "EMA eval loss"}, loss, ema ? 3 : 2,
-                SV_RP_PLAIN);
+    /* train loss: each logged step's own; its log-window mean (loss_avg) where the run logged it */
+    const sv_rp_series *loss[4];
+    const char *loss_names[4];
+    int nl = 0;
+    loss[nl] = &S[S_LOSS], loss_names[nl++] = "train loss";
+    if (S[S_LOSS_AVG].n) loss[nl] = &S[S_LOSS_AVG], loss_names[nl++] = "train loss, window mean";
+    loss[nl] = &S[S_EVAL_LOSS], loss_names[nl++] = "eval loss";
+    if (ema) loss[nl] = &S[S_EMA_LOSS], loss_names[nl++] = "EMA eval loss";
+    sv_rp_chart(b, "Loss", loss_names, loss, nl, SV_RP_PLAIN);
     if (S[S_TOP1].n || S[S_TOP5].n || ema) {
         const sv_rp_series *acc[4] = {&S[S_TOP1], &S[S_TOP5], &S[S_EMA_TOP1], &S[S_EMA_TOP5]};
         sv_rp_chart(b, ema ? "Eval accuracy (raw and weight-EMA)" : "Eval accuracy",

@@ -258,6 +258,7 @@ def main():
     lines = [json.loads(l) for l in open(metrics) if l.strip()]
     want = {
         "train loss": sum("loss" in l for l in lines),
+        "train loss, window mean": sum("loss_avg" in l for l in lines),
         "eval loss": sum("eval_loss" in l for l in lines),
         "top-1": sum("eval_top1" in l for l in lines),
         "top-5": sum("eval_top5" in l for l in lines),
