@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app/commands.h"
 #include "app/preempt.h"
@@ -48,21 +49,109 @@ sv_status sv_train_ckpt_setup(sv_train_ckpt *c, const char *ckpt_dir, const char
     return SV_OK;
 }
 
-/* --resume auto found no `latest` in dir: a fresh start, unless step directories are there (a
- * `latest` removed by hand): starting over would overwrite them, so that is an error. The caller
- * says "starting from scratch". */
-static sv_status no_latest(const char *dir) {
+/* "step_00001200" (digits only after "step_") => 1200, else -1 (step_00001200.tmp: a save that
+ * was never renamed into place, an incomplete one). */
+static long long step_of_name(const char *name) {
+    if (strncmp(name, "step_", 5) || !name[5] || strlen(name + 5) > 18) return -1;
+    for (const char *q = name + 5; *q; q++)
+        if (*q < '0' || *q > '9') return -1;
+    return atoll(name + 5);
+}
+
+static int cmp_step_desc(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The checkpoint in step_dir as a resume would find it: its index.json loads (sv_ckpt_index_load:
+ * every table validated) and every shard file it lists is there, a regular file of the size it
+ * states (what the reader checks before it reads one; each chunk's CRC is checked by the load). */
+static sv_status step_dir_complete(const char *step_dir) {
+    sv_ckpt_index idx;
+    SV_TRY(sv_ckpt_index_load(&idx, step_dir));
+    sv_status st = SV_OK;
+    for (int f = 0; f < idx.shard_world && st == SV_OK; f++) {
+        char p[SV_CKPT_PATH_MAX + 80];
+        int fd = -1;
+        uint64_t size = 0;
+        snprintf(p, sizeof p, "%s/%s", step_dir, idx.files[f].name);
+        st = sv_fileio_open_read(p, &fd, &size);
+        if (fd >= 0) close(fd);
+        if (st == SV_OK && size != idx.files[f].bytes)
+            st = SV_FAIL(SV_ERR_CORRUPT, "%s has %llu bytes, index.json says %llu", p, (unsigned long long)size,
+                         (unsigned long long)idx.files[f].bytes);
+    }
+    sv_ckpt_index_free(&idx);
+    return st;
+}
+
+/* --resume auto found no `latest` in dir. No step directories (step_*.tmp leftovers of a save
+ * that never completed are none): a fresh start (*found = 0; the caller says "starting from
+ * scratch"). Step directories but no `latest`: a save killed between renaming its step directory
+ * into place and writing `latest` (a requeued job's SIGKILL can land there, at the first save),
+ * or a `latest` removed by hand: the newest step directory that is complete (step_dir_complete)
+ * is resumed, with a warning naming it (*found = 1, its path in step_dir). None complete: an
+ * error naming them (starting over would overwrite them). */
+static sv_status no_latest(const char *dir, char *step_dir, size_t cap, int *found) {
+    enum { MAX_STEPS = 4096 };
+    *found = 0;
     DIR *d = opendir(dir);
     struct dirent *e;
-    char name[80] = "";
-    while (d && !name[0] && (e = readdir(d)))
-        if (!strncmp(e->d_name, "step_", 5)) sv_log_esc(e->d_name, name, sizeof name);
+    char other[80] = ""; /* a step_* entry that is neither a step directory nor a .tmp one */
+    long long *steps = malloc(MAX_STEPS * sizeof *steps);
+    int n = 0;
+    if (!steps) {
+        if (d) closedir(d);
+        return SV_FAIL(SV_ERR_OOM, "step directory list");
+    }
+    while (d && (e = readdir(d))) {
+        if (strncmp(e->d_name, "step_", 5)) continue;
+        long long s = step_of_name(e->d_name);
+        size_t len = strlen(e->d_name);
+        if (s >= 0 && n < MAX_STEPS)
+            steps[n++] = s;
+        else if (s < 0 && !(len > 9 && !strcmp(e->d_name + len - 4, ".tmp")) && !other[0])
+            sv_log_esc(e->d_name, other, sizeof other);
+    }
     if (d) closedir(d);
-    if (name[0])
+    qsort(steps, (size_t)n, sizeof *steps, cmp_step_desc);
+    char why[SV_ERR_MSG_CAP] = "", newest[48] = "";
+    for (int i = 0; i < n; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "step_%08lld", steps[i]);
+        if ((size_t)snprintf(step_dir, cap, "%s/%s", dir, name) >= cap) continue;
+        if (step_dir_complete(step_dir) == SV_OK) {
+            *found = 1;
+            char skipped[SV_ERR_MSG_CAP + 96] = "";
+            if (i > 0)
+                snprintf(skipped, sizeof skipped, "; %d newer step director%s skipped, %s not complete: %s", i,
+                         i == 1 ? "y" : "ies", newest, why);
+            SV_WARN("resume auto: %s has no `latest` (a save killed after its step directory was complete and "
+                    "before `latest` was written, or `latest` removed); resuming the newest complete checkpoint "
+                    "there, %s%s",
+                    dir, step_dir, skipped);
+            break;
+        }
+        if (!newest[0]) { /* the first (newest) failure is the one named */
+            snprintf(newest, sizeof newest, "%s", name);
+            snprintf(why, sizeof why, "%s", sv_err_msg());
+        }
+        sv_err_clear();
+    }
+    free(steps);
+    if (*found) return SV_OK;
+    step_dir[0] = 0;
+    if (n > 0)
         return SV_FAIL(SV_ERR_INVALID,
-                       "resume auto: %s has step directories (%s, ...) but no `latest`; resume one of them with "
-                       "--resume %s/STEP_DIR, or choose a new directory",
-                       dir, name, dir);
+                       "resume auto: %s has step directories (%s, ...) but no `latest`, and none of them is a "
+                       "complete checkpoint (%s: %s); resume one of them with --resume %s/STEP_DIR, or choose a new "
+                       "directory",
+                       dir, newest, newest, why, dir);
+    if (other[0])
+        return SV_FAIL(SV_ERR_INVALID,
+                       "resume auto: %s has no `latest` and no step directory, but holds %s: not a checkpoint this "
+                       "build wrote; resume a checkpoint with --resume PATH, or choose a new directory",
+                       dir, other);
     return SV_OK;
 }
 
@@ -172,10 +261,8 @@ sv_status sv_train_ckpt_precheck(const char *resume, const char *ckpt_dir, const
     if (!strcmp(resume, "auto")) {
         int found = 0;
         SV_TRY(sv_ckpt_latest(c.dir, rs->step_dir, sizeof rs->step_dir, &found));
-        if (!found) {
-            SV_TRY(no_latest(c.dir));
-            return out ? fresh_start_check(out, c.dir, &rec) : SV_OK;
-        }
+        if (!found) SV_TRY(no_latest(c.dir, rs->step_dir, sizeof rs->step_dir, &found));
+        if (!found) return out ? fresh_start_check(out, c.dir, &rec) : SV_OK;
     } else
         SV_TRY(sv_ckpt_resolve(resume, rs->step_dir, sizeof rs->step_dir));
     SV_TRY(sv_ckpt_index_load(&rs->idx, rs->step_dir));
@@ -229,7 +316,57 @@ sv_status sv_train_ckpt_precheck(const char *resume, const char *ckpt_dir, const
  * run's total (a run never continues backwards: its records after that step and the schedule
  * would disagree). A checkpoint at exactly the total resumes with no step left: the end-of-run
  * work (final evaluation, outputs) is done again, which completes a run stopped at its last step. */
-sv_status sv_train_resume_fits(const sv_train_resume *rs, const sv_dataset *ds, const char *data, long total) {
+/* The checkpoint's data position (epoch, sample cursor) is a place in the sampler's permutation
+ * of the data set it was trained on: in another data set (another sample count, other files or
+ * labels: a node-local copy still incomplete, another directory) it names other samples, so
+ * samples would be skipped or repeated without a word. Refused unless data_changed_ok
+ * (--resume-data-changed: warned). A checkpoint written before index.json recorded the data set
+ * (no train_data) cannot be checked: a line says so, and only a cursor past the end of the data
+ * shows a change. */
+static sv_status same_train_data(const sv_train_resume *rs, const sv_dataset *ds, const char *data,
+                                 int data_changed_ok) {
+    const sv_ckpt_train_state *s = &rs->idx.state;
+    unsigned long long n = (unsigned long long)sv_dataset_len(ds), fp = sv_dataset_fingerprint(ds);
+    char what[320];
+    if (!s->data_known) {
+        if (s->cursor < n) {
+            SV_INFO("resume: the checkpoint %s records no training data set (saved before checkpoints recorded "
+                    "one): --data %s cannot be checked against the data it was trained on (%llu samples now)",
+                    rs->step_dir, data, n);
+            return SV_OK;
+        }
+        snprintf(what, sizeof what,
+                 "the checkpoint records no data set, but its data position, sample %llu, is past the end of the "
+                 "%llu samples of --data",
+                 (unsigned long long)s->cursor, n);
+    } else if (s->data_samples != n)
+        snprintf(what, sizeof what, "the checkpoint was trained on %llu samples, --data has %llu",
+                 (unsigned long long)s->data_samples, n);
+    else if (s->data_fingerprint != fp)
+        snprintf(what, sizeof what,
+                 "the same number of samples (%llu), but other files or labels: data set fingerprint %016llx "
+                 "recorded, %016llx now",
+                 n, (unsigned long long)s->data_fingerprint, fp);
+    else
+        return SV_OK;
+    if (data_changed_ok) {
+        SV_WARN("resume: --data %s is not the data set the checkpoint %s was trained on (%s); continuing on it as "
+                "--resume-data-changed asks, from the checkpoint's data position (epoch %llu, sample %llu) in this "
+                "data set's order: the samples already seen in that epoch are not known here, so some are skipped "
+                "or repeated",
+                data, rs->step_dir, what, (unsigned long long)s->epoch, (unsigned long long)s->cursor);
+        return SV_OK;
+    }
+    return SV_FAIL(SV_ERR_INVALID,
+                   "--resume: --data %s is not the data set the checkpoint %s was trained on (%s): its data position "
+                   "(epoch %llu, sample %llu) would pick other samples here, skipping or repeating some (refused, "
+                   "nothing was changed: resume on the data set it was trained on, e.g. once a copy of it is "
+                   "complete; to continue on this one deliberately, add --resume-data-changed)",
+                   data, rs->step_dir, what, (unsigned long long)s->epoch, (unsigned long long)s->cursor);
+}
+
+sv_status sv_train_resume_fits(const sv_train_resume *rs, const sv_dataset *ds, const char *data, long total,
+                               int data_changed_ok) {
     char src[SV_CKPT_PATH_MAX + 32];
     snprintf(src, sizeof src, "%s/index.json", rs->step_dir);
     if (sv_eval_check_class_names(ds, rs->idx.meta.labels, rs->idx.meta.n_labels, src) != SV_OK) {
@@ -241,6 +378,7 @@ sv_status sv_train_resume_fits(const sv_train_resume *rs, const sv_dataset *ds, 
                        "run from its export with --init-from)",
                        data, why);
     }
+    SV_TRY(same_train_data(rs, ds, data, data_changed_ok));
     long long step = (long long)rs->idx.state.step;
     if (step > total)
         return SV_FAIL(SV_ERR_INVALID,
@@ -333,6 +471,16 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, const sv_train_resume
         SV_WARN("resume: the weight EMA changed (checkpoint: --model-ema-decay %g, --model-ema-warmup %d; now %g, %d); "
                 "continuing the saved EMA with the new values",
                 s.ema_decay, s.ema_warmup, c->state.ema_decay, c->state.ema_warmup);
+    /* only in another data set (--resume-data-changed; sv_train_resume_fits refused it otherwise)
+     * can the position lie past the end of this one's epoch: the next epoch begins */
+    if (c->state.data_known && s.cursor >= c->state.data_samples) {
+        SV_WARN("resume: the checkpoint's data position, sample %llu of epoch %llu, is past the %llu samples of this "
+                "data set: continuing at the start of epoch %llu",
+                (unsigned long long)s.cursor, (unsigned long long)s.epoch, (unsigned long long)c->state.data_samples,
+                (unsigned long long)s.epoch + 1);
+        s.epoch++;
+        s.cursor = 0;
+    }
     SV_TRY(sv_run_agreed(r, sv_loader_seek(ld, s.epoch, s.cursor)));
     c->state.epoch = s.epoch;
     c->state.cursor = s.cursor;

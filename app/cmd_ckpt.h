@@ -47,7 +47,10 @@ typedef struct sv_train_resume {
 
 /* Rank 0, after the run directories are locked and before anything is written in them (not
  * collective: the caller agrees on the result). Resolves --resume (auto: `latest` of the
- * checkpoint root, ckpt_dir or OUT/checkpoints) and reads the checkpoint's index.json into rs:
+ * checkpoint root, ckpt_dir or OUT/checkpoints; when the root has no `latest` but step
+ * directories, the newest of them whose index.json loads and whose shard files are all there at
+ * their recorded sizes, with a warning: a save killed between its rename and its `latest`; none
+ * such: refused) and reads the checkpoint's index.json into rs:
  * the step every rank then resumes (sv_train_ckpt_begin). Refused (SV_ERR_INVALID, "nothing was changed"):
  *   - auto without a checkpoint (a fresh start) when --out already holds a run's records
  *     (metrics.jsonl step records, eval.json) or its config.toml records another --ckpt-dir
@@ -63,16 +66,20 @@ typedef struct sv_train_resume {
 sv_status sv_train_ckpt_precheck(const char *resume, const char *ckpt_dir, const char *out, const sv_train_recipe *now,
                                  sv_train_resume *rs);
 /* Rank 0, once the training data is open: rs (found) must hold data's class names (label names
- * of its index.json, index by index) and a step not past the run's `total` steps; otherwise
- * SV_ERR_INVALID naming the difference. */
-sv_status sv_train_resume_fits(const sv_train_resume *rs, const sv_dataset *ds, const char *data, long total);
+ * of its index.json, index by index), the data set it was trained on (its recorded sample count
+ * and sv_dataset_fingerprint; data_changed_ok: --resume-data-changed, a warning instead) and a
+ * step not past the run's `total` steps; otherwise SV_ERR_INVALID naming the difference. A
+ * checkpoint that records no data set is resumed with a line saying the data cannot be checked. */
+sv_status sv_train_resume_fits(const sv_train_resume *rs, const sv_dataset *ds, const char *data, long total,
+                               int data_changed_ok);
 void sv_train_resume_free(sv_train_resume *rs);
 /* Before the first step (collective): --init-from, then --resume (restores parameters,
  * optimizer state, step counters and the loader position). *start_step: first step to run.
  * --init-from warns (rank 0) when its config.json records another num_heads than the run's model.
  * On resume, changes are warned about: the LR schedule, the seed, the global batch size (the data
  * position is in samples, so the data continues exactly; the steps per epoch change) and the
- * weight-EMA decay; a checkpoint past the run's total steps is refused. Failures are agreed
+ * weight-EMA decay; a checkpoint past the run's total steps is refused; a data position past the
+ * end of the data set (another one, --resume-data-changed) continues at the next epoch's start. Failures are agreed
  * (sv_run_agree / sv_run_agreed). */
 /* The checkpoint resumed is the one rank 0 found at start-up (rs: sv_train_ckpt_precheck's result on
  * rank 0, ignored elsewhere), sent to every rank: no rank reads `latest` on its own (a run still

@@ -43,6 +43,7 @@ typedef struct train_opts {
     long long debug_nan_step;
     int debug_nan_rank;
     const char *ckpt_dir, *resume, *init_from; /* app/cmd_ckpt.h */
+    int resume_data_changed;                   /* --resume-data-changed */
     const char *dump_logits;                   /* --dump-logits (app/train_outputs.h) */
     int ckpt_every, keep;
     double ckpt_minutes;                          /* --ckpt-every-minutes */
@@ -229,7 +230,7 @@ static sv_status open_data(trainer *t) {
         sv_layer_decay_scales(L, o->of.layer_decay, t->lr_scale);
     }
     if (r->rank != 0) return SV_OK;
-    if (t->rs->found) SV_TRY(sv_train_resume_fits(t->rs, t->ds, o->data, t->total));
+    if (t->rs->found) SV_TRY(sv_train_resume_fits(t->rs, t->ds, o->data, t->total, o->resume_data_changed));
     /* every start-up check has passed: the run directory's own files */
     SV_TRY(sv_train_outputs_write_config(o->out, o->flags));
     if (o->out) {
@@ -285,7 +286,10 @@ static sv_status begin(trainer *t, long *start) {
                                         .warmup = o->warmup,
                                         .global_batch = o->run.batch_size,
                                         .ema_decay = o->ema.decay,
-                                        .ema_warmup = o->ema.warmup};
+                                        .ema_warmup = o->ema.warmup,
+                                        .data_known = 1, /* the same on every rank (sv_run_same_data) */
+                                        .data_samples = sv_dataset_len(t->ds),
+                                        .data_fingerprint = sv_dataset_fingerprint(t->ds)};
     t->ck.state.sched = t->sched;
     t->ck.state.opt = sv_train_optim_record(&o->of, o->beta1, o->beta2, o->eps, o->weight_decay);
     sv_eval_opts eo = {.workers = o->workers,
@@ -631,7 +635,13 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
          "signals that stop training cleanly: finish the step, save, exit 75 (comma list, or none)", 0},
         {"keep", SV_FLAG_INT, &o.keep, 0, 1 << 20, "keep the newest N checkpoints (0: all)", 0},
         {"resume", SV_FLAG_STR, &o.resume, 0, 0,
-         "auto (latest in --ckpt-dir, if any) | run dir | checkpoint root | step dir", 0},
+         "auto (latest in --ckpt-dir, if any; without latest the newest complete step directory, warned) | run "
+         "dir | checkpoint root | step dir",
+         0},
+        {"resume-data-changed", SV_FLAG_BOOL, &o.resume_data_changed, 0, 1,
+         "with --resume: continue on a --data other than the checkpoint's (another sample count, other files or "
+         "labels) with a warning instead of the refusal; its data position then picks other samples",
+         0},
         {"init-from", SV_FLAG_STR, &o.init_from, 0, 0,
          "seed the weights from a timm safetensors file (optimizer state zero; pos_embed / patch_embed resampled "
          "as timm does at another --img / --patch)",
@@ -716,6 +726,8 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     if (o.eval_every > 0 && !o.val_data)
         return sv_cmd_usage_error("train", "--eval-every %d needs --val-data (there is nothing to evaluate)",
                                   o.eval_every);
+    if (o.resume_data_changed && !o.resume)
+        return sv_cmd_usage_error("train", "--resume-data-changed applies to --resume only (nothing is resumed)");
     if (o.debug_nan_rank >= proc->world)
         return sv_cmd_usage_error("train", "--debug-nan-rank %d: this run has %d rank%s (0..%d)", o.debug_nan_rank,
                                   proc->world, proc->world == 1 ? "" : "s", proc->world - 1);

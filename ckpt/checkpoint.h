@@ -64,6 +64,11 @@ typedef struct sv_ckpt_train_state {
     int ema_warmup;    /* informational: --model-ema-warmup */
     sv_lr_sched sched; /* the whole schedule (ckpt/ckpt_optim.h) */
     sv_ckpt_optim opt; /* update rule and hyper-parameters */
+    /* The training data set (index.json "train_data"): its sample count and data/dataset.h
+     * sv_dataset_fingerprint, compared on resume (the data position above only means the same
+     * samples in the same data set). data_known = 0: not recorded (an older index). */
+    int data_known;
+    uint64_t data_samples, data_fingerprint;
 } sv_ckpt_train_state;
 
 typedef struct sv_ckpt_tensor {

@@ -198,6 +198,15 @@ sv_status sv_ckpt_index_store(const sv_ckpt_index *idx, const char *dir) {
     sv_json_obj_end(&w);
     sv_ckpt_optim_write(&w, &s->opt);
     sv_json_key(&w, "global_batch"), sv_json_i64(&w, s->global_batch);
+    if (s->data_known) { /* the fingerprint as 16 hex digits: a JSON number past 2^53 is not portable */
+        char fp[24];
+        snprintf(fp, sizeof fp, "%016llx", (unsigned long long)s->data_fingerprint);
+        sv_json_key(&w, "train_data");
+        sv_json_obj_begin(&w);
+        sv_json_key(&w, "samples"), sv_json_u64(&w, s->data_samples);
+        sv_json_key(&w, "fingerprint"), sv_json_str(&w, fp);
+        sv_json_obj_end(&w);
+    }
     if (s->ema) { /* only then: indexes without EMA stay as they were */
         sv_json_key(&w, "model_ema");
         sv_json_obj_begin(&w);
@@ -316,6 +325,33 @@ static sv_status check_storage(const sv_json *root) {
     return SV_OK;
 }
 
+/* Optional "train_data": {"samples": N >= 1, "fingerprint": 16 hex digits}; absent: not recorded
+ * (an index written before it existed). */
+static sv_status parse_train_data(const sv_json *root, sv_ckpt_train_state *s, const char *src) {
+    const sv_json *d = sv_json_member_get(root, "train_data");
+    s->data_known = 0;
+    if (!d) return SV_OK;
+    const char *fp;
+    size_t n;
+    int64_t samples;
+    SV_TRY(sv_json_expect(d, SV_JSON_OBJECT));
+    SV_TRY(get_int(d, "samples", 1, INT64_MAX, &samples));
+    SV_TRY(sv_json_get_str(d, "fingerprint", &fp, &n));
+    int ok = n == 16 && strlen(fp) == n;
+    uint64_t v = 0;
+    for (size_t i = 0; ok && i < n; i++) {
+        char c = fp[i];
+        int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        ok = x >= 0;
+        v = v << 4 | (uint64_t)(x & 15);
+    }
+    if (!ok) return bad(src, d, "fingerprint must be 16 lowercase hex digits");
+    s->data_known = 1;
+    s->data_samples = (uint64_t)samples;
+    s->data_fingerprint = v;
+    return SV_OK;
+}
+
 static sv_status parse_state(const sv_json *root, sv_ckpt_train_state *s, const char *src) {
     int64_t v;
     const sv_json *lr;
@@ -335,6 +371,7 @@ static sv_status parse_state(const sv_json *root, sv_ckpt_train_state *s, const 
     SV_TRY(sv_ckpt_sched_parse(lr, &s->sched));
     SV_TRY(sv_ckpt_optim_parse(root, &s->opt));
     SV_TRY(sv_json_opt_i64(root, "global_batch", 0, &s->global_batch));
+    SV_TRY(parse_train_data(root, s, src));
     const sv_json *ema = sv_json_member_get(root, "model_ema");
     s->ema = ema != NULL;
     if (ema) {

@@ -3,7 +3,8 @@
  * reshard 3 -> 2 -> 3 (byte-identical files), CRC detection of a flipped byte, the bicubic
  * pos_embed resampling against an independent double-precision implementation, the weight-EMA
  * range (index "model_ema": 16 bytes per element, read back, resharded 3 -> 2 -> 3 byte-identical,
- * a malformed model_ema refused), the escaping of
+ * a malformed model_ema refused), the training data set's identity (index "train_data": read back,
+ * carried over by reshard, hostile values refused), the escaping of
  * file-provided names for messages (core/log.h sv_log_esc), and the output rules of
  * ckpt/ckpt_out.h (inside-the-checkpoint, non-regular targets, fresh temporaries). */
 #include <math.h>
@@ -260,6 +261,78 @@ static void test_ema_format(const char *root, const sv_layout *L, const sv_ckpt_
     sv_ckpt_index_free(&two);
 }
 
+/* index.json with `from` (a member of its "train_data") replaced by `to`, loaded: refused as
+ * SV_ERR_FORMAT naming the file and train_data. */
+static void train_data_refused(const char *dir, const char *good, size_t len, const char *from, const char *to) {
+    const char *at = strstr(good, from);
+    CHECK(at);
+    size_t pre = (size_t)(at - good), nf = strlen(from), nt = strlen(to);
+    char *text = malloc(len - nf + nt + 1), p[512];
+    memcpy(text, good, pre);
+    memcpy(text + pre, to, nt);
+    memcpy(text + pre + nt, at + nf, len - pre - nf + 1);
+    snprintf(p, sizeof p, "%s/index.json", dir);
+    CHECK_OK(sv_fileio_write_atomic(p, text, len - nf + nt));
+    free(text);
+    sv_ckpt_index bad;
+    sv_status st = sv_ckpt_index_load(&bad, dir);
+    if (st != SV_ERR_FORMAT || !strstr(sv_err_msg(), "train_data") || !strstr(sv_err_msg(), "index.json"))
+        fprintf(stderr, "train_data %s -> %s: status %d, \"%s\"\n", from, to, (int)st, sv_err_msg());
+    CHECK(st == SV_ERR_FORMAT);
+    CHECK(strstr(sv_err_msg(), "train_data") && strstr(sv_err_msg(), "index.json"));
+}
+
+/* The training data set's identity (index.json "train_data": sample count and fingerprint, a
+ * 64-bit value written as 16 hex digits) reads back exactly, survives a reshard, is absent (not
+ * known) in an index without it, and hostile values (wrong types, out of range, past int64) are
+ * refused naming the member. */
+static void test_train_data(const char *root, const sv_layout *L, const sv_ckpt_train_state *st0) {
+    char d3[256], d2[256], p[512];
+    snprintf(d3, sizeof d3, "%s/td3", root);
+    snprintf(d2, sizeof d2, "%s/td2", root);
+    sv_ckpt_train_state st = *st0;
+    st.data_known = 1, st.data_samples = 480, st.data_fingerprint = 0xfedcba9876543210ull;
+    sv_ckpt_index idx, back, two;
+    CHECK_OK(sv_ckpt_index_from_layout(&idx, L, 3, "full_shard", &st));
+    CHECK_OK(sv_fileio_mkdirs(d3, 0755));
+    for (int r = 0; r < 3; r++) CHECK_OK(sv_ckpt_write_shard(&idx, d3, r, src, NULL));
+    CHECK_OK(sv_ckpt_index_store(&idx, d3));
+    CHECK_OK(sv_ckpt_index_load(&back, d3));
+    CHECK(back.state.data_known == 1 && back.state.data_samples == 480);
+    CHECK(back.state.data_fingerprint == 0xfedcba9876543210ull);
+    CHECK_OK(sv_ckpt_reshard(d3, d2, 2)); /* the resharded checkpoint records the same data set */
+    CHECK_OK(sv_ckpt_index_load(&two, d2));
+    CHECK(two.state.data_known == 1 && two.state.data_samples == 480);
+    CHECK(two.state.data_fingerprint == 0xfedcba9876543210ull);
+    char *good;
+    size_t len;
+    snprintf(p, sizeof p, "%s/index.json", d3);
+    CHECK_OK(sv_fileio_read_small(p, 1 << 26, &good, &len));
+    CHECK(strstr(good, "\"fingerprint\": \"fedcba9876543210\""));
+    static const char *const hostile[][2] = {
+        {"\"samples\": 480", "\"samples\": \"480\""},
+        {"\"samples\": 480", "\"samples\": 0"},
+        {"\"samples\": 480", "\"samples\": -1"},
+        {"\"samples\": 480", "\"samples\": 4.5"},
+        {"\"samples\": 480", "\"samples\": 1e300"},
+        {"\"samples\": 480", "\"samples\": 99999999999999999999999"},
+        {"\"samples\": 480", "\"count\": 480"},
+        {"\"fingerprint\": \"fedcba9876543210\"", "\"fingerprint\": 18364758544493064720"},
+        {"\"fingerprint\": \"fedcba9876543210\"", "\"fingerprint\": \"fedcba987654321\""},
+        {"\"fingerprint\": \"fedcba9876543210\"", "\"fingerprint\": \"fedcba98765432100\""},
+        {"\"fingerprint\": \"fedcba9876543210\"", "\"fingerprint\": \"FEDCBA9876543210\""},
+        {"\"fingerprint\": \"fedcba9876543210\"", "\"fingerprint\": \"fedcba98765432zz\""},
+        {"\"fingerprint\": \"fedcba9876543210\"", "\"fingerprint\": null"},
+        {"\"train_data\": {", "\"train_data\": 7, \"x\": {"},
+    };
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++)
+        train_data_refused(d3, good, len, hostile[i][0], hostile[i][1]);
+    free(good);
+    sv_ckpt_index_free(&idx);
+    sv_ckpt_index_free(&back);
+    sv_ckpt_index_free(&two);
+}
+
 int main(void) {
     test_resample();
     char root[] = "/tmp/sv-ckpt-format-XXXXXX";
@@ -296,7 +369,8 @@ int main(void) {
     CHECK(back.state.step == 12 && back.state.skipped_steps == 1 && back.state.epoch == 2 && back.state.cursor == 96);
     CHECK(back.state.seed == 9007199254740993ull && back.state.lr == 1e-3 && back.state.warmup == 5);
     CHECK(back.n_tensors == idx.n_tensors && back.n_units == 3);
-    CHECK(back.state.ema == 0); /* no "model_ema": three ranges, 12 bytes per element */
+    CHECK(back.state.ema == 0);        /* no "model_ema": three ranges, 12 bytes per element */
+    CHECK(back.state.data_known == 0); /* no "train_data": the data set is not known */
     uint64_t elems = 0;
     for (int u = 0; u < idx.n_units; u++) elems += idx.units[u].shard;
     CHECK(idx.files[0].bytes == 12 * elems);
@@ -346,6 +420,7 @@ int main(void) {
     free(buf);
 
     test_ema_format(root, &L, &st);
+    test_train_data(root, &L, &st);
     sv_ckpt_index_free(&idx);
     sv_ckpt_index_free(&back);
     sv_ckpt_index_free(&two);

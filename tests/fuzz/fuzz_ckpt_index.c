@@ -18,6 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     sv_ckpt_index idx;
     if (sv_ckpt_index_load(&idx, dir) == SV_OK) {
         if (idx.shard_world <= 0 || idx.n_units <= 0 || idx.n_tensors <= 0) abort();
+        if (idx.state.data_known && idx.state.data_samples == 0) abort(); /* train_data: samples >= 1 */
         for (int u = 0; u < idx.n_units; u++) {
             const sv_ckpt_unit *U = &idx.units[u];
             if (U->first_tensor < 0 || U->n_tensors < 0 || U->first_tensor + U->n_tensors > idx.n_tensors) abort();

@@ -4,7 +4,8 @@
 # not a run directory are refused before anything is written (their contents byte-identical);
 # new and empty directories are accepted, an earlier run directory only to continue it
 # (--resume: a new run there is refused, the earlier run byte-identical); --resume auto refuses a
-# `latest` it cannot read and step directories without a `latest` instead of starting over;
+# `latest` it cannot read and step directories without a `latest` of which none is complete
+# instead of starting over;
 # --save-params aimed at a FIFO or a directory is refused at the start, not after the training.
 SHARDVIT=$1
 source "$(dirname "$0")/../faults/lib.sh"
@@ -94,13 +95,17 @@ test $rc != 0 || fail "--resume auto with a looping latest: exit 0"
 grep -q "latest: Too many levels of symbolic links" "$WORK/loop.log" || fail "the looping latest is not named"
 test "$before" = "$(snap "$WORK/loop/checkpoints"; sha256sum <"$WORK/loop/metrics.jsonl")" || fail "the run with a looping latest changed"
 rm "$WORK/loop/checkpoints/latest"
+# step directories but no `latest`: the newest complete one is resumed (tests/ckpt/latest_missing.sh);
+# none complete (index.json gone) is an error naming them
+rm "$WORK/loop/checkpoints"/step_*/index.json
 before=$(snap "$WORK/loop/checkpoints"; sha256sum <"$WORK/loop/metrics.jsonl")
 rc=0
 timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 5 --out "$WORK/loop" --resume auto >"$WORK/loop.log" 2>&1 || rc=$?
-test $rc = 2 || fail "--resume auto with step directories but no latest: exit $rc, expected 2"
-grep -q "has step directories (step_0000000[0-9]" "$WORK/loop.log" || fail "no message naming the step directories"
+test $rc = 2 || fail "--resume auto with incomplete step directories but no latest: exit $rc, expected 2"
+grep -q "has step directories (step_0000000[0-9], ...) but no \`latest\`, and none of them is a complete" \
+    "$WORK/loop.log" || fail "no message naming the step directories"
 test "$before" = "$(snap "$WORK/loop/checkpoints"; sha256sum <"$WORK/loop/metrics.jsonl")" || fail "the run without latest changed"
-echo "resume auto: a looping latest and a missing latest with step directories are errors"
+echo "resume auto: a looping latest and a missing latest with incomplete step directories are errors"
 
 # two trainings on one --out: the second fails within seconds and names the first
 FAIL_LOGS=("$WORK/first.log" "$WORK/second.log")
