@@ -39,6 +39,18 @@ static int nonempty_file(const char *dir, const char *name) {
     return in_dir(p, sizeof p, dir, name) && lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
 }
 
+/* Is NAME in DIR something train writes into a run directory (--out) and never into a checkpoint
+ * root: config.toml, metrics.jsonl, classes.txt, eval.json, confusion.csv, a TensorBoard event
+ * file, or a checkpoints/ that holds checkpoints? */
+static int is_result(const char *dir, const char *name) {
+    static const char *const files[] = {"config.toml", "metrics.jsonl", "classes.txt", "eval.json", "confusion.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (!strcmp(name, files[i])) return 1;
+    if (!strncmp(name, "events.out.tfevents.", 20)) return 1;
+    char p[PATH_MAX];
+    return !strcmp(name, "checkpoints") && in_dir(p, sizeof p, dir, name) && sv_run_dir_has_checkpoints(p);
+}
+
 int sv_run_dir_has_checkpoints(const char *ck) {
     DIR *d = opendir(ck);
     if (!d) return 0;
@@ -69,21 +81,23 @@ sv_status sv_run_dir_check(const char *dir, const char *flag, int resuming) {
     if (!d) return SV_FAIL(SV_ERR_IO, "%s %s: %s", flag, dir, strerror(errno));
     int entries = 0, marker = 0, config = 0, metrics = 0, ckpt = 0;
     const char *other = NULL;
-    char other_buf[64] = "";
+    char other_buf[64] = "", ckpt_buf[64] = "", result_buf[64] = "";
     struct dirent *e;
     while ((e = readdir(d))) {
         const char *n = e->d_name;
         if (!strcmp(n, ".") || !strcmp(n, "..")) continue;
         entries++;
+        if (!result_buf[0] && is_result(dir, n)) sv_log_esc(n, result_buf, sizeof result_buf);
         if (!strcmp(n, SV_RUN_DIR_MARKER))
             marker = 1;
         else if (!strcmp(n, "config.toml"))
             config = 1;
         else if (!strcmp(n, "metrics.jsonl"))
             metrics = 1;
-        else if (!strcmp(n, "latest") || !strncmp(n, "step_", 5))
+        else if (!strcmp(n, "latest") || !strncmp(n, "step_", 5)) {
+            if (!ckpt) sv_log_esc(n, ckpt_buf, sizeof ckpt_buf);
             ckpt = 1;
-        else if (!other) {
+        } else if (!other) {
             sv_log_esc(n, other_buf, sizeof other_buf);
             other = other_buf;
         }
@@ -102,6 +116,21 @@ sv_status sv_run_dir_check(const char *dir, const char *flag, int resuming) {
                        "'%s'): training would overwrite files it did not create; choose a new or empty directory",
                        flag, dir, SV_RUN_DIR_MARKER, what);
     }
+    /* a run directory and a checkpoint root are never one directory: the checkpoints of one run
+     * beside the results of another would be taken for that run's (export, eval and predict of
+     * the directory, report), and each run's retention and resume would act on the other's */
+    if (!ckpt_dir && ckpt)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s holds checkpoints ('%s'): it is a checkpoint root (some run's --ckpt-dir), not a run "
+                       "directory; a run directory keeps its checkpoints in OUT/checkpoints, and this run's "
+                       "results there would be taken for that run's: choose a new directory (nothing was changed)",
+                       flag, dir, ckpt_buf);
+    if (ckpt_dir && result_buf[0])
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s holds a run's results ('%s'): it is a run directory (some run's --out), not a "
+                       "checkpoint root; checkpoints saved there would be taken for that run's by export, eval and "
+                       "predict of the directory: give a checkpoint root of its own (nothing was changed)",
+                       flag, dir, result_buf);
     if (resuming) return SV_OK;
     /* an earlier run's results: a new run would replace its checkpoints and metrics */
     char ck[PATH_MAX];

@@ -12,7 +12,12 @@
  * trees (/bin /boot /dev /etc /lib* /proc /sbin /sys /usr), a non-directory, a non-empty
  * directory that is not a run directory (training would overwrite files it did not create), and,
  * unless the run resumes (--resume), a run directory that holds an earlier run's results
- * (checkpoints, or a non-empty metrics.jsonl): a new run would replace them. */
+ * (checkpoints, or a non-empty metrics.jsonl): a new run would replace them. A run directory and
+ * a checkpoint root are never one directory, resuming or not: refused are an --out that holds
+ * `latest` or step_* entries (a checkpoint root) and a --ckpt-dir that holds a run's results
+ * (config.toml, metrics.jsonl, classes.txt, eval.json, confusion.csv, TensorBoard events, a
+ * checkpoints/ holding checkpoints): export and eval of that directory would take one run's
+ * model for the other's. */
 #ifndef SV_APP_RUN_DIR_H
 #define SV_APP_RUN_DIR_H
 

@@ -70,6 +70,21 @@ static sv_status outside_data(const char *p, const char *what, const char *data,
                    what, p, data_flag, data, rd);
 }
 
+/* The directory of an end-of-run output exists (sv_ckpt_out_check_parent), or is --out or
+ * --ckpt-dir itself, which does not exist yet and is created once every check has passed. */
+static sv_status end_parent(const sv_train_outputs *o, const char *path, const char *flag) {
+    char d[PATH_MAX], rd[PATH_MAX], rr[PATH_MAX];
+    struct stat sb;
+    if (path && *path && sv_fileio_parent(path, d) == SV_OK && stat(d, &sb) != 0 && errno == ENOENT &&
+        sv_fileio_real_path(d, rd) == SV_OK) {
+        const char *dirs[2] = {o->out, o->ckpt_dir};
+        for (int i = 0; i < 2; i++)
+            if (dirs[i] && sv_fileio_real_path(dirs[i], rr) == SV_OK && !strcmp(rd, rr)) return SV_OK;
+    }
+    sv_err_clear();
+    return sv_ckpt_out_check_parent(path, flag);
+}
+
 sv_status sv_train_outputs_prepare(const sv_train_outputs *o, sv_run_lock locks[2]) {
     /* before anything is created */
     const char *dirs[2] = {o->out, o->ckpt_dir}, *dir_flags[2] = {"--out", "--ckpt-dir"};
@@ -87,21 +102,24 @@ sv_status sv_train_outputs_prepare(const sv_train_outputs *o, sv_run_lock locks[
                            "step_* directories and `latest`), the run directory keeps its checkpoints in "
                            "OUT/checkpoints; drop --ckpt-dir, or give a directory of its own",
                            o->ckpt_dir, a);
+        if (sv_fileio_path_inside(a, b))
+            return SV_FAIL(SV_ERR_INVALID,
+                           "--out %s lies inside --ckpt-dir %s (%s): a checkpoint root holds its step_* directories "
+                           "and `latest` only, and a run directory inside one would be taken for part of it; give "
+                           "--out a directory outside the checkpoint root (nothing was created)",
+                           o->out, o->ckpt_dir, b);
     }
-    if (o->out) {
-        SV_TRY(sv_run_dir_check(o->out, "--out", o->resuming));
-        SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
-    }
-    if (o->ckpt_dir) {
-        SV_TRY(sv_run_dir_check(o->ckpt_dir, "--ckpt-dir", o->resuming));
-        SV_TRY(sv_run_dir_lock(o->ckpt_dir, &locks[1]));
-    }
+    /* neither lies in a checkpoint (a run there would be taken for part of it) */
+    if (o->out) SV_TRY(sv_ckpt_out_check_run_dir(o->out, "--out"));
+    if (o->ckpt_dir) SV_TRY(sv_ckpt_out_check_run_dir(o->ckpt_dir, "--ckpt-dir"));
+    if (o->out) SV_TRY(sv_run_dir_check(o->out, "--out", o->resuming));
+    if (o->ckpt_dir) SV_TRY(sv_run_dir_check(o->ckpt_dir, "--ckpt-dir", o->resuming));
     /* files written at the end: refused now rather than after the training (a missing directory,
      * a FIFO would block the open, a device would be written, a user's file replaced) */
     const char *ends[4] = {o->save_params, o->save_ema_params, o->dump_logits, o->trace};
     const char *end_flags[4] = {"--save-params", "--save-ema-params", "--dump-logits", "--trace"};
     for (int i = 0; i < 4; i++)
-        if (ends[i]) SV_TRY(sv_ckpt_out_check_parent(ends[i], end_flags[i]));
+        if (ends[i]) SV_TRY(end_parent(o, ends[i], end_flags[i]));
     static const char dump_kind[] = "parameter dump of this model (4 bytes per parameter)";
     if (o->save_params)
         SV_TRY(sv_ckpt_out_check_earlier(o->save_params, "--save-params", earlier_dump, &o->params, dump_kind));
@@ -118,12 +136,16 @@ sv_status sv_train_outputs_prepare(const sv_train_outputs *o, sv_run_lock locks[
             SV_TRY(sv_ckpt_out_check(p, NULL, 1, "--trace part"));
         }
     }
-    if (!o->out) return SV_OK;
-    static const char *const mine[] = {"config.toml", "metrics.jsonl", "classes.txt", "eval.json", "confusion.csv"};
-    for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", o->out, mine[i]);
-        SV_TRY(sv_ckpt_out_check(p, NULL, 0, "run directory file"));
+    if (o->out) {
+        static const char *const mine[] = {"config.toml", "metrics.jsonl", "classes.txt", "eval.json", "confusion.csv"};
+        for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) {
+            snprintf(p, sizeof p, "%s/%s", o->out, mine[i]);
+            SV_TRY(sv_ckpt_out_check(p, NULL, 0, "run directory file"));
+        }
     }
+    /* every check passed: only now is anything created (a refused start leaves no directory) */
+    if (o->out) SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
+    if (o->ckpt_dir) SV_TRY(sv_run_dir_lock(o->ckpt_dir, &locks[1]));
     return SV_OK;
 }
 

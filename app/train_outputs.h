@@ -51,22 +51,26 @@ typedef struct sv_train_outputs {
 int sv_train_outputs_absolute(const char *flag, const char **path, char *buf);
 
 /* Rank 0 only, before training (not collective: the caller agrees on the result over the ranks,
- * fsdp/agree.h). In this order, before anything is created: neither --out nor --ckpt-dir lies in
- * (or is) the ImageFolder tree of --data or --val-data (real paths: the scan would take the run
- * directory for a class), and --ckpt-dir is not --out itself (a checkpoint root is not a run
- * directory: a run keeps its checkpoints in OUT/checkpoints). Then --out and then --ckpt-dir pass
- * the run-directory rules (sv_run_dir_check, resuming as o->resuming) and are created when
- * missing and locked (sv_run_dir_lock into locks[0] and locks[1]; the caller unlocks them after
- * the run, also after an error); the directories of --save-params, --save-ema-params,
- * --dump-logits and --trace exist (sv_ckpt_out_check_parent: they are written at the end and
- * create no directory); --save-params, --dump-logits, --save-ema-params and --trace may be
- * written (an existing file only when it is an earlier output of that kind, above) and no --trace
- * part exists; OUT/config.toml, metrics.jsonl, classes.txt, eval.json and confusion.csv are
- * regular files or absent. Writes nothing else (config.toml: sv_train_outputs_write_config, once
- * every start-up check has passed). Removes nothing. Stops at the first failure, with that check's
- * error: SV_ERR_INVALID naming the flag or path (a refused path, a lock held by another process),
- * SV_ERR_IO when a path cannot be examined or created; what was created or locked before it stays
- * (the caller releases the locks). */
+ * fsdp/agree.h). Every check first, in this order, before anything is created: neither --out nor
+ * --ckpt-dir lies in (or is) the ImageFolder tree of --data or --val-data (real paths: the scan
+ * would take the run directory for a class); --ckpt-dir is not --out itself (a checkpoint root is
+ * not a run directory: a run keeps its checkpoints in OUT/checkpoints) and --out does not lie
+ * inside --ckpt-dir; neither lies in a checkpoint step directory or below a checkpoint root
+ * (sv_ckpt_out_check_run_dir); --out and then --ckpt-dir pass the run-directory rules
+ * (sv_run_dir_check, resuming as o->resuming); the directories of --save-params,
+ * --save-ema-params, --dump-logits and --trace exist or are --out / --ckpt-dir, about to be
+ * created (sv_ckpt_out_check_parent: they are written at the end and create no directory);
+ * --save-params, --dump-logits, --save-ema-params and --trace may be written (an existing file
+ * only when it is an earlier output of that kind, above) and no --trace part exists;
+ * OUT/config.toml, metrics.jsonl, classes.txt, eval.json and confusion.csv are regular files or
+ * absent. Then --out and --ckpt-dir are created when missing and locked (sv_run_dir_lock into
+ * locks[0] and locks[1]; the caller unlocks them after the run, also after an error), so a start
+ * refused by a check creates nothing. Writes nothing else (config.toml:
+ * sv_train_outputs_write_config, once every start-up check has passed). Removes nothing. Stops
+ * at the first failure, with that check's error: SV_ERR_INVALID naming the flag or path (a
+ * refused path, a lock held by another process), SV_ERR_IO when a path cannot be examined or
+ * created; a directory created or locked before a failing lock stays (the caller releases the
+ * locks). */
 sv_status sv_train_outputs_prepare(const sv_train_outputs *o, sv_run_lock locks[2]);
 /* Rank 0: write OUT/config.toml (out NULL: nothing) with the resolved flags (sv_flags_dump),
  * truncated in place with links not followed (sv_fileio_fopen_write; the path was checked by

@@ -66,6 +66,25 @@ sv_status sv_ckpt_resolve(const char *path, char *out, size_t cap) {
         if ((size_t)snprintf(out, cap, "%s", path) >= cap) return SV_FAIL(SV_ERR_INVALID, "path too long: %s", path);
         return SV_OK;
     }
+    /* a checkpoint root and a run directory at once (another run's root used as --out, or a run
+     * directory used as another run's --ckpt-dir): the two `latest` may name different runs'
+     * models, so neither is chosen silently */
+    char l1[SV_CKPT_PATH_MAX + 16], l2[SV_CKPT_PATH_MAX + 32];
+    snprintf(l1, sizeof l1, "%s/latest", path);
+    snprintf(l2, sizeof l2, "%s/checkpoints/latest", path);
+    if (exists(l1) && exists(l2)) {
+        char a[SV_CKPT_PATH_MAX + 300], b[SV_CKPT_PATH_MAX + 300];
+        int fa = 0, fb = 0;
+        snprintf(p, sizeof p, "%s/checkpoints", path);
+        if (sv_ckpt_latest(path, a, sizeof a, &fa) != SV_OK || !fa) snprintf(a, sizeof a, "an unreadable name");
+        if (sv_ckpt_latest(p, b, sizeof b, &fb) != SV_OK || !fb) snprintf(b, sizeof b, "an unreadable name");
+        sv_err_clear();
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s is ambiguous: it holds both %s (naming %s) and %s (naming %s), a checkpoint root and a "
+                       "run directory's checkpoints, possibly of two different runs; give the step directory meant "
+                       "(or %s for the second)",
+                       path, l1, a, l2, b, p);
+    }
     SV_TRY(sv_ckpt_latest(path, out, cap, &found));
     if (!found) {
         snprintf(p, sizeof p, "%s/checkpoints", path);

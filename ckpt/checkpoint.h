@@ -175,7 +175,8 @@ sv_status sv_ckpt_index_store(const sv_ckpt_index *idx, const char *dir);
 int sv_ckpt_find_tensor(const sv_ckpt_index *idx, const char *name);
 
 /* Resolve PATH (a step directory with index.json, a checkpoint root with `latest`, or a run
- * directory with checkpoints/latest) to a step directory in out. */
+ * directory with checkpoints/latest) to a step directory in out. PATH with both `latest` and
+ * checkpoints/latest (and no index.json) is ambiguous: SV_ERR_INVALID naming both, none chosen. */
 sv_status sv_ckpt_resolve(const char *path, char *out, size_t cap);
 /* The step directory `latest` in ROOT names; *found = 0 (SV_OK) only when ROOT has no entry
  * named `latest`: one that cannot be read (a dangling or looping link, a FIFO, bad text) is an
@@ -252,7 +253,9 @@ sv_status sv_ckpt_config_read(const char *st_path, char *path, size_t cap, char 
 /* Save a checkpoint of f, `st` and `meta` (nullable: none recorded) under ROOT/step_<st->step>: the first replica group writes
  * one shard file per shard rank; rank 0 writes index.json last, renames the directory,
  * updates `latest`, then deletes all but the newest `keep` complete checkpoints (keep <= 0:
- * keep all) and stale *.tmp directories. saved (nullable) receives the step directory. */
+ * keep all) and stale *.tmp directories: only the files the writer makes (index.json, its
+ * temporaries, the shard files), so a step directory holding anything else is kept with a warning
+ * naming the entry. saved (nullable) receives the step directory. */
 sv_status sv_ckpt_save(sv_fsdp *f, const char *root, const sv_ckpt_train_state *st, const sv_ckpt_meta *meta, int keep,
                        char *saved, size_t cap);
 /* The same save in two halves, so that training can go on while the shards are written

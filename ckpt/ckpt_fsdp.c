@@ -56,8 +56,114 @@ static int cmp_desc(const void *a, const void *b) {
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* At least one decimal digit at *p? *p moves past the digits. */
+static int digits(const char **p) {
+    const char *q = *p;
+    while (*q >= '0' && *q <= '9') q++;
+    int ok = q > *p;
+    *p = q;
+    return ok;
+}
+
+/* Is `name` a file the checkpoint writer puts in a step directory (or its step_N.tmp): index.json,
+ * a temporary of its atomic write "index.json.tmp-XXXXXXXX" (core/fileio.h sv_fileio_tmp_file;
+ * left by a crash), or a shard file "shard_NNNNN-of-NNNNN.bin" (ckpt_index.c names them)? */
+static int writer_file(const char *name) {
+    static const char tmp[] = "index.json.tmp-";
+    if (!strcmp(name, "index.json")) return 1;
+    if (!strncmp(name, tmp, sizeof tmp - 1)) {
+        const char *x = name + sizeof tmp - 1;
+        size_t n = strlen(x);
+        return n == 8 && strspn(x, "0123456789abcdef") == 8;
+    }
+    if (strncmp(name, "shard_", 6)) return 0;
+    const char *q = name + 6;
+    if (!digits(&q) || strncmp(q, "-of-", 4)) return 0;
+    q += 4;
+    return digits(&q) && !strcmp(q, ".bin");
+}
+
+/* The first entry of directory `dir` that the checkpoint writer did not make (not a regular file
+ * of a writer_file name), escaped into name (SV_ESC_CAP bytes); "" when there is none. */
+static sv_status first_foreign(const char *dir, char *name) {
+    name[0] = 0;
+    DIR *d = opendir(dir);
+    if (!d) return SV_FAIL(SV_ERR_IO, "cannot list %s: %s", dir, strerror(errno));
+    char p[SV_CKPT_PATH_MAX + 300];
+    struct stat sb;
+    for (struct dirent *e; !name[0] && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        int ours = writer_file(e->d_name) && (size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < sizeof p &&
+            lstat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+        if (!ours) sv_log_esc(e->d_name, name, SV_ESC_CAP);
+    }
+    closedir(d);
+    return SV_OK;
+}
+
+/* Remove the step directory (or step_N.tmp) `dir` that this module wrote (why: for the log):
+ * only the files the writer makes (writer_file), then the directory itself. A directory that
+ * holds anything else (a user's file, a directory - another run's, say -, a link) is not a
+ * directory the writer left as it made it: it is kept whole, with a warning naming what it
+ * holds, and never deleted; so is a `dir` that is a link or not a directory. A complete step
+ * directory is first renamed to step_N.tmp, so that a crash during the removal leaves an
+ * incomplete directory the next save removes, never a step directory with half its files; index.json
+ * goes first either way. SV_ERR_IO when a file cannot be removed. */
+static sv_status remove_step(const char *dir, const char *why) {
+    struct stat sb;
+    if (lstat(dir, &sb) != 0) {
+        if (errno == ENOENT) return SV_OK;
+        return SV_FAIL(SV_ERR_IO, "%s: cannot remove %s: %s", why, dir, strerror(errno));
+    }
+    char foreign[SV_ESC_CAP];
+    if (!S_ISDIR(sb.st_mode)) {
+        SV_WARN("checkpoint: %s: kept %s: it is %s, not a directory the checkpoint writer made", why, dir,
+                sv_fileio_mode_kind(sb.st_mode));
+        return SV_OK;
+    }
+    SV_TRY(first_foreign(dir, foreign));
+    if (foreign[0]) {
+        SV_WARN("checkpoint: %s: kept %s: it holds '%s', which the checkpoint writer did not make (nothing in it "
+                "was removed; remove it by hand once it is not needed)",
+                why, dir, foreign);
+        return SV_OK;
+    }
+    SV_INFO("checkpoint: %s: removing %s", why, dir);
+    char gone[SV_CKPT_PATH_MAX + 300];
+    const char *base = strrchr(dir, '/');
+    snprintf(gone, sizeof gone, "%s", dir);
+    if (!is_tmp(base ? base + 1 : dir) && (size_t)snprintf(gone, sizeof gone, "%s.tmp", dir) < sizeof gone &&
+        renameat2(AT_FDCWD, dir, AT_FDCWD, gone, RENAME_NOREPLACE) != 0)
+        snprintf(gone, sizeof gone, "%s", dir); /* step_N.tmp exists (or no renameat2): in place */
+    char p[SV_CKPT_PATH_MAX + 600];
+    snprintf(p, sizeof p, "%s/index.json", gone);
+    if (unlink(p) != 0 && errno != ENOENT)
+        return SV_FAIL(SV_ERR_IO, "%s: cannot remove %s: %s", why, p, strerror(errno));
+    DIR *d = opendir(gone);
+    if (!d) return SV_FAIL(SV_ERR_IO, "%s: cannot list %s: %s", why, gone, strerror(errno));
+    sv_status st = SV_OK;
+    for (struct dirent *e; st == SV_OK && (e = readdir(d));) {
+        if (!writer_file(e->d_name)) continue; /* ".", "..", and anything put there since the check */
+        snprintf(p, sizeof p, "%s/%s", gone, e->d_name);
+        if (lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(p) != 0 && errno != ENOENT)
+            st = SV_FAIL(SV_ERR_IO, "%s: cannot remove %s: %s", why, p, strerror(errno));
+    }
+    closedir(d);
+    SV_TRY(st);
+    if (rmdir(gone) != 0) {
+        if (errno != ENOTEMPTY && errno != EEXIST)
+            return SV_FAIL(SV_ERR_IO, "%s: cannot remove the directory %s: %s", why, gone, strerror(errno));
+        SV_TRY(first_foreign(gone, foreign));
+        SV_WARN("checkpoint: %s: kept %s: it holds '%s', which the checkpoint writer did not make (put there during "
+                "the removal; nothing else was left in it)",
+                why, gone, foreign);
+    }
+    return SV_OK;
+}
+
 /* Remove stale *.tmp directories; with keep > 0 also complete checkpoints beyond the newest
- * `keep` (never `current`). Only names this module writes are touched. */
+ * `keep` (never `current`). Only names this module writes are touched, and in them only the
+ * files it writes (remove_step: a directory holding anything else is kept, with a warning). */
 static sv_status clean_root(const char *root, int keep, long long current) {
     DIR *d = opendir(root);
     if (!d) return SV_FAIL(SV_ERR_IO, "cannot list %s: %s", root, strerror(errno));
@@ -69,8 +175,7 @@ static sv_status clean_root(const char *root, int keep, long long current) {
     while ((de = readdir(d)) && st == SV_OK) {
         snprintf(p, sizeof p, "%s/%s", root, de->d_name);
         if (is_tmp(de->d_name)) {
-            SV_INFO("checkpoint: removing incomplete %s", p);
-            st = sv_fileio_remove_tree(p);
+            st = remove_step(p, "incomplete save");
             continue;
         }
         long long s = step_of(de->d_name);
@@ -83,11 +188,12 @@ static sv_status clean_root(const char *root, int keep, long long current) {
     SV_TRY(st);
     if (keep <= 0) return SV_OK;
     qsort(steps, (size_t)n, sizeof steps[0], cmp_desc);
+    char why[32];
+    snprintf(why, sizeof why, "--keep %d", keep);
     for (int i = keep; i < n; i++) {
         if (steps[i] == current) continue;
         snprintf(p, sizeof p, "%s/step_%08lld", root, steps[i]);
-        SV_INFO("checkpoint: --keep %d: removing %s", keep, p);
-        SV_TRY(sv_fileio_remove_tree(p));
+        SV_TRY(remove_step(p, why));
     }
     return SV_OK;
 }
@@ -120,7 +226,7 @@ static sv_status publish(sv_ckpt_index *idx, const char *root, const char *tmp, 
         if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE) != 0)
             return SV_FAIL(SV_ERR_IO, "exchange %s <-> %s: %s", tmp, final, strerror(errno));
         SV_TRY(sv_fileio_fsync_dir(root));
-        SV_TRY(sv_fileio_remove_tree(tmp));
+        SV_TRY(remove_step(tmp, "the earlier copy of a re-saved step"));
     } else if (rename(tmp, final) != 0) {
         return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", tmp, final, strerror(errno));
     }

@@ -164,6 +164,39 @@ sv_status sv_ckpt_out_check_free(const char *path, const char *what) {
     return SV_OK;
 }
 
+sv_status sv_ckpt_out_check_run_dir(const char *path, const char *what) {
+    char d[PATH_MAX];
+    int in = sv_ckpt_out_in_step_dir(path, d, sizeof d);
+    if (in == 1)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s is inside the checkpoint step directory %s: refusing to write into a checkpoint (the "
+                       "run would be taken for part of it); choose a path outside it",
+                       what, path, d);
+    if (in == 2)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "%s %s is the `latest` file of the checkpoint root %s: refusing to replace it; choose "
+                       "another path",
+                       what, path, d);
+    char o[PATH_MAX], l[PATH_MAX + 8];
+    SV_TRY(sv_fileio_real_path(path, o));
+    struct stat sb;
+    /* every directory above path, up to "/" */
+    for (char *s = strrchr(o, '/'); s && s[1];) { /* o is absolute; "/" has nothing above it */
+        if (s == o)
+            o[1] = 0;
+        else
+            *s = 0;
+        int root = (size_t)snprintf(l, sizeof l, "%s/latest", o) < sizeof l && lstat(l, &sb) == 0 && is_ckpt_root(o);
+        if (root)
+            return SV_FAIL(SV_ERR_INVALID,
+                           "%s %s is inside the checkpoint root %s (its step_* directories and `latest`): refusing "
+                           "to write into a run's checkpoints; choose a path outside it",
+                           what, path, o);
+        s = o[1] ? strrchr(o, '/') : NULL;
+    }
+    return SV_OK;
+}
+
 sv_status sv_ckpt_out_check_earlier(const char *path, const char *what, sv_ckpt_out_earlier_fn earlier, const void *ctx,
                                     const char *kind) {
     SV_TRY(sv_ckpt_out_check_free(path, what));

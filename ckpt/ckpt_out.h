@@ -45,6 +45,14 @@ int sv_ckpt_out_in_step_dir(const char *path, char *dir, size_t cap);
  * (sv_ckpt_out_in_step_dir). SV_ERR_INVALID naming the path. */
 sv_status sv_ckpt_out_check_free(const char *path, const char *what);
 
+/* For the directories train writes (--out, --ckpt-dir): path (resolved as above; it need not
+ * exist) is not a checkpoint step directory nor inside one, nor a root's `latest`
+ * (sv_ckpt_out_in_step_dir), and it does not lie below a checkpoint root as train makes one (a
+ * directory with a `latest` entry and a step_* step directory). SV_ERR_INVALID naming the path
+ * and the step directory or root, "choose a path outside it": a run placed there would be taken
+ * for part of that run's checkpoints (and, in a step directory, kept from its retention). */
+sv_status sv_ckpt_out_check_run_dir(const char *path, const char *what);
+
 /* For an output of a recognisable kind (report, bench, plan and train outputs): sv_ckpt_out_check_free,
  * and an existing file at path is replaced only when earlier(path, ctx) recognises it as an
  * earlier output of that kind (by its content, e.g. the opening bytes or JSON members that kind

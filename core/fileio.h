@@ -169,7 +169,7 @@ int sv_fileio_path_inside(const char *a, const char *dir);
 
 /* rm -r: remove `path` and everything below it. Symbolic links are removed, never followed;
  * `path` itself being a symlink is refused (SV_ERR_INVALID) so a planted link cannot redirect
- * retention to another tree. A missing path is SV_ERR_NOT_FOUND. Deeper than 64 levels =>
+ * the removal to another tree. A missing path is SV_ERR_NOT_FOUND. Deeper than 64 levels =>
  * SV_ERR_INVALID. A plain file is simply unlinked. */
 sv_status sv_fileio_remove_tree(const char *path);
 
