@@ -80,7 +80,10 @@ static sv_status nccl_fail(ncclResult_t r, ncclComm_t comm, const char *call) {
 #define CUDA_TRY(call) \
     do { \
         cudaError_t e_ = (call); \
-        if (e_ != cudaSuccess) return SV_FAIL(SV_ERR_COMM, "CUDA error in %s: %s", #call, cudaGetErrorString(e_)); \
+        if (e_ != cudaSuccess) { \
+            cudaGetLastError(); /* cleared: the backend's next kernel launch must not report it */ \
+            return SV_FAIL(SV_ERR_COMM, "CUDA error in %s: %s", #call, cudaGetErrorString(e_)); \
+        } \
     } while (0)
 
 static sv_status map_dtype(sv_comm_dtype d, ncclDataType_t *out) {
@@ -316,7 +319,8 @@ sv_status sv_comm_nccl_create(const sv_comm_config *cfg, sv_comm **out) {
     /* device_index >= 0 names the GPU; < 0 picks local rank modulo the node's GPU count. */
     int device = cfg->device_index >= 0 ? cfg->device_index : info.local_rank % ndev;
     if (device >= ndev)
-        return SV_FAIL(SV_ERR_INVALID, "NCCL comm: device index %d out of range (%d GPUs on this node)", device, ndev);
+        return SV_FAIL(SV_ERR_UNSUPPORTED, "NCCL comm: device index %d out of range (%d GPUs on this node)", device,
+                       ndev); /* one rank's failure: exit 1 aborts the others (not stuck in the id broadcast) */
     if (info.local_size > ndev)
         SV_WARN("NCCL comm: %d ranks share a node with %d GPUs; ranks will share devices", info.local_size, ndev);
     ncclUniqueId id;

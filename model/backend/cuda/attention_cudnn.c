@@ -299,9 +299,11 @@ static sv_status reserve_ws(sv_cuda_backend *cb, int64_t bytes) {
     cb->dnn_ws = NULL;
     cb->dnn_ws_bytes = 0;
     cudaError_t e = cudaMalloc(&cb->dnn_ws, (size_t)bytes);
-    if (e != cudaSuccess)
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* a failed allocation stays the last error: the next launch would report it */
         return SV_FAIL(SV_ERR_OOM, "cuDNN attention workspace of %lld bytes: %s", (long long)bytes,
                        cudaGetErrorString(e));
+    }
     cb->dnn_ws_bytes = (size_t)bytes;
     return SV_OK;
 }

@@ -48,9 +48,11 @@ sv_status sv_cuda_reserve_red(sv_cuda_backend *cb, size_t floats) {
         cb->red_floats = 0;
     }
     cudaError_t e = cudaMalloc((void **)&cb->red, floats * sizeof(float));
-    if (e != cudaSuccess)
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* a failed allocation stays the last error: the next launch would report it */
         return SV_FAIL(SV_ERR_OOM, "CUDA: cannot allocate %zu bytes of reduction scratch: %s", floats * sizeof(float),
                        cudaGetErrorString(e));
+    }
     cb->red_floats = floats;
     return SV_OK;
 }
@@ -335,8 +337,12 @@ static sv_status cuda_init(sv_cuda_backend *cb, const sv_backend_config *cfg) {
                        e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
     }
     if (cfg->device_index < 0 || cfg->device_index >= n)
-        return SV_FAIL(SV_ERR_INVALID, "CUDA device index %d out of range (this node has %d devices)",
-                       cfg->device_index, n);
+        /* one rank's environment, not a flag all ranks share: SV_ERR_UNSUPPORTED (exit 1) makes
+         * the others abort rather than wait for it in the NCCL bootstrap */
+        return SV_FAIL(SV_ERR_UNSUPPORTED,
+                       "CUDA device index %d out of range (this node has %d devices: start at most %d ranks per "
+                       "node)",
+                       cfg->device_index, n, n);
     if (cfg->compute_dtype != SV_F32 && cfg->compute_dtype != SV_BF16)
         return SV_FAIL(SV_ERR_INVALID, "CUDA backend: unknown compute dtype %d", (int)cfg->compute_dtype);
     cb->device = cfg->device_index;

@@ -15,9 +15,11 @@
 #define SV_CUDA_TRY(call) \
     do { \
         cudaError_t sv_ce_ = (call); \
-        if (sv_ce_ != cudaSuccess) \
+        if (sv_ce_ != cudaSuccess) { \
+            cudaGetLastError(); /* cleared: the next kernel launch must not report this error as its own */ \
             return SV_FAIL(SV_ERR_BACKEND, "CUDA error in %s: %s (%s)", #call, cudaGetErrorString(sv_ce_), \
                            cudaGetErrorName(sv_ce_)); \
+        } \
     } while (0)
 
 #define SV_CUBLAS_TRY(call) \
