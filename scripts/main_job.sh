@@ -3,17 +3,35 @@
 # JPEGs, train a ViT with FSDP (full_shard, bf16 compute) over 2 MPI ranks, evaluate on the
 # 10,000 test images, export the weights as timm safetensors and write the HTML report.
 # Outputs go to ${OUT:-runs/fashion-mnist}.
+#
+# Usage: bash scripts/main_job.sh      (no arguments; settings through the environment)
+#   STEPS=N      train N steps instead of 7030 (937 steps are one epoch of the 60,000 images); the
+#                200-step warmup shrinks to N/10 for runs of 2000 steps or fewer
+#   OUT=DIR      the run directory [runs/fashion-mnist]; an earlier one there is moved aside
+#   DATA=DIR     where the JPEG import goes [data-cache/fashion-mnist]; reused when complete
+#   BUILD_DIR=D  the build directory scripts/build.sh uses [build]
 set -euo pipefail
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+case "${1:-}" in
+"") ;;
+-h | --help) usage; exit 0 ;;
+*) echo "main_job.sh: unknown argument '$1' (it takes none; see --help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 OUT=${OUT:-runs/fashion-mnist}
 DATA=${DATA:-data-cache/fashion-mnist}
+SV="${BUILD_DIR:-build}/app/shardvit"
+STEPS=${STEPS:-7030}
+case "$STEPS" in '' | *[!0-9]*) echo "main_job.sh: STEPS='$STEPS' is not a number of steps" >&2; exit 2 ;; esac
+WARMUP=200
+[ "$STEPS" -le 2000 ] && WARMUP=$((STEPS / 10))
 # prep writes its marker .shardvit-prep last and refuses a non-empty --out other than its own
 # finished import: a $DATA without the marker is an interrupted (or older) import, kept aside
 # (as the outputs below) before a new one. With the marker, prep itself checks that $DATA still
 # holds what it records and reuses it; one changed since (files removed) is kept aside too.
-if [ -f "$DATA/.shardvit-prep" ] && ! ./build/app/shardvit prep fashion-mnist --out "$DATA"; then
+if [ -f "$DATA/.shardvit-prep" ] && ! "$SV" prep fashion-mnist --out "$DATA"; then
     prev="$DATA.prev-$(date +%Y%m%d-%H%M%S)"
     mv "$DATA" "$prev"
     echo "main job: $DATA no longer held the import its .shardvit-prep records; moved it to $prev"
@@ -24,7 +42,7 @@ if [ ! -f "$DATA/.shardvit-prep" ]; then
         mv "$DATA" "$prev"
         echo "main job: $DATA held an unfinished or older import (no .shardvit-prep); moved it to $prev"
     fi
-    ./build/app/shardvit prep fashion-mnist --out "$DATA"
+    "$SV" prep fashion-mnist --out "$DATA"
 fi
 if [ -e "$OUT" ]; then # never mix two runs' checkpoints and logs; keep the old one
     prev="$OUT.prev-$(date +%Y%m%d-%H%M%S)"
@@ -36,12 +54,12 @@ fi
 # 160, depth 4, 10 heads, MLP ratio 2), LAMB at 4e-3, 7030 steps (7.5 epochs), no augmentation:
 # 90.08% test top-1 on the AMD EPYC Zen 4 (89.96-90.08% over seeds 0-2), in 1-8% less training
 # time than the earlier 6-epoch AdamW job (88.71%) on the same machine. STEPS=N trains N steps.
-mpiexec -n 2 ./build/app/shardvit train --model vit-28 --img 30 --patch 6 --dim 160 --depth 4 --heads 10 \
+mpiexec -n 2 "$SV" train --model vit-28 --img 30 --patch 6 --dim 160 --depth 4 --heads 10 \
     --mlp-ratio 2 --data "$DATA/train" --val-data "$DATA/test" --strategy full_shard --param-dtype bf16 \
-    --batch-size 64 --steps "${STEPS:-7030}" --opt lamb --lr 4e-3 --warmup 200 --crop-scale-min 1 --hflip 0 \
+    --batch-size 64 --steps "$STEPS" --opt lamb --lr 4e-3 --warmup "$WARMUP" --crop-scale-min 1 --hflip 0 \
     --crop-pct 1.0 --eval-every 1874 --log-every 100 --out "$OUT"
-./build/app/shardvit export "$OUT" "$OUT/model.safetensors"
-./build/app/shardvit report "$OUT" --out "$OUT/report.html"
+"$SV" export "$OUT" "$OUT/model.safetensors"
+"$SV" report "$OUT" --out "$OUT/report.html"
 python3 -c 'import json, sys; e = json.load(open(sys.argv[1])); print("main job: test top-1 %.2f%%, top-5 %.2f%% on %d images" % (100 * e["top1"], 100 * e["top5"], e["num_samples"]))' "$OUT/eval.json"
 echo "main job: outputs in $OUT: metrics.jsonl, eval.json, confusion.csv, events.out.tfevents.*,"
 echo "  config.toml, classes.txt, checkpoints/, model.safetensors + config.json (timm), report.html"
