@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "data/dataset_impl.h"
+#include "data/prep.h" /* SV_PREP_MARKER */
 
 static int is_jpeg_name(const char *n) {
     const char *dot = strrchr(n, '.');
@@ -228,6 +229,16 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root, int leave_out) {
     if (!d->root) return SV_FAIL(SV_ERR_OOM, "dataset root");
     DIR *dp = opendir(root);
     if (!dp) return SV_FAIL(SV_ERR_NOT_FOUND, "dataset directory %s: %s", root, strerror(errno));
+    struct stat mk;
+    if (fstatat(dirfd(dp), SV_PREP_MARKER, &mk, AT_SYMLINK_NOFOLLOW) == 0) {
+        /* the root of a `shardvit prep` import: its train/ and test/ would be read as two classes */
+        closedir(dp);
+        return SV_FAIL(SV_ERR_INVALID,
+                       "dataset directory %s is the output of `shardvit prep` (it holds %s), not a class folder: "
+                       "its training images are in %s/train (and its test images, for --val-data or eval, in "
+                       "%s/test)",
+                       root, SV_PREP_MARKER, root, root);
+    }
     sv_strlist names = {0};
     struct dirent *e;
     sv_status s = SV_OK;

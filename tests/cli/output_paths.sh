@@ -46,7 +46,7 @@ refuse() {
 
 run prep.log "$SV" prep synthetic --out data --classes 4 --per-class 4 --test-per-class 2 --width 40 --height 32
 MODEL=(--model vit-32 --img 32 --patch 8 --dim 32 --depth 1 --heads 2 --num-classes 4)
-run train.log "$SV" train "${MODEL[@]}" --data data --batch-size 4 --steps 3 --ckpt-every 1 --threads 1 --workers 1 --out run
+run train.log "$SV" train "${MODEL[@]}" --data data/train --batch-size 4 --steps 3 --ckpt-every 1 --threads 1 --workers 1 --out run
 STEP=run/checkpoints/step_00000003
 if [ ! -f "$STEP/index.json" ] || [ ! -f run/checkpoints/latest ]; then
     echo "FAIL: the training run left no checkpoint"
@@ -139,14 +139,14 @@ run ptrace.log "$SV" "${PLAN[@]}" --trace pt.json
 echo "my notes" >mine.json.rank0
 refuse "bench --trace part" "$SV" "${BENCH[@]}" --trace mine.json
 refuse "plan --trace part" "$SV" "${PLAN[@]}" --trace mine.json
-refuse "train --trace part" "$SV" train "${MODEL[@]}" --data data --batch-size 4 --steps 1 --threads 1 --trace mine.json
+refuse "train --trace part" "$SV" train "${MODEL[@]}" --data data/train --batch-size 4 --steps 1 --threads 1 --trace mine.json
 [ "$(cat mine.json.rank0)" = "my notes" ] || fail "a file named like a trace part was replaced"
 [ ! -e mine.json ] || fail "a refused --trace wrote its output"
 
 # a user's file at an output path (text, a binary shard, another kind of shardvit output) is kept
 # byte for byte: the command refuses it at start-up naming the path; an earlier output of the
 # same kind is replaced (re-running the same command works)
-TRAIN=(train "${MODEL[@]}" --data data --batch-size 4 --steps 1 --threads 1 --workers 1)
+TRAIN=(train "${MODEL[@]}" --data data/train --batch-size 4 --steps 1 --threads 1 --workers 1)
 cp "$(ls "$STEP"/shard_*.bin | head -1)" shard.copy
 printf 'a,b\n1,2\n' >user.csv
 echo '{"provenance": {"command": "train"}}' >user.jsonl

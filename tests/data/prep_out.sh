@@ -155,5 +155,17 @@ for c in gone_split gone_class gone_shard gone_classes; do
 done
 ok "6: a marker whose split, class directory, shard or class list is gone is refused (exit 2), nothing changed"
 
+# 7. the import's root given as a data set (instead of ROOT/train): refused, naming ROOT/train and
+#    ROOT/test; before, train/ and test/ were read as two classes and trained on without a word
+begin 7
+"$SHARDVIT" "${SYN[@]}" --out asdata >/dev/null 2>&1 || fail "7: prep asdata"
+TRAIN7=(train --model vit-28 --dim 16 --depth 1 --heads 2 --batch-size 2 --steps 1 --workers 1)
+refused root_train "asdata is the output of .shardvit prep.*asdata/train .*asdata/test" \
+    "$SHARDVIT" "${TRAIN7[@]}" --data asdata
+refused root_val "asdata is the output of .shardvit prep" "$SHARDVIT" "${TRAIN7[@]}" --data asdata/train --val-data asdata
+run root_ok "$SHARDVIT" "${TRAIN7[@]}" --data asdata/train --val-data asdata/test
+[ $RC -eq 0 ] || { fail "7: training on asdata/train failed (exit $RC)"; sed 's/^/    /' "$WORK/root_ok.log"; }
+ok "7: a prep output's root as --data / --val-data is refused naming its train/ and test/"
+
 [ $NFAIL -eq 0 ] || { echo "prep_out: $NFAIL checks failed"; exit 1; }
 echo "prep_out: all passed"
