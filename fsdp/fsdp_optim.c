@@ -105,7 +105,7 @@ sv_status sv_fsdp_optimizer_step(sv_fsdp *f, const sv_optim_config *oc, double *
         f->ctr.skipped_steps++;
         SV_WARN("step %ld: non-finite gradient norm; step skipped, parameters and optimizer state unchanged "
                 "(%llu skipped so far)",
-                step, (unsigned long long)f->ctr.skipped_steps);
+                step + 1, (unsigned long long)f->ctr.skipped_steps); /* numbered from 1, as every log line */
         return SV_OK;
     }
     *skipped = 0;

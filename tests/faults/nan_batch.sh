@@ -25,7 +25,9 @@ train() { # NAME STEPS [flags]: train into $WORK/NAME
 FAIL_LOGS=("$WORK/clean.log" "$WORK/poison.log" "$WORK/abort.log")
 train clean 3 || fail "clean run failed"
 SHARDVIT_TEST_POISON_BATCH=3:1 train poison 4 || fail "poisoned run failed"
-grep -q "non-finite gradient norm; step skipped" "$WORK/poison.log" || fail "no skip message"
+# the poisoned batch is step index 3 (the hook counts from 0): the 4th step, "step 4" as the log
+# lines and metrics.jsonl number it
+grep -q "step 4: non-finite gradient norm; step skipped" "$WORK/poison.log" || fail "no skip message for step 4"
 grep -q "skipped steps 1" "$WORK/poison.log" || fail "skip not counted in the summary"
 [ "$(metric_values "$WORK/poison/metrics.jsonl" skipped_steps | tail -n1)" = 1 ] || fail "metrics.jsonl skipped_steps != 1"
 cmp -s "$WORK/clean.bin" "$WORK/poison.bin" || fail "parameters changed by a skipped step"
