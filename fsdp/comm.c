@@ -285,7 +285,7 @@ static sv_status poll_slot(sv_comm *c, int idx, int until_issued) {
         double gap = now - prev;
         prev = now;
         if (gap > SV_COMM_STALL_GAP_SECONDS && c->cfg.timeout_s > 0)
-            SV_INFO("comm '%s': this process did not run for %.1f s while waiting (stopped and continued?); "
+            SV_WARN("comm '%s': this process did not run for %.1f s while waiting (stopped and continued?); "
                     "%.0f s of it not counted toward the %g s timeout",
                     c->label, gap, gap - SV_COMM_STALL_GAP_SECONDS, c->cfg.timeout_s);
         counted += gap < SV_COMM_STALL_GAP_SECONDS ? gap : SV_COMM_STALL_GAP_SECONDS;

@@ -8,7 +8,8 @@
 #     the dead rank ("BAD TERMINATION" / "KILLED BY SIGNAL"); MPICH's hydra usually tears the job
 #     down within milliseconds of a rank's death, before any timeout can fire;
 #   - no process of the job (ranks, hydra proxy, mpiexec) is left afterwards.
-# pause: every rank is stopped (SIGSTOP) for twice --comm-timeout (3 s here), then continued, as a
+# pause: every rank is stopped (SIGSTOP; ranks 1 and 2 while they wait for rank 0 in a collective)
+# for twice --comm-timeout (3 s here), then continued, as a
 # suspended Slurm job or a paused container is: the run goes on (no rank counts the time it did
 # not run toward the timeout), then SIGTERM to mpiexec ends it with the preemption save (exit 75).
 # Usage: kill_rank_train.sh SHARDVIT MPIEXEC kill|stop|pause
@@ -33,7 +34,12 @@ done
 if [ "$MODE" = pause ]; then
     pids=""
     for r in 0 1 2; do pids="$pids $(rank_pid "$run" $r)" || fail "could not find rank $r's process"; done
-    kill -STOP $pids
+    # rank 0 first, the others half a second later: by then they wait for rank 0 in a collective,
+    # so they are stopped inside a wait (the case the timeout must not count), whatever the load
+    set -- $pids
+    kill -STOP "$1"
+    sleep 0.5
+    kill -STOP "$2" "$3"
     echo "ranks$pids stopped for $((2 * TIMEOUT_S)) s (--comm-timeout $TIMEOUT_S)"
     sleep $((2 * TIMEOUT_S))
     kill -CONT $pids
