@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/flags.h"
+#include "model/backend/cpu/gemm_engine.h"
+
 void sv_backend_env_apply(sv_backend_config *bc, const char *cpu_gemm) {
     const char *v;
     if ((v = getenv("SHARDVIT_CPU_GEMM"))) bc->cpu.gemm = v;
@@ -14,4 +17,16 @@ void sv_backend_env_apply(sv_backend_config *bc, const char *cpu_gemm) {
     if ((v = getenv("SHARDVIT_CPU_BF16_STORAGE"))) /* any other value: refused at creation */
         bc->cpu.f32_storage = !strcmp(v, "0") ? 1 : !strcmp(v, "1") ? -1 : 2;
     if (cpu_gemm) bc->cpu.gemm = cpu_gemm;
+}
+
+int sv_backend_env_check(const char *cmd, const char *cpu_gemm) {
+    const char *v = cpu_gemm ? cpu_gemm : getenv("SHARDVIT_CPU_GEMM");
+    if (v && !sv_gemm_engine_name_known(v))
+        return sv_cmd_usage_error(cmd, "%s: invalid value '%s' (expected %s)",
+                                  cpu_gemm ? "--cpu-gemm" : "SHARDVIT_CPU_GEMM", v, sv_gemm_engine_names);
+    if ((v = getenv("SHARDVIT_CPU_BF16_STORAGE")) && strcmp(v, "0") && strcmp(v, "1"))
+        return sv_cmd_usage_error(
+            cmd, "SHARDVIT_CPU_BF16_STORAGE: invalid value '%s' (expected 0 or 1; 0 keeps bf16 mode's buffers in fp32)",
+            v);
+    return -1;
 }

@@ -662,7 +662,7 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
     bench_opts o = {.run = SV_RUN_OPTS_DEFAULT,
                     .steps = 10,
                     .warmup = 3,
-                    .synthetic = 0,
+                    .synthetic = 1, /* off when --data is given */
                     .comm = 0,
                     .workers = 0,
                     .smoothing = 0.1,
@@ -674,8 +674,8 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
         SV_RUN_FLAGS(o.run),
         {"steps", SV_FLAG_I64, &o.steps, 1, 1e9, "timed steps (op mode: timed iterations)", 0},
         {"warmup", SV_FLAG_INT, &o.warmup, 0, 1 << 20, "untimed warm-up steps before timing", 0},
-        {"synthetic", SV_FLAG_BOOL, &o.synthetic, 0, 0, "one fixed random batch per rank, no input pipeline (default)",
-         0},
+        {"synthetic", SV_FLAG_BOOL, &o.synthetic, 0, 0,
+         "one fixed random batch per rank, no input pipeline: what bench times unless --data is given", 0},
         {"data", SV_FLAG_STR, &o.data, 0, 0,
          "time with this input pipeline instead: synthetic | ImageFolder dir | tar pattern", 0},
         {"workers", SV_FLAG_INT, &o.workers, 0, 256,
@@ -721,13 +721,18 @@ int sv_cmd_bench(int argc, char **argv, const sv_proc *proc) {
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
+    if ((rc = sv_backend_env_check(spec.name, o.run.cpu_gemm)) >= 0) return rc;
     if (npos && !o.sweep)
         return sv_cmd_usage_error(spec.name, "unexpected argument '%s' (KEY=V1,V2 items follow --sweep)", pos[0]);
     if ((o.sweep_csv || o.sweep_jsonl) && !o.sweep)
         return sv_cmd_usage_error(spec.name, "--sweep-csv and --sweep-jsonl need --sweep");
     if (o.sweep && (o.op || o.comm))
         return sv_cmd_usage_error(spec.name, "--sweep times the training step: not with --op or --comm");
-    if (o.data && o.synthetic) return sv_cmd_usage_error("bench", "--synthetic and --data exclude each other");
+    if (o.data && o.synthetic && sv_flag_seen(flags, "synthetic"))
+        return sv_cmd_usage_error("bench", "--synthetic and --data exclude each other");
+    if (!o.data && !o.synthetic)
+        return sv_cmd_usage_error("bench", "--synthetic=false needs --data (the input pipeline to time instead)");
+    if (o.data) o.synthetic = 0; /* the recorded configuration says what is timed */
     if (o.op && o.comm) return sv_cmd_usage_error("bench", "--op and --comm exclude each other");
     if (o.sweep && o.json)
         return sv_cmd_usage_error(spec.name,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/backend_env.h"
 #include "app/commands.h"
 #include "app/cpu_peak.h"
 #include "app/provenance.h"
@@ -214,8 +215,7 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         {"device", SV_FLAG_STR, &o.run.device, 0, 0, "auto | cpu | cuda", 0},
         {"threads", SV_FLAG_INT, &o.run.threads, 0, 1024,
          "CPU threads per rank (0 = the CPUs it may use / the ranks sharing them)", 0},
-        {"comm-timeout", SV_FLAG_DOUBLE, &o.run.comm_timeout, 0, 1e7, "seconds before a collective is declared hung",
-         0},
+        {"comm-timeout", SV_FLAG_DOUBLE, &o.run.comm_timeout, 0, 1e7, SV_COMM_TIMEOUT_HELP, 0},
         SV_FLAG_END};
     /* clang-format on */
     sv_cmd_spec spec = {
@@ -240,6 +240,7 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
+    if ((rc = sv_backend_env_check("eval", NULL)) >= 0) return rc;
     o.flags = flags;
     if ((rc = sv_model_source_check("eval", &o.src)) != 0) return rc;
     if (!o.data) return sv_cmd_usage_error("eval", "--data: missing (ImageFolder dir, tar pattern or synthetic)");

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "app/backend_env.h"
 #include "app/commands.h"
 #include "app/plan_sim.h"
 #include "app/provenance.h"
@@ -77,7 +78,8 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         SV_FLAG_END};
     /* clang-format on */
     sv_cmd_spec spec = {
-        "plan", "shardvit plan --model M --world N --strategy S --param-dtype D --batch-size B [--mem 24G]",
+        "plan",
+        "shardvit plan --model M [--world N] [--strategy S] [--param-dtype D] [--batch-size B] [--mem 24G] [flags]",
         "Print where every byte of a rank's arena goes (fp32 master/grad/optimizer shards, gathered "
         "compute-dtype parameters, gradient buffers, activations) and whether it fits --mem. "
         "--device cpu (the default; auto is the same here) plans CPU sizes, --device cuda GPU sizes (bf16 storage) "
@@ -90,6 +92,7 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
+    if ((rc = sv_backend_env_check("plan", o.cpu_gemm)) >= 0) return rc;
     long long mem_bytes = -1;
     if (mem && (mem_bytes = sv_parse_bytes(mem)) <= 0)
         return sv_cmd_usage_error("plan", "--mem: invalid value '%s' (expected bytes like 24G, 512M; more than 0)",
@@ -98,9 +101,19 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
         if (!strcmp(o.device, "cuda") || !strcmp(o.device, "auto"))
             return sv_cmd_usage_error("plan", "--device %s: name the simulated device (%s)", o.device,
                                       sv_sim_device_names);
+        /* flags of one mode: refused with another (a mode would ignore them); --sweep wins over
+         * --suggest-wrap, which wins over --simulate (plan_sim.c) */
+        const char *mode = sa.sweep ? "--sweep" : sa.suggest ? "--suggest-wrap" : "--simulate";
         if (o.trace && (sa.suggest || sa.sweep))
-            return sv_cmd_usage_error("plan", "--trace records one simulated step: with --simulate, not with %s",
-                                      sa.suggest ? "--suggest-wrap" : "--sweep");
+            return sv_cmd_usage_error("plan", "--trace records one simulated step: with --simulate, not with %s", mode);
+        if (sa.json && (sa.suggest || sa.sweep))
+            return sv_cmd_usage_error("plan",
+                                      "--json prints the --simulate result as one JSON object: with --simulate, not "
+                                      "with %s%s",
+                                      mode, sa.sweep ? " (its rows are JSONL unless --format csv)" : "");
+        if (sa.format && !sa.sweep)
+            return sv_cmd_usage_error("plan", "--format sets the format of --sweep's rows: with --sweep, not with %s",
+                                      mode);
         if (o.trace) { /* the rules for outputs (ckpt/ckpt_out.h): a FIFO would block, a device be
                         * written, a symbolic link be followed; never into a checkpoint */
             char part[4096];
@@ -130,6 +143,11 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
                                   "--inter-cpu/--inter-burst/--cores/--sched-quantum need --simulate, --suggest-wrap "
                                   "or --sweep");
     if (!strcmp(o.device, "auto")) o.device = "cpu";
+    if (sv_sim_device_known(o.device)) /* a simulator preset: say where it belongs */
+        return sv_cmd_usage_error("plan",
+                                  "--device '%s' (choose auto|cpu|cuda): %s is a simulated device, for --simulate, "
+                                  "--suggest-wrap or --sweep (docs/simulate.md)",
+                                  o.device, o.device);
     sv_vit_config vcfg;
     sv_fsdp_config fc;
     sv_backend_config bc;

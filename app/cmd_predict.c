@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/backend_env.h"
 #include "app/commands.h"
 #include "app/model_load.h"
 #include "app/run.h"
@@ -208,6 +209,7 @@ int sv_cmd_predict(int argc, char **argv, const sv_proc *proc) {
     int npos = 0, rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc < 0 && npos == 0) rc = sv_cmd_usage_error("predict", "no image files given");
     if (rc < 0 && sv_model_source_check("predict", &o.src) != 0) rc = 2;
+    if (rc < 0) rc = sv_backend_env_check("predict", NULL);
     if (rc >= 0) {
         free(pos);
         return rc;

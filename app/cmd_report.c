@@ -18,7 +18,7 @@ int sv_cmd_report(int argc, char **argv, const sv_proc *proc) {
         SV_FLAG_END};
     /* clang-format on */
     sv_cmd_spec spec = {
-        "report", "shardvit report RUN_DIR [--out FILE.html]",
+        "report", "shardvit report RUN_DIR [--out FILE.html] [--trace FILE.json]",
         "Write one self-contained HTML report of a training run: loss, accuracy, learning rate, "
         "throughput and memory curves (metrics.jsonl; raw and weight-EMA evaluations of a --model-ema run, "
         "drawn and tabulated side by side), the evaluation summary and confusion matrix "

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "app/backend_env.h"
 #include "app/commands.h"
 #include "app/cpu_peak.h"
 #include "app/provenance.h"
@@ -162,6 +163,7 @@ typedef struct trainer {
     /* throughput window of the log line */
     double t_log, wait_log, t_train, flops_step, peak, final_loss;
     double loss_window; /* sum of the step losses since the last logged step */
+    long steps_trained; /* steps this process trained (0: --steps 0, or a resume with none left) */
     long steps_since_log;
     sv_cpu_peak cpu_peak;      /* the CPU ISA peak MFU is stated against (peak_kind "isa"), when measured */
     char *prov_json;           /* rank 0: the run's provenance (metrics.jsonl header, eval.json) */
@@ -324,6 +326,7 @@ static sv_status log_step(trainer *t, long step, double lr, const sv_step_result
     sv_run *r = t->r;
     double loss = sr->loss_sum / o->run.batch_size;
     t->final_loss = loss;
+    t->steps_trained++;
     t->wait_log += sr->data_wait_s;
     t->loss_window += loss;
     t->steps_since_log++;
@@ -413,9 +416,11 @@ static sv_status finish(trainer *t) {
     getrusage(RUSAGE_SELF, &ru);
     size_t dev_peak;
     sv_be_mem_stats(r->be, NULL, &dev_peak);
-    SV_INFO("done: final loss %.4f, skipped steps %llu, substituted samples %llu; measured peak per rank: arena "
+    char fin[64] = "no step trained (no final loss)"; /* --steps 0: a nan loss would look like divergence */
+    if (t->steps_trained) snprintf(fin, sizeof fin, "final loss %.4f", t->final_loss);
+    SV_INFO("done: %s, skipped steps %llu, substituted samples %llu; measured peak per rank: arena "
             "%.1f MiB (planned %.1f MiB), device memory allocated %zu bytes (plan %zu bytes), process RSS %.1f MiB",
-            t->final_loss, (unsigned long long)r->fsdp.ctr.skipped_steps, (unsigned long long)ls.substituted,
+            fin, (unsigned long long)r->fsdp.ctr.skipped_steps, (unsigned long long)ls.substituted,
             r->dev.peak / 1048576.0, r->dev.cap / 1048576.0, dev_peak, r->bytes_total, ru.ru_maxrss / 1024.0);
     return SV_OK;
 }
@@ -669,6 +674,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     int npos;
     int rc = sv_cmd_parse(&spec, flags, argc, argv, pos, &npos, -1, NULL);
     if (rc >= 0) return rc;
+    if ((rc = sv_backend_env_check("train", o.run.cpu_gemm)) >= 0) return rc;
     o.flags = flags;
     /* every relative path is used, and recorded in config.toml, as an absolute path
      * (app/train_outputs.h): `train --config RUN/config.toml --resume auto` from another

@@ -93,6 +93,9 @@ typedef struct sv_run_opts {
         .wrap = "block", .recompute = 0, .seed = 0, .comm_timeout = 300, .trace = NULL, .head_zero_init = 0 \
     }
 
+/* --comm-timeout's help, shared by the commands that take the flag */
+#define SV_COMM_TIMEOUT_HELP "seconds before a collective is declared hung (0 = never)"
+
 /* clang-format off: one flag per line */
 #define SV_RUN_FLAGS(o) \
     SV_MODEL_FLAGS((o).model), \
@@ -111,13 +114,7 @@ typedef struct sv_run_opts {
         {"wrap", SV_FLAG_STR, &(o).wrap, 0, 0, "FSDP units: block | auto:<MB>", 0}, \
         {"recompute", SV_FLAG_BOOL, &(o).recompute, 0, 0, "recompute block activations in backward", 0}, \
         {"seed", SV_FLAG_I64, &(o).seed, 0, 9.2e18, "global seed (init, data order, augmentation)", 0}, \
-        {"comm-timeout", \
-         SV_FLAG_DOUBLE, \
-         &(o).comm_timeout, \
-         0, \
-         1e7, \
-         "seconds before a collective is declared hung (0 = never)", \
-         0}, \
+        {"comm-timeout", SV_FLAG_DOUBLE, &(o).comm_timeout, 0, 1e7, SV_COMM_TIMEOUT_HELP, 0}, \
         {"trace", SV_FLAG_STR, &(o).trace, \
          0,       0,           "write a Chrome/Perfetto trace JSON here (replaces only an earlier trace)", \
          0}, \

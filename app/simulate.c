@@ -72,6 +72,8 @@ static const dev_preset *find_device(const char *name) {
     return NULL;
 }
 
+int sv_sim_device_known(const char *name) { return name && find_device(name) != NULL; }
+
 static const link_preset *find_link(const link_preset *t, size_t n, const char *name, size_t len) {
     for (size_t i = 0; i < n; i++)
         if (strlen(t[i].name) == len && !strncmp(t[i].name, name, len)) return &t[i];

@@ -81,6 +81,9 @@ struct sv_provenance;
 void sv_sim_json(sv_json_writer *w, const sv_sim_opts *o, const sv_sim_result *r, const struct sv_provenance *prov,
                  const sv_flag *flags);
 
+/* 1 when name is a simulated GPU preset (h200, h100; not cpu), else 0. */
+int sv_sim_device_known(const char *name);
+
 /* Names of the presets, for --help and errors. */
 extern const char *const sv_sim_device_names;
 extern const char *const sv_sim_net_names;

@@ -17,17 +17,29 @@
 #include "core/log.h"
 #include "fsdp/comm.h"
 
+/* "64K", "1M", "2G", "4096": bytes, or 0 when s is no size (a number, optionally K/M/G, > 0). */
 static size_t parse_size(const char *s) {
     char *end = NULL;
     double v = strtod(s, &end);
-    if (end && (*end == 'K' || *end == 'k'))
-        v *= 1024;
-    else if (end && (*end == 'M' || *end == 'm'))
-        v *= 1024 * 1024;
-    else if (end && (*end == 'G' || *end == 'g'))
-        v *= 1024.0 * 1024 * 1024;
-    return (size_t)v;
+    if (end == s) return 0;
+    if (*end == 'K' || *end == 'k')
+        v *= 1024, end++;
+    else if (*end == 'M' || *end == 'm')
+        v *= 1024 * 1024, end++;
+    else if (*end == 'G' || *end == 'g')
+        v *= 1024.0 * 1024 * 1024, end++;
+    return *end || !(v >= 1 && v < 1e15) ? 0 : (size_t)v;
 }
+
+static const char k_usage[] =
+    "usage: mpiexec -n N comm_bench [--min SIZE] [--max SIZE] [--trials T]\n\n"
+    "Collective bandwidth of sv_comm next to the raw MPI call of the same size (all_gather, reduce_scatter;\n"
+    "docs/comm.md). SIZE: bytes of the full buffer, e.g. 1K, 64M.\n\n"
+    "flags:\n"
+    "  --min SIZE     smallest buffer [1K]\n"
+    "  --max SIZE     largest buffer (sizes double from --min) [64M]\n"
+    "  --trials T     interleaved rounds per size, 1..101 [3]\n"
+    "  --help         this text\n";
 
 static void die(sv_status st) {
     fprintf(stderr, "comm_bench: %s: %s\n", sv_status_str(st), sv_err_msg());
@@ -75,16 +87,52 @@ int main(int argc, char **argv) {
     sv_log_setup(rank, SV_LOG_INFO, 0);
     size_t min_b = 1024, max_b = 64u << 20;
     int trials = 3;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--min"))
-            min_b = parse_size(argv[i + 1]);
-        else if (!strcmp(argv[i], "--max"))
-            max_b = parse_size(argv[i + 1]);
-        else if (!strcmp(argv[i], "--trials"))
-            trials = atoi(argv[i + 1]);
+    /* flags before any work: --help prints the usage (exit 0); an unknown flag or a bad value is
+     * one line on rank 0's stderr and exit 2 */
+    const char *bad = NULL;
+    char why[256];
+    for (int i = 1; i < argc && !bad; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            if (rank == 0) fputs(k_usage, stdout);
+            MPI_Finalize();
+            return 0;
+        }
+        const char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        const char *val = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+        int is_min = len == 5 && !strncmp(a, "--min", 5), is_max = len == 5 && !strncmp(a, "--max", 5);
+        int is_trials = len == 8 && !strncmp(a, "--trials", 8);
+        if (!is_min && !is_max && !is_trials) {
+            snprintf(why, sizeof why, "unknown flag or argument '%.*s' (see comm_bench --help)", (int)len, a);
+            bad = why;
+        } else if (!val) {
+            snprintf(why, sizeof why, "%.*s: missing value", (int)len, a);
+            bad = why;
+        } else if (is_trials) {
+            char *end;
+            long t = strtol(val, &end, 10);
+            trials = end != val && !*end && t >= 1 && t <= MAX_TRIALS ? (int)t : 0;
+            if (!trials) {
+                snprintf(why, sizeof why, "--trials: invalid value '%s' (expected 1..%d)", val, MAX_TRIALS);
+                bad = why;
+            }
+        } else {
+            size_t b = parse_size(val);
+            if (!b) {
+                snprintf(why, sizeof why, "%s: invalid value '%s' (expected bytes like 4096, 64K, 1M)",
+                         is_min ? "--min" : "--max", val);
+                bad = why;
+            }
+            *(is_min ? &min_b : &max_b) = b;
+        }
     }
-    if (trials < 1 || trials > MAX_TRIALS) {
-        if (rank == 0) fprintf(stderr, "comm_bench: --trials must be in [1, %d]\n", MAX_TRIALS);
+    if (!bad && min_b > max_b) {
+        snprintf(why, sizeof why, "--min %zu is more than --max %zu", min_b, max_b);
+        bad = why;
+    }
+    if (bad) {
+        if (rank == 0) fprintf(stderr, "comm_bench: %s\n", bad);
         MPI_Finalize();
         return 2;
     }

@@ -28,10 +28,60 @@ expect_usage_error "unknown model 'vit-zz'" info --model vit-zz
 expect_usage_error "--heads 5 must divide --dim 192" info --model vit-ti16 --heads 5
 expect_usage_error "unknown command 'trian'" trian
 expect_usage_error "--recompute: invalid value 'maybe'" train --recompute=maybe
+# the GEMM engine's name is checked before any work, against the backend's own list (an engine
+# this CPU lacks stays a run-time matter); so are SHARDVIT_CPU_GEMM and SHARDVIT_CPU_BF16_STORAGE
+engines="amx-bf16|avx512-bf16|avx512-f32|avx2-f32|openblas|blas|auto"
+for cmd in plan train bench; do
+    expect_usage_error "shardvit $cmd: --cpu-gemm: invalid value 'bogus' (expected $engines)" $cmd --model vit-28 \
+        --cpu-gemm bogus
+done
+SHARDVIT_CPU_GEMM=bogus expect_usage_error "SHARDVIT_CPU_GEMM: invalid value 'bogus' (expected $engines)" plan
+SHARDVIT_CPU_GEMM=bogus "$SV" plan --cpu-gemm auto >/dev/null || fail "--cpu-gemm did not win over SHARDVIT_CPU_GEMM"
+SHARDVIT_CPU_BF16_STORAGE=2 expect_usage_error "SHARDVIT_CPU_BF16_STORAGE: invalid value '2' (expected 0 or 1;" \
+    train --steps 0
+# plan: a flag of one mode is refused with another mode (it would be ignored); --device h200 / h100
+# without the simulator says where they belong
+expect_usage_error "--format sets the format of --sweep's rows: with --sweep, not with --simulate" \
+    plan --simulate --format csv
+expect_usage_error "--json prints the --simulate result as one JSON object: with --simulate, not with --suggest-wrap" \
+    plan --suggest-wrap --json
+expect_usage_error "with --simulate, not with --sweep" plan --sweep world=1 --json
+for d in h200 h100; do
+    expect_usage_error "--device '$d' (choose auto|cpu|cuda): $d is a simulated device, for --simulate, --suggest-wrap or --sweep" \
+        plan --device $d
+done
 
 help=$("$SV" train --help) || fail "train --help failed"
 grep -q -- "--batch-size" <<<"$help" || fail "train --help lacks --batch-size"
 "$SV" info --help >/dev/null || fail "info --help failed"
+# usage lines name every flag they show as it is: optional ones in brackets
+"$SV" report --help | sed -n 1p | grep -qF -- "[--trace FILE.json]" || fail "report --help's usage lacks --trace"
+"$SV" plan --help | sed -n 1p | grep -qF -- "[--strategy S] [--param-dtype D] [--batch-size B]" ||
+    fail "plan --help's usage shows optional flags as required: $("$SV" plan --help | sed -n 1p)"
+# bench times a fixed synthetic batch unless --data is given: its help and recorded config say so
+"$SV" bench --help | grep -E -- "^  --synthetic " | grep -qF "[true]" ||
+    fail "bench --help: $("$SV" bench --help | grep -E -- "^  --synthetic ")"
+expect_usage_error "--synthetic=false needs --data" bench --synthetic=false
+# --comm-timeout: one help text wherever the flag is
+for cmd in eval train bench; do
+    [ "$("$SV" $cmd --help | grep -E -- "^  --comm-timeout ")" = "$("$SV" plan --help | grep -E -- "^  --comm-timeout ")" ] ||
+        fail "$cmd --help's --comm-timeout differs: $("$SV" $cmd --help | grep -E -- "^  --comm-timeout ")"
+done
+"$SV" eval --help | grep -E -- "^  --comm-timeout " | grep -qF "(0 = never)" || fail "eval --help: --comm-timeout lacks 0 = never"
+# bench/comm/comm_bench (built with the top-level project): --help prints its usage, a bad flag exits 2
+CB=$(dirname "$SV")/../bench/comm/comm_bench
+if [ -x "$CB" ]; then
+    out=$("$CB" --help 2>&1) && grep -q "^usage: .*comm_bench \[--min SIZE\]" <<<"$out" ||
+        fail "comm_bench --help: $out"
+    err=$("$CB" --bogus 2>&1 >/dev/null); rc=$?
+    [ $rc -eq 2 ] && [ "$err" = "comm_bench: unknown flag or argument '--bogus' (see comm_bench --help)" ] ||
+        fail "comm_bench --bogus: rc $rc: $err"
+    err=$("$CB" --min abc 2>&1 >/dev/null); rc=$?
+    [ $rc -eq 2 ] && grep -qF "comm_bench: --min: invalid value 'abc'" <<<"$err" || fail "comm_bench --min abc: rc $rc: $err"
+    echo "ok: comm_bench --help and bad flags"
+else
+    echo "SKIP: comm_bench checks ($CB not built)"
+fi
 
 # timm parameter counts (1000 classes)
 for pair in vit-ti16:5717416 vit-s16:22050664 vit-b16:86567656 vit-l16:304326632; do
@@ -76,6 +126,17 @@ grep -q "mean 0.5,0.5,0.5 (timm's data config of vit_base_patch16_224)" "$tmp/tv
     fail "flags over a timm name's data config"
 [ "$(evt tp --model vit-b16)" = "[0.485, 0.456, 0.406] [0.229, 0.224, 0.225] bilinear 0.875" ] || fail "a preset's defaults"
 echo "ok: a timm name brings its data config; flags and presets as before"
+# bench's recorded configuration says what it timed: the fixed synthetic batch, or --data's pipeline
+for d in fixed synthetic; do
+    extra=() want=True
+    [ $d = fixed ] || extra=(--data synthetic) want=False
+    "$SV" bench --model vit-28 --dim 24 --depth 1 --heads 2 --batch-size 8 --steps 1 --warmup 0 --calib-seconds 0 \
+        "${extra[@]}" --json "$tmp/bench-$d.json" >"$tmp/bench.log" 2>&1 || { cat "$tmp/bench.log"; fail "bench ($d)"; }
+    got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["provenance"]["config"]["synthetic"])' \
+        "$tmp/bench-$d.json")
+    [ "$got" = $want ] || fail "bench ($d input) records synthetic = $got"
+done
+echo "ok: bench records \"synthetic\" as timed"
 
 # a batch whose arena cannot be allocated: one error naming the arena's parts and the way out
 # (a 4 TiB allocation fails under the kernel's default overcommit heuristic; under "always
@@ -142,6 +203,9 @@ printf 'model = "vit-28" # not "vit-32"\ndepth = 1 # one block\n' >"$tmp/cmt.tom
 "$SV" train --config "$tmp/cmt.toml" --dim 24 --heads 2 --batch-size 16 --steps 0 --synth-samples 64 >"$tmp/log3" 2>&1 ||
     { cat "$tmp/log3"; fail "comments after values"; }
 grep -q "vit-28" "$tmp/log3" && ! grep -q "vit-32" "$tmp/log3" || fail "a comment after a quoted value was read as part of it"
+# --steps 0 trains nothing: the done line says so rather than a nan loss
+grep -q "done: no step trained (no final loss), skipped steps 0" "$tmp/log3" && ! grep -q "final loss nan" "$tmp/log3" ||
+    fail "--steps 0's done line: $(grep "done:" "$tmp/log3")"
 printf 'model = "vit-28\n' >"$tmp/open.toml"
 expect_usage_error "open.toml:1: the quoted value has no closing quote" train --config "$tmp/open.toml"
 printf 'data = "C:\\q\\x"\n' >"$tmp/esc2.toml"

@@ -99,16 +99,16 @@ for eng in amx-bf16 avx512-bf16; do
         { echo "FAIL: $eng: bf16 and fp32 storage give different losses"; exit 1; }
     echo "$eng: bf16 storage and fp32 storage give the same loss bits"
 done
-# an unknown engine named by the flag: refused, naming the value and the choices
-if "$SV" train $A --cpu-gemm nope --out "$tmp/badgemm" >"$tmp/badgemm.log" 2>&1; then
-    echo "FAIL: --cpu-gemm nope accepted"; exit 1
-fi
-grep -q "GEMM engine 'nope' (--cpu-gemm / SHARDVIT_CPU_GEMM): unknown GEMM engine 'nope' (amx-bf16|" "$tmp/badgemm.log" ||
+# an unknown engine named by the flag: refused before any work (exit 2), naming the value and the choices
+rc=0
+"$SV" train $A --cpu-gemm nope --out "$tmp/badgemm" >"$tmp/badgemm.log" 2>&1 || rc=$?
+[ $rc -eq 2 ] || { cat "$tmp/badgemm.log"; echo "FAIL: --cpu-gemm nope exited $rc, expected 2"; exit 1; }
+grep -q "^shardvit train: --cpu-gemm: invalid value 'nope' (expected amx-bf16|" "$tmp/badgemm.log" ||
     { cat "$tmp/badgemm.log"; echo "FAIL: unclear error for --cpu-gemm nope"; exit 1; }
 echo "--cpu-gemm nope: refused with the choices"
-if SHARDVIT_CPU_BF16_STORAGE=yes "$SV" train $A --param-dtype bf16 --out "$tmp/badstore" >"$tmp/badstore.log" 2>&1; then
-    echo "FAIL: SHARDVIT_CPU_BF16_STORAGE=yes accepted"; exit 1
-fi
-grep -q "SHARDVIT_CPU_BF16_STORAGE must be 0 or 1" "$tmp/badstore.log" ||
+rc=0
+SHARDVIT_CPU_BF16_STORAGE=yes "$SV" train $A --param-dtype bf16 --out "$tmp/badstore" >"$tmp/badstore.log" 2>&1 || rc=$?
+[ $rc -eq 2 ] || { cat "$tmp/badstore.log"; echo "FAIL: SHARDVIT_CPU_BF16_STORAGE=yes exited $rc, expected 2"; exit 1; }
+grep -q "SHARDVIT_CPU_BF16_STORAGE: invalid value 'yes' (expected 0 or 1" "$tmp/badstore.log" ||
     { cat "$tmp/badstore.log"; echo "FAIL: unclear error for a bad SHARDVIT_CPU_BF16_STORAGE"; exit 1; }
 echo "ok: $ran engine/precision combinations"

@@ -247,8 +247,8 @@ static sv_status cpu_resolve(const sv_backend_config *cfg, cpu_choice *ch) {
                        why);
     ch->attn_gemm = ch->gemm && !cfg->cpu.attn_sgemm;
     if (cfg->cpu.f32_storage < -1 || cfg->cpu.f32_storage > 1)
-        return SV_FAIL(SV_ERR_INVALID, "cpu backend: SHARDVIT_CPU_BF16_STORAGE must be 0 or 1 (f32_storage=%d)",
-                       cfg->cpu.f32_storage);
+        return SV_FAIL(SV_ERR_INVALID,
+                       "cpu backend: SHARDVIT_CPU_BF16_STORAGE must be 0 or 1 (0 keeps bf16 mode's buffers in fp32)");
     /* bf16 storage needs every GEMM on a bf16 engine (they read bf16 operands; sgemm and the
      * fp32 engines read fp32) */
     ch->act16 = ch->bf16 && ch->gemm && ch->gemm->bf16 && ch->attn_gemm && cfg->cpu.f32_storage <= 0;

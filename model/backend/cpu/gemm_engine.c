@@ -18,6 +18,13 @@ const sv_gemm_engine *sv_gemm_engine_by_name(const char *name) {
     return NULL;
 }
 
+const char sv_gemm_engine_names[] = "amx-bf16|avx512-bf16|avx512-f32|avx2-f32|openblas|blas|auto";
+
+int sv_gemm_engine_name_known(const char *name) {
+    return name &&
+        (sv_gemm_engine_by_name(name) || !strcmp(name, "openblas") || !strcmp(name, "blas") || !strcmp(name, "auto"));
+}
+
 /* why/note are 160-byte buffers; a longer message is cut. */
 static void put(char *buf, const char *fmt, const char *a, const char *b) {
     if (!buf) return;
@@ -47,8 +54,7 @@ const sv_gemm_engine *sv_gemm_engine_pick(int bf16, const char *force, int amx_d
         }
         const sv_gemm_engine *e = sv_gemm_engine_by_name(force);
         if (!e) {
-            put(why, "unknown GEMM engine '%s' (amx-bf16|avx512-bf16|avx512-f32|avx2-f32|openblas|blas|auto)%s", force,
-                "");
+            put(why, "unknown GEMM engine '%s' (%s)", force, sv_gemm_engine_names);
             return NULL;
         }
         if (e->bf16 && !bf16) {

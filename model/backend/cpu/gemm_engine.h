@@ -99,6 +99,15 @@ extern const sv_gemm_engine sv_gemm_engine_avx512_bf16; /* gemm_bf16.c */
 /* Engine by name (any of the above), NULL when unknown. Does not check availability. */
 const sv_gemm_engine *sv_gemm_engine_by_name(const char *name);
 
+/* Every value `--cpu-gemm` / SHARDVIT_CPU_GEMM accepts, as "a|b|...": the engines above, then
+ * "openblas", "blas" (OpenBLAS with its own threads: cpu_backend.c) and "auto". */
+extern const char sv_gemm_engine_names[];
+
+/* 1 when name is one of sv_gemm_engine_names (whether it runs here is sv_gemm_engine_pick's
+ * question), else 0. The commands check --cpu-gemm / SHARDVIT_CPU_GEMM with it before any work
+ * (app/backend_env.h); sv_gemm_engine_pick's message for an unknown name lists the same string. */
+int sv_gemm_engine_name_known(const char *name);
+
 /* The engine for a compute dtype (bf16: 1 for bf16 mode), best first:
  *   bf16 mode: amx-bf16, avx512-bf16, then the fp32 engines (operands stay as the ops round them);
  *   fp32 mode: avx512-f32, avx2-f32;
