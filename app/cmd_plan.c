@@ -97,6 +97,8 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     if (mem && (mem_bytes = sv_parse_bytes(mem)) <= 0)
         return sv_cmd_usage_error("plan", "--mem: invalid value '%s' (expected bytes like 24G, 512M; more than 0)",
                                   mem);
+    if ((sa.simulate != 0) + (sa.suggest != 0) + (sa.sweep != NULL) > 1) /* one would be dropped */
+        return sv_cmd_usage_error("plan", "--simulate, --suggest-wrap and --sweep are modes of their own: give one");
     if (sa.simulate || sa.suggest || sa.sweep) {
         if (!strcmp(o.device, "cuda") || !strcmp(o.device, "auto"))
             return sv_cmd_usage_error("plan", "--device %s: name the simulated device (%s)", o.device,
@@ -137,11 +139,11 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     if (o.trace) return sv_cmd_usage_error("plan", "--trace records a simulated step: it needs --simulate");
     if (sa.format || sa.json || sa.sim.nodes || sa.sim.net || sa.sim.intra || sa.sim.inter || sa.sim.net_from ||
         sa.sim.inter_from || sa.sim.cores > 0 || sa.sim.inter_cpu_ns > 0 || sa.sim.inter_burst ||
-        sa.sim.sched_quantum_ms > 0)
+        sa.sim.sched_quantum_ms > 0 || sv_flag_seen(flags, "steps"))
         return sv_cmd_usage_error("plan",
                                   "--format/--json/--nodes/--net/--net-from/--inter-from/--intra/--inter/"
-                                  "--inter-cpu/--inter-burst/--cores/--sched-quantum need --simulate, --suggest-wrap "
-                                  "or --sweep");
+                                  "--inter-cpu/--inter-burst/--cores/--sched-quantum/--steps need --simulate, "
+                                  "--suggest-wrap or --sweep");
     if (!strcmp(o.device, "auto")) o.device = "cpu";
     if (sv_sim_device_known(o.device)) /* a simulator preset: say where it belongs */
         return sv_cmd_usage_error("plan",

@@ -272,6 +272,9 @@ BADMSG="unknown key" bad --sweep "colour=red" --device h200
 BADMSG="need --simulate" bad --net nvlink
 BADMSG="need --simulate" bad --inter-burst 64K,100
 BADMSG="need --simulate" bad --sched-quantum 4
+BADMSG="need --simulate" bad --steps 5
+BADMSG="modes of their own: give one" bad --simulate --suggest-wrap --device h200 --world 8
+BADMSG="modes of their own: give one" bad --simulate --sweep "world=8,16" --device h200
 BADMSG="--sched-quantum: invalid value" bad --simulate --device cpu --sched-quantum -1
 BADMSG="--inter-burst 'x'" bad --simulate --device h200 --world 16 --nodes 2 --inter-burst x
 BADMSG="above the link" bad --simulate --device h200 --world 16 --nodes 2 --inter-burst 64K,0.001
