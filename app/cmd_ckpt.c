@@ -73,13 +73,8 @@ static sv_status step_dir_complete(const char *step_dir) {
     for (int f = 0; f < idx.shard_world && st == SV_OK; f++) {
         char p[SV_CKPT_PATH_MAX + 80];
         int fd = -1;
-        uint64_t size = 0;
-        snprintf(p, sizeof p, "%s/%s", step_dir, idx.files[f].name);
-        st = sv_fileio_open_read(p, &fd, &size);
+        st = sv_ckpt_shard_open(&idx, f, &fd, p, sizeof p);
         if (fd >= 0) close(fd);
-        if (st == SV_OK && size != idx.files[f].bytes)
-            st = SV_FAIL(SV_ERR_CORRUPT, "%s has %llu bytes, index.json says %llu", p, (unsigned long long)size,
-                         (unsigned long long)idx.files[f].bytes);
     }
     sv_ckpt_index_free(&idx);
     return st;

@@ -126,20 +126,19 @@ void sv_ckpt_reader_close(sv_ckpt_reader *r) {
     r->buf = NULL;
 }
 
-static sv_status open_file(sv_ckpt_reader *r, int f, char *path, size_t cap) {
-    snprintf(path, cap, "%s/%s", r->idx->dir, r->idx->files[f].name);
-    if (r->fds[f] >= 0) return SV_OK;
+sv_status sv_ckpt_shard_open(const sv_ckpt_index *idx, int f, int *fd, char *path, size_t cap) {
+    snprintf(path, cap, "%s/%s", idx->dir, idx->files[f].name);
     uint64_t size;
-    sv_status st = sv_fileio_open_read(path, &r->fds[f], &size);
+    sv_status st = sv_fileio_open_read(path, fd, &size);
     if (st != SV_OK) {
         char m[600];
         snprintf(m, sizeof m, "%s", sv_err_msg());
         return SV_FAIL(st, "missing or unreadable checkpoint shard (%s)", m);
     }
-    uint64_t want = r->idx->files[f].bytes;
+    uint64_t want = idx->files[f].bytes;
     if (size != want) {
-        close(r->fds[f]);
-        r->fds[f] = -1;
+        close(*fd);
+        *fd = -1;
         if (size < want)
             return SV_FAIL(SV_ERR_CORRUPT,
                            "%s is truncated: bytes [%llu, %llu) are missing (index.json says %llu bytes)", path,
@@ -149,6 +148,14 @@ static sv_status open_file(sv_ckpt_reader *r, int f, char *path, size_t cap) {
                        (unsigned long long)size);
     }
     return SV_OK;
+}
+
+static sv_status open_file(sv_ckpt_reader *r, int f, char *path, size_t cap) {
+    if (r->fds[f] >= 0) {
+        snprintf(path, cap, "%s/%s", r->idx->dir, r->idx->files[f].name);
+        return SV_OK;
+    }
+    return sv_ckpt_shard_open(r->idx, f, &r->fds[f], path, cap);
 }
 
 /* Bytes [off, off + len) of shard file f into dst, through whole CRC-checked chunks. */

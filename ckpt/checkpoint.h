@@ -169,6 +169,10 @@ sv_status sv_ckpt_index_relayout(sv_ckpt_index *out, const sv_ckpt_index *in, in
  * label_names are optional (older indexes lack them: meta.xform.present = 0, no labels); when
  * present they are validated too. */
 sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir);
+/* Open shard file f of a loaded index (its path into path) as the reader does: a regular file
+ * (core/fileio.h's rules) of exactly the size index.json states, else SV_ERR_CORRUPT naming the
+ * missing or extra bytes (or the open's error); *fd is the open file on SV_OK, -1 otherwise. */
+sv_status sv_ckpt_shard_open(const sv_ckpt_index *idx, int f, int *fd, char *path, size_t cap);
 /* Write DIR/index.json atomically (temp file, fsync, rename, fsync DIR). */
 sv_status sv_ckpt_index_store(const sv_ckpt_index *idx, const char *dir);
 /* Index of the tensor called `name`, or -1. */

@@ -58,7 +58,7 @@ cp -a "$WORK/cl" "$WORK/skip"
 rm "$WORK/skip/checkpoints/latest"
 truncate -s -4 "$WORK/skip/checkpoints/step_00000006/shard_00001-of-00002.bin"
 run skip 2 --steps 6 --ckpt-every 3 --resume auto
-grep -q "resuming the newest complete checkpoint there, $WORK/skip/checkpoints/step_00000003; 1 newer step directory skipped, step_00000006 not complete: .*shard_00001-of-00002.bin has" \
+grep -q "resuming the newest complete checkpoint there, $WORK/skip/checkpoints/step_00000003; 1 newer step directory skipped, step_00000006 not complete: .*shard_00001-of-00002.bin is truncated" \
     "$WORK/skip.log" || { tail -20 "$WORK/skip.log"; fail "the incomplete newer step directory is not named"; }
 grep -q "resume: step 3, data position" "$WORK/skip.log" || fail "did not resume step 3 past the incomplete step 6"
 same_metrics skip ref || exit 1
