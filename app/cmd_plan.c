@@ -156,7 +156,7 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
     int micro;
     /* threads per rank as train takes them with the ranks on this machine (--threads, else its
      * cores shared by the ranks): every CPU worker thread has attention scratch of its own */
-    long cores = sv_cpus_usable();
+    long cores = sv_cpus_node();
     int local = cores > 0 && world > cores ? (int)cores : world;
     sv_status st = sv_run_resolve(&o, world, &vcfg, &fc, &bc, local, &micro);
     if (st != SV_OK) return sv_cmd_usage_error("plan", "%s", sv_err_msg());

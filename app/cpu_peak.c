@@ -8,7 +8,7 @@
 #include "model/backend/cpu/isa_peak.h"
 
 void sv_cpu_peak_cores(const sv_run *r, int threads_opt, sv_cpu_peak *pk) {
-    long cores = sv_cpus_usable();
+    long cores = sv_cpus_node(); /* all ranks' CPUs on the node: bound ranks each see only theirs */
     int local = r->local_size > 0 ? r->local_size : 1;
     int t = !strcmp(sv_be_name(r->be), "cpu") ? (threads_opt ? threads_opt : sv_cpus_rank_share(local)) : 1;
     pk->threads_rank = t < 1 ? 1 : t;

@@ -79,17 +79,20 @@ void sv_mpi_env_abort(int code) {
     exit(code);
 }
 
-/* This rank's CPU share from the affinity masks of the node's ranks: with one mask shared by all
- * (a job's cpuset, no binding) its CPUs / the ranks; with each rank bound to CPUs of its own
- * (srun's or a launcher's binding) its own mask; in between the smaller of the two. */
-static void record_rank_share(MPI_Comm node, int local_size) {
+/* The node's CPUs (the union of its ranks' affinity masks) and this rank's share of them: with
+ * one mask shared by all (a job's cpuset, no binding) its CPUs / the ranks; with each rank bound
+ * to CPUs of its own (srun's or a launcher's binding) its own mask; in between the smaller of the
+ * two. Every rank takes part in the reduction, also one whose mask cannot be read (it adds none
+ * and records nothing). */
+static void record_node_cpus(MPI_Comm node, int local_size) {
     cpu_set_t own, all;
     CPU_ZERO(&own);
-    if (sched_getaffinity(0, sizeof own, &own) != 0 || CPU_COUNT(&own) < 1) return;
-    if (MPI_Allreduce(&own, &all, (int)sizeof own, MPI_BYTE, MPI_BOR, node) != MPI_SUCCESS) return;
-    int n_own = CPU_COUNT(&own), n_all = CPU_COUNT(&all) / (local_size > 0 ? local_size : 1);
-    int share = n_own < n_all ? n_own : n_all;
-    sv_cpus_set_rank_share(share > 0 ? share : 1);
+    int ok = sched_getaffinity(0, sizeof own, &own) == 0 && CPU_COUNT(&own) > 0;
+    if (!ok) CPU_ZERO(&own);
+    if (MPI_Allreduce(&own, &all, (int)sizeof own, MPI_BYTE, MPI_BOR, node) != MPI_SUCCESS || !ok) return;
+    int n_node = CPU_COUNT(&all), n_own = CPU_COUNT(&own), n_fair = n_node / (local_size > 0 ? local_size : 1);
+    int share = n_own < n_fair ? n_own : n_fair;
+    sv_cpus_set_node(n_node, share > 0 ? share : 1);
 }
 
 void sv_mpi_env_local(int *local_rank, int *local_size) {
@@ -97,7 +100,7 @@ void sv_mpi_env_local(int *local_rank, int *local_size) {
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, local_rank);
     MPI_Comm_size(node, local_size);
-    record_rank_share(node, *local_size);
+    record_node_cpus(node, *local_size);
     MPI_Comm_free(&node);
 }
 

@@ -3,7 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
-static int g_share; /* 0: none recorded */
+static int g_share, g_node; /* 0: none recorded */
 
 int sv_cpus_usable(void) {
 #if defined(__linux__)
@@ -14,7 +14,12 @@ int sv_cpus_usable(void) {
     return n > 0 ? (int)n : 1;
 }
 
-void sv_cpus_set_rank_share(int n) { g_share = n > 0 ? n : 0; }
+void sv_cpus_set_node(int node_cpus, int rank_share) {
+    g_node = node_cpus > 0 ? node_cpus : 0;
+    g_share = rank_share > 0 ? rank_share : 0;
+}
+
+int sv_cpus_node(void) { return g_node > 0 ? g_node : sv_cpus_usable(); }
 
 int sv_cpus_rank_share(int local_size) {
     if (g_share > 0) return g_share;

@@ -10,9 +10,15 @@
 /* CPUs in this process's affinity mask; the online count where the mask cannot be read; >= 1. */
 int sv_cpus_usable(void);
 
-/* Record the start-up measure of this rank's share (app/mpi_env.c: from the affinity masks of the
- * ranks on this node). n < 1 clears it. */
-void sv_cpus_set_rank_share(int n);
+/* Record the start-up measure over the ranks of this node (app/mpi_env.c, from their affinity
+ * masks): node_cpus, the CPUs of the union of their masks, and this rank's share. Values < 1
+ * clear them. */
+void sv_cpus_set_node(int node_cpus, int rank_share);
+
+/* The CPUs the ranks of this node may use together: the recorded union of their masks, else
+ * sv_cpus_usable() (one process); >= 1. What MFU's peak counts and oversubscription is judged
+ * against (bound ranks each see only their own CPUs in sv_cpus_usable). */
+int sv_cpus_node(void);
 
 /* Default compute threads of one of `local_size` ranks on this node: the recorded share where
  * there is one, else sv_cpus_usable() / local_size; >= 1. */

@@ -29,5 +29,12 @@ if command -v "$MPIEXEC" >/dev/null; then
     t=$(threads_of "$WORK/two.log")
     [ "$t" = 1 ] || fail "2 ranks sharing a mask of 2 CPUs: $t threads each (want 1)"
     echo "ok 2 ranks sharing a mask of 2 CPUs: 1 compute thread each"
+    # each rank bound to a core of its own: 1 thread each, and the node's 2 cores are what MFU's
+    # peak counts (not one rank's mask: "oversubscribed" with half the peak)
+    "$MPIEXEC" -n 2 -bind-to core "$SV" bench --model vit-28 --dim 32 --depth 2 --heads 2 --batch-size 16 \
+        --steps 2 --warmup 1 --json "$WORK/bound.json" >"$WORK/bound.log" 2>&1 || { tail "$WORK/bound.log"; fail "bound bench"; }
+    grep -q '"oversubscribed":false' "$WORK/bound.json" && grep -q '"cores_used":2[,}]' "$WORK/bound.json" ||
+        { grep -o '"oversubscribed":[a-z]*\|"cores_used":[0-9.]*' "$WORK/bound.json"; fail "2 bound ranks: not 2 cores, not oversubscribed"; }
+    echo "ok 2 ranks bound to a core each: not oversubscribed, MFU over 2 cores"
 fi
 echo "affinity_threads: all passed"
