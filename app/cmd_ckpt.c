@@ -49,17 +49,13 @@ sv_status sv_train_ckpt_setup(sv_train_ckpt *c, const char *ckpt_dir, const char
     return SV_OK;
 }
 
-/* "step_00001200" (digits only after "step_") => 1200, else -1 (step_00001200.tmp: a save that
- * was never renamed into place, an incomplete one). */
-static long long step_of_name(const char *name) {
-    if (strncmp(name, "step_", 5) || !name[5] || strlen(name + 5) > 18) return -1;
-    for (const char *q = name + 5; *q; q++)
-        if (*q < '0' || *q > '9') return -1;
-    return atoll(name + 5);
-}
+typedef struct step_name {
+    long long step;
+    char name[32]; /* "step_" and at most 18 digits */
+} step_name;
 
 static int cmp_step_desc(const void *a, const void *b) {
-    long long x = *(const long long *)a, y = *(const long long *)b;
+    long long x = ((const step_name *)a)->step, y = ((const step_name *)b)->step;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
@@ -88,38 +84,42 @@ static sv_status step_dir_complete(const char *step_dir) {
  * is resumed, with a warning naming it (*found = 1, its path in step_dir). None complete: an
  * error naming them (starting over would overwrite them). */
 static sv_status no_latest(const char *dir, char *step_dir, size_t cap, int *found) {
-    enum { MAX_STEPS = 4096 };
     *found = 0;
     DIR *d = opendir(dir);
     struct dirent *e;
-    char other[80] = ""; /* a step_* entry that is neither a step directory nor a .tmp one */
-    long long *steps = malloc(MAX_STEPS * sizeof *steps);
-    int n = 0;
-    if (!steps) {
-        if (d) closedir(d);
-        return SV_FAIL(SV_ERR_OOM, "step directory list");
-    }
+    char other[80] = "";     /* a step_* entry that is neither a step directory nor a .tmp one */
+    step_name *steps = NULL; /* every one, whatever their number: readdir's order is no step order */
+    size_t n = 0, n_cap = 0;
     while (d && (e = readdir(d))) {
         if (strncmp(e->d_name, "step_", 5)) continue;
-        long long s = step_of_name(e->d_name);
-        size_t len = strlen(e->d_name);
-        if (s >= 0 && n < MAX_STEPS)
-            steps[n++] = s;
-        else if (s < 0 && !(len > 9 && !strcmp(e->d_name + len - 4, ".tmp")) && !other[0])
+        long long s = sv_ckpt_step_of_name(e->d_name);
+        if (s >= 0) {
+            if (n == n_cap) {
+                step_name *g = realloc(steps, (n_cap = n_cap ? 2 * n_cap : 64) * sizeof *steps);
+                if (!g) {
+                    free(steps);
+                    closedir(d);
+                    return SV_FAIL(SV_ERR_OOM, "step directory list of %s", dir);
+                }
+                steps = g;
+            }
+            steps[n].step = s;
+            memcpy(steps[n].name, e->d_name, strlen(e->d_name) + 1); /* <= 23 bytes (sv_ckpt_step_of_name) */
+            n++;
+        } else if (!sv_ckpt_is_tmp_name(e->d_name) && !other[0])
             sv_log_esc(e->d_name, other, sizeof other);
     }
     if (d) closedir(d);
-    qsort(steps, (size_t)n, sizeof *steps, cmp_step_desc);
+    if (n) qsort(steps, n, sizeof *steps, cmp_step_desc);
     char why[SV_ERR_MSG_CAP] = "", newest[48] = "";
-    for (int i = 0; i < n; i++) {
-        char name[48];
-        snprintf(name, sizeof name, "step_%08lld", steps[i]);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = steps[i].name;
         if ((size_t)snprintf(step_dir, cap, "%s/%s", dir, name) >= cap) continue;
         if (step_dir_complete(step_dir) == SV_OK) {
             *found = 1;
             char skipped[SV_ERR_MSG_CAP + 96] = "";
             if (i > 0)
-                snprintf(skipped, sizeof skipped, "; %d newer step director%s skipped, %s not complete: %s", i,
+                snprintf(skipped, sizeof skipped, "; %zu newer step director%s skipped, %s not complete: %s", i,
                          i == 1 ? "y" : "ies", newest, why);
             SV_WARN("resume auto: %s has no `latest` (a save killed after its step directory was complete and "
                     "before `latest` was written, or `latest` removed); resuming the newest complete checkpoint "
@@ -462,6 +462,14 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, const sv_train_resume
                 "samples per step: the steps per epoch change, and --lr, --warmup and --steps are not rescaled",
                 (long long)s.global_batch, (long long)c->state.global_batch, (unsigned long long)s.epoch,
                 (unsigned long long)s.cursor, (long long)c->state.global_batch);
+    else if (c->state.global_batch > 0 && s.cursor % (uint64_t)c->state.global_batch)
+        /* the same batch, yet a position inside one: an accumulating run of a version whose epochs
+         * ended at the micro-batch (an epoch now holds whole optimizer steps, data/loader.h) */
+        SV_WARN("resume: the checkpoint's data position, sample %llu of epoch %llu, is not at a whole global batch "
+                "of %lld (written by a version that ended epochs at the micro-batch under --accum): no sample is "
+                "skipped or repeated, but this run's optimizer steps keep taking the end of one epoch with the start "
+                "of the next",
+                (unsigned long long)s.cursor, (unsigned long long)s.epoch, (long long)c->state.global_batch);
     if (s.ema && r->fsdp.cfg.ema && (s.ema_decay != c->state.ema_decay || s.ema_warmup != c->state.ema_warmup))
         SV_WARN("resume: the weight EMA changed (checkpoint: --model-ema-decay %g, --model-ema-warmup %d; now %g, %d); "
                 "continuing the saved EMA with the new values",

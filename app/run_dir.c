@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckpt/checkpoint.h"
 #include "core/fileio.h"
 #include "core/kv.h"
 #include "core/log.h"
@@ -37,6 +38,14 @@ static int nonempty_file(const char *dir, const char *name) {
     char p[PATH_MAX];
     struct stat sb;
     return in_dir(p, sizeof p, dir, name) && lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
+}
+
+/* A checkpoint writer's entry of dir d: a step directory (step_<digits>) or a save's temporary
+ * one (step_<...>.tmp), as a directory; other step_* names (a user's step_times.txt) are not. */
+static int is_step_dir(DIR *d, const char *n) {
+    struct stat sb;
+    if (sv_ckpt_step_of_name(n) < 0 && !sv_ckpt_is_tmp_name(n)) return 0;
+    return fstatat(dirfd(d), n, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode);
 }
 
 /* Is NAME in DIR something train writes into a run directory (--out) and never into a checkpoint
@@ -94,7 +103,7 @@ sv_status sv_run_dir_check(const char *dir, const char *flag, int resuming) {
             config = 1;
         else if (!strcmp(n, "metrics.jsonl"))
             metrics = 1;
-        else if (!strcmp(n, "latest") || !strncmp(n, "step_", 5)) {
+        else if (!strcmp(n, "latest") || is_step_dir(d, n)) {
             if (!ckpt) sv_log_esc(n, ckpt_buf, sizeof ckpt_buf);
             ckpt = 1;
         } else if (!other) {

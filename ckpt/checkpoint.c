@@ -126,6 +126,18 @@ void sv_ckpt_reader_close(sv_ckpt_reader *r) {
     r->buf = NULL;
 }
 
+long long sv_ckpt_step_of_name(const char *name) {
+    if (strncmp(name, "step_", 5) || !name[5] || strlen(name + 5) > 18) return -1;
+    for (const char *q = name + 5; *q; q++)
+        if (*q < '0' || *q > '9') return -1;
+    return atoll(name + 5);
+}
+
+int sv_ckpt_is_tmp_name(const char *name) {
+    size_t n = strlen(name);
+    return !strncmp(name, "step_", 5) && n > 9 && !strcmp(name + n - 4, ".tmp");
+}
+
 sv_status sv_ckpt_shard_open(const sv_ckpt_index *idx, int f, int *fd, char *path, size_t cap) {
     snprintf(path, cap, "%s/%s", idx->dir, idx->files[f].name);
     uint64_t size;

@@ -169,6 +169,11 @@ sv_status sv_ckpt_index_relayout(sv_ckpt_index *out, const sv_ckpt_index *in, in
  * label_names are optional (older indexes lack them: meta.xform.present = 0, no labels); when
  * present they are validated too. */
 sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir);
+/* The step of a step directory's name "step_<digits>" (at most 18 digits), else -1. */
+long long sv_ckpt_step_of_name(const char *name);
+/* Is name a save's temporary step directory ("step_<...>.tmp", renamed into place when complete)? */
+int sv_ckpt_is_tmp_name(const char *name);
+
 /* Open shard file f of a loaded index (its path into path) as the reader does: a regular file
  * (core/fileio.h's rules) of exactly the size index.json states, else SV_ERR_CORRUPT naming the
  * missing or extra bytes (or the open's error); *fd is the open file on SV_OK, -1 otherwise. */

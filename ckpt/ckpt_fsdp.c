@@ -37,20 +37,6 @@ static void crash_point(const char *point, int64_t step) {
 }
 
 /* "step_00001200" (no suffix) => 1200; else -1. */
-static long long step_of(const char *name) {
-    if (strncmp(name, "step_", 5)) return -1;
-    const char *p = name + 5;
-    if (!*p) return -1;
-    for (const char *q = p; *q; q++)
-        if (*q < '0' || *q > '9') return -1;
-    return atoll(p);
-}
-
-static int is_tmp(const char *name) {
-    size_t n = strlen(name);
-    return !strncmp(name, "step_", 5) && n > 9 && !strcmp(name + n - 4, ".tmp");
-}
-
 static int cmp_desc(const void *a, const void *b) {
     long long x = *(const long long *)a, y = *(const long long *)b;
     return x < y ? 1 : x > y ? -1 : 0;
@@ -132,7 +118,8 @@ static sv_status remove_step(const char *dir, const char *why) {
     char gone[SV_CKPT_PATH_MAX + 300];
     const char *base = strrchr(dir, '/');
     snprintf(gone, sizeof gone, "%s", dir);
-    if (!is_tmp(base ? base + 1 : dir) && (size_t)snprintf(gone, sizeof gone, "%s.tmp", dir) < sizeof gone &&
+    if (!sv_ckpt_is_tmp_name(base ? base + 1 : dir) &&
+        (size_t)snprintf(gone, sizeof gone, "%s.tmp", dir) < sizeof gone &&
         renameat2(AT_FDCWD, dir, AT_FDCWD, gone, RENAME_NOREPLACE) != 0)
         snprintf(gone, sizeof gone, "%s", dir); /* step_N.tmp exists (or no renameat2): in place */
     char p[SV_CKPT_PATH_MAX + 600];
@@ -174,11 +161,11 @@ static sv_status clean_root(const char *root, int keep, long long current) {
     struct dirent *de;
     while ((de = readdir(d)) && st == SV_OK) {
         snprintf(p, sizeof p, "%s/%s", root, de->d_name);
-        if (is_tmp(de->d_name)) {
+        if (sv_ckpt_is_tmp_name(de->d_name)) {
             st = remove_step(p, "incomplete save");
             continue;
         }
-        long long s = step_of(de->d_name);
+        long long s = sv_ckpt_step_of_name(de->d_name);
         if (s < 0 || n == 4096) continue;
         snprintf(p, sizeof p, "%s/%s/index.json", root, de->d_name);
         struct stat sb;

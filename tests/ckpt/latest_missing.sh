@@ -65,6 +65,16 @@ same_metrics skip ref || exit 1
 cmp "$WORK/skip.bin" "$WORK/ref.bin" || fail "final parameters (incomplete step 6 skipped) differ"
 echo "an incomplete newer step directory is skipped with a warning"
 
+# thousands of newer incomplete step directories (empty: a save killed before any file, by hand):
+# every one is looked at, whatever readdir's order, and the complete step 6 below them resumes
+cp -a "$WORK/cl" "$WORK/many"
+rm "$WORK/many/checkpoints/latest"
+(cd "$WORK/many/checkpoints" && seq -f "step_%08.0f" 7 4206 | xargs mkdir)
+run many 2 --steps 6 --ckpt-every 3 --resume auto
+grep -q "resuming the newest complete checkpoint there, $WORK/many/checkpoints/step_00000006; 4200 newer step directories skipped" \
+    "$WORK/many.log" || { grep -m1 "resume auto" "$WORK/many.log"; fail "4200 newer incomplete step directories: step 6 not resumed"; }
+echo "4200 newer incomplete step directories looked at, the complete step 6 resumed"
+
 # no complete step directory: refused, exit 2, nothing changed
 cp -a "$WORK/cl" "$WORK/none"
 rm "$WORK/none/checkpoints/latest" "$WORK/none/checkpoints/step_00000003/index.json"

@@ -11,7 +11,8 @@
 #     index and both names, classes.txt and config.toml unchanged; the same data resumes;
 #  4. a checkpoint past the run's --steps: refused, nothing changed; exactly at --steps: no step
 #     is trained, exit 0;
-#  5. another global batch size, --mixup, --smoothing, --drop-path, --model-ema-decay: warned.
+#  5. another global batch size, --mixup, --smoothing, --drop-path, --model-ema-decay: warned;
+#  6. a data position inside the global batch (steps would span the epochs' ends): warned.
 # HOSTILE_KEEP_GOING=1 runs every check (to show that each fails on a build without the fixes).
 SHARDVIT=$1
 source "$(dirname "$0")/cli_lib.sh"
@@ -92,4 +93,11 @@ for pat in "global batch size changed from 8 \(checkpoint\) to 16" "--mixup chan
     "weight EMA changed \(checkpoint: --model-ema-decay 0.99"; do
     grep -qE -- "WARN resume: .*$pat" "$W/recipe.log" || fail "no warning matching '$pat'"
 done
+
+echo "== 6. a data position inside the global batch (the batch changed mid-epoch): warned"
+mustrun p t2 --steps 3 --ckpt-every 3 --out "$W/p"
+mustrun p2 t2 --steps 4 --ckpt-every 4 --out "$W/p" --resume auto --batch-size 16
+expect_ok inside t2 --steps 5 --out "$W/p" --resume auto --batch-size 16
+grep -qE "WARN resume: the checkpoint's data position, sample 40 of epoch 0, is not at a whole global batch of 16" \
+    "$W/inside.log" || fail "no warning for a data position inside the global batch"
 all_passed resume_guard

@@ -68,6 +68,12 @@ layout lay_ck_inside --out "$W/L3" --ckpt-dir "$W/L3/ck"
 layout lay_ck_default --out "$W/L4" --ckpt-dir "$W/L4/checkpoints"
 layout lay_ck_only --ckpt-dir "$W/L6"
 # a run directory inside its own checkpoint root would be taken for part of it
+# a user's file whose name starts with step_ (not a step directory) is no checkpoint: the run
+# directory holding it still resumes
+expect_ok user_step_file t2 --steps 2 --ckpt-every 1 --out "$W/L7"
+echo notes >"$W/L7/step_times.txt"
+expect_ok user_step_file_resume t2 --steps 3 --ckpt-every 1 --out "$W/L7" --resume auto
+test "$(cat "$W/L7/step_times.txt")" = notes || fail "the user's step_times.txt changed"
 refused out_in_own_ckpt "--out $W/L5/run lies inside --ckpt-dir $W/L5" --out "$W/L5/run" --ckpt-dir "$W/L5"
 test ! -e "$W/L5" || fail "a refused start created $W/L5"
 
