@@ -21,6 +21,7 @@ void sv_backend_env_apply(sv_backend_config *bc, const char *cpu_gemm) {
 
 int sv_backend_env_check(const char *cmd, const char *cpu_gemm) {
     const char *v = cpu_gemm ? cpu_gemm : getenv("SHARDVIT_CPU_GEMM");
+    if (v && !*v && !cpu_gemm) v = NULL; /* an empty variable is unset: auto, as the backend reads it */
     if (v && !sv_gemm_engine_name_known(v))
         return sv_cmd_usage_error(cmd, "%s: invalid value '%s' (expected %s)",
                                   cpu_gemm ? "--cpu-gemm" : "SHARDVIT_CPU_GEMM", v, sv_gemm_engine_names);

@@ -37,6 +37,7 @@ for cmd in plan train bench; do
 done
 SHARDVIT_CPU_GEMM=bogus expect_usage_error "SHARDVIT_CPU_GEMM: invalid value 'bogus' (expected $engines)" plan
 SHARDVIT_CPU_GEMM=bogus "$SV" plan --cpu-gemm auto >/dev/null || fail "--cpu-gemm did not win over SHARDVIT_CPU_GEMM"
+SHARDVIT_CPU_GEMM= "$SV" plan --model vit-28 >/dev/null || fail "an empty SHARDVIT_CPU_GEMM (unset: auto) was refused"
 SHARDVIT_CPU_BF16_STORAGE=2 expect_usage_error "SHARDVIT_CPU_BF16_STORAGE: invalid value '2' (expected 0 or 1;" \
     train --steps 0
 # plan: a flag of one mode is refused with another mode (it would be ignored); --device h200 / h100
