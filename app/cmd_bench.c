@@ -486,7 +486,7 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
         else if (!strcmp(peak_kind, "isa"))
             fprintf(stderr, "  MFU %.1f%% of ISA peak %.1f GFLOP/s (gemm %s%s: %.1f GFLOP/s per core x %g core%s)\n",
                     100 * achieved / peak, peak / 1e9, hw->engine,
-                    strcmp(hw->engine, "openblas") ? "" : " = widest fp32 FMA", hw->per_core / 1e9, cores_used,
+                    strncmp(hw->engine, "openblas", 8) ? "" : " = widest fp32 FMA", hw->per_core / 1e9, cores_used,
                     cores_used == 1 ? "" : "s");
         else
             fprintf(stderr,

@@ -44,7 +44,7 @@ else:
     assert close(d["mfu_gemm"], achieved / (d["gemm_peak_per_core_flops"] * d["cores_used"])), d["mfu_gemm"]
     # the hardware peak: the ISA peak of the engine the device name says the run uses
     eng = d["hw_peak_engine"]
-    assert eng in ("amx-bf16", "avx512-bf16", "avx512-f32", "avx2-f32", "openblas"), eng
+    assert eng in ("amx-bf16", "avx512-bf16", "avx512-f32", "avx2-f32", "openblas", "openblas-threaded"), eng
     dev = d["device"]
     assert ("gemm " + eng) in dev or (eng == "openblas" and "gemm " not in dev), (eng, dev)
     flags = ""
@@ -94,6 +94,13 @@ if "$PY" -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))['hw_peak_flo
     grep -q "of ISA peak" "$TMP/w1.err" || fail "summary lacks the ISA-peak MFU: $(grep MFU "$TMP/w1.err")"
 fi
 grep -q "of measured fp32 GEMM peak" "$TMP/w1.err" || fail "summary lacks the GEMM-peak MFU"
+# OpenBLAS threading inside a call (SHARDVIT_CPU_GEMM=blas): the same ISA peak as openblas, the
+# widest fp32 FMA (it was a measured-GEMM peak "for lack of an ISA peak")
+SHARDVIT_CPU_GEMM=blas "$SV" bench $TINY --steps 2 --warmup 1 --calib-seconds 0.05 --json "$TMP/w1blas.json" \
+    2>"$TMP/w1blas.err" || { cat "$TMP/w1blas.err"; fail "bench SHARDVIT_CPU_GEMM=blas exited $?"; }
+check_train "$TMP/w1blas.json" 1
+grep -q "gemm openblas-threaded = widest fp32 FMA" "$TMP/w1blas.err" ||
+    fail "SHARDVIT_CPU_GEMM=blas: no ISA peak: $(grep MFU "$TMP/w1blas.err" | head -1)"
 
 # world 2 (FSDP over MPI ranks), JSON on stdout
 if [ -n "$MPIEXEC" ]; then

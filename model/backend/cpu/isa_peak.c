@@ -174,7 +174,7 @@ static int has_avx2_fma(void) { return __builtin_cpu_supports("avx2") && __built
 
 double sv_cpu_isa_peak_flops(const char *engine, double seconds) {
     __builtin_cpu_init();
-    if (!engine || !strcmp(engine, "openblas")) { /* the widest fp32 FMA */
+    if (!engine || !strcmp(engine, "openblas") || !strcmp(engine, "openblas-threaded")) { /* the widest fp32 FMA */
         if (has_avx512f())
             engine = "avx512-f32";
         else if (has_avx2_fma())

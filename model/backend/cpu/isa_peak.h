@@ -15,7 +15,8 @@
  *   "avx2-f32"    VFMADD231PS ymm                      16
  *   "avx512-bf16" VDPBF16PS zmm                        64
  *   "amx-bf16"    TDPBF16PS, 16x16 fp32 tile += 16x32 bf16 x 32x16 bf16   16384
- *   "openblas" or NULL: the widest fp32 FMA this CPU has (avx512-f32, else avx2-f32).
+ *   "openblas", "openblas-threaded" (OpenBLAS threading inside a call, SHARDVIT_CPU_GEMM=blas) or
+ *   NULL: the widest fp32 FMA this CPU has (avx512-f32, else avx2-f32).
  * Runs for about `seconds` (at least a few milliseconds) and returns the best of the ~0.5 ms
  * repetitions within that time, after a short warm-up (frequency and power-state transitions).
  * Returns 0 for an unknown name, when the CPU (or OS) lacks the feature, when the kernel refuses
