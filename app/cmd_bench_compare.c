@@ -338,8 +338,7 @@ static sv_status compare(const result *a, const result *b) {
             for (size_t i = 0; i < sv_json_count(rows); i++) {
                 const sv_json *v = sv_json_member_get(sv_json_index(rows, i), "variant");
                 if (!op_row(other, v))
-                    fprintf(stderr, "note: variant %s is only in %s (not compared)\n", v->u.str.s,
-                            side ? b->path : a->path);
+                    printf("note: variant %s is only in %s (not compared)\n", v->u.str.s, side ? b->path : a->path);
             }
         }
         printf("op %s:                          %14s %14s\n", str_of(a->root, "op"), "A", "B");

@@ -26,25 +26,46 @@
 #   i.e. the img/s of a step that did nothing but GEMMs at the hardware's peak, and what fraction of
 #   it 2x PyTorch would need. The top of the output names the interpreter, its torch and oneDNN/MKL
 #   build, and the CPU with its AVX-512/AMX flags. Every JSON result is kept in OUT_DIR (results.jsonl).
+#
+# OUT_DIR (default: a new /tmp/shardvit-compare.XXXXXX) must be a directory or not exist yet.
+# results.jsonl is written under another name and renamed when the comparison has finished, so a
+# failed or interrupted rerun leaves the earlier one as it was. STEPS, REPEATS and ROUNDS must be
+# positive integers, WARMUP a non-negative one (>= 1 with TORCH_COMPILE=1); TORCH_PY set but empty
+# (e.g. TORCH_PY=$(bench/torch_venv.sh) after that script failed) is refused. Ctrl-C (SIGINT) or
+# SIGTERM stops the whole comparison at once (exit 130 / 143): the running step is killed and its
+# unfinished outputs removed. -h / --help prints this text.
 set -u
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
+die() { echo "compare_pytorch: $*" >&2; exit 2; }
+case "${1:-}" in
+-h | --help) usage; exit 0 ;;
+-*) die "unknown option '$1' (usage: bench/compare_pytorch.sh [BUILD_DIR] [OUT_DIR]; --help)" ;;
+esac
+[ $# -le 2 ] || die "at most two arguments, BUILD_DIR and OUT_DIR (got $#; --help)"
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD=${1:-$ROOT/build}
-OUT=${2:-$(mktemp -d /tmp/shardvit-compare.XXXXXX)}
+OUT=${2:-}
 SV=${SV:-$BUILD/app/shardvit}
 STEPS=${STEPS:-4}
 WARMUP=${WARMUP:-1}
 REPEATS=${REPEATS:-2}
 CASES=${CASES:-"vit-28:128 vit-ti16:32"}
 DTYPES=${DTYPES:-"fp32 bf16"}
-TORCH_PY=${TORCH_PY:-/usr/bin/python3}
 TORCH_COMPILE=${TORCH_COMPILE:-0}
 PY=$(command -v python3 || echo /usr/bin/python3)
 MPIEXEC=${MPIEXEC:-mpiexec}
 ROUNDS=${ROUNDS:-1}
-case "$REPEATS" in ''|*[!0-9]*|0) echo "REPEATS must be a positive integer (got '$REPEATS')" >&2; exit 2 ;; esac
-case "$ROUNDS" in ''|*[!0-9]*|0) echo "ROUNDS must be a positive integer (got '$ROUNDS')" >&2; exit 2 ;; esac
-[ -x "$SV" ] || { echo "no shardvit binary at $SV (build first, or pass BUILD_DIR)" >&2; exit 2; }
+for v in STEPS REPEATS ROUNDS; do
+    case "${!v}" in '' | *[!0-9]* | 0*) die "$v must be a positive integer (got '${!v}')" ;; esac
+done
+case "$WARMUP" in '' | *[!0-9]* | 0?*) die "WARMUP must be a non-negative integer (got '$WARMUP')" ;; esac
+[ "$TORCH_COMPILE" = 1 ] && [ "$WARMUP" = 0 ] && die "TORCH_COMPILE=1 needs WARMUP >= 1 (the compilation must not be timed)"
+[ -x "$SV" ] || die "no shardvit binary at $SV (build first, or pass BUILD_DIR)"
+if [ -n "${TORCH_PY+set}" ] && [ -z "$TORCH_PY" ]; then
+    die "TORCH_PY is set but empty (did bench/torch_venv.sh fail?): unset it for Debian's /usr/bin/python3, or name an interpreter"
+fi
+TORCH_PY=${TORCH_PY:-/usr/bin/python3}
 "$TORCH_PY" -c "import torch" 2>/dev/null || {
     echo "PyTorch missing for TORCH_PY=$TORCH_PY: apt-get install python3-torch, or run bench/torch_venv.sh and" \
         "pass the interpreter it prints as TORCH_PY" >&2
@@ -52,8 +73,53 @@ case "$ROUNDS" in ''|*[!0-9]*|0) echo "ROUNDS must be a positive integer (got '$
 }
 TORCH_FLAGS=()
 [ "$TORCH_COMPILE" = 1 ] && TORCH_FLAGS=(--compile)
-mkdir -p "$OUT"
-: >"$OUT/results.jsonl"
+MADE_OUT=""
+if [ -n "$OUT" ]; then
+    [ ! -e "$OUT" ] || [ -d "$OUT" ] || die "OUT_DIR $OUT exists and is not a directory"
+    mkdir -p "$OUT" 2>/dev/null || die "cannot make OUT_DIR $OUT"
+else
+    OUT=$(mktemp -d /tmp/shardvit-compare.XXXXXX) || die "cannot make a directory in /tmp"
+    MADE_OUT=1
+fi
+RESULTS=$OUT/results.jsonl
+RES_TMP=$OUT/results.jsonl.partial # renamed to results.jsonl at the end: a failed rerun keeps the earlier one
+: >"$RES_TMP" 2>/dev/null || die "cannot write in OUT_DIR $OUT"
+
+# Every long step runs in the background and is waited for, so that SIGINT / SIGTERM reach the
+# trap at once (a foreground mpiexec that handles SIGINT itself would let the script go on).
+exec 3>&2  # the script's stderr, for the trap (which may run inside a step's redirection)
+CHILD=""   # pid of the running step
+PARTIAL=() # the files the running step writes: removed when it is interrupted
+DONE=0
+run_step() { # CMD...: run it in the background and wait; its exit status
+    local rc
+    "$@" 3>&- &
+    CHILD=$!
+    wait "$CHILD"
+    rc=$?
+    CHILD=""
+    return $rc
+}
+on_exit() {
+    [ "$DONE" = 1 ] || rm -f "$RES_TMP"
+    [ -z "$MADE_OUT" ] || rmdir "$OUT" 2>/dev/null # only when nothing was written
+}
+on_signal() { # NAME EXIT_CODE
+    trap '' INT TERM
+    if [ -n "$CHILD" ]; then
+        kill -TERM "$CHILD" 2>/dev/null
+        for _ in $(seq 50); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$CHILD" 2>/dev/null
+        wait "$CHILD" 2>/dev/null
+    fi
+    [ ${#PARTIAL[@]} = 0 ] || rm -f "${PARTIAL[@]}"
+    echo "compare_pytorch: interrupted ($1): stopped; the unfinished step's outputs removed," \
+        "$RESULTS left as it was" >&3
+    exit "$2"
+}
+trap on_exit EXIT
+trap 'on_signal SIGINT 130' INT
+trap 'on_signal SIGTERM 143' TERM
 
 field() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d.get(sys.argv[2]))" "$1" "$2"; }
 keep_best() { # DEST FILE...: copy the JSON with the highest img_per_s (and its .log) to DEST.json / DEST.log
@@ -65,7 +131,7 @@ keep_best() { # DEST FILE...: copy the JSON with the highest img_per_s (and its 
 }
 record() { # TAG FILE
     "$PY" -c "import json,sys; d=json.load(open(sys.argv[2])); d['tag']=sys.argv[1]; print(json.dumps(d))" "$1" "$2" \
-        >>"$OUT/results.jsonl"
+        >>"$RES_TMP"
 }
 sv_bench() { # TAG NRANKS THREADS MODEL BATCH [extra flags]; best of REPEATS runs, as for PyTorch
     local tag=$1 n=$2 th=$3 model=$4 batch=$5 i best=""
@@ -74,9 +140,11 @@ sv_bench() { # TAG NRANKS THREADS MODEL BATCH [extra flags]; best of REPEATS run
     local launch=()
     [ "$n" -gt 1 ] && launch=("$MPIEXEC" -n "$n")
     for i in $(seq "$REPEATS"); do
-        "${launch[@]}" "$SV" bench --model "$model" --batch-size "$batch" --steps "$STEPS" --warmup "$WARMUP" \
+        PARTIAL=("$OUT/$tag.run$i.json" "$OUT/$tag.run$i.log")
+        run_step "${launch[@]}" "$SV" bench --model "$model" --batch-size "$batch" --steps "$STEPS" --warmup "$WARMUP" \
             --threads "$th" --device cpu --json "$OUT/$tag.run$i.json" "$@" 2>"$OUT/$tag.run$i.log" \
             || { echo "shardvit bench failed ($tag): see $OUT/$tag.run$i.log" >&2; tail -3 "$OUT/$tag.run$i.log" >&2; return 1; }
+        PARTIAL=()
         if [ -z "$best" ] || "$PY" -c "import json,sys; a,b=(json.load(open(f))['img_per_s'] for f in sys.argv[1:]); sys.exit(0 if a>b else 1)" \
             "$OUT/$tag.run$i.json" "$best"; then best="$OUT/$tag.run$i.json"; fi
     done
@@ -97,8 +165,11 @@ echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 "$TORCH_PY" - "$TORCH_PY" "$TORCH_COMPILE" <<'PYEOF' | sed 's/^/# /'
 import sys
 import torch
-print("PyTorch: %s (interpreter %s), torch %s%s" % (sys.argv[1], sys.executable, torch.__version__,
-      ", torch.compile tried as well (TORCH_COMPILE=1)" if sys.argv[2] == "1" else ""))
+comp = ""
+if sys.argv[2] == "1":
+    comp = (", torch.compile tried as well (TORCH_COMPILE=1)" if hasattr(torch, "compile") else
+            ", TORCH_COMPILE=1 but torch.compile is not available in this torch: eager only")
+print("PyTorch: %s (interpreter %s), torch %s%s" % (sys.argv[1], sys.executable, torch.__version__, comp))
 print("mkldnn (oneDNN) available: %s, MKL available: %s" % (torch.backends.mkldnn.is_available(),
       torch.backends.mkl.is_available()))
 cfg = [l.strip() for l in torch.__config__.show().splitlines() if l.strip()]
@@ -113,10 +184,14 @@ for c in $CASES; do
     for dt in $DTYPES; do
     rm -f "$OUT/torch-$model-$dt".round*.* "$OUT/sv-$model-$dt-"r?t?.round*.*
     for round in $(seq "$ROUNDS"); do
-        "$TORCH_PY" "$HERE/train/torch_vit_train.py" --model "$model" --batch-size "$batch" --steps "$STEPS" \
+        tj=$OUT/torch-$model-$dt.round$round # written as .json.tmp, renamed when complete
+        PARTIAL=("$tj.json.tmp" "$tj.log")
+        run_step "$TORCH_PY" "$HERE/train/torch_vit_train.py" --model "$model" --batch-size "$batch" --steps "$STEPS" \
             --warmup "$WARMUP" --repeats "$REPEATS" --threads 1,2 --dtypes "$dt" "${TORCH_FLAGS[@]}" \
-            >"$OUT/torch-$model-$dt.round$round.json" 2>"$OUT/torch-$model-$dt.round$round.log" \
-            || { echo "PyTorch run failed: see $OUT/torch-$model-$dt.round$round.log" >&2; exit 1; }
+            >"$tj.json.tmp" 2>"$tj.log" \
+            || { rm -f "$tj.json.tmp"; echo "PyTorch run failed: see $tj.log" >&2; tail -3 "$tj.log" >&2; exit 1; }
+        mv -f "$tj.json.tmp" "$tj.json"
+        PARTIAL=()
         for cfg in "1 1" "1 2" "2 1"; do
             set -- $cfg
             sv_bench "sv-$model-$dt-r$1t$2.round$round" "$1" "$2" "$model" "$batch" --param-dtype "$dt" || true
@@ -130,9 +205,11 @@ for c in $CASES; do
     tl="pytorch $dt best ($tt thr)"
     [ "$TORCH_COMPILE" = 1 ] && tl="pytorch $dt best ($tt thr, $tm)"
     printf "%-10s %5s  %-26s %10.1f %8s %7s %11s\n" "$model" "$batch" "$tl" "$tb" "1.00" "-" "-"
-    [ "$TORCH_COMPILE" = 1 ] && "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); \
-print('%-10s %s pytorch eager vs torch.compile (img/s per setting): %s; %s won' % (sys.argv[2], sys.argv[3], \
-', '.join('%s %s' % (k, ' / '.join('%.1f' % v for v in vs)) for k, vs in d.get('img_per_s_eager_compile', {}).items()), d.get('best_mode')))" \
+    note=$(field "$OUT/torch-$model-$dt.json" compile_note) # e.g. no torch.compile in this torch: eager only
+    [ -z "$note" ] || [ "$note" = None ] || printf "%-10s %s pytorch note: %s\n" "$model" "$dt" "$note"
+    [ "$TORCH_COMPILE" = 1 ] && "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); e=d.get('img_per_s_eager_compile') or {}; \
+e and print('%-10s %s pytorch eager vs torch.compile (img/s per setting): %s; %s won' % (sys.argv[2], sys.argv[3], \
+', '.join('%s %s' % (k, ' / '.join('%.1f' % v for v in vs)) for k, vs in e.items()), d.get('best_mode')))" \
         "$OUT/torch-$model-$dt.json" "$model" "$dt"
     for cfg in "1 1" "1 2" "2 1"; do
         set -- $cfg
@@ -188,4 +265,6 @@ print('%6d %10.1f %12.1f %13.1f%% %s' % (d['world'], d['img_per_s'], d['img_per_
             "$OUT/$tag.json" "$(nproc)"
     done
 fi
-echo "# results: $OUT/results.jsonl  ($(uptime | sed 's/.*load/load/') at the end)"
+mv -f "$RES_TMP" "$RESULTS" || exit 1
+DONE=1
+echo "# results: $RESULTS  ($(uptime | sed 's/.*load/load/') at the end)"

@@ -9,7 +9,9 @@
  *   rounded to bf16), as the CPU backend's bf16 storage does, instead of fp32 arrays to round.
  *   REPS: timed repetitions per case, the best is reported (default 7); the filter keeps the
  *   cases whose label contains the string (e.g. "1024", "fwd", "M=6400"); LAYOUT:M,N,K (LAYOUT
- *   fwd, din or dW) runs that one case instead.
+ *   fwd, din or dW) runs that one case instead. An unknown engine or layout name, or a malformed
+ *   REPS or LAYOUT:M,N,K, is refused (exit 2). An engine this CPU lacks is skipped with a line
+ *   naming the missing feature; without OpenBLAS (GEMM_BENCH_NO_BLAS=1) its columns read n/a.
  * Cases: 1024^3 C = A B^T, and the linear layers of ViT shapes, in the three layouts:
  *   fwd  out(M,N) = in(M,K) W(N,K)^T      (both reduction-contiguous)
  *   din  d_in(M,K) = d_out(M,N) W(N,K)    (B = W reduction-strided)
@@ -27,6 +29,8 @@
 #include "model/backend/cpu/gemm_engine.h"
 #include "model/backend/cpu/gemm_f32.h"
 #include "model/backend/cpu/isa_peak.h"
+
+#define NENG 4
 
 static double now(void) {
     struct timespec t;
@@ -119,18 +123,94 @@ static double time_case(const sv_gemm_engine *e, const shape *s, const float *in
     return best;
 }
 
+static const char k_usage[] =
+    "usage: gemm_f32_bench [REPS] [SHAPE-FILTER | LAYOUT:M,N,K]   (LAYOUT fwd, din or dW)\n"
+    "  env GEMM_BENCH_ENGINES=name,... (amx-bf16, avx512-bf16, avx512-f32, avx2-f32; default all),\n"
+    "  GEMM_BENCH_RUN_ONLY=1, GEMM_BENCH_NO_BLAS=1, GEMM_BENCH_BF16=1\n";
+
+/* Why engine e does not run here: the CPU features it needs that this CPU lacks (the same checks
+ * as the engines' available()), or AMX's own reason. */
+static void missing_feature(const sv_gemm_engine *e, char *why, size_t n) {
+    snprintf(why, n, "not available on this CPU");
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (e == &sv_gemm_engine_amx_bf16) {
+        sv_gemm_amx_permission(why, n);
+        return;
+    }
+    __builtin_cpu_init();
+    const struct {
+        const char *name;
+        int have;
+    } f[] = {{"avx512f", __builtin_cpu_supports("avx512f")},
+             {"avx512bw", __builtin_cpu_supports("avx512bw")},
+             {"avx512dq", __builtin_cpu_supports("avx512dq")},
+             {"avx512vl", __builtin_cpu_supports("avx512vl")},
+             {"avx512bf16", __builtin_cpu_supports("avx512bf16")},
+             {"avx2", __builtin_cpu_supports("avx2")},
+             {"fma", __builtin_cpu_supports("fma")}};
+    const char *need = e == &sv_gemm_engine_avx512_f32 ? "avx512f avx512bw avx512dq avx512vl fma"
+        : e == &sv_gemm_engine_avx2_f32                ? "avx2 fma"
+        : e == &sv_gemm_engine_avx512_bf16             ? "avx512f avx512bw avx512vl avx512bf16"
+                                                       : "";
+    char list[128] = "";
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        const char *p = strstr(need, f[i].name);
+        size_t l = strlen(f[i].name);
+        if (f[i].have || !p || (p[l] && p[l] != ' ')) continue;
+        size_t u = strlen(list);
+        snprintf(list + u, sizeof list - u, "%s%s", u ? ", " : "", f[i].name);
+    }
+    if (list[0]) snprintf(why, n, "this CPU lacks %s", list);
+#else
+    (void)e;
+    snprintf(why, n, "not built for this architecture (x86-64 only)");
+#endif
+}
+
+static int parse_pos_int(const char *s, int *out) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 1 || v > 1000000000) return 0;
+    *out = (int)v;
+    return 1;
+}
+
 int main(int argc, char **argv) {
-    int reps = argc > 1 ? atoi(argv[1]) : 7;
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        fputs(k_usage, stdout);
+        return 0;
+    }
+    if (argc > 3) {
+        fprintf(stderr, "gemm_f32_bench: too many arguments\n%s", k_usage);
+        return 2;
+    }
+    int reps = 7;
+    if (argc > 1 && !parse_pos_int(argv[1], &reps)) {
+        fprintf(stderr, "gemm_f32_bench: REPS must be a positive integer (got '%s')\n%s", argv[1], k_usage);
+        return 2;
+    }
     const char *filter = argc > 2 ? argv[2] : NULL;
-    if (reps < 1) reps = 1;
     openblas_set_num_threads(1);
 
     shape cases[64];
     int nc = 0;
-    char lname[8];
-    int cm, cn, ck;
-    if (filter && sscanf(filter, "%3[^:]:%d,%d,%d", lname, &cm, &cn, &ck) == 4 && cm > 0 && cn > 0 && ck > 0) {
-        int L = !strcmp(lname, "din") ? DIN : !strcmp(lname, "dW") ? DW : FWD;
+    if (filter && strchr(filter, ':')) { /* LAYOUT:M,N,K (no case label has a colon) */
+        const char *colon = strchr(filter, ':');
+        size_t ll = (size_t)(colon - filter);
+        int L = -1;
+        for (int i = 0; i < 3; i++)
+            if (strlen(k_lay[i]) == ll && !strncmp(filter, k_lay[i], ll)) L = i;
+        if (L < 0) {
+            fprintf(stderr, "gemm_f32_bench: unknown layout '%.*s' in '%s' (fwd, din or dW)\n", (int)ll, filter,
+                    filter);
+            return 2;
+        }
+        int cm, cn, ck, used = 0;
+        if (sscanf(colon + 1, "%d,%d,%d%n", &cm, &cn, &ck, &used) != 3 || colon[1 + used] || cm < 1 || cn < 1 ||
+            ck < 1) {
+            fprintf(stderr, "gemm_f32_bench: '%s' is not LAYOUT:M,N,K with positive M, N, K\n", filter);
+            return 2;
+        }
         cases[nc++] = (shape){L, cm, cn, ck};
         filter = NULL;
     } else {
@@ -144,26 +224,49 @@ int main(int argc, char **argv) {
                 for (int L = 0; L < 3; L++) cases[nc++] = (shape){L, Ms[mi], NK[j][0], NK[j][1]};
     }
 
-    const sv_gemm_engine *all[] = {&sv_gemm_engine_avx512_f32, &sv_gemm_engine_avx2_f32, &sv_gemm_engine_amx_bf16,
-                                   &sv_gemm_engine_avx512_bf16};
-    const sv_gemm_engine *eng[4];
-    int ne = 0, avail[4];
+    const sv_gemm_engine *all[NENG] = {&sv_gemm_engine_avx512_f32, &sv_gemm_engine_avx2_f32, &sv_gemm_engine_amx_bf16,
+                                       &sv_gemm_engine_avx512_bf16};
+    const sv_gemm_engine *eng[NENG];
+    int ne = 0, wanted[NENG] = {0};
     const char *want = getenv("GEMM_BENCH_ENGINES");
     g_run_only = getenv("GEMM_BENCH_RUN_ONLY") && atoi(getenv("GEMM_BENCH_RUN_ONLY"));
     const int no_blas = getenv("GEMM_BENCH_NO_BLAS") && atoi(getenv("GEMM_BENCH_NO_BLAS"));
-    for (int i = 0; i < 4; i++) {
-        if (want && *want) {
-            const char *f = strstr(want, all[i]->name);
-            size_t l = strlen(all[i]->name);
-            if (!f || (f != want && f[-1] != ',') || (f[l] && f[l] != ',')) continue;
+    if (want && *want) { /* every name must be an engine of gemm_engine.h that this bench times */
+        for (const char *p = want; *p;) {
+            size_t l = strcspn(p, ",");
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)(l < sizeof name ? l : sizeof name - 1), p);
+            const sv_gemm_engine *e = sv_gemm_engine_by_name(name);
+            int k = -1;
+            for (int i = 0; e && i < NENG; i++)
+                if (all[i] == e) k = i;
+            if (k < 0 || l >= sizeof name) {
+                fprintf(stderr,
+                        "gemm_f32_bench: unknown engine '%.*s' in GEMM_BENCH_ENGINES (engines: %s, %s, %s, %s)\n",
+                        (int)l, p, all[0]->name, all[1]->name, all[2]->name, all[3]->name);
+                return 2;
+            }
+            wanted[k] = 1;
+            p += l + (p[l] == ',');
+        }
+    } else
+        for (int i = 0; i < NENG; i++) wanted[i] = 1;
+    for (int i = 0; i < NENG; i++) {
+        if (!wanted[i]) continue;
+        if (!all[i]->available()) { /* skipped, with the reason (docs/backend_cpu.md) */
+            char why[160];
+            missing_feature(all[i], why, sizeof why);
+            printf("%s: skipped, %s\n", all[i]->name, why);
+            continue;
         }
         eng[ne++] = all[i];
     }
-    double pk[4];
-    for (int i = 0; i < ne; i++) {
-        avail[i] = eng[i]->available();
-        pk[i] = avail[i] ? sv_cpu_isa_peak_flops(eng[i]->name, 0.3) : 0;
+    if (!ne && no_blas) {
+        fprintf(stderr, "gemm_f32_bench: nothing to time (no engine runs here and GEMM_BENCH_NO_BLAS=1)\n");
+        return 2;
     }
+    double pk[NENG];
+    for (int i = 0; i < ne; i++) pk[i] = sv_cpu_isa_peak_flops(eng[i]->name, 0.3);
 
     size_t maxa = 0, maxp = 0, maxs = 0;
     for (int c = 0; c < nc; c++) {
@@ -191,10 +294,11 @@ int main(int argc, char **argv) {
     if (!pack || !scratch) return 1;
     memset(pack, 0, maxp);
 
-    printf("single thread, best of %d, GFLOP/s (%s); in-register peaks, GFLOP/s:", reps,
+    printf("single thread, best of %d, GFLOP/s (%s)", reps,
            g_run_only ? "engine run only, B packed before" : "packing included");
-    if (g_h[0]) printf("; bf16 engines read bf16 operands");
+    if (ne) printf("; in-register peaks, GFLOP/s:");
     for (int i = 0; i < ne; i++) printf(" %s %.1f", eng[i]->name, pk[i] * 1e-9);
+    if (g_h[0]) printf("\nbf16 engines read bf16 operands (GEMM_BENCH_BF16=1)");
     printf("\n%-28s", "case");
     for (int i = 0; i < ne; i++) printf(" %11s %5s", eng[i]->name, "%pk");
     printf(" %11s %8s\n", "openblas", "best/blas");
@@ -206,16 +310,19 @@ int main(int argc, char **argv) {
         double flop = 2.0 * s->M * s->N * s->K, best = 0;
         printf("%-28s", label);
         for (int i = 0; i < ne; i++) {
-            if (!avail[i]) {
-                printf(" %11s %5s", "n/a", "");
-                continue;
-            }
             double g = flop / time_case(eng[i], s, in, W, dout, C, pack, scratch, reps) * 1e-9;
             if (g > best && !eng[i]->bf16) best = g; /* best/blas: fp32 engines only (same precision) */
             printf(" %11.1f %5.1f", g, pk[i] > 0 ? 100.0 * g * 1e9 / pk[i] : 0.0);
         }
-        double gb = no_blas ? 0 : flop / time_case(NULL, s, in, W, dout, C, pack, scratch, reps) * 1e-9;
-        printf(" %11.1f %8.2f\n", gb, gb > 0 ? best / gb : 0.0);
+        if (no_blas) {
+            printf(" %11s %8s\n", "n/a", "n/a");
+        } else {
+            double gb = flop / time_case(NULL, s, in, W, dout, C, pack, scratch, reps) * 1e-9;
+            if (best > 0)
+                printf(" %11.1f %8.2f\n", gb, best / gb);
+            else /* no fp32 engine timed: nothing of the same precision to compare */
+                printf(" %11.1f %8s\n", gb, "n/a");
+        }
         fflush(stdout);
     }
     for (int i = 0; i < 3; i++) free(g_h[i]);

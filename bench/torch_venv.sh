@@ -7,8 +7,17 @@
 # Idempotent: an existing environment whose torch imports is kept as it is; otherwise the
 # environment is created (python3 -m venv) and torch, torchvision, pillow and numpy are
 # installed with pip. The default torch wheel also brings the CUDA libraries (several GB); only
-# the CPU is used. The last line printed is the interpreter to pass as TORCH_PY.
+# the CPU is used. The last line printed is the interpreter to pass as TORCH_PY; on a failure it
+# prints nothing on stdout and exits non-zero (so TORCH_PY=$(bench/torch_venv.sh) comes out empty,
+# which bench/compare_pytorch.sh and bench/data/compare_torchvision.sh refuse).
+# -h/--help prints this text; any other argument starting with '-' is refused.
 set -eu
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
+case "${1:-}" in
+-h | --help) usage; exit 0 ;;
+-*) echo "torch_venv.sh: unknown option '$1' (usage: bench/torch_venv.sh [VENV_DIR]; --help)" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "torch_venv.sh: at most one argument, VENV_DIR (got $#)" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 VENV=${1:-$ROOT/.venv-torch}

@@ -32,6 +32,10 @@ int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp/shardvit_bench_jpeg";
     int N = argc > 2 ? atoi(argv[2]) : 400, reps = argc > 3 ? atoi(argv[3]) : 7;
     int only = argc > 4 ? atoi(argv[4]) : -1; /* run only this pipeline (for profiling) */
+    if (N < 1 || reps < 1) {
+        fprintf(stderr, "usage: bench_data [DIR [N [REPS [ONLY]]]] (N, REPS: positive integers)\n");
+        return 2;
+    }
     char train[4200];
     snprintf(train, sizeof train, "%s/train", dir);
     struct stat st;
@@ -57,7 +61,10 @@ int main(int argc, char **argv) {
     size_t *lens = calloc(n, sizeof *lens);
     for (size_t i = 0; i < n; i++) {
         size_t cap = 0;
-        if (sv_dataset_read(d, i, &files[i], &cap, &lens[i]) != SV_OK) return 1;
+        if (sv_dataset_read(d, i, &files[i], &cap, &lens[i]) != SV_OK) {
+            fprintf(stderr, "bench_data: file %zu: %s\n", i, sv_err_msg());
+            return 1;
+        }
     }
     tjhandle h = tjInitDecompress();
     uint8_t *pix = malloc(4096 * 4096 * 3);
@@ -80,9 +87,15 @@ int main(int argc, char **argv) {
             double t0 = cpu_now();
             for (size_t i = 0; i < n; i++) {
                 if (p == 0) {
-                    int w, hh, ss, cs;
-                    tjDecompressHeader3(h, files[i], lens[i], &w, &hh, &ss, &cs);
-                    if (tjDecompress2(h, files[i], lens[i], pix, w, 0, hh, TJPF_RGB, 0) != 0) return 1;
+                    int w = 0, hh = 0, ss, cs;
+                    if (tjDecompressHeader3(h, files[i], lens[i], &w, &hh, &ss, &cs) != 0 ||
+                        (size_t)w * (size_t)hh > 4096u * 4096u ||
+                        tjDecompress2(h, files[i], lens[i], pix, w, 0, hh, TJPF_RGB, 0) != 0) {
+                        fprintf(stderr, "bench_data: file %zu of %s: TurboJPEG: %s\n", i, train,
+                                (size_t)w * (size_t)hh > 4096u * 4096u ? "image larger than 4096x4096 pixels"
+                                                                       : tjGetErrorStr2(h));
+                        return 1;
+                    }
                     continue;
                 }
                 if (p == 5) { /* what sv_load_image decodes for the bilinear RRC rows, without the rest */
@@ -93,8 +106,10 @@ int main(int argc, char **argv) {
                     sv_rrc_box(sv_hash2((uint64_t)rep, i), w, hh, 0.08, 1, 0.75, 4.0 / 3, &b);
                     if (sv_resample_plan(&rs, &b, (int)b.x, (int)b.y, (int)(b.x + b.w), (int)(b.y + b.h), 224, 3, 0,
                                          SV_INTERP_BILINEAR) != SV_OK ||
-                        sv_jpeg_region_decode(&jc, 3, 1, rs.x0, rs.y0, rs.x1, rs.y1, &r) != SV_OK)
+                        sv_jpeg_region_decode(&jc, 3, 1, rs.x0, rs.y0, rs.x1, rs.y1, &r) != SV_OK) {
+                        fprintf(stderr, "bench_data: file %zu of %s: %s\n", i, train, sv_err_msg());
                         return 1;
+                    }
                     continue;
                 }
                 sv_image_xform x = {.train = p != 4,
@@ -114,7 +129,7 @@ int main(int argc, char **argv) {
                                     .randaug_n = p == 3 ? 2 : 0,
                                     .randaug_m = 9};
                 if (sv_load_image(&jc, &rs, files[i], lens[i], &x, out) != SV_OK) {
-                    fprintf(stderr, "%s\n", sv_err_msg());
+                    fprintf(stderr, "bench_data: file %zu of %s: %s\n", i, train, sv_err_msg());
                     return 1;
                 }
             }

@@ -7,55 +7,102 @@
 # shardvit then torchvision on one set, then the other set), so load changes hit both alike;
 # every ratio is of two numbers from the same round.
 #
-# Usage: bench/data/compare_torchvision.sh BUILD_DIR WORK_DIR
+# Usage: bench/data/compare_torchvision.sh BUILD_DIR WORK_DIR     (-h, --help: this text)
 #   BUILD_DIR  a build with app/shardvit and bench/data/bench_data
-#   WORK_DIR   where the two image sets are made (kept for reruns)
+#   WORK_DIR   where the two image sets are made (kept for reruns; a set of this script with
+#              fewer than N images is made again, one from elsewhere is refused)
 # Environment: TORCH_PY (the Python with torch, torchvision and Pillow; default: the venv of
-# bench/torch_venv.sh when it exists, else /usr/bin/python3), ROUNDS (2), N (400 images),
-# REPS (7 for shardvit; torchvision takes the best of 3).
+# bench/torch_venv.sh when it exists, else /usr/bin/python3; set but empty is refused),
+# ROUNDS (2), N (400 images), REPS (7 for shardvit; torchvision takes the best of 3): positive
+# integers. The header names the binary measured (`shardvit version`) and the image count used;
+# a failing step is named with its log, whose tail is shown.
 set -euo pipefail
-build=${1:?usage: compare_torchvision.sh BUILD_DIR WORK_DIR}
-work=${2:?usage: compare_torchvision.sh BUILD_DIR WORK_DIR}
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
+die() { echo "compare_torchvision: $*" >&2; exit 2; }
+case "${1:-}" in
+-h | --help) usage; exit 0 ;;
+-*) die "unknown option '$1' (usage: compare_torchvision.sh BUILD_DIR WORK_DIR; --help)" ;;
+esac
+[ $# = 2 ] || { usage >&2; echo "compare_torchvision: expected BUILD_DIR WORK_DIR (got $# arguments)" >&2; exit 2; }
+build=$1 work=$2
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+ROUNDS=${ROUNDS:-2} N=${N:-400} REPS=${REPS:-7}
+for v in ROUNDS N REPS; do
+    case "${!v}" in '' | *[!0-9]* | 0*) die "$v must be a positive integer (got '${!v}')" ;; esac
+done
 SV=$build/app/shardvit
 BD=$build/bench/data/bench_data
-for f in "$SV" "$BD"; do [ -x "$f" ] || { echo "compare_torchvision: $f is not built" >&2; exit 2; }; done
+for f in "$SV" "$BD"; do [ -x "$f" ] || die "$f is not built"; done
+if [ -n "${TORCH_PY+set}" ] && [ -z "$TORCH_PY" ]; then
+    die "TORCH_PY is set but empty (did bench/torch_venv.sh fail?): unset it for the default, or name an interpreter"
+fi
 if [ -z "${TORCH_PY:-}" ]; then
     TORCH_PY=/usr/bin/python3
     [ -x "$root/.venv-torch/bin/python" ] && TORCH_PY=$root/.venv-torch/bin/python
 fi
 "$TORCH_PY" -c "import torch, torchvision, PIL" 2>/dev/null ||
-    { echo "compare_torchvision: $TORCH_PY lacks torch/torchvision/PIL (bench/torch_venv.sh makes a venv)" >&2; exit 2; }
-ROUNDS=${ROUNDS:-2} N=${N:-400} REPS=${REPS:-7}
+    die "$TORCH_PY lacks torch/torchvision/PIL (bench/torch_venv.sh makes a venv)"
+[ ! -e "$work" ] || [ -d "$work" ] || die "WORK_DIR $work exists and is not a directory"
 per=$(((N + 9) / 10))
 mkdir -p "$work"
 plain=$work/plain rst=$work/restart4
+# step LABEL LOG CMD...: run CMD with its output in LOG; on failure name the step and its log
+step() {
+    local label=$1 log=$2 rc=0
+    shift 2
+    "$@" >"$log" 2>&1 || rc=$?
+    [ $rc = 0 ] && return 0
+    echo "compare_torchvision: $label failed (exit $rc); its log $log ends:" >&2
+    tail -n 8 "$log" | sed 's/^/  /' >&2
+    exit 1
+}
+count() { find "$1/train" -name '*.jpg' 2>/dev/null | wc -l; }
 # bench_data's own set (quality 90, 10 classes), and the same images with restart markers
-prep() { # prep DIR [flags]: the set, once (a later run reuses it); its log shown on failure
-    local dir=$1
+prep() { # prep DIR [flags]: the set, once (a later run reuses it when it has N images or more)
+    local dir=$1 have
     shift
-    [ -d "$dir/train" ] && return 0
-    "$SV" prep synthetic --out "$dir" --quality 90 --per-class "$per" --test-per-class 0 "$@" >"$dir.prep.log" 2>&1 ||
-        { cat "$dir.prep.log" >&2; exit 1; }
+    if [ -d "$dir" ]; then
+        have=$(count "$dir")
+        [ "$have" -ge "$N" ] && return 0
+        [ -f "$dir/.compare_torchvision" ] || [ -f "$dir.prep.log" ] ||
+            die "$dir has $have images, fewer than N=$N, and was not made by this script: remove it or lower N"
+        echo "# $dir has $have images, fewer than N=$N: made again" >&2
+        rm -rf -- "$dir"
+    fi
+    step "shardvit prep synthetic ($dir)" "$dir.prep.log" \
+        "$SV" prep synthetic --out "$dir" --quality 90 --per-class "$per" --test-per-class 0 "$@"
+    : >"$dir/.compare_torchvision"
 }
 prep "$plain"
 prep "$rst" --restart-mcus 4
+np=$(count "$plain") nr=$(count "$rst")
+used=$N
+[ "$np" -lt "$used" ] && used=$np
+[ "$nr" -lt "$used" ] && used=$nr
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(lscpu | sed -n 's/^Model name: *//p' | head -1)" \
     "(family $(lscpu | sed -n 's/^CPU family: *//p'), model $(lscpu | sed -n 's/^Model: *//p')), $(nproc) CPUs," \
     "load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# shardvit $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown);" \
+svv=$("$SV" version 2>/dev/null | sed -n 1p) || svv=""
+echo "# ${svv:-shardvit (\`$SV version\` failed: version unknown)} [$SV];" \
     "$("$TORCH_PY" -c 'import torch, torchvision, PIL; print("torch", torch.__version__, "torchvision", torchvision.__version__, "Pillow", PIL.__version__)')"
-echo "# $N images of 500x375 per set, one core each; shardvit best of $REPS, torchvision best of 3 (CPU time)"
+echo "# $used images of 500x375 per set (plain set: $np files, restart4 set: $nr), one core each;" \
+    "shardvit best of $REPS, torchvision best of 3 (CPU time)"
 # rows LOG: "label<TAB>img/s" for every pipeline line of a bench output
 rows() { sed -n 's/^ *\(decode[^:]*[^ ]\) *: *\([0-9.]*\) img\/s.*/\1\t\2/p' "$1"; }
 for r in $(seq "$ROUNDS"); do
     for set in plain restart4; do
         dir=$work/$set
-        "$BD" "$dir" "$N" "$REPS" >"$work/sv.$set.$r.log" 2>&1
-        "$TORCH_PY" "$here/bench_torchvision.py" "$dir" "$N" 3 >"$work/tv.$set.$r.log" 2>&1
-        printf '\nround %d, %s files\n%-58s %10s %12s %7s\n' "$r" "$set" pipeline shardvit torchvision ratio
+        step "bench_data ($set set, round $r)" "$work/sv.$set.$r.log" "$BD" "$dir" "$N" "$REPS"
+        step "bench_torchvision.py ($set set, round $r)" "$work/tv.$set.$r.log" \
+            "$TORCH_PY" "$here/bench_torchvision.py" "$dir" "$N" 3
+        ns=$(sed -n 's/^images: \([0-9]*\) from .*/\1/p' "$work/sv.$set.$r.log")
+        nt=$(sed -n 's/^torchvision+PIL, \([0-9]*\) images.*/\1/p' "$work/tv.$set.$r.log")
+        [ "$ns" = "$used" ] && [ "$nt" = "$used" ] ||
+            die "image counts differ: bench_data ${ns:-?}, torchvision ${nt:-?}, expected $used ($work/sv.$set.$r.log, $work/tv.$set.$r.log)"
+        printf '\nround %d, %s files, %d images\n%-58s %10s %12s %7s\n' "$r" "$set" "$used" pipeline shardvit \
+            torchvision ratio
         join -t $'\t' <(rows "$work/sv.$set.$r.log" | sort) <(rows "$work/tv.$set.$r.log" | sort) |
             awk -F'\t' '{ printf "%-58s %10.1f %12.1f %6.2fx\n", $1, $2, $3, $2 / $3 }'
     done

@@ -1,0 +1,287 @@
+#!/bin/bash
+# shellcheck disable=SC2034 # st, D, svv: read inside the eval strings of check
+# Usage: scripts.sh SHARDVIT GEMM_F32_BENCH BENCH_DATA [SOURCE_DIR]
+# The benchmark helper scripts' argument checks and cheap failure paths (docs/performance.md
+# "PyTorch reference", docs/data.md "Benchmark"), with stand-ins for PyTorch, torchvision,
+# mpiexec and shardvit bench where a real run would take minutes: bench/compare_pytorch.sh
+# (--help, refused settings, an empty TORCH_PY, OUT_DIR a file, results.jsonl kept on a failed
+# rerun, the torch.compile header and note, SIGINT / SIGTERM stop the whole comparison and remove
+# the unfinished step's outputs), bench/data/compare_torchvision.sh (--help, usage, bad N / REPS /
+# ROUNDS, an empty TORCH_PY, the image count and binary named in the header, a set with fewer than
+# N images made again, failing steps named with their logs), bench/torch_venv.sh (--help, options
+# refused; never installs anything), bench/gemm_f32_bench (unknown engine or layout refused, n/a
+# without OpenBLAS, the bf16 note on its own line, a missing engine named), bench_data (a corrupt
+# JPEG named) and `shardvit bench-compare` (its notes on stdout). PYTHON: the python3 to use.
+set -u
+SV=$1
+GEMM=$2
+BD=$3
+SRC=${4:-$(cd "$(dirname "$0")/../.." && pwd)}
+PY=${PYTHON:-$(command -v python3 || true)}
+[ -n "$PY" ] || { echo "FAIL: no python3"; exit 1; }
+TMP=$(mktemp -d)
+FAILS=0
+PGIDS=()
+cleanup() {
+    for g in "${PGIDS[@]}"; do kill -KILL -- "-$g" 2>/dev/null; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+ok() { echo "ok $*"; }
+bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+check() { # DESCRIPTION CMD...: ok when CMD succeeds; $st: the exit status of the command before
+    st=$?
+    local d=$1
+    shift
+    if "$@"; then ok "$d"; else bad "$d"; fi
+}
+has() { grep -q -- "$2" "$1"; }
+hasnt() { ! grep -q -- "$2" "$1"; }
+
+# ---- stand-ins ----
+F=$TMP/fake
+mkdir -p "$F/mods/torch" "$F/mods/torchvision" "$F/mods/PIL" "$TMP/build/app" "$TMP/build/bench/data"
+cat >"$F/mods/torch/__init__.py" <<'EOF'
+import os, types
+__version__ = "0.0-fake"
+backends = types.SimpleNamespace(mkldnn=types.SimpleNamespace(is_available=lambda: False),
+                                 mkl=types.SimpleNamespace(is_available=lambda: False))
+__config__ = types.SimpleNamespace(show=lambda: "fake build")
+if os.environ.get("FAKE_TORCH_COMPILE") == "1":
+    compile = lambda m: m
+EOF
+echo '__version__ = "0.0-fake"' >"$F/mods/torchvision/__init__.py"
+echo '__version__ = "0.0-fake"' >"$F/mods/PIL/__init__.py"
+# TORCH_PY: the training and torchvision scripts are answered here (FAKE_TORCH=ok|fail|hang,
+# FAKE_TV=ok|fail); anything else runs in python3 with the fake torch / torchvision / PIL.
+cat >"$F/torchpy" <<EOF
+#!/bin/bash
+F=$F
+PY=$PY
+EOF
+cat >>"$F/torchpy" <<'EOF'
+case "${1:-}" in
+*/torch_vit_train.py)
+    case "${FAKE_TORCH:-ok}" in
+    fail) echo "fake torch: boom" >&2; exit 1 ;;
+    hang) printf '{"partial'; : >"$F/torch.started"; exec sleep 30 ;;
+    esac
+    comp=""
+    case " $* " in *" --compile "*)
+        if [ "${FAKE_TORCH_COMPILE:-0}" = 1 ]; then
+            comp=', "img_per_s_eager_compile": {"1": [100.0, 90.0]}, "compile_note": null'
+        else
+            comp=', "img_per_s_eager_compile": {}, "compile_note": "torch 0.0-fake has no torch.compile: eager only"'
+        fi ;;
+    esac
+    echo "{\"framework\": \"pytorch\", \"img_per_s\": 100.0, \"best_threads\": 1, \"best_mode\": \"eager\"$comp}"
+    exit 0 ;;
+*/bench_torchvision.py)
+    [ "${FAKE_TV:-ok}" = fail ] && { echo "fake torchvision: Traceback boom" >&2; exit 1; }
+    n=$(find "$2/train" -name '*.jpg' | head -n "$3" | wc -l)
+    echo "torchvision+PIL, $n images, best of $4 (process CPU time)"
+    for p in "RRC224 + flip + normalize (bilinear)" "RRC224 + flip + normalize (bicubic)" \
+        "RRC224 + flip + RandAugment(2, 9) + normalize" "resize 256 + center crop 224 + normalize (eval)"; do
+        printf 'decode + %-48s: %8.1f img/s/core\n' "$p" 100
+    done
+    exit 0 ;;
+esac
+PYTHONPATH=$F/mods exec "$PY" "$@"
+EOF
+# shardvit bench: writes the --json result at once
+cat >"$F/sv" <<'EOF'
+#!/bin/bash
+json=""
+while [ $# -gt 0 ]; do [ "$1" = --json ] && json=$2; shift; done
+[ -n "$json" ] || exit 1
+echo '{"img_per_s": 50.0, "mfu": 0.1, "img_per_s_best_step": 60.0, "hw_peak_flops": 1e11, "flops_per_image": 1e9,
+ "cores_used": 2, "hw_peak_per_core_flops": 5e10, "hw_peak_engine": "fake", "gemm_peak_per_core_flops": null,
+ "gemm_peak_dtype": "fp32"}' >"$json"
+echo "fake bench" >&2
+EOF
+# mpiexec: FAKE_MPI=hang waits (SIGINT ends it with exit 1, as mpiexec's own handler does)
+cat >"$F/mpiexec" <<EOF
+#!$PY
+import os, signal, sys, time
+open("$F/mpiexec.started", "w").close()
+if os.environ.get("FAKE_MPI") == "hang":
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(1))
+    time.sleep(30)
+    sys.exit(1)
+a = sys.argv[1:]
+if a[:1] == ["-n"]:
+    a = a[2:]
+os.execvp(a[0], a)
+EOF
+# a new session with SIGINT / SIGTERM at their defaults (as from a terminal); its pid in a file
+cat >"$F/launch" <<EOF
+#!$PY
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+os.setsid()
+open(sys.argv[1], "w").write(str(os.getpid()))
+os.execvp(sys.argv[2], sys.argv[2:])
+EOF
+chmod +x "$F/torchpy" "$F/sv" "$F/mpiexec" "$F/launch"
+ln -s "$SV" "$TMP/build/app/shardvit"
+ln -s "$BD" "$TMP/build/bench/data/bench_data"
+
+CP=$SRC/bench/compare_pytorch.sh
+TV=$SRC/bench/data/compare_torchvision.sh
+VENV=$SRC/bench/torch_venv.sh
+cp_env=(env SV="$F/sv" MPIEXEC="$F/mpiexec" TORCH_PY="$F/torchpy" CASES=vit-28:8 DTYPES=fp32 STEPS=1 WARMUP=1
+    REPEATS=1 ROUNDS=1 MFU=0 SCALING=0)
+
+# ---- compare_pytorch.sh ----
+bash "$CP" --help >"$TMP/o" 2>"$TMP/e"
+check "compare_pytorch --help prints the usage, exit 0" eval '[ $st = 0 ] && has "$TMP/o" "Usage: bench/compare_pytorch.sh"'
+bash "$CP" --frob >"$TMP/o" 2>"$TMP/e"
+check "compare_pytorch refuses an unknown option" eval '[ $st = 2 ] && has "$TMP/e" "unknown option"'
+n0=$(ls -d /tmp/shardvit-compare.* 2>/dev/null | wc -l)
+"${cp_env[@]}" TORCH_PY= bash "$CP" "$TMP/build" >"$TMP/o" 2>"$TMP/e"
+check "compare_pytorch refuses an empty TORCH_PY" eval '[ $st = 2 ] && has "$TMP/e" "TORCH_PY is set but empty"'
+for bad in STEPS=0 STEPS=x WARMUP=x WARMUP=-1 REPEATS=0 ROUNDS=x; do
+    "${cp_env[@]}" "$bad" bash "$CP" "$TMP/build" >"$TMP/o" 2>"$TMP/e"
+    check "compare_pytorch refuses $bad" eval '[ $st = 2 ] && has "$TMP/e" "${bad%%=*} must be a"'
+done
+"${cp_env[@]}" TORCH_COMPILE=1 WARMUP=0 bash "$CP" "$TMP/build" >"$TMP/o" 2>"$TMP/e"
+check "compare_pytorch refuses TORCH_COMPILE=1 with WARMUP=0" eval '[ $st = 2 ] && has "$TMP/e" "needs WARMUP >= 1"'
+n1=$(ls -d /tmp/shardvit-compare.* 2>/dev/null | wc -l)
+check "compare_pytorch leaves no /tmp/shardvit-compare.* after a refusal ($n0 -> $n1)" test "$n1" -le "$n0"
+: >"$TMP/afile"
+"${cp_env[@]}" bash "$CP" "$TMP/build" "$TMP/afile" >"$TMP/o" 2>"$TMP/e"
+check "compare_pytorch refuses an OUT_DIR that is a file" eval '[ $st = 2 ] && has "$TMP/e" "not a directory"'
+
+OUT=$TMP/cmp
+"${cp_env[@]}" bash "$CP" "$TMP/build" "$OUT" >"$TMP/o" 2>"$TMP/e"
+rc=$?
+check "compare_pytorch completes with stand-ins (exit $rc)" eval '[ $rc = 0 ] && [ "$(wc -l <"$OUT/results.jsonl")" = 4 ] && [ ! -e "$OUT/results.jsonl.partial" ]'
+[ $rc = 0 ] || cat "$TMP/e"
+cp "$OUT/results.jsonl" "$TMP/earlier.jsonl"
+"${cp_env[@]}" FAKE_TORCH=fail bash "$CP" "$TMP/build" "$OUT" >"$TMP/o" 2>"$TMP/e"
+rc=$?
+check "compare_pytorch keeps the earlier results.jsonl when a rerun fails (exit $rc)" \
+    eval '[ $rc = 1 ] && cmp -s "$OUT/results.jsonl" "$TMP/earlier.jsonl" && has "$TMP/e" "PyTorch run failed"'
+"${cp_env[@]}" TORCH_COMPILE=1 bash "$CP" "$TMP/build" "$OUT" >"$TMP/o" 2>"$TMP/e"
+check "compare_pytorch TORCH_COMPILE=1 without torch.compile: header says so, the note is shown" \
+    eval 'hasnt "$TMP/o" "torch.compile tried as well" && has "$TMP/o" "torch.compile is not available" && has "$TMP/o" "pytorch note: torch 0.0-fake has no torch.compile"'
+"${cp_env[@]}" TORCH_COMPILE=1 FAKE_TORCH_COMPILE=1 bash "$CP" "$TMP/build" "$OUT" >"$TMP/o" 2>"$TMP/e"
+check "compare_pytorch TORCH_COMPILE=1 with torch.compile: header says it is tried" \
+    eval 'has "$TMP/o" "torch.compile tried as well" && hasnt "$TMP/o" "pytorch note"'
+
+# sig_run NAME SIGNAL WHOM(group|script) MARKER [env...]: start compare_pytorch in its own session,
+# send SIGNAL when MARKER appears; leaves rc, elapsed seconds in sig_rc, sig_s
+sig_run() {
+    local name=$1 sig=$2 whom=$3 marker=$4 pid g t0
+    shift 4
+    rm -f "$marker" "$TMP/pgid"
+    mkdir -p "$TMP/$name"
+    echo '{"earlier": 1}' >"$TMP/$name/results.jsonl"
+    timeout -s KILL 40 "${cp_env[@]}" "$@" "$F/launch" "$TMP/pgid" bash "$CP" "$TMP/build" "$TMP/$name" \
+        >"$TMP/$name.o" 2>"$TMP/$name.e" &
+    pid=$!
+    for _ in $(seq 200); do [ -e "$marker" ] && [ -s "$TMP/pgid" ] && break; sleep 0.05; done
+    g=$(cat "$TMP/pgid" 2>/dev/null)
+    [ -n "$g" ] && PGIDS+=("$g")
+    sleep 0.3
+    t0=$(date +%s.%N)
+    if [ "$whom" = group ]; then kill "-$sig" -- "-$g"; else kill "-$sig" "$g"; fi
+    (sleep 12; kill -KILL -- "-$g" 2>/dev/null) & # an old script that does not stop
+    local guard=$!
+    wait $pid
+    sig_rc=$?
+    sig_s=$("$PY" -c "import sys,time; print('%.1f' % (time.time() - float(sys.argv[1])))" "$t0")
+    kill $guard 2>/dev/null
+    sleep 0.2
+    sig_left=$(ps -o pid= -g "$g" 2>/dev/null | wc -l)
+}
+sig_run int_mpi INT group "$F/mpiexec.started" FAKE_MPI=hang
+D=$TMP/int_mpi
+check "compare_pytorch: SIGINT to the group during mpiexec stops it (exit $sig_rc, ${sig_s}s, $sig_left processes left)" \
+    eval '[ $sig_rc = 130 ] && [ $sig_left = 0 ] && has "$TMP/int_mpi.e" "interrupted"'
+check "compare_pytorch: after SIGINT the earlier results.jsonl is kept, the unfinished run removed" \
+    eval 'has "$D/results.jsonl" earlier && [ ! -e "$D/results.jsonl.partial" ] && ! ls "$D"/sv-vit-28-fp32-r2t1.round1.run1.* >/dev/null 2>&1'
+check "compare_pytorch: after SIGINT no table line of a later stage" hasnt "$TMP/int_mpi.o" "ceiling"
+sig_run int_torch INT group "$F/torch.started" FAKE_TORCH=hang
+D=$TMP/int_torch
+check "compare_pytorch: SIGINT during the PyTorch step stops it, no partial torch JSON (exit $sig_rc)" \
+    eval '[ $sig_rc = 130 ] && [ $sig_left = 0 ] && ! ls "$D"/torch-vit-28-fp32.round1.json* >/dev/null 2>&1 && has "$D/results.jsonl" earlier'
+sig_run term_mpi TERM script "$F/mpiexec.started" FAKE_MPI=hang
+check "compare_pytorch: SIGTERM to the script alone stops it at once (exit $sig_rc, ${sig_s}s, $sig_left processes left)" \
+    eval '[ $sig_rc = 143 ] && [ $sig_left = 0 ] && "$PY" -c "import sys; sys.exit(float(sys.argv[1]) > 5)" "$sig_s"'
+
+# ---- torch_venv.sh (argument handling only: never creates an environment here) ----
+PIP_NO_INDEX=1 bash "$VENV" --help >"$TMP/o" 2>"$TMP/e"
+check "torch_venv --help prints its own usage, exit 0" \
+    eval '[ $st = 0 ] && has "$TMP/o" "Usage: bench/torch_venv.sh" && hasnt "$TMP/o" "usage: venv"'
+PIP_NO_INDEX=1 bash "$VENV" --upgrade-deps >"$TMP/o" 2>"$TMP/e"
+check "torch_venv refuses other options" eval '[ $st = 2 ] && [ ! -s "$TMP/o" ] && [ ! -e ./--upgrade-deps ]'
+
+# ---- compare_torchvision.sh ----
+bash "$TV" --help >"$TMP/o" 2>"$TMP/e"
+check "compare_torchvision --help prints the usage, exit 0" eval '[ $st = 0 ] && has "$TMP/o" "Usage: bench/data/compare_torchvision.sh"'
+bash "$TV" >"$TMP/o" 2>"$TMP/e"
+check "compare_torchvision without arguments: usage, exit 2" eval '[ $st = 2 ] && has "$TMP/e" "Usage:" && hasnt "$TMP/e" "1: usage"'
+tv_env=(env TORCH_PY="$F/torchpy" ROUNDS=1 N=10 REPS=1)
+W=$TMP/tv
+"${tv_env[@]}" TORCH_PY= bash "$TV" "$TMP/build" "$W" >"$TMP/o" 2>"$TMP/e"
+check "compare_torchvision refuses an empty TORCH_PY" eval '[ $st = 2 ] && has "$TMP/e" "TORCH_PY is set but empty"'
+for bad in N=abc N=0 REPS=0 ROUNDS=0 ROUNDS=x; do
+    "${tv_env[@]}" "$bad" bash "$TV" "$TMP/build" "$W" >"$TMP/o" 2>"$TMP/e"
+    check "compare_torchvision refuses $bad" eval '[ $st = 2 ] && has "$TMP/e" "${bad%%=*} must be a positive integer"'
+done
+"${tv_env[@]}" bash "$TV" "$TMP/build" "$W" >"$TMP/o" 2>"$TMP/e"
+rc=$?
+svv=$("$SV" version | sed -n 1p)
+check "compare_torchvision runs (N=10, exit $rc), names the binary's version" \
+    eval '[ $rc = 0 ] && has "$TMP/o" "# 10 images" && grep -qF "$svv" "$TMP/o" && [ "$(grep -c x$ "$TMP/o")" = 8 ]'
+[ $rc = 0 ] || cat "$TMP/e"
+"${tv_env[@]}" N=20 bash "$TV" "$TMP/build" "$W" >"$TMP/o" 2>"$TMP/e"
+rc=$?
+check "compare_torchvision N=20 after N=10: the set is made again, 20 images measured (exit $rc)" \
+    eval '[ $rc = 0 ] && has "$TMP/o" "# 20 images" && grep -q "^images: 20 " "$W/sv.plain.1.log"'
+FAKE_TV=fail "${tv_env[@]}" bash "$TV" "$TMP/build" "$W" >"$TMP/o" 2>"$TMP/e"
+check "compare_torchvision names a failing torchvision step and its log" \
+    eval '[ $st = 1 ] && has "$TMP/e" "bench_torchvision.py" && has "$TMP/e" "tv.plain.1.log" && has "$TMP/e" "Traceback boom"'
+f=$(find "$W/plain/train" -name '*.jpg' | sort | sed -n 3p)
+printf 'not a jpeg' >"$f"
+"${tv_env[@]}" bash "$TV" "$TMP/build" "$W" >"$TMP/o" 2>"$TMP/e"
+check "compare_torchvision names a failing bench_data and shows its error (a corrupt JPEG)" \
+    eval '[ $st = 1 ] && has "$TMP/e" "bench_data" && has "$TMP/e" "sv.plain.1.log" && has "$TMP/e" "TurboJPEG"'
+"$BD" "$W/plain" 10 1 >"$TMP/o" 2>"$TMP/e"
+check "bench_data: a corrupt JPEG is named with TurboJPEG's error" eval '[ $st = 1 ] && has "$TMP/e" "file [0-9]* of .*TurboJPEG: "'
+
+# ---- gemm_f32_bench ----
+GEMM_BENCH_ENGINES=foo "$GEMM" 1 fwd:16,16,16 >"$TMP/o" 2>"$TMP/e"
+check "gemm_f32_bench refuses an unknown engine" eval '[ $st = 2 ] && has "$TMP/e" "unknown engine .foo."'
+"$GEMM" 1 dw:16,16,16 >"$TMP/o" 2>"$TMP/e"
+check "gemm_f32_bench refuses an unknown layout" eval '[ $st = 2 ] && has "$TMP/e" "unknown layout .dw."'
+"$GEMM" 1 fwd:16,16 >"$TMP/o" 2>"$TMP/e"
+check "gemm_f32_bench refuses a malformed LAYOUT:M,N,K" eval '[ $st = 2 ]'
+GEMM_BENCH_NO_BLAS=1 GEMM_BENCH_BF16=1 "$GEMM" 1 fwd:16,16,16 >"$TMP/o" 2>"$TMP/e"
+check "gemm_f32_bench without OpenBLAS: n/a, not 0.0; the bf16 note on its own line" \
+    eval '[ $st = 0 ] && grep -q "n/a *n/a$" "$TMP/o" && hasnt "$TMP/o" "GFLOP/s:;" && grep -q "^bf16 engines read bf16 operands" "$TMP/o"'
+missing=""
+for e in amx-bf16 avx512-bf16 avx512-f32 avx2-f32; do
+    "$SV" version | grep "gemm engines available" | grep -qw -- "$e" || missing=$e
+done
+if [ -n "$missing" ]; then
+    GEMM_BENCH_ENGINES=$missing "$GEMM" 1 fwd:16,16,16 >"$TMP/o" 2>"$TMP/e"
+    check "gemm_f32_bench names what $missing lacks here" \
+        eval '[ $st = 0 ] && grep -q "^$missing: skipped, .*\(lack\|refused\)" "$TMP/o" && hasnt "$TMP/o" " 0\.0 "'
+else
+    echo "skip: every GEMM engine runs here (no missing-feature line to check)"
+fi
+
+# ---- shardvit bench-compare: every note on stdout ----
+"$SV" bench --op gelu --model vit-28 --dim 32 --depth 2 --heads 2 --batch-size 4 --steps 2 --warmup 1 --threads 1 \
+    --device cpu --json "$TMP/a.json" >/dev/null 2>&1 || bad "bench --op"
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d['results']=d['results'][:1]; json.dump(d, open(sys.argv[2], 'w'))" \
+    "$TMP/a.json" "$TMP/b.json"
+"$SV" bench-compare "$TMP/a.json" "$TMP/b.json" >"$TMP/o" 2>"$TMP/e"
+check "bench-compare: 'variant ... is only in' goes to stdout" \
+    eval '[ $st = 0 ] && has "$TMP/o" "is only in" && hasnt "$TMP/e" "is only in"'
+
+[ $FAILS = 0 ] || { echo "$FAILS check(s) failed"; exit 1; }
+echo "all bench script checks passed"
