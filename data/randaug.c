@@ -30,7 +30,13 @@ static int f_invert(int v, int arg) {
     (void)arg;
     return 255 - v;
 }
-static int f_posterize(int v, int bits) { return v & ~((1 << (8 - bits)) - 1); }
+/* Keep the top `bits` bits: 8 or more keep all (timm's posterize returns the image), none or
+ * fewer keep none (Pillow's mask 2**(8 - bits) - 1 covers every bit then); no shift of a
+ * negative or too wide count. */
+static int f_posterize(int v, int bits) {
+    int drop = 8 - bits;
+    return drop <= 0 ? v : drop >= 8 ? 0 : v & ~((1 << drop) - 1);
+}
 static int f_solarize(int v, int thresh) { return v >= thresh ? 255 - v : v; }
 static int f_solarize_add(int v, int add) { return v < 128 ? v + add : v; }
 
@@ -316,6 +322,7 @@ static void affine_fixed(uint8_t *img, int side, int c, const double m[6], const
         int64_t lo = 0, hi = side;
         keep_inside(a2, a0, 0, top, &lo, &hi);
         keep_inside(a5, a3, 0, top, &lo, &hi);
+        if (lo > side) lo = hi = side; /* no column inside (the range lies past the row): all fill */
         fill_run(d, c, 0, (int)lo, fill);
         fill_run(d, c, (int)hi, side, fill);
         if (hi <= lo) continue;

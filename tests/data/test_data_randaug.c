@@ -43,6 +43,13 @@ int main(void) {
         memcpy(img, v, 8);
         op(SV_RA_POSTERIZE, 5, 0, 2, 2); /* keep 8 - round(2) = 6 bits */
         CHECK(img[6] == 0xB4 && img[7] == 0xFC && img[1] == 20 && img[4] == 0x7C);
+        /* timm's posterize outside 1..7 bits (a timm-mapped layer past magnitude 10): 8 or more
+         * keep the image, 0 or fewer clear it (Pillow's mask covers every bit) */
+        for (int bits = -30; bits <= 30; bits++) {
+            memcpy(img, v, 8);
+            sv_randaug_layer_apply(&(sv_ra_layer){SV_RA_POSTERIZE, bits, SV_RA_NEAREST}, img, 2, 2, fill3, scratch);
+            for (int i = 0; i < 8 && (bits <= 0 || bits >= 8); i++) CHECK(img[i] == (bits >= 8 ? v[i] : 0));
+        }
         memcpy(img, v, 8);
         op(SV_RA_SOLARIZE, 5, 0, 2, 2); /* threshold 128: v >= 128 inverted */
         CHECK(img[4] == 127 && img[5] == 127 && img[6] == 255 - 0xB7 && img[7] == 0 && img[2] == 100);

@@ -41,7 +41,12 @@ static int ref_f_invert(int v, int arg) {
     (void)arg;
     return 255 - v;
 }
-static int ref_f_posterize(int v, int bits) { return v & ~((1 << (8 - bits)) - 1); }
+/* (the one change to the copy: the shift of the original was undefined for bits > 8 or < -23,
+ * which timm-mapped layers reach at magnitudes past 10; these are the values Pillow/timm give) */
+static int ref_f_posterize(int v, int bits) {
+    int drop = 8 - bits;
+    return drop <= 0 ? v : drop >= 8 ? 0 : v & ~((1 << drop) - 1);
+}
 static int ref_f_solarize(int v, int thresh) { return v >= thresh ? 255 - v : v; }
 static int ref_f_solarize_add(int v, int add) { return v < 128 ? v + add : v; }
 
