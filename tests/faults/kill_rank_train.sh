@@ -8,8 +8,9 @@
 #     the dead rank ("BAD TERMINATION" / "KILLED BY SIGNAL"); MPICH's hydra usually tears the job
 #     down within milliseconds of a rank's death, before any timeout can fire;
 #   - no process of the job (ranks, hydra proxy, mpiexec) is left afterwards.
-# pause: every rank is stopped (SIGSTOP; ranks 1 and 2 while they wait for rank 0 in a collective)
-# for twice --comm-timeout (3 s here), then continued, as a
+# pause: every rank is stopped (SIGSTOP; ranks 1 and 2 while they wait for rank 0 in a collective;
+# continued in the same order, rank 0 last)
+# for twice --comm-timeout (5 s here; 1.5 s of waiting before), then continued, as a
 # suspended Slurm job or a paused container is: the run goes on (no rank counts the time it did
 # not run toward the timeout), then SIGTERM to mpiexec ends it with the preemption save (exit 75).
 # Usage: kill_rank_train.sh SHARDVIT MPIEXEC kill|stop|pause
@@ -17,7 +18,7 @@ SHARDVIT=$1 MPIEXEC=$2 MODE=$3
 source "$(dirname "$0")/lib.sh"
 case "$MODE" in kill) SIG=KILL ;; stop | pause) SIG=STOP ;; *) echo "mode?"; exit 2 ;; esac
 TIMEOUT_S=10
-[ "$MODE" = pause ] && TIMEOUT_S=3
+[ "$MODE" = pause ] && TIMEOUT_S=5
 BOUND=$((TIMEOUT_S + 30))
 run="$WORK/run"
 FAIL_LOGS=("$WORK/out")
@@ -38,11 +39,17 @@ if [ "$MODE" = pause ]; then
     # so they are stopped inside a wait (the case the timeout must not count), whatever the load
     set -- $pids
     kill -STOP "$1"
-    sleep 0.5
+    sleep 1.5 # a step of the tiny model takes far less, in a sanitizer build and under load too
     kill -STOP "$2" "$3"
     echo "ranks$pids stopped for $((2 * TIMEOUT_S)) s (--comm-timeout $TIMEOUT_S)"
     sleep $((2 * TIMEOUT_S))
-    kill -CONT $pids
+    # ranks 1 and 2 first, rank 0 half a second later (a resumed job's ranks are continued one by
+    # one too): they read their clocks while still waiting for rank 0, so each sees the pause
+    # before the collective can complete (continued together, rank 0 could complete it before
+    # their next clock read, and the pause would go unseen, counted or not)
+    kill -CONT "$2" "$3"
+    sleep 0.5
+    kill -CONT "$1"
     n0=$(wc -l <"$run/metrics.jsonl")
     for _ in $(seq 300); do
         [ "$(wc -l <"$run/metrics.jsonl")" -ge $((n0 + 5)) ] && break
