@@ -9,7 +9,7 @@
 #     down within milliseconds of a rank's death, before any timeout can fire;
 #   - no process of the job (ranks, hydra proxy, mpiexec) is left afterwards.
 # pause: every rank is stopped (SIGSTOP; ranks 1 and 2 while they wait for rank 0 in a collective;
-# continued in the same order, rank 0 last)
+# continued the other way round, rank 0 last)
 # for twice --comm-timeout (5 s here; 1.5 s of waiting before), then continued, as a
 # suspended Slurm job or a paused container is: the run goes on (no rank counts the time it did
 # not run toward the timeout), then SIGTERM to mpiexec ends it with the preemption save (exit 75).
