@@ -28,12 +28,43 @@ static double cpu_now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* An integer argument in [lo, hi] (strict: "abc", "5x" refused). */
+static int int_arg(const char *s, long lo, long hi, int *v) {
+    char *end;
+    long x = strtol(s, &end, 10);
+    if (end == s || *end || x < lo || x > hi) return 0;
+    *v = (int)x;
+    return 1;
+}
+
+static const char usage[] =
+    "usage: bench_data [DIR [N [REPS [ONLY]]]]\n"
+    "  DIR   image set (DIR/train, an ImageFolder tree); made with `prep synthetic` settings when\n"
+    "        DIR does not exist or is empty (default /tmp/shardvit_bench_jpeg)\n"
+    "  N     images (default 400), REPS repetitions, best counts (default 7)\n"
+    "  ONLY  run only pipeline ONLY (0 plain decode, 1 bilinear, 2 bicubic, 3 RandAugment, 4 eval,\n"
+    "        5 region decode alone; for profiling)\n";
+
 int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (argv[i][0] == '-' || !argv[i][0]) {
+            fprintf(stderr, "bench_data: unknown option or empty argument '%s'\n%s", argv[i], usage);
+            return 2;
+        }
+    }
+    if (argc > 5) {
+        fprintf(stderr, "bench_data: too many arguments\n%s", usage);
+        return 2;
+    }
     const char *dir = argc > 1 ? argv[1] : "/tmp/shardvit_bench_jpeg";
-    int N = argc > 2 ? atoi(argv[2]) : 400, reps = argc > 3 ? atoi(argv[3]) : 7;
-    int only = argc > 4 ? atoi(argv[4]) : -1; /* run only this pipeline (for profiling) */
-    if (N < 1 || reps < 1) {
-        fprintf(stderr, "usage: bench_data [DIR [N [REPS [ONLY]]]] (N, REPS: positive integers)\n");
+    int N = 400, reps = 7, only = -1; /* only: run this pipeline alone (for profiling) */
+    if ((argc > 2 && !int_arg(argv[2], 1, 1 << 24, &N)) || (argc > 3 && !int_arg(argv[3], 1, 1 << 20, &reps)) ||
+        (argc > 4 && !int_arg(argv[4], 0, 5, &only))) {
+        fprintf(stderr, "bench_data: N and REPS must be positive integers, ONLY one of 0..5\n%s", usage);
         return 2;
     }
     char train[4200];

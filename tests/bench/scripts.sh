@@ -11,7 +11,8 @@
 # N images made again, failing steps named with their logs), bench/torch_venv.sh (--help, options
 # refused; never installs anything), bench/gemm_f32_bench (unknown engine or layout refused, n/a
 # without OpenBLAS, the bf16 note on its own line, a missing engine named), bench_data (a corrupt
-# JPEG named) and `shardvit bench-compare` (its notes on stdout). PYTHON: the python3 to use.
+# JPEG named, --help, bad arguments refused) and `shardvit bench-compare` (its notes on stdout).
+# PYTHON: the python3 to use.
 set -u
 SV=$1
 GEMM=$2
@@ -251,6 +252,15 @@ check "compare_torchvision names a failing bench_data and shows its error (a cor
     eval '[ $st = 1 ] && has "$TMP/e" "bench_data" && has "$TMP/e" "sv.plain.1.log" && has "$TMP/e" "TurboJPEG"'
 "$BD" "$W/plain" 10 1 >"$TMP/o" 2>"$TMP/e"
 check "bench_data: a corrupt JPEG is named with TurboJPEG's error" eval '[ $st = 1 ] && has "$TMP/e" "file [0-9]* of .*TurboJPEG: "'
+(cd "$TMP" && "$BD" --help >"$TMP/o" 2>"$TMP/e")
+check "bench_data --help: usage on stdout, exit 0, no image set made (it used to write one into ./--help)" \
+    eval '[ $st = 0 ] && has "$TMP/o" "usage: bench_data" && [ ! -e "$TMP/--help" ]'
+for args in "-x" "$TMP/bdset abc" "$TMP/bdset 10 0" "$TMP/bdset 10 1 6" "$TMP/bdset 10 1 x" "$TMP/bdset 1 1 1 1"; do
+    # shellcheck disable=SC2086 # the words are the arguments
+    "$BD" $args >"$TMP/o" 2>"$TMP/e"
+    check "bench_data $args: refused (exit 2, usage), nothing made" \
+        eval '[ $st = 2 ] && has "$TMP/e" "usage: bench_data" && [ ! -e "$TMP/bdset" ]'
+done
 
 # ---- gemm_f32_bench ----
 GEMM_BENCH_ENGINES=foo "$GEMM" 1 fwd:16,16,16 >"$TMP/o" 2>"$TMP/e"
