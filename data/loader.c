@@ -216,7 +216,10 @@ static int64_t make_sample(worker *w, uint64_t epoch, uint64_t idx, uint32_t cop
     }
     char name[1024];
     sv_dataset_sample_name(l->d, idx, name, sizeof name);
-    SV_FAIL(SV_ERR_CORRUPT, "data: %d images in a row from %s are unreadable", MAX_SUBSTITUTE, name);
+    if (l->n <= MAX_SUBSTITUTE)
+        SV_FAIL(SV_ERR_CORRUPT, "data: every image of the data set (%llu) is unreadable", (unsigned long long)l->n);
+    else
+        SV_FAIL(SV_ERR_CORRUPT, "data: %d images in a row from %s are unreadable", MAX_SUBSTITUTE, name);
     return SAMPLE_FATAL;
 }
 

@@ -9,7 +9,9 @@
 #   2. the loss sequence is bit-identical to a run on a copy of the set in which each bad file
 #      was replaced by the file that substitutes it (the next sample of its class: same image,
 #      same label, and the augmentation stream is keyed by the original index either way);
-#   3. two ranks on the damaged set: completes with its summary.
+#   3. two ranks on the damaged set: completes with its summary;
+#   4. a set whose every image is unreadable (fewer than the 64 substitution tries): exit 1,
+#      the message says every image of the set (its count) is unreadable.
 # Usage: corrupt_images.sh SHARDVIT MPIEXEC
 SHARDVIT=$1 MPIEXEC=$2
 source "$(dirname "$0")/lib.sh"
@@ -55,4 +57,12 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $ARGS --data "$WORK/set/train" --o
     fail "2-rank training on the damaged set failed"
 grep -q "done: final loss" "$WORK/bad2.log" || fail "no final summary"
 echo "ok: 2 ranks complete on the damaged set"
+cp -r "$WORK/set" "$WORK/allbad"
+for f in "$WORK"/allbad/train/*/*.jpg; do echo "not a JPEG" >"$f"; done
+rc=0
+timeout 120 "$MPIEXEC" -n 1 "$SHARDVIT" train $ARGS --data "$WORK/allbad/train" >"$WORK/allbad.log" 2>&1 || rc=$?
+FAIL_LOGS=("$WORK/allbad.log")
+[ $rc = 1 ] || fail "every image unreadable: exit $rc, expected 1"
+grep -q "every image of the data set (24) is unreadable" "$WORK/allbad.log" || fail "every image unreadable: message"
+echo "ok: every image unreadable: exit 1, named as such"
 echo PASS
