@@ -616,7 +616,7 @@ int sv_cmd_export(int argc, char **argv, const sv_proc *proc) {
                         "one; RUN/checkpoints when CKPT is a run directory; the parent of a step directory CKPT "
                         "when it holds them); the rest of a run directory may be written (RUN/model.safetensors). "
                         "Outputs never replace a directory, FIFO, device or symbolic link; an existing OUT is "
-                        "replaced only when it is a safetensors file.",
+                        "replaced only when it is an earlier shardvit export. OUT's name ends in .safetensors.",
                         2};
     char *pos[2];
     int npos;

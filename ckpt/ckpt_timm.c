@@ -256,6 +256,16 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
                            out, m);
         }
     }
+    /* timm reads a file as safetensors by this suffix, and the rule above for config.json counts
+     * the weights beside it by it: an export named otherwise would leave its config.json free to
+     * be replaced by the next export into the directory, changing how these weights load */
+    size_t ol = strlen(base);
+    if (ol < 12 || strcmp(base + ol - 12, ".safetensors"))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "export output %s: the name must end in .safetensors (timm reads the file by that suffix, "
+                       "and the config.json beside it is kept for the weights files of that name), e.g. "
+                       "model.safetensors",
+                       out);
     if (cfg_exists) {
         char *text = NULL, other[256];
         size_t len = 0;

@@ -131,6 +131,10 @@ expect_fail export_not_st "notes.txt exists and is not an earlier shardvit expor
     "${SV[@]}" export "$WORK/victim" "$WORK/ex/notes.txt"
 expect_fail export_sidecar_name "config.json is the name of a file export writes beside the weights" \
     "${SV[@]}" export "$WORK/victim" "$WORK/ex/config.json"
+# a new OUT not named *.safetensors: timm would not read it as safetensors, and the next export into
+# the directory could replace the config.json these weights load with
+expect_fail export_suffix "the name must end in .safetensors" \
+    "${SV[@]}" export "$WORK/victim" "$WORK/ex/weights.bin"
 [ "$(tree_sum "$WORK/ex")" = "$S" ] || fail "a refused export changed its output directory"
 mkdir -p "$WORK/ex2/config.json" && echo keep >"$WORK/ex2/config.json/inner"
 S=$(tree_sum "$WORK/ex2")
