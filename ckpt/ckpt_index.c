@@ -7,8 +7,10 @@
 #include "core/checked.h"
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/log.h"
 #include "ckpt/checkpoint.h"
 #include "ckpt/ckpt_meta.h"
+#include "fsdp/fsdp.h"
 #include "model/params.h"
 
 #define FORMAT_NAME "shardvit-checkpoint"
@@ -113,7 +115,10 @@ sv_status sv_ckpt_index_relayout(sv_ckpt_index *out, const sv_ckpt_index *in, in
     out->format_version = SV_CKPT_FORMAT_VERSION;
     out->cfg = in->cfg;
     out->world_size = shard_world;
-    snprintf(out->strategy, sizeof out->strategy, "%s", in->strategy);
+    /* the files a full_shard run of shard_world ranks saves (shard_grad_op's are the same files):
+     * a no_shard (W = 1) or hybrid_shard (W = the group) name would contradict the new layout */
+    snprintf(out->strategy, sizeof out->strategy, "%s",
+             !strcmp(in->strategy, "shard_grad_op") ? "shard_grad_op" : "full_shard");
     out->shard_world = shard_world;
     out->state = in->state;
     out->n_units = in->n_units;
@@ -601,6 +606,14 @@ sv_status sv_ckpt_index_load(sv_ckpt_index *idx, const char *step_dir) {
     CHECK(get_int(root, "world_size", 1, 1 << 24, &world));
     CHECK(get_int(root, "shard_world", 1, 99999, &sw));
     CHECK(sv_json_get_str(root, "strategy", &strategy, NULL));
+    sv_strategy sk;
+    if (sv_strategy_parse(strategy, &sk) != SV_OK) {
+        char e[SV_ESC_CAP];
+        sv_err_clear();
+        st = SV_FAIL(SV_ERR_FORMAT, "%s: strategy \"%s\" is not full_shard, shard_grad_op, no_shard or hybrid_shard",
+                     path, sv_log_esc(strategy, e, sizeof e));
+        goto out;
+    }
     idx->world_size = (int)world;
     idx->shard_world = (int)sw;
     snprintf(idx->strategy, sizeof idx->strategy, "%s", strategy);

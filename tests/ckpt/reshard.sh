@@ -2,7 +2,8 @@
 # Save at world 4, load at 1, 2, 3 (and export from each): the exported full tensors and the
 # final parameters are bitwise equal. Offline reshard 4 -> 3 gives exactly the files a 3-rank run
 # saves for the same state, and 4 -> 3 -> 4 reproduces the original shard files byte for byte.
-# hybrid_shard / no_shard: only the first replica group writes.
+# hybrid_shard / no_shard: only the first replica group writes; resharded, they are the files of
+# a full_shard run (and the index says so). An unknown strategy name is refused.
 SHARDVIT=$1
 source "$(dirname "$0")/../fsdp/lib.sh"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -70,4 +71,24 @@ run h4l3 3 --steps 2 --resume "$WORK/h4/checkpoints/step_00000002"
 cmp "$WORK/h4.bin" "$WORK/h4l3.bin" || fail "hybrid checkpoint loaded at world 3 differs"
 run n2l3 3 --steps 2 --resume "$WORK/n2" --strategy hybrid_shard --shard-group 1
 cmp "$WORK/n2.bin" "$WORK/n2l3.bin" || fail "no_shard checkpoint loaded as hybrid_shard at world 3 differs"
+# a no_shard / hybrid_shard checkpoint resharded for 3 ranks holds the files of a full_shard run of
+# 3 (its index says so: no_shard means W = 1), and loads as before
+for S in n2 h4; do
+    "$SHARDVIT" reshard "$WORK/$S/checkpoints/step_00000002" "$WORK/${S}r3" --world 3 >/dev/null || fail "reshard $S -> 3"
+    "$PY" - "$WORK/${S}r3/index.json" <<'PY' || fail "reshard $S -> 3: index.json strategy / world"
+import json, sys
+ix = json.load(open(sys.argv[1]))
+assert ix["strategy"] == "full_shard" and ix["shard_world"] == 3 and ix["world_size"] == 3, ix["strategy"]
+PY
+done
+run n2r3l 3 --steps 2 --resume "$WORK/n2r3"
+cmp "$WORK/n2.bin" "$WORK/n2r3l.bin" || fail "no_shard checkpoint resharded to 3 and loaded at world 3 differs"
+# a strategy name the format does not know is a format error naming the file
+cp -r "$WORK/n2r3" "$WORK/bogus"
+sed -i 's/"strategy": "full_shard"/"strategy": "bogus"/' "$WORK/bogus/index.json"
+grep -q '"strategy": "bogus"' "$WORK/bogus/index.json" || fail "could not write the bogus strategy"
+"$SHARDVIT" reshard "$WORK/bogus" "$WORK/bogus2" --world 2 >"$WORK/bogus.log" 2>&1 && fail "a bogus strategy was resharded"
+grep -q 'index.json: strategy "bogus" is not full_shard' "$WORK/bogus.log" || { cat "$WORK/bogus.log"; fail "bogus strategy: message"; }
+test ! -e "$WORK/bogus2" || fail "a refused reshard left its output"
+echo "no_shard / hybrid_shard resharded: full_shard files; an unknown strategy refused"
 echo "reshard: all passed"
