@@ -66,7 +66,8 @@ static uint32_t gelu_pattern(uint32_t i) {
 }
 
 /* One chunk of the GELU bit check: bias_gelu (no bias and with bias), gelu and gelu_bwd of table
- * k in both store modes against kstore of sv_gelu / sv_gelu_grad (`ref`: scratch, 3n floats).
+ * k in both store modes, and epi_narrow (with and without bias and pre-activations) against the
+ * bf16 of the same values, against kstore of sv_gelu / sv_gelu_grad (`ref`: scratch, 3n floats).
  * Returns the lanes that differ. */
 static size_t gelu_bits_chunk(const sv_cpu_kernels *k, const float *x, const float *d, const float *bias, size_t n,
                               float *o, float *pre, float *ref) {
@@ -98,6 +99,21 @@ static size_t gelu_bits_chunk(const sv_cpu_kernels *k, const float *x, const flo
         }
         k->gelu(bf, o, x, n);
         for (size_t e = 0; e < n; e++) DIFF(o[e], g_x[e]);
+        if (bf) { /* epi_narrow: bias_gelu / bias_store without rounding, then narrow */
+            static uint16_t o16[8192], p16[8192];
+            CHECK(n <= 8192);
+            for (int with_bias = 0; with_bias < 2; with_bias++) {
+                const float *b = with_bias ? bias : NULL;
+                k->epi_narrow(o16, p16, x, b, n);
+                for (size_t e = 0; e < n; e++) {
+                    float z = with_bias ? x[e] + bias[e] : x[e];
+                    bad += o16[e] != sv_f32_to_bf16(with_bias ? g_z[e] : g_x[e]);
+                    bad += p16[e] != sv_f32_to_bf16(z);
+                }
+                k->epi_narrow(o16, NULL, x, b, n);
+                for (size_t e = 0; e < n; e++) bad += o16[e] != sv_f32_to_bf16(with_bias ? x[e] + bias[e] : x[e]);
+            }
+        }
         memcpy(o, d, n * 4);
         k->gelu_bwd(bf, o, o, x, n); /* in place, as linear_bwd calls it */
         for (size_t e = 0; e < n; e++) DIFF(o[e], g_d[e]);

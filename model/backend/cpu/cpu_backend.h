@@ -62,15 +62,15 @@ typedef struct sv_cpu_backend {
      * the engine can fuse it into its tile stores (run_ep); the bits are the same either way. */
     int no_fused_epi;
     /* act16 only: per GEMM worker (gemm_slots), SV_CPU_ACT16_FLOATS floats: the fp32 strip a
-     * linear layer's GEMM writes before its epilogue narrows it into the bf16 output, and two
-     * fp32 rows (the widened bias, one row of pre-activations); cpu_linear.c */
+     * linear layer's GEMM writes before its epilogue narrows it into the bf16 output, and one
+     * fp32 row (the widened bias); cpu_linear.c */
     float *act16_buf;
 } sv_cpu_backend;
 
 /* Widest linear output (columns) with bf16 storage, and the fp32 strip of each worker. */
 #define SV_CPU_ACT16_WIDE 65536
 #define SV_CPU_ACT16_STRIP ((size_t)1 << 19)
-#define SV_CPU_ACT16_FLOATS (SV_CPU_ACT16_STRIP + 2 * (size_t)SV_CPU_ACT16_WIDE)
+#define SV_CPU_ACT16_FLOATS (SV_CPU_ACT16_STRIP + (size_t)SV_CPU_ACT16_WIDE)
 
 /* A GEMM operand view (gemm_engine.h) of a compute buffer, in its storage. */
 static inline sv_gemm_mat sv_cpu_cmat(const sv_cpu_backend *c, const void *p, size_t ld, int red_contig) {

@@ -30,6 +30,10 @@ typedef struct sv_cpu_kernels {
     void (*widen)(float *dst, const uint16_t *src, size_t n);
     /* dst = nearest bf16 of src (round to nearest even; exact on bf16 values)  (n) */
     void (*narrow)(uint16_t *dst, const float *src, size_t n);
+    /* bf16 storage epilogue of one output row (cpu_linear.c act16): z = o + bias (bias may be
+     * NULL); with pre16: pre16 = bf16(z), out16 = bf16(gelu(z)); without: out16 = bf16(z). o is
+     * only read. The bits of bias_gelu / bias_store with bf = 0 followed by narrow.  (n) each */
+    void (*epi_narrow)(uint16_t *out16, uint16_t *pre16, const float *o, const float *bias, size_t n);
     /* out = gelu(x)  (n) */
     void (*gelu)(int bf, float *out, const float *x, size_t n);
     /* d_x = d_out * gelu'(x); d_x may alias d_out  (n) */

@@ -52,6 +52,25 @@ static void k_narrow(uint16_t *dst, const float *src, size_t n) {
 }
 
 #ifndef SV_CPU_GELU_KERNELS
+static void k_bias_gelu_narrow(uint16_t *out16, uint16_t *pre16, const float *o, const float *bias, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float z = bias ? o[i] + bias[i] : o[i];
+        pre16[i] = sv_f32_to_bf16(z);
+        out16[i] = sv_f32_to_bf16(sv_gelu(z));
+    }
+}
+#endif
+
+static void k_epi_narrow(uint16_t *out16, uint16_t *pre16, const float *o, const float *bias, size_t n) {
+    if (pre16)
+        k_bias_gelu_narrow(out16, pre16, o, bias, n);
+    else if (bias)
+        for (size_t i = 0; i < n; i++) out16[i] = sv_f32_to_bf16(o[i] + bias[i]);
+    else
+        k_narrow(out16, o, n);
+}
+
+#ifndef SV_CPU_GELU_KERNELS
 static void k_gelu(int bf, float *out, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = kstore(bf, sv_gelu(x[i]));
 }
@@ -241,6 +260,7 @@ const sv_cpu_kernels SV_CPU_KERNELS_NAME = {
     .round_bf16 = k_round_bf16,
     .widen = k_widen,
     .narrow = k_narrow,
+    .epi_narrow = k_epi_narrow,
     .gelu = k_gelu,
     .gelu_bwd = k_gelu_bwd,
     .softmax_rows = k_softmax_rows,

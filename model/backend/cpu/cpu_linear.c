@@ -209,20 +209,13 @@ static int strip_rows(int n) {
 }
 
 /* The act16 epilogue: rows [i, i + rows) of the strip (ep->out, row stride ep->ld) -> bias,
- * GELU (pre-activations through ep->prow), narrowed to ep->out16 / ep->pre16 (same rows). */
+ * GELU, narrowed to ep->out16 / ep->pre16 (same rows), in one pass per row (epi_narrow). */
 static void eng_epi16(const sv_gemm_epi *ep, int i, int rows) {
     const sv_cpu_kernels *k = ep->k;
     const size_t n = (size_t)ep->n;
-    for (int m = i; m < i + rows; m++) {
-        float *o = ep->out + (size_t)m * ep->ld;
-        if (ep->pre16) {
-            k->bias_gelu(0, o, ep->prow, ep->bias, n);
-            k->narrow(ep->pre16 + (size_t)m * n, ep->prow, n);
-        } else if (ep->bias) {
-            k->bias_store(0, o, ep->bias, n);
-        }
-        k->narrow(ep->out16 + (size_t)m * n, o, n);
-    }
+    for (int m = i; m < i + rows; m++)
+        k->epi_narrow(ep->out16 + (size_t)m * n, ep->pre16 ? ep->pre16 + (size_t)m * n : NULL,
+                      ep->out + (size_t)m * ep->ld, ep->bias, n);
 }
 
 /* Inside a parallel region of nt workers, worker t: rows [a, b) of the bf16 output (n
@@ -283,19 +276,13 @@ static int strips_for(int m, int nt, int n) {
     return (most + sr - 1) / sr;
 }
 
-/* The worker's act16 buffer: the widened bias (or NULL), one pre-activation row, the strip. */
+/* The worker's act16 buffer: the widened bias (or NULL), the strip. */
 static sv_gemm_epi epi16_setup(const sv_cpu_backend *c, int t, uint16_t *out, uint16_t *pre, const uint16_t *bias,
                                int n, float **strip) {
     float *buf = c->act16_buf + (size_t)t * SV_CPU_ACT16_FLOATS;
     if (bias) c->k->widen(buf, bias, (size_t)n);
-    *strip = buf + 2 * (size_t)SV_CPU_ACT16_WIDE;
-    return (sv_gemm_epi){.fn = eng_epi16,
-                         .bias = bias ? buf : NULL,
-                         .n = n,
-                         .k = c->k,
-                         .out16 = out,
-                         .pre16 = pre,
-                         .prow = buf + SV_CPU_ACT16_WIDE};
+    *strip = buf + (size_t)SV_CPU_ACT16_WIDE;
+    return (sv_gemm_epi){.fn = eng_epi16, .bias = bias ? buf : NULL, .n = n, .k = c->k, .out16 = out, .pre16 = pre};
 }
 
 static sv_status wide_check(int n, const char *what) {

@@ -160,6 +160,28 @@ static inline __attribute__((always_inline)) void gv_bias_gelu_step(int w, int b
     }
 }
 
+/* sv_f32_to_bf16 per lane: the upper halves of gv_round_bf16 (NaN: (u >> 16) | 0x40) */
+static inline __m256i gv_bf16_bits(__m512 v) {
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(gv_round_bf16(v)), 16));
+}
+
+/* gv_bias_gelu_step with bf = 0, its two outputs narrowed to bf16 in registers */
+static inline __attribute__((always_inline)) void gv_bias_gelu_narrow_step(int w, uint16_t *out16, uint16_t *pre16,
+                                                                           const float *o, const float *bias,
+                                                                           const __mmask16 *m) {
+    __m512 z[GV_WMAX], tp[GV_WMAX];
+    GV_EACH(k) {
+        z[k] = _mm512_maskz_loadu_ps(m[k], o + 16 * k);
+        if (bias) z[k] = gv_add(z[k], _mm512_maskz_loadu_ps(m[k], bias + 16 * k));
+        _mm256_mask_storeu_epi16(pre16 + 16 * k, m[k], gv_bf16_bits(z[k]));
+    }
+    gv_two_phi(w, tp, z, NULL);
+    GV_EACH(k) {
+        __m512 g = gv_mul(gv_mul(gv_c(0.5f), z[k]), tp[k]); /* sv_gelu */
+        _mm256_mask_storeu_epi16(out16 + 16 * k, m[k], gv_bf16_bits(g));
+    }
+}
+
 static inline __attribute__((always_inline)) void gv_gelu_loop(int w, int bf, float *out, const float *x, size_t n) {
 #define GV_S(i, m) gv_gelu_step(w, bf, out + (i), x + (i), m)
     GV_LOOP(w, n, GV_S);
@@ -178,6 +200,17 @@ static inline __attribute__((always_inline)) void gv_bias_gelu_loop(int w, int b
 #define GV_S(i, m) gv_bias_gelu_step(w, bf, o + (i), pre + (i), bias ? bias + (i) : NULL, m)
     GV_LOOP(w, n, GV_S);
 #undef GV_S
+}
+
+static inline __attribute__((always_inline)) void
+gv_bias_gelu_narrow_loop(int w, uint16_t *out16, uint16_t *pre16, const float *o, const float *bias, size_t n) {
+#define GV_S(i, m) gv_bias_gelu_narrow_step(w, out16 + (i), pre16 + (i), o + (i), bias ? bias + (i) : NULL, m)
+    GV_LOOP(w, n, GV_S);
+#undef GV_S
+}
+
+static void k_bias_gelu_narrow(uint16_t *out16, uint16_t *pre16, const float *o, const float *bias, size_t n) {
+    gv_bias_gelu_narrow_loop(GV_W_FWD, out16, pre16, o, bias, n);
 }
 
 static void k_gelu(int bf, float *out, const float *x, size_t n) {

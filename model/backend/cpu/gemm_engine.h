@@ -70,7 +70,6 @@ typedef struct sv_gemm_epi {
     int n, bf;
     const void *k;
     uint16_t *out16, *pre16; /* bf16 storage: where the finished rows go (cpu_linear.c) */
-    float *prow;             /* bf16 storage: one fp32 row of pre-activations */
 } sv_gemm_epi;
 
 typedef struct sv_gemm_engine {
