@@ -19,17 +19,29 @@ void sv_log_setup(int rank, sv_log_level min_level, int all_ranks_info) {
 
 int sv_log_rank(void) { return g_log.rank; }
 
+static void log_line(sv_log_level lvl, const char *fmt, va_list ap) {
+    static const char *names[] = {"debug", "info", "WARN", "ERROR"};
+    char buf[2048];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    /* one fprintf per line so lines from ranks/threads do not interleave mid-line */
+    fprintf(stderr, "[shardvit r%d] %s %s\n", g_log.rank, names[lvl], buf);
+}
+
 void sv_log(sv_log_level lvl, const char *fmt, ...) {
     if (lvl < g_log.min_level) return;
     if (lvl <= SV_LOG_INFO && g_log.rank != 0 && !g_log.all_ranks_info) return;
-    static const char *names[] = {"debug", "info", "WARN", "ERROR"};
-    char buf[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    log_line(lvl, fmt, ap);
     va_end(ap);
-    /* one fprintf per line so lines from ranks/threads do not interleave mid-line */
-    fprintf(stderr, "[shardvit r%d] %s %s\n", g_log.rank, names[lvl], buf);
+}
+
+void sv_log_alike(sv_log_level lvl, const char *fmt, ...) {
+    if (lvl < g_log.min_level || (g_log.rank != 0 && !g_log.all_ranks_info)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(lvl, fmt, ap);
+    va_end(ap);
 }
 
 /* One UTF-8 sequence at p: its length (1..4) and code point, or 0 when the bytes are not valid

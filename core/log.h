@@ -1,7 +1,8 @@
 /* shardvit core: logging.
  *
  * Lines go to stderr as "[shardvit r<rank>] LEVEL message". By default only rank 0 prints
- * info lines; warnings and errors print on every rank. The configuration is process-wide and
+ * info lines; warnings and errors print on every rank, except the warnings every rank raises
+ * alike (SV_WARN_ALIKE), which rank 0 prints for all. The configuration is process-wide and
  * set once at start-up by app/ (sv_log_setup) before any thread starts; it is read-only after. */
 #ifndef SV_CORE_LOG_H
 #define SV_CORE_LOG_H
@@ -14,6 +15,8 @@ typedef enum { SV_LOG_DEBUG = 0, SV_LOG_INFO = 1, SV_LOG_WARN = 2, SV_LOG_ERROR 
 void sv_log_setup(int rank, sv_log_level min_level, int all_ranks_info);
 int sv_log_rank(void);
 void sv_log(sv_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* sv_log on rank 0 only (unless all_ranks_info): for messages every rank produces alike. */
+void sv_log_alike(sv_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Text that came from a file (tensor names in a safetensors header, class and label names,
  * strings in index.json / config.json) made safe for one message line on a terminal: C0
@@ -33,6 +36,9 @@ char *sv_log_term_safe(char *s);
 #define SV_DEBUG(...) sv_log(SV_LOG_DEBUG, __VA_ARGS__)
 #define SV_INFO(...) sv_log(SV_LOG_INFO, __VA_ARGS__)
 #define SV_WARN(...) sv_log(SV_LOG_WARN, __VA_ARGS__)
+/* A warning every rank raises alike (the same input read by each, e.g. a data set's scan):
+ * printed once, by rank 0 (every rank with all_ranks_info). */
+#define SV_WARN_ALIKE(...) sv_log_alike(SV_LOG_WARN, __VA_ARGS__)
 #define SV_ERROR(...) sv_log(SV_LOG_ERROR, __VA_ARGS__)
 
 #endif

@@ -98,9 +98,9 @@ sv_status sv_dataset_open(const char *spec, const sv_dataset_opts *o, sv_dataset
     if (kind == SV_DATASET_SYNTHETIC) {
         /* the keyword wins over a path of that name in the working directory: said, not silent */
         if (exists)
-            SV_WARN("data 'synthetic' is the generated data set; the '%s' in the working directory is not read "
-                    "(name it ./synthetic to read it)",
-                    spec);
+            SV_WARN_ALIKE("data 'synthetic' is the generated data set; the '%s' in the working directory is not read "
+                          "(name it ./synthetic to read it)",
+                          spec);
         s = open_synthetic(d, o);
     } else if (kind == SV_DATASET_TAR) {
         d->kind = SV_DATASET_TAR;

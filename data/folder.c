@@ -139,7 +139,7 @@ static sv_status unusable(scan_ctx *c, const char *dir, const char *name, const 
                     "eval.json)",
                     c->root, esc, why);
     else {
-        SV_WARN("dataset %s: leaving out %s: %s", c->root, esc, why);
+        SV_WARN_ALIKE("dataset %s: leaving out %s: %s", c->root, esc, why);
         s = sv_strlist_push(&c->d->left_out, full, dl + nl + 1);
     }
     free(full);
@@ -340,14 +340,15 @@ sv_status sv_folder_scan(sv_dataset *d, const char *root, int leave_out) {
     /* every rank scans the same tree: one warning (rank 0's) is enough */
     if (s == SV_OK && n_empty && d->n && sv_log_rank() == 0) {
         char esc[SV_ESC_CAP];
-        SV_WARN("dataset %s: %zu of %d classes have no .jpg/.jpeg image (the first: '%s'); they keep their label "
-                "indices, so the class numbering matches the other splits",
-                root, n_empty, d->K, sv_log_esc(first_empty, esc, sizeof esc));
+        SV_WARN_ALIKE("dataset %s: %zu of %d classes have no .jpg/.jpeg image (the first: '%s'); they keep their label "
+                      "indices, so the class numbering matches the other splits",
+                      root, n_empty, d->K, sv_log_esc(first_empty, esc, sizeof esc));
     }
     if (s == SV_OK && ctx.other_images && sv_log_rank() == 0)
-        SV_WARN("dataset %s: %zu image files of formats other than JPEG are not read (the first: %s): ImageFolder "
-                "reads .jpg / .jpeg only; convert them to JPEG to use them",
-                root, ctx.other_images, ctx.other_first);
+        SV_WARN_ALIKE(
+            "dataset %s: %zu image files of formats other than JPEG are not read (the first: %s): ImageFolder "
+            "reads .jpg / .jpeg only; convert them to JPEG to use them",
+            root, ctx.other_images, ctx.other_first);
     free(sorted);
     sv_strlist_free(&names);
     if (s == SV_OK && d->left_out.n > 1) { /* recorded in byte-wise order, whatever readdir's */

@@ -171,10 +171,10 @@ static sv_status check_tail(int fd, const char *shard, uint64_t from, uint64_t f
         SV_TRY(read_at(fd, buf, n, at, shard, "data after the end-of-archive marker"));
         for (size_t i = 0; i < n; i++)
             if (buf[i]) {
-                SV_WARN("%s: the data after the end-of-archive marker at byte %llu is ignored (non-zero "
-                        "bytes from byte %llu: two archives joined with cat?); as GNU tar without -i, only "
-                        "the first archive is read: rebuild the shard as one archive",
-                        shard, (unsigned long long)(from - 512), (unsigned long long)(at + i));
+                SV_WARN_ALIKE("%s: the data after the end-of-archive marker at byte %llu is ignored (non-zero "
+                              "bytes from byte %llu: two archives joined with cat?); as GNU tar without -i, only "
+                              "the first archive is read: rebuild the shard as one archive",
+                              shard, (unsigned long long)(from - 512), (unsigned long long)(at + i));
                 return SV_OK;
             }
         at += n;

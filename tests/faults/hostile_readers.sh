@@ -162,6 +162,21 @@ expect_train special_png 2 "$SHARDVIT" train $ARGS --epochs 1 --data "$WORK/spec
 grep -q "WARN dataset .*special: 1 image files of formats other than JPEG are not read (the first: class_002/x.png)" \
     "$WORK/special_png.log" || fail "special_png: no warning for the PNG file"
 ok "special: a dangling class link is refused; a PNG-only class trains with warnings"
+# a tar shard with data after its end-of-archive marker, read by two ranks: every rank scans the
+# shard, the warning is printed once (it was printed by each rank)
+mkdir "$WORK/eoa"
+i=0
+for f in $(ls "$WORK/set/train/class_000/"*.jpg | head -4); do
+    cp "$f" "$WORK/eoa/$i.jpg" && echo 0 >"$WORK/eoa/$i.cls"
+    i=$((i + 1))
+done
+(cd "$WORK/eoa" && tar cf ../eoa.tar $(ls | sort)) || fail "could not write eoa.tar"
+for i in $(seq 64); do printf 'junk'; done >>"$WORK/eoa.tar"
+timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $ARGS --steps 1 --data "$WORK/eoa.tar" >"$WORK/eoa.log" 2>&1 ||
+    fail "a tar shard with data after its end of archive, 2 ranks: training failed"
+[ "$(grep -c "the data after the end-of-archive marker at byte" "$WORK/eoa.log")" = 1 ] ||
+    fail "a tar shard with data after its end of archive, 2 ranks: the warning not printed exactly once"
+ok "eoa: data after a tar shard's end of archive is warned about once at 2 ranks"
 
 # ---- 3. directory link loops ----------------------------------------------------------------
 cp -r "$WORK/set/train" "$WORK/loops"
