@@ -386,6 +386,27 @@ sv_status sv_train_resume_fits(const sv_train_resume *rs, const sv_dataset *ds, 
     return SV_OK;
 }
 
+sv_status sv_train_resume_model_fits(const sv_train_resume *rs, const sv_layout *L, const sv_ckpt_optim *opt) {
+    if (!rs->found) return SV_OK;
+    SV_TRY(sv_ckpt_check_compatible(L, &rs->idx, NULL));
+    return sv_ckpt_optim_check_kind(&rs->idx.state.opt, opt);
+}
+
+sv_status sv_train_ckpt_still_latest(const char *resume, const char *ckpt_dir, const char *out,
+                                     const sv_train_resume *rs) {
+    if (!resume || strcmp(resume, "auto")) return SV_OK;
+    sv_train_ckpt c = {.resume = resume};
+    SV_TRY(sv_train_ckpt_setup(&c, ckpt_dir, out));
+    char now[SV_CKPT_PATH_MAX] = "";
+    int found = 0;
+    SV_TRY(sv_ckpt_latest(c.dir, now, sizeof now, &found));
+    if (!found || (rs->found && !strcmp(now, rs->step_dir))) return SV_OK;
+    return SV_FAIL(SV_ERR_INVALID,
+                   "--resume auto: the checkpoint root %s changed while this run started (latest is now %s, was %s: "
+                   "another run saved into it until this one locked it); run the command again",
+                   c.dir, now, rs->found ? rs->step_dir : "none");
+}
+
 void sv_train_resume_free(sv_train_resume *rs) {
     if (rs->found) sv_ckpt_index_free(&rs->idx);
     rs->found = 0;

@@ -45,8 +45,10 @@ typedef struct sv_train_resume {
     sv_ckpt_index idx;               /*   its index.json (state: step, ...; meta: label names) */
 } sv_train_resume;
 
-/* Rank 0, after the run directories are locked and before anything is written in them (not
- * collective: the caller agrees on the result). Resolves --resume (auto: `latest` of the
+/* Rank 0, once the output paths have passed their checks and before the run directories are
+ * created, locked or written (sv_train_outputs_check, then this, then sv_train_resume_model_fits,
+ * then sv_train_outputs_lock; not collective: the caller agrees on the result; a directory that
+ * does not exist yet holds nothing). Resolves --resume (auto: `latest` of the
  * checkpoint root, ckpt_dir or OUT/checkpoints; when the root has no `latest` but step
  * directories, the newest of them whose index.json loads and whose shard files are all there at
  * their recorded sizes, with a warning: a save killed between its rename and its `latest`; none
@@ -65,6 +67,21 @@ typedef struct sv_train_resume {
  * the run's length by the caller once those are known. Free rs with sv_train_resume_free. */
 sv_status sv_train_ckpt_precheck(const char *resume, const char *ckpt_dir, const char *out, const sv_train_recipe *now,
                                  sv_train_resume *rs);
+/* Rank 0, right after sv_train_ckpt_precheck and before the run directories are created, locked
+ * or written (not collective: the caller agrees on the result): the checkpoint rs (found; nothing
+ * to check otherwise) must hold this run's model, layout L (sv_ckpt_check_compatible on its
+ * index.json: the timm options, every tensor's name and shape, the recorded model field by field,
+ * heads among them; SV_ERR_FORMAT naming the difference), and have been trained with this run's
+ * update rule `opt` (sv_ckpt_optim_check_kind: SV_ERR_INVALID naming both --opt values). The
+ * loading makes the same checks again (sv_train_ckpt_begin); found here, a refusal leaves the run
+ * directory as it was (config.toml, the lock marker, the logs), or creates none. */
+sv_status sv_train_resume_model_fits(const sv_train_resume *rs, const sv_layout *L, const sv_ckpt_optim *opt);
+/* Rank 0, right after sv_train_outputs_lock: with --resume auto, the checkpoint rs found before
+ * the lock must still be the root's `latest` (a run that held the directory until the lock may
+ * have saved a newer one in between: resuming the older one would repeat its steps). Otherwise
+ * SV_ERR_INVALID asking to run the command again. Nothing to check without auto. */
+sv_status sv_train_ckpt_still_latest(const char *resume, const char *ckpt_dir, const char *out,
+                                     const sv_train_resume *rs);
 /* Rank 0, once the training data is open: rs (found) must hold data's class names (label names
  * of its index.json, index by index), the data set it was trained on (its recorded sample count
  * and sv_dataset_fingerprint; data_changed_ok: --resume-data-changed, a warning instead) and a

@@ -535,9 +535,15 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                                  .world = proc->world,
                                  .params = sv_vit_param_count(&r.vcfg)};
         sv_train_recipe now = {.mixup = o.mixup, .smoothing = o.smoothing, .drop_path = o.drop_path};
+        sv_ckpt_optim opt = sv_train_optim_record(&o.of, o.beta1, o.beta2, o.eps, o.weight_decay);
+        /* rank 0's checks, then the run directories: a refused start creates and rewrites nothing
+         * there (a resume of another model or update rule among them) */
         sv_status ps = proc->rank == 0 ? check_init_from(&r, &o) : SV_OK;
-        if (ps == SV_OK && proc->rank == 0) ps = sv_train_outputs_prepare(&outs, locks);
+        if (ps == SV_OK && proc->rank == 0) ps = sv_train_outputs_check(&outs);
         if (ps == SV_OK && proc->rank == 0) ps = sv_train_ckpt_precheck(o.resume, o.ckpt_dir, o.out, &now, &rs);
+        if (ps == SV_OK && proc->rank == 0) ps = sv_train_resume_model_fits(&rs, &r.fsdp.L, &opt);
+        if (ps == SV_OK && proc->rank == 0) ps = sv_train_outputs_lock(&outs, locks);
+        if (ps == SV_OK && proc->rank == 0) ps = sv_train_ckpt_still_latest(o.resume, o.ckpt_dir, o.out, &rs);
         st = sv_run_agree(&r, ps);
     }
     train_end end = {0};

@@ -85,8 +85,7 @@ static sv_status end_parent(const sv_train_outputs *o, const char *path, const c
     return sv_ckpt_out_check_parent(path, flag);
 }
 
-sv_status sv_train_outputs_prepare(const sv_train_outputs *o, sv_run_lock locks[2]) {
-    /* before anything is created */
+sv_status sv_train_outputs_check(const sv_train_outputs *o) {
     const char *dirs[2] = {o->out, o->ckpt_dir}, *dir_flags[2] = {"--out", "--ckpt-dir"};
     for (int i = 0; i < 2; i++) {
         SV_TRY(outside_data(dirs[i], dir_flags[i], o->data, "--data"));
@@ -143,6 +142,10 @@ sv_status sv_train_outputs_prepare(const sv_train_outputs *o, sv_run_lock locks[
             SV_TRY(sv_ckpt_out_check(p, NULL, 0, "run directory file"));
         }
     }
+    return SV_OK;
+}
+
+sv_status sv_train_outputs_lock(const sv_train_outputs *o, sv_run_lock locks[2]) {
     /* every check passed: only now is anything created (a refused start leaves no directory) */
     if (o->out) SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
     if (o->ckpt_dir) SV_TRY(sv_run_dir_lock(o->ckpt_dir, &locks[1]));

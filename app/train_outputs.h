@@ -51,11 +51,11 @@ typedef struct sv_train_outputs {
 int sv_train_outputs_absolute(const char *flag, const char **path, char *buf);
 
 /* Rank 0 only, before training (not collective: the caller agrees on the result over the ranks,
- * fsdp/agree.h). Every check first, in this order, before anything is created: neither --out nor
- * --ckpt-dir lies in (or is) the ImageFolder tree of --data or --val-data (real paths: the scan
- * would take the run directory for a class); --ckpt-dir is not --out itself (a checkpoint root is
- * not a run directory: a run keeps its checkpoints in OUT/checkpoints) and --out does not lie
- * inside --ckpt-dir; neither lies in a checkpoint step directory or below a checkpoint root
+ * fsdp/agree.h). Every check, in this order, creating nothing: neither --out nor --ckpt-dir lies
+ * in (or is) the ImageFolder tree of --data or --val-data (real paths: the scan would take the run
+ * directory for a class); --ckpt-dir is not --out itself (a checkpoint root is not a run
+ * directory: a run keeps its checkpoints in OUT/checkpoints) and --out does not lie inside
+ * --ckpt-dir; neither lies in a checkpoint step directory or below a checkpoint root
  * (sv_ckpt_out_check_run_dir); --out and then --ckpt-dir pass the run-directory rules
  * (sv_run_dir_check, resuming as o->resuming); the directories of --save-params,
  * --save-ema-params, --dump-logits and --trace exist or are --out / --ckpt-dir, about to be
@@ -63,18 +63,21 @@ int sv_train_outputs_absolute(const char *flag, const char **path, char *buf);
  * --save-params, --dump-logits, --save-ema-params and --trace may be written (an existing file
  * only when it is an earlier output of that kind, above) and no --trace part exists;
  * OUT/config.toml, metrics.jsonl, classes.txt, eval.json and confusion.csv are regular files or
- * absent. Then --out and --ckpt-dir are created when missing and locked (sv_run_dir_lock into
- * locks[0] and locks[1]; the caller unlocks them after the run, also after an error), so a start
- * refused by a check creates nothing. Writes nothing else (config.toml:
- * sv_train_outputs_write_config, once every start-up check has passed). Removes nothing. Stops
- * at the first failure, with that check's error: SV_ERR_INVALID naming the flag or path (a
- * refused path, a lock held by another process), SV_ERR_IO when a path cannot be examined or
- * created; a directory created or locked before a failing lock stays (the caller releases the
- * locks). */
-sv_status sv_train_outputs_prepare(const sv_train_outputs *o, sv_run_lock locks[2]);
+ * absent. Reads only. Stops at the first failure, with that check's error: SV_ERR_INVALID naming
+ * the flag or path, SV_ERR_IO when a path cannot be examined. */
+sv_status sv_train_outputs_check(const sv_train_outputs *o);
+/* Rank 0, once sv_train_outputs_check and the other start-up checks that need no open data (a
+ * --resume's, app/cmd_ckpt.h) have passed: --out and --ckpt-dir are created when missing and
+ * locked (sv_run_dir_lock into locks[0] and locks[1], which writes the lock marker; the caller
+ * unlocks them after the run, also after an error), so a start refused by a check creates
+ * nothing. Writes nothing else (config.toml: sv_train_outputs_write_config, once every start-up
+ * check has passed). Removes nothing. Errors: SV_ERR_INVALID for a lock held by another process,
+ * SV_ERR_IO when a directory cannot be created; a directory created or locked before a failing
+ * lock stays (the caller releases the locks). */
+sv_status sv_train_outputs_lock(const sv_train_outputs *o, sv_run_lock locks[2]);
 /* Rank 0: write OUT/config.toml (out NULL: nothing) with the resolved flags (sv_flags_dump),
  * truncated in place with links not followed (sv_fileio_fopen_write; the path was checked by
- * sv_train_outputs_prepare). Called once the run's start-up checks have passed, so that a refused
+ * sv_train_outputs_check). Called once the run's start-up checks have passed, so that a refused
  * run (a refused --resume among them) leaves the config.toml of the run it refused to touch as it
  * was. SV_ERR_IO when it cannot be written. */
 sv_status sv_train_outputs_write_config(const char *out, const sv_flag *flags);
@@ -85,7 +88,7 @@ sv_status sv_train_outputs_write_config(const char *out, const sv_flag *flags);
  * have rank 0 write PATH as safetensors with "images" (B, C, H, W) F32, "labels" (B) I32 and
  * "logits" (B, K) F32 of its micro-batch (B the micro-batch, K the classes), through a fresh
  * temporary renamed over PATH, and log one line. The path was checked by
- * sv_train_outputs_prepare. Errors: SV_ERR_INVALID when the data yields no batch, SV_ERR_OOM, or
+ * sv_train_outputs_check. Errors: SV_ERR_INVALID when the data yields no batch, SV_ERR_OOM, or
  * the loader's, transfer's, forward's or writer's error (rank 0 writes only after its own
  * forward succeeded; the statuses are not agreed here). */
 sv_status sv_train_outputs_dump_logits(sv_run *r, const sv_loader_opts *train_lo, const char *path);

@@ -292,6 +292,15 @@ double sv_ckpt_save_blocked_s(const sv_ckpt_async *a);
  * `norm` (nullable), a checkpoint whose recorded normalisation differs from it is refused before
  * any shard is read (sv_ckpt_xform_same_norm: a resumed run keeps its inputs' normalisation). */
 sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, const sv_ckpt_xform *norm, sv_ckpt_train_state *st);
+/* Does the checkpoint of index idx hold the model of layout L? Its recorded timm options
+ * (LayerScale, global pool, class token, register tokens, no_embed_class), every tensor of L by
+ * name and shape and no other, then the recorded model field by field (img, patch, in-chans,
+ * num-classes, dim, depth, heads: --heads changes no shape; mlp_ratio): SV_ERR_FORMAT naming the
+ * first difference (the flag where one differs). map (nullable, L->n_params entries): entry k of L
+ * is tensor map[k] of idx. Reads index.json's tables only: sv_ckpt_load and
+ * sv_ckpt_load_ema_weights check with it before reading a shard, and train's start-up check of a
+ * --resume before the run directory is written (app/cmd_ckpt.h). */
+sv_status sv_ckpt_check_compatible(const sv_layout *L, const sv_ckpt_index *idx, int *map);
 /* With f->cfg.ema, sv_ckpt_load also restores the EMA shards, or (index without "model_ema")
  * starts the EMA from the restored masters with a line saying so; an EMA in the checkpoint of a
  * run without it is dropped (a line says so).

@@ -440,11 +440,12 @@ static void shape_str(char *out, size_t cap, const int64_t *shape, int ndim) {
     if (n < cap) snprintf(out + n, cap - n, ")");
 }
 
-/* Every model tensor must be in the checkpoint with the same shape, and nothing else. */
-static sv_status check_compatible(const sv_fsdp *f, const sv_ckpt_index *idx, int *map) {
+/* sv_ckpt_check_compatible (ckpt/checkpoint.h): every model tensor must be in the checkpoint with
+ * the same shape, and nothing else; then the recorded model, field by field. */
+sv_status sv_ckpt_check_compatible(const sv_layout *L, const sv_ckpt_index *idx, int *map) {
     /* the timm options first: they change tensor names, and the flags are the better message */
     {
-        const sv_vit_config *a = &idx->cfg, *b = &f->L.cfg;
+        const sv_vit_config *a = &idx->cfg, *b = &L->cfg;
         if ((a->layer_scale > 0) != (b->layer_scale > 0) || a->global_pool != b->global_pool ||
             a->no_class_token != b->no_class_token || a->reg_tokens != b->reg_tokens ||
             a->no_embed_class != b->no_embed_class)
@@ -456,8 +457,8 @@ static sv_status check_compatible(const sv_fsdp *f, const sv_ckpt_index *idx, in
                            !a->no_class_token, a->reg_tokens, a->no_embed_class, b->layer_scale > 0 ? "on" : "off",
                            sv_vit_pool_name(b->global_pool), !b->no_class_token, b->reg_tokens, b->no_embed_class);
     }
-    for (int k = 0; k < f->L.n_params; k++) {
-        const sv_param_info *p = &f->L.params[f->L.entries[k].param];
+    for (int k = 0; k < L->n_params; k++) {
+        const sv_param_info *p = &L->params[L->entries[k].param];
         int t = sv_ckpt_find_tensor(idx, p->name);
         if (t < 0)
             return SV_FAIL(SV_ERR_FORMAT, "%s/index.json: tensor %s of this model is not in the checkpoint", idx->dir,
@@ -472,14 +473,14 @@ static sv_status check_compatible(const sv_fsdp *f, const sv_ckpt_index *idx, in
             return SV_FAIL(SV_ERR_FORMAT, "%s: tensor %s has shape %s in the checkpoint but %s in this model", idx->dir,
                            p->name, a, b);
         }
-        map[k] = t;
+        if (map) map[k] = t;
     }
-    if (idx->n_tensors != f->L.n_params)
+    if (idx->n_tensors != L->n_params)
         return SV_FAIL(SV_ERR_FORMAT, "%s: checkpoint has %d tensors, this model %d (different --depth?)", idx->dir,
-                       idx->n_tensors, f->L.n_params);
+                       idx->n_tensors, L->n_params);
     /* Equal shapes do not make the same model: --heads changes no shape, and the other fields
      * are compared too so the message names the flag rather than a tensor. */
-    const sv_vit_config *a = &idx->cfg, *b = &f->L.cfg;
+    const sv_vit_config *a = &idx->cfg, *b = &L->cfg;
     static const char *const names[] = {"img", "patch", "in-chans", "num-classes", "dim", "depth", "heads"};
     const int va[] = {a->img, a->patch, a->in_chans, a->num_classes, a->dim, a->depth, a->heads};
     const int vb[] = {b->img, b->patch, b->in_chans, b->num_classes, b->dim, b->depth, b->heads};
@@ -534,7 +535,7 @@ sv_status sv_ckpt_load(sv_fsdp *f, const char *step_dir, const sv_ckpt_xform *no
         snprintf(where, sizeof where, "%s/index.json", step_dir);
         st = sv_ckpt_xform_same_norm(&idx.meta.xform, norm, where);
     }
-    if (st == SV_OK) st = check_compatible(f, &idx, map);
+    if (st == SV_OK) st = sv_ckpt_check_compatible(&f->L, &idx, map);
     if (st == SV_OK) st = load_shards(f, &idx, map, 0);
     st = sv_fsdp_agree(f, st);
     if (st == SV_OK && f->cfg.ema && !idx.state.ema)
@@ -569,7 +570,7 @@ sv_status sv_ckpt_load_ema_weights(sv_fsdp *f, const char *step_dir, sv_ckpt_tra
                      "%s holds no weight EMA (it was saved by a run without --model-ema): drop --ema to use its "
                      "weights",
                      step_dir);
-    if (st == SV_OK) st = check_compatible(f, &idx, map);
+    if (st == SV_OK) st = sv_ckpt_check_compatible(&f->L, &idx, map);
     if (st == SV_OK) st = load_shards(f, &idx, map, 1);
     st = sv_fsdp_agree(f, st);
     if (st == SV_OK) *out = idx.state;

@@ -153,13 +153,18 @@ sv_status sv_ckpt_optim_parse(const sv_json *root, sv_ckpt_optim *o) {
     return SV_OK;
 }
 
-sv_status sv_ckpt_optim_check_resume(const sv_ckpt_optim *c, const sv_ckpt_optim *n) {
+sv_status sv_ckpt_optim_check_kind(const sv_ckpt_optim *c, const sv_ckpt_optim *n) {
     if (c->kind != n->kind)
         return SV_FAIL(SV_ERR_INVALID,
                        "resume: the checkpoint was trained with --opt %s but this run asks for --opt %s; its optimizer "
                        "state (m, v) belongs to %s: resume with --opt %s, or start afresh from its weights (shardvit "
                        "export, then --init-from)",
                        sv_opt_name(c->kind), sv_opt_name(n->kind), sv_opt_name(c->kind), sv_opt_name(c->kind));
+    return SV_OK;
+}
+
+sv_status sv_ckpt_optim_check_resume(const sv_ckpt_optim *c, const sv_ckpt_optim *n) {
+    SV_TRY(sv_ckpt_optim_check_kind(c, n));
     if (c->beta1 != n->beta1 || c->beta2 != n->beta2 || c->eps != n->eps || c->weight_decay != n->weight_decay ||
         c->momentum != n->momentum || c->nesterov != n->nesterov || c->layer_decay != n->layer_decay)
         SV_WARN("resume: %s hyper-parameters changed (checkpoint: betas %g,%g eps %g wd %g momentum %g nesterov %d "

@@ -38,7 +38,10 @@ sv_status sv_ckpt_sched_parse(const sv_json *lr_schedule, sv_lr_sched *s);
 sv_status sv_ckpt_optim_parse(const sv_json *root, sv_ckpt_optim *o);
 
 /* Resume check: a checkpoint written by another update rule is refused (its m / v mean something
- * else); other hyper-parameter changes are logged. `now` is this run's configuration. */
+ * else); other hyper-parameter changes are logged. `now` is this run's configuration.
+ * sv_ckpt_optim_check_kind: the refusal alone (SV_ERR_INVALID naming both --opt values), nothing
+ * logged; train's start-up check of a --resume makes it before the run directory is written. */
 sv_status sv_ckpt_optim_check_resume(const sv_ckpt_optim *ckpt, const sv_ckpt_optim *now);
+sv_status sv_ckpt_optim_check_kind(const sv_ckpt_optim *ckpt, const sv_ckpt_optim *now);
 
 #endif
