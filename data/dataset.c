@@ -290,13 +290,24 @@ const char *sv_class_name_problem(const char *s, size_t len) {
 /* Two class names (elements of the name array) compared as text. */
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-sv_status sv_classes_read(const char *path, char ***names, int *n) {
+sv_status sv_classes_read(const char *path, char ***names, int *n) { return sv_classes_read_list(path, 0, names, n); }
+
+sv_status sv_classes_read_list(const char *path, int trailing_empty_ok, char ***names, int *n) {
     char *text;
     size_t got;
     /* guarded read: a FIFO or device named classes.txt is refused without blocking */
     SV_TRY(sv_fileio_read_small(path, SV_CLASSES_MAX_BYTES, &text, &got));
     /* a UTF-8 byte order mark (Windows editors write one) is no part of the first name */
     size_t start = got >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+    while (trailing_empty_ok) { /* the empty lines ("\n", "\r\n") after the last name's '\n' */
+        if (got >= start + 2 && text[got - 1] == '\n' && text[got - 2] == '\n')
+            got -= 1;
+        else if (got >= start + 3 && text[got - 1] == '\n' && text[got - 2] == '\r' && text[got - 3] == '\n')
+            got -= 2;
+        else
+            break;
+    }
+    text[got] = 0;
     size_t lines = 0; /* lines are split on '\n' over all `got` bytes: a NUL inside ends nothing */
     for (size_t i = start; i < got; i++) lines += text[i] == '\n';
     if (got > start && text[got - 1] != '\n') lines++;

@@ -121,6 +121,10 @@ const char *sv_class_name_problem(const char *s, size_t len);
  * SV_ERR_FORMAT naming the file and the line. *names is an array of *n strings in one
  * allocation: free(*names) releases everything. */
 sv_status sv_classes_read(const char *path, char ***names, int *n);
+/* sv_classes_read; trailing_empty_ok: empty lines after the last name are no names (a list that
+ * ends in a blank line, as CIFAR-10's batches.meta.txt does), not errors; an empty line before a
+ * name stays one. */
+sv_status sv_classes_read_list(const char *path, int trailing_empty_ok, char ***names, int *n);
 
 /* Expand brace patterns: "a-{00..02}.tar" -> "a-00.tar","a-01.tar","a-02.tar"; "{x,y}" lists,
  * where an empty item counts ("s{,_x}" -> "s","s_x"); a brace with neither a range nor a comma

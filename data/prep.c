@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,21 +60,35 @@ sv_prep_opts sv_prep_opts_default(void) {
  * Every file is created with O_CREAT | O_EXCL, so no existing file, symlink or FIFO is ever
  * opened, followed or replaced, and no open can block. SV_PREP_MARKER is written last, after
  * classes.txt; it records the dataset and options, so a complete earlier import with the same
- * options is recognised (nothing to do) and one with other options is refused. The splits are
- * written into a work directory inside OUT (OUT/.prep.tmp-XXXXXXXX) and renamed into OUT when
- * both are complete, so an interrupted import (a signal, a kill) never leaves a part of a split
- * where a reader takes it for the whole: it leaves the work directory, which a rerun names. A
- * failed import removes what it created (the work directory, the splits and shards it moved,
- * classes.txt, the directory if it made it). */
+ * options is recognised (nothing to do) and one with other options is refused; an imagefolder
+ * import also records what its source held, and is recognised only while the source still holds
+ * it (check_source). The splits are written into a work directory inside OUT
+ * (OUT/.prep.tmp-XXXXXXXX) and renamed into OUT when both are complete, so an interrupted import
+ * (a signal, a kill) never leaves a part of a split where a reader takes it for the whole: it
+ * leaves the work directory, which a rerun names. A failed import removes what it created (the
+ * work directory, the splits and shards it moved, classes.txt, the directory if it made it). */
 
 static int is_idx(const char *what) { return !strcmp(what, "fashion-mnist") || !strcmp(what, "mnist"); }
+
+/* --src as the marker records it: resolved (symbolic links, "." and "..", a trailing '/', the
+ * working directory), so the same source spelled another way or reached from another directory is
+ * the same import; a path that does not exist resolves as far as it exists. The string as given
+ * when it cannot be resolved at all (a component that cannot be searched, too long a path). -1 when
+ * the result does not fit in cap bytes. */
+static int src_resolved(const char *src, char *out, size_t cap) {
+    char abs[PATH_MAX];
+    if (src[0] && sv_fileio_real_path(src, abs) == SV_OK)
+        src = abs;
+    else if (src[0])
+        sv_err_clear(); /* not an error: the string as given */
+    return snprintf(out, cap, "%s", src) < (int)cap ? 0 : -1;
+}
 
 /* The options part of the marker; -1 when it does not fit (a --src path of ~8 KiB). */
 static int marker_opts(const sv_prep_opts *o, const char *what, char *buf, size_t cap) {
     int synth = !strcmp(what, "synthetic"), folder = !strcmp(what, "imagefolder");
-    const char *src = o->src ? o->src : is_idx(what) ? SV_FASHION_MNIST_DIR : "";
-    char abs[PATH_MAX];
-    if (folder && o->src && realpath(o->src, abs)) src = abs; /* the same tree from any cwd or link */
+    char src[8192];
+    if (src_resolved(o->src ? o->src : is_idx(what) ? SV_FASHION_MNIST_DIR : "", src, sizeof src) < 0) return -1;
     int n = snprintf(buf, cap, "shardvit-prep 1\ndataset %s\n", what);
     if (!synth && n >= 0 && (size_t)n < cap) n += snprintf(buf + n, cap - (size_t)n, "src %s\n", src);
     if (n >= 0 && (size_t)n < cap)
@@ -122,16 +137,86 @@ static void marker_read(const char *out, char **text) {
     close(fd);
 }
 
-/* The marker of a complete import is the options part, then "train N\ntest M\n". */
-static int marker_complete(const char *text, const char *opts, uint64_t *n_train, uint64_t *n_test) {
+/* The source record's lines (data/prep_impl.h sv_prep_source), after the counts; "" when there is
+ * none. -1 when they do not fit. */
+static int source_lines(const sv_prep_source *r, char *buf, size_t cap) {
+    buf[0] = 0;
+    if (!r->recorded) return 0;
+    const sv_prep_source_split *t = &r->split[0], *e = &r->split[1];
+    int n = snprintf(buf, cap, "source-train %llu list %016llx files %016llx\n", (unsigned long long)t->n,
+                     (unsigned long long)t->list, (unsigned long long)t->files);
+    if (n >= 0 && (size_t)n < cap)
+        n += e->dir[0] ? snprintf(buf + n, cap - (size_t)n, "source-eval %s %llu list %016llx files %016llx\n", e->dir,
+                                  (unsigned long long)e->n, (unsigned long long)e->list, (unsigned long long)e->files)
+                       : snprintf(buf + n, cap - (size_t)n, "source-eval none\n");
+    return n >= 0 && (size_t)n < cap ? n : -1;
+}
+
+/* The source record in `text` (all of it): 1 with *r filled (recorded = 0 for an empty text), 0
+ * when text is not exactly the lines source_lines writes. */
+static int source_parse(const char *text, sv_prep_source *r) {
+    memset(r, 0, sizeof *r);
+    if (!*text) return 1;
+    unsigned long long n, l, f;
+    int end = -1;
+    if (sscanf(text, "source-train %llu list %llx files %llx%n", &n, &l, &f, &end) != 3 || end < 0) return 0;
+    snprintf(r->split[0].dir, sizeof r->split[0].dir, "train");
+    r->split[0].n = n, r->split[0].list = l, r->split[0].files = f;
+    const char *e = text + end + (text[end] == '\n');
+    char dir[8];
+    end = -1;
+    if (sscanf(e, "source-eval %7[a-z] %llu list %llx files %llx%n", dir, &n, &l, &f, &end) == 4 && end >= 0 &&
+        (!strcmp(dir, "val") || !strcmp(dir, "test"))) {
+        snprintf(r->split[1].dir, sizeof r->split[1].dir, "%s", dir);
+        r->split[1].n = n, r->split[1].list = l, r->split[1].files = f;
+    } else if (strcmp(e, "source-eval none\n") != 0) {
+        return 0;
+    }
+    r->recorded = 1;
+    char again[512]; /* exactly what source_lines writes, nothing more */
+    return source_lines(r, again, sizeof again) > 0 && !strcmp(again, text);
+}
+
+/* The marker of a complete import is the options part, then "train N\ntest M\n", then (an
+ * imagefolder import) the source record. */
+static int marker_complete(const char *text, const char *opts, uint64_t *n_train, uint64_t *n_test,
+                           sv_prep_source *src) {
     size_t n = strlen(opts);
     if (strncmp(text, opts, n) != 0) return 0;
     unsigned long long a, b;
     int end = -1;
-    if (sscanf(text + n, "train %llu\ntest %llu\n%n", &a, &b, &end) != 2 || end < 0 || text[n + (size_t)end]) return 0;
+    if (sscanf(text + n, "train %llu\ntest %llu\n%n", &a, &b, &end) != 2 || end < 0) return 0;
+    if (!source_parse(text + n + (size_t)end, src)) return 0;
     *n_train = a;
     *n_test = b;
     return 1;
+}
+
+/* The marker's text with its src line as this import's when both name the same directory: a marker
+ * written before prep resolved --src for every dataset holds the path as it was given ("fm/",
+ * "../data/fm"), which counts as this import's when it resolves to the same place (from the working
+ * directory of now, as the literal comparison of then did). The text itself when nothing is
+ * replaced, else a malloc'd copy in *owned. */
+static const char *marker_src_as(const char *text, const char *opts, char **owned) {
+    *owned = NULL;
+    const char *ts = strstr(text, "\nsrc "), *os = strstr(opts, "\nsrc ");
+    if (!ts || !os) return text;
+    ts += 5, os += 5;
+    size_t tl = strcspn(ts, "\n"), ol = strcspn(os, "\n");
+    if (tl == ol && !memcmp(ts, os, tl)) return text;
+    char was[8192], res[8192];
+    if (tl >= sizeof was) return text;
+    memcpy(was, ts, tl);
+    was[tl] = 0;
+    if (src_resolved(was, res, sizeof res) < 0 || strlen(res) != ol || memcmp(res, os, ol) != 0) return text;
+    size_t head = (size_t)(ts - text), tail = strlen(ts + tl);
+    char *t = malloc(head + ol + tail + 1);
+    if (!t) return text;
+    memcpy(t, text, head);
+    memcpy(t + head, os, ol);
+    memcpy(t + head + ol, ts + tl, tail + 1);
+    *owned = t;
+    return t;
 }
 
 /* The first line of `text` that differs from the same line of `opts` (for the message). */
@@ -181,9 +266,10 @@ static int64_t count_images(const char *dir) {
 }
 
 /* A complete import's marker is trusted only while OUT still holds what it records: classes.txt,
- * and per split the images counted in the folder tree, or every tar shard the count implies.
- * Anything else (a split or class directory deleted, images removed or added, a shard gone) is
- * refused: the marker would promise a dataset OUT no longer holds. */
+ * and per split the images counted in the folder tree (a split of 0 images may be absent: an
+ * imagefolder source without an evaluation split writes no OUT/test), or every tar shard the count
+ * implies. Anything else (a split or class directory deleted, images removed or added, a shard
+ * gone) is refused: the marker would promise a dataset OUT no longer holds. */
 static sv_status check_contents(const sv_prep_opts *o) {
     static const char *const split[2] = {"train", "test"};
     const uint64_t count[2] = {o->n_train, o->n_test};
@@ -201,6 +287,8 @@ static sv_status check_contents(const sv_prep_opts *o) {
         } else {
             snprintf(p, sizeof p, "%s/%s", o->out, split[s]);
             int64_t n = count_images(p);
+            if (n < 0 && errno == ENOENT && count[s] == 0)
+                continue; /* no split written (imagefolder without val/ or test/) */
             if (n < 0)
                 snprintf(what, sizeof what, "%s%s%s", p, errno == ENOENT ? " is missing" : ": ",
                          errno == ENOENT ? "" : strerror(errno));
@@ -217,7 +305,105 @@ static sv_status check_contents(const sv_prep_opts *o) {
                    o->out);
 }
 
-static sv_status check_out(sv_prep_opts *o, const char *opts, int *done) {
+/* Appends a part of a message to buf (cap bytes, *at used), "; " between parts. */
+static void add_part(char *buf, size_t cap, size_t *at, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add_part(char *buf, size_t cap, size_t *at, const char *fmt, ...) {
+    if (*at + 1 >= cap) return;
+    if (*at) *at += (size_t)snprintf(buf + *at, cap - *at, "; ");
+    if (*at + 1 >= cap) {
+        *at = cap - 1;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *at, cap - *at, fmt, ap);
+    va_end(ap);
+    *at = n < 0 ? *at : *at + (size_t)n >= cap ? cap - 1 : *at + (size_t)n;
+}
+
+/* What differs between the source as it was imported (was) and as it is now, for a message ("" when
+ * nothing does); src is --src as given. */
+static void source_difference(const sv_prep_source *was, const sv_prep_source *now, const char *src, char *buf,
+                              size_t cap) {
+    size_t at = 0;
+    buf[0] = 0;
+    const char *we = was->split[1].dir, *ne = now->split[1].dir;
+    if (strcmp(we, ne) != 0) {
+        if (!we[0])
+            add_part(buf, cap, &at, "the source now has an evaluation split (%s/%s), at the import it had none", src,
+                     ne);
+        else if (!ne[0])
+            add_part(buf, cap, &at, "the source's evaluation split %s/%s is gone (it has neither val/ nor test/)", src,
+                     we);
+        else
+            add_part(buf, cap, &at, "the source's evaluation split is now %s/%s, at the import it was %s/%s", src, ne,
+                     src, we);
+    }
+    for (int s = 0; s < 2; s++) {
+        const sv_prep_source_split *a = &was->split[s], *b = &now->split[s];
+        if (!a->dir[0] || strcmp(a->dir, b->dir) != 0) continue; /* none, or told above */
+        if (a->n != b->n)
+            add_part(buf, cap, &at, "the source now has %llu %s images (%s/%s), %llu when it was imported",
+                     (unsigned long long)b->n, a->dir, src, a->dir, (unsigned long long)a->n);
+        else if (a->list != b->list)
+            add_part(buf, cap, &at,
+                     "the file names, classes or labels of %s/%s are not those it had when it was imported (the same "
+                     "count, %llu images)",
+                     src, a->dir, (unsigned long long)a->n);
+        else if (a->files != b->files)
+            add_part(buf, cap, &at,
+                     "files of %s/%s were rewritten or touched (their sizes or modification times are not those of "
+                     "the import)",
+                     src, a->dir);
+    }
+}
+
+/* An imagefolder import is "already prepared" only while its source holds what the marker records
+ * (data/prep_impl.h sv_prep_source): the source is scanned again and compared. quiet: no warnings
+ * (sv_prep_check_out; the importer checks again and warns). */
+static sv_status check_source(const sv_prep_opts *o, const sv_prep_source *was, int quiet) {
+    const char *out = o->out;
+    const unsigned long long nt = o->n_train, ne = o->n_test;
+    if (!was->recorded) {
+        /* A marker without a source record, written before prep recorded one, is accepted as it was
+         * then (nothing to compare the source with); refusing it would force every such output to be
+         * imported again. The warning says how to be sure. */
+        if (!quiet)
+            SV_WARN("prep imagefolder: %s/%s records no source contents (an import by an earlier shardvit): %s was not "
+                    "compared with the source %s; to import the source as it is now, remove %s and run prep again",
+                    out, SV_PREP_MARKER, out, o->src, out);
+        return SV_OK;
+    }
+    sv_prep_source now;
+    int gone = 0;
+    sv_status st = sv_prep_folder_source(o, &now, &gone);
+    if (st != SV_OK) {
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", sv_err_msg());
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--out %s holds an import of %s (%s/%s: %llu train + %llu test images), but the source cannot "
+                       "be read as it was then: %s; prep never replaces files: remove %s and run prep again once the "
+                       "source reads, or choose another --out",
+                       out, o->src, out, SV_PREP_MARKER, nt, ne, msg, out);
+    }
+    if (gone) { /* nothing to compare with: the import stands as recorded, as an IDX or CIFAR one does */
+        if (!quiet)
+            SV_WARN("prep imagefolder: the source %s no longer exists: %s is taken as its marker records it, not "
+                    "compared with a source",
+                    o->src, out);
+        return SV_OK;
+    }
+    char what[2048];
+    source_difference(was, &now, o->src, what, sizeof what);
+    if (!what[0]) return SV_OK;
+    return SV_FAIL(SV_ERR_INVALID,
+                   "--out %s holds an import of %s (%s/%s: %llu train + %llu test images), but the source changed "
+                   "since: %s; prep never replaces files: remove %s and run prep again to import the source as it is "
+                   "now, or choose another --out",
+                   out, o->src, out, SV_PREP_MARKER, nt, ne, what, out);
+}
+
+static sv_status check_out(sv_prep_opts *o, const char *what, const char *opts, int quiet, int *done) {
     const char *out = o->out;
     *done = 0;
     struct stat st;
@@ -253,14 +439,21 @@ static sv_status check_out(sv_prep_opts *o, const char *opts, int *done) {
     char *text = NULL;
     if (has_marker) marker_read(out, &text);
     if (text) {
-        if (marker_complete(text, opts, &o->n_train, &o->n_test)) {
+        char *owned;
+        const char *t = marker_src_as(text, opts, &owned);
+        const int folder = !strcmp(what, "imagefolder");
+        sv_prep_source src;
+        if (marker_complete(t, opts, &o->n_train, &o->n_test, &src) && (folder || !src.recorded)) {
+            free(owned);
             free(text);
             SV_TRY(check_contents(o));
+            if (folder) SV_TRY(check_source(o, &src, quiet));
             *done = 1;
             return SV_OK;
         }
         char was[256], now[256];
-        first_difference(text, opts, was, now, sizeof was);
+        first_difference(t, opts, was, now, sizeof was);
+        free(owned);
         free(text);
         return SV_FAIL(SV_ERR_INVALID,
                        "--out %s holds another prep (%s/%s says '%s', this one would be '%s'); prep never replaces "
@@ -285,7 +478,7 @@ sv_status sv_prep_check_out(sv_prep_opts *o, const char *what, int *done) {
     if (!o->out || !o->out[0]) return SV_FAIL(SV_ERR_INVALID, "prep %s: no output directory", what);
     if (marker_opts(o, what, opts, sizeof opts) < 0) return SV_FAIL(SV_ERR_INVALID, "prep %s: --src too long", what);
     if (!strcmp(what, "imagefolder")) SV_TRY(sv_prep_out_outside_src(o));
-    return check_out(o, opts, done);
+    return check_out(o, what, opts, 1, done);
 }
 
 /* Claim o->out for this import: *done = 1 when it already holds it (nothing to do). */
@@ -296,7 +489,7 @@ sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *
     if (!o->out || !o->out[0]) return SV_FAIL(SV_ERR_INVALID, "prep %s: no output directory", what);
     if (marker_opts(o, what, j->marker, sizeof j->marker) < 0)
         return SV_FAIL(SV_ERR_INVALID, "prep %s: --src too long", what);
-    SV_TRY(check_out(o, j->marker, done));
+    SV_TRY(check_out(o, what, j->marker, 0, done));
     if (*done) {
         o->reused = 1;
         SV_INFO("prep %s: already prepared: %s holds this import (%llu train + %llu test images, %s/%s); nothing "
@@ -309,7 +502,7 @@ sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *
         SV_TRY(sv_fileio_mkdirs(o->out, 0755));
         j->created_out = 1;
     }
-    SV_TRY(check_out(o, j->marker, done)); /* still empty (nothing appeared meanwhile) */
+    SV_TRY(check_out(o, what, j->marker, 0, done)); /* still empty (nothing appeared meanwhile) */
     if (*done) return SV_FAIL(SV_ERR_INVALID, "--out %s: filled by another prep meanwhile", o->out);
     char base[4200];
     snprintf(base, sizeof base, "%s/.prep", o->out);
@@ -390,9 +583,11 @@ sv_status sv_prep_finish(sv_prep_job *j, const char *const *names, int K) {
     free(text);
     SV_TRY(s);
     j->classes_made = 1;
-    char m[8400];
-    int n = snprintf(m, sizeof m, "%strain %llu\ntest %llu\n", j->marker, (unsigned long long)o->n_train,
-                     (unsigned long long)o->n_test);
+    char m[9000], rec[512];
+    if (source_lines(&j->source, rec, sizeof rec) < 0) return SV_FAIL(SV_ERR_INVALID, "prep: source record too long");
+    int n = snprintf(m, sizeof m, "%strain %llu\ntest %llu\n%s", j->marker, (unsigned long long)o->n_train,
+                     (unsigned long long)o->n_test, rec);
+    if (n < 0 || (size_t)n >= sizeof m) return SV_FAIL(SV_ERR_INVALID, "prep: marker too long");
     snprintf(p, sizeof p, "%s/%s", o->out, SV_PREP_MARKER);
     return write_new(p, m, (size_t)n);
 }
@@ -586,7 +781,9 @@ static sv_status cifar_file(sv_prep_opts *o, sv_prep_sink *s, const char *path, 
     return st;
 }
 
-/* Names from a text list in src if present (one per line), else the standard list. */
+/* Names from a text list in src if present (a class list, data/dataset.h sv_classes_read, whose
+ * empty lines at the end are no names: the release's batches.meta.txt ends with one, its 10 names
+ * each with its '\n' and then one '\n' more, 61 bytes), else the standard list. */
 static sv_status cifar_names(const char *src, int K, char ***owned, const char *const **names) {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", src, K == 10 ? "batches.meta.txt" : "fine_label_names.txt");
@@ -594,7 +791,7 @@ static sv_status cifar_names(const char *src, int K, char ***owned, const char *
     *names = K == 10 ? sv_cifar10_classes : sv_cifar100_classes;
     if (access(p, F_OK) != 0) return SV_OK; /* no list: the standard names (sv_classes_read is guarded) */
     int n;
-    SV_TRY(sv_classes_read(p, owned, &n));
+    SV_TRY(sv_classes_read_list(p, 1, owned, &n));
     if (n != K) { /* more lines than classes (a header line?) would shift every name */
         free(*owned);
         *owned = NULL;

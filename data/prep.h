@@ -16,13 +16,16 @@
  * other OUT is refused (SV_ERR_INVALID naming it) before anything is written, so no file there
  * is ever replaced. Every file is created with O_CREAT | O_EXCL: a symlink, FIFO or file in the
  * way is never followed, opened or overwritten. OUT/SV_PREP_MARKER is written last (after
- * classes.txt) and records the dataset and options (src, format, quality, shard size, limit, the
- * synthetic settings) and the counts: an OUT holding a complete import with the same options is
- * left as it is (SV_OK, opts.reused = 1, counts from the marker) while it still holds what the
- * marker records (classes.txt; per split that many .jpg files in the class folders, or every tar
- * shard the count implies), one with other options, without the marker or changed since (a
- * split, class folder, shard or classes.txt gone, images added or removed) is refused. A failed import removes what it created (its split trees or
- * shards, classes.txt, OUT when it made it). */
+ * classes.txt) and records the dataset and options (src resolved to an absolute path without
+ * links, "." or "..", format, quality, shard size, limit, the synthetic settings), the counts and,
+ * for imagefolder, what the source held (see sv_prep_imagefolder): an OUT holding a complete
+ * import with the same options is left as it is (SV_OK, opts.reused = 1, counts from the marker)
+ * while it still holds what the marker records (classes.txt; per split that many .jpg files in
+ * the class folders, or every tar shard the count implies) and an imagefolder source still holds
+ * what it held; one with other options, without the marker, changed since (a split, class folder,
+ * shard or classes.txt gone, images added or removed) or imported from a source that changed
+ * since is refused. A failed import removes what it created (its split trees or shards,
+ * classes.txt, OUT when it made it). */
 #ifndef SV_DATA_PREP_H
 #define SV_DATA_PREP_H
 
@@ -82,7 +85,8 @@ sv_status sv_prep_idx(sv_prep_opts *o, int fashion);
 /* CIFAR binary: cifar10 reads SRC/data_batch_{1..5}.bin + SRC/test_batch.bin (1 label byte +
  * 3072); cifar100 reads SRC/train.bin + SRC/test.bin (coarse, fine label bytes + 3072; fine
  * labels are used). Class names from SRC/batches.meta.txt / SRC/fine_label_names.txt when
- * present, else the standard lists. */
+ * present (one per line in label order; empty lines at the end, as the release's
+ * batches.meta.txt has, are no names), else the standard lists. */
 sv_status sv_prep_cifar(sv_prep_opts *o, int classes /* 10 or 100 */);
 
 /* Synthetic photo-like set: classes x per_class train and classes x test_per_class test
@@ -102,7 +106,11 @@ sv_status sv_prep_synthetic(sv_prep_opts *o);
  * not decode as training would decode it (corrupt, truncated, not a JPEG, CMYK, too many scans)
  * fails the import with a message naming it. limit > 0 takes at most that many per split spread
  * over the classes: each class its first images in order, as evenly as the classes' sizes allow
- * (round-robin over the classes). The marker records src as an absolute path (realpath).
+ * (round-robin over the classes). The marker records src as an absolute path (realpath) and what
+ * the source held: per split its images, a fingerprint of its file list and labels, and one of its
+ * files' sizes and modification times. The same import run again compares the source with that:
+ * the same, "already prepared"; changed, SV_ERR_INVALID naming the change; a source that no longer
+ * exists, or a marker without the record (an earlier version's), is taken as it is with a warning.
  * workers > 1: that many threads read, check and rewrite the files (a bounded window of them
  * ahead of the writer) while the calling thread writes them in order: the output is byte for byte
  * that of workers = 1, and a failure is that of the first failing file in order, with the same

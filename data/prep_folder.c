@@ -1,6 +1,7 @@
 /* shardvit prep imagefolder: an existing ImageFolder tree of JPEG files into the layout every prep
  * source writes (data/prep.h sv_prep_imagefolder). The trees are read through the folder dataset
  * (data/dataset.h), so classes, file selection, failures and warnings are those of training. */
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "core/cpus.h"
 #include "core/fileio.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "data/dataset.h"
 #include "data/jpeg.h"
 #include "data/jpeg_restart.h"
@@ -21,6 +23,64 @@
 static int is_dir(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The evaluation split of src: SRC/val, else SRC/test, in edir (cap bytes); its name ("val",
+ * "test"), or NULL when there is neither. */
+static const char *eval_dir(const char *src, char *edir, size_t cap) {
+    snprintf(edir, cap, "%s/val", src);
+    if (is_dir(edir)) return "val";
+    snprintf(edir, cap, "%s/test", src);
+    return is_dir(edir) ? "test" : NULL;
+}
+
+/* One split of the source record (data/prep_impl.h sv_prep_source) from the open dataset d, read
+ * from SRC/dir: its samples, sv_dataset_fingerprint (names, labels, classes) and a hash of each
+ * file's size and modification time in sample order (a file that cannot be examined counts by its
+ * error, the same each time). Nothing is read from the files. */
+static void source_split(const sv_dataset *d, const char *dir, sv_prep_source_split *r) {
+    snprintf(r->dir, sizeof r->dir, "%s", dir);
+    r->n = sv_dataset_len(d);
+    r->list = sv_dataset_fingerprint(d);
+    uint64_t h = sv_hash2(0x70726570u, r->n); /* "prep" */
+    char name[8400];
+    for (size_t i = 0; i < r->n; i++) {
+        struct stat st;
+        sv_dataset_sample_name(d, i, name, sizeof name);
+        if (stat(name, &st) == 0)
+            h = sv_hash2(sv_hash2(sv_hash2(h, (uint64_t)st.st_size), (uint64_t)st.st_mtim.tv_sec),
+                         (uint64_t)st.st_mtim.tv_nsec);
+        else
+            h = sv_hash2(h, ~(uint64_t)errno);
+    }
+    r->files = h;
+}
+
+sv_status sv_prep_folder_source(const sv_prep_opts *o, sv_prep_source *rec, int *gone) {
+    memset(rec, 0, sizeof *rec);
+    *gone = 0;
+    struct stat st;
+    if (stat(o->src, &st) != 0 && errno == ENOENT) {
+        *gone = 1;
+        return SV_OK;
+    }
+    char tdir[4200], edir[4200];
+    if (snprintf(tdir, sizeof tdir, "%s/train", o->src) >= (int)sizeof tdir)
+        return SV_FAIL(SV_ERR_INVALID, "prep imagefolder: --src too long");
+    const char *ename = eval_dir(o->src, edir, sizeof edir);
+    sv_dataset_opts dopts = sv_dataset_opts_default();
+    sv_dataset *train = NULL, *eval = NULL;
+    sv_status s =
+        is_dir(tdir) ? sv_dataset_open(tdir, &dopts, &train) : SV_FAIL(SV_ERR_NOT_FOUND, "%s is not a directory", tdir);
+    if (s == SV_OK && ename) s = sv_dataset_open(edir, &dopts, &eval);
+    if (s == SV_OK) {
+        source_split(train, "train", &rec->split[0]);
+        if (eval) source_split(eval, ename, &rec->split[1]);
+        rec->recorded = 1;
+    }
+    sv_dataset_close(eval);
+    sv_dataset_close(train);
+    return s;
 }
 
 /* The evaluation split's label of each of its classes: the index of the training class of the
@@ -345,9 +405,8 @@ sv_status sv_prep_imagefolder(sv_prep_opts *o) {
     if (snprintf(tdir, sizeof tdir, "%s/train", o->src) >= (int)sizeof tdir)
         return SV_FAIL(SV_ERR_INVALID, "prep imagefolder: --src too long");
     /* the evaluation split: SRC/val, else SRC/test, else none */
-    snprintf(edir, sizeof edir, "%s/val", o->src);
-    if (!is_dir(edir)) snprintf(edir, sizeof edir, "%s/test", o->src);
-    const int has_eval = is_dir(edir);
+    const char *ename = eval_dir(o->src, edir, sizeof edir);
+    const int has_eval = ename != NULL;
     SV_TRY(sv_prep_out_outside_src(o));
     sv_prep_job j;
     int done;
@@ -391,6 +450,11 @@ sv_status sv_prep_imagefolder(sv_prep_opts *o) {
                     sv_dataset_len(eval), sv_dataset_num_classes(eval), o->out);
     } else if (st == SV_OK) {
         SV_INFO("prep imagefolder: %s has neither val/ nor test/: only the train split is written", o->src);
+    }
+    if (st == SV_OK) { /* what the source holds, for the marker: a later run compares the source with it */
+        source_split(train, "train", &j.source.split[0]);
+        if (eval) source_split(eval, ename, &j.source.split[1]);
+        j.source.recorded = 1;
     }
     if (st == SV_OK) st = folder_split(&j, &jc, train, NULL, 0, names, K, workers, &o->n_train);
     if (st == SV_OK && eval) st = folder_split(&j, &jc, eval, map, 1, names, K, workers, &o->n_test);

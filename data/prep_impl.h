@@ -11,7 +11,8 @@
  *                     progress line every 10000); sv_prep_sink_close ends it (call it after a
  *                     failed open too; it returns the first error);
  *   sv_prep_finish    moves the splits into OUT, writes classes.txt (the K names) and the marker
- *                     with o->n_train / o->n_test;
+ *                     with o->n_train / o->n_test and, when j->source.recorded, what the source
+ *                     held (sv_prep_source);
  *   sv_prep_abort     after any failure past sv_prep_begin: removes what the job created, keeps
  *                     the error message, returns st. */
 #ifndef SV_DATA_PREP_IMPL_H
@@ -23,6 +24,24 @@
 #include "data/jpeg.h"
 #include "data/prep.h"
 
+/* What an imagefolder source held when it was imported, recorded in the marker after the counts so
+ * that the same import run again is compared with the source as it is then (a source that changed
+ * since is refused, not taken as "already prepared"). Per split: the directory it was read from
+ * ("train"; "val" or "test" for the evaluation split, "" when there is none), its samples, the
+ * fingerprint of its file list (sv_dataset_fingerprint: class names in order, each sample's path
+ * relative to the split and its label) and a fingerprint of the files' sizes and modification
+ * times (stat; the contents are not read, so a file rewritten with the same size and time goes
+ * unnoticed). Counts and fingerprints cover the whole source, --limit or not. */
+typedef struct sv_prep_source_split {
+    char dir[8];
+    uint64_t n, list, files;
+} sv_prep_source_split;
+
+typedef struct sv_prep_source {
+    int recorded; /* 0: no record (IDX, CIFAR, synthetic; an imagefolder marker written without one) */
+    sv_prep_source_split split[2];
+} sv_prep_source;
+
 typedef struct sv_prep_job {
     sv_prep_opts *o;
     char marker[8192]; /* the options part of the marker */
@@ -33,6 +52,9 @@ typedef struct sv_prep_job {
     int shards[2];     /* tar: shards created per split */
     int moved[2];      /* the split (folder) or all its shards (tar) are in OUT */
     int classes_made;  /* made OUT/classes.txt */
+
+    /* imagefolder: what the source holds, written into the marker */
+    sv_prep_source source;
 } sv_prep_job;
 
 typedef struct sv_prep_sink {
@@ -67,5 +89,10 @@ sv_status sv_prep_sink_close(sv_prep_sink *s, sv_status st);
 /* prep imagefolder (prep_folder.c): SV_ERR_INVALID when o->out lies inside o->src (its directories
  * would be read as classes of the trees being imported, and the import would write into them). */
 sv_status sv_prep_out_outside_src(const sv_prep_opts *o);
+
+/* prep imagefolder (prep_folder.c): what o->src holds now (*rec, recorded = 1), scanned as the
+ * import scans it. *gone = 1 (SV_OK, nothing else filled) when o->src no longer exists; a source
+ * that exists but cannot be scanned returns that error. */
+sv_status sv_prep_folder_source(const sv_prep_opts *o, sv_prep_source *rec, int *gone);
 
 #endif

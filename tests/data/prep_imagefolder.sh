@@ -30,7 +30,15 @@
 #      is "already prepared" for the other), plain and with --restart-mcus, folders and tar
 #      shards, on a source of 3 x 40 + 3 x 9 images (more than the workers' window of 64); a
 #      corrupt file in the middle of a class fails naming it (not a later corrupt one) and leaves
-#      no OUT; --workers 0 and --workers for another dataset are usage errors (exit 2).
+#      no OUT; --workers 0 and --workers for another dataset are usage errors (exit 2);
+#  12. the marker records what the source held (per split its images, a fingerprint of the file
+#      list and labels, one of the files' sizes and times); the same import run again after the
+#      source changed is refused (exit 2) naming the change, OUT unchanged: an image added (folder
+#      and tar output), one removed from val/, one renamed or moved to another class, one
+#      rewritten or only touched, val/ renamed test/ or removed, val/ added to a source without
+#      one, train/ gone; the source restored (timestamps kept) is "already prepared" again; a
+#      source that no longer exists is "already prepared" with a warning, and so is a marker
+#      without a source record (an earlier shardvit's), whatever the source holds.
 # Every case runs under `timeout`; all cases run and each failure is reported.
 # Usage: prep_imagefolder.sh SHARDVIT MAKE_SCAN_JPEG
 set -uo pipefail
@@ -272,6 +280,78 @@ expect w_many 2 "--workers: invalid value '257'" "$SHARDVIT" prep imagefolder --
 expect w_synth 2 "--workers applies to imagefolder only" "$SHARDVIT" prep synthetic --out WU --workers 2
 [ ! -e WU ] || fail "workers: WU was created by a usage error"
 ok "11: --workers 3 writes the bytes of --workers 1, fails on the first corrupt file in order; bad --workers refused"
+
+# ---- 12. the source changed since the import -------------------------------------------------------
+begin
+cp -a SRC SRCK # the source as imported (cp -a keeps the files' times)
+restore() { rm -rf SRCC && cp -a SRCK SRCC; }
+restore
+expect c_new 0 "wrote 12 train \+ 6 test" "$SHARDVIT" prep imagefolder --src SRCC --out OC
+expect c_tar 0 "wrote 12 train \+ 6 test" "$SHARDVIT" prep imagefolder --src SRCC --out OT --format tar
+hex='[0-9a-f]{16}'
+grep -Eqx "source-train 12 list $hex files $hex" OC/.shardvit-prep 2>/dev/null &&
+    grep -Eqx "source-eval val 6 list $hex files $hex" OC/.shardvit-prep || fail "c_new: the marker records no source"
+grep -qx "source-eval none" O3/.shardvit-prep 2>/dev/null || fail "c_new: O3's marker does not record 'source-eval none'"
+before=$(snap OC)
+before_t=$(snap OT)
+sleep 0.05 # a rewrite would show in the mtimes
+# changed REASON PATTERN: SRCC as it is now, imported into OC (and OT) before, is refused naming the change
+changed() {
+    expect "c_$1" 2 "--out OC holds an import of SRCC .*but the source changed since: $2.*remove OC" \
+        "$SHARDVIT" prep imagefolder --src SRCC --out OC
+}
+a0=$(ls SRCC/train/class_000 | head -1)
+cp SRCC/train/class_000/"$a0" SRCC/train/class_000/zz_added.jpg
+changed added "the source now has 13 train images \(SRCC/train\), 12 when it was imported"
+expect c_added_tar 2 "OT holds an import of SRCC .*13 train images" "$SHARDVIT" prep imagefolder --src SRCC --out OT \
+    --format tar
+expect c_added_w3 2 "13 train images" "$SHARDVIT" prep imagefolder --src "$WORK/SRCC/" --out OC --workers 3
+restore
+expect c_same 0 "already prepared" "$SHARDVIT" prep imagefolder --src SRCC --out OC
+expect c_same_tar 0 "already prepared" "$SHARDVIT" prep imagefolder --src SRCC --out OT --format tar
+rm SRCC/val/class_001/"$(ls SRCC/val/class_001 | head -1)"
+changed removed "the source now has 5 val images \(SRCC/val\), 6 when it was imported"
+restore
+mv SRCC/train/class_002/"$(ls SRCC/train/class_002 | head -1)" SRCC/train/class_002/renamed.jpg
+changed renamed "the file names, classes or labels of SRCC/train are not those it had"
+restore
+mv SRCC/train/class_000/"$a0" SRCC/train/class_001/
+changed moved "the file names, classes or labels of SRCC/train are not those it had"
+restore
+b1=$(ls SRCC/train/class_001 | head -1)
+cat SRCC/train/class_002/"$(ls SRCC/train/class_002 | head -1)" >SRCC/train/class_001/"$b1"
+changed rewritten "files of SRCC/train were rewritten or touched"
+restore
+touch -d "2001-02-03 04:05:06" SRCC/val/class_000/"$(ls SRCC/val/class_000 | head -1)"
+changed touched "files of SRCC/val were rewritten or touched"
+restore
+mv SRCC/val SRCC/test
+changed val_test "the source's evaluation split is now SRCC/test, at the import it was SRCC/val"
+rm -r SRCC/test
+changed val_gone "the source's evaluation split SRCC/val is gone"
+restore
+rm -r SRCC/train
+expect c_no_train 2 "OC holds an import of SRCC .*but the source cannot be read as it was then: .*SRCC/train" \
+    "$SHARDVIT" prep imagefolder --src SRCC --out OC
+mkdir S3/val && cp -a SRC/val/class_000 S3/val/
+expect c_val_new 2 "the source now has an evaluation split \(S3/val\), at the import it had none" \
+    "$SHARDVIT" prep imagefolder --src S3 --out O3
+rm -r S3/val
+expect c_val_new_back 0 "already prepared" "$SHARDVIT" prep imagefolder --src S3 --out O3
+rm -rf SRCC
+expect c_gone 0 "the source SRCC no longer exists: OC is taken as its marker records it" \
+    "$SHARDVIT" prep imagefolder --src SRCC --out OC
+grep -q "already prepared" c_gone.log || fail "c_gone: not 'already prepared'"
+[ "$(snap OC)" = "$before" ] || fail "c: OC was changed"
+[ "$(snap OT)" = "$before_t" ] || fail "c: OT was changed"
+# a marker without a source record (an earlier shardvit's): accepted as it was, with a warning
+restore
+cp -a OC OCold
+sed -i '/^source-/d' OCold/.shardvit-prep
+cp SRCC/train/class_000/"$a0" SRCC/train/class_000/zz_added.jpg
+expect c_old 0 "OCold/.shardvit-prep records no source contents" "$SHARDVIT" prep imagefolder --src SRCC --out OCold
+grep -q "already prepared" c_old.log || fail "c_old: not 'already prepared'"
+ok "12: a source changed since the import is refused naming the change; restored, gone or unrecorded it is prepared"
 
 [ $NFAIL -eq 0 ] || { echo "prep_imagefolder: $NFAIL checks failed"; exit 1; }
 echo "prep_imagefolder: all passed"

@@ -11,7 +11,15 @@
 #   5. an import that fails half way (an IDX source without its t10k files) removes what it wrote:
 #      a DIR it created is gone, an empty DIR it was given is empty again;
 #   6. a DIR whose marker records more than it holds (a split, a class directory or a shard
-#      deleted) is refused (exit 2) naming what differs, not "already prepared"; nothing removed.
+#      deleted) is refused (exit 2) naming what differs, not "already prepared"; nothing removed;
+#   7. the import's root given as a data set is refused, naming its train/ and test/;
+#   8. an IDX or CIFAR import run again with --src spelled another way (a trailing '/', "./" and
+#      "..", a relative path from another directory, a symbolic link) is "already prepared", and
+#      so is a marker that records --src as it was given ("idx/", before prep resolved it); another
+#      source is refused; nothing rewritten;
+#   9. CIFAR name lists laid out as the release's (batches.meta.txt: the 10 names, each with its
+#      '\n', then one '\n' more, 61 bytes; the same for CIFAR-100's fine_label_names.txt) are
+#      imported with those names; an empty line between names is an error naming the line.
 # Every case runs under `timeout`; all cases run and each failure is reported.
 # Usage: prep_out.sh SHARDVIT
 set -uo pipefail
@@ -166,6 +174,95 @@ refused root_val "asdata is the output of .shardvit prep" "$SHARDVIT" "${TRAIN7[
 run root_ok "$SHARDVIT" "${TRAIN7[@]}" --data asdata/train --val-data asdata/test
 [ $RC -eq 0 ] || { fail "7: training on asdata/train failed (exit $RC)"; sed 's/^/    /' "$WORK/root_ok.log"; }
 ok "7: a prep output's root as --data / --val-data is refused naming its train/ and test/"
+
+# ---- 8. --src spelled another way ----------------------------------------------------------------
+begin
+# idx_set DIR: an MNIST IDX set of 2 train + 1 test image of 8x8 (plain files)
+idx_set() {
+    mkdir -p "$1"
+    local s n b
+    for s in train:2 t10k:1; do
+        n=${s#*:} b="\\x0${s#*:}" # the count's last header byte
+        {
+            printf '\x00\x00\x08\x03\x00\x00\x00'"$b"'\x00\x00\x00\x08\x00\x00\x00\x08'
+            head -c $((64 * n)) /dev/zero
+        } >"$1/${s%%:*}-images-idx3-ubyte"
+        { printf '\x00\x00\x08\x01\x00\x00\x00'"$b" && head -c "$n" /dev/zero; } >"$1/${s%%:*}-labels-idx1-ubyte"
+    done
+}
+idx_set srcs/idx
+idx_set srcs/idx2
+ln -s srcs/idx idxlink
+REAL=$(cd srcs/idx && pwd -P)
+run i_new "$SHARDVIT" prep mnist --src srcs/idx --out im
+[ $RC -eq 0 ] || { fail "i_new: exit status $RC"; cat i_new.log; }
+grep -qxF "src $REAL" im/.shardvit-prep 2>/dev/null || fail "i_new: the marker does not record src $REAL"
+before=$(snap im)
+sleep 0.05 # a rewrite would show in the mtimes
+i=0
+for spelling in srcs/idx/ ./srcs//idx/. srcs/../srcs/idx "$WORK/srcs/idx" idxlink idxlink/; do
+    i=$((i + 1))
+    run "i_same$i" "$SHARDVIT" prep mnist --src "$spelling" --out im
+    [ $RC -eq 0 ] && grep -q "already prepared" "i_same$i.log" ||
+        { fail "i_same$i: --src $spelling: exit status $RC, not 'already prepared'"; sed 's/^/    /' "i_same$i.log"; }
+done
+run i_cwd bash -c "cd srcs && exec \"\$0\" prep mnist --src idx --out ../im" "$SHARDVIT"
+[ $RC -eq 0 ] && grep -q "already prepared" i_cwd.log || { fail "i_cwd: exit status $RC"; cat i_cwd.log; }
+refused i_other "im holds another prep .*'src $REAL'" "$SHARDVIT" prep mnist --src srcs/idx2 --out im
+[ "$(snap im)" = "$before" ] || fail "i_same: im was changed"
+# a marker that records --src as it was given: the same source when it resolves to the same place
+cp -a im im_lit
+sed -i 's|^src .*|src srcs/idx/|' im_lit/.shardvit-prep
+before=$(snap im_lit)
+run i_lit "$SHARDVIT" prep mnist --src "$WORK/srcs/idx" --out im_lit
+[ $RC -eq 0 ] && grep -q "already prepared" i_lit.log || { fail "i_lit: exit status $RC"; cat i_lit.log; }
+refused i_lit_other "im_lit holds another prep .*'src srcs/idx/'" "$SHARDVIT" prep mnist --src srcs/idx2 --out im_lit
+[ "$(snap im_lit)" = "$before" ] || fail "i_lit: im_lit was changed"
+ok "8: --src spelled another way, from another directory or through a link is the same import; another is refused"
+
+# ---- 9. CIFAR name lists as the release lays them out -------------------------------------------
+begin
+# cifar_set DIR K: one record per batch (K = 10: data_batch_1..5.bin, test_batch.bin; K = 100:
+# train.bin, test.bin with its coarse and fine label bytes)
+cifar_set() {
+    mkdir -p "$1"
+    local f
+    if [ "$2" = 10 ]; then
+        for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do
+            { printf '\x03' && head -c 3072 /dev/zero; } >"$1/$f.bin"
+        done
+    else
+        for f in train test; do { printf '\x01\x42' && head -c 3072 /dev/zero; } >"$1/$f.bin"; done
+    fi
+}
+NAMES10=(airplane automobile bird cat deer dog frog horse ship truck)
+cifar_set c10 10
+printf '%s\n' "${NAMES10[@]}" "" >c10/batches.meta.txt # the release's file: 61 bytes
+[ "$(wc -c <c10/batches.meta.txt)" = 61 ] || fail "c10: the fixture is not 61 bytes"
+run c10 "$SHARDVIT" prep cifar10 --src c10 --out c10o
+[ $RC -eq 0 ] || { fail "c10: the release's batches.meta.txt: exit status $RC"; sed 's/^/    /' c10.log; }
+[ "$(cat c10o/classes.txt 2>/dev/null)" = "$(printf '%s\n' "${NAMES10[@]}")" ] || fail "c10: classes.txt is not the 10 names"
+[ -f c10o/train/cat/00000.jpg ] || fail "c10: the label-3 image is not c10o/train/cat/00000.jpg"
+run c10_again "$SHARDVIT" prep cifar10 --src "$WORK/c10/" --out c10o
+[ $RC -eq 0 ] && grep -q "already prepared" c10_again.log || { fail "c10_again: exit status $RC"; cat c10_again.log; }
+cifar_set c10b 10
+printf '%s\n' "${NAMES10[@]}" "" "" "" >c10b/batches.meta.txt
+run c10b "$SHARDVIT" prep cifar10 --src c10b --out c10bo
+[ $RC -eq 0 ] || { fail "c10b: three empty lines at the end: exit status $RC"; sed 's/^/    /' c10b.log; }
+cifar_set c10c 10
+printf '%s\n' airplane "" automobile bird cat deer dog frog horse ship truck "" >c10c/batches.meta.txt
+run c10c "$SHARDVIT" prep cifar10 --src c10c --out c10co
+[ $RC -eq 1 ] && grep -q "batches.meta.txt: line 2 is empty" c10c.log ||
+    { fail "c10c: an empty line between names: exit status $RC, want 1 naming line 2"; sed 's/^/    /' c10c.log; }
+[ ! -e c10co ] || fail "c10c: c10co was left behind"
+cifar_set c100 100
+for k in $(seq 0 99); do printf 'fine_%02d\n' "$k"; done >c100/fine_label_names.txt
+echo >>c100/fine_label_names.txt
+run c100 "$SHARDVIT" prep cifar100 --src c100 --out c100o
+[ $RC -eq 0 ] || { fail "c100: fine_label_names.txt with an empty last line: exit status $RC"; sed 's/^/    /' c100.log; }
+[ "$(cat c100o/classes.txt 2>/dev/null | wc -l)" = 100 ] && [ -f c100o/train/fine_66/00000.jpg ] ||
+    fail "c100: not the 100 names, or the fine label 66 not in c100o/train/fine_66"
+ok "9: CIFAR name lists ending in an empty line (as the release's) are read; an empty line between names is not"
 
 [ $NFAIL -eq 0 ] || { echo "prep_out: $NFAIL checks failed"; exit 1; }
 echo "prep_out: all passed"

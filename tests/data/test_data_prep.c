@@ -285,22 +285,55 @@ int main(void) {
             free(labels);
         }
     }
-    /* a CIFAR-10 name list with another count than 10 (a header line) would shift every name */
+    /* CIFAR-10 name lists laid out as the release's batches.meta.txt: the 10 names, each with its
+     * '\n', then one '\n' more (61 bytes); the empty lines at the end are no names, one between
+     * names is an error; another count than 10 (a header line) would shift every name */
     {
+        static const char *const lists[4][2] = {
+            {"", "\n"},              /* the release's layout: imported with these names */
+            {"", "\r\n\n\r\n"},      /* more empty lines at the end, CR LF: the same */
+            {"label_names\n", "\n"}, /* a header line: 11 names */
+            {"", "x\n\ny\n"},        /* an empty line between names: line 12 */
+        };
+        static const char *const shuffled[10] = {"truck", "ship", "horse", "frog",       "dog",
+                                                 "deer",  "cat",  "bird",  "automobile", "airplane"};
+        for (int c = 0; c < 4; c++) {
+            char p[4500];
+            snprintf(p, sizeof p, "%s/cifar10/batches.meta.txt", root);
+            FILE *f = fopen(p, "w");
+            CHECK(f != NULL);
+            fputs(lists[c][0], f);
+            for (int k = 0; k < 10; k++) fprintf(f, "%s%s", shuffled[k], c == 1 ? "\r\n" : "\n");
+            fputs(lists[c][1], f);
+            long size = ftell(f);
+            CHECK(fclose(f) == 0);
+            if (c == 0) CHECK(size == 61);
+            sv_prep_opts o = sv_prep_opts_default();
+            snprintf(out, sizeof out, "%s/c10_names%d", root, c);
+            snprintf(p, sizeof p, "%s/cifar10", root);
+            o.src = p;
+            o.out = out;
+            o.limit = 1;
+            sv_status st = sv_prep_cifar(&o, 10);
+            if (c < 2) {
+                CHECK_OK(st);
+                char **names = NULL;
+                int n = 0;
+                snprintf(p, sizeof p, "%s/classes.txt", out);
+                CHECK_OK(sv_classes_read(p, &names, &n));
+                CHECK(n == 10);
+                for (int k = 0; k < n && k < 10; k++) CHECK(!strcmp(names[k], shuffled[k]));
+                free(names);
+            } else {
+                CHECK(st == SV_ERR_FORMAT);
+                CHECK(strstr(sv_err_msg(),
+                             c == 2 ? "batches.meta.txt: 11 names, but CIFAR-10 has 10 classes"
+                                    : "batches.meta.txt: line 12 is empty") != NULL);
+            }
+        }
         char p[4500];
         snprintf(p, sizeof p, "%s/cifar10/batches.meta.txt", root);
-        FILE *f = fopen(p, "w");
-        CHECK(f != NULL);
-        fputs("label_names\n", f);
-        for (int k = 0; k < 10; k++) fprintf(f, "%s\n", sv_cifar10_classes[k]);
-        CHECK(fclose(f) == 0);
-        sv_prep_opts o = sv_prep_opts_default();
-        snprintf(out, sizeof out, "%s/c10_names", root);
-        snprintf(p, sizeof p, "%s/cifar10", root);
-        o.src = p;
-        o.out = out;
-        CHECK(sv_prep_cifar(&o, 10) == SV_ERR_FORMAT);
-        CHECK(strstr(sv_err_msg(), "batches.meta.txt: 11 names, but CIFAR-10 has 10 classes") != NULL);
+        CHECK(unlink(p) == 0);
     }
     /* IDX headers declaring 0 items: an error, not an empty split imported with success */
     {
