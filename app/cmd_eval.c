@@ -142,7 +142,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     eo.workers = o->workers;
     float mean[3], stdv[3];
     for (int c = 0; c < 3; c++) mean[c] = (float)xf.mean[c], stdv[c] = (float)xf.std[c];
-    eo.crop_pct = (float)xf.crop_pct;
+    eo.crop_pct = xf.crop_pct;
     eo.interp = sv_xform_interp_id(&xf);
     eo.xform = &xf;
     eo.mean = mean;

@@ -261,7 +261,7 @@ static sv_status begin(trainer *t, long *start) {
     t->ck.state.sched = t->sched;
     t->ck.state.opt = sv_train_optim_record(&o->of, o->beta1, o->beta2, o->eps, o->weight_decay);
     sv_eval_opts eo = {.workers = o->workers,
-                       .crop_pct = (float)t->tx.crop_pct,
+                       .crop_pct = t->tx.crop_pct,
                        .norm = -1,
                        .mean = t->mean,
                        .std = t->stdv,
@@ -372,7 +372,7 @@ static sv_status finish(trainer *t) {
     if (o->ema.save_path) SV_TRY(sv_run_agree(r, sv_train_ema_save_params(r, o->ema.save_path)));
     if (o->dump_logits) { /* the run's evaluation transform (its crop_pct and interpolation), as --val-data's */
         sv_loader_opts dl = t->lo;
-        dl.crop_pct = (float)t->tx.crop_pct;
+        dl.crop_pct = t->tx.crop_pct;
         dl.interp = sv_xform_interp_id(&t->tx);
         SV_TRY(sv_run_agree(r, sv_train_outputs_dump_logits(r, &dl, o->dump_logits)));
     }

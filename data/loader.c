@@ -95,7 +95,7 @@ sv_loader_opts sv_loader_opts_default(void) {
     o.world = 1;
     o.img = 224;
     o.channels = 3;
-    o.crop_pct = 0.875f;
+    o.crop_pct = 0.875;
     o.scale_min = 0.08f;
     o.scale_max = 1.f;
     o.ratio_min = 3.f / 4.f;

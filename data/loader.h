@@ -58,8 +58,9 @@ typedef struct sv_loader_opts {
     sv_transform_mode mode; /* TRAIN: RandomResizedCrop + flip + shuffle + drop_last;
                                   EVAL: resize/center crop, identity order, padded last batch */
     sv_norm_preset norm;
-    const float *mean, *std;    /* channels values overriding `norm` (both or neither); NULL = norm */
-    float crop_pct;             /* eval: resize shorter side to img/crop_pct [0.875] */
+    const float *mean, *std; /* channels values overriding `norm` (both or neither); NULL = norm */
+    double
+        crop_pct; /* eval: resize shorter side to img/crop_pct [0.875] (double: floor(img / crop_pct) is timm's Python arithmetic; 32 / 0.8f is 39.99...) */
     float scale_min, scale_max; /* RandomResizedCrop area range [0.08, 1] */
     float ratio_min, ratio_max; /* RandomResizedCrop aspect range [3/4, 4/3] */
     float hflip;                /* horizontal flip probability [0.5]; set < 0 for none */

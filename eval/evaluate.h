@@ -37,9 +37,10 @@
 #include "fsdp/fsdp.h"
 
 typedef struct sv_eval_opts {
-    int workers;                /* loader threads per rank (0 = cores) */
-    float crop_pct;             /* resize shorter side to img / crop_pct before the center crop (0 = 0.875) */
-    int norm;                   /* sv_norm_preset, or -1: HALF for 1 channel, IMAGENET for 3 (as train does) */
+    int workers; /* loader threads per rank (0 = cores) */
+    double
+        crop_pct; /* resize shorter side to img / crop_pct before the center crop (0 = 0.875; double, as data/loader.h) */
+    int norm;     /* sv_norm_preset, or -1: HALF for 1 channel, IMAGENET for 3 (as train does) */
     const float *mean, *std;    /* in_chans values overriding norm (both or neither), or NULL */
     int interp;                 /* resampling: 0 = SV_INTERP_BILINEAR, 1 = SV_INTERP_BICUBIC */
     uint64_t seed;              /* loader seed (eval order does not depend on it) */
@@ -51,7 +52,7 @@ typedef struct sv_eval_opts {
 
 #define SV_EVAL_OPTS_DEFAULT \
     { \
-        .workers = 0, .crop_pct = 0.0f, .norm = -1, .mean = NULL, .std = NULL, .interp = 0, .seed = 0, \
+        .workers = 0, .crop_pct = 0.0, .norm = -1, .mean = NULL, .std = NULL, .interp = 0, .seed = 0, \
         .skip_unreadable = 0 \
     }
 

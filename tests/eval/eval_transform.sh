@@ -89,6 +89,30 @@ run "$WORK/e3.log" "${EV[@]}" --weights "$WORK/x/model.safetensors" --crop-pct 0
 grep "eval transform:" "$WORK/e3.log"
 grep -q "crop_pct 0.875 (flag), interpolation bilinear (model)" "$WORK/e3.log" || fail "--crop-pct not named a flag"
 same "$WORK/e3" >/dev/null && fail "--crop-pct 0.875 gave the same loss: the test does not discriminate"
+# --crop-pct 0.8 at img 32: the shorter side (32) goes to floor(32 / 0.8) = 40, as timm's Python
+# arithmetic gives; eval and train took crop_pct as a float (0.800000011...), which gave 39 where
+# predict (double) gave 40. eval's loss equals the cross-entropy of predict's probabilities on the
+# same images (predict is a separate path: one image at a time, its own box).
+run "$WORK/e08.log" "${EV[@]}" --weights "$WORK/x/model.safetensors" --crop-pct 0.8 --out "$WORK/e08"
+run "$WORK/p08.log" "$SV" predict --weights "$WORK/x/model.safetensors" --crop-pct 0.8 --json --topk 0 --threads 1 \
+    $(find "$WORK/data/test" -name '*.jpg' | sort)
+"$PY" - "$WORK/e08/eval.json" "$WORK/p08.log" "$WORK/data/classes.txt" <<'PYEOF' || fail "--crop-pct 0.8: eval and predict disagree"
+import json, math, os, sys
+ev = json.load(open(sys.argv[1]))
+names = open(sys.argv[3]).read().split("\n")[:-1]
+nll, n = 0.0, 0
+for line in open(sys.argv[2]):
+    if not line.startswith("{"):
+        continue
+    r = json.loads(line)
+    label = os.path.basename(os.path.dirname(r["image"]))
+    p = {t["class"]: t["prob"] for t in r["top"]}
+    nll -= math.log(p[label])
+    n += 1
+assert n == ev["num_samples"] == 28, (n, ev["num_samples"])
+print("crop_pct 0.8: eval loss %.9g, predict cross-entropy %.9g" % (ev["loss"], nll / n))
+assert abs(ev["loss"] - nll / n) <= 1e-5 * max(1.0, ev["loss"]), (ev["loss"], nll / n)
+PYEOF
 # eval.json records the transform each evaluation computed with (training's own and a flag's)
 "$PY" - "$WORK/run/eval.json" "$WORK/e3/eval.json" <<'PYEOF' || fail "eval.json eval_transform"
 import json, sys
