@@ -134,6 +134,16 @@ void sv_kv_write_str(FILE *out, const char *key, const char *value) {
     fputs("\"\n", out);
 }
 
+/* Keys compare with '_' and '-' as one character (`batch_size` is `batch-size`, as --config reads
+ * its keys: app/flags.c). */
+static int key_eq(const char *a, const char *b) {
+    for (;; a++, b++) {
+        char x = *a == '_' ? '-' : *a, y = *b == '_' ? '-' : *b;
+        if (x != y) return 0;
+        if (!x) return 1;
+    }
+}
+
 sv_status sv_kv_file_get(const char *path, const char *key, char *out, size_t cap, int *found) {
     *found = 0;
     char *text;
@@ -152,7 +162,7 @@ sv_status sv_kv_file_get(const char *path, const char *key, char *out, size_t ca
         int r = sv_kv_parse_line(line, &k, &v, &err);
         if (r < 0) {
             st = SV_FAIL(SV_ERR_FORMAT, "%s:%d: %s", path, lineno, err);
-        } else if (r > 0 && !strcmp(k, key)) {
+        } else if (r > 0 && key_eq(k, key)) {
             if (found_at)
                 st = SV_FAIL(SV_ERR_FORMAT, "%s:%d: key '%s' repeats the one on line %d (a key may be given once)",
                              path, lineno, key, found_at);

@@ -27,7 +27,9 @@ int sv_kv_parse_line(char *s, char **key, char **value, const char **err);
 void sv_kv_write_str(FILE *out, const char *key, const char *value);
 
 /* The value of `key` in the file at `path` (read with sv_fileio_read_small, at most 1 MiB);
- * *found = 0 when the key is absent. A malformed line, or the key given twice (TOML forbids it),
+ * *found = 0 when the key is absent. Keys compare with '_' and '-' as one (`ckpt_dir` is
+ * `ckpt-dir`, as --config reads them). A malformed line, or the key given twice (TOML forbids it;
+ * `ckpt_dir` and `ckpt-dir` count as twice),
  * is SV_ERR_FORMAT naming the file and the line(s); a value longer than cap - 1 bytes is
  * SV_ERR_INVALID. */
 sv_status sv_kv_file_get(const char *path, const char *key, char *out, size_t cap, int *found);
