@@ -40,6 +40,14 @@ SHARDVIT_CPU_GEMM=bogus "$SV" plan --cpu-gemm auto >/dev/null || fail "--cpu-gem
 SHARDVIT_CPU_GEMM= "$SV" plan --model vit-28 >/dev/null || fail "an empty SHARDVIT_CPU_GEMM (unset: auto) was refused"
 SHARDVIT_CPU_BF16_STORAGE=2 expect_usage_error "SHARDVIT_CPU_BF16_STORAGE: invalid value '2' (expected 0 or 1;" \
     train --steps 0
+# SHARDVIT_CPU_ISA: an unknown name is a usage error before any work (it was exit 1 after the device
+# set-up, "not available on this CPU", aborting every rank); empty variables are unset
+SHARDVIT_CPU_ISA=avx2x expect_usage_error "SHARDVIT_CPU_ISA: invalid value 'avx2x' (expected generic|avx2|avx512|auto)" \
+    train --steps 0
+SHARDVIT_CPU_ISA= "$SV" train --model vit-28 --dim 32 --depth 1 --heads 2 --steps 0 >/dev/null 2>&1 ||
+    fail "an empty SHARDVIT_CPU_ISA (unset: auto) was refused"
+SHARDVIT_CPU_BF16_STORAGE= "$SV" train --model vit-28 --dim 32 --depth 1 --heads 2 --steps 0 >/dev/null 2>&1 ||
+    fail "an empty SHARDVIT_CPU_BF16_STORAGE (unset) was refused"
 # plan: a flag of one mode is refused with another mode (it would be ignored); --device h200 / h100
 # without the simulator says where they belong
 expect_usage_error "--format sets the format of --sweep's rows: with --sweep, not with --simulate" \
