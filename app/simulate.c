@@ -143,9 +143,10 @@ sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_link *link) {
     int64_t world = 0;
     st = sv_json_get_i64(&doc.root, "world", &world);
     if (st == SV_OK) st = sv_json_get(&doc.root, "results", SV_JSON_ARRAY, &res);
-    if (st == SV_OK && world < 2)
-        st = SV_FAIL(SV_ERR_INVALID, "%s: a bench --comm result of world %lld (at least 2 ranks needed to fit a link)",
-                     path, (long long)world);
+    if (st == SV_OK && (world < 2 || world > (1 << 24)))
+        st = SV_FAIL(SV_ERR_INVALID,
+                     "%s: a bench --comm result of world %lld (2 to 16777216 ranks needed to fit a link)", path,
+                     (long long)world);
     const char *transport = NULL;
     if (st == SV_OK && sv_json_get_str(&doc.root, "comm", &transport, NULL) != SV_OK) {
         sv_err_clear(); /* older results: the transport unknown, serial */
@@ -194,6 +195,17 @@ sv_status sv_sim_fit_bench_comm(const char *path, sv_sim_link *link) {
         }
         /* MPI's nonblocking collectives progress side by side (NCCL's run in stream order) */
         link->shared = transport && !strcmp(transport, "mpi");
+        /* the fitted link within the bounds --intra / --inter accept (parse_link): a file whose
+         * times fit no real link (edited, or measured under a stall) would make every simulated
+         * step nonsense */
+        const double bw = link->bw_Bps / 1e9, al = link->alpha_s * 1e6, sal = link->small_alpha_s * 1e6;
+        if (!(bw > 0 && bw < 1e6 && al >= 0 && al < 1e6 && sal >= 0 && sal < 1e6 && isfinite(link->reduce_factor) &&
+              link->reduce_factor > 0))
+            st = SV_FAIL(SV_ERR_INVALID,
+                         "%s: the link fitted to its all_gather rows (%.3g us per step, %.3g GB/s, small messages "
+                         "%.3g us) is outside what --intra / --inter accept (latency in [0, 1e6) us, bandwidth in "
+                         "(0, 1e6) GB/s): not a bench --comm measurement of a real link",
+                         path, al, bw, sal);
     }
     sv_json_doc_free(&doc);
     return st;

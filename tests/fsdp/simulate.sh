@@ -281,5 +281,19 @@ BADMSG="above the link" bad --simulate --device h200 --world 16 --nodes 2 --inte
 mkfifo "$WORK/fifo"
 BADMSG="--trace" bad --simulate --device h200 --world 8 --trace "$WORK/fifo"
 echo '{"mode":"comm","world":1,"results":[]}' >"$WORK/w1.json"
-BADMSG="at least 2 ranks" bad --simulate --device cpu --net-from "$WORK/w1.json"
+BADMSG="2 to 16777216 ranks" bad --simulate --device cpu --net-from "$WORK/w1.json"
+# a file whose times fit no real link (every time x 1e290) is refused as --intra 1e300,1 is (it gave
+# a step time of 290 digits), and so is a world of 1e15
+"$PY" - "$WORK/law.json" "$WORK/huge.json" "$WORK/wbig.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["results"]:
+    r["time_us"] *= 1e290
+json.dump(d, open(sys.argv[2], "w"))
+d = json.load(open(sys.argv[1]))
+d["world"] = 10 ** 15
+json.dump(d, open(sys.argv[3], "w"))
+PYEOF
+BADMSG="is outside what --intra / --inter accept" bad --simulate --device cpu --world 2 --net-from "$WORK/huge.json"
+BADMSG="2 to 16777216 ranks" bad --simulate --device cpu --world 2 --net-from "$WORK/wbig.json"
 echo "simulate: all passed"
