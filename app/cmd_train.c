@@ -136,10 +136,9 @@ typedef struct trainer {
     const sv_train_resume *rs; /* rank 0: the checkpoint --resume continues, found at start-up */
 } trainer;
 
-/* The recorded transform: flags, else the --init-from file's normalisation, else defaults. */
-static sv_status resolve_transform(trainer *t) {
-    const sv_train_opts *o = t->o;
-    const sv_vit_config *c = &t->r->vcfg;
+/* The recorded transform of a run of model c: flags, else the --init-from file's normalisation,
+ * else defaults (resolved once, before the start-up checks: a resume compares it). */
+static sv_status resolve_transform(const sv_train_opts *o, const sv_vit_config *c, sv_ckpt_xform *tx) {
     SV_TRY(sv_xform_flags_check(&o->xf, c->in_chans));
     sv_ckpt_meta init_meta = {0}; /* --init-from: a timm file's pretrained_cfg (normalisation) */
     int init_found = 0;
@@ -149,10 +148,17 @@ static sv_status resolve_transform(trainer *t) {
         free(init_meta.labels);
         snprintf(init_src, sizeof init_src, "--init-from %.500s config.json", o->init_from);
     }
-    SV_TRY(sv_xform_for_training(&o->xf, init_found ? &init_meta.xform : NULL, init_src, o->run.model.model, c->img,
-                                 c->in_chans, &t->tx));
-    for (int k = 0; k < 3; k++) t->mean[k] = (float)t->tx.mean[k], t->stdv[k] = (float)t->tx.std[k];
-    return SV_OK;
+    return sv_xform_for_training(&o->xf, init_found ? &init_meta.xform : NULL, init_src, o->run.model.model, c->img,
+                                 c->in_chans, tx);
+}
+
+/* Rank 0, before the run directories are touched: the checkpoint a resume continues must have
+ * been trained on inputs of this run's normalisation (the loading checks it again). */
+static sv_status resume_norm_fits(const sv_train_resume *rs, const sv_ckpt_xform *tx) {
+    if (!rs->found) return SV_OK;
+    char where[SV_CKPT_PATH_MAX + 16];
+    snprintf(where, sizeof where, "%s/index.json", rs->step_dir);
+    return sv_ckpt_xform_same_norm(&rs->idx.meta.xform, tx, where);
 }
 
 /* Datasets (training, evaluation: opened and compared on every rank, collective), the training
@@ -448,14 +454,13 @@ static sv_status run_steps(trainer *t, long start, train_end *end) {
     return SV_OK;
 }
 
-static sv_status train(sv_run *r, const sv_train_opts *o, const sv_train_resume *rs, train_end *end) {
-    trainer t = {.r = r, .o = o, .last_eval = -1, .final_loss = NAN, .rs = rs};
+static sv_status train(sv_run *r, const sv_train_opts *o, const sv_train_resume *rs, const sv_ckpt_xform *tx,
+                       train_end *end) {
+    trainer t = {.r = r, .o = o, .last_eval = -1, .final_loss = NAN, .rs = rs, .tx = *tx};
+    for (int k = 0; k < 3; k++) t.mean[k] = (float)t.tx.mean[k], t.stdv[k] = (float)t.tx.std[k];
     const sv_vit_config *c = &r->vcfg;
     long start = 0;
-    /* agreed: the --init-from config.json read on one rank only failing (node-local storage) must
-     * not leave the others waiting in the next collective */
-    sv_status st = sv_run_agree(r, resolve_transform(&t));
-    if (st == SV_OK) st = sv_run_agree(r, open_data(&t)); /* rank 0's checks and files included */
+    sv_status st = sv_run_agree(r, open_data(&t)); /* rank 0's checks and files included */
     if (st == SV_OK) {
         t.hooks = hooks_for(o);
         sv_train_hooks_install(r, &t.hooks);
@@ -500,6 +505,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     sv_run r;
     sv_run_lock locks[2] = {{-1}, {-1}};
     sv_train_resume rs = {0}; /* rank 0: what --resume continues (sv_train_ckpt_precheck) */
+    sv_ckpt_xform tx;         /* the run's evaluation transform (resolve_transform) */
     /* Handlers first: a signal during set-up stops the run at the first step boundary. They stay
      * installed until the run is torn down: a signal after the last step boundary (final save,
      * evaluation, outputs, the done: line, teardown) finds the run complete and is only recorded,
@@ -536,18 +542,22 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
                                  .params = sv_vit_param_count(&r.vcfg)};
         sv_train_recipe now = {.mixup = o.mixup, .smoothing = o.smoothing, .drop_path = o.drop_path};
         sv_ckpt_optim opt = sv_train_optim_record(&o.of, o.beta1, o.beta2, o.eps, o.weight_decay);
+        /* agreed: the --init-from config.json read on one rank only failing (node-local storage)
+         * must not leave the others waiting in the next collective */
+        sv_status ts = sv_run_agree(&r, resolve_transform(&o, &r.vcfg, &tx));
         /* rank 0's checks, then the run directories: a refused start creates and rewrites nothing
          * there (a resume of another model or update rule among them) */
-        sv_status ps = proc->rank == 0 ? check_init_from(&r, &o) : SV_OK;
+        sv_status ps = ts != SV_OK ? ts : proc->rank == 0 ? check_init_from(&r, &o) : SV_OK;
         if (ps == SV_OK && proc->rank == 0) ps = sv_train_outputs_check(&outs);
         if (ps == SV_OK && proc->rank == 0) ps = sv_train_ckpt_precheck(o.resume, o.ckpt_dir, o.out, &now, &rs);
         if (ps == SV_OK && proc->rank == 0) ps = sv_train_resume_model_fits(&rs, &r.fsdp.L, &opt);
+        if (ps == SV_OK && proc->rank == 0) ps = resume_norm_fits(&rs, &tx);
         if (ps == SV_OK && proc->rank == 0) ps = sv_train_outputs_lock(&outs, locks);
         if (ps == SV_OK && proc->rank == 0) ps = sv_train_ckpt_still_latest(o.resume, o.ckpt_dir, o.out, &rs);
         st = sv_run_agree(&r, ps);
     }
     train_end end = {0};
-    if (st == SV_OK) st = train(&r, &o, &rs, &end);
+    if (st == SV_OK) st = train(&r, &o, &rs, &tx, &end);
     if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace); /* agreed */
     sv_train_resume_free(&rs);
     for (int i = 0; i < 2; i++) sv_run_dir_unlock(&locks[i]);

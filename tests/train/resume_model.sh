@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# A --resume whose checkpoint holds another model or was trained with another update rule is
+# A --resume whose checkpoint holds another model or was trained with another update rule or
+# input normalisation is
 # refused before the run directory is touched (docs/training.md "Resuming"), through real 2-rank
 # runs on real files:
 #  1. a run stopped by a preemption signal (its checkpoint saved), then resumed with --heads 4,
-#     --dim 128, --layer-scale 1e-5, --global-pool avg (exit 1) and --opt sgd (exit 2) over the
-#     run's own config.toml: each refused naming the difference, and the run directory byte for
+#     --dim 128, --layer-scale 1e-5, --global-pool avg (exit 1), --opt sgd and another
+#     normalisation, --mean 0.3 --std 0.2 (exit 2), over the run's own config.toml: each refused naming the difference, and the run directory byte for
 #     byte as it was (config.toml, the lock marker .shardvit-run, metrics.jsonl, classes.txt, the
 #     TensorBoard event files and their number, the checkpoints);
 #  2. the documented restart, `train --config OUT/config.toml --resume auto`, then resumes that
@@ -48,6 +49,7 @@ refusal dim 1 "tensor [^ ]+ has shape \([^)]*32[^)]*\) in the checkpoint but \([
 refusal layer_scale 1 "the checkpoint's model has LayerScale off, .* but this run has on, " --layer-scale 1e-5
 refusal global_pool 1 "global pool token, .* but this run has [^,]*, avg, " --global-pool avg
 refusal opt 2 "the checkpoint was trained with --opt adamw but this run asks for --opt sgd" --opt sgd
+refusal norm 2 "records the training normalisation .*, this run resolved .*: pass --mean" --mean 0.3 --std 0.2
 
 echo "== 2. the documented restart continues the run"
 failed=${NFAIL:-0}
