@@ -503,7 +503,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     sv_preempt pre;
     if (sv_preempt_parse(o.preempt_signal, &pre) != SV_OK) return sv_cmd_usage_error("train", "%s", sv_err_msg());
     sv_run r;
-    sv_run_lock locks[2] = {{-1}, {-1}};
+    sv_run_lock locks[2] = {SV_RUN_LOCK_NONE, SV_RUN_LOCK_NONE};
     sv_train_resume rs = {0}; /* rank 0: what --resume continues (sv_train_ckpt_precheck) */
     sv_ckpt_xform tx;         /* the run's evaluation transform (resolve_transform) */
     /* Handlers first: a signal during set-up stops the run at the first step boundary. They stay
@@ -560,7 +560,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     if (st == SV_OK) st = train(&r, &o, &rs, &tx, &end);
     if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace); /* agreed */
     sv_train_resume_free(&rs);
-    for (int i = 0; i < 2; i++) sv_run_dir_unlock(&locks[i]);
+    for (int i = 0; i < 2; i++) sv_run_dir_unlock(&locks[i], st != SV_OK); /* a refused start: no directory left */
     if (st != SV_OK) {
         /* SV_ERR_INVALID is a usage error (exit 2, and main does not abort the other ranks: each
          * tears down and finalizes) only when every rank is known to fail alike: before the run was

@@ -220,17 +220,35 @@ sv_status sv_run_dir_records_root(const char *dir, const sv_run_dir_records *rec
     return SV_OK;
 }
 
+/* The lock's own files (the marker it created, the directories it made) removed: a failed
+ * lock, or a refused start that wrote nothing else (sv_run_dir_unlock). */
+static void lock_undo(sv_run_lock *lk) {
+    if (lk->made_marker) unlink(lk->marker);
+    lk->made_marker = 0;
+    sv_fileio_made_dirs_remove(&lk->made); /* each only while empty */
+}
+
 sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk) {
     lk->fd = -1;
-    SV_TRY(sv_fileio_mkdirs(dir, 0755));
-    char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, SV_RUN_DIR_MARKER) >= sizeof path)
+    lk->made_marker = 0;
+    if ((size_t)snprintf(lk->marker, sizeof lk->marker, "%s/%s", dir, SV_RUN_DIR_MARKER) >= sizeof lk->marker)
         return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd < 0) return SV_FAIL(SV_ERR_IO, "cannot open the run lock %s: %s", path, strerror(errno));
+    SV_TRY(sv_fileio_mkdirs_made(dir, 0755, &lk->made));
+    const char *path = lk->marker;
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd >= 0)
+        lk->made_marker = 1;
+    else if (errno == EEXIST)
+        fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        sv_status st = SV_FAIL(SV_ERR_IO, "cannot open the run lock %s: %s", path, strerror(errno));
+        lock_undo(lk);
+        return st;
+    }
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
+        lock_undo(lk);
         return SV_FAIL(SV_ERR_INVALID, "the run lock %s is not a regular file", path);
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -238,6 +256,7 @@ sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk) {
         char who[256] = "";
         ssize_t n = pread(fd, who, sizeof who - 1, 0);
         close(fd);
+        sv_fileio_made_dirs_keep(&lk->made); /* another run holds it: nothing of this one to undo */
         if (err != EWOULDBLOCK) return SV_FAIL(SV_ERR_IO, "cannot lock %s: %s", path, strerror(err));
         who[n > 0 ? n : 0] = 0;
         who[strcspn(who, "\n")] = 0;
@@ -256,13 +275,32 @@ sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk) {
     if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len) {
         int err = errno;
         close(fd);
+        lock_undo(lk);
         return SV_FAIL(SV_ERR_IO, "cannot write the run lock %s: %s", path, strerror(err));
     }
     lk->fd = fd;
     return SV_OK;
 }
 
-void sv_run_dir_unlock(sv_run_lock *lk) {
-    if (lk->fd >= 0) close(lk->fd);
+/* Does the directory of the marker hold nothing but the marker? */
+static int only_marker(const char *marker) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", marker);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    DIR *d = opendir(slash ? dir : ".");
+    if (!d) return 0;
+    int other = 0;
+    for (struct dirent *e; !other && (e = readdir(d));)
+        other = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, SV_RUN_DIR_MARKER);
+    closedir(d);
+    return !other;
+}
+
+void sv_run_dir_unlock(sv_run_lock *lk, int failed) {
+    if (lk->fd < 0) return;
+    if (failed && lk->made_marker && only_marker(lk->marker)) lock_undo(lk); /* before the lock goes */
+    close(lk->fd);
     lk->fd = -1;
+    sv_fileio_made_dirs_keep(&lk->made);
 }

@@ -23,13 +23,19 @@
 
 #include <limits.h>
 
+#include "core/fileio.h"
 #include "core/status.h"
 
 #define SV_RUN_DIR_MARKER ".shardvit-run"
 
 typedef struct sv_run_lock {
-    int fd; /* -1: none held */
+    int fd;                   /* -1: none held */
+    int made_marker;          /* the lock created the marker file (it was not there) */
+    char marker[PATH_MAX];    /* its path */
+    sv_fileio_made_dirs made; /* the directories the lock created (dir and missing parents) */
 } sv_run_lock;
+#define SV_RUN_LOCK_NONE \
+    { .fd = -1 }
 
 /* Check that `dir` may be used as a run directory (rules above). SV_ERR_INVALID names the reason;
  * `flag` ("--out", "--ckpt-dir") is used in the message; resuming: the run continues an earlier
@@ -38,7 +44,11 @@ sv_status sv_run_dir_check(const char *dir, const char *flag, int resuming);
 /* Create `dir` (mkdir -p) if needed and take its lock: SV_ERR_INVALID naming the process that
  * holds it. The lock lasts until sv_run_dir_unlock or the end of the process. */
 sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk);
-void sv_run_dir_unlock(sv_run_lock *lk);
+/* Release the lock. failed: the run failed or was refused; then a directory that holds nothing but
+ * the marker this lock created goes again, with the marker and the parents the lock created (a
+ * refused start leaves no directory behind); anything else in it (a run's records, checkpoints,
+ * another file) keeps it as it is. */
+void sv_run_dir_unlock(sv_run_lock *lk, int failed);
 
 /* Does the checkpoint root `root` hold anything of a run (`latest`, step_* directories)? 0 when
  * it does not exist or cannot be read. */

@@ -10,7 +10,8 @@
 #     TensorBoard event files and their number, the checkpoints);
 #  2. the documented restart, `train --config OUT/config.toml --resume auto`, then resumes that
 #     checkpoint and trains the remaining steps;
-#  3. the same refusals into a new --out (and --ckpt-dir) create no directory.
+#  3. the same refusals into a new --out (and --ckpt-dir) create no directory, nor does one found
+#     only after the lock (a checkpoint past --steps: the lock's marker and directories go again).
 # HOSTILE_KEEP_GOING=1 runs every check (to show that each fails on a build without the fix).
 SHARDVIT=$1
 source "$(dirname "$0")/cli_lib.sh"
@@ -70,4 +71,9 @@ test -e "$W/new2" -o -e "$W/new2ck" && fail "a refused resume into a new --out /
 expect_fail new_ckpt_dir "the checkpoint's model has heads 2 but this run has --heads 4" \
     t2 --steps 8 --ckpt-dir "$W/new3ck" --resume "$R/checkpoints/$latest" --heads 4
 test -e "$W/new3ck" && fail "a refused resume into a new --ckpt-dir created it"
+# refused only once the data is open (after the lock was taken): a checkpoint past this run's
+# --steps, resumed into a new --out two levels deep: the lock's marker and both directories go
+expect_fail new_out_past "past the 2 steps of this run" \
+    t2 --steps 2 --out "$W/new4/deep" --resume "$R/checkpoints/step_00000008"
+test -e "$W/new4" && fail "a resume refused after the lock left $(find "$W/new4" | tr '\n' ' ')"
 all_passed resume_model
