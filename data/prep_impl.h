@@ -71,6 +71,15 @@ typedef struct sv_prep_sink {
     int width; /* digits of the index */
 } sv_prep_sink;
 
+/* The marker (data/prep_marker.c): its options part for dataset `what` into buf (-1 when it does
+ * not fit: a --src of ~8 KiB); the source record's lines (-1 when they do not fit; "" without a
+ * record); and the output-directory check: o->out missing or empty (*done = 0), a complete import
+ * of these options whose OUT (and imagefolder source) still holds what the marker records (*done
+ * = 1, o->n_train / o->n_test read from it), else refused naming why. quiet: no warnings. */
+int sv_prep_marker_opts(const sv_prep_opts *o, const char *what, char *buf, size_t cap);
+int sv_prep_source_lines(const sv_prep_source *r, char *buf, size_t cap);
+sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char *opts, int quiet, int *done);
+
 /* `what` names the dataset in the marker and the messages ("cifar10", "imagefolder", ...). */
 sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *done);
 sv_status sv_prep_finish(sv_prep_job *j, const char *const *names, int K);
