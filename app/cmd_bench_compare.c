@@ -11,7 +11,10 @@
  * (a note names a result that lacks it). Differences in provenance that do not change what is
  * measured (commit, dirty tree, CPU, libraries, world size, threads) are listed as notes, since
  * they are usually what a comparison is about; so are MFUs against different peaks (their ratio
- * is then not shown). */
+ * is then not shown).
+ *
+ * Every string of a result file that is printed (in a line, a note or an error) goes through
+ * sv_log_esc, so a result file cannot drive the terminal. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,7 @@
 #include "app/flags.h"
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/log.h"
 
 typedef struct result {
     const char *path;
@@ -46,12 +50,12 @@ static sv_status load(result *r, const char *path) {
     return SV_OK;
 }
 
-/* A scalar as text for messages (strings bare, numbers %.6g). */
+/* A scalar as text for messages (strings bare but escaped: sv_log_esc; numbers %.6g). */
 static void scalar_text(const sv_json *v, char *buf, size_t cap) {
     if (!v)
         snprintf(buf, cap, "(absent)");
     else if (v->type == SV_JSON_STRING)
-        snprintf(buf, cap, "%s", v->u.str.s);
+        sv_log_esc(v->u.str.s, buf, cap);
     else if (v->type == SV_JSON_NUMBER)
         snprintf(buf, cap, "%.6g", v->u.num.d);
     else if (v->type == SV_JSON_BOOL)
@@ -108,9 +112,11 @@ static sv_status require_same_recorded(const result *a, const result *b, const s
         const sv_json *va = sv_json_member_get(oa, keys[i]), *vb = sv_json_member_get(ob, keys[i]);
         if (!va && !vb) continue;
         if (!va || !vb) {
-            if (print)
+            if (print) {
+                char p[SV_ESC_CAP];
                 printf("note: %s%s is not recorded in %s (a result from an earlier shardvit): not checked\n", what,
-                       keys[i], !va ? a->path : b->path);
+                       keys[i], sv_log_esc(!va ? a->path : b->path, p, sizeof p));
+            }
             continue;
         }
         const char *const one[] = {keys[i], NULL};
@@ -119,10 +125,11 @@ static sv_status require_same_recorded(const result *a, const result *b, const s
     return SV_OK;
 }
 
-/* A string member, or "?" when absent or not a string. */
-static const char *str_of(const sv_json *obj, const char *key) {
+/* A string member escaped for a terminal line (sv_log_esc) in buf, or "?" when absent or not a
+ * string. */
+static const char *str_of(const sv_json *obj, const char *key, char *buf, size_t cap) {
     const sv_json *v = sv_json_member_get(obj, key);
-    return v && v->type == SV_JSON_STRING ? v->u.str.s : "?";
+    return v && v->type == SV_JSON_STRING ? sv_log_esc(v->u.str.s, buf, cap) : "?";
 }
 
 /* A measured figure bench writes: whether a result must carry it (else it may be absent or null,
@@ -199,7 +206,8 @@ static void provenance_notes(const result *a, const result *b) {
         "commit",           "dirty", "version", "host",      "world_size", "ranks_per_node",
         "threads_per_rank", "cpu",   "gpu",     "libraries", "build",      NULL};
     if (!a->prov || !b->prov) {
-        printf("note: %s carries no provenance\n", !a->prov ? a->path : b->path);
+        char p[SV_ESC_CAP];
+        printf("note: %s carries no provenance\n", sv_log_esc(!a->prov ? a->path : b->path, p, sizeof p));
         return;
     }
     for (size_t i = 0; keys[i]; i++) {
@@ -248,8 +256,10 @@ static const sv_json *op_row(const sv_json *rows, const sv_json *v) {
 
 static sv_status compare(const result *a, const result *b) {
     const char *ma = sv_json_member_get(a->root, "mode")->u.str.s, *mb = sv_json_member_get(b->root, "mode")->u.str.s;
+    char e1[SV_ESC_CAP], e2[SV_ESC_CAP];
     if (strcmp(ma, mb))
-        return SV_FAIL(SV_ERR_INVALID, "refusing to compare: mode differs (%s: %s, %s: %s)", a->path, ma, b->path, mb);
+        return SV_FAIL(SV_ERR_INVALID, "refusing to compare: mode differs (%s: %s, %s: %s)", a->path,
+                       sv_log_esc(ma, e1, sizeof e1), b->path, sv_log_esc(mb, e2, sizeof e2));
     if (!strcmp(ma, "train")) {
         static const char *const id[] = {"model", "img",        "patch", "dim",         "depth",
                                          "heads", "batch_size", "accum", "param_dtype", NULL};
@@ -280,8 +290,8 @@ static sv_status compare(const result *a, const result *b) {
         }
         char batch[64];
         scalar_text(sv_json_member_get(a->root, "batch_size"), batch, sizeof batch);
-        printf("train %s, batch %s, %s:%*s%14s %14s\n", str_of(a->root, "model"), batch, str_of(a->root, "param_dtype"),
-               4, "", "A", "B");
+        printf("train %s, batch %s, %s:%*s%14s %14s\n", str_of(a->root, "model", e1, sizeof e1), batch,
+               str_of(a->root, "param_dtype", e2, sizeof e2), 4, "", "A", "B");
         for (const metric *m = k_train; m->key; m++) {
             const sv_json *va = sv_json_member_get(a->root, m->key), *vb = sv_json_member_get(b->root, m->key);
             if (!same_peak && !strcmp(m->key, "mfu"))
@@ -312,7 +322,7 @@ static sv_status compare(const result *a, const result *b) {
                 const sv_json *v = sv_json_member_get(sv_json_index(rows, i), "variant");
                 if (op_row(rows, v) != sv_json_index(rows, i))
                     return SV_FAIL(SV_ERR_FORMAT, "%s: %svariant %s repeats an earlier row's", r->path, where,
-                                   v->u.str.s);
+                                   sv_log_esc(v->u.str.s, e1, sizeof e1));
             }
         }
         for (size_t i = 0; i < na; i++) {
@@ -323,8 +333,9 @@ static sv_status compare(const result *a, const result *b) {
             SV_TRY(check_metrics(a, b, x, y, where, k_op));
             /* the work a row measured (from the op's sizes): results of every version record it */
             static const char *const work[] = {"flops", "bytes", NULL};
-            char vwhere[96];
-            snprintf(vwhere, sizeof vwhere, "variant %s: ", sv_json_member_get(x, "variant")->u.str.s);
+            char vwhere[SV_ESC_CAP + 16];
+            snprintf(vwhere, sizeof vwhere,
+                     "variant %s: ", sv_log_esc(sv_json_member_get(x, "variant")->u.str.s, e1, sizeof e1));
             SV_TRY(require_same(a, b, x, y, work, vwhere));
             common++;
         }
@@ -338,17 +349,19 @@ static sv_status compare(const result *a, const result *b) {
             for (size_t i = 0; i < sv_json_count(rows); i++) {
                 const sv_json *v = sv_json_member_get(sv_json_index(rows, i), "variant");
                 if (!op_row(other, v))
-                    printf("note: variant %s is only in %s (not compared)\n", v->u.str.s, side ? b->path : a->path);
+                    printf("note: variant %s is only in %s (not compared)\n", sv_log_esc(v->u.str.s, e1, sizeof e1),
+                           sv_log_esc(side ? b->path : a->path, e2, sizeof e2));
             }
         }
-        printf("op %s:                          %14s %14s\n", str_of(a->root, "op"), "A", "B");
+        printf("op %s:                          %14s %14s\n", str_of(a->root, "op", e1, sizeof e1), "A", "B");
         for (size_t i = 0; i < na; i++) {
             const sv_json *x = sv_json_index(ra, i), *vx = sv_json_member_get(x, "variant"), *y = op_row(rb, vx);
             if (!y) continue;
-            char name[64];
-            snprintf(name, sizeof name, "%s rate_best", vx->u.str.s);
+            char name[SV_ESC_CAP + 16];
+            sv_log_esc(vx->u.str.s, e1, sizeof e1);
+            snprintf(name, sizeof name, "%s rate_best", e1);
             ratio_line(name, sv_json_member_get(x, "rate_best"), sv_json_member_get(y, "rate_best"));
-            snprintf(name, sizeof name, "%s best_s", vx->u.str.s);
+            snprintf(name, sizeof name, "%s best_s", e1);
             ratio_line(name, sv_json_member_get(x, "best_s"), sv_json_member_get(y, "best_s"));
         }
         return SV_OK;
@@ -367,8 +380,21 @@ static sv_status compare(const result *a, const result *b) {
                 snprintf(where, sizeof where, "results[%zu].", i);
                 SV_TRY(check_row(r, sv_json_index(rows, i), where, "op"));
                 static const metric size = {"size_bytes", 1, 0, 1, 1e15};
-                SV_TRY(get_metric(r, sv_json_index(rows, i), where, &size, &v));
-                SV_TRY(get_metric(r, sv_json_index(rows, i), where, &k_comm[0], &v));
+                const sv_json *row = sv_json_index(rows, i), *op = sv_json_member_get(row, "op");
+                const sv_json *sz;
+                SV_TRY(get_metric(r, row, where, &size, &sz));
+                SV_TRY(get_metric(r, row, where, &k_comm[0], &v));
+                /* one row per (collective, size), as bench writes them: a repeated one would be
+                 * paired with each matching row of the other file, crosswise */
+                for (size_t j = 0; j < i; j++) {
+                    const sv_json *earlier = sv_json_index(rows, j);
+                    if (same_value(sv_json_member_get(earlier, "op"), op) &&
+                        same_value(sv_json_member_get(earlier, "size_bytes"), sz))
+                        return SV_FAIL(SV_ERR_FORMAT,
+                                       "%s: %sop %s with size_bytes %.0f repeats results[%zu]'s (one row per "
+                                       "collective and size)",
+                                       r->path, where, sv_log_esc(op->u.str.s, e1, sizeof e1), sz->u.num.d, j);
+                }
             }
         }
         provenance_notes(a, b);
@@ -382,8 +408,9 @@ static sv_status compare(const result *a, const result *b) {
                     !same_value(sv_json_member_get(x, "size_bytes"), sv_json_member_get(y, "size_bytes")))
                     continue;
                 const sv_json *op = sv_json_member_get(x, "op"), *sz = sv_json_member_get(x, "size_bytes");
-                char name[64];
-                snprintf(name, sizeof name, "%s %.0f B", op && op->type == SV_JSON_STRING ? op->u.str.s : "?",
+                char name[SV_ESC_CAP + 32];
+                snprintf(name, sizeof name, "%s %.0f B",
+                         op && op->type == SV_JSON_STRING ? sv_log_esc(op->u.str.s, e1, sizeof e1) : "?",
                          sz && sz->type == SV_JSON_NUMBER ? sz->u.num.d : 0.0);
                 ratio_line(name, sv_json_member_get(x, "busbw_gbps"), sv_json_member_get(y, "busbw_gbps"));
                 matched++;
@@ -392,7 +419,7 @@ static sv_status compare(const result *a, const result *b) {
         if (!matched) return SV_FAIL(SV_ERR_INVALID, "refusing to compare: no (collective, size) row in common");
         return SV_OK;
     }
-    return SV_FAIL(SV_ERR_INVALID, "%s: unknown bench mode '%s'", a->path, ma);
+    return SV_FAIL(SV_ERR_INVALID, "%s: unknown bench mode '%s'", a->path, sv_log_esc(ma, e1, sizeof e1));
 }
 
 int sv_cmd_bench_compare(int argc, char **argv, const sv_proc *proc) {
@@ -418,9 +445,6 @@ int sv_cmd_bench_compare(int argc, char **argv, const sv_proc *proc) {
     if (st == SV_OK) st = compare(&a, &b);
     sv_json_doc_free(&a.doc);
     sv_json_doc_free(&b.doc);
-    if (st != SV_OK) {
-        fprintf(stderr, "shardvit bench-compare: error: %s\n", sv_err_msg());
-        return 1;
-    }
+    if (st != SV_OK) return sv_app_fail("bench-compare", st);
     return 0;
 }

@@ -133,46 +133,33 @@ static double median_of(const sv_rp_series *s) {
     return m;
 }
 
+/* A summary card of the number v (sv_rp_fmt_num). */
+static void num_card(sv_rp_buf *b, const char *label, double v, int decimals, double big, int pct) {
+    char t[SV_RP_NUM_CAP];
+    sv_rp_fmt_num(v, decimals, big, pct, t, sizeof t);
+    card(b, label, t);
+}
+
 static void summary_cards(sv_rp_buf *b, const metrics_data *md, const sv_rp_eval_data *ev) {
-    char v[64];
     sv_rp_printf(b, "<section class=\"cards\">\n");
     const sv_rp_series *S = md->s;
     if (S[S_LOSS].n) {
-        snprintf(v, sizeof v, "%.0f", S[S_LOSS].x[S[S_LOSS].n - 1]);
-        card(b, "steps", v);
-        snprintf(v, sizeof v, "%.4f", last_of(&S[S_LOSS]));
-        card(b, "final train loss", v);
+        num_card(b, "steps", S[S_LOSS].x[S[S_LOSS].n - 1], 0, SV_RP_WHOLE_MAX, 0);
+        num_card(b, "final train loss", last_of(&S[S_LOSS]), 4, SV_RP_VALUE_MAX, 0);
     }
     double t1 = ev->have ? ev->top1 : last_of(&S[S_TOP1]), t5 = ev->have ? ev->top5 : last_of(&S[S_TOP5]);
-    if (!isnan(t1)) {
-        snprintf(v, sizeof v, "%.2f%%", 100 * t1);
-        card(b, "eval top-1", v);
-    }
-    if (!isnan(t5)) {
-        snprintf(v, sizeof v, "%.2f%%", 100 * t5);
-        card(b, "eval top-5", v);
-    }
+    if (!isnan(t1)) num_card(b, "eval top-1", t1, 2, SV_RP_VALUE_MAX, 1);
+    if (!isnan(t5)) num_card(b, "eval top-5", t5, 2, SV_RP_VALUE_MAX, 1);
     double e1 = ev->have && ev->have_ema ? ev->ema_top1 : last_of(&S[S_EMA_TOP1]);
-    if (!isnan(e1)) {
-        snprintf(v, sizeof v, "%.2f%%", 100 * e1);
-        card(b, "EMA top-1", v);
-    }
-    if (S[S_IPS].n) {
-        snprintf(v, sizeof v, "%.1f", median_of(&S[S_IPS]));
-        card(b, "images / s (median)", v);
-    }
-    if (S[S_MFU].n) {
-        snprintf(v, sizeof v, "%.1f%%", 100 * median_of(&S[S_MFU]));
-        card(b, "MFU (median)", v);
-    }
+    if (!isnan(e1)) num_card(b, "EMA top-1", e1, 2, SV_RP_VALUE_MAX, 1);
+    if (S[S_IPS].n) num_card(b, "images / s (median)", median_of(&S[S_IPS]), 1, SV_RP_VALUE_MAX, 0);
+    if (S[S_MFU].n) num_card(b, "MFU (median)", median_of(&S[S_MFU]), 1, SV_RP_VALUE_MAX, 1);
     if (S[S_MEM].n) {
+        char v[SV_RP_NUM_CAP];
         sv_rp_fmt_bytes(max_of(&S[S_MEM]), v, sizeof v);
         card(b, "arena memory / rank", v);
     }
-    if (S[S_SKIP].n) {
-        snprintf(v, sizeof v, "%.0f", last_of(&S[S_SKIP]));
-        card(b, "skipped steps", v);
-    }
+    if (S[S_SKIP].n) num_card(b, "skipped steps", last_of(&S[S_SKIP]), 0, SV_RP_WHOLE_MAX, 0);
     sv_rp_printf(b, "</section>\n");
 }
 
@@ -253,12 +240,13 @@ static double at_step(const step_index *idx, double x) {
     return lo < idx->n && idx->p[lo].x == x ? idx->p[lo].y : NAN;
 }
 
-static void cell(sv_rp_buf *b, double v, const char *fmt, double scale) {
+/* A table cell of the number v (sv_rp_fmt_num, measured values), a dash when there is none. */
+static void cell(sv_rp_buf *b, double v, int decimals, int pct) {
     if (isnan(v))
         sv_rp_printf(b, "<td class=\"muted\">&ndash;</td>");
     else {
-        char t[64];
-        snprintf(t, sizeof t, fmt, scale * v);
+        char t[SV_RP_NUM_CAP];
+        sv_rp_fmt_num(v, decimals, SV_RP_VALUE_MAX, pct, t, sizeof t);
         sv_rp_printf(b, "<td>%s</td>", t);
     }
 }
@@ -280,13 +268,15 @@ static void eval_table(sv_rp_buf *b, const metrics_data *md) {
     for (int c = 0; c < 6; c++) ok &= step_index_make(&S[cols[c]], &idx[c]);
     for (size_t i = 0; ok && i < steps->n; i++) {
         double x = steps->x[i];
-        sv_rp_printf(b, "<tr data-step=\"%.0f\"><td>%.0f</td>", x, x);
-        cell(b, at_step(&idx[0], x), "%.2f%%", 100);
-        if (ema) cell(b, at_step(&idx[1], x), "%.2f%%", 100);
-        cell(b, at_step(&idx[2], x), "%.2f%%", 100);
-        if (ema) cell(b, at_step(&idx[3], x), "%.2f%%", 100);
-        cell(b, at_step(&idx[4], x), "%.4f", 1);
-        if (ema) cell(b, at_step(&idx[5], x), "%.4f", 1);
+        char st[SV_RP_NUM_CAP];
+        sv_rp_fmt_num(x, 0, SV_RP_WHOLE_MAX, 0, st, sizeof st);
+        sv_rp_printf(b, "<tr data-step=\"%.0f\"><td>%s</td>", x, st);
+        cell(b, at_step(&idx[0], x), 2, 1);
+        if (ema) cell(b, at_step(&idx[1], x), 2, 1);
+        cell(b, at_step(&idx[2], x), 2, 1);
+        if (ema) cell(b, at_step(&idx[3], x), 2, 1);
+        cell(b, at_step(&idx[4], x), 4, 0);
+        if (ema) cell(b, at_step(&idx[5], x), 4, 0);
         sv_rp_printf(b, "</tr>\n");
     }
     if (!ok) b->oom = 1;
@@ -294,28 +284,28 @@ static void eval_table(sv_rp_buf *b, const metrics_data *md) {
     sv_rp_printf(b, "</table></div>\n");
 }
 
-/* v formatted by fmt (scaled), or "n/a" when it is not a number (eval.json records null for a
+/* v as sv_rp_fmt_num writes it, or "n/a" when it is not a number (eval.json records null for a
  * fraction of no samples). */
-static const char *num_or_na(char *buf, size_t cap, const char *fmt, double scale, double v) {
+static const char *num_or_na(char *buf, size_t cap, int decimals, int pct, double v) {
     if (isnan(v)) return "n/a";
-    snprintf(buf, cap, fmt, scale * v);
+    sv_rp_fmt_num(v, decimals, SV_RP_VALUE_MAX, pct, buf, cap);
     return buf;
 }
 
 static void eval_section(sv_rp_buf *b, const sv_rp_eval_data *e) {
-    char t1[32], t5[32], l[32], et1[32], et5[32], el[32];
-    const char *s_t1 = num_or_na(t1, sizeof t1, "%.2f%%", 100, e->top1),
-               *s_t5 = num_or_na(t5, sizeof t5, "%.2f%%", 100, e->top5),
-               *s_l = num_or_na(l, sizeof l, "%.4f", 1, e->loss);
+    char t1[SV_RP_NUM_CAP], t5[SV_RP_NUM_CAP], l[SV_RP_NUM_CAP], et1[SV_RP_NUM_CAP], et5[SV_RP_NUM_CAP],
+        el[SV_RP_NUM_CAP];
+    const char *s_t1 = num_or_na(t1, sizeof t1, 2, 1, e->top1), *s_t5 = num_or_na(t5, sizeof t5, 2, 1, e->top5),
+               *s_l = num_or_na(l, sizeof l, 4, 0, e->loss);
     if (e->have_ema)
         sv_rp_printf(b,
                      "<h2>Evaluation</h2>\n<div class=\"panel\"><table><tr><th>metric</th><th>weights</th>"
                      "<th>weight EMA</th></tr><tr><td>top-1</td><td>%s</td><td>%s</td></tr>"
                      "<tr><td>top-5</td><td>%s</td><td>%s</td></tr><tr><td>loss</td><td>%s</td>"
                      "<td>%s</td></tr><tr><td>samples</td><td>%lld</td><td>%lld</td></tr></table></div>\n",
-                     s_t1, num_or_na(et1, sizeof et1, "%.2f%%", 100, e->ema_top1), s_t5,
-                     num_or_na(et5, sizeof et5, "%.2f%%", 100, e->ema_top5), s_l,
-                     num_or_na(el, sizeof el, "%.4f", 1, e->ema_loss), e->samples, e->ema_samples);
+                     s_t1, num_or_na(et1, sizeof et1, 2, 1, e->ema_top1), s_t5,
+                     num_or_na(et5, sizeof et5, 2, 1, e->ema_top5), s_l, num_or_na(el, sizeof el, 4, 0, e->ema_loss),
+                     e->samples, e->ema_samples);
     else
         sv_rp_printf(b,
                      "<h2>Evaluation</h2>\n<div class=\"panel\"><table><tr><th>metric</th><th>value</th></tr>"

@@ -79,13 +79,6 @@ void sv_rp_series_free(sv_rp_series *s) {
     s->n = s->cap = 0;
 }
 
-void sv_rp_fmt_bytes(double v, char *buf, size_t cap) {
-    static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (fabs(v) >= 1024 && i < 4) v /= 1024, i++;
-    snprintf(buf, cap, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-}
-
 /* ---- nice numbers ----------------------------------------------------------------------- */
 
 double sv_rp_nice_step(double range, int n) {
@@ -109,6 +102,40 @@ static void strip_zeros(char *t) {
     if (e == dot + 1) *dot = 0;
 }
 
+void sv_rp_fmt_num(double v, int decimals, double big, int pct, char *buf, size_t cap) {
+    const char *sfx = pct ? "%" : "";
+    if (!isfinite(v)) {
+        snprintf(buf, cap, "%s%s", isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf", sfx);
+        return;
+    }
+    double s = pct ? 100 * v : v; /* may overflow: then e-notation, from v */
+    if (s == 0 || (fabs(s) >= 1e-4 && fabs(s) < big)) {
+        snprintf(buf, cap, "%.*f%s", decimals, s, sfx);
+        return;
+    }
+    char m[32];
+    snprintf(m, sizeof m, "%.3e", v); /* v's 4-digit mantissa and exponent */
+    char *e = strchr(m, 'e');
+    int x = atoi(e + 1) + (pct ? 2 : 0);
+    *e = 0;
+    strip_zeros(m);
+    snprintf(buf, cap, "%se%c%02d%s", m, x < 0 ? '-' : '+', abs(x), sfx);
+}
+
+void sv_rp_fmt_bytes(double v, char *buf, size_t cap) {
+    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double a = v;
+    int i = 0;
+    while (fabs(a) >= 1024 && i < 6) a /= 1024, i++;
+    if (!isfinite(a) || fabs(a) >= 1024) { /* 1024 EiB and more: bytes in e-notation */
+        char t[24];                        /* "-1.234e+308" */
+        sv_rp_fmt_num(v, 0, 0, 0, t, sizeof t);
+        snprintf(buf, cap, "%s B", t);
+        return;
+    }
+    snprintf(buf, cap, i ? "%.1f %s" : "%.0f %s", a, u[i]);
+}
+
 void sv_rp_fmt_nice(double v, double step, char *buf, size_t cap) {
     char t[64];
     if (!isfinite(v)) {
@@ -120,7 +147,8 @@ void sv_rp_fmt_nice(double v, double step, char *buf, size_t cap) {
         snprintf(buf, cap, "0");
         return;
     }
-    if (fabs(v) >= 1000 && step >= 100) { /* SI: 1.5k, 20k, 2M */
+    int huge = fabs(v) >= 1e21 * (1 - 1e-12);      /* beyond the SI suffixes' 999E */
+    if (fabs(v) >= 1000 && step >= 100 && !huge) { /* SI: 1.5k, 20k, 2M */
         static const char sfx[] = "kMGTPE";
         int p = 1;
         while (p < 6 && fabs(v) >= pow(10, 3.0 * (p + 1)) * (1 - 1e-12)) p++;
@@ -130,7 +158,7 @@ void sv_rp_fmt_nice(double v, double step, char *buf, size_t cap) {
         snprintf(buf, cap, "%s%c", t, sfx[p - 1]);
         return;
     }
-    if (step < 1e-3) { /* scientific, unpadded: 5e-4, 1.2e-3 */
+    if (step < 1e-3 || huge) { /* scientific, unpadded: 5e-4, 1.2e-3, 3e21 */
         int e = (int)floor(log10(fabs(v))), ds = (int)floor(log10(step) + 1e-9);
         int d = e - ds < 0 ? 0 : e - ds > 12 ? 12 : e - ds;
         snprintf(t, sizeof t, "%.*f", d, v / pow(10, e));
@@ -153,10 +181,10 @@ void sv_rp_axis_make(sv_rp_axis *a, double vmin, double vmax, int target, sv_rp_
     a->suffix = "";
     if (fmt == SV_RP_PERCENT) a->unit = 0.01, a->suffix = "%";
     if (fmt == SV_RP_BYTES) {
-        static const char *const u[] = {" B", " KiB", " MiB", " GiB", " TiB"};
+        static const char *const u[] = {" B", " KiB", " MiB", " GiB", " TiB", " PiB", " EiB"};
         double mx = fmax(fabs(vmin), fabs(vmax));
         int p = 0;
-        while (mx >= 1024 && p < 4) mx /= 1024, p++;
+        while (mx >= 1024 && p < 6) mx /= 1024, p++;
         a->unit = pow(1024, p);
         a->suffix = u[p];
     }
@@ -177,7 +205,7 @@ void sv_rp_axis_make(sv_rp_axis *a, double vmin, double vmax, int target, sv_rp_
 }
 
 void sv_rp_axis_label(const sv_rp_axis *a, double v, char *buf, size_t cap) {
-    char t[32];
+    char t[48];
     sv_rp_fmt_nice(v / a->unit, a->step / a->unit, t, sizeof t);
     snprintf(buf, cap, "%s%s", t, a->suffix);
 }
@@ -185,7 +213,7 @@ void sv_rp_axis_label(const sv_rp_axis *a, double v, char *buf, size_t cap) {
 /* A value in a tooltip (not an axis label): enough digits to read it. */
 static void fmt_value(double v, sv_rp_fmt f, char *buf, size_t cap) {
     if (f == SV_RP_PERCENT)
-        snprintf(buf, cap, "%.2f%%", 100 * v);
+        sv_rp_fmt_num(v, 2, SV_RP_VALUE_MAX, 1, buf, cap);
     else if (f == SV_RP_BYTES)
         sv_rp_fmt_bytes(v, buf, cap);
     else
@@ -342,11 +370,13 @@ void sv_rp_chart(sv_rp_buf *b, const char *title, const char *const *labels, con
         if (n <= 40) /* sparse series (evaluations): mark the points */
             for (size_t k = 0; k < s[i]->n; k++) {
                 if (!drawable(s[i]->x[k], s[i]->y[k])) continue;
+                char st[SV_RP_NUM_CAP];
                 fmt_value(s[i]->y[k], fmt, t, sizeof t);
+                sv_rp_fmt_num(s[i]->x[k], 0, SV_RP_WHOLE_MAX, 0, st, sizeof st);
                 sv_rp_printf(b,
-                             "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>step %.0f: %s</title>"
+                             "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>step %s: %s</title>"
                              "</circle>\n",
-                             PX(s[i]->x[k]), PY(s[i]->y[k]), col, s[i]->x[k], t);
+                             PX(s[i]->x[k]), PY(s[i]->y[k]), col, st, t);
             }
     }
 #undef PX

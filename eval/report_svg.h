@@ -37,15 +37,31 @@ sv_status sv_rp_series_add(sv_rp_series *s, double x, double y);
 void sv_rp_series_free(sv_rp_series *s);
 
 typedef enum { SV_RP_PLAIN = 0, SV_RP_PERCENT, SV_RP_BYTES } sv_rp_fmt;
+
+/* ---- values: cards, tables, tooltips ----------------------------------------------------------
+ * Every number the report prints from its input files is written whole or in e-notation, never
+ * cut to a buffer (a loss of 1e300 is "1e+300", not the first 63 of its 301 digits).
+ * sv_rp_fmt_num: "%.*f" with `decimals` when v is 0 or 1e-4 <= |v| < big, else 4 significant
+ * digits in e-notation as %.4g writes them ("1.5e+300", "5e-05"); "NaN", "inf", "-inf" when not
+ * finite. pct: v is a fraction shown as percent (100 v and "%"; in e-notation the exponent is
+ * v's plus 2, so a fraction near the largest double still shows as the number it is). At most
+ * SV_RP_NUM_CAP bytes with the NUL for the bigs below. */
+#define SV_RP_VALUE_MAX 1e6  /* measured values (loss, img/s, accuracy): 1234567 -> 1.235e+06 */
+#define SV_RP_WHOLE_MAX 1e15 /* counts and durations (steps, ms): whole up to 15 digits */
+#define SV_RP_NUM_CAP 48
+void sv_rp_fmt_num(double v, int decimals, double big, int pct, char *buf, size_t cap);
+/* Bytes in B, KiB, ... EiB ("%.0f B", else one decimal: "1.5 MiB"); from 1024 EiB on, in
+ * e-notation bytes ("1e+300 B"). cap >= SV_RP_NUM_CAP. */
 void sv_rp_fmt_bytes(double v, char *buf, size_t cap);
 
 /* ---- axes: nice numbers ---------------------------------------------------------------------
  * Tick steps are 1, 2 or 5 x 10^k in the axis unit (percentage points for fractions shown as
- * percent; B/KiB/MiB/GiB/TiB for bytes, picked from the largest value), ticks are integer
- * multiples of the step, and labels are written as people write them: "0", "0.5", "750",
- * "1.5k", "20k", "2M", "5e-4", "1.2e-3", "12%", "1.5 MiB". SI suffixes k/M/G/T for |v| >= 1000
- * when the step is >= 100; scientific notation only when the step is below 1e-3 (mantissa
- * digits as the step needs, exponent unpadded); never a trailing zero or "e+". */
+ * percent; B/KiB/MiB/GiB/TiB/PiB/EiB for bytes, picked from the largest value), ticks are
+ * integer multiples of the step, and labels are written as people write them: "0", "0.5",
+ * "750", "1.5k", "20k", "2M", "5e-4", "1.2e-3", "12%", "1.5 MiB". SI suffixes k/M/G/T/P/E for
+ * 1000 <= |v| < 1e21 when the step is >= 100; scientific notation when the step is below 1e-3
+ * or |v| >= 1e21 ("3e21", "1.5e300": mantissa digits as the step needs, exponent unpadded);
+ * never a trailing zero or "e+". */
 double sv_rp_nice_step(double range, int target_intervals); /* 1/2/5 x 10^k >= range/target */
 /* v on an axis whose step is `step` (same unit), by the rules above, without a unit suffix. */
 void sv_rp_fmt_nice(double v, double step, char *buf, size_t cap);

@@ -7,6 +7,7 @@
  * blocks that would still overlap on screen (an older trace with every collective on one
  * track, or sub-pixel blocks) are packed into extra sub-lanes, so no two blocks of a lane ever
  * overlap. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +59,12 @@ static int cat_of(const char *c) {
     return C_OTHER;
 }
 
+/* -1, 0 or 1 as a < b, a == b, a > b (a difference of two ints may overflow). */
+static int cmp_int(int a, int b) { return (a > b) - (a < b); }
+
 static int by_rank_ts(const void *p, const void *q) {
     const ev *a = p, *b = q;
-    if (a->rank != b->rank) return a->rank - b->rank;
+    if (a->rank != b->rank) return cmp_int(a->rank, b->rank);
     return a->ts < b->ts ? -1 : a->ts > b->ts;
 }
 
@@ -116,7 +120,14 @@ static double intersect(const ivl *a, size_t na, const ivl *b, size_t nb) {
     return s;
 }
 
+/* A duration in microseconds as milliseconds with `decimals` (sv_rp_fmt_num) in buf (SV_RP_NUM_CAP). */
+static const char *ms(double us, int decimals, char *buf) {
+    sv_rp_fmt_num(us / 1e3, decimals, SV_RP_WHOLE_MAX, 0, buf, SV_RP_NUM_CAP);
+    return buf;
+}
+
 static void table(sv_rp_buf *b, const ev *e, size_t n, int world) {
+    char t[SV_RP_NUM_CAP];
     double tot[MAX_RANKS][C_N];
     memset(tot, 0, sizeof(double) * C_N * (size_t)world);
     for (size_t i = 0; i < n; i++) tot[e[i].rank][e[i].cat] += e[i].dur;
@@ -136,7 +147,7 @@ static void table(sv_rp_buf *b, const ev *e, size_t n, int world) {
         sv_rp_printf(b, "<tr><td>rank %d</td>", r);
         double busy = 0;
         for (int c = 0; c < C_N; c++) {
-            sv_rp_printf(b, "<td>%.1f</td>", tot[r][c] / 1e3);
+            sv_rp_printf(b, "<td>%s</td>", ms(tot[r][c], 1, t));
             if (c != C_COMM) busy += tot[r][c];
         }
         sv_rp_printf(b, "<td>%s%.0f%%</td><td>", comm > 0 ? "" : "n/a ", comm > 0 ? 100 * hid / comm : 0.0);
@@ -149,9 +160,9 @@ static void table(sv_rp_buf *b, const ev *e, size_t n, int world) {
             double w = 220 * parts[c] / sum;
             if (w <= 0) continue;
             sv_rp_printf(b,
-                         "<rect x=\"%.1f\" y=\"1\" width=\"%.1f\" height=\"12\" fill=\"%s\"><title>%s%s: %.1f ms"
+                         "<rect x=\"%.1f\" y=\"1\" width=\"%.1f\" height=\"12\" fill=\"%s\"><title>%s%s: %s ms"
                          "</title></rect>",
-                         x, w, k_cat_col[c], c == C_COMM ? "exposed " : "", k_cat[c], parts[c] / 1e3);
+                         x, w, k_cat_col[c], c == C_COMM ? "exposed " : "", k_cat[c], ms(parts[c], 1, t));
             x += w;
         }
         sv_rp_printf(b, "</svg></td></tr>\n");
@@ -198,10 +209,10 @@ static void block_label(const ev *e, char *buf, size_t cap) {
 
 static int by_track_order(const void *p, const void *q) {
     const track *a = *(const track *const *)p, *b = *(const track *const *)q;
-    if (a->rank != b->rank) return a->rank - b->rank;
+    if (a->rank != b->rank) return cmp_int(a->rank, b->rank);
     int sa = a->has_sort ? a->sort : a->tid, sb = b->has_sort ? b->sort : b->tid;
-    if (sa != sb) return sa - sb;
-    return a->tid - b->tid;
+    if (sa != sb) return cmp_int(sa, sb);
+    return cmp_int(a->tid, b->tid);
 }
 
 enum { LANE_H = 14, RANK_H = 17, RANK_GAP = 6, LW = 150, TL_W = 1160, TL_MR = 34, TOP = 4, AXIS_H = 30 };
@@ -280,8 +291,9 @@ static void timeline(sv_rp_buf *b, ev *e, size_t n, int world, tracks *T) {
         y += tr->sub * LANE_H;
     }
     int H = y + AXIS_H;
-    sv_rp_printf(b, "<div class=\"panel\"><h3>Timeline of the first %d optimizer steps (%.1f ms)</h3>\n",
-                 steps ? steps : TIMELINE_STEPS, (t1 - t0) / 1e3);
+    char num[SV_RP_NUM_CAP];
+    sv_rp_printf(b, "<div class=\"panel\"><h3>Timeline of the first %d optimizer steps (%s ms)</h3>\n",
+                 steps ? steps : TIMELINE_STEPS, ms(t1 - t0, 1, num));
     for (int c = 0; c < C_N; c++)
         sv_rp_printf(b,
                      "<span style=\"display:inline-block;margin-right:14px;font-size:12px\"><span style=\""
@@ -324,7 +336,7 @@ static void timeline(sv_rp_buf *b, ev *e, size_t n, int world, tracks *T) {
                      ly + 1, w, LANE_H - 3, fill);
         sv_rp_esc(b, x->name);
         if (x->unit >= 0) sv_rp_printf(b, " unit %d", x->unit);
-        sv_rp_printf(b, ": %.3f ms</title></rect>\n", x->dur / 1e3);
+        sv_rp_printf(b, ": %s ms</title></rect>\n", ms(x->dur, 3, num));
         char lbl[48];
         block_label(x, lbl, sizeof lbl);
         sv_rp_fit(lbl, 9, w - 3, t, sizeof t); /* inside the block, or not at all */
@@ -346,7 +358,6 @@ static void timeline(sv_rp_buf *b, ev *e, size_t n, int world, tracks *T) {
     sv_rp_printf(b, "<line x1=\"%d\" x2=\"%.0f\" y1=\"%d\" y2=\"%d\" stroke=\"#9ca3af\"/>\n", LW, LW + pw, ya, ya);
     for (int k = 0; k < ax.n; k++) {
         double v = sv_rp_axis_tick(&ax, k), px = LW + v * scale / span * pw;
-        char num[48];
         sv_rp_axis_label(&ax, v, num, sizeof num);
         snprintf(t, sizeof t, "%s%s", num, strcmp(num, "0") ? unit : "");
         sv_rp_printf(b,
@@ -385,6 +396,7 @@ sv_status sv_rp_trace_section(sv_rp_buf *b, const char *path) {
         return SV_FAIL(SV_ERR_OOM, "trace events of %s", path);
     }
     int world = 0;
+    size_t bad = 0; /* complete events with a time not drawn */
     for (size_t i = 0; i < cap; i++) {
         const sv_json *x = sv_json_index(arr, i);
         const char *ph = NULL, *name = NULL, *cat = "other";
@@ -412,7 +424,13 @@ sv_status sv_rp_trace_section(sv_rp_buf *b, const char *path) {
         if (sv_json_opt_str(x, "name", "?", &name) != SV_OK || sv_json_opt_str(x, "cat", "other", &cat) != SV_OK ||
             sv_json_opt_f64(x, "ts", 0, &ts) != SV_OK || sv_json_opt_f64(x, "dur", 0, &dur) != SV_OK)
             continue;
-        if (args && sv_json_opt_i64(args, "unit", -1, &unit) != SV_OK) unit = -1;
+        if (args && (sv_json_opt_i64(args, "unit", -1, &unit) != SV_OK || unit < 0 || unit > INT_MAX)) unit = -1;
+        /* times the sums, unions and pixel arithmetic below keep finite (as a curve's points,
+         * SV_RP_MAX_ABS): anything else is left out and counted in the note */
+        if (!(ts >= 0 && ts <= SV_RP_MAX_ABS && dur >= 0 && dur <= SV_RP_MAX_ABS)) {
+            bad++;
+            continue;
+        }
         int k = track_find(T, (int)pid, (int)tid, 1);
         e[n++] = (ev){(int)pid, cat_of(cat), (int)unit, (int)tid, k, -1, name, ts, dur, 0, 0};
         if ((int)pid + 1 > world) world = (int)pid + 1;
@@ -420,6 +438,11 @@ sv_status sv_rp_trace_section(sv_rp_buf *b, const char *path) {
     sv_err_clear();
     qsort(e, n, sizeof *e, by_rank_ts);
     sv_rp_printf(b, "<h2>Compute and communication per rank</h2>\n");
+    if (bad) /* never left out silently */
+        sv_rp_printf(b,
+                     "<p class=\"muted\">%zu trace event%s with a negative, non-finite or out-of-range time "
+                     "(ts or dur not in [0, %g]) left out</p>\n",
+                     bad, bad == 1 ? "" : "s", SV_RP_MAX_ABS);
     if (!n) {
         sv_rp_printf(b, "<p class=\"muted\">The trace ");
         sv_rp_esc(b, path);

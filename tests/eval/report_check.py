@@ -13,7 +13,8 @@ Usage: report_check.py REPORT.html METRICS.jsonl WORLD
   (eval/report_svg.h: 0.6 em per character, 0.8 em above the baseline, 0.25 em below; anchor
   and translate/rotate transforms applied), and every block label lies inside its block;
 - axis tick labels are nice numbers as people write them ("0", "0.5", "1.5k", "2M", "5e-4",
-  "20%", "1.5 MiB", "40 ms": no "e+", no trailing zeros) whose values step by 1, 2 or 5 x 10^k;
+  "3e21", "20%", "1.5 MiB", "40 ms": no "e+", no trailing zeros) whose values step by 1, 2 or
+  5 x 10^k;
 - the trace timeline: no two blocks on one lane overlap (collectives in flight together are on
   separate lanes);
 - eval.json's per-class correct counts equal confusion.csv's diagonal and top1_correct (one
@@ -30,9 +31,9 @@ from html.parser import HTMLParser
 
 EM_PER_CHAR, ASCENT, DESCENT, TOL = 0.6, 0.8, 0.25, 0.51
 NUM = r"-?(?:0|[1-9]\d*)(?:\.\d*[1-9])?"
-SI = r"-?[1-9]\d{0,2}(?:\.\d*[1-9])?[kMGT]"
-SCI = r"-?[1-9](?:\.\d*[1-9])?e-[1-9]\d*"
-UNITS = ("%", " B", " KiB", " MiB", " GiB", " TiB", " ms", " s")
+SI = r"-?[1-9]\d{0,2}(?:\.\d*[1-9])?[kMGTPE]"
+SCI = r"-?[1-9](?:\.\d*[1-9])?e-?[1-9]\d*"
+UNITS = ("%", " B", " KiB", " MiB", " GiB", " TiB", " PiB", " EiB", " ms", " s")
 LABEL = re.compile(rf"^(?:{SCI}|{SI}|{NUM})(?:{'|'.join(re.escape(u) for u in UNITS)})?$")
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -169,7 +170,7 @@ def label_value(s):
         if s.endswith(u):
             s = s[: -len(u)]
             break
-    mult = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}.get(s[-1:], 1)
+    mult = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}.get(s[-1:], 1)
     return float(s[:-1] if mult != 1 else s) * mult
 
 

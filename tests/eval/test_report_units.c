@@ -1,6 +1,9 @@
 /* Units behind the HTML report and the eval metrics:
  * - axis ticks as people write them (eval/report_svg.h): 1/2/5 x 10^k steps, "1k" "1.5k" "2M",
- *   "0.5", "5e-4" only below a 1e-3 step, "12%", "1.5 MiB"; never "1e+03" or a trailing zero;
+ *   "0.5", "5e-4" only below a 1e-3 step, "3e21" from 10^21 on, "12%", "1.5 MiB"; never "1e+03"
+ *   or a trailing zero, at every magnitude up to 10^300;
+ * - values of cards and tables whole or in e-notation ("1e+300", "1e+309%", "1e+300 B"), never
+ *   longer than a short field;
  * - labels cut to their box with an ellipsis, never splitting a UTF-8 character;
  * - one argmax with one tie rule (eval/metrics.h: the lowest index wins, as torch.argmax) used
  *   by top-1, top-5, per-class accuracy and the confusion matrix, on logits rounded to bf16 so
@@ -24,24 +27,29 @@ static void check_nice(double v, double step, const char *want) {
     }
 }
 
-/* A label as the report's grammar allows: [-]digits[.digits without trailing 0][k|M|G|T] or
- * [-]d[.digits]e-N, then the axis suffix. */
+/* A label as the report's grammar allows: [-]digits[.digits without trailing 0][k|M|G|T|P|E] or
+ * [-]d[.digits]e[-]N, then the axis suffix. */
 static int well_formed(const char *s, const char *suffix) {
     size_t n = strlen(s), ns = strlen(suffix);
     if (n <= ns || strcmp(s + n - ns, suffix)) return 0;
     char t[64];
     snprintf(t, sizeof t, "%.*s", (int)(n - ns), s);
-    if (strstr(t, "e+") || strstr(t, "E")) return 0;
+    if (strstr(t, "e+")) return 0;
     const char *p = t + (t[0] == '-');
+    const char *big_e = strchr(p, 'E');
+    if (big_e && big_e[1]) return 0;                  /* E only as the SI suffix */
     if (p[0] == '0' && p[1] && p[1] != '.') return 0; /* leading zero */
     const char *dot = strchr(p, '.'), *e = strchr(p, 'e');
     size_t end = strlen(p);
     if (e)
         end = (size_t)(e - p);
-    else if (end && strchr("kMGT", p[end - 1]))
+    else if (end && strchr("kMGTPE", p[end - 1]))
         end--;
     if (dot && (size_t)(dot - p) < end && p[end - 1] == '0') return 0; /* trailing zero */
-    if (e && (e[1] != '-' || e[2] == '0' || !e[2])) return 0;          /* e-N, unpadded */
+    if (e) {                                                           /* e-N or eN, unpadded */
+        const char *x = e + 1 + (e[1] == '-');
+        if (x[0] < '1' || x[0] > '9' || strspn(x, "0123456789") != strlen(x)) return 0;
+    }
     return 1;
 }
 
@@ -72,6 +80,67 @@ static void test_fmt_nice(void) {
     check_nice(9.9999999999e-4, 1e-4, "1e-3"); /* rounds up to the next power of ten */
     check_nice(5 * 2e-4, 2e-4, "1e-3");
     check_nice(-2e-4, 1e-4, "-2e-4");
+    check_nice(5e18, 1e18, "5E");
+    check_nice(9.99e20, 1e18, "999E");
+    check_nice(1e21, 5e20, "1e21"); /* beyond 999E: scientific, exponent unpadded, no "+" */
+    check_nice(1.5e21, 5e20, "1.5e21");
+    check_nice(-2e299, 5e298, "-2e299");
+    check_nice(1.5e300, 5e299, "1.5e300");
+}
+
+static void check_num(double v, int decimals, double big, int pct, const char *want) {
+    char got[SV_RP_NUM_CAP];
+    sv_rp_fmt_num(v, decimals, big, pct, got, sizeof got);
+    if (strcmp(got, want)) {
+        fprintf(stderr, "sv_rp_fmt_num(%.17g, %d, %g, %d) = \"%s\", want \"%s\"\n", v, decimals, big, pct, got, want);
+        exit(1);
+    }
+}
+
+static void check_bytes(double v, const char *want) {
+    char got[SV_RP_NUM_CAP];
+    sv_rp_fmt_bytes(v, got, sizeof got);
+    if (strcmp(got, want)) {
+        fprintf(stderr, "sv_rp_fmt_bytes(%.17g) = \"%s\", want \"%s\"\n", v, got, want);
+        exit(1);
+    }
+}
+
+static void test_fmt_values(void) {
+    check_num(2.5, 4, SV_RP_VALUE_MAX, 0, "2.5000");
+    check_num(0, 4, SV_RP_VALUE_MAX, 0, "0.0000");
+    check_num(1e-4, 4, SV_RP_VALUE_MAX, 0, "0.0001");
+    check_num(3e-7, 4, SV_RP_VALUE_MAX, 0, "3e-07");
+    check_num(999999.5, 1, SV_RP_VALUE_MAX, 0, "999999.5");
+    check_num(1234567, 1, SV_RP_VALUE_MAX, 0, "1.235e+06");
+    check_num(-1e300, 4, SV_RP_VALUE_MAX, 0, "-1e+300");
+    check_num(0.25, 2, SV_RP_VALUE_MAX, 1, "25.00%");
+    check_num(1e307, 2, SV_RP_VALUE_MAX, 1, "1e+309%"); /* 100 x 1e307 overflows a double */
+    check_num(-1.79e308, 2, SV_RP_VALUE_MAX, 1, "-1.79e+310%");
+    check_num(1e-9, 2, SV_RP_VALUE_MAX, 1, "1e-07%");
+    check_num(123456789012345, 0, SV_RP_WHOLE_MAX, 0, "123456789012345");
+    check_num(1e20, 0, SV_RP_WHOLE_MAX, 0, "1e+20");
+    check_num(INFINITY, 2, SV_RP_VALUE_MAX, 1, "inf%");
+    check_num(NAN, 4, SV_RP_VALUE_MAX, 0, "NaN");
+    /* every finite double, at every setting: a short field */
+    for (int e = -320; e <= 308; e++)
+        for (int pct = 0; pct < 2; pct++) {
+            char t[SV_RP_NUM_CAP];
+            double v = -9.87654321 * pow(10, e);
+            sv_rp_fmt_num(v, 4, SV_RP_WHOLE_MAX, pct, t, sizeof t);
+            CHECK(strlen(t) <= 24);
+            sv_rp_fmt_bytes(v, t, sizeof t);
+            CHECK(strlen(t) <= 24);
+        }
+    check_bytes(1000, "1000 B");
+    check_bytes(1536, "1.5 KiB");
+    check_bytes(3 * pow(1024, 4), "3.0 TiB");
+    check_bytes(3 * pow(1024, 5), "3.0 PiB");
+    check_bytes(5e18, "4.3 EiB");
+    check_bytes(1023 * pow(1024, 6), "1023.0 EiB");
+    check_bytes(1024 * pow(1024, 6), "1.181e+21 B"); /* beyond EiB: e-notation bytes */
+    check_bytes(1e300, "1e+300 B");
+    check_bytes(-1e300, "-1e+300 B");
 }
 
 static void axis_labels(const sv_rp_axis *a, char out[][48], int cap) {
@@ -111,11 +180,13 @@ static void test_axes(void) {
     check_axis(0, 3.2e9, 4, SV_RP_BYTES, 1, 0, "0 GiB 1 GiB 2 GiB 3 GiB");
     check_axis(3, 3, 4, SV_RP_PLAIN, 1, 0, "2.6 2.8 3 3.2 3.4"); /* one value: room around it */
     /* a sweep over magnitudes and ranges: every label well formed, steps 1/2/5 x 10^k */
-    for (int e = -7; e <= 9; e++)
+    static const int mags[] = {-7, -6, -5, -4, -3, -2, -1, 0,  1,  2,  3,  4,  5,
+                               6,  7,  8,  9,  15, 18, 19, 20, 21, 22, 40, 299};
+    for (size_t mi = 0; mi < sizeof mags / sizeof mags[0]; mi++)
         for (double span = 1; span < 10; span += 0.37)
             for (int cover = 0; cover < 2; cover++)
                 for (int f = 0; f < 3; f++) {
-                    double hi = span * pow(10, e), lo = (f == SV_RP_BYTES ? 0.3 : -0.4) * hi;
+                    double hi = span * pow(10, mags[mi]), lo = (f == SV_RP_BYTES ? 0.3 : -0.4) * hi;
                     sv_rp_axis a;
                     sv_rp_axis_make(&a, lo, hi, 5, (sv_rp_fmt)f, cover, 0);
                     CHECK(a.n >= 2 && a.n <= 12);
@@ -227,6 +298,7 @@ static void test_argmax_bf16_ties(void) {
 
 int main(void) {
     test_fmt_nice();
+    test_fmt_values();
     test_axes();
     test_fit();
     test_argmax_bf16_ties();
