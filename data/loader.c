@@ -324,7 +324,11 @@ static void fill_pair(worker *w, slot *s, int j0, int cnt) {
         if (cut_a || lam_a != 1.0) sv_mix_into(ia, ib, C, S, cut_a, &box_a, lam_a);
         if (cut_b || lam_b != 1.0) sv_mix_into(ib, w->orig, C, S, cut_b, &box_b, lam_b);
     } else {
-        uint64_t key = l->mix.mode == SV_MIX_BATCH ? sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x314ull), ep), b->cursor)
+        /* batch mode: one draw per optimizer step (the first micro-batch's cursor of the step), so
+         * --accum A mixes as the A-times bigger batch does (docs/training.md) */
+        const uint64_t step_samples = l->G * (uint64_t)(l->o.step_batches > 1 ? l->o.step_batches : 1);
+        const uint64_t step_cursor = b->cursor - b->cursor % step_samples;
+        uint64_t key = l->mix.mode == SV_MIX_BATCH ? sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x314ull), ep), step_cursor)
                                                    : sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x313ull), ep), p);
         sv_mix_draw(&l->mix, key, &cut_a, &lam_a);
         if (cut_a) lam_a = sv_mix_box_draw(&l->mix, key, S, lam_a, &box_a);

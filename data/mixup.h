@@ -8,8 +8,9 @@
  * is enabled), and lambda ~ Beta(alpha, alpha) of the chosen one. The unit is
  *   pair  (SV_MIX_PAIR, the historic behaviour): each pair, key (seed, epoch, position 2k);
  *         both members get the same lambda and the same box (swapped) -- timm mode 'pair';
- *   batch (SV_MIX_BATCH): each global batch, key (seed, epoch, cursor): one lambda and one box
- *         for every pair of the step on every rank -- timm mode 'batch';
+ *   batch (SV_MIX_BATCH): each optimizer step's global batch, key (seed, epoch, the cursor of the
+ *         step's first micro-batch): one lambda and one box for every pair of the step on every
+ *         rank, whatever the accumulation -- timm mode 'batch' on the bigger batch;
  *   elem  (SV_MIX_ELEM): each element, key (seed, epoch, position): element i is mixed with its
  *         partner's unmixed image using its own lambda/box -- timm mode 'elem'.
  * CutMix boxes: timm rand_bbox (square side int(S sqrt(1 - lam)), centre uniform, clipped; the

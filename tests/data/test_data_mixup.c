@@ -237,6 +237,24 @@ int main(void) {
     o2.mixup_mode = SV_MIX_BATCH;
     run(&o2, STEPS, mix2, tgt2, lab2, NULL);
     CHECK(!memcmp(mix, mix2, sizeof mix) && !memcmp(tgt, tgt2, sizeof tgt));
+    /* ... and with accumulation: micro-batches of B/2, 2 per optimizer step, mix as the batch of B
+     * does (one draw per optimizer step, not per micro-batch), bit for bit */
+    {
+        sv_loader_opts oa = o;
+        oa.batch_local = B / 2;
+        oa.step_batches = 2;
+        sv_loader *l;
+        CHECK_OK(sv_loader_create(&oa, &l));
+        for (int s = 0; s < 2 * STEPS; s++) {
+            const sv_batch *b;
+            CHECK_OK(sv_loader_next(l, &b));
+            size_t g0 = (size_t)s * (B / 2);
+            memcpy(mix2 + g0 * ISZ, b->images, (size_t)(B / 2) * ISZ * sizeof(float));
+            memcpy(tgt2 + g0 * K, b->soft_targets, (size_t)(B / 2) * K * sizeof(float));
+        }
+        sv_loader_destroy(l);
+        CHECK(!memcmp(mix, mix2, sizeof mix) && !memcmp(tgt, tgt2, sizeof tgt));
+    }
 
     /* elem mode: each element its own lambda, mixed with the partner's unmixed image */
     o.mixup_mode = SV_MIX_ELEM;
