@@ -85,9 +85,24 @@ static sv_status end_parent(const sv_train_outputs *o, const char *path, const c
     return sv_ckpt_out_check_parent(path, flag);
 }
 
+/* The longest name a run writes below --out or --ckpt-dir: a shard's temporary inside a step
+ * directory's temporary below OUT/checkpoints (about 60 bytes), the TensorBoard file named with
+ * the host name (up to about 110), with room to spare. */
+#define SV_RUN_NAME_ROOM 256
+
 sv_status sv_train_outputs_check(const sv_train_outputs *o) {
     const char *dirs[2] = {o->out, o->ckpt_dir}, *dir_flags[2] = {"--out", "--ckpt-dir"};
     for (int i = 0; i < 2; i++) {
+        /* a path the run's own files would take past PATH_MAX: refused now, not at the first save
+         * after the training (a 4046-byte --out trained every step, then failed its checkpoint) */
+        size_t len = dirs[i] ? strlen(dirs[i]) : 0;
+        if (len + SV_RUN_NAME_ROOM >= PATH_MAX)
+            return SV_FAIL(SV_ERR_INVALID,
+                           "%s ...%s is %zu bytes long: the files a run writes below it (checkpoint step "
+                           "directories, shards and their temporaries, the TensorBoard file) would pass the "
+                           "system's path limit of %d bytes; choose a path shorter than %d bytes (nothing was "
+                           "created)",
+                           dir_flags[i], dirs[i] + len - 60, len, PATH_MAX, PATH_MAX - SV_RUN_NAME_ROOM);
         SV_TRY(outside_data(dirs[i], dir_flags[i], o->data, "--data"));
         SV_TRY(outside_data(dirs[i], dir_flags[i], o->val_data, "--val-data"));
     }

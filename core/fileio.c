@@ -16,8 +16,12 @@
 
 #define REMOVE_MAX_DEPTH 64
 
+/* The path cut to its last 400 bytes when longer ("...tail"), so the reason (strerror) always fits
+ * the message. */
 static sv_status io_fail(const char *what, const char *path, int err) {
-    return SV_FAIL(SV_ERR_IO, "%s %s: %s", what, path, strerror(err));
+    size_t n = strlen(path);
+    return SV_FAIL(SV_ERR_IO, "%s %s%s: %s", what, n > 400 ? "..." : "", n > 400 ? path + n - 400 : path,
+                   strerror(err));
 }
 
 sv_status sv_fileio_write_all(int fd, const void *buf, size_t n, const char *path) {

@@ -54,6 +54,16 @@ refused save_params "--save-params $W/nodir/x.bin: its directory $W/nodir does n
 refused dump_logits "--dump-logits $W/nodir/d.st: its directory $W/nodir does not exist" --dump-logits "$W/nodir/d.st"
 refused trace "--trace $W/nodir/t.json: its directory $W/nodir does not exist" --trace "$W/nodir/t.json"
 
+echo "== a run directory too long for the files a run writes below it"
+# 3900 bytes: the directory itself fits PATH_MAX (4096), its checkpoint shards' temporaries do not;
+# the run trained every step and failed at its first save
+long=$W/longout
+for i in $(seq 21); do long=$long/$(printf "d%.0s" $(seq 199)); done
+long=${long:0:3900}
+refused long_out "--out \.\.\..* is 3900 bytes long: the files a run writes below it" --out "$long"
+test -e "$W/longout" && fail "long_out: a refused start created $W/longout"
+refused long_ckpt "--ckpt-dir \.\.\..* is 3900 bytes long" --ckpt-dir "$long"
+
 echo "== --ckpt-dir equal to --out"
 refused same_dir "--ckpt-dir $W/r12 is the --out directory itself" --out "$W/r12" --ckpt-dir "$W/r12"
 grep -q "in use by another training" "$W/same_dir.log" && fail "--ckpt-dir = --out reported as a busy run directory"
