@@ -12,6 +12,8 @@
 #     checkpoint and trains the remaining steps;
 #  3. the same refusals into a new --out (and --ckpt-dir) create no directory, nor does one found
 #     only after the lock (a checkpoint past --steps: the lock's marker and directories go again).
+#  4. a run directory moved elsewhere: `--config NEW/config.toml --resume auto` is refused naming the
+#     recorded --out (it started from scratch at the old place), with --out NEW it resumes there.
 # HOSTILE_KEEP_GOING=1 runs every check (to show that each fails on a build without the fix).
 SHARDVIT=$1
 source "$(dirname "$0")/cli_lib.sh"
@@ -76,4 +78,13 @@ test -e "$W/new3ck" && fail "a refused resume into a new --ckpt-dir created it"
 expect_fail new_out_past "past the 2 steps of this run" \
     t2 --steps 2 --out "$W/new4/deep" --resume "$R/checkpoints/step_00000008"
 test -e "$W/new4" && fail "a resume refused after the lock left $(find "$W/new4" | tr '\n' ' ')"
+echo "== 4. a moved run directory: its config.toml records the old --out"
+mv "$R" "$W/moved"
+expect_fail moved "--config $W/moved/config.toml is the configuration of the run directory $W/moved, but it records --out $R" \
+    timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train --config "$W/moved/config.toml" --resume auto
+test -e "$R" && fail "moved: the refused run re-created the old run directory $R (a fresh start there)"
+expect_ok moved_out timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train --config "$W/moved/config.toml" --resume auto \
+    --out "$W/moved"
+grep -q "resumed from $W/moved/checkpoints/step_00000008" "$W/moved_out.log" ||
+    fail "moved_out: --out at the new place did not resume its checkpoint"
 all_passed resume_model
