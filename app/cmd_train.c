@@ -560,7 +560,9 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
     if (st == SV_OK) st = train(&r, &o, &rs, &tx, &end);
     if (st == SV_OK && o.run.trace) st = sv_run_finish_trace(&r, o.run.trace); /* agreed */
     sv_train_resume_free(&rs);
-    for (int i = 0; i < 2; i++) sv_run_dir_unlock(&locks[i], st != SV_OK); /* a refused start: no directory left */
+    /* a refused start: no directory left (--ckpt-dir first: it may lie inside --out, or beside it in a
+     * parent both made) */
+    for (int i = 1; i >= 0; i--) sv_run_dir_unlock(&locks[i], st != SV_OK);
     if (st != SV_OK) {
         /* SV_ERR_INVALID is a usage error (exit 2, and main does not abort the other ranks: each
          * tears down and finalizes) only when every rank is known to fail alike: before the run was

@@ -235,24 +235,47 @@ sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk) {
         return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", dir);
     SV_TRY(sv_fileio_mkdirs_made(dir, 0755, &lk->made));
     const char *path = lk->marker;
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd >= 0)
-        lk->made_marker = 1;
-    else if (errno == EEXIST)
-        fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    int fd = -1, flocked = -1, err = 0;
+    /* A refused run removes the marker it made while it still holds the lock (sv_run_dir_unlock):
+     * a lock taken on a marker that is no longer the file at `path` locks nothing another run sees,
+     * so the lock counts only when `path` still names the locked file; otherwise open again. */
+    for (int tries = 0; tries < 100; tries++) {
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+        lk->made_marker = fd >= 0;
+        if (fd < 0 && errno == EEXIST) fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0 && errno == ENOENT) { /* the marker, or the directory, removed meanwhile: make it again */
+            sv_status ms = lk->made.n ? sv_fileio_mkdirs(dir, 0755) : sv_fileio_mkdirs_made(dir, 0755, &lk->made);
+            if (ms != SV_OK) {
+                lock_undo(lk);
+                return ms;
+            }
+            continue;
+        }
+        if (fd < 0) {
+            sv_status st = SV_FAIL(SV_ERR_IO, "cannot open the run lock %s: %s", path, strerror(errno));
+            lock_undo(lk);
+            return st;
+        }
+        struct stat sb, now;
+        if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            close(fd);
+            lock_undo(lk);
+            return SV_FAIL(SV_ERR_INVALID, "the run lock %s is not a regular file", path);
+        }
+        flocked = flock(fd, LOCK_EX | LOCK_NB);
+        err = errno;
+        if (flocked != 0) break;
+        if (lstat(path, &now) == 0 && now.st_dev == sb.st_dev && now.st_ino == sb.st_ino) break;
+        close(fd); /* locked a marker that was removed meanwhile: try the one there now */
+        fd = -1;
+        flocked = -1;
+        err = ESTALE;
+    }
     if (fd < 0) {
-        sv_status st = SV_FAIL(SV_ERR_IO, "cannot open the run lock %s: %s", path, strerror(errno));
         lock_undo(lk);
-        return st;
+        return SV_FAIL(SV_ERR_IO, "cannot lock %s: its marker file kept being replaced", path);
     }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        lock_undo(lk);
-        return SV_FAIL(SV_ERR_INVALID, "the run lock %s is not a regular file", path);
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int err = errno;
+    if (flocked != 0) {
         char who[256] = "";
         ssize_t n = pread(fd, who, sizeof who - 1, 0);
         close(fd);

@@ -78,6 +78,13 @@ test -e "$W/new3ck" && fail "a refused resume into a new --ckpt-dir created it"
 expect_fail new_out_past "past the 2 steps of this run" \
     t2 --steps 2 --out "$W/new4/deep" --resume "$R/checkpoints/step_00000008"
 test -e "$W/new4" && fail "a resume refused after the lock left $(find "$W/new4" | tr '\n' ' ')"
+# ... with --ckpt-dir inside --out, and beside it in a parent both made: nothing left either
+expect_fail new_out_past_in "past the 2 steps of this run" \
+    t2 --steps 2 --out "$W/new5/run" --ckpt-dir "$W/new5/run/ck" --resume "$R/checkpoints/step_00000008"
+test -e "$W/new5" && fail "a resume refused after the lock (--ckpt-dir inside --out) left $(find "$W/new5" | tr '\n' ' ')"
+expect_fail new_out_past_beside "past the 2 steps of this run" \
+    t2 --steps 2 --out "$W/new6/a" --ckpt-dir "$W/new6/b" --resume "$R/checkpoints/step_00000008"
+test -e "$W/new6" && fail "a resume refused after the lock (--ckpt-dir beside --out) left $(find "$W/new6" | tr '\n' ' ')"
 echo "== 4. a moved run directory: its config.toml records the old --out"
 mv "$R" "$W/moved"
 expect_fail moved "--config $W/moved/config.toml is the configuration of the run directory $W/moved, but it records --out $R" \
