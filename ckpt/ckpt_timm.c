@@ -260,9 +260,10 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
      * the weights beside it by it: an export named otherwise would leave its config.json free to
      * be replaced by the next export into the directory, changing how these weights load */
     size_t ol = strlen(base);
-    if (ol < 12 || strcmp(base + ol - 12, ".safetensors"))
+    if (ol <= 12 || strcmp(base + ol - 12, ".safetensors")) /* and a name before it (other_weights' rule) */
         return SV_FAIL(SV_ERR_INVALID,
-                       "export output %s: the name must end in .safetensors (timm reads the file by that suffix, "
+                       "export output %s: the name must end in .safetensors, after a name of its own (timm reads the "
+                       "file by that suffix, "
                        "and the config.json beside it is kept for the weights files of that name), e.g. "
                        "model.safetensors",
                        out);

@@ -135,6 +135,8 @@ expect_fail export_sidecar_name "config.json is the name of a file export writes
 # the directory could replace the config.json these weights load with
 expect_fail export_suffix "the name must end in .safetensors" \
     "${SV[@]}" export "$WORK/victim" "$WORK/ex/weights.bin"
+expect_fail export_suffix_only "the name must end in .safetensors" \
+    "${SV[@]}" export "$WORK/victim" "$WORK/ex/.safetensors"
 [ "$(tree_sum "$WORK/ex")" = "$S" ] || fail "a refused export changed its output directory"
 mkdir -p "$WORK/ex2/config.json" && echo keep >"$WORK/ex2/config.json/inner"
 S=$(tree_sum "$WORK/ex2")
