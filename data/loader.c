@@ -67,6 +67,9 @@ struct sv_loader {
     int stop, paused, inflight;
     int fill; /* slot index being claimed, -1 none */
     uint64_t plan_seq, out_seq, plan_epoch, plan_cursor;
+    /* the optimizer step being planned (step_batches): where it began, and its batches so far
+     * (counted from create / seek: a resume continues at a step's start) */
+    uint64_t plan_step_epoch, plan_step_cursor, plan_micro;
     int plan_done; /* eval: pass fully planned */
     int out_slot;  /* slot handed to the consumer, -1 none */
     sv_status fatal;
@@ -235,6 +238,14 @@ static void plan_batch(sv_loader *l, int si) {
     }
     b->epoch = l->plan_epoch;
     b->cursor = l->plan_cursor;
+    const uint64_t A = l->o.step_batches > 1 ? (uint64_t)l->o.step_batches : 1;
+    if (l->plan_micro == 0 || l->plan_step_epoch != l->plan_epoch) { /* a step begins (epochs hold whole steps) */
+        l->plan_step_epoch = l->plan_epoch;
+        l->plan_step_cursor = l->plan_cursor;
+        l->plan_micro = 0;
+    }
+    b->step_cursor = l->plan_step_cursor;
+    if (++l->plan_micro == A) l->plan_micro = 0;
     b->step_in_epoch = l->plan_cursor / l->G;
     uint64_t base = l->plan_cursor + (uint64_t)l->o.rank * (uint64_t)B;
     b->n_valid = 0;
@@ -324,12 +335,11 @@ static void fill_pair(worker *w, slot *s, int j0, int cnt) {
         if (cut_a || lam_a != 1.0) sv_mix_into(ia, ib, C, S, cut_a, &box_a, lam_a);
         if (cut_b || lam_b != 1.0) sv_mix_into(ib, w->orig, C, S, cut_b, &box_b, lam_b);
     } else {
-        /* batch mode: one draw per optimizer step (the first micro-batch's cursor of the step), so
-         * --accum A mixes as the A-times bigger batch does (docs/training.md) */
-        const uint64_t step_samples = l->G * (uint64_t)(l->o.step_batches > 1 ? l->o.step_batches : 1);
-        const uint64_t step_cursor = b->cursor - b->cursor % step_samples;
-        uint64_t key = l->mix.mode == SV_MIX_BATCH ? sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x314ull), ep), step_cursor)
-                                                   : sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x313ull), ep), p);
+        /* batch mode: one draw per optimizer step (keyed on where the step began), so --accum A
+         * mixes as the A-times bigger batch does (docs/training.md) */
+        uint64_t key = l->mix.mode == SV_MIX_BATCH
+            ? sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x314ull), ep), b->step_cursor)
+            : sv_hash2(sv_hash2(sv_hash2(l->o.seed, 0x313ull), ep), p);
         sv_mix_draw(&l->mix, key, &cut_a, &lam_a);
         if (cut_a) lam_a = sv_mix_box_draw(&l->mix, key, S, lam_a, &box_a);
         if (cut_a || lam_a != 1.0) sv_mix_pair(ia, ib, C, S, cut_a, &box_a, lam_a);
@@ -594,6 +604,7 @@ sv_status sv_loader_seek(sv_loader *l, uint64_t epoch, uint64_t cursor) {
     l->out_slot = -1;
     l->fill = -1;
     l->plan_seq = l->out_seq = 0;
+    l->plan_micro = 0; /* the next batch begins an optimizer step */
     l->plan_epoch = epoch;
     l->plan_cursor = cursor;
     l->plan_done = !sv_sampler_normalise(l->train, l->n_epoch, l->G, &l->plan_epoch, &l->plan_cursor);

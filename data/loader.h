@@ -116,6 +116,8 @@ typedef struct sv_batch {
     uint64_t epoch;                   /* epoch of this batch */
     uint64_t step_in_epoch;           /* cursor / G */
     uint64_t cursor;                  /* global epoch position where this batch starts */
+    uint64_t step_cursor;             /* where its optimizer step began (step_batches batches per step,
+                                         counted from create / seek; = cursor without accumulation) */
     uint64_t next_epoch, next_cursor; /* resume point after this batch (store in checkpoints) */
 } sv_batch;
 

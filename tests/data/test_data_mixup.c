@@ -254,6 +254,20 @@ int main(void) {
         }
         sv_loader_destroy(l);
         CHECK(!memcmp(mix, mix2, sizeof mix) && !memcmp(tgt, tgt2, sizeof tgt));
+        /* a resume continues at a step's start wherever its cursor lies (a checkpoint of a run with
+         * another --batch-size): the two batches after the seek share their step's cursor, the
+         * next two the next one (keyed per step, never half a step each) */
+        CHECK_OK(sv_loader_create(&oa, &l));
+        CHECK_OK(sv_loader_seek(l, 0, B / 2));
+        uint64_t sc[4];
+        for (int s = 0; s < 4; s++) {
+            const sv_batch *b;
+            CHECK_OK(sv_loader_next(l, &b));
+            sc[s] = b->step_cursor;
+            CHECK(b->cursor == (uint64_t)(B / 2) * (uint64_t)(s + 1));
+        }
+        sv_loader_destroy(l);
+        CHECK(sc[0] == B / 2 && sc[1] == B / 2 && sc[2] == B / 2 + B && sc[3] == B / 2 + B);
     }
 
     /* elem mode: each element its own lambda, mixed with the partner's unmixed image */
