@@ -2,11 +2,19 @@
 # Fingerprints of 15 short training configurations, for refactors that must not change a bit:
 # SHA-256 (first 16 hex digits) of the final parameters (--save-params) and the step-6 checkpoint
 # shards, and of the logged losses. Run it before and after a change and diff the two outputs.
-#   bash scripts/bitwise_hashes.sh [SHARDVIT] [OUT]   (defaults: build/app/shardvit, stdout only)
+# Usage: bash scripts/bitwise_hashes.sh [SHARDVIT] [OUT]   (defaults: build/app/shardvit, stdout only)
 # The configurations cover the strategies, bf16 compute and reduction, accumulation, recompute,
 # auto-wrap, the optimizers other than AdamW and a 26-token layout at world 1-4 (a tiny vit-28
 # on synthetic data, 6 steps each, about a minute and a half).
 set -euo pipefail
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+for a in "$@"; do
+    case "$a" in
+    -h | --help) usage; exit 0 ;;
+    -*) echo "bitwise_hashes.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
+    esac
+done
+[ $# -le 2 ] || { echo "bitwise_hashes.sh: at most two arguments, SHARDVIT and OUT (see --help)" >&2; exit 2; }
 S=${1:-build/app/shardvit}
 OUT=${2:-/dev/null}
 W=$(mktemp -d)

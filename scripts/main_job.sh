@@ -18,13 +18,21 @@ case "${1:-}" in
 *) echo "main_job.sh: unknown argument '$1' (it takes none; see --help)" >&2; exit 2 ;;
 esac
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/build.sh
+# The settings are checked before anything is installed or built.
 OUT=${OUT:-runs/fashion-mnist}
 DATA=${DATA:-data-cache/fashion-mnist}
-SV="${BUILD_DIR:-build}/app/shardvit"
 STEPS=${STEPS:-7030}
 case "$STEPS" in '' | *[!0-9]*) echo "main_job.sh: STEPS='$STEPS' is not a number of steps" >&2; exit 2 ;; esac
+STEPS=$((10#$STEPS)) # decimal: a leading zero is no octal prefix (08 is 8 steps, 010 is 10)
+# Trailing slashes off: an earlier run is moved aside to "$OUT.prev-...", which for "runs/x/"
+# would be a path inside the directory being moved. "/" itself is no run or data directory.
+while [ ${#OUT} -gt 1 ] && [ "${OUT%/}" != "$OUT" ]; do OUT=${OUT%/}; done
+while [ ${#DATA} -gt 1 ] && [ "${DATA%/}" != "$DATA" ]; do DATA=${DATA%/}; done
+[ "$OUT" != / ] || { echo "main_job.sh: OUT=/ is the root directory, not a run directory" >&2; exit 2; }
+[ "$DATA" != / ] || { echo "main_job.sh: DATA=/ is the root directory, not a data directory" >&2; exit 2; }
+bash scripts/setup.sh
+bash scripts/build.sh
+SV="${BUILD_DIR:-build}/app/shardvit"
 WARMUP=200
 [ "$STEPS" -le 2000 ] && WARMUP=$((STEPS / 10))
 # prep writes its marker .shardvit-prep last and refuses a non-empty --out other than its own

@@ -21,7 +21,12 @@ cmake --build "$build" -j"$jobs"
 # detect_leaks stays on; MPICH's and libgomp's one-time allocations are suppressed by name.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=0:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/sanitize/lsan.supp:print_suppressions=0}
+# The suppressions path is quoted inside the option value: the sanitizer runtime splits its options
+# at spaces, ':' and ',' (a checkout path with one would abort every test at start-up); a value may
+# be quoted with " or ' (a path holding a double quote gets single quotes).
+supp=$root/tests/sanitize/lsan.supp
+case "$supp" in *'"'*) q="'" ;; *) q='"' ;; esac
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$q$supp$q:print_suppressions=0}
 # MPICH's hwloc loads its PCI plugin (hwloc_pci.so, libpciaccess), whose allocations leak and
 # whose code is unloaded before LeakSanitizer reports, so they cannot be suppressed by name;
 # CPU runs need no PCI topology, so the plugin stays off.

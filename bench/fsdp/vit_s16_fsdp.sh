@@ -15,9 +15,9 @@ echo
 echo "| ranks | planned MiB/rank | measured arena MiB/rank | max RSS MiB (rank 0) | img/s (last step) | exposed comm |"
 echo "|---|---|---|---|---|---|"
 for n in 1 2 4; do
-    extra=""
-    [ "$n" -eq 2 ] && extra="--trace $tmp/trace.json"
-    mpiexec -n "$n" "$SV" train $COMMON $extra >"$tmp/log$n" 2>&1 || { tail "$tmp/log$n"; exit 1; }
+    extra=()
+    [ "$n" -eq 2 ] && extra=(--trace "$tmp/trace.json")
+    mpiexec -n "$n" "$SV" train $COMMON "${extra[@]}" >"$tmp/log$n" 2>&1 || { tail "$tmp/log$n"; exit 1; }
     plan=$("$SV" plan --model vit-s16 --batch-size 16 --world "$n" | awk '/^  total/ {print $2}')
     meas=$(sed -nE 's/.*arena ([0-9.]+) MiB \(planned.*/\1/p' "$tmp/log$n")
     rss=$(sed -nE 's/.*process RSS ([0-9.]+) MiB.*/\1/p' "$tmp/log$n")
@@ -28,4 +28,4 @@ for n in 1 2 4; do
     echo "| $label | $plan | $meas | $rss | $ips | $exp |"
 done
 echo
-echo "trace of the 2-rank run: $(python3 -c "import json,sys; d=json.load(open('$tmp/trace.json')); print(len(d['traceEvents']), 'events')")"
+echo "trace of the 2-rank run: $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(len(d['traceEvents']), 'events')" "$tmp/trace.json")"

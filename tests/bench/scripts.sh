@@ -11,7 +11,13 @@
 # N images made again, failing steps named with their logs), bench/torch_venv.sh (--help, options
 # refused; never installs anything), bench/gemm_f32_bench (unknown engine or layout refused, n/a
 # without OpenBLAS, the bf16 note on its own line, a missing engine named), bench_data (a corrupt
-# JPEG named, --help, bad arguments refused) and `shardvit bench-compare` (its notes on stdout).
+# JPEG named, --help, bad arguments refused), `shardvit bench-compare` (its notes on stdout),
+# scripts/main_job.sh (STEPS read as decimal, bad settings refused before the install and build,
+# OUT and DATA with a trailing slash moved aside on the next run; stand-ins for setup, build,
+# shardvit and mpiexec), scripts/bitwise_hashes.sh (--help, options refused before mpiexec),
+# bench/fsdp/vit_s16_fsdp.sh (a TMPDIR with a space and a quote; stand-ins for shardvit and
+# mpiexec) and the LeakSanitizer options of scripts/sanitize.sh and tests/fuzz/run_fuzz.sh in a
+# checkout path with a space and a quote (a tiny ASan program; left out without an ASan compiler).
 # PYTHON: the python3 to use.
 set -u
 SV=$1
@@ -55,11 +61,10 @@ echo '__version__ = "0.0-fake"' >"$F/mods/torchvision/__init__.py"
 echo '__version__ = "0.0-fake"' >"$F/mods/PIL/__init__.py"
 # TORCH_PY: the training and torchvision scripts are answered here (FAKE_TORCH=ok|fail|hang,
 # FAKE_TV=ok|fail); anything else runs in python3 with the fake torch / torchvision / PIL.
-cat >"$F/torchpy" <<EOF
-#!/bin/bash
-F=$F
-PY=$PY
-EOF
+{
+    echo '#!/bin/bash'
+    printf 'F=%q\nPY=%q\n' "$F" "$PY" # quoted: TMPDIR may hold a space or a quote
+} >"$F/torchpy"
 cat >>"$F/torchpy" <<'EOF'
 case "${1:-}" in
 */torch_vit_train.py)
@@ -104,7 +109,7 @@ EOF
 cat >"$F/mpiexec" <<EOF
 #!$PY
 import os, signal, sys, time
-open("$F/mpiexec.started", "w").close()
+open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpiexec.started"), "w").close()
 if os.environ.get("FAKE_MPI") == "hang":
     signal.signal(signal.SIGINT, lambda *a: sys.exit(1))
     time.sleep(30)
@@ -292,6 +297,177 @@ fi
 "$SV" bench-compare "$TMP/a.json" "$TMP/b.json" >"$TMP/o" 2>"$TMP/e"
 check "bench-compare: 'variant ... is only in' goes to stdout" \
     eval '[ $st = 0 ] && has "$TMP/o" "is only in" && hasnt "$TMP/e" "is only in"'
+
+# ---- scripts/main_job.sh (settings and moving earlier outputs aside; nothing installed, built
+# or trained: stand-ins for scripts/setup.sh, scripts/build.sh, shardvit and mpiexec) ----
+MJ="$TMP/main job"
+mkdir -p "$MJ/scripts" "$MJ/build/app" "$MJ/bin"
+cp "$SRC/scripts/main_job.sh" "$MJ/scripts/"
+printf '#!/bin/bash\necho "$(basename "$0")" >>"$MJ_LOG"\n' >"$MJ/scripts/setup.sh"
+cp "$MJ/scripts/setup.sh" "$MJ/scripts/build.sh"
+cat >"$MJ/build/app/shardvit" <<'EOF'
+#!/bin/bash
+# each command line into $MJ_LOG; prep and train write what main_job.sh reads next
+echo "shardvit $*" >>"$MJ_LOG"
+out="" prev=""
+for a in "$@"; do
+    [ "$prev" = --out ] && out=$a
+    prev=$a
+done
+case "$1" in
+prep) # a finished import is reused unless MJ_PREP_REUSE=fail (files changed since)
+    if [ -f "$out/.shardvit-prep" ]; then [ "${MJ_PREP_REUSE:-ok}" = ok ]; exit; fi
+    mkdir -p "$out/train" "$out/test" && : >"$out/.shardvit-prep" ;;
+train) mkdir -p "$out" && echo '{"top1": 0.9, "top5": 0.99, "num_samples": 10000}' >"$out/eval.json" ;;
+esac
+EOF
+printf '#!/bin/bash\nshift 2\nexec "$@"\n' >"$MJ/bin/mpiexec" # mpiexec -n N CMD...
+chmod +x "$MJ/build/app/shardvit" "$MJ/bin/mpiexec"
+# mj NAME [VAR=VALUE...]: main_job.sh with the stand-ins (OUT, DATA in $MJ unless given); its
+# output in $TMP/NAME.o / .e, the commands it ran in $TMP/NAME.log
+mj() {
+    local name=$1
+    shift
+    : >"$TMP/$name.log"
+    env PATH="$MJ/bin:$PATH" MJ_LOG="$TMP/$name.log" OUT="$MJ/out" DATA="$MJ/data" "$@" \
+        bash "$MJ/scripts/main_job.sh" >"$TMP/$name.o" 2>"$TMP/$name.e"
+}
+mj mj_08 STEPS=08
+check "main_job STEPS=08: 8 steps, warmup 0 (it was read as octal: 'value too great for base')" \
+    eval '[ $st = 0 ] && grep -q -- "--steps 8 .*--warmup 0 " "$TMP/mj_08.log" && hasnt "$TMP/mj_08.e" "value too great"'
+mj mj_010 STEPS=010 OUT="$MJ/out010"
+check "main_job STEPS=010: 10 steps, warmup 1 (octal gave warmup 0)" \
+    eval '[ $st = 0 ] && grep -q -- "--steps 10 .*--warmup 1 " "$TMP/mj_010.log"'
+for bad in STEPS=12x STEPS=-1 OUT=/ OUT=// DATA=/; do
+    mj mj_bad "$bad"
+    check "main_job refuses $bad before installing or building anything" \
+        eval '[ $st = 2 ] && has "$TMP/mj_bad.e" "main_job.sh: ${bad%%=*}" && [ ! -s "$TMP/mj_bad.log" ]'
+done
+# a run into OUT/ (and DATA/) again: the earlier one is moved aside to OUT.prev-* (mv refused to
+# move OUT/ into OUT/.prev-*, a directory inside itself, after the build and the data import)
+mj mj_slash1 OUT="$MJ/sl/" DATA="$MJ/d1/"
+mj mj_slash2 OUT="$MJ/sl//" DATA="$MJ/d1/"
+rc=$?
+check "main_job OUT=DIR/ a second time: the first run moved to DIR.prev-*, the second in DIR (exit $rc)" \
+    eval '[ $rc = 0 ] && [ -s "$MJ/sl/eval.json" ] && [ "$(ls -d "$MJ"/sl.prev-*/eval.json | wc -l)" = 1 ]'
+[ $rc = 0 ] || cat "$TMP/mj_slash2.e"
+mj mj_data_changed OUT="$MJ/o2" DATA="$MJ/d1/" MJ_PREP_REUSE=fail
+rc=$?
+check "main_job DATA=DIR/ whose import changed: moved to DIR.prev-*, imported again (exit $rc)" \
+    eval '[ $rc = 0 ] && [ -f "$MJ/d1/.shardvit-prep" ] && [ "$(ls -d "$MJ"/d1.prev-*/.shardvit-prep | wc -l)" = 1 ]'
+[ $rc = 0 ] || cat "$TMP/mj_data_changed.e"
+mkdir -p "$MJ/d2"
+: >"$MJ/d2/partial"
+mj mj_data_partial OUT="$MJ/o3" DATA="$MJ/d2///"
+rc=$?
+check "main_job DATA=DIR/ holding an unfinished import: moved to DIR.prev-*, imported again (exit $rc)" \
+    eval '[ $rc = 0 ] && [ -f "$MJ/d2/.shardvit-prep" ] && [ "$(ls -d "$MJ"/d2.prev-*/partial | wc -l)" = 1 ]'
+[ $rc = 0 ] || cat "$TMP/mj_data_partial.e"
+
+# ---- scripts/bitwise_hashes.sh (arguments only: a stand-in mpiexec leaves a mark if it runs) ----
+mkdir -p "$TMP/bh"
+printf '#!/bin/bash\n: >"$(dirname "$0")/mpiexec.ran"\nexit 1\n' >"$TMP/bh/mpiexec"
+chmod +x "$TMP/bh/mpiexec"
+BH=$SRC/scripts/bitwise_hashes.sh
+for h in --help -h; do
+    rm -f "$TMP/bh/mpiexec.ran"
+    PATH="$TMP/bh:$PATH" bash "$BH" "$h" >"$TMP/o" 2>"$TMP/e"
+    check "bitwise_hashes $h prints the usage, exit 0, runs nothing" \
+        eval '[ $st = 0 ] && has "$TMP/o" "Usage: bash scripts/bitwise_hashes.sh" && [ ! -s "$TMP/e" ] && [ ! -e "$TMP/bh/mpiexec.ran" ]'
+done
+bh_refused() { # ARGS...: bitwise_hashes.sh refuses them (exit 2) before mpiexec starts
+    rm -f "$TMP/bh/mpiexec.ran"
+    PATH="$TMP/bh:$PATH" bash "$BH" "$@" >"$TMP/o" 2>"$TMP/e"
+    check "bitwise_hashes $*: refused (exit 2), mpiexec not started" \
+        eval '[ $st = 2 ] && has "$TMP/e" "unknown option" && [ ! -s "$TMP/o" ] && [ ! -e "$TMP/bh/mpiexec.ran" ]'
+}
+bh_refused --frob
+bh_refused -x
+bh_refused "$SV" --out
+
+# ---- bench/fsdp/vit_s16_fsdp.sh in a TMPDIR with a space and a quote (stand-ins for mpiexec and
+# shardvit, which refuses a stray argument as the real one does) ----
+VB="$TMP/vit s16 build"
+VT="$TMP/t dir/it's"
+mkdir -p "$VB/app" "$VT"
+cat >"$VB/app/shardvit" <<'EOF'
+#!/bin/bash
+case "$1" in
+plan) echo "  total 123.4 MiB"; exit 0 ;;
+train) shift ;;
+*) exit 2 ;;
+esac
+steps="" trace=""
+while [ $# -gt 0 ]; do # every flag given here takes one value
+    case "$1" in
+    --steps) steps=$2 ;;
+    --trace) trace=$2 ;;
+    --*) ;;
+    *) echo "shardvit train: unexpected argument '$1'" >&2; exit 2 ;;
+    esac
+    shift 2
+done
+[ -z "$trace" ] || echo '{"traceEvents": [{}, {}, {}]}' >"$trace" || exit 1
+echo "memory: arena 10.5 MiB (planned 10.4 MiB), process RSS 50.5 MiB"
+echo "step $steps/$steps loss 2.3 img/s 12.5"
+echo "exposed communication: 0.1 s of 2.0 s (5.0%)"
+EOF
+chmod +x "$VB/app/shardvit"
+PATH="$MJ/bin:$PATH" TMPDIR=$VT bash "$SRC/bench/fsdp/vit_s16_fsdp.sh" "$VB" 2 >"$TMP/o" 2>"$TMP/e"
+rc=$?
+check "vit_s16_fsdp.sh with TMPDIR holding a space and a quote: 3 rows, the 2-rank trace read, its files removed (exit $rc)" \
+    eval '[ $rc = 0 ] && [ "$(grep -c "| 123.4 | 10.5 | 50.5 | 12.5 | 5.0% |" "$TMP/o")" = 3 ] && has "$TMP/o" "trace of the 2-rank run: 3 events" && [ -z "$(ls -A "$VT")" ]'
+[ $rc = 0 ] || cat "$TMP/o" "$TMP/e"
+
+# ---- the LeakSanitizer options of scripts/sanitize.sh and tests/fuzz/run_fuzz.sh in a checkout
+# path with a space, a quote, ',' and ':' (where the sanitizer runtime splits its options): the
+# suppressions file applies and nothing aborts at start-up (stand-ins for cmake and ctest) ----
+SZ="$TMP/sp ace/it's, a:b"
+mkdir -p "$SZ/scripts" "$SZ/tests/sanitize" "$SZ/tests/fuzz" "$TMP/san/bin" "$TMP/san/build/tests/fuzz"
+cp "$SRC/scripts/sanitize.sh" "$SZ/scripts/"
+cp "$SRC/tests/fuzz/run_fuzz.sh" "$SZ/tests/fuzz/"
+cp "$SRC/tests/sanitize/lsan.supp" "$SZ/tests/sanitize/"
+# read_config: an allocation lsan.supp lists (kept for the process); other_alloc: one it does not
+cat >"$TMP/san/leak.c" <<'EOF'
+#include <stdlib.h>
+#include <string.h>
+__attribute__((noinline)) char *read_config(void) { char *p = malloc(32); strcpy(p, "kept"); return p; }
+__attribute__((noinline)) char *other_alloc(void) { char *p = malloc(32); strcpy(p, "lost"); return p; }
+char *volatile keep;
+int main(void) {
+    keep = getenv("LEAK_OTHER") ? other_alloc() : read_config();
+    keep = 0;
+    return 0;
+}
+EOF
+CC=${CC:-cc}
+san_ok=0
+if "$CC" -g -O0 -fno-omit-frame-pointer -fsanitize=address "$TMP/san/leak.c" -o "$TMP/san/leak" >"$TMP/san/cc.log" 2>&1; then
+    # the leak is reported without suppressions (LeakSanitizer works here)
+    env -u LSAN_OPTIONS -u ASAN_OPTIONS "$TMP/san/leak" >/dev/null 2>"$TMP/san/cc.log"
+    grep -q "detected memory leaks" "$TMP/san/cc.log" && san_ok=1
+fi
+if [ $san_ok = 1 ]; then
+    printf '#!/bin/sh\nexit 0\n' >"$TMP/san/bin/cmake"
+    printf '#!/bin/sh\nexec "$LEAK_PROG"\n' >"$TMP/san/bin/ctest"
+    chmod +x "$TMP/san/bin/cmake" "$TMP/san/bin/ctest"
+    san=(env -u LSAN_OPTIONS -u ASAN_OPTIONS PATH="$TMP/san/bin:$PATH" LEAK_PROG="$TMP/san/leak"
+        bash "$SZ/scripts/sanitize.sh" "$TMP/san/build")
+    "${san[@]}" >"$TMP/o" 2>"$TMP/e"
+    rc=$?
+    check "sanitize.sh in a path with a space and a quote: LSAN_OPTIONS parsed, lsan.supp applied (exit $rc)" \
+        eval '[ $rc = 0 ] && hasnt "$TMP/e" "expected .=. in LSAN_OPTIONS" && has "$TMP/o" "ctest exit 0"'
+    [ $rc = 0 ] || cat "$TMP/e"
+    LEAK_OTHER=1 "${san[@]}" >"$TMP/o" 2>"$TMP/e"
+    check "sanitize.sh: a leak lsan.supp does not list still fails" \
+        eval '[ $st != 0 ] && has "$TMP/e" "detected memory leaks" && has "$TMP/e" other_alloc'
+    cp "$TMP/san/leak" "$TMP/san/build/tests/fuzz/fuzz_json"
+    env -u LSAN_OPTIONS -u ASAN_OPTIONS bash "$SZ/tests/fuzz/run_fuzz.sh" "$TMP/san/build" 1 "$TMP/san/fz" json >"$TMP/o" 2>&1
+    check "run_fuzz.sh in a path with a space and a quote: LSAN_OPTIONS parsed, lsan.supp applied" \
+        eval 'grep -qx "json exit 0" "$TMP/san/fz/status" && hasnt "$TMP/san/fz/json.log" "expected .=. in LSAN_OPTIONS"'
+else
+    echo "skip: no ASan program that reports a leak here ($CC -fsanitize=address: $(head -1 "$TMP/san/cc.log"))"
+fi
 
 [ $FAILS = 0 ] || { echo "$FAILS check(s) failed"; exit 1; }
 echo "all bench script checks passed"

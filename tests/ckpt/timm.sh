@@ -8,18 +8,18 @@ SHARDVIT=$1
 source "$(dirname "$0")/../fsdp/lib.sh"
 PYT=/usr/bin/python3
 "$PYT" -c "import torch, numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 cannot import torch + numpy"; exit 77; }
-CHECK="$PYT $HERE/../ckpt/timm_check.py"
+CHECK=("$PYT" "$HERE/../ckpt/timm_check.py")
 fail() { echo "FAIL: $*"; exit 1; }
 run t 2 --steps 3 --dump-logits "$WORK/logits.safetensors"
 mkdir -p "$WORK/f32" "$WORK/bf16"
 "$SHARDVIT" export "$WORK/t" "$WORK/f32/model.safetensors" >/dev/null 2>&1 || fail "export fp32"
 "$SHARDVIT" export "$WORK/t" "$WORK/bf16/model.safetensors" --dtype bf16 >/dev/null 2>&1 || fail "export bf16"
-$CHECK check "$WORK/f32/model.safetensors" "$WORK/logits.safetensors" "$WORK/bf16/model.safetensors" || fail "export check"
+"${CHECK[@]}" check "$WORK/f32/model.safetensors" "$WORK/logits.safetensors" "$WORK/bf16/model.safetensors" || fail "export check"
 # a file written by Python for the same model seeds the weights bit for bit
-$CHECK write "$WORK/py.safetensors" --img 28 --patch 4 --chans 1 --classes 10 --dim 36 --depth 3 --heads 3 || exit 1
+"${CHECK[@]}" write "$WORK/py.safetensors" --img 28 --patch 4 --chans 1 --classes 10 --dim 36 --depth 3 --heads 3 || exit 1
 "$SHARDVIT" import "$WORK/py.safetensors" --dim 36 --depth 3 --heads 3 >/dev/null || fail "import check"
 run imp 2 --steps 0 --init-from "$WORK/py.safetensors"
-$CHECK params "$WORK/py.safetensors" "$WORK/imp.bin" || fail "import not bitwise"
+"${CHECK[@]}" params "$WORK/py.safetensors" "$WORK/imp.bin" || fail "import not bitwise"
 # the export of a run imports back to the same parameters (shardvit -> safetensors -> shardvit)
 run back 3 --steps 0 --init-from "$WORK/f32/model.safetensors"
 cmp "$WORK/back.bin" "$WORK/t.bin" || fail "export -> import round trip differs"
@@ -29,11 +29,11 @@ run heads2 2 --steps 0 --heads 2 --init-from "$WORK/f32/model.safetensors"
 grep -q "WARN.*config.json records num_heads 3, this run's model has 2 heads" "$WORK/heads2.log" ||
     fail "another --heads than config.json's num_heads not warned"
 # fine-tuning: 5 classes at 28x28 (grid 7) into 10 classes at 32x32 (grid 8)
-$CHECK write "$WORK/g7.safetensors" --img 28 --patch 4 --chans 1 --classes 5 --dim 36 --depth 3 --heads 3 || exit 1
+"${CHECK[@]}" write "$WORK/g7.safetensors" --img 28 --patch 4 --chans 1 --classes 5 --dim 36 --depth 3 --heads 3 || exit 1
 run g8 2 --steps 0 --img 32 --init-from "$WORK/g7.safetensors"
 grep -q "head.weight is (5, 36) in .* but (10, 36) here" "$WORK/g8.log" || fail "new head not logged"
 run g8fresh 2 --steps 0 --img 32
-$CHECK resampled "$WORK/g7.safetensors" "$WORK/g8.bin" "$WORK/g8fresh.bin" --img 32 --patch 4 --chans 1 \
+"${CHECK[@]}" resampled "$WORK/g7.safetensors" "$WORK/g8.bin" "$WORK/g8fresh.bin" --img 32 --patch 4 --chans 1 \
     --classes 10 --dim 36 --heads 3 || fail "resampled import"
 # shapes that cannot be adapted are refused, naming the tensor
 rc=0

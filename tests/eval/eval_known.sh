@@ -13,10 +13,10 @@ mkdir -p "$WORK/w"
 printf 'T-shirt/top\nTrouser\nPull, over\nDress\n' >"$WORK/w/classes.txt"
 run "$WORK/eval.log" "$MPIEXEC" -n 2 "$SV" eval --weights "$WORK/w/model.safetensors" --data "$WORK/data/test" \
     --batch-size 10 --out "$WORK/e" $COMMON
-img=$(find "$WORK/data/test" -name '*.jpg' | sort | head -3)
-run "$WORK/predict.log" "$SV" predict --weights "$WORK/w/model.safetensors" --topk 0 --json --threads 1 $img
+mapfile -t img < <(find "$WORK/data/test" -name '*.jpg' | sort | head -3)
+run "$WORK/predict.log" "$SV" predict --weights "$WORK/w/model.safetensors" --topk 0 --json --threads 1 "${img[@]}"
 grep '^{' "$WORK/predict.log" >"$WORK/predict.jsonl"
-run "$WORK/predict_text.log" "$SV" predict --weights "$WORK/w/model.safetensors" --topk 2 --threads 1 $img
+run "$WORK/predict_text.log" "$SV" predict --weights "$WORK/w/model.safetensors" --topk 2 --threads 1 "${img[@]}"
 "$PY" - "$WORK" "$BIAS" <<'PYEOF'
 import csv, json, math, os, struct, sys
 w, bias = sys.argv[1], [struct.unpack("f", struct.pack("f", float(b)))[0] for b in sys.argv[2].split()]

@@ -15,15 +15,15 @@ if [ -z "$PYT" ] || ! "$PYT" -c "import timm, safetensors.torch" 2>/dev/null; th
     echo "SKIP: SHARDVIT_TEST_PYTHON (a python with timm + safetensors) is not set or cannot import them"
     exit 77
 fi
-ER="$PYT $HERE/eval_resize.py"
+ER=("$PYT" "$HERE/eval_resize.py")
 fail() { echo "FAIL: $*"; exit 1; }
-$ER write "$WORK/w" || fail "timm reference files"
+"${ER[@]}" write "$WORK/w" || fail "timm reference files"
 SHAPE="--dim 32 --depth 2 --heads 2 --num-classes 4"
-img=$(find "$WORK/data/test" -name '*.jpg' | sort | head -8)
+mapfile -t img < <(find "$WORK/data/test" -name '*.jpg' | sort | head -8)
 predict() { # predict OUT FLAGS...: --json --topk 0 lines
     local out=$1
     shift
-    run "$out.log" "$SV" predict --topk 0 --json --threads 1 "$@" $img
+    run "$out.log" "$SV" predict --topk 0 --json --threads 1 "$@" "${img[@]}"
     grep '^{' "$out.log" >"$out" || fail "no predictions in $out.log"
 }
 for c in "img48:--img 48" "img16:--img 16" "p4:--patch 4" "both:--img 48 --patch 4"; do
@@ -32,10 +32,10 @@ for c in "img48:--img 48" "img16:--img 16" "p4:--patch 4" "both:--img 48 --patch
     predict "$WORK/$name-sv.jsonl" --weights "$WORK/w/src/model.safetensors" $flags
     predict "$WORK/$name-timm.jsonl" --weights "$WORK/w/$name/model.safetensors"
     grep -q "weights: pos_embed grid 4x4 resampled" "$WORK/$name-sv.jsonl.log" || fail "$name: no resampling logged"
-    $ER same "$WORK/$name-sv.jsonl" "$WORK/$name-timm.jsonl" || fail "predict $flags differs from timm's resampling"
+    "${ER[@]}" same "$WORK/$name-sv.jsonl" "$WORK/$name-timm.jsonl" || fail "predict $flags differs from timm's resampling"
 done
 predict "$WORK/plain48.jsonl" --weights "$WORK/w/plain48/model.safetensors"
-$ER same "$WORK/img48-sv.jsonl" "$WORK/plain48.jsonl" --differ || fail "the control without antialias matches"
+"${ER[@]}" same "$WORK/img48-sv.jsonl" "$WORK/plain48.jsonl" --differ || fail "the control without antialias matches"
 # eval at 2 ranks: --img 48 on the original weights = timm's img 48 file
 run "$WORK/e1.log" "$MPIEXEC" -n 2 "$SV" eval --weights "$WORK/w/src/model.safetensors" --img 48 \
     --data "$WORK/data/test" --batch-size 10 --out "$WORK/e1" $COMMON
@@ -53,7 +53,7 @@ PYEOF
 # training seeded at img 48 + patch 4
 run "$WORK/t.log" "$SV" train --data "$WORK/data/train" --model vit-32 --img 48 --patch 4 $SHAPE --threads 1 \
     --steps 0 --batch-size 8 --init-from "$WORK/w/src/model.safetensors" --save-params "$WORK/both.bin" --out "$WORK/t"
-$ER params "$WORK/w/both/model.safetensors" "$WORK/both.bin" || fail "train --init-from differs from timm"
+"${ER[@]}" params "$WORK/w/both/model.safetensors" "$WORK/both.bin" || fail "train --init-from differs from timm"
 run "$WORK/import.log" "$SV" import "$WORK/w/src/model.safetensors" --model vit-32 --img 48 --patch 4 $SHAPE
 grep -q "32 of 32 tensors from the file" "$WORK/import.log" || fail "import: $(cat "$WORK/import.log")"
 # a checkpoint runs at its own shape: another --img is refused with the way to do it (exit 2)

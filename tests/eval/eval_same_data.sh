@@ -16,7 +16,7 @@ fail() {
     exit 1
 }
 "$EVAL_TOOL" write init "$WORK/model.safetensors" 32 2 2 32 8 3 4 0.25 2.0 -1.5 0.75
-W="--weights $WORK/model.safetensors"
+W=(--weights "$WORK/model.safetensors")
 D=$WORK/data
 # copies of the test and training sets: identical, one image more, one image renamed (same counts)
 cp -r "$D/test" "$WORK/same"
@@ -40,9 +40,9 @@ refused() {
 # ev NAME DATA0 DATA1: mpiexec eval with rank 0 on DATA0 and rank 1 on DATA1, outputs in $WORK/NAME
 ev() {
     mkdir -p "$WORK/$1"
-    local e="eval $W --batch-size 6 $COMMON --out $WORK/$1"
-    # shellcheck disable=SC2206 # a flag list, split on purpose
-    EV=("$MPIEXEC" -n 1 "$SV" $e --data "$2" : -n 1 "$SV" $e --data "$3")
+    # shellcheck disable=SC2206 # $COMMON: a flag list, split on purpose
+    local e=(eval "${W[@]}" --batch-size 6 $COMMON --out "$WORK/$1")
+    EV=("$MPIEXEC" -n 1 "$SV" "${e[@]}" --data "$2" : -n 1 "$SV" "${e[@]}" --data "$3")
 }
 
 ev ev_extra "$D/test" "$WORK/extra"
@@ -59,11 +59,18 @@ run "$WORK/ev_same.log" "${EV[@]}"
 test -s "$WORK/ev_same/eval.json" || fail "eval over two identical copies wrote no eval.json"
 echo "ok: eval: ranks on different data refused on every rank; identical copies evaluate"
 
-# tr NAME "DATA FLAGS 0" "DATA FLAGS 1": mpiexec train, rank 0 and rank 1 given their own data flags
+# tr NAME FLAGS0... -- FLAGS1...: mpiexec train, rank 0 given the data flags FLAGS0, rank 1 FLAGS1
 tr() {
-    local t="train $MODEL $COMMON --steps 2 --batch-size 8 --out $WORK/$1"
-    # shellcheck disable=SC2206 # flag lists, split on purpose
-    TR=("$MPIEXEC" -n 1 "$SV" $t $2 : -n 1 "$SV" $t $3)
+    local name=$1 f0=()
+    shift
+    while [ "$1" != -- ]; do
+        f0+=("$1")
+        shift
+    done
+    shift
+    # shellcheck disable=SC2206 # $MODEL, $COMMON: flag lists, split on purpose
+    local t=(train $MODEL $COMMON --steps 2 --batch-size 8 --out "$WORK/$name")
+    TR=("$MPIEXEC" -n 1 "$SV" "${t[@]}" "${f0[@]}" : -n 1 "$SV" "${t[@]}" "$@")
 }
 # train_refused NAME: "${TR[@]}" exits non-zero (not a timeout) and writes no run outputs
 train_refused() {
@@ -78,13 +85,13 @@ train_refused() {
     done
     echo "ok: $1 refused (exit $rc)"
 }
-tr tr_extra "--data $D/train" "--data $WORK/train_extra"
+tr tr_extra --data "$D/train" -- --data "$WORK/train_extra"
 train_refused tr_extra
 refused tr_extra "--data $D/train: $MSG (rank 0: 48 samples in 4 classes, rank 1: 49 samples in 4 classes)"
-tr tr_val "--data $D/train --val-data $D/test" "--data $D/train --val-data $WORK/extra"
+tr tr_val --data "$D/train" --val-data "$D/test" -- --data "$D/train" --val-data "$WORK/extra"
 train_refused tr_val
 refused tr_val "--val-data $D/test: $MSG (rank 0: 28 samples in 4 classes, rank 1: 29 samples in 4 classes)"
-tr tr_same "--data $D/train --val-data $D/test" "--data $WORK/train_same --val-data $WORK/same"
+tr tr_same --data "$D/train" --val-data "$D/test" -- --data "$WORK/train_same" --val-data "$WORK/same"
 run "$WORK/tr_same.log" "${TR[@]}"
 test -s "$WORK/tr_same/eval.json" || fail "training over two identical copies wrote no eval.json"
 echo "ok: train: --data and --val-data on different data refused on every rank; identical copies train"

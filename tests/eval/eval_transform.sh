@@ -94,8 +94,9 @@ same "$WORK/e3" >/dev/null && fail "--crop-pct 0.875 gave the same loss: the tes
 # predict (double) gave 40. eval's loss equals the cross-entropy of predict's probabilities on the
 # same images (predict is a separate path: one image at a time, its own box).
 run "$WORK/e08.log" "${EV[@]}" --weights "$WORK/x/model.safetensors" --crop-pct 0.8 --out "$WORK/e08"
+mapfile -t test_imgs < <(find "$WORK/data/test" -name '*.jpg' | sort)
 run "$WORK/p08.log" "$SV" predict --weights "$WORK/x/model.safetensors" --crop-pct 0.8 --json --topk 0 --threads 1 \
-    $(find "$WORK/data/test" -name '*.jpg' | sort)
+    "${test_imgs[@]}"
 "$PY" - "$WORK/e08/eval.json" "$WORK/p08.log" "$WORK/data/classes.txt" <<'PYEOF' || fail "--crop-pct 0.8: eval and predict disagree"
 import json, math, os, sys
 ev = json.load(open(sys.argv[1]))

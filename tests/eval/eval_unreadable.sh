@@ -27,11 +27,11 @@ fail() {
 BIAS="0.25 2.0 -1.5 0.75"
 mkdir -p "$WORK/w"
 "$EVAL_TOOL" write init "$WORK/w/model.safetensors" 32 2 2 32 8 3 4 $BIAS
-W="--weights $WORK/w/model.safetensors"
+W=(--weights "$WORK/w/model.safetensors")
 
 # the clean set evaluates (reference for the counts below)
 for n in 1 2; do
-    run "$WORK/clean$n.log" "$MPIEXEC" -n $n "$SV" eval $W --data "$WORK/data/test" --batch-size 6 \
+    run "$WORK/clean$n.log" "$MPIEXEC" -n $n "$SV" eval "${W[@]}" --data "$WORK/data/test" --batch-size 6 \
         --out "$WORK/clean$n" $COMMON
     test -s "$WORK/clean$n/eval.json" || fail "clean eval at world $n wrote no eval.json"
 done
@@ -69,7 +69,7 @@ names_in() {
 
 # 1. default: fail, every rank, naming the files, no outputs
 for n in 1 2; do
-    expect_fail strict$n 90 "$MPIEXEC" -n $n "$SV" eval $W --data "$T" --batch-size 6 --out "$WORK/strict$n" $COMMON
+    expect_fail strict$n 90 "$MPIEXEC" -n $n "$SV" eval "${W[@]}" --data "$T" --batch-size 6 --out "$WORK/strict$n" $COMMON
     names_in strict$n $BAD
     grep -q -- '--skip-unreadable' "$WORK/strict$n.log" || fail "strict$n: the error does not name --skip-unreadable"
     [ ! -e "$WORK/strict$n/eval.json" ] && [ ! -e "$WORK/strict$n/confusion.csv" ] ||
@@ -88,7 +88,7 @@ rlog() { # run one rank with its output in $WORK/one.rRANK.log
 }
 export -f rlog
 export WORK
-expect_fail one 90 "$MPIEXEC" -n 2 bash -c 'rlog "$@"' rlog "$SV" eval $W --data "$WORK/one" --batch-size 6 \
+expect_fail one 90 "$MPIEXEC" -n 2 bash -c 'rlog "$@"' rlog "$SV" eval "${W[@]}" --data "$WORK/one" --batch-size 6 \
     --out "$WORK/one_out" $COMMON
 if [ -f "$WORK/one.r0.log" ] && [ -f "$WORK/one.r1.log" ]; then
     grep -q "WARN data: unreadable image .*$one" "$WORK/one.r1.log" || fail "one: rank 1 did not read $one"
@@ -102,7 +102,7 @@ fi
 
 # 3. --skip-unreadable: the readable images only, recorded
 for n in 1 2; do
-    run "$WORK/skip$n.log" "$MPIEXEC" -n $n "$SV" eval $W --data "$T" --batch-size 6 --out "$WORK/skip$n" \
+    run "$WORK/skip$n.log" "$MPIEXEC" -n $n "$SV" eval "${W[@]}" --data "$T" --batch-size 6 --out "$WORK/skip$n" \
         --skip-unreadable $COMMON
     grep -q "left out 5 unreadable images" "$WORK/skip$n.log" || fail "skip$n: the log does not say 5 were left out"
 done
@@ -166,7 +166,7 @@ mkdir -p "$WORK/none/class_000" "$WORK/none/class_001"
 cp "$T/class_000/zero.jpg" "$T/class_000/zz_png.jpg" "$WORK/none/class_000/"
 cp "$T/class_001/trunc.jpg" "$WORK/none/class_001/"
 for n in 1 2; do
-    expect_fail none$n 90 "$MPIEXEC" -n $n "$SV" eval $W --data "$WORK/none" --batch-size 6 --out "$WORK/none$n" \
+    expect_fail none$n 90 "$MPIEXEC" -n $n "$SV" eval "${W[@]}" --data "$WORK/none" --batch-size 6 --out "$WORK/none$n" \
         --skip-unreadable $COMMON
     grep 'error:' "$WORK/none$n.log" | grep -q 'no sample evaluated (3 of the data.s 3 images unreadable' ||
         fail "none$n: the error does not say no sample was evaluated: $(grep error: "$WORK/none$n.log")"
@@ -182,7 +182,7 @@ ln -s /nonexistent "$O/class_002/dangling.jpg"
 mkfifo "$O/class_002/pipe.jpg"
 deep=$O/class_002/$(printf 'd/%.0s' $(seq 1 40))
 mkdir -p "$deep" && cp "$good" "$deep/deep.jpg"
-expect_fail odd_strict 90 "$SV" eval $W --data "$O" --batch-size 6 --out "$WORK/odd_strict" $COMMON
+expect_fail odd_strict 90 "$SV" eval "${W[@]}" --data "$O" --batch-size 6 --out "$WORK/odd_strict" $COMMON
 grep 'error:' "$WORK/odd_strict.log" | grep -Eq 'class_002/(dangling|pipe)\.jpg is a (dangling symbolic link|FIFO)' ||
     fail "odd_strict: the error does not name the entry: $(grep error: "$WORK/odd_strict.log")"
 [ ! -e "$WORK/odd_strict/eval.json" ] || fail "odd_strict: eval.json written"
@@ -191,7 +191,7 @@ expect_fail odd_train 90 "$SV" train $MODEL $COMMON --data "$O" --steps 1 --batc
 grep 'error:' "$WORK/odd_train.log" | grep -Eq 'class_002/(dangling|pipe)\.jpg' ||
     fail "odd_train: the error does not name the entry: $(grep error: "$WORK/odd_train.log")"
 for n in 1 2; do
-    run "$WORK/odd$n.log" "$MPIEXEC" -n $n "$SV" eval $W --data "$O" --batch-size 6 --out "$WORK/odd$n" \
+    run "$WORK/odd$n.log" "$MPIEXEC" -n $n "$SV" eval "${W[@]}" --data "$O" --batch-size 6 --out "$WORK/odd$n" \
         --skip-unreadable $COMMON
 done
 "$PY" - "$WORK" <<'PYEOF' || fail "--skip-unreadable with unusable entries"
@@ -209,7 +209,7 @@ PYEOF
 
 # 4. predict of an unreadable file fails naming it (world 1 and 2)
 for n in 1 2; do
-    expect_fail predict$n 90 "$MPIEXEC" -n $n "$SV" predict $W --threads 1 "$good" "$T/class_001/trunc.jpg"
+    expect_fail predict$n 90 "$MPIEXEC" -n $n "$SV" predict "${W[@]}" --threads 1 "$good" "$T/class_001/trunc.jpg"
     grep 'error:' "$WORK/predict$n.log" | grep -q 'class_001/trunc.jpg' || fail "predict$n: error does not name it"
 done
 

@@ -85,7 +85,8 @@ done
 # ---- 4. standard output that cannot be written ----
 for c in "version --json" "info --model vit-28" "--help"; do
     rc=0
-    $SHARDVIT $c >/dev/full 2>"$WORK/full.log" || rc=$?
+    # shellcheck disable=SC2086 # $c: the words are the arguments
+    "$SHARDVIT" $c >/dev/full 2>"$WORK/full.log" || rc=$?
     FAIL_LOGS=("$WORK/full.log")
     [ $rc -eq 1 ] || fail "shardvit $c > /dev/full: exit $rc (want 1)"
     grep -q "cannot write standard output: No space left on device" "$WORK/full.log" ||

@@ -166,7 +166,8 @@ ok "special: a dangling class link is refused; a PNG-only class trains with warn
 # shard, the warning is printed once (it was printed by each rank)
 mkdir "$WORK/eoa"
 i=0
-for f in $(ls "$WORK/set/train/class_000/"*.jpg | head -4); do
+eoa_imgs=("$WORK/set/train/class_000/"*.jpg)
+for f in "${eoa_imgs[@]:0:4}"; do
     cp "$f" "$WORK/eoa/$i.jpg" && echo 0 >"$WORK/eoa/$i.cls"
     i=$((i + 1))
 done

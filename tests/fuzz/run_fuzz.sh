@@ -11,7 +11,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(json safetensors tar tensorboard jpeg idx cifar classes flags)
 mkdir -p "$work"
-export LSAN_OPTIONS=suppressions=$here/../sanitize/lsan.supp
+# quoted inside the value: the sanitizer runtime splits its options at spaces, ':' and ','
+supp=$here/../sanitize/lsan.supp
+case "$supp" in *'"'*) q="'" ;; *) q='"' ;; esac
+export LSAN_OPTIONS=suppressions=$q$supp$q
 run_one() {
     local t=$1
     mkdir -p "$work/$t"

@@ -29,7 +29,7 @@ probe() {
     cat "$WORK/probe.json"
 }
 # js EXPR: a Python expression over the last probe's JSON (as j), printed
-js() { "$PY" -c "import json; j = json.load(open('$WORK/probe.json')); print($1)"; }
+js() { "$PY" -c "import json, sys; j = json.load(open(sys.argv[1])); print($1)" "$WORK/probe.json"; }
 # forwarders NAME: how many delay-link forwarders of the hosts of NAME run
 forwarders() { ps -eo args | grep -c -- "[-]-pidfile $RUNDIR/$1h" || true; }
 is_tap() { [ -e "/sys/class/net/$1/tun_flags" ]; }

@@ -23,14 +23,16 @@ TO=5
 BOUND=$((TO + 10))
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 run="$WORK/run"
-ARGS="train $TINY --steps 1000000 --comm-timeout $TO --out $run"
+# shellcheck disable=SC2206 # $TINY: a flag list, split on purpose
+ARGS=(train $TINY --steps 1000000 --comm-timeout $TO --out "$run")
 # host 0's ranks 0, 1 report through mpiexec; host 1's ranks 2, 3 (hydra's MPMD form, -ppn 2)
 # write stderr into rank<R>.err and, once shardvit has exited, its status into rank<R>.rc
 # (written aside and renamed: the proxy may kill the wrapper mid-write, which must leave no
-# empty status file behind but no file at all, the "killed by the proxy" case below)
-"$HMPIEXEC" -n 2 "$SHARDVIT" $ARGS : \
-    -n 2 sh -c 'r=$PMI_RANK; "$0" "$@" 2>"'"$WORK"'/rank$r.err"; echo $? >"'"$WORK"'/rank$r.rc.part" && mv "'"$WORK"'/rank$r.rc.part" "'"$WORK"'/rank$r.rc"' "$SHARDVIT" $ARGS \
-    >"$WORK/out" 2>&1 &
+# empty status file behind but no file at all, the "killed by the proxy" case below); the wrapper
+# gets the directory in its environment (not pasted into its source: any path works)
+"$HMPIEXEC" -n 2 "$SHARDVIT" "${ARGS[@]}" : \
+    -n 2 env RANK_DIR="$WORK" sh -c 'r=$PMI_RANK; "$0" "$@" 2>"$RANK_DIR/rank$r.err"; echo $? >"$RANK_DIR/rank$r.rc.part" && mv "$RANK_DIR/rank$r.rc.part" "$RANK_DIR/rank$r.rc"' \
+    "$SHARDVIT" "${ARGS[@]}" >"$WORK/out" 2>&1 &
 mpid=$!
 for _ in $(seq 600); do
     [ -f "$run/metrics.jsonl" ] && [ "$(wc -l <"$run/metrics.jsonl")" -ge 5 ] && break

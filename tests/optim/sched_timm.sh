@@ -15,8 +15,9 @@ sched() { # sched NAME REF SCHED "shardvit flags" reference KEY=VALUE...
     if ! "$SHARDVIT" train $SMALL $flags --out "$WORK/$name" >"$WORK/$name.log" 2>&1; then
         echo "FAIL: $name ($flags)"; tail -5 "$WORK/$name.log"; exit 1
     fi
-    # compared with the reference at the end, all in one Python process (timm imported once)
-    echo "$name $WORK/$name 4 $ref $s lr=1e-3 $*" >>"$WORK/checks"
+    # compared with the reference at the end, all in one Python process (timm imported once); the
+    # run directory relative to $WORK, where the checker runs (the records are split at spaces)
+    echo "$name $name 4 $ref $s lr=1e-3 $*" >>"$WORK/checks"
     n=$((n + 1))
 }
 sched cos timm cosine "--epochs 5 --warmup-epochs 1.5 --warmup-lr 1e-4 --min-lr 1e-5" \
@@ -141,5 +142,5 @@ resumed cn "$CN"
 sched ep_cn timm-epochs cosine "--sched-on-updates 0 $CN" num_epochs=2 cycle_limit=3 cycle_mul=1.5 cycle_decay=0.7 \
     warmup_epochs=1 warmup_prefix=1 cooldown_epochs=1 k_decay=1.5 noise=0.5,4 noise_seed=3 min_lr=1e-5 warmup_lr=0
 resumed ep_cn "--sched-on-updates 0 $CN"
-"$SHARDVIT_TEST_PYTHON" "$HERE/../optim/sched_check.py" --batch "$WORK/checks" || exit 1
+(cd "$WORK" && "$SHARDVIT_TEST_PYTHON" "$HERE/../optim/sched_check.py" --batch checks) || exit 1
 echo "sched_timm: $n schedules passed"

@@ -47,8 +47,15 @@ echo "srun -n 2 --mpi=none: both tasks refuse their world of 1 (no PMI for MPICH
 
 # mpiexec inside a batch allocation: hydra's Slurm launcher starts its proxy with srun
 FAIL_LOGS=("$WORK/hydra.log")
+# shq WORD...: the words as one /bin/sh command line, each single-quoted (--wrap is run by sh)
+shq() {
+    local w out=""
+    for w in "$@"; do out+="'${w//\'/\'\\\'\'}' "; done
+    printf '%s' "${out% }"
+}
+# shellcheck disable=SC2086 # $RUN: a flag list, split on purpose
 j=$(sbatch --parsable -n 2 -o "$WORK/hydra.log" --wrap \
-    "$MPIEXEC -v -n 2 $SHARDVIT train $RUN --save-params $WORK/hydra.bin") || fail "sbatch refused the job"
+    "$(shq "$MPIEXEC" -v -n 2 "$SHARDVIT" train $RUN --save-params "$WORK/hydra.bin")") || fail "sbatch refused the job"
 sv_job_wait "$j" "$SV_JOB_ENDED" 120
 test "$(sv_job "$j" JobState) $(sv_job "$j" ExitCode)" = "COMPLETED 0:0" ||
     fail "sbatch with mpiexec -n 2: job $(sv_job "$j" JobState), exit $(sv_job "$j" ExitCode)"

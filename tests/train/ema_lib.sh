@@ -1,5 +1,5 @@
 # Shared by tests/train/model_ema.sh and model_ema_timm.sh (source after tests/fsdp/lib.sh).
-CHECK="$PY $HERE/../train/ema_check.py"
+CHECK=("$PY" "$HERE/../train/ema_check.py")
 # a constant learning rate (--min-lr = --lr) makes the first k steps of any run the same steps
 CONST="--lr 1e-3 --min-lr 1e-3 --warmup 0"
 K=5

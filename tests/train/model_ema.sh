@@ -22,9 +22,9 @@ for W in 1 2 3; do
         --save-ema-params "$WORK/fix$W.ema"
     exports "$WORK/fix$W.x" "fix$W" $K
     echo "== world $W, decay 0.75"
-    $CHECK recur "$WORK/p0.bin" "$WORK/fix$W.x" $K --decay 0.75 || fail "EMA formula at world $W"
-    $CHECK same "$WORK/fix$W.x/ema_$K.safetensors" "$WORK/fix$W.ema" || fail "--save-ema-params at world $W"
-    $CHECK same "$WORK/fix$W.x/raw_$K.safetensors" "$WORK/fix$W.bin" || fail "raw export at world $W"
+    "${CHECK[@]}" recur "$WORK/p0.bin" "$WORK/fix$W.x" $K --decay 0.75 || fail "EMA formula at world $W"
+    "${CHECK[@]}" same "$WORK/fix$W.x/ema_$K.safetensors" "$WORK/fix$W.ema" || fail "--save-ema-params at world $W"
+    "${CHECK[@]}" same "$WORK/fix$W.x/raw_$K.safetensors" "$WORK/fix$W.bin" || fail "raw export at world $W"
 done
 # the other strategies shard (or replicate) the EMA with the masters: the same formula holds
 for spec in "hy 4 --strategy hybrid_shard --shard-group 2" "ns 2 --strategy no_shard" "sg 2 --strategy shard_grad_op"; do
@@ -32,7 +32,7 @@ for spec in "hy 4 --strategy hybrid_shard --shard-group 2" "ns 2 --strategy no_s
     run "$name" "$W" --steps 3 $CONST $strat --model-ema --model-ema-decay 0.75 --ckpt-every 1 --keep 0
     exports "$WORK/$name.x" "$name" 3
     echo "== world $W, $strat"
-    $CHECK recur "$WORK/p0.bin" "$WORK/$name.x" 3 --decay 0.75 || fail "EMA formula with $strat"
+    "${CHECK[@]}" recur "$WORK/p0.bin" "$WORK/$name.x" 3 --decay 0.75 || fail "EMA formula with $strat"
 done
 # the EMA does not change training: the weights are those of a run without it
 run plain2 2 --steps $K $CONST
@@ -41,7 +41,7 @@ cmp "$WORK/plain2.bin" "$WORK/fix2.bin" || fail "--model-ema changed the trainin
 run wu 2 --steps $K $CONST --model-ema --model-ema-warmup --ckpt-every 1 --keep 0 --debug-nan-step 2
 exports "$WORK/wu.x" wu $K
 echo "== world 2, warmup, step 2 skipped"
-$CHECK recur "$WORK/p0.bin" "$WORK/wu.x" $K --decay 0.9998 --warmup --skip 2 || fail "warmup EMA formula"
+"${CHECK[@]}" recur "$WORK/p0.bin" "$WORK/wu.x" $K --decay 0.9998 --warmup --skip 2 || fail "warmup EMA formula"
 
 # 2. planner: the EMA is counted, and plan = trainer
 PLAN_TINY="--model vit-28 --dim 36 --depth 3 --heads 3 --batch-size 24"
@@ -68,7 +68,7 @@ done
 "$SHARDVIT" reshard "$S3" "$WORK/r1" --world 1 >/dev/null || fail "reshard 3 -> 1"
 "$SHARDVIT" export "$WORK/r1" "$WORK/r1.safetensors" --ema >/dev/null 2>&1 || fail "export --ema of r1"
 cmp "$WORK/r1.safetensors" "$WORK/fix3.x/ema_$K.safetensors" || fail "3 -> 1: EMA export differs"
-$CHECK same "$WORK/r1.safetensors" "$WORK/fix3.ema" >/dev/null || fail "3 -> 1: EMA differs from the run's"
+"${CHECK[@]}" same "$WORK/r1.safetensors" "$WORK/fix3.ema" >/dev/null || fail "3 -> 1: EMA differs from the run's"
 grep -q '"model_ema"' "$WORK/r1/index.json" || fail "resharded index.json lost model_ema"
 echo "ok reshard 3 -> 2 -> 3 byte-identical, 3 -> 1 same EMA"
 
@@ -106,7 +106,7 @@ for k in 4 5; do
     "$SHARDVIT" export "$d" "$WORK/ne.x/raw_$((k - 3)).safetensors" >/dev/null 2>&1 || fail "export step $k"
     "$SHARDVIT" export "$d" "$WORK/ne.x/ema_$((k - 3)).safetensors" --ema >/dev/null 2>&1 || fail "export --ema $k"
 done
-$CHECK recur "$WORK/ne.x/p3.safetensors" "$WORK/ne.x" 2 --decay 0.5 --n0 3 || fail "EMA after a resume without EMA"
+"${CHECK[@]}" recur "$WORK/ne.x/p3.safetensors" "$WORK/ne.x" 2 --decay 0.5 --n0 3 || fail "EMA after a resume without EMA"
 echo "ok resume of a checkpoint without EMA: logged, EMA saved from then on"
 # a checkpoint with EMA resumed without --model-ema: the EMA is dropped
 run drop 2 --steps 3 $CONST --model-ema --ckpt-every 3
@@ -147,12 +147,12 @@ PYEOF
 # predict --ckpt --ema: the EMA's probabilities, the same as predicting with the EMA export
 "$SHARDVIT" prep synthetic --out "$WORK/pimg" --classes 1 --per-class 3 --test-per-class 0 --width 28 --height 28 \
     >/dev/null 2>&1 || fail "prep synthetic for predict"
-IMGS=$(find "$WORK/pimg" -name '*.jpg' | sort)
-[ -n "$IMGS" ] || fail "no JPEG for predict"
-"$SHARDVIT" predict --ckpt "$WORK/ev" --ema --json --topk 0 $IMGS >"$WORK/p_ema.jsonl" 2>/dev/null || fail "predict --ema"
-"$SHARDVIT" predict --weights "$WORK/evx/model.safetensors" --json --topk 0 $IMGS >"$WORK/p_exp.jsonl" 2>/dev/null ||
+mapfile -t IMGS < <(find "$WORK/pimg" -name '*.jpg' | sort)
+[ ${#IMGS[@]} -gt 0 ] || fail "no JPEG for predict"
+"$SHARDVIT" predict --ckpt "$WORK/ev" --ema --json --topk 0 "${IMGS[@]}" >"$WORK/p_ema.jsonl" 2>/dev/null || fail "predict --ema"
+"$SHARDVIT" predict --weights "$WORK/evx/model.safetensors" --json --topk 0 "${IMGS[@]}" >"$WORK/p_exp.jsonl" 2>/dev/null ||
     fail "predict of the EMA export"
-"$SHARDVIT" predict --ckpt "$WORK/ev" --json --topk 0 $IMGS >"$WORK/p_raw.jsonl" 2>/dev/null || fail "predict raw"
+"$SHARDVIT" predict --ckpt "$WORK/ev" --json --topk 0 "${IMGS[@]}" >"$WORK/p_raw.jsonl" 2>/dev/null || fail "predict raw"
 # (class names: the run directory's classes.txt for --ckpt, none beside the export: compare
 # indices and probabilities)
 "$PY" - "$WORK/p_ema.jsonl" "$WORK/p_exp.jsonl" "$WORK/p_raw.jsonl" <<'PYEOF' || fail "predict --ema"
@@ -164,7 +164,7 @@ PYEOF
 echo "ok predict --ema ($(wc -l <"$WORK/p_ema.jsonl") images) = the EMA export's predictions, not the raw ones"
 # errors
 rc=0
-"$SHARDVIT" predict --weights "$WORK/evx/model.safetensors" --ema $IMGS >"$WORK/err6.log" 2>&1 || rc=$?
+"$SHARDVIT" predict --weights "$WORK/evx/model.safetensors" --ema "${IMGS[@]}" >"$WORK/err6.log" 2>&1 || rc=$?
 [ $rc -eq 2 ] && grep -q "\-\-ema needs --ckpt" "$WORK/err6.log" || fail "predict --weights --ema: rc $rc"
 rc=0
 "$SHARDVIT" eval --ckpt "$WORK/plain2" --ema $EV >"$WORK/err1.log" 2>&1 || rc=$?
@@ -174,11 +174,14 @@ rc=0
 "$SHARDVIT" export "$WORK/plain2" "$WORK/x.safetensors" --ema >"$WORK/err2.log" 2>&1 || rc=$?
 [ $rc -ne 0 ] && grep -q "holds no weight EMA" "$WORK/err2.log" || fail "export --ema without EMA: rc $rc"
 [ ! -e "$WORK/x.safetensors" ] || fail "export --ema without EMA wrote a file"
-for bad in "--model-ema-warmup" "--model-ema-decay 0.9" "--save-ema-params $WORK/y.bin"; do
-    rc=0
-    "$SHARDVIT" train $TINY --steps 1 $bad >"$WORK/err3.log" 2>&1 || rc=$?
-    [ $rc -eq 2 ] && grep -q "needs --model-ema" "$WORK/err3.log" || fail "'$bad' without --model-ema: rc $rc"
-done
+needs_ema() { # needs_ema FLAG...: train with FLAG... and without --model-ema is refused (exit 2)
+    local rc=0
+    "$SHARDVIT" train $TINY --steps 1 "$@" >"$WORK/err3.log" 2>&1 || rc=$?
+    [ $rc -eq 2 ] && grep -q "needs --model-ema" "$WORK/err3.log" || fail "'$*' without --model-ema: rc $rc"
+}
+needs_ema --model-ema-warmup
+needs_ema --model-ema-decay 0.9
+needs_ema --save-ema-params "$WORK/y.bin"
 rc=0
 "$SHARDVIT" train $TINY --steps 1 --model-ema --model-ema-decay 1.5 >"$WORK/err4.log" 2>&1 || rc=$?
 [ $rc -eq 2 ] && grep -q "model-ema-decay" "$WORK/err4.log" || fail "--model-ema-decay 1.5: rc $rc"
