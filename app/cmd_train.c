@@ -470,8 +470,11 @@ static sv_status train(sv_run *r, const sv_train_opts *o, const sv_train_resume 
                 "accum",
                 c->name, sv_vit_param_count(c), t.total, (unsigned long long)t.spe, o->run.batch_size, r->world,
                 r->micro_batch, o->run.accum);
-        t.t_log = t.t_train = sv_now_s();
         st = begin(&t, &start);
+        /* throughput and the progress line count from the first step: not the set-up (the MFU
+         * peak's calibration, opening the logs, loading a checkpoint), nor a resumed run's steps */
+        t.t_log = t.t_train = sv_now_s();
+        if (st == SV_OK) sv_train_log_start(&t.lg, start);
     }
     if (st == SV_OK) st = run_steps(&t, start, end);
     if (st == SV_OK && !end->signal) {

@@ -234,14 +234,21 @@ static void fmt_duration(double s, char *buf, size_t cap) {
         snprintf(buf, cap, "%lds", t);
 }
 
+void sv_train_log_start(sv_train_log *lg, long start_step) {
+    lg->t_start = sv_now_s();
+    lg->paused_s = 0;
+    lg->start_step = start_step;
+}
+
 void sv_train_log_progress(sv_train_log *lg, long step, long total, uint64_t spe, double loss, int batch) {
     if (!lg->tty) return;
     double now = sv_now_s();
-    long done = step + 1;
+    long done = step + 1, here = done - lg->start_step; /* steps this process trained */
     if (now - lg->last_draw < 0.1 && done < total) return;
     lg->last_draw = now;
     double el = now - lg->t_start - lg->paused_s;
-    double ips = el > 0 ? (double)done * batch / el : 0, eta = el / (double)done * (double)(total - done);
+    double ips = el > 0 && here > 0 ? (double)here * batch / el : 0,
+           eta = here > 0 ? el / (double)here * (double)(total - done) : 0;
     char eta_s[32], el_s[32];
     fmt_duration(eta, eta_s, sizeof eta_s);
     fmt_duration(el, el_s, sizeof el_s);

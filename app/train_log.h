@@ -38,6 +38,7 @@ typedef struct sv_train_log {
     int tty;       /* rank 0 and stderr is a terminal */
     int line_open; /* a progress line is on screen without its newline */
     double t_start, last_draw, paused_s;
+    long start_step; /* the first step this process trains (after a resume: the checkpoint's) */
 } sv_train_log;
 
 /* One logged training step (a metrics.jsonl line; non-finite loss/grad_norm/mfu are null). */
@@ -78,6 +79,10 @@ sv_status sv_train_log_resume(sv_train_log *lg, long step);
 /* metrics.jsonl line + TensorBoard scalars of one logged step. */
 sv_status sv_train_log_record(sv_train_log *lg, const sv_train_log_step *s);
 /* Redraw the progress line (at most 10 times a second; always for the last step). No-op off a TTY. */
+/* The training proper begins now, at step start_step (0-based; a resume's first step): the
+ * progress line's rate and ETA count from here, not from the set-up (calibration, checkpoint
+ * load) or the steps of the run before a resume. */
+void sv_train_log_start(sv_train_log *lg, long start_step);
 void sv_train_log_progress(sv_train_log *lg, long step, long total, uint64_t steps_per_epoch, double loss,
                            int global_batch);
 /* Run one evaluation pass (collective: every rank calls) and report it as of `step`. */
