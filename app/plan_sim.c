@@ -253,7 +253,7 @@ static void csv_row(const sv_sim_opts *o, const sv_sim_result *r, const char *er
         sv_csv_field(stdout, o->run.wrap);
         printf(",,");
         sv_csv_field(stdout, o->run.param_dtype);
-        printf(",%d,%d,,,%zu,%.3f,,,,,,,", o->run.batch_size, o->run.accum, params, gmacs);
+        printf(",%d,%d,,,%.6g,%.6g,,,,,,,", o->run.batch_size, o->run.accum, (double)params / 1e6, gmacs);
         sv_csv_field(stdout, err);
         putchar('\n');
         return;
@@ -264,8 +264,10 @@ static void csv_row(const sv_sim_opts *o, const sv_sim_result *r, const char *er
     sv_csv_field(stdout, o->run.wrap);
     printf(",%d,", r->units);
     sv_csv_field(stdout, o->run.param_dtype);
-    printf(",%d,%d,%.3f,%.6f,%zu,%.3f,%.4f,%.4f,%zu,%llu,%llu,%llu,ok\n", o->run.batch_size, o->run.accum, r->img_s,
-           r->step_s, params, gmacs, r->mfu, r->comm_exposed_s / r->step_s, r->mem.total,
+    /* timm's units for its columns (as bench --sweep writes them): step time in ms, parameters in
+     * millions, GMACs of one forward pass per sample */
+    printf(",%d,%d,%.3f,%.6g,%.6g,%.6g,%.4f,%.4f,%zu,%llu,%llu,%llu,ok\n", o->run.batch_size, o->run.accum, r->img_s,
+           1e3 * r->step_s, (double)params / 1e6, gmacs, r->mfu, r->comm_exposed_s / r->step_s, r->mem.total,
            (unsigned long long)(r->world.all_gathers + r->shard.all_gathers + r->repl.all_gathers),
            (unsigned long long)(r->world.reduce_scatters + r->shard.reduce_scatters + r->repl.reduce_scatters),
            (unsigned long long)(r->world.all_reduces + r->shard.all_reduces + r->repl.all_reduces));

@@ -80,6 +80,12 @@ SWEEP=(plan --device cpu --model vit-28 --steps 1 --format csv)
 "$SHARDVIT" "${SWEEP[@]}" --sweep 'strategy=full_shard,a"b world=2' >"$WORK/q.csv" 2>/dev/null
 "$SHARDVIT" "${SWEEP[@]}" --sweep 'model=nosuch world=2' >"$WORK/m.csv" 2>/dev/null
 "$SHARDVIT" "${SWEEP[@]}" --model 'vit,28' --sweep 'world=2' >"$WORK/c.csv" 2>/dev/null
+# the timm-named columns in timm's units (as bench --sweep): ms, millions, GMACs, against the JSON rows
+"$SHARDVIT" plan --device h200 --model vit-28 --dim 32 --depth 2 --heads 2 --sweep 'world=1,2 batch=32' --format csv \
+    >"$WORK/u.csv" 2>/dev/null
+"$SHARDVIT" plan --device h200 --model vit-28 --dim 32 --depth 2 --heads 2 --sweep 'world=1,2 batch=32' >"$WORK/u.jsonl" \
+    2>/dev/null
+"$SHARDVIT" info --model vit-28 --dim 32 --depth 2 --heads 2 --table=0 >"$WORK/u.info" 2>/dev/null
 "$PY" - "$WORK" <<'PYEOF'
 import csv, sys
 d = sys.argv[1]
@@ -99,5 +105,17 @@ assert len(m) == 1 and m[0]["model"] == "nosuch" and m[0]["status"].startswith("
 c = rows("c.csv")
 assert len(c) == 1 and c[0]["model"] == "vit,28" and c[0]["status"].startswith("unknown model 'vit,28'"), c
 print("ok sweep csv:", q[1]["status"], "|", m[0]["status"][:40], "|", c[0]["status"][:40])
+import json, re
+u = rows("u.csv")
+j = [json.loads(l) for l in open(f"{d}/u.jsonl")]
+info = open(f"{d}/u.info").read()
+params = int(re.search(r"parameters: ([0-9]+)", info).group(1))
+gflops = float(re.search(r"forward ([0-9.]+) GFLOP", info).group(1))
+assert len(u) == len(j) == 2
+for r, x in zip(u, j):
+    assert abs(float(r["train_step_time"]) - 1e3 * x["step_time_s"]) <= 1e-5 * 1e3 * x["step_time_s"], (r, x["step_time_s"])
+    assert abs(float(r["param_count"]) - params / 1e6) <= 1e-5 * params / 1e6, (r["param_count"], params)
+    assert abs(float(r["gmacs"]) - gflops / 2) <= 0.01 * gflops / 2 + 1e-6, (r["gmacs"], gflops)
+print("ok sweep csv units: step", u[0]["train_step_time"], "ms, params", u[0]["param_count"], "M, gmacs", u[0]["gmacs"])
 PYEOF
 echo "plan_sizes: all passed"
