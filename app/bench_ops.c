@@ -37,7 +37,8 @@ typedef struct op_ctx {
     void *b[MAX_BUFS];
     int nb;
     int B, T, D, H, Hd, K;
-    size_t n;
+    size_t n;     /* the model's parameter count: adamw's length */
+    size_t elems; /* gelu's length: B*T*hidden (0 for the other ops) */
 } op_ctx;
 
 static sv_status buf(op_ctx *x, size_t n, int compute, double scale, void **out) {
@@ -71,8 +72,8 @@ static sv_status run_layernorm(op_ctx *x, op_bufs *p, int v) {
     return sv_be_layernorm_bwd(x->be, p->d_in, p->dW, p->db, p->d_out, p->in, p->W, p->mean, p->rstd, M, C);
 }
 static sv_status run_gelu(op_ctx *x, op_bufs *p, int v) {
-    if (v == 0) return sv_be_gelu_fwd(x->be, p->out, p->in, x->n);
-    return sv_be_gelu_bwd(x->be, p->d_in, p->d_out, p->in, x->n);
+    if (v == 0) return sv_be_gelu_fwd(x->be, p->out, p->in, x->elems);
+    return sv_be_gelu_bwd(x->be, p->d_in, p->d_out, p->in, x->elems);
 }
 static sv_status run_xent(op_ctx *x, op_bufs *p, int v) {
     (void)v;
@@ -107,7 +108,7 @@ static double op_work(const op_desc *d, const op_ctx *x, int v) {
     if (!strcmp(d->name, "matmul")) return (v == 2 ? 4.0 : 2.0) * M * x->Hd * x->D;
     if (!strcmp(d->name, "attention")) return (v == 0 ? 4.0 : 8.0) * x->B * (double)x->T * x->T * x->D;
     if (!strcmp(d->name, "layernorm")) return (v == 0 ? 2.0 : 4.0) * M * x->D * es;
-    if (!strcmp(d->name, "gelu")) return (v == 0 ? 2.0 : 3.0) * (double)x->n * es;
+    if (!strcmp(d->name, "gelu")) return (v == 0 ? 2.0 : 3.0) * (double)x->elems * es;
     if (!strcmp(d->name, "softmax_xent")) return 2.0 * x->B * x->K * es;
     return 7.0 * 4.0 * (double)x->n; /* adamw: read p g m v, write p m v */
 }
@@ -144,11 +145,11 @@ static sv_status alloc_op(const op_desc *d, op_ctx *x, op_bufs *p) {
         SV_TRY(buf(x, D, 0, 0.0, &p->dW));
         SV_TRY(buf(x, D, 0, 0.0, &p->db));
     } else if (!strcmp(d->name, "gelu")) {
-        x->n = M * Hd;
-        SV_TRY(buf(x, x->n, 1, 1.0, &p->in));
-        SV_TRY(buf(x, x->n, 1, 1.0, &p->out));
-        SV_TRY(buf(x, x->n, 1, 1.0, &p->d_in));
-        SV_TRY(buf(x, x->n, 1, 1e-3, &p->d_out));
+        x->elems = M * Hd; /* x->n stays the model's parameter count (the result's "params") */
+        SV_TRY(buf(x, x->elems, 1, 1.0, &p->in));
+        SV_TRY(buf(x, x->elems, 1, 1.0, &p->out));
+        SV_TRY(buf(x, x->elems, 1, 1.0, &p->d_in));
+        SV_TRY(buf(x, x->elems, 1, 1e-3, &p->d_out));
     } else if (!strcmp(d->name, "softmax_xent")) {
         SV_TRY(buf(x, (size_t)x->B * x->K, 1, 1.0, &p->in));
         SV_TRY(buf(x, (size_t)x->B * x->K, 1, 0.0, &p->d_in));
@@ -234,6 +235,7 @@ sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, i
         sv_json_key(w, "heads"), sv_json_i64(w, x.H);
         sv_json_key(w, "hidden"), sv_json_i64(w, x.Hd);
         sv_json_key(w, "params"), sv_json_u64(w, (uint64_t)x.n);
+        if (x.elems) sv_json_key(w, "elements"), sv_json_u64(w, (uint64_t)x.elems);
         sv_json_key(w, "num_classes"), sv_json_i64(w, x.K);
         sv_json_key(w, "iters"), sv_json_i64(w, iters);
         sv_json_key(w, "unit"), sv_json_str(w, d->gemm ? "GFLOP/s" : "GB/s");
@@ -263,12 +265,13 @@ sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, i
 /* ---- collectives ---- */
 
 /* The collectives timed, in output order, with nccl-tests' bus-bandwidth factors for a group of n:
- * all_gather / reduce_scatter (n-1)/n, all_reduce 2(n-1)/n, broadcast 1. */
+ * all_gather / reduce_scatter (n-1)/n, all_reduce 2(n-1)/n, broadcast 1; 0 for every collective
+ * of a one-rank group (no bus: nothing leaves the rank). */
 enum { C_ALL_GATHER, C_REDUCE_SCATTER, C_ALL_REDUCE, C_BROADCAST, C_N };
 static const char *const k_coll[C_N] = {"all_gather", "reduce_scatter", "all_reduce", "broadcast"};
 
 double sv_bench_busbw_factor(const char *collective, int n) {
-    if (n < 1) return 0;
+    if (n < 2) return 0; /* a one-rank group moves nothing between ranks, broadcast included */
     if (!strcmp(collective, "all_reduce")) return 2.0 * (n - 1) / n;
     if (!strcmp(collective, "broadcast")) return 1.0;
     return (double)(n - 1) / n; /* all_gather, reduce_scatter */

@@ -12,7 +12,9 @@
  * attention (B, T, dim, heads), layernorm (B*T, dim), gelu (B*T*hidden), softmax_xent
  * (B, classes), adamw (all parameters). `warmup` untimed then `iters` timed calls; reports
  * the best and mean seconds per call and GFLOP/s (GEMM-like ops) or GB/s of compulsory
- * traffic (memory-bound ops). Runs on the calling process only. */
+ * traffic (memory-bound ops). The result's "params" is the model's parameter count for every
+ * op (bench-compare matches shapes on it); gelu also records its length as "elements". Runs on
+ * the calling process only. */
 sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, int threads, const char *dtype,
                       const char *device, const char *cpu_gemm, int iters, int warmup, sv_json_writer *w);
 
@@ -27,7 +29,8 @@ sv_status sv_bench_op(const char *op, const sv_vit_config *c, int micro_batch, i
 sv_status sv_bench_comm(const sv_run_opts *ro, const sv_proc *p, int threads, const char *min_s, const char *max_s,
                         const char *group, sv_json_writer *w);
 /* nccl-tests' bus-bandwidth factor of a collective over n ranks: all_gather, reduce_scatter
- * (n-1)/n; all_reduce 2(n-1)/n; broadcast 1. */
+ * (n-1)/n; all_reduce 2(n-1)/n; broadcast 1; 0 for every collective when n < 2 (a one-rank group
+ * has no bus traffic, so its busbw is 0). */
 double sv_bench_busbw_factor(const char *collective, int n);
 
 #endif

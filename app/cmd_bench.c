@@ -14,6 +14,9 @@
  * Output: one JSON object (stdout or --json FILE) from rank 0; a human summary on stderr. */
 #include <errno.h>
 #include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +52,7 @@ typedef struct bench_opts {
     double smoothing, calib_s;
     const char *comm_min, *comm_max, *comm_group;
     const char *sweep, *sweep_csv, *sweep_jsonl;
+    int rss_reset; /* this rank reset its peak RSS before the run's set-up (rss_peak_reset) */
 } bench_opts;
 
 /* What each rank contributes to the report (gathered as doubles). */
@@ -65,14 +69,55 @@ enum {
     R_WALL,
     R_CPU,
     R_COMM_LANE,
+    R_RSS_PROCESS, /* 1: R_RSS is the process's lifetime peak (the run's own could not be measured) */
     R_N
 };
 static const char *k_split[] = {"compute_s", "comm_exposed_s", "data_wait_s", "optimizer_s", "other_s"};
 
+/* The process's lifetime peak RSS (getrusage), the fallback of rss_peak_run. */
 static double max_rss_bytes(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_maxrss * 1024.0; /* Linux reports KiB */
+}
+
+/* Before a run's set-up: free heap memory goes back to the system (an earlier sweep row's, the
+ * GEMM calibration's), then the peak RSS restarts from the current RSS (Linux: "5" written to
+ * /proc/self/clear_refs resets VmHWM). 1 when the reset took place. */
+static int rss_peak_reset(void) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return 0;
+    int ok = fputs("5", f) >= 0;
+    if (fclose(f) != 0) ok = 0;
+    return ok;
+}
+
+/* The peak RSS since rss_peak_reset (VmHWM of /proc/self/status, bytes), or -1 when unreadable. */
+static double rss_peak_since_reset(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    double kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) {
+            char *end;
+            double v = strtod(line + 6, &end);
+            if (end != line + 6 && v >= 0) kib = v;
+            break;
+        }
+    fclose(f);
+    return kib < 0 ? -1 : kib * 1024.0;
+}
+
+/* This rank's peak RSS of the run (set-up, warm-up, timed steps) into acc, or, where the peak
+ * could not be reset or read, the process's lifetime peak marked as such (R_RSS_PROCESS). */
+static void rss_peak_run(const bench_opts *o, double acc[R_N]) {
+    double b = o->rss_reset ? rss_peak_since_reset() : -1;
+    acc[R_RSS] = b > 0 ? b : max_rss_bytes();
+    acc[R_RSS_PROCESS] = b > 0 ? 0 : 1;
 }
 
 /* CPU seconds (user + system, all threads) this process has consumed. */
@@ -312,10 +357,12 @@ static void input_close(bench_input *in) {
 /* Warm-up, then --steps timed steps: this rank's figures into acc[R_N]. */
 static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double acc[R_N], double *step_min,
                          double *loss_first, double *loss_last) {
-    /* The tracer records the timed steps (compute lane events); a user --trace keeps its own. */
+    /* The tracer's per-track sums time the compute and comm lanes of the timed steps: they count
+     * every event, so the split holds for any --steps. Without --trace the tracer keeps only the
+     * sums; a user --trace keeps its own tracer, whose event array may fill (its sums do not). */
     if (!sv_trace_on(&r->trace)) {
         sv_trace_free(&r->trace);
-        SV_TRY(sv_trace_init(&r->trace, (size_t)1 << 16, r->rank));
+        sv_trace_init_sums(&r->trace, r->rank);
     }
     sv_optim_config oc = {
         .lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.05f, .max_grad_norm = 1.0f};
@@ -327,7 +374,9 @@ static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double
     }
     r->fsdp.trace = &r->trace;
     SV_TRY(sv_comm_barrier_sync(r->world_comm));
-    double wait0 = sv_run_comm_wait_s(r), t0_us = sv_trace_now(&r->trace);
+    double wait0 = sv_run_comm_wait_s(r), compute0 = r->trace.lane_us[SV_TRACE_COMPUTE] * 1e-6,
+           comm_lane0 = sv_trace_comm_lane_s(&r->trace);
+    size_t dropped0 = r->trace.dropped;
     *step_min = INFINITY;
     double t0 = sv_now_s(), cpu0 = cpu_seconds();
     for (long long s = 0; s < o->steps; s++) {
@@ -342,11 +391,13 @@ static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double
     }
     double wall = sv_now_s() - t0;
     acc[R_CPU] = cpu_seconds() - cpu0;
-    for (size_t i = 0; i < r->trace.n; i++) {
-        const sv_trace_event *e = &r->trace.ev[i];
-        if (e->ts_us < t0_us) continue;
-        if (!strcmp(e->cat, "compute")) acc[R_COMPUTE] += e->dur_us * 1e-6;
-        if (!strcmp(e->cat, "comm")) acc[R_COMM_LANE] += e->dur_us * 1e-6; /* issue -> complete */
+    acc[R_COMPUTE] = r->trace.lane_us[SV_TRACE_COMPUTE] * 1e-6 - compute0;
+    acc[R_COMM_LANE] = sv_trace_comm_lane_s(&r->trace) - comm_lane0; /* issue -> complete */
+    if (o->run.trace && r->trace.dropped > dropped0) {
+        char esc[SV_ESC_CAP];
+        SV_WARN("bench: --trace %s lacks %zu events of the timed steps (its buffer of %zu events is full); the "
+                "time split counts them",
+                sv_log_esc(o->run.trace, esc, sizeof esc), r->trace.dropped - dropped0, r->trace.cap);
     }
     acc[R_COMM] = sv_run_comm_wait_s(r) - wait0;
     acc[R_OTHER] = wall - acc[R_COMPUTE] - acc[R_COMM] - acc[R_DATA] - acc[R_OPTIM];
@@ -354,7 +405,7 @@ static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double
     acc[R_IMG_S] = (double)o->steps * r->micro_batch * o->run.accum / wall;
     acc[R_ARENA] = (double)r->dev.peak;
     acc[R_HOST_ARENA] = (double)r->host.peak;
-    acc[R_RSS] = max_rss_bytes();
+    rss_peak_run(o, acc);
     if (!o->run.trace) r->fsdp.trace = NULL;
     return SV_OK;
 }
@@ -365,12 +416,14 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     const sv_vit_config *c = &r->vcfg;
     sv_status st;
     double wall_max = 0, mem_max = 0, rss_max = 0, split[5] = {0}, cpu_sum = 0;
+    int rss_process = 0; /* some rank could only give its process's lifetime peak RSS */
     for (int k = 0; k < r->world; k++) {
         const double *a = all + (size_t)k * R_N;
         if (a[R_WALL] > wall_max) wall_max = a[R_WALL];
         cpu_sum += a[R_CPU];
         if (a[R_ARENA] > mem_max) mem_max = a[R_ARENA];
         if (a[R_RSS] > rss_max) rss_max = a[R_RSS];
+        if (a[R_RSS_PROCESS] != 0) rss_process = 1;
         for (int j = 0; j < 5; j++) split[j] += a[R_COMPUTE + j] / r->world;
     }
     double flops_img = 3.0 * sv_vit_flops_fwd(c);
@@ -447,6 +500,7 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     sv_json_key(&w, "mfu_gemm"), gemm_flops > 0 ? sv_json_f64(&w, achieved / gemm_flops) : sv_json_null(&w);
     sv_json_key(&w, "peak_mem_bytes"), sv_json_f64(&w, mem_max);
     sv_json_key(&w, "max_rss_bytes"), sv_json_f64(&w, rss_max);
+    sv_json_key(&w, "max_rss_scope"), sv_json_str(&w, rss_process ? "process" : "run");
     sv_json_key(&w, "loss_first"), sv_json_f64(&w, loss_first);
     sv_json_key(&w, "loss_last"), sv_json_f64(&w, loss_last);
     sv_json_key(&w, "time_split");
@@ -463,6 +517,7 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
         sv_json_key(&w, "arena_bytes"), sv_json_f64(&w, a[R_ARENA]);
         sv_json_key(&w, "host_arena_bytes"), sv_json_f64(&w, a[R_HOST_ARENA]);
         sv_json_key(&w, "max_rss_bytes"), sv_json_f64(&w, a[R_RSS]);
+        sv_json_key(&w, "max_rss_scope"), sv_json_str(&w, a[R_RSS_PROCESS] != 0 ? "process" : "run");
         for (int j = 0; j < 5; j++) sv_json_key(&w, k_split[j]), sv_json_f64(&w, a[R_COMPUTE + j]);
         sv_json_key(&w, "wall_s"), sv_json_f64(&w, a[R_WALL]);
         sv_json_key(&w, "cpu_s"), sv_json_f64(&w, a[R_CPU]);
@@ -504,8 +559,10 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
             100 * split[4] / wall_max);
     fprintf(stderr, "  CPU time %.2f s over all ranks (%.1f img per CPU-second); load, not only this run, sets img/s\n",
             cpu_sum, cpu_sum > 0 ? (double)o->steps * o->run.batch_size / cpu_sum : 0);
-    fprintf(stderr, "  memory: arena %.1f MiB, max RSS %.1f MiB (largest rank)\n", mem_max / 1048576.0,
-            rss_max / 1048576.0);
+    fprintf(stderr, "  memory: arena %.1f MiB, max RSS %.1f MiB (largest rank, %s)\n", mem_max / 1048576.0,
+            rss_max / 1048576.0,
+            rss_process ? "the process's lifetime peak: the run's own could not be measured"
+                        : "set-up and steps of this run");
     return st;
 }
 
@@ -537,6 +594,9 @@ static sv_status train_once(bench_opts *o, const sv_proc *proc, sv_json_writer *
     if (dk == SV_DEVICE_CPU && o->calib_s > 0) st = calibrate(o, &gemm);
     sv_run r;
     memset(&r, 0, sizeof r);
+    /* max_rss_bytes: the peak from here on, the run's set-up and steps; not the calibration's
+     * buffers above, nor an earlier sweep row's */
+    if (st == SV_OK) o->rss_reset = rss_peak_reset();
     if (st == SV_OK) st = sv_run_setup(&r, &o->run, proc->rank, proc->world, proc->local_rank, proc->local_size);
     sv_cpu_peak hw = {{0}, 0, 0, 0, 0};
     if (st == SV_OK && dk == SV_DEVICE_CPU && o->calib_s > 0)

@@ -10,10 +10,15 @@
 
 #include "core/fileio.h"
 
+void sv_trace_init_sums(sv_trace *t, int rank) {
+    memset(t, 0, sizeof *t);
+    t->t0 = sv_now_s();
+    t->rank = rank;
+    t->sums_only = 1;
+}
+
 sv_status sv_trace_init(sv_trace *t, size_t capacity, int rank) {
-    t->ev = NULL;
-    t->cap = 0;
-    t->n = t->dropped = 0;
+    memset(t, 0, sizeof *t);
     t->t0 = sv_now_s();
     t->rank = rank;
     if (!capacity) return SV_OK;
@@ -27,6 +32,7 @@ void sv_trace_free(sv_trace *t) {
     free(t->ev);
     t->ev = NULL;
     t->cap = 0;
+    t->sums_only = 0;
 }
 
 double sv_trace_now(const sv_trace *t) { return (sv_now_s() - t->t0) * 1e6; }
@@ -34,6 +40,9 @@ double sv_trace_now(const sv_trace *t) { return (sv_now_s() - t->t0) * 1e6; }
 void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int arg, double begin_us, double end_us) {
     if (!sv_trace_on(t)) return;
     SV_ASSERT(tid >= 0 && tid < SV_TRACE_TRACKS);
+    double dur = end_us > begin_us ? end_us - begin_us : 0.0;
+    t->lane_us[tid] += dur; /* kept or dropped below: the sums stay exact */
+    if (t->sums_only) return;
     if (t->n == t->cap) {
         t->dropped++;
         return;
@@ -44,7 +53,13 @@ void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int a
     e->tid = tid;
     e->arg = arg;
     e->ts_us = begin_us;
-    e->dur_us = end_us > begin_us ? end_us - begin_us : 0.0;
+    e->dur_us = dur;
+}
+
+double sv_trace_comm_lane_s(const sv_trace *t) {
+    double us = t->lane_us[SV_TRACE_ALL_GATHER] + t->lane_us[SV_TRACE_ALL_REDUCE];
+    for (int b = 0; b < 3; b++) us += t->lane_us[SV_TRACE_REDUCE_SCATTER + b];
+    return us * 1e-6;
 }
 
 /* Track names and display order (top to bottom): compute, then the collectives, then the rest. */

@@ -11,9 +11,13 @@
  * ordered by a thread_sort_index metadata event (docs/fsdp.md, "Trace tracks").
  *
  * A tracer holds a fixed-capacity event array allocated once at start-up; recording never
- * allocates (events beyond capacity are counted as dropped). Names must be string literals or
- * otherwise outlive the tracer. Time is sv_now_s() (core/clock.h, CLOCK_MONOTONIC base) in microseconds since tracer start.
- * A disabled tracer (capacity 0) makes every call a cheap no-op. */
+ * allocates (events beyond capacity are counted as dropped). Every event recorded, kept or
+ * dropped, also adds its duration to its track's `lane_us` sum, so the time per track stays exact
+ * however many events the array could keep (what `bench` splits a step's time with); a tracer
+ * made by sv_trace_init_sums keeps only those sums. Names must be string literals or otherwise
+ * outlive the tracer. Time is sv_now_s() (core/clock.h, CLOCK_MONOTONIC base) in microseconds
+ * since tracer start. A disabled tracer (capacity 0, not sums-only) makes every call a cheap
+ * no-op. */
 #ifndef SV_CORE_TRACE_H
 #define SV_CORE_TRACE_H
 
@@ -46,12 +50,20 @@ typedef struct sv_trace {
     sv_trace_event *ev;
     size_t cap, n, dropped;
     double t0;
+    /* per track: the summed durations (us) of every event recorded, those dropped included */
+    double lane_us[SV_TRACE_TRACKS];
     int rank;
+    int sums_only; /* sv_trace_init_sums: no event array, only lane_us */
 } sv_trace;
 
 sv_status sv_trace_init(sv_trace *t, size_t capacity, int rank);
+/* A tracer that stores no events and keeps only the per-track sums (lane_us): on, never drops. */
+void sv_trace_init_sums(sv_trace *t, int rank);
 void sv_trace_free(sv_trace *t);
-static inline int sv_trace_on(const sv_trace *t) { return t && t->cap > 0; }
+static inline int sv_trace_on(const sv_trace *t) { return t && (t->cap > 0 || t->sums_only); }
+/* The summed durations in seconds of the tracks that carry collectives (category "comm"): the
+ * all-gathers, the reduce-scatters of every gradient buffer and the cross-group all-reduce. */
+double sv_trace_comm_lane_s(const sv_trace *t);
 /* Microseconds since tracer start (for begin timestamps). */
 double sv_trace_now(const sv_trace *t);
 void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int arg, double begin_us, double end_us);
