@@ -35,13 +35,7 @@ typedef struct sv_model_opts {
         {"img", SV_FLAG_INT, &(o).img, 0, 4096, "image size (0 = preset)", 0}, \
         {"patch", SV_FLAG_INT, &(o).patch, 0, 4096, "patch size (0 = preset)", 0}, \
         {"in-chans", SV_FLAG_INT, &(o).in_chans, 0, 3, "input channels 1|3 (0 = preset)", 0}, \
-        {"num-classes", \
-         SV_FLAG_INT, \
-         &(o).num_classes, \
-         0, \
-         1000000, \
-         "classes (0 = the preset's; eval / predict: the weights')", \
-         0}, \
+        {"num-classes", SV_FLAG_INT, &(o).num_classes, 0, 1000000, "classes (0 = preset; eval: the weights')", 0}, \
         {"dim", SV_FLAG_INT, &(o).dim, 0, 16384, "embedding width (0 = preset)", 0}, \
         {"depth", SV_FLAG_INT, &(o).depth, 0, 256, "blocks (0 = preset)", 0}, \
         {"heads", SV_FLAG_INT, &(o).heads, 0, 1024, "attention heads (0 = preset)", 0}, \
