@@ -6,7 +6,9 @@
  * (check_device_side_waits).
  *
  * Needs one GPU per rank (NCCL refuses two ranks on one device): exits 77 when there is no
- * usable CUDA device or fewer GPUs than ranks on this node. */
+ * usable CUDA device or a node has more ranks than GPUs. Any other failure to create the CUDA
+ * backend (one rank, one GPU, and the device cannot be used) is an error: exit 1 with the
+ * backend's message. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,17 @@
 #include "comm/comm_body.h"
 #include "fsdp/comm.h"
 #include "model/backend/backend.h"
+#include "model/backend/gpu_info.h"
+
+/* The CUDA devices this process sees (sv_gpu_info_query: present for devices 0 .. count-1). */
+static int gpu_count(void) {
+    int n = 0;
+    for (sv_gpu_info gi; n < 1024; n++) {
+        sv_gpu_info_query(n, &gi);
+        if (!gi.present) break;
+    }
+    return n;
+}
 
 /* Two or more ranks: rank 1 issues an all-reduce `late` seconds after rank 0, so rank 0's stays
  * pending that long. On rank 0: sv_comm_progress only queries (compute enqueued after 100
@@ -88,10 +101,26 @@ int main(int argc, char **argv) {
     sv_status st = sv_backend_create(&bc, &be);
     int ok = st == SV_OK, all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all_ok) { /* e.g. fewer GPUs than ranks on this node */
-        fprintf(stderr, "rank %d: %s\n", rank, ok ? "a peer has no device" : sv_err_msg());
+    if (!all_ok) {
+        /* Skipped only where a node has more ranks than GPUs; anything else is the backend's
+         * failure on a rank that has its own GPU. */
+        char why[512];
+        snprintf(why, sizeof why, "%s", ok ? "" : sv_err_msg());
+        int gpus = gpu_count();
+        int crowded = local_size > gpus, any_crowded = 0;
+        MPI_Allreduce(&crowded, &any_crowded, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (ok) sv_backend_destroy(be);
         MPI_Finalize();
-        SKIP("not every rank has its own GPU (%d ranks on this node)", local_size);
+        if (any_crowded) {
+            if (!ok) fprintf(stderr, "rank %d: %s\n", rank, why);
+            SKIP("not every rank has its own GPU (%d ranks, %d GPUs on this node)", local_size, gpus);
+        }
+        if (ok)
+            fprintf(stderr, "gpu_comm_nccl: rank %d: another rank could not create its CUDA backend\n", rank);
+        else
+            fprintf(stderr, "gpu_comm_nccl: error: rank %d (device %d, %d GPU(s) on this node): the CUDA backend: %s\n",
+                    rank, local, gpus, why);
+        return 1;
     }
     sv_comm_config cc = {
         .kind = SV_COMM_KIND_NCCL, .timeout_s = 60, .backend_stream = sv_be_native_stream(be), .device_index = local};

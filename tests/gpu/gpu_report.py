@@ -3,9 +3,16 @@
 
   gpu_report.py report WORK OUT --state S --deadline D --elapsed E [--device cuda|cpu] [--bin DIR]
       reads WORK (steps.tsv, nvidia-smi.csv, device_op.json, ops.json, cmp_*.json, bench_*.json,
-      logs/) and writes OUT/report.md and OUT/report.json, each by a rename (never half-written).
+      runs/*/metrics.jsonl, logs/) and writes OUT/report.md and OUT/report.json, each by a rename
+      (never half-written).
   gpu_report.py line KIND FILE
-      one line for a stage's detail: KIND device | ops | compare | bench.
+      one line for a stage's detail: KIND device | ops | compare | bench | sanitized_ops (the op
+      test's report from under compute-sanitizer: "ran: ..." when its checks ran, else
+      "not run: ...").
+
+Library versions come from the provenance of the first CUDA process (device_op.json); when that
+one failed, from the first other result that has one: bench_*.json, then the header record of a
+training run's metrics.jsonl (the device runs first). report.md says which file they came from.
 
 Works on partial input: a missing file is reported as missing; an ops.json that a killed test
 left unterminated is read row by row."""
@@ -67,6 +74,69 @@ def provenance_versions(doc):
         "mpi": (libs.get("mpi") or {}).get("version"),
         "commit": prov.get("describe"),
     }
+
+
+def read_provenance(path):
+    """The "provenance" object of a result: a bench JSON, or the header record (the first line,
+    "record": "header") of a training run's metrics.jsonl. None when there is none."""
+    if path.endswith(".jsonl"):
+        try:
+            with open(path, errors="replace") as f:
+                first = f.readline()
+            doc = json.loads(first)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(doc, dict) or doc.get("record") != "header":
+            return None
+    else:
+        doc = load_json(path)
+    prov = doc.get("provenance") if isinstance(doc, dict) else None
+    return prov if isinstance(prov, dict) else None
+
+
+def versions_with_source(work):
+    """(versions, source): the library versions of the first result whose provenance names a GPU
+    (device_op.json, bench_*.json, the device runs' metrics.jsonl headers, the other runs'), else
+    of the first result with any provenance (a CPU-only run: OpenBLAS, MPI, the commit); source is
+    the file's path relative to WORK, or None when no result has a provenance."""
+    runs = sorted(glob.glob(os.path.join(work, "runs", "*", "metrics.jsonl")))
+    candidates = [os.path.join(work, "device_op.json")] + sorted(glob.glob(os.path.join(work, "bench_*.json"))) + \
+        [p for p in runs if os.path.basename(os.path.dirname(p)).endswith("_dev")] + \
+        [p for p in runs if not os.path.basename(os.path.dirname(p)).endswith("_dev")]
+    first = None
+    for path in candidates:
+        prov = read_provenance(path)
+        if prov is None:
+            continue
+        rel = os.path.relpath(path, work)
+        if prov.get("gpu"):
+            return provenance_versions({"provenance": prov}), rel
+        if first is None:
+            first = (provenance_versions({"provenance": prov}), rel)
+    return first or (provenance_versions(None), None)
+
+
+def line_sanitized_ops(path):
+    """The op test's report written under compute-sanitizer: "ran: N checks, F outside tolerance"
+    when every variant created its backends and recorded checks (memcheck watched them), else
+    "not run: why" (the backend creation's error: the sanitizer could not attach to the device,
+    say, or no report at all)."""
+    doc = load_ops(path)
+    if doc is None:
+        return "not run: no report from the op test (%s)" % os.path.basename(path)
+    rows = doc.get("results", [])
+    backend = [r for r in rows if r.get("op") == "backend"]
+    checks = [r for r in rows if r.get("op") != "backend"]
+    stopped = ""
+    if doc.get("aborted") or doc.get("truncated"):
+        stopped = ", stopped: %s" % (doc.get("abort_reason") or "output cut off")
+    if backend:
+        b = backend[0]
+        return "not run: %d of its variants could not create a backend (%s %s: %s); %d checks ran%s" % (
+            len(backend), b.get("variant"), b.get("output"), str(b.get("error", "?"))[:200], len(checks), stopped)
+    if not checks:
+        return "not run: no checks recorded%s" % stopped
+    return "ran: %d checks, %d outside tolerance%s" % (len(checks), sum(not r.get("ok") for r in checks), stopped)
 
 
 def line_device(path):
@@ -276,10 +346,10 @@ def write_atomic(path, text):
 def build_report(work, args):
     steps = read_steps(work)
     smi = read_smi(work)
-    dev = load_json(os.path.join(work, "device_op.json"))
-    versions = provenance_versions(dev)
+    versions, versions_source = versions_with_source(work)
     g = smi[0] if smi else {}
     summary = dict(versions)
+    summary["versions_from"] = versions_source
     if not summary["commit"]:  # no CUDA process ran: the version line run.sh recorded
         try:
             with open(os.path.join(work, "environment.txt"), errors="replace") as f:
@@ -326,6 +396,14 @@ def table(head, rows):
     return out
 
 
+def versions_from_text(src):
+    if src is None:
+        return "no result with a provenance (no process of shardvit finished)"
+    if src == "device_op.json":
+        return "device_op.json (the device stage's first process)"
+    return "%s (not device_op.json: the device stage wrote none, or one without a provenance)" % src
+
+
 def render_md(rep):
     s, st = rep["summary"], {x["name"]: x for x in rep["stages"]}
     md = ["# shardvit GPU check: %s" % rep["verdict"].upper(), "",
@@ -353,7 +431,8 @@ def render_md(rep):
         ["memory / max clocks / power", "%s / SM %s, memory %s / %s" % (
             n["memory_total"], n["clocks_max_sm"], n["clocks_max_memory"], n["power_limit"])],
         ["CUDA runtime", s["cuda_runtime"]], ["cuBLASLt", s["cublaslt"]], ["cuDNN", s["cudnn"]],
-        ["NCCL", s["nccl"]], ["shardvit", s["commit"]],
+        ["NCCL", s["nccl"]], ["OpenBLAS / MPI", "%s / %s" % (n["openblas"], n["mpi"])],
+        ["library versions from", versions_from_text(s["versions_from"])], ["shardvit", s["commit"]],
         ["ops CUDA vs CPU", stage_cell("ops")], ["tiny ViT fp32 fwd/bwd", stage_cell("tiny_vit_fp32")],
         ["FSDP bf16 steps", stage_cell("fsdp_bf16")], ["attn-drop fp32", stage_cell("attn_drop_fp32")],
         ["attn-drop bf16", stage_cell("attn_drop_bf16")], ["NCCL comm", stage_cell("nccl")],
@@ -408,7 +487,8 @@ def render_md(rep):
 def main(argv):
     if len(argv) >= 3 and argv[0] == "line":
         kind, path = argv[1], argv[2]
-        fn = {"device": line_device, "ops": line_ops, "compare": line_compare, "bench": line_bench}.get(kind)
+        fn = {"device": line_device, "ops": line_ops, "compare": line_compare, "bench": line_bench,
+              "sanitized_ops": line_sanitized_ops}.get(kind)
         if not fn:
             print("gpu_report.py: unknown line kind %r" % kind, file=sys.stderr)
             return 2

@@ -2,7 +2,12 @@
 # Pack a CUDA build into one self-contained archive for tests/gpu/run.sh on a GPU machine that
 # cannot build shardvit itself (no MPICH / OpenBLAS / libjpeg-turbo there, no network):
 #
-#   tests/gpu/pack.sh [BUILD_DIR] [ARCHIVE]     defaults: build, out-gpu/shardvit-gpu.tgz
+#   tests/gpu/pack.sh [--allow-no-cuda] [BUILD_DIR] [ARCHIVE]   defaults: build, out-gpu/shardvit-gpu.tgz
+#
+# The build must have the CUDA backend (SHARDVIT_CUDA=ON in its CMakeCache.txt, and app/shardvit
+# linked against libcudart): an archive without it would spend a GPU machine's time only to report
+# "no CUDA device". Such a build is refused with exit 2; --allow-no-cuda packs it anyway, for the
+# archive's own tests on machines without CUDA (tests/gpu/pack_check.sh).
 #
 # The archive holds one folder, shardvit-gpu/, with
 #   app/shardvit, tests/gpu/gpu_ops_vs_cpu, tests/gpu/gpu_comm_nccl (MPI builds)  the binaries;
@@ -21,6 +26,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+ALLOW_NO_CUDA=0
+[ "${1:-}" = --allow-no-cuda ] && ALLOW_NO_CUDA=1 && shift
 BUILD=${1:-$ROOT/build}
 ARCHIVE=${2:-$ROOT/out-gpu/shardvit-gpu.tgz}
 LIMIT_MIB=${SV_PACK_LIMIT_MIB:-60} # archive + source tree; the upload limit is 64 MiB
@@ -29,12 +36,34 @@ die() {
     echo "pack.sh: $*" >&2
     exit 1
 }
-[ $# -le 2 ] || die "usage: $0 [BUILD_DIR] [ARCHIVE]"
+[ $# -le 2 ] || die "usage: $0 [--allow-no-cuda] [BUILD_DIR] [ARCHIVE]"
 [ -x "$BUILD/app/shardvit" ] || die "no $BUILD/app/shardvit (build first: BUILD_DIR=build bash scripts/build.sh)"
 [ -x "$BUILD/tests/gpu/gpu_ops_vs_cpu" ] || die "no $BUILD/tests/gpu/gpu_ops_vs_cpu in $BUILD"
 for tool in patchelf ldd objdump tar gzip; do
     command -v "$tool" > /dev/null || die "$tool is missing (scripts/setup.sh installs patchelf)"
 done
+# ---- a build with the CUDA backend only (unless --allow-no-cuda) ----
+no_cuda=""
+cuda_opt=$(sed -n 's/^SHARDVIT_CUDA:BOOL=//p' "$BUILD/CMakeCache.txt" 2> /dev/null || true)
+case "${cuda_opt^^}" in
+    "" | ON | 1 | YES | TRUE | Y) ;;
+    *) no_cuda="it was configured with SHARDVIT_CUDA=$cuda_opt ($BUILD/CMakeCache.txt)" ;;
+esac
+sv_deps=$(env -u LD_LIBRARY_PATH ldd "$BUILD/app/shardvit" 2> /dev/null || true)
+if [ -z "$no_cuda" ] && ! grep -q 'libcudart\.so' <<< "$sv_deps"; then
+    no_cuda="its app/shardvit does not link libcudart (ldd)"
+fi
+if [ -n "$no_cuda" ]; then
+    if [ "$ALLOW_NO_CUDA" = 1 ]; then
+        echo "pack.sh: note: $BUILD has no CUDA backend ($no_cuda); packed anyway (--allow-no-cuda):" \
+            "this archive cannot run the GPU check" >&2
+    else
+        echo "pack.sh: refusing $BUILD: it has no CUDA backend: $no_cuda. On the GPU machine such an archive" \
+            "would only report 'no CUDA device'. Configure with -DSHARDVIT_CUDA=ON (scripts/build.sh does) and" \
+            "build again; --allow-no-cuda packs it anyway (for tests without a GPU)." >&2
+        exit 2
+    fi
+fi
 case "$ARCHIVE" in /*) ;; *) ARCHIVE=$PWD/$ARCHIVE ;; esac
 
 # Library classes by soname: "system" (the C runtime every Linux has), "cuda" (provided by the

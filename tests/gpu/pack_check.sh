@@ -5,7 +5,10 @@
 #       binary and library resolves inside the archive's lib/, except the C runtime (glibc,
 #       libstdc++, libgcc_s: from the system) and the CUDA libraries (not shipped: not found, or
 #       found outside Debian's folders); every file carries an $ORIGIN run path; the packed
-#       run.sh (stages libs and device, on the CPU) uses the archive's binaries and lib/;
+#       run.sh (stages libs and device, on the CPU) uses the archive's binaries and lib/, and its
+#       MPI process loads no UCX plug-in from this machine's folders (run.sh's UCX settings);
+#       pack.sh refuses (exit 2) a build without the CUDA backend unless --allow-no-cuda, which
+#       this check passes for such a build (CPU-only CI);
 #   pack_check.sh run BUILD_DIR   the unpacked binaries run in a chroot that holds only the
 #       archive and the C runtime, plus this machine's CUDA library folders bind-mounted and put
 #       on LD_LIBRARY_PATH, as tests/gpu/run.sh does on a GPU machine: `shardvit --version` reports
@@ -30,7 +33,17 @@ fail() {
     exit 1
 }
 
-bash "$HERE/pack.sh" "$BUILD" "$T/a.tgz" > "$T/pack.log" 2>&1 || fail "pack.sh: $(tail -5 "$T/pack.log")"
+# A build without the CUDA backend is refused (exit 2, saying why) unless --allow-no-cuda.
+PACK_OPTS=()
+bash "$HERE/pack.sh" "$BUILD" "$T/a.tgz" > "$T/pack.log" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q 'has no CUDA backend' "$T/pack.log"; then
+    echo "note: $BUILD has no CUDA backend: pack.sh refused it (exit 2); packing with --allow-no-cuda"
+    PACK_OPTS=(--allow-no-cuda)
+    bash "$HERE/pack.sh" "${PACK_OPTS[@]}" "$BUILD" "$T/a.tgz" > "$T/pack.log" 2>&1 || fail "pack.sh: $(tail -5 "$T/pack.log")"
+elif [ $rc -ne 0 ]; then
+    fail "pack.sh: $(tail -5 "$T/pack.log")"
+fi
 size=$(stat -c %s "$T/a.tgz")
 echo "archive: $size bytes"
 [ "$size" -lt $((60 * 1024 * 1024)) ] || fail "the archive is $size bytes, over 60 MiB"
@@ -101,6 +114,30 @@ if [ "$MODE" = ldd ]; then
     grep -q "^binaries: $P\$" "$T/report/environment.txt" || fail "the packed run.sh did not use the archive's binaries"
     grep -qE "libopenblas.so.0 => $P/(app/\.\./)?lib/libopenblas.so.0" "$T/report/environment.txt" ||
         fail "the packed run.sh's ldd does not show the archive's OpenBLAS"
+    # the device stage's process (LD_DEBUG=libs) loaded no UCX plug-in (ucx/libuct_*.so) of this machine
+    plugins=$(sed -n '/^== libraries loaded by/,/^== /p' "$T/report/environment.txt" | grep '/ucx/' | grep -v "^ *$P/")
+    [ -z "$plugins" ] || fail "the packed run.sh's MPI process loaded UCX plug-ins from this machine: $plugins"
+    grep -q '^MPI transport: UCX_TLS=self,sm (set by run.sh' "$T/report/environment.txt" ||
+        fail "environment.txt does not say how UCX was set"
+    # pack.sh refuses a build without the CUDA backend: a build folder whose binaries link no cudart
+    FAKE=$T/build-no-cuda
+    mkdir -p "$FAKE/app" "$FAKE/tests/gpu"
+    cp "$(type -P true)" "$FAKE/app/shardvit" && cp "$(type -P true)" "$FAKE/tests/gpu/gpu_ops_vs_cpu"
+    bash "$HERE/pack.sh" "$FAKE" "$T/no-cuda.tgz" > "$T/no-cuda.log" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || fail "pack.sh of a build without CUDA exited $rc, not 2: $(tail -2 "$T/no-cuda.log")"
+    grep -q "pack.sh: refusing $FAKE: it has no CUDA backend: its app/shardvit does not link libcudart" "$T/no-cuda.log" ||
+        fail "pack.sh's refusal does not say why: $(cat "$T/no-cuda.log")"
+    [ ! -e "$T/no-cuda.tgz" ] || fail "pack.sh wrote an archive of a build without CUDA"
+    printf 'SHARDVIT_CUDA:BOOL=OFF\n' > "$FAKE/CMakeCache.txt"
+    bash "$HERE/pack.sh" "$FAKE" "$T/no-cuda.tgz" > "$T/no-cuda.log" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] && grep -q 'configured with SHARDVIT_CUDA=OFF' "$T/no-cuda.log" ||
+        fail "pack.sh of a build configured with SHARDVIT_CUDA=OFF: rc $rc: $(cat "$T/no-cuda.log")"
+    bash "$HERE/pack.sh" --allow-no-cuda "$FAKE" "$T/no-cuda.tgz" > "$T/no-cuda.log" 2>&1 &&
+        grep -q 'packed anyway (--allow-no-cuda)' "$T/no-cuda.log" && [ -s "$T/no-cuda.tgz" ] ||
+        fail "pack.sh --allow-no-cuda: $(tail -3 "$T/no-cuda.log")"
+    echo "ok: pack.sh refuses a build without CUDA (exit 2, saying why), --allow-no-cuda packs it"
     echo "ok: $n files, $in_lib dependencies resolved inside lib/ ($(ls "$P"/lib | wc -l) libraries)," \
         "CUDA libraries $([ $cuda_seen = 1 ] && echo "left to the GPU machine" || echo "not used (build without CUDA)")"
     exit 0

@@ -3,7 +3,8 @@
 # file whose rows carry an exact match, a non-finite result (rel_err null), a failed op call and
 # the path fields (gemm_algo, attn_path); the same file cut off mid-row by a kill. The one-line
 # summary and report.md must name the worst row, the failed call, the non-finite result and the
-# path fields, and nothing may raise.
+# path fields, and nothing may raise. Library versions without device_op.json: from a bench JSON's
+# provenance, else a device training run's metrics.jsonl header, and report.md says which.
 #   report_check.sh            (label cli; needs python3)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -47,4 +48,52 @@ grep -q "output cut off" <<<"$line" || fail "a cut-off ops.json is not marked"
 grep -q "non-finite result" <<<"$line" || fail "the complete rows of a cut-off ops.json are not read"
 "$PY" "$HERE/gpu_report.py" report "$W/work" "$W/out" --state final --deadline 60 --elapsed 5
 grep -q "output cut off" "$W/out/report.md" || fail "report.md does not say the ops output was cut off"
+
+# ---- library versions when device_op.json is missing (the device stage's bench failed) ----
+# provenance as shardvit writes it on a GPU (app/provenance.c; docs/performance.md "Provenance")
+gpu_prov='{"version":"0.1.0","commit":"abc","describe":"abc1234","dirty":false,
+ "libraries":{"mpi":{"version":"MPICH Version: 4.0.2","file":"/x/libmpich.so.12"},
+  "openblas":{"version":"OpenBLAS 0.3.21","file":"/x/libopenblas.so.0"},"nccl":"2.28.3",
+  "cuda_runtime":"13.0","cudnn":91900,"cublaslt":130100},
+ "gpu":{"name":"NVIDIA H200","driver":"13.0"},"command":"bench"}'
+cpu_prov='{"version":"0.1.0","commit":"abc","describe":"abc1234","dirty":false,
+ "libraries":{"mpi":null,"openblas":{"version":"OpenBLAS 0.3.21","file":"/x/libopenblas.so.0"},"nccl":null,
+  "cuda_runtime":null,"cudnn":null,"cublaslt":null},"gpu":null,"command":"train"}'
+versions() { # WORK: report.md's version rows
+    "$PY" "$HERE/gpu_report.py" report "$1" "$W/out" --state final --deadline 60 --elapsed 5
+    grep -E '^\| (CUDA runtime|cuBLASLt|cuDNN|NCCL|library versions from|device) \|' "$W/out/report.md"
+}
+# a) a benchmark's JSON (bench_vit-s16.json) and a CPU reference run's header: the GPU one wins
+V=$W/v1
+mkdir -p "$V/runs/tiny_vit_fp32_cpu"
+printf '%s\tfail\t3\tno result\n' device > "$V/steps.tsv"
+printf '{"record":"header","format":1,"provenance":%s}\n{"step":1,"loss":2.3}\n' "$(tr -d '\n' <<< "$cpu_prov")" \
+    > "$V/runs/tiny_vit_fp32_cpu/metrics.jsonl"
+printf '{"model":"vit-s16","img_per_s":1000,"provenance":%s}\n' "$(tr -d '\n' <<< "$gpu_prov")" > "$V/bench_vit-s16.json"
+out=$(versions "$V")
+echo "$out"
+for want in "| CUDA runtime | 13.0 |" "| cuDNN | 9.19.0 (91900) |" "| cuBLASLt | 13.1.0 (130100) |" "| NCCL | 2.28.3 |" \
+    "| library versions from | bench_vit-s16.json (not device_op.json"; do
+    grep -qF "$want" <<< "$out" || fail "versions from a bench JSON: report.md lacks '$want'"
+done
+"$PY" -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; assert s["versions_from"]=="bench_vit-s16.json", s' \
+    "$W/out/report.json" || fail "report.json's summary.versions_from"
+# b) only a device training run's metrics.jsonl header (its first line)
+V=$W/v2
+mkdir -p "$V/runs/fsdp_bf16_dev" "$V/runs/fsdp_bf16_cpu"
+printf '%s\tfail\t3\tno result\n' device > "$V/steps.tsv"
+cp "$W/v1/runs/tiny_vit_fp32_cpu/metrics.jsonl" "$V/runs/fsdp_bf16_cpu/"
+printf '{"record":"header","format":1,"provenance":%s}\n{"step":1,"loss":2.3}\n' "$(tr -d '\n' <<< "$gpu_prov")" \
+    > "$V/runs/fsdp_bf16_dev/metrics.jsonl"
+out=$(versions "$V")
+for want in "| cuDNN | 9.19.0 (91900) |" "| library versions from | runs/fsdp_bf16_dev/metrics.jsonl (not device_op.json"; do
+    grep -qF "$want" <<< "$out" || fail "versions from a metrics.jsonl header: report.md lacks '$want': $out"
+done
+# c) nothing with a provenance: said so, and nothing raises
+V=$W/v3
+mkdir -p "$V"
+printf '%s\tfail\t3\tno result\n' device > "$V/steps.tsv"
+out=$(versions "$V")
+grep -qF "| library versions from | no result with a provenance" <<< "$out" || fail "no provenance: $out"
+echo "versions: ok (bench JSON, metrics.jsonl header, none)"
 echo "report_check: ok"

@@ -28,20 +28,25 @@
 #   attn_drop_bf16  --attn-drop 0.2, bf16, 10 steps: losses vs CPU, 5e-2
 #   nccl        tests/gpu/gpu_comm_nccl at world 1 (2 ranks when 2 GPUs and an mpiexec exist)
 #   bench_vit-s16, bench_vit-b16   `shardvit bench`, bf16, batch 64: img/s, MFU, memory
-#   sanitizer   compute-sanitizer memcheck of gpu_ops_vs_cpu with the time left (optional: its
-#               timeout does not fail the check)
+#   sanitizer   compute-sanitizer memcheck of gpu_ops_vs_cpu, at most 90 s (optional: its timeout
+#               does not fail the check; an op test that could not run its checks under it does)
 # Exit status 0 only when no stage failed or timed out and none was skipped for the deadline.
 # --only runs the named stages (the others are "skipped: not selected"), e.g. a second, shorter
 # run of what failed.
 # --device cpu runs every stage with the CPU backend in place of CUDA (comparisons CPU vs CPU,
 # small benchmarks): a self-test of this script on a machine without a GPU.
 # Without a python3 the report is the stage table alone (report.md, report.json) and the training
-# comparisons fail. Test hooks (tests/gpu/run_nogpu.sh): SV_GPU_CHECK_HANG=STAGE replaces that
-# stage's commands by a sleep; SV_GPU_CHECK_PYTHON=none runs as if no python3 existed.
+# comparisons fail.
+# MPI start-up (MPICH over UCX) stays on this node: unless the caller set them, UCX_TLS=self,sm and
+# UCX_MODULE_DIR=an empty folder, so the archive's UCX never loads transport plug-ins of another
+# UCX version from the machine's own folders (environment.txt says which settings were used).
+# Test hooks (tests/gpu/run_nogpu.sh): SV_GPU_CHECK_HANG=STAGE replaces that stage's commands by
+# a sleep; SV_GPU_CHECK_PYTHON=none runs as if no python3 existed.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-DEADLINE=420 DEVICE=cuda BUILD_FIRST=0 BIN="" ONLY=""
+DEFAULT_DEADLINE=420
+DEADLINE=$DEFAULT_DEADLINE DEVICE=cuda BUILD_FIRST=0 BIN="" ONLY=""
 OUT=${OUT:-$PWD/gpu-report}
 usage() {
     sed -n '3,4p' "$0" | sed 's/^# *//' >&2
@@ -114,9 +119,15 @@ export CUDNN_LOGERR_DBG=1 CUDNN_LOGDEST_DBG=stderr CUBLASLT_LOG_LEVEL=2 NCCL_DEB
 # ---------------------------------------------------------------- stages and their state
 STAGES=(libs device ops tiny_vit_fp32 fsdp_bf16 attn_drop_fp32 attn_drop_bf16 nccl bench_vit-s16 bench_vit-b16 sanitizer)
 [ $BUILD_FIRST = 1 ] && STAGES=(build "${STAGES[@]}")
-declare -A CAP=([build]=1200 [libs]=20 [device]=45 [ops]=120 [tiny_vit_fp32]=45 [fsdp_bf16]=60 [attn_drop_fp32]=45
-    [attn_drop_bf16]=45 [nccl]=40 [bench_vit-s16]=60 [bench_vit-b16]=75 [sanitizer]=100000)
+# Time caps (s). Their sum stays below the default deadline with room for the final report, the
+# kill grace and the reports written between stages (about 1 s per stage), so even stages that
+# all run to their caps leave the last one its time (docs/gpu.md "Time budget";
+# tests/gpu/run_faults.sh checks the sum).
+declare -A CAP=([build]=1200 [libs]=10 [device]=30 [ops]=95 [tiny_vit_fp32]=25 [fsdp_bf16]=25 [attn_drop_fp32]=20
+    [attn_drop_bf16]=20 [nccl]=20 [bench_vit-s16]=25 [bench_vit-b16]=30 [sanitizer]=90)
 declare -A MINS=([sanitizer]=60) # a stage with less time left than this is not started (default MIN_STAGE)
+CAPS_SUM=0
+for s in "${STAGES[@]}"; do [ "$s" = build ] || CAPS_SUM=$((CAPS_SUM + CAP[$s])); done
 declare -A STATUS SECS DETAIL
 for s in "${STAGES[@]}"; do STATUS[$s]=pending SECS[$s]=0 DETAIL[$s]=""; done
 for s in ${ONLY//,/ }; do
@@ -128,6 +139,19 @@ OUT=$(cd "$OUT" && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/shardvit-gpu-check.XXXXXX") || exit 2
 mkdir -p "$WORK/logs" "$WORK/runs"
 ENVF=$WORK/environment.txt
+# MPICH starts UCX in every MPI process (training runs, the NCCL test's bootstrap). The runs here
+# are on one node: self and shared-memory transports, and no module folder of this machine (the
+# archive's UCX would load the machine's libuct_*.so plug-ins, possibly of another UCX version).
+# A caller's own UCX_TLS / UCX_MODULE_DIR is kept.
+if [ -n "${UCX_TLS:-}" ]; then UCX_NOTE="UCX_TLS=$UCX_TLS (the caller's)"; else
+    export UCX_TLS=self,sm
+    UCX_NOTE="UCX_TLS=self,sm (set by run.sh: one node)"
+fi
+if [ -n "${UCX_MODULE_DIR:-}" ]; then UCX_NOTE="$UCX_NOTE, UCX_MODULE_DIR=$UCX_MODULE_DIR (the caller's)"; else
+    mkdir -p "$WORK/ucx-modules"
+    export UCX_MODULE_DIR=$WORK/ucx-modules
+    UCX_NOTE="$UCX_NOTE, UCX_MODULE_DIR=an empty folder (set by run.sh: no UCX plug-ins from this machine)"
+fi
 
 write_steps() { # -> WORK/steps.tsv (every stage of the plan, in order)
     local s
@@ -153,7 +177,7 @@ publish() {
     put "$WORK/steps.tsv" steps.tsv
     put "$ENVF" environment.txt
     if [ "${2:-}" = logs ]; then
-        tar -C "$WORK" --exclude=checkpoints --exclude='*.tfevents.*' -czf "$OUT/.logs.tgz.tmp" . 2> /dev/null &&
+        tar -C "$WORK" --exclude=checkpoints --exclude=ucx-modules --exclude='*.tfevents.*' -czf "$OUT/.logs.tgz.tmp" . 2> /dev/null &&
             mv -f "$OUT/.logs.tgz.tmp" "$OUT/logs.tgz"
     fi
 }
@@ -226,8 +250,20 @@ sv_run() {
 line() { # KIND FILES...: a one-line summary by gpu_report.py
     [ -n "$PY" ] && "$PY" "$HERE/gpu_report.py" line "$@" 2>> "$WORK/logs/report.log"
 }
-first_error() { # LOG: the first line that says what went wrong
-    grep -m1 -iE 'error|fail|not found|cannot|SKIP|abort|timed out' "$1" 2> /dev/null | cut -c1-300
+# first_error LOG: the line of LOG that says what went wrong: the program's own error line
+# ("shardvit train: error: ..."), else the first line naming an error, a failure, something not
+# found, a skip, an abort or a timeout. Never the command line sv_run wrote, nor the resolved
+# configuration every `shardvit train` prints first (the `key = value` lines after "resolved
+# configuration:", where max-skipped-steps = -1 would pass for a skip).
+first_error() {
+    awk '
+        /^\[gpu-check\] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] \(limit [0-9]+s\) / { cfg = 0; next }
+        /resolved configuration:$/ { cfg = 1; next }
+        cfg && /^[A-Za-z0-9_.-]+ = / { next }
+        { cfg = 0 }
+        own == "" && /(^|[^A-Za-z0-9_])error: / { own = $0 }
+        any == "" && tolower($0) ~ /error|fail|not found|cannot|skip|abort|timed out/ { any = $0 }
+        END { s = own != "" ? own : any; if (s != "") print substr(s, 1, 300) }' "$1" 2> /dev/null
 }
 run_error() { # RUN: why a training run failed
     local e
@@ -393,6 +429,7 @@ stage_attn_drop_fp32() {
 stage_attn_drop_bf16() {
     pair attn_drop_bf16 "loss:5e-2" $TINY --param-dtype bf16 --steps 10 --lr 1e-3 --warmup 2 --attn-drop 0.2
     [ "$DEVICE" = cuda ] || return
+    case "$RES_DETAIL" in "device run:"*) return ;; esac # it failed: its error, no note count
     local n
     n=$(grep -c 'attention dropout: training attention runs the plain CUDA kernels' "$WORK/logs/attn_drop_bf16_dev.log")
     RES_DETAIL="$RES_DETAIL; routing note logged ${n}x (expected once)"
@@ -436,19 +473,49 @@ bench() { # MODEL
 stage_bench_vit-s16() { bench vit-s16; }
 stage_bench_vit-b16() { bench vit-b16; }
 
+# compute-sanitizer returns the op test's own exit status when memcheck found nothing (99 when it
+# found errors). The op test exits 1 for a value outside its tolerance (the ops stage judges those)
+# but also when it could not create its CUDA backend, e.g. where the sanitizer cannot attach to the
+# device; memcheck then checked nothing. So exit 1 passes only when the op test's own report
+# (sanitizer_ops.json) shows that its checks ran.
 stage_sanitizer() {
-    local cs log=$WORK/logs/sanitizer.log
+    local cs log=$WORK/logs/sanitizer.log js=$WORK/sanitizer_ops.json
     cs=$(command -v compute-sanitizer 2> /dev/null)
     [ -n "$cs" ] || { RES=skipped RES_DETAIL="no compute-sanitizer"; return; }
     [ -x "$OPS" ] || { RES_DETAIL="no $OPS"; return; }
-    sv_run "$log" "$cs" --tool memcheck --print-limit 50 --error-exitcode 99 "$OPS"
-    local rc=$? summary
+    sv_run "$log" "$cs" --tool memcheck --print-limit 50 --error-exitcode 99 "$OPS" --json "$js"
+    local rc=$? summary ran="" own
     summary=$(grep -m1 'ERROR SUMMARY' "$log" | sed 's/^=* *//')
+    # what the sanitizer itself said went wrong (it cannot attach, the target ended early, ...)
+    own=$(grep -m1 -E '^=+ +(Error|Internal Sanitizer Error)' "$log" | sed 's/^=* *//' | cut -c1-200)
+    [ -n "$PY" ] && ran=$(line sanitized_ops "$js")
+    if [ -z "$ran" ]; then # no python3: the op test's own lines (backend failures, its last line)
+        if grep -q 'sv_backend_create on' "$log"; then
+            ran="not run: $(grep -m1 'sv_backend_create on' "$log" | sed 's/  *FAIL$//; s/  */ /g' | cut -c1-200)"
+        elif grep -qE '^[0-9]+ of [0-9]+ checks failed' "$log"; then
+            ran="ran: $(grep -m1 -E '^[0-9]+ of [0-9]+ checks failed' "$log")"
+        else
+            ran="unknown: no report of the op test"
+        fi
+    fi
     case $rc in
-        0 | 1) RES=pass RES_DETAIL="memcheck of gpu_ops_vs_cpu: ${summary:-no summary}" ;;
+        0) RES=pass RES_DETAIL="memcheck of gpu_ops_vs_cpu: ${summary:-no summary}; the op test: ${ran#*: }" ;;
+        1) if [ "${ran%%:*}" = ran ]; then
+            RES=pass
+            RES_DETAIL="memcheck of gpu_ops_vs_cpu: ${summary:-no summary}; the op test ran (exit 1: ${ran#*: };"
+            RES_DETAIL="$RES_DETAIL the ops stage judges its values)"
+        else
+            RES_DETAIL="under compute-sanitizer the op test exited 1 without running its checks (memcheck checked"
+            RES_DETAIL="$RES_DETAIL nothing): ${ran#*: }${own:+; sanitizer: $own}; memcheck ${summary:-no summary}"
+            [ "${ran%%:*}" = unknown ] && RES_DETAIL="$RES_DETAIL; $(first_error "$log")"
+        fi ;;
         77) RES=skipped RES_DETAIL="$(grep -m1 SKIP "$log")" ;;
-        124) RES_DETAIL="memcheck unfinished: ${summary:-no summary yet}" ;;
-        *) RES_DETAIL="memcheck rc=$rc: ${summary:-$(first_error "$log")}; $(grep -m1 -E 'Invalid|Error' "$log" | cut -c1-160)" ;;
+        124)
+            RES_DETAIL="memcheck unfinished: ${summary:-no summary yet}; $(grep -c '^=* *Invalid' "$log")"
+            RES_DETAIL="$RES_DETAIL invalid-access reports so far; the op test so far: ${ran#*: }" ;;
+        99) RES_DETAIL="memcheck found errors: ${summary:-no summary}; $(grep -m1 -E '^=+ +(Invalid|Program hit|Uninit|Leaked)' "$log" |
+            sed 's/^=* *//' | cut -c1-200)" ;;
+        *) RES_DETAIL="compute-sanitizer rc=$rc: ${own:-${summary:-$(first_error "$log")}}; the op test: ${ran#*: }" ;;
     esac
 }
 
@@ -460,6 +527,10 @@ stage_sanitizer() {
     [ -f "$BIN/build-info.txt" ] && sed 's/^/  /' "$BIN/build-info.txt"
     [ -f "$BIN/build-info.txt" ] || echo "  $("$SV" --version 2>&1 | head -1)"
     echo "diagnostics: CUDNN_LOGERR_DBG=1 CUDNN_LOGDEST_DBG=stderr CUBLASLT_LOG_LEVEL=2 (1 in bench) NCCL_DEBUG=WARN"
+    echo "MPI transport: $UCX_NOTE"
+    echo "time budget: the stage caps sum to ${CAPS_SUM}s; deadline ${DEADLINE}s (default ${DEFAULT_DEADLINE}s)$(
+        [ "$DEADLINE" -ge $((CAPS_SUM + RESERVE + KILL_GRACE + ${#STAGES[@]})) ] ||
+            echo ": the last stages may be skipped for the deadline")"
 } > "$ENVF"
 publish running
 for s in "${STAGES[@]}"; do run_stage "$s" "stage_$s"; done
