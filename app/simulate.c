@@ -409,7 +409,10 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
     sv_comm_stats s0[3];
     sv_comm *cs[3] = {r->world_comm, r->shard_comm, r->repl_comm};
     for (int i = 0; i < 3; i++) sv_comm_get_stats(cs[i], &s0[i]);
-    double t0 = x->now, t0_us = sv_trace_now(&r->trace), optim = 0, cpu0 = sv_sim_fabric_cpu_seconds(x->fab);
+    /* the compute and comm lanes' time from the tracer's per-track sums, which count every event
+     * (the event buffer keeps the first 65536: a long run's split from it was wrong) */
+    const double compute0 = r->trace.lane_us[SV_TRACE_COMPUTE] * 1e-6, busy0 = sv_trace_comm_lane_s(&r->trace);
+    double t0 = x->now, optim = 0, cpu0 = sv_sim_fabric_cpu_seconds(x->fab);
     int steps = o->steps > 0 ? o->steps : 1;
     for (int s = 0; s < steps; s++) {
         SV_TRY(sv_train_step(r, &oc, 0.1f, ro.accum, ro.batch_size, feed_next, &x->feed, &sr));
@@ -419,13 +422,8 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
     stats_delta(r->world_comm, &s0[0], steps, &res->world);
     stats_delta(r->shard_comm, &s0[1], steps, &res->shard);
     stats_delta(r->repl_comm, &s0[2], steps, &res->repl);
-    double compute = 0, busy = 0;
-    for (size_t i = 0; i < r->trace.n; i++) {
-        const sv_trace_event *e = &r->trace.ev[i];
-        if (e->ts_us < t0_us) continue;
-        if (!strcmp(e->cat, "compute")) compute += e->dur_us * 1e-6;
-        if (!strcmp(e->cat, "comm")) busy += e->dur_us * 1e-6;
-    }
+    const double compute = r->trace.lane_us[SV_TRACE_COMPUTE] * 1e-6 - compute0,
+                 busy = sv_trace_comm_lane_s(&r->trace) - busy0;
     res->step_s = wall / steps;
     res->img_s = ro.batch_size / res->step_s;
     res->compute_s = compute / steps;
