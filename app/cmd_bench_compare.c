@@ -288,13 +288,26 @@ static sv_status compare(const result *a, const result *b) {
                    "FLOP/s, engine %s): mfu ratio not shown\n",
                    pa[0], pa[1], pa[2], pb[0], pb[1], pb[2]);
         }
+        /* max_rss_bytes of the measured run alone, or the process's peak (calibration and all): only
+         * results of one scope compare (a result without max_rss_scope predates it: the process) */
+        const sv_json *sa = sv_json_member_get(a->root, "max_rss_scope"),
+                      *sb = sv_json_member_get(b->root, "max_rss_scope");
+        const int same_rss = same_value(sa, sb);
+        if (!same_rss) {
+            char ta[64], tb[64];
+            scalar_text(sa, ta, sizeof ta);
+            scalar_text(sb, tb, sizeof tb);
+            printf("note: the results' max_rss_bytes cover different spans (A: %s, B: %s; a result without "
+                   "max_rss_scope measured the whole process): max_rss_bytes ratio not shown\n",
+                   sa ? ta : "process", sb ? tb : "process");
+        }
         char batch[64];
         scalar_text(sv_json_member_get(a->root, "batch_size"), batch, sizeof batch);
         printf("train %s, batch %s, %s:%*s%14s %14s\n", str_of(a->root, "model", e1, sizeof e1), batch,
                str_of(a->root, "param_dtype", e2, sizeof e2), 4, "", "A", "B");
         for (const metric *m = k_train; m->key; m++) {
             const sv_json *va = sv_json_member_get(a->root, m->key), *vb = sv_json_member_get(b->root, m->key);
-            if (!same_peak && !strcmp(m->key, "mfu"))
+            if ((!same_peak && !strcmp(m->key, "mfu")) || (!same_rss && !strcmp(m->key, "max_rss_bytes")))
                 ratio_line_na(m->key, va, vb);
             else
                 ratio_line(m->key, va, vb);

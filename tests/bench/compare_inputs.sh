@@ -80,6 +80,9 @@ b["provenance"]["commit"] = COMMIT
 save("ta_esc", a), save("tb_esc", b)
 b = load("tb")
 save("tb_plain", b)
+r = load("tb")
+del r["max_rss_scope"]  # a result from before the scope was recorded: the process's peak
+save("tb_noscope", r)
 b["mode"] = "train\x1b[2J"
 save("tb_mode", b)
 a, b = load("oa"), load("ob")
@@ -111,6 +114,12 @@ says train_esc out 'note: provenance commit differs: A '
 says train_esc out ', B \x1B[31mRED\x1B[0m\u{009B}2J'
 cmp_run train_model 1 ta_esc.json tb_plain.json
 says train_model err "shardvit bench-compare: error: refusing to compare: model differs ($T/ta_esc.json: vit-28\\x1B]0;PWNED\\x07\\x1B[2J, $T/tb_plain.json: vit-28)"
+# max_rss_bytes of another span (the whole process, calibration included) has no ratio
+cmp_run train_rss_scope 0 ta.json tb_noscope.json
+says train_rss_scope out "note: the results' max_rss_bytes cover different spans (A: run, B: process"
+grep -E "^ *max_rss_bytes .* n/a" "$T/train_rss_scope.out" >/dev/null || { cat "$T/train_rss_scope.out"; fail "train_rss_scope: a max_rss_bytes ratio shown"; }
+cmp_run train_rss_same 0 ta.json tb.json
+grep -q "max_rss_bytes cover different spans" "$T/train_rss_same.out" && fail "train_rss_same: a note for one scope"
 cmp_run train_mode 1 ta.json tb_mode.json
 says train_mode err 'refusing to compare: mode differs'
 says train_mode err 'tb_mode.json: train\x1B[2J)'
