@@ -56,7 +56,8 @@ typedef struct sv_prep_opts {
     uint64_t seed;
     /* out: what was written */
     uint64_t n_train, n_test;
-    int reused; /* 1: OUT already held this import (its marker), nothing was written */
+    int reused;          /* 1: OUT already held this import (its marker), nothing was written */
+    int source_compared; /* internal: an imagefolder source already scanned and found as its marker records */
 } sv_prep_opts;
 
 sv_prep_opts sv_prep_opts_default(void);

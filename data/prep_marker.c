@@ -325,8 +325,9 @@ static void source_difference(const sv_prep_source *was, const sv_prep_source *n
 /* An imagefolder import is "already prepared" only while its source holds what the marker records
  * (data/prep_impl.h sv_prep_source): the source is scanned again and compared. quiet: no warnings
  * (sv_prep_check_out; the importer checks again and warns). */
-static sv_status check_source(const sv_prep_opts *o, const sv_prep_source *was, int quiet) {
+static sv_status check_source(sv_prep_opts *o, const sv_prep_source *was, int quiet) {
     const char *out = o->out;
+    if (o->source_compared) return SV_OK; /* scanned and found equal by this process's pre-check */
     const unsigned long long nt = o->n_train, ne = o->n_test;
     if (!was->recorded) {
         /* A marker without a source record, written before prep recorded one, is accepted as it was
@@ -359,7 +360,10 @@ static sv_status check_source(const sv_prep_opts *o, const sv_prep_source *was, 
     }
     char what[2048];
     source_difference(was, &now, o->src, what, sizeof what);
-    if (!what[0]) return SV_OK;
+    if (!what[0]) {
+        o->source_compared = 1; /* the importer's check of the same OUT needs no second scan */
+        return SV_OK;
+    }
     return SV_FAIL(SV_ERR_INVALID,
                    "--out %s holds an import of %s (%s/%s: %llu train + %llu test images), but the source changed "
                    "since: %s; prep never replaces files: remove %s and run prep again to import the source as it is "

@@ -352,6 +352,15 @@ cp SRCC/train/class_000/"$a0" SRCC/train/class_000/zz_added.jpg
 expect c_old 0 "OCold/.shardvit-prep records no source contents" "$SHARDVIT" prep imagefolder --src SRCC --out OCold
 grep -q "already prepared" c_old.log || fail "c_old: not 'already prepared'"
 ok "12: a source changed since the import is refused naming the change; restored, gone or unrecorded it is prepared"
+# 13. a rerun scans the source once: its scan warnings (a PNG file ImageFolder does not read) print
+# once, not once for the command's pre-check and again for the importer
+restore
+cp SRCC/train/class_000/"$a0" SRCC/train/class_000/zz_note.png
+expect d_new 0 "wrote 12 train \+ 6 test" "$SHARDVIT" prep imagefolder --src SRCC --out OD
+expect d_again 0 "already prepared" "$SHARDVIT" prep imagefolder --src SRCC --out OD
+n=$(grep -c "formats other than JPEG are not read" "$WORK/d_again.log")
+[ "$n" = 1 ] || fail "d_again: the source's scan warning printed $n times (the source scanned more than once)"
+ok "13: a rerun scans its source once"
 
 [ $NFAIL -eq 0 ] || { echo "prep_imagefolder: $NFAIL checks failed"; exit 1; }
 echo "prep_imagefolder: all passed"
