@@ -35,26 +35,32 @@ bash scripts/build.sh
 SV="${BUILD_DIR:-build}/app/shardvit"
 WARMUP=200
 [ "$STEPS" -le 2000 ] && WARMUP=$((STEPS / 10))
+# set_aside DIR: move DIR to DIR.prev-<time>[-N] (a name not taken: two moves in one second never
+# put one directory inside the other); prints the new name
+set_aside() {
+    local base n=0 prev
+    base="$1.prev-$(date +%Y%m%d-%H%M%S)"
+    prev=$base
+    while [ -e "$prev" ] || [ -L "$prev" ]; do n=$((n + 1)); prev="$base-$n"; done
+    mv -T -- "$1" "$prev" && echo "$prev"
+}
 # prep writes its marker .shardvit-prep last and refuses a non-empty --out other than its own
 # finished import: a $DATA without the marker is an interrupted (or older) import, kept aside
 # (as the outputs below) before a new one. With the marker, prep itself checks that $DATA still
 # holds what it records and reuses it; one changed since (files removed) is kept aside too.
 if [ -f "$DATA/.shardvit-prep" ] && ! "$SV" prep fashion-mnist --out "$DATA"; then
-    prev="$DATA.prev-$(date +%Y%m%d-%H%M%S)"
-    mv "$DATA" "$prev"
+    prev=$(set_aside "$DATA") || exit 1
     echo "main job: $DATA no longer held the import its .shardvit-prep records; moved it to $prev"
 fi
 if [ ! -f "$DATA/.shardvit-prep" ]; then
     if [ -e "$DATA" ] && [ -n "$(ls -A "$DATA" 2>/dev/null || echo x)" ]; then
-        prev="$DATA.prev-$(date +%Y%m%d-%H%M%S)"
-        mv "$DATA" "$prev"
+        prev=$(set_aside "$DATA") || exit 1
         echo "main job: $DATA held an unfinished or older import (no .shardvit-prep); moved it to $prev"
     fi
     "$SV" prep fashion-mnist --out "$DATA"
 fi
 if [ -e "$OUT" ]; then # never mix two runs' checkpoints and logs; keep the old one
-    prev="$OUT.prev-$(date +%Y%m%d-%H%M%S)"
-    mv "$OUT" "$prev"
+    prev=$(set_aside "$OUT") || exit 1
     echo "main job: moved the previous $OUT to $prev"
 fi
 # The main job's recipe (docs/results.md "The README main job"): a 838k-parameter ViT whose

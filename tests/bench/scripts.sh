@@ -322,7 +322,9 @@ train) mkdir -p "$out" && echo '{"top1": 0.9, "top5": 0.99, "num_samples": 10000
 esac
 EOF
 printf '#!/bin/bash\nshift 2\nexec "$@"\n' >"$MJ/bin/mpiexec" # mpiexec -n N CMD...
-chmod +x "$MJ/build/app/shardvit" "$MJ/bin/mpiexec"
+# date: a fixed time when MJ_FIXED_DATE is set (moves "within one second"), else the real one
+printf '#!/bin/bash\n[ -n "${MJ_FIXED_DATE:-}" ] && { echo "$MJ_FIXED_DATE"; exit 0; }\nexec /bin/date "$@"\n' >"$MJ/bin/date"
+chmod +x "$MJ/build/app/shardvit" "$MJ/bin/mpiexec" "$MJ/bin/date"
 # mj NAME [VAR=VALUE...]: main_job.sh with the stand-ins (OUT, DATA in $MJ unless given); its
 # output in $TMP/NAME.o / .e, the commands it ran in $TMP/NAME.log
 mj() {
@@ -363,6 +365,14 @@ rc=$?
 check "main_job DATA=DIR/ holding an unfinished import: moved to DIR.prev-*, imported again (exit $rc)" \
     eval '[ $rc = 0 ] && [ -f "$MJ/d2/.shardvit-prep" ] && [ "$(ls -d "$MJ"/d2.prev-*/partial | wc -l)" = 1 ]'
 [ $rc = 0 ] || cat "$TMP/mj_data_partial.e"
+# three runs into one OUT within a second: each earlier run gets a name of its own (the same
+# .prev-<time> made the second move put the directory inside the first one)
+mj mj_fast1 OUT="$MJ/fast" MJ_FIXED_DATE=20261207-000000
+mj mj_fast2 OUT="$MJ/fast" MJ_FIXED_DATE=20261207-000000
+mj mj_fast3 OUT="$MJ/fast" MJ_FIXED_DATE=20261207-000000
+rc=$?
+check "main_job three times into one OUT: two earlier runs beside it, none inside another (exit $rc)" \
+    eval '[ $rc = 0 ] && [ "$(ls -d "$MJ"/fast.prev-*/eval.json | wc -l)" = 2 ] && [ -z "$(ls -d "$MJ"/fast.prev-*/fast.prev-* 2>/dev/null)" ]'
 
 # ---- scripts/bitwise_hashes.sh (arguments only: a stand-in mpiexec leaves a mark if it runs) ----
 mkdir -p "$TMP/bh"
