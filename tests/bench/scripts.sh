@@ -60,7 +60,7 @@ EOF
 echo '__version__ = "0.0-fake"' >"$F/mods/torchvision/__init__.py"
 echo '__version__ = "0.0-fake"' >"$F/mods/PIL/__init__.py"
 # TORCH_PY: the training and torchvision scripts are answered here (FAKE_TORCH=ok|fail|hang,
-# FAKE_TV=ok|fail); anything else runs in python3 with the fake torch / torchvision / PIL.
+# FAKE_TV=ok|fail|hang); anything else runs in python3 with the fake torch / torchvision / PIL.
 {
     echo '#!/bin/bash'
     printf 'F=%q\nPY=%q\n' "$F" "$PY" # quoted: TMPDIR may hold a space or a quote
@@ -84,6 +84,7 @@ case "${1:-}" in
     exit 0 ;;
 */bench_torchvision.py)
     [ "${FAKE_TV:-ok}" = fail ] && { echo "fake torchvision: Traceback boom" >&2; exit 1; }
+    [ "${FAKE_TV:-ok}" = hang ] && { : >"$F/tv.started"; exec sleep 30; }
     n=$(find "$2/train" -name '*.jpg' | head -n "$3" | wc -l)
     echo "torchvision+PIL, $n images, best of $4 (process CPU time)"
     for p in "RRC224 + flip + normalize (bilinear)" "RRC224 + flip + normalize (bicubic)" \
@@ -250,6 +251,27 @@ check "compare_torchvision N=20 after N=10: the set is made again, 20 images mea
 FAKE_TV=fail "${tv_env[@]}" bash "$TV" "$TMP/build" "$W" >"$TMP/o" 2>"$TMP/e"
 check "compare_torchvision names a failing torchvision step and its log" \
     eval '[ $st = 1 ] && has "$TMP/e" "bench_torchvision.py" && has "$TMP/e" "tv.plain.1.log" && has "$TMP/e" "Traceback boom"'
+# SIGTERM to the script alone, and SIGINT to its process group (Ctrl-C), during a step: the step is
+# stopped and the script ends at once with 143 / 130 (without a trap it died and left the step running)
+for sg in TERM:143:script INT:130:group; do
+    IFS=: read -r sig want whom <<<"$sg"
+    rm -f "$F/tv.started" "$TMP/pgid"
+    FAKE_TV=hang timeout -s KILL 40 "${tv_env[@]}" "$F/launch" "$TMP/pgid" bash "$TV" "$TMP/build" "$W" \
+        >"$TMP/o" 2>"$TMP/e" &
+    pid=$!
+    for _ in $(seq 300); do [ -e "$F/tv.started" ] && [ -s "$TMP/pgid" ] && break; sleep 0.05; done
+    g=$(cat "$TMP/pgid" 2>/dev/null)
+    [ -n "$g" ] && PGIDS+=("$g")
+    t0=$SECONDS
+    if [ "$whom" = group ]; then kill "-$sig" -- "-$g"; else kill "-$sig" "$g"; fi
+    wait $pid
+    rc=$?
+    sleep 0.3
+    left=$(pgrep -g "$g" 2>/dev/null | wc -l)
+    check "compare_torchvision: SIG$sig to the $whom during a step stops it (exit $rc, $((SECONDS - t0)) s, $left processes left)" \
+        eval '[ $rc = $want ] && [ $((SECONDS - t0)) -le 8 ] && [ "$left" = 0 ] && has "$TMP/e" "interrupted (SIG$sig)"'
+    [ $rc = "$want" ] || cat "$TMP/e"
+done
 f=$(find "$W/plain/train" -name '*.jpg' | sort | sed -n 3p)
 printf 'not a jpeg' >"$f"
 "${tv_env[@]}" bash "$TV" "$TMP/build" "$W" >"$TMP/o" 2>"$TMP/e"
