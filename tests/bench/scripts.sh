@@ -8,7 +8,8 @@
 # rerun, the torch.compile header and note, SIGINT / SIGTERM stop the whole comparison and remove
 # the unfinished step's outputs), bench/data/compare_torchvision.sh (--help, usage, bad N / REPS /
 # ROUNDS, an empty TORCH_PY, the image count and binary named in the header, a set with fewer than
-# N images made again, failing steps named with their logs), bench/torch_venv.sh (--help, options
+# N images made again, failing steps named with their logs, SIGTERM / SIGINT during a step stop it
+# and the script), bench/torch_venv.sh (--help, options
 # refused; never installs anything), bench/gemm_f32_bench (unknown engine or layout refused, n/a
 # without OpenBLAS, the bf16 note on its own line, a missing engine named), bench_data (a corrupt
 # JPEG named, --help, bad arguments refused), `shardvit bench-compare` (its notes on stdout),
