@@ -14,13 +14,9 @@
  * Output: one JSON object (stdout or --json FILE) from rank 0; a human summary on stderr. */
 #include <errno.h>
 #include <math.h>
-#ifdef __GLIBC__
-#include <malloc.h> /* malloc_trim */
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "app/backend_env.h"
@@ -37,6 +33,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/procstat.h"
 #include "core/rng.h"
 #include "core/trace.h"
 #include "data/loader.h"
@@ -74,58 +71,12 @@ enum {
 };
 static const char *k_split[] = {"compute_s", "comm_exposed_s", "data_wait_s", "optimizer_s", "other_s"};
 
-/* The process's lifetime peak RSS (getrusage), the fallback of rss_peak_run. */
-static double max_rss_bytes(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_maxrss * 1024.0; /* Linux reports KiB */
-}
-
-/* Before a run's set-up: free heap memory goes back to the system (an earlier sweep row's, the
- * GEMM calibration's), then the peak RSS restarts from the current RSS (Linux: "5" written to
- * /proc/self/clear_refs resets VmHWM). 1 when the reset took place. */
-static int rss_peak_reset(void) {
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f) return 0;
-    int ok = fputs("5", f) >= 0;
-    if (fclose(f) != 0) ok = 0;
-    return ok;
-}
-
-/* The peak RSS since rss_peak_reset (VmHWM of /proc/self/status, bytes), or -1 when unreadable. */
-static double rss_peak_since_reset(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return -1;
-    char line[256];
-    double kib = -1;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) {
-            char *end;
-            double v = strtod(line + 6, &end);
-            if (end != line + 6 && v >= 0) kib = v;
-            break;
-        }
-    fclose(f);
-    return kib < 0 ? -1 : kib * 1024.0;
-}
-
 /* This rank's peak RSS of the run (set-up, warm-up, timed steps) into acc, or, where the peak
  * could not be reset or read, the process's lifetime peak marked as such (R_RSS_PROCESS). */
 static void rss_peak_run(const bench_opts *o, double acc[R_N]) {
-    double b = o->rss_reset ? rss_peak_since_reset() : -1;
-    acc[R_RSS] = b > 0 ? b : max_rss_bytes();
+    double b = o->rss_reset ? sv_proc_rss_peak_bytes() : -1;
+    acc[R_RSS] = b > 0 ? b : sv_proc_max_rss_bytes();
     acc[R_RSS_PROCESS] = b > 0 ? 0 : 1;
-}
-
-/* CPU seconds (user + system, all threads) this process has consumed. */
-static double cpu_seconds(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-        1e-6 * ru.ru_stime.tv_usec;
 }
 
 static sv_status write_text(const bench_opts *o, const char *text);
@@ -240,51 +191,7 @@ static int resolve_threads(const bench_opts *o, const sv_proc *p) {
     return t < 1 ? 1 : t;
 }
 
-/* ---- CPU GEMM peak: best rate of single-threaded 1024^3 linear-layer calls over `seconds`, in
- * the run's compute dtype (fp32: sgemm; bf16: the AVX-512 BF16 GEMM where the CPU has it) ---- */
-static sv_status gemm_peak_per_core(double seconds, sv_dtype dt, const char *cpu_gemm, double *flops) {
-    const int n = 1024;
-    sv_backend_config bc = {.device = SV_DEVICE_CPU, .compute_dtype = dt, .threads = 1};
-    sv_backend_env_apply(&bc, cpu_gemm); /* the peak of the engine the run uses */
-    sv_backend *be;
-    SV_TRY(sv_backend_create(&bc, &be));
-    float *a = NULL, *b = NULL, *c = NULL;
-    sv_status st = sv_be_alloc(be, (size_t)n * n * 4, (void **)&a);
-    if (st == SV_OK) st = sv_be_alloc(be, (size_t)n * n * 4, (void **)&b);
-    if (st == SV_OK) st = sv_be_alloc(be, (size_t)n * n * 4, (void **)&c);
-    if (st == SV_OK) {
-        for (size_t i = 0; i < (size_t)n * n; i++) a[i] = b[i] = (float)sv_rand_unit(7, i) - 0.5f;
-        double best = 0, t_end = sv_now_s() + seconds;
-        int calls = 0;
-        while (st == SV_OK && (calls < 3 || sv_now_s() < t_end)) {
-            double t0 = sv_now_s();
-            st = sv_be_linear_fwd(be, c, NULL, a, b, NULL, n, n, n);
-            double dt = sv_now_s() - t0;
-            if (calls++ > 0 && dt > 0 && 2.0 * n * n * n / dt > best) best = 2.0 * n * n * n / dt; /* 1st: cold */
-        }
-        *flops = best;
-    }
-    sv_be_free(be, a);
-    sv_be_free(be, b);
-    sv_be_free(be, c);
-    sv_backend_destroy(be);
-    return st;
-}
-
 static sv_dtype calib_dtype(const bench_opts *o) { return strcmp(o->run.param_dtype, "bf16") ? SV_F32 : SV_BF16; }
-
-/* All ranks measure at once (a barrier before and after), each on its own core, so the figure
- * reflects every core busy; the best rank's value is the per-core peak (noise only lowers it). */
-static sv_status calibrate(const bench_opts *o, double *flops) {
-    sv_comm_config cc = sv_env_comm_config(o->run.comm_timeout);
-    sv_comm *cm;
-    SV_TRY(sv_comm_create_world(&cc, &cm));
-    sv_status st = sv_comm_barrier_sync(cm);
-    if (st == SV_OK) st = gemm_peak_per_core(o->calib_s, calib_dtype(o), o->run.cpu_gemm, flops);
-    if (st == SV_OK) st = sv_comm_all_reduce_sync(cm, flops, 1, SV_COMM_F64, SV_COMM_MAX);
-    sv_comm_destroy(cm);
-    return st;
-}
 
 /* ---- micro-batch sources ---- */
 typedef struct synth_feed {
@@ -378,7 +285,7 @@ static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double
            comm_lane0 = sv_trace_comm_lane_s(&r->trace);
     size_t dropped0 = r->trace.dropped;
     *step_min = INFINITY;
-    double t0 = sv_now_s(), cpu0 = cpu_seconds();
+    double t0 = sv_now_s(), cpu0 = sv_proc_cpu_seconds();
     for (long long s = 0; s < o->steps; s++) {
         double ts = sv_now_s();
         SV_TRY(sv_train_step(r, &oc, (float)o->smoothing, o->run.accum, o->run.batch_size, in->next, in->ctx, &sr));
@@ -390,7 +297,7 @@ static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double
         *loss_last = sr.loss_sum / o->run.batch_size;
     }
     double wall = sv_now_s() - t0;
-    acc[R_CPU] = cpu_seconds() - cpu0;
+    acc[R_CPU] = sv_proc_cpu_seconds() - cpu0;
     acc[R_COMPUTE] = r->trace.lane_us[SV_TRACE_COMPUTE] * 1e-6 - compute0;
     acc[R_COMM_LANE] = sv_trace_comm_lane_s(&r->trace) - comm_lane0; /* issue -> complete */
     if (o->run.trace && r->trace.dropped > dropped0) {
@@ -591,12 +498,13 @@ static sv_status train_once(bench_opts *o, const sv_proc *proc, sv_json_writer *
     if (!strcmp(o->run.device, "cuda") || (!strcmp(o->run.device, "auto") && sv_backend_available(SV_DEVICE_CUDA)))
         dk = SV_DEVICE_CUDA;
     sv_status st = SV_OK;
-    if (dk == SV_DEVICE_CPU && o->calib_s > 0) st = calibrate(o, &gemm);
+    if (dk == SV_DEVICE_CPU && o->calib_s > 0)
+        st = sv_cpu_peak_gemm(o->run.comm_timeout, o->calib_s, calib_dtype(o), o->run.cpu_gemm, &gemm);
     sv_run r;
     memset(&r, 0, sizeof r);
     /* max_rss_bytes: the peak from here on, the run's set-up and steps; not the calibration's
      * buffers above, nor an earlier sweep row's */
-    if (st == SV_OK) o->rss_reset = rss_peak_reset();
+    if (st == SV_OK) o->rss_reset = sv_proc_rss_peak_reset();
     if (st == SV_OK) st = sv_run_setup(&r, &o->run, proc->rank, proc->world, proc->local_rank, proc->local_size);
     sv_cpu_peak hw = {{0}, 0, 0, 0, 0};
     if (st == SV_OK && dk == SV_DEVICE_CPU && o->calib_s > 0)

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "app/commands.h"
 #include "app/cpu_peak.h"
@@ -24,6 +23,7 @@
 #include "fsdp/optim.h"
 #include "core/fileio.h"
 #include "core/log.h"
+#include "core/procstat.h"
 #include "data/loader.h"
 
 /* What ended the loop early: a preemption signal (its number; 0: none). */
@@ -384,8 +384,6 @@ static sv_status finish(trainer *t) {
     }
     sv_loader_stats ls;
     sv_loader_stats_get(t->ld, &ls);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
     size_t dev_peak;
     sv_be_mem_stats(r->be, NULL, &dev_peak);
     char fin[64] = "no step trained (no final loss)"; /* --steps 0: a nan loss would look like divergence */
@@ -393,7 +391,8 @@ static sv_status finish(trainer *t) {
     SV_INFO("done: %s, skipped steps %llu, substituted samples %llu; measured peak per rank: arena "
             "%.1f MiB (planned %.1f MiB), device memory allocated %zu bytes (plan %zu bytes), process RSS %.1f MiB",
             fin, (unsigned long long)r->fsdp.ctr.skipped_steps, (unsigned long long)ls.substituted,
-            r->dev.peak / 1048576.0, r->dev.cap / 1048576.0, dev_peak, r->bytes_total, ru.ru_maxrss / 1024.0);
+            r->dev.peak / 1048576.0, r->dev.cap / 1048576.0, dev_peak, r->bytes_total,
+            sv_proc_max_rss_bytes() / 1048576.0);
     return SV_OK;
 }
 

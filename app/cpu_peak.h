@@ -28,4 +28,13 @@ sv_status sv_cpu_peak_measure(sv_run *r, int threads_opt, double seconds, sv_cpu
 /* The peak of the whole run, per_core x cores_used (0 when unknown). */
 double sv_cpu_peak_flops(const sv_cpu_peak *pk);
 
+/* bench's second figure (mfu_gemm): the per-core rate of a real GEMM, the best of single-threaded
+ * 1024^3 linear-layer calls over `seconds` through a CPU backend of compute dtype dt and GEMM engine
+ * cpu_gemm (NULL: the environment's / auto; fp32: sgemm or the own fp32 engines, bf16: the bf16
+ * GEMM), the first call (cold) left out. Every rank measures at once between barriers, each on its
+ * own core, so the figure reflects every core busy; the best rank's value is kept (noise only lowers
+ * it). Collective over a world communicator of its own (comm_timeout: the run's), before any run is
+ * set up. */
+sv_status sv_cpu_peak_gemm(int comm_timeout, double seconds, sv_dtype dt, const char *cpu_gemm, double *flops);
+
 #endif
