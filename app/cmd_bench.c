@@ -283,7 +283,6 @@ static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double
     SV_TRY(sv_comm_barrier_sync(r->world_comm));
     double wait0 = sv_run_comm_wait_s(r), compute0 = r->trace.lane_us[SV_TRACE_COMPUTE] * 1e-6,
            comm_lane0 = sv_trace_comm_lane_s(&r->trace);
-    size_t dropped0 = r->trace.dropped;
     *step_min = INFINITY;
     double t0 = sv_now_s(), cpu0 = sv_proc_cpu_seconds();
     for (long long s = 0; s < o->steps; s++) {
@@ -300,12 +299,6 @@ static sv_status measure(sv_run *r, const bench_opts *o, bench_input *in, double
     acc[R_CPU] = sv_proc_cpu_seconds() - cpu0;
     acc[R_COMPUTE] = r->trace.lane_us[SV_TRACE_COMPUTE] * 1e-6 - compute0;
     acc[R_COMM_LANE] = sv_trace_comm_lane_s(&r->trace) - comm_lane0; /* issue -> complete */
-    if (o->run.trace && r->trace.dropped > dropped0) {
-        char esc[SV_ESC_CAP];
-        SV_WARN("bench: --trace %s lacks %zu events of the timed steps (its buffer of %zu events is full); the "
-                "time split counts them",
-                sv_log_esc(o->run.trace, esc, sizeof esc), r->trace.dropped - dropped0, r->trace.cap);
-    }
     acc[R_COMM] = sv_run_comm_wait_s(r) - wait0;
     acc[R_OTHER] = wall - acc[R_COMPUTE] - acc[R_COMM] - acc[R_DATA] - acc[R_OPTIM];
     acc[R_WALL] = wall;

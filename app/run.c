@@ -254,7 +254,7 @@ static sv_status setup_rest(sv_run *r, const sv_run_opts *o, const sv_fsdp_confi
     SV_TRY(sv_fsdp_carve(&r->fsdp, &r->dev, &r->host));
     SV_TRY(sv_vit_init(&r->model, &r->vcfg, r->be, r->micro_batch, o->recompute, &r->dev, &r->host));
     SV_TRY(carve_batch(&r->dev, &r->vcfg, r->micro_batch, &r->batch));
-    SV_TRY(sv_trace_init(&r->trace, o->trace ? (size_t)1 << 20 : 0, rank));
+    SV_TRY(sv_trace_init(&r->trace, o->trace ? (size_t)o->trace_events : 0, rank));
     sv_fsdp_attach(&r->fsdp, &r->model, o->trace ? &r->trace : NULL);
     if (init_params) SV_TRY(sv_fsdp_init_params(&r->fsdp));
     sv_run_mem plan = {r->fsdp.mem, r->bytes_act, r->bytes_batch, cnt_dev.used};
@@ -284,6 +284,12 @@ sv_status sv_run_agreed(sv_run *r, sv_status st) {
 }
 
 sv_status sv_run_finish_trace(sv_run *r, const char *path) {
+    if (r->trace.dropped) {
+        char esc[SV_ESC_CAP];
+        SV_WARN("--trace %s lacks the last %zu events of rank %d: its buffer of %zu events filled "
+                "(--trace-events sets its size; bench's time split counts every event)",
+                sv_log_esc(path, esc, sizeof esc), r->trace.dropped, r->rank, r->trace.cap);
+    }
     char part[4096];
     snprintf(part, sizeof part, "%s.rank%d", path, r->rank);
     /* the agreement is the barrier: every part is on disk, or every rank fails */

@@ -82,6 +82,7 @@ typedef struct sv_run_opts {
     long long seed;
     double comm_timeout;
     const char *trace;
+    long long trace_events; /* --trace-events: events the tracer keeps per rank */
     int head_zero_init;
     int model_ema; /* --model-ema (train, plan): carve the weight-EMA shards (fsdp/ema.h) */
 } sv_run_opts;
@@ -90,8 +91,13 @@ typedef struct sv_run_opts {
     { \
         .model = {.model = "vit-28"}, .batch_size = 128, .accum = 1, .accum_mode = "shard", .strategy = "full_shard", \
         .shard_group = 0, .param_dtype = "fp32", .reduce_dtype = "fp32", .device = "auto", .threads = 0, \
-        .wrap = "block", .recompute = 0, .seed = 0, .comm_timeout = 300, .trace = NULL, .head_zero_init = 0 \
+        .wrap = "block", .recompute = 0, .seed = 0, .comm_timeout = 300, .trace = NULL, \
+        .trace_events = SV_RUN_TRACE_EVENTS, .head_zero_init = 0 \
     }
+
+/* --trace-events: the default (2^20 events, 40 MiB per rank) and the largest (2^26, 2.5 GiB) */
+#define SV_RUN_TRACE_EVENTS (1LL << 20)
+#define SV_RUN_TRACE_EVENTS_MAX (1LL << 26)
 
 /* --comm-timeout's help, shared by the commands that take the flag */
 #define SV_COMM_TIMEOUT_HELP "seconds before a collective is declared hung (0 = never)"
@@ -117,6 +123,13 @@ typedef struct sv_run_opts {
         {"comm-timeout", SV_FLAG_DOUBLE, &(o).comm_timeout, 0, 1e7, SV_COMM_TIMEOUT_HELP, 0}, \
         {"trace", SV_FLAG_STR, &(o).trace, \
          0,       0,           "write a Chrome/Perfetto trace JSON here (replaces only an earlier trace)", \
+         0}, \
+        {"trace-events", \
+         SV_FLAG_I64, \
+         &(o).trace_events, \
+         1, \
+         SV_RUN_TRACE_EVENTS_MAX, \
+         "--trace: events kept per rank, the earliest (later ones are left out with a warning)", \
          0}, \
     { \
         "head-zero-init", SV_FLAG_BOOL, &(o).head_zero_init, 0, 0, "initialise the head weight to zero", 0 \

@@ -15,9 +15,28 @@ test -s "$WORK/run/eval.json" && test -s "$WORK/run/confusion.csv" || { echo "FA
 "$TB_CHECK" "$WORK/run"
 # --log-every 3: each logged step's loss is that step's (the same as at --log-every 1) and its
 # loss_avg the mean of the steps since the previous logged one, in metrics.jsonl and TensorBoard
+# (and --trace-events 40: the trace keeps each rank's first 40 events and the run says so)
 run "$WORK/train3.log" "$MPIEXEC" -n 2 "$SV" train $MODEL $COMMON --data "$WORK/data/train" \
-    --steps 10 --batch-size 8 --log-every 3 --warmup 2 --lr 3e-3 --out "$WORK/run3"
+    --steps 10 --batch-size 8 --log-every 3 --warmup 2 --lr 3e-3 --out "$WORK/run3" \
+    --trace "$WORK/run3/trace.json" --trace-events 40
 "$TB_CHECK" "$WORK/run3"
+for r in 0 1; do
+    grep -q "trace.json lacks the last [0-9]* events of rank $r: its buffer of 40 events filled" "$WORK/train3.log" ||
+        { cat "$WORK/train3.log"; echo "FAIL: no warning that rank $r's trace buffer filled"; exit 1; }
+done
+"$PY" - "$WORK/run3/trace.json" "$WORK/run/trace.json" <<'PYEOF'
+import json, sys
+def per_rank(path):
+    n = {}
+    for e in json.load(open(path))["traceEvents"]:
+        if e.get("ph") == "X":
+            n[e["pid"]] = n.get(e["pid"], 0) + 1
+    return n
+small, full = per_rank(sys.argv[1]), per_rank(sys.argv[2])
+assert small == {0: 40, 1: 40}, small
+assert all(v > 40 for v in full.values()) and len(full) == 2, full
+print("ok --trace-events 40: 40 events per rank kept (the default run kept", full, ")")
+PYEOF
 "$PY" - "$WORK/run/metrics.jsonl" "$WORK/run3/metrics.jsonl" <<'PYEOF'
 import json, sys
 every = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[1])) if "loss" in r}
