@@ -85,41 +85,22 @@ RESULTS=$OUT/results.jsonl
 RES_TMP=$OUT/results.jsonl.partial # renamed to results.jsonl at the end: a failed rerun keeps the earlier one
 : >"$RES_TMP" 2>/dev/null || die "cannot write in OUT_DIR $OUT"
 
-# Every long step runs in the background and is waited for, so that SIGINT / SIGTERM reach the
-# trap at once (a foreground mpiexec that handles SIGINT itself would let the script go on).
-exec 3>&2  # the script's stderr, for the trap (which may run inside a step's redirection)
-CHILD=""   # pid of the running step
+# Every long step runs in the background (bench/lib.sh), so that SIGINT / SIGTERM stop it at once.
+source "$HERE/lib.sh"
 PARTIAL=() # the files the running step writes: removed when it is interrupted
 DONE=0
-run_step() { # CMD...: run it in the background and wait; its exit status
-    local rc
-    "$@" 3>&- &
-    CHILD=$!
-    wait "$CHILD"
-    rc=$?
-    CHILD=""
-    return $rc
-}
+run_step() { sv_bg_run "$@"; } # CMD...: its exit status
 on_exit() {
     [ "$DONE" = 1 ] || rm -f "$RES_TMP"
     [ -z "$MADE_OUT" ] || rmdir "$OUT" 2>/dev/null # only when nothing was written
 }
-on_signal() { # NAME EXIT_CODE
-    trap '' INT TERM
-    if [ -n "$CHILD" ]; then
-        kill -TERM "$CHILD" 2>/dev/null
-        for _ in $(seq 50); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$CHILD" 2>/dev/null
-        wait "$CHILD" 2>/dev/null
-    fi
+on_stop() { # SIGNAL: after the running step was stopped
     [ ${#PARTIAL[@]} = 0 ] || rm -f "${PARTIAL[@]}"
     echo "compare_pytorch: interrupted ($1): stopped; the unfinished step's outputs removed," \
         "$RESULTS left as it was" >&3
-    exit "$2"
 }
 trap on_exit EXIT
-trap 'on_signal SIGINT 130' INT
-trap 'on_signal SIGTERM 143' TERM
+sv_bg_traps on_stop
 
 field() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d.get(sys.argv[2]))" "$1" "$2"; }
 keep_best() { # DEST FILE...: copy the JSON with the highest img_per_s (and its .log) to DEST.json / DEST.log

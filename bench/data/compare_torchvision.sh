@@ -48,32 +48,17 @@ fi
 per=$(((N + 9) / 10))
 mkdir -p "$work"
 plain=$work/plain rst=$work/restart4
-# Every step runs in the background and is waited for, so that SIGINT / SIGTERM reach the trap at
-# once: the running step is stopped and the script ends (130 / 143); the image sets and the logs
-# so far stay in WORK_DIR (a set whose import was cut short is made again by the next run).
-exec 3>&2 # the script's stderr, for the trap (which may run inside a step's redirection)
-CHILD=""
-on_signal() { # NAME EXIT_CODE
-    trap '' INT TERM
-    if [ -n "$CHILD" ]; then # (set -e: a step that is already gone is no error here)
-        kill -TERM "$CHILD" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$CHILD" 2>/dev/null || true
-        wait "$CHILD" 2>/dev/null || true
-    fi
-    echo "compare_torchvision: interrupted ($1): the running step stopped; $work keeps the image sets and logs" >&3
-    exit "$2"
-}
-trap 'on_signal SIGINT 130' INT
-trap 'on_signal SIGTERM 143' TERM
+# Every step runs in the background (bench/lib.sh), so that SIGINT / SIGTERM stop it at once and
+# the script ends (130 / 143); the image sets and the logs so far stay in WORK_DIR (a set whose
+# import was cut short is made again by the next run).
+source "$here/../lib.sh"
+on_stop() { echo "compare_torchvision: interrupted ($1): the running step stopped; $work keeps the image sets and logs" >&3; }
+sv_bg_traps on_stop
 # step LABEL LOG CMD...: run CMD with its output in LOG; on failure name the step and its log
 step() {
     local label=$1 log=$2 rc=0
     shift 2
-    "$@" >"$log" 2>&1 3>&- &
-    CHILD=$!
-    wait "$CHILD" || rc=$?
-    CHILD=""
+    sv_bg_run "$@" >"$log" 2>&1 || rc=$?
     [ $rc = 0 ] && return 0
     echo "compare_torchvision: $label failed (exit $rc); its log $log ends:" >&2
     tail -n 8 "$log" | sed 's/^/  /' >&2

@@ -22,22 +22,8 @@
 # Parts 4 (the failing backend) and 5 need a C compiler for the stand-in (skipped without one).
 #   run_faults.sh BUILD_DIR
 set -u
-BUILD=${1:?usage: run_faults.sh BUILD_DIR}
-HERE=$(cd "$(dirname "$0")" && pwd)
-RUN=$HERE/run.sh
-PY=$(command -v python3) || { echo "SKIP: no python3"; exit 77; }
-if command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L 2> /dev/null | grep -q '^GPU'; then
-    echo "SKIP: this machine has a GPU: run tests/gpu/run.sh itself"
-    exit 77
-fi
-[ -x "$BUILD/app/shardvit" ] || { echo "FAIL: no $BUILD/app/shardvit" >&2; exit 1; }
-case "$BUILD" in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
-T=$(mktemp -d "${TMPDIR:-/tmp}/sv-run-faults.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
+NAME=run_faults.sh
+source "$(dirname "$0")/nogpu_lib.sh"
 status() { # DIR STAGE: "status" or "status: detail" of STAGE in report.json
     "$PY" - "$1/report.json" "$2" << 'EOF'
 import json, sys

@@ -13,21 +13,8 @@
 #     "stopped by SIGTERM" and exits 143 within seconds.
 #   run_nogpu.sh BUILD_DIR
 set -u
-BUILD=${1:?usage: run_nogpu.sh BUILD_DIR}
-HERE=$(cd "$(dirname "$0")" && pwd)
-RUN=$HERE/run.sh
-PY=$(command -v python3) || { echo "SKIP: no python3"; exit 77; }
-if command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L 2> /dev/null | grep -q '^GPU'; then
-    echo "SKIP: this machine has a GPU: run tests/gpu/run.sh itself"
-    exit 77
-fi
-[ -x "$BUILD/app/shardvit" ] || { echo "FAIL: no $BUILD/app/shardvit" >&2; exit 1; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/sv-run-nogpu.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
+NAME=run_nogpu.sh
+source "$(dirname "$0")/nogpu_lib.sh"
 STAGES="libs device ops tiny_vit_fp32 fsdp_bf16 attn_drop_fp32 attn_drop_bf16 nccl bench_vit-s16 bench_vit-b16 sanitizer"
 
 # check_out DIR: the five report files and nothing else (a .tmp left by a kill is allowed: <= 6)
