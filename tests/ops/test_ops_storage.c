@@ -287,6 +287,7 @@ static void case_linear_bwd(void) { linear_bwd_case(0, 1, 1); }
 static void case_linear_bwd_nobias(void) { linear_bwd_case(0, 0, 1); }
 static void case_linear_bwd_gelu(void) { linear_bwd_case(1, 1, 1); }
 static void case_linear_bwd_gelu_nodin(void) { linear_bwd_case(1, 1, 0); }
+static void case_linear_bwd_gelu_nobias(void) { linear_bwd_case(1, 0, 1); }
 
 /* ---- attention ---- */
 
@@ -658,6 +659,7 @@ static const struct {
     {"linear_fwd_gelu", case_linear_fwd_gelu},
     {"linear_fwd_bias_gelu", case_linear_fwd_bias_gelu},
     {"linear_bwd", case_linear_bwd},
+    {"linear_bwd_gelu_nobias", case_linear_bwd_gelu_nobias},
     {"linear_bwd_nobias", case_linear_bwd_nobias},
     {"linear_bwd_gelu", case_linear_bwd_gelu},
     {"linear_bwd_gelu_nodin", case_linear_bwd_gelu_nodin},
