@@ -2,7 +2,8 @@
  * app/ is the only place that reads them: each goes into a library setter or configuration
  * field, so the libraries never consult the environment. The SHARDVIT_CPU_* backend overrides
  * are app/backend_env.h; the training test hooks SHARDVIT_TEST_POISON_BATCH and
- * SHARDVIT_TEST_SIGNAL_AT are read by app/cmd_train.c into sv_train_hooks (app/train_step.h). */
+ * SHARDVIT_TEST_SIGNAL_AT are read by app/cmd_train.c into sv_train_hooks (app/train_step.h),
+ * SHARDVIT_TEST_SIGNAL_STARTUP by app/main.c. */
 #ifndef SV_APP_ENV_OVERRIDES_H
 #define SV_APP_ENV_OVERRIDES_H
 

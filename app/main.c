@@ -1,12 +1,15 @@
 /* shardvit: one binary, git-style subcommands (README.md "Commands"). The only place that exits. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app/commands.h"
 #include "app/env_overrides.h"
 #include "app/flags.h"
 #include "app/mpi_env.h"
+#include "app/preempt.h"
 #include "app/provenance.h"
 #include "core/fileio.h"
 #include "core/log.h"
@@ -16,24 +19,26 @@ typedef struct {
     int (*run)(int, char **, const sv_proc *);
     int uses_mpi;
     int tmp_cleanup; /* a signal removes its unfinished temporaries (core/fileio.h) */
+    int preempt;     /* handles preemption signals itself (app/preempt.h): held from the start */
     const char *help;
 } command;
 
 static const command k_commands[] = {
-    {"train", sv_cmd_train, 1, 0, "train a ViT with FSDP (use mpiexec -n N for N ranks)"},
-    {"bench", sv_cmd_bench, 1, 0,
+    {"train", sv_cmd_train, 1, 0, 1, "train a ViT with FSDP (use mpiexec -n N for N ranks)"},
+    {"bench", sv_cmd_bench, 1, 1, 0,
      "throughput (img/s, TFLOP/s, MFU, memory), single ops (--op), collectives (--comm), grids (--sweep)"},
-    {"info", sv_cmd_info, 0, 0, "parameter table, counts and FLOPs of a model"},
-    {"plan", sv_cmd_plan, 0, 0, "per-rank memory plan of a run and whether it fits"},
-    {"prep", sv_cmd_prep, 0, 1, "import Fashion-MNIST/MNIST/CIFAR or generate a synthetic JPEG set"},
-    {"eval", sv_cmd_eval, 1, 1, "top-1/top-5/loss/per-class accuracy of trained weights (any world size)"},
-    {"predict", sv_cmd_predict, 1, 1, "top-k classes with probabilities for image files"},
-    {"report", sv_cmd_report, 0, 1, "one self-contained HTML report of a run directory"},
-    {"reshard", sv_cmd_reshard, 0, 1, "rewrite a checkpoint for another world size (offline, bounded memory)"},
-    {"export", sv_cmd_export, 0, 1, "checkpoint -> timm safetensors (+ config.json)"},
-    {"import", sv_cmd_import, 0, 1, "check a timm safetensors file against a model (use with train --init-from)"},
-    {"bench-compare", sv_cmd_bench_compare, 0, 0, "ratio of two bench results (refuses unlike model/batch/precision)"},
-    {"version", sv_cmd_version, 0, 0, "version, git commit, build options, loaded libraries (also --version)"},
+    {"info", sv_cmd_info, 0, 0, 0, "parameter table, counts and FLOPs of a model"},
+    {"plan", sv_cmd_plan, 0, 0, 0, "per-rank memory plan of a run and whether it fits"},
+    {"prep", sv_cmd_prep, 0, 1, 0, "import Fashion-MNIST/MNIST/CIFAR or generate a synthetic JPEG set"},
+    {"eval", sv_cmd_eval, 1, 1, 0, "top-1/top-5/loss/per-class accuracy of trained weights (any world size)"},
+    {"predict", sv_cmd_predict, 1, 1, 0, "top-k classes with probabilities for image files"},
+    {"report", sv_cmd_report, 0, 1, 0, "one self-contained HTML report of a run directory"},
+    {"reshard", sv_cmd_reshard, 0, 1, 0, "rewrite a checkpoint for another world size (offline, bounded memory)"},
+    {"export", sv_cmd_export, 0, 1, 0, "checkpoint -> timm safetensors (+ config.json)"},
+    {"import", sv_cmd_import, 0, 1, 0, "check a timm safetensors file against a model (use with train --init-from)"},
+    {"bench-compare", sv_cmd_bench_compare, 0, 0, 0,
+     "ratio of two bench results (refuses unlike model/batch/precision)"},
+    {"version", sv_cmd_version, 0, 0, 0, "version, git commit, build options, loaded libraries (also --version)"},
 };
 
 int sv_app_fail(const char *cmd, sv_status st) {
@@ -60,6 +65,16 @@ static int stdout_done(const char *cmd, int rc) {
     return rc ? rc : 1;
 }
 
+/* Test hook SHARDVIT_TEST_SIGNAL_STARTUP=SIGNAL (docs/environment.md): the process signals itself
+ * with SIGNAL (a name of --preempt-signal) before MPI's initialisation, as mpiexec forwarding a
+ * signal that early would (tests/train/preempt.sh). */
+static void startup_signal_hook(void) {
+    const char *s = getenv("SHARDVIT_TEST_SIGNAL_STARTUP");
+    sv_preempt p;
+    if (!s || !*s || sv_preempt_parse(s, &p) != SV_OK || p.n != 1) return;
+    raise(p.sig[0]);
+}
+
 static void usage(FILE *out) {
     fprintf(out, "usage: shardvit <command> [flags]   (shardvit <command> --help for its flags)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
@@ -83,6 +98,10 @@ int main(int argc, char **argv) {
     }
     if (sv_env_overrides_apply() != SV_OK) return sv_cmd_usage_error(cmd->name, "%s", sv_err_msg());
     sv_proc proc = {0, 1, 0, 1};
+    if (cmd->preempt) {
+        sv_preempt_hold_startup(); /* until the command installs its handlers */
+        startup_signal_hook();
+    }
     if (cmd->uses_mpi) {
         sv_mpi_env_init(&argc, &argv, &proc.rank, &proc.world);
         sv_mpi_env_local(&proc.local_rank, &proc.local_size);

@@ -88,6 +88,26 @@ static void on_signal(int sig) {
     raise(sig);
 }
 
+static sigset_t g_held; /* what sv_preempt_hold_startup blocked */
+static int g_holding;
+
+void sv_preempt_hold_startup(void) {
+    sigset_t set, old;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++) sigaddset(&set, k_names[i].sig);
+    if (sigprocmask(SIG_BLOCK, &set, &old) != 0) return;
+    sigemptyset(&g_held); /* only those not blocked before: the caller's own mask stays as it was */
+    for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++)
+        if (!sigismember(&old, k_names[i].sig)) sigaddset(&g_held, k_names[i].sig);
+    g_holding = 1;
+}
+
+void sv_preempt_release_startup(void) {
+    if (!g_holding) return;
+    g_holding = 0;
+    sigprocmask(SIG_UNBLOCK, &g_held, NULL);
+}
+
 sv_status sv_preempt_install(const sv_preempt *p) {
     sv_preempt_uninstall();
     g_received = 0;
@@ -105,6 +125,7 @@ sv_status sv_preempt_install(const sv_preempt *p) {
         }
     }
     g_installed = *p;
+    sv_preempt_release_startup();
     return SV_OK;
 }
 

@@ -34,7 +34,17 @@ typedef struct sv_preempt {
 /* "TERM,INT,USR1" (names with or without SIG, case-insensitive, or numbers), or "none".
  * SV_ERR_INVALID naming the bad entry; SIGKILL/SIGSTOP and duplicates are refused. */
 sv_status sv_preempt_parse(const char *spec, sv_preempt *out);
-/* Install the handlers (replaces earlier ones; clears a recorded signal). */
+/* Start-up (app/main.c, for train; before MPI's initialisation): block every signal a set can
+ * name until sv_preempt_install, so that one arriving in between (MPI_Init takes seconds on many
+ * nodes) stays pending and reaches the run's handlers, which stop the run after its first step,
+ * instead of killing the rank before they exist (SIGTERM, SIGINT) or being taken by MPICH's own
+ * SIGUSR1 handler, which its initialisation installs (a lost time-limit warning). */
+void sv_preempt_hold_startup(void);
+/* Unblock what sv_preempt_hold_startup blocked (a no-op without it); a signal pending meanwhile
+ * is delivered now, to whatever handles it now. */
+void sv_preempt_release_startup(void);
+/* Install the handlers (replaces earlier ones; clears a recorded signal), then
+ * sv_preempt_release_startup. */
 sv_status sv_preempt_install(const sv_preempt *p);
 /* Restore the dispositions sv_preempt_install replaced. */
 void sv_preempt_uninstall(void);

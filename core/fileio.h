@@ -102,8 +102,8 @@ sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap);
  * directories sv_fileio_mkdirs_made created and not yet kept or removed (the last made first,
  * each only while empty), then die of the signal as before (the default action, re-raised). A
  * signal ignored at the call (nohup) stays ignored. Temporaries are tracked from the first call
- * of those functions on, whether or not this is called. Not for train and bench, which stop at a
- * step boundary on a signal. */
+ * of those functions on, whether or not this is called. Not for train, which stops at a step
+ * boundary on a signal. */
 void sv_fileio_remove_tmp_on_signals(void);
 
 /* Rename the temporary `tmp` (a file or directory beside path) over `path`, then fsync path's

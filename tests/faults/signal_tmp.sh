@@ -54,4 +54,20 @@ stalled reshard_term TERM "$WORK/rs" "$SHARDVIT" reshard "$WORK/run" "$WORK/rs/o
 left=$(find "$WORK/rs" -mindepth 1 | head -3)
 [ -z "$left" ] || fail "reshard_term: left behind: $left"
 echo "ok reshard_term: SIGTERM during the write left nothing under rs/"
+# bench: dies of the signal (no step-boundary stop: a benchmark cut short has no result), its
+# --json and --trace never written and nothing left beside them
+mkdir -p "$WORK/bn"
+FAIL_LOGS=("$WORK/bench_term.log")
+timeout -k 5 120 "$SHARDVIT" bench --model vit-28 --dim 36 --depth 3 --heads 3 --batch-size 24 --steps 100000 \
+    --warmup 1 --calib-seconds 0 --threads 1 --json "$WORK/bn/r.json" --trace "$WORK/bn/t.json" >"$WORK/bench_term.log" 2>&1 &
+pid=$!
+for n in $(seq 600); do grep -q "ranks: world 1" "$WORK/bench_term.log" && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+sleep 1 # into the steps
+kill -TERM $pid
+wait $pid
+RC=$?
+[ $RC -eq 143 ] || fail "bench_term: exit status $RC (want 143: died of SIGTERM)"
+left=$(find "$WORK/bn" -mindepth 1 | head -3)
+[ -z "$left" ] || fail "bench_term: left behind: $left"
+echo "ok bench_term: SIGTERM during the steps: died of it, nothing under bn/"
 all_passed signal_tmp

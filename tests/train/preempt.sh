@@ -5,7 +5,8 @@
 # no process behind, and `--resume auto` continues it; the final parameters are bitwise those of
 # an uninterrupted run and metrics.jsonl / TensorBoard show every step once. A second signal
 # ends the run at once without saving. Without a checkpoint directory a signal stops the run with
-# 128 + signal and a message. --ckpt-every-minutes saves at steps all ranks agree on.
+# 128 + signal and a message. A signal before MPI's initialisation stops the run after its first
+# step. --ckpt-every-minutes saves at steps all ranks agree on.
 SHARDVIT=$1
 source "$(dirname "$0")/../faults/lib.sh"
 set -e
@@ -165,6 +166,23 @@ test $rc -ne 0 -a $rc -ne 75 || fail "two signals: exit $rc, expected death by t
 test ! -e "$WORK/twice/checkpoints/latest" || fail "two signals: a checkpoint was still saved"
 grep -q "info step 3/" "$WORK/twice.log" && fail "two signals: step 3 finished"
 awk -v t="$took" 'BEGIN { exit !(t < 15) }' || fail "two signals: exit took ${took}s, not at once"
+
+# a signal during start-up, before MPI's initialisation (test hook SHARDVIT_TEST_SIGNAL_STARTUP:
+# every rank signals itself, as mpiexec forwarding an early SIGTERM / time-limit SIGUSR1 would):
+# held until the handlers exist, then the run stops after its first step with a checkpoint (it
+# killed the ranks, and MPICH's own SIGUSR1 handler swallowed SIGUSR1)
+for sig in USR1 TERM; do
+    FAIL_LOGS=("$WORK/early$sig.log")
+    rc=0
+    SHARDVIT_TEST_SIGNAL_STARTUP=$sig timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 20 \
+        --out "$WORK/early$sig" >"$WORK/early$sig.log" 2>&1 || rc=$?
+    test $rc = 75 || fail "SIG$sig at start-up: exit $rc, expected 75"
+    grep -q "stopped by SIG$sig after step 1 with its checkpoint saved" "$WORK/early$sig.log" ||
+        fail "SIG$sig at start-up: the run did not stop after step 1"
+    test "$(cat "$WORK/early$sig/checkpoints/latest")" = step_00000001 || fail "SIG$sig at start-up: latest"
+    no_leftovers "$WORK/early$sig"
+done
+echo "a signal before MPI's initialisation: held, the run stopped after step 1 and saved (SIGUSR1, SIGTERM)"
 
 # no checkpoint directory: stops after the step, nothing saved, 128 + 15
 FAIL_LOGS=("$WORK/nodir.log")
