@@ -15,6 +15,7 @@
 sv_status sv_train_log_open(sv_train_log *lg, int rank, const char *out, int append) {
     memset(lg, 0, sizeof *lg);
     lg->rank = rank;
+    lg->eval_logged_step = -1;
     lg->tty = rank == 0 && isatty(STDERR_FILENO);
     lg->t_start = sv_now_s();
     if (rank != 0 || !out) return SV_OK;
@@ -113,6 +114,14 @@ static long line_step(const char *line, size_t n) {
     return i > k ? v : -1;
 }
 
+/* 1 when a metrics.jsonl line (its first n bytes) is an evaluation record: {"step":N,"eval... */
+static int eval_record(const char *line, size_t n) {
+    static const char key[] = ",\"eval";
+    size_t i = 8; /* past {"step": */
+    while (i < n && line[i] >= '0' && line[i] <= '9') i++;
+    return n - i >= sizeof key - 1 && !memcmp(line + i, key, sizeof key - 1);
+}
+
 sv_status sv_train_log_resume(sv_train_log *lg, long step) {
     if (!lg->metrics) return SV_OK;
     SV_TRY(metrics_flush(lg));
@@ -131,10 +140,13 @@ sv_status sv_train_log_resume(sv_train_log *lg, long step) {
             if (line_len < sizeof line) line[line_len] = buf[i];
             line_len++;
             if (buf[i] != '\n') continue;
-            if (line_step(line, line_len < sizeof line ? line_len : sizeof line) > step)
+            const size_t ln = line_len < sizeof line ? line_len : sizeof line;
+            const long s = line_step(line, ln);
+            if (s > step)
                 done = 1;
             else
                 keep = pos + i + 1;
+            if (s == step && !done && eval_record(line, ln)) lg->eval_logged_step = step;
             line_len = 0;
         }
         pos += n;
@@ -272,10 +284,12 @@ sv_status sv_train_log_eval_as(sv_train_log *lg, sv_evaluator *ev, long step, co
     lg->paused_s += ev->seconds;
     const sv_metrics *m = &ev->m;
     double t1 = sv_metrics_top1(m), t5 = sv_metrics_top5(m), loss = sv_metrics_mean_loss(m);
-    const char *k = ema ? "eval_ema" : "eval"; /* metrics.jsonl keys and TensorBoard tags */
-    SV_INFO("%s at step %ld: top1 %.4f top5 %.4f loss %.4f on %lld samples of %s (%.1f s)",
+    const char *k = ema ? "eval_ema" : "eval";       /* metrics.jsonl keys and TensorBoard tags */
+    const int logged = step == lg->eval_logged_step; /* the interrupted run recorded this evaluation */
+    SV_INFO("%s at step %ld: top1 %.4f top5 %.4f loss %.4f on %lld samples of %s (%.1f s)%s",
             ema ? "eval (weight EMA)" : "eval", step, t1, t5, loss, (long long)sv_metrics_samples(m), data_name,
-            ev->seconds);
+            ev->seconds, logged ? "; recorded before the resume, not again" : "");
+    if (logged) return SV_OK;
     char tag[32];
     if (lg->metrics) {
         sv_json_writer w;

@@ -18,7 +18,8 @@
  * Resume: sv_train_log_resume(step) cuts metrics.jsonl back to the records of steps <= step (the
  * run that the checkpoint outlived may have logged further) and writes a TensorBoard restart
  * marker at step + 1, which makes TensorBoard hide that run's later events: after any number of
- * resumes every step appears once. */
+ * resumes every step appears once, and so does an evaluation at the resume step itself (the
+ * final evaluation of a run stopped after its last step: eval_logged_step). */
 #ifndef SV_APP_TRAIN_LOG_H
 #define SV_APP_TRAIN_LOG_H
 
@@ -39,6 +40,10 @@ typedef struct sv_train_log {
     int line_open; /* a progress line is on screen without its newline */
     double t_start, last_draw, paused_s;
     long start_step; /* the first step this process trains (after a resume: the checkpoint's) */
+    /* the resume step when the kept metrics.jsonl ends with its evaluation records (a run stopped
+     * after its last step's periodic evaluation), else -1: evaluating that step again (for the
+     * final outputs) records nothing a second time */
+    long eval_logged_step;
 } sv_train_log;
 
 /* One logged training step (a metrics.jsonl line; non-finite loss/grad_norm/mfu are null). */

@@ -6,7 +6,8 @@
 # an uninterrupted run and metrics.jsonl / TensorBoard show every step once. A second signal
 # ends the run at once without saving. Without a checkpoint directory a signal stops the run with
 # 128 + signal and a message. A signal before MPI's initialisation stops the run after its first
-# step. --ckpt-every-minutes saves at steps all ranks agree on.
+# step; one in the last step, after its periodic evaluation, leaves that evaluation recorded
+# once after the resume. --ckpt-every-minutes saves at steps all ranks agree on.
 SHARDVIT=$1
 source "$(dirname "$0")/../faults/lib.sh"
 set -e
@@ -213,4 +214,42 @@ test $rc = 0 || fail "resume after the crash: exit $rc"
 grep -q "metrics.jsonl cut back to step 3" "$WORK/crash.log" || fail "no cut-back message"
 steps_once crash
 tb_once crash
+
+# stopped right after the last step's periodic evaluation (--eval-every 10, 20 steps, the signal in
+# step 20): the resume has no step left and evaluates again for eval.json, but metrics.jsonl and
+# TensorBoard hold the evaluations of steps 10 and 20 once each, as the uninterrupted run's
+# (the step-20 evaluation was recorded twice)
+STEPS=20
+EV="--val-data synthetic --eval-every 10"
+train evref $EV
+FAIL_LOGS=("$WORK/evref.log")
+test $rc = 0 || fail "evaluation reference: exit $rc"
+SHARDVIT_TEST_SIGNAL_AT=19:1 train evlast $EV
+FAIL_LOGS=("$WORK/evlast.log")
+test $rc = 75 || fail "signal in the last step: exit $rc, expected 75"
+train evlast $EV --resume auto
+test $rc = 0 || fail "resume with no step left: exit $rc"
+test -s "$WORK/evlast/eval.json" || fail "resume with no step left: no eval.json"
+grep -q "eval at step 20: .*recorded before the resume, not again" "$WORK/evlast.log" || fail "no 'not again' line"
+"$PY" - "$WORK/evref/metrics.jsonl" "$WORK/evlast/metrics.jsonl" <<'PY' || fail "evaluation records after the resume"
+import json, sys
+ev = lambda p: [(r["step"], r["eval_top1"]) for r in map(json.loads, open(p)) if "eval_top1" in r]
+ref, got = ev(sys.argv[1]), ev(sys.argv[2])
+assert [s for s, _ in ref] == [10, 20] and got == ref, (ref, got)
+print("metrics.jsonl: evaluations at", [s for s, _ in got], "once each, as uninterrupted")
+PY
+if [ -n "${SHARDVIT_TEST_PYTHON:-}" ]; then
+    "$SHARDVIT_TEST_PYTHON" - "$WORK/evlast" <<'PY' || fail "evlast: TensorBoard view"
+import sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1], size_guidance={"scalars": 0})
+acc.Reload()
+steps = [e.step for e in acc.Scalars("eval/top1")]
+assert steps == [10, 20], steps
+print("TensorBoard: eval/top1 at steps", steps)
+PY
+else
+    echo "SKIP (not a pass): no SHARDVIT_TEST_PYTHON for TensorBoard's reader"
+fi
+echo "stopped after the last step's evaluation: resumed, evaluations recorded once"
 echo "preempt: all passed"
