@@ -9,7 +9,8 @@
 #                                                                              (93.95% / EMA 94.04%)
 # About 3.7 hours on 2 cores of an AMD EPYC Zen 5 when nothing else runs. Every stage continues
 # from its checkpoint when the script is run again after a stop (SIGTERM / preemption saves one;
-# `--resume auto`), and a finished stage (its export present) is not run again.
+# `--resume auto`; a stage stopped so ends the script with exit status 75), and a finished stage
+# (its export present, made only after the stage's end) is not run again.
 # Environment: DATA (a `shardvit prep fashion-mnist` import, default data-cache/fashion-mnist,
 # imported when missing), OUT (default runs/fashion-mnist-94), SHARDVIT (default
 # ./build/app/shardvit, built by scripts/build.sh when missing), EPOCHS1 / EPOCHS2 / EPOCHS3 (75 /
@@ -38,6 +39,13 @@ stage() {
         return
     fi
     mpiexec -n 2 "$SV" train "${MODEL[@]}" "${COMMON[@]}" "$@" --resume auto --out "$OUT/$name"
+    # mpiexec's 0 is not "finished" (hydra sometimes returns 0 for ranks that stopped on a signal
+    # with exit 75: docs/checkpoints.md "Preemption"); eval.json is written only at the run's end
+    if [ ! -f "$OUT/$name/eval.json" ]; then
+        echo "fashion_mnist_94: stage $name stopped before its end (its checkpoint is kept): run the" \
+            "script again to continue it" >&2
+        exit 75
+    fi
     mkdir -p "$w"
     "$SV" export "$OUT/$name" "$w/model.safetensors" $exp
 }
