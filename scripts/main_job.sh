@@ -72,6 +72,13 @@ mpiexec -n 2 "$SV" train --model vit-28 --img 30 --patch 6 --dim 160 --depth 4 -
     --mlp-ratio 2 --data "$DATA/train" --val-data "$DATA/test" --strategy full_shard --param-dtype bf16 \
     --batch-size 64 --steps "$STEPS" --opt lamb --lr 4e-3 --warmup "$WARMUP" --crop-scale-min 1 --hflip 0 \
     --crop-pct 1.0 --eval-every 1874 --log-every 100 --out "$OUT"
+# mpiexec's 0 is not "finished" (hydra sometimes returns 0 for ranks a signal stopped with exit
+# 75: docs/checkpoints.md "Preemption"); eval.json is written only at the run's end
+if [ ! -f "$OUT/eval.json" ]; then
+    echo "main job: training stopped before its end; its checkpoint is in $OUT/checkpoints (continue it with" \
+        "the train command above and --resume auto); nothing exported" >&2
+    exit 75
+fi
 "$SV" export "$OUT" "$OUT/model.safetensors"
 "$SV" report "$OUT" --out "$OUT/report.html"
 python3 -c 'import json, sys; e = json.load(open(sys.argv[1])); print("main job: test top-1 %.2f%%, top-5 %.2f%% on %d images" % (100 * e["top1"], 100 * e["top5"], e["num_samples"]))' "$OUT/eval.json"

@@ -14,6 +14,7 @@
 # without OpenBLAS, the bf16 note on its own line, a missing engine named), bench_data (a corrupt
 # JPEG named, --help, bad arguments refused), `shardvit bench-compare` (its notes on stdout),
 # scripts/main_job.sh (STEPS read as decimal, bad settings refused before the install and build,
+# a training stopped before its end never exported,
 # OUT and DATA with a trailing slash moved aside on the next run; stand-ins for setup, build,
 # shardvit and mpiexec), scripts/bitwise_hashes.sh (--help, options refused before mpiexec),
 # bench/fsdp/vit_s16_fsdp.sh (a TMPDIR with a space and a quote; stand-ins for shardvit and
@@ -341,7 +342,9 @@ case "$1" in
 prep) # a finished import is reused unless MJ_PREP_REUSE=fail (files changed since)
     if [ -f "$out/.shardvit-prep" ]; then [ "${MJ_PREP_REUSE:-ok}" = ok ]; exit; fi
     mkdir -p "$out/train" "$out/test" && : >"$out/.shardvit-prep" ;;
-train) mkdir -p "$out" && echo '{"top1": 0.9, "top5": 0.99, "num_samples": 10000}' >"$out/eval.json" ;;
+train) # MJ_TRAIN_STOPPED=1: stopped by a signal before its end (no eval.json), mpiexec reporting 0
+    mkdir -p "$out"
+    [ -n "${MJ_TRAIN_STOPPED:-}" ] || echo '{"top1": 0.9, "top5": 0.99, "num_samples": 10000}' >"$out/eval.json" ;;
 esac
 EOF
 printf '#!/bin/bash\nshift 2\nexec "$@"\n' >"$MJ/bin/mpiexec" # mpiexec -n N CMD...
@@ -396,6 +399,10 @@ mj mj_fast3 OUT="$MJ/fast" MJ_FIXED_DATE=20261207-000000
 rc=$?
 check "main_job three times into one OUT: two earlier runs beside it, none inside another (exit $rc)" \
     eval '[ $rc = 0 ] && [ "$(ls -d "$MJ"/fast.prev-*/eval.json | wc -l)" = 2 ] && [ -z "$(ls -d "$MJ"/fast.prev-*/fast.prev-* 2>/dev/null)" ]'
+mj mj_stopped OUT="$MJ/stopped" MJ_TRAIN_STOPPED=1
+rc=$?
+check "main_job whose training stopped early while mpiexec reported 0: exit 75, nothing exported (exit $rc)" \
+    eval '[ $rc = 75 ] && has "$TMP/mj_stopped.e" "training stopped before its end" && ! grep -q "shardvit export" "$TMP/mj_stopped.log"'
 
 # ---- scripts/bitwise_hashes.sh (arguments only: a stand-in mpiexec leaves a mark if it runs) ----
 mkdir -p "$TMP/bh"
