@@ -466,6 +466,13 @@ sv_status sv_train_ckpt_begin(sv_run *r, sv_train_ckpt *c, const sv_train_resume
     if (sv_ckpt_sched_cycles_noise_differ(&s.sched, &c->state.sched))
         SV_WARN("resume: the LR schedule's cycles, k-decay or noise changed (--lr-cycle-*, --lr-k-decay, --lr-noise*, "
                 "or --seed with --lr-noise); continuing with the new ones");
+    char changes[512];
+    const int same_kind = !strcmp(sv_ckpt_sched_kind(&s.sched), sv_ckpt_sched_kind(&c->state.sched)) &&
+        s.sched.on_epochs == c->state.sched.on_epochs;
+    sv_ckpt_sched_changes(&s.sched, &c->state.sched, s.total_steps == c->state.total_steps, changes, sizeof changes);
+    if (same_kind && changes[0])
+        SV_WARN("resume: the LR schedule changed (%s); continuing with the new one at step %lld", changes,
+                (long long)s.step);
     if (s.total_steps != c->state.total_steps || s.lr != c->state.lr || s.min_lr != c->state.min_lr ||
         s.warmup != c->state.warmup)
         SV_WARN("resume: the LR schedule changed (checkpoint: %lld steps, lr %g, min-lr %g, warmup %lld; now %lld, %g, "

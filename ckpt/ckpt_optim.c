@@ -1,4 +1,6 @@
 /* Optimizer and LR-schedule records of index.json (ckpt/ckpt_optim.h). */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ckpt/ckpt_optim.h"
@@ -11,6 +13,7 @@ const char *sv_ckpt_sched_kind(const sv_lr_sched *s) {
 
 void sv_ckpt_sched_write(sv_json_writer *w, const sv_lr_sched *s) {
     sv_json_key(w, "warmup_form"), sv_json_str(w, s->form == SV_WARMUP_TIMM ? "timm" : "steps");
+    if (s->warmup >= 0) sv_json_key(w, "warmup_t"), sv_json_i64(w, s->warmup);
     sv_json_key(w, "warmup_lr"), sv_json_f64(w, s->warmup_lr);
     sv_json_key(w, "warmup_prefix"), sv_json_bool(w, s->warmup_prefix);
     sv_json_key(w, "t_initial"), sv_json_i64(w, s->t_initial);
@@ -57,6 +60,48 @@ int sv_ckpt_sched_cycles_noise_differ(const sv_lr_sched *a, const sv_lr_sched *b
         a->noise_std != b->noise_std || a->noise_type != b->noise_type || a->noise_seed != b->noise_seed;
 }
 
+/* one "name A -> B" piece of sv_ckpt_sched_changes */
+static void change(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void change(char *buf, size_t cap, const char *fmt, ...) {
+    size_t len = strlen(buf);
+    if (len + 3 >= cap) return;
+    if (len) strcpy(buf + len, "; "), len += 2;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, cap - len, fmt, ap);
+    va_end(ap);
+}
+
+void sv_ckpt_sched_changes(const sv_lr_sched *ck, const sv_lr_sched *now, int with_t_initial, char *buf, size_t cap) {
+    if (!cap) return;
+    buf[0] = '\0';
+    const char *unit = now->on_epochs ? "epochs" : "steps";
+    if (ck->form != now->form)
+        change(buf, cap, "warmup form %s -> %s", ck->form == SV_WARMUP_TIMM ? "--warmup-epochs" : "--warmup",
+               now->form == SV_WARMUP_TIMM ? "--warmup-epochs" : "--warmup");
+    /* the --warmup steps are the record's "warmup", compared with the run's steps and LRs */
+    if (now->form == SV_WARMUP_TIMM && ck->form == SV_WARMUP_TIMM && ck->warmup >= 0 && ck->warmup != now->warmup)
+        change(buf, cap, "warmup %lld -> %lld %s", (long long)ck->warmup, (long long)now->warmup, unit);
+    if (ck->warmup_lr != now->warmup_lr) change(buf, cap, "warmup-lr %g -> %g", ck->warmup_lr, now->warmup_lr);
+    if (now->form == SV_WARMUP_TIMM && ck->warmup_prefix != now->warmup_prefix)
+        change(buf, cap, "warmup-prefix %d -> %d", ck->warmup_prefix, now->warmup_prefix);
+    if (ck->on_epochs && now->on_epochs && ck->spe != now->spe)
+        change(buf, cap, "steps per epoch %lld -> %lld", (long long)ck->spe, (long long)now->spe);
+    const sv_sched_kind k = now->kind;
+    if (with_t_initial && (k == SV_SCHED_COSINE || k == SV_SCHED_POLY) && ck->t_initial != now->t_initial)
+        change(buf, cap, "decay length %lld -> %lld %s", (long long)ck->t_initial, (long long)now->t_initial, unit);
+    if (k == SV_SCHED_POLY && ck->power != now->power) change(buf, cap, "power %g -> %g", ck->power, now->power);
+    if (k == SV_SCHED_STEP && ck->decay_steps != now->decay_steps)
+        change(buf, cap, "decay interval %g -> %g %s", ck->decay_steps, now->decay_steps, unit);
+    if (k == SV_SCHED_MULTISTEP) {
+        int same = ck->n_milestones == now->n_milestones;
+        for (int i = 0; same && i < now->n_milestones; i++) same = ck->milestones[i] == now->milestones[i];
+        if (!same) change(buf, cap, "decay milestones");
+    }
+    if ((k == SV_SCHED_STEP || k == SV_SCHED_MULTISTEP) && ck->decay_rate != now->decay_rate)
+        change(buf, cap, "decay-rate %g -> %g", ck->decay_rate, now->decay_rate);
+}
+
 void sv_ckpt_optim_write(sv_json_writer *w, const sv_ckpt_optim *o) {
     sv_json_key(w, "optimizer");
     sv_json_obj_begin(w);
@@ -81,6 +126,13 @@ sv_status sv_ckpt_sched_parse(const sv_json *lr, sv_lr_sched *s) {
         return SV_FAIL(SV_ERR_FORMAT, "lr_schedule.kind '%s' unknown", kind);
     SV_TRY(sv_json_opt_str(lr, "warmup_form", "steps", &form));
     s->form = !strcmp(form, "timm") ? SV_WARMUP_TIMM : SV_WARMUP_STEPS;
+    if (sv_json_member_get(lr, "warmup_t"))
+        SV_TRY(sv_json_opt_i64(lr, "warmup_t", 0, &s->warmup));
+    else if (s->form == SV_WARMUP_STEPS)
+        SV_TRY(sv_json_opt_i64(lr, "warmup", 0, &s->warmup));
+    else
+        s->warmup = -1; /* not recorded */
+    if (s->warmup < -1) return SV_FAIL(SV_ERR_FORMAT, "lr_schedule.warmup_t %lld is negative", (long long)s->warmup);
     SV_TRY(sv_json_opt_f64(lr, "warmup_lr", 0.0, &s->warmup_lr));
     SV_TRY(sv_json_opt_bool(lr, "warmup_prefix", 0, &s->warmup_prefix));
     SV_TRY(sv_json_opt_i64(lr, "t_initial", 0, &s->t_initial));

@@ -1,6 +1,8 @@
 /* The optimizer and LR-schedule records of a checkpoint's index.json (docs/checkpoints.md):
  *
- *   "lr_schedule": {..., "warmup_form": "steps"|"timm", "warmup_lr", "warmup_prefix",
+ *   "lr_schedule": {..., "warmup_form": "steps"|"timm", "warmup_t" (the schedule's warmup length
+ *                   in its time unit: steps, epochs with --sched-on-updates 0; indexes before it
+ *                   recorded only the --warmup steps), "warmup_lr", "warmup_prefix",
  *                   "t_initial", "cooldown", "decay_steps", "decay_milestones": [...],
  *                   "decay_rate", "power", and with --sched-on-updates 0 only
  *                   "sched_on_updates": false, "steps_per_epoch", with --lr-cycle-limit > 1
@@ -33,7 +35,16 @@ void sv_ckpt_sched_write(sv_json_writer *w, const sv_lr_sched *s);
 void sv_ckpt_optim_write(sv_json_writer *w, const sv_ckpt_optim *o);
 /* 1 when the two schedules differ in their cycles, k-decay or noise (the resume warning). */
 int sv_ckpt_sched_cycles_noise_differ(const sv_lr_sched *a, const sv_lr_sched *b);
-/* Read them back (missing: defaults); lr_schedule is the parsed lr_schedule object. */
+/* The resume warning for the rest of a schedule of one kind and stepping (those have their own):
+ * the members of the checkpoint's schedule `ck` that the run's `now` changes and that its kind
+ * uses (the warmup form, the --warmup-epochs length (--warmup steps are compared with the run's
+ * steps and LRs), the start LR and prefix; t_initial of cosine / poly when
+ * with_t_initial, poly's power, step's interval, multistep's milestones, the decay rate, the steps
+ * per epoch), as "name A -> B" pieces joined by "; " into buf (cap bytes; "" when none). A
+ * warmup length the checkpoint does not record (ck->warmup < 0, an older index) is not compared. */
+void sv_ckpt_sched_changes(const sv_lr_sched *ck, const sv_lr_sched *now, int with_t_initial, char *buf, size_t cap);
+/* Read them back (missing: defaults; a missing warmup_t is the "warmup" member for the steps form
+ * and -1, unknown, for the timm form); lr_schedule is the parsed lr_schedule object. */
 sv_status sv_ckpt_sched_parse(const sv_json *lr_schedule, sv_lr_sched *s);
 sv_status sv_ckpt_optim_parse(const sv_json *root, sv_ckpt_optim *o);
 

@@ -161,5 +161,29 @@ cmp <(grep -o '"lr":[^,]*' "$C/metrics.jsonl") <(grep -o '"lr":[^,]*' "$WORK/c_a
     { echo "FAIL: resume with other cycles"; tail -5 "$WORK/c2.log"; fail=1; }
 grep -qF "the LR schedule's cycles, k-decay or noise changed" "$WORK/c2.log" ||
     { echo "FAIL: no warning for the changed cycles / noise"; fail=1; }
+# the rest of a schedule changed on resume: warned, naming each change (--warmup-epochs was not
+# even recorded, and --warmup-lr / step's --decay-epochs / --decay-rate changed silently); the
+# same flags again: no warning
+W="$WORK/wu"
+rc=0
+SHARDVIT_TEST_SIGNAL_AT=2 "$SHARDVIT" train $SMALL --epochs 3 --warmup-epochs 2 --out "$W" >"$WORK/wu1.log" 2>&1 || rc=$?
+[ $rc = 75 ] || { echo "FAIL: the --warmup-epochs run did not stop and save (exit $rc)"; fail=1; }
+"$SHARDVIT" train $SMALL --epochs 3 --warmup-epochs 1 --warmup-lr 1e-4 --out "$W" --resume auto >"$WORK/wu2.log" 2>&1 ||
+    { echo "FAIL: resume with another warmup"; tail -5 "$WORK/wu2.log"; fail=1; }
+grep -qF "the LR schedule changed (warmup 8 -> 4 steps; warmup-lr 0 -> 0.0001)" "$WORK/wu2.log" ||
+    { echo "FAIL: no warning naming the changed warmup:"; grep WARN "$WORK/wu2.log"; fail=1; }
+S="$WORK/st"
+SHARDVIT_TEST_SIGNAL_AT=2 "$SHARDVIT" train $SMALL --epochs 3 --sched step --decay-epochs 1 --warmup 0 --out "$S" \
+    >"$WORK/st1.log" 2>&1 || true
+"$SHARDVIT" train $SMALL --epochs 3 --sched step --decay-epochs 2 --decay-rate 0.5 --warmup 0 --out "$S" \
+    --resume auto >"$WORK/st2.log" 2>&1 || { echo "FAIL: resume with another step decay"; fail=1; }
+grep -qF "the LR schedule changed (decay interval 4 -> 8 steps; decay-rate 0.1 -> 0.5)" "$WORK/st2.log" ||
+    { echo "FAIL: no warning naming the changed step decay:"; grep WARN "$WORK/st2.log"; fail=1; }
+SHARDVIT_TEST_SIGNAL_AT=2 "$SHARDVIT" train $SMALL --epochs 3 --warmup-epochs 2 --out "$WORK/same" >"$WORK/same1.log" \
+    2>&1 || true
+"$SHARDVIT" train $SMALL --epochs 3 --warmup-epochs 2 --out "$WORK/same" --resume auto >"$WORK/same2.log" 2>&1 ||
+    { echo "FAIL: resume with the same schedule"; fail=1; }
+if grep -q "LR schedule" "$WORK/same2.log"; then echo "FAIL: a warning for an unchanged schedule"; fail=1; fi
+echo "resume: changed warmup / warmup-lr / step decay warned with each change, an unchanged schedule not"
 [ "$fail" = 0 ] && echo "optim_cli: all passed"
 exit $fail
