@@ -28,6 +28,10 @@ int sv_backend_env_check(const char *cmd, const char *cpu_gemm) {
     if ((v = getenv("SHARDVIT_CPU_ISA")) && *v && strcmp(v, "generic") && strcmp(v, "avx2") && strcmp(v, "avx512") &&
         strcmp(v, "auto"))
         return sv_cmd_usage_error(cmd, "SHARDVIT_CPU_ISA: invalid value '%s' (expected generic|avx2|avx512|auto)", v);
+    static const char *const bools[] = {"SHARDVIT_CPU_ATTN_GEMM", "SHARDVIT_CPU_FUSED_EPI", "SHARDVIT_CPU_AMX_DENY"};
+    for (int i = 0; i < 3; i++)
+        if ((v = getenv(bools[i])) && *v && strcmp(v, "0") && strcmp(v, "1"))
+            return sv_cmd_usage_error(cmd, "%s: invalid value '%s' (expected 0 or 1)", bools[i], v);
     if ((v = getenv("SHARDVIT_CPU_BF16_STORAGE")) && *v && strcmp(v, "0") && strcmp(v, "1"))
         return sv_cmd_usage_error(
             cmd, "SHARDVIT_CPU_BF16_STORAGE: invalid value '%s' (expected 0 or 1; 0 keeps bf16 mode's buffers in fp32)",

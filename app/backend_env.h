@@ -16,7 +16,8 @@ void sv_backend_env_apply(sv_backend_config *bc, const char *cpu_gemm);
 /* Before any work (train, bench, plan, eval, predict): the values sv_backend_env_apply would pass
  * on that no machine accepts: a GEMM engine name that is none of sv_gemm_engine_names (the
  * `--cpu-gemm` value `cpu_gemm`, else SHARDVIT_CPU_GEMM; the backend's own check, so one list),
- * and a SHARDVIT_CPU_BF16_STORAGE other than 0 or 1. Returns -1 when there is none, else 2 (the
+ * and a SHARDVIT_CPU_BF16_STORAGE, SHARDVIT_CPU_ATTN_GEMM, SHARDVIT_CPU_FUSED_EPI or
+ * SHARDVIT_CPU_AMX_DENY other than 0 or 1 (empty: unset). Returns -1 when there is none, else 2 (the
  * usage-error exit code) after one line naming the flag or variable, its value and the accepted
  * values (sv_cmd_usage_error of command `cmd`). An engine that this CPU cannot run is left to
  * backend creation. */

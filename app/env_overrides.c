@@ -8,6 +8,7 @@
 #include "ckpt/checkpoint.h"
 #include "core/clock.h"
 #include "core/fileio.h"
+#include "data/randaug_simd.h"
 
 /* The variable's value, NULL when unset or empty. */
 static const char *env(const char *name) {
@@ -30,7 +31,17 @@ static sv_status env_bytes(const char *name, long long *n) {
 
 sv_status sv_env_overrides_apply(void) {
     const char *v;
-    if ((v = env("SHARDVIT_CLOCK")) && !strcmp(v, "mono")) sv_clock_use_mono();
+    if ((v = env("SHARDVIT_CLOCK")) && strcmp(v, "auto")) {
+        if (strcmp(v, "mono")) return SV_FAIL(SV_ERR_INVALID, "SHARDVIT_CLOCK=%s: expected mono or auto", v);
+        sv_clock_use_mono();
+    }
+    if ((v = env("SHARDVIT_RA_ISA"))) { /* a cap on the data augmentation kernels' level */
+        int i = 0;
+        while (i <= SV_RA_ISA_AVX512 && strcmp(v, sv_ra_isa_name((sv_ra_isa)i))) i++;
+        if (i > SV_RA_ISA_AVX512)
+            return SV_FAIL(SV_ERR_INVALID, "SHARDVIT_RA_ISA=%s: expected scalar, avx2 or avx512", v);
+        sv_ra_simd_set_level((sv_ra_isa)i); /* at most what this CPU has */
+    }
     sv_ckpt_set_crash_point(env(SV_CKPT_CRASH_ENV));
     long long n;
     SV_TRY(env_bytes(SV_FILEIO_FAULT_ENV, &n));

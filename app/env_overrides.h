@@ -11,11 +11,13 @@
 #include "fsdp/comm.h"
 
 /* The process-wide overrides, applied once before a command runs (before the first clock read):
- *   SHARDVIT_CLOCK=mono                      sv_clock_use_mono (core/clock.h); other values: none
+ *   SHARDVIT_CLOCK=mono|auto                 mono: sv_clock_use_mono (core/clock.h)
+ *   SHARDVIT_RA_ISA=scalar|avx2|avx512       sv_ra_simd_set_level (data/randaug_simd.h)
  *   SHARDVIT_FAULT_WRITE_FAIL_AFTER_BYTES=N  sv_fileio_inject_write_fault(N) (core/fileio.h)
+ *   SHARDVIT_FAULT_WRITE_STALL_AFTER_BYTES=N sv_fileio_inject_write_stall(N)
  *   SHARDVIT_TEST_CRASH_AT=POINT[@STEP]      sv_ckpt_set_crash_point (ckpt/checkpoint.h)
- * An unset or empty variable changes nothing. A malformed byte count is SV_ERR_INVALID naming
- * the variable and its value. */
+ * An unset or empty variable changes nothing. Another value, or a malformed byte count, is
+ * SV_ERR_INVALID naming the variable and its value. */
 sv_status sv_env_overrides_apply(void);
 
 /* The world communicator's configuration: kind (app/mpi_env.h), timeout_s, and chunk_bytes

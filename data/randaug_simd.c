@@ -444,11 +444,7 @@ sv_ra_isa sv_ra_simd_set_level(sv_ra_isa isa) {
 const sv_ra_kernels *sv_ra_kernels_get(void) {
     const sv_ra_kernels *k = atomic_load_explicit(&g_kernels, memory_order_acquire);
     if (k) return k;
-    sv_ra_isa isa = sv_ra_simd_best();
-    const char *env = getenv("SHARDVIT_RA_ISA");
-    for (int i = 0; env && i < 3; i++)
-        if (!strcmp(env, k_isa_names[i]) && (unsigned)i < (unsigned)isa) isa = (sv_ra_isa)i;
-    k = kernels_of(isa);
+    k = kernels_of(sv_ra_simd_best());
     atomic_store_explicit(&g_kernels, k, memory_order_release);
     return k;
 }

@@ -4,8 +4,9 @@
  * plain C of its definition below, for every input: the levels differ in speed only
  * (tests/data/test_data_randaug_fast.c checks them all against the original scalar code).
  * Buffers may be unaligned; nothing outside the ranges named is read or written. n counts
- * bytes, npx pixels. The level is the best the CPU has, or the one SHARDVIT_RA_ISA
- * (scalar | avx2 | avx512) names, read once; sv_ra_simd_set_level overrides it (tests). */
+ * bytes, npx pixels. The level is the best the CPU has, or a lower one set with
+ * sv_ra_simd_set_level (tests; the binary's SHARDVIT_RA_ISA=scalar|avx2|avx512, read by
+ * app/env_overrides.c). */
 #ifndef SV_DATA_RANDAUG_SIMD_H
 #define SV_DATA_RANDAUG_SIMD_H
 

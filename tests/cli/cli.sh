@@ -44,6 +44,16 @@ SHARDVIT_CPU_BF16_STORAGE=2 expect_usage_error "SHARDVIT_CPU_BF16_STORAGE: inval
 # set-up, "not available on this CPU", aborting every rank); empty variables are unset
 SHARDVIT_CPU_ISA=avx2x expect_usage_error "SHARDVIT_CPU_ISA: invalid value 'avx2x' (expected generic|avx2|avx512|auto)" \
     train --steps 0
+# the other 0/1 switches, SHARDVIT_CLOCK and SHARDVIT_RA_ISA: another value is refused (they were
+# ignored, so a typo ran the default silently)
+for var in SHARDVIT_CPU_ATTN_GEMM SHARDVIT_CPU_FUSED_EPI SHARDVIT_CPU_AMX_DENY; do
+    export "$var=bogus"
+    expect_usage_error "$var: invalid value 'bogus' (expected 0 or 1)" train --steps 0
+    unset "$var"
+done
+SHARDVIT_CLOCK=tcs expect_usage_error "SHARDVIT_CLOCK=tcs: expected mono or auto" info --model vit-28
+SHARDVIT_RA_ISA=avx3 expect_usage_error "SHARDVIT_RA_ISA=avx3: expected scalar, avx2 or avx512" info --model vit-28
+SHARDVIT_RA_ISA=scalar SHARDVIT_CLOCK=mono "$SV" info --model vit-28 >/dev/null || fail "SHARDVIT_RA_ISA=scalar / SHARDVIT_CLOCK=mono refused"
 SHARDVIT_CPU_ISA= "$SV" train --model vit-28 --dim 32 --depth 1 --heads 2 --steps 0 >/dev/null 2>&1 ||
     fail "an empty SHARDVIT_CPU_ISA (unset: auto) was refused"
 SHARDVIT_CPU_BF16_STORAGE= "$SV" train --model vit-28 --dim 32 --depth 1 --heads 2 --steps 0 >/dev/null 2>&1 ||
