@@ -221,7 +221,11 @@ static sv_status set_cycles_noise(const sv_train_optim_flags *of, uint64_t seed,
 static sv_status check_built(const sv_train_optim_flags *of, const sv_lr_sched *s, int64_t last_t) {
     const char *unit = s->on_epochs ? "epoch" : "step";
     if (sv_lr_sched_cycled(s) && s->t_initial <= 0)
-        return SV_FAIL(SV_ERR_INVALID, "--sched %s with cycles or k-decay: no %ss left to decay over", of->sched, unit);
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--sched %s with cycles or k-decay: no %ss left to decay over after the warmup of %lld "
+                       "(--warmup, 10 steps unless given, or --warmup-epochs) and the cooldown of %lld "
+                       "(--cooldown-epochs): shorten them or train longer",
+                       of->sched, unit, (long long)s->warmup, (long long)s->cooldown);
     int64_t decay_t = last_t - (s->warmup_prefix ? s->warmup : 0);
     if (sv_lr_sched_cycled(s) && decay_t >= 0 && !sv_lr_sched_time_ok(s, decay_t))
         return SV_FAIL(SV_ERR_INVALID,

@@ -41,6 +41,9 @@ sv_status sv_xform_parse_norm(const char *spec, int is_std, int channels, double
 
 sv_status sv_xform_flags_check(const sv_xform_flags *fl, int channels) {
     double tmp[3];
+    if (fl->crop_pct != -1 && !(fl->crop_pct >= SV_CKPT_CROP_PCT_MIN && fl->crop_pct <= SV_CKPT_CROP_PCT_MAX))
+        return SV_FAIL(SV_ERR_INVALID, "--crop-pct: invalid value '%g' (expected a number in [%g, %g], or -1: unset)",
+                       fl->crop_pct, SV_CKPT_CROP_PCT_MIN, SV_CKPT_CROP_PCT_MAX);
     if (fl->interp && strcmp(fl->interp, "bilinear") && strcmp(fl->interp, "bicubic"))
         return SV_FAIL(SV_ERR_INVALID, "--interp: invalid value '%s' (expected bilinear or bicubic)", fl->interp);
     if (fl->mean) SV_TRY(sv_xform_parse_norm(fl->mean, 0, channels, tmp));

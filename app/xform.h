@@ -22,9 +22,10 @@ typedef struct sv_xform_flags {
     {"crop-pct", \
      SV_FLAG_DOUBLE, \
      &(x).crop_pct, \
-     SV_CKPT_CROP_PCT_MIN, \
+     -1, \
      SV_CKPT_CROP_PCT_MAX, \
-     "resize the shorter side to img/crop-pct, then center crop (-1: the model's, else 0.875)", \
+     "resize the shorter side to img/crop-pct, then center crop: in [0.05, 1], or -1 (unset: the model's, else " \
+     "0.875)", \
      0}, \
         {"interp", SV_FLAG_STR, &(x).interp, \
          0,        0,           "resize interpolation bilinear | bicubic (unset: the model's, else bilinear)", \
@@ -48,7 +49,8 @@ typedef struct sv_xform_flags {
  * SV_ERR_INVALID naming the flag. */
 sv_status sv_xform_parse_norm(const char *spec, int is_std, int channels, double out[3]);
 
-/* Check --interp (NULL is fine) and the syntax of --mean/--std for `channels` channels. */
+/* Check --crop-pct (-1, unset, or in [SV_CKPT_CROP_PCT_MIN, SV_CKPT_CROP_PCT_MAX]), --interp (NULL
+ * is fine) and the syntax of --mean/--std for `channels` channels. */
 sv_status sv_xform_flags_check(const sv_xform_flags *fl, int channels);
 
 /* Resolve: each field from the flag when set, else from `model` when model->present, else the

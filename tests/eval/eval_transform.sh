@@ -82,6 +82,15 @@ grep "eval transform:" "$WORK/e1.log"
 grep -q "crop_pct 1 (model), interpolation bilinear (model), mean 0.5,0.5,0.5 (model), std 0.5,0.5,0.5 (model)" \
     "$WORK/e1.log" || fail "eval --weights did not name the model's transform"
 same "$WORK/e1" || fail "eval --weights differs from the training run's evaluation"
+# --crop-pct -1, which --help names as the unset value, is the model's (it was refused), and a value
+# outside [0.05, 1] is a usage error
+run "$WORK/e1u.log" "${EV[@]}" --weights "$WORK/x/model.safetensors" --crop-pct -1 --out "$WORK/e1u"
+grep -q "crop_pct 1 (model)" "$WORK/e1u.log" || fail "--crop-pct -1 did not leave the model's crop_pct"
+same "$WORK/e1u" || fail "eval --crop-pct -1 differs from the training run's evaluation"
+rc=0
+"$SV" eval --weights "$WORK/x/model.safetensors" --data "$WORK/data/test" --crop-pct -0.5 >"$WORK/cpbad.log" 2>&1 || rc=$?
+[ $rc = 2 ] && grep -q "crop-pct: invalid value '-0.5' (expected a number in \[0.05, 1\], or -1: unset)" \
+    "$WORK/cpbad.log" || { cat "$WORK/cpbad.log"; fail "--crop-pct -0.5: exit $rc"; }
 run "$WORK/e2.log" "${EV[@]}" --ckpt "$WORK/run" --out "$WORK/e2"
 grep -q "crop_pct 1 (model)" "$WORK/e2.log" || fail "eval --ckpt did not use the index's transform"
 same "$WORK/e2" || fail "eval --ckpt differs from the training run's evaluation"

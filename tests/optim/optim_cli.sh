@@ -85,6 +85,9 @@ bad "--lr-cycle-limit 60 with --lr-cycle-mul 2: 60 cycles of 4 steps growing by 
     --steps -1 --epochs 1 --warmup 0 --lr-cycle-limit 60 --lr-cycle-mul 2
 bad "--lr-cycle-limit 60 with --lr-cycle-mul 2: 60 cycles of 1 epochs growing by 2" --steps -1 --epochs 1 --warmup 0 \
     --sched-on-updates 0 --lr-cycle-limit 60 --lr-cycle-mul 2
+# the default warmup (10 steps) named: a documented example without --warmup 0 met it unexplained
+bad "no steps left to decay over after the warmup of 10 (--warmup, 10 steps unless given" --steps -1 --epochs 2 \
+    --lr-cycle-limit 3 --lr-cycle-mul 1.5
 bad "--sched cosine with cycles or k-decay: no steps left to decay over" --steps -1 --epochs 1 --warmup 4 \
     --lr-k-decay 2
 
