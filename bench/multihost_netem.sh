@@ -19,6 +19,8 @@
 # that printed its JSON and then hung in MPI_Finalize (the MPICH 4.0.2 ch4:ucx finalize deadlock
 # over TCP, docs/multinode.md) is ended after 10 s and counted as measured.
 set -euo pipefail
+source "$(dirname "$0")/../scripts/usage.sh" "$@"
+case "${1:-}" in -*) sv_usage_refuse "unknown option '$1'" ;; esac
 SHARDVIT=$(realpath "${1:-build/app/shardvit}")
 OUT=${2:-/dev/stdout}
 DELAYLINK=$(realpath -m "${DELAYLINK:-$(dirname "$SHARDVIT")/../tests/multihost/delaylink}")

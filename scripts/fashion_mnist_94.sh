@@ -16,6 +16,8 @@
 # ./build/app/shardvit, built by scripts/build.sh when missing), EPOCHS1 / EPOCHS2 / EPOCHS3 (75 /
 # 5 / 60: smaller values for a smoke test of the script, not the recipe).
 set -euo pipefail
+source "$(dirname "$0")/usage.sh" "$@"
+[ $# -eq 0 ] || sv_usage_refuse "takes no arguments, only environment settings (got '$1')"
 cd "$(dirname "$0")/.."
 DATA=${DATA:-data-cache/fashion-mnist}
 OUT=${OUT:-runs/fashion-mnist-94}

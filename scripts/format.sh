@@ -3,6 +3,8 @@
 # the files that differ and exit 1. Pinned to clang-format 14 (Debian's clang-format-14, installed
 # by scripts/setup.sh): other versions format some constructs differently.
 set -euo pipefail
+source "$(dirname "$0")/usage.sh" "$@"
+[ $# -eq 0 ] || { [ $# -eq 1 ] && [ "$1" = --check ]; } || sv_usage_refuse "unknown arguments '$*' (only --check)"
 cd "$(dirname "$0")/.."
 CF=$(command -v clang-format-14 || true)
 [ -n "$CF" ] || { echo "format: clang-format-14 not found (bash scripts/setup.sh installs it)" >&2; exit 2; }

@@ -7,6 +7,8 @@
 # non-zero). Leak checking stays on; tests/sanitize/lsan.supp lists the few allocations that are
 # meant to live for the whole process or belong to library internals (MPICH, OpenMP).
 set -euo pipefail
+source "$(dirname "$0")/usage.sh" "$@"
+case "${1:-}" in -*) sv_usage_refuse "the build directory comes first (got '$1'); ctest arguments follow it" ;; esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build-asan}
 [ $# -gt 0 ] && shift

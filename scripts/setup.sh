@@ -8,6 +8,8 @@
 # patchelf is for tests/gpu/pack.sh (run paths of the archive for a GPU machine); strace for
 # tests/fsdp/heap_kept.sh (the ranks' heap trims, traced).
 set -euo pipefail
+source "$(dirname "$0")/usage.sh" "$@"
+[ $# -eq 0 ] || sv_usage_refuse "takes no arguments (got '$1')"
 PKGS=(build-essential cmake pkg-config mpich libmpich-dev libturbojpeg0-dev libjpeg62-turbo-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 python3-numpy python3-torch patchelf
       python3-torchvision python3-venv clang-format-14 slurm-wlm munge strace)

@@ -6,6 +6,8 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh; skip with SANITIZE=0).
 # Exits non-zero when any test fails.
 set -euo pipefail
+source "$(dirname "$0")/usage.sh" "$@"
+[ $# -eq 0 ] || sv_usage_refuse "takes no arguments (got '$1')"
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/format.sh --check

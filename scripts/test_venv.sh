@@ -19,6 +19,8 @@
 # the script still exits 0 and the tests that need the package skip (77) naming it. When no venv
 # can be made at all, nothing is printed on stdout and the tests fall back to /usr/bin/python3.
 set -uo pipefail
+source "$(dirname "$0")/usage.sh" "$@"
+[ $# -eq 0 ] || sv_usage_refuse "takes no arguments (got '$1')"
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${SHARDVIT_TEST_VENV:-$root/.venv-test}
 base=/usr/bin/python3

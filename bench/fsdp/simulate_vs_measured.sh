@@ -16,6 +16,8 @@
 # and each round's own step ratio; world 4 on a 2-core machine is oversubscribed and labelled so.
 # Every JSON is kept in OUT_DIR (results.jsonl: one line per case with all its rounds).
 set -u
+source "$(dirname "$0")/../../scripts/usage.sh" "$@"
+case "${1:-}" in -*) sv_usage_refuse "unknown option '$1'" ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${1:-$ROOT/build}

@@ -23,6 +23,8 @@
 #       STRATEGIES ("full_shard no_shard"), SETTINGS (one "name|how|what" per line),
 #       CPU_SECONDS (4), DELAYLINK (default: the delaylink of SHARDVIT's build tree)
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/usage.sh" "$@"
+case "${1:-}" in -*) sv_usage_refuse "unknown option '$1'" ;; esac
 SHARDVIT=$(realpath "${1:-build/app/shardvit}")
 OUTDIR=${2:-$(mktemp -d /tmp/shardvit-simhosts.XXXXXX)}
 DELAYLINK=$(realpath -m "${DELAYLINK:-$(dirname "$SHARDVIT")/../tests/multihost/delaylink}")

@@ -4,6 +4,8 @@
 # and 4 ranks, planner vs measured. Prints a markdown table. Not a test.
 # usage: bench/fsdp/vit_s16_fsdp.sh [BUILD_DIR] [STEPS]
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/usage.sh" "$@"
+case "${1:-}" in -*) sv_usage_refuse "unknown option '$1'" ;; esac
 BUILD=${1:-build}
 STEPS=${2:-6}
 SV=$BUILD/app/shardvit

@@ -404,6 +404,28 @@ rc=$?
 check "main_job whose training stopped early while mpiexec reported 0: exit 75, nothing exported (exit $rc)" \
     eval '[ $rc = 75 ] && has "$TMP/mj_stopped.e" "training stopped before its end" && ! grep -q "shardvit export" "$TMP/mj_stopped.log"'
 
+# ---- --help of every script a user runs (scripts/usage.sh): the header comment, exit 0, nothing
+# done (sanitize.sh configured a tree in ./--help, fashion_mnist_94.sh started the multi-hour job,
+# build.sh a full build, format.sh reformatted the tree); arguments a script does not take: exit 2
+# and nothing done ----
+before=$(cd "$SRC" && git status --porcelain --untracked-files=no 2>/dev/null)
+for f in scripts/build.sh scripts/fashion_mnist_94.sh scripts/format.sh scripts/sanitize.sh scripts/setup.sh \
+    scripts/test.sh scripts/test_venv.sh bench/multihost_netem.sh bench/fsdp/simulate_vs_measured.sh \
+    bench/fsdp/simulate_vs_measured_hosts.sh bench/fsdp/vit_s16_fsdp.sh tests/gpu/pack.sh; do
+    want=$(awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$SRC/$f")
+    (cd "$TMP" && bash "$SRC/$f" --help >"$TMP/o" 2>"$TMP/e")
+    check "$f --help: its header, exit 0" eval '[ $st = 0 ] && [ "$(cat "$TMP/o")" = "$want" ] && [ ! -s "$TMP/e" ]'
+done
+for a in "scripts/sanitize.sh --bogus" "scripts/format.sh --frob" "scripts/fashion_mnist_94.sh now" \
+    "scripts/test.sh -x" "scripts/setup.sh all" "scripts/test_venv.sh x" "bench/fsdp/vit_s16_fsdp.sh -n" \
+    "tests/gpu/pack.sh --frob"; do
+    (cd "$TMP" && bash "$SRC/${a%% *}" "${a#* }" >"$TMP/o" 2>"$TMP/e")
+    check "$a: refused (exit 2), named" eval '[ $st = 2 ] && has "$TMP/e" "(see .* --help)"'
+done
+after=$(cd "$SRC" && git status --porcelain --untracked-files=no 2>/dev/null)
+check "the --help and refused runs changed nothing in the tree, made no ./--help" \
+    eval '[ "$before" = "$after" ] && [ ! -e "$TMP/--help" ] && [ ! -e "$SRC/--help" ]'
+
 # ---- scripts/bitwise_hashes.sh (arguments only: a stand-in mpiexec leaves a mark if it runs) ----
 mkdir -p "$TMP/bh"
 printf '#!/bin/bash\n: >"$(dirname "$0")/mpiexec.ran"\nexit 1\n' >"$TMP/bh/mpiexec"
@@ -464,7 +486,7 @@ check "vit_s16_fsdp.sh with TMPDIR holding a space and a quote: 3 rows, the 2-ra
 # suppressions file applies and nothing aborts at start-up (stand-ins for cmake and ctest) ----
 SZ="$TMP/sp ace/it's, a:b"
 mkdir -p "$SZ/scripts" "$SZ/tests/sanitize" "$SZ/tests/fuzz" "$TMP/san/bin" "$TMP/san/build/tests/fuzz"
-cp "$SRC/scripts/sanitize.sh" "$SZ/scripts/"
+cp "$SRC/scripts/sanitize.sh" "$SRC/scripts/usage.sh" "$SZ/scripts/"
 cp "$SRC/tests/fuzz/run_fuzz.sh" "$SZ/tests/fuzz/"
 cp "$SRC/tests/sanitize/lsan.supp" "$SZ/tests/sanitize/"
 # read_config: an allocation lsan.supp lists (kept for the process); other_alloc: one it does not

@@ -24,10 +24,12 @@
 # elsewhere, and one that would not fit a 64 MiB upload together with the source tree.
 # Needs: patchelf (scripts/setup.sh installs it), ldd, objdump, tar, gzip.
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/usage.sh" "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 ALLOW_NO_CUDA=0
 [ "${1:-}" = --allow-no-cuda ] && ALLOW_NO_CUDA=1 && shift
+case "${1:-}" in -*) sv_usage_refuse "unknown option '$1'" ;; esac
 BUILD=${1:-$ROOT/build}
 ARCHIVE=${2:-$ROOT/out-gpu/shardvit-gpu.tgz}
 LIMIT_MIB=${SV_PACK_LIMIT_MIB:-60} # archive + source tree; the upload limit is 64 MiB
