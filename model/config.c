@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -70,6 +71,28 @@ const char *sv_vit_timm_name(const sv_vit_config *c) {
     return NULL;
 }
 
+/* A name of timm's plain ViT / DeiT trunk at another size: {vit|deit}_{tiny|small|base|large|huge}_
+ * patchP_IMG with nothing after the image size (the size hint applies to these only). */
+static int plain_size(const char *name) {
+    static const char *const fam[] = {"vit_", "deit_"}, *const sz[] = {"tiny", "small", "base", "large", "huge"};
+    for (int f = 0; f < 2; f++) {
+        size_t lf = strlen(fam[f]);
+        if (strncmp(name, fam[f], lf)) continue;
+        for (int s = 0; s < 5; s++) {
+            const char *p = name + lf;
+            size_t ls = strlen(sz[s]);
+            if (strncmp(p, sz[s], ls) || strncmp(p + ls, "_patch", 6)) continue;
+            p += ls + 6;
+            if (!isdigit((unsigned char)*p)) return 0;
+            while (isdigit((unsigned char)*p)) p++;
+            if (*p++ != '_' || !isdigit((unsigned char)*p)) return 0;
+            while (isdigit((unsigned char)*p)) p++;
+            return *p == '\0';
+        }
+    }
+    return 0;
+}
+
 sv_status sv_vit_preset(const char *name, sv_vit_config *out) {
     for (size_t i = 0; i < N_ALIASES; i++)
         if (!strcmp(k_timm_aliases[i].timm, name)) name = k_timm_aliases[i].preset;
@@ -98,9 +121,11 @@ sv_status sv_vit_preset(const char *name, sv_vit_config *out) {
         : strstr(name, "_reg") && strstr(name, "_gap")
         ? "; timm's *_regN_gap_* models are a preset with --reg-tokens N --class-token 0 --global-pool avg "
           "--no-embed-class (and --img, --layer-scale where timm sets them)"
+        : plain_size(name) ? "; other timm sizes are a listed name with --img/--patch (vit_base_patch16_384 = "
+                             "vit_base_patch16_224 --img 384)"
         : !strncmp(name, "vit_", 4) || !strncmp(name, "deit_", 5)
-        ? "; other timm sizes are a listed name with --img/--patch (vit_base_patch16_384 = "
-          "vit_base_patch16_224 --img 384)"
+        ? "; timm's variants with other blocks, norms or heads (such as *_clip_*, *_miil, *_siglip_*) are not "
+          "shardvit's ViT (docs/training.md \"Pretrained weights and resolution changes\")"
         : "";
     return SV_FAIL(SV_ERR_INVALID, "unknown model '%s' (choose one of: %s; or a timm name: %s%s)", name,
                    sv_vit_preset_names(), timm, why);

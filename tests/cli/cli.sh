@@ -25,6 +25,11 @@ expect_usage_error "unexpected argument '--bogus'" info --model vit-28 -- --bogu
 expect_usage_error "--lr: invalid value '-1'" train --lr=-1
 expect_usage_error "--steps: missing value" train --steps
 expect_usage_error "unknown model 'vit-zz'" info --model vit-zz
+# timm names: another size of the plain trunk gets the --img / --patch hint, a variant with other
+# blocks or heads is said not to be shardvit's ViT (both got the size hint)
+expect_usage_error "other timm sizes are a listed name with --img/--patch" info --model vit_base_patch16_384
+expect_usage_error "(such as *_clip_*, *_miil, *_siglip_*) are not shardvit's ViT" info --model vit_base_patch16_224_miil
+expect_usage_error "are not shardvit's ViT" info --model vit_base_patch16_clip_224
 expect_usage_error "--heads 5 must divide --dim 192" info --model vit-ti16 --heads 5
 expect_usage_error "unknown command 'trian'" trian
 expect_usage_error "--recompute: invalid value 'maybe'" train --recompute=maybe
