@@ -24,6 +24,10 @@ int sv_flag_seen(const sv_flag *flags, const char *name) {
     return 0;
 }
 
+static const char *g_config_path; /* the --config file of the last sv_flags_parse */
+
+const char *sv_flags_config_path(void) { return g_config_path; }
+
 static void range_text(const sv_flag *f, char *buf, size_t cap) {
     switch (f->type) {
     case SV_FLAG_INT:
@@ -35,7 +39,7 @@ static void range_text(const sv_flag *f, char *buf, size_t cap) {
 }
 
 /* Store `val` (NUL-terminated, stable storage) into flag f. */
-static int set_value(const char *cmd, sv_flag *f, const char *val) {
+static int set_value(const char *cmd, sv_flag *f, const char *val, int source) {
     char range[96];
     range_text(f, range, sizeof range);
     char *end = NULL;
@@ -70,7 +74,7 @@ static int set_value(const char *cmd, sv_flag *f, const char *val) {
             goto bad;
         break;
     }
-    f->seen = 1;
+    f->seen = source;
     return 0;
 bad:
     return sv_cmd_usage_error(cmd, "--%s: invalid value '%s' (expected %s)", f->name, val, range);
@@ -97,7 +101,7 @@ static int config_line(const char *cmd, sv_flag *flags, int *line_of, const char
                                   path, lineno, f->name, line_of[f - flags]);
     line_of[f - flags] = lineno;
     char *copy = strdup(v); /* lives for the process: flags point into it */
-    if (!copy || set_value(cmd, f, copy)) return 2;
+    if (!copy || set_value(cmd, f, copy, SV_FLAG_FROM_CONFIG)) return 2;
     return 0;
 }
 
@@ -136,6 +140,7 @@ static int read_config(const char *cmd, sv_flag *flags, const char *path) {
 
 int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **argv, char **pos, int *npos) {
     *npos = 0;
+    g_config_path = NULL;
     /* --help anywhere wins; --config is applied before the other flags */
     /* a bare "--" ends the flags: every argument after it is positional (a file named "--x.jpg") */
     int end = argc;
@@ -156,6 +161,7 @@ int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **arg
             const char *path = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[i + 1] : NULL);
             if (!path) return sv_cmd_usage_error(spec->name, "--config: missing file name");
             if (read_config(spec->name, flags, path)) return 2;
+            g_config_path = path;
         }
     }
     for (int i = 1; i < argc; i++) {
@@ -195,7 +201,7 @@ int sv_flags_parse(const sv_cmd_spec *spec, sv_flag *flags, int argc, char **arg
             range_text(f, range, sizeof range);
             return sv_cmd_usage_error(spec->name, "--%s: missing value (expected %s)", f->name, range);
         }
-        if (set_value(spec->name, f, val)) return 2;
+        if (set_value(spec->name, f, val, SV_FLAG_FROM_ARGV)) return 2;
     }
     return 0;
 }

@@ -20,8 +20,10 @@ typedef struct sv_flag {
     void *ptr;       /* int*, long long*, double*, const char**, int* (bool) */
     double min, max; /* numeric range (inclusive); ignored for strings/bools */
     const char *help;
-    int seen; /* set by the parser: given on the command line or in --config */
+    int seen; /* set by the parser: SV_FLAG_FROM_CONFIG (in --config), SV_FLAG_FROM_ARGV (on the command line,
+                 which wins), 0: not given */
 } sv_flag;
+enum { SV_FLAG_FROM_CONFIG = 1, SV_FLAG_FROM_ARGV = 2 };
 
 #define SV_FLAG_END \
     { NULL, SV_FLAG_BOOL, NULL, 0, 0, NULL, 0 }
@@ -59,8 +61,11 @@ void sv_flags_dump(const sv_flag *flags, FILE *out);
 struct sv_json_writer;
 void sv_flags_dump_json(const sv_flag *flags, struct sv_json_writer *w);
 
-/* Look up whether a flag was given explicitly. */
+/* Look up whether a flag was given explicitly: its `seen` (0: no; SV_FLAG_FROM_CONFIG or
+ * SV_FLAG_FROM_ARGV: where). */
 int sv_flag_seen(const sv_flag *flags, const char *name);
+/* The --config file the last sv_flags_parse read (a pointer into its argv), NULL without one. */
+const char *sv_flags_config_path(void);
 
 /* Parse a size like "24G", "512M", "1.5GiB", "4096" into bytes; -1 on error. */
 long long sv_parse_bytes(const char *s);

@@ -16,14 +16,9 @@
  * another directory, with no --out on the command line: the run directory was moved or copied,
  * and the run would go on (or, with --resume auto finding nothing there, start from scratch) in
  * the recorded place, not in RUN. A usage error naming both (-1: nothing to refuse). */
-static int config_out_moved(const sv_train_opts *o, int argc, char **argv) {
-    const char *cfg = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--")) break;
-        if (!strcmp(argv[i], "--out") || !strncmp(argv[i], "--out=", 6)) return -1; /* given: it wins */
-        if (!strcmp(argv[i], "--config") && i + 1 < argc) cfg = argv[i + 1];
-        if (!strncmp(argv[i], "--config=", 9)) cfg = argv[i] + 9;
-    }
+static int config_out_moved(const sv_train_opts *o) {
+    const char *cfg = sv_flags_config_path();
+    if (sv_flag_seen(o->table, "out") == SV_FLAG_FROM_ARGV) return -1; /* given: it wins */
     if (!cfg || !o->out) return -1;
     char dir[PATH_MAX], real_dir[PATH_MAX], real_out[PATH_MAX], marker[PATH_MAX + 32];
     if (sv_fileio_real_path(cfg, dir) != SV_OK || sv_fileio_parent(dir, real_dir) != SV_OK) {
@@ -218,7 +213,7 @@ int sv_train_flags_parse(sv_train_opts *o, int argc, char **argv, const sv_proc 
         if (paths[i].path && (rc = sv_train_outputs_absolute(paths[i].flag, paths[i].path, o->abs_paths[i])) >= 0)
             return rc;
     if ((rc = sv_train_outputs_absolute("--trace", &o->run.trace, o->abs_paths[8])) >= 0) return rc;
-    if ((rc = config_out_moved(o, argc, argv)) >= 0) return rc;
+    if ((rc = config_out_moved(o)) >= 0) return rc;
     if (o->xf.interp && strcmp(o->xf.interp, "bilinear") && strcmp(o->xf.interp, "bicubic"))
         return sv_cmd_usage_error("train", "--interp: invalid value '%s' (expected bilinear or bicubic)", o->xf.interp);
     if (sv_aug_flags_check(&o->aug, o->mixup > 0 || o->cutmix > 0, o->randaug_n) != SV_OK)
