@@ -1,5 +1,6 @@
 /* CPU backend: creation, memory, casts, vector ops, deterministic sum of squares, AdamW, and
  * the vtable. Layer ops live in cpu_linear.c, cpu_norm.c, cpu_attention.c, cpu_embed.c. */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,12 @@ static sv_status cpu_resolve(const sv_backend_config *cfg, cpu_choice *ch) {
         return SV_FAIL(SV_ERR_INVALID, "cpu backend: unknown compute dtype %d", (int)cfg->compute_dtype);
     ch->threads = cfg->threads > 0 ? cfg->threads : 1;
     ch->op_threads = cfg->cpu.op_threads > 0 ? cfg->cpu.op_threads : ch->threads;
+    /* What OpenMP will really start (OMP_THREAD_LIMIT, OMP_MAX_ACTIVE_LEVELS=0): the regions split
+     * their work for the team they ask for (SV_CPU_TEAM), and dynamic teams are off (create) */
+    int most = omp_get_max_active_levels() < 1 ? 1 : omp_get_thread_limit();
+    if (most < 1) most = 1;
+    if (ch->threads > most) ch->threads = most;
+    if (ch->op_threads > most) ch->op_threads = most;
     ch->bf16 = cfg->compute_dtype == SV_BF16;
     const char *isa = cfg->cpu.isa;
     ch->k = sv_cpu_kernels_pick(isa);
@@ -268,8 +275,17 @@ sv_status sv_cpu_sizes(const sv_backend_config *cfg, int B, int T, int D, int H,
     return SV_OK;
 }
 
+void sv_cpu_team_short(int want, int got) {
+    fprintf(stderr,
+            "shardvit: cpu backend: OpenMP started %d of the %d threads of a parallel region whose work is split "
+            "for %d; stopping rather than leaving part of a result uncomputed\n",
+            got, want, want);
+    abort();
+}
+
 sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) {
     *out = NULL;
+    omp_set_dynamic(0); /* teams of the size asked for (OMP_DYNAMIC=true gave smaller ones: SV_CPU_TEAM) */
     cpu_choice ch;
     SV_TRY(cpu_resolve(cfg, &ch));
     sv_cpu_backend *c = calloc(1, sizeof *c);

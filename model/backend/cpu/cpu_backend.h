@@ -168,6 +168,19 @@ static inline int sv_cpu_nt(const sv_cpu_backend *c, size_t work) {
 sv_status sv_cpu_backend_set_isa(sv_backend *be, const char *isa);
 
 /* Split [0, n) into nt near-equal contiguous ranges; range t is [*a, *b). */
+/* The first statement of each `#pragma omp parallel num_threads(nt)` region that splits its work
+ * for nt workers by thread number (cpu_linear.c; `parallel for` loops distribute their iterations
+ * over any team and need none): the team must have nt threads. The backend turns dynamic teams
+ * off and keeps its thread counts within OpenMP's limits (cpu_backend.c), so a smaller team means
+ * the runtime could not start a thread: sv_cpu_team_short then stops the process with a message
+ * instead of leaving the missing workers' rows uncomputed (OMP_DYNAMIC=true once did that: other
+ * losses and accuracies, exit 0). Needs <omp.h>. */
+#define SV_CPU_TEAM(nt) \
+    do { \
+        if (omp_get_num_threads() != (nt)) sv_cpu_team_short((nt), omp_get_num_threads()); \
+    } while (0)
+void sv_cpu_team_short(int want, int got) __attribute__((noreturn));
+
 static inline void sv_cpu_range(size_t n, int nt, int t, size_t *a, size_t *b) {
     *a = n * (size_t)t / (size_t)nt;
     *b = n * (size_t)(t + 1) / (size_t)nt;

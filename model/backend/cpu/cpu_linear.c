@@ -138,6 +138,7 @@ static void linear_fwd_eng(const sv_cpu_backend *c, float *out, float *pre_gelu,
     const int nt = eng_threads(c, M, (double)M * N * K), kc = eng_chunk(c, N, K);
 #pragma omp parallel num_threads(nt)
     {
+        SV_CPU_TEAM(nt);
         int t = nt > 1 ? omp_get_thread_num() : 0;
         size_t a, b;
         sv_cpu_range((size_t)M, nt, t, &a, &b);
@@ -177,6 +178,7 @@ static void linear_bwd_eng(const sv_cpu_backend *c, float *d_in, float *dW, cons
     const sv_gemm_mat Bi = sv_gemm_f32(in, (size_t)K, 0), Adt = sv_gemm_f32(d_out, (size_t)N, 0);
 #pragma omp parallel num_threads(nt)
     {
+        SV_CPU_TEAM(nt);
         int t = nt > 1 ? omp_get_thread_num() : 0;
         size_t a, b;
         void *sc = sv_cpu_gemm_scratch(c, t);
@@ -300,6 +302,7 @@ static void linear_fwd_eng16(const sv_cpu_backend *c, uint16_t *out, uint16_t *p
     const int nt = eng_threads(c, M, (double)M * N * K), kc = eng_chunk(c, N, K), strips = strips_for(M, nt, N);
 #pragma omp parallel num_threads(nt)
     {
+        SV_CPU_TEAM(nt);
         int t = nt > 1 ? omp_get_thread_num() : 0;
         size_t a, b;
         sv_cpu_range((size_t)M, nt, t, &a, &b);
@@ -320,6 +323,7 @@ static void linear_bwd_eng16(const sv_cpu_backend *c, uint16_t *d_in, float *dW,
     const sv_gemm_mat Bi = sv_gemm_h16(in, (size_t)K, 0), Adt = sv_gemm_h16(d_out, (size_t)N, 0);
 #pragma omp parallel num_threads(nt)
     {
+        SV_CPU_TEAM(nt);
         int t = nt > 1 ? omp_get_thread_num() : 0;
         size_t a, b;
         if (d_in) {
@@ -427,6 +431,7 @@ sv_status sv_cpu_linear_bwd(sv_backend *be, void *d_in_, float *dW, float *db, v
     int nt = nt_in > nt_w ? nt_in : nt_w;
 #pragma omp parallel num_threads(nt)
     {
+        SV_CPU_TEAM(nt);
         int t = nt > 1 ? omp_get_thread_num() : 0;
         size_t a, b;
         if (d_in && t < nt_in) {

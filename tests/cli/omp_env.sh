@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# OpenMP's own environment cannot change a result: --threads 2 with OMP_DYNAMIC=true (libgomp may
+# then start fewer threads on a busy machine), OMP_THREAD_LIMIT=1 or OMP_MAX_ACTIVE_LEVELS=0 (one
+# thread per region either way) trains the same parameters, bit for bit, as the default run, and
+# the log names the threads really used. The linear layers split their rows for the team they ask
+# for; a smaller team left the missing workers' rows uncomputed (other losses and accuracies,
+# exit 0). The backend now turns dynamic teams off and counts what the limits allow.
+set -uo pipefail
+SV=$1
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/shardvit-ompenv.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+A=(--model vit-28 --dim 96 --depth 2 --heads 3 --batch-size 64 --synth-samples 512 --steps 3 --threads 2 --seed 3
+    --workers 1)
+threads_of() { sed -nE 's/.*info arena: .* \(([0-9]+) threads?\) .*/\1/p' "$1" | head -1; }
+for dt in fp32 bf16; do
+    "$SV" train "${A[@]}" --param-dtype $dt --save-params "$WORK/ref.bin" >"$WORK/ref.log" 2>&1 ||
+        { tail -5 "$WORK/ref.log"; fail "default run ($dt)"; }
+    [ "$(threads_of "$WORK/ref.log")" = 2 ] || fail "the default run does not use 2 threads"
+    for e in OMP_DYNAMIC=true:2 OMP_THREAD_LIMIT=1:1 OMP_MAX_ACTIVE_LEVELS=0:1; do
+        env "${e%:*}" "$SV" train "${A[@]}" --param-dtype $dt --save-params "$WORK/x.bin" >"$WORK/x.log" 2>&1 ||
+            { tail -5 "$WORK/x.log"; fail "${e%:*} ($dt)"; }
+        cmp -s "$WORK/ref.bin" "$WORK/x.bin" || fail "${e%:*} ($dt): other parameters than the default run"
+        t=$(threads_of "$WORK/x.log")
+        [ "$t" = "${e#*:}" ] || fail "${e%:*} ($dt): the log says $t threads, want ${e#*:}"
+        echo "ok $dt ${e%:*}: the default run's parameters bit for bit, $t thread(s) named"
+    done
+done
+echo "omp_env: all passed"
