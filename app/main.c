@@ -1,6 +1,7 @@
 /* shardvit: one binary, git-style subcommands (README.md "Commands"). The only place that exits. */
 #include <errno.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,14 +66,21 @@ static int stdout_done(const char *cmd, int rc) {
     return rc ? rc : 1;
 }
 
-/* Test hook SHARDVIT_TEST_SIGNAL_STARTUP=SIGNAL (docs/environment.md): the process signals itself
- * with SIGNAL (a name of --preempt-signal) before MPI's initialisation, as mpiexec forwarding a
- * signal that early would (tests/train/preempt.sh). */
-static void startup_signal_hook(void) {
+/* Test hook SHARDVIT_TEST_SIGNAL_STARTUP=SIGNAL[@mpi] (docs/environment.md): the process signals
+ * itself (kill: the whole process, any of its threads may take it, as mpiexec's forwarding) with
+ * SIGNAL, a name of --preempt-signal, before MPI's initialisation, or with @mpi right after it
+ * (tests/train/preempt.sh). */
+static void startup_signal_hook(int after_mpi) {
     const char *s = getenv("SHARDVIT_TEST_SIGNAL_STARTUP");
+    if (!s || !*s) return;
+    char name[16];
+    const char *at = strchr(s, '@');
+    size_t n = at ? (size_t)(at - s) : strlen(s);
+    if (n >= sizeof name || (at ? strcmp(at, "@mpi") : 0) || !after_mpi != !at) return;
+    memcpy(name, s, n);
+    name[n] = '\0';
     sv_preempt p;
-    if (!s || !*s || sv_preempt_parse(s, &p) != SV_OK || p.n != 1) return;
-    raise(p.sig[0]);
+    if (sv_preempt_parse(name, &p) == SV_OK && p.n == 1) kill(getpid(), p.sig[0]);
 }
 
 static void usage(FILE *out) {
@@ -98,17 +106,24 @@ int main(int argc, char **argv) {
     }
     if (sv_env_overrides_apply() != SV_OK) return sv_cmd_usage_error(cmd->name, "%s", sv_err_msg());
     sv_proc proc = {0, 1, 0, 1};
+    /* train: a preemption signal from here until the command installs its handlers is recorded
+     * and stops the run after its first step (app/preempt.h) */
     if (cmd->preempt) {
-        sv_preempt_hold_startup(); /* until the command installs its handlers */
-        startup_signal_hook();
+        sv_preempt_hold_startup();
+        startup_signal_hook(0);
     }
     if (cmd->uses_mpi) {
         sv_mpi_env_init(&argc, &argv, &proc.rank, &proc.world);
         sv_mpi_env_local(&proc.local_rank, &proc.local_size);
     }
+    if (cmd->preempt) {
+        sv_preempt_hold_startup(); /* again: MPICH's initialisation installed its own SIGUSR1 handler */
+        startup_signal_hook(1);
+    }
     sv_log_setup(proc.rank, SV_LOG_INFO, 0);
     if (cmd->tmp_cleanup) sv_fileio_remove_tmp_on_signals();
     int rc = stdout_done(cmd->name, cmd->run(argc - 1, argv + 1, &proc));
+    if (cmd->preempt) sv_preempt_release_startup(); /* a command that ended before installing them */
     if (cmd->uses_mpi) {
         /* A runtime failure on one rank must not leave the others waiting in a collective. */
         if (rc == 1 && proc.world > 1) sv_mpi_env_abort(1);

@@ -88,44 +88,84 @@ static void on_signal(int sig) {
     raise(sig);
 }
 
-static sigset_t g_held; /* what sv_preempt_hold_startup blocked */
+#define N_NAMED (sizeof k_names / sizeof k_names[0])
+static struct sigaction g_hold_old[N_NAMED]; /* the dispositions sv_preempt_hold_startup replaced */
+static int g_held[N_NAMED];                  /* 1: k_names[i] has on_signal from the hold */
 static int g_holding;
 
+static int named_index(int sig) {
+    for (size_t i = 0; i < N_NAMED; i++)
+        if (k_names[i].sig == sig) return (int)i;
+    return -1;
+}
+
+/* on_signal, as a handler that holds off its own signals and restarts system calls */
+static void record_action(struct sigaction *sa, const int *sigs, int n) {
+    memset(sa, 0, sizeof *sa);
+    sa->sa_handler = on_signal;
+    sa->sa_flags = SA_RESTART;
+    sigemptyset(&sa->sa_mask);
+    for (int i = 0; i < n; i++) sigaddset(&sa->sa_mask, sigs[i]); /* one handler at a time */
+}
+
 void sv_preempt_hold_startup(void) {
-    sigset_t set, old;
-    sigemptyset(&set);
-    for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++) sigaddset(&set, k_names[i].sig);
-    if (sigprocmask(SIG_BLOCK, &set, &old) != 0) return;
-    sigemptyset(&g_held); /* only those not blocked before: the caller's own mask stays as it was */
-    for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++)
-        if (!sigismember(&old, k_names[i].sig)) sigaddset(&g_held, k_names[i].sig);
+    int all[N_NAMED];
+    for (size_t i = 0; i < N_NAMED; i++) all[i] = k_names[i].sig;
+    struct sigaction sa, cur;
+    record_action(&sa, all, (int)N_NAMED);
+    for (size_t i = 0; i < N_NAMED; i++) {
+        if (sigaction(all[i], NULL, &cur) != 0) continue;
+        if (cur.sa_handler == SIG_IGN) continue; /* ignored at the start (nohup): stays ignored */
+        if (g_held[i] && cur.sa_handler == on_signal) continue;
+        /* not held yet, or replaced since (MPICH's initialisation installs a SIGUSR1 handler):
+         * what is there now is what the release gives back */
+        if (sigaction(all[i], &sa, &g_hold_old[i]) == 0) g_held[i] = 1;
+    }
     g_holding = 1;
 }
 
-void sv_preempt_release_startup(void) {
+/* Give back the dispositions the hold replaced, except those of the installed set (`keep`). */
+static void release_except(const sv_preempt *keep) {
     if (!g_holding) return;
     g_holding = 0;
-    sigprocmask(SIG_UNBLOCK, &g_held, NULL);
+    for (size_t i = 0; i < N_NAMED; i++) {
+        if (!g_held[i]) continue;
+        g_held[i] = 0;
+        int kept = 0;
+        for (int j = 0; keep && j < keep->n; j++) kept |= keep->sig[j] == k_names[i].sig;
+        if (!kept) sigaction(k_names[i].sig, &g_hold_old[i], NULL);
+    }
 }
+
+void sv_preempt_release_startup(void) { release_except(NULL); }
 
 sv_status sv_preempt_install(const sv_preempt *p) {
     sv_preempt_uninstall();
+    const int early = g_holding ? (int)g_received : 0; /* a signal that came during the start-up */
     g_received = 0;
     struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < p->n; i++) sigaddset(&sa.sa_mask, p->sig[i]); /* one handler at a time */
+    record_action(&sa, p->sig, p->n);
     for (int i = 0; i < p->n; i++) {
         if (sigaction(p->sig[i], &sa, &g_old[i]) != 0) {
             g_installed.n = i;
             sv_preempt_uninstall();
+            sv_preempt_release_startup();
             return SV_FAIL(SV_ERR_INVALID, "cannot handle %s", sv_preempt_signal_name(p->sig[i]));
         }
+        /* what uninstall restores: the disposition from before the hold, not its handler */
+        int k = named_index(p->sig[i]);
+        if (g_holding && k >= 0 && g_held[k]) g_old[i] = g_hold_old[k];
     }
     g_installed = *p;
-    sv_preempt_release_startup();
+    release_except(p);
+    if (early) {
+        int handled = 0;
+        for (int i = 0; i < p->n; i++) handled |= p->sig[i] == early;
+        if (handled)
+            g_received = early; /* the run stops after its first step */
+        else
+            raise(early); /* not in the set: what this process did with it before the hold */
+    }
     return SV_OK;
 }
 

@@ -34,17 +34,23 @@ typedef struct sv_preempt {
 /* "TERM,INT,USR1" (names with or without SIG, case-insensitive, or numbers), or "none".
  * SV_ERR_INVALID naming the bad entry; SIGKILL/SIGSTOP and duplicates are refused. */
 sv_status sv_preempt_parse(const char *spec, sv_preempt *out);
-/* Start-up (app/main.c, for train; before MPI's initialisation): block every signal a set can
- * name until sv_preempt_install, so that one arriving in between (MPI_Init takes seconds on many
- * nodes) stays pending and reaches the run's handlers, which stop the run after its first step,
- * instead of killing the rank before they exist (SIGTERM, SIGINT) or being taken by MPICH's own
- * SIGUSR1 handler, which its initialisation installs (a lost time-limit warning). */
+/* Start-up (app/main.c, for train: before MPI's initialisation, and again after it): every signal
+ * a set can name (one ignored at the start stays ignored) gets the recording handler until
+ * sv_preempt_install, so that one arriving in between (MPI_Init takes seconds on many nodes) is
+ * kept for the run's handlers, which stop the run after its first step, instead of killing the
+ * rank before they exist (SIGTERM, SIGINT) or being taken by MPICH's own SIGUSR1 handler (a lost
+ * time-limit warning). Handlers act for every thread: a mask would not (OpenBLAS's threads, made
+ * before main, would take the signal with its default action). Calling it again re-takes a
+ * signal whose handler was replaced since (MPICH's initialisation), keeping the replacement as
+ * what the release gives back; a second signal more than SV_PREEMPT_REPEAT_S after the first
+ * ends the process as it does during the run. */
 void sv_preempt_hold_startup(void);
-/* Unblock what sv_preempt_hold_startup blocked (a no-op without it); a signal pending meanwhile
- * is delivered now, to whatever handles it now. */
+/* Give back the dispositions the hold replaced (a no-op without it): a command that ended before
+ * sv_preempt_install (app/main.c, after the command returns). */
 void sv_preempt_release_startup(void);
-/* Install the handlers (replaces earlier ones; clears a recorded signal), then
- * sv_preempt_release_startup. */
+/* Install the handlers (replaces earlier ones), then give back the hold's other signals. A signal
+ * recorded during the hold stays recorded when the set holds it (the run stops after its first
+ * step); one outside the set is raised again, to the disposition from before the hold. */
 sv_status sv_preempt_install(const sv_preempt *p);
 /* Restore the dispositions sv_preempt_install replaced. */
 void sv_preempt_uninstall(void);

@@ -283,13 +283,16 @@ sv_status sv_run_agreed(sv_run *r, sv_status st) {
     return st;
 }
 
+void sv_run_trace_warn_full(const sv_trace *t, const char *path, int rank) {
+    if (!t->dropped) return;
+    char esc[SV_ESC_CAP];
+    SV_WARN("--trace %s lacks the last %zu events of rank %d: its buffer of %zu events filled "
+            "(--trace-events sets its size; bench's time split counts every event)",
+            sv_log_esc(path, esc, sizeof esc), t->dropped, rank, t->cap);
+}
+
 sv_status sv_run_finish_trace(sv_run *r, const char *path) {
-    if (r->trace.dropped) {
-        char esc[SV_ESC_CAP];
-        SV_WARN("--trace %s lacks the last %zu events of rank %d: its buffer of %zu events filled "
-                "(--trace-events sets its size; bench's time split counts every event)",
-                sv_log_esc(path, esc, sizeof esc), r->trace.dropped, r->rank, r->trace.cap);
-    }
+    sv_run_trace_warn_full(&r->trace, path, r->rank);
     char part[4096];
     snprintf(part, sizeof part, "%s.rank%d", path, r->rank);
     /* the agreement is the barrier: every part is on disk, or every rank fails */

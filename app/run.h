@@ -229,5 +229,8 @@ sv_status sv_run_same_data(sv_run *r, const sv_dataset *ds, const char *flag, co
  * (sv_run_agree: every part is written, or every rank fails), then rank 0 merges and the ranks
  * agree on that too, so no rank waits for one that failed. */
 sv_status sv_run_finish_trace(sv_run *r, const char *path);
+/* The warning that --trace PATH lacks rank's events past the tracer's capacity (--trace-events);
+ * nothing when none was dropped. sv_run_finish_trace and plan --simulate's trace give it. */
+void sv_run_trace_warn_full(const sv_trace *t, const char *path, int rank);
 
 #endif

@@ -16,7 +16,7 @@ void sv_ckpt_sched_write(sv_json_writer *w, const sv_lr_sched *s) {
     if (s->warmup >= 0) sv_json_key(w, "warmup_t"), sv_json_i64(w, s->warmup);
     sv_json_key(w, "warmup_lr"), sv_json_f64(w, s->warmup_lr);
     sv_json_key(w, "warmup_prefix"), sv_json_bool(w, s->warmup_prefix);
-    sv_json_key(w, "t_initial"), sv_json_i64(w, s->t_initial);
+    if (s->t_initial >= 0) sv_json_key(w, "t_initial"), sv_json_i64(w, s->t_initial);
     sv_json_key(w, "cooldown"), sv_json_i64(w, s->cooldown);
     sv_json_key(w, "decay_steps"), sv_json_f64(w, s->decay_steps);
     sv_json_key(w, "decay_milestones");
@@ -88,7 +88,8 @@ void sv_ckpt_sched_changes(const sv_lr_sched *ck, const sv_lr_sched *now, int wi
     if (ck->on_epochs && now->on_epochs && ck->spe != now->spe)
         change(buf, cap, "steps per epoch %lld -> %lld", (long long)ck->spe, (long long)now->spe);
     const sv_sched_kind k = now->kind;
-    if (with_t_initial && (k == SV_SCHED_COSINE || k == SV_SCHED_POLY) && ck->t_initial != now->t_initial)
+    if (with_t_initial && (k == SV_SCHED_COSINE || k == SV_SCHED_POLY) && ck->t_initial >= 0 &&
+        ck->t_initial != now->t_initial)
         change(buf, cap, "decay length %lld -> %lld %s", (long long)ck->t_initial, (long long)now->t_initial, unit);
     if (k == SV_SCHED_POLY && ck->power != now->power) change(buf, cap, "power %g -> %g", ck->power, now->power);
     if (k == SV_SCHED_STEP && ck->decay_steps != now->decay_steps)
@@ -135,7 +136,8 @@ sv_status sv_ckpt_sched_parse(const sv_json *lr, sv_lr_sched *s) {
     if (s->warmup < -1) return SV_FAIL(SV_ERR_FORMAT, "lr_schedule.warmup_t %lld is negative", (long long)s->warmup);
     SV_TRY(sv_json_opt_f64(lr, "warmup_lr", 0.0, &s->warmup_lr));
     SV_TRY(sv_json_opt_bool(lr, "warmup_prefix", 0, &s->warmup_prefix));
-    SV_TRY(sv_json_opt_i64(lr, "t_initial", 0, &s->t_initial));
+    /* -1: not recorded (an index written before the member), never compared */
+    SV_TRY(sv_json_opt_i64(lr, "t_initial", -1, &s->t_initial));
     SV_TRY(sv_json_opt_i64(lr, "cooldown", 0, &s->cooldown));
     SV_TRY(sv_json_opt_f64(lr, "decay_steps", 0.0, &s->decay_steps));
     SV_TRY(sv_json_opt_f64(lr, "decay_rate", 0.1, &s->decay_rate));

@@ -44,7 +44,8 @@ int sv_ckpt_sched_cycles_noise_differ(const sv_lr_sched *a, const sv_lr_sched *b
  * warmup length the checkpoint does not record (ck->warmup < 0, an older index) is not compared. */
 void sv_ckpt_sched_changes(const sv_lr_sched *ck, const sv_lr_sched *now, int with_t_initial, char *buf, size_t cap);
 /* Read them back (missing: defaults; a missing warmup_t is the "warmup" member for the steps form
- * and -1, unknown, for the timm form); lr_schedule is the parsed lr_schedule object. */
+ * and -1, unknown, for the timm form; a missing t_initial is -1, unknown, and not written back);
+ * lr_schedule is the parsed lr_schedule object. */
 sv_status sv_ckpt_sched_parse(const sv_json *lr_schedule, sv_lr_sched *s);
 sv_status sv_ckpt_optim_parse(const sv_json *root, sv_ckpt_optim *o);
 

@@ -40,10 +40,12 @@ stage() {
         echo "fashion_mnist_94: stage $name done before ($w/model.safetensors)"
         return
     fi
-    mpiexec -n 2 "$SV" train "${MODEL[@]}" "${COMMON[@]}" "$@" --resume auto --out "$OUT/$name"
     # mpiexec's 0 is not "finished" (hydra sometimes returns 0 for ranks that stopped on a signal
-    # with exit 75: docs/checkpoints.md "Preemption"); eval.json is written only at the run's end
-    if [ ! -f "$OUT/$name/eval.json" ]; then
+    # with exit 75: docs/checkpoints.md "Preemption"); eval.json is written only at the run's end,
+    # so a stage finished when this run wrote one (an earlier, shorter run's may be there)
+    : >"$OUT/.$name.started"
+    mpiexec -n 2 "$SV" train "${MODEL[@]}" "${COMMON[@]}" "$@" --resume auto --out "$OUT/$name"
+    if [ ! "$OUT/$name/eval.json" -nt "$OUT/.$name.started" ]; then
         echo "fashion_mnist_94: stage $name stopped before its end (its checkpoint is kept): run the" \
             "script again to continue it" >&2
         exit 75

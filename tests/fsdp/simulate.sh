@@ -49,7 +49,11 @@ echo "ok memory = plan"
 # 3. the simulated timeline is a trace in the training format with well-nested tracks
 sim_json $PLAN_TINY --world 2 --device cpu --trace "$WORK/sim_trace.json" >/dev/null
 "$PY" "$HERE/check_trace.py" --tracks-only "$WORK/sim_trace.json" 1 3
-echo "ok simulated trace"
+# --trace-events caps it, with the warning train and bench give (it was cut silently)
+sim_json $PLAN_TINY --world 2 --device cpu --trace "$WORK/sim_trace10.json" --trace-events 10 >/dev/null
+grep -q "sim_trace10.json lacks the last [0-9]* events of rank 0: its buffer of 10 events filled" "$WORK/sim.err" ||
+    { cat "$WORK/sim.err"; echo "FAIL: no warning for a full --trace-events buffer"; exit 1; }
+echo "ok simulated trace (and its --trace-events warning)"
 
 # 4. monotonic model on a GPU cluster (analytic device, nothing touches the buffers)
 BIG="--model vit-b16 --world 64 --batch-size 2048 --param-dtype bf16 --device h200"

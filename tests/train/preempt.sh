@@ -172,18 +172,27 @@ awk -v t="$took" 'BEGIN { exit !(t < 15) }' || fail "two signals: exit took ${to
 # every rank signals itself, as mpiexec forwarding an early SIGTERM / time-limit SIGUSR1 would):
 # held until the handlers exist, then the run stops after its first step with a checkpoint (it
 # killed the ranks, and MPICH's own SIGUSR1 handler swallowed SIGUSR1)
-for sig in USR1 TERM; do
-    FAIL_LOGS=("$WORK/early$sig.log")
+# (kill: the whole process, which OpenBLAS's threads, made before main, share; and right after
+# MPI's initialisation, which installs MPICH's own SIGUSR1 handler: @mpi)
+for hook in USR1 TERM USR1@mpi TERM@mpi; do
+    sig=${hook%@*} name=early${hook/@/_}
+    FAIL_LOGS=("$WORK/$name.log")
     rc=0
-    SHARDVIT_TEST_SIGNAL_STARTUP=$sig timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 20 \
-        --out "$WORK/early$sig" >"$WORK/early$sig.log" 2>&1 || rc=$?
-    test $rc = 75 || fail "SIG$sig at start-up: exit $rc, expected 75"
-    grep -q "stopped by SIG$sig after step 1 with its checkpoint saved" "$WORK/early$sig.log" ||
-        fail "SIG$sig at start-up: the run did not stop after step 1"
-    test "$(cat "$WORK/early$sig/checkpoints/latest")" = step_00000001 || fail "SIG$sig at start-up: latest"
-    no_leftovers "$WORK/early$sig"
+    SHARDVIT_TEST_SIGNAL_STARTUP=$hook timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 20 \
+        --out "$WORK/$name" >"$WORK/$name.log" 2>&1 || rc=$?
+    test $rc = 75 || fail "SIG$hook at start-up: exit $rc, expected 75"
+    grep -q "stopped by SIG$sig after step 1 with its checkpoint saved" "$WORK/$name.log" ||
+        fail "SIG$hook at start-up: the run did not stop after step 1"
+    test "$(cat "$WORK/$name/checkpoints/latest")" = step_00000001 || fail "SIG$hook at start-up: latest"
+    no_leftovers "$WORK/$name"
 done
-echo "a signal before MPI's initialisation: held, the run stopped after step 1 and saved (SIGUSR1, SIGTERM)"
+echo "a signal before / right after MPI's initialisation: kept, the run stopped after step 1 and saved"
+# a start-up signal the run's set does not hold gets the disposition it had before: SIGUSR2 ends the process
+rc=0
+SHARDVIT_TEST_SIGNAL_STARTUP=USR2 timeout 60 "$SHARDVIT" train $RUN --steps 3 --preempt-signal TERM \
+    --out "$WORK/hup" >"$WORK/hup.log" 2>&1 || rc=$?
+test $rc = 140 || { cat "$WORK/hup.log"; fail "SIGUSR2 at start-up outside --preempt-signal TERM: exit $rc, expected 140"; }
+echo "a start-up signal outside the --preempt-signal set: its default action once the handlers are in (SIGUSR2: 140)"
 
 # no checkpoint directory: stops after the step, nothing saved, 128 + 15
 FAIL_LOGS=("$WORK/nodir.log")

@@ -19,12 +19,12 @@ echo "mpiexec stand-in: the ranks' status \$?, reported as 0" >&2
 exit 0
 SH
 chmod +x "$WORK/bin/mpiexec"
-run() { # LOG [env...]: the script at smoke-test size; its status in $rc
+run() { # LOG [VAR=VALUE...]: the script at smoke-test size (the settings given win); its status in $rc
     local log=$1
     shift
     rc=0
-    env "$@" PATH="$WORK/bin:$PATH" DATA="$WORK/data" OUT="$WORK/out" SHARDVIT="$SHARDVIT" EPOCHS1=1 EPOCHS2=1 \
-        EPOCHS3=1 timeout 600 bash "$SCRIPT" >"$log" 2>&1 || rc=$?
+    env PATH="$WORK/bin:$PATH" DATA="$WORK/data" OUT="$WORK/out" SHARDVIT="$SHARDVIT" EPOCHS1=1 EPOCHS2=1 \
+        EPOCHS3=1 "$@" timeout 600 bash "$SCRIPT" >"$log" 2>&1 || rc=$?
 }
 FAIL_LOGS=("$WORK/stop.log")
 run "$WORK/stop.log" SHARDVIT_TEST_SIGNAL_AT=3:1
@@ -44,3 +44,13 @@ for s in stage1 stage2 stage3; do
 done
 grep -q "fashion_mnist_94: raw weights .*% test top-1" "$WORK/again.log" || fail "no closing accuracy line"
 echo "ok: run again, stage 1 continued from step 4 and all three stages finished and exported"
+# stage 1 trained before but not exported (the script stopped, an export failed), run again for
+# two epochs and stopped mid-way while mpiexec reports 0: the eval.json of the earlier, shorter
+# run does not make it finished
+rm -r "$WORK/out/stage1-weights"
+FAIL_LOGS=("$WORK/longer.log")
+run "$WORK/longer.log" SHARDVIT_TEST_SIGNAL_AT=9:1 EPOCHS1=2
+grep -q "stopped by SIGTERM after step 10 with its checkpoint saved" "$WORK/longer.log" || fail "the longer stage 1 was not stopped"
+test $rc = 75 || fail "a stopped longer stage beside an earlier eval.json: the script exited $rc, expected 75"
+test ! -e "$WORK/out/stage1-weights/model.safetensors" || fail "a stopped stage 1 was exported (an earlier eval.json)"
+echo "ok: an earlier run's eval.json does not count: the stopped longer stage exits 75, nothing exported"
