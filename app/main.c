@@ -91,6 +91,10 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
     sv_provenance_mark_start();
+    /* A write past the file-size limit (ulimit -f) fails with EFBIG and takes the error paths of a
+     * full disk (a message naming the file, temporaries removed), instead of SIGXFSZ killing the
+     * process with the temporaries left */
+    signal(SIGXFSZ, SIG_IGN);
     static char version_cmd[] = "version";
     if (argc >= 2 && !strcmp(argv[1], "--version")) argv[1] = version_cmd;
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

@@ -13,7 +13,9 @@
 #      and trains on;
 #   3. an exported safetensors file truncated by a few bytes: `import` and `train --init-from`
 #      refuse it naming the file (the data section has no checksum, so a flipped data bit is
-#      not detectable by design; header damage is covered by corrupt.sh).
+#      not detectable by design; header damage is covered by corrupt.sh);
+#   4. the file-size limit (ulimit -f) during export, reshard and a checkpoint save: exit 1 with
+#      EFBIG named, as a full disk (SIGXFSZ killed them, leaving their temporaries).
 # Usage: ckpt_faults.sh SHARDVIT MPIEXEC
 SHARDVIT=$1 MPIEXEC=$2
 source "$(dirname "$0")/lib.sh"
@@ -93,4 +95,29 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $CK_ARGS --steps 0 --init-from "$W
 rc=$?
 [ $rc -eq 1 ] || fail "train --init-from a truncated file: exit $rc"
 echo "ok: truncated safetensors refused: $(grep -m1 'error' "$WORK/import.log" | cut -c1-160)"
+
+# ---- 4. the file-size limit (ulimit -f): as a full disk, not SIGXFSZ ------------------------
+# each command fails with exit 1 naming the file and EFBIG, and leaves no temporary (SIGXFSZ
+# killed them, exit 153, with the temporaries of the save / export / reshard left). train's limit
+# leaves room for MPI's own shared-memory files (UCX writes 64 KiB pieces at start-up).
+mkdir -p "$WORK/fsz"
+fsz() { # NAME KIB DIR CMD...: CMD under a file-size limit of KIB KiB; exit 1, EFBIG named, no temporary under
+    # DIR (a checkpoint's step_N.tmp staging directory aside: the next save removes it, docs/checkpoints.md)
+    local name=$1 kib=$2 dir=$3 rc=0
+    shift 3
+    (ulimit -f "$kib" && timeout 120 "$@") >"$WORK/$name.log" 2>&1 || rc=$?
+    FAIL_LOGS=("$WORK/$name.log")
+    [ $rc = 1 ] || fail "$name under ulimit -f $kib: exit $rc, expected 1"
+    grep -q "File too large" "$WORK/$name.log" || fail "$name under ulimit -f $kib: the error does not say 'File too large'"
+    local left
+    left=$(find "$dir" -name '*.tmp*' ! -name 'step_*.tmp' ! -path '*/step_*.tmp/*' | head -3)
+    [ -z "$left" ] || fail "$name under ulimit -f $kib: left $left"
+    echo "ok: $name under ulimit -f $kib: exit 1, $(grep -m1 'File too large' "$WORK/$name.log" | cut -c1-140)"
+}
+fsz export_fsz 32 "$WORK/fsz" "$SHARDVIT" export "$WORK/ref" "$WORK/fsz/model.safetensors"
+fsz reshard_fsz 32 "$WORK/fsz" "$SHARDVIT" reshard "$WORK/ref" "$WORK/fsz/rs" --world 2
+fsz train_fsz 8192 "$WORK/fsz" "$SHARDVIT" train --model vit-28 --batch-size 16 --synth-samples 64 --workers 1 \
+    --steps 2 --ckpt-every 1 --out "$WORK/fsz/run"
+test ! -e "$WORK/fsz/run/checkpoints/latest" && test ! -e "$WORK/fsz/run/checkpoints/step_00000001" ||
+    fail "train under ulimit -f: a checkpoint named complete"
 echo PASS
