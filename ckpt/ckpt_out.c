@@ -220,6 +220,25 @@ sv_status sv_ckpt_out_check_parent(const char *path, const char *what) {
     if (!S_ISDIR(sb.st_mode))
         return SV_FAIL(SV_ERR_INVALID, "%s %s: %s is %s, not a directory", what, path, d,
                        sv_fileio_mode_kind(sb.st_mode));
+    return sv_ckpt_out_check_writable(d, what);
+}
+
+sv_status sv_ckpt_out_check_writable(const char *dir, const char *what) {
+    char d[PATH_MAX];
+    if (snprintf(d, sizeof d, "%s", dir) >= (int)sizeof d) return SV_FAIL(SV_ERR_INVALID, "%s: path too long", what);
+    struct stat sb;
+    /* the deepest part of dir that exists: where the files, or the directories made for them, go */
+    while (stat(d, &sb) != 0) {
+        char up[PATH_MAX];
+        if (errno != ENOENT || sv_fileio_parent(d, up) != SV_OK || !strcmp(up, d)) {
+            sv_err_clear();
+            return SV_OK; /* nothing to check here: the command's own checks name the problem */
+        }
+        memcpy(d, up, sizeof d);
+    }
+    if (S_ISDIR(sb.st_mode) && access(d, W_OK | X_OK) != 0)
+        return SV_FAIL(SV_ERR_INVALID, "%s: cannot write in %s: %s (checked before any work, which would be lost)", what,
+                       d, strerror(errno));
     return SV_OK;
 }
 

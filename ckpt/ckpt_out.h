@@ -64,9 +64,14 @@ sv_status sv_ckpt_out_check_earlier(const char *path, const char *what, sv_ckpt_
                                     const char *kind);
 
 /* For outputs written into an existing directory (bench, plan and report outputs, which create no
- * directories): the directory that would hold path exists and is a directory, checked before any
- * work so that a run's result is not thrown away at the end. SV_ERR_INVALID naming path. */
+ * directories): the directory that would hold path exists, is a directory and this process may
+ * write in it (sv_ckpt_out_check_writable), checked before any work so that a run's result is not
+ * thrown away at the end. SV_ERR_INVALID naming path. */
 sv_status sv_ckpt_out_check_parent(const char *path, const char *what);
+/* The deepest existing part of dir (dir itself, or the ancestor under which its missing
+ * directories would be made) is a directory this process may write in: access(W_OK | X_OK),
+ * which also says so on a read-only file system. SV_ERR_INVALID naming it and the reason. */
+sv_status sv_ckpt_out_check_writable(const char *dir, const char *what);
 
 /* The n outputs of one command (paths[i] nullable: not given; what[i] its flag) name n different
  * files (compared as real paths, sv_fileio_real_path), so that no output overwrites another;

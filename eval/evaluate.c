@@ -231,6 +231,7 @@ static sv_status output_path(const char *dir, int i, char *p, size_t cap) {
 
 sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir) {
     char p[4096];
+    SV_TRY(sv_ckpt_out_check_writable(dir, "eval --out"));
     for (int i = 0; i < 2; i++) { /* a file is inside the checkpoint exactly when DIR is */
         SV_TRY(output_path(dir, i, p, sizeof p));
         SV_TRY(sv_ckpt_out_check(p, ckpt_dir, 0, "eval output"));

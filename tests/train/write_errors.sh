@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Write failures are errors naming the file and errno, never a silently short file: a full file
 # system (a 96 KiB tmpfs: real ENOSPC) under metrics.jsonl and under --save-params; --save-params
-# on a device (/dev/full) is refused up front. Needs root to mount the tmpfs (CI runs as root);
+# on a device (/dev/full) is refused up front, and so are end-of-run outputs on a read-only file
+# system. Needs root to mount the tmpfs (CI runs as root);
 # elsewhere it skips with 77 and says so.
 SHARDVIT=$1
 source "$(dirname "$0")/../faults/lib.sh"
@@ -40,4 +41,30 @@ rc=0
 timeout 60 "$SHARDVIT" train $RUN --steps 2 --save-params /dev/full >"$WORK/full.log" 2>&1 || rc=$?
 FAIL_LOGS=("$WORK/full.log")
 test $rc = 2 || fail "--save-params /dev/full: exit $rc, expected 2 (refused)"
+
+# a read-only file system under the end-of-run outputs (--save-params, --trace, bench --json, plan
+# --trace, eval --out): refused before any work, naming the directory (train trained to the end,
+# eval evaluated, bench ran every step, and then the write failed and the work was lost)
+RO="$WORK/ro"
+mkdir -p "$RO"
+mount -t tmpfs -o ro,size=64k tmpfs "$RO" || fail "cannot mount a read-only tmpfs"
+trap 'umount "$RO" 2>/dev/null; umount "$SMALL" 2>/dev/null; cleanup' EXIT
+"$SHARDVIT" train $RUN --steps 2 --out "$WORK/ok" >"$WORK/ok.log" 2>&1 || { FAIL_LOGS=("$WORK/ok.log"); fail "train"; }
+"$SHARDVIT" export "$WORK/ok" "$WORK/ok.safetensors" >"$WORK/okx.log" 2>&1 || fail "export"
+ro_refused() { # NAME CMD...: exit 2 (eval: 1) before any work, naming the read-only directory
+    local name=$1 rc=0
+    shift
+    timeout 120 "$@" >"$WORK/$name.log" 2>&1 || rc=$?
+    FAIL_LOGS=("$WORK/$name.log")
+    test $rc = 2 || { test $name = ro_eval && test $rc = 1; } ||
+        fail "$name into a read-only file system: exit $rc, expected 2 (refused before any work)"
+    grep -q "cannot write in $RO: Read-only file system" "$WORK/$name.log" || fail "$name: the refusal does not name $RO"
+    grep -qE "info step [0-9]+/|eval at|top1 " "$WORK/$name.log" && fail "$name: work was done before the refusal"
+    echo "$name: $(grep -m1 'cannot write in' "$WORK/$name.log" | cut -c1-150)"
+}
+ro_refused ro_params "$SHARDVIT" train $RUN --steps 3 --log-every 1 --save-params "$RO/p.bin"
+ro_refused ro_trace "$SHARDVIT" train $RUN --steps 3 --log-every 1 --trace "$RO/t.json"
+ro_refused ro_bench "$SHARDVIT" bench --model vit-28 --dim 36 --depth 2 --heads 3 --batch-size 8 --steps 2 --json "$RO/b.json"
+ro_refused ro_plan "$SHARDVIT" plan --simulate --model vit-28 --dim 36 --depth 2 --heads 3 --trace "$RO/s.json"
+ro_refused ro_eval "$SHARDVIT" eval --weights "$WORK/ok.safetensors" --data synthetic --synth-samples 16 --out "$RO/e"
 echo "write_errors: all passed"
