@@ -1,5 +1,6 @@
 #include "formats/tensorboard.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,7 @@ sv_status sv_tb_open(sv_tb_writer *w, const char *dir, double wall_time) {
     host[sizeof host - 1] = 0;
     for (char *c = host; *c; c++)
         if (*c == '/') *c = '_';
-    char path[1024];
+    char path[PATH_MAX]; /* as long as a run directory's files may be (train leaves 256 bytes for their names) */
     sv_status s = SV_ERR_IO;
     for (int attempt = 0; attempt < 100 && s != SV_OK; attempt++) {
         int n;

@@ -52,5 +52,11 @@ for r in logged:
     prev = s
 print("ok loss_avg: the mean of the window's step losses at", [r["step"] for r in logged])
 PYEOF
+# a run directory path of ~1,100 bytes (train accepts up to PATH_MAX less 256): the TensorBoard file
+# is written there too (its name had a 1024-byte buffer: dropped with a warning, exit 0)
+long="$WORK/$(printf 'd%.0s' $(seq 200))/$(printf 'e%.0s' $(seq 200))/$(printf 'f%.0s' $(seq 200))/$(printf 'g%.0s' $(seq 200))/$(printf 'h%.0s' $(seq 200))"
+run "$WORK/long.log" "$SV" train $MODEL $COMMON --data "$WORK/data/train" --steps 2 --batch-size 8 --out "$long"
+ls "$long"/events.out.tfevents.* >/dev/null 2>&1 || { grep -i tensorboard "$WORK/long.log"; echo "FAIL: no TensorBoard file under a ${#long}-byte --out"; exit 1; }
+echo "ok: TensorBoard event file under a ${#long}-byte --out"
 run "$WORK/report.log" "$SV" report "$WORK/run" --out "$WORK/report.html"
 "$PY" "$HERE/report_check.py" "$WORK/report.html" "$WORK/run/metrics.jsonl" 2
