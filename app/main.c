@@ -83,6 +83,18 @@ static void startup_signal_hook(int after_mpi) {
     if (sv_preempt_parse(name, &p) == SV_OK && p.n == 1) kill(getpid(), p.sig[0]);
 }
 
+/* Every exit of the process (main's return, an exit() in a library: libgomp's when it cannot start
+ * a thread) ends here, before the libraries' destructors: the streams are flushed and the process
+ * ends with its status. OpenBLAS's destructor joins its worker threads, and under an
+ * address-space limit close to the process's size (ulimit -v) a worker that could not allocate
+ * its buffer retries for ever: eval wrote its results and then never ended. The sanitizer builds
+ * keep the normal exit, whose leak check runs after this would. */
+static void end_now(int status, void *arg) {
+    (void)arg;
+    fflush(NULL);
+    _exit(status);
+}
+
 static void usage(FILE *out) {
     fprintf(out, "usage: shardvit <command> [flags]   (shardvit <command> --help for its flags)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
@@ -91,6 +103,9 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
     sv_provenance_mark_start();
+#if !defined(__SANITIZE_ADDRESS__)
+    on_exit(end_now, NULL);
+#endif
     /* A write past the file-size limit (ulimit -f) fails with EFBIG and takes the error paths of a
      * full disk (a message naming the file, temporaries removed), instead of SIGXFSZ killing the
      * process with the temporaries left */

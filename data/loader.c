@@ -545,8 +545,9 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
         w->pix = malloc(isz);
         w->ra = malloc(isz);
         w->orig = mixing && o->mixup_mode == SV_MIX_ELEM ? malloc(isz * sizeof(float)) : NULL;
-        if (!w->pix || !w->ra || (mixing && o->mixup_mode == SV_MIX_ELEM && !w->orig) ||
-            pthread_create(&w->th, NULL, worker_main, w) != 0) {
+        int pe = 0;
+        const int bufs = w->pix && w->ra && (!mixing || o->mixup_mode != SV_MIX_ELEM || w->orig);
+        if (!bufs || (pe = pthread_create(&w->th, NULL, worker_main, w)) != 0) {
             l->nthreads = t; /* only join what started */
             free(w->pix);
             free(w->ra);
@@ -554,7 +555,13 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
             w->pix = w->ra = NULL;
             w->orig = NULL;
             sv_loader_destroy(l);
-            return SV_FAIL(SV_ERR_BACKEND, "loader: cannot start worker thread %d", t);
+            if (!bufs)
+                return SV_FAIL(SV_ERR_OOM,
+                               "loader: cannot allocate the buffers of worker %d (%zu bytes each; fewer "
+                               "--workers or a smaller --batch-size need less)",
+                               t, isz);
+            return SV_FAIL(SV_ERR_IO, "loader: cannot start worker thread %d: %s (fewer --workers need fewer threads)",
+                           t, strerror(pe));
         }
     }
     *out = l;

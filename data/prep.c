@@ -252,19 +252,24 @@ static sv_status tar_member(sv_prep_sink *s, const char *name, const void *data,
     uint8_t h[512];
     static const uint8_t zeros[512];
     tar_header(h, name, len);
+    errno = 0;
     if (fwrite(h, 1, 512, s->tar) != 512 || fwrite(data, 1, len, s->tar) != len ||
         fwrite(zeros, 1, (512 - len % 512) % 512, s->tar) != (512 - len % 512) % 512)
-        return SV_FAIL(SV_ERR_IO, "%s/%s-%06d.tar: write failed", s->job->work, s->split, s->shard);
+        return SV_FAIL(SV_ERR_IO, "%s/%s-%06d.tar: write failed: %s", s->job->work, s->split, s->shard,
+                       errno ? strerror(errno) : "short write");
     return SV_OK;
 }
 
 static sv_status tar_close(sv_prep_sink *s) {
     if (!s->tar) return SV_OK;
     static const uint8_t zeros[1024];
-    int bad = fwrite(zeros, 1, 1024, s->tar) != 1024;
-    bad |= fclose(s->tar) != 0;
+    errno = 0;
+    int bad = fwrite(zeros, 1, 1024, s->tar) != 1024, e = errno;
+    if (fclose(s->tar) != 0) bad = 1, e = e ? e : errno;
     s->tar = NULL;
-    if (bad) return SV_FAIL(SV_ERR_IO, "%s/%s-%06d.tar: write failed", s->job->work, s->split, s->shard);
+    if (bad)
+        return SV_FAIL(SV_ERR_IO, "%s/%s-%06d.tar: write failed: %s", s->job->work, s->split, s->shard,
+                       e ? strerror(e) : "short write");
     s->shard++;
     return SV_OK;
 }

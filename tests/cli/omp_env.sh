@@ -4,7 +4,8 @@
 # thread per region either way) trains the same parameters, bit for bit, as the default run, and
 # the log names the threads really used. The linear layers split their rows for the team they ask
 # for; a smaller team left the missing workers' rows uncomputed (other losses and accuracies,
-# exit 0). The backend now turns dynamic teams off and counts what the limits allow.
+# exit 0). The backend now turns dynamic teams off and counts what the limits allow. And the
+# process ends after its work under a tight address-space limit (OpenBLAS's stuck threads).
 set -uo pipefail
 SV=$1
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/shardvit-ompenv.XXXXXX")
@@ -25,5 +26,17 @@ for dt in fp32 bf16; do
         [ "$t" = "${e#*:}" ] || fail "${e%:*} ($dt): the log says $t threads, want ${e#*:}"
         echo "ok $dt ${e%:*}: the default run's parameters bit for bit, $t thread(s) named"
     done
+done
+# An address-space limit near the process's size (ulimit -v): OpenBLAS's worker threads cannot
+# allocate their buffers and retry for ever, and its destructor joined them, so eval wrote its
+# results and never ended (and a failure there hung after its message). The process now ends
+# after its work whatever the libraries' threads do.
+"$SV" train "${A[@]}" --steps 1 --out "$WORK/run" >"$WORK/run.log" 2>&1 || { tail -5 "$WORK/run.log"; fail "train"; }
+for kib in 1000000 1050000 1100000; do
+    rc=0
+    (ulimit -v $kib && timeout 60 "$SV" eval --ckpt "$WORK/run" --data synthetic --synth-samples 16 --batch-size 8 \
+        --out "$WORK/ev$kib") >"$WORK/ev$kib.log" 2>&1 || rc=$?
+    [ $rc != 124 ] || { tail -3 "$WORK/ev$kib.log"; fail "eval under ulimit -v $kib did not end within 60 s"; }
+    echo "ok eval under ulimit -v $kib: ended, exit $rc ($(tail -1 "$WORK/ev$kib.log" | cut -c1-90))"
 done
 echo "omp_env: all passed"

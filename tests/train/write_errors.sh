@@ -37,6 +37,15 @@ grep -qE -- "p.bin.*No space left on device" "$WORK/params.log" || fail "no erro
 test -z "$(ls -A "$SMALL")" || fail "left on the full file system: $(ls -A "$SMALL")"
 echo "--save-params: $(grep -m1 'No space left' "$WORK/params.log" | sed 's/.*error: //' | cut -c1-150)"
 
+# prep's tar shards on the full file system: the error says why (it said "write failed" only)
+rc=0
+timeout 120 "$SHARDVIT" prep fashion-mnist --out "$SMALL/fm" --limit 2000 --format tar >"$WORK/preptar.log" 2>&1 || rc=$?
+FAIL_LOGS=("$WORK/preptar.log")
+test $rc = 1 || fail "prep --format tar on a full file system: exit $rc, expected 1"
+grep -q "\.tar: write failed: No space left on device" "$WORK/preptar.log" || fail "prep's tar error does not say ENOSPC"
+test -z "$(ls -A "$SMALL")" || fail "prep left on the full file system: $(ls -A "$SMALL")"
+echo "prep --format tar: $(grep -m1 'write failed' "$WORK/preptar.log" | sed 's/.*error: //' | cut -c1-150)"
+
 rc=0
 timeout 60 "$SHARDVIT" train $RUN --steps 2 --save-params /dev/full >"$WORK/full.log" 2>&1 || rc=$?
 FAIL_LOGS=("$WORK/full.log")
