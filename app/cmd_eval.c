@@ -82,7 +82,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
     if (mst == SV_OK) { /* outputs must not go into the checkpoint or replace a non-file */
         char step_dir[SV_CKPT_PATH_MAX];
         mst = o->src.ckpt ? sv_ckpt_resolve(o->src.ckpt, step_dir, sizeof step_dir) : SV_OK;
-        if (mst == SV_OK) mst = sv_eval_check_outputs(o->out, o->src.ckpt ? step_dir : NULL);
+        if (mst == SV_OK) mst = sv_eval_check_outputs(o->out, o->src.ckpt ? step_dir : NULL, proc->rank == 0);
     }
     if (mst != SV_OK) {
         free(meta.labels);

@@ -13,7 +13,9 @@
 void sv_cpu_peak_cores(const sv_run *r, int threads_opt, sv_cpu_peak *pk) {
     long cores = sv_cpus_node(); /* all ranks' CPUs on the node: bound ranks each see only theirs */
     int local = r->local_size > 0 ? r->local_size : 1;
-    int t = !strcmp(sv_be_name(r->be), "cpu") ? (threads_opt ? threads_opt : sv_cpus_rank_share(local)) : 1;
+    /* the backend's own count: what it runs with (OpenMP's limits may have lowered the one asked for) */
+    int t = !strcmp(sv_be_name(r->be), "cpu") ? sv_be_config(r->be)->threads : 1;
+    (void)threads_opt;
     pk->threads_rank = t < 1 ? 1 : t;
     int nodes = r->world / local;
     long used_node = (long)pk->threads_rank * local;

@@ -103,7 +103,7 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
     sv_provenance_mark_start();
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(SV_SANITIZE) && !defined(__SANITIZE_ADDRESS__)
     on_exit(end_now, NULL);
 #endif
     /* A write past the file-size limit (ulimit -f) fails with EFBIG and takes the error paths of a

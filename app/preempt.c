@@ -74,7 +74,12 @@ static struct timespec g_first; /* when the first signal arrived (written before
  * twice (Ctrl-C or `kill -- -PGID` reach mpiexec and the ranks, and mpiexec forwards it again):
  * ignored. A later one: the default action, now (a user who insists, or a scheduler's final
  * warning). Only async-signal-safe calls here (clock_gettime is one). */
+static volatile sig_atomic_t g_armed[NSIG]; /* on_signal acts for these; others it leaves alone */
+
 static void on_signal(int sig) {
+    /* a signal outside the run's set that reaches this handler through another one that called
+     * it (MPICH's SIGUSR1 handler calls the handler it replaced at MPI_Init): nothing */
+    if (sig <= 0 || sig >= NSIG || !g_armed[sig]) return;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (!g_received) {
@@ -119,6 +124,7 @@ void sv_preempt_hold_startup(void) {
         if (g_held[i] && cur.sa_handler == on_signal) continue;
         /* not held yet, or replaced since (MPICH's initialisation installs a SIGUSR1 handler):
          * what is there now is what the release gives back */
+        g_armed[all[i]] = 1;
         if (sigaction(all[i], &sa, &g_hold_old[i]) == 0) g_held[i] = 1;
     }
     g_holding = 1;
@@ -133,7 +139,10 @@ static void release_except(const sv_preempt *keep) {
         g_held[i] = 0;
         int kept = 0;
         for (int j = 0; keep && j < keep->n; j++) kept |= keep->sig[j] == k_names[i].sig;
-        if (!kept) sigaction(k_names[i].sig, &g_hold_old[i], NULL);
+        if (!kept) {
+            g_armed[k_names[i].sig] = 0;
+            sigaction(k_names[i].sig, &g_hold_old[i], NULL);
+        }
     }
 }
 
@@ -146,6 +155,7 @@ sv_status sv_preempt_install(const sv_preempt *p) {
     struct sigaction sa;
     record_action(&sa, p->sig, p->n);
     for (int i = 0; i < p->n; i++) {
+        g_armed[p->sig[i]] = 1;
         if (sigaction(p->sig[i], &sa, &g_old[i]) != 0) {
             g_installed.n = i;
             sv_preempt_uninstall();
@@ -170,7 +180,10 @@ sv_status sv_preempt_install(const sv_preempt *p) {
 }
 
 void sv_preempt_uninstall(void) {
-    for (int i = 0; i < g_installed.n; i++) sigaction(g_installed.sig[i], &g_old[i], NULL);
+    for (int i = 0; i < g_installed.n; i++) {
+        g_armed[g_installed.sig[i]] = 0;
+        sigaction(g_installed.sig[i], &g_old[i], NULL);
+    }
     g_installed.n = 0;
 }
 

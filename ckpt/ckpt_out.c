@@ -236,7 +236,7 @@ sv_status sv_ckpt_out_check_writable(const char *dir, const char *what) {
         }
         memcpy(d, up, sizeof d);
     }
-    if (S_ISDIR(sb.st_mode) && access(d, W_OK | X_OK) != 0)
+    if (S_ISDIR(sb.st_mode) && faccessat(AT_FDCWD, d, W_OK | X_OK, AT_EACCESS) != 0) /* effective ids, capabilities */
         return SV_FAIL(SV_ERR_INVALID, "%s: cannot write in %s: %s (checked before any work, which would be lost)",
                        what, d, strerror(errno));
     return SV_OK;

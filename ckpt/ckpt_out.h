@@ -69,8 +69,8 @@ sv_status sv_ckpt_out_check_earlier(const char *path, const char *what, sv_ckpt_
  * thrown away at the end. SV_ERR_INVALID naming path. */
 sv_status sv_ckpt_out_check_parent(const char *path, const char *what);
 /* The deepest existing part of dir (dir itself, or the ancestor under which its missing
- * directories would be made) is a directory this process may write in: access(W_OK | X_OK),
- * which also says so on a read-only file system. SV_ERR_INVALID naming it and the reason. */
+ * directories would be made) is a directory this process may write in: faccessat(W_OK | X_OK,
+ * AT_EACCESS) with its effective ids and capabilities, which also says so on a read-only file system. SV_ERR_INVALID naming it and the reason. */
 sv_status sv_ckpt_out_check_writable(const char *dir, const char *what);
 
 /* The n outputs of one command (paths[i] nullable: not given; what[i] its flag) name n different

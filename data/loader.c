@@ -557,9 +557,9 @@ sv_status sv_loader_create(const sv_loader_opts *o, sv_loader **out) {
             sv_loader_destroy(l);
             if (!bufs)
                 return SV_FAIL(SV_ERR_OOM,
-                               "loader: cannot allocate the buffers of worker %d (%zu bytes each; fewer "
-                               "--workers or a smaller --batch-size need less)",
-                               t, isz);
+                               "loader: cannot allocate the image buffers of worker %d (fewer --workers or a smaller "
+                               "--batch-size need less)",
+                               t);
             return SV_FAIL(SV_ERR_IO, "loader: cannot start worker thread %d: %s (fewer --workers need fewer threads)",
                            t, strerror(pe));
         }

@@ -264,7 +264,7 @@ static sv_status tar_close(sv_prep_sink *s) {
     if (!s->tar) return SV_OK;
     static const uint8_t zeros[1024];
     errno = 0;
-    int bad = fwrite(zeros, 1, 1024, s->tar) != 1024, e = errno;
+    int bad = fwrite(zeros, 1, 1024, s->tar) != 1024, e = bad ? errno : 0;
     if (fclose(s->tar) != 0) bad = 1, e = e ? e : errno;
     s->tar = NULL;
     if (bad)

@@ -229,9 +229,9 @@ static sv_status output_path(const char *dir, int i, char *p, size_t cap) {
     return SV_OK;
 }
 
-sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir) {
+sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir, int writer) {
     char p[4096];
-    SV_TRY(sv_ckpt_out_check_writable(dir, "eval --out"));
+    if (writer) SV_TRY(sv_ckpt_out_check_writable(dir, "eval --out")); /* only the writing rank's view counts */
     for (int i = 0; i < 2; i++) { /* a file is inside the checkpoint exactly when DIR is */
         SV_TRY(output_path(dir, i, p, sizeof p));
         SV_TRY(sv_ckpt_out_check(p, ckpt_dir, 0, "eval output"));
@@ -325,7 +325,7 @@ static void write_xform(sv_json_writer *w, const void *ctx) {
 
 sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const char *const *names) {
     int K = e->m.num_classes;
-    SV_TRY(sv_eval_check_outputs(dir, NULL));
+    SV_TRY(sv_eval_check_outputs(dir, NULL, 1));
     SV_TRY(sv_fileio_mkdirs(dir, 0755));
     const char **own = NULL;
     char *num = NULL;

@@ -129,9 +129,11 @@ sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const ch
  * directory, FIFO, device or symbolic link) and an earlier evaluation's outputs (eval.json a JSON
  * object with "top1" and "num_samples", confusion.csv starting with its header cell
  * "true\predicted,"), and DIR must not be inside the checkpoint step
- * directory `ckpt_dir` being evaluated (nullable). ckpt/ckpt_out.h has the rules. Call it
- * before the evaluation so a bad --out fails in seconds, not after the pass. */
-sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir);
+ * directory `ckpt_dir` being evaluated (nullable). ckpt/ckpt_out.h has the rules. `writer`: the
+ * rank that will write (only its view of DIR counts): DIR, or where it would be made, must also be
+ * writable for it (sv_ckpt_out_check_writable). Call it before the evaluation so a bad --out
+ * fails in seconds, not after the pass. */
+sv_status sv_eval_check_outputs(const char *dir, const char *ckpt_dir, int writer);
 
 /* Remove DIR/eval.json and DIR/confusion.csv where they are an earlier evaluation's outputs
  * (regular files recognised as sv_eval_check_outputs recognises them; a file an evaluation did

@@ -27,6 +27,16 @@ for dt in fp32 bf16; do
         echo "ok $dt ${e%:*}: the default run's parameters bit for bit, $t thread(s) named"
     done
 done
+# bench states the threads it ran with: OMP_THREAD_LIMIT=1 with --threads 2 is 1 thread per rank,
+# and its MFU is over 1 core (it said 2 threads and divided by 2 cores)
+OMP_THREAD_LIMIT=1 "$SV" bench --model vit-28 --dim 96 --depth 2 --heads 3 --batch-size 32 --steps 2 --warmup 1 \
+    --threads 2 --calib-seconds 0 --json "$WORK/b.json" >"$WORK/b.log" 2>&1 || { tail -5 "$WORK/b.log"; fail "bench"; }
+python3 - "$WORK/b.json" <<'PY' || fail "bench under OMP_THREAD_LIMIT=1 states other threads"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["threads_per_rank"] == 1 and j["cores_used"] == 1, (j["threads_per_rank"], j["cores_used"])
+print("ok bench under OMP_THREAD_LIMIT=1: threads_per_rank 1, cores_used 1")
+PY
 # An address-space limit near the process's size (ulimit -v): OpenBLAS's worker threads cannot
 # allocate their buffers and retry for ever, and its destructor joined them, so eval wrote its
 # results and never ended (and a failure there hung after its message). The process now ends

@@ -193,6 +193,25 @@ SHARDVIT_TEST_SIGNAL_STARTUP=USR2 timeout 60 "$SHARDVIT" train $RUN --steps 3 --
     --out "$WORK/hup" >"$WORK/hup.log" 2>&1 || rc=$?
 test $rc = 140 || { cat "$WORK/hup.log"; fail "SIGUSR2 at start-up outside --preempt-signal TERM: exit $rc, expected 140"; }
 echo "a start-up signal outside the --preempt-signal set: its default action once the handlers are in (SIGUSR2: 140)"
+# SIGUSR1 outside the set (--preempt-signal TERM, or none), during the run and at start-up: MPICH's
+# own SIGUSR1 handler takes it, as without the start-up handler (which that handler calls: it
+# stopped the run, exit 75), and the run ends normally
+for ps in TERM none; do
+    for how in at startup; do
+        rc=0
+        if [ $how = at ]; then
+            SHARDVIT_TEST_SIGNAL_AT=3:1:10 timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 8 \
+                --preempt-signal $ps --out "$WORK/u1$ps$how" >"$WORK/u1$ps$how.log" 2>&1 || rc=$?
+        else
+            SHARDVIT_TEST_SIGNAL_STARTUP=USR1 timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 8 \
+                --preempt-signal $ps --out "$WORK/u1$ps$how" >"$WORK/u1$ps$how.log" 2>&1 || rc=$?
+        fi
+        FAIL_LOGS=("$WORK/u1$ps$how.log")
+        test $rc = 0 || fail "SIGUSR1 ($how) with --preempt-signal $ps: exit $rc, expected 0 (not in the set)"
+        test "$(cat "$WORK/u1$ps$how/checkpoints/latest")" = step_00000008 || fail "SIGUSR1 ($how), --preempt-signal $ps: latest"
+    done
+done
+echo "SIGUSR1 outside --preempt-signal (TERM, none), in a step and at start-up: the run ends normally"
 
 # no checkpoint directory: stops after the step, nothing saved, 128 + 15
 FAIL_LOGS=("$WORK/nodir.log")

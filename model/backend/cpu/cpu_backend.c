@@ -298,6 +298,7 @@ sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out) 
     c->base.ops = &sv_cpu_ops;
     c->base.cfg = *cfg;
     c->base.cfg.device = SV_DEVICE_CPU;
+    c->base.cfg.threads = ch.threads; /* what it runs with (OpenMP's limits may lower the count asked for) */
     c->threads = ch.threads;
     c->op_threads = ch.op_threads;
     c->bf16 = ch.bf16;
