@@ -7,7 +7,8 @@
 # Usage: bash scripts/main_job.sh      (no arguments; settings through the environment)
 #   STEPS=N      train N steps instead of 7030 (937 steps are one epoch of the 60,000 images); the
 #                200-step warmup shrinks to N/10 for runs of 2000 steps or fewer
-#   OUT=DIR      the run directory [runs/fashion-mnist]; an earlier one there is moved aside
+#   OUT=DIR      the run directory [runs/fashion-mnist] (not the checkout or a directory above
+#                it); an earlier one there is moved aside
 #   DATA=DIR     where the JPEG import goes [data-cache/fashion-mnist]; reused when complete
 #   BUILD_DIR=D  the build directory scripts/build.sh uses [build]
 set -euo pipefail
@@ -30,6 +31,17 @@ while [ ${#OUT} -gt 1 ] && [ "${OUT%/}" != "$OUT" ]; do OUT=${OUT%/}; done
 while [ ${#DATA} -gt 1 ] && [ "${DATA%/}" != "$DATA" ]; do DATA=${DATA%/}; done
 [ "$OUT" != / ] || { echo "main_job.sh: OUT=/ is the root directory, not a run directory" >&2; exit 2; }
 [ "$DATA" != / ] || { echo "main_job.sh: DATA=/ is the root directory, not a data directory" >&2; exit 2; }
+# the script runs in the checkout's root: an OUT or DATA that is that directory or one above it
+# (OUT=., ..) would be moved aside with everything in it, or could not be
+root=$(pwd -P)
+for v in OUT DATA; do
+    r=$(realpath -m -- "${!v}")
+    case "$root/" in "$r"/*)
+        echo "main_job.sh: $v=${!v} is this checkout ($root) or a directory above it, not a run or data directory" >&2
+        exit 2
+        ;;
+    esac
+done
 bash scripts/setup.sh
 bash scripts/build.sh
 SV="${BUILD_DIR:-build}/app/shardvit"

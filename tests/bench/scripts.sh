@@ -366,7 +366,7 @@ check "main_job STEPS=08: 8 steps, warmup 0 (it was read as octal: 'value too gr
 mj mj_010 STEPS=010 OUT="$MJ/out010"
 check "main_job STEPS=010: 10 steps, warmup 1 (octal gave warmup 0)" \
     eval '[ $st = 0 ] && grep -q -- "--steps 10 .*--warmup 1 " "$TMP/mj_010.log"'
-for bad in STEPS=12x STEPS=-1 OUT=/ OUT=// DATA=/; do
+for bad in STEPS=12x STEPS=-1 OUT=/ OUT=// DATA=/ OUT=. OUT=.. OUT=./ DATA=..; do
     mj mj_bad "$bad"
     check "main_job refuses $bad before installing or building anything" \
         eval '[ $st = 2 ] && has "$TMP/mj_bad.e" "main_job.sh: ${bad%%=*}" && [ ! -s "$TMP/mj_bad.log" ]'
