@@ -2,7 +2,7 @@
 # (run_nogpu.sh, run_faults.sh); sourced after `set -u` with the build directory as $1 and
 # NAME set to the script's name. Exits 77 where python3 is missing or nvidia-smi lists a GPU,
 # 1 without BUILD/app/shardvit. Sets BUILD (absolute), HERE, RUN (run.sh), PY, T (a temporary
-# directory removed at exit) and defines fail MESSAGE.
+# directory removed at exit) and defines fail MESSAGE and status DIR STAGE.
 BUILD=${1:?usage: $NAME BUILD_DIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
 RUN=$HERE/run.sh
@@ -18,4 +18,14 @@ trap 'rm -rf "$T"' EXIT
 fail() {
     echo "FAIL: $*" >&2
     exit 1
+}
+# status DIR STAGE: "status" or "status: detail" of STAGE in DIR/report.json
+status() {
+    "$PY" - "$1/report.json" "$2" << 'EOF'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+for s in rep["stages"]:
+    if s["name"] == sys.argv[2]:
+        print(s["status"] + (": " + s["detail"] if s["detail"] else ""))
+EOF
 }

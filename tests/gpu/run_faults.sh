@@ -24,15 +24,6 @@
 set -u
 NAME=run_faults.sh
 source "$(dirname "$0")/nogpu_lib.sh"
-status() { # DIR STAGE: "status" or "status: detail" of STAGE in report.json
-    "$PY" - "$1/report.json" "$2" << 'EOF'
-import json, sys
-rep = json.load(open(sys.argv[1]))
-for s in rep["stages"]:
-    if s["name"] == sys.argv[2]:
-        print(s["status"] + (": " + s["detail"] if s["detail"] else ""))
-EOF
-}
 unpack_logs() { mkdir -p "$1/x" && tar -xzf "$1/logs.tgz" -C "$1/x"; }
 
 # ---- 1. failing CUDA training runs and benchmark: the stage names the program's error ----

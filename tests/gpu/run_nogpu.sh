@@ -25,16 +25,6 @@ check_out() {
     for f in report.md report.json steps.tsv environment.txt logs.tgz; do [ -s "$1/$f" ] || fail "$1 lacks $f"; done
     tar -tzf "$1/logs.tgz" > /dev/null || fail "$1/logs.tgz is not a readable archive"
 }
-# status DIR STAGE: "status" or "status: detail" of STAGE in report.json
-status() {
-    "$PY" - "$1/report.json" "$2" << 'EOF'
-import json, sys
-rep = json.load(open(sys.argv[1]))
-for s in rep["stages"]:
-    if s["name"] == sys.argv[2]:
-        print(s["status"] + (": " + s["detail"] if s["detail"] else ""))
-EOF
-}
 # every_stage_listed DIR: each stage is a row of report.md's stage table with a status
 every_stage_listed() {
     local s
