@@ -330,7 +330,7 @@ static sv_status report(sv_run *r, const bench_opts *o, double gemm_core, const 
     double img_s = (double)o->steps * o->run.batch_size / wall_max;
     double achieved = img_s * flops_img;
     sv_cpu_peak pc;
-    sv_cpu_peak_cores(r, o->run.threads, &pc);
+    sv_cpu_peak_cores(r, &pc);
     int threads_rank = pc.threads_rank, oversub = pc.oversub;
     double cores_used = pc.cores_used;
     double peak = sv_be_peak_flops(r->be) * r->world;
@@ -500,8 +500,7 @@ static sv_status train_once(bench_opts *o, const sv_proc *proc, sv_json_writer *
     if (st == SV_OK) o->rss_reset = sv_proc_rss_peak_reset();
     if (st == SV_OK) st = sv_run_setup(&r, &o->run, proc->rank, proc->world, proc->local_rank, proc->local_size);
     sv_cpu_peak hw = {{0}, 0, 0, 0, 0};
-    if (st == SV_OK && dk == SV_DEVICE_CPU && o->calib_s > 0)
-        st = sv_cpu_peak_measure(&r, o->run.threads, o->calib_s, &hw);
+    if (st == SV_OK && dk == SV_DEVICE_CPU && o->calib_s > 0) st = sv_cpu_peak_measure(&r, o->calib_s, &hw);
     if (st == SV_OK) st = bench_train(&r, o, gemm, &hw, res);
     if (st == SV_OK && o->run.trace) st = sv_run_finish_trace(&r, o->run.trace);
     if (st == SV_OK) sv_run_teardown(&r);

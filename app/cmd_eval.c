@@ -171,7 +171,7 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
         print_summary(&ev, o->data, names, n_names);
         sv_provenance p;
         sv_cpu_peak pc;
-        sv_cpu_peak_cores(&r, o->run.threads, &pc);
+        sv_cpu_peak_cores(&r, &pc);
         sv_provenance_fill(&p, "eval", proc, pc.threads_rank, strcmp(sv_be_name(r.be), "cuda") ? -1 : r.local_rank);
         char *prov = sv_provenance_json(&p, o->flags);
         ev.provenance_json = prov;

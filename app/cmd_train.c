@@ -223,11 +223,11 @@ static sv_status provenance_begin(trainer *t) {
     int cpu = !strcmp(sv_be_name(r->be), "cpu");
     const char *kind = t->peak > 0 ? "device" : NULL;
     if (t->peak <= 0 && cpu && o->mfu_calib_s > 0) {
-        SV_TRY(sv_cpu_peak_measure(r, o->run.threads, o->mfu_calib_s, &t->cpu_peak));
+        SV_TRY(sv_cpu_peak_measure(r, o->mfu_calib_s, &t->cpu_peak));
         t->peak = sv_cpu_peak_flops(&t->cpu_peak);
         if (t->peak > 0) kind = "isa";
     }
-    sv_cpu_peak_cores(r, o->run.threads, &t->cpu_peak);
+    sv_cpu_peak_cores(r, &t->cpu_peak);
     if (r->rank != 0) return SV_OK;
     sv_proc proc = {r->rank, r->world, r->local_rank, r->local_size};
     sv_provenance p;

@@ -10,12 +10,11 @@
 #include "core/rng.h"
 #include "model/backend/cpu/isa_peak.h"
 
-void sv_cpu_peak_cores(const sv_run *r, int threads_opt, sv_cpu_peak *pk) {
+void sv_cpu_peak_cores(const sv_run *r, sv_cpu_peak *pk) {
     long cores = sv_cpus_node(); /* all ranks' CPUs on the node: bound ranks each see only theirs */
     int local = r->local_size > 0 ? r->local_size : 1;
     /* the backend's own count: what it runs with (OpenMP's limits may have lowered the one asked for) */
     int t = !strcmp(sv_be_name(r->be), "cpu") ? sv_be_config(r->be)->threads : 1;
-    (void)threads_opt;
     pk->threads_rank = t < 1 ? 1 : t;
     int nodes = r->world / local;
     long used_node = (long)pk->threads_rank * local;
@@ -23,9 +22,9 @@ void sv_cpu_peak_cores(const sv_run *r, int threads_opt, sv_cpu_peak *pk) {
     pk->cores_used = (double)(pk->oversub ? cores : used_node) * (nodes > 0 ? nodes : 1);
 }
 
-sv_status sv_cpu_peak_measure(sv_run *r, int threads_opt, double seconds, sv_cpu_peak *pk) {
+sv_status sv_cpu_peak_measure(sv_run *r, double seconds, sv_cpu_peak *pk) {
     memset(pk, 0, sizeof *pk);
-    sv_cpu_peak_cores(r, threads_opt, pk);
+    sv_cpu_peak_cores(r, pk);
     if (!sv_cpu_gemm_engine_of_device(sv_be_device_name(r->be), pk->engine, sizeof pk->engine))
         snprintf(pk->engine, sizeof pk->engine, "openblas");
     if (seconds <= 0) return SV_OK;

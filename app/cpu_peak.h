@@ -19,12 +19,12 @@ typedef struct sv_cpu_peak {
     double cores_used; /* cores the run occupies over all nodes (capped at the cores of each node) */
 } sv_cpu_peak;
 
-/* threads_rank, oversub and cores_used of run r (`threads_opt`: the --threads value, 0 = cores /
- * local ranks). Local, no communication. */
-void sv_cpu_peak_cores(const sv_run *r, int threads_opt, sv_cpu_peak *pk);
+/* threads_rank, oversub and cores_used of run r (threads_rank: the threads its CPU backend runs
+ * with, sv_be_config's; 1 on a GPU backend). Local, no communication. */
+void sv_cpu_peak_cores(const sv_run *r, sv_cpu_peak *pk);
 /* sv_cpu_peak_cores, then the measurement (collective over r->world_comm: every rank calls).
  * seconds <= 0: nothing measured (per_core = 0). */
-sv_status sv_cpu_peak_measure(sv_run *r, int threads_opt, double seconds, sv_cpu_peak *pk);
+sv_status sv_cpu_peak_measure(sv_run *r, double seconds, sv_cpu_peak *pk);
 /* The peak of the whole run, per_core x cores_used (0 when unknown). */
 double sv_cpu_peak_flops(const sv_cpu_peak *pk);
 
