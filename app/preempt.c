@@ -44,6 +44,13 @@ static int parse_one(const char *tok, size_t len) {
     return -1;
 }
 
+/* 1 when p (nullable) lists sig */
+static int in_set(const sv_preempt *p, int sig) {
+    for (int i = 0; p && i < p->n; i++)
+        if (p->sig[i] == sig) return 1;
+    return 0;
+}
+
 sv_status sv_preempt_parse(const char *spec, sv_preempt *out) {
     memset(out, 0, sizeof *out);
     if (!spec || !strcasecmp(spec, "none")) return SV_OK;
@@ -57,8 +64,7 @@ sv_status sv_preempt_parse(const char *spec, sv_preempt *out) {
                 "--preempt-signal: '%.*s' is not a signal that can be handled (names: TERM INT USR1 USR2 HUP "
                 "QUIT XCPU ALRM, or a number; 'none' for no handler)",
                 (int)(len > 32 ? 32 : len), p);
-        for (int i = 0; i < out->n; i++)
-            if (out->sig[i] == s) return SV_FAIL(SV_ERR_INVALID, "--preempt-signal: %.*s is listed twice", (int)len, p);
+        if (in_set(out, s)) return SV_FAIL(SV_ERR_INVALID, "--preempt-signal: %.*s is listed twice", (int)len, p);
         if (out->n == SV_PREEMPT_MAX_SIGNALS)
             return SV_FAIL(SV_ERR_INVALID, "--preempt-signal: at most %d signals", SV_PREEMPT_MAX_SIGNALS);
         out->sig[out->n++] = s;
@@ -137,9 +143,7 @@ static void release_except(const sv_preempt *keep) {
     for (size_t i = 0; i < N_NAMED; i++) {
         if (!g_held[i]) continue;
         g_held[i] = 0;
-        int kept = 0;
-        for (int j = 0; keep && j < keep->n; j++) kept |= keep->sig[j] == k_names[i].sig;
-        if (!kept) {
+        if (!in_set(keep, k_names[i].sig)) {
             g_armed[k_names[i].sig] = 0;
             sigaction(k_names[i].sig, &g_hold_old[i], NULL);
         }
@@ -169,9 +173,7 @@ sv_status sv_preempt_install(const sv_preempt *p) {
     g_installed = *p;
     release_except(p);
     if (early) {
-        int handled = 0;
-        for (int i = 0; i < p->n; i++) handled |= p->sig[i] == early;
-        if (handled)
+        if (in_set(p, early))
             g_received = early; /* the run stops after its first step */
         else
             raise(early); /* not in the set: what this process did with it before the hold */

@@ -103,23 +103,16 @@ sv_status sv_train_log_header(sv_train_log *lg, const char *prov_json, const sv_
     return metrics_put(lg, &w);
 }
 
-/* Step of a metrics.jsonl line ({"step":N,...}), or -1. */
-static long line_step(const char *line, size_t n) {
+/* Step of a metrics.jsonl line ({"step":N,...}), or -1; *end: the offset just past N. */
+static long line_step(const char *line, size_t n, size_t *end) {
     static const char key[] = "{\"step\":";
     size_t k = sizeof key - 1;
     if (n <= k || memcmp(line, key, k)) return -1;
     long v = 0;
     size_t i = k;
     for (; i < n && line[i] >= '0' && line[i] <= '9' && v < 1000000000000L; i++) v = v * 10 + (line[i] - '0');
+    *end = i;
     return i > k ? v : -1;
-}
-
-/* 1 when a metrics.jsonl line (its first n bytes) is an evaluation record: {"step":N,"eval... */
-static int eval_record(const char *line, size_t n) {
-    static const char key[] = ",\"eval";
-    size_t i = 8; /* past {"step": */
-    while (i < n && line[i] >= '0' && line[i] <= '9') i++;
-    return n - i >= sizeof key - 1 && !memcmp(line + i, key, sizeof key - 1);
 }
 
 sv_status sv_train_log_resume(sv_train_log *lg, long step) {
@@ -141,12 +134,13 @@ sv_status sv_train_log_resume(sv_train_log *lg, long step) {
             line_len++;
             if (buf[i] != '\n') continue;
             const size_t ln = line_len < sizeof line ? line_len : sizeof line;
-            const long s = line_step(line, ln);
+            size_t at = 0; /* past the step number: an evaluation record goes on with ,"eval */
+            const long s = line_step(line, ln, &at);
             if (s > step)
                 done = 1;
             else
                 keep = pos + i + 1;
-            if (s == step && !done && eval_record(line, ln)) lg->eval_logged_step = step;
+            if (s == step && !done && ln - at >= 6 && !memcmp(line + at, ",\"eval", 6)) lg->eval_logged_step = step;
             line_len = 0;
         }
         pos += n;
