@@ -25,6 +25,7 @@ expect_usage_error "unexpected argument '--bogus'" info --model vit-28 -- --bogu
 expect_usage_error "--lr: invalid value '-1'" train --lr=-1
 expect_usage_error "--steps: missing value" train --steps
 expect_usage_error "unknown model 'vit-zz'" info --model vit-zz
+expect_usage_error "--preempt-signal: TERM is listed twice" train --preempt-signal USR1,TERM,TERM
 # timm names: another size of the plain trunk gets the --img / --patch hint, a variant with other
 # blocks or heads is said not to be shardvit's ViT (both got the size hint)
 expect_usage_error "other timm sizes are a listed name with --img/--patch" info --model vit_base_patch16_384
