@@ -84,6 +84,10 @@ int sv_gemm_bf16_available(void) {
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
 }
 
+/* Row pairs ahead that packing a reduction-strided B prefetches: its source rows are read once
+ * each, and the hardware prefetcher alone left the loads waiting on memory. */
+#define B_PREFETCH_PAIRS 8
+
 void sv_gemm_bf16_pack_padded(void *pb_, sv_gemm_mat B, int n, int r, int j0, int j1, long rp_alloc) {
     uint32_t *pb = pb_;
     const long rp = (r + 1) / 2;
@@ -94,9 +98,18 @@ void sv_gemm_bf16_pack_padded(void *pb_, sv_gemm_mat B, int n, int r, int j0, in
         /* reduction rows are contiguous along the columns: two rows make 32 dwords per panel.
          * Each pair of source rows is read once, left to right across all panels of the range
          * (sequential reads; the panels are written as parallel streams). */
+        const size_t es = B.h ? sizeof(uint16_t) : sizeof(float);
+        const char *src = B.h ? (const char *)(B.h + (size_t)jp0 * NR) : (const char *)(B.p + (size_t)jp0 * NR);
+        const size_t seg = (size_t)((j1 < jp1 * NR ? j1 : jp1 * NR) - jp0 * NR) * es; /* bytes per source row */
         for (long q = 0; q < rp; q++) {
             const size_t row0 = (size_t)(2 * q) * B.ld;
             const int row1 = 2 * q + 1 < r;
+            if (2 * (q + B_PREFETCH_PAIRS) + 1 < r) /* the rows B_PREFETCH_PAIRS pairs ahead, into L2 */
+                for (int h = 0; h < 2; h++) {
+                    const char *row = src + (size_t)(2 * (q + B_PREFETCH_PAIRS) + h) * B.ld * es;
+                    for (size_t o = 0; o < seg; o += 64) _mm_prefetch(row + o, _MM_HINT_T1);
+                    _mm_prefetch(row + seg - 1, _MM_HINT_T1);
+                }
             for (int jp = jp0; jp < jp1; jp++) {
                 uint32_t *dst = pb + (size_t)jp * rp_alloc * NR + q * NR;
                 const int jbase = jp * NR, nj = n - jbase < NR ? n - jbase : NR;
@@ -239,6 +252,49 @@ static void kernel(long kq, const uint32_t *a, size_t ars, size_t aps, const uin
 #undef SV_KBF_ROWS
 #undef SV_KBF_AT
 
+/* Software prefetch (into L2) of the source lines of the A block that the loop copies next,
+ * spread over the current block's kernel calls. Without it the copy waits on memory for every
+ * line of a block (bf16 activations of a few MiB, each read once per block): half of the copy's
+ * samples sat on its first load. A prefetch never faults and changes no result. */
+typedef struct {
+    const char *base; /* the next block's first source row segment */
+    size_t stride;    /* bytes from one source row to the next */
+    size_t bytes;     /* bytes of each row segment */
+    int rows, done, per_call;
+} a_prefetch;
+
+static a_prefetch a_prefetch_next(sv_gemm_mat A, int m, int r, blocking bk, int i0, long q0, long rp, int calls) {
+    a_prefetch p = {0};
+    int i1 = i0;
+    long q1 = q0 + bk.kcp;
+    if (q1 >= rp) q1 = 0, i1 = i0 + bk.mc;
+    if (i1 >= m || calls <= 0) return p;
+    const int mc = m - i1 < bk.mc ? m - i1 : bk.mc;
+    const long red = r - 2 * q1 < 2 * (long)bk.kcp ? r - 2 * q1 : 2 * (long)bk.kcp; /* elements */
+    const size_t es = A.h ? sizeof(uint16_t) : sizeof(float);
+    const char *base = A.h ? (const char *)A.h : (const char *)A.p;
+    p.stride = A.ld * es;
+    if (A.red_contig) { /* mc rows, red elements each */
+        p.base = base + ((size_t)i1 * A.ld + 2 * (size_t)q1) * es;
+        p.bytes = (size_t)red * es;
+        p.rows = mc;
+    } else { /* red rows of the reduction, mc elements each */
+        p.base = base + (2 * (size_t)q1 * A.ld + (size_t)i1) * es;
+        p.bytes = (size_t)mc * es;
+        p.rows = (int)red;
+    }
+    p.per_call = (p.rows + calls - 1) / calls;
+    return p;
+}
+
+static inline void a_prefetch_some(a_prefetch *p) {
+    for (int k = 0; k < p->per_call && p->done < p->rows; k++, p->done++) {
+        const char *row = p->base + (size_t)p->done * p->stride;
+        for (size_t o = 0; o < p->bytes; o += 64) _mm_prefetch(row + o, _MM_HINT_T1);
+        _mm_prefetch(row + p->bytes - 1, _MM_HINT_T1);
+    }
+}
+
 void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb_, int n, int r, int accumulate,
                       void *scratch) {
     const uint32_t *pb = pb_;
@@ -254,11 +310,13 @@ void sv_gemm_bf16_run(float *C, size_t ldc, sv_gemm_mat A, int m, const void *pb
             pack_a(S, A, r, i0, mc, q0, kq);
             size_t ars = A.red_contig ? (size_t)kq : 1, aps = A.red_contig ? 1 : MR;
             int load_c = accumulate || q0 > 0;
+            a_prefetch pf = a_prefetch_next(A, m, r, bk, i0, q0, rp, npan * ((mc + MR - 1) / MR));
             for (int jp = 0; jp < npan; jp++) {
                 const uint32_t *bpan = pb + ((size_t)jp * rp + q0) * NR;
                 int nr = n - jp * NR < NR ? n - jp * NR : NR;
                 for (int g = 0; g < mc; g += MR) {
                     int mr = mc - g < MR ? mc - g : MR;
+                    a_prefetch_some(&pf);
                     kernel(kq, S + (size_t)g * kq, ars, aps, bpan, C + (size_t)(i0 + g) * ldc + jp * NR, ldc, mr, nr,
                            load_c);
                 }
