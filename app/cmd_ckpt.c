@@ -564,6 +564,16 @@ sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done, int *
     }
     int by_steps = c->dir && c->every > 0 && done % c->every == 0;
     *stop = (int)v[0];
+    if (c->hold && (by_steps || v[1] > 0) && !*stop) {
+        SV_INFO("step %ld: periodic checkpoint held: the step was skipped for non-finite gradients (the next applied "
+                "step saves)",
+                done);
+        if (by_steps) c->held = 1;
+        by_steps = 0, v[1] = 0;
+    } else if (c->held && !c->hold) { /* the first applied step after a held periodic save */
+        by_steps = c->dir != NULL;
+    }
+    if (!c->hold) c->held = 0;
     if (*stop)
         SV_WARN("%s received%s: stopping after step %ld%s", sv_preempt_signal_name(*stop),
                 sv_preempt_received() ? "" : " by another rank", done,

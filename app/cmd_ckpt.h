@@ -24,6 +24,10 @@ typedef struct sv_train_ckpt {
     sv_ckpt_meta meta;    /* eval transform + label names recorded in every checkpoint (labels
                               borrowed; the trainer frees the pointer array) */
     long long last_saved; /* step of the newest checkpoint of this run on disk, -1 none */
+    int hold;             /* set by the trainer while steps are being skipped for non-finite gradients:
+                             periodic saves wait (their weights are unchanged, and --keep would rotate
+                             older checkpoints away for them); a preemption save still happens */
+    int held;             /* a periodic save was held: the first applied step after the hold saves */
     char dir_buf[SV_CKPT_PATH_MAX];
 } sv_train_ckpt;
 

@@ -122,6 +122,7 @@ typedef struct trainer {
     sv_lr_sched sched;
     float *lr_scale; /* --layer-decay: per-tensor LR multipliers (NULL: off) */
     long total, last_eval;
+    long skip_run; /* steps skipped in a row up to the current one (non-finite gradients) */
     sv_train_hooks hooks;
     sv_train_ckpt ck;
     sv_train_log lg;
@@ -437,6 +438,14 @@ static sv_status run_steps(trainer *t, long start, train_end *end) {
             return SV_FAIL(SV_ERR_NONFINITE,
                            "%llu steps skipped for non-finite gradients (limit --max-skipped-steps %d)",
                            (unsigned long long)r->fsdp.ctr.skipped_steps, o->max_skipped);
+        t->skip_run = sr.skipped ? t->skip_run + 1 : 0;
+        t->ck.hold = t->skip_run > 0;
+        if (o->max_skip_run >= 0 && t->skip_run > o->max_skip_run)
+            return SV_FAIL(SV_ERR_NONFINITE,
+                           "training diverged: steps %ld-%ld were all skipped for non-finite gradients (limit "
+                           "--max-consecutive-skips %d); the weights have not changed since step %ld and produce "
+                           "them",
+                           step + 2 - t->skip_run, step + 1, o->max_skip_run, step + 1 - t->skip_run);
         SV_TRY(log_step(t, step, lr, &sr));
         if (t->vds && o->eval_every > 0 && ((step + 1) % o->eval_every == 0 || step + 1 == t->total)) {
             SV_TRY(sv_train_ema_eval(&t->lg, &t->ev, &r->fsdp, step + 1, o->val_data));

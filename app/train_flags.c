@@ -64,6 +64,7 @@ int sv_train_flags_parse(sv_train_opts *o, int argc, char **argv, const sv_proc 
                          .workers = 0,
                          .synth_samples = 10000,
                          .max_skipped = -1,
+                         .max_skip_run = 10,
                          .debug_nan_step = -1,
                          .debug_nan_rank = 0,
                          .ckpt_minutes = 30,
@@ -137,6 +138,10 @@ int sv_train_flags_parse(sv_train_opts *o, int argc, char **argv, const sv_proc 
         {"synth-samples", SV_FLAG_INT, &o->synth_samples, 1, 1 << 30, "samples in --data synthetic", 0},
         {"max-skipped-steps", SV_FLAG_INT, &o->max_skipped, -1, 1 << 30,
          "abort when more than N steps were skipped for non-finite gradients (-1 = never)", 0},
+        {"max-consecutive-skips", SV_FLAG_INT, &o->max_skip_run, -1, 1 << 30,
+         "stop with an error when more than N steps in a row were skipped for non-finite gradients: the weights "
+         "stopped changing and produce them (-1 = never)",
+         0},
         {"save-params", SV_FLAG_STR, &o->save_params, 0, 0,
          "write all final fp32 parameters (canonical order) here; an existing file only when it is an earlier dump "
          "of this model (4 bytes per parameter)",

@@ -23,7 +23,7 @@ typedef struct sv_train_opts {
     long long steps;
     int epochs;
     double lr, min_lr, weight_decay, beta1, beta2, eps, clip, smoothing;
-    int warmup, log_every, workers, synth_samples, max_skipped;
+    int warmup, log_every, workers, synth_samples, max_skipped, max_skip_run;
     double mixup, cutmix;
     int randaug_n;
     double randaug_m;

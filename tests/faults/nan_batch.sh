@@ -9,7 +9,15 @@
 #      3-step run (a skipped step leaves master weights and optimizer state untouched);
 #      metrics.jsonl stays strict JSON: the skipped step's loss and grad_norm are null;
 #   2. the same poison at step 1 with --max-skipped-steps 0: mpiexec exits non-zero within the
-#      time bound, the message names the limit, and no process is left behind.
+#      time bound, the message names the limit, and no process is left behind;
+#   3. a poisoned step that a periodic checkpoint falls on (--ckpt-every 2, step 4): that save is
+#      held (its weights are those of step 3) and made after the next applied step (step 5);
+#   4. a real divergence (SGD at --lr 10, no clipping) with the default flags: once more than 10
+#      steps in a row are skipped (--max-consecutive-skips 10) every rank stops with exit 1 and a
+#      message naming the steps and the last applied one; the periodic saves of the skipped
+#      steps were held, so --keep 2 kept the checkpoints from before the divergence and `latest`
+#      names one of them (before the limit existed this run skipped every step to the end,
+#      exited 0, and --keep rotated every good checkpoint away).
 # (tests/fsdp/schedule.sh covers the same through an injected gradient NaN; this one enters
 # through the data path.)
 # Usage: nan_batch.sh SHARDVIT MPIEXEC
@@ -49,4 +57,33 @@ el=$(($(date +%s) - t0))
 grep -q "steps skipped for non-finite gradients (limit --max-skipped-steps 0)" "$WORK/abort.log" || fail "no abort message"
 no_leftovers "$WORK/abort"
 echo "ok: --max-skipped-steps 0 aborted (exit $rc, ${el} s), nothing left running"
+
+FAIL_LOGS=("$WORK/held.log" "$WORK/diverge.log")
+SHARDVIT_TEST_POISON_BATCH=3:1 train held 6 --ckpt-every 2 || fail "run with a held save failed"
+grep -q "step 4: periodic checkpoint held" "$WORK/held.log" || fail "no held-save message at step 4"
+[ "$(ls "$WORK/held/checkpoints" | grep '^step_' | tr '\n' ' ')" = "step_00000002 step_00000005 step_00000006 " ] ||
+    fail "checkpoints after a held save: $(ls "$WORK/held/checkpoints" | tr '\n' ' ')"
+echo "ok: the periodic save of a skipped step was held and made after the next applied step"
+
+DIVERGE="--model vit-28 --dim 32 --depth 2 --heads 2 --batch-size 16 --synth-samples 256 --workers 1 --log-every 1"
+timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $DIVERGE --steps 40 --lr 10 --warmup 0 --clip 0 --opt sgd \
+    --comm-timeout 30 --out "$WORK/diverge" --ckpt-every 2 --keep 2 >"$WORK/diverge.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a diverged run: expected a clean non-zero exit, got $rc"
+msg=$(grep -m1 -o "training diverged: steps [0-9]*-[0-9]* were all skipped .*" "$WORK/diverge.log") ||
+    fail "no divergence message"
+first=$(echo "$msg" | sed 's/.*steps \([0-9]*\)-.*/\1/') last=$(echo "$msg" | sed 's/.*steps [0-9]*-\([0-9]*\) .*/\1/')
+[ $((last - first)) -eq 10 ] || fail "stopped after $((last - first + 1)) skipped steps, not 11: $msg"
+echo "$msg" | grep -q "(limit --max-consecutive-skips 10); the weights have not changed since step $((first - 1))" ||
+    fail "message: $msg"
+latest=$(cat "$WORK/diverge/checkpoints/latest")
+for d in "$WORK"/diverge/checkpoints/step_*; do
+    n=$((10#${d##*step_}))
+    [ "$n" -lt "$first" ] || fail "checkpoint $d saved at or after the first skipped step $first"
+done
+[ "$(ls -d "$WORK"/diverge/checkpoints/step_* | wc -l)" -eq 2 ] || fail "--keep 2 kept: $(ls "$WORK/diverge/checkpoints")"
+n=$((10#${latest#step_}))
+[ "$n" -lt "$first" ] || fail "latest is $latest"
+no_leftovers "$WORK/diverge"
+echo "ok: a diverged run stopped after 11 skipped steps in a row (exit $rc), $latest kept from before them"
 echo PASS
