@@ -160,6 +160,13 @@ static sv_status run_predict(predict_opts *o, char **imgs, int n_imgs, const sv_
         if (st == SV_OK) st = sv_be_compute_to_f32(r.be, d_l32, r.model.logits, (size_t)micro * K);
         if (st == SV_OK) st = sv_be_download(r.be, h_logits, d_l32, (size_t)micro * K * 4);
         if (st == SV_OK) st = sv_be_sync(r.be);
+        for (int i = 0; i < n && st == SV_OK; i++) /* every rank computed the same logits */
+            for (int k = 0; k < K && st == SV_OK; k++)
+                if (!isfinite(h_logits[(size_t)i * K + k]))
+                    st = SV_FAIL(SV_ERR_NONFINITE,
+                                 "%s: the model gave a non-finite logit (%s for class %d): the weights (or the input) "
+                                 "produce it, so no probabilities are reported",
+                                 imgs[i0 + i], isnan(h_logits[(size_t)i * K + k]) ? "NaN" : "Inf", k);
         for (int i = 0; i < n && st == SV_OK && r.rank == 0; i++)
             print_one(o, imgs[i0 + i], h_logits + (size_t)i * K, K, names, n_names, tmp);
     }

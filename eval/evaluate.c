@@ -202,6 +202,11 @@ sv_status sv_eval_run(sv_evaluator *e) {
                        "eval: no sample evaluated (%lld of the data's %zu images unreadable and left out): an "
                        "evaluation of zero samples has no top-1, top-5 or loss, so no result is reported",
                        e->skipped, sv_dataset_len(e->ds) + sv_dataset_left_out(e->ds));
+    if (sv_metrics_nonfinite(&e->m) > 0) /* merged: the same on every rank */
+        return SV_FAIL(SV_ERR_NONFINITE,
+                       "eval: the model gave non-finite logits (NaN or Inf) for %lld of %lld samples: the weights (or "
+                       "the input) produce them, so no top-1, top-5 or loss is reported",
+                       (long long)sv_metrics_nonfinite(&e->m), (long long)sv_metrics_samples(&e->m));
     return SV_OK;
 }
 
@@ -343,9 +348,12 @@ sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const ch
     char p[4096];
     snprintf(p, sizeof p, "%s/eval.json", dir);
     sv_status st = sv_metrics_write_json_ex(&e->m, p, names, write_xform, e);
-    if (st == SV_OK) {
+    if (st == SV_OK && sv_metrics_has_confusion(&e->m)) {
         snprintf(p, sizeof p, "%s/confusion.csv", dir);
         st = sv_metrics_write_confusion_csv(&e->m, p, names);
+    } else if (st == SV_OK) {
+        SV_INFO("eval: no confusion.csv: %d classes (a confusion matrix is kept for at most %d)", K,
+                SV_METRICS_CONFUSION_MAX);
     }
     free(own);
     free(num);

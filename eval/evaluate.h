@@ -119,7 +119,8 @@ sv_status sv_eval_run(sv_evaluator *e);
  * set does not have. buf receives the text when it has to be made up. */
 const char *sv_eval_class_name(const sv_evaluator *e, int k, char *buf, size_t cap);
 
-/* Write DIR/eval.json and DIR/confusion.csv (mkdir -p DIR). Call on one rank only.
+/* Write DIR/eval.json and DIR/confusion.csv (mkdir -p DIR; confusion.csv only with a confusion
+ * matrix: at most SV_METRICS_CONFUSION_MAX classes). Call on one rank only.
  * names: num_classes strings or NULL for the data set's names (sv_eval_class_name).
  * Checks the outputs first (sv_eval_check_outputs with no checkpoint). */
 sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const char *const *names);

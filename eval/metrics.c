@@ -31,7 +31,9 @@ int sv_metrics_rank(const float *x, int K, int y) {
     return r;
 }
 
-size_t sv_metrics_i64_len(int k) { return 3 + 2 * (size_t)k + (size_t)k * (size_t)k; }
+size_t sv_metrics_i64_len(int k) {
+    return 4 + 2 * (size_t)k + (k <= SV_METRICS_CONFUSION_MAX ? (size_t)k * (size_t)k : 0);
+}
 
 sv_status sv_metrics_init(sv_metrics *m, int num_classes) {
     memset(m, 0, sizeof *m);
@@ -73,16 +75,20 @@ sv_status sv_metrics_add_batch(sv_metrics *m, const float *logits, const int32_t
         const float xy = x[y];
         const int pred = sv_metrics_argmax(x, K), rank = sv_metrics_rank(x, K, y);
         float mx = -INFINITY;
-        for (int k = 0; k < K; k++)
+        int finite = 1;
+        for (int k = 0; k < K; k++) {
             if (x[k] > mx) mx = x[k];
+            finite &= isfinite(x[k]) != 0;
+        }
         m->i64[0]++;
+        m->i64[3] += !finite;
         if (pred == y) { /* the same rule as rank == 0: top-1 == per-class == confusion diagonal */
             m->i64[1]++;
             cc[y]++;
         }
         if (rank < SV_METRICS_TOPK) m->i64[2]++;
         ct[y]++;
-        conf[(size_t)y * K + pred]++;
+        if (conf) conf[(size_t)y * K + pred]++;
         /* log-sum-exp shifted by the max; all-(-inf) or NaN logits give a non-finite loss */
         double se = 0;
         for (int k = 0; k < K; k++) se += exp((double)x[k] - (double)mx);
@@ -218,6 +224,9 @@ static void csv_field(tbuf *t, const char *s) {
 sv_status sv_metrics_write_confusion_csv(const sv_metrics *m, const char *path, const char *const *class_names) {
     const int K = m->num_classes;
     const int64_t *conf = sv_metrics_confusion(m);
+    if (!conf)
+        return SV_FAIL(SV_ERR_INVALID, "%s: no confusion matrix is kept for %d classes (at most %d)", path, K,
+                       SV_METRICS_CONFUSION_MAX);
     tbuf t = {0};
     char buf[32];
     tput(&t, "true\\predicted", 14);

@@ -14,10 +14,15 @@
  *    a non-finite loss makes the sum non-finite (and eval.json then shows null).
  * Samples whose validity mask entry is 0 (padding of the last distributed batch) are ignored.
  *
+ *  - non-finite: a sample with any NaN or Inf logit is counted (i64[3]); the orders above still
+ *    place it, but its prediction means nothing: sv_eval_run reports no result when the count
+ *    is not 0 (the weights or the input produce non-finite values).
  * State is two plain arrays so ranks can combine with one all-reduce each (sum as I64 and F64):
- *   i64[0] samples, i64[1] top-1 correct, i64[2] top-5 correct,
- *   i64[3 .. 3+K) per-class correct (top-1), i64[3+K .. 3+2K) per-class total,
- *   i64[3+2K .. 3+2K+K*K) confusion, row = true class, column = predicted class;
+ *   i64[0] samples, i64[1] top-1 correct, i64[2] top-5 correct, i64[3] non-finite samples,
+ *   i64[4 .. 4+K) per-class correct (top-1), i64[4+K .. 4+2K) per-class total,
+ *   i64[4+2K .. 4+2K+K*K) confusion, row = true class, column = predicted class, only when
+ *   K <= SV_METRICS_CONFUSION_MAX (K*K counters: 8 MiB at 1024 classes, 3.6 GiB per rank at
+ *   ImageNet-21k's 21,843, staged through the run's arena for the all-reduce);
  *   f64[0] summed loss.
  * sv_metrics_init allocates (not a hot path); sv_metrics_add_batch never allocates. */
 #ifndef SV_EVAL_METRICS_H
@@ -30,11 +35,12 @@
 #include "core/status.h"
 
 #define SV_METRICS_TOPK 5
+#define SV_METRICS_CONFUSION_MAX 1024 /* classes up to which the confusion matrix is kept */
 #define SV_METRICS_F64_LEN 1
 
 typedef struct sv_metrics {
     int num_classes;
-    size_t i64_len; /* 3 + 2K + K*K */
+    size_t i64_len; /* 4 + 2K (+ K*K with a confusion matrix) */
     int64_t *i64;   /* owned, layout above */
     double f64[SV_METRICS_F64_LEN];
 } sv_metrics;
@@ -65,10 +71,14 @@ sv_status sv_metrics_merge(sv_metrics *dst, const sv_metrics *src);
 static inline int64_t sv_metrics_samples(const sv_metrics *m) { return m->i64[0]; }
 static inline int64_t sv_metrics_top1_correct(const sv_metrics *m) { return m->i64[1]; }
 static inline int64_t sv_metrics_top5_correct(const sv_metrics *m) { return m->i64[2]; }
-static inline int64_t *sv_metrics_class_correct(const sv_metrics *m) { return m->i64 + 3; }
-static inline int64_t *sv_metrics_class_total(const sv_metrics *m) { return m->i64 + 3 + m->num_classes; }
-/* (K, K): [true * K + predicted] */
-static inline int64_t *sv_metrics_confusion(const sv_metrics *m) { return m->i64 + 3 + 2 * (size_t)m->num_classes; }
+static inline int64_t sv_metrics_nonfinite(const sv_metrics *m) { return m->i64[3]; }
+static inline int64_t *sv_metrics_class_correct(const sv_metrics *m) { return m->i64 + 4; }
+static inline int64_t *sv_metrics_class_total(const sv_metrics *m) { return m->i64 + 4 + m->num_classes; }
+static inline int sv_metrics_has_confusion(const sv_metrics *m) { return m->num_classes <= SV_METRICS_CONFUSION_MAX; }
+/* (K, K): [true * K + predicted]; NULL without a confusion matrix (K > SV_METRICS_CONFUSION_MAX) */
+static inline int64_t *sv_metrics_confusion(const sv_metrics *m) {
+    return sv_metrics_has_confusion(m) ? m->i64 + 4 + 2 * (size_t)m->num_classes : NULL;
+}
 
 /* Fractions in [0, 1] and mean loss; NaN when no samples. */
 double sv_metrics_top1(const sv_metrics *m);
@@ -88,7 +98,7 @@ sv_status sv_metrics_write_json_ex(const sv_metrics *m, const char *path, const 
 
 /* Write the confusion matrix as CSV atomically: header "true\predicted,<name0>,...", then one
  * row per true class "<name>,<count>,...". Names are quoted (RFC 4180) when they contain a
- * comma, quote, CR or LF. */
+ * comma, quote, CR or LF. SV_ERR_INVALID without a confusion matrix (sv_metrics_has_confusion). */
 sv_status sv_metrics_write_confusion_csv(const sv_metrics *m, const char *path, const char *const *class_names);
 
 #endif

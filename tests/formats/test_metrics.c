@@ -3,6 +3,7 @@
  * validity mask, label errors, merging split accumulators, NaN handling, and the eval.json /
  * confusion CSV files. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/json.h"
@@ -57,7 +58,7 @@ static void check_expected(const sv_metrics *m) {
 static void test_counts(void) {
     sv_metrics m;
     CHECK_OK(sv_metrics_init(&m, K));
-    CHECK(m.i64_len == 3 + 2 * K + K * K && sv_metrics_i64_len(K) == m.i64_len);
+    CHECK(m.i64_len == 4 + 2 * K + K * K && sv_metrics_i64_len(K) == m.i64_len);
     CHECK(isnan(sv_metrics_top1(&m)) && isnan(sv_metrics_mean_loss(&m)));
     CHECK_OK(sv_metrics_add_batch(&m, &logits[0][0], labels, valid, 7));
     check_expected(&m);
@@ -107,6 +108,38 @@ static void test_nan_and_small_k(void) {
     CHECK(cf[2 * 3 + 1] == 1); /* row 1: argmax over {1, 0} -> class 1 */
     CHECK(cf[1 * 3 + 0] == 1); /* all NaN -> class 0 */
     CHECK(isnan(m.f64[0]));
+    CHECK(sv_metrics_nonfinite(&m) == 3); /* every row has a NaN: no result is reported (evaluate.c) */
+    /* an infinite logit counts too; a finite row does not */
+    const float z[2][3] = {{INFINITY, 0, 1}, {1, 2, 3}};
+    CHECK_OK(sv_metrics_add_batch(&m, &z[0][0], y, NULL, 2));
+    CHECK(sv_metrics_nonfinite(&m) == 4 && sv_metrics_samples(&m) == 5);
+    sv_metrics_free(&m);
+}
+
+/* The confusion matrix is kept up to SV_METRICS_CONFUSION_MAX classes; above it the state is
+ * 4 + 2K counters (not K*K: 3.6 GiB per rank at 21,843 classes) and the CSV is refused. */
+static void test_confusion_cap(void) {
+    const int big = SV_METRICS_CONFUSION_MAX + 1;
+    CHECK(sv_metrics_i64_len(SV_METRICS_CONFUSION_MAX) ==
+          4 + 2 * (size_t)SV_METRICS_CONFUSION_MAX + (size_t)SV_METRICS_CONFUSION_MAX * SV_METRICS_CONFUSION_MAX);
+    CHECK(sv_metrics_i64_len(big) == 4 + 2 * (size_t)big);
+    CHECK(sv_metrics_i64_len(21843) == 4 + 2 * (size_t)21843);
+    sv_metrics m;
+    CHECK_OK(sv_metrics_init(&m, big));
+    CHECK(!sv_metrics_has_confusion(&m) && sv_metrics_confusion(&m) == NULL);
+    float *x = calloc((size_t)2 * big, sizeof *x);
+    CHECK(x != NULL);
+    x[7] = 1;             /* row 0 predicts class 7 */
+    x[big + big - 1] = 1; /* row 1 predicts the last class */
+    const int32_t y[2] = {7, 3};
+    CHECK_OK(sv_metrics_add_batch(&m, x, y, NULL, 2));
+    CHECK(sv_metrics_top1_correct(&m) == 1 && sv_metrics_class_correct(&m)[7] == 1);
+    CHECK(sv_metrics_class_total(&m)[3] == 1 && sv_metrics_nonfinite(&m) == 0);
+    char dir[256], p[512];
+    fmt_tmpdir(dir, sizeof dir, "metrics_cap");
+    snprintf(p, sizeof p, "%s/confusion.csv", dir);
+    CHECK_FAILS(sv_metrics_write_confusion_csv(&m, p, NULL), SV_ERR_INVALID, "no confusion matrix", "1025 classes");
+    free(x);
     sv_metrics_free(&m);
 }
 
@@ -180,6 +213,7 @@ static void test_files(void) {
 int main(void) {
     test_counts();
     test_nan_and_small_k();
+    test_confusion_cap();
     test_files();
     printf("test_metrics: ok\n");
     return 0;
