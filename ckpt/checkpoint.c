@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,22 @@ sv_status sv_ckpt_read(sv_ckpt_reader *r, int kind, int t, uint64_t begin, uint6
         uint64_t byte = U->file_offset + (uint64_t)kind * S * 4 + (x0 - rk * S) * 4;
         SV_TRY(read_verified(r, (int)rk, byte, (x1 - x0) * 4, (uint8_t *)(dst + (x0 - a))));
     }
+    /* the CRCs prove the bytes are the ones saved, not that they are numbers: a NaN or Inf in
+     * memory when a run saved (or written by another tool) is refused on every path that reads
+     * a checkpoint's values (resume, eval, predict, export, reshard) */
+    for (uint64_t i = 0; i < count; i++)
+        if (!isfinite(dst[i])) {
+            static const char *const kinds[] = {"weights", "optimizer state m", "optimizer state v", "weight EMA"};
+            return SV_FAIL(SV_ERR_CORRUPT,
+                           "%s: tensor %s (%s) holds a non-finite value: element %llu is %s (the run that saved it "
+                           "had diverged, or another tool wrote it; refusing NaN/Inf)",
+                           idx->dir, sv_log_esc(T->name, e, sizeof e),
+                           kind >= 0 && kind < (int)(sizeof kinds / sizeof *kinds) ? kinds[kind] : "state",
+                           (unsigned long long)(begin + i),
+                           isnan(dst[i])    ? "NaN"
+                               : dst[i] > 0 ? "+Inf"
+                                            : "-Inf");
+        }
     return SV_OK;
 }
 

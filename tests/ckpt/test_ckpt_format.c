@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "formats/fmt_util.h"
 #include "core/fileio.h"
 #include "core/log.h"
 #include "ckpt/checkpoint.h"
@@ -29,6 +30,49 @@ static sv_status src(void *ctx, int u, int kind, int t, uint64_t b, uint64_t so,
     (void)ctx, (void)u, (void)so;
     for (uint64_t i = 0; i < n; i++) dst[i] = value(t, b + i, kind);
     return SV_OK;
+}
+
+/* src with one non-finite value: element 5 of tensor g_bad_t, kind g_bad_kind, is g_bad_value */
+static int g_bad_t, g_bad_kind;
+static float g_bad_value;
+static sv_status src_bad(void *ctx, int u, int kind, int t, uint64_t b, uint64_t so, uint64_t n, float *dst) {
+    SV_TRY(src(ctx, u, kind, t, b, so, n, dst));
+    if (t == g_bad_t && kind == g_bad_kind && b <= 5 && 5 < b + n) dst[5 - b] = g_bad_value;
+    return SV_OK;
+}
+
+/* A checkpoint holding a NaN or Inf (its CRCs right: a run that saved diverged values, or another
+ * tool) is refused by every read of the range that holds it, naming the tensor, the kind, the
+ * element and the value; reshard refuses it and leaves no output. */
+static void test_nonfinite(const char *root, const sv_layout *L, const sv_ckpt_train_state *st0) {
+    const float bad[3] = {NAN, INFINITY, -INFINITY};
+    const char *said[3] = {"is NaN", "is +Inf", "is -Inf"};
+    const char *kinds[3] = {"(weights)", "(optimizer state m)", "(optimizer state v)"};
+    for (int i = 0; i < 3; i++) {
+        char d[256], out[256];
+        snprintf(d, sizeof d, "%s/nonfinite%d", root, i);
+        snprintf(out, sizeof out, "%s/nonfinite%d_r2", root, i);
+        sv_ckpt_index idx;
+        CHECK_OK(sv_ckpt_index_from_layout(&idx, L, 3, "full_shard", st0));
+        g_bad_t = 2 + i, g_bad_kind = i, g_bad_value = bad[i];
+        CHECK_OK(sv_fileio_mkdirs(d, 0755));
+        for (int r = 0; r < 3; r++) CHECK_OK(sv_ckpt_write_shard(&idx, d, r, src_bad, NULL));
+        CHECK_OK(sv_ckpt_index_store(&idx, d));
+        sv_ckpt_index back;
+        CHECK_OK(sv_ckpt_index_load(&back, d));
+        sv_ckpt_reader rd;
+        CHECK_OK(sv_ckpt_reader_open(&rd, &back));
+        float buf[16];
+        CHECK_OK(sv_ckpt_read(&rd, i, g_bad_t, 0, 5, buf)); /* the elements before it read */
+        CHECK_FAILS(sv_ckpt_read(&rd, i, g_bad_t, 0, 8, buf), SV_ERR_CORRUPT, back.tensors[g_bad_t].name, kinds[i],
+                    "element 5", said[i], "refusing NaN/Inf");
+        CHECK_FAILS(sv_ckpt_read(&rd, i, g_bad_t, 5, 1, buf), SV_ERR_CORRUPT, "element 5", said[i]);
+        sv_ckpt_reader_close(&rd);
+        CHECK(sv_ckpt_reshard(d, out, 2) == SV_ERR_CORRUPT && strstr(sv_err_msg(), said[i]));
+        CHECK(access(out, F_OK) != 0);
+        sv_ckpt_index_free(&back);
+        sv_ckpt_index_free(&idx);
+    }
 }
 
 static void check_all(const sv_ckpt_index *idx) {
@@ -419,6 +463,7 @@ int main(void) {
     sv_ckpt_reader_close(&rd);
     free(buf);
 
+    test_nonfinite(root, &L, &st);
     test_ema_format(root, &L, &st);
     test_train_data(root, &L, &st);
     sv_ckpt_index_free(&idx);
