@@ -43,6 +43,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "core/gpus.h"
 #include "core/log.h"
 #include "fsdp/comm_impl.h"
 #include "fsdp/cuda/nccl_boot.h"
@@ -316,13 +317,34 @@ sv_status sv_comm_nccl_create(const sv_comm_config *cfg, sv_comm **out) {
     if (e != cudaSuccess || ndev == 0)
         return SV_FAIL(SV_ERR_UNSUPPORTED, "NCCL comm: no CUDA device on this node (%s)",
                        e != cudaSuccess ? cudaGetErrorString(e) : "device count 0");
-    /* device_index >= 0 names the GPU; < 0 picks local rank modulo the node's GPU count. */
-    int device = cfg->device_index >= 0 ? cfg->device_index : info.local_rank % ndev;
-    if (device >= ndev)
-        return SV_FAIL(SV_ERR_UNSUPPORTED, "NCCL comm: device index %d out of range (%d GPUs on this node)", device,
+    /* device_index >= 0: the rank's index among the node's ranks (the backend's rule); < 0: the
+     * node-local rank MPI reports */
+    const int local = cfg->device_index >= 0 ? cfg->device_index : info.local_rank;
+    const int device = sv_gpu_for_local_rank(local, ndev);
+    if (device < 0)
+        return SV_FAIL(SV_ERR_UNSUPPORTED,
+                       "NCCL comm: no CUDA device for local rank %d: this process sees %d devices (start at most %d "
+                       "ranks per node, or bind one GPU to each rank)",
+                       local, ndev,
                        ndev); /* one rank's failure: exit 1 aborts the others (not stuck in the id broadcast) */
-    if (info.local_size > ndev)
-        SV_WARN("NCCL comm: %d ranks share a node with %d GPUs; ranks will share devices", info.local_size, ndev);
+    /* two ranks of a node on one GPU (each sees one device, but the same one): refused by every
+     * rank of the node alike, before NCCL's own duplicate-GPU error */
+    struct cudaDeviceProp prop;
+    e = cudaGetDeviceProperties(&prop, device);
+    if (e != cudaSuccess)
+        return SV_FAIL(SV_ERR_BACKEND, "NCCL comm: cudaGetDeviceProperties: %s", cudaGetErrorString(e));
+    unsigned char(*uuids)[16] = malloc((size_t)info.local_size * 16);
+    if (!uuids) return SV_FAIL(SV_ERR_OOM, "NCCL comm: out of host memory");
+    sv_status bst = sv_nccl_boot_node_uuids(&info, (const unsigned char *)prop.uuid.bytes, uuids);
+    int sa = 0, sb = 0,
+        shared = bst == SV_OK && sv_gpu_shared((const unsigned char(*)[16])uuids, info.local_size, &sa, &sb);
+    free(uuids);
+    if (bst != SV_OK) return bst;
+    if (shared)
+        return SV_FAIL(SV_ERR_UNSUPPORTED,
+                       "NCCL comm: local ranks %d and %d of this node would share one GPU (%s): start at most one rank "
+                       "per GPU, or bind one GPU to each rank",
+                       sa, sb, prop.name);
     ncclUniqueId id;
     SV_TRY(sv_nccl_boot_share_id(&info, &id));
 

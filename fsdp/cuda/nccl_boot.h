@@ -19,6 +19,11 @@ typedef struct sv_nccl_boot_info {
  * for the node split (collective over MPI_COMM_WORLD). */
 sv_status sv_nccl_boot_info_get(sv_nccl_boot_info *out);
 
+/* Collective over the world (the node split): every rank of this node gets the 16-byte UUIDs of
+ * the devices of all ranks of its node, in local-rank order (all: local_size entries). */
+sv_status sv_nccl_boot_node_uuids(const sv_nccl_boot_info *info, const unsigned char mine[16],
+                                  unsigned char (*all)[16]);
+
 /* Collective over the world: rank 0 creates the id, every rank receives it. */
 sv_status sv_nccl_boot_share_id(const sv_nccl_boot_info *info, ncclUniqueId *id);
 

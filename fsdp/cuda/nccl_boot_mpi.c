@@ -35,6 +35,16 @@ sv_status sv_nccl_boot_info_get(sv_nccl_boot_info *out) {
     return SV_OK;
 }
 
+sv_status sv_nccl_boot_node_uuids(const sv_nccl_boot_info *info, const unsigned char mine[16],
+                                  unsigned char (*all)[16]) {
+    MPI_Comm node;
+    MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, info->rank, MPI_INFO_NULL, &node));
+    int rc = MPI_Allgather(mine, 16, MPI_BYTE, all, 16, MPI_BYTE, node);
+    MPI_Comm_free(&node);
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Allgather(device UUIDs of the node)");
+    return SV_OK;
+}
+
 sv_status sv_nccl_boot_share_id(const sv_nccl_boot_info *info, ncclUniqueId *id) {
     /* A failure on rank 0 must not leave the others blocked in MPI_Bcast: broadcast a flag too. */
     int ok = 1;

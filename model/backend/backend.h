@@ -61,7 +61,8 @@ typedef struct sv_backend_config {
     sv_device_kind device;
     sv_dtype compute_dtype; /* dtype of compute buffers (see above) */
     int threads;            /* CPU: worker threads for ops (0 = 1); CUDA: ignored */
-    int device_index;       /* CUDA: which GPU (local rank -> device); CPU: ignored */
+    int device_index;       /* CUDA: the rank's index among the node's ranks; the GPU is
+                             * sv_gpu_for_local_rank of it (core/gpus.h); CPU: ignored */
     int attn_fallback;      /* CUDA: 1 = plain CUDA attention kernel instead of cuDNN */
     sv_cpu_config cpu;      /* CPU only; ignored by CUDA */
 } sv_backend_config;

@@ -166,6 +166,7 @@ static sv_status engine_info(cudnnBackendDescriptor_t cfg, int64_t *index, int *
 static cudnnStatus_t try_plan(cudnnHandle_t dnn, cudnnBackendDescriptor_t cfg, cudnnBackendDescriptor_t *plan_out,
                               int64_t *ws_out) {
     cudnnBackendDescriptor_t plan;
+    int64_t n_ws = 0; /* the element count it returns (cuDNN's own frontend never passes NULL for it) */
     cudnnStatus_t st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan);
     if (st != CUDNN_STATUS_SUCCESS) return st;
     st =
@@ -174,8 +175,8 @@ static cudnnStatus_t try_plan(cudnnHandle_t dnn, cudnnBackendDescriptor_t cfg, c
         st = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn);
     if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(plan);
     if (st == CUDNN_STATUS_SUCCESS)
-        st =
-            cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, NULL, ws_out);
+        st = cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n_ws,
+                                      ws_out);
     if (st == CUDNN_STATUS_SUCCESS)
         *plan_out = plan;
     else
@@ -391,9 +392,10 @@ static void note_drop_route(sv_cuda_backend *cb) {
 }
 
 /* The plain kernels keep a row of scores (forward, dQ) or two columns (dK/dV) in shared memory,
- * at most 48 KiB without opting in to more: refuse longer sequences with a clear error. */
+ * beside their static 32-float reduction buffer (attention_fallback.cu), at most 48 KiB without
+ * opting in to more: refuse longer sequences with a clear error. */
 static sv_status fallback_fits(int T, int D, int H) {
-    size_t need = (size_t)(2 * (D / H) + 2 * T) * sizeof(float);
+    size_t need = (size_t)(2 * (D / H) + 2 * T + 32) * sizeof(float);
     if (need > 48u * 1024u)
         return SV_FAIL(SV_ERR_UNSUPPORTED,
                        "CUDA attention fallback kernels: T=%d, head dim %d need %zu bytes of shared memory per block "

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/gpus.h"
 #include "core/log.h"
 #include "model/backend/cuda/cuda_backend.h"
 
@@ -336,16 +337,17 @@ static sv_status cuda_init(sv_cuda_backend *cb, const sv_backend_config *cfg) {
         return SV_FAIL(SV_ERR_UNSUPPORTED, "no usable CUDA device (%s)",
                        e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
     }
-    if (cfg->device_index < 0 || cfg->device_index >= n)
+    const int device = sv_gpu_for_local_rank(cfg->device_index, n);
+    if (device < 0)
         /* one rank's environment, not a flag all ranks share: SV_ERR_UNSUPPORTED (exit 1) makes
          * the others abort rather than wait for it in the NCCL bootstrap */
         return SV_FAIL(SV_ERR_UNSUPPORTED,
-                       "CUDA device index %d out of range (this node has %d devices: start at most %d ranks per "
-                       "node)",
+                       "no CUDA device for local rank %d: this process sees %d devices (start at most %d ranks per "
+                       "node, or bind one GPU to each rank)",
                        cfg->device_index, n, n);
     if (cfg->compute_dtype != SV_F32 && cfg->compute_dtype != SV_BF16)
         return SV_FAIL(SV_ERR_INVALID, "CUDA backend: unknown compute dtype %d", (int)cfg->compute_dtype);
-    cb->device = cfg->device_index;
+    cb->device = device;
     cb->bf16 = cfg->compute_dtype == SV_BF16;
     SV_CUDA_TRY(cudaSetDevice(cb->device));
     struct cudaDeviceProp prop;

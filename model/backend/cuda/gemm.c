@@ -107,6 +107,12 @@ static sv_status make_pref(const sv_cuda_backend *cb, int align, cublasLtMatmulP
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; i++)
         st = cublasLtMatmulPreferenceSetAttribute(*out, al_attrs[i], &al, sizeof al);
+    /* split-K partial sums are reduced in fp32 or not split at all: the default mask also allows
+     * reducing in place or in the output type, which rounds every partial sum of a bf16 output
+     * to bf16 (the one-rounding-per-tensor contract, docs/gpu.md) */
+    uint32_t red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(*out, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof red);
     if (st != CUBLAS_STATUS_SUCCESS) {
         cublasLtMatmulPreferenceDestroy(*out);
         return SV_FAIL(SV_ERR_BACKEND, "cuBLASLt preference set-up failed: %s", cublasLtGetStatusString(st));
