@@ -534,12 +534,19 @@ static sv_status save(sv_run *r, sv_train_ckpt *c, int now) {
     c->state.step = r->fsdp.step;
     c->state.skipped_steps = (int64_t)r->fsdp.ctr.skipped_steps;
     double t0 = sv_now_s();
+    /* a save while steps are being skipped (the final save, a preemption's) holds the weights of
+     * the last applied step, which may be the diverged ones: it rotates nothing away */
+    const int keep = c->hold ? 0 : c->keep;
+    if (c->hold && c->keep > 0)
+        SV_INFO("checkpoint of step %lld saved while steps are being skipped for non-finite gradients: --keep %d "
+                "removes no earlier checkpoint this time",
+                (long long)c->state.step, c->keep);
     if (c->async && !c->aw) SV_TRY(sv_ckpt_async_create(&c->aw));
     if (c->aw) SV_TRY(sv_ckpt_save_finish(&r->fsdp, c->aw, NULL, 0));
     if (c->async && !now) {
-        SV_TRY(sv_ckpt_save_begin(&r->fsdp, c->aw, 1, c->dir, &c->state, &c->meta, c->keep));
+        SV_TRY(sv_ckpt_save_begin(&r->fsdp, c->aw, 1, c->dir, &c->state, &c->meta, keep));
     } else {
-        SV_TRY(sv_ckpt_save(&r->fsdp, c->dir, &c->state, &c->meta, c->keep, NULL, 0));
+        SV_TRY(sv_ckpt_save(&r->fsdp, c->dir, &c->state, &c->meta, keep, NULL, 0));
     }
     c->blocked_s += sv_now_s() - t0;
     c->last_saved = c->state.step;
@@ -566,7 +573,7 @@ sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done, int *
     *stop = (int)v[0];
     if (c->hold && (by_steps || v[1] > 0) && !*stop) {
         SV_INFO("step %ld: periodic checkpoint held: the step was skipped for non-finite gradients (the next applied "
-                "step saves)",
+                "step saves, or the run's final save)",
                 done);
         if (by_steps) c->held = 1;
         by_steps = 0, v[1] = 0;

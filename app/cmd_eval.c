@@ -177,7 +177,10 @@ static sv_status run_eval(eval_opts *o, const sv_proc *proc, int *usage) {
         ev.provenance_json = prov;
         st = sv_eval_write_outputs(&ev, o->out, (const char *const *)names);
         free(prov);
-        if (st == SV_OK) SV_INFO("wrote %s/eval.json and %s/confusion.csv", o->out, o->out);
+        if (st == SV_OK && sv_metrics_has_confusion(&ev.m))
+            SV_INFO("wrote %s/eval.json and %s/confusion.csv", o->out, o->out);
+        else if (st == SV_OK)
+            SV_INFO("wrote %s/eval.json", o->out);
     }
     if (ev.f) sv_eval_free(&ev);
     free(names);
@@ -195,7 +198,9 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
         SV_MODEL_SOURCE_FLAGS(o.src),
         {"data", SV_FLAG_STR, &o.data, 0, 0, "evaluation data: ImageFolder dir | tar pattern | synthetic", 0},
         {"out", SV_FLAG_STR, &o.out, 0, 0,
-         "directory for eval.json and confusion.csv (not inside --ckpt's step directory or checkpoint root)", 0},
+         "directory for eval.json and confusion.csv (confusion.csv up to 1024 classes; not inside --ckpt's step "
+         "directory or checkpoint root)",
+         0},
         {"classes", SV_FLAG_STR, &o.classes, 0, 0,
          "class names, one per line (default: the data set's); one per model class, equal to the model's "
          "recorded label names when it has them",
@@ -221,7 +226,8 @@ int sv_cmd_eval(int argc, char **argv, const sv_proc *proc) {
     sv_cmd_spec spec = {
         "eval", "[mpiexec -n N] shardvit eval --weights FILE.safetensors | --ckpt PATH --data PATH [flags]",
         "Evaluate trained weights: loss, top-1, top-5, per-class accuracy; writes eval.json and "
-        "confusion.csv to --out. The model shape comes from the weights (and config.json beside "
+        "confusion.csv (models of at most 1024 classes) to --out. The model shape comes from the weights (and "
+        "config.json beside "
         "them); model flags override it: --img / --patch other than the weights' resample pos_embed / "
         "patch_embed as timm does for another img_size (--weights only). The eval transform (crop_pct, interpolation, "
         "mean, std) is the "

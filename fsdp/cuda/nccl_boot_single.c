@@ -1,5 +1,7 @@
 /* NCCL bootstrap without MPI (SHARDVIT_MPI=OFF builds): a world of one process, GPU 0 of its
  * node unless the config names another. */
+#include <string.h>
+
 #include "fsdp/cuda/nccl_boot.h"
 
 sv_status sv_nccl_boot_info_get(sv_nccl_boot_info *out) {

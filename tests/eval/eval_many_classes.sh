@@ -42,6 +42,8 @@ run "$WORK/export.log" "$SV" export "$WORK/run" "$WORK/w/model.safetensors"
 run "$WORK/eval4.log" "$SV" eval $COMMON --weights "$WORK/w/model.safetensors" --data "$WORK/data/test" \
     --out "$WORK/e"
 [ -s "$WORK/e/eval.json" ] && [ ! -e "$WORK/e/confusion.csv" ] || fail "eval --out: $(ls "$WORK/e")"
+grep -q "wrote $WORK/e/eval.json\$" "$WORK/eval4.log" || fail "eval does not say it wrote eval.json alone"
+if grep -q "wrote .*confusion.csv" "$WORK/eval4.log"; then fail "eval says it wrote a confusion.csv"; fi
 # an earlier evaluation (4 classes) in the same --out: its confusion.csv is removed
 run "$WORK/train4.log" "$SV" train $MODEL $COMMON --data "$WORK/data/train" --steps 1 --batch-size 6 --warmup 0 \
     --out "$WORK/run4"

@@ -11,7 +11,9 @@
 #   2. the same poison at step 1 with --max-skipped-steps 0: mpiexec exits non-zero within the
 #      time bound, the message names the limit, and no process is left behind;
 #   3. a poisoned step that a periodic checkpoint falls on (--ckpt-every 2, step 4): that save is
-#      held (its weights are those of step 3) and made after the next applied step (step 5);
+#      held (its weights are those of step 3) and made after the next applied step (step 5); a
+#      run whose last step is skipped still makes its final save, but --keep 1 removes nothing
+#      for it (step 4 stays beside step 6);
 #   4. a real divergence (SGD at --lr 10, no clipping) with the default flags: once more than 10
 #      steps in a row are skipped (--max-consecutive-skips 10) every rank stops with exit 1 and a
 #      message naming the steps and the last applied one; the periodic saves of the skipped
@@ -64,6 +66,15 @@ grep -q "step 4: periodic checkpoint held" "$WORK/held.log" || fail "no held-sav
 [ "$(ls "$WORK/held/checkpoints" | grep '^step_' | tr '\n' ' ')" = "step_00000002 step_00000005 step_00000006 " ] ||
     fail "checkpoints after a held save: $(ls "$WORK/held/checkpoints" | tr '\n' ' ')"
 echo "ok: the periodic save of a skipped step was held and made after the next applied step"
+# the last step skipped: the final save still happens, but --keep 1 rotates nothing away for it
+FAIL_LOGS=("$WORK/final.log")
+SHARDVIT_TEST_POISON_BATCH=5:0 train final 6 --ckpt-every 2 --keep 1 || fail "run ending in a skipped step failed"
+grep -q "step 6: periodic checkpoint held" "$WORK/final.log" || fail "no held-save message at step 6"
+grep -q "saved while steps are being skipped for non-finite gradients: --keep 1 removes no earlier" \
+    "$WORK/final.log" || fail "no message about the final save keeping the earlier checkpoint"
+[ "$(ls "$WORK/final/checkpoints" | grep '^step_' | tr '\n' ' ')" = "step_00000004 step_00000006 " ] ||
+    fail "checkpoints after a final save during skipped steps: $(ls "$WORK/final/checkpoints" | tr '\n' ' ')"
+echo "ok: the final save of a run ending in a skipped step removed no earlier checkpoint"
 
 DIVERGE="--model vit-28 --dim 32 --depth 2 --heads 2 --batch-size 16 --synth-samples 256 --workers 1 --log-every 1"
 timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $DIVERGE --steps 40 --lr 10 --warmup 0 --clip 0 --opt sgd \

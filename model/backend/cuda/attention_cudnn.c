@@ -392,10 +392,13 @@ static void note_drop_route(sv_cuda_backend *cb) {
 }
 
 /* The plain kernels keep a row of scores (forward, dQ) or two columns (dK/dV) in shared memory,
- * beside their static 32-float reduction buffer (attention_fallback.cu), at most 48 KiB without
- * opting in to more: refuse longer sequences with a clear error. */
+ * at most 48 KiB without opting in to more: refuse longer sequences with a clear error. The
+ * largest need of the three kernels (attention_fallback.cu): the forward's dh + T floats beside
+ * its static 32-float reduction buffer, dQ's 2 dh + T, dK/dV's 2 dh + 2 T. */
 static sv_status fallback_fits(int T, int D, int H) {
-    size_t need = (size_t)(2 * (D / H) + 2 * T + 32) * sizeof(float);
+    const size_t dh = (size_t)(D / H), fwd = dh + (size_t)T + 32, dq = 2 * dh + (size_t)T, dkv = 2 * dh + 2 * (size_t)T;
+    size_t need = (fwd > dq ? fwd : dq) > dkv ? (fwd > dq ? fwd : dq) : dkv;
+    need *= sizeof(float);
     if (need > 48u * 1024u)
         return SV_FAIL(SV_ERR_UNSUPPORTED,
                        "CUDA attention fallback kernels: T=%d, head dim %d need %zu bytes of shared memory per block "
