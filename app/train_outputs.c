@@ -163,7 +163,13 @@ sv_status sv_train_outputs_check(const sv_train_outputs *o) {
 sv_status sv_train_outputs_lock(const sv_train_outputs *o, sv_run_lock locks[2]) {
     /* every check passed: only now is anything created (a refused start leaves no directory) */
     if (o->out) SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
-    if (o->ckpt_dir) SV_TRY(sv_run_dir_lock(o->ckpt_dir, &locks[1]));
+    if (o->ckpt_dir) return sv_run_dir_lock(o->ckpt_dir, &locks[1]);
+    /* the default checkpoint root OUT/checkpoints is locked as an explicit one is: another
+     * training given it as --ckpt-dir (or as --out) would otherwise save, rotate and move
+     * `latest` among this run's checkpoints */
+    char ck[PATH_MAX];
+    if (o->out && (size_t)snprintf(ck, sizeof ck, "%s/checkpoints", o->out) < sizeof ck)
+        SV_TRY(sv_run_dir_lock(ck, &locks[1]));
     return SV_OK;
 }
 

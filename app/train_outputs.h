@@ -71,7 +71,8 @@ sv_status sv_train_outputs_check(const sv_train_outputs *o);
  * locked (sv_run_dir_lock into locks[0] and locks[1], which writes the lock marker; the caller
  * unlocks them after the run, also after an error), so a start refused by a check creates
  * nothing. Writes nothing else (config.toml: sv_train_outputs_write_config, once every start-up
- * check has passed). Removes nothing. Errors: SV_ERR_INVALID for a lock held by another process,
+ * check has passed). Without --ckpt-dir the default checkpoint root OUT/checkpoints is locked into
+ * locks[1] the same way. Removes nothing. Errors: SV_ERR_INVALID for a lock held by another process,
  * SV_ERR_IO when a directory cannot be created; a directory created or locked before a failing
  * lock stays (the caller releases the locks). */
 sv_status sv_train_outputs_lock(const sv_train_outputs *o, sv_run_lock locks[2]);

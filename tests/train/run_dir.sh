@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The run directory (docs/checkpoints.md "Run directory"): two trainings on one --out fail fast
-# naming the other process; "/", system directories, a file, and a non-empty directory that is
+# naming the other process, and so does one given the first one's default checkpoint root
+# (OUT/checkpoints) as --ckpt-dir or --out; "/", system directories, a file, and a non-empty directory that is
 # not a run directory are refused before anything is written (their contents byte-identical);
 # new and empty directories are accepted, an earlier run directory only to continue it
 # (--resume: a new run there is refused, the earlier run byte-identical); --resume auto refuses a
@@ -122,6 +123,20 @@ test $rc = 2 || fail "second training on a busy --out: exit $rc, expected 2"
 grep -q "run directory $WORK/busy is in use by another training (pid $owner on " "$WORK/second.log" ||
     fail "the message does not name pid $owner"
 awk -v t="$took" 'BEGIN { exit !(t < 20) }' || fail "the second training took ${took}s to fail"
+# its default checkpoint root is locked too: another training given it as --ckpt-dir or as --out
+# is refused (before, both saved, rotated and moved `latest` in one directory, and an export of
+# the first run's directory took the second run's model)
+for how in --ckpt-dir --out; do
+    rc=0
+    other=$([ $how = --out ] || echo "--out $WORK/other")
+    timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 5 $other $how "$WORK/busy/checkpoints" \
+        >"$WORK/second.log" 2>&1 || rc=$?
+    test $rc = 2 || fail "a second training with $how on the first one's checkpoint root: exit $rc, expected 2"
+    grep -q "$WORK/busy/checkpoints is in use by another training (pid $owner on " "$WORK/second.log" ||
+        fail "$how on a busy checkpoint root: the message does not name pid $owner"
+    test ! -e "$WORK/other" || fail "the refused training with $how left $WORK/other"
+done
+echo "busy checkpoint root: refused as --ckpt-dir and as --out"
 kill -TERM $first
 wait $first || true
 no_leftovers "$WORK/busy"
