@@ -328,6 +328,15 @@ sv_status sv_ckpt_check_finite(const sv_st_file *sf, const sv_st_tensor *t);
  * SV_ERR_IO "changed while it was read" when the file no longer holds one. The one check after
  * every weight read (import, --init-from, resampling, eval/predict --weights). */
 sv_status sv_ckpt_values_finite(const sv_st_file *sf, const sv_st_tensor *t, const float *v, uint64_t n);
+/* Collective over f->world, called by every rank right after its sv_safetensors_open of the same
+ * path (opened: that call's status; sf valid when it is SV_OK): the ranks agree on the open's
+ * status first, then that they opened one file. Each rank reads only its own shards' pieces, so a
+ * file replaced between two ranks' opens (an export onto the same path) would give a model mixed
+ * from two files. Same file: size, inode and modification time equal on every rank (a shared
+ * file system); else the contents are compared (a CRC32C of the whole file on every rank: copies
+ * on node-local disks pass). Different contents: SV_ERR_IO on every rank naming the ranks
+ * and `what` (the flag). Returns the agreed status; world 1 returns `opened` at once. */
+sv_status sv_ckpt_agree_same_file(sv_fsdp *f, const sv_st_file *sf, sv_status opened, const char *what);
 /* The largest pos_embed patch grid (per side) that --init-from resamples (the largest --img);
  * the resampling itself is model/resample.h sv_vit_resample_pos_embed. Agreeing on a status
  * over all ranks is fsdp/agree.h sv_fsdp_agree. */

@@ -702,7 +702,12 @@ static sv_status import_piece(void *ctx, int u, int kind, int t, uint64_t tensor
 
 sv_status sv_ckpt_init_from_safetensors(sv_fsdp *f, const char *path) {
     sv_st_file sf;
-    SV_TRY(sv_safetensors_open(&sf, path));
+    sv_status os = sv_safetensors_open(&sf, path);
+    sv_status as = sv_ckpt_agree_same_file(f, &sf, os, "--init-from");
+    if (as != SV_OK) {
+        if (os == SV_OK) sv_safetensors_close(&sf);
+        return as;
+    }
     int n = f->L.n_params;
     int *how = calloc((size_t)n, sizeof *how);
     sv_adapt_kind *kind = calloc((size_t)n, sizeof *kind);
