@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -304,6 +306,28 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
     return SV_OK;
 }
 
+/* Two exports into one directory run one after the other: each writes three files (weights,
+ * config.json, classes.txt) renamed into place one by one, so two at once could leave the weights
+ * of one beside the config.json of the other. An exclusive flock on the directory, waited for
+ * when another export holds it; where the file system has no flock for directories (some
+ * network file systems) the export goes on unlocked. Returns the descriptor to close, or -1. */
+static int lock_out_dir(const char *out) {
+    char dir[PATH_MAX];
+    if (sv_fileio_parent(out, dir) != SV_OK) return -1;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+    if (errno == EWOULDBLOCK) {
+        SV_INFO("export: another export is writing into %s: waiting for it to finish", dir);
+        int rc;
+        while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+        }
+        if (rc == 0) return fd;
+    }
+    close(fd);
+    return -1;
+}
+
 sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int ema) {
     if (dtype != SV_ST_F32 && dtype != SV_ST_BF16) return SV_FAIL(SV_ERR_INVALID, "export dtype must be F32 or BF16");
     char dir[SV_CKPT_PATH_MAX], cfg[SV_CKPT_PATH_MAX + 16], cls[SV_CKPT_PATH_MAX + 16];
@@ -315,6 +339,7 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
         return SV_FAIL(SV_ERR_FORMAT, "--ema: %s holds no weight EMA (it was saved by a run without --model-ema)", dir);
     }
     int have_cls = idx.meta.labels != NULL;
+    const int lock_fd = lock_out_dir(out); /* before the checks: they judge what is there now */
     sidecar_path(out, "config.json", cfg, sizeof cfg);
     sidecar_path(out, "classes.txt", cls, sizeof cls);
     sv_status st = check_export_outputs(dir, out, cfg, have_cls ? cls : NULL, &idx.cfg, &idx.meta);
@@ -383,6 +408,7 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
     free(ents);
     free(c.tmp);
     sv_ckpt_index_free(&idx);
+    if (lock_fd >= 0) close(lock_fd);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return st;
 }
