@@ -422,6 +422,18 @@ for a in "scripts/sanitize.sh --bogus" "scripts/format.sh --frob" "scripts/fashi
     (cd "$TMP" && bash "$SRC/${a%% *}" "${a#* }" >"$TMP/o" 2>"$TMP/e")
     check "$a: refused (exit 2), named" eval '[ $st = 2 ] && has "$TMP/e" "(see .* --help)"'
 done
+# scripts/slurm/train.sbatch adds --resume auto itself: a --resume of the caller's is refused
+# before srun (a stand-in srun leaves a mark if it runs; before, the caller's checkpoint was
+# silently replaced by `auto`)
+mkdir -p "$TMP/sb"
+printf '#!/bin/bash\n: >"$(dirname "$0")/srun.ran"\nexit 1\n' >"$TMP/sb/srun"
+chmod +x "$TMP/sb/srun"
+for a in "--resume $TMP/x" "--resume=$TMP/x" "--resume auto"; do
+    rm -f "$TMP/sb/srun.ran"
+    (cd "$TMP" && PATH="$TMP/sb:$PATH" bash "$SRC/scripts/slurm/train.sbatch" --out "$TMP/sbrun" $a >"$TMP/o" 2>"$TMP/e")
+    check "train.sbatch $a: refused (exit 2) before srun" \
+        eval '[ $st = 2 ] && has "$TMP/e" "do not pass --resume" && [ ! -e "$TMP/sb/srun.ran" ]'
+done
 after=$(cd "$SRC" && git status --porcelain --untracked-files=no 2>/dev/null)
 check "the --help and refused runs changed nothing in the tree, made no ./--help" \
     eval '[ "$before" = "$after" ] && [ ! -e "$TMP/--help" ] && [ ! -e "$SRC/--help" ]'
