@@ -566,6 +566,7 @@ int sv_cmd_train(int argc, char **argv, const sv_proc *proc) {
         if (ps == SV_OK && proc->rank == 0) ps = sv_train_outputs_lock(&outs, locks);
         if (ps == SV_OK && proc->rank == 0) ps = sv_train_ckpt_still_latest(o.resume, o.ckpt_dir, o.out, &rs);
         st = sv_run_agree(&r, ps);
+        if (st == SV_OK) st = sv_train_outputs_shared(&r, &outs);
     }
     train_end end = {0};
     if (st == SV_OK) st = train(&r, &o, &rs, &tx, &end);

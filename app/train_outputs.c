@@ -3,11 +3,13 @@
 #include "app/train_outputs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ckpt/ckpt_out.h"
 #include "core/fileio.h"
@@ -171,6 +173,37 @@ sv_status sv_train_outputs_lock(const sv_train_outputs *o, sv_run_lock locks[2])
     if (o->out && (size_t)snprintf(ck, sizeof ck, "%s/checkpoints", o->out) < sizeof ck)
         SV_TRY(sv_run_dir_lock(ck, &locks[1]));
     return SV_OK;
+}
+
+sv_status sv_train_outputs_shared(sv_run *r, const sv_train_outputs *o) {
+    if (r->world <= 1 || (!o->ckpt_dir && !o->out)) return SV_OK;
+    char marker[PATH_MAX];
+    int n = o->ckpt_dir ? snprintf(marker, sizeof marker, "%s/%s", o->ckpt_dir, SV_RUN_DIR_MARKER)
+                        : snprintf(marker, sizeof marker, "%s/checkpoints/%s", o->out, SV_RUN_DIR_MARKER);
+    char mine[320] = "", first[320];
+    int err = 0;
+    if (n > 0 && (size_t)n < sizeof marker) {
+        int fd = open(marker, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        ssize_t got = fd >= 0 ? pread(fd, mine, sizeof mine - 1, 0) : -1;
+        err = got < 0 ? errno : 0;
+        mine[got > 0 ? got : 0] = 0;
+        if (fd >= 0) close(fd);
+    }
+    memcpy(first, mine, sizeof first);
+    SV_TRY(sv_run_agreed(r, sv_fsdp_world_bcast_str(&r->fsdp, first, sizeof first)));
+    sv_status st = SV_OK;
+    if (r->rank != 0 && (!mine[0] || strcmp(first, mine))) {
+        first[strcspn(first, "\n")] = 0;
+        st = SV_FAIL(SV_ERR_INVALID,
+                     "%s is not the same directory on this rank as on rank 0 (%s): every rank writes its own shard "
+                     "files into the checkpoint root, so --out / --ckpt-dir must be on a file system all ranks "
+                     "share (docs/multinode.md); refused before the training, not at its first save",
+                     marker,
+                     mine[0]   ? "it holds another run's lock"
+                         : err ? strerror(err)
+                               : "the lock is empty");
+    }
+    return sv_run_agree(r, st);
 }
 
 sv_status sv_train_outputs_write_config(const char *out, const sv_flag *flags) {

@@ -76,6 +76,12 @@ sv_status sv_train_outputs_check(const sv_train_outputs *o);
  * SV_ERR_IO when a directory cannot be created; a directory created or locked before a failing
  * lock stays (the caller releases the locks). */
 sv_status sv_train_outputs_lock(const sv_train_outputs *o, sv_run_lock locks[2]);
+/* Collective, after rank 0's sv_train_outputs_lock and its agreement: every rank reads the
+ * checkpoint root's lock file (--ckpt-dir's, else OUT/checkpoints') and compares it with rank 0's
+ * (its pid, host and time): a root that is not one directory for all ranks (node-local storage on
+ * another node) is refused on every rank now (SV_ERR_INVALID naming the path), not at the first
+ * save after the training. No-op at world 1 or without a checkpoint root. */
+sv_status sv_train_outputs_shared(sv_run *r, const sv_train_outputs *o);
 /* Rank 0: write OUT/config.toml (out NULL: nothing) with the resolved flags (sv_flags_dump),
  * truncated in place with links not followed (sv_fileio_fopen_write; the path was checked by
  * sv_train_outputs_check). Called once the run's start-up checks have passed, so that a refused

@@ -146,4 +146,18 @@ echo "busy --out: refused in ${took}s naming pid $owner"
 saved=$(sed 's/^step_0*//' "$WORK/busy/checkpoints/latest")
 timeout 60 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps $((saved + 2)) --out "$WORK/busy" --resume auto >"$WORK/after.log" 2>&1 ||
     { FAIL_LOGS=("$WORK/after.log"); fail "the run directory stayed locked after its training ended"; }
+# a checkpoint root that is not one directory for all ranks (node-local storage on another node;
+# here MPMD ranks in two working directories given the same relative --out): refused on every
+# rank before the first step (before, all steps trained and the first save failed), nothing left
+mkdir -p "$WORK/nodeA" "$WORK/nodeB"
+rc=0
+timeout 60 "$MPIEXEC" -n 1 -wdir "$WORK/nodeA" "$SHARDVIT" train $RUN --steps 3 --out run : \
+    -n 1 -wdir "$WORK/nodeB" "$SHARDVIT" train $RUN --steps 3 --out run >"$WORK/split.log" 2>&1 || rc=$?
+FAIL_LOGS=("$WORK/split.log")
+test $rc = 2 || fail "a checkpoint root not shared by the ranks: exit $rc, expected 2"
+grep -q "$WORK/nodeB/run/checkpoints/.shardvit-run is not the same directory on this rank as on rank 0" \
+    "$WORK/split.log" || fail "no message naming the unshared checkpoint root"
+if grep -q "info step 1/" "$WORK/split.log"; then fail "the ranks trained before the refusal"; fi
+test ! -e "$WORK/nodeA/run" && test ! -e "$WORK/nodeB/run" || fail "the refused run left a directory"
+echo "unshared checkpoint root: refused before the first step"
 echo "run_dir: all passed"
