@@ -571,7 +571,7 @@ sv_status sv_train_ckpt_after_step(sv_run *r, sv_train_ckpt *c, long done, int *
     }
     int by_steps = c->dir && c->every > 0 && done % c->every == 0;
     *stop = (int)v[0];
-    if (c->hold && (by_steps || v[1] > 0) && !*stop) {
+    if (c->hold && c->keep > 0 && (by_steps || v[1] > 0) && !*stop) { /* with --keep 0 nothing rotates */
         SV_INFO("step %ld: periodic checkpoint held: the step was skipped for non-finite gradients (the next applied "
                 "step saves, or the run's final save)",
                 done);

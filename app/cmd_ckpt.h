@@ -25,9 +25,10 @@ typedef struct sv_train_ckpt {
                               borrowed; the trainer frees the pointer array) */
     long long last_saved; /* step of the newest checkpoint of this run on disk, -1 none */
     int hold;             /* set by the trainer while steps are being skipped for non-finite gradients:
-                             periodic saves wait (their weights are unchanged, and --keep would rotate
-                             older checkpoints away for them); a preemption or final save still
-                             happens but removes nothing (--keep applies at the next save after) */
+                             with --keep N > 0, periodic saves wait (their weights are unchanged, and
+                             --keep would rotate older checkpoints away for them); a preemption or
+                             final save still happens but removes nothing (--keep applies at the
+                             next save after) */
     int held;             /* a periodic save was held: the first applied step after the hold saves */
     char dir_buf[SV_CKPT_PATH_MAX];
 } sv_train_ckpt;

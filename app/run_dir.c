@@ -288,6 +288,12 @@ sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk) {
         return SV_FAIL(SV_ERR_INVALID, "run directory %s is in use by another training (%s; lock %s)", dir,
                        who[0] ? who : "process unknown", path);
     }
+    lk->old_len = -1;
+    if (!lk->made_marker) { /* kept to be put back if this run is refused (sv_run_dir_unlock) */
+        ssize_t n = pread(fd, lk->old, sizeof lk->old, 0);
+        struct stat cur;
+        if (n >= 0 && fstat(fd, &cur) == 0 && cur.st_size == n) lk->old_len = (int)n; /* whole: restorable */
+    }
     char host[128] = "?", stamp[64] = "?", text[320];
     gethostname(host, sizeof host);
     host[sizeof host - 1] = 0;
@@ -323,6 +329,10 @@ static int only_marker(const char *marker) {
 void sv_run_dir_unlock(sv_run_lock *lk, int failed) {
     if (lk->fd < 0) return;
     if (failed && lk->made_marker && only_marker(lk->marker)) lock_undo(lk); /* before the lock goes */
+    if (failed && !lk->made_marker && lk->old_len >= 0) { /* the earlier run's text back, as it was */
+        if (ftruncate(lk->fd, 0) != 0 || pwrite(lk->fd, lk->old, (size_t)lk->old_len, 0) != lk->old_len)
+            SV_WARN("could not restore the run lock %s: %s", lk->marker, strerror(errno));
+    }
     close(lk->fd);
     lk->fd = -1;
     sv_fileio_made_dirs_keep(&lk->made);

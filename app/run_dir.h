@@ -31,6 +31,8 @@
 typedef struct sv_run_lock {
     int fd;                   /* -1: none held */
     int made_marker;          /* the lock created the marker file (it was not there) */
+    char old[320];            /* an existing marker's text before the lock wrote its own (restored */
+    int old_len;              /* by a failed run's unlock: a refused start changes nothing), -1 none */
     char marker[PATH_MAX];    /* its path */
     sv_fileio_made_dirs made; /* the directories the lock created (dir and missing parents) */
 } sv_run_lock;

@@ -304,7 +304,10 @@ static sv_status alloc_common(const sv_comm_config *cfg, int device, sv_comm_ncc
         CUDA_TRY(cudaEventCreateWithFlags(&n->done[i], cudaEventDisableTiming));
     }
     CUDA_TRY(cudaMalloc((void **)&n->barrier_word, sizeof(float)));
-    CUDA_TRY(cudaMemset(n->barrier_word, 0, sizeof(float)));
+    /* on the comm stream (non-blocking: the legacy default stream's cudaMemset does not order
+     * against it), finished before the communicator is used */
+    CUDA_TRY(cudaMemsetAsync(n->barrier_word, 0, sizeof(float), n->stream));
+    CUDA_TRY(cudaStreamSynchronize(n->stream));
     return SV_OK;
 }
 

@@ -10,8 +10,9 @@
 #      metrics.jsonl stays strict JSON: the skipped step's loss and grad_norm are null;
 #   2. the same poison at step 1 with --max-skipped-steps 0: mpiexec exits non-zero within the
 #      time bound, the message names the limit, and no process is left behind;
-#   3. a poisoned step that a periodic checkpoint falls on (--ckpt-every 2, step 4): that save is
-#      held (its weights are those of step 3) and made after the next applied step (step 5); a
+#   3. a poisoned step that a periodic checkpoint falls on (--ckpt-every 2 --keep 3, step 4): that
+#      save is held (its weights are those of step 3) and made after the next applied step (step
+#      5); with --keep 0 (nothing rotates) it is saved as usual; a
 #      run whose last step is skipped still makes its final save, but --keep 1 removes nothing
 #      for it (step 4 stays beside step 6);
 #   4. a real divergence (SGD at --lr 10, no clipping) with the default flags: once more than 10
@@ -61,11 +62,17 @@ no_leftovers "$WORK/abort"
 echo "ok: --max-skipped-steps 0 aborted (exit $rc, ${el} s), nothing left running"
 
 FAIL_LOGS=("$WORK/held.log" "$WORK/diverge.log")
-SHARDVIT_TEST_POISON_BATCH=3:1 train held 6 --ckpt-every 2 || fail "run with a held save failed"
+SHARDVIT_TEST_POISON_BATCH=3:1 train held 6 --ckpt-every 2 --keep 3 || fail "run with a held save failed"
 grep -q "step 4: periodic checkpoint held" "$WORK/held.log" || fail "no held-save message at step 4"
 [ "$(ls "$WORK/held/checkpoints" | grep '^step_' | tr '\n' ' ')" = "step_00000002 step_00000005 step_00000006 " ] ||
     fail "checkpoints after a held save: $(ls "$WORK/held/checkpoints" | tr '\n' ' ')"
 echo "ok: the periodic save of a skipped step was held and made after the next applied step"
+# with --keep 0 (all kept) nothing rotates, so nothing is held: step 4 is saved as it is
+FAIL_LOGS=("$WORK/kept.log")
+SHARDVIT_TEST_POISON_BATCH=3:1 train kept 6 --ckpt-every 2 || fail "run with --keep 0 and a skipped step failed"
+if grep -q "periodic checkpoint held" "$WORK/kept.log"; then fail "a save was held with --keep 0"; fi
+[ "$(ls "$WORK/kept/checkpoints" | grep '^step_' | tr '\n' ' ')" = "step_00000002 step_00000004 step_00000006 " ] ||
+    fail "checkpoints with --keep 0: $(ls "$WORK/kept/checkpoints" | tr '\n' ' ')"
 # the last step skipped: the final save still happens, but --keep 1 rotates nothing away for it
 FAIL_LOGS=("$WORK/final.log")
 SHARDVIT_TEST_POISON_BATCH=5:0 train final 6 --ckpt-every 2 --keep 1 || fail "run ending in a skipped step failed"

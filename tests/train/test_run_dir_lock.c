@@ -32,6 +32,18 @@ static int exists(const char *p) {
     return lstat(p, &st) == 0;
 }
 
+/* The first bytes of a small file, NUL-terminated (a static buffer). */
+static const char *read_text(const char *path) {
+    static char buf[400];
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return buf;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
 int main(void) {
     char tmpl[] = "/tmp/sv_run_lock_XXXXXX";
     char *root = mkdtemp(tmpl);
@@ -73,11 +85,20 @@ int main(void) {
     sv_run_dir_unlock(&D, 1);
     CHECK(exists(fresh_marker) && exists(other));
 
-    /* 4. a refused start in an existing directory with a marker it did not make: nothing removed */
+    /* 4. a refused start in an existing directory with a marker it did not make: nothing removed,
+     * and the marker's text is the earlier run's again, byte for byte (a refused start changes
+     * nothing); a run that went through leaves its own text */
+    static const char earlier[] = "pid 1 on elsewhere since 2026-01-01T00:00:00Z\n";
+    f = fopen(marker, "w");
+    CHECK(f && fputs(earlier, f) >= 0 && fclose(f) == 0);
     static sv_run_lock E = SV_RUN_LOCK_NONE;
     CHECK_OK(sv_run_dir_lock(dir, &E));
+    CHECK(strcmp(read_text(marker), earlier) != 0); /* the lock's own text while it holds it */
     sv_run_dir_unlock(&E, 1);
-    CHECK(exists(marker));
+    CHECK(exists(marker) && !strcmp(read_text(marker), earlier));
+    CHECK_OK(sv_run_dir_lock(dir, &E));
+    sv_run_dir_unlock(&E, 0);
+    CHECK(strncmp(read_text(marker), "pid ", 4) == 0 && strcmp(read_text(marker), earlier) != 0);
 
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
