@@ -301,7 +301,10 @@ sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk) {
     struct tm tm;
     if (gmtime_r(&now, &tm)) strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
     int len = snprintf(text, sizeof text, "pid %ld on %s since %s\n", (long)getpid(), host, stamp);
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len) {
+    /* flushed: ranks on other nodes read it (sv_train_outputs_shared), and an NFS client keeps a
+     * small write in its cache until close or fsync while the truncation reaches the server */
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len ||
+        (fsync(fd) != 0 && errno != EINVAL && errno != ENOSYS)) {
         int err = errno;
         close(fd);
         lock_undo(lk);
@@ -330,7 +333,8 @@ void sv_run_dir_unlock(sv_run_lock *lk, int failed) {
     if (lk->fd < 0) return;
     if (failed && lk->made_marker && only_marker(lk->marker)) lock_undo(lk); /* before the lock goes */
     if (failed && !lk->made_marker && lk->old_len >= 0) { /* the earlier run's text back, as it was */
-        if (ftruncate(lk->fd, 0) != 0 || pwrite(lk->fd, lk->old, (size_t)lk->old_len, 0) != lk->old_len)
+        if (ftruncate(lk->fd, 0) != 0 || pwrite(lk->fd, lk->old, (size_t)lk->old_len, 0) != lk->old_len ||
+            fsync(lk->fd) != 0)
             SV_WARN("could not restore the run lock %s: %s", lk->marker, strerror(errno));
     }
     close(lk->fd);

@@ -308,13 +308,25 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
 
 /* Two exports into one directory run one after the other: each writes three files (weights,
  * config.json, classes.txt) renamed into place one by one, so two at once could leave the weights
- * of one beside the config.json of the other. An exclusive flock on the directory, waited for
- * when another export holds it; where the file system has no flock for directories (some
- * network file systems) the export goes on unlocked. Returns the descriptor to close, or -1. */
+ * of one beside the config.json of the other. An exclusive flock, waited for when another export
+ * holds it, on a lock file of the system's temporary directory named by the output directory's
+ * device and inode ("shardvit-export-DEV-INO.lock", never removed: a few bytes of nothing): not on
+ * the directory itself, which a user's own `flock DIR shardvit export ...` holds (that export
+ * would wait for ever on its caller), and nothing is added to the output directory. Exports on
+ * one host are serialised; where the lock cannot be had (no such directory yet, a temporary
+ * directory without room) the export goes on unlocked. Returns the descriptor to close, or -1. */
 static int lock_out_dir(const char *out) {
-    char dir[PATH_MAX];
-    if (sv_fileio_parent(out, dir) != SV_OK) return -1;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char dir[PATH_MAX], lock[PATH_MAX];
+    struct stat sb;
+    if (sv_fileio_parent(out, dir) != SV_OK || stat(dir, &sb) != 0) return -1;
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || tmp[0] != '/') tmp = "/tmp";
+    if ((size_t)snprintf(lock, sizeof lock, "%s/shardvit-export-%llx-%llx.lock", tmp, (unsigned long long)sb.st_dev,
+                         (unsigned long long)sb.st_ino) >= sizeof lock)
+        return -1;
+    /* read-only (flock needs no write access): another user's lock file serves as well */
+    int fd = open(lock, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC); /* fs.protected_regular */
     if (fd < 0) return -1;
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
     if (errno == EWOULDBLOCK) {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Two exports into one directory run one after the other (an flock on the directory): each
+# Two exports into one directory run one after the other (an flock on a lock file of the
+# directory in the temporary directory): each
 # renames three files into place one by one (weights, config.json, classes.txt), and two at once
 # could leave one model's weights beside the other's config.json, which eval then used with exit 0.
 #   1. while the directory's lock is held (as another export holds it), export says it waits and
-#      writes nothing; once the lock goes, it completes;
+#      writes nothing; once the lock goes, it completes; a user's flock(1) on the directory itself
+#      around the command does not make it wait;
 #   2. two exports of models that differ only in their head count (same tensor shapes: only
 #      config.json tells them apart), started together five times into one directory: the
 #      weights and config.json left are always one export's pair.
@@ -16,10 +18,15 @@ mkdir -p "$WORK/ref3" "$WORK/ref2" "$WORK/out"
 timeout 60 "$SHARDVIT" export "$WORK/h3" "$WORK/ref3/m.safetensors" >/dev/null 2>&1 || fail "export h3"
 timeout 60 "$SHARDVIT" export "$WORK/h2" "$WORK/ref2/m.safetensors" >/dev/null 2>&1 || fail "export h2"
 
-# 1. the lock held by another process: export waits
+# 1. the lock held by another process (as an export holds it: the lock file of the output
+# directory in the temporary directory): export waits
 "$PY" - "$WORK/out" "$WORK/locked" <<'PYEOF' &
 import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDONLY)
+st = os.stat(sys.argv[1])
+tmp = os.environ.get("TMPDIR") or "/tmp"
+if not tmp.startswith("/"):
+    tmp = "/tmp"
+fd = os.open("%s/shardvit-export-%x-%x.lock" % (tmp, st.st_dev, st.st_ino), os.O_RDONLY | os.O_CREAT, 0o644)
 fcntl.flock(fd, fcntl.LOCK_EX)
 open(sys.argv[2], "w").close()
 time.sleep(3)
@@ -36,6 +43,13 @@ wait $holder
 wait $exp || fail "the waiting export failed: $(cat "$WORK/wait.log")"
 cmp -s "$WORK/out/m.safetensors" "$WORK/ref3/m.safetensors" || fail "the export after the wait differs"
 echo "ok: export waited for the directory's lock, then completed"
+# a user's own flock on the output directory (flock(1) around the command) is not that lock
+if command -v flock >/dev/null; then
+    timeout 60 flock "$WORK/out" "$SHARDVIT" export "$WORK/h2" "$WORK/out/m.safetensors" >"$WORK/flock.log" 2>&1 ||
+        fail "export under flock(1) on its output directory: exit $? $(cat "$WORK/flock.log")"
+    cmp -s "$WORK/out/m.safetensors" "$WORK/ref2/m.safetensors" || fail "the export under flock(1) differs"
+    echo "ok: export under flock(1) on its own output directory completed"
+fi
 
 # 2. concurrent exports leave one export's pair
 for i in 1 2 3 4 5; do
