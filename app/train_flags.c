@@ -51,11 +51,11 @@ int sv_train_flags_parse(sv_train_opts *o, int argc, char **argv, const sv_proc 
                          .hflip = 0.5,
                          .aug = SV_AUG_FLAGS_DEFAULT,
                          .lr = 1e-3,
-                         .min_lr = 1e-5,
+                         .min_lr = SV_TRAIN_DEFAULT_MIN_LR,
                          .weight_decay = 0.05,
-                         .beta1 = 0.9,
-                         .beta2 = 0.999,
-                         .eps = 1e-8,
+                         .beta1 = SV_TRAIN_DEFAULT_BETA1,
+                         .beta2 = SV_TRAIN_DEFAULT_BETA2,
+                         .eps = SV_TRAIN_DEFAULT_EPS,
                          .clip = 1.0,
                          .smoothing = 0.1,
                          .bce_thresh = -1,
@@ -243,7 +243,8 @@ int sv_train_flags_parse(sv_train_opts *o, int argc, char **argv, const sv_proc 
         o->xf.crop_pct = tdc.crop_pct;
     o->ema.on = o->run.model_ema;
     if ((rc = sv_train_ema_check(&o->ema)) != 0) return rc;
-    if (sv_train_optim_check(&o->of, o->table, &o->warmup, o->steps, o->lr, o->min_lr, &o->beta2, &o->eps) != SV_OK)
+    if (sv_train_optim_check(&o->of, o->table, &o->warmup, o->steps, o->lr, o->min_lr, o->beta1, &o->beta2, &o->eps) !=
+        SV_OK)
         return sv_cmd_usage_error("train", "%s", sv_err_msg());
     /* flags that would be ignored: refused (a value other than the default counts as given, so
      * that a run's own config.toml, which lists every flag, reads back) */

@@ -155,7 +155,7 @@ static sv_status check_decay_flags(const sv_train_optim_flags *of, sv_sched_kind
 }
 
 sv_status sv_train_optim_check(sv_train_optim_flags *of, const sv_flag *flags, int *warmup, long long steps, double lr,
-                               double min_lr, double *beta2, double *eps) {
+                               double min_lr, double beta1, double *beta2, double *eps) {
     sv_opt_kind k;
     sv_sched_kind sk;
     SV_TRY(sv_opt_parse(of->opt, &k));
@@ -173,6 +173,21 @@ sv_status sv_train_optim_check(sv_train_optim_flags *of, const sv_flag *flags, i
         return SV_FAIL(SV_ERR_INVALID, "--momentum applies to --opt sgd only (this run has --opt %s)", of->opt);
     if (of->nesterov && of->momentum == 0)
         return SV_FAIL(SV_ERR_INVALID, "--nesterov needs --momentum > 0 (torch SGD's rule)");
+    /* the mirror rules: a value other than the default (a run's own config.toml lists the
+     * defaults) for a setting this optimizer or schedule has none of would be ignored */
+    if (k == SV_OPT_SGD &&
+        ((sv_flag_seen(flags, "beta1") && beta1 != SV_TRAIN_DEFAULT_BETA1) ||
+         (sv_flag_seen(flags, "beta2") && *beta2 != SV_TRAIN_DEFAULT_BETA2)))
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--beta1 / --beta2 apply to --opt adamw, lamb and lion (this run has --opt sgd)");
+    if ((k == SV_OPT_SGD || k == SV_OPT_LION) && sv_flag_seen(flags, "eps") && *eps != SV_TRAIN_DEFAULT_EPS)
+        return SV_FAIL(SV_ERR_INVALID, "--eps applies to --opt adamw and lamb (this run has --opt %s)", of->opt);
+    if (sk != SV_SCHED_COSINE && sk != SV_SCHED_POLY && sv_flag_seen(flags, "min-lr") &&
+        min_lr != SV_TRAIN_DEFAULT_MIN_LR)
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--min-lr applies to --sched cosine and poly, which decay to it (this run has --sched %s: "
+                       "timm's step and multistep schedules have no floor either)",
+                       of->sched);
     /* --warmup-epochs given is timm's form, 0 included (timm: no warmup), never the default
      * --warmup of 10 steps; a --warmup given beside a --warmup-epochs of 0 (a run's own
      * config.toml lists both) keeps the steps form it records */

@@ -27,6 +27,10 @@ typedef struct sv_train_optim_flags {
 #define SV_TRAIN_DEFAULT_MILESTONES "90,180,270"
 #define SV_TRAIN_DEFAULT_DECAY_EPOCHS 90
 #define SV_TRAIN_DEFAULT_DECAY_RATE 0.1
+#define SV_TRAIN_DEFAULT_BETA1 0.9
+#define SV_TRAIN_DEFAULT_BETA2 0.999
+#define SV_TRAIN_DEFAULT_EPS 1e-8
+#define SV_TRAIN_DEFAULT_MIN_LR 1e-5
 
 #define SV_TRAIN_OPTIM_FLAGS_DEFAULT \
     { \
@@ -72,9 +76,12 @@ typedef struct sv_train_optim_flags {
  * A flag the schedule does not use is refused when it differs from its default: --decay-epochs
  * (step only), --decay-milestones (multistep only), --decay-rate (step, multistep, and poly without
  * --poly-power, as its power). cosine and poly decay from lr (--lr) to min_lr (--min-lr):
- * min_lr > lr is refused (the "decay" would climb). Sets of->warmup_set. */
+ * min_lr > lr is refused (the "decay" would climb); --min-lr other than its default with another
+ * schedule is refused, and so are --beta1 / --beta2 with --opt sgd and --eps with sgd or lion
+ * (values other than the defaults, given on the command line or in a config). Sets
+ * of->warmup_set. */
 sv_status sv_train_optim_check(sv_train_optim_flags *of, const sv_flag *flags, int *warmup, long long steps, double lr,
-                               double min_lr, double *beta2, double *eps);
+                               double min_lr, double beta1, double *beta2, double *eps);
 
 /* The schedule for `spe` steps per epoch, and the run's length *total in steps: --steps when
  * >= 0, else (epochs [+ warmup epochs with --warmup-prefix] + cooldown epochs) x spe, where with

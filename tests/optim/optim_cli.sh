@@ -32,6 +32,13 @@ bad "--sched: invalid value 'cosin'" --sched cosin
 bad "--nesterov applies to --opt sgd only" --nesterov
 bad "--momentum applies to --opt sgd only" --opt lion --momentum 0.5
 bad "--nesterov needs --momentum > 0" --opt sgd --nesterov --momentum 0
+# the mirror rules: settings the optimizer / schedule has none of (they were accepted and ignored)
+bad "--beta1 / --beta2 apply to --opt adamw, lamb and lion (this run has --opt sgd)" --opt sgd --beta1 0.5
+bad "--beta1 / --beta2 apply to --opt adamw, lamb and lion (this run has --opt sgd)" --opt sgd --beta2 0.5
+bad "--eps applies to --opt adamw and lamb (this run has --opt sgd)" --opt sgd --eps 0.5
+bad "--eps applies to --opt adamw and lamb (this run has --opt lion)" --opt lion --eps 0.5
+bad "--min-lr applies to --sched cosine and poly" --sched step --min-lr 5e-4
+bad "--min-lr applies to --sched cosine and poly" --sched constant --min-lr 5e-4
 bad "give --warmup (steps) or --warmup-epochs, not both" --warmup 5 --warmup-epochs 1
 bad "--warmup-prefix needs --warmup-epochs" --warmup-prefix
 bad "--decay-milestones: '3,2' must be ascending" --sched multistep --decay-milestones 3,2
