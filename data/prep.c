@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,6 +66,7 @@ sv_status sv_prep_check_out(sv_prep_opts *o, const char *what, int *done) {
 /* Claim o->out for this import: *done = 1 when it already holds it (nothing to do). */
 sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *done) {
     memset(j, 0, sizeof *j);
+    j->work_fd = -1;
     j->o = o;
     o->reused = 0;
     if (!o->out || !o->out[0]) return SV_FAIL(SV_ERR_INVALID, "prep %s: no output directory", what);
@@ -93,7 +95,17 @@ sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *
         return ws;
     }
     j->work_made = 1;
+    j->work_fd = open(j->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (j->work_fd >= 0 && flock(j->work_fd, LOCK_EX | LOCK_NB) != 0) { /* no flock here: no liveness to tell */
+        close(j->work_fd);
+        j->work_fd = -1;
+    }
     return SV_OK;
+}
+
+static void work_unlock(sv_prep_job *j) {
+    if (j->work_fd >= 0) close(j->work_fd);
+    j->work_fd = -1;
 }
 
 /* Create `path`, which must not exist in any form (O_EXCL: a symlink, FIFO or file there is
@@ -125,8 +137,27 @@ static sv_status make_dir(const char *path, int fresh) {
     return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", path, strerror(e));
 }
 
+/* One finished split directory or shard from the work directory into OUT, never replacing what
+ * is there (a file of the user's, or another prep's output into the same --out). */
+static sv_status move_one(const char *a, const char *b) {
+    struct stat st;
+    if (lstat(b, &st) == 0)
+        return SV_FAIL(SV_ERR_IO,
+                       "%s appeared while prep ran (another prep into the same --out, or a file of someone else's): "
+                       "prep never replaces what it did not create",
+                       b);
+    sv_status s = sv_fileio_rename(a, b, 1);
+    if (s != SV_OK && lstat(b, &st) == 0)
+        return SV_FAIL(SV_ERR_IO,
+                       "%s appeared while prep ran (another prep into the same --out, or a file of someone else's): "
+                       "prep never replaces what it did not create",
+                       b);
+    return s;
+}
+
 /* The finished splits from the work directory into OUT (renames: a split appears in OUT whole
- * or not at all), then the work directory removed. */
+ * or not at all; j->moved counts what is there, so that an abort removes only its own), then the
+ * work directory removed. */
 static sv_status move_splits(sv_prep_job *j) {
     static const char *const split[2] = {"train", "test"};
     char a[4400], b[4400];
@@ -134,17 +165,19 @@ static sv_status move_splits(sv_prep_job *j) {
         if (j->split_made[s]) {
             snprintf(a, sizeof a, "%s/%s", j->work, split[s]);
             snprintf(b, sizeof b, "%s/%s", j->o->out, split[s]);
-            if (rename(a, b) != 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", a, b, strerror(errno));
+            SV_TRY(move_one(a, b));
+            j->moved[s] = 1;
         }
         for (int k = 0; k < j->shards[s]; k++) {
             snprintf(a, sizeof a, "%s/%s-%06d.tar", j->work, split[s], k);
             snprintf(b, sizeof b, "%s/%s-%06d.tar", j->o->out, split[s], k);
-            if (rename(a, b) != 0) return SV_FAIL(SV_ERR_IO, "rename %s -> %s: %s", a, b, strerror(errno));
+            SV_TRY(move_one(a, b));
+            j->moved[s] = k + 1;
         }
-        j->moved[s] = 1;
     }
     if (rmdir(j->work) != 0) return SV_FAIL(SV_ERR_IO, "rmdir %s: %s", j->work, strerror(errno));
     j->work_made = 0;
+    work_unlock(j);
     return SV_OK;
 }
 
@@ -182,17 +215,17 @@ sv_status sv_prep_abort(sv_prep_job *j, sv_status st) {
     int left = 0;
     static const char *const split[2] = {"train", "test"};
     for (int s = 0; s < 2; s++) {
-        const char *dir = j->moved[s] ? out : j->work;
         if (j->split_made[s]) {
-            snprintf(p, sizeof p, "%s/%s", dir, split[s]);
+            snprintf(p, sizeof p, "%s/%s", j->moved[s] ? out : j->work, split[s]);
             left |= sv_fileio_remove_tree(p) != SV_OK;
         }
-        for (int k = 0; k < j->shards[s]; k++) {
-            snprintf(p, sizeof p, "%s/%s-%06d.tar", dir, split[s], k);
+        for (int k = 0; k < j->shards[s]; k++) { /* the first moved[s] are in OUT, the rest in WORK */
+            snprintf(p, sizeof p, "%s/%s-%06d.tar", k < j->moved[s] ? out : j->work, split[s], k);
             left |= unlink(p) != 0 && errno != ENOENT;
         }
     }
     if (j->work_made) left |= rmdir(j->work) != 0;
+    work_unlock(j);
     if (j->classes_made) {
         snprintf(p, sizeof p, "%s/classes.txt", out);
         left |= unlink(p) != 0 && errno != ENOENT;

@@ -94,13 +94,25 @@ static sv_status gz_end(gzFile *f, const char *path, uint32_t n, const char *wha
  * bytes (cols == 0: a label file, 8-byte header + n bytes), computed with checked 64-bit
  * arithmetic; a header claiming smaller images than the file holds would cut every image at the
  * wrong place. A gzip file's length is only known by decompressing it: gz_read reports
- * truncation, gz_end data after the records. */
+ * truncation, gz_end data after the records; but deflate cannot expand S bytes to more than
+ * about 1032 S (a 258-byte match per two bits at best), so a header claiming more than that is
+ * refused before anything is written (a 2 MB gzip of zeros whose header claimed 2^32 - 1 images
+ * had prep write images for minutes, gigabytes of them, before it found the file short). */
+#define GZ_MAX_RATIO 1032u
 static sv_status idx_check_sizes(const char *path, int plain, uint64_t size, uint32_t n, uint32_t rows, uint32_t cols) {
     uint64_t hdr = cols ? 16 : 8, body, need;
-    if (!plain) return SV_OK;
     if (!sv_mul3_u64(n, rows, cols ? cols : 1, &body) || !sv_add_u64(hdr, body, &need))
         return SV_FAIL(SV_ERR_FORMAT, "%s: header claims %u x %u x %u bytes, more than 64 bits hold", path, n, rows,
                        cols);
+    if (!plain) {
+        if (size < (UINT64_MAX - 1024) / GZ_MAX_RATIO && need > size * GZ_MAX_RATIO + 1024)
+            return SV_FAIL(SV_ERR_CORRUPT,
+                           "%s: header claims %llu bytes of records, but a gzip file of %llu bytes holds at most "
+                           "about %llu (deflate expands at most ~%ux): a corrupt or hostile header",
+                           path, (unsigned long long)need, (unsigned long long)size,
+                           (unsigned long long)(size * GZ_MAX_RATIO + 1024), GZ_MAX_RATIO);
+        return SV_OK;
+    }
     if (size != need) {
         char items[64];
         if (cols)

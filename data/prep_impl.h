@@ -48,9 +48,11 @@ typedef struct sv_prep_job {
     char work[4096];   /* OUT/.prep.tmp-XXXXXXXX: the splits are written here, moved into OUT at the end */
     int created_out;   /* this import made o->out */
     int work_made;     /* made the work directory */
+    int work_fd;       /* the work directory, flocked while this prep runs (-1: none): another prep
+                          that finds it tells a running prep from an interrupted one */
     int split_made[2]; /* folder: made WORK/train, WORK/test */
     int shards[2];     /* tar: shards created per split */
-    int moved[2];      /* the split (folder) or all its shards (tar) are in OUT */
+    int moved[2];      /* folder: the split is in OUT; tar: its first moved[s] shards are */
     int classes_made;  /* made OUT/classes.txt */
 
     /* imagefolder: what the source holds, written into the marker */

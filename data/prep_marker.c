@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -428,11 +429,25 @@ sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char
                        "files: remove %s or choose another --out",
                        out, out, SV_PREP_MARKER, was, now, out);
     }
-    if (partial[0])
+    if (partial[0]) {
+        /* a running prep holds an flock on its work directory (data/prep.c sv_prep_begin) */
+        char p[PATH_MAX];
+        int busy = 0;
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", out, partial) < sizeof p) {
+            int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            busy = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+            if (fd >= 0) close(fd);
+        }
+        if (busy)
+            return SV_FAIL(SV_ERR_INVALID,
+                           "--out %s: another prep is writing into it now (%s/%s): wait for it to finish, or choose "
+                           "another --out",
+                           out, out, partial);
         return SV_FAIL(SV_ERR_INVALID,
                        "--out %s holds %s/%s, the partial output of a prep that was interrupted (a signal or a kill): "
                        "remove %s and run prep again",
                        out, out, partial, out);
+    }
     return SV_FAIL(SV_ERR_INVALID,
                    "--out %s is not empty (it holds '%s'%s) and is not a complete prep output (no valid %s/%s); prep "
                    "writes only into a new or empty directory and never replaces a file: remove %s or choose another "

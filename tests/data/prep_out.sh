@@ -19,7 +19,17 @@
 #      source is refused; nothing rewritten;
 #   9. CIFAR name lists laid out as the release's (batches.meta.txt: the 10 names, each with its
 #      '\n', then one '\n' more, 61 bytes; the same for CIFAR-100's fine_label_names.txt) are
-#      imported with those names; an empty line between names is an error naming the line.
+#      imported with those names; an empty line between names is an error naming the line;
+#  10. a file that appears in DIR while a tar prep runs, at the name of a shard it is about to
+#      move in (a user's file, another prep's shard): prep fails (exit 1) naming it, the file is
+#      left byte for byte, and prep removes only its own output (before, its rename replaced the
+#      file, and a failing prep's clean-up then deleted the other prep's shards);
+#  11. a gzip IDX file whose header claims more records than deflate can expand its bytes to (a
+#      50 KB gzip of zeros claiming 2^32 - 1 images) is refused before anything is written
+#      (before, prep wrote images for minutes, gigabytes of them, until the stream ran short);
+#  12. a second prep into the --out of a prep still running is refused (exit 2) saying another
+#      prep is writing into it now (before: "the partial output of a prep that was interrupted
+#      ... remove it", which would have deleted a live import); the first one completes.
 # Every case runs under `timeout`; all cases run and each failure is reported.
 # Usage: prep_out.sh SHARDVIT
 set -uo pipefail
@@ -263,6 +273,43 @@ run c100 "$SHARDVIT" prep cifar100 --src c100 --out c100o
 [ "$(cat c100o/classes.txt 2>/dev/null | wc -l)" = 100 ] && [ -f c100o/train/fine_66/00000.jpg ] ||
     fail "c100: not the 100 names, or the fine label 66 not in c100o/train/fine_66"
 ok "9: CIFAR name lists ending in an empty line (as the release's) are read; an empty line between names is not"
+
+begin
+mkdir race
+(timeout 120 "$SHARDVIT" prep synthetic --out race --format tar --classes 4 --per-class 300 --test-per-class 10 \
+    --width 256 --height 256 >race.log 2>&1; echo $? >race.rc) &
+for _ in $(seq 400); do compgen -G 'race/.prep.tmp-*' >/dev/null && break; sleep 0.01; done
+echo "user data, not a prep shard" >race/train-000000.tar
+wait
+RC=$(cat race.rc)
+[ "$RC" = 1 ] && grep -q "race/train-000000.tar appeared while prep ran" race.log ||
+    { fail "10: a file appearing in --out: exit status $RC, want 1 naming it"; sed 's/^/    /' race.log; }
+[ "$(cat race/train-000000.tar)" = "user data, not a prep shard" ] || fail "10: the file that appeared was replaced"
+[ "$(ls -A race)" = "train-000000.tar" ] || fail "10: prep left more than the file: $(ls -A race | tr '\n' ' ')"
+ok "10: a file that appeared in --out during a tar prep is kept, prep fails naming it and removes only its own"
+
+begin
+mkdir bomb
+{ printf '\000\000\010\003\377\377\377\377\000\000\000\034\000\000\000\034'; head -c 52428800 /dev/zero; } |
+    gzip >bomb/train-images-idx3-ubyte.gz
+{ printf '\000\000\010\001\377\377\377\377'; head -c 1048576 /dev/zero; } | gzip >bomb/train-labels-idx1-ubyte.gz
+RUN_LIMIT=20 run bomb "$SHARDVIT" prep mnist --src bomb --out bombo
+[ $RC -eq 1 ] && grep -q "bomb/train-images-idx3-ubyte.gz: header claims 3367254359296 bytes of records, but a gzip file" \
+    bomb.log || { fail "11: a gzip header claiming 2^32 - 1 images: exit status $RC, want 1 naming it"; sed 's/^/    /' bomb.log; }
+[ ! -e bombo ] || fail "11: bombo was left behind"
+ok "11: a gzip IDX header claiming more than deflate can hold is refused before anything is written"
+
+begin
+(timeout 120 "$SHARDVIT" prep synthetic --out live --format tar --classes 4 --per-class 300 --test-per-class 10 \
+    --width 256 --height 256 >live.log 2>&1; echo $? >live.rc) &
+for _ in $(seq 400); do compgen -G 'live/.prep.tmp-*' >/dev/null && break; sleep 0.01; done
+run live2 "$SHARDVIT" prep synthetic --out live --format tar --classes 4 --per-class 300 --test-per-class 10 \
+    --width 256 --height 256
+wait
+[ $RC -eq 2 ] && grep -q "another prep is writing into it now" live2.log ||
+    { fail "12: a prep into a running prep's --out: exit status $RC, want 2 saying so"; sed 's/^/    /' live2.log; }
+[ "$(cat live.rc)" = 0 ] && [ -f live/.shardvit-prep ] || fail "12: the first prep did not complete: $(cat live.log)"
+ok "12: a prep into the --out of a running prep is told so, and the running one completes"
 
 [ $NFAIL -eq 0 ] || { echo "prep_out: $NFAIL checks failed"; exit 1; }
 echo "prep_out: all passed"
