@@ -163,7 +163,7 @@ static sv_status check_outputs(const bench_opts *o, int world) {
         char p[4096];
         for (int r = 0; r < world; r++) {
             snprintf(p, sizeof p, "%s.rank%d", o->run.trace, r);
-            SV_TRY(sv_ckpt_out_check(p, NULL, 1, "--trace part"));
+            SV_TRY(sv_ckpt_out_check_earlier(p, "--trace part", sv_trace_is_part, NULL, "trace part of a run"));
         }
     }
     return SV_OK;

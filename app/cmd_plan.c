@@ -122,7 +122,8 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
             snprintf(part, sizeof part, "%s.rank0", o.trace);
             sv_status ts = sv_ckpt_out_check_earlier(o.trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace");
             if (ts == SV_OK) ts = sv_ckpt_out_check_parent(o.trace, "--trace");
-            if (ts == SV_OK) ts = sv_ckpt_out_check(part, NULL, 1, "--trace part");
+            if (ts == SV_OK)
+                ts = sv_ckpt_out_check_earlier(part, "--trace part", sv_trace_is_part, NULL, "trace part of a run");
             if (ts != SV_OK) return sv_cmd_usage_error("plan", "%s", sv_err_msg());
         }
         sa.sim.run = o;

@@ -95,6 +95,21 @@ static void end_now(int status, void *arg) {
     _exit(status);
 }
 
+/* A hangup ends the process, as POSIX's default says: libucs (loaded with MPICH) installs a
+ * SIGHUP handler of its own in a library constructor, before main (UCX's debug signal,
+ * UCX_DEBUG_SIGNO), which made a SIGHUP do nothing (train ran on to its end; export, prep and the
+ * others finished with exit 0). Put back to the default unless the parent ignored it (nohup). The
+ * commands' own handlers (temporaries removed, --preempt-signal HUP) are installed afterwards.
+ * What remains is the library start-up before main (tens of milliseconds), where only
+ * UCX_DEBUG_SIGNO=0 in the environment helps (a setenv before the constructors is lost: libc's
+ * own initialisation sets the environment again after the executable's preinit functions). */
+static void hup_default(void) {
+    struct sigaction cur;
+    if (sigaction(SIGHUP, NULL, &cur) != 0) return;
+    if (!(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_IGN || cur.sa_handler == SIG_DFL)) return;
+    signal(SIGHUP, SIG_DFL);
+}
+
 static void usage(FILE *out) {
     fprintf(out, "usage: shardvit <command> [flags]   (shardvit <command> --help for its flags)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
@@ -110,6 +125,7 @@ int main(int argc, char **argv) {
      * full disk (a message naming the file, temporaries removed), instead of SIGXFSZ killing the
      * process with the temporaries left */
     signal(SIGXFSZ, SIG_IGN);
+    hup_default();
     static char version_cmd[] = "version";
     if (argc >= 2 && !strcmp(argv[1], "--version")) argv[1] = version_cmd;
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -134,6 +150,7 @@ int main(int argc, char **argv) {
     if (cmd->uses_mpi) {
         sv_mpi_env_init(&argc, &argv, &proc.rank, &proc.world);
         sv_mpi_env_local(&proc.local_rank, &proc.local_size);
+        hup_default(); /* MPI's start-up puts UCX's back (train's hold below installs its own again) */
     }
     if (cmd->preempt) {
         sv_preempt_hold_startup(); /* again: MPICH's initialisation installed its own SIGUSR1 handler */

@@ -297,7 +297,9 @@ sv_status sv_run_finish_trace(sv_run *r, const char *path) {
     snprintf(part, sizeof part, "%s.rank%d", path, r->rank);
     /* the agreement is the barrier: every part is on disk, or every rank fails */
     SV_TRY(sv_run_agree(r, sv_trace_write_part(&r->trace, part)));
-    return sv_run_agree(r, r->rank == 0 ? sv_trace_merge(path, r->world) : SV_OK);
+    sv_status st = sv_run_agree(r, r->rank == 0 ? sv_trace_merge(path, r->world) : SV_OK);
+    sv_trace_part_done(part); /* merged and removed by rank 0 (or the merge failed) */
+    return st;
 }
 
 void sv_run_teardown(sv_run *r) {

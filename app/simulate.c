@@ -454,7 +454,9 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
         snprintf(part, sizeof part, "%s.rank0", o->trace);
         sv_run_trace_warn_full(&r->trace, o->trace, 0);
         SV_TRY(sv_trace_write_part(&r->trace, part));
-        SV_TRY(sv_trace_merge(o->trace, 1));
+        sv_status ms = sv_trace_merge(o->trace, 1);
+        sv_trace_part_done(part);
+        SV_TRY(ms);
     }
     return SV_OK;
 }

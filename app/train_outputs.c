@@ -149,7 +149,7 @@ sv_status sv_train_outputs_check(const sv_train_outputs *o) {
         SV_TRY(sv_ckpt_out_check_earlier(o->trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace"));
         for (int r = 0; r < o->world; r++) {
             snprintf(p, sizeof p, "%s.rank%d", o->trace, r);
-            SV_TRY(sv_ckpt_out_check(p, NULL, 1, "--trace part"));
+            SV_TRY(sv_ckpt_out_check_earlier(p, "--trace part", sv_trace_is_part, NULL, "trace part of a run"));
         }
     }
     if (o->out) {

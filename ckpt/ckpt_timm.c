@@ -402,10 +402,14 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
         close(fd);
     }
     free(text);
-    /* Commit: the weights first, then the files describing them. */
+    /* Commit: the weights first, then the files describing them, as one step for a signal (cut
+     * between two renames, new weights would stand beside an earlier export's config.json) */
+    sigset_t held;
+    sv_fileio_commit_begin(&held);
     if (st == SV_OK && (st = sv_fileio_rename(t_st, out, 0)) == SV_OK) made_st = 0;
     if (st == SV_OK && (st = sv_fileio_rename(t_cfg, cfg, 0)) == SV_OK) made_cfg = 0;
     if (st == SV_OK && have_cls && (st = sv_fileio_rename(t_cls, cls, 0)) == SV_OK) made_cls = 0;
+    sv_fileio_commit_end(&held);
     /* On failure remove exactly the temporaries created above. */
     if (made_st) unlink(t_st);
     if (made_cfg) unlink(t_cfg);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -204,7 +205,8 @@ void sv_fileio_out_abort(sv_fileio_out *f) {
  * the names are random per call). A new entry takes a free slot; only with more live entries
  * than slots is a live one reused. */
 enum { TMP_SLOTS = 32, TMP_DIR_DEPTH = 8 };
-enum { TMP_FILE, TMP_DIR, TMP_MADE }; /* kind: a temporary file or directory, a directory made */
+enum { TMP_FILE, TMP_DIR, TMP_MADE };      /* kind: a temporary file or directory, a directory made */
+static volatile sig_atomic_t g_committing; /* sv_fileio_commit_begin .. _end on some thread */
 static struct {
     volatile sig_atomic_t used;
     int dir;      /* TMP_FILE, TMP_DIR or TMP_MADE */
@@ -269,6 +271,12 @@ static void tmp_empty_dir(int fd, int depth) {
 
 static void tmp_on_signal(int sig) {
     int saved = errno;
+    /* a group of renames under way on another thread (that thread holds these signals off):
+     * let it finish, so that an output is never left half old, half new */
+    for (int waited = 0; g_committing && waited < 60000; waited++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
     for (unsigned i = 0; i < TMP_SLOTS; i++) {
         if (!g_tmp[i].used || g_tmp[i].dir == TMP_MADE) continue;
         if (g_tmp[i].dir == TMP_DIR) {
@@ -296,7 +304,7 @@ static void tmp_on_signal(int sig) {
 }
 
 void sv_fileio_remove_tmp_on_signals(void) {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
         struct sigaction old;
         if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue; /* nohup stays */
@@ -306,6 +314,22 @@ void sv_fileio_remove_tmp_on_signals(void) {
         sigfillset(&sa.sa_mask);
         sigaction(sigs[i], &sa, NULL);
     }
+}
+
+void sv_fileio_tmp_track(const char *path) { tmp_register(path, TMP_FILE); }
+void sv_fileio_tmp_untrack(const char *path) { tmp_forget(path); }
+
+void sv_fileio_commit_begin(sigset_t *saved) {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT), sigaddset(&s, SIGTERM), sigaddset(&s, SIGHUP), sigaddset(&s, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &s, saved);
+    g_committing = 1;
+}
+
+void sv_fileio_commit_end(const sigset_t *saved) {
+    g_committing = 0;
+    pthread_sigmask(SIG_SETMASK, saved, NULL); /* a signal held off is handled here */
 }
 
 /* ---- whole files ----------------------------------------------------------------------- */
@@ -322,19 +346,31 @@ static sv_status tmp_name(const char *path, unsigned attempt, char *tmp, size_t 
     return SV_OK;
 }
 
+/* A temporary is registered before it is created: a signal handled as the create returns (where
+ * a pending one is delivered) finds it registered. A name already taken is skipped unregistered,
+ * so the handler never removes a file of someone else's (the names are random per process, call
+ * and attempt: one appearing between the check and the create is not a practical case). */
+static int tmp_name_taken(const char *tmp) {
+    struct stat sb;
+    return lstat(tmp, &sb) == 0;
+}
+
 sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd_out) {
     for (unsigned a = 0; a < 100; a++) {
         SV_TRY(tmp_name(path, a, tmp, cap));
+        if (tmp_name_taken(tmp)) continue;
+        tmp_register(tmp, TMP_FILE);
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) {
-            tmp_register(tmp, TMP_FILE);
             if (fd_out)
                 *fd_out = fd;
             else
                 close(fd);
             return SV_OK;
         }
-        if (errno != EEXIST) return SV_FAIL(SV_ERR_IO, "create %s: %s", tmp, strerror(errno));
+        int e = errno;
+        tmp_forget(tmp);
+        if (e != EEXIST) return SV_FAIL(SV_ERR_IO, "create %s: %s", tmp, strerror(e));
     }
     return SV_FAIL(SV_ERR_IO, "create a temporary file beside %s: every name tried exists", path);
 }
@@ -342,11 +378,12 @@ sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd_ou
 sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap) {
     for (unsigned a = 0; a < 100; a++) {
         SV_TRY(tmp_name(path, a, tmp, cap));
-        if (mkdir(tmp, 0755) == 0) {
-            tmp_register(tmp, TMP_DIR);
-            return SV_OK;
-        }
-        if (errno != EEXIST) return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", tmp, strerror(errno));
+        if (tmp_name_taken(tmp)) continue;
+        tmp_register(tmp, TMP_DIR);
+        if (mkdir(tmp, 0755) == 0) return SV_OK;
+        int e = errno;
+        tmp_forget(tmp);
+        if (e != EEXIST) return SV_FAIL(SV_ERR_IO, "mkdir %s: %s", tmp, strerror(e));
     }
     return SV_FAIL(SV_ERR_IO, "create a temporary directory beside %s: every name tried exists", path);
 }
@@ -422,13 +459,18 @@ static sv_status mkdirs(const char *path, mode_t mode, sv_fileio_made_dirs *made
         if (buf[i] != '/' && buf[i] != 0) continue;
         char save = buf[i];
         buf[i] = 0;
+        /* registered before the mkdir when it is missing (as the temporaries are): a signal as the
+         * mkdir returns finds it; the handler removes a made directory only while it is empty */
+        int pre = made && tmp_name_taken(buf) == 0;
+        if (pre) tmp_register(buf, TMP_MADE);
         if (mkdir(buf, mode) == 0) {
             if (made) {
                 made->len[made->n++] = (unsigned short)i;
-                tmp_register(buf, TMP_MADE);
+                if (!pre) tmp_register(buf, TMP_MADE);
             }
         } else {
             int e = errno;
+            if (pre) tmp_forget(buf);
             struct stat st;
             sv_status s = SV_OK;
             if (e != EEXIST)

@@ -16,6 +16,7 @@
 #define SV_CORE_FILEIO_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -97,7 +98,7 @@ sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd);
 sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap);
 
 /* For commands without signal handling of their own (export, reshard, import, prep, eval,
- * predict, report): on SIGINT, SIGTERM or SIGHUP, remove every temporary of the two functions
+ * predict, report): on SIGINT, SIGTERM, SIGHUP or SIGPIPE (a closed pipe on stdout / stderr), remove every temporary of the two functions
  * above that has not been renamed into place yet (a directory with what is in it), then the
  * directories sv_fileio_mkdirs_made created and not yet kept or removed (the last made first,
  * each only while empty), then die of the signal as before (the default action, re-raised). A
@@ -105,6 +106,17 @@ sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap);
  * of those functions on, whether or not this is called. Not for train, which stops at a step
  * boundary on a signal. */
 void sv_fileio_remove_tmp_on_signals(void);
+/* A file of this process that the handlers above remove like a temporary until untracked (a
+ * --trace part: written by each rank, merged and removed by rank 0). */
+void sv_fileio_tmp_track(const char *path);
+void sv_fileio_tmp_untrack(const char *path);
+/* A group of renames that must not be cut by those signals (export's weights, config.json and
+ * classes.txt; eval's eval.json and confusion.csv): begin holds SIGINT, SIGTERM, SIGHUP and
+ * SIGPIPE off in the calling thread (a handler running on another thread waits for the group, up
+ * to a minute), end lets them in again, and one that came meanwhile is handled then, once the
+ * group is complete. saved: the thread's earlier mask. */
+void sv_fileio_commit_begin(sigset_t *saved);
+void sv_fileio_commit_end(const sigset_t *saved);
 
 /* Rename the temporary `tmp` (a file or directory beside path) over `path`, then fsync path's
  * directory. no_replace: fail instead of replacing an entry that appeared meanwhile (renameat2

@@ -91,10 +91,26 @@ static sv_status close_checked(FILE *f, const char *what, const char *path) {
     return bad ? SV_FAIL(SV_ERR_IO, "cannot write %s %s: %s", what, path, strerror(err ? err : EIO)) : SV_OK;
 }
 
+/* How every part starts (sv_trace_write_part; sv_trace_is_part recognises it). */
+static const char k_part_head[] = "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
+
+int sv_trace_is_part(const char *path, const void *unused) {
+    (void)unused;
+    return sv_fileio_starts_with(path, k_part_head, sizeof k_part_head - 1);
+}
+
+void sv_trace_part_done(const char *path) { sv_fileio_tmp_untrack(path); }
+
 sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
     FILE *f;
-    SV_TRY(sv_fileio_fopen_write(path, SV_FILEIO_NEW, &f)); /* a part is always a new file */
-    fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}", t->rank, t->rank);
+    if (sv_trace_is_part(path, NULL)) unlink(path); /* an earlier run's, killed before its merge */
+    sv_fileio_tmp_track(path);                      /* before the create: a signal as it returns finds it tracked */
+    sv_status cs = sv_fileio_fopen_write(path, SV_FILEIO_NEW, &f); /* a part is always a new file */
+    if (cs != SV_OK) {
+        sv_fileio_tmp_untrack(path);
+        return cs;
+    }
+    fprintf(f, "%s%d,\"args\":{\"name\":\"rank %d\"}}", k_part_head, t->rank, t->rank);
     fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", t->rank,
             t->rank);
     /* name only the tracks that hold events (an empty named track would show as a blank row) */

@@ -67,8 +67,17 @@ double sv_trace_comm_lane_s(const sv_trace *t);
 /* Microseconds since tracer start (for begin timestamps). */
 double sv_trace_now(const sv_trace *t);
 void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int arg, double begin_us, double end_us);
-/* Write this rank's events as a JSON array body fragment (no brackets) to `path`. */
+/* Write this rank's events as a JSON array body fragment (no brackets) to `path`, a new file (a
+ * part an earlier run left, sv_trace_is_part, is replaced; anything else there is an error). The
+ * part is removed like a temporary if a signal ends the process (sv_fileio_tmp_track) until
+ * sv_trace_part_done; sv_trace_merge removes the parts it merged. */
 sv_status sv_trace_write_part(const sv_trace *t, const char *path);
+/* The part of this process is merged (or the run failed): no longer removed on a signal. */
+void sv_trace_part_done(const char *path);
+/* Is path a part left by an earlier run (a regular file that starts as sv_trace_write_part writes
+ * one: a run killed between writing its parts and merging them)? The shape of ckpt/ckpt_out.h's
+ * recognisers (ctx unused). */
+int sv_trace_is_part(const char *path, const void *unused);
 /* Merge the parts "<path>.rank<r>" of ranks 0..world-1 (sv_trace_write_part, in rank order)
  * into one Chrome/Perfetto trace JSON at `path`. The trace is written to a fresh
  * "<path>.tmp-XXXXXXXX" (sv_fileio_out_open_tmp), synced and renamed over `path`

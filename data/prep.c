@@ -81,17 +81,21 @@ sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *
         return SV_OK;
     }
     struct stat st;
-    if (stat(o->out, &st) != 0) {
-        SV_TRY(sv_fileio_mkdirs(o->out, 0755));
+    if (stat(o->out, &st) != 0) { /* made so that a signal removes it again while it is empty */
+        SV_TRY(sv_fileio_mkdirs_made(o->out, 0755, &j->out_made));
         j->created_out = 1;
     }
-    SV_TRY(sv_prep_marker_check_out(o, what, j->marker, 0, done)); /* still empty (nothing appeared meanwhile) */
-    if (*done) return SV_FAIL(SV_ERR_INVALID, "--out %s: filled by another prep meanwhile", o->out);
+    sv_status cs = sv_prep_marker_check_out(o, what, j->marker, 0, done); /* still empty (nothing appeared meanwhile) */
+    if (cs == SV_OK && *done) cs = SV_FAIL(SV_ERR_INVALID, "--out %s: filled by another prep meanwhile", o->out);
+    if (cs != SV_OK) {
+        if (j->created_out) sv_fileio_made_dirs_keep(&j->out_made); /* not ours alone any more */
+        return cs;
+    }
     char base[4200];
     snprintf(base, sizeof base, "%s/.prep", o->out);
     sv_status ws = sv_fileio_tmp_dir(base, j->work, sizeof j->work);
     if (ws != SV_OK) {
-        if (j->created_out) rmdir(o->out);
+        if (j->created_out) sv_fileio_made_dirs_remove(&j->out_made);
         return ws;
     }
     j->work_made = 1;
@@ -204,7 +208,9 @@ sv_status sv_prep_finish(sv_prep_job *j, const char *const *names, int K) {
                      (unsigned long long)o->n_test, rec);
     if (n < 0 || (size_t)n >= sizeof m) return SV_FAIL(SV_ERR_INVALID, "prep: marker too long");
     snprintf(p, sizeof p, "%s/%s", o->out, SV_PREP_MARKER);
-    return write_new(p, m, (size_t)n);
+    SV_TRY(write_new(p, m, (size_t)n));
+    if (j->created_out) sv_fileio_made_dirs_keep(&j->out_made); /* complete: OUT stays */
+    return SV_OK;
 }
 
 /* A failed import: remove what it created (see above), keep the error message. */
@@ -230,7 +236,11 @@ sv_status sv_prep_abort(sv_prep_job *j, sv_status st) {
         snprintf(p, sizeof p, "%s/classes.txt", out);
         left |= unlink(p) != 0 && errno != ENOENT;
     }
-    if (j->created_out) left |= rmdir(out) != 0;
+    if (j->created_out) {
+        sv_fileio_made_dirs_remove(&j->out_made);
+        struct stat sb;
+        left |= stat(out, &sb) == 0;
+    }
     if (left) return SV_FAIL(st, "%s (the partial output in %s could not all be removed: remove it by hand)", msg, out);
     if (strcmp(sv_err_msg(), msg) != 0) return SV_FAIL(st, "%s", msg);
     return st;

@@ -46,7 +46,8 @@ typedef struct sv_prep_job {
     sv_prep_opts *o;
     char marker[8192]; /* the options part of the marker */
     char work[4096];   /* OUT/.prep.tmp-XXXXXXXX: the splits are written here, moved into OUT at the end */
-    int created_out;   /* this import made o->out */
+    int created_out;   /* this import made o->out (out_made: the directories, registered for a signal) */
+    sv_fileio_made_dirs out_made;
     int work_made;     /* made the work directory */
     int work_fd;       /* the work directory, flocked while this prep runs (-1: none): another prep
                           that finds it tells a running prep from an interrupted one */

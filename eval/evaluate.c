@@ -347,6 +347,8 @@ sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const ch
     }
     char p[4096];
     snprintf(p, sizeof p, "%s/eval.json", dir);
+    sigset_t held; /* the two files as one step for a signal: never an eval.json without its confusion.csv */
+    sv_fileio_commit_begin(&held);
     sv_status st = sv_metrics_write_json_ex(&e->m, p, names, write_xform, e);
     if (st == SV_OK && sv_metrics_has_confusion(&e->m)) {
         snprintf(p, sizeof p, "%s/confusion.csv", dir);
@@ -355,6 +357,7 @@ sv_status sv_eval_write_outputs(const sv_evaluator *e, const char *dir, const ch
         SV_INFO("eval: no confusion.csv: %d classes (a confusion matrix is kept for at most %d)", K,
                 SV_METRICS_CONFUSION_MAX);
     }
+    sv_fileio_commit_end(&held);
     free(own);
     free(num);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);

@@ -142,6 +142,12 @@ refuse "plan --trace part" "$SV" "${PLAN[@]}" --trace mine.json
 refuse "train --trace part" "$SV" train "${MODEL[@]}" --data data/train --batch-size 4 --steps 1 --threads 1 --trace mine.json
 [ "$(cat mine.json.rank0)" = "my notes" ] || fail "a file named like a trace part was replaced"
 [ ! -e mine.json ] || fail "a refused --trace wrote its output"
+# ... but a part an earlier run left (killed between writing its parts and merging them) does not
+# block the next run: it is replaced and merged away (before: every later run was refused)
+printf '{"ph":"M","name":"process_name","pid":0,"args":{"name":"rank 0"}}' >left.json.rank0
+run left.log "$SV" "${BENCH[@]}" --trace left.json
+"$PY" -c 'import json, sys; json.load(open(sys.argv[1]))' left.json || fail "bench --trace over a left part: no trace"
+[ ! -e left.json.rank0 ] || fail "the earlier run's part is still there after the merge"
 
 # a user's file at an output path (text, a binary shard, another kind of shardvit output) is kept
 # byte for byte: the command refuses it at start-up naming the path; an earlier output of the
