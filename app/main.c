@@ -98,16 +98,27 @@ static void end_now(int status, void *arg) {
 /* A hangup ends the process, as POSIX's default says: libucs (loaded with MPICH) installs a
  * SIGHUP handler of its own in a library constructor, before main (UCX's debug signal,
  * UCX_DEBUG_SIGNO), which made a SIGHUP do nothing (train ran on to its end; export, prep and the
- * others finished with exit 0). Put back to the default unless the parent ignored it (nohup). The
- * commands' own handlers (temporaries removed, --preempt-signal HUP) are installed afterwards.
- * What remains is the library start-up before main (tens of milliseconds), where only
- * UCX_DEBUG_SIGNO=0 in the environment helps (a setenv before the constructors is lost: libc's
- * own initialisation sets the environment again after the executable's preinit functions). */
-static void hup_default(void) {
+ * others finished with exit 0). It replaces an ignored SIGHUP too, so what the parent set (nohup:
+ * ignored) is read before any library constructor runs, from the executable's preinit function,
+ * and put back: ignored stays ignored, anything else becomes the default. The commands' own
+ * handlers (temporaries removed, --preempt-signal HUP) are installed afterwards; the start-up
+ * hold of train's signals (app/preempt.h) is left in place. What remains is the library start-up
+ * before main (tens of milliseconds), where only UCX_DEBUG_SIGNO=0 in the environment helps (a
+ * setenv from the preinit function is lost: libc's own initialisation sets the environment again
+ * after it). */
+static int g_hup_ignored; /* SIGHUP was ignored when the process started */
+
+static void hup_at_exec(int argc, char **argv, char **envp) {
+    (void)argc, (void)argv, (void)envp;
     struct sigaction cur;
-    if (sigaction(SIGHUP, NULL, &cur) != 0) return;
-    if (!(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_IGN || cur.sa_handler == SIG_DFL)) return;
-    signal(SIGHUP, SIG_DFL);
+    g_hup_ignored = sigaction(SIGHUP, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN;
+}
+__attribute__((section(".preinit_array"), used)) static void (*const k_preinit_hup)(int, char **,
+                                                                                    char **) = hup_at_exec;
+
+static void hup_default(void) {
+    if (sv_preempt_handles(SIGHUP)) return; /* train's start-up hold: it gives back what it found */
+    signal(SIGHUP, g_hup_ignored ? SIG_IGN : SIG_DFL);
 }
 
 static void usage(FILE *out) {
@@ -150,7 +161,7 @@ int main(int argc, char **argv) {
     if (cmd->uses_mpi) {
         sv_mpi_env_init(&argc, &argv, &proc.rank, &proc.world);
         sv_mpi_env_local(&proc.local_rank, &proc.local_size);
-        hup_default(); /* MPI's start-up puts UCX's back (train's hold below installs its own again) */
+        hup_default(); /* in case MPI's start-up put UCX's handler back (not train's hold) */
     }
     if (cmd->preempt) {
         sv_preempt_hold_startup(); /* again: MPICH's initialisation installed its own SIGUSR1 handler */

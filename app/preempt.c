@@ -119,6 +119,11 @@ static void record_action(struct sigaction *sa, const int *sigs, int n) {
     for (int i = 0; i < n; i++) sigaddset(&sa->sa_mask, sigs[i]); /* one handler at a time */
 }
 
+int sv_preempt_handles(int sig) {
+    struct sigaction cur;
+    return sigaction(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_signal;
+}
+
 void sv_preempt_hold_startup(void) {
     int all[N_NAMED];
     for (size_t i = 0; i < N_NAMED; i++) all[i] = k_names[i].sig;

@@ -45,6 +45,8 @@ sv_status sv_preempt_parse(const char *spec, sv_preempt *out);
  * what the release gives back; a second signal more than SV_PREEMPT_REPEAT_S after the first
  * ends the process as it does during the run. */
 void sv_preempt_hold_startup(void);
+/* Is sig's current handler this module's (the start-up hold's or an installed set's)? */
+int sv_preempt_handles(int sig);
 /* Give back the dispositions the hold replaced (a no-op without it): a command that ended before
  * sv_preempt_install (app/main.c, after the command returns). */
 void sv_preempt_release_startup(void);

@@ -69,8 +69,9 @@ double sv_trace_now(const sv_trace *t);
 void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int arg, double begin_us, double end_us);
 /* Write this rank's events as a JSON array body fragment (no brackets) to `path`, a new file (a
  * part an earlier run left, sv_trace_is_part, is replaced; anything else there is an error). The
- * part is removed like a temporary if a signal ends the process (sv_fileio_tmp_track) until
- * sv_trace_part_done; sv_trace_merge removes the parts it merged. */
+ * part is tracked like a temporary (sv_fileio_tmp_track) until sv_trace_part_done, so a command
+ * with the clean-up handler (bench) removes it on a signal; sv_trace_merge removes the parts it
+ * merged. */
 sv_status sv_trace_write_part(const sv_trace *t, const char *path);
 /* The part of this process is merged (or the run failed): no longer removed on a signal. */
 void sv_trace_part_done(const char *path);

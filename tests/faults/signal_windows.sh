@@ -45,6 +45,19 @@ set -e
 FAIL_LOGS=(hup_train.log)
 [ "$rc" = 129 ] || fail "train after SIGHUP: exit $rc, expected 129 (ended by the signal)"
 echo "ok: SIGHUP ended train (exit $rc)"
+# ... and under nohup (SIGHUP ignored by the parent) it stays ignored: libucs's constructor
+# replaces an ignored SIGHUP too, and a first version of the reset made nohup runs die of it
+set +e
+(trap '' HUP && exec "$SHARDVIT" train $TINY --steps 30 --threads 1 --log-every 1 >nohup_train.log 2>&1) &
+pid=$!
+for _ in $(seq 3000); do grep -q "info step 2/" nohup_train.log && break; sleep 0.01; done
+kill -HUP $pid
+wait $pid
+rc=$?
+set -e
+FAIL_LOGS=(nohup_train.log)
+[ "$rc" = 0 ] && grep -q "info step 30/30" nohup_train.log || fail "train under nohup after SIGHUP: exit $rc"
+echo "ok: under nohup, SIGHUP left train running to its end"
 FAIL_LOGS=()
 
 if ! command -v strace >/dev/null || ! strace -f -qq -o /dev/null -e inject=getpid:retval=1 true 2>/dev/null; then
