@@ -54,7 +54,7 @@ before=$(tree_sum "$W/runA" "$W/rootC")
 refused out_is_root "--out $W/rootC holds checkpoints \('(latest|step_0000000[24])'\): it is a checkpoint root" \
     --out "$W/rootC"
 refused out_is_root_resume "--out $W/rootC holds checkpoints" --out "$W/rootC" --resume auto
-refused ckpt_is_run "--ckpt-dir $W/runA holds a run's results \('[a-z.]+'\): it is a run directory" \
+refused ckpt_is_run "--ckpt-dir $W/runA holds a run's results \('[^']+'\): it is a run directory" \
     --out "$W/newB" --ckpt-dir "$W/runA" --ckpt-every 1
 refused ckpt_is_run_resume "--ckpt-dir $W/runA holds a run's results" --out "$W/newB" --ckpt-dir "$W/runA" \
     --resume auto
