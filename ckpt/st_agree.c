@@ -1,11 +1,10 @@
 /* The ranks agree that they read one safetensors file (ckpt/checkpoint.h sv_ckpt_agree_same_file). */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/crc32c.h"
+#include "core/fileio.h"
 #include "ckpt/checkpoint.h"
 #include "fsdp/agree.h"
 
@@ -20,17 +19,10 @@ static sv_status file_crc(const sv_st_file *sf, uint32_t *crc) {
     char *buf = malloc(CHUNK);
     if (!buf) return SV_FAIL(SV_ERR_OOM, "%s: CRC buffer", sf->path);
     sv_status st = SV_OK;
-    for (uint64_t off = 0; off < sf->file_size && st == SV_OK;) {
+    for (uint64_t off = 0; off < sf->file_size && st == SV_OK; off += CHUNK) {
         size_t want = sf->file_size - off < CHUNK ? (size_t)(sf->file_size - off) : CHUNK;
-        ssize_t n = pread(sf->fd, buf, want, (off_t)off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0)
-            st = SV_FAIL(SV_ERR_IO, "%s: reading it to compare with the other ranks' copy: %s", sf->path,
-                         n < 0 ? strerror(errno) : "the file is shorter than when it was opened");
-        else {
-            *crc = sv_crc32c_update(*crc, buf, (size_t)n);
-            off += (uint64_t)n;
-        }
+        st = sv_fileio_pread_exact(sf->fd, buf, want, off, sf->path);
+        if (st == SV_OK) *crc = sv_crc32c_update(*crc, buf, want);
     }
     free(buf);
     return st;

@@ -145,12 +145,7 @@ static sv_status make_dir(const char *path, int fresh) {
  * is there (a file of the user's, or another prep's output into the same --out). */
 static sv_status move_one(const char *a, const char *b) {
     struct stat st;
-    if (lstat(b, &st) == 0)
-        return SV_FAIL(SV_ERR_IO,
-                       "%s appeared while prep ran (another prep into the same --out, or a file of someone else's): "
-                       "prep never replaces what it did not create",
-                       b);
-    sv_status s = sv_fileio_rename(a, b, 1);
+    sv_status s = sv_fileio_rename(a, b, 1); /* no-replace: fails when b exists */
     if (s != SV_OK && lstat(b, &st) == 0)
         return SV_FAIL(SV_ERR_IO,
                        "%s appeared while prep ran (another prep into the same --out, or a file of someone else's): "
