@@ -5,9 +5,8 @@
  *     for each block of kcp reduction pairs          (A block mc_blk x kcp pairs -> scratch, 64 KiB)
  *       for each 32-column panel of packed B         (B micro-panel kcp x 32 pairs, L1)
  *         for each MR rows: microkernel, MR x 32 outputs in 2*MR zmm accumulators
- * The block sizes follow the L1 data cache (blocking_for): 128 rows x 128 pairs (a 16 KiB B
- * micro-panel) on a 32 KiB L1, 64 rows x 256 pairs (32 KiB micro-panel, half as many C tile
- * loads and stores per output) on a 48 KiB or larger one; the scratch is 64 KiB either way.
+ * The blocks are 64 rows x 256 pairs (blocking_for; a 32 KiB B micro-panel); the scratch is
+ * 64 KiB.
  * The microkernel loads the C tile (or zeros on the first reduction block without
  * accumulate), adds kcp pairs with VDPBF16PS (A pair broadcast from memory, two B vectors per
  * pair) and stores the tile back in fp32, so splitting the reduction into blocks does not
@@ -26,7 +25,6 @@
 
 #include <stdint.h>
 #include <string.h>
-#include <unistd.h>
 
 enum {
     MR = 8, /* rows per microkernel: 16 accumulators + 2 B vectors + broadcasts */
@@ -35,36 +33,31 @@ enum {
     A_BLOCK_WORDS = 128 * 128,
 };
 
-/* Rows per A block (a multiple of MR) and reduction pairs per block. The B micro-panel (kcp x
- * 32 dwords) must stay in L1 across the row groups of a block beside the current A group: 16 KiB
- * on a 32 KiB L1 (Zen 4). With 48 KiB (Zen 5, Sapphire Rapids) a 32 KiB micro-panel fits, and
- * every C tile is then loaded and stored half as often: the dW GEMM at 1024^3 went from 82-84%
- * to 85-87% of the VDPBF16PS peak on Zen 5 (docs/performance.md, change 26). The split of the
- * reduction never changes a result bit (see the file comment). SV_BF16_KCP=128|256 at compile
- * time pins one choice. */
+/* Rows per A block (a multiple of MR) and reduction pairs per block: 64 rows x 256 pairs, a
+ * 32 KiB B micro-panel walked by 8 row groups per A block, each C tile loaded and stored once per
+ * 256 pairs. The 128-pair alternative (128 rows, a 16 KiB micro-panel: fits beside the A group
+ * in a 32 KiB L1) loads and stores every C tile twice as often and measured slower on both L1
+ * sizes: the GEMM at 1024^3 on Zen 5 (48 KiB L1) dW 82-84% -> 85-87% of the VDPBF16PS peak
+ * (docs/performance.md, change 26), on Zen 4 (32 KiB L1) fwd / d_in / dW 84 / 82-83 / 79-81%
+ * -> 88-90 / 85-86 / 81-87% (change 29). The split of the reduction never changes a result bit
+ * (see the file comment). SV_BF16_KCP=128|256 at compile time pins one choice. */
 typedef struct {
     int mc, kcp;
 } blocking;
 
-static int g_kcp_forced; /* sv_gemm_bf16_set_kcp: 0 = by the L1 size */
+static int g_kcp_forced; /* sv_gemm_bf16_set_kcp: 0 = the default */
 
 void sv_gemm_bf16_set_kcp(int kcp) {
     __atomic_store_n(&g_kcp_forced, kcp == 128 || kcp == 256 ? kcp : 0, __ATOMIC_RELAXED);
 }
 
+#if !defined(SV_BF16_KCP)
+#define SV_BF16_KCP 256
+#endif
+
 static blocking blocking_for(void) {
     int kcp = __atomic_load_n(&g_kcp_forced, __ATOMIC_RELAXED);
-#if defined(SV_BF16_KCP)
     if (!kcp) kcp = SV_BF16_KCP;
-#else
-    static int cached; /* 0 = not yet known; every thread computes the same value */
-    if (!kcp) kcp = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (!kcp) {
-        long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-        kcp = l1 >= 48 * 1024 ? 256 : 128;
-        __atomic_store_n(&cached, kcp, __ATOMIC_RELAXED);
-    }
-#endif
     return (blocking){A_BLOCK_WORDS / kcp, kcp};
 }
 

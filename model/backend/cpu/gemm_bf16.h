@@ -54,8 +54,7 @@ void sv_gemm_bf16_pack(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1);
 void sv_gemm_bf16_pack_padded(void *pb, sv_gemm_mat B, int n, int r, int j0, int j1, long rp_alloc);
 
 /* Reduction pairs per block of sv_gemm_bf16_run: 128 or 256 pins that blocking, anything else
- * restores the default (256 with an L1 data cache of 48 KiB or more, else 128; the rows per A
- * block follow so that the scratch stays the same). Results are the same bits either way; the
+ * restores the default (256; the rows per A block follow so that the scratch stays the same). Results are the same bits either way; the
  * tests compare the two. Process-wide; not for use while another thread runs a GEMM. */
 void sv_gemm_bf16_set_kcp(int kcp);
 
