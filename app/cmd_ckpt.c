@@ -28,13 +28,7 @@ sv_status sv_train_ckpt_setup(sv_train_ckpt *c, const char *ckpt_dir, const char
     c->dir = NULL;
     c->last_saved = -1;
     c->last_save_s = sv_now_s();
-    if (ckpt_dir)
-        c->dir = ckpt_dir;
-    else if (out) {
-        if ((size_t)snprintf(c->dir_buf, sizeof c->dir_buf, "%s/checkpoints", out) >= sizeof c->dir_buf)
-            return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", out);
-        c->dir = c->dir_buf;
-    }
+    SV_TRY(sv_run_dir_ckpt_root(ckpt_dir, out, c->dir_buf, sizeof c->dir_buf, &c->dir));
     if (!c->dir && c->every > 0) return SV_FAIL(SV_ERR_INVALID, "--ckpt-every %d needs --ckpt-dir or --out", c->every);
     if (!c->dir && c->keep > 0)
         return SV_FAIL(SV_ERR_INVALID,

@@ -314,6 +314,15 @@ sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk) {
     return SV_OK;
 }
 
+sv_status sv_run_dir_ckpt_root(const char *ckpt_dir, const char *out, char *buf, size_t cap, const char **root) {
+    *root = ckpt_dir;
+    if (ckpt_dir || !out) return SV_OK;
+    if ((size_t)snprintf(buf, cap, "%s/checkpoints", out) >= cap)
+        return SV_FAIL(SV_ERR_INVALID, "--out too long: %.200s", out);
+    *root = buf;
+    return SV_OK;
+}
+
 /* Does the directory of the marker hold nothing but the marker? */
 static int only_marker(const char *marker) {
     char dir[PATH_MAX];

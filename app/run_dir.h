@@ -52,6 +52,11 @@ sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk);
  * another file) keeps it as it is. */
 void sv_run_dir_unlock(sv_run_lock *lk, int failed);
 
+/* The checkpoint root of a training: ckpt_dir (--ckpt-dir) when given, else OUT/checkpoints
+ * written into buf (cap bytes), else NULL (neither flag: no checkpoints). The one place that
+ * spells the default. SV_ERR_INVALID naming --out when OUT/checkpoints does not fit buf. */
+sv_status sv_run_dir_ckpt_root(const char *ckpt_dir, const char *out, char *buf, size_t cap, const char **root);
+
 /* Does the checkpoint root `root` hold anything of a run (`latest`, step_* directories)? 0 when
  * it does not exist or cannot be read. */
 int sv_run_dir_has_checkpoints(const char *root);

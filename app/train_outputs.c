@@ -165,21 +165,23 @@ sv_status sv_train_outputs_check(const sv_train_outputs *o) {
 sv_status sv_train_outputs_lock(const sv_train_outputs *o, sv_run_lock locks[2]) {
     /* every check passed: only now is anything created (a refused start leaves no directory) */
     if (o->out) SV_TRY(sv_run_dir_lock(o->out, &locks[0]));
-    if (o->ckpt_dir) return sv_run_dir_lock(o->ckpt_dir, &locks[1]);
     /* the default checkpoint root OUT/checkpoints is locked as an explicit one is: another
      * training given it as --ckpt-dir (or as --out) would otherwise save, rotate and move
      * `latest` among this run's checkpoints */
-    char ck[PATH_MAX];
-    if (o->out && (size_t)snprintf(ck, sizeof ck, "%s/checkpoints", o->out) < sizeof ck)
-        SV_TRY(sv_run_dir_lock(ck, &locks[1]));
-    return SV_OK;
+    char buf[PATH_MAX];
+    const char *root;
+    SV_TRY(sv_run_dir_ckpt_root(o->ckpt_dir, o->out, buf, sizeof buf, &root));
+    return root ? sv_run_dir_lock(root, &locks[1]) : SV_OK;
 }
 
 sv_status sv_train_outputs_shared(sv_run *r, const sv_train_outputs *o) {
-    if (r->world <= 1 || (!o->ckpt_dir && !o->out)) return SV_OK;
-    char marker[PATH_MAX];
-    int n = o->ckpt_dir ? snprintf(marker, sizeof marker, "%s/%s", o->ckpt_dir, SV_RUN_DIR_MARKER)
-                        : snprintf(marker, sizeof marker, "%s/checkpoints/%s", o->out, SV_RUN_DIR_MARKER);
+    if (r->world <= 1) return SV_OK;
+    char buf[PATH_MAX], marker[PATH_MAX];
+    const char *root;
+    /* the flags are alike on every rank, and so is this result */
+    SV_TRY(sv_run_dir_ckpt_root(o->ckpt_dir, o->out, buf, sizeof buf, &root));
+    if (!root) return SV_OK;
+    int n = snprintf(marker, sizeof marker, "%s/%s", root, SV_RUN_DIR_MARKER);
     char mine[320] = "", first[320];
     int err = 0;
     if (n > 0 && (size_t)n < sizeof marker) {
@@ -194,14 +196,17 @@ sv_status sv_train_outputs_shared(sv_run *r, const sv_train_outputs *o) {
     sv_status st = SV_OK;
     if (r->rank != 0 && (!mine[0] || strcmp(first, mine))) {
         first[strcspn(first, "\n")] = 0;
+        mine[strcspn(mine, "\n")] = 0;
+        char here[400];
+        if (mine[0])
+            snprintf(here, sizeof here, "here it holds the lock of %s", mine);
+        else
+            snprintf(here, sizeof here, "here %s", err ? strerror(err) : "the lock is empty");
         st = SV_FAIL(SV_ERR_INVALID,
-                     "%s is not the same directory on this rank as on rank 0 (%s): every rank writes its own shard "
-                     "files into the checkpoint root, so --out / --ckpt-dir must be on a file system all ranks "
-                     "share (docs/multinode.md); refused before the training, not at its first save",
-                     marker,
-                     mine[0]   ? "it holds another run's lock"
-                         : err ? strerror(err)
-                               : "the lock is empty");
+                     "%s is not the same directory on this rank as on rank 0 (rank 0's run: %s; %s): every rank "
+                     "writes its own shard files into the checkpoint root, so --out / --ckpt-dir must be on a file "
+                     "system all ranks share (docs/multinode.md); refused before the training, not at its first save",
+                     marker, first[0] ? first : "?", here);
     }
     return sv_run_agree(r, st);
 }

@@ -157,6 +157,9 @@ FAIL_LOGS=("$WORK/split.log")
 test $rc = 2 || fail "a checkpoint root not shared by the ranks: exit $rc, expected 2"
 grep -q "$WORK/nodeB/run/checkpoints/.shardvit-run is not the same directory on this rank as on rank 0" \
     "$WORK/split.log" || fail "no message naming the unshared checkpoint root"
+# ... and what each rank found there: rank 0's lock (its pid, host and start), nothing on rank 1
+grep -q "(rank 0's run: pid [0-9]* on .* since [0-9TZ:-]*; here No such file or directory)" "$WORK/split.log" ||
+    fail "the message does not name rank 0's run and what rank 1 found"
 if grep -q "info step 1/" "$WORK/split.log"; then fail "the ranks trained before the refusal"; fi
 test ! -e "$WORK/nodeA/run" && test ! -e "$WORK/nodeB/run" || fail "the refused run left a directory"
 echo "unshared checkpoint root: refused before the first step"
