@@ -129,9 +129,10 @@ typedef struct trainer {
     sv_evaluator ev;
     /* throughput window of the log line */
     double t_log, wait_log, t_train, flops_step, peak, final_loss;
-    double loss_window; /* sum of the step losses since the last logged step */
+    double loss_window; /* sum of the finite step losses since the last logged step */
     long steps_trained; /* steps this process trained (0: --steps 0, or a resume with none left) */
     long steps_since_log;
+    long losses_in_window;     /* the finite ones among them: a skipped step's loss may be NaN / Inf */
     sv_cpu_peak cpu_peak;      /* the CPU ISA peak MFU is stated against (peak_kind "isa"), when measured */
     char *prov_json;           /* rank 0: the run's provenance (metrics.jsonl header, eval.json) */
     const sv_train_resume *rs; /* rank 0: the checkpoint --resume continues, found at start-up */
@@ -301,7 +302,7 @@ static sv_status log_step(trainer *t, long step, double lr, const sv_step_result
     t->final_loss = loss;
     t->steps_trained++;
     t->wait_log += sr->data_wait_s;
-    t->loss_window += loss;
+    if (isfinite(loss)) t->loss_window += loss, t->losses_in_window++;
     t->steps_since_log++;
     if ((step + 1) % o->log_every == 0 || step == 0 || step + 1 == t->total) {
         double dt = sv_now_s() - t->t_log;
@@ -309,18 +310,23 @@ static sv_status log_step(trainer *t, long step, double lr, const sv_step_result
         double tflops = t->flops_step * t->steps_since_log / dt / 1e12;
         char mfu[32] = "";
         if (t->peak > 0) snprintf(mfu, sizeof mfu, " MFU %.1f%%", 100.0 * tflops * 1e12 / t->peak);
-        double loss_avg = t->loss_window / (double)t->steps_since_log;
+        /* the window mean of the finite losses (NaN when there is none): one skipped step whose
+         * loss overflowed does not hide the others */
+        double loss_avg = t->losses_in_window ? t->loss_window / (double)t->losses_in_window : NAN;
+        char left_out[48] = "";
+        if (t->losses_in_window < t->steps_since_log)
+            snprintf(left_out, sizeof left_out, ", %ld non-finite left out", t->steps_since_log - t->losses_in_window);
         if (!t->lg.tty) /* a terminal gets the progress line instead */
-            SV_INFO("step %ld/%ld epoch %llu loss %.4f (mean of %ld: %.4f) lr %.3e grad_norm %.3f img/s %.1f TFLOP/s "
-                    "%.3f%s%s",
-                    step + 1, t->total, (unsigned long long)sr->epoch, loss, t->steps_since_log, loss_avg, lr,
-                    sr->grad_norm, ips, tflops, mfu, sr->skipped ? " (skipped)" : "");
+            SV_INFO("step %ld/%ld epoch %llu loss %.4f (mean of %ld%s: %.4f) lr %.3e grad_norm %.3f img/s %.1f "
+                    "TFLOP/s %.3f%s%s",
+                    step + 1, t->total, (unsigned long long)sr->epoch, loss, t->losses_in_window, left_out, loss_avg,
+                    lr, sr->grad_norm, ips, tflops, mfu, sr->skipped ? " (skipped)" : "");
         sv_train_log_step rec = {.step = step + 1,
                                  .epoch = (unsigned long long)sr->epoch,
                                  .skipped_steps = (unsigned long long)r->fsdp.ctr.skipped_steps,
                                  .loss = loss,
                                  .loss_avg = loss_avg,
-                                 .loss_avg_steps = t->steps_since_log,
+                                 .loss_avg_steps = t->losses_in_window,
                                  .lr = lr,
                                  .grad_norm = sr->grad_norm,
                                  .img_per_s = ips,
@@ -333,6 +339,7 @@ static sv_status log_step(trainer *t, long step, double lr, const sv_step_result
         t->wait_log = 0;
         t->loss_window = 0;
         t->steps_since_log = 0;
+        t->losses_in_window = 0;
     }
     sv_train_log_progress(&t->lg, step, t->total, t->spe, loss, o->run.batch_size);
     return SV_OK;

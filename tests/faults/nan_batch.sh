@@ -50,6 +50,22 @@ recs = [json.loads(l, parse_constant=bad) for l in open(sys.argv[1])]
 assert recs[-1]["loss"] is None and recs[-1]["grad_norm"] is None, recs[-1]
 ' "$WORK/poison/metrics.jsonl" || fail "metrics.jsonl is not strict JSON"
 echo "ok: poisoned batch on rank 1 skipped on every rank, counted, parameters untouched"
+# the log window holding the skipped step averages the finite losses only (before: the window mean
+# was NaN, loss_avg null): steps 2-4 logged at step 4, step 4 poisoned -> the mean of steps 2 and 3,
+# the same losses as the clean run's
+SHARDVIT_TEST_POISON_BATCH=3:1 timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $TINY --lr 1e-3 --min-lr 1e-3 \
+    --warmup 0 --log-every 4 --comm-timeout 30 --steps 4 --out "$WORK/window" >"$WORK/window.log" 2>&1 ||
+    { FAIL_LOGS=("$WORK/window.log"); fail "poisoned run with --log-every 4 failed"; }
+grep -q "step 4/4 .*(mean of 2, 1 non-finite left out: [0-9.]*)" "$WORK/window.log" ||
+    { FAIL_LOGS=("$WORK/window.log"); fail "the log line does not average the finite losses of its window"; }
+"$PY" -c '
+import json, sys
+clean = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[1])) if "loss" in r}
+last = [r for r in map(json.loads, open(sys.argv[2])) if r.get("step") == 4][-1]
+want = (clean[2] + clean[3]) / 2
+assert last["loss_avg_steps"] == 2 and abs(last["loss_avg"] - want) <= 1e-6 * abs(want), (last, want)
+' "$WORK/clean/metrics.jsonl" "$WORK/window/metrics.jsonl" || fail "loss_avg of the window with a skipped step"
+echo "ok: the window mean leaves the skipped step's non-finite loss out"
 
 t0=$(date +%s)
 SHARDVIT_TEST_POISON_BATCH=1:0 train abort 6 --max-skipped-steps 0
