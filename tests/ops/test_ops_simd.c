@@ -66,8 +66,8 @@ static uint32_t gelu_pattern(uint32_t i) {
 }
 
 /* One chunk of the GELU bit check: bias_gelu (no bias and with bias), gelu and gelu_bwd of table
- * k in both store modes, and epi_narrow (with and without bias and pre-activations) against the
- * bf16 of the same values, against kstore of sv_gelu / sv_gelu_grad (`ref`: scratch, 3n floats).
+ * k in both store modes, and epi_narrow (with and without bias and pre-activations) and
+ * gelu_bwd16 (with and without x16 and db) against the bf16 of the same values, against kstore of sv_gelu / sv_gelu_grad (`ref`: scratch, 3n floats).
  * Returns the lanes that differ. */
 static size_t gelu_bits_chunk(const sv_cpu_kernels *k, const float *x, const float *d, const float *bias, size_t n,
                               float *o, float *pre, float *ref) {
@@ -117,6 +117,28 @@ static size_t gelu_bits_chunk(const sv_cpu_kernels *k, const float *x, const flo
         memcpy(o, d, n * 4);
         k->gelu_bwd(bf, o, o, x, n); /* in place, as linear_bwd calls it */
         for (size_t e = 0; e < n; e++) DIFF(o[e], g_d[e]);
+        if (bf) { /* gelu_bwd16: widen, gelu_bwd with bf = 1, narrow, db += (add_store, bf = 0) */
+            static uint16_t d16[8192], x16[8192], in16[8192];
+            static float db[8192], db0[8192];
+            for (size_t e = 0; e < n; e++) {
+                in16[e] = sv_f32_to_bf16(d[e]);
+                x16[e] = sv_f32_to_bf16(x[e]);
+                db0[e] = bias[e] * 3.0f; /* any fp32 running sum */
+            }
+            for (int with_x = 0; with_x < 2; with_x++)
+                for (int with_db = 0; with_db < 2; with_db++) {
+                    memcpy(d16, in16, n * 2);
+                    memcpy(db, db0, n * 4);
+                    k->gelu_bwd16(d16, with_x ? x16 : NULL, with_db ? db : NULL, n);
+                    for (size_t e = 0; e < n; e++) {
+                        float r = sv_bf16_to_f32(in16[e]);
+                        if (with_x) r = sv_round_bf16(r * sv_gelu_grad(sv_bf16_to_f32(x16[e])));
+                        bad += d16[e] != sv_f32_to_bf16(r);
+                        float want = with_db ? db0[e] + r : db0[e];
+                        bad += !same_bits(&db[e], &want, 1);
+                    }
+                }
+        }
 #undef DIFF
 #undef KST
     }
@@ -306,6 +328,20 @@ static void check_kernels(void) {
                     CHECK(same_bits(&bs[1][e], &want, 1));
                 }
                 for (int j = 0; j < 2; j++) free(bs[j]), free(as[j]), free(rs[j]);
+                /* add16: widen, add_store with bf = 1, narrow; in place on either input too */
+                uint16_t *a16 = malloc(n * 2), *b16 = malloc(n * 2), *s16 = malloc(n * 2);
+                for (size_t e = 0; e < n; e++) a16[e] = sv_f32_to_bf16(x[e]), b16[e] = sv_f32_to_bf16(b[e] * 7.0f);
+                for (int alias = 0; alias < 3; alias++) {
+                    uint16_t *out = alias == 1 ? a16 : alias == 2 ? b16 : s16;
+                    uint16_t *a_in = malloc(n * 2), *b_in = malloc(n * 2);
+                    memcpy(a_in, a16, n * 2), memcpy(b_in, b16, n * 2);
+                    k->add16(out, a16, b16, n);
+                    for (size_t e = 0; e < n; e++)
+                        CHECK(out[e] == sv_f32_to_bf16(sv_bf16_to_f32(a_in[e]) + sv_bf16_to_f32(b_in[e])));
+                    memcpy(a16, a_in, n * 2), memcpy(b16, b_in, n * 2);
+                    free(a_in), free(b_in);
+                }
+                free(a16), free(b16), free(s16);
             }
             /* LayerNorm rows: 20 rows of 203 (tails at every width), of the models' widths 192, 160
              * and 128 (no tail) and of 7 (a tail alone); x from the finite part */

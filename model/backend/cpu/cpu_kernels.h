@@ -24,6 +24,9 @@ typedef struct sv_cpu_kernels {
     void (*bias_store)(int bf, float *o, const float *bias, size_t n);
     /* out = store(a + b); out may alias a or b  (n) */
     void (*add_store)(int bf, float *out, const float *a, const float *b, size_t n);
+    /* bf16 storage: out16 = bf16(widen(a16) + widen(b16)); out16 may alias a16 or b16. The bits
+     * of widen, add_store with bf = 1 and narrow.  (n) */
+    void (*add16)(uint16_t *out16, const uint16_t *a16, const uint16_t *b16, size_t n);
     /* p = nearest bf16 of p, in place  (n) */
     void (*round_bf16)(float *p, size_t n);
     /* bf16 storage (cpu_backend.h act16): dst = the fp32 value of src (exact)  (n) */
@@ -38,6 +41,11 @@ typedef struct sv_cpu_kernels {
     void (*gelu)(int bf, float *out, const float *x, size_t n);
     /* d_x = d_out * gelu'(x); d_x may alias d_out  (n) */
     void (*gelu_bwd)(int bf, float *d_x, const float *d_out, const float *x, size_t n);
+    /* bf16 storage (cpu_linear.c act16), in place on the bf16 row d16: with x16, r = the bf16 of
+     * widen(d16) * gelu'(widen(x16)) and d16 = r; without, r = widen(d16) and d16 is only read;
+     * then db += r when db is not NULL (one fp32 add per lane). The bits of widen, gelu_bwd with
+     * bf = 1, narrow and add_store with bf = 0.  (n) each */
+    void (*gelu_bwd16)(uint16_t *d16, const uint16_t *x16, float *db, size_t n);
     /* In-place softmax of each of `rows` rows of length T (row stride T) of S * scale (scale > 0),
      * max-subtracted: the bits of scaling S in place and then taking the softmax at scale 1. Row
      * sums in 16 fixed lanes. */

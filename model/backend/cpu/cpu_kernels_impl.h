@@ -39,6 +39,10 @@ static void k_add_store(int bf, float *out, const float *a, const float *b, size
     for (size_t i = 0; i < n; i++) out[i] = kstore(bf, a[i] + b[i]);
 }
 
+static void k_add16(uint16_t *out16, const uint16_t *a16, const uint16_t *b16, size_t n) {
+    for (size_t i = 0; i < n; i++) out16[i] = sv_f32_to_bf16(sv_bf16_to_f32(a16[i]) + sv_bf16_to_f32(b16[i]));
+}
+
 static void k_round_bf16(float *p, size_t n) {
     for (size_t i = 0; i < n; i++) p[i] = sv_round_bf16(p[i]);
 }
@@ -77,6 +81,17 @@ static void k_gelu(int bf, float *out, const float *x, size_t n) {
 
 static void k_gelu_bwd(int bf, float *d_x, const float *d_out, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) d_x[i] = kstore(bf, d_out[i] * sv_gelu_grad(x[i]));
+}
+
+static void k_gelu_bwd16(uint16_t *d16, const uint16_t *x16, float *db, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float r = sv_bf16_to_f32(d16[i]);
+        if (x16) {
+            r = kstore(1, r * sv_gelu_grad(sv_bf16_to_f32(x16[i])));
+            d16[i] = sv_f32_to_bf16(r);
+        }
+        if (db) db[i] = db[i] + r;
+    }
 }
 #endif
 
@@ -257,12 +272,14 @@ const sv_cpu_kernels SV_CPU_KERNELS_NAME = {
     .bias_gelu = k_bias_gelu,
     .bias_store = k_bias_store,
     .add_store = k_add_store,
+    .add16 = k_add16,
     .round_bf16 = k_round_bf16,
     .widen = k_widen,
     .narrow = k_narrow,
     .epi_narrow = k_epi_narrow,
     .gelu = k_gelu,
     .gelu_bwd = k_gelu_bwd,
+    .gelu_bwd16 = k_gelu_bwd16,
     .softmax_rows = k_softmax_rows,
     .softmax_bwd_rows = SV_CPU_SOFTMAX_BWD,
     .layernorm_fwd_rows = k_layernorm_fwd_rows,

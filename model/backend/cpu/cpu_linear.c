@@ -344,6 +344,14 @@ static void linear_bwd_eng16(const sv_cpu_backend *c, uint16_t *d_in, float *dW,
  * IEEE add per element and row, whatever the vector width). */
 static void gelu_db_cols(const sv_cpu_backend *c, void *d_out, float *db, const void *pre, int M, int N, int n0,
                          int n1) {
+    if (c->act16) { /* the same bits in one pass over the bf16 rows (gelu_bwd16) */
+        for (int m = 0; m < M; m++) {
+            const size_t off = (size_t)m * N + n0;
+            c->k->gelu_bwd16((uint16_t *)d_out + off, pre ? (const uint16_t *)pre + off : NULL, db ? db + n0 : NULL,
+                             (size_t)(n1 - n0));
+        }
+        return;
+    }
     _Alignas(64) float ds[SV_CPU_CHUNK], xs[SV_CPU_CHUNK];
     for (int m = 0; m < M; m++)
         SV_CPU_CHUNKS(n0, n1, o, len, {

@@ -1,7 +1,7 @@
-/* The GELU kernels of the AVX-512 table (bias_gelu, gelu, gelu_bwd) in AVX-512F intrinsics.
- * Included only by cpu_kernels_avx512.c, after its `#pragma GCC target`; it defines
- * k_bias_gelu / k_gelu / k_gelu_bwd and SV_CPU_GELU_KERNELS, so cpu_kernels_impl.h skips its
- * C loops for them.
+/* The GELU kernels of the AVX-512 table (bias_gelu, gelu, gelu_bwd, gelu_bwd16, and the epilogue
+ * bias_gelu_narrow) in AVX-512F intrinsics. Included only by cpu_kernels_avx512.c, after its
+ * `#pragma GCC target`; it defines k_bias_gelu / k_gelu / k_gelu_bwd / k_gelu_bwd16 /
+ * k_bias_gelu_narrow and SV_CPU_GELU_KERNELS, so cpu_kernels_impl.h skips its C loops for them.
  *
  * Contract: bit for bit the results of the C loops (kstore of sv_gelu / sv_gelu_grad of
  * core/elementwise.h) for every fp32 input, NaN payloads, Inf, -0 and denormals included
@@ -182,6 +182,32 @@ static inline __attribute__((always_inline)) void gv_bias_gelu_narrow_step(int w
     }
 }
 
+/* bf16 lanes to fp32 (exact) */
+static inline __m512 gv_widen16(__mmask16 m, const uint16_t *p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+
+/* k_gelu_bwd16 on w blocks: gv_gelu_bwd_step with bf = 1 on the widened rows, the result
+ * narrowed in registers (it is a bf16 value already: the upper halves are its bits) and added
+ * into db */
+static inline __attribute__((always_inline)) void gv_gelu_bwd16_step(int w, uint16_t *d16, const uint16_t *x16,
+                                                                     float *db, const __mmask16 *m) {
+    __m512 r[GV_WMAX];
+    GV_EACH(k) r[k] = gv_widen16(m[k], d16 + 16 * k);
+    if (x16) {
+        __m512 v[GV_WMAX], tp[GV_WMAX], g[GV_WMAX];
+        GV_EACH(k) v[k] = gv_widen16(m[k], x16 + 16 * k);
+        gv_two_phi(w, tp, v, g);
+        GV_EACH(k) {
+            __m512 gr = gv_add(gv_mul(gv_c(0.5f), tp[k]), gv_mul(v[k], gv_mul(gv_c(SV_RSQRT2PI), g[k])));
+            r[k] = gv_store_val(1, gv_mul(r[k], gr));
+            _mm256_mask_storeu_epi16(d16 + 16 * k, m[k],
+                                     _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(r[k]), 16)));
+        }
+    }
+    if (db) GV_EACH(k) _mm512_mask_storeu_ps(db + 16 * k, m[k], gv_add(_mm512_maskz_loadu_ps(m[k], db + 16 * k), r[k]));
+}
+
 static inline __attribute__((always_inline)) void gv_gelu_loop(int w, int bf, float *out, const float *x, size_t n) {
 #define GV_S(i, m) gv_gelu_step(w, bf, out + (i), x + (i), m)
     GV_LOOP(w, n, GV_S);
@@ -225,6 +251,17 @@ static void k_gelu_bwd(int bf, float *d_x, const float *d_out, const float *x, s
         gv_gelu_bwd_loop(GV_W_BWD, 1, d_x, d_out, x, n);
     else
         gv_gelu_bwd_loop(GV_W_BWD, 0, d_x, d_out, x, n);
+}
+
+static inline __attribute__((always_inline)) void gv_gelu_bwd16_loop(int w, uint16_t *d16, const uint16_t *x16,
+                                                                     float *db, size_t n) {
+#define GV_S(i, m) gv_gelu_bwd16_step(w, d16 + (i), x16 ? x16 + (i) : NULL, db ? db + (i) : NULL, m)
+    GV_LOOP(w, n, GV_S);
+#undef GV_S
+}
+
+static void k_gelu_bwd16(uint16_t *d16, const uint16_t *x16, float *db, size_t n) {
+    gv_gelu_bwd16_loop(GV_W_BWD, d16, x16, db, n);
 }
 
 static void k_bias_gelu(int bf, float *o, float *pre, const float *bias, size_t n) {
