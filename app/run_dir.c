@@ -282,9 +282,7 @@ sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk) {
         sv_fileio_made_dirs_keep(&lk->made); /* another run holds it: nothing of this one to undo */
         if (err != EWOULDBLOCK) return SV_FAIL(SV_ERR_IO, "cannot lock %s: %s", path, strerror(err));
         who[n > 0 ? n : 0] = 0;
-        who[strcspn(who, "\n")] = 0;
-        for (char *c = who; *c; c++)
-            if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f) *c = '?';
+        sv_run_dir_printable(who);
         return SV_FAIL(SV_ERR_INVALID, "run directory %s is in use by another training (%s; lock %s)", dir,
                        who[0] ? who : "process unknown", path);
     }
@@ -312,6 +310,12 @@ sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk) {
     }
     lk->fd = fd;
     return SV_OK;
+}
+
+void sv_run_dir_printable(char *text) {
+    text[strcspn(text, "\n")] = 0;
+    for (char *c = text; *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f) *c = '?';
 }
 
 sv_status sv_run_dir_ckpt_root(const char *ckpt_dir, const char *out, char *buf, size_t cap, const char **root) {

@@ -52,6 +52,10 @@ sv_status sv_run_dir_lock(const char *dir, sv_run_lock *lk);
  * another file) keeps it as it is. */
 void sv_run_dir_unlock(sv_run_lock *lk, int failed);
 
+/* A lock marker's text made fit for a message, in place: cut at its first newline, control
+ * characters replaced by '?' (a marker file may hold anything). */
+void sv_run_dir_printable(char *text);
+
 /* The checkpoint root of a training: ckpt_dir (--ckpt-dir) when given, else OUT/checkpoints
  * written into buf (cap bytes), else NULL (neither flag: no checkpoints). The one place that
  * spells the default. SV_ERR_INVALID naming --out when OUT/checkpoints does not fit buf. */

@@ -175,14 +175,13 @@ sv_status sv_train_outputs_lock(const sv_train_outputs *o, sv_run_lock locks[2])
 }
 
 sv_status sv_train_outputs_shared(sv_run *r, const sv_train_outputs *o) {
-    if (r->world <= 1) return SV_OK;
-    char buf[PATH_MAX], marker[PATH_MAX];
-    const char *root;
-    /* the flags are alike on every rank, and so is this result */
-    SV_TRY(sv_run_dir_ckpt_root(o->ckpt_dir, o->out, buf, sizeof buf, &root));
-    if (!root) return SV_OK;
-    int n = snprintf(marker, sizeof marker, "%s/%s", root, SV_RUN_DIR_MARKER);
-    char mine[320] = "", first[320];
+    if (r->world <= 1 || (!o->ckpt_dir && !o->out)) return SV_OK; /* the same on every rank */
+    /* per rank: the paths were made absolute against each rank's own working directory, so a
+     * failure here may be one rank's alone; every rank still takes part in the broadcast */
+    char buf[PATH_MAX], marker[PATH_MAX], mine[320] = "", first[320];
+    const char *root = NULL;
+    sv_status st = sv_run_dir_ckpt_root(o->ckpt_dir, o->out, buf, sizeof buf, &root);
+    int n = st == SV_OK ? snprintf(marker, sizeof marker, "%s/%s", root, SV_RUN_DIR_MARKER) : -1;
     int err = 0;
     if (n > 0 && (size_t)n < sizeof marker) {
         int fd = open(marker, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -190,13 +189,13 @@ sv_status sv_train_outputs_shared(sv_run *r, const sv_train_outputs *o) {
         err = got < 0 ? errno : 0;
         mine[got > 0 ? got : 0] = 0;
         if (fd >= 0) close(fd);
-    }
+    } else if (st == SV_OK)
+        st = SV_FAIL(SV_ERR_INVALID, "the checkpoint root's lock path is too long: %.200s", root);
     memcpy(first, mine, sizeof first);
     SV_TRY(sv_run_agreed(r, sv_fsdp_world_bcast_str(&r->fsdp, first, sizeof first)));
-    sv_status st = SV_OK;
-    if (r->rank != 0 && (!mine[0] || strcmp(first, mine))) {
-        first[strcspn(first, "\n")] = 0;
-        mine[strcspn(mine, "\n")] = 0;
+    if (st == SV_OK && r->rank != 0 && (!mine[0] || strcmp(first, mine))) {
+        sv_run_dir_printable(first);
+        sv_run_dir_printable(mine);
         char here[400];
         if (mine[0])
             snprintf(here, sizeof here, "here it holds the lock of %s", mine);
