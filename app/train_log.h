@@ -51,10 +51,11 @@ typedef struct sv_train_log_step {
     long step;
     unsigned long long epoch, skipped_steps;
     double loss;         /* this step's loss (global: summed over the ranks / global batch) */
-    double loss_avg;     /* mean of the step losses since the previous logged step, this one included
-                        (timm's running average is over the epoch; this is over the log window) */
-    long loss_avg_steps; /* how many steps loss_avg averages (log_every, fewer at the start, after
-                            a resume and at the end) */
+    double loss_avg;     /* mean of the finite step losses since the previous logged step, this one
+                            included (timm's running average is over the epoch; this is over the log
+                            window); NaN when none was finite (every step of the window skipped) */
+    long loss_avg_steps; /* how many losses loss_avg averages (log_every, fewer at the start, after
+                            a resume and at the end, and without a skipped step's non-finite loss) */
     double lr, grad_norm, img_per_s, tflops, mfu, data_wait_frac;
     size_t mem_bytes;
 } sv_train_log_step;

@@ -224,11 +224,14 @@ static void check_accumulate_long(void) {
     free(A), free(B), free(C1), free(C2), free(pack), free(scratch);
 }
 
-/* avx512-bf16 splits the reduction into blocks of 128 or 256 pairs by the L1 size: both
- * blockings give the same bits, in the three layouts, at reductions of one, two and several
- * blocks with odd tails and row counts past one A block of either blocking. */
+/* avx512-bf16 splits the reduction into blocks of 256 pairs, or 128 (sv_gemm_bf16_set_kcp):
+ * both blockings give the same bits, in the three layouts, at reductions of one, two and several
+ * blocks with odd tails, output row counts past one A block of either blocking with every
+ * partial row group of 1-7 rows, and output column counts of whole and partial panels. */
 static void check_blockings(void) {
-    static const int shapes[][4] = {{NT, 300, 70, 1024}, {NN, 150, 96, 600}, {TN, 517, 40, 33}, {NT, 9, 33, 257}};
+    static const int shapes[][4] = {{NT, 300, 70, 1024}, {NN, 150, 96, 600}, {TN, 517, 40, 33}, {NT, 9, 33, 257},
+                                    {NT, 71, 64, 40},    {NN, 67, 40, 300},  {TN, 69, 33, 515}, {NT, 66, 96, 17},
+                                    {NN, 5, 64, 9},      {TN, 7, 100, 50}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int L = shapes[s][0], M = shapes[s][1], N = shapes[s][2], K = shapes[s][3];
         int rows, cols, red;
@@ -565,9 +568,9 @@ static void check_engine(void) {
     check_backend(5000, 64, 840);  /* dW: packed `in` exceeds the pack buffer, reduction in chunks */
     check_backend(40, 2080, 2050); /* forward and d_in: packed W exceeds the pack buffer */
     /* attention: vit-28 (dh 64 and 32), vit-ti16 (T 197); odd dh and T (padding, masks), T past
-     * one 128-row block and one 128-pair reduction block */
-    static const int att[][4] = {{4, 50, 192, 3}, {4, 50, 128, 4}, {2, 197, 192, 3}, {3, 7, 15, 3},
-                                 {1, 1, 8, 2},    {2, 33, 40, 5},  {1, 130, 48, 3},  {1, 257, 32, 2}};
+     * one A block of rows (64) and past one reduction block of 256 pairs (T = 577: 289 pairs) */
+    static const int att[][4] = {{4, 50, 192, 3}, {4, 50, 128, 4}, {2, 197, 192, 3}, {3, 7, 15, 3},  {1, 1, 8, 2},
+                                 {2, 33, 40, 5},  {1, 130, 48, 3}, {1, 257, 32, 2},  {1, 577, 32, 2}};
     for (size_t s = 0; s < sizeof att / sizeof att[0]; s++, seed += 2)
         check_attention(att[s][0], att[s][1], att[s][2], att[s][3], seed);
 }

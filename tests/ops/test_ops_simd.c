@@ -56,6 +56,10 @@ static float bits_f32(uint32_t u) {
     return f;
 }
 
+/* The same bits, or both NaN: an operation on two NaNs returns one of them, and which one
+ * depends on the operand order the compiler chose (cpu_kernels.h) */
+static int same_or_nans(float got, float want) { return same_bits(&got, &want, 1) || (isnan(got) && isnan(want)); }
+
 /* Input pattern i of the GELU bit check: i < 2^16: the bf16 pattern i; then 2^22 fp32 patterns,
  * one per 1024 consecutive codes with hashed low bits (every exponent, sign and special value). */
 #define GELU_BITS_N ((1u << 16) + (1u << 22))
@@ -120,10 +124,14 @@ static size_t gelu_bits_chunk(const sv_cpu_kernels *k, const float *x, const flo
         if (bf) { /* gelu_bwd16: widen, gelu_bwd with bf = 1, narrow, db += (add_store, bf = 0) */
             static uint16_t d16[8192], x16[8192], in16[8192];
             static float db[8192], db0[8192];
+            static const uint32_t special[] = {0x7fc00123u, 0xffa00001u, 0x7f800000u, 0xff800000u, 0x80000000u};
             for (size_t e = 0; e < n; e++) {
                 in16[e] = sv_f32_to_bf16(d[e]);
                 x16[e] = sv_f32_to_bf16(x[e]);
                 db0[e] = bias[e] * 3.0f; /* any fp32 running sum */
+                /* NaN (two payloads), Inf and -0 in d_out and in the sums too, some lanes with two NaNs */
+                if (e % 13 == 5) in16[e] = (uint16_t)(special[e % 5] >> 16);
+                if (e % 17 == 3) db0[e] = bits_f32(special[(e / 17) % 5]);
             }
             for (int with_x = 0; with_x < 2; with_x++)
                 for (int with_db = 0; with_db < 2; with_db++) {
@@ -133,9 +141,9 @@ static size_t gelu_bits_chunk(const sv_cpu_kernels *k, const float *x, const flo
                     for (size_t e = 0; e < n; e++) {
                         float r = sv_bf16_to_f32(in16[e]);
                         if (with_x) r = sv_round_bf16(r * sv_gelu_grad(sv_bf16_to_f32(x16[e])));
-                        bad += d16[e] != sv_f32_to_bf16(r);
-                        float want = with_db ? db0[e] + r : db0[e];
-                        bad += !same_bits(&db[e], &want, 1);
+                        bad += !same_or_nans(sv_bf16_to_f32(d16[e]), r);
+                        bad += d16[e] != sv_f32_to_bf16(r) && !isnan(r); /* a bf16 result: its bits */
+                        bad += !same_or_nans(db[e], with_db ? db0[e] + r : db0[e]);
                     }
                 }
         }
@@ -329,19 +337,30 @@ static void check_kernels(void) {
                 }
                 for (int j = 0; j < 2; j++) free(bs[j]), free(as[j]), free(rs[j]);
                 /* add16: widen, add_store with bf = 1, narrow; in place on either input too */
-                uint16_t *a16 = malloc(n * 2), *b16 = malloc(n * 2), *s16 = malloc(n * 2);
-                for (size_t e = 0; e < n; e++) a16[e] = sv_f32_to_bf16(x[e]), b16[e] = sv_f32_to_bf16(b[e] * 7.0f);
-                for (int alias = 0; alias < 3; alias++) {
-                    uint16_t *out = alias == 1 ? a16 : alias == 2 ? b16 : s16;
-                    uint16_t *a_in = malloc(n * 2), *b_in = malloc(n * 2);
-                    memcpy(a_in, a16, n * 2), memcpy(b_in, b16, n * 2);
-                    k->add16(out, a16, b16, n);
-                    for (size_t e = 0; e < n; e++)
-                        CHECK(out[e] == sv_f32_to_bf16(sv_bf16_to_f32(a_in[e]) + sv_bf16_to_f32(b_in[e])));
-                    memcpy(a16, a_in, n * 2), memcpy(b16, b_in, n * 2);
-                    free(a_in), free(b_in);
+                if (bf) {
+                    uint16_t *a16 = malloc(n * 2), *b16 = malloc(n * 2), *s16 = malloc(n * 2);
+                    for (size_t e = 0; e < n; e++) {
+                        a16[e] = sv_f32_to_bf16(x[e]), b16[e] = sv_f32_to_bf16(b[e] * 7.0f);
+                        if (e % 11 == 4) a16[e] = (uint16_t)(0x7fc1u + e % 3); /* NaN payloads, in the tails too */
+                        if (e % 7 == 2) b16[e] = e % 2 ? 0xff80u : (uint16_t)(0xffc4u + e % 5); /* -Inf, NaNs */
+                    }
+                    for (int alias = 0; alias < 3; alias++) {
+                        uint16_t *out = alias == 1 ? a16 : alias == 2 ? b16 : s16;
+                        uint16_t *a_in = malloc(n * 2), *b_in = malloc(n * 2);
+                        memcpy(a_in, a16, n * 2), memcpy(b_in, b16, n * 2);
+                        k->add16(out, a16, b16, n);
+                        for (size_t e = 0; e < n; e++) {
+                            const float want = sv_bf16_to_f32(a_in[e]) + sv_bf16_to_f32(b_in[e]);
+                            CHECK(isnan(want) ? isnan(sv_bf16_to_f32(out[e])) : out[e] == sv_f32_to_bf16(want));
+                            /* one NaN operand: its payload, quieted */
+                            if (isnan(sv_bf16_to_f32(a_in[e])) != isnan(sv_bf16_to_f32(b_in[e])))
+                                CHECK(out[e] == sv_f32_to_bf16(want));
+                        }
+                        memcpy(a16, a_in, n * 2), memcpy(b16, b_in, n * 2);
+                        free(a_in), free(b_in);
+                    }
+                    free(a16), free(b16), free(s16);
                 }
-                free(a16), free(b16), free(s16);
             }
             /* LayerNorm rows: 20 rows of 203 (tails at every width), of the models' widths 192, 160
              * and 128 (no tail) and of 7 (a tail alone); x from the finite part */

@@ -1,8 +1,9 @@
-/* CPU backend: the standalone element-wise ops (GELU, residual add). Both storages run the same
- * loop: each worker's range in stack-sized chunks, read and written through sv_cpu_rd / sv_cpu_wr
- * (cpu_backend.h: the buffers themselves with fp32 storage; with bf16 storage the inputs widened,
- * the same kernel, the output narrowed). Chunks never change a result (the kernels are
- * element-wise). */
+/* CPU backend: the standalone element-wise ops (GELU, residual add). The GELUs run one loop for
+ * both storages: each worker's range in stack-sized chunks, read and written through sv_cpu_rd /
+ * sv_cpu_wr (cpu_backend.h: the buffers themselves with fp32 storage; with bf16 storage the
+ * inputs widened, the same kernel, the output narrowed). The residual add with bf16 storage is
+ * one pass over the bf16 buffers (the kernel table's add16: the same bits). Chunks never change
+ * a result (the kernels are element-wise). */
 #include "model/backend/cpu/cpu_backend.h"
 
 /* One worker's range [a, b) (cpu_backend.h SV_CPU_CHUNKS). */

@@ -4,7 +4,9 @@
  *
  * Every variant is the same C source (cpu_kernels_impl.h) compiled under a different
  * `#pragma GCC target`; FMA is never enabled and nothing is reassociated, so all variants
- * produce identical bits (tests/ops checks it). Kernels work on one contiguous range and never
+ * produce identical bits (tests/ops checks it), with one exception: an add or multiply of two
+ * NaNs returns one of them, and which one (its sign and payload) follows the operand order the
+ * compiler picked for that loop; the result is a NaN either way. Kernels work on one contiguous range and never
  * fork threads: the ops in cpu_*.c split the work and call them per chunk. `bf`: round every
  * value written to a compute buffer to bf16 ("store" below: the value itself, or its nearest
  * bf16 when bf). */

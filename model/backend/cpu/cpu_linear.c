@@ -339,9 +339,10 @@ static void linear_bwd_eng16(const sv_cpu_backend *c, uint16_t *d_in, float *dW,
     }
 }
 
-/* GELU backward in place on d_out (columns [n0, n1) of every row, in stack chunks with bf16
- * storage: sv_cpu_wr) and the bias-gradient column sums, each column summed in row order (one
- * IEEE add per element and row, whatever the vector width). */
+/* GELU backward in place on d_out (columns [n0, n1) of every row) and the bias-gradient column
+ * sums, each column summed in row order (one IEEE add per element and row, whatever the vector
+ * width). With bf16 storage one pass over the bf16 rows (the kernel table's gelu_bwd16: the bits
+ * of widening, gelu_bwd, narrowing and add_store). */
 static void gelu_db_cols(const sv_cpu_backend *c, void *d_out, float *db, const void *pre, int M, int N, int n0,
                          int n1) {
     if (c->act16) { /* the same bits in one pass over the bf16 rows (gelu_bwd16) */

@@ -38,7 +38,7 @@ enum {
  * 256 pairs. The 128-pair alternative (128 rows, a 16 KiB micro-panel: fits beside the A group
  * in a 32 KiB L1) loads and stores every C tile twice as often and measured slower on both L1
  * sizes: the GEMM at 1024^3 on Zen 5 (48 KiB L1) dW 82-84% -> 85-87% of the VDPBF16PS peak
- * (docs/performance.md, change 26), on Zen 4 (32 KiB L1) fwd / d_in / dW 84 / 82-83 / 79-81%
+ * (docs/performance.md, change 26), on Zen 4 (32 KiB L1) fwd / d_in / dW 84-86 / 82-84 / 79-81%
  * -> 88-90 / 85-86 / 81-87% (change 29). The split of the reduction never changes a result bit
  * (see the file comment). SV_BF16_KCP=128|256 at compile time pins one choice. */
 typedef struct {
