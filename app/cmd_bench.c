@@ -143,7 +143,7 @@ static sv_status check_outputs(const bench_opts *o, int world) {
     if (o->run.trace) { /* nor may an output be one of the trace parts, TRACE.rankN of every rank */
         char part[4096];
         for (int r = 0; r < world; r++) {
-            snprintf(part, sizeof part, "%s.rank%d", o->run.trace, r);
+            sv_trace_part_path(part, sizeof part, o->run.trace, r);
             for (int i = 0; i < 3; i++) {
                 const char *pair[] = {paths[i], part}, *pair_what[] = {what[i], "--trace part"};
                 if (paths[i]) SV_TRY(sv_ckpt_out_distinct(pair, pair_what, 2));
@@ -160,11 +160,7 @@ static sv_status check_outputs(const bench_opts *o, int world) {
             sv_ckpt_out_check_earlier(o->sweep_jsonl, "--sweep-jsonl", sv_provenance_jsonl_of, "bench", "sweep JSONL"));
     if (o->run.trace) {
         SV_TRY(sv_ckpt_out_check_earlier(o->run.trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace"));
-        char p[4096];
-        for (int r = 0; r < world; r++) {
-            snprintf(p, sizeof p, "%s.rank%d", o->run.trace, r);
-            SV_TRY(sv_ckpt_out_check_earlier(p, "--trace part", sv_trace_is_part, NULL, "trace part of a run"));
-        }
+        SV_TRY(sv_run_check_trace_parts(o->run.trace, world));
     }
     return SV_OK;
 }

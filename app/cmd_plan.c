@@ -118,12 +118,9 @@ int sv_cmd_plan(int argc, char **argv, const sv_proc *proc) {
                                       mode);
         if (o.trace) { /* the rules for outputs (ckpt/ckpt_out.h): a FIFO would block, a device be
                         * written, a symbolic link be followed; never into a checkpoint */
-            char part[4096];
-            snprintf(part, sizeof part, "%s.rank0", o.trace);
             sv_status ts = sv_ckpt_out_check_earlier(o.trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace");
             if (ts == SV_OK) ts = sv_ckpt_out_check_parent(o.trace, "--trace");
-            if (ts == SV_OK)
-                ts = sv_ckpt_out_check_earlier(part, "--trace part", sv_trace_is_part, NULL, "trace part of a run");
+            if (ts == SV_OK) ts = sv_run_check_trace_parts(o.trace, 1);
             if (ts != SV_OK) return sv_cmd_usage_error("plan", "%s", sv_err_msg());
         }
         sa.sim.run = o;

@@ -6,6 +6,7 @@
 
 #include "app/backend_env.h"
 #include "app/env_overrides.h"
+#include "ckpt/ckpt_out.h"
 #include "core/cpus.h"
 #include "core/log.h"
 #include "data/dataset.h"
@@ -291,10 +292,19 @@ void sv_run_trace_warn_full(const sv_trace *t, const char *path, int rank) {
             sv_log_esc(path, esc, sizeof esc), t->dropped, rank, t->cap);
 }
 
+sv_status sv_run_check_trace_parts(const char *trace, int world) {
+    char part[4096];
+    for (int r = 0; r < world; r++) {
+        sv_trace_part_path(part, sizeof part, trace, r);
+        SV_TRY(sv_ckpt_out_check_earlier(part, "--trace part", sv_trace_is_part, NULL, "trace part of a run"));
+    }
+    return SV_OK;
+}
+
 sv_status sv_run_finish_trace(sv_run *r, const char *path) {
     sv_run_trace_warn_full(&r->trace, path, r->rank);
     char part[4096];
-    snprintf(part, sizeof part, "%s.rank%d", path, r->rank);
+    sv_trace_part_path(part, sizeof part, path, r->rank);
     /* the agreement is the barrier: every part is on disk, or every rank fails */
     SV_TRY(sv_run_agree(r, sv_trace_write_part(&r->trace, part)));
     sv_status st = sv_run_agree(r, r->rank == 0 ? sv_trace_merge(path, r->world) : SV_OK);

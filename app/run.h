@@ -225,6 +225,10 @@ sv_status sv_run_agreed(sv_run *r, sv_status st);
  * the data in the message ("--data", the path). Collective; the outcome (agreed) is the same on
  * every rank; nothing to compare at one rank. */
 sv_status sv_run_same_data(sv_run *r, const sv_dataset *ds, const char *flag, const char *spec);
+/* --trace's part files may be written: each "<trace>.rank<r>", r < world, is absent or a part an
+ * earlier run left (sv_trace_is_part), else the error of sv_ckpt_out_check_earlier naming
+ * "--trace part". Reads only. */
+sv_status sv_run_check_trace_parts(const char *trace, int world);
 /* Write the trace (all ranks call; rank 0 merges). Each rank writes its part, the ranks agree
  * (sv_run_agree: every part is written, or every rank fails), then rank 0 merges and the ranks
  * agree on that too, so no rank waits for one that failed. */

@@ -451,7 +451,7 @@ static sv_status run_sim(sim_ctx *x, const sv_sim_opts *o, sv_sim_result *res) {
     res->mfu = peak > 0 ? flops_step / (res->step_s * peak) : -1;
     if (o->trace) {
         char part[4096];
-        snprintf(part, sizeof part, "%s.rank0", o->trace);
+        sv_trace_part_path(part, sizeof part, o->trace, 0);
         sv_run_trace_warn_full(&r->trace, o->trace, 0);
         SV_TRY(sv_trace_write_part(&r->trace, part));
         sv_status ms = sv_trace_merge(o->trace, 1);

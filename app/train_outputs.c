@@ -147,10 +147,7 @@ sv_status sv_train_outputs_check(const sv_train_outputs *o) {
     char p[4096];
     if (o->trace) {
         SV_TRY(sv_ckpt_out_check_earlier(o->trace, "--trace", sv_trace_is_merged, NULL, "shardvit trace"));
-        for (int r = 0; r < o->world; r++) {
-            snprintf(p, sizeof p, "%s.rank%d", o->trace, r);
-            SV_TRY(sv_ckpt_out_check_earlier(p, "--trace part", sv_trace_is_part, NULL, "trace part of a run"));
-        }
+        SV_TRY(sv_run_check_trace_parts(o->trace, o->world));
     }
     if (o->out) {
         static const char *const mine[] = {"config.toml", "metrics.jsonl", "classes.txt", "eval.json", "confusion.csv"};

@@ -101,6 +101,10 @@ int sv_trace_is_part(const char *path, const void *unused) {
 
 void sv_trace_part_done(const char *path) { sv_fileio_tmp_untrack(path); }
 
+void sv_trace_part_path(char *buf, size_t cap, const char *path, int rank) {
+    snprintf(buf, cap, "%s.rank%d", path, rank);
+}
+
 sv_status sv_trace_write_part(const sv_trace *t, const char *path) {
     FILE *f;
     if (sv_trace_is_part(path, NULL)) unlink(path); /* an earlier run's, killed before its merge */
@@ -156,7 +160,7 @@ sv_status sv_trace_merge(const char *path, int world) {
     SV_TRY(sv_fileio_out_open_tmp(&out, path));
     sv_status st = sv_fileio_out_write(&out, k_merged_head, sizeof k_merged_head - 1);
     for (int r = 0; r < world; r++) {
-        snprintf(part, sizeof part, "%s.rank%d", path, r);
+        sv_trace_part_path(part, sizeof part, path, r);
         struct stat sb;
         if (st != SV_OK) { /* the merge has failed: the remaining parts of this run go, uncopied */
             if (lstat(part, &sb) == 0 && S_ISREG(sb.st_mode)) remove(part);

@@ -67,6 +67,8 @@ double sv_trace_comm_lane_s(const sv_trace *t);
 /* Microseconds since tracer start (for begin timestamps). */
 double sv_trace_now(const sv_trace *t);
 void sv_trace_add(sv_trace *t, const char *name, const char *cat, int tid, int arg, double begin_us, double end_us);
+/* The path of rank's part of the trace `path`: "<path>.rank<rank>" into buf (cap bytes). */
+void sv_trace_part_path(char *buf, size_t cap, const char *path, int rank);
 /* Write this rank's events as a JSON array body fragment (no brackets) to `path`, a new file (a
  * part an earlier run left, sv_trace_is_part, is replaced; anything else there is an error). The
  * part is tracked like a temporary (sv_fileio_tmp_track) until sv_trace_part_done, so a command
