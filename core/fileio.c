@@ -207,6 +207,8 @@ void sv_fileio_out_abort(sv_fileio_out *f) {
 enum { TMP_SLOTS = 32, TMP_DIR_DEPTH = 8 };
 enum { TMP_FILE, TMP_DIR, TMP_MADE };      /* kind: a temporary file or directory, a directory made */
 static volatile sig_atomic_t g_committing; /* sv_fileio_commit_begin .. _end on some thread */
+/* the signals whose handler removes the temporaries, and that a commit group holds off */
+static const int k_clean_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 static struct {
     volatile sig_atomic_t used;
     int dir;      /* TMP_FILE, TMP_DIR or TMP_MADE */
@@ -304,15 +306,14 @@ static void tmp_on_signal(int sig) {
 }
 
 void sv_fileio_remove_tmp_on_signals(void) {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+    for (size_t i = 0; i < sizeof k_clean_sigs / sizeof *k_clean_sigs; i++) {
         struct sigaction old;
-        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue; /* nohup stays */
+        if (sigaction(k_clean_sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue; /* nohup stays */
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = tmp_on_signal;
         sigfillset(&sa.sa_mask);
-        sigaction(sigs[i], &sa, NULL);
+        sigaction(k_clean_sigs[i], &sa, NULL);
     }
 }
 
@@ -322,7 +323,7 @@ void sv_fileio_tmp_untrack(const char *path) { tmp_forget(path); }
 void sv_fileio_commit_begin(sigset_t *saved) {
     sigset_t s;
     sigemptyset(&s);
-    sigaddset(&s, SIGINT), sigaddset(&s, SIGTERM), sigaddset(&s, SIGHUP), sigaddset(&s, SIGPIPE);
+    for (size_t i = 0; i < sizeof k_clean_sigs / sizeof *k_clean_sigs; i++) sigaddset(&s, k_clean_sigs[i]);
     pthread_sigmask(SIG_BLOCK, &s, saved);
     g_committing = 1;
 }

@@ -98,10 +98,10 @@ sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd);
 sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap);
 
 /* For commands without signal handling of their own (export, reshard, import, prep, eval,
- * predict, report): on SIGINT, SIGTERM, SIGHUP or SIGPIPE (a closed pipe on stdout / stderr), remove every temporary of the two functions
- * above that has not been renamed into place yet (a directory with what is in it), then the
- * directories sv_fileio_mkdirs_made created and not yet kept or removed (the last made first,
- * each only while empty), then die of the signal as before (the default action, re-raised). A
+ * predict, report): on SIGINT, SIGTERM, SIGHUP or SIGPIPE (a closed pipe on stdout / stderr),
+ * remove every temporary of the two functions above that has not been renamed into place yet (a
+ * directory with what is in it), then the directories sv_fileio_mkdirs_made created and not yet
+ * kept or removed (the last made first, each only while empty), then die of the signal as before (the default action, re-raised). A
  * signal ignored at the call (nohup) stays ignored. Temporaries are tracked from the first call
  * of those functions on, whether or not this is called. Not for train, which stops at a step
  * boundary on a signal. */
