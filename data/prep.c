@@ -19,6 +19,14 @@
 #include "data/prep_impl.h"
 #include "data/synth.h"
 
+/* The two splits, by index (sv_prep_job's per-split arrays, sv_prep_sink's split_ix). */
+static const char *const k_split[2] = {"train", "test"};
+
+/* DIR/SPLIT-NNNNNN.tar: shard k of split s, as written in the work directory and moved into OUT. */
+static void shard_path(char *p, size_t cap, const char *dir, int s, int k) {
+    snprintf(p, cap, "%s/%s-%06d.tar", dir, k_split[s], k);
+}
+
 const char *const sv_fashion_mnist_classes[10] = {"T-shirt_top", "Trouser", "Pullover", "Dress", "Coat",
                                                   "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle_boot"};
 const char *const sv_cifar10_classes[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
@@ -158,18 +166,17 @@ static sv_status move_one(const char *a, const char *b) {
  * or not at all; j->moved counts what is there, so that an abort removes only its own), then the
  * work directory removed. */
 static sv_status move_splits(sv_prep_job *j) {
-    static const char *const split[2] = {"train", "test"};
     char a[4400], b[4400];
     for (int s = 0; s < 2; s++) {
         if (j->split_made[s]) {
-            snprintf(a, sizeof a, "%s/%s", j->work, split[s]);
-            snprintf(b, sizeof b, "%s/%s", j->o->out, split[s]);
+            snprintf(a, sizeof a, "%s/%s", j->work, k_split[s]);
+            snprintf(b, sizeof b, "%s/%s", j->o->out, k_split[s]);
             SV_TRY(move_one(a, b));
             j->moved[s] = 1;
         }
         for (int k = 0; k < j->shards[s]; k++) {
-            snprintf(a, sizeof a, "%s/%s-%06d.tar", j->work, split[s], k);
-            snprintf(b, sizeof b, "%s/%s-%06d.tar", j->o->out, split[s], k);
+            shard_path(a, sizeof a, j->work, s, k);
+            shard_path(b, sizeof b, j->o->out, s, k);
             SV_TRY(move_one(a, b));
             j->moved[s] = k + 1;
         }
@@ -214,14 +221,13 @@ sv_status sv_prep_abort(sv_prep_job *j, sv_status st) {
     char p[4200], msg[2048];
     snprintf(msg, sizeof msg, "%s", sv_err_msg());
     int left = 0;
-    static const char *const split[2] = {"train", "test"};
     for (int s = 0; s < 2; s++) {
         if (j->split_made[s]) {
-            snprintf(p, sizeof p, "%s/%s", j->moved[s] ? out : j->work, split[s]);
+            snprintf(p, sizeof p, "%s/%s", j->moved[s] ? out : j->work, k_split[s]);
             left |= sv_fileio_remove_tree(p) != SV_OK;
         }
         for (int k = 0; k < j->shards[s]; k++) { /* the first moved[s] are in OUT, the rest in WORK */
-            snprintf(p, sizeof p, "%s/%s-%06d.tar", k < j->moved[s] ? out : j->work, split[s], k);
+            shard_path(p, sizeof p, k < j->moved[s] ? out : j->work, s, k);
             left |= unlink(p) != 0 && errno != ENOENT;
         }
     }
@@ -249,7 +255,7 @@ sv_status sv_prep_sink_open(sv_prep_sink *s, sv_prep_job *j, int split_ix, const
     s->o = j->o;
     s->job = j;
     s->split_ix = split_ix;
-    s->split = split_ix ? "test" : "train";
+    s->split = k_split[split_ix];
     s->names = names;
     s->K = K;
     s->width = 5;
@@ -292,9 +298,12 @@ static sv_status tar_member(sv_prep_sink *s, const char *name, const void *data,
     tar_header(h, name, len);
     errno = 0;
     if (fwrite(h, 1, 512, s->tar) != 512 || fwrite(data, 1, len, s->tar) != len ||
-        fwrite(zeros, 1, (512 - len % 512) % 512, s->tar) != (512 - len % 512) % 512)
-        return SV_FAIL(SV_ERR_IO, "%s/%s-%06d.tar: write failed: %s", s->job->work, s->split, s->shard,
-                       errno ? strerror(errno) : "short write");
+        fwrite(zeros, 1, (512 - len % 512) % 512, s->tar) != (512 - len % 512) % 512) {
+        char p[8192];
+        const int e = errno;
+        shard_path(p, sizeof p, s->job->work, s->split_ix, s->shard);
+        return SV_FAIL(SV_ERR_IO, "%s: write failed: %s", p, e ? strerror(e) : "short write");
+    }
     return SV_OK;
 }
 
@@ -305,9 +314,11 @@ static sv_status tar_close(sv_prep_sink *s) {
     int bad = fwrite(zeros, 1, 1024, s->tar) != 1024, e = bad ? errno : 0;
     if (fclose(s->tar) != 0) bad = 1, e = e ? e : errno;
     s->tar = NULL;
-    if (bad)
-        return SV_FAIL(SV_ERR_IO, "%s/%s-%06d.tar: write failed: %s", s->job->work, s->split, s->shard,
-                       e ? strerror(e) : "short write");
+    if (bad) {
+        char p[8192];
+        shard_path(p, sizeof p, s->job->work, s->split_ix, s->shard);
+        return SV_FAIL(SV_ERR_IO, "%s: write failed: %s", p, e ? strerror(e) : "short write");
+    }
     s->shard++;
     return SV_OK;
 }
@@ -333,7 +344,7 @@ sv_status sv_prep_sink_write(sv_prep_sink *s, const uint8_t *jpg, size_t len, in
     } else {
         if (s->tar && s->in_shard >= (uint64_t)(s->o->shard_size > 0 ? s->o->shard_size : 10000)) SV_TRY(tar_close(s));
         if (!s->tar) {
-            snprintf(p, sizeof p, "%s/%s-%06d.tar", s->job->work, s->split, s->shard);
+            shard_path(p, sizeof p, s->job->work, s->split_ix, s->shard);
             int fd;
             SV_TRY(create_new(p, &fd));
             s->job->shards[s->split_ix] = s->shard + 1;
