@@ -7,6 +7,7 @@
  * on the table this CPU dispatches to (about 10 minutes). Also checks that the GEMM split across
  * workers gives the same bits as one threaded-BLAS call and as one thread. */
 #include "model/backend/cpu/cpu_backend.h"
+#include "model/backend/cpu/gelu_grad16.h"
 #include "ops_util.h"
 
 static double gelu_ref(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
@@ -184,6 +185,58 @@ static void check_gelu_bits(int exhaustive) {
         CHECK(bad == 0);
     }
     free(x), free(d), free(bias), free(o), free(pre), free(ref);
+}
+
+/* The table of gelu' of every bf16 value (gelu_grad16.h) holds sv_gelu_grad's bits for all 65536
+ * patterns, and each table's gelu_bwd16, in both of its forms (gelu' gathered from the table or
+ * computed: sv_cpu_gelu_bwd16_force; the dispatch picks one per CPU), gives the scalar
+ * composition's bits for x16 = every pattern, signalling NaNs included (the GELU bit check feeds
+ * x16 through sv_f32_to_bf16, which quiets them): d_out = 1 (gelu' itself) and random d_out with
+ * the db sums, in one call and a 5-lane tail. */
+static void check_gelu_grad16(void) {
+    const float *t = sv_cpu_gelu_grad16();
+    size_t bad = 0;
+    for (uint32_t h = 0; h < (1u << 16); h++) {
+        float want = sv_gelu_grad(sv_bf16_to_f32((uint16_t)h));
+        bad += !same_bits(&t[h], &want, 1);
+    }
+    printf("gelu' table: 65536 bf16 values, bitwise sv_gelu_grad: %s\n", bad ? "NO" : "yes");
+    CHECK(bad == 0);
+    const char *isas[] = {"generic", "avx2", "avx512"};
+    enum { N = 1 << 16, TAIL = 5 };
+    uint16_t *x16 = malloc(N * 2), *d16 = malloc(N * 2), *in16 = malloc(N * 2);
+    float *db = malloc(N * 4), *db0 = malloc(N * 4);
+    CHECK(x16 && d16 && in16 && db && db0);
+    for (int i = 0; i < 3; i++) {
+        const sv_cpu_kernels *k = sv_cpu_kernels_pick(isas[i]);
+        if (!k) continue;
+        const int forms = strcmp(k->isa, "avx512") ? 1 : 2; /* the C loops compute gelu' */
+        for (int gather = 0; gather < forms; gather++)
+            for (int pass = 0; pass < 2; pass++) {
+                sv_cpu_gelu_bwd16_force(gather);
+                for (uint32_t h = 0; h < N; h++) {
+                    x16[h] = (uint16_t)h;
+                    in16[h] = pass ? sv_f32_to_bf16((float)(2.0 * sv_rand_normal(33, h))) : 0x3f80; /* 1.0 */
+                    db0[h] = (float)sv_rand_normal(34, h);
+                }
+                memcpy(d16, in16, N * 2);
+                memcpy(db, db0, N * 4);
+                k->gelu_bwd16(d16, x16, pass ? db : NULL, N - TAIL);
+                k->gelu_bwd16(d16 + N - TAIL, x16 + N - TAIL, pass ? db + N - TAIL : NULL, TAIL);
+                bad = 0;
+                for (uint32_t h = 0; h < N; h++) {
+                    float r = sv_round_bf16(sv_bf16_to_f32(in16[h]) * sv_gelu_grad(sv_bf16_to_f32((uint16_t)h)));
+                    bad += !same_or_nans(sv_bf16_to_f32(d16[h]), r);
+                    bad += !same_or_nans(db[h], pass ? db0[h] + r : db0[h]);
+                }
+                printf("gelu_bwd16 %s (gelu' %s), d_out %s: all 65536 bf16 x: %s\n", k->isa,
+                       gather ? "gathered" : "computed", pass ? "random, db" : "1", bad ? "NO" : "yes");
+                CHECK(bad == 0);
+            }
+    }
+    sv_cpu_gelu_bwd16_force(-1);
+    printf("gelu_bwd16 on this CPU: gelu' %s\n", sv_cpu_gelu_bwd16_gather() ? "gathered" : "computed");
+    free(x16), free(d16), free(in16), free(db), free(db0);
 }
 
 /* The attention's softmax rows (T = 197, 50 and 26 as in vit-ti16 / vit-28 / the main job's
@@ -450,6 +503,7 @@ int main(int argc, char **argv) {
     check_formulas();
     check_kernels();
     check_gelu_bits(0);
+    check_gelu_grad16();
     check_gemm_split();
     printf("PASS\n");
     return 0;

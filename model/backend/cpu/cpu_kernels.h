@@ -46,7 +46,8 @@ typedef struct sv_cpu_kernels {
     /* bf16 storage (cpu_linear.c act16), in place on the bf16 row d16: with x16, r = the bf16 of
      * widen(d16) * gelu'(widen(x16)) and d16 = r; without, r = widen(d16) and d16 is only read;
      * then db += r when db is not NULL (one fp32 add per lane). The bits of widen, gelu_bwd with
-     * bf = 1, narrow and add_store with bf = 0.  (n) each */
+     * bf = 1, narrow and add_store with bf = 0 (the AVX-512 table reads gelu'(x) from the table
+     * of every bf16 value on some CPUs: gelu_grad16.h, the same bits).  (n) each */
     void (*gelu_bwd16)(uint16_t *d16, const uint16_t *x16, float *db, size_t n);
     /* In-place softmax of each of `rows` rows of length T (row stride T) of S * scale (scale > 0),
      * max-subtracted: the bits of scaling S in place and then taking the softmax at scale 1. Row

@@ -6,7 +6,9 @@
  * Contract: bit for bit the results of the C loops (kstore of sv_gelu / sv_gelu_grad of
  * core/elementwise.h) for every fp32 input, NaN payloads, Inf, -0 and denormals included
  * (tests/ops/test_ops_simd compares every bf16 bit pattern and 2^22 fp32 patterns spread over
- * all exponents; `test_ops_simd --exhaustive` all 2^32). Each lane performs the scalar code's
+ * all exponents; `test_ops_simd --exhaustive` all 2^32). gelu_bwd16 gathers gelu'(x) of its bf16
+ * x from the table of gelu_grad16.h on the CPUs where that is faster (the same bits either way).
+ * Each lane performs the scalar code's
  * IEEE operations in its order: no FMA, every mul/add/sub/div rounded on its own. What differs
  * is only how selects, negations and the power of two are formed, each exact:
  *   - `x < 0 ? -x : x` is an AND with the sign mask (-0 and +0 give the same bits downstream);
@@ -23,6 +25,7 @@
 #define SV_MODEL_BACKEND_CPU_GELU_AVX512_H
 
 #include "core/elementwise.h"
+#include "model/backend/cpu/gelu_grad16.h"
 #include "model/backend/cpu/vec_avx512.h"
 
 #define SV_CPU_GELU_KERNELS 1
@@ -189,18 +192,28 @@ static inline __m512 gv_widen16(__mmask16 m, const uint16_t *p) {
 
 /* k_gelu_bwd16 on w blocks: gv_gelu_bwd_step with bf = 1 on the widened rows, the result
  * narrowed in registers (it is a bf16 value already: the upper halves are its bits) and added
- * into db */
-static inline __attribute__((always_inline)) void gv_gelu_bwd16_step(int w, uint16_t *d16, const uint16_t *x16,
-                                                                     float *db, const __mmask16 *m) {
+ * into db. gelu'(x) is computed (gather = 0) or gathered from grad16, the table of every bf16
+ * value (gather = 1; gelu_grad16.h: the same bits as computing it). */
+static inline __attribute__((always_inline)) void gv_gelu_bwd16_step(int w, int gather, uint16_t *d16,
+                                                                     const uint16_t *x16, float *db,
+                                                                     const float *grad16, const __mmask16 *m) {
     __m512 r[GV_WMAX];
     GV_EACH(k) r[k] = gv_widen16(m[k], d16 + 16 * k);
     if (x16) {
-        __m512 v[GV_WMAX], tp[GV_WMAX], g[GV_WMAX];
-        GV_EACH(k) v[k] = gv_widen16(m[k], x16 + 16 * k);
-        gv_two_phi(w, tp, v, g);
+        __m512 gr[GV_WMAX];
+        if (gather) {
+            GV_EACH(k) {
+                __m512i ix = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m[k], x16 + 16 * k));
+                gr[k] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m[k], ix, grad16, 4);
+            }
+        } else {
+            __m512 v[GV_WMAX], tp[GV_WMAX], g[GV_WMAX];
+            GV_EACH(k) v[k] = gv_widen16(m[k], x16 + 16 * k);
+            gv_two_phi(w, tp, v, g);
+            GV_EACH(k) gr[k] = gv_add(gv_mul(gv_c(0.5f), tp[k]), gv_mul(v[k], gv_mul(gv_c(SV_RSQRT2PI), g[k])));
+        }
         GV_EACH(k) {
-            __m512 gr = gv_add(gv_mul(gv_c(0.5f), tp[k]), gv_mul(v[k], gv_mul(gv_c(SV_RSQRT2PI), g[k])));
-            r[k] = gv_store_val(1, gv_mul(r[k], gr));
+            r[k] = gv_store_val(1, gv_mul(r[k], gr[k]));
             _mm256_mask_storeu_epi16(d16 + 16 * k, m[k],
                                      _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(r[k]), 16)));
         }
@@ -253,15 +266,19 @@ static void k_gelu_bwd(int bf, float *d_x, const float *d_out, const float *x, s
         gv_gelu_bwd_loop(GV_W_BWD, 0, d_x, d_out, x, n);
 }
 
-static inline __attribute__((always_inline)) void gv_gelu_bwd16_loop(int w, uint16_t *d16, const uint16_t *x16,
-                                                                     float *db, size_t n) {
-#define GV_S(i, m) gv_gelu_bwd16_step(w, d16 + (i), x16 ? x16 + (i) : NULL, db ? db + (i) : NULL, m)
+static inline __attribute__((always_inline)) void
+gv_gelu_bwd16_loop(int w, int gather, uint16_t *d16, const uint16_t *x16, float *db, const float *grad16, size_t n) {
+#define GV_S(i, m) gv_gelu_bwd16_step(w, gather, d16 + (i), x16 ? x16 + (i) : NULL, db ? db + (i) : NULL, grad16, m)
     GV_LOOP(w, n, GV_S);
 #undef GV_S
 }
 
+/* The table where this CPU gathers faster than it computes (sv_cpu_gelu_bwd16_gather) */
 static void k_gelu_bwd16(uint16_t *d16, const uint16_t *x16, float *db, size_t n) {
-    gv_gelu_bwd16_loop(GV_W_BWD, d16, x16, db, n);
+    if (x16 && sv_cpu_gelu_bwd16_gather())
+        gv_gelu_bwd16_loop(GV_W_BWD, 1, d16, x16, db, sv_cpu_gelu_grad16(), n);
+    else
+        gv_gelu_bwd16_loop(GV_W_BWD, 0, d16, x16, db, NULL, n);
 }
 
 static void k_bias_gelu(int bf, float *o, float *pre, const float *bias, size_t n) {

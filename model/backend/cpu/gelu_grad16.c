@@ -1,0 +1,57 @@
+/* The GELU derivative of every bf16 value, and where gelu_bwd16 reads it (gelu_grad16.h). */
+#include "model/backend/cpu/gelu_grad16.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/elementwise.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
+static float g_table[1 << 16];
+static pthread_once_t g_table_once = PTHREAD_ONCE_INIT;
+
+/* The scalar formula, element by element: compiled for the baseline instruction set in ISO C
+ * (no FMA contraction), as the kernels' reference is. */
+static void fill(void) {
+    for (uint32_t h = 0; h < (1u << 16); h++) g_table[h] = sv_gelu_grad(sv_bf16_to_f32((uint16_t)h));
+}
+
+const float *sv_cpu_gelu_grad16(void) {
+    pthread_once(&g_table_once, fill);
+    return g_table;
+}
+
+/* AMD family 0x19 (Zen 3 / Zen 4; only Zen 4 runs the AVX-512 table) from CPUID leaves 0 and 1. */
+static int gather_rule(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned a, b, c, d;
+    char vendor[13];
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
+    memcpy(vendor, &b, 4), memcpy(vendor + 4, &d, 4), memcpy(vendor + 8, &c, 4), vendor[12] = 0;
+    if (strcmp(vendor, "AuthenticAMD") != 0 || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    unsigned family = (a >> 8) & 0xf;
+    if (family == 0xf) family += (a >> 20) & 0xff;
+    return family == 0x19;
+#else
+    return 0;
+#endif
+}
+
+static int g_rule = -1, g_forced = -1;
+static pthread_once_t g_rule_once = PTHREAD_ONCE_INIT;
+static void decide(void) { g_rule = gather_rule(); }
+
+int sv_cpu_gelu_bwd16_gather(void) {
+    int f = __atomic_load_n(&g_forced, __ATOMIC_RELAXED);
+    if (f >= 0) return f;
+    pthread_once(&g_rule_once, decide);
+    return g_rule;
+}
+
+void sv_cpu_gelu_bwd16_force(int mode) {
+    __atomic_store_n(&g_forced, mode == 0 || mode == 1 ? mode : -1, __ATOMIC_RELAXED);
+}
