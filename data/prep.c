@@ -19,12 +19,17 @@
 #include "data/prep_impl.h"
 #include "data/synth.h"
 
-/* The two splits, by index (sv_prep_job's per-split arrays, sv_prep_sink's split_ix). */
 static const char *const k_split[2] = {"train", "test"};
 
-/* DIR/SPLIT-NNNNNN.tar: shard k of split s, as written in the work directory and moved into OUT. */
-static void shard_path(char *p, size_t cap, const char *dir, int s, int k) {
-    snprintf(p, cap, "%s/%s-%06d.tar", dir, k_split[s], k);
+const char *sv_prep_split_name(int split) { return k_split[split]; }
+
+/* shard k of split s, as written in the work directory and moved into OUT */
+void sv_prep_shard_path(char *p, size_t cap, const char *dir, int split, uint64_t k) {
+    snprintf(p, cap, "%s/%s-%06llu.tar", dir, k_split[split], (unsigned long long)k);
+}
+
+uint64_t sv_prep_shard_samples(const sv_prep_opts *o) {
+    return (uint64_t)(o->shard_size > 0 ? o->shard_size : SV_PREP_SHARD_SIZE_DEFAULT);
 }
 
 const char *const sv_fashion_mnist_classes[10] = {"T-shirt_top", "Trouser", "Pullover", "Dress", "Coat",
@@ -52,7 +57,7 @@ sv_prep_opts sv_prep_opts_default(void) {
     sv_prep_opts o;
     memset(&o, 0, sizeof o);
     o.quality = 95;
-    o.shard_size = 10000;
+    o.shard_size = SV_PREP_SHARD_SIZE_DEFAULT;
     o.classes = 10;
     o.per_class = 100;
     o.test_per_class = 20;
@@ -175,8 +180,8 @@ static sv_status move_splits(sv_prep_job *j) {
             j->moved[s] = 1;
         }
         for (int k = 0; k < j->shards[s]; k++) {
-            shard_path(a, sizeof a, j->work, s, k);
-            shard_path(b, sizeof b, j->o->out, s, k);
+            sv_prep_shard_path(a, sizeof a, j->work, s, k);
+            sv_prep_shard_path(b, sizeof b, j->o->out, s, k);
             SV_TRY(move_one(a, b));
             j->moved[s] = k + 1;
         }
@@ -227,7 +232,7 @@ sv_status sv_prep_abort(sv_prep_job *j, sv_status st) {
             left |= sv_fileio_remove_tree(p) != SV_OK;
         }
         for (int k = 0; k < j->shards[s]; k++) { /* the first moved[s] are in OUT, the rest in WORK */
-            shard_path(p, sizeof p, k < j->moved[s] ? out : j->work, s, k);
+            sv_prep_shard_path(p, sizeof p, k < j->moved[s] ? out : j->work, s, k);
             left |= unlink(p) != 0 && errno != ENOENT;
         }
     }
@@ -301,7 +306,7 @@ static sv_status tar_member(sv_prep_sink *s, const char *name, const void *data,
         fwrite(zeros, 1, (512 - len % 512) % 512, s->tar) != (512 - len % 512) % 512) {
         char p[8192];
         const int e = errno;
-        shard_path(p, sizeof p, s->job->work, s->split_ix, s->shard);
+        sv_prep_shard_path(p, sizeof p, s->job->work, s->split_ix, s->shard);
         return SV_FAIL(SV_ERR_IO, "%s: write failed: %s", p, e ? strerror(e) : "short write");
     }
     return SV_OK;
@@ -316,7 +321,7 @@ static sv_status tar_close(sv_prep_sink *s) {
     s->tar = NULL;
     if (bad) {
         char p[8192];
-        shard_path(p, sizeof p, s->job->work, s->split_ix, s->shard);
+        sv_prep_shard_path(p, sizeof p, s->job->work, s->split_ix, s->shard);
         return SV_FAIL(SV_ERR_IO, "%s: write failed: %s", p, e ? strerror(e) : "short write");
     }
     s->shard++;
@@ -342,9 +347,9 @@ sv_status sv_prep_sink_write(sv_prep_sink *s, const uint8_t *jpg, size_t len, in
                  (unsigned long long)s->count);
         SV_TRY(write_new(p, jpg, len));
     } else {
-        if (s->tar && s->in_shard >= (uint64_t)(s->o->shard_size > 0 ? s->o->shard_size : 10000)) SV_TRY(tar_close(s));
+        if (s->tar && s->in_shard >= sv_prep_shard_samples(s->o)) SV_TRY(tar_close(s));
         if (!s->tar) {
-            shard_path(p, sizeof p, s->job->work, s->split_ix, s->shard);
+            sv_prep_shard_path(p, sizeof p, s->job->work, s->split_ix, s->shard);
             int fd;
             SV_TRY(create_new(p, &fd));
             s->job->shards[s->split_ix] = s->shard + 1;

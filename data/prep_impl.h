@@ -24,6 +24,15 @@
 #include "data/jpeg.h"
 #include "data/prep.h"
 
+/* The two splits by index (0 train, 1 test: sv_prep_job's per-split arrays, sv_prep_sink's
+ * split_ix), a tar shard's path DIR/SPLIT-NNNNNN.tar and the samples per shard (--shard-size;
+ * SV_PREP_SHARD_SIZE_DEFAULT when 0): one spelling for the writer (prep.c) and for the marker and
+ * its check of OUT's contents (prep_marker.c). */
+enum { SV_PREP_SHARD_SIZE_DEFAULT = 10000 };
+const char *sv_prep_split_name(int split);
+void sv_prep_shard_path(char *p, size_t cap, const char *dir, int split, uint64_t k);
+uint64_t sv_prep_shard_samples(const sv_prep_opts *o);
+
 /* What an imagefolder source held when it was imported, recorded in the marker after the counts so
  * that the same import run again is compared with the source as it is then (a source that changed
  * since is refused, not taken as "already prepared"). Per split: the directory it was read from

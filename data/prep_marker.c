@@ -63,7 +63,7 @@ int sv_prep_marker_opts(const sv_prep_opts *o, const char *what, char *buf, size
     if (o->restart_mcus > 0 && n >= 0 && (size_t)n < cap) /* absent when 0: older imports match */
         n += snprintf(buf + n, cap - (size_t)n, "restart-mcus %d\n", o->restart_mcus);
     if (o->format == SV_PREP_TAR && n >= 0 && (size_t)n < cap)
-        n += snprintf(buf + n, cap - (size_t)n, "shard-size %d\n", o->shard_size > 0 ? o->shard_size : 10000);
+        n += snprintf(buf + n, cap - (size_t)n, "shard-size %llu\n", (unsigned long long)sv_prep_shard_samples(o));
     if (!synth && n >= 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, "limit %llu\n", (unsigned long long)o->limit);
     if (synth && n >= 0 && (size_t)n < cap)
@@ -236,7 +236,6 @@ static int64_t count_images(const char *dir) {
  * implies. Anything else (a split or class directory deleted, images removed or added, a shard
  * gone) is refused: the marker would promise a dataset OUT no longer holds. */
 static sv_status check_contents(const sv_prep_opts *o) {
-    static const char *const split[2] = {"train", "test"};
     const uint64_t count[2] = {o->n_train, o->n_test};
     char p[4400], what[4600] = "";
     struct stat st;
@@ -244,13 +243,13 @@ static sv_status check_contents(const sv_prep_opts *o) {
     if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) snprintf(what, sizeof what, "%s is missing", p);
     for (int s = 0; s < 2 && !what[0]; s++) {
         if (o->format == SV_PREP_TAR) {
-            uint64_t ss = (uint64_t)(o->shard_size > 0 ? o->shard_size : 10000);
+            const uint64_t ss = sv_prep_shard_samples(o);
             for (uint64_t k = 0; k < (count[s] + ss - 1) / ss && !what[0]; k++) {
-                snprintf(p, sizeof p, "%s/%s-%06llu.tar", o->out, split[s], (unsigned long long)k);
+                sv_prep_shard_path(p, sizeof p, o->out, s, k);
                 if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) snprintf(what, sizeof what, "%s is missing", p);
             }
         } else {
-            snprintf(p, sizeof p, "%s/%s", o->out, split[s]);
+            snprintf(p, sizeof p, "%s/%s", o->out, sv_prep_split_name(s));
             int64_t n = count_images(p);
             if (n < 0 && errno == ENOENT && count[s] == 0)
                 continue; /* no split written (imagefolder without val/ or test/) */

@@ -4,7 +4,10 @@
  * not depend on which. The GELU kernels (the AVX-512 table's are hand-written intrinsics) are
  * compared bit for bit with the scalar formulas on every bf16 bit pattern and 2^22 fp32
  * patterns spread over all exponents; `test_ops_simd --exhaustive` does all 2^32 fp32 inputs
- * on the table this CPU dispatches to (about 10 minutes). Also checks that the GEMM split across
+ * on the table this CPU dispatches to (about 10 minutes). The table of gelu' of every bf16 value
+ * (gelu_grad16.h) holds sv_gelu_grad's bits, and both forms of the AVX-512 gelu_bwd16 (gelu'
+ * gathered from it or computed) give the scalar bits on all 65536 patterns, whichever form this
+ * CPU uses. Also checks that the GEMM split across
  * workers gives the same bits as one threaded-BLAS call and as one thread. */
 #include "model/backend/cpu/cpu_backend.h"
 #include "model/backend/cpu/gelu_grad16.h"

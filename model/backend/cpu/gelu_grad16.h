@@ -6,9 +6,10 @@
  * element. Which is faster depends on the core: on the AMD EPYC Zen 4 (family 0x19) the gather
  * is 2.6-2.8x faster (0.45-0.49 against 1.26-1.29 ns per element, one thread, in L2 and from
  * memory); on the Zen 5 (family 0x1A) it was slower (0.99-1.21 against 0.83-0.92 ns), and on the
- * Intel Xeon with AMX the step was slower with it (docs/performance.md changes 13 and 31, "Not
- * changed"). So the gather is used on AMD family 0x19 only, the formula everywhere else; both
- * give the same bits, so the choice changes speed, never a result.
+ * Intel Xeon with AMX the step was slower with it (measured against GCC's loop of the formula,
+ * before the intrinsics kernel of change 14; not measured again since: docs/performance.md
+ * changes 13 and 31, "Not changed"). So the gather is used on AMD family 0x19 only, the formula
+ * everywhere else; both give the same bits, so the choice changes speed, never a result.
  *
  * Contract: sv_cpu_gelu_grad16()[h] == sv_gelu_grad(sv_bf16_to_f32(h)) (core/elementwise.h) bit
  * for bit, for all 65536 h (NaN patterns give that function's NaN for that input). The table
