@@ -116,6 +116,8 @@ void sv_provenance_fill(sv_provenance *p, const char *command, const sv_proc *pr
     sv_cpu_gemm_engines_available(p->gemm_engines, sizeof p->gemm_engines);
     p->kernels_compiled = sv_cpu_kernels_compiled();
     p->kernels_dispatch = sv_cpu_kernels_dispatch();
+    sv_cpu_identity(&p->cpu_id);
+    p->gelu_bwd16 = sv_cpu_gelu_bwd16_form();
     p->command = command;
     p->world = proc ? proc->world : 1;
     p->ranks_per_node = proc && proc->local_size > 0 ? proc->local_size : 1;
@@ -201,8 +203,13 @@ void sv_provenance_write(sv_json_writer *w, const sv_provenance *p, const sv_fla
     sv_json_key(w, "cpu");
     sv_json_obj_begin(w);
     sv_json_key(w, "model"), sv_json_str(w, p->cpu_model);
+    sv_json_key(w, "vendor"), sv_json_str(w, p->cpu_id.vendor);
+    const int idv[3] = {p->cpu_id.family, p->cpu_id.model, p->cpu_id.stepping}; /* -1: null */
+    static const char *const idk[3] = {"family", "model_number", "stepping"};
+    for (int i = 0; i < 3; i++) sv_json_key(w, idk[i]), idv[i] >= 0 ? sv_json_i64(w, idv[i]) : sv_json_null(w);
     list(w, "isa", p->isa);
     sv_json_key(w, "cpu_kernels_dispatch"), sv_json_str(w, p->kernels_dispatch);
+    sv_json_key(w, "gelu_bwd16"), sv_json_str(w, p->gelu_bwd16);
     list(w, "gemm_engines", p->gemm_engines);
     sv_json_obj_end(w);
     sv_json_key(w, "gpu");

@@ -17,6 +17,7 @@
 #include "app/commands.h"
 #include "app/flags.h"
 #include "core/json.h"
+#include "model/backend/cpu/cpu_info.h"
 #include "model/backend/gpu_info.h"
 
 /* One shared library as loaded: its version string ("" unknown) and resolved file ("" not loaded). */
@@ -38,7 +39,8 @@ typedef struct sv_provenance {
     sv_gpu_info gpu;
     /* machine and run */
     char host[256], cpu_model[256], isa[256], gemm_engines[128];
-    const char *kernels_compiled, *kernels_dispatch;
+    sv_cpu_id cpu_id; /* CPUID vendor, family, model, stepping */
+    const char *kernels_compiled, *kernels_dispatch, *gelu_bwd16;
     const char *command;
     int world, ranks_per_node, threads_per_rank;
     double start_unix;  /* UTC start of the process (sv_provenance_mark_start), seconds */

@@ -105,6 +105,9 @@ import datetime, json, sys
 tmp, commit, t0, t1, mpi = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5] == "ON"
 flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
 
+def cpuinfo_field(name):  # the first processor's value of a /proc/cpuinfo field
+    return next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.split(":", 1)[0].strip() == name)
+
 def prov(d, world, rpn, threads, command="bench"):
     p = d["provenance"]
     assert p["commit"] == commit and p["command"] == command, (p["commit"], p["command"])
@@ -118,6 +121,13 @@ def prov(d, world, rpn, threads, command="bench"):
     for isa, cpuinfo in names.items():
         assert (isa in p["cpu"]["isa"]) == (cpuinfo in flags), (isa, p["cpu"]["isa"])
     assert "amx-bf16" not in p["cpu"]["isa"] or "amx_bf16" in flags
+    # CPUID's identity as /proc/cpuinfo decodes it; the GELU backward's form follows the rule of
+    # model/backend/cpu/gelu_grad16.h (AMD family 0x19 gathers where the AVX-512 table runs)
+    assert p["cpu"]["vendor"] == cpuinfo_field("vendor_id"), (p["cpu"]["vendor"], cpuinfo_field("vendor_id"))
+    for key, field in (("family", "cpu family"), ("model_number", "model"), ("stepping", "stepping")):
+        assert p["cpu"][key] == int(cpuinfo_field(field)), (key, p["cpu"][key], cpuinfo_field(field))
+    gather = p["cpu"]["vendor"] == "AuthenticAMD" and p["cpu"]["family"] == 0x19 and p["cpu"]["cpu_kernels_dispatch"] == "avx512"
+    assert p["cpu"]["gelu_bwd16"] == ("gather" if gather else "compute"), p["cpu"]
     libs = p["libraries"]
     assert libs["openblas"]["version"].startswith("OpenBLAS"), libs["openblas"]
     assert "turbojpeg" in libs["libjpeg_turbo"]["file"], libs["libjpeg_turbo"]

@@ -3,8 +3,34 @@
 #include <stdio.h>
 #include <string.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 #include "model/backend/cpu/cpu_kernels.h"
+#include "model/backend/cpu/gelu_grad16.h"
 #include "model/backend/cpu/gemm_engine.h"
+
+void sv_cpu_identity(sv_cpu_id *id) {
+    memset(id, 0, sizeof *id);
+    id->family = id->model = id->stepping = -1;
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+    memcpy(id->vendor, &b, 4), memcpy(id->vendor + 4, &d, 4), memcpy(id->vendor + 8, &c, 4);
+    id->vendor[12] = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    const unsigned base_family = (a >> 8) & 0xf, base_model = (a >> 4) & 0xf;
+    id->family = (int)(base_family == 0xf ? base_family + ((a >> 20) & 0xff) : base_family);
+    id->model = (int)(base_family == 0x6 || base_family == 0xf ? base_model | (((a >> 16) & 0xf) << 4) : base_model);
+    id->stepping = (int)(a & 0xf);
+#endif
+}
+
+const char *sv_cpu_gelu_bwd16_form(void) {
+    const sv_cpu_kernels *k = sv_cpu_kernels_pick(NULL);
+    return k && !strcmp(k->isa, "avx512") && sv_cpu_gelu_bwd16_gather() ? "gather" : "compute";
+}
 
 void sv_cpu_model_name(char *buf, size_t cap) {
     snprintf(buf, cap, "unknown CPU");

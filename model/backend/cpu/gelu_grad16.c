@@ -8,10 +8,7 @@
 #include <string.h>
 
 #include "core/elementwise.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
-#endif
+#include "model/backend/cpu/cpu_info.h"
 
 static float g_table[1 << 16];
 static pthread_once_t g_table_once = PTHREAD_ONCE_INIT;
@@ -26,20 +23,11 @@ const float *sv_cpu_gelu_grad16(void) {
     return g_table;
 }
 
-/* AMD family 0x19 (Zen 3 / Zen 4; only Zen 4 runs the AVX-512 table) from CPUID leaves 0 and 1. */
+/* AMD family 0x19 (Zen 3 / Zen 4; only Zen 4 runs the AVX-512 table). */
 static int gather_rule(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    unsigned a, b, c, d;
-    char vendor[13];
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
-    memcpy(vendor, &b, 4), memcpy(vendor + 4, &d, 4), memcpy(vendor + 8, &c, 4), vendor[12] = 0;
-    if (strcmp(vendor, "AuthenticAMD") != 0 || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    unsigned family = (a >> 8) & 0xf;
-    if (family == 0xf) family += (a >> 20) & 0xff;
-    return family == 0x19;
-#else
-    return 0;
-#endif
+    sv_cpu_id id;
+    sv_cpu_identity(&id);
+    return !strcmp(id.vendor, "AuthenticAMD") && id.family == 0x19;
 }
 
 static int g_rule = -1, g_forced = -1;
