@@ -89,11 +89,13 @@ static void startup_signal_hook(int after_mpi) {
  * address-space limit close to the process's size (ulimit -v) a worker that could not allocate
  * its buffer retries for ever: eval wrote its results and then never ended. The sanitizer builds
  * keep the normal exit, whose leak check runs after this would. */
+#if !defined(SV_SANITIZE) && !defined(__SANITIZE_ADDRESS__)
 static void end_now(int status, void *arg) {
     (void)arg;
     fflush(NULL);
     _exit(status);
 }
+#endif
 
 /* A hangup ends the process, as POSIX's default says: libucs (loaded with MPICH) installs a
  * SIGHUP handler of its own in a library constructor, before main (UCX's debug signal,

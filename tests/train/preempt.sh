@@ -11,7 +11,7 @@
 SHARDVIT=$1
 source "$(dirname "$0")/../faults/lib.sh"
 set -e
-STEPS=300
+STEPS=160 # the runs below to the end: a reference, the chain of interruptions and the one-rank signal
 RUN="$TINY --log-every 1 --comm-timeout 60"
 BOUND=30 # seconds from the signal to the exit: the rest of one step + one checkpoint save
 
@@ -100,14 +100,14 @@ interrupt chain TERM "info training vit-28"
 test $rc = 75 -o $rc = 0 || fail "SIGTERM at the start: exit $rc, expected 75"
 s1=$(saved_at chain SIGTERM)
 test "$s1" -lt 40 || fail "SIGTERM at the start: stopped only after step $s1"
-interrupt chain USR1 "info step 60/" --resume auto
+interrupt chain USR1 "info step 40/" --resume auto
 test $rc = 75 -o $rc = 0 || fail "SIGUSR1: exit $rc, expected 75"
 s2=$(saved_at chain SIGUSR1)
-test "$s2" -ge 60 -a "$s2" -lt $STEPS || fail "SIGUSR1 at step 60: stopped after step $s2"
-interrupt chain INT "info step 150/" --resume auto
+test "$s2" -ge 40 -a "$s2" -lt $STEPS || fail "SIGUSR1 at step 40: stopped after step $s2"
+interrupt chain INT "info step 100/" --resume auto
 test $rc = 75 -o $rc = 0 || fail "SIGINT: exit $rc"
 s3=$(saved_at chain SIGINT)
-test "$s3" -ge 150 -a "$s3" -lt $STEPS || fail "SIGINT at step 150: stopped after step $s3"
+test "$s3" -ge 100 -a "$s3" -lt $STEPS || fail "SIGINT at step 100: stopped after step $s3"
 echo "chain: stopped after steps $s1, $s2, $s3"
 train chain --resume auto
 test $rc = 0 || fail "final resume: exit $rc"
