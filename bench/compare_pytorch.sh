@@ -143,7 +143,7 @@ echo "# best-step: global batch / fastest step. PyTorch '1 thr' = torch.set_num_
 echo "# runs fp32 GEMMs on OpenBLAS (pthread), which still uses every core, so it is its best setting on both cores."
 cpu_field() { grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'; }
 echo "# CPU: $(cpu_field 'model name') ($(cpu_field vendor_id) family $(cpu_field 'cpu family') model $(cpu_field model)), $(nproc) cores;" \
-    "flags:$(for f in avx512f avx512_bf16 amx_bf16 amx_tile; do grep -m1 '^flags' /proc/cpuinfo | grep -qw "$f" && printf ' %s' "$f" || printf ' no-%s' "$f"; done)"
+    "flags:$(for f in avx512f avx512_bf16 amx_bf16 amx_tile; do cpu_field flags | grep -qw "$f" && printf ' %s' "$f" || printf ' no-%s' "$f"; done)"
 "$TORCH_PY" - "$TORCH_PY" "$TORCH_COMPILE" <<'PYEOF' | sed 's/^/# /'
 import sys
 import torch

@@ -135,16 +135,21 @@ static inline __attribute__((always_inline)) void gv_gelu_step(int w, int bf, fl
     }
 }
 
+/* sv_gelu_grad per lane of w blocks: gr = 0.5 two_phi(v) + v (RSQRT2PI gauss(v)) */
+static inline __attribute__((always_inline)) void gv_gelu_grad(int w, __m512 *gr, const __m512 *v) {
+    __m512 tp[GV_WMAX], g[GV_WMAX];
+    gv_two_phi(w, tp, v, g);
+    GV_EACH(k) gr[k] = gv_add(gv_mul(gv_c(0.5f), tp[k]), gv_mul(v[k], gv_mul(gv_c(SV_RSQRT2PI), g[k])));
+}
+
 static inline __attribute__((always_inline)) void gv_gelu_bwd_step(int w, int bf, float *d_x, const float *d_out,
                                                                    const float *x, const __mmask16 *m) {
-    __m512 v[GV_WMAX], tp[GV_WMAX], g[GV_WMAX];
+    __m512 v[GV_WMAX], gr[GV_WMAX];
     GV_EACH(k) v[k] = _mm512_maskz_loadu_ps(m[k], x + 16 * k);
-    gv_two_phi(w, tp, v, g);
+    gv_gelu_grad(w, gr, v);
     GV_EACH(k) {
-        /* sv_gelu_grad, times d_out */
-        __m512 gr = gv_add(gv_mul(gv_c(0.5f), tp[k]), gv_mul(v[k], gv_mul(gv_c(SV_RSQRT2PI), g[k])));
         __m512 d = _mm512_maskz_loadu_ps(m[k], d_out + 16 * k);
-        _mm512_mask_storeu_ps(d_x + 16 * k, m[k], gv_store_val(bf, gv_mul(d, gr)));
+        _mm512_mask_storeu_ps(d_x + 16 * k, m[k], gv_store_val(bf, gv_mul(d, gr[k])));
     }
 }
 
@@ -207,10 +212,9 @@ static inline __attribute__((always_inline)) void gv_gelu_bwd16_step(int w, int 
                 gr[k] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m[k], ix, grad16, 4);
             }
         } else {
-            __m512 v[GV_WMAX], tp[GV_WMAX], g[GV_WMAX];
+            __m512 v[GV_WMAX];
             GV_EACH(k) v[k] = gv_widen16(m[k], x16 + 16 * k);
-            gv_two_phi(w, tp, v, g);
-            GV_EACH(k) gr[k] = gv_add(gv_mul(gv_c(0.5f), tp[k]), gv_mul(v[k], gv_mul(gv_c(SV_RSQRT2PI), g[k])));
+            gv_gelu_grad(w, gr, v);
         }
         GV_EACH(k) {
             r[k] = gv_store_val(1, gv_mul(r[k], gr[k]));
