@@ -19,6 +19,13 @@ if [ -n "$SHARDVIT_TEST_PYTHON" ]; then
     export SHARDVIT_TEST_PYTHON
     echo "test: third-party readers run with $SHARDVIT_TEST_PYTHON"
 fi
+# OpenBLAS's own thread pool starts in its library constructor, before main, with one thread per
+# core, and its idle threads spin on sched_yield for about 0.1 s: that cost every process the
+# suite starts (thousands of them, two tests at a time on two cores) about 65 ms of CPU, taken
+# from the test beside it. One thread at start-up makes no pool; the backend still sets OpenBLAS's
+# count to its own thread count before a threaded call (the pool grows then). No result depends on
+# it (the sanitizer pass has always run so).
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j"${CTEST_JOBS:-2}" "$@")
 # The build variants a user may configure must keep compiling warnings-clean and pass their unit
 # tests (VARIANTS=0 skips both):

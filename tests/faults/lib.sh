@@ -5,7 +5,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 MPIEXEC=${MPIEXEC:-mpiexec}
 PY=${PYTHON:-python3}
 # A small model on synthetic data; every step takes a few milliseconds.
-TINY="--model vit-28 --dim 36 --depth 3 --heads 3 --batch-size 24 --synth-samples 480 --seed 7 --workers 1"
+TINY="--model vit-28 --dim 36 --depth 3 --heads 3 --batch-size 24 --synth-samples 480 --seed 7 --workers 1 --mfu-calib-seconds 0"
 cleanup() {
     # never leave a process of this test behind, even when an assertion failed
     local left

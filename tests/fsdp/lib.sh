@@ -5,7 +5,7 @@ trap 'rm -rf "$WORK"' EXIT
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PY=${PYTHON:-python3}
 # A small model and data set: every world size 1..4 divides the global batch of 24.
-TINY="--model vit-28 --dim 36 --depth 3 --heads 3 --batch-size 24 --synth-samples 480 --log-every 1 --seed 7 --workers 1 --comm-timeout 60"
+TINY="--model vit-28 --dim 36 --depth 3 --heads 3 --batch-size 24 --synth-samples 480 --log-every 1 --seed 7 --workers 1 --comm-timeout 60 --mfu-calib-seconds 0"
 MPIEXEC=${MPIEXEC:-mpiexec}
 
 # run NAME WORLD [flags...]: train into $WORK/NAME, params into $WORK/NAME.bin, log into $WORK/NAME.log
