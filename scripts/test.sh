@@ -9,9 +9,19 @@ set -euo pipefail
 source "$(dirname "$0")/usage.sh" "$@"
 [ $# -eq 0 ] || sv_usage_refuse "takes no arguments (got '$1')"
 cd "$(dirname "$0")/.."
+# each phase's wall time, for the 20-minute budget of the suite on 2 cores (docs/testing.md)
+t_start=$(date +%s) t_phase=$(date +%s)
+phase_done() {
+    local now
+    now=$(date +%s)
+    echo "test: $1: $((now - t_phase)) s (total $((now - t_start)) s)"
+    t_phase=$now
+}
 bash scripts/setup.sh
 bash scripts/format.sh --check
+phase_done "setup and style check"
 BUILD_DIR=${BUILD_DIR:-build} bash scripts/build.sh -DSHARDVIT_WERROR=ON
+phase_done "build"
 if [ -z "${SHARDVIT_TEST_PYTHON:-}" ]; then
     SHARDVIT_TEST_PYTHON=$(bash scripts/test_venv.sh | tail -n 1)
 fi
@@ -19,6 +29,7 @@ if [ -n "$SHARDVIT_TEST_PYTHON" ]; then
     export SHARDVIT_TEST_PYTHON
     echo "test: third-party readers run with $SHARDVIT_TEST_PYTHON"
 fi
+phase_done "test venv"
 # OpenBLAS's own thread pool starts in its library constructor, before main, with one thread per
 # core, and its idle threads spin on sched_yield for about 0.1 s: that cost every process the
 # suite starts (thousands of them, two tests at a time on two cores) about 65 ms of CPU, taken
@@ -27,6 +38,7 @@ fi
 # it (the sanitizer pass has always run so).
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j"${CTEST_JOBS:-2}" "$@")
+phase_done "test suite"
 # The build variants a user may configure must keep compiling warnings-clean and pass their unit
 # tests (VARIANTS=0 skips both):
 # - no MPI and no CUDA (single process: the *_absent.c files): everything, unit tests;
@@ -48,7 +60,9 @@ if [ "${VARIANTS:-1}" != 0 ]; then
     else
         echo "test: nvcc not found: the MPI=OFF + CUDA=ON variant is not built"
     fi
+    phase_done "build variants"
 fi
 if [ "${SANITIZE:-1}" != 0 ]; then
     bash scripts/sanitize.sh build-asan
+    phase_done "sanitizer build and tests"
 fi
