@@ -44,4 +44,14 @@
         exit(77); \
     } while (0)
 
+/* A test's own reference code (an oracle kept verbatim, a double-precision reference) compiled
+ * without the sanitizers' instrumentation in the sanitizer build: the code under test stays
+ * instrumented, and the oracle, which often does most of a test's arithmetic, runs at its normal
+ * speed there (scripts/sanitize.sh's pass has a time budget). Elsewhere it is nothing. */
+#if defined(__SANITIZE_ADDRESS__) || defined(SV_SANITIZE)
+#define SV_TEST_ORACLE __attribute__((no_sanitize("address", "undefined")))
+#else
+#define SV_TEST_ORACLE
+#endif
+
 #endif

@@ -24,12 +24,12 @@
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 #endif
 
-static void ref_apply_lut(uint8_t *img, size_t n, int c, const uint8_t lut[][256]) {
+SV_TEST_ORACLE static void ref_apply_lut(uint8_t *img, size_t n, int c, const uint8_t lut[][256]) {
     for (size_t p = 0; p < n; p++)
         for (int ch = 0; ch < c; ch++) img[p * (size_t)c + (size_t)ch] = lut[ch][img[p * (size_t)c + (size_t)ch]];
 }
 
-static void ref_same_lut(uint8_t lut[][256], int c, int (*f)(int v, int arg), int arg) {
+SV_TEST_ORACLE static void ref_same_lut(uint8_t lut[][256], int c, int (*f)(int v, int arg), int arg) {
     for (int ch = 0; ch < c; ch++)
         for (int v = 0; v < 256; v++) {
             int r = f(v, arg);
@@ -37,26 +37,26 @@ static void ref_same_lut(uint8_t lut[][256], int c, int (*f)(int v, int arg), in
         }
 }
 
-static int ref_f_invert(int v, int arg) {
+SV_TEST_ORACLE static int ref_f_invert(int v, int arg) {
     (void)arg;
     return 255 - v;
 }
 /* (the one change to the copy: the shift of the original was undefined for bits > 8 or < -23,
  * which timm-mapped layers reach at magnitudes past 10; these are the values Pillow/timm give) */
-static int ref_f_posterize(int v, int bits) {
+SV_TEST_ORACLE static int ref_f_posterize(int v, int bits) {
     int drop = 8 - bits;
     return drop <= 0 ? v : drop >= 8 ? 0 : v & ~((1 << drop) - 1);
 }
-static int ref_f_solarize(int v, int thresh) { return v >= thresh ? 255 - v : v; }
-static int ref_f_solarize_add(int v, int add) { return v < 128 ? v + add : v; }
+SV_TEST_ORACLE static int ref_f_solarize(int v, int thresh) { return v >= thresh ? 255 - v : v; }
+SV_TEST_ORACLE static int ref_f_solarize_add(int v, int add) { return v < 128 ? v + add : v; }
 
-static void ref_histograms(const uint8_t *img, size_t n, int c, uint32_t h[][256]) {
+SV_TEST_ORACLE static void ref_histograms(const uint8_t *img, size_t n, int c, uint32_t h[][256]) {
     memset(h, 0, sizeof(uint32_t) * 256 * (size_t)c);
     for (size_t p = 0; p < n; p++)
         for (int ch = 0; ch < c; ch++) h[ch][img[p * (size_t)c + (size_t)ch]]++;
 }
 
-static void ref_autocontrast(uint8_t *img, size_t n, int c) { /* PIL ImageOps.autocontrast, cutoff 0 */
+SV_TEST_ORACLE static void ref_autocontrast(uint8_t *img, size_t n, int c) { /* PIL ImageOps.autocontrast, cutoff 0 */
     uint32_t h[3][256];
     uint8_t lut[3][256];
     ref_histograms(img, n, c, h);
@@ -77,7 +77,7 @@ static void ref_autocontrast(uint8_t *img, size_t n, int c) { /* PIL ImageOps.au
     ref_apply_lut(img, n, c, lut);
 }
 
-static void ref_equalize(uint8_t *img, size_t n, int c) { /* PIL ImageOps.equalize */
+SV_TEST_ORACLE static void ref_equalize(uint8_t *img, size_t n, int c) { /* PIL ImageOps.equalize */
     uint32_t h[3][256];
     uint8_t lut[3][256];
     ref_histograms(img, n, c, h);
@@ -107,7 +107,7 @@ static void ref_equalize(uint8_t *img, size_t n, int c) { /* PIL ImageOps.equali
 
 /* PIL ImagingBlend(degenerate, img, alpha): degenerate + alpha (img - degenerate), truncated
  * toward zero; clipped when extrapolating. deg may be a constant (deg_stride 0). */
-static void ref_blend(uint8_t *img, const uint8_t *deg, size_t deg_stride, size_t n, float alpha) {
+SV_TEST_ORACLE static void ref_blend(uint8_t *img, const uint8_t *deg, size_t deg_stride, size_t n, float alpha) {
     int interp = alpha >= 0 && alpha <= 1.0f;
     for (size_t e = 0; e < n; e++) {
         int a = deg[e * deg_stride], b = img[e];
@@ -119,18 +119,18 @@ static void ref_blend(uint8_t *img, const uint8_t *deg, size_t deg_stride, size_
     }
 }
 
-static uint8_t ref_luma(const uint8_t *p) { /* PIL convert("L"): ITU-R 601-2, 16-bit fixed point */
+SV_TEST_ORACLE static uint8_t ref_luma(const uint8_t *p) { /* PIL convert("L"): ITU-R 601-2, 16-bit fixed point */
     return (uint8_t)((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
 }
 
-static int ref_coord(double v) { return v < 0.0 ? -1 : (int)v; } /* PIL's COORD() */
+SV_TEST_ORACLE static int ref_coord(double v) { return v < 0.0 ? -1 : (int)v; } /* PIL's COORD() */
 
-static int ref_fits_fixed(const double m[6], int x, int y) { /* PIL's check_fixed */
+SV_TEST_ORACLE static int ref_fits_fixed(const double m[6], int x, int y) { /* PIL's check_fixed */
     return fabs(x * m[0] + y * m[1] + m[2]) < 32768.0 && fabs(x * m[3] + y * m[4] + m[5]) < 32768.0;
 }
 
-static void ref_put(uint8_t *img, int side, int c, int x, int y, const uint8_t *scratch, int ix, int iy,
-                    const uint8_t *fill) {
+SV_TEST_ORACLE static void ref_put(uint8_t *img, int side, int c, int x, int y, const uint8_t *scratch, int ix, int iy,
+                                   const uint8_t *fill) {
     const uint8_t *s = ix >= 0 && ix < side && iy >= 0 && iy < side
         ? scratch + ((size_t)iy * (size_t)side + (size_t)ix) * (size_t)c
         : fill;
@@ -138,11 +138,13 @@ static void ref_put(uint8_t *img, int side, int c, int x, int y, const uint8_t *
     for (int ch = 0; ch < c; ch++) d[ch] = s[ch];
 }
 
-static int ref_clip_side(int v, int side) { return v < 0 ? 0 : v < side ? v : side - 1; } /* XCLIP / YCLIP */
+SV_TEST_ORACLE static int ref_clip_side(int v, int side) {
+    return v < 0 ? 0 : v < side ? v : side - 1;
+} /* XCLIP / YCLIP */
 
 /* Pillow's BILINEAR / BICUBIC of one line of samples (Geometry.c; exact in double for bytes). */
-static double ref_lerp_px(double a, double b, double d) { return a + (b - a) * d; }
-static double ref_cubic_px(double v1, double v2, double v3, double v4, double d) {
+SV_TEST_ORACLE static double ref_lerp_px(double a, double b, double d) { return a + (b - a) * d; }
+SV_TEST_ORACLE static double ref_cubic_px(double v1, double v2, double v3, double v4, double d) {
     double p1 = v2, p2 = -v1 + v3, p3 = 2 * (v1 - v2) + v3 - v4, p4 = -v1 + v2 - v3 + v4;
     return p1 + d * (p2 + d * (p3 + d * p4));
 }
@@ -151,8 +153,8 @@ static double ref_cubic_px(double v1, double v2, double v3, double v4, double d)
  * caller keeps the fill), else 1 with the filtered byte in *out. Pillow's bilinear_filter8 /
  * bicubic_filter8 (and their 32RGB twins, per band): taps clipped to the image in x, in y the
  * first row clipped and later rows outside it repeating the previous row's value. */
-static int ref_filter_px(const uint8_t *src, int side, int c, int ch, double xin, double yin, sv_ra_interp f,
-                         uint8_t *out) {
+SV_TEST_ORACLE static int ref_filter_px(const uint8_t *src, int side, int c, int ch, double xin, double yin,
+                                        sv_ra_interp f, uint8_t *out) {
     if (xin < 0.0 || xin >= side || yin < 0.0 || yin >= side) return 0;
     xin -= 0.5;
     yin -= 0.5;
@@ -183,8 +185,8 @@ static int ref_filter_px(const uint8_t *src, int side, int c, int ch, double xin
 
 /* Pillow's ImagingGenericTransform with affine_transform: the input point of every output pixel
  * computed afresh, a0 (x + .5) + a1 (y + .5) + a2, and filtered; outside points keep `fill`. */
-static void ref_affine_filtered(uint8_t *img, int side, int c, const double m[6], const uint8_t *fill,
-                                const uint8_t *scratch, sv_ra_interp f) {
+SV_TEST_ORACLE static void ref_affine_filtered(uint8_t *img, int side, int c, const double m[6], const uint8_t *fill,
+                                               const uint8_t *scratch, sv_ra_interp f) {
     for (int y = 0; y < side; y++)
         for (int x = 0; x < side; x++) {
             double xi = x + 0.5, yi = y + 0.5;
@@ -200,8 +202,8 @@ static void ref_affine_filtered(uint8_t *img, int side, int c, const double m[6]
  * the arithmetic of Pillow's ImagingTransformAffine for NEAREST: a pure scale/translate walks
  * doubles per axis; otherwise 16.16 fixed point stepped per pixel when the coordinates fit,
  * else doubles stepped likewise. */
-static void ref_affine(uint8_t *img, int side, int c, const double m[6], const uint8_t *fill, uint8_t *scratch,
-                       sv_ra_interp f) {
+SV_TEST_ORACLE static void ref_affine(uint8_t *img, int side, int c, const double m[6], const uint8_t *fill,
+                                      uint8_t *scratch, sv_ra_interp f) {
     size_t n = (size_t)side * (size_t)side * (size_t)c;
     memcpy(scratch, img, n);
     if (f == SV_RA_BILINEAR || f == SV_RA_BICUBIC) {
@@ -237,13 +239,13 @@ static void ref_affine(uint8_t *img, int side, int c, const double m[6], const u
     }
 }
 
-static double ref_round15(double v) { return nearbyint(v * 1e15) / 1e15; } /* Python round(v, 15) */
+SV_TEST_ORACLE static double ref_round15(double v) { return nearbyint(v * 1e15) / 1e15; } /* Python round(v, 15) */
 
 /* One op with its final argument: bits kept (Posterize), threshold (Solarize), addend
  * (SolarizeAdd), blend factor (Color, Contrast, Brightness, Sharpness), degrees (Rotate), shear,
  * pixels (Translate). The magnitude -> argument mappings (legacy and timm) live in their callers. */
-static void ref_apply_arg(sv_ra_op op, double arg, uint8_t *img, int side, int c, const uint8_t *fill, uint8_t *scratch,
-                          sv_ra_interp interp) {
+SV_TEST_ORACLE static void ref_apply_arg(sv_ra_op op, double arg, uint8_t *img, int side, int c, const uint8_t *fill,
+                                         uint8_t *scratch, sv_ra_interp interp) {
     size_t npx = (size_t)side * (size_t)side, n = npx * (size_t)c;
     uint8_t lut[3][256];
     switch (op) {
@@ -326,8 +328,8 @@ static void ref_apply_arg(sv_ra_op op, double arg, uint8_t *img, int side, int c
     }
 }
 
-static void ref_randaug_apply(sv_ra_op op, double m, int negate, uint8_t *img, int side, int c, const uint8_t *fill,
-                              uint8_t *scratch) {
+SV_TEST_ORACLE static void ref_randaug_apply(sv_ra_op op, double m, int negate, uint8_t *img, int side, int c,
+                                             const uint8_t *fill, uint8_t *scratch) {
     double f = m / 10.0, sgn = negate ? -1.0 : 1.0, arg = 0;
     switch (op) {
     case SV_RA_POSTERIZE: {
@@ -351,16 +353,17 @@ static void ref_randaug_apply(sv_ra_op op, double m, int negate, uint8_t *img, i
     ref_apply_arg(op, arg, img, side, c, fill, scratch, SV_RA_NEAREST);
 }
 
-static void ref_image_enhance(sv_ra_op op, double factor, uint8_t *img, int side, int c, uint8_t *scratch) {
+SV_TEST_ORACLE static void ref_image_enhance(sv_ra_op op, double factor, uint8_t *img, int side, int c,
+                                             uint8_t *scratch) {
     if (op == SV_RA_COLOR || op == SV_RA_CONTRAST || op == SV_RA_BRIGHTNESS || op == SV_RA_SHARPNESS)
         ref_apply_arg(op, (float)factor, img, side, c, NULL, scratch, SV_RA_NEAREST);
 }
 
-static void ref_image_solarize(uint8_t *img, int side, int c, int thresh) {
+SV_TEST_ORACLE static void ref_image_solarize(uint8_t *img, int side, int c, int thresh) {
     ref_apply_arg(SV_RA_SOLARIZE, thresh, img, side, c, NULL, NULL, SV_RA_NEAREST);
 }
 
-static void ref_image_grayscale(uint8_t *img, int side, int c) {
+SV_TEST_ORACLE static void ref_image_grayscale(uint8_t *img, int side, int c) {
     if (c != 3) return;
     size_t npx = (size_t)side * (size_t)side;
     for (size_t p = 0; p < npx; p++) img[3 * p] = img[3 * p + 1] = img[3 * p + 2] = ref_luma(img + 3 * p);
