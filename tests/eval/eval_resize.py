@@ -22,20 +22,15 @@ import math
 import os
 import sys
 
-import numpy as np
-import torch
-import timm
-from safetensors.torch import load_file, save_file
-from timm.models.vision_transformer import checkpoint_filter_fn
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ckpt"))
-from timm_check import canonical  # noqa: E402
+# numpy, torch, timm and safetensors are imported by the commands that use them: `same`, called
+# most, reads JSON only (importing torch and timm costs 2-3 s of CPU per call)
 
 ARCH = "vit_base_patch16_224"
 SHAPE = dict(in_chans=3, num_classes=4, embed_dim=32, depth=2, num_heads=2, mlp_ratio=4.0)
 
 
 def save(model, d, img, patch):
+    from safetensors.torch import save_file
     os.makedirs(d, exist_ok=True)
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, os.path.join(d, "model.safetensors"))
     cfg = dict(architecture=ARCH, img_size=img, patch_size=patch, **SHAPE)
@@ -43,6 +38,10 @@ def save(model, d, img, patch):
 
 
 def write(d):
+    import torch
+    import timm
+    from safetensors.torch import load_file
+    from timm.models.vision_transformer import checkpoint_filter_fn
     torch.manual_seed(0)
     src = timm.create_model(ARCH, pretrained=False, img_size=32, patch_size=8, **SHAPE)
     with torch.no_grad():
@@ -60,6 +59,10 @@ def write(d):
 
 
 def params(path, bin_path):
+    import numpy as np
+    from safetensors.torch import load_file
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ckpt"))
+    from timm_check import canonical
     sd = {k: v.numpy() for k, v in load_file(path).items()}
     depth = 1 + max(int(k.split(".")[1]) for k in sd if k.startswith("blocks."))
     raw, o, bad = np.fromfile(bin_path, dtype="<f4"), 0, 0
