@@ -35,7 +35,8 @@ phase_done "test venv"
 # suite starts (thousands of them, two tests at a time on two cores) about 65 ms of CPU, taken
 # from the test beside it. One thread at start-up makes no pool; the backend still sets OpenBLAS's
 # count to its own thread count before a threaded call (the pool grows then). No result depends on
-# it (the sanitizer pass has always run so).
+# it (the sanitizer pass has always run so); the two tests whose case is OpenBLAS's threads
+# existing before main (train_preempt's start-up signals, cli_omp_env's ulimit -v) unset it.
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j"${CTEST_JOBS:-2}" "$@")
 phase_done "test suite"

@@ -47,7 +47,9 @@
 /* A test's own reference code (an oracle kept verbatim, a double-precision reference) compiled
  * without the sanitizers' instrumentation in the sanitizer build: the code under test stays
  * instrumented, and the oracle, which often does most of a test's arithmetic, runs at its normal
- * speed there (scripts/sanitize.sh's pass has a time budget). Elsewhere it is nothing. */
+ * speed there (scripts/sanitize.sh's pass has a time budget). What is given up: the oracle's own
+ * undefined behaviour or out-of-bounds accesses are no longer reported (a wrong oracle still
+ * shows as a mismatch). Elsewhere it is nothing. */
 #if defined(__SANITIZE_ADDRESS__) || defined(SV_SANITIZE)
 #define SV_TEST_ORACLE __attribute__((no_sanitize("address", "undefined")))
 #else

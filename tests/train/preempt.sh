@@ -131,9 +131,10 @@ echo "one rank signalled: stopped after step 8 on both ranks, resumed bitwise"
 # the same signal delivered twice at once (as a terminal's Ctrl-C or `kill -- -PGID` does: to
 # mpiexec, which forwards it, and to every rank directly): one preemption, stopped and saved
 FAIL_LOGS=("$WORK/dup.log")
-# (the tiny model: whether the two count as one is decided by their time apart, SV_PREEMPT_REPEAT_S,
-# not by the step; a step count the run cannot reach before the signals)
-"$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 1000000 --out "$WORK/dup" >"$WORK/dup.log" 2>&1 &
+# (a model whose step is long enough that the copy mpiexec forwards still finds the run in the step
+# or its save: the repeat is ignored there, SV_PREEMPT_REPEAT_S)
+"$MPIEXEC" -n 2 "$SHARDVIT" train --model vit-28 --batch-size 64 --synth-samples 2000 --workers 1 --steps 400 \
+    --log-every 1 --out "$WORK/dup" >"$WORK/dup.log" 2>&1 &
 pid=$!
 for _ in $(seq 3000); do grep -q "info step 3/" "$WORK/dup.log" && break; sleep 0.01; done
 r0=$(rank_pid "$WORK/dup" 0) || fail "rank 0 of the run not found"
@@ -174,12 +175,13 @@ awk -v t="$took" 'BEGIN { exit !(t < 15) }' || fail "two signals: exit took ${to
 # held until the handlers exist, then the run stops after its first step with a checkpoint (it
 # killed the ranks, and MPICH's own SIGUSR1 handler swallowed SIGUSR1)
 # (kill: the whole process, which OpenBLAS's threads, made before main, share; and right after
-# MPI's initialisation, which installs MPICH's own SIGUSR1 handler: @mpi)
+# MPI's initialisation, which installs MPICH's own SIGUSR1 handler: @mpi; OpenBLAS with its default
+# thread count, so that its threads exist before main whatever the suite's environment sets)
 for hook in USR1 TERM USR1@mpi TERM@mpi; do
     sig=${hook%@*} name=early${hook/@/_}
     FAIL_LOGS=("$WORK/$name.log")
     rc=0
-    SHARDVIT_TEST_SIGNAL_STARTUP=$hook timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 20 \
+    env -u OPENBLAS_NUM_THREADS SHARDVIT_TEST_SIGNAL_STARTUP=$hook timeout 120 "$MPIEXEC" -n 2 "$SHARDVIT" train $RUN --steps 20 \
         --out "$WORK/$name" >"$WORK/$name.log" 2>&1 || rc=$?
     test $rc = 75 || fail "SIG$hook at start-up: exit $rc, expected 75"
     grep -q "stopped by SIG$sig after step 1 with its checkpoint saved" "$WORK/$name.log" ||
@@ -190,7 +192,7 @@ done
 echo "a signal before / right after MPI's initialisation: kept, the run stopped after step 1 and saved"
 # a start-up signal the run's set does not hold gets the disposition it had before: SIGUSR2 ends the process
 rc=0
-SHARDVIT_TEST_SIGNAL_STARTUP=USR2 timeout 60 "$SHARDVIT" train $RUN --steps 3 --preempt-signal TERM \
+env -u OPENBLAS_NUM_THREADS SHARDVIT_TEST_SIGNAL_STARTUP=USR2 timeout 60 "$SHARDVIT" train $RUN --steps 3 --preempt-signal TERM \
     --out "$WORK/hup" >"$WORK/hup.log" 2>&1 || rc=$?
 test $rc = 140 || { cat "$WORK/hup.log"; fail "SIGUSR2 at start-up outside --preempt-signal TERM: exit $rc, expected 140"; }
 echo "a start-up signal outside the --preempt-signal set: its default action once the handlers are in (SIGUSR2: 140)"
