@@ -65,10 +65,7 @@ if [ "$MODE" = pause ]; then
     # hydra, docs/checkpoints.md): its status is checked against {75, 0}, the ranks' decision in
     # the log and the checkpoint it names
     [ $rc -eq 75 ] || [ $rc -eq 0 ] || fail "mpiexec exited $rc after SIGTERM (want 75: saved for preemption)"
-    n=$(grep -o "stopped by SIGTERM after step [0-9]* with its checkpoint saved" "$WORK/out" | grep -o "[0-9]*" | tail -1)
-    [ -n "$n" ] || fail "no rank reported its preemption save after SIGTERM (mpiexec exited $rc)"
-    [ "$(cat "$run/checkpoints/latest")" = "$(printf 'step_%08d' "$n")" ] ||
-        fail "latest is $(cat "$run/checkpoints/latest"), not the step $n the ranks saved"
+    n=$(saved_at "$WORK/out" "$run" SIGTERM) || fail "$n (mpiexec exited $rc)"
     grep -q "did not complete within" "$WORK/out" && fail "a collective was declared hung"
     no_leftovers "$run"
     echo "continued after the pause: $(($(wc -l <"$run/metrics.jsonl") - n0)) more records; saved step $n on SIGTERM (mpiexec $rc)"

@@ -95,6 +95,17 @@ tree_sum() {
         find "$p" -type f -print0 | sort -z | xargs -0 -r sha256sum
     done | sha256sum | cut -d' ' -f1
 }
+# saved_at LOG RUN SIG: prints N of LOG's last "stopped by SIG after step N with its checkpoint
+# saved" line (the ranks' preemption decision) after checking that RUN/checkpoints/latest names
+# step N; otherwise prints why and returns 1 (call as n=$(saved_at ...) || fail "$n")
+saved_at() {
+    local n latest
+    n=$(grep -o "stopped by $3 after step [0-9]* with its checkpoint saved" "$1" | tail -1 | grep -o "[0-9]*" | tail -1)
+    [ -n "$n" ] || { echo "no rank reported its preemption save after $3 ('stopped by $3 ... checkpoint saved')"; return 1; }
+    latest=$(cat "$2/checkpoints/latest" 2>/dev/null)
+    [ "$latest" = "$(printf 'step_%08d' "$n")" ] || { echo "latest is '$latest', not the step $n the ranks saved on $3"; return 1; }
+    echo "$n"
+}
 no_tmp_left() { # DIR: no temporary of shardvit's (*.tmp-XXXXXXXX) left in DIR
     local left
     left=$(find "$1" -maxdepth 1 -name '*.tmp-*' ! -name out.tmp-00000000 | head -3) # that one is planted

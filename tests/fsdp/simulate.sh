@@ -253,22 +253,37 @@ set -- $(ov)
 # each other under the sanitizers), so the three runs are tried up to three times and one
 # increasing series must come out)
 quanta_increasing() {
-    local q prev="" t
+    local q runs=()
     for q in 0.01 50 400; do
-        set -- $(ov --sched-quantum $q)
-        "$PY" -c "import sys; r, q = map(float, sys.argv[1:3]); assert abs(r - 1e3 * q) < 1e-6, (r, q)" "$2" "$q" || exit 1
-        t=$1
-        if [ -n "$prev" ] && ! "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$t" "$prev"; then
-            echo "note: --sched-quantum $q gave step $t s, not above the previous $prev s (op timings of this run)"
-            return 1
-        fi
-        prev=$t
+        runs+=("$q" $(ov --sched-quantum $q))
     done
-    echo "$prev" >"$WORK/quanta_last"
+    # exit 2: a round that is not the quantum asked for (a failure); 1: not increasing (retried)
+    "$PY" - "${runs[@]}" <<'EOF_PY'
+import sys
+try:
+    v = [float(x) for x in sys.argv[1:]]
+except ValueError:
+    print("FAIL: a non-numeric field among (quantum, step, round): %s" % sys.argv[1:])
+    sys.exit(2)
+if len(v) != 9:
+    print("FAIL: three runs of (quantum, step, round) expected, got %s" % sys.argv[1:])
+    sys.exit(2)
+series = [v[i:i + 3] for i in range(0, len(v), 3)]  # (quantum ms, step s, round us)
+for q, t, r in series:
+    if abs(r - 1e3 * q) >= 1e-6:
+        print("FAIL: --sched-quantum %g ms reported a round of %g us" % (q, r))
+        sys.exit(2)
+for (q0, t0, _), (q1, t1, _) in zip(series, series[1:]):
+    if not t1 > t0:
+        print("note: --sched-quantum %g gave step %g s, not above %g s at %g (op timings of this run)" % (q1, t1, t0, q0))
+        sys.exit(1)
+print("ok --sched-quantum 0.01 .. 400 ms: step increasing, last %.4f s" % series[-1][1])
+EOF_PY
+    local rc=$?
+    [ $rc -eq 2 ] && exit 1
+    return $rc
 }
 quanta_increasing || quanta_increasing || quanta_increasing || { echo "FAIL: --sched-quantum 0.01, 50, 400 ms: the step did not increase in three tries"; exit 1; }
-prev=$(cat "$WORK/quanta_last")
-"$PY" -c "import sys; assert float(sys.argv[1]) > 0; print('ok --sched-quantum 0.01 .. 400 ms: step increasing, last %.4f s' % float(sys.argv[1]))" "$prev"
 q0=$(sim_json $PLAN_TINY --world 2 --device cpu --cores 2 | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["sched_round_us"])')
 [ "$q0" = 0 ] || [ "$q0" = 0.0 ] || { echo "FAIL: a quantum ($q0 us) without oversubscription"; exit 1; }
 echo "ok no quantum without oversubscription"

@@ -86,27 +86,19 @@ FAIL_LOGS=("$WORK/ref.log")
 test $rc = 0 || fail "reference run: exit $rc"
 
 # one run interrupted three times through mpiexec: before its first step, and twice mid-run
-# saved_at NAME SIG: the step of the last "stopped by SIG after step N" line; latest must name it
-saved_at() {
-    local n
-    n=$(grep -o "stopped by $2 after step [0-9]* with its checkpoint saved" "$WORK/$1.log" | tail -1 | grep -o "[0-9]*" | tail -1)
-    [ -n "$n" ] || fail "$1: no '$2 ... checkpoint saved' message"
-    test "$(cat "$WORK/$1/checkpoints/latest")" = "$(printf 'step_%08d' "$n")" || fail "$1: latest is not step $n"
-    echo "$n"
-}
 interrupt chain TERM "info training vit-28"
 # the ranks exit 75; MPICH's mpiexec (hydra 4.0), itself signalled, reports 75 or 0 (a race in
 # hydra), so mpiexec's status is checked against {75, 0} and the ranks' decision in the log
 test $rc = 75 -o $rc = 0 || fail "SIGTERM at the start: exit $rc, expected 75"
-s1=$(saved_at chain SIGTERM)
+s1=$(saved_at "$WORK/chain.log" "$WORK/chain" SIGTERM) || fail "chain: $s1"
 test "$s1" -lt 40 || fail "SIGTERM at the start: stopped only after step $s1"
 interrupt chain USR1 "info step 40/" --resume auto
 test $rc = 75 -o $rc = 0 || fail "SIGUSR1: exit $rc, expected 75"
-s2=$(saved_at chain SIGUSR1)
+s2=$(saved_at "$WORK/chain.log" "$WORK/chain" SIGUSR1) || fail "chain: $s2"
 test "$s2" -ge 40 -a "$s2" -lt $STEPS || fail "SIGUSR1 at step 40: stopped after step $s2"
 interrupt chain INT "info step 100/" --resume auto
 test $rc = 75 -o $rc = 0 || fail "SIGINT: exit $rc"
-s3=$(saved_at chain SIGINT)
+s3=$(saved_at "$WORK/chain.log" "$WORK/chain" SIGINT) || fail "chain: $s3"
 test "$s3" -ge 100 -a "$s3" -lt $STEPS || fail "SIGINT at step 100: stopped after step $s3"
 echo "chain: stopped after steps $s1, $s2, $s3"
 train chain --resume auto
