@@ -9,17 +9,6 @@
 
 #include "core/log.h"
 
-size_t sv_comm_dtype_size(sv_comm_dtype d) {
-    switch (d) {
-    case SV_COMM_F32: return 4;
-    case SV_COMM_BF16: return 2;
-    case SV_COMM_F64: return 8;
-    case SV_COMM_I64: return 8;
-    case SV_COMM_U8: return 1;
-    }
-    return 0;
-}
-
 const char *sv_comm_dtype_name(sv_comm_dtype d) {
     switch (d) {
     case SV_COMM_F32: return "f32";
@@ -68,18 +57,6 @@ size_t sv_comm_chunk_bytes(const sv_comm_config *cfg) {
     size_t v = cfg->chunk_bytes;
     if (v == 0 || v > SV_COMM_CHUNK_BYTES) return SV_COMM_CHUNK_BYTES;
     return v < 64 ? 64 : v;
-}
-
-void sv_comm_base_init(sv_comm *c, const sv_comm_ops *ops, const sv_comm_config *cfg, int rank, int size,
-                       const char *label) {
-    memset(c, 0, sizeof *c);
-    c->ops = ops;
-    c->cfg = *cfg;
-    c->rank = rank;
-    c->size = size;
-    snprintf(c->label, sizeof c->label, "%s", label ? label : "world");
-    c->t0 = sv_now_s();
-    c->next_seq = 1;
 }
 
 /* ---- lifetime ------------------------------------------------------------------------------ */

@@ -48,11 +48,11 @@ phase_done "test suite"
 #   without model/backend/cuda) run. The other unit tests are the main build's sources compiled
 #   with the same flags, already run above (all 72 again took 32-36 s of the 20-minute budget);
 # - no MPI with CUDA, where nvcc is found (CMake's own default turns CUDA on): only what differs
-#   from the main build and is cheap, the communication library with the single-process NCCL
-#   bootstrap (fsdp/cuda/nccl_boot_single.c) linked into the comm unit tests, which run. The
-#   backend and everything above it are the main build's sources; compiling them again with
-#   nvcc would cost minutes. Configure, two objects, two links, two tests: 7 s on an idle 2-core
-#   machine, 21 s on a busy one.
+#   from the main build: the CUDA module with the single-process NCCL bootstrap
+#   (fsdp/cuda/nccl_boot_single.c), checked to need nothing from the program beyond the list of
+#   core/cuda_module.c (tests/gpu/cuda_module.sh --module-only: an MPI call would show there), and
+#   the communication library of that variant, the module's loader, in the comm unit tests, which
+#   run (10-20 s on 2 cores; the programs are the main build's sources).
 if [ "${VARIANTS:-1}" != 0 ]; then
     cmake -S . -B build-nompi -DCMAKE_BUILD_TYPE=Release -DSHARDVIT_MPI=OFF -DSHARDVIT_CUDA=OFF \
         -DSHARDVIT_WERROR=ON >/dev/null
@@ -61,7 +61,8 @@ if [ "${VARIANTS:-1}" != 0 ]; then
         ctest -R '^train_synthetic$' --no-tests=error --output-on-failure)
     cmake -S . -B build-nompi-cuda -DCMAKE_BUILD_TYPE=Release -DSHARDVIT_MPI=OFF -DSHARDVIT_WERROR=ON >/dev/null
     if grep -q '^SHARDVIT_CUDA:BOOL=ON' build-nompi-cuda/CMakeCache.txt; then
-        cmake --build build-nompi-cuda -j"$(nproc)" --target comm_local_test comm_order_test
+        cmake --build build-nompi-cuda -j"$(nproc)" --target shardvit_cuda comm_local_test comm_order_test
+        bash tests/gpu/cuda_module.sh --module-only build-nompi-cuda .
         (cd build-nompi-cuda && ctest -R '^comm_(local|order)_test$' --output-on-failure)
     else
         echo "test: nvcc not found: the MPI=OFF + CUDA=ON variant is not built"

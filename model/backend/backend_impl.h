@@ -106,8 +106,10 @@ struct sv_backend {
     size_t mem_live, mem_peak;
 };
 
-/* Implementation entry points, defined by cpu/ and cuda/ (the latter only when built;
- * cuda_absent.c otherwise). The sizes functions implement sv_be_sizes_query for their kind. */
+/* Implementation entry points, defined by cpu/ and, for CUDA, by cuda_loaded.c (which forwards to
+ * the CUDA module built from cuda/: core/cuda_module.h) or cuda_absent.c in builds without CUDA;
+ * sv_cuda_sizes in cuda_sizes.c and sv_cuda_peak_flops_for in cuda_peak.c, in every build. The
+ * sizes functions implement sv_be_sizes_query for their kind. */
 sv_status sv_cpu_backend_create(const sv_backend_config *cfg, sv_backend **out);
 sv_status sv_cpu_sizes(const sv_backend_config *cfg, int B, int T, int D, int H, sv_be_sizes *out);
 sv_status sv_cuda_backend_create(const sv_backend_config *cfg, sv_backend **out);

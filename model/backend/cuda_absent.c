@@ -1,4 +1,5 @@
-/* Linked instead of cuda/ when the build has no CUDA backend (SHARDVIT_CUDA=OFF). */
+/* Linked instead of cuda_loaded.c (the loader of the CUDA module) when the build has no CUDA
+ * backend (SHARDVIT_CUDA=OFF). */
 #include <string.h>
 
 #include "model/backend/backend_impl.h"

@@ -27,7 +27,7 @@ fi
 n_copy=$(cd "$dst/build" && ctest -N | sed -n 's/^Total Tests: //p')
 # this build may have the CUDA tests on top (SHARDVIT_CUDA=ON): count the others
 n_here=$(cd "$BUILD" && ctest -N | grep -c "Test *#[0-9]*: " || true)
-n_gpu=$(cd "$BUILD" && ctest -N | grep "Test *#[0-9]*: " | grep -c -E ": (gpu_comm_nccl)$" || true)
+n_gpu=$(cd "$BUILD" && ctest -N | grep "Test *#[0-9]*: " | grep -c -E ": (gpu_comm_nccl|gpu_cuda_module)$" || true)
 echo "tests registered: $n_copy from the odd path, $n_here here ($n_gpu of them CUDA-only)"
 [ "$n_copy" -ge 100 ] && [ "$n_copy" = $((n_here - n_gpu)) ] || { echo "FAIL: the copy registered $n_copy tests"; exit 1; }
 echo "ok: configured from a path with [x] * ? and a quote; every test registered"

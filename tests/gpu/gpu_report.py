@@ -303,9 +303,9 @@ CUDA_LIB = re.compile(r"lib(cuda|cudart|cublas|cublasLt|cudnn\w*|nccl|nvrtc\S*|n
 
 def libraries(work):
     """What the loader found: every 'not found' of the binaries' ldd, where the CUDA libraries
-    resolve for shardvit, and the CUDA libraries a CUDA process really loaded (LD_DEBUG, which
+    resolve for the CUDA module (lib/libshardvit_cuda.so, which links them; the binaries do not), and the CUDA libraries a CUDA process really loaded (LD_DEBUG, which
     also sees what cudart and cuDNN open at run time)."""
-    out = {"not_found": [], "shardvit_cuda": [], "loaded_cuda": []}
+    out = {"not_found": [], "module_cuda": [], "loaded_cuda": []}
     for path in sorted(glob.glob(os.path.join(work, "logs", "ldd_*.txt"))):
         who = os.path.basename(path)[4:-4]
         with open(path, errors="replace") as f:
@@ -313,8 +313,8 @@ def libraries(work):
                 ln = ln.strip()
                 if "not found" in ln and not ln.startswith("[gpu-check]"):
                     out["not_found"].append("%s: %s" % (who, ln))
-                elif who == "shardvit" and "=>" in ln and CUDA_LIB.search(ln.split("=>")[0]):
-                    out["shardvit_cuda"].append(re.sub(r"\s*\(0x[0-9a-f]+\)$", "", ln))
+                elif who == "libshardvit_cuda.so" and "=>" in ln and CUDA_LIB.search(ln.split("=>")[0]):
+                    out["module_cuda"].append(re.sub(r"\s*\(0x[0-9a-f]+\)$", "", ln))
     seen = set()
     for path in sorted(glob.glob(os.path.join(work, "logs", "ld_debug.*"))):
         with open(path, errors="replace") as f:
@@ -475,7 +475,7 @@ def render_md(rep):
     if any(libs.values()):
         md += ["", "## CUDA libraries", ""]
         md += ["- not found: " + md_cell(x) for x in libs["not_found"]]
-        md += ["- shardvit links " + md_cell(x) for x in libs["shardvit_cuda"]]
+        md += ["- the CUDA module links " + md_cell(x) for x in libs["module_cuda"]]
         md += ["- loaded by the first CUDA process: " + md_cell(x) for x in libs["loaded_cuda"]]
     if rep["notes"]:
         md += ["", "## Backend notes from the logs", ""] + ["- " + md_cell(n) for n in rep["notes"]]

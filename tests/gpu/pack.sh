@@ -4,15 +4,19 @@
 #
 #   tests/gpu/pack.sh [--allow-no-cuda] [BUILD_DIR] [ARCHIVE]   defaults: build, out-gpu/shardvit-gpu.tgz
 #
-# The build must have the CUDA backend (SHARDVIT_CUDA=ON in its CMakeCache.txt, and app/shardvit
-# linked against libcudart): an archive without it would spend a GPU machine's time only to report
-# "no CUDA device". Such a build is refused with exit 2; --allow-no-cuda packs it anyway, for the
-# archive's own tests on machines without CUDA (tests/gpu/pack_check.sh).
+# The build must have the CUDA backend (SHARDVIT_CUDA=ON in its CMakeCache.txt, and its CUDA
+# module lib/libshardvit_cuda.so linked against libcudart): an archive without it would spend a
+# GPU machine's time only to report "no CUDA device". Such a build is refused with exit 2;
+# --allow-no-cuda packs it anyway, for the archive's own tests on machines without CUDA
+# (tests/gpu/pack_check.sh).
 #
 # The archive holds one folder, shardvit-gpu/, with
 #   app/shardvit, tests/gpu/gpu_ops_vs_cpu, tests/gpu/gpu_comm_nccl (MPI builds)  the binaries;
 #   tests/gpu/run.sh, compare_losses.py, gpu_report.py                         the check itself;
-#   lib/            every shared library the binaries load that is neither part of the C runtime
+#   lib/            the CUDA module libshardvit_cuda.so (the CUDA backend and the NCCL transport,
+#                   which the binaries load with dlopen through their run path: core/cuda_module.h)
+#                   and every shared library the binaries and the module load that is neither part
+#                   of the C runtime
 #                   (glibc, libstdc++, libgcc_s) nor a CUDA library (driver, cudart, cuBLAS(Lt),
 #                   cuDNN, NCCL, NVRTC: the GPU machine has those, run.sh finds them);
 #   build-info.txt  version, build options, the shipped libraries and where they came from, the
@@ -51,9 +55,11 @@ case "${cuda_opt^^}" in
     "" | ON | 1 | YES | TRUE | Y) ;;
     *) no_cuda="it was configured with SHARDVIT_CUDA=$cuda_opt ($BUILD/CMakeCache.txt)" ;;
 esac
-sv_deps=$(env -u LD_LIBRARY_PATH ldd "$BUILD/app/shardvit" 2> /dev/null || true)
-if [ -z "$no_cuda" ] && ! grep -q 'libcudart\.so' <<< "$sv_deps"; then
-    no_cuda="its app/shardvit does not link libcudart (ldd)"
+MOD=$BUILD/lib/libshardvit_cuda.so
+if [ -z "$no_cuda" ] && [ ! -e "$MOD" ]; then
+    no_cuda="it has no CUDA module lib/libshardvit_cuda.so"
+elif [ -z "$no_cuda" ] && ! grep -q 'libcudart\.so' <<< "$(env -u LD_LIBRARY_PATH ldd "$MOD" 2> /dev/null)"; then
+    no_cuda="its CUDA module lib/libshardvit_cuda.so does not link libcudart (ldd)"
 fi
 if [ -n "$no_cuda" ]; then
     if [ "$ALLOW_NO_CUDA" = 1 ]; then
@@ -97,9 +103,13 @@ cp "$BUILD/tests/gpu/gpu_ops_vs_cpu" "$PKG/tests/gpu/"
 [ -x "$BUILD/tests/gpu/gpu_comm_nccl" ] && cp "$BUILD/tests/gpu/gpu_comm_nccl" "$PKG/tests/gpu/"
 TEST_BINS=("$PKG"/tests/gpu/gpu_*)
 BINS=("$PKG/app/shardvit" "${TEST_BINS[@]}")
+if [ -e "$MOD" ]; then
+    cp "$MOD" "$PKG/lib/"
+    BINS+=("$PKG/lib/libshardvit_cuda.so")
+fi
 cp "$HERE/run.sh" "$HERE/compare_losses.py" "$HERE/gpu_report.py" "$PKG/tests/gpu/"
 
-# ---- the libraries to ship: ldd lists the whole dependency closure of each binary ----
+# ---- the libraries to ship: ldd lists the whole dependency closure of each binary (and module) ----
 : > "$STAGE/shipped.tsv"
 for bin in "${BINS[@]}"; do ldd_pairs "$bin"; done | sort -u | while IFS=$'\t' read -r name path; do
     [ "$(lib_class "$name")" = ship ] || continue

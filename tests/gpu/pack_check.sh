@@ -12,10 +12,12 @@
 #   pack_check.sh run BUILD_DIR   the unpacked binaries run in a chroot that holds only the
 #       archive and the C runtime, plus this machine's CUDA library folders bind-mounted and put
 #       on LD_LIBRARY_PATH, as tests/gpu/run.sh does on a GPU machine: `shardvit --version` reports
-#       the archive's libjpeg-turbo, a 3-step CPU training run loads the archive's OpenBLAS (and
-#       MPICH), gpu_ops_vs_cpu and gpu_comm_nccl start (0, or 77 without a GPU). Control: without
-#       LD_LIBRARY_PATH the same chroot cannot start shardvit (the host's libraries are really
-#       out of reach). Needs root and unshare -m (exit 77 otherwise).
+#       the archive's libjpeg-turbo, `shardvit version --cuda` loads the archive's CUDA module
+#       (lib/libshardvit_cuda.so, with the CUDA library versions), a 3-step CPU training run loads the archive's OpenBLAS
+#       (and MPICH), gpu_ops_vs_cpu and gpu_comm_nccl start (0, or 77 without a GPU). Control:
+#       without LD_LIBRARY_PATH the same chroot runs shardvit, whose CUDA module cannot load
+#       for want of a CUDA library (the host's CUDA libraries are really out of reach). Needs root and unshare -m (exit 77
+#       otherwise).
 # Exit 77 when patchelf (for pack.sh) is missing.
 set -u
 [ $# -eq 2 ] && { [ "$1" = ldd ] || [ "$1" = run ]; } || { echo "usage: $0 ldd|run BUILD_DIR" >&2; exit 2; }
@@ -57,6 +59,9 @@ done
 [ ! -x "$BUILD/tests/gpu/gpu_comm_nccl" ] || [ -x "$P/tests/gpu/gpu_comm_nccl" ] || fail "the archive lacks gpu_comm_nccl"
 BINS=("$P/app/shardvit" "$P/tests/gpu/gpu_ops_vs_cpu")
 [ -x "$P/tests/gpu/gpu_comm_nccl" ] && BINS+=("$P/tests/gpu/gpu_comm_nccl")
+# the CUDA module (core/cuda_module.h) travels in lib/, where the binaries' run path finds it
+MOD=$P/lib/libshardvit_cuda.so
+[ ! -e "$BUILD/lib/libshardvit_cuda.so" ] || [ -s "$MOD" ] || fail "the archive lacks lib/libshardvit_cuda.so"
 
 # the C runtime, which every Linux provides, and the CUDA libraries, which the GPU machine provides
 is_crt() {
@@ -119,14 +124,14 @@ if [ "$MODE" = ldd ]; then
     [ -z "$plugins" ] || fail "the packed run.sh's MPI process loaded UCX plug-ins from this machine: $plugins"
     grep -q '^MPI transport: UCX_TLS=self,sm (set by run.sh' "$T/report/environment.txt" ||
         fail "environment.txt does not say how UCX was set"
-    # pack.sh refuses a build without the CUDA backend: a build folder whose binaries link no cudart
+    # pack.sh refuses a build without the CUDA backend: a build folder without the CUDA module
     FAKE=$T/build-no-cuda
     mkdir -p "$FAKE/app" "$FAKE/tests/gpu"
     cp "$(type -P true)" "$FAKE/app/shardvit" && cp "$(type -P true)" "$FAKE/tests/gpu/gpu_ops_vs_cpu"
     bash "$HERE/pack.sh" "$FAKE" "$T/no-cuda.tgz" > "$T/no-cuda.log" 2>&1
     rc=$?
     [ $rc -eq 2 ] || fail "pack.sh of a build without CUDA exited $rc, not 2: $(tail -2 "$T/no-cuda.log")"
-    grep -q "pack.sh: refusing $FAKE: it has no CUDA backend: its app/shardvit does not link libcudart" "$T/no-cuda.log" ||
+    grep -q "pack.sh: refusing $FAKE: it has no CUDA backend: it has no CUDA module lib/libshardvit_cuda.so" "$T/no-cuda.log" ||
         fail "pack.sh's refusal does not say why: $(cat "$T/no-cuda.log")"
     [ ! -e "$T/no-cuda.tgz" ] || fail "pack.sh wrote an archive of a build without CUDA"
     printf 'SHARDVIT_CUDA:BOOL=OFF\n' > "$FAKE/CMakeCache.txt"
@@ -161,7 +166,7 @@ while IFS=$'\t' read -r name path; do
         d=$(dirname "$(readlink -f "$path")")
         [[ " ${cuda_dirs[*]} " == *" $d "* ]] || cuda_dirs+=("$d")
     fi
-done < <(for b in "${BINS[@]}"; do deps "$b"; done | sort -u)
+done < <(for b in "${BINS[@]}" "$MOD"; do [ -e "$b" ] && deps "$b"; done | sort -u)
 [ -e "$CH/lib64/ld-linux-x86-64.so.2" ] || fail "no dynamic loader found for the chroot"
 [ ${#cuda_dirs[@]} -gt 0 ] || echo "note: the binaries use no CUDA library (build without CUDA)"
 # a CUDA folder that also held a shipped library would hide its absence from the archive
@@ -177,11 +182,13 @@ for m in proc sys dev; do mount --bind "/$m" "$CH/$m" || exit 3; done
 i=0
 for d in "$@"; do mount --bind -o ro "$d" "$CH/cuda/$i" || exit 3; i=$((i + 1)); done
 SV=/opt/shardvit-gpu/app/shardvit
-env -u LD_LIBRARY_PATH chroot "$CH" "$SV" --version > "$CH/tmp/control.txt" 2>&1
+env -u LD_LIBRARY_PATH chroot "$CH" "$SV" version --cuda > "$CH/tmp/control.txt" 2>&1
 echo $? > "$CH/tmp/control.rc"
 export LD_LIBRARY_PATH=$LLP
 chroot "$CH" "$SV" --version > "$CH/tmp/version.txt" 2>&1
 echo $? > "$CH/tmp/version.rc"
+chroot "$CH" "$SV" version --cuda > "$CH/tmp/cuda.txt" 2>&1
+echo $? > "$CH/tmp/cuda.rc"
 chroot "$CH" "$SV" train --device cpu --data synthetic --out /tmp/run --log-every 1 --seed 7 --workers 2 --model vit-28 \
     --dim 32 --depth 1 --heads 2 --batch-size 16 --synth-samples 64 --steps 3 > "$CH/tmp/train.txt" 2>&1
 echo $? > "$CH/tmp/train.rc"
@@ -198,11 +205,15 @@ out() { cat "$CH/tmp/$1" 2> /dev/null; }
 show() { echo "--- $1 (rc $(out "$1.rc"))" && out "$1.txt" | tail -5; }
 
 if [ ${#cuda_dirs[@]} -gt 0 ]; then
-    [ "$(out control.rc)" != 0 ] && grep -q 'cannot open shared object file' "$CH/tmp/control.txt" ||
-        fail "control: shardvit started in the chroot without the CUDA folders: $(out control.txt | head -2)"
-    echo "control ok: $(head -1 "$CH/tmp/control.txt")"
+    grep -qE '^cuda: module not loaded: .*: lib(cudart|cublas|cublasLt|cudnn|nccl)\.so[.0-9]*: cannot open shared object file' "$CH/tmp/control.txt" ||
+        fail "control: the CUDA module loaded in the chroot without the CUDA folders: $(out control.txt | tail -2)"
+    echo "control ok: $(grep '^cuda:' "$CH/tmp/control.txt" | cut -c1-160)"
 fi
 [ "$(out version.rc)" = 0 ] || { show version; fail "shardvit --version does not run from the archive"; }
+if [ -e "$MOD" ]; then
+    grep -q '^cuda: module /opt/shardvit-gpu/lib/libshardvit_cuda.so: runtime [1-9]' "$CH/tmp/cuda.txt" ||
+        { show cuda; fail "shardvit version --cuda did not load the archive's CUDA module"; }
+fi
 grep -q 'libjpeg-turbo: .*(/opt/shardvit-gpu/lib/libturbojpeg' "$CH/tmp/version.txt" ||
     { show version; fail "shardvit --version does not report the archive's libjpeg-turbo"; }
 [ "$(out train.rc)" = 0 ] || { show train; fail "a CPU training run does not run from the archive"; }

@@ -18,7 +18,8 @@
 # Stages, in order of information per second (each with a time cap; the stage gets
 # min(cap, time left), a command runs under `timeout -k 5`, and a stage that fails or times out
 # does not stop the next one; a stage that no longer fits is "skipped: deadline"):
-#   libs        every library the binaries need resolves (ldd; cuDNN's sub-libraries present)
+#   libs        every library the binaries and the CUDA module need resolves (ldd; cuDNN's
+#               sub-libraries present); `shardvit version --cuda` loads the module
 #   device      nvidia-smi, a first cuBLASLt call through `shardvit bench --op matmul`, the
 #               CUDA runtime / driver / cuBLASLt / cuDNN / NCCL versions that process loaded
 #   ops         tests/gpu/gpu_ops_vs_cpu: every backend op CUDA vs CPU (ops.json)
@@ -81,6 +82,7 @@ case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 SV=$BIN/app/shardvit
 OPS=$BIN/tests/gpu/gpu_ops_vs_cpu
 NCCLT=$BIN/tests/gpu/gpu_comm_nccl
+MOD=$BIN/lib/libshardvit_cuda.so # the CUDA module the binaries load (core/cuda_module.h)
 # ---------------------------------------------------------------- python, library search path
 find_python() { # SV_GPU_CHECK_PYTHON: this interpreter first ("none": run without one)
     local p
@@ -123,7 +125,7 @@ STAGES=(libs device ops tiny_vit_fp32 fsdp_bf16 attn_drop_fp32 attn_drop_bf16 nc
 # kill grace and the reports written between stages (about 1 s per stage), so even stages that
 # all run to their caps leave the last one its time (docs/gpu.md "Time budget";
 # tests/gpu/run_faults.sh checks the sum).
-declare -A CAP=([build]=1200 [libs]=10 [device]=30 [ops]=95 [tiny_vit_fp32]=25 [fsdp_bf16]=25 [attn_drop_fp32]=20
+declare -A CAP=([build]=1200 [libs]=15 [device]=30 [ops]=95 [tiny_vit_fp32]=25 [fsdp_bf16]=25 [attn_drop_fp32]=20
     [attn_drop_bf16]=20 [nccl]=20 [bench_vit-s16]=25 [bench_vit-b16]=30 [sanitizer]=90)
 declare -A MINS=([sanitizer]=60) # a stage with less time left than this is not started (default MIN_STAGE)
 CAPS_SUM=0
@@ -319,8 +321,8 @@ stage_libs() {
         echo "== library search path (LD_LIBRARY_PATH)"
         printf '%s\n' "$LIB_DIRS" | sed 's/^/  /'
     } >> "$ENVF"
-    for bin in "$SV" "$OPS" "$NCCLT"; do
-        [ -x "$bin" ] || continue
+    for bin in "$SV" "$MOD" "$OPS" "$NCCLT"; do
+        [ -e "$bin" ] || continue
         f=$WORK/logs/ldd_$(basename "$bin").txt
         sv_run "$f" ldd "$bin"
         { echo "== ldd ${bin#"$BIN"/}"; grep -v '^\[gpu-check\]' "$f"; } >> "$ENVF"
@@ -330,7 +332,8 @@ stage_libs() {
     done
     [ $n -gt 0 ] || { RES_DETAIL="no binaries in $BIN (app/shardvit, tests/gpu/gpu_ops_vs_cpu)"; return; }
     # cuDNN loads its engines from sub-libraries next to libcudnn.so.9 at run time (ldd cannot see them)
-    cudnn_dir=$(awk '$1 == "libcudnn.so.9" && $3 ~ /^\// {print $3; exit}' "$WORK/logs/ldd_shardvit.txt" 2> /dev/null)
+    cudnn_dir=$(cat "$WORK/logs/ldd_libshardvit_cuda.so.txt" "$WORK/logs/ldd_shardvit.txt" 2> /dev/null |
+        awk '$1 == "libcudnn.so.9" && $3 ~ /^\// {print $3; exit}')
     if [ -n "$cudnn_dir" ]; then
         cudnn_dir=$(dirname "$(readlink -f "$cudnn_dir")")
         for sub in graph ops heuristic engines_precompiled engines_runtime_compiled; do
@@ -340,12 +343,27 @@ stage_libs() {
     local nvrtc="no libnvrtc.so.13 on the search path (cuDNN's runtime-compiled engines need it)"
     for f in $LIB_DIRS; do [ -e "$f/libnvrtc.so.13" ] && nvrtc="libnvrtc in $f" && break; done
     echo "== $nvrtc" >> "$ENVF"
+    # a CUDA-enabled build's binaries load the CUDA backend from its module (core/cuda_module.h):
+    # `shardvit version --cuda` loads it and says from where, with the CUDA library versions
+    # (after the ldd lines above, which stay on record if this first CUDA initialisation hangs)
+    if [ -x "$SV" ]; then
+        local vrc
+        sv_run "$WORK/logs/version.txt" "$SV" version --cuda
+        vrc=$?
+        { echo "== shardvit version --cuda (exit $vrc)"; grep -v '^\[gpu-check\]' "$WORK/logs/version.txt"; } >> "$ENVF"
+        if [ $vrc -ne 0 ]; then
+            missing="${missing}shardvit version --cuda exited $vrc;"
+        elif grep -q '^build: .*CUDA on' "$WORK/logs/version.txt" && ! grep -q '^cuda: module /' "$WORK/logs/version.txt"; then
+            [ -e "$MOD" ] || missing="$missing${MOD#"$BIN"/} (the CUDA module of this CUDA-enabled build);"
+            missing="$missing$(grep -m1 '^cuda: module not loaded' "$WORK/logs/version.txt" | cut -c1-300 || echo 'the CUDA module was not loaded');"
+        fi
+    fi
     if [ -n "$missing" ] || [ -n "$lacking" ]; then
         RES_DETAIL="${missing:+not found: $missing}${lacking:+ cuDNN sub-libraries missing in $cudnn_dir:$lacking}"
         echo "[gpu-check] libraries: $RES_DETAIL" >&2
         return
     fi
-    RES=pass RES_DETAIL="$n binaries, every library resolves; $nvrtc"
+    RES=pass RES_DETAIL="$n binaries, every library resolves; $nvrtc; $(grep -m1 '^cuda: module /' "$WORK/logs/version.txt" 2> /dev/null | cut -c1-200)"
 }
 
 stage_device() {

@@ -102,7 +102,7 @@ json=""
 echo "========= COMPUTE-SANITIZER"
 case "$SV_STUB" in
     noattach) # the op test itself, with a cudart whose device cannot be used
-        LD_PRELOAD=$SV_STUB_SHIM "$@"
+        LD_PRELOAD=$SV_STUB_SHIM LD_LIBRARY_PATH=$SV_STUB_DRV${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"
         rc=$? ;;
     tolerance) # an op test whose checks ran, one value outside its tolerance
         [ -n "$json" ] && printf '%s\n' '{"results":[' \
@@ -124,7 +124,7 @@ chmod +x "$T/bin/compute-sanitizer"
 sanitize() { # MODE OUT [ENV...]: the sanitizer stage alone with the stand-in
     local mode=$1 out=$2
     shift 2
-    env PATH="$T/bin:$PATH" SV_STUB="$mode" SV_STUB_ENV="$out.env" SV_STUB_SHIM="$T/shim.so" "$@" \
+    env PATH="$T/bin:$PATH" SV_STUB="$mode" SV_STUB_ENV="$out.env" SV_STUB_SHIM="$T/shim.so" SV_STUB_DRV="$T/drv" "$@" \
         OUT="$out" bash "$RUN" --deadline 90 --only sanitizer "$BUILD" > "$out.log" 2>&1
 }
 sanitize tolerance "$T/s_tol"
@@ -178,8 +178,14 @@ int cudaGetDeviceProperties(void *prop, int d) {
 int cudaGetDeviceProperties_v2(void *prop, int d) { return cudaGetDeviceProperties(prop, d); }
 EOF
 "$CC" -shared -fPIC -o "$T/shim.so" "$T/shim.c" || fail "cannot compile the cudart stand-in"
+# ... and the same file as the driver's library, libcuda.so.1, first on LD_LIBRARY_PATH: without
+# one a CUDA-enabled build answers "no CUDA device" before it loads its CUDA module
+# (core/cuda_module.h), as on a machine without the NVIDIA driver
+mkdir -p "$T/drv" && cp "$T/shim.so" "$T/drv/libcuda.so.1"
+SHIM_LLP=$T/drv${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+SHIM=(LD_PRELOAD="$T/shim.so" LD_LIBRARY_PATH="$SHIM_LLP")
 OPS=$BUILD/tests/gpu/gpu_ops_vs_cpu
-if ! LD_PRELOAD=$T/shim.so "$OPS" --json "$T/probe.json" > "$T/probe.log" 2>&1 &&
+if ! env "${SHIM[@]}" "$OPS" --json "$T/probe.json" > "$T/probe.log" 2>&1 &&
     grep -q 'sv_backend_create on cuda' "$T/probe.log"; then
     sanitize noattach "$T/s_na"
     st=$(status "$T/s_na" sanitizer)
@@ -189,20 +195,22 @@ if ! LD_PRELOAD=$T/shim.so "$OPS" --json "$T/probe.json" > "$T/probe.log" 2>&1 &
         *) fail "sanitizer around an op test that could not create its backend: $st" ;;
     esac
     echo "4b ok: an op test that could not create its backend under the sanitizer is a failure, with its error"
+elif grep -q '^SHARDVIT_CUDA:BOOL=ON' "$BUILD/CMakeCache.txt" 2> /dev/null; then
+    fail "the cudart stand-in does not reach gpu_ops_vs_cpu's CUDA backend in this CUDA-enabled build: $(tail -3 "$T/probe.log")"
 else
-    echo "4b: SKIP: the cudart stand-in does not reach gpu_ops_vs_cpu's backend (a build without CUDA?): $(tail -1 "$T/probe.log")"
+    echo "4b: SKIP: a build without CUDA: the cudart stand-in has no backend to reach: $(tail -1 "$T/probe.log")"
 fi
 
 NCCLT=$BUILD/tests/gpu/gpu_comm_nccl
 if [ -x "$NCCLT" ]; then
-    LD_PRELOAD=$T/shim.so timeout 60 "$NCCLT" > "$T/nccl1.log" 2>&1
+    env "${SHIM[@]}" timeout 60 "$NCCLT" > "$T/nccl1.log" 2>&1
     rc=$?
     echo "gpu_comm_nccl, 1 rank, 1 GPU, backend fails: rc $rc: $(grep -m1 'error:' "$T/nccl1.log")"
     [ $rc -eq 1 ] || fail "gpu_comm_nccl with one rank on one GPU whose backend fails exited $rc: $(cat "$T/nccl1.log")"
     grep -q '^gpu_comm_nccl: error: rank 0 .*cudaErrorDevicesUnavailable' "$T/nccl1.log" ||
         fail "gpu_comm_nccl does not name the backend's error: $(cat "$T/nccl1.log")"
     if command -v mpiexec > /dev/null 2>&1; then
-        timeout 60 mpiexec -n 2 -env LD_PRELOAD "$T/shim.so" "$NCCLT" > "$T/nccl2.log" 2>&1
+        timeout 60 mpiexec -n 2 -env LD_PRELOAD "$T/shim.so" -env LD_LIBRARY_PATH "$SHIM_LLP" "$NCCLT" > "$T/nccl2.log" 2>&1
         rc=$?
         echo "gpu_comm_nccl, 2 ranks, 1 GPU: rc $rc: $(grep -m1 SKIP "$T/nccl2.log")"
         [ $rc -eq 77 ] || fail "gpu_comm_nccl with 2 ranks on one GPU exited $rc, not 77: $(cat "$T/nccl2.log")"

@@ -11,6 +11,11 @@
 #include "model/backend/backend_impl.h"
 #include "model/backend/cuda/cuda_internal.h"
 
+struct sv_cuda_libs;
+/* The module's library report (core/cuda_module.h sv_cuda_module.libs; gpu_info.c): the versions
+ * of the CUDA libraries this module loaded and the devices the runtime sees, without a device. */
+void sv_cuda_libs_query(struct sv_cuda_libs *out);
+
 /* Library errors become SV_ERR_BACKEND with the library's own message and the failing call. */
 #define SV_CUDA_TRY(call) \
     do { \
