@@ -14,7 +14,9 @@
 #       on LD_LIBRARY_PATH, as tests/gpu/run.sh does on a GPU machine: `shardvit --version` reports
 #       the archive's libjpeg-turbo, `shardvit version --cuda` loads the archive's CUDA module
 #       (lib/libshardvit_cuda.so, with the CUDA library versions), a 3-step CPU training run loads the archive's OpenBLAS
-#       (and MPICH), gpu_ops_vs_cpu and gpu_comm_nccl start (0, or 77 without a GPU). Control:
+#       (and MPICH), gpu_ops_vs_cpu and gpu_comm_nccl start (0, or 77 without a GPU), and with a
+#       stand-in driver library gpu_ops_vs_cpu loads the archive's CUDA module through its own
+#       run path (LD_DEBUG=libs), then skips (77: no device). Control:
 #       without LD_LIBRARY_PATH the same chroot runs shardvit, whose CUDA module cannot load
 #       for want of a CUDA library (the host's CUDA libraries are really out of reach). Needs root and unshare -m (exit 77
 #       otherwise).
@@ -151,6 +153,13 @@ fi
 # ---- run: a chroot with the archive, the C runtime and (bind-mounted) the CUDA library folders ----
 CH=$T/root
 mkdir -p "$CH/opt" "$CH/lib/x86_64-linux-gnu" "$CH/lib64" "$CH/proc" "$CH/sys" "$CH/dev" "$CH/tmp"
+# a stand-in of the NVIDIA driver's library (no function of it): with it the programs load their
+# CUDA module, whose runtime then finds no device
+CC=$(command -v cc || command -v gcc || true)
+if [ -e "$P/lib/libshardvit_cuda.so" ] && [ -n "$CC" ]; then
+    mkdir -p "$CH/drv"
+    echo 'int sv_not_a_driver;' | "$CC" -shared -fPIC -x c - -o "$CH/drv/libcuda.so.1" || fail "cannot compile the stand-in driver library"
+fi
 chmod 1777 "$CH/tmp"
 cp -a "$P" "$CH/opt/"
 cuda_dirs=()
@@ -194,6 +203,10 @@ chroot "$CH" "$SV" train --device cpu --data synthetic --out /tmp/run --log-ever
 echo $? > "$CH/tmp/train.rc"
 chroot "$CH" /opt/shardvit-gpu/tests/gpu/gpu_ops_vs_cpu > "$CH/tmp/ops.txt" 2>&1
 echo $? > "$CH/tmp/ops.rc"
+if [ -e "$CH/drv/libcuda.so.1" ]; then # a driver library that is not one: the module is loaded, no device
+    LD_DEBUG=libs LD_LIBRARY_PATH=$LLP:/drv chroot "$CH" /opt/shardvit-gpu/tests/gpu/gpu_ops_vs_cpu > "$CH/tmp/ops_drv.txt" 2>&1
+    echo $? > "$CH/tmp/ops_drv.rc"
+fi
 if [ -x "$CH/opt/shardvit-gpu/tests/gpu/gpu_comm_nccl" ]; then
     chroot "$CH" /opt/shardvit-gpu/tests/gpu/gpu_comm_nccl > "$CH/tmp/nccl.txt" 2>&1
     echo $? > "$CH/tmp/nccl.rc"
@@ -226,6 +239,16 @@ if grep -q '"mpi":true' "$CH/tmp/run/metrics.jsonl"; then
         fail "the training run did not load the archive's MPICH"
 fi
 case "$(out ops.rc)" in 0 | 77) ;; *) show ops && fail "gpu_ops_vs_cpu does not start from the archive" ;; esac
+# the op test finds the archive's CUDA module through its own run path ($ORIGIN/../../lib), as on
+# a GPU machine, where it loads it (here: a stand-in driver library, so that it tries; no device)
+if [ -e "$CH/tmp/ops_drv.rc" ]; then
+    grep -qE 'calling init: /opt/shardvit-gpu/tests/gpu/\.\./\.\./lib/libshardvit_cuda\.so$' "$CH/tmp/ops_drv.txt" ||
+        fail "gpu_ops_vs_cpu with a driver library did not load the archive's CUDA module: $(grep -m3 'libshardvit_cuda\|libcuda' "$CH/tmp/ops_drv.txt")"
+    [ "$(out ops_drv.rc)" = 77 ] || { show ops_drv; fail "gpu_ops_vs_cpu with a stand-in driver library exited $(out ops_drv.rc), not 77"; }
+    echo "ok: gpu_ops_vs_cpu loads the archive's CUDA module through its run path (stand-in driver: no device, 77)"
+elif [ -e "$MOD" ]; then
+    echo "note: no C compiler: gpu_ops_vs_cpu's way to the CUDA module not checked"
+fi
 if [ -e "$CH/tmp/nccl.rc" ]; then
     case "$(out nccl.rc)" in 0 | 77) ;; *) show nccl && fail "gpu_comm_nccl does not start from the archive" ;; esac
 fi
