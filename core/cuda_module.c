@@ -13,11 +13,11 @@
 #include "core/log.h"
 
 /* The program's functions the module calls (ldd -r lib/libshardvit_cuda.so: the symbols none of
- * its libraries defines), all sv_core's: referenced here, next to the loader, so that every executable that can load the
- * module links them (an object of a static library is linked only when referenced) and, linked
- * with its symbols exported (CMAKE_ENABLE_EXPORTS), offers them to the module. tests/gpu/
- * cuda_module.sh compares this list with the module's undefined symbols and every loader's
- * exports. */
+ * its libraries defines), all sv_core's: referenced here, next to the loader, so that every
+ * executable that can load the module links them (an object of a static library is linked only
+ * when referenced) and, linked with its symbols exported (CMAKE_ENABLE_EXPORTS), offers them to
+ * the module. tests/gpu/cuda_module.sh compares this list with the module's undefined symbols
+ * and every loader's exports. */
 __attribute__((used)) static void *const module_needs[] = {
     (void *)sv_assert_fail,        (void *)sv_err_clear,  (void *)sv_err_frame, (void *)sv_err_msg, (void *)sv_fail_at,
     (void *)sv_gpu_for_local_rank, (void *)sv_gpu_shared, (void *)sv_log,       (void *)sv_now_s,

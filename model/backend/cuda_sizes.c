@@ -3,8 +3,6 @@
  * size GPU runs on machines without CUDA too. */
 #include "model/backend/backend_impl.h"
 
-#include <string.h>
-
 /* sv_be_sizes_query for CUDA: compute buffers are stored in the compute dtype; both attention
  * paths save the (B,H,T) f32 softmax statistics, and the fallback also needs (B,H,T) f32
  * scratch for the dO.O row terms. Pure: no device is touched (the planner calls it). */
