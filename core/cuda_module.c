@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/clock.h"
 #include "core/gpus.h"
@@ -49,6 +50,12 @@ static void dlopen_guarded(const char *name, void **h) {
 static void load_module(void) {
     const char *env = getenv("SHARDVIT_CUDA_MODULE");
     const char *name = env && *env ? env : SV_CUDA_MODULE_FILE;
+    struct stat st; /* a path the loader would open as is: a FIFO would block it for ever */
+    if (strchr(name, '/') && stat(name, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(load_error, sizeof load_error, "the CUDA module %.600s%s is not a regular file", name,
+                 env && *env ? " (SHARDVIT_CUDA_MODULE)" : "");
+        return;
+    }
     void *h;
     dlopen_guarded(name, &h);
     if (!h) {

@@ -10,9 +10,9 @@
 #     build's lib/ and reports the CUDA libraries; `--device cuda` reaches the module's backend,
 #     which says there is no usable device;
 #  4. a module that cannot be used is a clear error naming the file, never a crash:
-#     SHARDVIT_CUDA_MODULE naming a missing file, a shared object without the entry, a module of
-#     another interface version, a module of another build; a module whose libraries change a
-#     signal's handling has it put back, with a warning; `--device auto` without the NVIDIA
+#     SHARDVIT_CUDA_MODULE naming a missing file, a FIFO (no hang), a directory, a shared object
+#     without the entry, a module of another interface version, a module of another build; a
+#     module whose libraries change a signal's handling has it put back, with a warning; `--device auto` without the NVIDIA
 #     driver trains on the CPU without trying the module (a CPU run pays nothing for CUDA).
 #   cuda_module.sh [--module-only] BUILD_DIR SOURCE_DIR
 # --module-only: checks 1 and the first half of 2 (what the module itself links, exports and
@@ -95,15 +95,18 @@ fi
 
 # ---- 4. modules that cannot be used ----
 expect_err() { # NAME MODULE MESSAGE: version --cuda and --device cuda both name the problem
-    SHARDVIT_CUDA_MODULE=$2 "$SV" version --cuda > "$T/$1.v" 2>&1 || fail "$1: shardvit version --cuda exited $?"
+    SHARDVIT_CUDA_MODULE=$2 timeout 60 "$SV" version --cuda > "$T/$1.v" 2>&1 || fail "$1: shardvit version --cuda exited $?"
     grep -qF "cuda: module not loaded: $3" "$T/$1.v" || fail "$1: version --cuda says: $(grep '^cuda' "$T/$1.v")"
-    SHARDVIT_CUDA_MODULE=$2 "$SV" train --device cuda $TINY --out "$T/$1" > "$T/$1.log" 2>&1
+    SHARDVIT_CUDA_MODULE=$2 timeout 60 "$SV" train --device cuda $TINY --out "$T/$1" > "$T/$1.log" 2>&1
     local rc=$?
     [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -qF "shardvit train: error: $3" "$T/$1.log" ||
         fail "$1: --device cuda: rc $rc: $(tail -1 "$T/$1.log")"
     echo "4 ok ($1): $(tail -1 "$T/$1.log" | cut -c1-150)"
 }
 expect_err missing "$T/nowhere.so" "cannot load the CUDA module $T/nowhere.so (SHARDVIT_CUDA_MODULE): $T/nowhere.so: cannot open shared object file: No such file"
+mkfifo "$T/fifo.so" # the loader would wait on it for a writer for ever
+expect_err fifo "$T/fifo.so" "the CUDA module $T/fifo.so (SHARDVIT_CUDA_MODULE) is not a regular file"
+expect_err dir "$T" "the CUDA module $T (SHARDVIT_CUDA_MODULE) is not a regular file"
 CC=$(command -v cc || command -v gcc || true)
 if [ -n "$CC" ]; then
     echo 'int not_the_entry(void) { return 1; }' > "$T/other.c"
