@@ -310,34 +310,56 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
  * config.json, classes.txt) renamed into place one by one, so two at once could leave the weights
  * of one beside the config.json of the other. An exclusive flock, waited for when another export
  * holds it, on a lock file of the system's temporary directory named by the output directory's
- * device and inode ("shardvit-export-DEV-INO.lock", never removed: a few bytes of nothing): not on
- * the directory itself, which a user's own `flock DIR shardvit export ...` holds (that export
- * would wait for ever on its caller), and nothing is added to the output directory. Exports on
- * one host are serialised; where the lock cannot be had (no such directory yet, a temporary
- * directory without room) the export goes on unlocked. Returns the descriptor to close, or -1. */
-static int lock_out_dir(const char *out) {
-    char dir[PATH_MAX], lock[PATH_MAX];
+ * device and inode ("shardvit-export-DEV-INO.lock"): not on the directory itself, which a user's
+ * own `flock DIR shardvit export ...` holds (that export would wait for ever on its caller), and
+ * nothing is added to the output directory. The holder removes the file before it lets go
+ * (unlock_out_dir), so none is left behind; a waiter that then gets the lock of a file no longer
+ * at that name (removed, or replaced by a newer one) opens the name again. Exports on one host
+ * are serialised; where the lock cannot be had (no such directory yet, a temporary directory
+ * without room) the export goes on unlocked. Returns the descriptor to pass to unlock_out_dir
+ * with `lock` (PATH_MAX bytes), or -1. */
+static int lock_out_dir(const char *out, char *lock) {
+    char dir[PATH_MAX];
     struct stat sb;
     if (sv_fileio_parent(out, dir) != SV_OK || stat(dir, &sb) != 0) return -1;
     const char *tmp = getenv("TMPDIR");
     if (!tmp || tmp[0] != '/') tmp = "/tmp";
-    if ((size_t)snprintf(lock, sizeof lock, "%s/shardvit-export-%llx-%llx.lock", tmp, (unsigned long long)sb.st_dev,
-                         (unsigned long long)sb.st_ino) >= sizeof lock)
+    if ((size_t)snprintf(lock, PATH_MAX, "%s/shardvit-export-%llx-%llx.lock", tmp, (unsigned long long)sb.st_dev,
+                         (unsigned long long)sb.st_ino) >= PATH_MAX)
         return -1;
-    /* read-only (flock needs no write access): another user's lock file serves as well */
-    int fd = open(lock, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC); /* fs.protected_regular */
-    if (fd < 0) return -1;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
-    if (errno == EWOULDBLOCK) {
-        SV_INFO("export: another export is writing into %s: waiting for it to finish", dir);
-        int rc;
-        while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+    for (int said = 0;;) {
+        /* read-only (flock needs no write access): another user's lock file serves as well */
+        int fd = open(lock, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0) fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC); /* fs.protected_regular */
+        if (fd < 0) return -1;
+        int rc = flock(fd, LOCK_EX | LOCK_NB);
+        if (rc != 0 && errno == EWOULDBLOCK) {
+            if (!said++) SV_INFO("export: another export is writing into %s: waiting for it to finish", dir);
+            while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+            }
         }
-        if (rc == 0) return fd;
+        if (rc != 0) {
+            close(fd);
+            return -1;
+        }
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && lstat(lock, &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino) {
+            sv_fileio_tmp_track(lock); /* a signal that ends the export removes it like a temporary */
+            return fd;
+        }
+        close(fd); /* the holder before us removed it: lock the file now at that name */
     }
+}
+
+/* Removes the lock file while still holding it (a process waiting on it finds it gone and starts
+ * over; another user's file in a sticky directory stays), then lets go. Untracked first: a signal
+ * after the unlink must not remove a newer export's lock file of the same name. */
+static void unlock_out_dir(int fd, const char *lock) {
+    if (fd < 0) return;
+    sv_fileio_tmp_untrack(lock);
+    (void)unlink(lock);
     close(fd);
-    return -1;
 }
 
 sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int ema) {
@@ -351,7 +373,8 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
         return SV_FAIL(SV_ERR_FORMAT, "--ema: %s holds no weight EMA (it was saved by a run without --model-ema)", dir);
     }
     int have_cls = idx.meta.labels != NULL;
-    const int lock_fd = lock_out_dir(out); /* before the checks: they judge what is there now */
+    char lock[PATH_MAX];
+    const int lock_fd = lock_out_dir(out, lock); /* before the checks: they judge what is there now */
     sidecar_path(out, "config.json", cfg, sizeof cfg);
     sidecar_path(out, "classes.txt", cls, sizeof cls);
     sv_status st = check_export_outputs(dir, out, cfg, have_cls ? cls : NULL, &idx.cfg, &idx.meta);
@@ -424,7 +447,7 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
     free(ents);
     free(c.tmp);
     sv_ckpt_index_free(&idx);
-    if (lock_fd >= 0) close(lock_fd);
+    unlock_out_dir(lock_fd, lock);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return st;
 }

@@ -8,7 +8,8 @@
 #      around the command does not make it wait;
 #   2. two exports of models that differ only in their head count (same tensor shapes: only
 #      config.json tells them apart), started together five times into one directory: the
-#      weights and config.json left are always one export's pair.
+#      weights and config.json left are always one export's pair;
+#   3. no lock file is left in the temporary directory once the exports are done.
 SHARDVIT=$1
 source "$(dirname "$0")/../faults/lib.sh"
 RUN="--model vit-28 --dim 36 --depth 2 --batch-size 24 --synth-samples 48 --workers 1 --steps 1 --warmup 0"
@@ -20,13 +21,9 @@ timeout 60 "$SHARDVIT" export "$WORK/h2" "$WORK/ref2/m.safetensors" >/dev/null 2
 
 # 1. the lock held by another process (as an export holds it: the lock file of the output
 # directory in the temporary directory): export waits
-"$PY" - "$WORK/out" "$WORK/locked" <<'PYEOF' &
+"$PY" - "$(export_lock "$WORK/out")" "$WORK/locked" <<'PYEOF' &
 import fcntl, os, sys, time
-st = os.stat(sys.argv[1])
-tmp = os.environ.get("TMPDIR") or "/tmp"
-if not tmp.startswith("/"):
-    tmp = "/tmp"
-fd = os.open("%s/shardvit-export-%x-%x.lock" % (tmp, st.st_dev, st.st_ino), os.O_RDONLY | os.O_CREAT, 0o644)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_CREAT, 0o644)
 fcntl.flock(fd, fcntl.LOCK_EX)
 open(sys.argv[2], "w").close()
 time.sleep(3)
@@ -64,4 +61,8 @@ for i in 1 2 3 4 5; do
     cmp -s "$WORK/out/config.json" "$WORK/$want/config.json" || fail "round $i: the weights of $want beside another config.json"
 done
 echo "ok: five rounds of two concurrent exports left one export's weights and config.json"
+
+# 3. the last holder removed the lock file
+[ ! -e "$(export_lock "$WORK/out")" ] || fail "the lock file $(export_lock "$WORK/out") was left behind"
+echo "ok: no lock file left in the temporary directory"
 echo PASS

@@ -111,3 +111,8 @@ no_tmp_left() { # DIR: no temporary of shardvit's (*.tmp-XXXXXXXX) left in DIR
     left=$(find "$1" -maxdepth 1 -name '*.tmp-*' ! -name out.tmp-00000000 | head -3) # that one is planted
     [ -z "$left" ] || fail "$2: temporaries left behind: $left"
 }
+export_lock() { # DIR: the path of export's lock file for output directory DIR (ckpt/ckpt_timm.c lock_out_dir)
+    local t=${TMPDIR:-/tmp}
+    case "$t" in /*) ;; *) t=/tmp ;; esac
+    printf '%s/shardvit-export-%s.lock' "$t" "$(stat -c '%D' "$1")-$(printf '%x' "$(stat -c '%i' "$1")")"
+}

@@ -106,6 +106,7 @@ for w in 1 2 3; do
             fail "export cut at rename $w: neither export's pair"
     fi
     no_tmp_left ex "export cut at rename $w"
+    [ ! -e "$(export_lock ex)" ] || fail "export cut at rename $w: its lock file $(export_lock ex) was left behind"
 done
-echo "ok: an export cut at any of its renames leaves one export's weights and config.json"
+echo "ok: an export cut at any of its renames leaves one export's weights and config.json, and no lock file"
 echo PASS
