@@ -157,7 +157,7 @@ int main(int argc, char **argv) {
     /* train: a preemption signal from here until the command installs its handlers is recorded
      * and stops the run after its first step (app/preempt.h) */
     if (cmd->preempt) {
-        sv_preempt_hold_startup();
+        sv_preempt_hold_startup(0);
         startup_signal_hook(0);
     }
     if (cmd->uses_mpi) {
@@ -166,7 +166,9 @@ int main(int argc, char **argv) {
         hup_default(); /* in case MPI's start-up put UCX's handler back (not train's hold) */
     }
     if (cmd->preempt) {
-        sv_preempt_hold_startup(); /* again: MPICH's initialisation installed its own SIGUSR1 handler */
+        /* again: MPICH's initialisation installed its own SIGUSR1 handler, which an MPI singleton
+         * (no mpiexec) does not keep: there it would wait for ever on a process manager */
+        sv_preempt_hold_startup(cmd->uses_mpi && sv_mpi_env_singleton());
         startup_signal_hook(1);
     }
     sv_log_setup(proc.rank, SV_LOG_INFO, 0);

@@ -10,6 +10,7 @@ void sv_mpi_env_init(int *argc, char ***argv, int *rank, int *size) {
     *rank = 0;
     *size = 1;
 }
+int sv_mpi_env_singleton(void) { return 0; }
 sv_comm_kind sv_mpi_env_comm_kind(void) { return SV_COMM_KIND_LOCAL; }
 void sv_mpi_env_finalize(void) {}
 void sv_mpi_env_abort(int code) {

@@ -124,7 +124,7 @@ int sv_preempt_handles(int sig) {
     return sigaction(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_signal;
 }
 
-void sv_preempt_hold_startup(void) {
+void sv_preempt_hold_startup(int drop_replaced) {
     int all[N_NAMED];
     for (size_t i = 0; i < N_NAMED; i++) all[i] = k_names[i].sig;
     struct sigaction sa, cur;
@@ -134,9 +134,14 @@ void sv_preempt_hold_startup(void) {
         if (cur.sa_handler == SIG_IGN) continue; /* ignored at the start (nohup): stays ignored */
         if (g_held[i] && cur.sa_handler == on_signal) continue;
         /* not held yet, or replaced since (MPICH's initialisation installs a SIGUSR1 handler):
-         * what is there now is what the release gives back */
+         * what is there now is what the release gives back, unless a replacement is dropped: then
+         * the hold's own handler stays, unarmed once released (it passes the signal over) */
+        const int drop = drop_replaced && g_held[i];
         g_armed[all[i]] = 1;
-        if (sigaction(all[i], &sa, &g_hold_old[i]) == 0) g_held[i] = 1;
+        if (sigaction(all[i], &sa, drop ? NULL : &g_hold_old[i]) == 0) {
+            if (drop) g_hold_old[i] = sa;
+            g_held[i] = 1;
+        }
     }
     g_holding = 1;
 }

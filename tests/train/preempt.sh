@@ -207,6 +207,26 @@ for ps in TERM none; do
     done
 done
 echo "SIGUSR1 outside --preempt-signal (TERM, none), in a step and at start-up: the run ends normally"
+# the same without mpiexec (an MPI singleton), where MPICH's own SIGUSR1 handler waited for ever on a
+# process manager that does not exist: the run ends normally too (at start-up: before MPI's
+# initialisation and right after it, when that handler is in)
+for ps in TERM none; do
+    for how in at USR1 USR1@mpi; do
+        name=u1single$ps${how/@/_}
+        rc=0
+        if [ $how = at ]; then
+            SHARDVIT_TEST_SIGNAL_AT=3:0:10 timeout -k 5 60 "$SHARDVIT" train $RUN --steps 8 \
+                --preempt-signal $ps --out "$WORK/$name" >"$WORK/$name.log" 2>&1 || rc=$?
+        else
+            SHARDVIT_TEST_SIGNAL_STARTUP=$how timeout -k 5 60 "$SHARDVIT" train $RUN --steps 8 \
+                --preempt-signal $ps --out "$WORK/$name" >"$WORK/$name.log" 2>&1 || rc=$?
+        fi
+        FAIL_LOGS=("$WORK/$name.log")
+        test $rc = 0 || fail "singleton, SIGUSR1 ($how) with --preempt-signal $ps: exit $rc, expected 0 (not in the set; 124 / 137: it hung)"
+        test "$(cat "$WORK/$name/checkpoints/latest")" = step_00000008 || fail "singleton, SIGUSR1 ($how), --preempt-signal $ps: latest"
+    done
+done
+echo "the same in an MPI singleton (no mpiexec): the run ends normally, no wait on a process manager"
 
 # no checkpoint directory: stops after the step, nothing saved, 128 + 15
 FAIL_LOGS=("$WORK/nodir.log")
