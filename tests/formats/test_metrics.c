@@ -139,6 +139,7 @@ static void test_confusion_cap(void) {
     fmt_tmpdir(dir, sizeof dir, "metrics_cap");
     snprintf(p, sizeof p, "%s/confusion.csv", dir);
     CHECK_FAILS(sv_metrics_write_confusion_csv(&m, p, NULL), SV_ERR_INVALID, "no confusion matrix", "1025 classes");
+    fmt_rmdir(dir);
     free(x);
     sv_metrics_free(&m);
 }

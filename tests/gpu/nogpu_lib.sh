@@ -2,7 +2,7 @@
 # (run_nogpu.sh, run_faults.sh); sourced after `set -u` with the build directory as $1 and
 # NAME set to the script's name. Exits 77 where python3 is missing or nvidia-smi lists a GPU,
 # 1 without BUILD/app/shardvit. Sets BUILD (absolute), HERE, RUN (run.sh), PY, T (a temporary
-# directory removed at exit) and defines fail MESSAGE and status DIR STAGE.
+# directory removed at exit, also TMPDIR) and defines fail MESSAGE and status DIR STAGE.
 BUILD=${1:?usage: $NAME BUILD_DIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
 RUN=$HERE/run.sh
@@ -15,6 +15,9 @@ fi
 case "$BUILD" in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 T=$(mktemp -d "${TMPDIR:-/tmp}/sv-$NAME.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+# run.sh's work directories go inside T: the one of a run killed with SIGKILL (which cannot remove
+# its own) is removed with it
+export TMPDIR=$T
 fail() {
     echo "FAIL: $*" >&2
     exit 1
