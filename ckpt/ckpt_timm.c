@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -308,58 +307,19 @@ static sv_status check_export_outputs(const char *dir, const char *out, const ch
 
 /* Two exports into one directory run one after the other: each writes three files (weights,
  * config.json, classes.txt) renamed into place one by one, so two at once could leave the weights
- * of one beside the config.json of the other. An exclusive flock, waited for when another export
- * holds it, on a lock file of the system's temporary directory named by the output directory's
- * device and inode ("shardvit-export-DEV-INO.lock"): not on the directory itself, which a user's
- * own `flock DIR shardvit export ...` holds (that export would wait for ever on its caller), and
- * nothing is added to the output directory. The holder removes the file before it lets go
- * (unlock_out_dir), so none is left behind; a waiter that then gets the lock of a file no longer
- * at that name (removed, or replaced by a newer one) opens the name again. Exports on one host
- * are serialised; where the lock cannot be had (no such directory yet, a temporary directory
- * without room) the export goes on unlocked. Returns the descriptor to pass to unlock_out_dir
- * with `lock` (PATH_MAX bytes), or -1. */
+ * of one beside the config.json of the other. The output directory's host-wide lock
+ * (sv_fileio_dir_lock, tag "export"), waited for when another export holds it. Where the lock
+ * cannot be had (no such directory yet, a temporary directory without room) the export goes on
+ * unlocked. Returns the descriptor for sv_fileio_dir_unlock with `lock`, or -1. */
 static int lock_out_dir(const char *out, char *lock) {
     char dir[PATH_MAX];
-    struct stat sb;
-    if (sv_fileio_parent(out, dir) != SV_OK || stat(dir, &sb) != 0) return -1;
-    const char *tmp = getenv("TMPDIR");
-    if (!tmp || tmp[0] != '/') tmp = "/tmp";
-    if ((size_t)snprintf(lock, PATH_MAX, "%s/shardvit-export-%llx-%llx.lock", tmp, (unsigned long long)sb.st_dev,
-                         (unsigned long long)sb.st_ino) >= PATH_MAX)
-        return -1;
-    for (int said = 0;;) {
-        /* read-only (flock needs no write access): another user's lock file serves as well */
-        int fd = open(lock, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0) fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC); /* fs.protected_regular */
-        if (fd < 0) return -1;
-        int rc = flock(fd, LOCK_EX | LOCK_NB);
-        if (rc != 0 && errno == EWOULDBLOCK) {
-            if (!said++) SV_INFO("export: another export is writing into %s: waiting for it to finish", dir);
-            while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
-            }
-        }
-        if (rc != 0) {
-            close(fd);
-            return -1;
-        }
-        struct stat held, named;
-        if (fstat(fd, &held) == 0 && lstat(lock, &named) == 0 && held.st_dev == named.st_dev &&
-            held.st_ino == named.st_ino) {
-            sv_fileio_tmp_track(lock); /* a signal that ends the export removes it like a temporary */
-            return fd;
-        }
-        close(fd); /* the holder before us removed it: lock the file now at that name */
+    if (sv_fileio_parent(out, dir) != SV_OK) return -1;
+    int fd = sv_fileio_dir_lock(dir, "export", 0, lock);
+    if (fd == SV_FILEIO_LOCK_BUSY) {
+        SV_INFO("export: another export is writing into %s: waiting for it to finish", dir);
+        fd = sv_fileio_dir_lock(dir, "export", 1, lock);
     }
-}
-
-/* Removes the lock file while still holding it (a process waiting on it finds it gone and starts
- * over; another user's file in a sticky directory stays), then lets go. Untracked first: a signal
- * after the unlink must not remove a newer export's lock file of the same name. */
-static void unlock_out_dir(int fd, const char *lock) {
-    if (fd < 0) return;
-    sv_fileio_tmp_untrack(lock);
-    (void)unlink(lock);
-    close(fd);
+    return fd < 0 ? -1 : fd;
 }
 
 sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int ema) {
@@ -447,7 +407,7 @@ sv_status sv_ckpt_export(const char *in, const char *out, sv_st_dtype dtype, int
     free(ents);
     free(c.tmp);
     sv_ckpt_index_free(&idx);
-    unlock_out_dir(lock_fd, lock);
+    sv_fileio_dir_unlock(lock_fd, lock);
     if (st != SV_OK) sv_err_frame(__FILE__, __LINE__);
     return st;
 }

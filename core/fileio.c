@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -319,6 +320,44 @@ void sv_fileio_remove_tmp_on_signals(void) {
 
 void sv_fileio_tmp_track(const char *path) { tmp_register(path, TMP_FILE); }
 void sv_fileio_tmp_untrack(const char *path) { tmp_forget(path); }
+
+int sv_fileio_dir_lock(const char *dir, const char *tag, int wait, char *lock) {
+    struct stat sb;
+    if (stat(dir, &sb) != 0) return -1;
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || tmp[0] != '/') tmp = "/tmp";
+    if ((size_t)snprintf(lock, PATH_MAX, "%s/shardvit-%s-%llx-%llx.lock", tmp, tag, (unsigned long long)sb.st_dev,
+                         (unsigned long long)sb.st_ino) >= PATH_MAX)
+        return -1;
+    for (;;) {
+        /* read-only (flock needs no write access): another user's lock file serves as well */
+        int fd = open(lock, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0) fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC); /* fs.protected_regular */
+        if (fd < 0) return -1;
+        int rc;
+        while ((rc = flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+        }
+        if (rc != 0) {
+            const int busy = errno == EWOULDBLOCK;
+            close(fd);
+            return busy ? SV_FILEIO_LOCK_BUSY : -1;
+        }
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && lstat(lock, &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino) {
+            tmp_register(lock, TMP_FILE);
+            return fd;
+        }
+        close(fd); /* the holder before us removed it: lock the file now at that name */
+    }
+}
+
+void sv_fileio_dir_unlock(int fd, const char *lock) {
+    if (fd < 0) return;
+    tmp_forget(lock);   /* first: a signal after the unlink must not remove a newer holder's file */
+    (void)unlink(lock); /* another user's file in a sticky directory stays */
+    close(fd);
+}
 
 void sv_fileio_commit_begin(sigset_t *saved) {
     sigset_t s;

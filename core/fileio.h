@@ -110,6 +110,19 @@ void sv_fileio_remove_tmp_on_signals(void);
  * --trace part: written by each rank, merged and removed by rank 0). */
 void sv_fileio_tmp_track(const char *path);
 void sv_fileio_tmp_untrack(const char *path);
+/* A host-wide lock among this program's writers into directory `dir`: an exclusive flock on
+ * "$TMPDIR/shardvit-TAG-DEV-INO.lock" (/tmp without an absolute TMPDIR; DEV and INO: dir's
+ * device and inode), so nothing is added to dir and a user's own `flock DIR ...` around the
+ * command is another lock. wait = 0 only tries. Returns the descriptor (held), SV_FILEIO_LOCK_BUSY
+ * (another process holds it; only with wait = 0) or -1 (no lock to be had: dir missing, a
+ * temporary directory without room). `lock` (PATH_MAX bytes) receives the file's path for
+ * sv_fileio_dir_unlock, which removes the file while still holding it, so none is left behind: a
+ * waiter that then holds a file no longer at that name opens the name again. A signal handled by
+ * sv_fileio_remove_tmp_on_signals removes a held lock file like a temporary. */
+#define SV_FILEIO_LOCK_BUSY (-2)
+int sv_fileio_dir_lock(const char *dir, const char *tag, int wait, char *lock);
+void sv_fileio_dir_unlock(int fd, const char *lock);
+
 /* A group of renames that must not be cut by those signals (export's weights, config.json and
  * classes.txt; eval's eval.json and confusion.csv): begin holds SIGINT, SIGTERM, SIGHUP and
  * SIGPIPE off in the calling thread (a handler running on another thread waits for the group, up

@@ -1,5 +1,6 @@
 #include "data/prep.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -76,6 +77,43 @@ sv_status sv_prep_check_out(sv_prep_opts *o, const char *what, int *done) {
     return sv_prep_marker_check_out(o, what, opts, 1, done);
 }
 
+/* OUT holding nothing but work directories that no prep holds (what preps killed with SIGKILL,
+ * or by a power cut, left: they could not remove their own): each removed, holding its flock, and
+ * named. Anything else in OUT, or one held, and nothing is removed (the check that follows
+ * refuses OUT). Called under OUT's lock. */
+static sv_status remove_killed_work(const char *out) {
+    DIR *d = opendir(out);
+    if (!d) return SV_OK; /* the check that follows says why */
+    char names[8][64];
+    int n = 0, other = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if (sv_prep_work_dir_state(out, de->d_name) != 0 || n == 8 || strlen(de->d_name) >= sizeof names[0])
+            other = 1;
+        else
+            snprintf(names[n++], sizeof names[0], "%s", de->d_name);
+    }
+    closedir(d);
+    if (other) return SV_OK;
+    for (int i = 0; i < n; i++) {
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", out, names[i]);
+        int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            SV_INFO("prep: removing %s, the partial output of a prep that was killed (nothing holds it)", p);
+            sv_status st = sv_fileio_remove_tree(p);
+            if (st != SV_OK) {
+                close(fd);
+                return st;
+            }
+        }
+        close(fd);
+    }
+    return SV_OK;
+}
+
 /* Claim o->out for this import: *done = 1 when it already holds it (nothing to do). */
 sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *done) {
     memset(j, 0, sizeof *j);
@@ -98,9 +136,16 @@ sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *
         SV_TRY(sv_fileio_mkdirs_made(o->out, 0755, &j->out_made));
         j->created_out = 1;
     }
-    sv_status cs = sv_prep_marker_check_out(o, what, j->marker, 0, done); /* still empty (nothing appeared meanwhile) */
+    /* From the check to the work directory's flock under OUT's host-wide lock: another prep on
+     * this host never sees that directory before it is flocked, so one it finds unheld is what a
+     * killed prep left (across hosts a prep's flock still tells a running one) */
+    char lock[PATH_MAX];
+    const int lock_fd = sv_fileio_dir_lock(o->out, "prep", 1, lock);
+    sv_status cs = remove_killed_work(o->out);
+    if (cs == SV_OK) cs = sv_prep_marker_check_out(o, what, j->marker, 0, done); /* still empty */
     if (cs == SV_OK && *done) cs = SV_FAIL(SV_ERR_INVALID, "--out %s: filled by another prep meanwhile", o->out);
     if (cs != SV_OK) {
+        sv_fileio_dir_unlock(lock_fd, lock);
         if (j->created_out) sv_fileio_made_dirs_keep(&j->out_made); /* not ours alone any more */
         return cs;
     }
@@ -108,6 +153,7 @@ sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *
     snprintf(base, sizeof base, "%s/.prep", o->out);
     sv_status ws = sv_fileio_tmp_dir(base, j->work, sizeof j->work);
     if (ws != SV_OK) {
+        sv_fileio_dir_unlock(lock_fd, lock);
         if (j->created_out) sv_fileio_made_dirs_remove(&j->out_made);
         return ws;
     }
@@ -117,6 +163,7 @@ sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *
         close(j->work_fd);
         j->work_fd = -1;
     }
+    sv_fileio_dir_unlock(lock_fd, lock);
     return SV_OK;
 }
 

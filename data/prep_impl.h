@@ -85,12 +85,17 @@ typedef struct sv_prep_sink {
 
 /* The marker (data/prep_marker.c): its options part for dataset `what` into buf (-1 when it does
  * not fit: a --src of ~8 KiB); the source record's lines (-1 when they do not fit; "" without a
- * record); and the output-directory check: o->out missing or empty (*done = 0), a complete import
- * of these options whose OUT (and imagefolder source) still holds what the marker records (*done
- * = 1, o->n_train / o->n_test read from it), else refused naming why. quiet: no warnings. */
+ * record); and the output-directory check: o->out missing, empty or holding nothing but work
+ * directories of killed preps (*done = 0; sv_prep_begin removes those), a complete import of
+ * these options whose OUT (and imagefolder source) still holds what the marker records (*done =
+ * 1, o->n_train / o->n_test read from it), else refused naming why (a prep running into OUT
+ * included). quiet: no warnings. */
 int sv_prep_marker_opts(const sv_prep_opts *o, const char *what, char *buf, size_t cap);
 int sv_prep_source_lines(const sv_prep_source *r, char *buf, size_t cap);
 sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char *opts, int quiet, int *done);
+/* Entry `name` of OUT as a work directory (OUT/.prep.tmp-XXXXXXXX, a real directory): 1 while a
+ * prep holds it (running), 0 when none does (what a killed prep left), -1 when it is not one. */
+int sv_prep_work_dir_state(const char *out, const char *name);
 
 /* `what` names the dataset in the marker and the messages ("cifar10", "imagefolder", ...). */
 sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *done);

@@ -371,6 +371,18 @@ static sv_status check_source(sv_prep_opts *o, const sv_prep_source *was, int qu
                    out, o->src, out, SV_PREP_MARKER, nt, ne, what, out);
 }
 
+int sv_prep_work_dir_state(const char *out, const char *name) {
+    if (strncmp(name, ".prep.tmp-", 10) != 0) return -1;
+    char p[PATH_MAX];
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", out, name) >= sizeof p) return -1;
+    int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); /* a real directory, not a link */
+    if (fd < 0) return -1;
+    /* a running prep holds an flock on its work directory (data/prep.c sv_prep_begin) */
+    const int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return busy;
+}
+
 sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char *opts, int quiet, int *done) {
     const char *out = o->out;
     *done = 0;
@@ -390,13 +402,18 @@ sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char
                        out);
     DIR *d = opendir(out);
     if (!d) return SV_FAIL(SV_ERR_IO, "--out %s: %s", out, strerror(errno));
-    char first[96] = "", partial[96] = "";
-    int entries = 0, has_marker = 0;
+    char first[96] = "", partial[96] = "", busy_one[96] = "";
+    int entries = 0, has_marker = 0, partials = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
         entries++;
-        if (!strncmp(de->d_name, ".prep.tmp-", 10) && !partial[0]) printable(partial, sizeof partial, de->d_name);
+        const int work = sv_prep_work_dir_state(out, de->d_name);
+        if (work >= 0) {
+            partials++;
+            if (!partial[0]) printable(partial, sizeof partial, de->d_name);
+            if (work == 1 && !busy_one[0]) printable(busy_one, sizeof busy_one, de->d_name);
+        }
         if (!strcmp(de->d_name, SV_PREP_MARKER))
             has_marker = 1;
         else if (!first[0])
@@ -428,25 +445,17 @@ sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char
                        "files: remove %s or choose another --out",
                        out, out, SV_PREP_MARKER, was, now, out);
     }
-    if (partial[0]) {
-        /* a running prep holds an flock on its work directory (data/prep.c sv_prep_begin) */
-        char p[PATH_MAX];
-        int busy = 0;
-        if ((size_t)snprintf(p, sizeof p, "%s/%s", out, partial) < sizeof p) {
-            int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            busy = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-            if (fd >= 0) close(fd);
-        }
-        if (busy)
-            return SV_FAIL(SV_ERR_INVALID,
-                           "--out %s: another prep is writing into it now (%s/%s): wait for it to finish, or choose "
-                           "another --out",
-                           out, out, partial);
+    if (busy_one[0])
         return SV_FAIL(SV_ERR_INVALID,
-                       "--out %s holds %s/%s, the partial output of a prep that was interrupted (a signal or a kill): "
-                       "remove %s and run prep again",
+                       "--out %s: another prep is writing into it now (%s/%s): wait for it to finish, or choose "
+                       "another --out",
+                       out, out, busy_one);
+    if (partials == entries) return SV_OK; /* only what killed preps left: sv_prep_begin removes it */
+    if (partial[0])
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--out %s holds %s/%s, the partial output of a prep that was interrupted (a signal or a kill), "
+                       "beside other files: remove %s and run prep again",
                        out, out, partial, out);
-    }
     return SV_FAIL(SV_ERR_INVALID,
                    "--out %s is not empty (it holds '%s'%s) and is not a complete prep output (no valid %s/%s); prep "
                    "writes only into a new or empty directory and never replaces a file: remove %s or choose another "

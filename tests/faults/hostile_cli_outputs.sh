@@ -191,11 +191,23 @@ prep_stopped() {
 if prep_stopped TERM "$O/pt"; then
     ls -d "$O/pt"/.prep.tmp-* >/dev/null 2>&1 && fail "a prep stopped by SIGTERM left its work directory in $O/pt"
 fi
-# SIGKILL leaves the work directory, and the rerun names it
+# SIGKILL leaves the work directory (the process cannot remove it). Beside a file of someone else's
+# the rerun names it and removes nothing; alone, the rerun removes it, says so, and imports.
 if prep_stopped KILL "$O/pk"; then
-    ls -d "$O/pk"/.prep.tmp-* >/dev/null 2>&1 || fail "no work directory of the killed prep in $O/pk"
-    expect_fail prep_rerun "holds $O/pk/.prep.tmp-[0-9a-f]*, the partial output of a prep that was interrupted" \
+    left=$(ls -d "$O/pk"/.prep.tmp-* 2>/dev/null) || fail "no work directory of the killed prep in $O/pk"
+    echo mine >"$O/pk/notes.txt"
+    before=$(tree_sum "$O/pk")
+    expect_fail prep_rerun_beside "holds $O/pk/.prep.tmp-[0-9a-f]*, the partial output of a prep that was interrupted .*beside other files" \
         "${SV[@]}" prep synthetic --classes 10 --per-class 400 --test-per-class 10 --out "$O/pk"
+    [ "$(tree_sum "$O/pk")" = "$before" ] || fail "a refused prep changed $O/pk"
+    rm "$O/pk/notes.txt"
+    expect_ok prep_rerun "${SV[@]}" prep synthetic --classes 10 --per-class 400 --test-per-class 10 --out "$O/pk"
+    grep -q "removing $left, the partial output of a prep that was killed" "$WORK/prep_rerun.log" ||
+        fail "the rerun did not name the work directory it removed: $(grep -m1 removing "$WORK/prep_rerun.log")"
+    [ -e "$O/pk/.shardvit-prep" ] && [ "$(find "$O/pk/train" -name '*.jpg' | wc -l)" = 4000 ] ||
+        fail "the rerun after a killed prep did not import: $(ls -A "$O/pk")"
+    ls -d "$O/pk"/.prep.tmp-* >/dev/null 2>&1 && fail "a work directory is left in $O/pk after the rerun"
+    echo "ok prep after SIGKILL: the rerun removed $left and imported"
 fi
 mkdir -p "$WORK/cifar"
 for b in 1 2 3 4 5; do : >"$WORK/cifar/data_batch_$b.bin"; done

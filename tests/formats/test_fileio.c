@@ -6,7 +6,9 @@
  * joins (sv_fileio_lexical_append) and the real path of a partly missing path. Real files in
  * a temp dir; outputs opened for writing never through a link, FIFO or device. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +45,45 @@ static void expect_content(const char *path, const char *want) {
     free(buf);
 }
 
+/* sv_fileio_dir_lock: one holder at a time (flock is per open file description, so a second
+ * lock in this process is another holder), the file gone after the unlock, a missing directory
+ * no lock (the waiter that finds its file replaced: ckpt_export_concurrent's concurrent exports).
+ * TMPDIR points into `dir`. */
+static void test_dir_lock(const char *dir) {
+    char sub[512], lock[PATH_MAX], lock2[PATH_MAX];
+    snprintf(sub, sizeof sub, "%s/out", dir);
+    CHECK(mkdir(sub, 0755) == 0);
+    const char *old = getenv("TMPDIR");
+    char *saved = old ? strdup(old) : NULL;
+    CHECK(setenv("TMPDIR", dir, 1) == 0);
+    int fd = sv_fileio_dir_lock(sub, "test", 0, lock);
+    CHECK(fd >= 0 && !strncmp(lock, dir, strlen(dir)) && strstr(lock, "/shardvit-test-") != NULL);
+    struct stat st;
+    CHECK(stat(lock, &st) == 0 && S_ISREG(st.st_mode));
+    CHECK(sv_fileio_dir_lock(sub, "test", 0, lock2) == SV_FILEIO_LOCK_BUSY && !strcmp(lock, lock2));
+    int other = sv_fileio_dir_lock(sub, "other", 0, lock2); /* another tag: another lock */
+    CHECK(other >= 0);
+    sv_fileio_dir_unlock(other, lock2);
+    sv_fileio_dir_unlock(fd, lock);
+    CHECK(lstat(lock, &st) != 0 && errno == ENOENT);
+    /* again after the unlock (a new file), and waiting when nobody holds it */
+    fd = sv_fileio_dir_lock(sub, "test", 1, lock);
+    CHECK(fd >= 0 && sv_fileio_dir_lock(sub, "test", 0, lock2) == SV_FILEIO_LOCK_BUSY);
+    sv_fileio_dir_unlock(fd, lock);
+    CHECK(rmdir(sub) == 0);
+    CHECK(sv_fileio_dir_lock(sub, "test", 1, lock) == -1); /* no such directory: no lock */
+    if (saved) {
+        CHECK(setenv("TMPDIR", saved, 1) == 0);
+        free(saved);
+    } else {
+        CHECK(unsetenv("TMPDIR") == 0);
+    }
+}
+
 int main(void) {
     char dir[256], p[512], q[512];
     fmt_tmpdir(dir, sizeof dir, "fileio");
+    test_dir_lock(dir);
 
     /* a FIFO (no writer) and a character device are refused at once, naming the path */
     alarm(20);
