@@ -47,7 +47,7 @@ int sv_mpi_env_singleton(void) {
     int inited = 0, size = 0;
     MPI_Initialized(&inited);
     if (!inited || MPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS || size != 1) return 0;
-    static const char *const pmi[] = {"PMI_FD", "PMI_PORT", "PMI_SIZE"}; /* set by hydra or srun */
+    static const char *const pmi[] = {"PMI_FD", "PMI_PORT"}; /* MPICH's own test (hydra, srun's PMI) */
     for (size_t i = 0; i < sizeof pmi / sizeof pmi[0]; i++)
         if (getenv(pmi[i])) return 0;
     return 1;

@@ -9,8 +9,8 @@
  * First sets glibc's malloc to keep freed heap pages (fixed trim / mmap thresholds, unless
  * GLIBC_TUNABLES sets malloc tunables): MPICH frees collective buffers every call. */
 void sv_mpi_env_init(int *argc, char ***argv, int *rank, int *size);
-/* 1 when MPI is initialised in a process no launcher started (an MPI singleton: world 1, no
- * PMI_FD / PMI_PORT / PMI_SIZE from mpiexec or srun), else 0 (always 0 without MPI). */
+/* 1 when MPI is initialised in a process no launcher started (an MPI singleton: world 1, neither
+ * PMI_FD nor PMI_PORT, MPICH's own test), else 0 (always 0 without MPI). */
 int sv_mpi_env_singleton(void);
 /* Communicator kind for the world: MPI when built and initialised, else LOCAL. */
 sv_comm_kind sv_mpi_env_comm_kind(void);

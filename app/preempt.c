@@ -134,9 +134,10 @@ void sv_preempt_hold_startup(int drop_replaced) {
         if (cur.sa_handler == SIG_IGN) continue; /* ignored at the start (nohup): stays ignored */
         if (g_held[i] && cur.sa_handler == on_signal) continue;
         /* not held yet, or replaced since (MPICH's initialisation installs a SIGUSR1 handler):
-         * what is there now is what the release gives back, unless a replacement is dropped: then
-         * the hold's own handler stays, unarmed once released (it passes the signal over) */
-        const int drop = drop_replaced && g_held[i];
+         * what is there now is what the release gives back, unless MPICH's SIGUSR1 handler is
+         * dropped: then the hold's own handler stays, unarmed once released (it passes the signal
+         * over); another signal's replacement is kept */
+        const int drop = drop_replaced && g_held[i] && all[i] == SIGUSR1;
         g_armed[all[i]] = 1;
         if (sigaction(all[i], &sa, drop ? NULL : &g_hold_old[i]) == 0) {
             if (drop) g_hold_old[i] = sa;

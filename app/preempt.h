@@ -42,9 +42,10 @@ sv_status sv_preempt_parse(const char *spec, sv_preempt *out);
  * time-limit warning). Handlers act for every thread: a mask would not (OpenBLAS's threads, made
  * before main, would take the signal with its default action). Calling it again re-takes a
  * signal whose handler was replaced since (MPICH's initialisation), keeping the replacement as
- * what the release gives back, or, with drop_replaced, dropping it: the release then leaves the
- * hold's handler, which passes over a signal outside the run's set (an MPI singleton: MPICH's
- * SIGUSR1 handler there reaches for a process manager that does not exist and waits for ever).
+ * what the release gives back, or, with drop_replaced, dropping a replaced SIGUSR1 handler: the
+ * release then leaves the hold's handler, which passes over a SIGUSR1 outside the run's set (an
+ * MPI singleton: MPICH's SIGUSR1 handler there reaches for a process manager that does not exist
+ * and waits for ever).
  * A second signal more than SV_PREEMPT_REPEAT_S after the first ends the process as it does
  * during the run. */
 void sv_preempt_hold_startup(int drop_replaced);

@@ -226,6 +226,12 @@ for ps in TERM none; do
         test "$(cat "$WORK/$name/checkpoints/latest")" = step_00000008 || fail "singleton, SIGUSR1 ($how), --preempt-signal $ps: latest"
     done
 done
+# a PMI_SIZE left in the environment does not make a launcher (MPICH looks at PMI_FD / PMI_PORT)
+rc=0
+PMI_SIZE=1 SHARDVIT_TEST_SIGNAL_STARTUP=USR1@mpi timeout -k 5 60 "$SHARDVIT" train $RUN --steps 8 \
+    --preempt-signal TERM --out "$WORK/u1single_pmisize" >"$WORK/u1single_pmisize.log" 2>&1 || rc=$?
+FAIL_LOGS=("$WORK/u1single_pmisize.log")
+test $rc = 0 || fail "singleton with PMI_SIZE=1, SIGUSR1 right after MPI_Init: exit $rc, expected 0 (124 / 137: it hung)"
 echo "the same in an MPI singleton (no mpiexec): the run ends normally, no wait on a process manager"
 
 # no checkpoint directory: stops after the step, nothing saved, 128 + 15
