@@ -428,6 +428,13 @@ sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap) {
     return SV_FAIL(SV_ERR_IO, "create a temporary directory beside %s: every name tried exists", path);
 }
 
+sv_status sv_fileio_tmp_dir_move(const char *from, const char *to) {
+    tmp_register(to, TMP_DIR);                    /* first: a signal in between finds one of the two names */
+    sv_status st = sv_fileio_rename(from, to, 1); /* forgets `from` */
+    if (st != SV_OK) tmp_forget(to);
+    return st;
+}
+
 sv_status sv_fileio_out_open_tmp(sv_fileio_out *f, const char *path) {
     f->fd = -1;
     f->written = 0;

@@ -96,6 +96,10 @@ sv_status sv_fileio_fopen_write(const char *path, int mode, FILE **out);
 sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd);
 /* The same for a new empty directory (mode 0755 less the umask); parents of path must exist. */
 sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap);
+/* Rename the temporary directory `from` (of sv_fileio_tmp_dir) to `to`, which must not exist,
+ * and keep it a temporary under its new name (removed on the signals below until renamed into
+ * place with sv_fileio_rename). */
+sv_status sv_fileio_tmp_dir_move(const char *from, const char *to);
 
 /* For commands without signal handling of their own (export, reshard, import, prep, eval,
  * predict, report): on SIGINT, SIGTERM, SIGHUP or SIGPIPE (a closed pipe on stdout / stderr),

@@ -79,37 +79,55 @@ sv_status sv_prep_check_out(sv_prep_opts *o, const char *what, int *done) {
 
 /* OUT holding nothing but work directories that no prep holds (what preps killed with SIGKILL,
  * or by a power cut, left: they could not remove their own): each removed, holding its flock, and
- * named. Anything else in OUT, or one held, and nothing is removed (the check that follows
- * refuses OUT). Called under OUT's lock. */
+ * named; a work directory that cannot be removed (held now, its lock state unknown) fails the
+ * import naming it, so no work directory is ever left beside a new import. Anything else in OUT
+ * and nothing is removed (the check that follows refuses OUT). A work directory only ever has
+ * its name while its prep holds it (sv_prep_begin), so one found unheld is not a prep starting. */
 static sv_status remove_killed_work(const char *out) {
-    DIR *d = opendir(out);
-    if (!d) return SV_OK; /* the check that follows says why */
-    char names[8][64];
-    int n = 0, other = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        if (sv_prep_work_dir_state(out, de->d_name) != 0 || n == 8 || strlen(de->d_name) >= sizeof names[0])
-            other = 1;
-        else
-            snprintf(names[n++], sizeof names[0], "%s", de->d_name);
-    }
-    closedir(d);
-    if (other) return SV_OK;
-    for (int i = 0; i < n; i++) {
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "%s/%s", out, names[i]);
-        int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) continue;
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-            SV_INFO("prep: removing %s, the partial output of a prep that was killed (nothing holds it)", p);
-            sv_status st = sv_fileio_remove_tree(p);
-            if (st != SV_OK) {
-                close(fd);
-                return st;
+    for (int pass = 0; pass < 2; pass++) { /* 0: is there anything else? 1: remove */
+        DIR *d = opendir(out);
+        if (!d) return SV_OK; /* the check that follows says why */
+        struct dirent *de;
+        sv_status st = SV_OK;
+        while (st == SV_OK && (de = readdir(d)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+            const int state = sv_prep_work_dir_state(out, de->d_name);
+            if (pass == 0) {
+                if (state != 0) break; /* something else, or held: nothing is removed */
+                continue;
             }
+            if (state < 0) continue;
+            char p[PATH_MAX];
+            snprintf(p, sizeof p, "%s/%s", out, de->d_name);
+            int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0) {
+                if (errno != ENOENT) /* ENOENT: another prep removed it meanwhile */
+                    st = SV_FAIL(SV_ERR_IO, "--out %s: cannot open %s: %s", out, p, strerror(errno));
+                continue;
+            }
+            if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+                st = errno == EWOULDBLOCK
+                    ? SV_FAIL(SV_ERR_INVALID,
+                              "--out %s: another prep is writing into it now (%s): wait for it to "
+                              "finish, or choose another --out",
+                              out, p)
+                    : SV_FAIL(SV_ERR_INVALID,
+                              "--out %s: cannot tell whether a prep is writing into %s (flock: %s): "
+                              "remove it if none is, or choose another --out",
+                              out, p, strerror(errno));
+            } else {
+                SV_INFO("prep: removing %s, the partial output of a prep that was killed (nothing holds it)", p);
+                st = sv_fileio_remove_tree(p);
+                if (st == SV_ERR_NOT_FOUND) { /* another prep removed it meanwhile */
+                    sv_err_clear();
+                    st = SV_OK;
+                }
+            }
+            close(fd);
         }
-        close(fd);
+        const int stopped = pass == 0 && de != NULL;
+        closedir(d);
+        if (st != SV_OK || stopped) return st;
     }
     return SV_OK;
 }
@@ -136,34 +154,43 @@ sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *
         SV_TRY(sv_fileio_mkdirs_made(o->out, 0755, &j->out_made));
         j->created_out = 1;
     }
-    /* From the check to the work directory's flock under OUT's host-wide lock: another prep on
-     * this host never sees that directory before it is flocked, so one it finds unheld is what a
-     * killed prep left (across hosts a prep's flock still tells a running one) */
-    char lock[PATH_MAX];
-    const int lock_fd = sv_fileio_dir_lock(o->out, "prep", 1, lock);
     sv_status cs = remove_killed_work(o->out);
     if (cs == SV_OK) cs = sv_prep_marker_check_out(o, what, j->marker, 0, done); /* still empty */
     if (cs == SV_OK && *done) cs = SV_FAIL(SV_ERR_INVALID, "--out %s: filled by another prep meanwhile", o->out);
     if (cs != SV_OK) {
-        sv_fileio_dir_unlock(lock_fd, lock);
         if (j->created_out) sv_fileio_made_dirs_keep(&j->out_made); /* not ours alone any more */
         return cs;
     }
-    char base[4200];
-    snprintf(base, sizeof base, "%s/.prep", o->out);
-    sv_status ws = sv_fileio_tmp_dir(base, j->work, sizeof j->work);
+    /* The work directory is made under a name no check takes for one (OUT/.prep.new.tmp-XXXXXXXX),
+     * flocked, and only then given its name (OUT/.prep.tmp-XXXXXXXX): a work directory that
+     * another prep finds unheld is one whose prep is gone, never one that is starting, on any
+     * host and whatever each prep's TMPDIR. Where directories cannot be flocked (no liveness to
+     * tell) it keeps the first name, which a later prep never removes. */
+    char base[4200], fresh[sizeof j->work];
+    snprintf(base, sizeof base, "%s/.prep.new", o->out);
+    sv_status ws = sv_fileio_tmp_dir(base, fresh, sizeof fresh);
     if (ws != SV_OK) {
-        sv_fileio_dir_unlock(lock_fd, lock);
         if (j->created_out) sv_fileio_made_dirs_remove(&j->out_made);
         return ws;
     }
     j->work_made = 1;
-    j->work_fd = open(j->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (j->work_fd >= 0 && flock(j->work_fd, LOCK_EX | LOCK_NB) != 0) { /* no flock here: no liveness to tell */
-        close(j->work_fd);
-        j->work_fd = -1;
+    snprintf(j->work, sizeof j->work, "%s", fresh);
+    j->work_fd = open(fresh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = -1;
+    while (j->work_fd >= 0 && (rc = flock(j->work_fd, LOCK_EX)) != 0 && errno == EINTR) {
     }
-    sv_fileio_dir_unlock(lock_fd, lock);
+    if (rc != 0) { /* no flock here: no liveness to tell */
+        if (j->work_fd >= 0) close(j->work_fd);
+        j->work_fd = -1;
+        return SV_OK;
+    }
+    char named[sizeof j->work];
+    const char *suffix = strrchr(fresh, '-'); /* "-XXXXXXXX" of "<base>.tmp-XXXXXXXX" */
+    if ((size_t)snprintf(named, sizeof named, "%s/.prep.tmp%s", o->out, suffix ? suffix : "-") < sizeof named &&
+        sv_fileio_tmp_dir_move(fresh, named) == SV_OK)
+        snprintf(j->work, sizeof j->work, "%s", named);
+    else
+        sv_err_clear(); /* it keeps its first name: the import goes on */
     return SV_OK;
 }
 

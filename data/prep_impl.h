@@ -54,7 +54,8 @@ typedef struct sv_prep_source {
 typedef struct sv_prep_job {
     sv_prep_opts *o;
     char marker[8192]; /* the options part of the marker */
-    char work[4096];   /* OUT/.prep.tmp-XXXXXXXX: the splits are written here, moved into OUT at the end */
+    char work[4096];   /* OUT/.prep.tmp-XXXXXXXX (.prep.new.tmp-XXXXXXXX where it cannot be flocked): the
+                          splits are written here, moved into OUT at the end */
     int created_out;   /* this import made o->out (out_made: the directories, registered for a signal) */
     sv_fileio_made_dirs out_made;
     int work_made;     /* made the work directory */
@@ -93,8 +94,10 @@ typedef struct sv_prep_sink {
 int sv_prep_marker_opts(const sv_prep_opts *o, const char *what, char *buf, size_t cap);
 int sv_prep_source_lines(const sv_prep_source *r, char *buf, size_t cap);
 sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char *opts, int quiet, int *done);
-/* Entry `name` of OUT as a work directory (OUT/.prep.tmp-XXXXXXXX, a real directory): 1 while a
- * prep holds it (running), 0 when none does (what a killed prep left), -1 when it is not one. */
+/* Entry `name` of OUT as a work directory (OUT/.prep.tmp-XXXXXXXX with 8 lowercase hex digits,
+ * a real directory): 1 while a prep holds it (running), 0 when none does (what a killed prep
+ * left), 2 when its flock state cannot be told (no flock on that file system), -1 when it is
+ * not one. */
 int sv_prep_work_dir_state(const char *out, const char *name);
 
 /* `what` names the dataset in the marker and the messages ("cifar10", "imagefolder", ...). */

@@ -372,15 +372,19 @@ static sv_status check_source(sv_prep_opts *o, const sv_prep_source *was, int qu
 }
 
 int sv_prep_work_dir_state(const char *out, const char *name) {
-    if (strncmp(name, ".prep.tmp-", 10) != 0) return -1;
+    /* exactly the names sv_prep_begin gives: ".prep.tmp-" and 8 lowercase hex digits */
+    if (strncmp(name, ".prep.tmp-", 10) != 0 || strlen(name) != 18) return -1;
+    for (int i = 10; i < 18; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return -1;
     char p[PATH_MAX];
     if ((size_t)snprintf(p, sizeof p, "%s/%s", out, name) >= sizeof p) return -1;
     int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); /* a real directory, not a link */
     if (fd < 0) return -1;
     /* a running prep holds an flock on its work directory (data/prep.c sv_prep_begin) */
-    const int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    int state = 0;
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0) state = errno == EWOULDBLOCK ? 1 : 2;
     close(fd);
-    return busy;
+    return state;
 }
 
 sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char *opts, int quiet, int *done) {
@@ -402,7 +406,7 @@ sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char
                        out);
     DIR *d = opendir(out);
     if (!d) return SV_FAIL(SV_ERR_IO, "--out %s: %s", out, strerror(errno));
-    char first[96] = "", partial[96] = "", busy_one[96] = "";
+    char first[96] = "", partial[96] = "", busy_one[96] = "", unknown_one[96] = "";
     int entries = 0, has_marker = 0, partials = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
@@ -413,6 +417,7 @@ sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char
             partials++;
             if (!partial[0]) printable(partial, sizeof partial, de->d_name);
             if (work == 1 && !busy_one[0]) printable(busy_one, sizeof busy_one, de->d_name);
+            if (work == 2 && !unknown_one[0]) printable(unknown_one, sizeof unknown_one, de->d_name);
         }
         if (!strcmp(de->d_name, SV_PREP_MARKER))
             has_marker = 1;
@@ -450,6 +455,11 @@ sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char
                        "--out %s: another prep is writing into it now (%s/%s): wait for it to finish, or choose "
                        "another --out",
                        out, out, busy_one);
+    if (unknown_one[0])
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--out %s holds %s/%s, a prep's work directory, and this file system cannot tell whether a "
+                       "prep is writing into it (no flock): remove it if none is, or choose another --out",
+                       out, out, unknown_one);
     if (partials == entries) return SV_OK; /* only what killed preps left: sv_prep_begin removes it */
     if (partial[0])
         return SV_FAIL(SV_ERR_INVALID,

@@ -209,6 +209,19 @@ if prep_stopped KILL "$O/pk"; then
     ls -d "$O/pk"/.prep.tmp-* >/dev/null 2>&1 && fail "a work directory is left in $O/pk after the rerun"
     echo "ok prep after SIGKILL: the rerun removed $left and imported"
 fi
+# every work directory nobody holds goes (nine, as after nine killed preps); a directory whose
+# name is not one prep gives (.prep.tmp- and 8 hex digits) is a user's: kept, and OUT refused
+mkdir -p "$O/p9"
+for i in 1 2 3 4 5 6 7 8 9; do mkdir "$O/p9/.prep.tmp-0000000$i" && echo part >"$O/p9/.prep.tmp-0000000$i/x"; done
+expect_ok prep_nine "${SV[@]}" prep synthetic --classes 2 --per-class 2 --test-per-class 1 --width 16 --height 16 --out "$O/p9"
+[ "$(grep -c "removing $O/p9/.prep.tmp-0000000., the partial output" "$WORK/prep_nine.log")" = 9 ] ||
+    fail "nine work directories: $(grep -c removing "$WORK/prep_nine.log") removed"
+ls -d "$O/p9"/.prep.tmp-* >/dev/null 2>&1 && fail "work directories left beside the import in $O/p9"
+mkdir -p "$O/pu/.prep.tmp-my-backup" && echo mine >"$O/pu/.prep.tmp-my-backup/data.txt"
+before=$(tree_sum "$O/pu")
+expect_fail prep_user_dir "is not empty \(it holds '.prep.tmp-my-backup'" \
+    "${SV[@]}" prep synthetic --classes 2 --per-class 2 --test-per-class 1 --width 16 --height 16 --out "$O/pu"
+[ "$(tree_sum "$O/pu")" = "$before" ] || fail "prep changed $O/pu, a directory of the user's"
 mkdir -p "$WORK/cifar"
 for b in 1 2 3 4 5; do : >"$WORK/cifar/data_batch_$b.bin"; done
 head -c 3073 /dev/zero >"$WORK/cifar/test_batch.bin"

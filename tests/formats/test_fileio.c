@@ -47,9 +47,10 @@ static void expect_content(const char *path, const char *want) {
 
 /* sv_fileio_dir_lock: one holder at a time (flock is per open file description, so a second
  * lock in this process is another holder), the file gone after the unlock, a missing directory
- * no lock (the waiter that finds its file replaced: ckpt_export_concurrent's concurrent exports).
- * TMPDIR points into `dir`. */
+ * no lock, a waiter whose file the holder removed takes the file now at the name. TMPDIR points
+ * into `dir`. */
 static void test_dir_lock(const char *dir) {
+    alarm(20); /* a lock that is never let go fails the test instead of hanging it */
     char sub[512], lock[PATH_MAX], lock2[PATH_MAX];
     snprintf(sub, sizeof sub, "%s/out", dir);
     CHECK(mkdir(sub, 0755) == 0);
@@ -66,6 +67,37 @@ static void test_dir_lock(const char *dir) {
     sv_fileio_dir_unlock(other, lock2);
     sv_fileio_dir_unlock(fd, lock);
     CHECK(lstat(lock, &st) != 0 && errno == ENOENT);
+    /* a waiter whose file is removed (by the holder, as it lets go) takes the file now at the
+     * name, not the removed one: a child waits while this process holds the lock */
+    fd = sv_fileio_dir_lock(sub, "test", 0, lock);
+    CHECK(fd >= 0);
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        char l2[PATH_MAX], ok = '0', x;
+        close(fd); /* the parent's lock: flock belongs to the open file, which fork shares */
+        int c = sv_fileio_dir_lock(sub, "test", 1, l2);
+        struct stat a, b;
+        if (c >= 0 && fstat(c, &a) == 0 && stat(l2, &b) == 0 && a.st_ino == b.st_ino) ok = '1';
+        if (write(up[1], &ok, 1) != 1 || read(down[0], &x, 1) != 1) _exit(2);
+        _exit(0);
+    }
+    usleep(200 * 1000); /* the child is waiting on the file now */
+    struct stat before;
+    CHECK(stat(lock, &before) == 0);
+    sv_fileio_dir_unlock(fd, lock);
+    char got = 0;
+    CHECK(read(up[0], &got, 1) == 1 && got == '1'); /* it holds the file at the name */
+    struct stat now;
+    CHECK(stat(lock, &now) == 0);
+    CHECK(sv_fileio_dir_lock(sub, "test", 0, lock2) == SV_FILEIO_LOCK_BUSY);
+    CHECK(write(down[1], "x", 1) == 1);
+    int wst;
+    CHECK(waitpid(child, &wst, 0) == child && WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+    close(up[0]), close(up[1]), close(down[0]), close(down[1]);
+    CHECK(unlink(lock) == 0); /* the child ended without its unlock */
     /* again after the unlock (a new file), and waiting when nobody holds it */
     fd = sv_fileio_dir_lock(sub, "test", 1, lock);
     CHECK(fd >= 0 && sv_fileio_dir_lock(sub, "test", 0, lock2) == SV_FILEIO_LOCK_BUSY);
