@@ -1,11 +1,12 @@
 /* shardvit data: `prep fashion-mnist` / `prep mnist`, the IDX importer (data/prep.h
  * sv_prep_idx): plain or gzip IDX files, their sizes checked against their headers and a gzip
- * stream read to its end (its CRC-32 and length checked), written through the shared job and sink
+ * stream read to its end (its CRC-32 and length checked, nothing but gzip members after it), written through the shared job and sink
  * of data/prep_impl.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -19,82 +20,177 @@ static const char *const mnist_classes[10] = {"0", "1", "2", "3", "4", "5", "6",
 
 /* ---- IDX -------------------------------------------------------------------------------- */
 
-/* Open one (possibly gzip-compressed) file through the guarded reader: a FIFO or device is
- * refused without blocking. *size receives the size on disk. */
-static sv_status gz_open_one(const char *path, gzFile *f, uint64_t *size) {
+/* One IDX file, plain or gzip (a file that does not start with gzip's magic is read as it is,
+ * whatever its name). A gzip file is inflated here rather than through zlib's gzread, which
+ * takes whatever follows the last gzip member for the file's end ("trailing garbage") and says
+ * nothing: bytes after the end of the gzip stream that are not another member (gzip's
+ * concatenated members are read on) are an error naming the file. */
+#define IDX_IN_BYTES (256u << 10)
+typedef struct {
     int fd;
-    SV_TRY(sv_fileio_open_read(path, &fd, size));
-    if (!(*f = gzdopen(fd, "rb"))) {
-        close(fd);
-        return SV_FAIL(SV_ERR_IO, "%s: zlib cannot read it: %s", path, strerror(errno ? errno : ENOMEM));
+    const char *path; /* the caller's buffer, for messages */
+    int gz;           /* 1: gzip members, 0: plain */
+    int zinit;        /* zs is initialised */
+    int member_end;   /* the last member ended; the next input starts another or is the end */
+    int in_eof;       /* the file is read to its end (the bytes in `in` are all that is left) */
+    const char *why;  /* after a corrupt-stream error: zlib's reason ("incorrect data check", ...) */
+    z_stream zs;
+    uint8_t *in;
+} idx_file;
+
+static void idx_close(idx_file *f) {
+    if (f->zinit) inflateEnd(&f->zs);
+    if (f->fd >= 0) close(f->fd);
+    free(f->in);
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+}
+
+/* More input into f->in after what inflate has not consumed yet. */
+static sv_status idx_fill(idx_file *f) {
+    if (f->in_eof) return SV_OK;
+    if (f->zs.avail_in && f->zs.next_in != f->in) memmove(f->in, f->zs.next_in, f->zs.avail_in);
+    f->zs.next_in = f->in;
+    while (f->zs.avail_in < IDX_IN_BYTES) {
+        ssize_t r = read(f->fd, f->in + f->zs.avail_in, IDX_IN_BYTES - f->zs.avail_in);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return SV_FAIL(SV_ERR_IO, "%s: read failed: %s", f->path, strerror(errno));
+        if (r == 0) {
+            f->in_eof = 1;
+            break;
+        }
+        f->zs.avail_in += (uInt)r;
     }
     return SV_OK;
 }
 
+/* Open path through the guarded reader (a FIFO or device is refused without blocking); *size:
+ * its size on disk. */
+static sv_status idx_open_one(const char *path, idx_file *f, uint64_t *size) {
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    SV_TRY(sv_fileio_open_read(path, &f->fd, size));
+    f->path = path;
+    f->in = malloc(IDX_IN_BYTES);
+    if (!f->in) {
+        idx_close(f);
+        return SV_FAIL(SV_ERR_OOM, "%s: input buffer", path);
+    }
+    sv_status st = idx_fill(f);
+    if (st == SV_OK && f->zs.avail_in >= 2 && f->in[0] == 0x1f && f->in[1] == 0x8b) {
+        f->gz = 1;
+        if (inflateInit2(&f->zs, 16 + MAX_WBITS) != Z_OK) /* gzip wrapper: header, CRC-32, length */
+            st = SV_FAIL(SV_ERR_OOM, "%s: zlib cannot start inflating it", path);
+        else
+            f->zinit = 1;
+    }
+    if (st != SV_OK) idx_close(f);
+    return st;
+}
+
 /* SRC/BASE.gz, else SRC/BASE (a FIFO or unreadable .gz is an error, not a fall-through). */
-static sv_status gz_open(const char *src, const char *base, gzFile *f, char *path, size_t cap, uint64_t *size) {
+static sv_status idx_open(const char *src, const char *base, idx_file *f, char *path, size_t cap, uint64_t *size) {
     snprintf(path, cap, "%s/%s.gz", src, base);
-    sv_status s = gz_open_one(path, f, size);
+    sv_status s = idx_open_one(path, f, size);
     if (s != SV_ERR_NOT_FOUND) return s;
     sv_err_clear();
     snprintf(path, cap, "%s/%s", src, base);
-    s = gz_open_one(path, f, size);
+    s = idx_open_one(path, f, size);
     if (s == SV_ERR_NOT_FOUND) return SV_FAIL(SV_ERR_NOT_FOUND, "IDX file %s/%s(.gz): %s", src, base, strerror(ENOENT));
     return s;
 }
 
-/* zlib's error on f as a message ("unexpected end of file", "incorrect data check", ...). */
-static const char *gz_why(gzFile f, int *err) {
-    const char *m = gzerror(f, err), *c = m && !strncmp(m, "<fd:", 4) ? strstr(m, ": ") : NULL;
-    if (c) m = c + 2; /* zlib names the descriptor ("<fd:4>: "); the messages name the file */
-    return m && m[0] ? m : "unexpected end of file";
-}
-
-static sv_status gz_read(gzFile f, void *buf, size_t n, const char *path) {
-    size_t got = 0;
-    while (got < n) {
-        unsigned chunk = n - got > (1u << 30) ? (1u << 30) : (unsigned)(n - got);
-        int r = gzread(f, (uint8_t *)buf + got, chunk), err;
-        if (r > 0) {
-            got += (size_t)r;
+/* Up to n bytes into buf; *got: how many (fewer only at the end of the data). A gzip stream that
+ * is cut short or fails its checks, or is followed by bytes that are not another member, is
+ * SV_ERR_CORRUPT naming the file. */
+static sv_status idx_read_some(idx_file *f, uint8_t *buf, size_t n, size_t *got) {
+    *got = 0;
+    if (!f->gz) { /* plain: what is in the buffer first, then the file */
+        while (*got < n) {
+            if (!f->zs.avail_in) {
+                if (f->in_eof) break;
+                f->zs.next_in = f->in;
+                SV_TRY(idx_fill(f));
+                continue;
+            }
+            size_t k = n - *got < f->zs.avail_in ? n - *got : f->zs.avail_in;
+            memcpy(buf + *got, f->zs.next_in, k);
+            f->zs.next_in += k, f->zs.avail_in -= (uInt)k, *got += k;
+        }
+        return SV_OK;
+    }
+    while (*got < n) {
+        if (f->zs.avail_in < 2 && !f->in_eof) SV_TRY(idx_fill(f));
+        if (f->member_end) {
+            if (!f->zs.avail_in) return SV_OK; /* the end of the stream, and of the file */
+            if (f->zs.avail_in < 2 || f->zs.next_in[0] != 0x1f || f->zs.next_in[1] != 0x8b) {
+                uint64_t left = f->zs.avail_in;
+                struct stat sb;
+                off_t pos = lseek(f->fd, 0, SEEK_CUR);
+                if (!f->in_eof && pos >= 0 && fstat(f->fd, &sb) == 0 && sb.st_size > pos)
+                    left += (uint64_t)(sb.st_size - pos);
+                return SV_FAIL(SV_ERR_CORRUPT,
+                               "%s: %llu bytes after the end of its gzip stream that are not another gzip member: a "
+                               "corrupt file, or one with data appended",
+                               f->path, (unsigned long long)left);
+            }
+            if (inflateReset(&f->zs) != Z_OK) return SV_FAIL(SV_ERR_CORRUPT, "%s: zlib cannot restart", f->path);
+            f->member_end = 0;
+        }
+        const size_t want = n - *got > (1u << 30) ? (1u << 30) : n - *got;
+        f->zs.next_out = buf + *got;
+        f->zs.avail_out = (uInt)want;
+        const uInt in_before = f->zs.avail_in;
+        int r = inflate(&f->zs, Z_NO_FLUSH);
+        const size_t made = want - f->zs.avail_out;
+        *got += made;
+        if (r == Z_STREAM_END) {
+            f->member_end = 1;
             continue;
         }
-        const char *why = gz_why(f, &err);
-        if (r < 0 || err != Z_OK) /* a gzip stream cut short or failing its checks */
-            return SV_FAIL(SV_ERR_CORRUPT, "%s: corrupt or truncated gzip file (%s; wanted %zu bytes, got %zu)", path,
-                           why, n, got);
-        return SV_FAIL(SV_ERR_CORRUPT, "%s: truncated (wanted %zu bytes, got %zu)", path, n, got);
+        if (r == Z_MEM_ERROR) return SV_FAIL(SV_ERR_OOM, "%s: zlib", f->path);
+        if (r != Z_OK && r != Z_BUF_ERROR)
+            f->why = f->zs.msg ? f->zs.msg : "invalid data";
+        else if (!made && f->zs.avail_in == in_before && f->in_eof) /* no progress and no more input */
+            f->why = "unexpected end of file";
+        if (f->why) return SV_FAIL(SV_ERR_CORRUPT, "%s: corrupt or truncated gzip file (%s)", f->path, f->why);
     }
     return SV_OK;
 }
 
-/* After the n records its header declares, f must end: a gzip stream's end is where zlib checks
- * its CRC-32 and length, so a flipped bit or a cut trailer is found only by reading to it.
- * gzclose's result is checked too. */
-static sv_status gz_end(gzFile *f, const char *path, uint32_t n, const char *what) {
+static sv_status idx_read(idx_file *f, void *buf, size_t n) {
+    size_t got;
+    sv_status st = idx_read_some(f, buf, n, &got);
+    if (st == SV_ERR_CORRUPT && f->why)
+        return SV_FAIL(SV_ERR_CORRUPT, "%s: corrupt or truncated gzip file (%s; wanted %zu bytes, got %zu)", f->path,
+                       f->why, n, got);
+    if (st != SV_OK) return st;
+    if (got < n) return SV_FAIL(SV_ERR_CORRUPT, "%s: truncated (wanted %zu bytes, got %zu)", f->path, n, got);
+    return SV_OK;
+}
+
+/* After the n records its header declares, f must end: a gzip stream's end is where its CRC-32
+ * and length are checked, so a flipped bit or a cut trailer is found only by reading to it. */
+static sv_status idx_end(idx_file *f, uint32_t n, const char *what) {
     uint8_t extra;
-    int r = gzread(*f, &extra, 1), err;
-    const char *why = gz_why(*f, &err);
-    sv_status s = SV_OK;
-    if (r < 0 || (r == 0 && (err != Z_OK || !gzeof(*f))))
-        s = SV_FAIL(SV_ERR_CORRUPT, "%s: corrupt or truncated gzip file (%s) after the %u %s the header declares", path,
-                    why, n, what);
-    else if (r > 0)
+    size_t got;
+    sv_status s = idx_read_some(f, &extra, 1, &got);
+    if (s == SV_ERR_CORRUPT && f->why)
+        s = SV_FAIL(SV_ERR_CORRUPT, "%s: corrupt or truncated gzip file (%s) after the %u %s the header declares",
+                    f->path, f->why, n, what);
+    else if (s == SV_OK && got)
         s = SV_FAIL(SV_ERR_CORRUPT,
                     "%s: data after the %u %s the header declares (a corrupt file, or a wrong count in the header)",
-                    path, n, what);
-    int c = gzclose(*f);
-    *f = NULL;
-    if (s == SV_OK && c != Z_OK)
-        s = SV_FAIL(SV_ERR_CORRUPT, "%s: corrupt or truncated gzip file (closing it: zlib error %d)", path, c);
+                    f->path, n, what);
+    idx_close(f);
     return s;
 }
 
 /* An uncompressed IDX file must hold exactly what its header claims: header + n x rows x cols
  * bytes (cols == 0: a label file, 8-byte header + n bytes), computed with checked 64-bit
  * arithmetic; a header claiming smaller images than the file holds would cut every image at the
- * wrong place. A gzip file's length is only known by decompressing it: gz_read reports
- * truncation, gz_end data after the records; but deflate cannot expand S bytes to more than
+ * wrong place. A gzip file's length is only known by decompressing it: idx_read reports
+ * truncation, idx_end data after the records; but deflate cannot expand S bytes to more than
  * about 1032 S (a 258-byte match per two bits at best), so a header claiming more than that is
  * refused before anything is written (a 2 MB gzip of zeros whose header claimed 2^32 - 1 images
  * had prep write images for minutes, gigabytes of them, before it found the file short). */
@@ -133,18 +229,18 @@ static sv_status idx_split(sv_prep_job *j, const char *src, const char *prefix, 
                            uint64_t *count) {
     const sv_prep_opts *o = j->o;
     char ipath[4096], lpath[4096], base[128];
-    gzFile fi = NULL, fl = NULL;
+    idx_file fi = {.fd = -1}, fl = {.fd = -1};
     uint8_t *img = NULL;
     sv_prep_sink s = {0};
     sv_status st = SV_OK;
     snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
     uint64_t isize, lsize;
-    SV_TRY_GOTO(st, gz_open(src, base, &fi, ipath, sizeof ipath, &isize), done);
+    SV_TRY_GOTO(st, idx_open(src, base, &fi, ipath, sizeof ipath, &isize), done);
     snprintf(base, sizeof base, "%s-labels-idx1-ubyte", prefix);
-    SV_TRY_GOTO(st, gz_open(src, base, &fl, lpath, sizeof lpath, &lsize), done);
+    SV_TRY_GOTO(st, idx_open(src, base, &fl, lpath, sizeof lpath, &lsize), done);
     uint8_t hi[16], hl[8];
-    SV_TRY_GOTO(st, gz_read(fi, hi, 16, ipath), done);
-    SV_TRY_GOTO(st, gz_read(fl, hl, 8, lpath), done);
+    SV_TRY_GOTO(st, idx_read(&fi, hi, 16), done);
+    SV_TRY_GOTO(st, idx_read(&fl, hl, 8), done);
     if (be32(hi) != 0x803) {
         st = SV_FAIL(SV_ERR_FORMAT, "%s: bad IDX image magic 0x%x (want 0x803)", ipath, be32(hi));
         goto done;
@@ -166,8 +262,8 @@ static sv_status idx_split(sv_prep_job *j, const char *src, const char *prefix, 
         st = SV_FAIL(SV_ERR_FORMAT, "%s: bad image size %ux%u", ipath, rows, cols);
         goto done;
     }
-    SV_TRY_GOTO(st, idx_check_sizes(ipath, gzdirect(fi), isize, n, rows, cols), done);
-    SV_TRY_GOTO(st, idx_check_sizes(lpath, gzdirect(fl), lsize, n, 1, 0), done);
+    SV_TRY_GOTO(st, idx_check_sizes(ipath, !fi.gz, isize, n, rows, cols), done);
+    SV_TRY_GOTO(st, idx_check_sizes(lpath, !fl.gz, lsize, n, 1, 0), done);
     uint64_t take = o->limit && o->limit < n ? o->limit : n;
     img = malloc((size_t)rows * cols);
     if (!img) {
@@ -177,24 +273,24 @@ static sv_status idx_split(sv_prep_job *j, const char *src, const char *prefix, 
     SV_TRY_GOTO(st, sv_prep_sink_open(&s, j, split, names, 10, take), done);
     for (uint64_t i = 0; i < take && st == SV_OK; i++) {
         uint8_t lab;
-        SV_TRY_GOTO(st, gz_read(fi, img, (size_t)rows * cols, ipath), done);
-        SV_TRY_GOTO(st, gz_read(fl, &lab, 1, lpath), done);
+        SV_TRY_GOTO(st, idx_read(&fi, img, (size_t)rows * cols), done);
+        SV_TRY_GOTO(st, idx_read(&fl, &lab, 1), done);
         st = sv_prep_sink_put(&s, img, (int)cols, (int)rows, 1, lab);
     }
     if (st != SV_OK) goto done;
-    /* past --limit the records are read too, to the files' ends (see gz_end) */
-    for (uint64_t i = take; i < n; i++) SV_TRY_GOTO(st, gz_read(fi, img, (size_t)rows * cols, ipath), done);
+    /* past --limit the records are read too, to the files' ends (see idx_end) */
+    for (uint64_t i = take; i < n; i++) SV_TRY_GOTO(st, idx_read(&fi, img, (size_t)rows * cols), done);
     for (uint64_t i = take; i < n; i += rows * cols) {
         size_t chunk = n - i < (uint64_t)rows * cols ? (size_t)(n - i) : (size_t)rows * cols;
-        SV_TRY_GOTO(st, gz_read(fl, img, chunk, lpath), done);
+        SV_TRY_GOTO(st, idx_read(&fl, img, chunk), done);
     }
-    SV_TRY_GOTO(st, gz_end(&fi, ipath, n, "images"), done);
-    SV_TRY_GOTO(st, gz_end(&fl, lpath, n, "labels"), done);
+    SV_TRY_GOTO(st, idx_end(&fi, n, "images"), done);
+    SV_TRY_GOTO(st, idx_end(&fl, n, "labels"), done);
     *count = s.count;
 done:
     if (s.o) st = sv_prep_sink_close(&s, st);
-    if (fi) gzclose(fi);
-    if (fl) gzclose(fl);
+    idx_close(&fi);
+    idx_close(&fl);
     free(img);
     return st;
 }

@@ -430,6 +430,61 @@ int main(void) {
             }
         }
     }
+    /* after the gzip stream: another gzip member is read on (gzip's concatenated members), any
+     * other bytes (text appended, zero padding) are an error naming the file and the count; zlib's
+     * gzread took them for the file's end and said nothing */
+    {
+        char gsrc[4400], p[4500], part[4600];
+        snprintf(gsrc, sizeof gsrc, "%s/idx_tail", root);
+        CHECK(mkdir(gsrc, 0755) == 0);
+        idx_source(gsrc, 9, 4, '6', 0, 0);
+        snprintf(p, sizeof p, "%s/train-labels-idx1-ubyte.gz", gsrc);
+        size_t len;
+        uint8_t *whole = load(p, &len), lb[17];
+        put32(lb, 0x801);
+        put32(lb + 4, 9);
+        for (int i = 0; i < 9; i++) lb[8 + i] = (uint8_t)(i % 10);
+        struct {
+            const char *what;
+            const char *want; /* NULL: imported */
+        } cases[] = {{"two members", NULL},
+                     {"text", "5 bytes after the end of its gzip stream"},
+                     {"zeros", "512 bytes after the end of its gzip stream"}};
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            FILE *f = fopen(p, "wb");
+            CHECK(f != NULL);
+            if (c == 0) { /* the labels as two gzip members, split inside the header */
+                for (int m = 0; m < 2; m++) {
+                    snprintf(part, sizeof part, "%s/part.gz", gsrc);
+                    write_file(part, m ? lb + 6 : lb, m ? 11 : 6, 1);
+                    size_t plen;
+                    uint8_t *pb = load(part, &plen);
+                    CHECK(fwrite(pb, 1, plen, f) == plen);
+                    free(pb);
+                    CHECK(unlink(part) == 0);
+                }
+            } else {
+                uint8_t tail[512] = {0};
+                if (c == 1) memcpy(tail, "junk\n", 5);
+                CHECK(fwrite(whole, 1, len, f) == len && fwrite(tail, 1, c == 1 ? 5 : 512, f) == (c == 1 ? 5u : 512u));
+            }
+            CHECK(fclose(f) == 0);
+            sv_prep_opts o = sv_prep_opts_default();
+            snprintf(out, sizeof out, "%s/idx_tail_out%zu", root, c);
+            o.src = gsrc;
+            o.out = out;
+            sv_status st = sv_prep_idx(&o, 0);
+            fprintf(stderr, "gzip %s: %s\n", cases[c].what, st == SV_OK ? "imported" : sv_err_msg());
+            if (!cases[c].want) {
+                CHECK_OK(st);
+                CHECK(o.n_train == 9 && o.n_test == 9);
+                continue;
+            }
+            CHECK(st == SV_ERR_CORRUPT && strstr(sv_err_msg(), p) && strstr(sv_err_msg(), cases[c].want));
+            CHECK(access(out, F_OK) != 0);
+        }
+        free(whole);
+    }
     /* a changed label byte that the reads of the records never have checked (see gz_stored): its
      * CRC-32 mismatch is found past --limit, reading to the end */
     {

@@ -8,6 +8,7 @@ jpeg/restart-* seeds (JPEGs with restart markers, which Debian's Pillow cannot w
 `shardvit prep synthetic|fashion-mnist --restart-mcus N`, plus the transform byte). Needs Pillow
 (Debian's python3-pil) for the JPEG seeds. Usage: /usr/bin/python3 tests/fuzz/make_corpus.py
 """
+import gzip
 import io
 import json
 import os
@@ -226,6 +227,14 @@ def main():
     img = struct.pack(">IIII", 0x803, 1000000, 28, 28) + bytes(100)
     lab = struct.pack(">II", 0x801, 1000000) + bytes([1, 2])
     put("idx", "truncated", b"\1" + struct.pack("<H", len(img)) + img + lab)
+    # gzip files (recognised by their magic, whatever the name): one member each; the labels as
+    # two members; the labels with bytes after the gzip stream
+    img, lab = idx(2, 4, 3, [1, 9])
+    gimg, glab = gzip.compress(img, mtime=0), gzip.compress(lab, mtime=0)
+    put("idx", "gzip-digits", b"\0" + struct.pack("<H", len(gimg)) + gimg + glab)
+    two = gzip.compress(lab[:5], mtime=0) + gzip.compress(lab[5:], mtime=0)
+    put("idx", "gzip-two-members", b"\1" + struct.pack("<H", len(gimg)) + gimg + two)
+    put("idx", "gzip-trailing", b"\0" + struct.pack("<H", len(gimg)) + gimg + glab + b"junk")
 
     # CIFAR: flag byte (1: cifar100, 2: tar), u16 names length (0xffff: none), names, batch
     rec10 = bytes([3]) + bytes(i & 255 for i in range(3072))
