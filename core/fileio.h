@@ -98,7 +98,8 @@ sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd);
 sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap);
 /* Rename the temporary directory `from` (of sv_fileio_tmp_dir) to `to`, which must not exist,
  * and keep it a temporary under its new name (removed on the signals below until renamed into
- * place with sv_fileio_rename). */
+ * place with sv_fileio_rename). SV_OK once renamed (the parent's fsync is not waited for: a
+ * temporary needs no durability); on failure `from` is left as it was, still a temporary. */
 sv_status sv_fileio_tmp_dir_move(const char *from, const char *to);
 
 /* For commands without signal handling of their own (export, reshard, import, prep, eval,

@@ -108,8 +108,8 @@ static sv_status remove_killed_work(const char *out) {
             if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
                 st = errno == EWOULDBLOCK
                     ? SV_FAIL(SV_ERR_INVALID,
-                              "--out %s: another prep is writing into it now (%s): wait for it to "
-                              "finish, or choose another --out",
+                              "--out %s: another prep is writing into it now, or removing what a killed "
+                              "prep left (%s): wait for it to finish, or choose another --out",
                               out, p)
                     : SV_FAIL(SV_ERR_INVALID,
                               "--out %s: cannot tell whether a prep is writing into %s (flock: %s): "
@@ -163,9 +163,10 @@ sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *
     }
     /* The work directory is made under a name no check takes for one (OUT/.prep.new.tmp-XXXXXXXX),
      * flocked, and only then given its name (OUT/.prep.tmp-XXXXXXXX): a work directory that
-     * another prep finds unheld is one whose prep is gone, never one that is starting, on any
-     * host and whatever each prep's TMPDIR. Where directories cannot be flocked (no liveness to
-     * tell) it keeps the first name, which a later prep never removes. */
+     * another prep finds unheld is one whose prep is gone, never one that is starting, whatever
+     * each prep's TMPDIR (across hosts as far as the file system's flock on directories reaches:
+     * NFS keeps them per host). Where directories cannot be flocked (no liveness to tell) it keeps
+     * the first name, which a later prep never removes. */
     char base[4200], fresh[sizeof j->work];
     snprintf(base, sizeof base, "%s/.prep.new", o->out);
     sv_status ws = sv_fileio_tmp_dir(base, fresh, sizeof fresh);

@@ -130,9 +130,9 @@ static sv_status idx_read_some(idx_file *f, uint8_t *buf, size_t n, size_t *got)
                 if (!f->in_eof && pos >= 0 && fstat(f->fd, &sb) == 0 && sb.st_size > pos)
                     left += (uint64_t)(sb.st_size - pos);
                 return SV_FAIL(SV_ERR_CORRUPT,
-                               "%s: %llu bytes after the end of its gzip stream that are not another gzip member: a "
+                               "%s: %llu byte%s after the end of its gzip stream that %s not another gzip member: a "
                                "corrupt file, or one with data appended",
-                               f->path, (unsigned long long)left);
+                               f->path, (unsigned long long)left, left == 1 ? "" : "s", left == 1 ? "is" : "are");
             }
             if (inflateReset(&f->zs) != Z_OK) return SV_FAIL(SV_ERR_CORRUPT, "%s: zlib cannot restart", f->path);
             f->member_end = 0;

@@ -371,11 +371,17 @@ static sv_status check_source(sv_prep_opts *o, const sv_prep_source *was, int qu
                    out, o->src, out, SV_PREP_MARKER, nt, ne, what, out);
 }
 
+/* name is PREFIX and 8 lowercase hex digits (a suffix of sv_fileio_tmp_dir) */
+static int prep_name(const char *name, const char *prefix) {
+    const size_t n = strlen(prefix);
+    if (strncmp(name, prefix, n) != 0 || strlen(name) != n + 8) return 0;
+    for (size_t i = n; i < n + 8; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return 0;
+    return 1;
+}
+
 int sv_prep_work_dir_state(const char *out, const char *name) {
-    /* exactly the names sv_prep_begin gives: ".prep.tmp-" and 8 lowercase hex digits */
-    if (strncmp(name, ".prep.tmp-", 10) != 0 || strlen(name) != 18) return -1;
-    for (int i = 10; i < 18; i++)
-        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return -1;
+    if (!prep_name(name, ".prep.tmp-")) return -1; /* exactly the names sv_prep_begin gives */
     char p[PATH_MAX];
     if ((size_t)snprintf(p, sizeof p, "%s/%s", out, name) >= sizeof p) return -1;
     int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); /* a real directory, not a link */
@@ -406,12 +412,13 @@ sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char
                        out);
     DIR *d = opendir(out);
     if (!d) return SV_FAIL(SV_ERR_IO, "--out %s: %s", out, strerror(errno));
-    char first[96] = "", partial[96] = "", busy_one[96] = "", unknown_one[96] = "";
+    char first[96] = "", partial[96] = "", busy_one[96] = "", unknown_one[96] = "", starting[96] = "";
     int entries = 0, has_marker = 0, partials = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
         entries++;
+        if (prep_name(de->d_name, ".prep.new.tmp-") && !starting[0]) printable(starting, sizeof starting, de->d_name);
         const int work = sv_prep_work_dir_state(out, de->d_name);
         if (work >= 0) {
             partials++;
@@ -455,6 +462,12 @@ sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char
                        "--out %s: another prep is writing into it now (%s/%s): wait for it to finish, or choose "
                        "another --out",
                        out, out, busy_one);
+    if (starting[0])
+        return SV_FAIL(SV_ERR_INVALID,
+                       "--out %s holds %s/%s: a prep starting there now, or the work directory of one that was "
+                       "killed as it started or ran where directories cannot be flocked: wait, or remove it if no "
+                       "prep runs",
+                       out, out, starting);
     if (unknown_one[0])
         return SV_FAIL(SV_ERR_INVALID,
                        "--out %s holds %s/%s, a prep's work directory, and this file system cannot tell whether a "

@@ -222,6 +222,12 @@ before=$(tree_sum "$O/pu")
 expect_fail prep_user_dir "is not empty \(it holds '.prep.tmp-my-backup'" \
     "${SV[@]}" prep synthetic --classes 2 --per-class 2 --test-per-class 1 --width 16 --height 16 --out "$O/pu"
 [ "$(tree_sum "$O/pu")" = "$before" ] || fail "prep changed $O/pu, a directory of the user's"
+# a directory under a starting prep's first name (.prep.new.tmp-XXXXXXXX: not flocked yet) is never
+# taken for a killed prep's: OUT refused naming it, nothing removed
+mkdir -p "$O/pn/.prep.new.tmp-0badcafe"
+expect_fail prep_starting "holds $O/pn/.prep.new.tmp-0badcafe: a prep starting there now" \
+    "${SV[@]}" prep synthetic --classes 2 --per-class 2 --test-per-class 1 --width 16 --height 16 --out "$O/pn"
+[ -d "$O/pn/.prep.new.tmp-0badcafe" ] || fail "prep removed $O/pn/.prep.new.tmp-0badcafe"
 mkdir -p "$WORK/cifar"
 for b in 1 2 3 4 5; do : >"$WORK/cifar/data_batch_$b.bin"; done
 head -c 3073 /dev/zero >"$WORK/cifar/test_batch.bin"
