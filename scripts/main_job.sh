@@ -58,14 +58,16 @@ set_aside() {
 }
 # prep writes its marker .shardvit-prep last and refuses a non-empty --out other than its own
 # finished import: a $DATA without the marker is an interrupted (or older) import, kept aside
-# (as the outputs below) before a new one. With the marker, prep itself checks that $DATA still
-# holds what it records and reuses it; one changed since (files removed) is kept aside too.
+# (as the outputs below) before a new one, except one holding nothing but the work directories
+# of a prep that was killed (.prep.tmp-XXXXXXXX), which prep removes itself and imports. With
+# the marker, prep itself checks that $DATA still holds what it records and reuses it; one
+# changed since (files removed) is kept aside too.
 if [ -f "$DATA/.shardvit-prep" ] && ! "$SV" prep fashion-mnist --out "$DATA"; then
     prev=$(set_aside "$DATA") || exit 1
     echo "main job: $DATA no longer held the import its .shardvit-prep records; moved it to $prev"
 fi
 if [ ! -f "$DATA/.shardvit-prep" ]; then
-    if [ -e "$DATA" ] && [ -n "$(ls -A "$DATA" 2>/dev/null || echo x)" ]; then
+    if [ -e "$DATA" ] && [ -n "$({ ls -A "$DATA" 2>/dev/null || echo x; } | grep -Ev '^\.prep\.tmp-[0-9a-f]{8}$')" ]; then
         prev=$(set_aside "$DATA") || exit 1
         echo "main job: $DATA held an unfinished or older import (no .shardvit-prep); moved it to $prev"
     fi

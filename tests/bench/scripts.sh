@@ -391,6 +391,15 @@ rc=$?
 check "main_job DATA=DIR/ holding an unfinished import: moved to DIR.prev-*, imported again (exit $rc)" \
     eval '[ $rc = 0 ] && [ -f "$MJ/d2/.shardvit-prep" ] && [ "$(ls -d "$MJ"/d2.prev-*/partial | wc -l)" = 1 ]'
 [ $rc = 0 ] || cat "$TMP/mj_data_partial.e"
+# DATA holding only what a killed prep left (its work directory): not moved aside, prep imports
+# into it (the real prep removes the work directory first: faults_hostile_cli_outputs)
+mkdir -p "$MJ/d3/.prep.tmp-0a1b2c3d/train"
+mj mj_data_killed OUT="$MJ/o4" DATA="$MJ/d3"
+rc=$?
+check "main_job DATA holding a killed prep's work directory: left to prep, not moved aside (exit $rc)" \
+    eval '[ $rc = 0 ] && [ -f "$MJ/d3/.shardvit-prep" ] && ! ls -d "$MJ"/d3.prev-* >/dev/null 2>&1 &&
+        grep -q "shardvit prep fashion-mnist --out $MJ/d3\$" "$TMP/mj_data_killed.log"'
+[ $rc = 0 ] || cat "$TMP/mj_data_killed.e"
 # three runs into one OUT within a second: each earlier run gets a name of its own (the same
 # .prev-<time> made the second move put the directory inside the first one)
 mj mj_fast1 OUT="$MJ/fast" MJ_FIXED_DATE=20261207-000000
