@@ -428,7 +428,20 @@ sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap) {
     return SV_FAIL(SV_ERR_IO, "create a temporary directory beside %s: every name tried exists", path);
 }
 
-sv_status sv_fileio_tmp_dir_move(const char *from, const char *to) {
+int sv_fileio_is_tmp_name(const char *name, const char *base) {
+    const size_t n = strlen(base);
+    if (strncmp(name, base, n) != 0 || strncmp(name + n, ".tmp-", 5) != 0 || strlen(name + n + 5) != 8) return 0;
+    for (const char *c = name + n + 5; *c; c++)
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'))) return 0; /* tmp_name's %08x */
+    return 1;
+}
+
+sv_status sv_fileio_tmp_dir_rebase(const char *from, const char *base, char *to, size_t cap) {
+    const char *suffix = strrchr(from, '.'); /* ".tmp-XXXXXXXX" of tmp_name */
+    if (!suffix || strncmp(suffix, ".tmp-", 5) != 0)
+        return SV_FAIL(SV_ERR_INVALID, "%.200s is not a temporary's name", from);
+    if ((size_t)snprintf(to, cap, "%s%s", base, suffix) >= cap)
+        return SV_FAIL(SV_ERR_INVALID, "path too long: %.200s", base);
     tmp_register(to, TMP_DIR);                    /* first: a signal in between finds one of the two names */
     sv_status st = sv_fileio_rename(from, to, 1); /* forgets `from` once renamed */
     struct stat sb;

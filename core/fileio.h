@@ -96,11 +96,15 @@ sv_status sv_fileio_fopen_write(const char *path, int mode, FILE **out);
 sv_status sv_fileio_tmp_file(const char *path, char *tmp, size_t cap, int *fd);
 /* The same for a new empty directory (mode 0755 less the umask); parents of path must exist. */
 sv_status sv_fileio_tmp_dir(const char *path, char *tmp, size_t cap);
-/* Rename the temporary directory `from` (of sv_fileio_tmp_dir) to `to`, which must not exist,
- * and keep it a temporary under its new name (removed on the signals below until renamed into
- * place with sv_fileio_rename). SV_OK once renamed (the parent's fsync is not waited for: a
- * temporary needs no durability); on failure `from` is left as it was, still a temporary. */
-sv_status sv_fileio_tmp_dir_move(const char *from, const char *to);
+/* 1 when the file name `name` is one these two functions give beside a path whose last
+ * component is `base` ("<base>.tmp-" and 8 lowercase hex digits), else 0. */
+int sv_fileio_is_tmp_name(const char *name, const char *base);
+/* Rename the temporary directory `from` (of sv_fileio_tmp_dir) to "<base>.tmp-XXXXXXXX" with the
+ * same XXXXXXXX (its path into `to`, cap bytes), which must not exist, and keep it a temporary
+ * under its new name (removed on the signals below until renamed into place with
+ * sv_fileio_rename). SV_OK once renamed (the parent's fsync is not waited for: a temporary needs
+ * no durability); on failure `from` is left as it was, still a temporary. */
+sv_status sv_fileio_tmp_dir_rebase(const char *from, const char *base, char *to, size_t cap);
 
 /* For commands without signal handling of their own (export, reshard, import, prep, eval,
  * predict, report): on SIGINT, SIGTERM, SIGHUP or SIGPIPE (a closed pipe on stdout / stderr),

@@ -168,7 +168,7 @@ sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *
      * NFS keeps them per host). Where directories cannot be flocked (no liveness to tell) it keeps
      * the first name, which a later prep never removes. */
     char base[4200], fresh[sizeof j->work];
-    snprintf(base, sizeof base, "%s/.prep.new", o->out);
+    snprintf(base, sizeof base, "%s/%s", o->out, SV_PREP_NEW_WORK_BASE);
     sv_status ws = sv_fileio_tmp_dir(base, fresh, sizeof fresh);
     if (ws != SV_OK) {
         if (j->created_out) sv_fileio_made_dirs_remove(&j->out_made);
@@ -186,9 +186,8 @@ sv_status sv_prep_begin(sv_prep_job *j, sv_prep_opts *o, const char *what, int *
         return SV_OK;
     }
     char named[sizeof j->work];
-    const char *suffix = strrchr(fresh, '-'); /* "-XXXXXXXX" of "<base>.tmp-XXXXXXXX" */
-    if ((size_t)snprintf(named, sizeof named, "%s/.prep.tmp%s", o->out, suffix ? suffix : "-") < sizeof named &&
-        sv_fileio_tmp_dir_move(fresh, named) == SV_OK)
+    snprintf(base, sizeof base, "%s/%s", o->out, SV_PREP_WORK_BASE);
+    if (sv_fileio_tmp_dir_rebase(fresh, base, named, sizeof named) == SV_OK)
         snprintf(j->work, sizeof j->work, "%s", named);
     else
         sv_err_clear(); /* it keeps its first name: the import goes on */

@@ -94,6 +94,11 @@ typedef struct sv_prep_sink {
 int sv_prep_marker_opts(const sv_prep_opts *o, const char *what, char *buf, size_t cap);
 int sv_prep_source_lines(const sv_prep_source *r, char *buf, size_t cap);
 sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char *opts, int quiet, int *done);
+/* The work directory's names in OUT, as bases of sv_fileio_tmp_dir: made as
+ * "<SV_PREP_NEW_WORK_BASE>.tmp-XXXXXXXX", renamed to "<SV_PREP_WORK_BASE>.tmp-XXXXXXXX" once flocked
+ * (data/prep.c sv_prep_begin). */
+#define SV_PREP_WORK_BASE ".prep"
+#define SV_PREP_NEW_WORK_BASE ".prep.new"
 /* Entry `name` of OUT as a work directory (OUT/.prep.tmp-XXXXXXXX with 8 lowercase hex digits,
  * a real directory): 1 while a prep holds it (running), 0 when none does (what a killed prep
  * left), 2 when its flock state cannot be told (no flock on that file system), -1 when it is

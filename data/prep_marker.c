@@ -371,17 +371,8 @@ static sv_status check_source(sv_prep_opts *o, const sv_prep_source *was, int qu
                    out, o->src, out, SV_PREP_MARKER, nt, ne, what, out);
 }
 
-/* name is PREFIX and 8 lowercase hex digits (a suffix of sv_fileio_tmp_dir) */
-static int prep_name(const char *name, const char *prefix) {
-    const size_t n = strlen(prefix);
-    if (strncmp(name, prefix, n) != 0 || strlen(name) != n + 8) return 0;
-    for (size_t i = n; i < n + 8; i++)
-        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return 0;
-    return 1;
-}
-
 int sv_prep_work_dir_state(const char *out, const char *name) {
-    if (!prep_name(name, ".prep.tmp-")) return -1; /* exactly the names sv_prep_begin gives */
+    if (!sv_fileio_is_tmp_name(name, SV_PREP_WORK_BASE)) return -1; /* exactly the names sv_prep_begin gives */
     char p[PATH_MAX];
     if ((size_t)snprintf(p, sizeof p, "%s/%s", out, name) >= sizeof p) return -1;
     int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); /* a real directory, not a link */
@@ -418,7 +409,8 @@ sv_status sv_prep_marker_check_out(sv_prep_opts *o, const char *what, const char
     while ((de = readdir(d)) != NULL) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
         entries++;
-        if (prep_name(de->d_name, ".prep.new.tmp-") && !starting[0]) printable(starting, sizeof starting, de->d_name);
+        if (sv_fileio_is_tmp_name(de->d_name, SV_PREP_NEW_WORK_BASE) && !starting[0])
+            printable(starting, sizeof starting, de->d_name);
         const int work = sv_prep_work_dir_state(out, de->d_name);
         if (work >= 0) {
             partials++;

@@ -112,10 +112,41 @@ static void test_dir_lock(const char *dir) {
     }
 }
 
+/* sv_fileio_is_tmp_name recognises exactly the names of sv_fileio_tmp_dir; sv_fileio_tmp_dir_rebase
+ * keeps the suffix, refuses an existing target and leaves `from` in place then. */
+static void test_tmp_names(const char *dir) {
+    CHECK(sv_fileio_is_tmp_name(".prep.tmp-0a1b2c3d", ".prep"));
+    CHECK(!sv_fileio_is_tmp_name(".prep.tmp-0A1B2C3D", ".prep"));  /* %08x: lowercase */
+    CHECK(!sv_fileio_is_tmp_name(".prep.tmp-0a1b2c3", ".prep"));   /* 7 digits */
+    CHECK(!sv_fileio_is_tmp_name(".prep.tmp-0a1b2c3d0", ".prep")); /* 9 */
+    CHECK(!sv_fileio_is_tmp_name(".prep.tmp-my-backup", ".prep"));
+    CHECK(!sv_fileio_is_tmp_name(".prep.new.tmp-0a1b2c3d", ".prep")); /* another base */
+    CHECK(sv_fileio_is_tmp_name(".prep.new.tmp-0a1b2c3d", ".prep.new"));
+    char base[512], from[600], to[600], taken[600];
+    snprintf(base, sizeof base, "%s/first", dir);
+    CHECK_OK(sv_fileio_tmp_dir(base, from, sizeof from));
+    CHECK(sv_fileio_is_tmp_name(strrchr(from, '/') + 1, "first"));
+    snprintf(base, sizeof base, "%s/second", dir);
+    CHECK_OK(sv_fileio_tmp_dir_rebase(from, base, to, sizeof to));
+    struct stat st;
+    CHECK(lstat(from, &st) != 0 && lstat(to, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK(sv_fileio_is_tmp_name(strrchr(to, '/') + 1, "second") &&
+          !strcmp(strrchr(to, '.'), strrchr(from, '.'))); /* the same ".tmp-XXXXXXXX" */
+    /* onto an existing name: refused, the directory stays where it was */
+    snprintf(base, sizeof base, "%s/third", dir);
+    snprintf(taken, sizeof taken, "%s%s", base, strrchr(to, '.'));
+    CHECK(mkdir(taken, 0755) == 0);
+    CHECK(sv_fileio_tmp_dir_rebase(to, base, from, sizeof from) != SV_OK);
+    CHECK(lstat(to, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK(rmdir(taken) == 0 && rmdir(to) == 0);
+    CHECK(sv_fileio_tmp_dir_rebase("plain-name", base, to, sizeof to) == SV_ERR_INVALID);
+}
+
 int main(void) {
     char dir[256], p[512], q[512];
     fmt_tmpdir(dir, sizeof dir, "fileio");
     test_dir_lock(dir);
+    test_tmp_names(dir);
 
     /* a FIFO (no writer) and a character device are refused at once, naming the path */
     alarm(20);
