@@ -11,7 +11,10 @@
  * app/env_overrides.h); nothing in core reads the environment. After
  * sv_fileio_inject_write_stall(N) a write beyond N bytes of such a file writes what fits and then
  * waits for a signal for ever (SHARDVIT_FAULT_WRITE_STALL_AFTER_BYTES, SV_FILEIO_STALL_ENV): a
- * test's deterministic "the command is in the middle of writing" for signal handling. */
+ * test's deterministic "the command is in the middle of writing" for signal handling.
+ *
+ * The path arithmetic (sv_fileio_parent, _real_path, _lexical_append, _absolute, _path_inside) is
+ * in core/fileio_path.c. */
 #ifndef SV_CORE_FILEIO_H
 #define SV_CORE_FILEIO_H
 
