@@ -1,7 +1,7 @@
 /* shardvit data: `prep fashion-mnist` / `prep mnist`, the IDX importer (data/prep.h
  * sv_prep_idx): plain or gzip IDX files, their sizes checked against their headers and a gzip
- * stream read to its end (its CRC-32 and length checked, nothing but gzip members after it), written through the shared job and sink
- * of data/prep_impl.h. */
+ * stream read to its end (its CRC-32 and length checked, nothing but gzip members after it),
+ * written through the shared job and sink of data/prep_impl.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
